@@ -1,0 +1,34 @@
+#pragma once
+// The SpMV kernel variant: a small value type with a stable text form (DESIGN.md §2), e.g.
+// "spmv.scalar.f32.b256". The text names the kernel, keys both caches and appears in logs.
+#include <compare>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/kernel_source.hpp"
+#include "codegen/value_type.hpp"
+
+namespace dbsparse::codegen {
+
+enum class SpmvStrategy { Scalar };
+const char* to_string(SpmvStrategy s);
+
+struct SpmvKey {
+  ValueType value = ValueType::F32;
+  SpmvStrategy strategy = SpmvStrategy::Scalar;
+  int block_size = 256;  // threads per block: a multiple of 32 in [32, 1024]
+
+  std::string to_string() const;
+  // Throws UsageError naming the malformed part.
+  static SpmvKey parse(std::string_view text);
+  auto operator<=>(const SpmvKey&) const = default;
+};
+
+// Pure: key -> source, options and the kernel's name expression. Golden-tested.
+KernelSource make_source(const SpmvKey& key);
+
+// Every variant the nvrtc tier compiles and `precompile --op spmv` fills the cache with.
+std::vector<SpmvKey> spmv_search_space();
+
+}  // namespace dbsparse::codegen

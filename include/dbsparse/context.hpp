@@ -1,0 +1,150 @@
+#pragma once
+// The GPU side of the public API: a Context on one device's primary context (so cuSPARSE and other
+// runtime-API code share it), streams, device buffers and events. libcuda is dlopen'd: without a
+// driver or a device every constructor here throws NoDeviceError and nothing else breaks.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "dbsparse/error.hpp"
+#include "dbsparse/matrix.hpp"
+#include "dbsparse/tuning_db.hpp"
+
+namespace dbsparse {
+
+// True when libcuda loads, cuInit succeeds and a device exists; otherwise *why says which failed.
+bool cuda_device_available(std::string* why = nullptr);
+
+struct DeviceInfo {
+  int ordinal = 0;
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  int64_t memory_bytes = 0;
+  int64_t l2_bytes = 0;
+  int driver_version = 0;
+  std::string arch() const;  // "sm_90"
+  DeviceRecord record() const;
+};
+
+class Context;
+
+class Stream {
+ public:
+  explicit Stream(Context& ctx);  // a non-blocking stream
+  ~Stream();
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  Stream(Stream&& o) noexcept;
+  void* handle() const { return stream_; }  // CUstream == cudaStream_t
+  void synchronize() const;
+
+ private:
+  void* stream_ = nullptr;
+};
+
+// Untyped RAII device allocation; DeviceBuffer<T> adds the element type.
+class DeviceAllocation {
+ public:
+  DeviceAllocation() = default;
+  explicit DeviceAllocation(size_t bytes);
+  ~DeviceAllocation();
+  DeviceAllocation(DeviceAllocation&& o) noexcept;
+  DeviceAllocation& operator=(DeviceAllocation&& o) noexcept;
+  DeviceAllocation(const DeviceAllocation&) = delete;
+  DeviceAllocation& operator=(const DeviceAllocation&) = delete;
+  uint64_t ptr() const { return ptr_; }  // CUdeviceptr
+  size_t bytes() const { return bytes_; }
+  void upload(const void* src, size_t bytes, size_t offset = 0);
+  void download(void* dst, size_t bytes, size_t offset = 0) const;
+  void memset8(unsigned char v);
+
+ private:
+  uint64_t ptr_ = 0;
+  size_t bytes_ = 0;
+};
+
+template <class T>
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(size_t n) : alloc_(n * sizeof(T)), size_(n) {}
+  explicit DeviceBuffer(std::span<const T> host) : DeviceBuffer(host.size()) { upload(host); }
+  size_t size() const { return size_; }
+  uint64_t ptr() const { return alloc_.ptr(); }
+  T* data() const { return reinterpret_cast<T*>(alloc_.ptr()); }
+  void upload(std::span<const T> host) {
+    if (host.size() != size_) throw UsageError("DeviceBuffer::upload: size mismatch");
+    if (size_) alloc_.upload(host.data(), size_ * sizeof(T));
+  }
+  std::vector<T> download() const {
+    std::vector<T> out(size_);
+    if (size_) alloc_.download(out.data(), size_ * sizeof(T));
+    return out;
+  }
+  void fill_bytes(unsigned char v) { if (size_) alloc_.memset8(v); }
+
+ private:
+  DeviceAllocation alloc_;
+  size_t size_ = 0;
+};
+
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void record(const Stream& s);
+  void record(void* stream);
+  void synchronize() const;
+  float elapsed_ms_since(const Event& start) const;
+  void* handle() const { return event_; }
+
+ private:
+  void* event_ = nullptr;
+};
+
+template <class T>
+class SpmvPlan;
+namespace detail {
+class ModuleRegistry;
+}
+
+class Context {
+ public:
+  // Retains device `ordinal`'s primary context and makes it current on this thread.
+  explicit Context(int ordinal = 0);
+  ~Context();
+  Context(const Context&) = delete;
+  Context& operator=(const Context&) = delete;
+
+  const DeviceInfo& device() const { return info_; }
+  // Makes this context current on the calling thread (plans do it for you).
+  void make_current() const;
+  void synchronize() const;
+
+  // Analysis, upload, config look-up and JIT happen here, once; plan.run() is the hot path.
+  // The context must outlive its plans.
+  template <class T>
+  SpmvPlan<T> plan_spmv(const CsrMatrix<T>& a);
+  // With a given config instead of the database's: for the tuner and for ablations.
+  template <class T>
+  SpmvPlan<T> plan_spmv(const CsrMatrix<T>& a, const Config& config);
+
+  detail::ModuleRegistry& modules() const { return *modules_; }
+
+ private:
+  template <class T>
+  SpmvPlan<T> build_spmv(const CsrMatrix<T>& a, const Config& config, std::string fingerprint);
+
+  DeviceInfo info_;
+  std::unique_ptr<detail::ModuleRegistry> modules_;
+  int device_ = 0;
+  void* ctx_ = nullptr;  // CUcontext
+};
+
+}  // namespace dbsparse

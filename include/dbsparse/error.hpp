@@ -1,0 +1,70 @@
+#pragma once
+// One exception root. Each kind carries the context a user needs to act on it (DESIGN.md §8).
+#include <stdexcept>
+#include <string>
+
+namespace dbsparse {
+
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what) : std::runtime_error(what) {}
+};
+
+// Bad input: names the file, the line (0 when the problem is not tied to one) and what was expected.
+class InputError : public Error {
+ public:
+  InputError(std::string file, long line, std::string expected);
+  const std::string& file() const { return file_; }
+  long line() const { return line_; }
+  const std::string& expected() const { return expected_; }
+
+ private:
+  std::string file_;
+  long line_;
+  std::string expected_;
+};
+
+// NVRTC refused a generated kernel. The failing source is dumped to source_path() for a human.
+class CompileError : public Error {
+ public:
+  CompileError(std::string key, std::string options, std::string log, std::string source_path);
+  const std::string& key() const { return key_; }
+  const std::string& options() const { return options_; }
+  const std::string& log() const { return log_; }
+  const std::string& source_path() const { return source_path_; }
+
+ private:
+  std::string key_, options_, log_, source_path_;
+};
+
+// A driver API call failed: names the call and the CUresult (number and name).
+class CudaError : public Error {
+ public:
+  CudaError(std::string call, int result, std::string result_name);
+  const std::string& call() const { return call_; }
+  int result() const { return result_; }
+
+ private:
+  std::string call_;
+  int result_;
+};
+
+// A GPU was needed but there is no driver or no device. Everything CPU-side still works.
+class NoDeviceError : public Error {
+ public:
+  explicit NoDeviceError(const std::string& why) : Error("no CUDA device: " + why) {}
+};
+
+// The tuning database could not be used (not for lookups, which fall back to defaults).
+class DbError : public Error {
+ public:
+  explicit DbError(const std::string& what) : Error("tuning db: " + what) {}
+};
+
+// Misuse of the API: wrong sizes, a plan run with buffers of the wrong length, and so on.
+class UsageError : public Error {
+ public:
+  explicit UsageError(const std::string& what) : Error(what) {}
+};
+
+}  // namespace dbsparse

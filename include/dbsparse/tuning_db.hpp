@@ -1,0 +1,113 @@
+#pragma once
+// The SQLite tuning database. Thresholds are data (DESIGN.md §6): a lookup returns the tuned config
+// for (device, matrix, op, bucket), else a prediction, else the defaults, and says which.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dbsparse/features.hpp"
+
+namespace dbsparse {
+
+// Explicit: the caller passed the config (the tuner's candidates, ablations); never from the DB.
+enum class ConfigSource { Tuned, Predicted, Default, Explicit };
+const char* to_string(ConfigSource s);
+
+struct Config {
+  std::string op;
+  nlohmann::json params = nlohmann::json::object();
+  ConfigSource source = ConfigSource::Default;
+  std::string note;  // why this source: e.g. the warning when the DB could not be read
+};
+
+// Defaults per op, with the paper's values (spmspv: th0=32, th1=128, th2=2.0, th3=0.01).
+// Unknown ops get an empty object.
+nlohmann::json default_params(const std::string& op);
+
+struct DeviceRecord {
+  std::string fingerprint;  // stable text: name|cc|sms|mem|driver
+  std::string name;
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  int64_t memory_bytes = 0;
+  int driver_version = 0;
+};
+
+struct MatrixRecord {
+  std::string fingerprint;
+  std::string name;
+  MatrixFeatures features;
+};
+
+enum class TrialStatus { Ok, CompileFailed, LaunchFailed, WrongResult, Skipped };
+const char* to_string(TrialStatus s);
+TrialStatus trial_status_from_string(const std::string& s);
+
+struct Trial {
+  std::string device_fp, matrix_fp, op, bucket;
+  nlohmann::json params;
+  TrialStatus status = TrialStatus::Ok;
+  double time_us = 0;    // median; 0 when not Ok
+  std::string detail;    // error text for failures
+  int64_t created_at = 0;  // unix seconds; filled by add_trial when 0
+};
+
+struct DbCounts {
+  int64_t devices = 0, matrices = 0, trials = 0, configs = 0;
+};
+
+class TuningDb {
+ public:
+  // Default path: $DBSPARSE_DB, else $XDG_DATA_HOME/dbsparse/tuning.db, else ~/.local/share/dbsparse/tuning.db.
+  static std::string default_path();
+
+  // Opens (creating and migrating when writable). WAL mode, busy timeout 10 s.
+  // Throws DbError when the file is not a database, is corrupt, or has a newer schema; the file is
+  // never modified in that case.
+  static std::unique_ptr<TuningDb> open(const std::string& path, bool read_only = false);
+  // Like open, but returns nullptr and fills *warning instead of throwing (a missing file in
+  // read-only mode is not a warning: there is simply nothing tuned yet).
+  static std::unique_ptr<TuningDb> try_open(const std::string& path, bool read_only,
+                                            std::string* warning);
+  ~TuningDb();
+  TuningDb(const TuningDb&) = delete;
+  TuningDb& operator=(const TuningDb&) = delete;
+
+  static constexpr int kSchemaVersion = 1;
+  int schema_version() const;
+  const std::string& path() const { return path_; }
+
+  void upsert_device(const DeviceRecord& d);
+  void upsert_matrix(const MatrixRecord& m);
+  std::optional<MatrixRecord> find_matrix(const std::string& fingerprint) const;
+  void add_trial(const Trial& t);
+  std::vector<Trial> trials(const std::string& device_fp, const std::string& matrix_fp,
+                            const std::string& op) const;
+  // Stores the best config for (device, matrix, op, bucket) with its speed-up over the defaults.
+  void set_best(const std::string& device_fp, const std::string& matrix_fp, const std::string& op,
+                const std::string& bucket, const nlohmann::json& params, double time_us,
+                double speedup);
+  std::optional<nlohmann::json> best(const std::string& device_fp, const std::string& matrix_fp,
+                                     const std::string& op, const std::string& bucket) const;
+  DbCounts counts() const;
+
+  // Tuned config, else (later: predicted from this device's tuned matrices), else defaults.
+  Config lookup(const std::string& device_fp, const std::string& matrix_fp, const std::string& op,
+                const std::string& bucket = "") const;
+
+ private:
+  TuningDb(std::string path, void* handle);
+  std::string path_;
+  void* db_;  // sqlite3*
+};
+
+// The lookup every plan uses: opens the default DB read-only; a missing, unreadable or corrupt DB
+// gives the defaults, with the reason in Config::note (and one warning line on stderr per process).
+Config lookup_config(const std::string& device_fp, const std::string& matrix_fp,
+                     const std::string& op, const std::string& bucket = "");
+
+}  // namespace dbsparse

@@ -1,0 +1,42 @@
+#pragma once
+// libcuda behind one table of function pointers, loaded with dlopen so that a machine without a
+// driver still runs everything CPU-side (DESIGN.md §5). Entry points are resolved through
+// cuGetProcAddress at the toolkit's CUDA_VERSION, so each gets the ABI version that cuda.h's macros
+// (cuMemAlloc -> cuMemAlloc_v2, ...) promise.
+#include <cuda.h>
+
+#include <string>
+
+namespace dbsparse::cuda {
+
+#define DBS_CU_FUNCTIONS(X)                                                              \
+  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)  \
+  X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                \
+  X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize) \
+  X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuMemAlloc) X(cuMemFree) \
+  X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuMemsetD8) X(cuMemsetD8Async)  \
+  X(cuMemsetD32Async) X(cuMemGetInfo) X(cuModuleLoadData) X(cuModuleUnload)              \
+  X(cuModuleGetFunction) X(cuLaunchKernel) X(cuFuncGetAttribute) X(cuEventCreate)        \
+  X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)         \
+  X(cuGetErrorName) X(cuGetErrorString) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+
+struct DriverApi {
+#define DBS_CU_MEMBER(name) decltype(&::name) name = nullptr;
+  DBS_CU_FUNCTIONS(DBS_CU_MEMBER)
+#undef DBS_CU_MEMBER
+};
+
+// The loaded table. Throws NoDeviceError (one line: which library or call failed) when libcuda
+// cannot be loaded or cuInit fails. Loaded once per process; thread-safe.
+const DriverApi& driver();
+
+// Like driver() but reports instead of throwing.
+bool driver_available(std::string* why);
+
+// Throws CudaError naming the call and the CUresult.
+void check(CUresult r, const char* call);
+
+}  // namespace dbsparse::cuda
+
+// DBS_CU(cuMemAlloc(&p, n)): calls through the table and checks the result.
+#define DBS_CU(call) ::dbsparse::cuda::check(::dbsparse::cuda::driver().call, #call)

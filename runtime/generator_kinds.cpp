@@ -1,0 +1,337 @@
+// The matrix kinds behind generate(). Everything here must give bit-identical output on any machine
+// for the same arguments, so randomness is std::mt19937_64 (its sequence is fixed by the standard)
+// mapped to numbers by our own integer arithmetic; the standard distributions are not portable.
+#include "runtime/generator_kinds.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "dbsparse/error.hpp"
+
+namespace dbsparse::gen {
+namespace {
+
+constexpr int64_t kMaxNnz = std::numeric_limits<int32_t>::max();
+
+// Odd multiples of 2^-52 shifted into (-1, 1): exact, symmetric, and never an explicit zero.
+double to_value(uint64_t r) {
+  const auto k = static_cast<int64_t>(r >> 12);  // 52 random bits
+  return static_cast<double>(2 * k + 1 - (int64_t{1} << 52)) * 0x1.0p-52;
+}
+
+// In (0, 1): never 0, so its log is finite.
+double to_unit_open(uint64_t r) { return (static_cast<double>(r >> 11) + 0.5) * 0x1.0p-53; }
+
+// Uniform in [0, m) by multiply-shift; the bias (below 2^-33 for m < 2^31) does not matter here.
+int32_t below(std::mt19937_64& rng, int64_t m) {
+  return static_cast<int32_t>((static_cast<unsigned __int128>(rng()) * static_cast<uint64_t>(m)) >> 64);
+}
+
+// splitmix64's finaliser: values that must depend on (row, col) rather than on generation order.
+uint64_t mix64(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+// log and exp from + - * / only: libm's are not guaranteed to round alike on every platform, and a
+// row length that differs by one would change the matrix. Steps are separate statements so that no
+// compiler fuses them into FMAs (GCC in ISO mode and Clang only contract within one expression).
+double det_log(double x) {
+  int e = 0;
+  double m = std::frexp(x, &e);  // exact
+  if (m < 0.70710678118654752) {
+    m = m * 2;
+    e -= 1;
+  }
+  const double z = (m - 1) / (m + 1);  // |z| < 0.172: atanh series converges fast
+  const double z2 = z * z;
+  double p = 1.0 / 25;
+  for (int i = 23; i >= 1; i -= 2) {
+    const double t = p * z2;
+    p = t + 1.0 / i;
+  }
+  const double lm = 2 * z * p;
+  const double le = e * 0.69314718055994531;
+  return lm + le;
+}
+
+double det_exp(double x) {
+  const double k = std::floor(x * 1.4426950408889634 + 0.5);
+  const double kl = k * 0.69314718055994531;
+  const double r = x - kl;  // |r| <= 0.35
+  double p = 1.0;
+  for (int i = 18; i >= 1; --i) {
+    const double t = p * r;
+    p = t / i + 1.0;
+  }
+  return std::ldexp(p, static_cast<int>(k));  // exact
+}
+
+// Fills `out` with d distinct values from [0, m), sorted. Batches of draws, then sort+unique, until
+// there are d; for d > m/2 it draws the complement instead so that the batches converge quickly.
+void sample_distinct(std::mt19937_64& rng, int64_t m, int64_t d, std::vector<int32_t>& out,
+                     std::vector<int32_t>& scratch) {
+  auto draw = [&](int64_t count, std::vector<int32_t>& v) {
+    v.clear();
+    while (static_cast<int64_t>(v.size()) < count) {
+      for (int64_t i = static_cast<int64_t>(v.size()); i < count; ++i) v.push_back(below(rng, m));
+      std::sort(v.begin(), v.end());
+      v.erase(std::unique(v.begin(), v.end()), v.end());
+    }
+  };
+  if (2 * d <= m) {
+    draw(d, out);
+    return;
+  }
+  draw(m - d, scratch);
+  out.clear();
+  size_t s = 0;
+  for (int32_t c = 0; c < m; ++c) {
+    if (s < scratch.size() && scratch[s] == c) {
+      ++s;
+    } else {
+      out.push_back(c);
+    }
+  }
+}
+
+struct CsrBuilder {
+  CsrMatrix<double> m;
+  CsrBuilder(int32_t rows, int32_t cols, int64_t nnz) {
+    m.rows = rows;
+    m.cols = cols;
+    m.row_ptr.reserve(static_cast<size_t>(rows) + 1);
+    m.col_idx.reserve(static_cast<size_t>(nnz));
+    m.values.reserve(static_cast<size_t>(nnz));
+  }
+  void push(int32_t c, double v) {
+    m.col_idx.push_back(c);
+    m.values.push_back(v);
+  }
+  void end_row() { m.row_ptr.push_back(static_cast<int32_t>(m.col_idx.size())); }
+};
+
+}  // namespace
+
+CsrMatrix<double> stencil2d(int32_t n) {
+  const int64_t nn = int64_t{n} * n;
+  CsrBuilder b(static_cast<int32_t>(nn), static_cast<int32_t>(nn), nn + 4 * int64_t{n} * (n - 1));
+  for (int32_t y = 0; y < n; ++y) {
+    for (int32_t x = 0; x < n; ++x) {
+      const int32_t row = y * n + x;
+      if (y > 0) b.push(row - n, -1.0);
+      if (x > 0) b.push(row - 1, -1.0);
+      b.push(row, 4.0);
+      if (x + 1 < n) b.push(row + 1, -1.0);
+      if (y + 1 < n) b.push(row + n, -1.0);
+      b.end_row();
+    }
+  }
+  return std::move(b.m);
+}
+
+CsrMatrix<double> stencil3d(int32_t n, int points) {
+  // Offsets in lexicographic (dz, dy, dx) order, so that the columns of a row come out sorted.
+  std::vector<std::array<int, 3>> offsets;
+  for (int dz = -1; dz <= 1; ++dz)
+    for (int dy = -1; dy <= 1; ++dy)
+      for (int dx = -1; dx <= 1; ++dx)
+        if (points == 27 || std::abs(dz) + std::abs(dy) + std::abs(dx) <= 1)
+          offsets.push_back({dz, dy, dx});
+  const int64_t n3 = int64_t{n} * n * n;
+  const int64_t nnz = points == 27 ? (3 * int64_t{n} - 2) * (3 * n - 2) * (3 * n - 2)
+                                   : n3 + 6 * int64_t{n} * n * (n - 1);
+  const double diag = points - 1;
+  CsrBuilder b(static_cast<int32_t>(n3), static_cast<int32_t>(n3), nnz);
+  for (int32_t z = 0; z < n; ++z) {
+    for (int32_t y = 0; y < n; ++y) {
+      for (int32_t x = 0; x < n; ++x) {
+        for (const auto& [dz, dy, dx] : offsets) {
+          const int32_t zz = z + dz, yy = y + dy, xx = x + dx;
+          if (zz < 0 || zz >= n || yy < 0 || yy >= n || xx < 0 || xx >= n) continue;
+          const bool centre = dz == 0 && dy == 0 && dx == 0;
+          b.push((zz * n + yy) * n + xx, centre ? diag : -1.0);
+        }
+        b.end_row();
+      }
+    }
+  }
+  return std::move(b.m);
+}
+
+CsrMatrix<double> fem(int32_t nodes, int32_t k, int32_t blocks, uint64_t seed,
+                      const std::string& spec) {
+  std::mt19937_64 rng(seed);
+  const int32_t nb = (nodes + k - 1) / k;
+  auto width = [&](int32_t blk) { return std::min(k, nodes - blk * k); };
+  // Off-diagonal blocks come from a window of about 4*blocks block columns around the diagonal, as
+  // element connectivity of a well-numbered mesh would give.
+  const int32_t half = 2 * blocks;
+  std::vector<int32_t> block_cols;  // `blocks` per block row, sorted
+  block_cols.reserve(static_cast<size_t>(nb) * blocks);
+  std::vector<int32_t> picked, scratch;
+  int64_t nnz = 0;
+  for (int32_t br = 0; br < nb; ++br) {
+    int32_t lo = std::max(0, br - half), hi = std::min(nb - 1, br + half);
+    if (hi - lo + 1 < blocks) {
+      if (lo == 0) hi = blocks - 1;
+      else lo = nb - blocks;
+    }
+    sample_distinct(rng, hi - lo, blocks - 1, picked, scratch);  // window minus the diagonal
+    const auto first = block_cols.size();
+    for (int32_t p : picked) block_cols.push_back(lo + p >= br ? lo + p + 1 : lo + p);
+    block_cols.push_back(br);
+    std::sort(block_cols.begin() + static_cast<std::ptrdiff_t>(first), block_cols.end());
+    int64_t row_len = 0;
+    for (auto it = block_cols.begin() + static_cast<std::ptrdiff_t>(first); it != block_cols.end(); ++it)
+      row_len += width(*it);
+    nnz += row_len * width(br);
+  }
+  if (nnz > kMaxNnz)
+    throw InputError(spec, 0, fmt::format("at most 2^31-1 nonzeros, but this would have {}", nnz));
+  CsrBuilder b(nodes, nodes, nnz);
+  for (int32_t br = 0; br < nb; ++br) {
+    const int32_t* bc = block_cols.data() + static_cast<size_t>(br) * blocks;
+    for (int32_t r = 0; r < width(br); ++r) {
+      for (int32_t j = 0; j < blocks; ++j)
+        for (int32_t c = bc[j] * k; c < bc[j] * k + width(bc[j]); ++c) b.push(c, to_value(rng()));
+      b.end_row();
+    }
+  }
+  return std::move(b.m);
+}
+
+CsrMatrix<double> banded(int32_t n, int32_t bw) {
+  std::mt19937_64 rng(1);  // banded has no seed parameter; its values need only be fixed
+  const int64_t nnz = int64_t{n} * (2 * int64_t{bw} + 1) - int64_t{bw} * (bw + 1);
+  CsrBuilder b(n, n, nnz);
+  for (int32_t i = 0; i < n; ++i) {
+    const int32_t hi = static_cast<int32_t>(std::min<int64_t>(n - 1, int64_t{i} + bw));
+    for (int32_t j = std::max(0, i - bw); j <= hi; ++j) b.push(j, to_value(rng()));
+    b.end_row();
+  }
+  return std::move(b.m);
+}
+
+CsrMatrix<double> uniform(int32_t n, int32_t d, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  CsrBuilder b(n, n, int64_t{n} * d);
+  std::vector<int32_t> picked, scratch;
+  for (int32_t i = 0; i < n; ++i) {
+    sample_distinct(rng, n, d, picked, scratch);
+    for (int32_t c : picked) b.push(c, to_value(rng()));
+    b.end_row();
+  }
+  return std::move(b.m);
+}
+
+CsrMatrix<double> rmat(int scale, int32_t ef, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const int32_t n = static_cast<int32_t>(int64_t{1} << scale);
+  const int64_t edges = int64_t{ef} << scale;
+  // Quadrant thresholds out of 2^16 for A = 0.57, B = C = 0.19 (D = 0.05); one 64-bit draw serves
+  // four levels of the recursion, and a table turns 16 bits into (row bit, column bit).
+  constexpr uint32_t kA = 37356, kAB = 49807, kABC = 62259;
+  std::vector<uint8_t> quadrant(1 << 16);
+  for (uint32_t u = 0; u < quadrant.size(); ++u)
+    quadrant[u] = static_cast<uint8_t>((u >= kAB) << 1 | ((u >= kA) ^ (u >= kAB) ^ (u >= kABC)));
+  std::vector<int32_t> src(static_cast<size_t>(edges)), dst(static_cast<size_t>(edges));
+  for (int64_t e = 0; e < edges; ++e) {
+    uint32_t r = 0, c = 0;
+    for (int level = 0; level < scale; level += 4) {
+      uint64_t bits = rng();
+      const int levels = std::min(4, scale - level);
+      for (int j = 0; j < levels; ++j, bits >>= 16) {
+        const uint32_t q = quadrant[bits & 0xffff];
+        r = r << 1 | q >> 1;
+        c = c << 1 | (q & 1);
+      }
+    }
+    src[e] = static_cast<int32_t>(r);
+    dst[e] = static_cast<int32_t>(c);
+  }
+  // Two counting sorts instead of a sort per row: the first buckets both directions of each edge by
+  // row; walking those rows in order and bucketing again by column leaves every row's columns
+  // sorted (the pattern is symmetric, so the second pass rebuilds the same rows).
+  std::vector<int32_t> ptr(static_cast<size_t>(n) + 1, 0);
+  for (int64_t e = 0; e < edges; ++e) {
+    if (src[e] == dst[e]) continue;
+    ++ptr[src[e] + 1];
+    ++ptr[dst[e] + 1];
+  }
+  for (int32_t i = 0; i < n; ++i) ptr[i + 1] += ptr[i];
+  std::vector<int32_t> unsorted(static_cast<size_t>(ptr[n]));
+  std::vector<int32_t> fill(ptr.begin(), ptr.end() - 1);
+  for (int64_t e = 0; e < edges; ++e) {
+    if (src[e] == dst[e]) continue;
+    unsorted[fill[src[e]]++] = dst[e];
+    unsorted[fill[dst[e]]++] = src[e];
+  }
+  src = {};
+  dst = {};
+  std::vector<int32_t> cols(unsorted.size());
+  std::copy(ptr.begin(), ptr.end() - 1, fill.begin());
+  for (int32_t i = 0; i < n; ++i)
+    for (int32_t p = ptr[i]; p < ptr[i + 1]; ++p) cols[fill[unsorted[p]]++] = i;
+  unsorted = {};
+  CsrMatrix<double> m;
+  m.rows = m.cols = n;
+  m.row_ptr.assign(static_cast<size_t>(n) + 1, 0);
+  int32_t out = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    const auto begin = cols.begin() + ptr[i];
+    const auto end = std::unique(begin, cols.begin() + ptr[i + 1]);
+    if (out != ptr[i]) std::copy(begin, end, cols.begin() + out);
+    out += static_cast<int32_t>(end - begin);
+    m.row_ptr[i + 1] = out;
+  }
+  cols.resize(static_cast<size_t>(out));
+  cols.shrink_to_fit();
+  m.col_idx = std::move(cols);
+  // Values hash the unordered pair, so that A(i, j) == A(j, i): the matrix is symmetric, not only
+  // its pattern.
+  const uint64_t salt = mix64(seed);
+  m.values.resize(static_cast<size_t>(out));
+  for (int32_t i = 0; i < n; ++i) {
+    for (int32_t p = m.row_ptr[i]; p < m.row_ptr[i + 1]; ++p) {
+      const auto lo = static_cast<uint64_t>(std::min(i, m.col_idx[p]));
+      const auto hi = static_cast<uint64_t>(std::max(i, m.col_idx[p]));
+      m.values[p] = to_value(mix64(salt ^ (lo << 32 | hi)));
+    }
+  }
+  return m;
+}
+
+CsrMatrix<double> powerlaw(int32_t n, double avg, double alpha, int32_t max, uint64_t seed,
+                           const std::string& spec) {
+  std::mt19937_64 rng(seed);
+  // Pareto with tail exponent alpha and scale xm has mean xm*alpha/(alpha-1); pick xm for `avg`.
+  const double xm = avg * (alpha - 1) / alpha;
+  std::vector<int32_t> len(static_cast<size_t>(n));
+  int64_t nnz = 0;
+  for (auto& l : len) {
+    const double x = xm * det_exp(-det_log(to_unit_open(rng())) / alpha);
+    l = static_cast<int32_t>(std::clamp(std::floor(x + 0.5), 1.0, static_cast<double>(max)));
+    nnz += l;
+  }
+  if (nnz > kMaxNnz)
+    throw InputError(spec, 0, fmt::format("at most 2^31-1 nonzeros, but this would have {}", nnz));
+  CsrBuilder b(n, n, nnz);
+  std::vector<int32_t> picked, scratch;
+  for (int32_t i = 0; i < n; ++i) {
+    sample_distinct(rng, n, len[i], picked, scratch);
+    for (int32_t c : picked) b.push(c, to_value(rng()));
+    b.end_row();
+  }
+  return std::move(b.m);
+}
+
+}  // namespace dbsparse::gen

@@ -1,0 +1,506 @@
+// The tuning database: schema, round trips, lookup order, and the failures a user's machine will
+// see (garbage files, newer files, missing files, concurrent and killed writers).
+#include <doctest/doctest.h>
+
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "dbsparse/error.hpp"
+#include "dbsparse/tuning_db.hpp"
+#include "test_support.hpp"
+
+namespace fs = std::filesystem;
+using dbsparse::Config;
+using dbsparse::ConfigSource;
+using dbsparse::DbError;
+using dbsparse::Trial;
+using dbsparse::TrialStatus;
+using dbsparse::TuningDb;
+using nlohmann::json;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// One row, one column, straight from SQLite: checks what the file holds, not what our API says.
+std::string raw_query(const fs::path& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                          nullptr) == SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  std::string out;
+  REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK);
+  int rc = sqlite3_step(st);
+  if (rc == SQLITE_ROW && sqlite3_column_text(st, 0))
+    out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close_v2(db);
+  return out;
+}
+
+// Runs fn in a child process and returns its exit code (or 128 + signal). The child must not
+// share a SQLite handle with the parent, so callers open nothing across the fork.
+int run_child(const std::function<int()>& fn) {
+  pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int rc = 99;
+    try {
+      rc = fn();
+    } catch (...) {
+      rc = 98;
+    }
+    std::fflush(stderr);  // freopen may have made it buffered; _exit would drop the text
+    _exit(rc);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+Trial make_trial(int i, const std::string& who = "a") {
+  Trial t;
+  t.device_fp = "dev0";
+  t.matrix_fp = "mat0";
+  t.op = "spmspv";
+  t.params = {{"i", i}, {"who", who}};
+  t.time_us = 10.0 + i;
+  return t;
+}
+
+dbsparse::DeviceRecord h200() {
+  dbsparse::DeviceRecord d;
+  d.fingerprint = "NVIDIA H200|9.0|132|150000000000|12040";
+  d.name = "NVIDIA H200";
+  d.cc_major = 9;
+  d.sm_count = 132;
+  d.memory_bytes = 150000000000;
+  d.driver_version = 12040;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("tuning_db: names and defaults") {
+  CHECK(std::string(to_string(ConfigSource::Tuned)) == "tuned");
+  CHECK(std::string(to_string(ConfigSource::Predicted)) == "predicted");
+  CHECK(std::string(to_string(ConfigSource::Default)) == "default");
+  for (auto s : {TrialStatus::Ok, TrialStatus::CompileFailed, TrialStatus::LaunchFailed,
+                 TrialStatus::WrongResult, TrialStatus::Skipped})
+    CHECK(dbsparse::trial_status_from_string(to_string(s)) == s);
+  CHECK(std::string(to_string(TrialStatus::WrongResult)) == "wrong_result");
+  CHECK_THROWS_AS(dbsparse::trial_status_from_string("exploded"), DbError);
+
+  auto sp = dbsparse::default_params("spmspv");
+  CHECK(sp == json{{"th0", 32}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.01}});
+  CHECK(dbsparse::default_params("spmv") == json{{"strategy", "scalar"}, {"block_size", 256}});
+  CHECK(dbsparse::default_params("nope") == json::object());
+}
+
+TEST_CASE("tuning_db: default_path follows DBSPARSE_DB, XDG_DATA_HOME, HOME") {
+  auto keep = [](const char* n) -> std::optional<std::string> {
+    const char* v = std::getenv(n);
+    return v ? std::optional<std::string>(v) : std::nullopt;
+  };
+  auto db = keep("DBSPARSE_DB"), xdg = keep("XDG_DATA_HOME"), home = keep("HOME");
+  setenv("DBSPARSE_DB", "/x/my.db", 1);
+  CHECK(TuningDb::default_path() == "/x/my.db");
+  unsetenv("DBSPARSE_DB");
+  setenv("XDG_DATA_HOME", "/xdg", 1);
+  CHECK(TuningDb::default_path() == "/xdg/dbsparse/tuning.db");
+  unsetenv("XDG_DATA_HOME");
+  setenv("HOME", "/home/u", 1);
+  CHECK(TuningDb::default_path() == "/home/u/.local/share/dbsparse/tuning.db");
+  auto restore = [](const char* n, const std::optional<std::string>& v) {
+    if (v) setenv(n, v->c_str(), 1); else unsetenv(n);
+  };
+  restore("DBSPARSE_DB", db);
+  restore("XDG_DATA_HOME", xdg);
+  restore("HOME", home);
+}
+
+TEST_CASE("tuning_db: a fresh file gets schema v1, WAL and empty tables") {
+  auto path = dbs_test::temp_dir("db-fresh") / "nested" / "dir" / "tuning.db";
+  {
+    auto db = TuningDb::open(path.string());
+    CHECK(db->schema_version() == TuningDb::kSchemaVersion);
+    CHECK(db->schema_version() == 1);
+    auto n = db->counts();
+    CHECK(n.devices == 0);
+    CHECK(n.matrices == 0);
+    CHECK(n.trials == 0);
+    CHECK(n.configs == 0);
+  }
+  CHECK(raw_query(path, "PRAGMA journal_mode") == "wal");
+  CHECK(raw_query(path, "PRAGMA user_version") == "1");
+  CHECK(raw_query(path, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'trials'"
+                        " AND sql IS NOT NULL") != "");
+  // Reopening migrates nothing and keeps the version.
+  CHECK(TuningDb::open(path.string())->schema_version() == 1);
+  CHECK(TuningDb::open(path.string(), true)->schema_version() == 1);
+}
+
+TEST_CASE("tuning_db: devices and matrices upsert idempotently") {
+  auto path = dbs_test::temp_dir("db-upsert") / "tuning.db";
+  auto db = TuningDb::open(path.string());
+  auto d = h200();
+  db->upsert_device(d);
+  db->upsert_device(d);
+  d.driver_version = 12050;
+  db->upsert_device(d);
+  CHECK(db->counts().devices == 1);
+  CHECK(raw_query(path, "SELECT driver_version FROM devices") == "12050");
+
+  dbsparse::MatrixRecord m;
+  m.fingerprint = "abc123";
+  m.name = "web-Google";
+  m.features.rows = 916428;
+  m.features.cols = 916428;
+  m.features.nnz = 5105039;
+  db->upsert_matrix(m);
+  db->upsert_matrix(m);
+  CHECK(db->counts().matrices == 1);
+  auto got = db->find_matrix("abc123");
+  REQUIRE(got);
+  CHECK(got->name == "web-Google");
+  CHECK(got->features.rows == 916428);
+  CHECK(got->features.nnz == 5105039);
+  CHECK_FALSE(db->find_matrix("missing"));
+}
+
+TEST_CASE("tuning_db: trials round-trip") {
+  auto path = dbs_test::temp_dir("db-trials") / "tuning.db";
+  auto db = TuningDb::open(path.string());
+  Trial ok = make_trial(1);
+  ok.params = {{"th2", 1.5}, {"th0", 16}};
+  ok.time_us = 12.25;
+  Trial bad = make_trial(2);
+  bad.status = TrialStatus::CompileFailed;
+  bad.time_us = 0;
+  bad.detail = "error: identifier \"x\" is undefined";
+  bad.created_at = 1700000000;
+  bad.bucket = "large";
+  db->add_trial(ok);
+  db->add_trial(bad);
+  Trial other = make_trial(3);
+  other.op = "spmv";
+  db->add_trial(other);
+
+  auto ts = db->trials("dev0", "mat0", "spmspv");
+  REQUIRE(ts.size() == 2);
+  CHECK(ts[0].params == ok.params);
+  CHECK(ts[0].status == TrialStatus::Ok);
+  CHECK(ts[0].time_us == 12.25);
+  CHECK(ts[0].bucket == "");
+  CHECK(ts[0].created_at > 0);
+  CHECK(ts[1].status == TrialStatus::CompileFailed);
+  CHECK(ts[1].detail == bad.detail);
+  CHECK(ts[1].created_at == 1700000000);
+  CHECK(ts[1].bucket == "large");
+  CHECK(db->trials("dev0", "mat0", "spmv").size() == 1);
+  CHECK(db->trials("dev1", "mat0", "spmspv").empty());
+  // Keys are stored sorted, so equal configs are equal as text.
+  CHECK(raw_query(path, "SELECT params_json FROM trials ORDER BY id LIMIT 1") ==
+        R"({"th0":16,"th2":1.5})");
+}
+
+TEST_CASE("tuning_db: set_best, then lookup merges tuned params over the defaults") {
+  auto path = dbs_test::temp_dir("db-lookup") / "tuning.db";
+  auto db = TuningDb::open(path.string());
+  Config before = db->lookup("dev0", "mat0", "spmspv");
+  CHECK(before.source == ConfigSource::Default);
+  CHECK(before.params == dbsparse::default_params("spmspv"));
+
+  db->set_best("dev0", "mat0", "spmspv", "", {{"th0", 8}, {"th3", 0.05}}, 40.0, 1.3);
+  db->set_best("dev0", "mat0", "spmspv", "", {{"th0", 16}, {"th3", 0.05}}, 35.0, 1.5);
+  CHECK(db->counts().configs == 1);
+  REQUIRE(db->best("dev0", "mat0", "spmspv", ""));
+  CHECK(*db->best("dev0", "mat0", "spmspv", "") == json{{"th0", 16}, {"th3", 0.05}});
+
+  Config c = db->lookup("dev0", "mat0", "spmspv");
+  CHECK(c.source == ConfigSource::Tuned);
+  CHECK(c.op == "spmspv");
+  CHECK(c.params == json{{"th0", 16}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.05}});
+
+  // A DB tuned on one GPU never applies to another, nor to another bucket or op.
+  Config other_gpu = db->lookup("dev1", "mat0", "spmspv");
+  CHECK(other_gpu.source == ConfigSource::Default);
+  CHECK(other_gpu.params == dbsparse::default_params("spmspv"));
+  CHECK(db->lookup("dev0", "mat0", "spmspv", "large").source == ConfigSource::Default);
+  CHECK(db->lookup("dev0", "mat0", "spmv").source == ConfigSource::Default);
+  CHECK_FALSE(db->best("dev1", "mat0", "spmspv", ""));
+}
+
+TEST_CASE("tuning_db: a file of garbage is refused and left byte-identical") {
+  auto dir = dbs_test::temp_dir("db-garbage");
+  auto path = dir / "tuning.db";
+  {
+    std::mt19937 rng(42);
+    std::ofstream out(path, std::ios::binary);
+    for (int i = 0; i < 8192; ++i) out.put(static_cast<char>(rng()));
+  }
+  const std::string before = slurp(path);
+  for (bool ro : {false, true}) {
+    CAPTURE(ro);
+    try {
+      TuningDb::open(path.string(), ro);
+      FAIL("open accepted garbage");
+    } catch (const DbError& e) {
+      CHECK(std::string(e.what()).find(path.string()) != std::string::npos);
+      CHECK(std::string(e.what()).find("not a database") != std::string::npos);
+    }
+    std::string warning;
+    CHECK(TuningDb::try_open(path.string(), ro, &warning) == nullptr);
+    CHECK(warning.find(path.string()) != std::string::npos);
+  }
+  CHECK(slurp(path) == before);
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 1);
+}
+
+TEST_CASE("tuning_db: a database with a damaged page is refused and left alone") {
+  auto path = dbs_test::temp_dir("db-damaged") / "tuning.db";
+  {
+    auto db = TuningDb::open(path.string());
+    for (int i = 0; i < 300; ++i) db->add_trial(make_trial(i));
+  }
+  {
+    // Page 2 is the devices table's root; a nonsense page header there is plain corruption.
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(4096);
+    for (int i = 0; i < 64; ++i) f.put(static_cast<char>(0xff));
+  }
+  const std::string before = slurp(path);
+  for (bool ro : {false, true}) {
+    CAPTURE(ro);
+    try {
+      TuningDb::open(path.string(), ro);
+      FAIL("open accepted a damaged database");
+    } catch (const DbError& e) {
+      CHECK(std::string(e.what()).find(path.string()) != std::string::npos);
+      CHECK(std::string(e.what()).find('\n') == std::string::npos);
+    }
+  }
+  CHECK(slurp(path) == before);
+}
+
+TEST_CASE("tuning_db: a file from a newer dbsparse is refused and left alone") {
+  auto path = dbs_test::temp_dir("db-newer") / "tuning.db";
+  raw_query(path, "CREATE TABLE future (x)");
+  raw_query(path, "PRAGMA user_version = 99");
+  const std::string before = slurp(path);
+  for (bool ro : {false, true}) {
+    try {
+      TuningDb::open(path.string(), ro);
+      FAIL("open accepted schema v99");
+    } catch (const DbError& e) {
+      CHECK(std::string(e.what()).find("newer dbsparse") != std::string::npos);
+      CHECK(std::string(e.what()).find(path.string()) != std::string::npos);
+    }
+  }
+  CHECK(slurp(path) == before);
+  CHECK(raw_query(path, "PRAGMA journal_mode") != "wal");
+}
+
+TEST_CASE("tuning_db: a missing file read-only is no warning and creates nothing") {
+  auto path = dbs_test::temp_dir("db-missing") / "sub" / "tuning.db";
+  std::string warning = "stale";
+  CHECK(TuningDb::try_open(path.string(), true, &warning) == nullptr);
+  CHECK(warning.empty());
+  CHECK_THROWS_AS(TuningDb::open(path.string(), true), DbError);
+  CHECK_FALSE(fs::exists(path));
+  CHECK_FALSE(fs::exists(path.parent_path()));
+}
+
+TEST_CASE("tuning_db: read-only on an older schema gives defaults and does not migrate") {
+  auto path = dbs_test::temp_dir("db-older") / "tuning.db";
+  raw_query(path, "CREATE TABLE unrelated (x)");
+  auto db = TuningDb::open(path.string(), true);
+  CHECK(db->schema_version() == 0);
+  Config c = db->lookup("dev0", "mat0", "spmspv");
+  CHECK(c.source == ConfigSource::Default);
+  CHECK(c.params == dbsparse::default_params("spmspv"));
+  CHECK_FALSE(c.note.empty());
+  CHECK(raw_query(path, "PRAGMA user_version") == "0");
+}
+
+TEST_CASE("tuning_db: two writer processes serialise") {
+  auto path = (dbs_test::temp_dir("db-two") / "tuning.db").string();
+  TuningDb::open(path);  // created and closed before the fork: no handle crosses it
+  auto writer = [&](const std::string& who) {
+    return [&, who] {
+      auto db = TuningDb::open(path);
+      for (int i = 0; i < 200; ++i) db->add_trial(make_trial(i, who));
+      return 0;
+    };
+  };
+  pid_t kids[2];
+  const char* names[2] = {"a", "b"};
+  for (int k = 0; k < 2; ++k) {
+    kids[k] = fork();
+    REQUIRE(kids[k] >= 0);
+    if (kids[k] == 0) {
+      int rc = 98;
+      try {
+        rc = writer(names[k])();
+      } catch (...) {
+      }
+      _exit(rc);
+    }
+  }
+  for (pid_t kid : kids) {
+    int status = 0;
+    waitpid(kid, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  auto db = TuningDb::open(path);  // runs quick_check
+  CHECK(db->counts().trials == 400);
+  CHECK(db->trials("dev0", "mat0", "spmspv").size() == 400);
+}
+
+TEST_CASE("tuning_db: two processes creating the same new file both succeed") {
+  auto path = (dbs_test::temp_dir("db-race") / "tuning.db").string();
+  pid_t kids[2];
+  for (pid_t& kid : kids) {
+    kid = fork();
+    REQUIRE(kid >= 0);
+    if (kid == 0) {
+      int rc = 98;
+      try {
+        TuningDb::open(path)->add_trial(make_trial(0));
+        rc = 0;
+      } catch (const std::exception& e) {
+        std::fprintf(stderr, "child: %s\n", e.what());
+      }
+      _exit(rc);
+    }
+  }
+  for (pid_t kid : kids) {
+    int status = 0;
+    waitpid(kid, &status, 0);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  auto db = TuningDb::open(path);
+  CHECK(db->schema_version() == 1);
+  CHECK(db->counts().trials == 2);
+}
+
+TEST_CASE("tuning_db: a writer killed mid-loop leaves only whole trials") {
+  auto path = (dbs_test::temp_dir("db-kill") / "tuning.db").string();
+  TuningDb::open(path);
+  pid_t kid = fork();
+  REQUIRE(kid >= 0);
+  if (kid == 0) {
+    try {
+      auto db = TuningDb::open(path);
+      for (int i = 0; i < 1000000; ++i) db->add_trial(make_trial(i));
+    } catch (...) {
+    }
+    _exit(0);
+  }
+  // Let it get well into the loop, then kill it without warning.
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  int64_t seen = 0;
+  while (seen < 100 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (auto db = TuningDb::try_open(path, true, nullptr)) seen = db->counts().trials;
+  }
+  kill(kid, SIGKILL);
+  int status = 0;
+  waitpid(kid, &status, 0);
+  CHECK(WIFSIGNALED(status));
+
+  auto db = TuningDb::open(path);  // runs quick_check
+  auto ts = db->trials("dev0", "mat0", "spmspv");
+  CHECK(ts.size() >= 100);
+  CHECK(db->counts().trials == static_cast<int64_t>(ts.size()));
+  // Whole trials, in order, with no gap: every committed row is complete.
+  for (size_t i = 0; i < ts.size(); ++i) {
+    REQUIRE(ts[i].params == json{{"i", i}, {"who", "a"}});
+    REQUIRE(ts[i].time_us == 10.0 + static_cast<double>(i));
+  }
+  db->add_trial(make_trial(-1));  // and it still takes writes
+  CHECK(db->counts().trials == static_cast<int64_t>(ts.size()) + 1);
+}
+
+TEST_CASE("tuning_db: lookup_config uses the default path once, and warns once") {
+  auto dir = dbs_test::temp_dir("db-process");
+  // lookup_config caches its handle per process, so each case runs in its own child.
+  auto in_child = [&](const fs::path& db_path, const std::function<int()>& fn) {
+    auto err = dir / "stderr.txt";
+    int rc = run_child([&] {
+      setenv("DBSPARSE_DB", db_path.c_str(), 1);
+      if (!std::freopen(err.c_str(), "w", stderr)) return 97;
+      return fn();
+    });
+    return std::make_pair(rc, slurp(err));
+  };
+
+  SUBCASE("tuned") {
+    auto path = dir / "tuned.db";
+    TuningDb::open(path.string())->set_best("dev0", "mat0", "spmspv", "", {{"th1", 64}}, 1, 2);
+    auto [rc, err] = in_child(path, [] {
+      auto lookups = [] {
+        for (int i = 0; i < 50; ++i) {
+          Config c = dbsparse::lookup_config("dev0", "mat0", "spmspv");
+          if (c.source != ConfigSource::Tuned || c.params["th1"] != 64 || c.params["th0"] != 32)
+            return false;
+          if (dbsparse::lookup_config("dev1", "mat0", "spmspv").source != ConfigSource::Default)
+            return false;
+        }
+        return true;
+      };
+      bool ok[4] = {};
+      std::vector<std::thread> threads;
+      for (bool& o : ok) threads.emplace_back([&o, &lookups] { o = lookups(); });
+      for (auto& t : threads) t.join();
+      return ok[0] && ok[1] && ok[2] && ok[3] ? 0 : 1;
+    });
+    CHECK(rc == 0);
+    CHECK(err.empty());
+  }
+  SUBCASE("garbage") {
+    auto path = dir / "garbage.db";
+    std::ofstream(path) << std::string(4096, 'x');
+    auto [rc, err] = in_child(path, [] {
+      for (int i = 0; i < 3; ++i) {
+        Config c = dbsparse::lookup_config("dev0", "mat0", "spmspv");
+        if (c.source != ConfigSource::Default) return 1;
+        if (c.params != dbsparse::default_params("spmspv")) return 2;
+        if (c.note.find("not a database") == std::string::npos) return 3;
+      }
+      return 0;
+    });
+    CHECK(rc == 0);
+    const std::string head = "dbsparse: warning: tuning db " + path.string() + " unusable (";
+    CHECK(err.rfind(head, 0) == 0);
+    CHECK(err.ends_with("); using defaults\n"));
+    CHECK(std::count(err.begin(), err.end(), '\n') == 1);
+  }
+  SUBCASE("missing") {
+    auto path = dir / "none" / "tuning.db";
+    auto [rc, err] = in_child(path, [] {
+      Config c = dbsparse::lookup_config("dev0", "mat0", "spmv");
+      return c.source == ConfigSource::Default && c.params == dbsparse::default_params("spmv") ? 0 : 1;
+    });
+    CHECK(rc == 0);
+    CHECK(err.empty());
+    CHECK_FALSE(fs::exists(path));
+  }
+}

@@ -1,0 +1,38 @@
+#pragma once
+// The SpMV benchmark: dbsparse's plan against cuSPARSE CSR ALG1 and ALG2, on one stream, each
+// result checked against the CPU reference before it is timed.
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dbsparse/context.hpp"
+#include "dbsparse/matrix.hpp"
+#include "tools/common/timing.hpp"
+
+namespace dbsparse::tools {
+
+struct BenchRow {
+  std::string matrix, precision, impl, key, config_source, kernel_origin;
+  int64_t rows = 0, cols = 0, nnz = 0;
+  double time_us = 0, min_us = 0, max_us = 0, gflops = 0, gbps = 0, pct_bw = 0, rel_err = 0;
+  double acquire_ms = 0, load_ms = 0;
+  int copies = 1;
+  nlohmann::json to_json() const;
+};
+
+struct SpmvBenchOptions {
+  std::vector<std::string> precisions{"f32"};
+  TimingOptions timing;
+  bool baselines = true;  // cuSPARSE ALG1 and ALG2
+};
+
+// Appends one row per implementation and precision for this matrix.
+void bench_spmv_matrix(Context& ctx, const Stream& stream, const NamedMatrix& m,
+                       const SpmvBenchOptions& opt, double copy_gbs, std::vector<BenchRow>& out);
+
+// Prints the table header and one line per row.
+void print_bench_header();
+void print_bench_row(const BenchRow& r);
+
+}  // namespace dbsparse::tools

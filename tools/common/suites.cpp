@@ -1,0 +1,40 @@
+#include "tools/common/suites.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "dbsparse/error.hpp"
+
+namespace dbsparse::tools {
+
+std::vector<std::string> shared_matrix_files() {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("DBSPARSE_MATRICES"); env && *env) dirs.emplace_back(env);
+  dirs.emplace_back(fs::path(DBS_SOURCE_DIR) / ".." / "shared" / "matrices");
+  for (const auto& d : dirs) {
+    std::error_code ec;
+    if (!fs::is_directory(d, ec)) continue;
+    std::vector<std::string> out;
+    for (const auto& e : fs::directory_iterator(d, ec)) {
+      auto p = e.path().string();
+      if (p.ends_with(".mtx") || p.ends_with(".mtx.gz")) out.push_back(fs::weakly_canonical(p).string());
+    }
+    std::sort(out.begin(), out.end());
+    if (!out.empty()) return out;
+  }
+  return {};
+}
+
+std::vector<std::string> generated_suite(const std::string& size) {
+  if (size == "full")
+    return {"stencil3d:n=80,points=27",   "stencil3d:n=160,points=27", "banded:n=1000000,bw=8",
+            "fem:nodes=700000,k=3,blocks=9", "uniform:n=1000000,d=16",  "rmat:scale=19,ef=8"};
+  if (size == "quick")
+    return {"stencil3d:n=40,points=27", "banded:n=200000,bw=8", "fem:nodes=150000,k=3,blocks=9",
+            "uniform:n=200000,d=16", "rmat:scale=16,ef=8", "powerlaw:n=200000,avg=8,alpha=1.5,max=50000"};
+  throw UsageError("unknown suite size '" + size + "' (expected quick or full)");
+}
+
+}  // namespace dbsparse::tools

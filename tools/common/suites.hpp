@@ -1,0 +1,17 @@
+#pragma once
+// The matrices tools run on by default: generated ones that cover the domains, plus the real
+// matrices in ../shared/matrices (or $DBSPARSE_MATRICES) when that folder exists.
+#include <string>
+#include <vector>
+
+namespace dbsparse::tools {
+
+// The .mtx / .mtx.gz files in $DBSPARSE_MATRICES, else in the checkout's ../shared/matrices.
+// Empty when neither exists.
+std::vector<std::string> shared_matrix_files();
+
+// Generator strings. "full": the anchor matrices of DEVICE.md (5M-110M nonzeros). "quick": the
+// same shapes at a few million nonzeros at most.
+std::vector<std::string> generated_suite(const std::string& size);
+
+}  // namespace dbsparse::tools

@@ -1,0 +1,32 @@
+#pragma once
+// Event timing on a stream, per METHOD.md: warm up, then the median over samples, each sample a
+// batch of back-to-back calls between two events, inputs rotated so the L2 cannot serve them.
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+
+namespace dbsparse::tools {
+
+struct TimingOptions {
+  int warmup = 5;    // calls before the first timed sample
+  int samples = 15;  // the median is taken over these
+  int batch = 20;    // calls per sample, between two events
+};
+
+struct TimingResult {
+  double median_us = 0, min_us = 0, max_us = 0;  // per call
+  int samples = 0;
+};
+
+// launch(i) enqueues the i-th call (callers rotate their input copies by i) on `stream`.
+TimingResult time_on_stream(void* stream, const TimingOptions& opt,
+                            const std::function<void(int64_t)>& launch);
+
+// How many independent copies of a problem of `footprint` bytes keep the working set at least
+// three times the L2, capped by `budget` bytes of device memory and by 64.
+int rotation_copies(size_t footprint, int64_t l2_bytes, size_t budget);
+
+// Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written.
+double measure_copy_bandwidth(void* stream, size_t bytes = size_t(1) << 30);
+
+}  // namespace dbsparse::tools

@@ -1,0 +1,16 @@
+#pragma once
+// Each `dbsparse` subcommand adds its options to the subcommand main() made for it and returns the
+// function that runs it.
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace dbsparse::cli {
+
+using Runner = std::function<int()>;
+
+Runner add_info(CLI::App& sub);
+Runner add_precompile(CLI::App& sub);
+Runner add_bench(CLI::App& sub);
+
+}  // namespace dbsparse::cli

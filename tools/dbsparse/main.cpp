@@ -1,0 +1,42 @@
+// dbsparse: the command-line front end. Subcommands live one per file beside this one.
+#include <cstdio>
+#include <map>
+
+#include "dbsparse/error.hpp"
+#include "tools/dbsparse/commands.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"dbsparse: runtime-generated, autotuned sparse GPU kernels"};
+  app.set_version_flag("--version", std::string("dbsparse ") + DBSPARSE_VERSION);
+  app.require_subcommand(1);
+  std::map<CLI::App*, dbsparse::cli::Runner> runners;
+  auto add = [&](const char* name, const char* help, dbsparse::cli::Runner (*configure)(CLI::App&)) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    runners[sub] = configure(*sub);
+  };
+  add("info", "Device, NVRTC and driver versions, kernel cache and tuning DB state",
+      dbsparse::cli::add_info);
+  add("precompile", "Compile every kernel variant into the persistent cache (no GPU needed)",
+      dbsparse::cli::add_precompile);
+  add("bench", "Time an op on a suite of matrices against cuSPARSE; table and JSON",
+      dbsparse::cli::add_bench);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    for (auto& [sub, run] : runners)
+      if (sub->parsed()) return run();
+  } catch (const dbsparse::NoDeviceError& e) {
+    std::fprintf(stderr, "dbsparse: %s\n", e.what());
+    return 3;
+  } catch (const dbsparse::Error& e) {
+    std::fprintf(stderr, "dbsparse: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "dbsparse: internal error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# Runs HERE before a device call: builds, then fills .device/ (git-ignored, named in `carry`) with
+# the binaries, a copy of ../shared/matrices and a kernel cache precompiled for sm_90, so the H200
+# spends no time building or compiling. See DEVICE.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/build.sh >/dev/null
+rm -rf .device/bin && mkdir -p .device/bin .device/matrices .device/cache
+cp build/dbsparse build/dbtune build/tests/test_gpu build/tests/test_cpu build/tests/test_nvrtc .device/bin/
+strip --strip-debug .device/bin/*
+if [ -d ../shared/matrices ]; then cp -u ../shared/matrices/*.mtx .device/matrices/; fi
+DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 >/dev/null
+du -sh .device

@@ -1,0 +1,324 @@
+#include "dbsparse/tuning_db.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <mutex>
+
+#include "dbsparse/error.hpp"
+#include "tuning_db/schema.hpp"
+
+namespace dbsparse {
+namespace {
+
+using sqlite::Stmt;
+using sqlite::Transaction;
+
+sqlite3* handle(void* p) { return static_cast<sqlite3*>(p); }
+
+int64_t unix_now() { return static_cast<int64_t>(std::time(nullptr)); }
+
+nlohmann::json parse_json(const std::string& text, const std::string& path, const char* column) {
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw DbError(fmt::format("{}: malformed {}: {}", path, column, e.what()));
+  }
+}
+
+struct Closer {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+
+// DESIGN.md §6, step 2: predict from this device's tuned matrices by nearest features. The seam is
+// here so that lookup() already has its final shape; until it exists nothing is predicted.
+std::optional<Config> predict(sqlite3* /*db*/, const std::string& /*device_fp*/,
+                              const std::string& /*matrix_fp*/, const std::string& /*op*/,
+                              const std::string& /*bucket*/) {
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* to_string(ConfigSource s) {
+  switch (s) {
+    case ConfigSource::Tuned: return "tuned";
+    case ConfigSource::Predicted: return "predicted";
+    case ConfigSource::Default: return "default";
+    case ConfigSource::Explicit: return "explicit";
+  }
+  return "?";
+}
+
+const char* to_string(TrialStatus s) {
+  switch (s) {
+    case TrialStatus::Ok: return "ok";
+    case TrialStatus::CompileFailed: return "compile_failed";
+    case TrialStatus::LaunchFailed: return "launch_failed";
+    case TrialStatus::WrongResult: return "wrong_result";
+    case TrialStatus::Skipped: return "skipped";
+  }
+  return "?";
+}
+
+TrialStatus trial_status_from_string(const std::string& s) {
+  for (auto t : {TrialStatus::Ok, TrialStatus::CompileFailed, TrialStatus::LaunchFailed,
+                 TrialStatus::WrongResult, TrialStatus::Skipped})
+    if (s == to_string(t)) return t;
+  throw DbError(fmt::format("unknown trial status '{}'", s));
+}
+
+nlohmann::json default_params(const std::string& op) {
+  if (op == "spmspv") return {{"th0", 32}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.01}};
+  if (op == "spmv") return {{"strategy", "scalar"}, {"block_size", 256}};
+  return nlohmann::json::object();
+}
+
+// ---- opening ----------------------------------------------------------------------------------
+
+std::string TuningDb::default_path() {
+  auto env = [](const char* name) -> std::string {
+    const char* v = std::getenv(name);
+    return v ? v : "";
+  };
+  if (auto p = env("DBSPARSE_DB"); !p.empty()) return p;
+  if (auto x = env("XDG_DATA_HOME"); !x.empty()) return x + "/dbsparse/tuning.db";
+  if (auto h = env("HOME"); !h.empty()) return h + "/.local/share/dbsparse/tuning.db";
+  return "dbsparse-tuning.db";  // no home at all (a bare container): the working directory
+}
+
+TuningDb::TuningDb(std::string path, void* handle) : path_(std::move(path)), db_(handle) {}
+
+TuningDb::~TuningDb() { sqlite3_close_v2(handle(db_)); }
+
+std::unique_ptr<TuningDb> TuningDb::open(const std::string& path, bool read_only) {
+  if (!read_only) {
+    std::error_code ec;
+    auto parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent, ec);
+    if (ec) throw DbError(fmt::format("{}: cannot create its directory: {}", path, ec.message()));
+  }
+  sqlite3* raw = nullptr;
+  int flags = read_only ? SQLITE_OPEN_READONLY : (SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE);
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  std::unique_ptr<sqlite3, Closer> db(raw);
+  if (rc != SQLITE_OK)
+    throw DbError(fmt::format("{}: cannot open: {}", path, raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc)));
+  sqlite3_busy_timeout(raw, 10000);
+
+  // Everything up to here only reads, so a file that is not ours (or is newer) stays byte-identical.
+  if (auto check = schema::quick_check(raw); check != "ok")
+    throw DbError(fmt::format("{}: not a usable database: {}", path, check));
+  int version = schema::user_version(raw);
+  if (version > kSchemaVersion)
+    throw DbError(fmt::format("{}: written by a newer dbsparse (schema v{}; this build reads up to v{})",
+                              path, version, kSchemaVersion));
+
+  if (!read_only) {
+    sqlite::exec(raw, "PRAGMA journal_mode=WAL", "switching to WAL");
+    // In WAL mode NORMAL survives a killed process; only a power cut may lose the last trials.
+    sqlite::exec(raw, "PRAGMA synchronous=NORMAL");
+    schema::migrate(raw);
+  }
+  return std::unique_ptr<TuningDb>(new TuningDb(path, db.release()));
+}
+
+std::unique_ptr<TuningDb> TuningDb::try_open(const std::string& path, bool read_only,
+                                             std::string* warning) {
+  if (warning) warning->clear();
+  std::error_code ec;
+  if (read_only && !std::filesystem::exists(path, ec)) return nullptr;
+  try {
+    return open(path, read_only);
+  } catch (const DbError& e) {
+    if (warning) *warning = e.what();
+    return nullptr;
+  }
+}
+
+int TuningDb::schema_version() const { return schema::user_version(handle(db_)); }
+
+// ---- writes -----------------------------------------------------------------------------------
+
+void TuningDb::upsert_device(const DeviceRecord& d) {
+  Transaction tx(handle(db_));
+  Stmt(handle(db_),
+       "INSERT INTO devices (fingerprint, name, cc_major, cc_minor, sm_count, memory_bytes,"
+       " driver_version, first_seen) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+       " ON CONFLICT (fingerprint) DO UPDATE SET name = excluded.name,"
+       " cc_major = excluded.cc_major, cc_minor = excluded.cc_minor, sm_count = excluded.sm_count,"
+       " memory_bytes = excluded.memory_bytes, driver_version = excluded.driver_version")
+      .bind(1, d.fingerprint).bind(2, d.name).bind(3, d.cc_major).bind(4, d.cc_minor)
+      .bind(5, d.sm_count).bind(6, d.memory_bytes).bind(7, d.driver_version).bind(8, unix_now())
+      .run();
+  tx.commit();
+}
+
+void TuningDb::upsert_matrix(const MatrixRecord& m) {
+  Transaction tx(handle(db_));
+  Stmt(handle(db_),
+       "INSERT INTO matrices (fingerprint, name, rows, cols, nnz, features_json)"
+       " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
+       " ON CONFLICT (fingerprint) DO UPDATE SET name = excluded.name, rows = excluded.rows,"
+       " cols = excluded.cols, nnz = excluded.nnz, features_json = excluded.features_json")
+      .bind(1, m.fingerprint).bind(2, m.name).bind(3, m.features.rows).bind(4, m.features.cols)
+      .bind(5, m.features.nnz).bind(6, m.features.to_json().dump())
+      .run();
+  tx.commit();
+}
+
+void TuningDb::add_trial(const Trial& t) {
+  Transaction tx(handle(db_));
+  Stmt(handle(db_),
+       "INSERT INTO trials (device_fp, matrix_fp, op, bucket, params_json, status, time_us,"
+       " detail, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
+      .bind(1, t.device_fp).bind(2, t.matrix_fp).bind(3, t.op).bind(4, t.bucket)
+      .bind(5, t.params.dump()).bind(6, std::string(to_string(t.status))).bind(7, t.time_us)
+      .bind(8, t.detail).bind(9, t.created_at != 0 ? t.created_at : unix_now())
+      .run();
+  tx.commit();
+}
+
+void TuningDb::set_best(const std::string& device_fp, const std::string& matrix_fp,
+                        const std::string& op, const std::string& bucket,
+                        const nlohmann::json& params, double time_us, double speedup) {
+  Transaction tx(handle(db_));
+  Stmt(handle(db_),
+       "INSERT INTO configs (device_fp, matrix_fp, op, bucket, params_json, time_us, speedup,"
+       " updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)"
+       " ON CONFLICT (device_fp, matrix_fp, op, bucket) DO UPDATE SET"
+       " params_json = excluded.params_json, time_us = excluded.time_us,"
+       " speedup = excluded.speedup, updated_at = excluded.updated_at")
+      .bind(1, device_fp).bind(2, matrix_fp).bind(3, op).bind(4, bucket).bind(5, params.dump())
+      .bind(6, time_us).bind(7, speedup).bind(8, unix_now())
+      .run();
+  tx.commit();
+}
+
+// ---- reads ------------------------------------------------------------------------------------
+
+std::optional<MatrixRecord> TuningDb::find_matrix(const std::string& fingerprint) const {
+  Stmt st(handle(db_), "SELECT name, features_json FROM matrices WHERE fingerprint = ?1");
+  st.bind(1, fingerprint);
+  if (!st.step()) return std::nullopt;
+  return MatrixRecord{fingerprint, st.text(0),
+                      MatrixFeatures::from_json(parse_json(st.text(1), path_, "features_json"))};
+}
+
+std::vector<Trial> TuningDb::trials(const std::string& device_fp, const std::string& matrix_fp,
+                                    const std::string& op) const {
+  Stmt st(handle(db_),
+          "SELECT bucket, params_json, status, time_us, detail, created_at FROM trials"
+          " WHERE device_fp = ?1 AND matrix_fp = ?2 AND op = ?3 ORDER BY id");
+  st.bind(1, device_fp).bind(2, matrix_fp).bind(3, op);
+  std::vector<Trial> out;
+  while (st.step()) {
+    Trial t;
+    t.device_fp = device_fp;
+    t.matrix_fp = matrix_fp;
+    t.op = op;
+    t.bucket = st.text(0);
+    t.params = parse_json(st.text(1), path_, "params_json");
+    t.status = trial_status_from_string(st.text(2));
+    t.time_us = st.real(3);
+    t.detail = st.text(4);
+    t.created_at = st.int64(5);
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::optional<nlohmann::json> TuningDb::best(const std::string& device_fp,
+                                             const std::string& matrix_fp, const std::string& op,
+                                             const std::string& bucket) const {
+  Stmt st(handle(db_),
+          "SELECT params_json FROM configs"
+          " WHERE device_fp = ?1 AND matrix_fp = ?2 AND op = ?3 AND bucket = ?4");
+  st.bind(1, device_fp).bind(2, matrix_fp).bind(3, op).bind(4, bucket);
+  if (!st.step()) return std::nullopt;
+  return parse_json(st.text(0), path_, "params_json");
+}
+
+DbCounts TuningDb::counts() const {
+  // One statement, so the four counts come from one snapshot.
+  Stmt st(handle(db_),
+          "SELECT (SELECT count(*) FROM devices), (SELECT count(*) FROM matrices),"
+          " (SELECT count(*) FROM trials), (SELECT count(*) FROM configs)");
+  st.step();
+  return DbCounts{st.int64(0), st.int64(1), st.int64(2), st.int64(3)};
+}
+
+Config TuningDb::lookup(const std::string& device_fp, const std::string& matrix_fp,
+                        const std::string& op, const std::string& bucket) const {
+  Config c{op, default_params(op), ConfigSource::Default, ""};
+  // A read-only handle on an older file cannot migrate it, so nothing in it is readable.
+  if (int v = schema_version(); v < kSchemaVersion) {
+    c.note = fmt::format("{} has schema v{} (this build needs v{}); nothing tuned", path_, v,
+                         kSchemaVersion);
+    return c;
+  }
+  if (auto tuned = best(device_fp, matrix_fp, op, bucket); tuned && tuned->is_object()) {
+    c.params.update(*tuned);  // tuned keys win; keys added to the defaults later still get a value
+    c.source = ConfigSource::Tuned;
+    c.note = fmt::format("tuned for this device and matrix ({})", path_);
+    return c;
+  }
+  if (auto p = predict(handle(db_), device_fp, matrix_fp, op, bucket)) return *p;
+  c.note = fmt::format("nothing tuned for this device and matrix in {}", path_);
+  return c;
+}
+
+// ---- the process-wide lookup ------------------------------------------------------------------
+
+Config lookup_config(const std::string& device_fp, const std::string& matrix_fp,
+                     const std::string& op, const std::string& bucket) {
+  struct Shared {
+    std::mutex mu;
+    bool opened = false;
+    bool warned = false;
+    std::string path;
+    std::unique_ptr<TuningDb> db;
+    std::string reason;  // why the DB is unusable; empty when it is usable or simply absent
+  };
+  static Shared s;
+  std::lock_guard lock(s.mu);
+
+  auto warn = [&](std::string why) {
+    // DbError's text repeats "tuning db: <path>: "; the line below already says both.
+    for (const std::string& prefix : {std::string("tuning db: "), s.path + ": "})
+      if (why.starts_with(prefix)) why.erase(0, prefix.size());
+    std::replace(why.begin(), why.end(), '\n', ' ');
+    s.reason = why;
+    if (!s.warned)
+      std::fprintf(stderr, "dbsparse: warning: tuning db %s unusable (%s); using defaults\n",
+                   s.path.c_str(), why.c_str());
+    s.warned = true;
+  };
+
+  if (!s.opened) {
+    s.opened = true;
+    s.path = TuningDb::default_path();
+    std::string warning;
+    s.db = TuningDb::try_open(s.path, /*read_only=*/true, &warning);
+    if (!warning.empty()) warn(warning);
+  }
+
+  Config c{op, default_params(op), ConfigSource::Default, ""};
+  if (s.db) {
+    try {
+      return s.db->lookup(device_fp, matrix_fp, op, bucket);
+    } catch (const std::exception& e) {
+      // Damage found after a clean open: planning must still go on with the defaults.
+      warn(e.what());
+    }
+  }
+  c.note = s.reason.empty() ? fmt::format("no tuning db at {}", s.path)
+                            : fmt::format("tuning db {} unusable ({})", s.path, s.reason);
+  return c;
+}
+
+}  // namespace dbsparse
