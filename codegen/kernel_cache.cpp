@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr char kMagic[8] = {'D', 'B', 'S', 'K', 'C', 'A', 'C', 'H'};
-constexpr uint32_t kFormat = 1;
+constexpr uint32_t kFormat = 2;  // 2: lowered names as an ordered array
 // magic, format, meta length, cubin length, crc32 of meta+cubin
 constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 4;
 
@@ -165,8 +165,13 @@ std::shared_ptr<const CompiledKernel> KernelCache::read_entry(const fs::path& p,
   // Same file name but another key: a hash collision, so a miss that the next write replaces.
   if (meta.value("full_key", "") != full_key) return nullptr;
   auto k = std::make_shared<CompiledKernel>();
-  for (const auto& [expr, lowered] : meta.at("lowered_names").items())
-    k->lowered_names.emplace_back(expr, lowered.get<std::string>());
+  try {
+    // An array of [expression, lowered] pairs: the order is the name expressions' order.
+    for (const auto& pair : meta.at("lowered_names"))
+      k->lowered_names.emplace_back(pair.at(0).get<std::string>(), pair.at(1).get<std::string>());
+  } catch (const std::exception&) {
+    return drop("unreadable metadata");
+  }
   k->cubin.assign(buf.begin() + kHeaderBytes + meta_len, buf.end());
   return k;
 }
@@ -174,8 +179,8 @@ std::shared_ptr<const CompiledKernel> KernelCache::read_entry(const fs::path& p,
 void KernelCache::write_entry(const fs::path& p, const std::string& full_key, const CompiledKernel& k) {
   std::error_code ec;
   fs::create_directories(p.parent_path(), ec);
-  nlohmann::json meta = {{"full_key", full_key}, {"lowered_names", nlohmann::json::object()}};
-  for (const auto& [expr, lowered] : k.lowered_names) meta["lowered_names"][expr] = lowered;
+  nlohmann::json meta = {{"full_key", full_key}, {"lowered_names", nlohmann::json::array()}};
+  for (const auto& [expr, lowered] : k.lowered_names) meta["lowered_names"].push_back({expr, lowered});
   std::string m = meta.dump();
   std::string body = m + std::string(k.cubin.begin(), k.cubin.end());
   uint32_t format = kFormat, meta_len = static_cast<uint32_t>(m.size());

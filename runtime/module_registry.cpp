@@ -2,6 +2,7 @@
 
 #include <chrono>
 
+#include "dbsparse/error.hpp"
 #include "runtime/cuda_driver.hpp"
 
 namespace dbsparse::detail {
@@ -9,7 +10,7 @@ namespace dbsparse::detail {
 ModuleRegistry::~ModuleRegistry() {
   std::string why;
   if (!cuda::driver_available(&why)) return;
-  for (auto& [key, mf] : loaded_) cuda::driver().cuModuleUnload(mf.first);
+  for (auto& [key, e] : loaded_) cuda::driver().cuModuleUnload(e.module);
 }
 
 LoadedKernel ModuleRegistry::get(const codegen::KernelSource& ks, const std::string& arch) {
@@ -20,7 +21,8 @@ LoadedKernel ModuleRegistry::get(const codegen::KernelSource& ks, const std::str
   {
     std::lock_guard lock(mu_);
     if (auto it = loaded_.find(full_key); it != loaded_.end()) {
-      out.fn = it->second.second;
+      out.fns = it->second.fns;
+      out.fn = out.fns.at(0);
       out.info.origin = "loaded";
       return out;
     }
@@ -30,23 +32,30 @@ LoadedKernel ModuleRegistry::get(const codegen::KernelSource& ks, const std::str
   out.info.acquire_ms = cached.ms;
 
   auto t0 = std::chrono::steady_clock::now();
-  CUmodule mod = nullptr;
-  DBS_CU(cuModuleLoadData(&mod, cached.kernel->cubin.data()));
-  CUfunction fn = nullptr;
-  // One name expression per source today; the first is the entry point.
-  const std::string& lowered = cached.kernel->lowered_names.at(0).second;
+  Entry e;
+  DBS_CU(cuModuleLoadData(&e.module, cached.kernel->cubin.data()));
   try {
-    DBS_CU(cuModuleGetFunction(&fn, mod, lowered.c_str()));
+    // By name, in the source's order: callers index fns by their name expressions' positions.
+    for (const auto& expr : ks.name_expressions) {
+      const std::string* lowered = nullptr;
+      for (const auto& [e_expr, e_lowered] : cached.kernel->lowered_names)
+        if (e_expr == expr) lowered = &e_lowered;
+      if (!lowered) throw Error("kernel " + ks.key + " has no entry point for " + expr);
+      CUfunction fn = nullptr;
+      DBS_CU(cuModuleGetFunction(&fn, e.module, lowered->c_str()));
+      e.fns.push_back(fn);
+    }
   } catch (...) {
-    cuda::driver().cuModuleUnload(mod);
+    cuda::driver().cuModuleUnload(e.module);
     throw;
   }
   out.info.load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::lock_guard lock(mu_);
-  auto [it, inserted] = loaded_.emplace(full_key, std::make_pair(mod, fn));
-  if (!inserted) cuda::driver().cuModuleUnload(mod);  // another thread won the race
-  out.fn = it->second.second;
+  auto [it, inserted] = loaded_.emplace(full_key, e);
+  if (!inserted) cuda::driver().cuModuleUnload(e.module);  // another thread won the race
+  out.fns = it->second.fns;
+  out.fn = out.fns.at(0);
   return out;
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "codegen/kernel_cache.hpp"
 #include "dbsparse/plan_info.hpp"
@@ -13,7 +14,8 @@
 namespace dbsparse::detail {
 
 struct LoadedKernel {
-  CUfunction fn = nullptr;
+  CUfunction fn = nullptr;        // the first name expression's kernel
+  std::vector<CUfunction> fns;    // one per name expression, in order
   KernelInfo info;
 };
 
@@ -29,7 +31,11 @@ class ModuleRegistry {
 
  private:
   std::mutex mu_;
-  std::map<std::string, std::pair<CUmodule, CUfunction>> loaded_;
+  struct Entry {
+    CUmodule module = nullptr;
+    std::vector<CUfunction> fns;
+  };
+  std::map<std::string, Entry> loaded_;
 };
 
 }  // namespace dbsparse::detail

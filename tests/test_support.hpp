@@ -10,32 +10,20 @@
 #include <string>
 #include <vector>
 
+#include "tools/common/suites.hpp"
+
 namespace dbs_test {
 
-// ../shared/matrices beside the checkout, or $DBSPARSE_MATRICES (the device run carries a copy).
-// Empty when neither exists: callers print that those cases were left out.
+// The real matrices (../shared/matrices or $DBSPARSE_MATRICES), found as the tools find them.
+// Empty when absent: the cases that need them say once that they were left out.
 inline std::vector<std::string> shared_matrices() {
-  namespace fs = std::filesystem;
-  std::vector<fs::path> dirs;
-  if (const char* env = std::getenv("DBSPARSE_MATRICES")) dirs.emplace_back(env);
-  dirs.emplace_back(fs::path(DBS_SOURCE_DIR) / ".." / "shared" / "matrices");
-  for (const auto& d : dirs) {
-    std::error_code ec;
-    if (!fs::is_directory(d, ec)) continue;
-    std::vector<std::string> out;
-    for (const auto& e : fs::directory_iterator(d)) {
-      auto p = e.path().string();
-      if (p.ends_with(".mtx") || p.ends_with(".mtx.gz")) out.push_back(p);
-    }
-    std::sort(out.begin(), out.end());
-    if (!out.empty()) return out;
-  }
+  auto out = dbsparse::tools::shared_matrix_files();
   static bool said = false;
-  if (!said) {
+  if (out.empty() && !said) {
     std::printf("note: ../shared/matrices not found; real-matrix cases left out (generated ones still run)\n");
     said = true;
   }
-  return {};
+  return out;
 }
 
 template <class T>

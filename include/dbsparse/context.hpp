@@ -110,6 +110,9 @@ class Event {
 
 template <class T>
 class SpmvPlan;
+template <class T>
+class SpmspvPlan;
+struct SpmspvOptions;
 namespace detail {
 class ModuleRegistry;
 }
@@ -134,6 +137,13 @@ class Context {
   // With a given config instead of the database's: for the tuner and for ablations.
   template <class T>
   SpmvPlan<T> plan_spmv(const CsrMatrix<T>& a, const Config& config);
+
+  // Converts A to the DB format (thresholds th0..th2 from the config look-up) and JIT-compiles the
+  // variant for the block types present.
+  template <class T>
+  SpmspvPlan<T> plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& options);
+  template <class T>
+  SpmspvPlan<T> plan_spmspv(const CsrMatrix<T>& a);
 
   detail::ModuleRegistry& modules() const { return *modules_; }
 

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "codegen/embedded_templates.hpp"
+#include "codegen/spmspv_key.hpp"
 #include "codegen/spmv_key.hpp"
 #include "dbsparse/error.hpp"
 
@@ -78,4 +79,36 @@ TEST_CASE("EveryIncludedTemplateIsEmbedded") {
     }
   }
   CHECK(templates_hash().size() == 16);
+}
+
+TEST_CASE("SpmspvKeyRoundTripsThroughText") {
+  for (const auto& k : spmspv_search_space()) {
+    CHECK(SpmspvKey::parse(k.to_string()) == k);
+  }
+  SpmspvKey k{Direction::Pull, ValueType::F64, Semiring::PlusTimes, 0b00101};
+  CHECK(k.to_string() == "spmspv.pull.f64.plus_times.bs16.t=coo+csr");
+  CHECK(SpmspvKey{Direction::Push, ValueType::F32, Semiring::PlusTimes, 0}.to_string() ==
+        "spmspv.push.f32.plus_times.bs16.t=none");
+}
+
+TEST_CASE("SpmspvKeyParseRejectsMalformedText") {
+  for (const char* bad : {"spmspv.auto.f32.plus_times.bs16", "spmv.auto.f32.plus_times.bs16.t=coo",
+                          "spmspv.sideways.f32.plus_times.bs16.t=coo", "spmspv.auto.f16.plus_times.bs16.t=coo",
+                          "spmspv.auto.f32.max_plus.bs16.t=coo", "spmspv.auto.f32.plus_times.bs8.t=coo",
+                          "spmspv.auto.f32.plus_times.bs16.coo", "spmspv.auto.f32.plus_times.bs16.t=ell",
+                          "spmspv.auto.f32.plus_times.bs16.t=dense+coo", "spmspv.auto.f32.plus_times.bs16.t=coo+coo"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(SpmspvKey::parse(bad), UsageError);
+  }
+}
+
+TEST_CASE("SpmspvSourceMatchesGoldenAndCompilesOutAbsentTypes") {
+  SpmspvKey k{Direction::Auto, ValueType::F32, Semiring::PlusTimes, 0b00011};
+  auto ks = make_source(k);
+  auto golden = std::filesystem::path(DBS_SOURCE_DIR) / "tests" / "golden" / (ks.key + ".cu");
+  REQUIRE_MESSAGE(std::filesystem::exists(golden), golden.string());
+  CHECK(ks.source == read_file(golden));
+  CHECK(ks.source.find("#define DBS_HAS_DENSE 1") != std::string::npos);
+  CHECK(ks.source.find("#define DBS_HAS_CSR 0") != std::string::npos);
+  CHECK(ks.name_expressions.size() == 4);
 }

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "codegen/kernel_cache.hpp"
+#include "codegen/spmspv_key.hpp"
 #include "codegen/spmv_key.hpp"
 #include "test_support.hpp"
 
@@ -114,5 +115,24 @@ TEST_CASE("KernelCacheKeepsWorkingWhenItsDirectoryIsUnwritable") {
   CHECK(k.origin == CacheOrigin::Compiled);
   CHECK(cache.stats().write_failures == 1);
   CHECK(cache.get(sample(), "sm_90").origin == CacheOrigin::Memory);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("KernelCacheKeepsEntryPointOrderThroughDisk") {
+  // The entry points' order is how plans find their kernels: it must survive a disk round trip
+  // even when the names do not sort in that order.
+  auto dir = dbs_test::temp_dir("cache-order");
+  auto ks = make_source(SpmspvKey{Direction::Pull, ValueType::F32, Semiring::PlusTimes, 1});
+  std::vector<std::pair<std::string, std::string>> first;
+  {
+    KernelCache c(dir.string());
+    first = c.get(ks, "sm_90").kernel->lowered_names;
+  }
+  KernelCache c(dir.string());
+  auto k = c.get(ks, "sm_90");
+  CHECK(k.origin == CacheOrigin::Disk);
+  CHECK(k.kernel->lowered_names == first);
+  REQUIRE(first.size() == ks.name_expressions.size());
+  for (size_t i = 0; i < first.size(); ++i) CHECK(first[i].first == ks.name_expressions[i]);
   fs::remove_all(dir);
 }

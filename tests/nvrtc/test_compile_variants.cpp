@@ -1,8 +1,14 @@
 // Every template variant in the search spaces compiles to a cubin for sm_80 and sm_90. No GPU.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <atomic>
 #include <fstream>
+#include <future>
+#include <thread>
+#include <vector>
 
+#include "codegen/catalog.hpp"
 #include "codegen/nvrtc_compiler.hpp"
 #include "codegen/spmv_key.hpp"
 #include "dbsparse/error.hpp"
@@ -10,20 +16,47 @@
 using namespace dbsparse;
 using namespace dbsparse::codegen;
 
-TEST_CASE("EverySpmvVariantCompilesForSm80AndSm90") {
-  for (const char* arch : {"sm_80", "sm_90"}) {
-    for (const auto& key : spmv_search_space()) {
-      CAPTURE(arch);
-      CAPTURE(key.to_string());
-      auto ks = make_source(key);
-      auto k = compile_to_cubin(ks, arch);
-      REQUIRE(k.cubin.size() > 4);
-      CHECK(std::string(k.cubin.begin() + 1, k.cubin.begin() + 4) == "ELF");
-      REQUIRE(k.lowered_names.size() == 1);
-      CHECK(k.lowered_names[0].first == ks.name_expressions[0]);
-      CHECK(k.lowered_names[0].second.rfind("_Z", 0) == 0);  // a mangled C++ name
+TEST_CASE("EveryVariantOfEveryOpCompilesForSm80AndSm90") {
+  // Compiled on as many threads as there are cores; results are checked on this thread.
+  struct Job {
+    KernelSource ks;
+    std::string arch;
+    std::future<CompiledKernel> result;
+  };
+  std::vector<Job> jobs;
+  for (const auto& op : known_ops())
+    for (const auto& ks : op_variants(op))
+      for (const char* arch : {"sm_80", "sm_90"}) jobs.push_back(Job{ks, arch, {}});
+  const size_t workers = std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<size_t> next{0};
+  std::vector<std::promise<CompiledKernel>> promises(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) jobs[i].result = promises[i].get_future();
+  std::vector<std::thread> pool;
+  for (size_t w = 0; w < workers; ++w)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < jobs.size();) {
+        try {
+          promises[i].set_value(compile_to_cubin(jobs[i].ks, jobs[i].arch));
+        } catch (...) {
+          promises[i].set_exception(std::current_exception());
+        }
+      }
+    });
+  for (auto& t : pool) t.join();
+  for (auto& job : jobs) {
+    CAPTURE(job.arch);
+    CAPTURE(job.ks.key);
+    CompiledKernel k;
+    REQUIRE_NOTHROW(k = job.result.get());
+    REQUIRE(k.cubin.size() > 4);
+    CHECK(std::string(k.cubin.begin() + 1, k.cubin.begin() + 4) == "ELF");
+    REQUIRE(k.lowered_names.size() == job.ks.name_expressions.size());
+    for (size_t n = 0; n < k.lowered_names.size(); ++n) {
+      CHECK(k.lowered_names[n].first == job.ks.name_expressions[n]);
+      CHECK(k.lowered_names[n].second.rfind("_Z", 0) == 0);  // a mangled C++ name
     }
   }
+  MESSAGE(jobs.size() << " kernels compiled");
 }
 
 TEST_CASE("CompileErrorCarriesKeyOptionsLogAndSource") {

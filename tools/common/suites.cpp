@@ -37,4 +37,30 @@ std::vector<std::string> generated_suite(const std::string& size) {
   throw UsageError("unknown suite size '" + size + "' (expected quick or full)");
 }
 
+std::vector<std::string> spmspv_suite(const std::string& size) {
+  // Where DEVICE.md has an anchor (stencil 80^3, banded, FEM 700k, uniform, RMAT 19) the same
+  // matrix is used, so the cuSPARSE rows can be compared with it.
+  if (size == "full")
+    return {"stencil3d:n=100,points=7",
+            "stencil3d:n=150,points=7",
+            "stencil3d:n=80,points=27",
+            "fem:nodes=700000,k=3,blocks=9",
+            "fem:nodes=1200000,k=4,blocks=6",
+            "banded:n=1000000,bw=8",
+            "rmat:scale=19,ef=8",
+            "rmat:scale=20,ef=8",
+            "uniform:n=1000000,d=16",
+            "powerlaw:n=2000000,avg=8,alpha=1.5,max=100000"};
+  if (size == "quick")
+    return {"stencil3d:n=50,points=7",
+            "stencil3d:n=40,points=27",
+            "fem:nodes=60000,k=3,blocks=9",
+            "fem:nodes=80000,k=4,blocks=6",
+            "banded:n=100000,bw=8",
+            "rmat:scale=17,ef=8",
+            "uniform:n=100000,d=16",
+            "powerlaw:n=200000,avg=8,alpha=1.5,max=50000"};
+  throw UsageError("unknown suite size '" + size + "' (expected quick or full)");
+}
+
 }  // namespace dbsparse::tools

@@ -14,4 +14,8 @@ std::vector<std::string> shared_matrix_files();
 // same shapes at a few million nonzeros at most.
 std::vector<std::string> generated_suite(const std::string& size);
 
+// Generator strings for SpMSpV: 7- and 27-point stencils, FEM-like blocks, banded, RMAT, uniform
+// and power-law. "full": 7M-29M nonzeros each; "quick": the same kinds at 0.9M-1.9M.
+std::vector<std::string> spmspv_suite(const std::string& size);
+
 }  // namespace dbsparse::tools

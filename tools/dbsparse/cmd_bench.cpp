@@ -4,11 +4,13 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <memory>
 
 #include <nlohmann/json.hpp>
 
 #include "dbsparse/io.hpp"
+#include "tools/common/bench_spmspv.hpp"
 #include "tools/common/bench_spmv.hpp"
 #include "tools/common/suites.hpp"
 #include "tools/dbsparse/commands.hpp"
@@ -21,14 +23,101 @@ struct BenchArgs {
   std::string suite = "full";
   bool no_shared = false, no_baselines = false;
   std::vector<std::string> precisions{"f32"};
+  std::vector<double> densities{0.1, 0.01, 0.001, 0.0001};
   tools::TimingOptions timing;
   std::string json_path;
 };
 
+namespace {
+
+std::vector<std::string> resolve_specs(const BenchArgs& a) {
+  std::vector<std::string> specs = a.matrices;
+  if (specs.empty()) {
+    if (a.suite != "none") specs = a.op == "spmspv" ? tools::spmspv_suite(a.suite) : tools::generated_suite(a.suite);
+    if (!a.no_shared) {
+      auto shared = tools::shared_matrix_files();
+      if (shared.empty()) fmt::print("note: no ../shared/matrices found; generated suite only\n");
+      specs.insert(specs.end(), shared.begin(), shared.end());
+    }
+  }
+  if (specs.empty()) throw UsageError("no matrices to run: name some, or use --suite quick|full");
+  return specs;
+}
+
+// Loads each matrix in turn (one in memory at a time) and reports progress on stderr.
+void for_each_matrix(const std::vector<std::string>& specs,
+                     const std::function<void(const NamedMatrix&, bool generated)>& bench) {
+  for (size_t i = 0; i < specs.size(); ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    NamedMatrix m = load_matrix(specs[i]);
+    bench(m, is_generator_spec(specs[i]));
+    auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    fmt::print(stderr, "[{}/{}] {} done in {:.1f} s\n", i + 1, specs.size(), m.name, secs);
+  }
+}
+
+// How the kernels were obtained: the JIT cost a user pays once per process.
+void print_jit(const std::vector<const tools::BenchRow*>& rows) {
+  for (const auto* r : rows)
+    if (!r->key.empty() && r->kernel_origin != "loaded" && r->kernel_origin != "memory")
+      fmt::print("jit: {} from {}: {:.2f} ms + module load {:.2f} ms\n", r->key, r->kernel_origin,
+                 r->acquire_ms, r->load_ms);
+}
+
+// Each op runs the suite, prints its table, and returns its part of the JSON.
+nlohmann::json run_spmv(const BenchArgs& a, Context& ctx, const Stream& stream,
+                        const std::vector<std::string>& specs, double copy_gbs) {
+  tools::SpmvBenchOptions opt;
+  opt.precisions = a.precisions;
+  opt.timing = a.timing;
+  opt.baselines = !a.no_baselines;
+  std::vector<tools::BenchRow> rows;
+  tools::print_bench_header();
+  for_each_matrix(specs, [&](const NamedMatrix& m, bool) {
+    size_t before = rows.size();
+    tools::bench_spmv_matrix(ctx, stream, m, opt, copy_gbs, rows);
+    for (size_t r = before; r < rows.size(); ++r) tools::print_bench_row(rows[r]);
+  });
+  std::vector<const tools::BenchRow*> base;
+  nlohmann::json j;
+  j["results"] = nlohmann::json::array();
+  for (const auto& r : rows) base.push_back(&r), j["results"].push_back(r.to_json());
+  print_jit(base);
+  return j;
+}
+
+nlohmann::json run_spmspv(const BenchArgs& a, Context& ctx, const Stream& stream,
+                          const std::vector<std::string>& specs, double copy_gbs) {
+  tools::SpmspvBenchOptions opt;
+  opt.precisions = a.precisions;
+  opt.densities = a.densities;
+  opt.timing = a.timing;
+  opt.baselines = !a.no_baselines;
+  std::vector<tools::SpmspvRow> rows;
+  tools::print_spmspv_header();
+  for_each_matrix(specs, [&](const NamedMatrix& m, bool generated) {
+    size_t before = rows.size();
+    tools::bench_spmspv_matrix(ctx, stream, m, generated, opt, copy_gbs, rows);
+    for (size_t r = before; r < rows.size(); ++r) tools::print_spmspv_row(rows[r]);
+  });
+  auto summary = tools::spmspv_summary(rows, opt.densities);
+  tools::print_spmspv_summary(summary);
+  std::vector<const tools::BenchRow*> base;
+  nlohmann::json j;
+  j["densities"] = opt.densities;
+  j["results"] = nlohmann::json::array();
+  for (const auto& r : rows) base.push_back(&r.base), j["results"].push_back(r.to_json());
+  j["summary"] = summary;
+  print_jit(base);
+  return j;
+}
+
+}  // namespace
+
 Runner add_bench(CLI::App& sub_ref) {
   auto* sub = &sub_ref;
   auto a = std::make_shared<BenchArgs>();
-  sub->add_option("op", a->op, "The op to time")->required()->check(CLI::IsMember({"spmv"}));
+  sub->add_option("op", a->op, "The op to time")->required()->check(CLI::IsMember({"spmv", "spmspv"}));
   sub->add_option("matrices", a->matrices,
                   "Matrix Market files (.mtx, .mtx.gz) or generator strings, e.g. "
                   "rmat:scale=19,ef=8; default: the --suite plus ../shared/matrices");
@@ -39,6 +128,11 @@ Runner add_bench(CLI::App& sub_ref) {
   sub->add_option("--precision", a->precisions, "f32, f64 or both (repeat or comma-separate)")
       ->delimiter(',')
       ->check(CLI::IsMember({"f32", "f64"}));
+  sub->add_option("--density", a->densities,
+                  "spmspv only: shares of x's entries that are nonzero (comma-separate); "
+                  "default 0.1,0.01,0.001,0.0001")
+      ->delimiter(',')
+      ->check(CLI::Range(0.0, 1.0));
   sub->add_option("--reps", a->timing.samples, "Timed samples; the median is reported")
       ->check(CLI::Range(1, 10000));
   sub->add_option("--batch", a->timing.batch, "Back-to-back calls per timed sample")
@@ -46,42 +140,15 @@ Runner add_bench(CLI::App& sub_ref) {
   sub->add_option("--warmup", a->timing.warmup, "Untimed calls first")->check(CLI::Range(0, 10000));
   sub->add_option("--json", a->json_path, "Write every row, the device and the command as JSON");
   return [a]() {
-    std::vector<std::string> specs = a->matrices;
-    if (specs.empty()) {
-      if (a->suite != "none") specs = tools::generated_suite(a->suite);
-      if (!a->no_shared) {
-        auto shared = tools::shared_matrix_files();
-        if (shared.empty()) fmt::print("note: no ../shared/matrices found; generated suite only\n");
-        specs.insert(specs.end(), shared.begin(), shared.end());
-      }
-    }
-    if (specs.empty()) throw UsageError("no matrices to run: name some, or use --suite quick|full");
+    std::vector<std::string> specs = resolve_specs(*a);
     Context ctx;  // throws NoDeviceError with the reason when there is no GPU
     Stream stream(ctx);
     const auto& d = ctx.device();
     double copy_gbs = tools::measure_copy_bandwidth(stream.handle());
     fmt::print("device {} ({}), copy bandwidth {:.0f} GB/s (read+write); {} samples x {} calls\n",
                d.name, d.arch(), copy_gbs, a->timing.samples, a->timing.batch);
-    tools::SpmvBenchOptions opt;
-    opt.precisions = a->precisions;
-    opt.timing = a->timing;
-    opt.baselines = !a->no_baselines;
-    std::vector<tools::BenchRow> rows;
-    tools::print_bench_header();
-    for (size_t i = 0; i < specs.size(); ++i) {
-      auto t0 = std::chrono::steady_clock::now();
-      NamedMatrix m = load_matrix(specs[i]);
-      size_t before = rows.size();
-      tools::bench_spmv_matrix(ctx, stream, m, opt, copy_gbs, rows);
-      for (size_t r = before; r < rows.size(); ++r) tools::print_bench_row(rows[r]);
-      auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      fmt::print(stderr, "[{}/{}] {} done in {:.1f} s\n", i + 1, specs.size(), m.name, secs);
-    }
-    // How the kernels were obtained: the JIT cost a user pays once per process.
-    for (const auto& r : rows)
-      if (!r.key.empty() && r.kernel_origin != "loaded" && r.kernel_origin != "memory")
-        fmt::print("jit: {} from {}: {:.2f} ms + module load {:.2f} ms\n", r.key, r.kernel_origin,
-                   r.acquire_ms, r.load_ms);
+    nlohmann::json results = a->op == "spmspv" ? run_spmspv(*a, ctx, stream, specs, copy_gbs)
+                                               : run_spmv(*a, ctx, stream, specs, copy_gbs);
     if (!a->json_path.empty()) {
       nlohmann::json j;
       j["tool"] = "dbsparse bench";
@@ -93,7 +160,7 @@ Runner add_bench(CLI::App& sub_ref) {
       j["copy_bandwidth_gbs"] = copy_gbs;
       j["timing"] = {{"samples", a->timing.samples}, {"batch", a->timing.batch},
                      {"warmup", a->timing.warmup}, {"statistic", "median per call"}};
-      for (const auto& r : rows) j["results"].push_back(r.to_json());
+      j.update(results);
       std::ofstream(a->json_path) << j.dump(2) << "\n";
       fmt::print("wrote {}\n", a->json_path);
     }

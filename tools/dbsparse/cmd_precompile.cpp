@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "codegen/kernel_cache.hpp"
-#include "codegen/spmv_key.hpp"
+#include "codegen/catalog.hpp"
 #include "dbsparse/context.hpp"
 #include "tools/dbsparse/commands.hpp"
 
@@ -18,7 +18,8 @@ Runner add_precompile(CLI::App& sub_ref) {
   auto ops = std::make_shared<std::vector<std::string>>();
   sub->add_option("--arch", *arch,
                   "Target, e.g. sm_90 (H100/H200) or sm_80; default: the current device's arch");
-  sub->add_option("--op", *ops, "Ops to precompile (default: all)")->check(CLI::IsMember({"spmv"}));
+  sub->add_option("--op", *ops, "Ops to precompile (default: all)")
+      ->check(CLI::IsMember(codegen::known_ops()));
   return [=]() {
     std::string target = *arch;
     if (target.empty()) {
@@ -31,12 +32,16 @@ Runner add_precompile(CLI::App& sub_ref) {
     fmt::print("precompiling for {} into {}\n", target, cache.persistent() ? cache.dir() : "(memory)");
     int n = 0;
     double total_ms = 0;
-    for (const auto& key : codegen::spmv_search_space()) {
-      auto k = cache.get(codegen::make_source(key), target);
-      fmt::print("  {:<28} {:>9} {:8.1f} ms  {:>7} bytes\n", key.to_string(), to_string(k.origin),
-                 k.ms, k.kernel->cubin.size());
-      total_ms += k.ms;
-      ++n;
+    auto selected = ops->empty() ? codegen::known_ops() : *ops;
+    for (const auto& op : selected) {
+      for (const auto& ks : codegen::op_variants(op)) {
+        auto k = cache.get(ks, target);
+        fmt::print("  {:<56} {:>9} {:8.1f} ms  {:>7} bytes\n", ks.key, to_string(k.origin), k.ms,
+                   k.kernel->cubin.size());
+        std::fflush(stdout);
+        total_ms += k.ms;
+        ++n;
+      }
     }
     fmt::print("{} kernels ready ({:.0f} ms)\n", n, total_ms);
     return 0;

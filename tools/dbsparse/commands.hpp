@@ -12,5 +12,6 @@ using Runner = std::function<int()>;
 Runner add_info(CLI::App& sub);
 Runner add_precompile(CLI::App& sub);
 Runner add_bench(CLI::App& sub);
+Runner add_convert(CLI::App& sub);
 
 }  // namespace dbsparse::cli

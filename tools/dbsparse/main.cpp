@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
       dbsparse::cli::add_precompile);
   add("bench", "Time an op on a suite of matrices against cuSPARSE; table and JSON",
       dbsparse::cli::add_bench);
+  add("convert", "Convert a matrix to the DB format on the CPU; its size against CSR and CSR+CSC",
+      dbsparse::cli::add_convert);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

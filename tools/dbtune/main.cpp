@@ -10,7 +10,7 @@
 #include <CLI/CLI.hpp>
 
 #include "codegen/kernel_cache.hpp"
-#include "codegen/spmv_key.hpp"
+#include "codegen/catalog.hpp"
 #include "dbsparse/dbsparse.hpp"
 #include "tools/common/suites.hpp"
 #include "tools/dbtune/spmv_search.hpp"
@@ -59,13 +59,15 @@ int run(const Args& a) {
   // Kernels first: a failing variant is reported here, before any matrix work.
   auto& cache = codegen::KernelCache::global();
   int compiled = 0, failed = 0;
-  for (const auto& key : codegen::spmv_search_space()) {
-    try {
-      cache.get(codegen::make_source(key), arch);
-      ++compiled;
-    } catch (const Error& e) {
-      ++failed;
-      fmt::print(stderr, "  kernel {} failed: {}\n", key.to_string(), e.what());
+  for (const auto& op : codegen::known_ops()) {
+    for (const auto& ks : codegen::op_variants(op)) {
+      try {
+        cache.get(ks, arch);
+        ++compiled;
+      } catch (const Error& e) {
+        ++failed;
+        fmt::print(stderr, "  kernel {} failed: {}\n", ks.key, e.what());
+      }
     }
   }
   fmt::print("kernels: {} ready for {} in {}{}\n", compiled, arch,

@@ -1,0 +1,15 @@
+#pragma once
+// Every kernel variant of every op, as sources: what `precompile`, dbtune and the nvrtc test tier
+// walk. An op added to dbsparse registers its search space here.
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_source.hpp"
+
+namespace dbsparse::codegen {
+
+const std::vector<std::string>& known_ops();  // "spmv", "spmspv"
+// Throws UsageError for an unknown op.
+std::vector<KernelSource> op_variants(const std::string& op);
+
+}  // namespace dbsparse::codegen

@@ -1,0 +1,107 @@
+#include "codegen/spmspv_key.hpp"
+
+#include <fmt/format.h>
+
+namespace dbsparse::codegen {
+namespace {
+
+constexpr const char* kTypeNames[] = {"coo", "dense", "csr", "csc", "pcsr"};
+constexpr const char* kTypeMacros[] = {"DBS_HAS_COO", "DBS_HAS_DENSE", "DBS_HAS_CSR", "DBS_HAS_CSC",
+                                       "DBS_HAS_PCSR"};
+
+[[noreturn]] void bad_key(std::string_view text, const std::string& why) {
+  throw UsageError(fmt::format("bad spmspv kernel key '{}': {} (form: "
+                               "spmspv.auto.f32.plus_times.bs16.t=coo+dense+csr)",
+                               text, why));
+}
+
+std::vector<std::string_view> split(std::string_view s, char sep) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  for (size_t i = 0; i <= s.size(); ++i)
+    if (i == s.size() || s[i] == sep) {
+      parts.push_back(s.substr(start, i - start));
+      start = i + 1;
+    }
+  return parts;
+}
+
+}  // namespace
+
+const char* to_string(Direction d) {
+  switch (d) {
+    case Direction::Auto: return "auto";
+    case Direction::Push: return "push";
+    case Direction::Pull: return "pull";
+  }
+  return "?";
+}
+
+const char* to_string(Semiring) { return "plus_times"; }
+
+std::string SpmspvKey::to_string() const {
+  std::string t;
+  for (int i = 0; i < 5; ++i)
+    if (types & (1u << i)) t += (t.empty() ? "" : "+") + std::string(kTypeNames[i]);
+  return fmt::format("spmspv.{}.{}.{}.bs16.t={}", codegen::to_string(direction),
+                     codegen::to_string(value), codegen::to_string(semiring), t.empty() ? "none" : t);
+}
+
+SpmspvKey SpmspvKey::parse(std::string_view text) {
+  auto p = split(text, '.');
+  if (p.size() != 6) bad_key(text, "expected 6 dot-separated parts");
+  if (p[0] != "spmspv") bad_key(text, "op must be 'spmspv'");
+  SpmspvKey k;
+  if (p[1] == "auto") k.direction = Direction::Auto;
+  else if (p[1] == "push") k.direction = Direction::Push;
+  else if (p[1] == "pull") k.direction = Direction::Pull;
+  else bad_key(text, fmt::format("unknown direction '{}'", p[1]));
+  if (p[2] == "f32") k.value = ValueType::F32;
+  else if (p[2] == "f64") k.value = ValueType::F64;
+  else bad_key(text, fmt::format("unknown value type '{}'", p[2]));
+  if (p[3] != "plus_times") bad_key(text, fmt::format("unknown semiring '{}'", p[3]));
+  if (p[4] != "bs16") bad_key(text, "block size must be bs16");
+  if (!p[5].starts_with("t=")) bad_key(text, "types part must be t=<type>+<type>... or t=none");
+  k.types = 0;
+  auto list = p[5].substr(2);
+  if (list != "none") {
+    int last = -1;
+    for (auto name : split(list, '+')) {
+      int found = -1;
+      for (int i = 0; i < 5; ++i)
+        if (name == kTypeNames[i]) found = i;
+      if (found < 0) bad_key(text, fmt::format("unknown block type '{}'", name));
+      if (found <= last) bad_key(text, "block types must be listed once, in the order coo+dense+csr+csc+pcsr");
+      last = found;
+      k.types |= static_cast<uint8_t>(1u << found);
+    }
+  }
+  return k;
+}
+
+KernelSource make_source(const SpmspvKey& key) {
+  KernelSource ks;
+  ks.key = key.to_string();
+  const char* t = cuda_type(key.value);
+  std::string src = fmt::format("// dbsparse generated kernel: {}\n#define DBS_KEY \"{}\"\n", ks.key, ks.key);
+  src += fmt::format("#define DBS_VALUE_T {}\n", t);
+  src += fmt::format("#define DBS_DIR {}\n", static_cast<int>(key.direction));
+  src += "#define DBS_SEMIRING PlusTimes\n";
+  for (int i = 0; i < 5; ++i) src += fmt::format("#define {} {}\n", kTypeMacros[i], (key.types >> i) & 1u);
+  src += "#include \"spmspv.cuh\"\n";
+  ks.source = std::move(src);
+  ks.options = {"-std=c++17"};
+  for (const char* k : {"spmspv_prep", "spmspv_compute", "spmspv_scatter", "spmspv_unscatter"})
+    ks.name_expressions.push_back(fmt::format("dbs::{}<{}>", k, t));
+  return ks;
+}
+
+std::vector<SpmspvKey> spmspv_search_space() {
+  std::vector<SpmspvKey> out;
+  for (auto d : {Direction::Auto, Direction::Push, Direction::Pull})
+    for (auto v : {ValueType::F32, ValueType::F64})
+      for (unsigned t = 0; t < 32; ++t) out.push_back(SpmspvKey{d, v, Semiring::PlusTimes, static_cast<uint8_t>(t)});
+  return out;
+}
+
+}  // namespace dbsparse::codegen

@@ -1,0 +1,37 @@
+#pragma once
+// The DB-SpMSpV kernel variant, e.g. "spmspv.auto.f32.plus_times.bs16.t=coo+dense+csr": direction
+// (auto compiles both paths; push / pull only one), value type, semiring, block size and the set
+// of block types present, so a matrix without Dense blocks gets a kernel without a Dense branch.
+#include <compare>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/kernel_source.hpp"
+#include "codegen/value_type.hpp"
+
+namespace dbsparse::codegen {
+
+enum class Direction { Auto, Push, Pull };
+enum class Semiring { PlusTimes };
+const char* to_string(Direction d);
+const char* to_string(Semiring s);
+
+struct SpmspvKey {
+  Direction direction = Direction::Auto;
+  ValueType value = ValueType::F32;
+  Semiring semiring = Semiring::PlusTimes;
+  uint8_t types = 0x1f;  // bit i: BlockType i present (coo, dense, csr, csc, pcsr)
+
+  std::string to_string() const;
+  static SpmspvKey parse(std::string_view text);  // throws UsageError
+  auto operator<=>(const SpmspvKey&) const = default;
+};
+
+// Entry points, in this order: prep, compute, scatter, unscatter.
+KernelSource make_source(const SpmspvKey& key);
+
+std::vector<SpmspvKey> spmspv_search_space();
+
+}  // namespace dbsparse::codegen

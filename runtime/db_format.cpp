@@ -1,0 +1,388 @@
+// CSR <-> DB conversion (db_matrix.hpp has the layout) and its storage statistics.
+// csr_to_db is linear in nnz + blocks + block_rows + block_cols: the block structure is found with a
+// scratch array indexed by block column and ordered by two counting sorts, never a comparison sort,
+// because it runs on matrices of 100M+ nonzeros.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dbsparse/db_matrix.hpp"
+#include "dbsparse/error.hpp"
+
+namespace dbsparse {
+
+const char* to_string(BlockType t) {
+  switch (t) {
+    case BlockType::Coo: return "coo";
+    case BlockType::Dense: return "dense";
+    case BlockType::ForceCsr: return "csr";
+    case BlockType::ForceCsc: return "csc";
+    case BlockType::PatchedCsr: return "pcsr";
+  }
+  return "?";
+}
+
+BlockType choose_block_type(const int row_nnz[16], const int col_nnz[16], int nnz,
+                            const DbThresholds& th) {
+  if (nnz < th.th0) return BlockType::Coo;
+  if (nnz > th.th1) return BlockType::Dense;
+  int max_r = 0, max_c = 0;
+  for (int i = 0; i < 16; ++i) {
+    max_r = std::max(max_r, row_nnz[i]);
+    max_c = std::max(max_c, col_nnz[i]);
+  }
+  const double mean = nnz / 16.0 + 1e-9;
+  const double skew_r = max_r / mean, skew_c = max_c / mean;
+  if (skew_r / skew_c > th.th2) return BlockType::ForceCsc;
+  if (skew_c / skew_r > th.th2) return BlockType::ForceCsr;
+  return BlockType::PatchedCsr;
+}
+
+namespace {
+
+constexpr uint64_t kMaxOffset = std::numeric_limits<uint32_t>::max();
+constexpr size_t kLineArrayBytes = 17 * 2 + 16 * 2;  // uint16 ptr[17] + uint16 mask[16]
+
+// Appends n elements to v and returns where they start; refuses to let an offset outgrow uint32.
+template <class V>
+typename V::value_type* grow(V& v, size_t n, const char* what) {
+  size_t old = v.size();
+  if (old + n > kMaxOffset)
+    throw UsageError(fmt::format("csr_to_db: the {} payload exceeds 2^32 elements; the DB format's "
+                                 "32-bit offsets cannot address it (use fewer Dense blocks or split "
+                                 "the matrix)", what));
+  v.resize(old + n);
+  return v.data() + old;
+}
+
+// Builds one block's payload from its entries, given in row-major order as (r << 4 | c) bytes.
+template <class T>
+class BlockWriter {
+ public:
+  explicit BlockWriter(DbMatrix<T>& d) : d_(d) {}
+
+  void write(int32_t brow, int32_t bcol, const uint8_t* rc, const T* val, int n) {
+    const DbThresholds& th = d_.thresholds;
+    int rn[16] = {}, cn[16] = {};
+    uint16_t rmask[16] = {}, cmask[16] = {};
+    // COO and Dense follow from nnz alone (as in choose_block_type); most blocks of very sparse
+    // matrices are COO, so the line counts are made only for the others.
+    BlockType t = n < th.th0 ? BlockType::Coo : n > th.th1 ? BlockType::Dense : BlockType::PatchedCsr;
+    if (t == BlockType::PatchedCsr) {
+      for (int e = 0; e < n; ++e) {
+        int r = rc[e] >> 4, c = rc[e] & 15;
+        ++rn[r];
+        ++cn[c];
+        rmask[r] |= static_cast<uint16_t>(1u << c);
+        cmask[c] |= static_cast<uint16_t>(1u << r);
+      }
+      t = choose_block_type(rn, cn, n, th);
+    }
+    d_.meta.push_back(BlockMeta{brow, bcol, static_cast<uint32_t>(d_.values.size()),
+                                static_cast<uint32_t>(d_.aux.size()), static_cast<uint16_t>(n),
+                                static_cast<uint8_t>(t)});
+    uint16_t rptr[17], cptr[17];
+    prefix(rn, rptr);
+    prefix(cn, cptr);
+    switch (t) {
+      case BlockType::Coo:
+        std::memcpy(grow(d_.values, n, "values"), val, n * sizeof(T));
+        std::memcpy(aux(n), rc, n);
+        break;
+      case BlockType::Dense: {
+        T* out = grow(d_.values, 256, "values");  // zero-filled by resize
+        for (int e = 0; e < n; ++e) out[rc[e]] = val[e];
+        break;
+      }
+      case BlockType::ForceCsr:
+        std::memcpy(grow(d_.values, n, "values"), val, n * sizeof(T));
+        put_lines(aux(kLineArrayBytes), rptr, rmask);
+        break;
+      case BlockType::ForceCsc: {
+        T* out = grow(d_.values, n, "values");
+        uint16_t next[16];
+        std::memcpy(next, cptr, sizeof next);
+        // Row-major input visits each column's rows in increasing order: column-major, sorted.
+        for (int e = 0; e < n; ++e) out[next[rc[e] & 15]++] = val[e];
+        put_lines(aux(kLineArrayBytes), cptr, cmask);
+        break;
+      }
+      case BlockType::PatchedCsr: {
+        std::memcpy(grow(d_.values, n, "values"), val, n * sizeof(T));
+        uint8_t* a = aux(kLineArrayBytes + 34 + n);
+        put_lines(a, rptr, rmask);
+        std::memcpy(a + kLineArrayBytes, cptr, 34);
+        uint8_t* bytes = a + kLineArrayBytes + 34;
+        uint16_t next[16];
+        std::memcpy(next, cptr, sizeof next);
+        for (int e = 0; e < n; ++e) {
+          int r = rc[e] >> 4;
+          bytes[next[rc[e] & 15]++] = static_cast<uint8_t>(r << 4 | (e - rptr[r]));
+        }
+        break;
+      }
+    }
+  }
+
+ private:
+  static void prefix(const int count[16], uint16_t ptr[17]) {
+    ptr[0] = 0;
+    for (int i = 0; i < 16; ++i) ptr[i + 1] = static_cast<uint16_t>(ptr[i] + count[i]);
+  }
+  static void put_lines(uint8_t* out, const uint16_t ptr[17], const uint16_t mask[16]) {
+    std::memcpy(out, ptr, 34);
+    std::memcpy(out + 34, mask, 32);
+  }
+  // n bytes of aux, padded so the next block's aux_off stays 4-byte aligned.
+  uint8_t* aux(size_t n) { return grow(d_.aux, (n + 3) & ~size_t{3}, "aux"); }
+
+  DbMatrix<T>& d_;
+};
+
+template <class T>
+void check_csr_shape(const CsrMatrix<T>& a) {
+  if (a.rows < 0 || a.cols < 0) throw UsageError("csr_to_db: negative dimension");
+  if (a.row_ptr.size() != static_cast<size_t>(a.rows) + 1 || a.row_ptr.front() != 0 ||
+      static_cast<size_t>(a.row_ptr.back()) != a.col_idx.size() || a.col_idx.size() != a.values.size())
+    throw UsageError("csr_to_db: row_ptr, col_idx and values disagree in size");
+}
+
+}  // namespace
+
+template <class T>
+DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
+  check_csr_shape(a);
+  DbMatrix<T> d;
+  d.rows = a.rows;
+  d.cols = a.cols;
+  d.block_rows = static_cast<int32_t>((int64_t{a.rows} + 15) / 16);
+  d.block_cols = static_cast<int32_t>((int64_t{a.cols} + 15) / 16);
+  d.thresholds = th;
+  d.nnz = a.nnz();
+  const int32_t br = d.block_rows, bc = d.block_cols;
+  auto row_end = [&](int32_t I) { return std::min(a.rows, 16 * I + 16); };
+
+  // Pass 1: which block columns each block row touches, in order of discovery. The per-entry
+  // checks here are what keep pass 2's scratch indexing in bounds.
+  std::vector<int32_t> slot(bc, -1);  // block column -> local index in the current block row, or -1
+  std::vector<int32_t> found;         // block columns, grouped by block row
+  std::vector<int32_t> per_col(static_cast<size_t>(bc) + 1, 0);
+  d.blk_row_ptr.assign(static_cast<size_t>(br) + 1, 0);
+  for (int32_t I = 0; I < br; ++I) {
+    size_t first = found.size();
+    for (int32_t i = 16 * I; i < row_end(I); ++i) {
+      if (a.row_ptr[i + 1] < a.row_ptr[i])
+        throw UsageError(fmt::format("csr_to_db: row_ptr decreases at row {}", i));
+      int32_t prev = -1;
+      for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
+        int32_t c = a.col_idx[p];
+        if (c <= prev || c >= a.cols)
+          throw UsageError(fmt::format("csr_to_db: row {}: column indices must be sorted, unique and "
+                                       "in [0, {})", i, a.cols));
+        prev = c;
+        if (slot[c >> 4] < 0) {
+          slot[c >> 4] = 0;
+          found.push_back(c >> 4);
+        }
+      }
+    }
+    for (size_t k = first; k < found.size(); ++k) {
+      slot[found[k]] = -1;
+      ++per_col[found[k] + 1];
+    }
+    d.blk_row_ptr[I + 1] = static_cast<int32_t>(found.size());
+  }
+  const size_t nb = found.size();
+
+  // Block-CSC view: counting sort by block column; block rows come out increasing in each column.
+  for (int32_t J = 0; J < bc; ++J) per_col[J + 1] += per_col[J];
+  d.blk_col_ptr = per_col;
+  d.blk_row_idx.resize(nb);
+  for (int32_t I = 0; I < br; ++I)
+    for (int32_t k = d.blk_row_ptr[I]; k < d.blk_row_ptr[I + 1]; ++k) d.blk_row_idx[per_col[found[k]]++] = I;
+  // Block-CSR order: walking the CSC view by column and dealing blocks out to their block rows
+  // sorts each block row by column; where each block lands is its id.
+  d.blk_col_idx.resize(nb);
+  d.csc2csr.resize(nb);
+  std::vector<int32_t> next(d.blk_row_ptr.begin(), d.blk_row_ptr.end() - 1);
+  for (int32_t J = 0; J < bc; ++J)
+    for (int32_t p = d.blk_col_ptr[J]; p < d.blk_col_ptr[J + 1]; ++p) {
+      int32_t id = next[d.blk_row_idx[p]]++;
+      d.blk_col_idx[id] = J;
+      d.csc2csr[p] = id;
+    }
+  std::vector<int32_t>().swap(found);
+
+  // Pass 2: bucket each block row's entries by block, in row-major order, and write the payloads.
+  // Reserve upper bounds, so the payload is never copied by regrowth: only the pages written get
+  // touched. A Dense block has at least min_dense entries, which bounds how many there can be.
+  const int64_t nnz = a.nnz(), min_dense = std::max({int64_t{th.th1} + 1, int64_t{th.th0}, int64_t{1}});
+  const int64_t max_dense = std::min<int64_t>(static_cast<int64_t>(nb), nnz / min_dense);
+  d.meta.reserve(nb);
+  d.values.reserve(std::min<uint64_t>(kMaxOffset, nnz + max_dense * std::max<int64_t>(0, 256 - min_dense)));
+  d.aux.reserve(std::min<uint64_t>(kMaxOffset, nnz + 103 * static_cast<int64_t>(nb)));
+  BlockWriter<T> writer(d);
+  std::vector<int32_t> start, fill;
+  std::vector<uint8_t> rc;
+  std::vector<T> val;
+  for (int32_t I = 0; I < br; ++I) {
+    const int32_t base = d.blk_row_ptr[I], nbk = d.blk_row_ptr[I + 1] - base;
+    const int32_t p0 = a.row_ptr[16 * I], p1 = a.row_ptr[row_end(I)];
+    for (int32_t k = 0; k < nbk; ++k) slot[d.blk_col_idx[base + k]] = k;
+    start.assign(static_cast<size_t>(nbk) + 1, 0);
+    for (int32_t p = p0; p < p1; ++p) ++start[slot[a.col_idx[p] >> 4] + 1];
+    for (int32_t k = 0; k < nbk; ++k) start[k + 1] += start[k];
+    fill.assign(start.begin(), start.end() - 1);
+    rc.resize(static_cast<size_t>(p1 - p0));
+    val.resize(static_cast<size_t>(p1 - p0));
+    for (int32_t i = 16 * I; i < row_end(I); ++i) {
+      const int r = i - 16 * I;
+      for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
+        int32_t q = fill[slot[a.col_idx[p] >> 4]]++;
+        rc[q] = static_cast<uint8_t>(r << 4 | (a.col_idx[p] & 15));
+        val[q] = a.values[p];
+      }
+    }
+    for (int32_t k = 0; k < nbk; ++k) {
+      writer.write(I, d.blk_col_idx[base + k], rc.data() + start[k], val.data() + start[k],
+                   start[k + 1] - start[k]);
+      slot[d.blk_col_idx[base + k]] = -1;
+    }
+  }
+  return d;
+}
+
+namespace {
+
+// Calls f(r, c, v) for each entry of block id, in an order where each row's columns increase.
+// Dense blocks yield only their nonzero values: their stored zeros cannot be told from padding.
+template <class T, class F>
+void for_each_entry(const DbMatrix<T>& d, int64_t id, F&& f) {
+  const BlockMeta& m = d.meta[id];
+  const T* v = d.values.data() + m.val_off;
+  const uint8_t* a = d.aux.data() + m.aux_off;
+  uint16_t ptr[17], mask[16];
+  auto lines = [&] {
+    std::memcpy(ptr, a, 34);
+    std::memcpy(mask, a + 34, 32);
+  };
+  switch (static_cast<BlockType>(m.type)) {
+    case BlockType::Coo:
+      for (int e = 0; e < m.nnz; ++e) f(a[e] >> 4, a[e] & 15, v[e]);
+      return;
+    case BlockType::Dense:
+      for (int e = 0; e < 256; ++e)
+        if (v[e] != T(0)) f(e >> 4, e & 15, v[e]);
+      return;
+    case BlockType::ForceCsr:
+    case BlockType::PatchedCsr:
+      lines();
+      for (int r = 0; r < 16; ++r)
+        for (uint32_t bits = mask[r], k = ptr[r]; bits; bits &= bits - 1, ++k) f(r, std::countr_zero(bits), v[k]);
+      return;
+    case BlockType::ForceCsc:  // column-major: still increasing columns within each row
+      lines();
+      for (int c = 0; c < 16; ++c)
+        for (uint32_t bits = mask[c], k = ptr[c]; bits; bits &= bits - 1, ++k) f(std::countr_zero(bits), c, v[k]);
+      return;
+  }
+  throw UsageError(fmt::format("db_to_csr: block {} has unknown type {}", id, m.type));
+}
+
+}  // namespace
+
+template <class T>
+CsrMatrix<T> db_to_csr(const DbMatrix<T>& d) {
+  CsrMatrix<T> a;
+  a.rows = d.rows;
+  a.cols = d.cols;
+  a.row_ptr.assign(static_cast<size_t>(d.rows) + 1, 0);
+  for (int64_t id = 0; id < d.blocks(); ++id) {
+    const int32_t row0 = 16 * d.meta[id].row;
+    for_each_entry(d, id, [&](int r, int, T) { ++a.row_ptr[row0 + r + 1]; });
+  }
+  for (int32_t i = 0; i < d.rows; ++i) a.row_ptr[i + 1] += a.row_ptr[i];
+  a.col_idx.resize(a.row_ptr.back());
+  a.values.resize(a.row_ptr.back());
+  std::vector<int32_t> next(a.row_ptr.begin(), a.row_ptr.end() - 1);
+  // Blocks are visited in increasing block column within each block row, so rows come out sorted.
+  for (int64_t id = 0; id < d.blocks(); ++id) {
+    const int32_t row0 = 16 * d.meta[id].row, col0 = 16 * d.meta[id].col;
+    for_each_entry(d, id, [&](int r, int c, T v) {
+      int32_t q = next[row0 + r]++;
+      a.col_idx[q] = col0 + c;
+      a.values[q] = v;
+    });
+  }
+  return a;
+}
+
+template <class T>
+DbStats db_stats(const DbMatrix<T>& d) {
+  DbStats s;
+  for (const BlockMeta& m : d.meta) {
+    if (m.type >= kBlockTypes) throw UsageError(fmt::format("db_stats: block type {} unknown", m.type));
+    ++s.blocks_by_type[m.type];
+    s.nnz_by_type[m.type] += m.nnz;
+  }
+  s.bytes_high_level = 4 * static_cast<int64_t>(d.blk_row_ptr.size() + d.blk_col_idx.size() +
+                                                d.blk_col_ptr.size() + d.blk_row_idx.size() +
+                                                d.csc2csr.size());
+  s.bytes_meta = d.blocks() * static_cast<int64_t>(sizeof(BlockMeta));
+  s.bytes_values = static_cast<int64_t>(d.values.size() * sizeof(T));
+  s.bytes_aux = static_cast<int64_t>(d.aux.size());
+  s.bytes_total = s.bytes_high_level + s.bytes_meta + s.bytes_values + s.bytes_aux;
+  const int64_t per_entry = 4 + static_cast<int64_t>(sizeof(T));
+  s.bytes_csr = (int64_t{d.rows} + 1) * 4 + d.nnz * per_entry;
+  s.bytes_csr_csc = s.bytes_csr + (int64_t{d.cols} + 1) * 4 + d.nnz * per_entry;
+  return s;
+}
+
+std::string DbStats::to_text() const {
+  int64_t blocks = 0, nnz = 0;
+  for (int t = 0; t < kBlockTypes; ++t) {
+    blocks += blocks_by_type[t];
+    nnz += nnz_by_type[t];
+  }
+  auto pct = [](double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; };
+  auto mb = [](int64_t b) { return b / 1e6; };
+  std::string out = fmt::format("{} blocks of 16x16, {} nonzeros ({:.1f} per block)\n", blocks, nnz,
+                                blocks ? double(nnz) / blocks : 0.0);
+  out += fmt::format("  {:<6} {:>12} {:>7} {:>14} {:>7}\n", "type", "blocks", "%", "nnz", "%");
+  for (int t = 0; t < kBlockTypes; ++t)
+    out += fmt::format("  {:<6} {:>12} {:>6.1f}% {:>14} {:>6.1f}%\n", to_string(BlockType(t)),
+                       blocks_by_type[t], pct(blocks_by_type[t], blocks), nnz_by_type[t],
+                       pct(nnz_by_type[t], nnz));
+  out += fmt::format("  {:<24} {:>12} {:>10}\n", "bytes", "", "MB");
+  const std::pair<const char*, int64_t> parts[] = {
+      {"high level (both views)", bytes_high_level}, {"block metadata", bytes_meta},
+      {"values", bytes_values}, {"aux (indices, masks)", bytes_aux}, {"DB total", bytes_total},
+      {"CSR", bytes_csr}, {"CSR + CSC", bytes_csr_csc}};
+  for (const auto& [name, b] : parts) out += fmt::format("  {:<24} {:>12} {:>10.2f}\n", name, b, mb(b));
+  auto ratio = [&](const char* name, int64_t ref) {
+    double r = ref > 0 ? double(bytes_total) / ref : 0.0;
+    return fmt::format("  {:<24} {:>12.3f}   {:.1f}% {}\n", name, r, 100.0 * std::abs(1.0 - r),
+                       r <= 1.0 ? "saved" : "larger");
+  };
+  out += ratio("DB / CSR", bytes_csr);
+  out += ratio("DB / (CSR+CSC)", bytes_csr_csc);
+  if (convert_ms > 0) out += fmt::format("  conversion: {:.1f} ms\n", convert_ms);
+  return out;
+}
+
+template DbMatrix<float> csr_to_db(const CsrMatrix<float>&, const DbThresholds&);
+template DbMatrix<double> csr_to_db(const CsrMatrix<double>&, const DbThresholds&);
+template CsrMatrix<float> db_to_csr(const DbMatrix<float>&);
+template CsrMatrix<double> db_to_csr(const DbMatrix<double>&);
+template DbStats db_stats(const DbMatrix<float>&);
+template DbStats db_stats(const DbMatrix<double>&);
+
+}  // namespace dbsparse

@@ -1,0 +1,289 @@
+// The DB-SpMSpV plan: conversion, config look-up, pull segments, push task space, JIT; then the
+// two-launch hot path (prep, compute) with the direction chosen on the device.
+#include "dbsparse/spmspv.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "codegen/spmspv_key.hpp"
+#include "dbsparse/features.hpp"
+#include "runtime/cuda_driver.hpp"
+#include "runtime/module_registry.hpp"
+
+namespace dbsparse {
+namespace {
+
+constexpr int kWarps = 4, kPushChunk = 8;  // as in templates/spmspv.cuh
+constexpr int kSegmentWeight = 16;         // paper §3.3.2: a new segment once the weight reaches 16
+
+// Host mirror of dbs::SpmspvArgs<T>: the kernel takes it by value.
+struct ArgsHost {
+  uint64_t blk_col_ptr, csc2csr, meta, values, aux, segments, tasks, state, xmask, x, y;
+  int32_t rows, cols, block_cols, nsegments;
+  float th3;
+  int32_t pad;
+};
+static_assert(sizeof(ArgsHost) == 112);
+
+struct StateHost {
+  uint32_t nonempty, push_tasks, direction, prep_ticket, compute_ticket, last_direction,
+      last_nonempty, pad;
+};
+
+int block_weight(uint8_t type) {
+  switch (static_cast<BlockType>(type)) {
+    case BlockType::Dense: return 4;
+    case BlockType::Coo: return 1;
+    default: return 2;
+  }
+}
+
+int64_t aux_bytes(const BlockMeta& m) {
+  switch (static_cast<BlockType>(m.type)) {
+    case BlockType::Coo: return m.nnz;
+    case BlockType::Dense: return 0;
+    case BlockType::ForceCsr:
+    case BlockType::ForceCsc: return 66;
+    case BlockType::PatchedCsr: return 100 + m.nnz;
+  }
+  return 0;
+}
+
+}  // namespace
+
+const char* to_string(SpmspvDirection d) {
+  switch (d) {
+    case SpmspvDirection::Auto: return "auto";
+    case SpmspvDirection::Push: return "push";
+    case SpmspvDirection::Pull: return "pull";
+  }
+  return "?";
+}
+
+template <class T>
+struct SpmspvPlan<T>::Impl {
+  int32_t rows = 0, cols = 0, block_cols = 0;
+  int64_t nnz = 0;
+  SpmspvStats stats;
+  Config config;
+  KernelInfo kernel;
+  float th3 = 0.01f;
+  DeviceBuffer<int32_t> blk_col_ptr, csc2csr;
+  DeviceBuffer<BlockMeta> meta;
+  DeviceBuffer<T> values;
+  DeviceBuffer<uint8_t> aux;
+  DeviceBuffer<int32_t> segments;  // int4 each
+  DeviceBuffer<uint32_t> tasks;    // uint2 each
+  DeviceBuffer<StateHost> state;
+  DeviceBuffer<uint16_t> xmask;
+  DeviceBuffer<T> x_scatter;       // all-zero between runs
+  CUfunction prep = nullptr, compute = nullptr, scatter = nullptr, unscatter = nullptr;
+  unsigned prep_grid = 1, compute_grid = 1;
+  // Host copies for pull_bytes_visited (not used on the hot path).
+  std::vector<BlockMeta> host_meta;
+
+  void launch(CUfunction f, unsigned grid, void** params, void* stream) const {
+    DBS_CU(cuLaunchKernel(f, grid, 1, 1, kWarps * 32, 1, 1, 0, static_cast<CUstream>(stream), params,
+                          nullptr));
+  }
+};
+
+template <class T>
+SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a) {
+  return plan_spmspv(a, SpmspvOptions{});
+}
+
+template <class T>
+SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& opt) {
+  make_current();
+  auto p = std::make_unique<typename SpmspvPlan<T>::Impl>();
+  p->rows = a.rows;
+  p->cols = a.cols;
+  p->nnz = a.nnz();
+  p->config = opt.config ? *opt.config
+                         : lookup_config(info_.record().fingerprint, structure_fingerprint(a), "spmspv");
+  const auto& prm = p->config.params;
+  DbThresholds th{prm.value("th0", 32), prm.value("th1", 128), prm.value("th2", 2.0)};
+  p->th3 = static_cast<float>(prm.value("th3", 0.01));
+
+  auto t0 = std::chrono::steady_clock::now();
+  DbMatrix<T> db = csr_to_db(a, th);
+  p->stats.storage = db_stats(db);
+  p->stats.storage.convert_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  p->block_cols = db.block_cols;
+
+  // Pull: row blocks cut into segments by format weight; a segment alone in its row block writes
+  // y directly, the others add atomically.
+  std::vector<int32_t> segs;
+  for (int32_t rb = 0; rb < db.block_rows; ++rb) {
+    const size_t first = segs.size();
+    int32_t start = db.blk_row_ptr[rb], weight = 0;
+    for (int32_t b = start; b < db.blk_row_ptr[rb + 1]; ++b) {
+      weight += block_weight(db.meta[b].type);
+      if (weight >= kSegmentWeight || b + 1 == db.blk_row_ptr[rb + 1]) {
+        segs.insert(segs.end(), {rb, start, b + 1, 0});
+        start = b + 1;
+        weight = 0;
+      }
+    }
+    if (segs.size() - first == 4) segs[first + 3] = 1;
+  }
+  p->stats.pull_segments = static_cast<int64_t>(segs.size() / 4);
+  int64_t max_tasks = 0;
+  for (int32_t c = 0; c < db.block_cols; ++c)
+    max_tasks += (db.blk_col_ptr[c + 1] - db.blk_col_ptr[c] + kPushChunk - 1) / kPushChunk;
+  p->stats.push_tasks_max = max_tasks;
+
+  // Problem -> key: direction, value type and the block types present.
+  codegen::SpmspvKey key;
+  key.direction = static_cast<codegen::Direction>(static_cast<int>(opt.direction));
+  key.value = codegen::value_type_of<T>();
+  key.types = 0;
+  for (int t = 0; t < kBlockTypes; ++t)
+    if (p->stats.storage.blocks_by_type[t] > 0) key.types |= static_cast<uint8_t>(1u << t);
+  auto loaded = modules_->get(codegen::make_source(key), info_.arch());
+  p->kernel = loaded.info;
+  p->prep = loaded.fns.at(0);
+  p->compute = loaded.fns.at(1);
+  p->scatter = loaded.fns.at(2);
+  p->unscatter = loaded.fns.at(3);
+
+  p->blk_col_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_ptr));
+  p->csc2csr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.csc2csr));
+  p->meta = DeviceBuffer<BlockMeta>(std::span<const BlockMeta>(db.meta));
+  p->values = DeviceBuffer<T>(std::span<const T>(db.values));
+  p->aux = DeviceBuffer<uint8_t>(std::span<const uint8_t>(db.aux));
+  p->segments = DeviceBuffer<int32_t>(std::span<const int32_t>(segs));
+  p->tasks = DeviceBuffer<uint32_t>(static_cast<size_t>(std::max<int64_t>(max_tasks, 1)) * 2);
+  p->state = DeviceBuffer<StateHost>(1);
+  p->state.fill_bytes(0);
+  p->xmask = DeviceBuffer<uint16_t>(static_cast<size_t>(std::max(db.block_cols, 1)));
+  p->x_scatter = DeviceBuffer<T>(static_cast<size_t>(std::max(a.cols, 1)));
+  p->x_scatter.fill_bytes(0);
+  p->host_meta = std::move(db.meta);
+
+  int occ = 0;
+  DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, p->compute, kWarps * 32, 0));
+  p->compute_grid = static_cast<unsigned>(std::max(1, occ) * info_.sm_count);
+  const int64_t pairs = (db.block_cols + 1) / 2;
+  p->prep_grid = static_cast<unsigned>(
+      std::clamp<int64_t>((pairs + kWarps - 1) / kWarps, 1, int64_t(info_.sm_count) * 8));
+  return SpmspvPlan<T>(std::move(p));
+}
+
+template <class T>
+SpmspvPlan<T>::SpmspvPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+template <class T>
+SpmspvPlan<T>::SpmspvPlan(SpmspvPlan&&) noexcept = default;
+template <class T>
+SpmspvPlan<T>& SpmspvPlan<T>::operator=(SpmspvPlan&&) noexcept = default;
+template <class T>
+SpmspvPlan<T>::~SpmspvPlan() = default;
+
+template <class T>
+void SpmspvPlan<T>::run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream) const {
+  if (x.size() != static_cast<size_t>(impl_->cols) || y.size() != static_cast<size_t>(impl_->rows))
+    throw UsageError(fmt::format("SpmspvPlan::run: x has {} elements (need {}), y has {} (need {})",
+                                 x.size(), impl_->cols, y.size(), impl_->rows));
+  run(x.ptr(), y.ptr(), stream.handle());
+}
+
+template <class T>
+void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream) const {
+  const Impl& p = *impl_;
+  ArgsHost args{p.blk_col_ptr.ptr(), p.csc2csr.ptr(), p.meta.ptr(),  p.values.ptr(),
+                p.aux.ptr(),         p.segments.ptr(), p.tasks.ptr(), p.state.ptr(),
+                p.xmask.ptr(),       x,                y,             p.rows,
+                p.cols,              p.block_cols,     static_cast<int32_t>(p.stats.pull_segments),
+                p.th3,               0};
+  void* params[] = {&args};
+  p.launch(p.prep, p.prep_grid, params, stream);
+  p.launch(p.compute, p.compute_grid, params, stream);
+}
+
+template <class T>
+void SpmspvPlan<T>::run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val,
+                               int32_t x_nnz, DeviceBuffer<T>& y, const Stream& stream) const {
+  const Impl& p = *impl_;
+  if (x_nnz < 0 || x_idx.size() < static_cast<size_t>(x_nnz) || x_val.size() < static_cast<size_t>(x_nnz))
+    throw UsageError("SpmspvPlan::run_sparse: x_nnz exceeds the index or value buffer");
+  if (y.size() != static_cast<size_t>(p.rows)) throw UsageError("SpmspvPlan::run_sparse: y has the wrong size");
+  uint64_t idx = x_idx.ptr(), val = x_val.ptr(), xd = p.x_scatter.ptr();
+  int n = x_nnz;
+  const unsigned grid = static_cast<unsigned>(std::clamp((n + 127) / 128, 1, 1024));
+  void* scatter_params[] = {&idx, &val, &n, &xd};
+  if (n) p.launch(p.scatter, grid, scatter_params, stream.handle());
+  run(xd, y.ptr(), stream.handle());
+  void* unscatter_params[] = {&idx, &n, &xd};
+  if (n) p.launch(p.unscatter, grid, unscatter_params, stream.handle());
+}
+
+template <class T>
+SpmspvDirection SpmspvPlan<T>::last_direction(const Stream& stream) const {
+  stream.synchronize();
+  auto s = impl_->state.download();
+  return s[0].last_direction == 1 ? SpmspvDirection::Push : SpmspvDirection::Pull;
+}
+
+template <class T>
+double SpmspvPlan<T>::last_xb(const Stream& stream) const {
+  stream.synchronize();
+  auto s = impl_->state.download();
+  return impl_->block_cols ? static_cast<double>(s[0].last_nonempty) / impl_->block_cols : 0.0;
+}
+
+template <class T>
+int64_t SpmspvPlan<T>::pull_bytes_visited(std::span<const int32_t> x_indices) const {
+  const Impl& p = *impl_;
+  std::vector<uint8_t> active(static_cast<size_t>(p.block_cols), 0);
+  for (int32_t i : x_indices)
+    if (i >= 0 && i < p.cols) active[i / 16] = 1;
+  // Every block's metadata is read; a visited block adds its payload and its x mask read.
+  int64_t bytes = static_cast<int64_t>(p.host_meta.size()) * sizeof(BlockMeta);
+  for (const auto& m : p.host_meta) {
+    if (!active[m.col]) continue;
+    const int64_t nvals = m.type == static_cast<uint8_t>(BlockType::Dense) ? 256 : m.nnz;
+    bytes += nvals * static_cast<int64_t>(sizeof(T)) + aux_bytes(m) + 2;
+  }
+  // x read by prep, the active x entries, y zeroed by prep and written by pull, segments.
+  bytes += static_cast<int64_t>(p.cols) * sizeof(T) + static_cast<int64_t>(x_indices.size()) * sizeof(T);
+  bytes += 2 * static_cast<int64_t>(p.rows) * sizeof(T) + p.stats.pull_segments * 16;
+  return bytes;
+}
+
+template <class T>
+int32_t SpmspvPlan<T>::rows() const { return impl_->rows; }
+template <class T>
+int32_t SpmspvPlan<T>::cols() const { return impl_->cols; }
+template <class T>
+int64_t SpmspvPlan<T>::nnz() const { return impl_->nnz; }
+template <class T>
+const SpmspvStats& SpmspvPlan<T>::stats() const { return impl_->stats; }
+template <class T>
+const Config& SpmspvPlan<T>::config() const { return impl_->config; }
+template <class T>
+const KernelInfo& SpmspvPlan<T>::kernel() const { return impl_->kernel; }
+
+template <class T>
+std::string SpmspvPlan<T>::explain() const {
+  const Impl& p = *impl_;
+  return fmt::format(
+      "spmspv plan: {} x {}, nnz {}, {} blocks, {} pull segments, {} push tasks at most\n"
+      "  config ({}): {}{}\n  kernel: {} (binary from {}: {:.2f} ms; module load {:.2f} ms)\n{}",
+      p.rows, p.cols, p.nnz, p.host_meta.size(), p.stats.pull_segments, p.stats.push_tasks_max,
+      to_string(p.config.source), p.config.params.dump(),
+      p.config.note.empty() ? "" : "  [" + p.config.note + "]", p.kernel.key, p.kernel.origin,
+      p.kernel.acquire_ms, p.kernel.load_ms, p.stats.storage.to_text());
+}
+
+template class SpmspvPlan<float>;
+template class SpmspvPlan<double>;
+template SpmspvPlan<float> Context::plan_spmspv(const CsrMatrix<float>&);
+template SpmspvPlan<double> Context::plan_spmspv(const CsrMatrix<double>&);
+template SpmspvPlan<float> Context::plan_spmspv(const CsrMatrix<float>&, const SpmspvOptions&);
+template SpmspvPlan<double> Context::plan_spmspv(const CsrMatrix<double>&, const SpmspvOptions&);
+
+}  // namespace dbsparse

@@ -1,0 +1,209 @@
+// DB-SpMSpV: the global half of the two-level adaptivity. spmspv_prep builds the x block masks on
+// the GPU (ballot, one atomic per thread block), lists the push work, zeroes y and, in its last
+// block, picks the direction; spmspv_compute reads that device-side flag and runs push or pull. No
+// host round trip between them, so plan.run() never synchronises.
+//
+// Macros from the generated source: DBS_VALUE_T, DBS_DIR (0 auto, 1 push only, 2 pull only),
+// DBS_HAS_{COO,DENSE,CSR,CSC,PCSR} (block types present; absent ones are compiled out).
+#pragma once
+#include "spmspv_blocks.cuh"
+
+namespace dbs {
+
+constexpr int kWarps = 4;        // per thread block, in both paths (paper §3.3.2)
+constexpr int kPushChunk = 8;    // matrix blocks per push task
+
+// Device-side state owned by the plan. Counters are reset by the last block of spmspv_compute.
+struct SpmspvState {
+  unsigned nonempty;        // non-empty x blocks, counted by prep
+  unsigned push_tasks;      // push tasks appended by prep
+  unsigned direction;       // 1 push, 2 pull: written by prep's last block
+  unsigned prep_ticket;
+  unsigned compute_ticket;
+  unsigned last_direction;  // kept for the host to read back
+  unsigned last_nonempty;
+  unsigned pad;
+};
+
+template <typename T>
+struct SpmspvArgs {
+  const int* blk_col_ptr;
+  const int* csc2csr;
+  const BlockMeta* meta;
+  const T* values;
+  const unsigned char* aux;
+  const int4* segments;  // pull: {row block, first block, end block, 1 if alone in its row block}
+  uint2* tasks;          // push: {column block, first CSC position}
+  SpmspvState* state;
+  unsigned short* xmask;
+  const T* x;
+  T* y;
+  int rows, cols, block_cols, nsegments;
+  float th3;
+  int pad;
+};
+
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32) spmspv_prep(SpmspvArgs<T> a) {
+  __shared__ unsigned s_count[kWarps], s_tasks[kWarps], s_base;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int gwarp = blockIdx.x * kWarps + warp, nwarps = gridDim.x * kWarps;
+  unsigned my_count = 0;
+  // Each warp covers 32 elements of x = two 16-element blocks per step.
+  const int pairs = (a.block_cols + 1) / 2;
+  const int steps = (pairs + nwarps - 1) / nwarps;
+  for (int s = 0; s < steps; ++s) {
+    const int pair = s * nwarps + gwarp;
+    const int i = pair * 32 + lane;
+    const bool nz = pair < pairs && i < a.cols && a.x[i] != T(0);
+    const unsigned bits = __ballot_sync(kFull, nz);
+    const int b0 = 2 * pair;
+    unsigned ntask = 0, t0 = 0, t1 = 0;
+    if (lane == 0 && pair < pairs) {
+      a.xmask[b0] = bits & 0xffffu;
+      if (b0 + 1 < a.block_cols) a.xmask[b0 + 1] = bits >> 16;
+      my_count += ((bits & 0xffffu) != 0) + ((bits >> 16) != 0);
+#if DBS_DIR != 2
+      if (bits & 0xffffu) t0 = (a.blk_col_ptr[b0 + 1] - a.blk_col_ptr[b0] + kPushChunk - 1) / kPushChunk;
+      if (bits >> 16) t1 = (a.blk_col_ptr[b0 + 2] - a.blk_col_ptr[b0 + 1] + kPushChunk - 1) / kPushChunk;
+      ntask = t0 + t1;
+#endif
+    }
+#if DBS_DIR != 2
+    // One atomic per thread block per step for the task list.
+    if (lane == 0) s_tasks[warp] = ntask;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned total = 0;
+      for (int w = 0; w < kWarps; ++w) {
+        unsigned n = s_tasks[w];
+        s_tasks[w] = total;
+        total += n;
+      }
+      s_base = total ? atomicAdd(&a.state->push_tasks, total) : 0;
+    }
+    __syncthreads();
+    if (lane == 0 && ntask) {
+      unsigned o = s_base + s_tasks[warp];
+      for (unsigned k = 0; k < t0; ++k) a.tasks[o++] = make_uint2(b0, a.blk_col_ptr[b0] + k * kPushChunk);
+      for (unsigned k = 0; k < t1; ++k) a.tasks[o++] = make_uint2(b0 + 1, a.blk_col_ptr[b0 + 1] + k * kPushChunk);
+    }
+    __syncthreads();
+#endif
+  }
+  // y starts at zero: push adds into it and pull adds where a row block spans segments.
+  for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < a.rows; r += gridDim.x * blockDim.x)
+    a.y[r] = T(0);
+
+  if (lane == 0) s_count[warp] = my_count;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned c = 0;
+    for (int w = 0; w < kWarps; ++w) c += s_count[w];
+    if (c) atomicAdd(&a.state->nonempty, c);
+    __threadfence();
+    if (atomicAdd(&a.state->prep_ticket, 1u) == gridDim.x - 1) {  // last block: all counted
+      const unsigned ne = atomicAdd(&a.state->nonempty, 0u);
+#if DBS_DIR == 1
+      const unsigned dir = 1;
+#elif DBS_DIR == 2
+      const unsigned dir = 2;
+#else
+      const unsigned dir = (float)ne < a.th3 * (float)a.block_cols ? 1u : 2u;
+#endif
+      a.state->direction = dir;
+      a.state->last_direction = dir;
+      a.state->last_nonempty = ne;
+    }
+  }
+}
+
+template <typename T, typename SR>
+__device__ void push_path(const SpmspvArgs<T>& a, T* sx, T* scratch, int lane, int warp) {
+  const unsigned ntasks = *(volatile unsigned*)&a.state->push_tasks;
+  const int nwarps = gridDim.x * kWarps;
+  for (unsigned t = blockIdx.x * kWarps + warp; t < ntasks; t += nwarps) {
+    const uint2 task = a.tasks[t];
+    const int c = task.x;
+    const int p1 = min((int)task.y + kPushChunk, a.blk_col_ptr[c + 1]);
+    const unsigned xm = a.xmask[c];
+    if (lane < 16) sx[lane] = ((xm >> lane) & 1u) ? a.x[c * 16 + lane] : SR::zero();
+    __syncwarp();
+    for (int p = task.y; p < p1; ++p) {
+      const BlockMeta m = a.meta[a.csc2csr[p]];
+      const T v = block_product<T, SR>(m, xm, sx, a.values, a.aux, scratch, lane);
+      const int row = m.row * 16 + lane;
+      if (lane < 16 && row < a.rows && v != SR::zero()) SR::atomic_add(&a.y[row], v);
+    }
+    __syncwarp();
+  }
+}
+
+template <typename T, typename SR>
+__device__ void pull_path(const SpmspvArgs<T>& a, T (*sx)[16], T (*scratch)[16], T (*acc)[16],
+                          int lane, int warp) {
+  for (int s = blockIdx.x; s < a.nsegments; s += gridDim.x) {
+    const int4 seg = a.segments[s];
+    T mine = SR::zero();
+    for (int b = seg.y + warp; b < seg.z; b += kWarps) {
+      const BlockMeta m = a.meta[b];
+      const unsigned xm = a.xmask[m.col];
+      if (!xm) continue;  // an empty x block: the whole matrix block is skipped
+      if (lane < 16) sx[warp][lane] = ((xm >> lane) & 1u) ? a.x[m.col * 16 + lane] : SR::zero();
+      __syncwarp();
+      mine = SR::add(mine, block_product<T, SR>(m, xm, sx[warp], a.values, a.aux, scratch[warp], lane));
+      __syncwarp();
+    }
+    if (lane < 16) acc[warp][lane] = mine;
+    __syncthreads();
+    if (threadIdx.x < 16) {
+      T v = acc[0][threadIdx.x];
+      for (int w = 1; w < kWarps; ++w) v = SR::add(v, acc[w][threadIdx.x]);
+      const int row = seg.x * 16 + threadIdx.x;
+      if (row < a.rows) {
+        if (seg.w) a.y[row] = v;  // the only segment of its row block: one plain write
+        else if (v != SR::zero()) SR::atomic_add(&a.y[row], v);
+      }
+    }
+    __syncthreads();
+  }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32) spmspv_compute(SpmspvArgs<T> a) {
+  using SR = DBS_SEMIRING<T>;
+  __shared__ T sx[kWarps][16], scratch[kWarps][16], acc[kWarps][16];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const unsigned dir = *(volatile unsigned*)&a.state->direction;
+#if DBS_DIR != 2
+  if (dir == 1) push_path<T, SR>(a, sx[warp], scratch[warp], lane, warp);
+#endif
+#if DBS_DIR != 1
+  if (dir == 2) pull_path<T, SR>(a, sx, scratch, acc, lane, warp);
+#endif
+  // The last block out resets the counters for the next run, so no memset launch is needed.
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&a.state->compute_ticket, 1u) == gridDim.x - 1) {
+      a.state->nonempty = 0;
+      a.state->push_tasks = 0;
+      a.state->prep_ticket = 0;
+      a.state->compute_ticket = 0;
+      __threadfence();
+    }
+  }
+}
+
+// Scatter for x given as (index, value) pairs, into the plan's dense x (kept all-zero between
+// runs); spmspv_unscatter restores the zeros afterwards.
+template <typename T>
+__global__ void spmspv_scatter(const int* idx, const T* val, int n, T* xd) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) xd[idx[i]] = val[i];
+}
+template <typename T>
+__global__ void spmspv_unscatter(const int* idx, int n, T* xd) {
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) xd[idx[i]] = T(0);
+}
+
+}  // namespace dbs

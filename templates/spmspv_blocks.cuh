@@ -1,0 +1,176 @@
+// DB-SpMSpV block microkernels (db-spmspv-icpp26 Alg. 2-4 and their counterparts). Each one
+// multiplies one 16×16 block by its 16-element x block for one warp, and leaves row r's partial in
+// lane r (r < 16); other lanes return zero. Which microkernel runs is decided per block by its type
+// and the popcount of the x block's mask: the local half of the two-level adaptivity.
+#pragma once
+#include "dbs_common.cuh"
+
+namespace dbs {
+
+enum BlockTypeId { kCoo = 0, kDense = 1, kForceCsr = 2, kForceCsc = 3, kPatchedCsr = 4 };
+
+// Mirrors dbsparse::BlockMeta (20 bytes).
+struct BlockMeta {
+  int row;
+  int col;
+  unsigned val_off;
+  unsigned aux_off;
+  unsigned short nnz;
+  unsigned char type;
+  unsigned char pad;
+};
+
+// (+, ×): numeric SpMSpV. The Boolean (OR, AND) semiring for BFS plugs in with the same members.
+template <typename T>
+struct PlusTimes {
+  static __device__ __forceinline__ T zero() { return T(0); }
+  static __device__ __forceinline__ T add(T a, T b) { return a + b; }
+  static __device__ __forceinline__ T mul(T a, T b) { return a * b; }
+  static __device__ __forceinline__ void atomic_add(T* p, T v) { atomicAdd(p, v); }
+};
+
+constexpr unsigned kFull = 0xffffffffu;
+
+template <typename T>
+__device__ __forceinline__ T shfl_xor(T v, int m) { return __shfl_xor_sync(kFull, v, m); }
+template <typename T>
+__device__ __forceinline__ T shfl(T v, int src) { return __shfl_sync(kFull, v, src); }
+
+// Patched-CSR blocks switch from their column (push) walk to the row (pull) walk above this many
+// active x entries: past it the column walk's serial loop over columns costs more than scanning rows.
+#ifndef DBS_PCSR_PULL_CUTOFF
+#define DBS_PCSR_PULL_CUTOFF 4
+#endif
+
+// COO: lanes stride over the packed (r<<4|c) entries; rows collide, so partials meet in shared.
+template <typename T, typename SR>
+__device__ T coo_block(const BlockMeta& m, unsigned xm, const T* sx, const T* val,
+                       const unsigned char* aux, T* scratch, int lane) {
+  if (lane < 16) scratch[lane] = SR::zero();
+  __syncwarp();
+  for (int k = lane; k < m.nnz; k += 32) {
+    unsigned b = aux[k];
+    unsigned c = b & 15u;
+    if ((xm >> c) & 1u) SR::atomic_add(&scratch[b >> 4], SR::mul(val[k], sx[c]));
+  }
+  __syncwarp();
+  return lane < 16 ? scratch[lane] : SR::zero();
+}
+
+// Dense (Alg. 4): two rows per step, 16 lanes per row, coalesced 64-byte row loads. With one or
+// two active columns, reading only those columns touches fewer sectors than all 256 values.
+template <typename T, typename SR>
+__device__ T dense_block(unsigned xm, const T* sx, const T* val, int lane) {
+  if (__popc(xm) <= 2) {
+    T acc = SR::zero();
+    if (lane < 16)
+      for (unsigned a = xm; a; a &= a - 1) {
+        int c = __ffs(a) - 1;
+        acc = SR::add(acc, SR::mul(val[lane * 16 + c], sx[c]));
+      }
+    return acc;
+  }
+  const int half = lane >> 4, c = lane & 15;
+  const T xv = sx[c];
+  T acc = SR::zero();
+#pragma unroll
+  for (int rb = 0; rb < 16; rb += 2) {
+    T v = SR::mul(val[(rb + half) * 16 + c], xv);
+#pragma unroll
+    for (int o = 8; o; o >>= 1) v = SR::add(v, shfl_xor(v, o));
+    T other = shfl_xor(v, 16);  // half 0 now also holds row rb+1's sum
+    if (lane == rb) acc = v;
+    if (lane == rb + 1) acc = other;
+  }
+  return lane < 16 ? acc : SR::zero();
+}
+
+// ForceCSR (Alg. 2): two interleaved lanes per row over the row's active columns.
+template <typename T, typename SR>
+__device__ T csr_rows(unsigned xm, const T* sx, const T* val, const unsigned short* row_ptr,
+                      const unsigned short* row_mask, int lane) {
+  const int r = lane >> 1, sub = lane & 1;
+  const unsigned rm = row_mask[r];
+  const unsigned base = row_ptr[r];
+  T sum = SR::zero();
+  int nz = 0;
+  for (unsigned a = rm & xm; a; a &= a - 1, ++nz) {
+    if ((nz & 1) != sub) continue;
+    int c = __ffs(a) - 1;
+    unsigned p = base + __popc(rm & ((1u << c) - 1u));
+    sum = SR::add(sum, SR::mul(val[p], sx[c]));
+  }
+  sum = SR::add(sum, shfl_xor(sum, 1));
+  T mine = shfl(sum, (2 * lane) & 31);  // lane r takes row r from lane 2r
+  return lane < 16 ? mine : SR::zero();
+}
+
+// ForceCSC (Alg. 3): the two half-warps split the columns; lane r owns row r in each half.
+template <typename T, typename SR>
+__device__ T csc_cols(unsigned xm, const T* sx, const T* val, const unsigned short* col_ptr,
+                      const unsigned short* col_mask, int lane) {
+  const int r = lane & 15, part = lane >> 4;
+  T sum = SR::zero();
+  for (unsigned a = xm & (part ? 0xff00u : 0x00ffu); a; a &= a - 1) {
+    int c = __ffs(a) - 1;
+    unsigned cm = col_mask[c];
+    if ((cm >> r) & 1u) {
+      unsigned p = col_ptr[c] + __popc(cm & ((1u << r) - 1u));
+      sum = SR::add(sum, SR::mul(val[p], sx[c]));
+    }
+  }
+  sum = SR::add(sum, shfl_xor(sum, 16));
+  return lane < 16 ? sum : SR::zero();
+}
+
+// Patched CSR, column walk: for each active column, one lane per entry; the packed byte gives the
+// row and the entry's position in that row, so the row-major values serve push too.
+template <typename T, typename SR>
+__device__ T pcsr_cols(unsigned xm, const T* sx, const T* val, const unsigned short* row_ptr,
+                       const unsigned short* col_ptr, const unsigned char* bytes, T* scratch,
+                       int lane) {
+  if (lane < 16) scratch[lane] = SR::zero();
+  __syncwarp();
+  for (unsigned a = xm; a; a &= a - 1) {
+    int c = __ffs(a) - 1;
+    int k = col_ptr[c] + lane;
+    if (k < col_ptr[c + 1]) {  // at most 16 entries, all in distinct rows: no collisions
+      unsigned b = bytes[k];
+      unsigned r = b >> 4;
+      scratch[r] = SR::add(scratch[r], SR::mul(val[row_ptr[r] + (b & 15u)], sx[c]));
+    }
+    __syncwarp();
+  }
+  return lane < 16 ? scratch[lane] : SR::zero();
+}
+
+template <typename T, typename SR>
+__device__ __forceinline__ T block_product(const BlockMeta& m, unsigned xm, const T* sx,
+                                           const T* values, const unsigned char* aux_all,
+                                           T* scratch, int lane) {
+  const T* val = values + m.val_off;
+  const unsigned char* aux = aux_all + m.aux_off;
+  const unsigned short* a16 = reinterpret_cast<const unsigned short*>(aux);
+  switch (m.type) {
+#if DBS_HAS_COO
+    case kCoo: return coo_block<T, SR>(m, xm, sx, val, aux, scratch, lane);
+#endif
+#if DBS_HAS_DENSE
+    case kDense: return dense_block<T, SR>(xm, sx, val, lane);
+#endif
+#if DBS_HAS_CSR
+    case kForceCsr: return csr_rows<T, SR>(xm, sx, val, a16, a16 + 17, lane);
+#endif
+#if DBS_HAS_CSC
+    case kForceCsc: return csc_cols<T, SR>(xm, sx, val, a16, a16 + 17, lane);
+#endif
+#if DBS_HAS_PCSR
+    case kPatchedCsr:
+      if (__popc(xm) > DBS_PCSR_PULL_CUTOFF) return csr_rows<T, SR>(xm, sx, val, a16, a16 + 17, lane);
+      return pcsr_cols<T, SR>(xm, sx, val, a16, a16 + 33, aux + 100, scratch, lane);
+#endif
+    default: return SR::zero();
+  }
+}
+
+}  // namespace dbs

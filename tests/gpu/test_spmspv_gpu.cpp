@@ -1,0 +1,191 @@
+// DB-SpMSpV on the GPU against the CPU reference: every direction, every block type alone and
+// mixed, x densities from empty to full, generated and real matrices.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "dbsparse/dbsparse.hpp"
+#include "dbsparse/spmspv.hpp"
+#include "test_support.hpp"
+
+using namespace dbsparse;
+
+namespace {
+
+Context& ctx() {
+  static Context c;
+  return c;
+}
+
+// Sorted distinct indices: round(density * n), at least one when density > 0.
+std::vector<int32_t> pick_indices(int32_t n, double density, uint64_t seed) {
+  if (density <= 0 || n == 0) return {};
+  int64_t k = std::clamp<int64_t>(std::llround(density * n), 1, n);
+  std::vector<int32_t> all(n);
+  std::iota(all.begin(), all.end(), 0);
+  std::mt19937_64 rng(seed);
+  for (int64_t i = 0; i < k; ++i) std::swap(all[i], all[i + rng() % (n - i)]);
+  all.resize(k);
+  std::sort(all.begin(), all.end());
+  return all;
+}
+
+template <class T>
+struct Case {
+  const CsrMatrix<T>& a;
+  SpmspvPlan<T>& plan;
+};
+
+// Runs the plan on x with the given nonzeros (dense and sparse input) and returns the worse error.
+template <class T>
+double run_error(const CsrMatrix<T>& a, const SpmspvPlan<T>& plan, const std::vector<int32_t>& idx,
+                 uint64_t seed) {
+  auto vals = dbs_test::random_vector<T>(idx.size(), seed);
+  for (auto& v : vals)
+    if (v == T(0)) v = T(0.5);
+  std::vector<T> xd(a.cols, T(0));
+  for (size_t i = 0; i < idx.size(); ++i) xd[idx[i]] = vals[i];
+  auto ref = reference::spmspv(a, std::span<const int32_t>(idx), std::span<const T>(vals));
+  Stream s(ctx());
+  DeviceBuffer<T> x{std::span<const T>(xd)}, y(a.rows);
+  y.fill_bytes(0xFF);  // NaN: every row must be written
+  plan.run(x, y, s);
+  s.synchronize();
+  auto got = y.download();
+  double err = reference::relative_error(std::span<const double>(ref), std::span<const T>(got));
+  // The same x as (index, value) pairs.
+  DeviceBuffer<int32_t> di{std::span<const int32_t>(idx)};
+  DeviceBuffer<T> dv{std::span<const T>(vals)};
+  y.fill_bytes(0xFF);
+  plan.run_sparse(di, dv, static_cast<int32_t>(idx.size()), y, s);
+  s.synchronize();
+  got = y.download();
+  return std::max(err, reference::relative_error(std::span<const double>(ref), std::span<const T>(got)));
+}
+
+template <class T>
+void check_all_directions(const CsrMatrix<double>& ad, const Config* cfg, const char* what,
+                          std::initializer_list<double> densities = {1, 0.1, 0.01, 0.001, 0.0001, 0}) {
+  const double tol = sizeof(T) == 4 ? 1e-5 : 1e-12;
+  CsrMatrix<T> a = ad.cast<T>();
+  for (auto dir : {SpmspvDirection::Auto, SpmspvDirection::Push, SpmspvDirection::Pull}) {
+    auto plan = ctx().plan_spmspv(a, SpmspvOptions{dir, cfg});
+    uint64_t seed = 1;
+    for (double d : densities) {
+      CAPTURE(std::string(what));
+      CAPTURE(std::string(to_string(dir)));
+      CAPTURE(d);
+      CAPTURE(plan.kernel().key);
+      CHECK(run_error(a, plan, pick_indices(a.cols, d, seed++), seed) <= tol);
+    }
+    // A single nonzero, at the last column (a partial last block when cols % 16 != 0).
+    if (a.cols > 0) CHECK(run_error(a, plan, {a.cols - 1}, 99) <= tol);
+  }
+}
+
+Config thresholds(int th0, int th1, double th2, double th3 = 0.01) {
+  return Config{"spmspv", {{"th0", th0}, {"th1", th1}, {"th2", th2}, {"th3", th3}}, ConfigSource::Explicit, "test"};
+}
+
+// Each 16×16 block: column 0 full plus the diagonal: column-skewed, so ForceCSR (th0 <= 31).
+CsrMatrix<double> column_skewed(int32_t n) {
+  CooMatrix<double> coo;
+  coo.rows = coo.cols = n;
+  for (int32_t i = 0; i < n; ++i) {
+    int32_t base = i / 16 * 16;
+    coo.row.push_back(i), coo.col.push_back(base), coo.values.push_back(1.0 + i % 7);
+    if (i != base) coo.row.push_back(i), coo.col.push_back(i), coo.values.push_back(-0.5 - i % 3);
+    if (i + 16 < n) coo.row.push_back(i), coo.col.push_back(i + 16), coo.values.push_back(0.25);
+  }
+  return coo_to_csr(coo);
+}
+
+}  // namespace
+
+TEST_CASE("SpmspvMatchesReferenceWithEachBlockTypeAlone") {
+  auto a = generate("fem:nodes=3000,k=4,blocks=6");
+  auto all_coo = thresholds(257, 256, 2.0);
+  auto all_dense = thresholds(0, 0, 2.0);
+  auto all_csc = thresholds(0, 256, 0.0);        // skew_r/skew_c > 0 always
+  auto all_pcsr = thresholds(0, 256, 1e9);       // no skew is that large
+  auto dense_ty = static_cast<int>(BlockType::Dense);
+  {
+    auto plan = ctx().plan_spmspv(a.cast<float>(), SpmspvOptions{SpmspvDirection::Auto, &all_dense});
+    CHECK(plan.stats().storage.blocks_by_type[dense_ty] == plan.stats().storage.bytes_meta / 20);
+    CHECK(plan.kernel().key == "spmspv.auto.f32.plus_times.bs16.t=dense");
+  }
+  for (auto* cfg : {&all_coo, &all_dense, &all_csc, &all_pcsr}) {
+    check_all_directions<float>(a, cfg, cfg->params.dump().c_str());
+    check_all_directions<double>(a, cfg, cfg->params.dump().c_str());
+  }
+  auto skewed = column_skewed(1000);
+  auto csr_only = thresholds(20, 256, 2.0);
+  auto plan = ctx().plan_spmspv(skewed.cast<float>(), SpmspvOptions{SpmspvDirection::Auto, &csr_only});
+  CHECK(plan.stats().storage.blocks_by_type[static_cast<int>(BlockType::ForceCsr)] > 0);
+  check_all_directions<float>(skewed, &csr_only, "column-skewed");
+  check_all_directions<double>(transpose(skewed), &csr_only, "row-skewed");
+}
+
+TEST_CASE("SpmspvMatchesReferenceOnGeneratedMatrices") {
+  for (const char* spec : {"stencil3d:n=24,points=27", "stencil2d:n=200", "banded:n=50000,bw=8",
+                           "fem:nodes=30000,k=3,blocks=9", "uniform:n=40000,d=16",
+                           "rmat:scale=14,ef=8", "powerlaw:n=30000,avg=8,alpha=1.5,max=5000"}) {
+    auto a = generate(spec);
+    check_all_directions<float>(a, nullptr, spec);
+    check_all_directions<double>(a, nullptr, spec);
+  }
+}
+
+TEST_CASE("SpmspvMatchesReferenceOnOddShapes") {
+  CooMatrix<double> coo;  // 37 × 53 with empty rows and columns
+  coo.rows = 37;
+  coo.cols = 53;
+  for (int32_t i = 0; i < 37; i += 2)
+    for (int32_t j = (i * 7) % 5; j < 53; j += 3 + i % 4)
+      coo.row.push_back(i), coo.col.push_back(j), coo.values.push_back(0.1 * (i + 1) - 0.03 * j);
+  auto a = coo_to_csr(coo);
+  check_all_directions<float>(a, nullptr, "37x53");
+  check_all_directions<double>(transpose(a), nullptr, "53x37");
+  CsrMatrix<double> empty;
+  empty.rows = 20;
+  empty.cols = 30;
+  empty.row_ptr.assign(21, 0);
+  check_all_directions<double>(empty, nullptr, "no entries");
+}
+
+TEST_CASE("SpmspvMatchesReferenceOnSharedMatrices") {
+  for (const auto& path : dbs_test::shared_matrices()) {
+    auto a = read_matrix_market(path);
+    check_all_directions<float>(a, nullptr, path.c_str(), {0.1, 0.01, 0.001});
+    check_all_directions<double>(a, nullptr, path.c_str(), {0.1, 0.001});
+  }
+}
+
+TEST_CASE("SpmspvAutoSwitchesDirectionByXBlockShare") {
+  auto a = generate("banded:n=160000,bw=8").cast<float>();
+  auto plan = ctx().plan_spmspv(a);
+  CHECK(plan.config().params.value("th3", 0.0) == doctest::Approx(0.01));
+  Stream s(ctx());
+  DeviceBuffer<float> y(a.rows);
+  auto run_with = [&](const std::vector<int32_t>& idx) {
+    std::vector<float> xd(a.cols, 0.f);
+    for (auto i : idx) xd[i] = 1.f;
+    DeviceBuffer<float> x{std::span<const float>(xd)};
+    plan.run(x, y, s);
+    return plan.last_direction(s);
+  };
+  CHECK(run_with(pick_indices(a.cols, 0.0001, 5)) == SpmspvDirection::Push);
+  CHECK(plan.last_xb(s) < 0.01);
+  CHECK(run_with(pick_indices(a.cols, 0.5, 6)) == SpmspvDirection::Pull);
+  CHECK(plan.last_xb(s) > 0.5);
+}
+
+TEST_CASE("SpmspvRunRejectsWrongSizes") {
+  auto a = generate("stencil2d:n=20").cast<float>();
+  auto plan = ctx().plan_spmspv(a);
+  Stream s(ctx());
+  DeviceBuffer<float> x(a.cols + 3), y(a.rows);
+  CHECK_THROWS_AS(plan.run(x, y, s), UsageError);
+}

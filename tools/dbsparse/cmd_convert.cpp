@@ -1,0 +1,106 @@
+// `dbsparse convert MATRIX`: converts to the DB format on the CPU and reports its size against CSR
+// and CSR+CSC, and the conversion time. Needs no GPU.
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "dbsparse/db_matrix.hpp"
+#include "dbsparse/error.hpp"
+#include "dbsparse/io.hpp"
+#include "tools/dbsparse/commands.hpp"
+
+namespace dbsparse::cli {
+namespace {
+
+struct ConvertArgs {
+  std::string matrix;
+  bool stats = false;
+  DbThresholds th;
+  std::string precision = "f32";
+  std::string json_path;
+};
+
+nlohmann::json stats_json(const DbStats& s) {
+  nlohmann::json blocks, nnz;
+  for (int t = 0; t < kBlockTypes; ++t) {
+    blocks[to_string(BlockType(t))] = s.blocks_by_type[t];
+    nnz[to_string(BlockType(t))] = s.nnz_by_type[t];
+  }
+  return {{"blocks_by_type", blocks},
+          {"nnz_by_type", nnz},
+          {"bytes", {{"high_level", s.bytes_high_level}, {"meta", s.bytes_meta},
+                     {"values", s.bytes_values}, {"aux", s.bytes_aux}, {"total", s.bytes_total},
+                     {"csr", s.bytes_csr}, {"csr_csc", s.bytes_csr_csc}}},
+          {"ratio_db_csr", double(s.bytes_total) / double(s.bytes_csr)},
+          {"ratio_db_csr_csc", double(s.bytes_total) / double(s.bytes_csr_csc)},
+          {"convert_ms", s.convert_ms}};
+}
+
+template <class T>
+int run_convert(const ConvertArgs& a, const NamedMatrix& m) {
+  CsrMatrix<T> csr = m.csr.cast<T>();
+  auto t0 = std::chrono::steady_clock::now();
+  DbMatrix<T> db = csr_to_db(csr, a.th);
+  auto t1 = std::chrono::steady_clock::now();
+  DbStats s = db_stats(db);
+  s.convert_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  const double ratio = double(s.bytes_total) / double(s.bytes_csr_csc);
+  fmt::print("{} ({}): {}x{}, {} nnz -> {} blocks; DB {:.2f} MB, CSR {:.2f} MB, CSR+CSC {:.2f} MB "
+             "(DB / (CSR+CSC) = {:.3f}, {:.1f}% {}); conversion {:.1f} ms\n",
+             m.name, a.precision, db.rows, db.cols, db.nnz, db.blocks(), s.bytes_total / 1e6,
+             s.bytes_csr / 1e6, s.bytes_csr_csc / 1e6, ratio, 100.0 * std::abs(1.0 - ratio),
+             ratio <= 1.0 ? "saved" : "larger", s.convert_ms);
+  if (a.stats) fmt::print("{}", s.to_text());
+  if (!a.json_path.empty()) {
+    nlohmann::json j = stats_json(s);
+    j["tool"] = "dbsparse convert";
+    j["version"] = DBSPARSE_VERSION;
+    j["matrix"] = m.name;
+    j["precision"] = a.precision;
+    j["rows"] = db.rows;
+    j["cols"] = db.cols;
+    j["nnz"] = db.nnz;
+    j["blocks"] = db.blocks();
+    j["thresholds"] = {{"th0", a.th.th0}, {"th1", a.th.th1}, {"th2", a.th.th2}};
+    std::ofstream out(a.json_path);
+    out << j.dump(2) << "\n";
+    if (!out) throw UsageError("cannot write " + a.json_path);
+    fmt::print("wrote {}\n", a.json_path);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Runner add_convert(CLI::App& sub_ref) {
+  auto* sub = &sub_ref;
+  auto a = std::make_shared<ConvertArgs>();
+  sub->add_option("matrix", a->matrix, "Matrix Market file or generator string, e.g. stencil3d:n=80,points=27")
+      ->required();
+  sub->add_flag("--stats", a->stats, "Print the full table: blocks and nnz by type, bytes by part");
+  sub->add_option("--th0", a->th.th0, "Blocks with fewer nonzeros are COO")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--th1", a->th.th1, "Blocks with more nonzeros are Dense")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--th2", a->th.th2, "Skew ratio above which a block is ForceCSR / ForceCSC")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--precision", a->precision, "Value type: f32 or f64")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"f32", "f64"}));
+  sub->add_option("--json", a->json_path, "Write the same numbers as JSON");
+  return [a]() {
+    NamedMatrix m = load_matrix(a->matrix);
+    return a->precision == "f64" ? run_convert<double>(*a, m) : run_convert<float>(*a, m);
+  };
+}
+
+}  // namespace dbsparse::cli
