@@ -123,6 +123,9 @@ DeviceAllocation& DeviceAllocation::operator=(DeviceAllocation&& o) noexcept {
 void DeviceAllocation::upload(const void* src, size_t bytes, size_t offset) {
   if (offset + bytes > bytes_) throw UsageError("DeviceAllocation::upload past the end");
   if (bytes) DBS_CU(cuMemcpyHtoD(static_cast<CUdeviceptr>(ptr_ + offset), src, bytes));
+  // A pageable copy may still be in flight when cuMemcpyHtoD returns, and work on non-blocking
+  // streams does not wait for it: finish it here (set-up path, never plan.run).
+  DBS_CU(cuStreamSynchronize(CU_STREAM_LEGACY));
 }
 
 void DeviceAllocation::download(void* dst, size_t bytes, size_t offset) const {
@@ -131,7 +134,10 @@ void DeviceAllocation::download(void* dst, size_t bytes, size_t offset) const {
 }
 
 void DeviceAllocation::memset8(unsigned char v) {
-  if (bytes_) DBS_CU(cuMemsetD8(static_cast<CUdeviceptr>(ptr_), v, bytes_));
+  if (bytes_) {
+    DBS_CU(cuMemsetD8(static_cast<CUdeviceptr>(ptr_), v, bytes_));
+    DBS_CU(cuStreamSynchronize(CU_STREAM_LEGACY));  // as upload: visible to every stream after
+  }
 }
 
 // --- Event ---------------------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 // CSR <-> DB conversion (db_matrix.hpp has the layout) and its storage statistics.
-// csr_to_db is linear in nnz + blocks + block_rows + block_cols: the block structure is found with a
-// scratch array indexed by block column and ordered by two counting sorts, never a comparison sort,
-// because it runs on matrices of 100M+ nonzeros.
+// csr_to_db is linear in nnz + blocks + block_rows + block_cols: the block structure is found with
+// a scratch array indexed by block column and ordered by two counting sorts, never a comparison
+// sort, because it runs on matrices of 100M+ nonzeros.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -56,9 +56,11 @@ template <class V>
 typename V::value_type* grow(V& v, size_t n, const char* what) {
   size_t old = v.size();
   if (old + n > kMaxOffset)
-    throw UsageError(fmt::format("csr_to_db: the {} payload exceeds 2^32 elements; the DB format's "
-                                 "32-bit offsets cannot address it (use fewer Dense blocks or split "
-                                 "the matrix)", what));
+    throw UsageError(
+        fmt::format("csr_to_db: the {} payload exceeds 2^32 elements; the DB format's "
+                    "32-bit offsets cannot address it (use fewer Dense blocks or split "
+                    "the matrix)",
+                    what));
   v.resize(old + n);
   return v.data() + old;
 }
@@ -69,13 +71,15 @@ class BlockWriter {
  public:
   explicit BlockWriter(DbMatrix<T>& d) : d_(d) {}
 
-  void write(int32_t brow, int32_t bcol, const uint8_t* rc, const T* val, int n) {
+  void write(size_t id, int32_t brow, int32_t bcol, const uint8_t* rc, const T* val, int n) {
     const DbThresholds& th = d_.thresholds;
     int rn[16] = {}, cn[16] = {};
-    uint16_t rmask[16] = {}, cmask[16] = {};
+    uint16_t rmask[16] = {}, cmask[16] = {}, rptr[17] = {}, cptr[17] = {};
     // COO and Dense follow from nnz alone (as in choose_block_type); most blocks of very sparse
     // matrices are COO, so the line counts are made only for the others.
-    BlockType t = n < th.th0 ? BlockType::Coo : n > th.th1 ? BlockType::Dense : BlockType::PatchedCsr;
+    BlockType t = n < th.th0   ? BlockType::Coo
+                  : n > th.th1 ? BlockType::Dense
+                               : BlockType::PatchedCsr;
     if (t == BlockType::PatchedCsr) {
       for (int e = 0; e < n; ++e) {
         int r = rc[e] >> 4, c = rc[e] & 15;
@@ -85,13 +89,15 @@ class BlockWriter {
         cmask[c] |= static_cast<uint16_t>(1u << r);
       }
       t = choose_block_type(rn, cn, n, th);
+      prefix(rn, rptr);
+      prefix(cn, cptr);
     }
-    d_.meta.push_back(BlockMeta{brow, bcol, static_cast<uint32_t>(d_.values.size()),
-                                static_cast<uint32_t>(d_.aux.size()), static_cast<uint16_t>(n),
-                                static_cast<uint8_t>(t)});
-    uint16_t rptr[17], cptr[17];
-    prefix(rn, rptr);
-    prefix(cn, cptr);
+    d_.meta[id] = BlockMeta{brow,
+                            bcol,
+                            static_cast<uint32_t>(d_.values.size()),
+                            static_cast<uint32_t>(d_.aux.size()),
+                            static_cast<uint16_t>(n),
+                            static_cast<uint8_t>(t)};
     switch (t) {
       case BlockType::Coo:
         std::memcpy(grow(d_.values, n, "values"), val, n * sizeof(T));
@@ -151,7 +157,8 @@ template <class T>
 void check_csr_shape(const CsrMatrix<T>& a) {
   if (a.rows < 0 || a.cols < 0) throw UsageError("csr_to_db: negative dimension");
   if (a.row_ptr.size() != static_cast<size_t>(a.rows) + 1 || a.row_ptr.front() != 0 ||
-      static_cast<size_t>(a.row_ptr.back()) != a.col_idx.size() || a.col_idx.size() != a.values.size())
+      static_cast<size_t>(a.row_ptr.back()) != a.col_idx.size() ||
+      a.col_idx.size() != a.values.size())
     throw UsageError("csr_to_db: row_ptr, col_idx and values disagree in size");
 }
 
@@ -168,12 +175,14 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
   d.thresholds = th;
   d.nnz = a.nnz();
   const int32_t br = d.block_rows, bc = d.block_cols;
-  auto row_end = [&](int32_t I) { return std::min(a.rows, 16 * I + 16); };
+  auto row_end = [&](int32_t I) {
+    return static_cast<int32_t>(std::min<int64_t>(a.rows, 16 * int64_t{I} + 16));
+  };
 
   // Pass 1: which block columns each block row touches, in order of discovery. The per-entry
   // checks here are what keep pass 2's scratch indexing in bounds.
-  std::vector<int32_t> slot(bc, -1);  // block column -> local index in the current block row, or -1
-  std::vector<int32_t> found;         // block columns, grouped by block row
+  std::vector<uint8_t> seen(bc, 0);  // block column already found in this block row
+  std::vector<int32_t> found;        // block columns, grouped by block row
   std::vector<int32_t> per_col(static_cast<size_t>(bc) + 1, 0);
   d.blk_row_ptr.assign(static_cast<size_t>(br) + 1, 0);
   for (int32_t I = 0; I < br; ++I) {
@@ -185,17 +194,19 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
       for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
         int32_t c = a.col_idx[p];
         if (c <= prev || c >= a.cols)
-          throw UsageError(fmt::format("csr_to_db: row {}: column indices must be sorted, unique and "
-                                       "in [0, {})", i, a.cols));
+          throw UsageError(
+              fmt::format("csr_to_db: row {}: column indices must be sorted, unique and "
+                          "in [0, {})",
+                          i, a.cols));
         prev = c;
-        if (slot[c >> 4] < 0) {
-          slot[c >> 4] = 0;
+        if (!seen[c >> 4]) {
+          seen[c >> 4] = 1;
           found.push_back(c >> 4);
         }
       }
     }
     for (size_t k = first; k < found.size(); ++k) {
-      slot[found[k]] = -1;
+      seen[found[k]] = 0;
       ++per_col[found[k] + 1];
     }
     d.blk_row_ptr[I + 1] = static_cast<int32_t>(found.size());
@@ -207,7 +218,8 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
   d.blk_col_ptr = per_col;
   d.blk_row_idx.resize(nb);
   for (int32_t I = 0; I < br; ++I)
-    for (int32_t k = d.blk_row_ptr[I]; k < d.blk_row_ptr[I + 1]; ++k) d.blk_row_idx[per_col[found[k]]++] = I;
+    for (int32_t k = d.blk_row_ptr[I]; k < d.blk_row_ptr[I + 1]; ++k)
+      d.blk_row_idx[per_col[found[k]]++] = I;
   // Block-CSR order: walking the CSC view by column and dealing blocks out to their block rows
   // sorts each block row by column; where each block lands is its id.
   d.blk_col_idx.resize(nb);
@@ -224,12 +236,15 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
   // Pass 2: bucket each block row's entries by block, in row-major order, and write the payloads.
   // Reserve upper bounds, so the payload is never copied by regrowth: only the pages written get
   // touched. A Dense block has at least min_dense entries, which bounds how many there can be.
-  const int64_t nnz = a.nnz(), min_dense = std::max({int64_t{th.th1} + 1, int64_t{th.th0}, int64_t{1}});
+  const int64_t nnz = a.nnz(),
+                min_dense = std::max({int64_t{th.th1} + 1, int64_t{th.th0}, int64_t{1}});
   const int64_t max_dense = std::min<int64_t>(static_cast<int64_t>(nb), nnz / min_dense);
-  d.meta.reserve(nb);
-  d.values.reserve(std::min<uint64_t>(kMaxOffset, nnz + max_dense * std::max<int64_t>(0, 256 - min_dense)));
+  d.meta.resize(nb);
+  d.values.reserve(
+      std::min<uint64_t>(kMaxOffset, nnz + max_dense * std::max<int64_t>(0, 256 - min_dense)));
   d.aux.reserve(std::min<uint64_t>(kMaxOffset, nnz + 103 * static_cast<int64_t>(nb)));
   BlockWriter<T> writer(d);
+  std::vector<int32_t> slot(bc, -1);  // block column -> local index in the current block row, or -1
   std::vector<int32_t> start, fill;
   std::vector<uint8_t> rc;
   std::vector<T> val;
@@ -252,8 +267,8 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
       }
     }
     for (int32_t k = 0; k < nbk; ++k) {
-      writer.write(I, d.blk_col_idx[base + k], rc.data() + start[k], val.data() + start[k],
-                   start[k + 1] - start[k]);
+      writer.write(base + k, I, d.blk_col_idx[base + k], rc.data() + start[k],
+                   val.data() + start[k], start[k + 1] - start[k]);
       slot[d.blk_col_idx[base + k]] = -1;
     }
   }
@@ -286,12 +301,14 @@ void for_each_entry(const DbMatrix<T>& d, int64_t id, F&& f) {
     case BlockType::PatchedCsr:
       lines();
       for (int r = 0; r < 16; ++r)
-        for (uint32_t bits = mask[r], k = ptr[r]; bits; bits &= bits - 1, ++k) f(r, std::countr_zero(bits), v[k]);
+        for (uint32_t bits = mask[r], k = ptr[r]; bits; bits &= bits - 1, ++k)
+          f(r, std::countr_zero(bits), v[k]);
       return;
     case BlockType::ForceCsc:  // column-major: still increasing columns within each row
       lines();
       for (int c = 0; c < 16; ++c)
-        for (uint32_t bits = mask[c], k = ptr[c]; bits; bits &= bits - 1, ++k) f(std::countr_zero(bits), c, v[k]);
+        for (uint32_t bits = mask[c], k = ptr[c]; bits; bits &= bits - 1, ++k)
+          f(std::countr_zero(bits), c, v[k]);
       return;
   }
   throw UsageError(fmt::format("db_to_csr: block {} has unknown type {}", id, m.type));
@@ -329,13 +346,14 @@ template <class T>
 DbStats db_stats(const DbMatrix<T>& d) {
   DbStats s;
   for (const BlockMeta& m : d.meta) {
-    if (m.type >= kBlockTypes) throw UsageError(fmt::format("db_stats: block type {} unknown", m.type));
+    if (m.type >= kBlockTypes)
+      throw UsageError(fmt::format("db_stats: block type {} unknown", m.type));
     ++s.blocks_by_type[m.type];
     s.nnz_by_type[m.type] += m.nnz;
   }
-  s.bytes_high_level = 4 * static_cast<int64_t>(d.blk_row_ptr.size() + d.blk_col_idx.size() +
-                                                d.blk_col_ptr.size() + d.blk_row_idx.size() +
-                                                d.csc2csr.size());
+  s.bytes_high_level =
+      4 * static_cast<int64_t>(d.blk_row_ptr.size() + d.blk_col_idx.size() + d.blk_col_ptr.size() +
+                               d.blk_row_idx.size() + d.csc2csr.size());
   s.bytes_meta = d.blocks() * static_cast<int64_t>(sizeof(BlockMeta));
   s.bytes_values = static_cast<int64_t>(d.values.size() * sizeof(T));
   s.bytes_aux = static_cast<int64_t>(d.aux.size());
@@ -362,11 +380,15 @@ std::string DbStats::to_text() const {
                        blocks_by_type[t], pct(blocks_by_type[t], blocks), nnz_by_type[t],
                        pct(nnz_by_type[t], nnz));
   out += fmt::format("  {:<24} {:>12} {:>10}\n", "bytes", "", "MB");
-  const std::pair<const char*, int64_t> parts[] = {
-      {"high level (both views)", bytes_high_level}, {"block metadata", bytes_meta},
-      {"values", bytes_values}, {"aux (indices, masks)", bytes_aux}, {"DB total", bytes_total},
-      {"CSR", bytes_csr}, {"CSR + CSC", bytes_csr_csc}};
-  for (const auto& [name, b] : parts) out += fmt::format("  {:<24} {:>12} {:>10.2f}\n", name, b, mb(b));
+  const std::pair<const char*, int64_t> parts[] = {{"high level (both views)", bytes_high_level},
+                                                   {"block metadata", bytes_meta},
+                                                   {"values", bytes_values},
+                                                   {"aux (indices, masks)", bytes_aux},
+                                                   {"DB total", bytes_total},
+                                                   {"CSR", bytes_csr},
+                                                   {"CSR + CSC", bytes_csr_csc}};
+  for (const auto& [name, b] : parts)
+    out += fmt::format("  {:<24} {:>12} {:>10.2f}\n", name, b, mb(b));
   auto ratio = [&](const char* name, int64_t ref) {
     double r = ref > 0 ? double(bytes_total) / ref : 0.0;
     return fmt::format("  {:<24} {:>12.3f}   {:.1f}% {}\n", name, r, 100.0 * std::abs(1.0 - r),

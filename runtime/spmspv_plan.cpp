@@ -20,12 +20,12 @@ constexpr int kSegmentWeight = 16;         // paper §3.3.2: a new segment once 
 
 // Host mirror of dbs::SpmspvArgs<T>: the kernel takes it by value.
 struct ArgsHost {
-  uint64_t blk_col_ptr, csc2csr, meta, values, aux, segments, tasks, state, xmask, x, y;
+  uint64_t blk_col_idx, blk_col_ptr, csc2csr, meta, values, aux, segments, tasks, state, xmask, x, y;
   int32_t rows, cols, block_cols, nsegments;
   float th3;
   int32_t pad;
 };
-static_assert(sizeof(ArgsHost) == 112);
+static_assert(sizeof(ArgsHost) == 120);
 
 struct StateHost {
   uint32_t nonempty, push_tasks, direction, prep_ticket, compute_ticket, last_direction,
@@ -70,7 +70,7 @@ struct SpmspvPlan<T>::Impl {
   Config config;
   KernelInfo kernel;
   float th3 = 0.01f;
-  DeviceBuffer<int32_t> blk_col_ptr, csc2csr;
+  DeviceBuffer<int32_t> blk_col_idx, blk_col_ptr, csc2csr;
   DeviceBuffer<BlockMeta> meta;
   DeviceBuffer<T> values;
   DeviceBuffer<uint8_t> aux;
@@ -151,6 +151,7 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->scatter = loaded.fns.at(2);
   p->unscatter = loaded.fns.at(3);
 
+  p->blk_col_idx = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_idx));
   p->blk_col_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_ptr));
   p->csc2csr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.csc2csr));
   p->meta = DeviceBuffer<BlockMeta>(std::span<const BlockMeta>(db.meta));
@@ -194,7 +195,7 @@ void SpmspvPlan<T>::run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stre
 template <class T>
 void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream) const {
   const Impl& p = *impl_;
-  ArgsHost args{p.blk_col_ptr.ptr(), p.csc2csr.ptr(), p.meta.ptr(),  p.values.ptr(),
+  ArgsHost args{p.blk_col_idx.ptr(), p.blk_col_ptr.ptr(), p.csc2csr.ptr(), p.meta.ptr(),  p.values.ptr(),
                 p.aux.ptr(),         p.segments.ptr(), p.tasks.ptr(), p.state.ptr(),
                 p.xmask.ptr(),       x,                y,             p.rows,
                 p.cols,              p.block_cols,     static_cast<int32_t>(p.stats.pull_segments),
@@ -241,12 +242,12 @@ int64_t SpmspvPlan<T>::pull_bytes_visited(std::span<const int32_t> x_indices) co
   std::vector<uint8_t> active(static_cast<size_t>(p.block_cols), 0);
   for (int32_t i : x_indices)
     if (i >= 0 && i < p.cols) active[i / 16] = 1;
-  // Every block's metadata is read; a visited block adds its payload and its x mask read.
-  int64_t bytes = static_cast<int64_t>(p.host_meta.size()) * sizeof(BlockMeta);
+  // Every block's column index and x mask are read; a visited block adds metadata and payload.
+  int64_t bytes = static_cast<int64_t>(p.host_meta.size()) * 6;
   for (const auto& m : p.host_meta) {
     if (!active[m.col]) continue;
     const int64_t nvals = m.type == static_cast<uint8_t>(BlockType::Dense) ? 256 : m.nnz;
-    bytes += nvals * static_cast<int64_t>(sizeof(T)) + aux_bytes(m) + 2;
+    bytes += static_cast<int64_t>(sizeof(BlockMeta)) + nvals * static_cast<int64_t>(sizeof(T)) + aux_bytes(m);
   }
   // x read by prep, the active x entries, y zeroed by prep and written by pull, segments.
   bytes += static_cast<int64_t>(p.cols) * sizeof(T) + static_cast<int64_t>(x_indices.size()) * sizeof(T);

@@ -27,6 +27,7 @@ struct SpmspvState {
 
 template <typename T>
 struct SpmspvArgs {
+  const int* blk_col_idx;
   const int* blk_col_ptr;
   const int* csc2csr;
   const BlockMeta* meta;
@@ -146,9 +147,10 @@ __device__ void pull_path(const SpmspvArgs<T>& a, T (*sx)[16], T (*scratch)[16],
     const int4 seg = a.segments[s];
     T mine = SR::zero();
     for (int b = seg.y + warp; b < seg.z; b += kWarps) {
-      const BlockMeta m = a.meta[b];
-      const unsigned xm = a.xmask[m.col];
+      // The 4-byte column index decides; the 20-byte metadata is read only for visited blocks.
+      const unsigned xm = a.xmask[a.blk_col_idx[b]];
       if (!xm) continue;  // an empty x block: the whole matrix block is skipped
+      const BlockMeta m = a.meta[b];
       if (lane < 16) sx[warp][lane] = ((xm >> lane) & 1u) ? a.x[m.col * 16 + lane] : SR::zero();
       __syncwarp();
       mine = SR::add(mine, block_product<T, SR>(m, xm, sx[warp], a.values, a.aux, scratch[warp], lane));

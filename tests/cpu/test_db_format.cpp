@@ -146,8 +146,7 @@ Decoded<T> decode(const DbMatrix<T>& d, const BlockMeta& m) {
       out.values = n;
       out.aux = 66;
       break;
-    default:
-      FAIL("unknown block type " << int(m.type));
+    default: FAIL("unknown block type " << int(m.type));
   }
   return out;
 }
@@ -156,7 +155,8 @@ template <class T>
 std::vector<Entry> entries_of(const CsrMatrix<T>& a) {
   std::vector<Entry> out;
   for (int32_t i = 0; i < a.rows; ++i)
-    for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) out.emplace_back(i, a.col_idx[p], a.values[p]);
+    for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+      out.emplace_back(i, a.col_idx[p], a.values[p]);
   return out;
 }
 
@@ -236,7 +236,8 @@ std::vector<int64_t> check_db(const CsrMatrix<T>& a, const DbThresholds& th) {
     blocks_ok = blocks_ok && dec.entries.size() == size_t(m.nnz) &&
                 m.type == static_cast<uint8_t>(choose_block_type(rn, cn, m.nnz, th));
   }
-  CHECK_MESSAGE(blocks_ok, "each block holds nnz in-range entries and has the type its counts give");
+  CHECK_MESSAGE(blocks_ok,
+                "each block holds nnz in-range entries and has the type its counts give");
   check_disjoint(vranges, d.values.size(), "values");
   check_disjoint(aranges, d.aux.size(), "aux");
   std::sort(got.begin(), got.end());
@@ -307,7 +308,9 @@ CsrMatrix<double> skewed(bool full_rows, int lines) {
 CsrMatrix<double> one_of_each() {
   std::mt19937_64 rng(5);
   std::vector<Entry> e;
-  auto put = [&](int I, int J, int r, int c) { e.emplace_back(16 * I + r, 16 * J + c, nz_value(rng)); };
+  auto put = [&](int I, int J, int r, int c) {
+    e.emplace_back(16 * I + r, 16 * J + c, nz_value(rng));
+  };
   for (int k = 0; k < 5; ++k) put(0, 0, k, 3 * k % 16);
   for (int k = 0; k < 200; ++k) put(0, 1, k / 16, k % 16);
   for (int r = 0; r < 3; ++r)
@@ -322,15 +325,15 @@ CsrMatrix<double> one_of_each() {
 const DbThresholds kDefault{};
 const DbThresholds kAllCoo{257, 256, 2.0};
 const DbThresholds kAllDense{0, 0, 2.0};
-const DbThresholds kAllCsc{0, 256, 0.0};         // any nnz > 0 has skew_r / skew_c > 0
+const DbThresholds kAllCsc{0, 256, 0.0};  // any nnz > 0 has skew_r / skew_c > 0
 const DbThresholds kAllPcsr{0, 256, 1e30};
-const DbThresholds kSkewOnly{0, 256, 1.0};       // csr / csc / pcsr by which skew is larger
-const DbThresholds kCooBeatsDense{100, 40, 2.0}; // th0 > th1: the COO test comes first
+const DbThresholds kSkewOnly{0, 256, 1.0};        // csr / csc / pcsr by which skew is larger
+const DbThresholds kCooBeatsDense{100, 40, 2.0};  // th0 > th1: the COO test comes first
 
-const char* const kGenerated[] = {
-    "stencil2d:n=40",           "stencil3d:n=12,points=27", "stencil3d:n=10,points=7",
-    "fem:nodes=3000,k=3,blocks=9", "banded:n=1500,bw=8",       "uniform:n=1000,d=12",
-    "rmat:scale=10,ef=8",       "powerlaw:n=3000,avg=8"};
+const char* const kGenerated[] = {"stencil2d:n=40",          "stencil3d:n=12,points=27",
+                                  "stencil3d:n=10,points=7", "fem:nodes=3000,k=3,blocks=9",
+                                  "banded:n=1500,bw=8",      "uniform:n=1000,d=12",
+                                  "rmat:scale=10,ef=8",      "powerlaw:n=3000,avg=8"};
 
 }  // namespace
 
@@ -373,7 +376,8 @@ TEST_CASE("Db format holds every generated matrix exactly, at every threshold se
 
 TEST_CASE("Db format on a rectangular matrix with partial blocks, empty rows, columns and blocks") {
   const auto a = rectangular();
-  for (const auto& th : {kDefault, kAllCoo, kAllDense, kAllCsc, kAllPcsr, kSkewOnly, kCooBeatsDense}) {
+  for (const auto& th :
+       {kDefault, kAllCoo, kAllDense, kAllCsc, kAllPcsr, kSkewOnly, kCooBeatsDense}) {
     CAPTURE(th.th0);
     CAPTURE(th.th1);
     CAPTURE(th.th2);
@@ -387,8 +391,10 @@ TEST_CASE("Db format on a rectangular matrix with partial blocks, empty rows, co
 }
 
 TEST_CASE("Db format: each type can be had alone, and all five together") {
-  CHECK(type_count(check_db(skewed(false, 2), DbThresholds{1, 256, 2.0}), BlockType::ForceCsr) == 30);
-  CHECK(type_count(check_db(skewed(true, 2), DbThresholds{1, 256, 2.0}), BlockType::ForceCsc) == 30);
+  CHECK(type_count(check_db(skewed(false, 2), DbThresholds{1, 256, 2.0}), BlockType::ForceCsr) ==
+        30);
+  CHECK(type_count(check_db(skewed(true, 2), DbThresholds{1, 256, 2.0}), BlockType::ForceCsc) ==
+        30);
   auto mixed = check_db(one_of_each(), kDefault);
   for (int t = 0; t < kBlockTypes; ++t) {
     CAPTURE(to_string(BlockType(t)));
@@ -424,7 +430,8 @@ TEST_CASE("Db csr_to_db rejects a malformed CSR") {
 TEST_CASE("Db stats text names the types, the parts and both ratios") {
   auto s = db_stats(csr_to_db(drop_zeros(generate("stencil3d:n=12,points=27"))));
   std::string text = s.to_text();
-  for (const char* word : {"coo", "dense", "pcsr", "values", "aux", "DB / CSR", "DB / (CSR+CSC)", "saved"})
+  for (const char* word :
+       {"coo", "dense", "pcsr", "values", "aux", "DB / CSR", "DB / (CSR+CSC)", "saved"})
     CHECK_MESSAGE(text.find(word) != std::string::npos, word);
   CHECK(text.find("conversion") == std::string::npos);
   s.convert_ms = 12.5;

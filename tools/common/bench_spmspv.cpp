@@ -272,13 +272,10 @@ struct Bench {
       cusparse_csr();
     }
     // Rows came out impl by impl; report them density by density.
+    const auto& ds = opt.densities;
+    auto pos = [&](double d) { return std::find(ds.begin(), ds.end(), d) - ds.begin(); };
     std::stable_sort(out.begin() + static_cast<std::ptrdiff_t>(before), out.end(),
-                     [&](const SpmspvRow& p, const SpmspvRow& q) {
-                       auto pos = [&](double d) {
-                         return std::find(opt.densities.begin(), opt.densities.end(), d) - opt.densities.begin();
-                       };
-                       return pos(p.density) < pos(q.density);
-                     });
+                     [&](const SpmspvRow& p, const SpmspvRow& q) { return pos(p.density) < pos(q.density); });
   }
 };
 
@@ -344,14 +341,17 @@ void print_spmspv_row(const SpmspvRow& r) {
 }
 
 nlohmann::json spmspv_summary(const std::vector<SpmspvRow>& rows, const std::vector<double>& densities) {
-  const bool any_generated = std::any_of(rows.begin(), rows.end(), [](const SpmspvRow& r) { return r.generated; });
+  const bool any_generated =
+      std::any_of(rows.begin(), rows.end(), [](const SpmspvRow& r) { return r.generated; });
   // precision -> density -> matrix -> impl -> median µs
   std::map<std::string, std::map<double, std::map<std::string, std::map<std::string, double>>>> t;
   for (const auto& r : rows)
     if ((r.generated || !any_generated) && r.unavailable.empty() && r.base.time_us > 0)
       t[r.base.precision][r.density][r.base.matrix][r.base.impl] = r.base.time_us;
   const std::string bsr = fmt::format("cusparse-bsr{}", kBsrDim), csr = to_string(CusparseSpmvAlg::CsrAlg1);
-  auto geomean = [](double log_sum, int n) { return n ? nlohmann::json(std::exp(log_sum / n)) : nlohmann::json(); };
+  auto geomean = [](double log_sum, int n) {
+    return n ? nlohmann::json(std::exp(log_sum / n)) : nlohmann::json();
+  };
 
   nlohmann::json s = {{"matrices", any_generated ? "generated" : "all"}, {"within", 0.05}};
   s["per_density"] = nlohmann::json::array();
@@ -385,10 +385,9 @@ nlohmann::json spmspv_summary(const std::vector<SpmspvRow>& rows, const std::vec
                                   {"auto_within", within},
                                   {"pairs", pairs}});
     }
-    s["overall"].push_back({{"precision", prec},
-                            {"auto_within", within_all},
-                            {"pairs", pairs_all},
-                            {"share", pairs_all ? nlohmann::json(double(within_all) / pairs_all) : nlohmann::json()}});
+    const auto share = pairs_all ? nlohmann::json(double(within_all) / pairs_all) : nlohmann::json();
+    s["overall"].push_back(
+        {{"precision", prec}, {"auto_within", within_all}, {"pairs", pairs_all}, {"share", share}});
   }
   return s;
 }
@@ -397,12 +396,14 @@ void print_spmspv_summary(const nlohmann::json& s) {
   auto ratio = [](const nlohmann::json& v, int n) {
     return v.is_null() ? std::string("-") : fmt::format("{:.2f}x ({})", v.get<double>(), n);
   };
-  fmt::print("\nsummary over {} matrices (ratios above 1: auto is faster)\n", s["matrices"].get<std::string>());
+  fmt::print("\nsummary over {} matrices (ratios above 1: auto is faster)\n",
+             s["matrices"].get<std::string>());
   fmt::print("{:>4} {:>8} {:>16} {:>16} {:>26}\n", "prec", "density", "BSR16/auto", "CSR/auto",
              "auto within 5% of forced");
   for (const auto& e : s["per_density"])
     fmt::print("{:>4} {:>8g} {:>16} {:>16} {:>26}\n", e["precision"].get<std::string>(),
-               e["density"].get<double>(), ratio(e["bsr16_over_auto_geomean"], e["bsr16_matrices"].get<int>()),
+               e["density"].get<double>(),
+               ratio(e["bsr16_over_auto_geomean"], e["bsr16_matrices"].get<int>()),
                ratio(e["csr_over_auto_geomean"], e["csr_matrices"].get<int>()),
                fmt::format("{}/{}", e["auto_within"].get<int>(), e["pairs"].get<int>()));
   for (const auto& e : s["overall"]) {

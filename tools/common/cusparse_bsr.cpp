@@ -99,7 +99,8 @@ CusparseBsr<T>::CusparseBsr(const CsrMatrix<T>& a, void* stream, int block_dim, 
   DBS_SP(cusparseSetMatIndexBase(s.descr, CUSPARSE_INDEX_BASE_ZERO));
 
   // The CSR copy lives only for the conversion.
-  DeviceBuffer<int32_t> csr_rp{std::span<const int32_t>(a.row_ptr)}, csr_ci{std::span<const int32_t>(a.col_idx)};
+  DeviceBuffer<int32_t> csr_rp{std::span<const int32_t>(a.row_ptr)};
+  DeviceBuffer<int32_t> csr_ci{std::span<const int32_t>(a.col_idx)};
   DeviceBuffer<T> csr_v{std::span<const T>(a.values)};
   s.row_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(s.f.block_rows) + 1);
   // The uploads above went through the legacy stream, which a non-blocking stream does not wait for.

@@ -33,7 +33,8 @@ namespace {
 std::vector<std::string> resolve_specs(const BenchArgs& a) {
   std::vector<std::string> specs = a.matrices;
   if (specs.empty()) {
-    if (a.suite != "none") specs = a.op == "spmspv" ? tools::spmspv_suite(a.suite) : tools::generated_suite(a.suite);
+    if (a.suite != "none")
+      specs = a.op == "spmspv" ? tools::spmspv_suite(a.suite) : tools::generated_suite(a.suite);
     if (!a.no_shared) {
       auto shared = tools::shared_matrix_files();
       if (shared.empty()) fmt::print("note: no ../shared/matrices found; generated suite only\n");

@@ -6,9 +6,8 @@
 #include <cmath>
 #include <fstream>
 #include <memory>
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "dbsparse/db_matrix.hpp"
 #include "dbsparse/error.hpp"
@@ -34,9 +33,14 @@ nlohmann::json stats_json(const DbStats& s) {
   }
   return {{"blocks_by_type", blocks},
           {"nnz_by_type", nnz},
-          {"bytes", {{"high_level", s.bytes_high_level}, {"meta", s.bytes_meta},
-                     {"values", s.bytes_values}, {"aux", s.bytes_aux}, {"total", s.bytes_total},
-                     {"csr", s.bytes_csr}, {"csr_csc", s.bytes_csr_csc}}},
+          {"bytes",
+           {{"high_level", s.bytes_high_level},
+            {"meta", s.bytes_meta},
+            {"values", s.bytes_values},
+            {"aux", s.bytes_aux},
+            {"total", s.bytes_total},
+            {"csr", s.bytes_csr},
+            {"csr_csc", s.bytes_csr_csc}}},
           {"ratio_db_csr", double(s.bytes_total) / double(s.bytes_csr)},
           {"ratio_db_csr_csc", double(s.bytes_total) / double(s.bytes_csr_csc)},
           {"convert_ms", s.convert_ms}};
@@ -51,11 +55,12 @@ int run_convert(const ConvertArgs& a, const NamedMatrix& m) {
   DbStats s = db_stats(db);
   s.convert_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
   const double ratio = double(s.bytes_total) / double(s.bytes_csr_csc);
-  fmt::print("{} ({}): {}x{}, {} nnz -> {} blocks; DB {:.2f} MB, CSR {:.2f} MB, CSR+CSC {:.2f} MB "
-             "(DB / (CSR+CSC) = {:.3f}, {:.1f}% {}); conversion {:.1f} ms\n",
-             m.name, a.precision, db.rows, db.cols, db.nnz, db.blocks(), s.bytes_total / 1e6,
-             s.bytes_csr / 1e6, s.bytes_csr_csc / 1e6, ratio, 100.0 * std::abs(1.0 - ratio),
-             ratio <= 1.0 ? "saved" : "larger", s.convert_ms);
+  fmt::print(
+      "{} ({}): {}x{}, {} nnz -> {} blocks; DB {:.2f} MB, CSR {:.2f} MB, CSR+CSC {:.2f} MB "
+      "(DB / (CSR+CSC) = {:.3f}, {:.1f}% {}); conversion {:.1f} ms\n",
+      m.name, a.precision, db.rows, db.cols, db.nnz, db.blocks(), s.bytes_total / 1e6,
+      s.bytes_csr / 1e6, s.bytes_csr_csc / 1e6, ratio, 100.0 * std::abs(1.0 - ratio),
+      ratio <= 1.0 ? "saved" : "larger", s.convert_ms);
   if (a.stats) fmt::print("{}", s.to_text());
   if (!a.json_path.empty()) {
     nlohmann::json j = stats_json(s);
@@ -81,7 +86,8 @@ int run_convert(const ConvertArgs& a, const NamedMatrix& m) {
 Runner add_convert(CLI::App& sub_ref) {
   auto* sub = &sub_ref;
   auto a = std::make_shared<ConvertArgs>();
-  sub->add_option("matrix", a->matrix, "Matrix Market file or generator string, e.g. stencil3d:n=80,points=27")
+  sub->add_option("matrix", a->matrix,
+                  "Matrix Market file or generator string, e.g. stencil3d:n=80,points=27")
       ->required();
   sub->add_flag("--stats", a->stats, "Print the full table: blocks and nnz by type, bytes by part");
   sub->add_option("--th0", a->th.th0, "Blocks with fewer nonzeros are COO")
