@@ -92,12 +92,9 @@ class BlockWriter {
       prefix(rn, rptr);
       prefix(cn, cptr);
     }
-    d_.meta[id] = BlockMeta{brow,
-                            bcol,
-                            static_cast<uint32_t>(d_.values.size()),
-                            static_cast<uint32_t>(d_.aux.size()),
-                            static_cast<uint16_t>(n),
-                            static_cast<uint8_t>(t)};
+    const auto val_off = static_cast<uint32_t>(d_.values.size());
+    const auto aux_off = static_cast<uint32_t>(d_.aux.size());
+    d_.meta[id] = {brow, bcol, val_off, aux_off, static_cast<uint16_t>(n), static_cast<uint8_t>(t)};
     switch (t) {
       case BlockType::Coo:
         std::memcpy(grow(d_.values, n, "values"), val, n * sizeof(T));

@@ -28,8 +28,7 @@ struct ArgsHost {
 static_assert(sizeof(ArgsHost) == 120);
 
 struct StateHost {
-  uint32_t nonempty, push_tasks, direction, prep_ticket, compute_ticket, last_direction,
-      last_nonempty, pad;
+  uint32_t nonempty, push_tasks, direction, prep_ticket, ntasks, last_direction, last_nonempty, pad;
 };
 
 int block_weight(uint8_t type) {
@@ -170,8 +169,11 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, p->compute, kWarps * 32, 0));
   p->compute_grid = static_cast<unsigned>(std::max(1, occ) * info_.sm_count);
   const int64_t pairs = (db.block_cols + 1) / 2;
-  p->prep_grid = static_cast<unsigned>(
-      std::clamp<int64_t>((pairs + kWarps - 1) / kWarps, 1, int64_t(info_.sm_count) * 8));
+  // Each prep warp covers several x block pairs: fewer blocks means fewer same-address atomics
+  // (the ticket, the counters), which are what a run at very low density pays for.
+  constexpr int64_t kPairsPerWarp = 8;
+  p->prep_grid = static_cast<unsigned>(std::clamp<int64_t>(
+      (pairs + kWarps * kPairsPerWarp - 1) / (kWarps * kPairsPerWarp), 1, int64_t(info_.sm_count) * 4));
   return SpmspvPlan<T>(std::move(p));
 }
 

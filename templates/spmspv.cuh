@@ -13,13 +13,14 @@ namespace dbs {
 constexpr int kWarps = 4;        // per thread block, in both paths (paper §3.3.2)
 constexpr int kPushChunk = 8;    // matrix blocks per push task
 
-// Device-side state owned by the plan. Counters are reset by the last block of spmspv_compute.
+// Device-side state owned by the plan. prep's counters are reset by prep's own last block, after
+// it has copied what spmspv_compute needs into the fields that survive until the next run.
 struct SpmspvState {
   unsigned nonempty;        // non-empty x blocks, counted by prep
   unsigned push_tasks;      // push tasks appended by prep
   unsigned direction;       // 1 push, 2 pull: written by prep's last block
   unsigned prep_ticket;
-  unsigned compute_ticket;
+  unsigned ntasks;          // push_tasks, frozen by prep's last block for spmspv_compute
   unsigned last_direction;  // kept for the host to read back
   unsigned last_nonempty;
   unsigned pad;
@@ -33,7 +34,7 @@ struct SpmspvArgs {
   const BlockMeta* meta;
   const T* values;
   const unsigned char* aux;
-  const int4* segments;  // pull: {row block, first block, end block, 1 if alone in its row block}
+  const int4* segments;  // pull: {row block, first block, end block (at most 32 blocks), 1 if alone in its row block}
   uint2* tasks;          // push: {column block, first CSC position}
   SpmspvState* state;
   unsigned short* xmask;
@@ -115,23 +116,48 @@ __global__ void __launch_bounds__(kWarps * 32) spmspv_prep(SpmspvArgs<T> a) {
       a.state->direction = dir;
       a.state->last_direction = dir;
       a.state->last_nonempty = ne;
+      // Every other block has finished its atomics (they precede its ticket): reset for next run.
+      a.state->ntasks = atomicAdd(&a.state->push_tasks, 0u);
+      a.state->push_tasks = 0;
+      a.state->nonempty = 0;
+      a.state->prep_ticket = 0;
+      __threadfence();
     }
   }
 }
 
+// Block metadata is fetched for up to 32 blocks at once, one per lane, then handed to the whole
+// warp block by block with shuffles: one memory round trip per batch instead of one per block.
+__device__ __forceinline__ BlockMeta shfl_meta(const BlockMeta& mine, int src) {
+  const unsigned* w = reinterpret_cast<const unsigned*>(&mine);
+  BlockMeta out;
+  unsigned* o = reinterpret_cast<unsigned*>(&out);
+#pragma unroll
+  for (int i = 0; i < 5; ++i) o[i] = __shfl_sync(kFull, w[i], src);
+  return out;
+}
+
+template <typename T, typename SR>
+__device__ __forceinline__ void load_x_block(const SpmspvArgs<T>& a, T* sx, int col, unsigned xm, int lane) {
+  if (lane < 16) sx[lane] = ((xm >> lane) & 1u) ? a.x[col * 16 + lane] : SR::zero();
+  __syncwarp();
+}
+
+// Push: a warp per task (up to kPushChunk blocks of one active column block), grid-stride.
 template <typename T, typename SR>
 __device__ void push_path(const SpmspvArgs<T>& a, T* sx, T* scratch, int lane, int warp) {
-  const unsigned ntasks = *(volatile unsigned*)&a.state->push_tasks;
+  const unsigned ntasks = *(volatile unsigned*)&a.state->ntasks;
   const int nwarps = gridDim.x * kWarps;
   for (unsigned t = blockIdx.x * kWarps + warp; t < ntasks; t += nwarps) {
     const uint2 task = a.tasks[t];
     const int c = task.x;
-    const int p1 = min((int)task.y + kPushChunk, a.blk_col_ptr[c + 1]);
+    const int nb = min(kPushChunk, a.blk_col_ptr[c + 1] - (int)task.y);
     const unsigned xm = a.xmask[c];
-    if (lane < 16) sx[lane] = ((xm >> lane) & 1u) ? a.x[c * 16 + lane] : SR::zero();
-    __syncwarp();
-    for (int p = task.y; p < p1; ++p) {
-      const BlockMeta m = a.meta[a.csc2csr[p]];
+    BlockMeta mine{};
+    if (lane < nb) mine = a.meta[a.csc2csr[task.y + lane]];
+    load_x_block<T, SR>(a, sx, c, xm, lane);
+    for (int j = 0; j < nb; ++j) {
+      const BlockMeta m = shfl_meta(mine, j);
       const T v = block_product<T, SR>(m, xm, sx, a.values, a.aux, scratch, lane);
       const int row = m.row * 16 + lane;
       if (lane < 16 && row < a.rows && v != SR::zero()) SR::atomic_add(&a.y[row], v);
@@ -140,61 +166,63 @@ __device__ void push_path(const SpmspvArgs<T>& a, T* sx, T* scratch, int lane, i
   }
 }
 
+// Pull: a warp per row-block segment (at most 32 blocks), grid-stride. The lanes look at all the
+// segment's x masks at once, and each lane stages the x block of its own block, so the loop over
+// the visited blocks waits on nothing but their payloads. The next segment's descriptor is
+// fetched before this one is worked on, to hide its latency.
 template <typename T, typename SR>
-__device__ void pull_path(const SpmspvArgs<T>& a, T (*sx)[16], T (*scratch)[16], T (*acc)[16],
-                          int lane, int warp) {
-  for (int s = blockIdx.x; s < a.nsegments; s += gridDim.x) {
-    const int4 seg = a.segments[s];
-    T mine = SR::zero();
-    for (int b = seg.y + warp; b < seg.z; b += kWarps) {
-      // The 4-byte column index decides; the 20-byte metadata is read only for visited blocks.
-      const unsigned xm = a.xmask[a.blk_col_idx[b]];
-      if (!xm) continue;  // an empty x block: the whole matrix block is skipped
-      const BlockMeta m = a.meta[b];
-      if (lane < 16) sx[warp][lane] = ((xm >> lane) & 1u) ? a.x[m.col * 16 + lane] : SR::zero();
-      __syncwarp();
-      mine = SR::add(mine, block_product<T, SR>(m, xm, sx[warp], a.values, a.aux, scratch[warp], lane));
-      __syncwarp();
-    }
-    if (lane < 16) acc[warp][lane] = mine;
-    __syncthreads();
-    if (threadIdx.x < 16) {
-      T v = acc[0][threadIdx.x];
-      for (int w = 1; w < kWarps; ++w) v = SR::add(v, acc[w][threadIdx.x]);
-      const int row = seg.x * 16 + threadIdx.x;
-      if (row < a.rows) {
-        if (seg.w) a.y[row] = v;  // the only segment of its row block: one plain write
-        else if (v != SR::zero()) SR::atomic_add(&a.y[row], v);
+__device__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], T* scratch, int lane, int warp) {
+  const int nwarps = gridDim.x * kWarps;
+  int s = blockIdx.x * kWarps + warp;
+  int4 seg = s < a.nsegments ? a.segments[s] : make_int4(0, 0, 0, 0);
+  for (; s < a.nsegments; s += nwarps) {
+    const int4 next = s + nwarps < a.nsegments ? a.segments[s + nwarps] : make_int4(0, 0, 0, 0);
+    const int b = seg.y + lane;
+    const int col = b < seg.z ? a.blk_col_idx[b] : 0;
+    const unsigned xm_lane = b < seg.z ? a.xmask[col] : 0u;
+    BlockMeta mine{};
+    if (xm_lane) {
+      mine = a.meta[b];
+      for (unsigned q = xm_lane; q; q &= q - 1) {
+        const int c = __ffs(q) - 1;
+        sxs[lane][c] = a.x[col * 16 + c];
       }
     }
-    __syncthreads();
+    T acc = SR::zero();
+    for (unsigned active = __ballot_sync(kFull, xm_lane != 0); active; active &= active - 1) {
+      const int j = __ffs(active) - 1;
+      const BlockMeta m = shfl_meta(mine, j);
+      const unsigned xm = __shfl_sync(kFull, xm_lane, j);
+      // Inactive entries must read as zero: the Dense microkernel multiplies every column.
+      if (lane < 16 && !((xm >> lane) & 1u)) sxs[j][lane] = SR::zero();
+      __syncwarp();
+      acc = SR::add(acc, block_product<T, SR>(m, xm, sxs[j], a.values, a.aux, scratch, lane));
+      __syncwarp();
+    }
+    const int row = seg.x * 16 + lane;
+    if (lane < 16 && row < a.rows) {
+      if (seg.w) a.y[row] = acc;  // the only segment of its row block: one plain write
+      else if (acc != SR::zero()) SR::atomic_add(&a.y[row], acc);
+    }
+    seg = next;
   }
 }
 
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32) spmspv_compute(SpmspvArgs<T> a) {
   using SR = DBS_SEMIRING<T>;
-  __shared__ T sx[kWarps][16], scratch[kWarps][16], acc[kWarps][16];
+  __shared__ T sx[kWarps][16], scratch[kWarps][16];
+#if DBS_DIR != 1
+  __shared__ T sx_pull[kWarps][32][16];  // one staged x block per lane's matrix block
+#endif
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const unsigned dir = *(volatile unsigned*)&a.state->direction;
 #if DBS_DIR != 2
   if (dir == 1) push_path<T, SR>(a, sx[warp], scratch[warp], lane, warp);
 #endif
 #if DBS_DIR != 1
-  if (dir == 2) pull_path<T, SR>(a, sx, scratch, acc, lane, warp);
+  if (dir == 2) pull_path<T, SR>(a, sx_pull[warp], scratch[warp], lane, warp);
 #endif
-  // The last block out resets the counters for the next run, so no memset launch is needed.
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(&a.state->compute_ticket, 1u) == gridDim.x - 1) {
-      a.state->nonempty = 0;
-      a.state->push_tasks = 0;
-      a.state->prep_ticket = 0;
-      a.state->compute_ticket = 0;
-      __threadfence();
-    }
-  }
 }
 
 // Scatter for x given as (index, value) pairs, into the plan's dense x (kept all-zero between

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ON the lent H200, in one call: the gpu tests, JIT timing in two fresh processes, a
 # compute-sanitizer pass and the SpMV bench. Logs and JSON go to $OUT (at most 8 files come back).
-#   tools/device-check.sh [all|tests|bench] [extra bench arguments...]
+#   tools/device-check.sh [all|tests|bench|spmspv] [extra bench arguments...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}; shift || true
@@ -29,6 +29,21 @@ if [ "$mode" = all ] || [ "$mode" = tests ]; then
       >"$OUT/memcheck.log" 2>&1
     echo "memcheck exit $?; $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)" | tee -a "$log"
   fi
+fi
+if [ "$mode" = spmspv ]; then
+  echo "== gpu tests" | tee "$log"
+  "$D/bin/test_gpu" >>"$log" 2>&1 || status=1
+  tail -3 "$log"
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 "$D/bin/test_gpu" \
+      -tc='SpmspvMatchesReferenceWithEachBlockTypeAlone,SpmspvMatchesReferenceOnOddShapes,SpmspvAutoSwitches*' \
+      >"$OUT/$tool.log" 2>&1
+    echo "$tool exit $?; $(grep 'ERROR SUMMARY\|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -1)" | tee -a "$log"
+  done
+  echo "== bench spmspv"
+  "$D/bin/dbsparse" bench spmspv --json "$OUT/bench_spmspv.json" "$@" 2>"$OUT/bench_progress.log" \
+    | grep -v '^jit' >"$OUT/bench_spmspv.txt"
+  sed -n '/summary/,$p' "$OUT/bench_spmspv.txt"
 fi
 if [ "$mode" = all ] || [ "$mode" = bench ]; then
   echo "== bench spmv"

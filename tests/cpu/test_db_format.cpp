@@ -391,10 +391,9 @@ TEST_CASE("Db format on a rectangular matrix with partial blocks, empty rows, co
 }
 
 TEST_CASE("Db format: each type can be had alone, and all five together") {
-  CHECK(type_count(check_db(skewed(false, 2), DbThresholds{1, 256, 2.0}), BlockType::ForceCsr) ==
-        30);
-  CHECK(type_count(check_db(skewed(true, 2), DbThresholds{1, 256, 2.0}), BlockType::ForceCsc) ==
-        30);
+  const DbThresholds th{1, 256, 2.0};
+  CHECK(type_count(check_db(skewed(false, 2), th), BlockType::ForceCsr) == 30);
+  CHECK(type_count(check_db(skewed(true, 2), th), BlockType::ForceCsc) == 30);
   auto mixed = check_db(one_of_each(), kDefault);
   for (int t = 0; t < kBlockTypes; ++t) {
     CAPTURE(to_string(BlockType(t)));

@@ -6,8 +6,9 @@
 #include <cmath>
 #include <fstream>
 #include <memory>
-#include <nlohmann/json.hpp>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 #include "dbsparse/db_matrix.hpp"
 #include "dbsparse/error.hpp"
