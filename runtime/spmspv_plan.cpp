@@ -171,7 +171,7 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   const int64_t pairs = (db.block_cols + 1) / 2;
   // Each prep warp covers several x block pairs: fewer blocks means fewer same-address atomics
   // (the ticket, the counters), which are what a run at very low density pays for.
-  constexpr int64_t kPairsPerWarp = 8;
+  constexpr int64_t kPairsPerWarp = 8;  // as in templates/spmspv.cuh
   p->prep_grid = static_cast<unsigned>(std::clamp<int64_t>(
       (pairs + kWarps * kPairsPerWarp - 1) / (kWarps * kPairsPerWarp), 1, int64_t(info_.sm_count) * 4));
   return SpmspvPlan<T>(std::move(p));

@@ -45,48 +45,65 @@ struct SpmspvArgs {
   int pad;
 };
 
+constexpr int kPairsPerWarp = 8;  // x block pairs (32 elements each) per prep warp
+
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32) spmspv_prep(SpmspvArgs<T> a) {
   __shared__ unsigned s_count[kWarps], s_tasks[kWarps], s_base;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int gwarp = blockIdx.x * kWarps + warp, nwarps = gridDim.x * kWarps;
-  unsigned my_count = 0;
-  // Each warp covers 32 elements of x = two 16-element blocks per step.
   const int pairs = (a.block_cols + 1) / 2;
-  const int steps = (pairs + nwarps - 1) / nwarps;
-  for (int s = 0; s < steps; ++s) {
-    const int pair = s * nwarps + gwarp;
-    const int i = pair * 32 + lane;
-    const bool nz = pair < pairs && i < a.cols && a.x[i] != T(0);
-    const unsigned bits = __ballot_sync(kFull, nz);
-    const int b0 = 2 * pair;
-    unsigned ntask = 0, t0 = 0, t1 = 0;
-    if (lane == 0 && pair < pairs) {
-      a.xmask[b0] = bits & 0xffffu;
-      if (b0 + 1 < a.block_cols) a.xmask[b0 + 1] = bits >> 16;
-      my_count += ((bits & 0xffffu) != 0) + ((bits >> 16) != 0);
+  unsigned my_count = 0;
+  const int rounds = (pairs + nwarps * kPairsPerWarp - 1) / (nwarps * kPairsPerWarp);
+  for (int round = 0; round < rounds; ++round) {
+    // A warp owns kPairsPerWarp consecutive pairs; all their x loads are issued before any ballot,
+    // so the round waits on one memory latency, not eight.
+    const int first = (round * nwarps + gwarp) * kPairsPerWarp;
+    bool nz[kPairsPerWarp];
+#pragma unroll
+    for (int s = 0; s < kPairsPerWarp; ++s) {
+      const int i = (first + s) * 32 + lane;
+      nz[s] = first + s < pairs && i < a.cols && a.x[i] != T(0);
+    }
+    unsigned my_bits = 0;  // lane s keeps pair first+s's 32 bits
+#pragma unroll
+    for (int s = 0; s < kPairsPerWarp; ++s) {
+      const unsigned bits = __ballot_sync(kFull, nz[s]);
+      if (lane == s) my_bits = bits;
+    }
+    const int pair = first + lane, b0 = 2 * pair;
+    unsigned t0 = 0, t1 = 0;
+    if (lane < kPairsPerWarp && pair < pairs) {
+      a.xmask[b0] = my_bits & 0xffffu;
+      if (b0 + 1 < a.block_cols) a.xmask[b0 + 1] = my_bits >> 16;
+      my_count += ((my_bits & 0xffffu) != 0) + ((my_bits >> 16) != 0);
 #if DBS_DIR != 2
-      if (bits & 0xffffu) t0 = (a.blk_col_ptr[b0 + 1] - a.blk_col_ptr[b0] + kPushChunk - 1) / kPushChunk;
-      if (bits >> 16) t1 = (a.blk_col_ptr[b0 + 2] - a.blk_col_ptr[b0 + 1] + kPushChunk - 1) / kPushChunk;
-      ntask = t0 + t1;
+      if (my_bits & 0xffffu) t0 = (a.blk_col_ptr[b0 + 1] - a.blk_col_ptr[b0] + kPushChunk - 1) / kPushChunk;
+      if (my_bits >> 16) t1 = (a.blk_col_ptr[b0 + 2] - a.blk_col_ptr[b0 + 1] + kPushChunk - 1) / kPushChunk;
 #endif
     }
 #if DBS_DIR != 2
-    // One atomic per thread block per step for the task list.
-    if (lane == 0) s_tasks[warp] = ntask;
+    // Warp scan of the task counts, then one atomic per thread block per round.
+    unsigned n = t0 + t1, incl = n;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      unsigned v = __shfl_up_sync(kFull, incl, o);
+      if (lane >= o) incl += v;
+    }
+    if (lane == 31) s_tasks[warp] = incl;
     __syncthreads();
     if (threadIdx.x == 0) {
       unsigned total = 0;
       for (int w = 0; w < kWarps; ++w) {
-        unsigned n = s_tasks[w];
+        unsigned c = s_tasks[w];
         s_tasks[w] = total;
-        total += n;
+        total += c;
       }
       s_base = total ? atomicAdd(&a.state->push_tasks, total) : 0;
     }
     __syncthreads();
-    if (lane == 0 && ntask) {
-      unsigned o = s_base + s_tasks[warp];
+    if (n) {
+      unsigned o = s_base + s_tasks[warp] + incl - n;
       for (unsigned k = 0; k < t0; ++k) a.tasks[o++] = make_uint2(b0, a.blk_col_ptr[b0] + k * kPushChunk);
       for (unsigned k = 0; k < t1; ++k) a.tasks[o++] = make_uint2(b0 + 1, a.blk_col_ptr[b0 + 1] + k * kPushChunk);
     }
@@ -97,6 +114,8 @@ __global__ void __launch_bounds__(kWarps * 32) spmspv_prep(SpmspvArgs<T> a) {
   for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < a.rows; r += gridDim.x * blockDim.x)
     a.y[r] = T(0);
 
+#pragma unroll
+  for (int o = 16; o; o >>= 1) my_count += __shfl_xor_sync(kFull, my_count, o);
   if (lane == 0) s_count[warp] = my_count;
   __syncthreads();
   if (threadIdx.x == 0) {
