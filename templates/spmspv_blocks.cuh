@@ -36,10 +36,12 @@ __device__ __forceinline__ T shfl_xor(T v, int m) { return __shfl_xor_sync(kFull
 template <typename T>
 __device__ __forceinline__ T shfl(T v, int src) { return __shfl_sync(kFull, v, src); }
 
-// Patched-CSR blocks switch from their column (push) walk to the row (pull) walk above this many
-// active x entries: past it the column walk's serial loop over columns costs more than scanning rows.
+// Patched-CSR blocks use their column walk only up to this many active x entries, the row walk
+// above. The paper's criterion is work; on the H200 the column walk's chain of four dependent loads
+// (col_ptr, packed byte, row_ptr, value) lost to the row walk's two at every density measured
+// (2026-11-29, NOTES.md), so the default never takes it. Kept as a tunable.
 #ifndef DBS_PCSR_PULL_CUTOFF
-#define DBS_PCSR_PULL_CUTOFF 4
+#define DBS_PCSR_PULL_CUTOFF 0
 #endif
 
 // COO: lanes stride over the packed (r<<4|c) entries; rows collide, so partials meet in shared.
