@@ -12,6 +12,10 @@ namespace dbs {
 
 constexpr int kWarps = 4;        // per thread block, in both paths (paper §3.3.2)
 constexpr int kPushChunk = 8;    // matrix blocks per push task
+// 12 resident blocks (48 warps) per SM caps registers at 40: without a minimum, ptxas kept the
+// auto variant at 48 registers and the single-path ones at 32 with local-memory spills (sm_90,
+// -Xptxas -v, 2026-11-29).
+constexpr int kComputeBlocksPerSm = 12;
 
 // Device-side state owned by the plan. prep's counters are reset by prep's own last block, after
 // it has copied what spmspv_compute needs into the fields that survive until the next run.
@@ -148,11 +152,16 @@ __global__ void __launch_bounds__(kWarps * 32) spmspv_prep(SpmspvArgs<T> a) {
 // Block metadata is fetched for up to 32 blocks at once, one per lane, then handed to the whole
 // warp block by block with shuffles: one memory round trip per batch instead of one per block.
 __device__ __forceinline__ BlockMeta shfl_meta(const BlockMeta& mine, int src) {
-  const unsigned* w = reinterpret_cast<const unsigned*>(&mine);
+  // Field by field: taking the struct's address would put it in local memory.
   BlockMeta out;
-  unsigned* o = reinterpret_cast<unsigned*>(&out);
-#pragma unroll
-  for (int i = 0; i < 5; ++i) o[i] = __shfl_sync(kFull, w[i], src);
+  out.row = __shfl_sync(kFull, mine.row, src);
+  out.col = __shfl_sync(kFull, mine.col, src);
+  out.val_off = __shfl_sync(kFull, mine.val_off, src);
+  out.aux_off = __shfl_sync(kFull, mine.aux_off, src);
+  const unsigned packed = __shfl_sync(kFull, unsigned(mine.nnz) | (unsigned(mine.type) << 16), src);
+  out.nnz = static_cast<unsigned short>(packed & 0xffffu);
+  out.type = static_cast<unsigned char>(packed >> 16);
+  out.pad = 0;
   return out;
 }
 
@@ -164,7 +173,7 @@ __device__ __forceinline__ void load_x_block(const SpmspvArgs<T>& a, T* sx, int 
 
 // Push: a warp per task (up to kPushChunk blocks of one active column block), grid-stride.
 template <typename T, typename SR>
-__device__ void push_path(const SpmspvArgs<T>& a, T* sx, T* scratch, int lane, int warp) {
+__device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, T* sx, T* scratch, int lane, int warp) {
   const unsigned ntasks = *(volatile unsigned*)&a.state->ntasks;
   const int nwarps = gridDim.x * kWarps;
   for (unsigned t = blockIdx.x * kWarps + warp; t < ntasks; t += nwarps) {
@@ -190,7 +199,7 @@ __device__ void push_path(const SpmspvArgs<T>& a, T* sx, T* scratch, int lane, i
 // the visited blocks waits on nothing but their payloads. The next segment's descriptor is
 // fetched before this one is worked on, to hide its latency.
 template <typename T, typename SR>
-__device__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], T* scratch, int lane, int warp) {
+__device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], T* scratch, int lane, int warp) {
   const int nwarps = gridDim.x * kWarps;
   int s = blockIdx.x * kWarps + warp;
   int4 seg = s < a.nsegments ? a.segments[s] : make_int4(0, 0, 0, 0);
@@ -228,7 +237,7 @@ __device__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], T* scratch, int 
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kWarps * 32) spmspv_compute(SpmspvArgs<T> a) {
+__global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_compute(SpmspvArgs<T> a) {
   using SR = DBS_SEMIRING<T>;
   __shared__ T sx[kWarps][16], scratch[kWarps][16];
 #if DBS_DIR != 1

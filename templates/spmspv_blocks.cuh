@@ -46,7 +46,7 @@ __device__ __forceinline__ T shfl(T v, int src) { return __shfl_sync(kFull, v, s
 
 // COO: lanes stride over the packed (r<<4|c) entries; rows collide, so partials meet in shared.
 template <typename T, typename SR>
-__device__ T coo_block(const BlockMeta& m, unsigned xm, const T* sx, const T* val,
+__device__ __forceinline__ T coo_block(const BlockMeta& m, unsigned xm, const T* sx, const T* val,
                        const unsigned char* aux, T* scratch, int lane) {
   if (lane < 16) scratch[lane] = SR::zero();
   __syncwarp();
@@ -62,7 +62,7 @@ __device__ T coo_block(const BlockMeta& m, unsigned xm, const T* sx, const T* va
 // Dense (Alg. 4): two rows per step, 16 lanes per row, coalesced 64-byte row loads. With one or
 // two active columns, reading only those columns touches fewer sectors than all 256 values.
 template <typename T, typename SR>
-__device__ T dense_block(unsigned xm, const T* sx, const T* val, int lane) {
+__device__ __forceinline__ T dense_block(unsigned xm, const T* sx, const T* val, int lane) {
   if (__popc(xm) <= 2) {
     T acc = SR::zero();
     if (lane < 16)
@@ -89,7 +89,7 @@ __device__ T dense_block(unsigned xm, const T* sx, const T* val, int lane) {
 
 // ForceCSR (Alg. 2): two interleaved lanes per row over the row's active columns.
 template <typename T, typename SR>
-__device__ T csr_rows(unsigned xm, const T* sx, const T* val, const unsigned short* row_ptr,
+__device__ __forceinline__ T csr_rows(unsigned xm, const T* sx, const T* val, const unsigned short* row_ptr,
                       const unsigned short* row_mask, int lane) {
   const int r = lane >> 1, sub = lane & 1;
   const unsigned rm = row_mask[r];
@@ -109,7 +109,7 @@ __device__ T csr_rows(unsigned xm, const T* sx, const T* val, const unsigned sho
 
 // ForceCSC (Alg. 3): the two half-warps split the columns; lane r owns row r in each half.
 template <typename T, typename SR>
-__device__ T csc_cols(unsigned xm, const T* sx, const T* val, const unsigned short* col_ptr,
+__device__ __forceinline__ T csc_cols(unsigned xm, const T* sx, const T* val, const unsigned short* col_ptr,
                       const unsigned short* col_mask, int lane) {
   const int r = lane & 15, part = lane >> 4;
   T sum = SR::zero();
@@ -128,7 +128,7 @@ __device__ T csc_cols(unsigned xm, const T* sx, const T* val, const unsigned sho
 // Patched CSR, column walk: for each active column, one lane per entry; the packed byte gives the
 // row and the entry's position in that row, so the row-major values serve push too.
 template <typename T, typename SR>
-__device__ T pcsr_cols(unsigned xm, const T* sx, const T* val, const unsigned short* row_ptr,
+__device__ __forceinline__ T pcsr_cols(unsigned xm, const T* sx, const T* val, const unsigned short* row_ptr,
                        const unsigned short* col_ptr, const unsigned char* bytes, T* scratch,
                        int lane) {
   if (lane < 16) scratch[lane] = SR::zero();
