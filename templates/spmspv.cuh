@@ -171,6 +171,20 @@ __device__ __forceinline__ void load_x_block(const SpmspvArgs<T>& a, T* sx, int 
   __syncwarp();
 }
 
+// COO blocks are too small to keep a warp busy (a 27-point stencil's are mostly single entries),
+// so each lane walks the COO block it holds by itself and all of them overlap in one memory round
+// trip; the warp-wide microkernels take the other types one block at a time.
+template <typename T, typename SR>
+__device__ __forceinline__ void coo_by_lane(const SpmspvArgs<T>& a, const BlockMeta& m, unsigned xm,
+                                            const T* sx, T* out) {
+  const unsigned char* aux = a.aux + m.aux_off;
+  const T* val = a.values + m.val_off;
+  for (int k = 0; k < m.nnz; ++k) {
+    const unsigned b = aux[k], c = b & 15u;
+    if ((xm >> c) & 1u) SR::atomic_add(&out[b >> 4], SR::mul(val[k], sx[c]));
+  }
+}
+
 // Push: a warp per task (up to kPushChunk blocks of one active column block), grid-stride.
 template <typename T, typename SR>
 __device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, T* sx, T* scratch, int lane, int warp) {
@@ -184,7 +198,13 @@ __device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, T* sx, T* scra
     BlockMeta mine{};
     if (lane < nb) mine = a.meta[a.csc2csr[task.y + lane]];
     load_x_block<T, SR>(a, sx, c, xm, lane);
-    for (int j = 0; j < nb; ++j) {
+    unsigned rest = __ballot_sync(kFull, lane < nb);
+#if DBS_HAS_COO
+    if (lane < nb && mine.type == kCoo) coo_by_lane<T, SR>(a, mine, xm, sx, a.y + mine.row * 16);
+    rest &= ~__ballot_sync(kFull, lane < nb && mine.type == kCoo);
+#endif
+    for (; rest; rest &= rest - 1) {
+      const int j = __ffs(rest) - 1;
       const BlockMeta m = shfl_meta(mine, j);
       const T v = block_product<T, SR>(m, xm, sx, a.values, a.aux, scratch, lane);
       const int row = m.row * 16 + lane;
@@ -217,7 +237,17 @@ __device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], 
       }
     }
     T acc = SR::zero();
-    for (unsigned active = __ballot_sync(kFull, xm_lane != 0); active; active &= active - 1) {
+    unsigned active = __ballot_sync(kFull, xm_lane != 0);
+#if DBS_HAS_COO
+    if (lane < 16) scratch[lane] = SR::zero();
+    __syncwarp();
+    if (xm_lane && mine.type == kCoo) coo_by_lane<T, SR>(a, mine, xm_lane, sxs[lane], scratch);
+    __syncwarp();
+    if (lane < 16) acc = scratch[lane];
+    __syncwarp();
+    active &= ~__ballot_sync(kFull, xm_lane && mine.type == kCoo);
+#endif
+    for (; active; active &= active - 1) {
       const int j = __ffs(active) - 1;
       const BlockMeta m = shfl_meta(mine, j);
       const unsigned xm = __shfl_sync(kFull, xm_lane, j);
