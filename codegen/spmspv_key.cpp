@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "codegen/key_text.hpp"
+
 namespace dbsparse::codegen {
 namespace {
 
@@ -15,16 +17,6 @@ constexpr const char* kTypeMacros[] = {"DBS_HAS_COO", "DBS_HAS_DENSE", "DBS_HAS_
                                text, why));
 }
 
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  for (size_t i = 0; i <= s.size(); ++i)
-    if (i == s.size() || s[i] == sep) {
-      parts.push_back(s.substr(start, i - start));
-      start = i + 1;
-    }
-  return parts;
-}
 
 }  // namespace
 
@@ -48,7 +40,7 @@ std::string SpmspvKey::to_string() const {
 }
 
 SpmspvKey SpmspvKey::parse(std::string_view text) {
-  auto p = split(text, '.');
+  auto p = split_key(text, '.');
   if (p.size() != 6) bad_key(text, "expected 6 dot-separated parts");
   if (p[0] != "spmspv") bad_key(text, "op must be 'spmspv'");
   SpmspvKey k;
@@ -66,7 +58,7 @@ SpmspvKey SpmspvKey::parse(std::string_view text) {
   auto list = p[5].substr(2);
   if (list != "none") {
     int last = -1;
-    for (auto name : split(list, '+')) {
+    for (auto name : split_key(list, '+')) {
       int found = -1;
       for (int i = 0; i < 5; ++i)
         if (name == kTypeNames[i]) found = i;

@@ -4,20 +4,11 @@
 
 #include <fmt/format.h>
 
+#include "codegen/key_text.hpp"
+
 namespace dbsparse::codegen {
 namespace {
 
-std::vector<std::string_view> split(std::string_view s, char sep) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  for (size_t i = 0; i <= s.size(); ++i) {
-    if (i == s.size() || s[i] == sep) {
-      parts.push_back(s.substr(start, i - start));
-      start = i + 1;
-    }
-  }
-  return parts;
-}
 
 [[noreturn]] void bad_key(std::string_view text, const std::string& why) {
   throw UsageError(fmt::format("bad spmv kernel key '{}': {} (form: spmv.scalar.f32.b256)", text, why));
@@ -38,7 +29,7 @@ std::string SpmvKey::to_string() const {
 }
 
 SpmvKey SpmvKey::parse(std::string_view text) {
-  auto parts = split(text, '.');
+  auto parts = split_key(text, '.');
   if (parts.size() != 4) bad_key(text, "expected 4 dot-separated parts");
   if (parts[0] != "spmv") bad_key(text, "op must be 'spmv'");
   SpmvKey k;

@@ -279,7 +279,6 @@ struct Bench {
   }
 };
 
-std::string short_name(const std::string& s) { return s.size() > 34 ? s.substr(0, 31) + "..." : s; }
 
 }  // namespace
 

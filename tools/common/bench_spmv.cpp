@@ -137,8 +137,10 @@ void print_bench_header() {
              "rows", "nnz", "impl", "us", "GFLOP/s", "GB/s", "%BW", "rel.err");
 }
 
+std::string short_name(const std::string& s) { return s.size() > 34 ? s.substr(0, 31) + "..." : s; }
+
 void print_bench_row(const BenchRow& r) {
-  std::string name = r.matrix.size() > 34 ? r.matrix.substr(0, 31) + "..." : r.matrix;
+  std::string name = short_name(r.matrix);
   fmt::print("{:<34} {:>4} {:>10} {:>11} {:<18} {:>9.1f} {:>8.1f} {:>8.1f} {:>5.1f}% {:>9.2e}\n", name,
              r.precision, r.rows, r.nnz, r.impl, r.time_us, r.gflops, r.gbps, r.pct_bw, r.rel_err);
   std::fflush(stdout);

@@ -31,6 +31,9 @@ struct SpmvBenchOptions {
 void bench_spmv_matrix(Context& ctx, const Stream& stream, const NamedMatrix& m,
                        const SpmvBenchOptions& opt, double copy_gbs, std::vector<BenchRow>& out);
 
+// The matrix name cut to the table's 34-character column.
+std::string short_name(const std::string& s);
+
 // Prints the table header and one line per row.
 void print_bench_header();
 void print_bench_row(const BenchRow& r);

@@ -2,6 +2,7 @@
 // warning says nothing new here.
 #define DISABLE_CUSPARSE_DEPRECATED
 #include "tools/common/cusparse_bsr.hpp"
+#include "tools/common/cusparse_check.hpp"
 
 #include <cuda_runtime_api.h>
 #include <cusparse.h>
@@ -16,15 +17,6 @@
 namespace dbsparse::tools {
 namespace {
 
-void check(cusparseStatus_t s, const char* call) {
-  if (s != CUSPARSE_STATUS_SUCCESS)
-    throw Error(fmt::format("cuSPARSE call {} failed: {}", call, cusparseGetErrorString(s)));
-}
-void check(cudaError_t e, const char* call) {
-  if (e != cudaSuccess)
-    throw Error(fmt::format("CUDA runtime call {} failed: {}", call, cudaGetErrorString(e)));
-}
-#define DBS_SP(call) check(call, #call)
 
 template <class T>
 BsrFootprint footprint_of(int32_t rows, int32_t cols, int block_dim, int64_t blocks) {

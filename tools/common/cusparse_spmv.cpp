@@ -1,4 +1,5 @@
 #include "tools/common/cusparse_spmv.hpp"
+#include "tools/common/cusparse_check.hpp"
 
 #include <cuda_runtime_api.h>
 #include <cusparse.h>
@@ -8,11 +9,6 @@
 namespace dbsparse::tools {
 namespace {
 
-void check(cusparseStatus_t s, const char* call) {
-  if (s != CUSPARSE_STATUS_SUCCESS)
-    throw Error(fmt::format("cuSPARSE call {} failed: {}", call, cusparseGetErrorString(s)));
-}
-#define DBS_SP(call) check(call, #call)
 
 cusparseSpMVAlg_t native(CusparseSpmvAlg a) {
   return a == CusparseSpmvAlg::CsrAlg1 ? CUSPARSE_SPMV_CSR_ALG1 : CUSPARSE_SPMV_CSR_ALG2;
