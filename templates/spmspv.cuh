@@ -214,18 +214,20 @@ __device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, T* sx, T* scra
   }
 }
 
-// Pull: a warp per row-block segment (at most 32 blocks), grid-stride. The lanes look at all the
-// segment's x masks at once, and each lane stages the x block of its own block, so the loop over
-// the visited blocks waits on nothing but their payloads. The next segment's descriptor is
-// fetched before this one is worked on, to hide its latency.
+// Pull: a warp takes two row-block segments at once (segments hold at most 16 blocks): lanes 0-15
+// scan the first, lanes 16-31 the second, and lane 16h + r accumulates row r of segment h. All of
+// the pair's x masks, metadata and x blocks are fetched in one round, COO blocks are walked by
+// their own lanes, and only the other types take the warp one block at a time.
 template <typename T, typename SR>
-__device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], T* scratch, int lane, int warp) {
+__device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], T* scratch, int lane,
+                                          int warp) {
   const int nwarps = gridDim.x * kWarps;
-  int s = blockIdx.x * kWarps + warp;
-  int4 seg = s < a.nsegments ? a.segments[s] : make_int4(0, 0, 0, 0);
-  for (; s < a.nsegments; s += nwarps) {
-    const int4 next = s + nwarps < a.nsegments ? a.segments[s + nwarps] : make_int4(0, 0, 0, 0);
-    const int b = seg.y + lane;
+  const int npairs = (a.nsegments + 1) / 2;
+  const int half = lane >> 4, li = lane & 15;
+  for (int p = blockIdx.x * kWarps + warp; p < npairs; p += nwarps) {
+    const int s = 2 * p + half;
+    const int4 seg = s < a.nsegments ? a.segments[s] : make_int4(0, 0, 0, 0);
+    const int b = seg.y + li;
     const int col = b < seg.z ? a.blk_col_idx[b] : 0;
     const unsigned xm_lane = b < seg.z ? a.xmask[col] : 0u;
     BlockMeta mine{};
@@ -236,17 +238,16 @@ __device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], 
         sxs[lane][c] = a.x[col * 16 + c];
       }
     }
-    T acc = SR::zero();
     unsigned active = __ballot_sync(kFull, xm_lane != 0);
+    scratch[lane] = SR::zero();
+    __syncwarp();
 #if DBS_HAS_COO
-    if (lane < 16) scratch[lane] = SR::zero();
-    __syncwarp();
-    if (xm_lane && mine.type == kCoo) coo_by_lane<T, SR>(a, mine, xm_lane, sxs[lane], scratch);
-    __syncwarp();
-    if (lane < 16) acc = scratch[lane];
-    __syncwarp();
+    if (xm_lane && mine.type == kCoo) coo_by_lane<T, SR>(a, mine, xm_lane, sxs[lane], scratch + 16 * half);
     active &= ~__ballot_sync(kFull, xm_lane && mine.type == kCoo);
+    __syncwarp();
 #endif
+    T acc = scratch[lane];
+    __syncwarp();
     for (; active; active &= active - 1) {
       const int j = __ffs(active) - 1;
       const BlockMeta m = shfl_meta(mine, j);
@@ -254,22 +255,23 @@ __device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], 
       // Inactive entries must read as zero: the Dense microkernel multiplies every column.
       if (lane < 16 && !((xm >> lane) & 1u)) sxs[j][lane] = SR::zero();
       __syncwarp();
-      acc = SR::add(acc, block_product<T, SR>(m, xm, sxs[j], a.values, a.aux, scratch, lane));
+      T v = block_product<T, SR>(m, xm, sxs[j], a.values, a.aux, scratch, lane);
+      v = __shfl_sync(kFull, v, li);  // row r's sum, now in lanes r and 16 + r
+      if ((j >> 4) == half) acc = SR::add(acc, v);
       __syncwarp();
     }
-    const int row = seg.x * 16 + lane;
-    if (lane < 16 && row < a.rows) {
+    const int row = seg.x * 16 + li;
+    if (s < a.nsegments && row < a.rows) {
       if (seg.w) a.y[row] = acc;  // the only segment of its row block: one plain write
       else if (acc != SR::zero()) SR::atomic_add(&a.y[row], acc);
     }
-    seg = next;
   }
 }
 
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_compute(SpmspvArgs<T> a) {
   using SR = DBS_SEMIRING<T>;
-  __shared__ T sx[kWarps][16], scratch[kWarps][16];
+  __shared__ T sx[kWarps][16], scratch[kWarps][32];
 #if DBS_DIR != 1
   __shared__ T sx_pull[kWarps][32][16];  // one staged x block per lane's matrix block
 #endif
