@@ -60,15 +60,19 @@ int run(const Args& a) {
   auto& cache = codegen::KernelCache::global();
   int compiled = 0, failed = 0;
   for (const auto& op : codegen::known_ops()) {
-    for (const auto& ks : codegen::op_variants(op)) {
+    auto variants = codegen::op_variants(op);
+    for (size_t i = 0; i < variants.size(); ++i) {
+      // One line, rewritten in place: a cold cache compiles a few hundred kernels.
+      fmt::print(stderr, "\rkernels for {}: {}/{} ", op, i + 1, variants.size());
       try {
-        cache.get(ks, arch);
+        cache.get(variants[i], arch);
         ++compiled;
       } catch (const Error& e) {
         ++failed;
-        fmt::print(stderr, "  kernel {} failed: {}\n", ks.key, e.what());
+        fmt::print(stderr, "\n  kernel {} failed: {}\n", variants[i].key, e.what());
       }
     }
+    fmt::print(stderr, "\n");
   }
   fmt::print("kernels: {} ready for {} in {}{}\n", compiled, arch,
              cache.persistent() ? cache.dir() : "memory", failed ? fmt::format(", {} failed", failed) : "");
