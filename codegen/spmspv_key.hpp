@@ -29,7 +29,8 @@ struct SpmspvKey {
   auto operator<=>(const SpmspvKey&) const = default;
 };
 
-// Entry points, in this order: prep, compute, scatter, unscatter.
+// Entry points, in this order: prep, compute, scatter, unscatter, fused (prep + compute in one
+// cooperative launch).
 KernelSource make_source(const SpmspvKey& key);
 
 std::vector<SpmspvKey> spmspv_search_space();

@@ -27,9 +27,12 @@ struct ArgsHost {
 };
 static_assert(sizeof(ArgsHost) == 120);
 
+// Mirror of dbs::SpmspvState.
 struct StateHost {
-  uint32_t nonempty, push_tasks, direction, prep_ticket, ntasks, last_direction, last_nonempty, pad;
+  uint32_t nonempty, push_tasks, direction, prep_ticket, ntasks, last_direction, last_nonempty;
+  uint32_t gen, cnt_nonempty[2], cnt_tasks[2], bar_count, bar_gen, pad;
 };
+static_assert(sizeof(StateHost) == 60);
 
 int block_weight(uint8_t type) {
   switch (static_cast<BlockType>(type)) {
@@ -78,8 +81,9 @@ struct SpmspvPlan<T>::Impl {
   DeviceBuffer<StateHost> state;
   DeviceBuffer<uint16_t> xmask;
   DeviceBuffer<T> x_scatter;       // all-zero between runs
-  CUfunction prep = nullptr, compute = nullptr, scatter = nullptr, unscatter = nullptr;
+  CUfunction prep = nullptr, compute = nullptr, scatter = nullptr, unscatter = nullptr, fused = nullptr;
   unsigned prep_grid = 1, compute_grid = 1;
+  unsigned fused_grid = 0;  // 0: no cooperative launch on this device; two launches instead
   // Host copies for pull_bytes_visited (not used on the hot path).
   std::vector<BlockMeta> host_meta;
 
@@ -149,6 +153,7 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->compute = loaded.fns.at(1);
   p->scatter = loaded.fns.at(2);
   p->unscatter = loaded.fns.at(3);
+  p->fused = loaded.fns.at(4);
 
   p->blk_col_idx = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_idx));
   p->blk_col_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_ptr));
@@ -168,6 +173,11 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   int occ = 0;
   DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, p->compute, kWarps * 32, 0));
   p->compute_grid = static_cast<unsigned>(std::max(1, occ) * info_.sm_count);
+  int coop = 0, occ_fused = 0;
+  DBS_CU(cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, device_));
+  DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ_fused, p->fused, kWarps * 32, 0));
+  // Every block must be resident at once for the grid barrier: exactly what fits, no more.
+  if (opt.fused && coop && occ_fused > 0) p->fused_grid = static_cast<unsigned>(occ_fused * info_.sm_count);
   const int64_t pairs = (db.block_cols + 1) / 2;
   // Each prep warp covers several x block pairs: fewer blocks means fewer same-address atomics
   // (the ticket, the counters), which are what a run at very low density pays for.
@@ -203,6 +213,11 @@ void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream) const {
                 p.cols,              p.block_cols,     static_cast<int32_t>(p.stats.pull_segments),
                 p.th3,               0};
   void* params[] = {&args};
+  if (p.fused_grid) {
+    DBS_CU(cuLaunchCooperativeKernel(p.fused, p.fused_grid, 1, 1, kWarps * 32, 1, 1, 0,
+                                     static_cast<CUstream>(stream), params));
+    return;
+  }
   p.launch(p.prep, p.prep_grid, params, stream);
   p.launch(p.compute, p.compute_grid, params, stream);
 }

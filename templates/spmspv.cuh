@@ -27,6 +27,13 @@ struct SpmspvState {
   unsigned ntasks;          // push_tasks, frozen by prep's last block for spmspv_compute
   unsigned last_direction;  // kept for the host to read back
   unsigned last_nonempty;
+  // The fused kernel (one launch): counters alternate between two sets by run, so the set a run
+  // uses is never the one being cleared for the next; bar_* is its grid barrier.
+  unsigned gen;
+  unsigned cnt_nonempty[2];
+  unsigned cnt_tasks[2];
+  unsigned bar_count;
+  unsigned bar_gen;
   unsigned pad;
 };
 
@@ -51,9 +58,18 @@ struct SpmspvArgs {
 
 constexpr int kPairsPerWarp = 8;  // x block pairs (32 elements each) per prep warp
 
+struct PrepShared {
+  unsigned count[kWarps], tasks[kWarps], base;
+};
+
+// x block masks, the push task list and y = 0, counting into the given counters. Shared by the
+// two-launch path (spmspv_prep) and the fused kernel.
 template <typename T>
-__global__ void __launch_bounds__(kWarps * 32) spmspv_prep(SpmspvArgs<T> a) {
-  __shared__ unsigned s_count[kWarps], s_tasks[kWarps], s_base;
+__device__ __forceinline__ void prep_body(const SpmspvArgs<T>& a, PrepShared& sh, unsigned* nonempty,
+                                          unsigned* push_tasks) {
+  unsigned* s_count = sh.count;
+  unsigned* s_tasks = sh.tasks;
+  unsigned& s_base = sh.base;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int gwarp = blockIdx.x * kWarps + warp, nwarps = gridDim.x * kWarps;
   const int pairs = (a.block_cols + 1) / 2;
@@ -103,7 +119,7 @@ __global__ void __launch_bounds__(kWarps * 32) spmspv_prep(SpmspvArgs<T> a) {
         s_tasks[w] = total;
         total += c;
       }
-      s_base = total ? atomicAdd(&a.state->push_tasks, total) : 0;
+      s_base = total ? atomicAdd(push_tasks, total) : 0;
     }
     __syncthreads();
     if (n) {
@@ -125,17 +141,30 @@ __global__ void __launch_bounds__(kWarps * 32) spmspv_prep(SpmspvArgs<T> a) {
   if (threadIdx.x == 0) {
     unsigned c = 0;
     for (int w = 0; w < kWarps; ++w) c += s_count[w];
-    if (c) atomicAdd(&a.state->nonempty, c);
+    if (c) atomicAdd(nonempty, c);
+  }
+}
+
+template <typename T>
+__device__ __forceinline__ unsigned choose_direction(const SpmspvArgs<T>& a, unsigned nonempty) {
+#if DBS_DIR == 1
+  return 1;
+#elif DBS_DIR == 2
+  return 2;
+#else
+  return (float)nonempty < a.th3 * (float)a.block_cols ? 1u : 2u;
+#endif
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32) spmspv_prep(SpmspvArgs<T> a) {
+  __shared__ PrepShared sh;
+  prep_body(a, sh, &a.state->nonempty, &a.state->push_tasks);
+  if (threadIdx.x == 0) {
     __threadfence();
     if (atomicAdd(&a.state->prep_ticket, 1u) == gridDim.x - 1) {  // last block: all counted
       const unsigned ne = atomicAdd(&a.state->nonempty, 0u);
-#if DBS_DIR == 1
-      const unsigned dir = 1;
-#elif DBS_DIR == 2
-      const unsigned dir = 2;
-#else
-      const unsigned dir = (float)ne < a.th3 * (float)a.block_cols ? 1u : 2u;
-#endif
+      const unsigned dir = choose_direction(a, ne);
       a.state->direction = dir;
       a.state->last_direction = dir;
       a.state->last_nonempty = ne;
@@ -187,8 +216,8 @@ __device__ __forceinline__ void coo_by_lane(const SpmspvArgs<T>& a, const BlockM
 
 // Push: a warp per task (up to kPushChunk blocks of one active column block), grid-stride.
 template <typename T, typename SR>
-__device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, T* sx, T* scratch, int lane, int warp) {
-  const unsigned ntasks = *(volatile unsigned*)&a.state->ntasks;
+__device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, unsigned ntasks, T* sx, T* scratch,
+                                          int lane, int warp) {
   const int nwarps = gridDim.x * kWarps;
   for (unsigned t = blockIdx.x * kWarps + warp; t < ntasks; t += nwarps) {
     const uint2 task = a.tasks[t];
@@ -268,21 +297,74 @@ __device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], 
   }
 }
 
+// Both paths, after the direction is known. Shared memory lives in the kernels.
+template <typename T>
+struct ComputeShared {
+  T sx[kWarps][16], scratch[kWarps][32];
+#if DBS_DIR != 1
+  T sx_pull[kWarps][32][16];  // one staged x block per lane's matrix block
+#endif
+};
+
+template <typename T>
+__device__ __forceinline__ void compute_body(const SpmspvArgs<T>& a, ComputeShared<T>& sh, unsigned dir,
+                                             unsigned ntasks) {
+  using SR = DBS_SEMIRING<T>;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+#if DBS_DIR != 2
+  if (dir == 1) push_path<T, SR>(a, ntasks, sh.sx[warp], sh.scratch[warp], lane, warp);
+#endif
+#if DBS_DIR != 1
+  if (dir == 2) pull_path<T, SR>(a, sh.sx_pull[warp], sh.scratch[warp], lane, warp);
+#endif
+}
+
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_compute(SpmspvArgs<T> a) {
-  using SR = DBS_SEMIRING<T>;
-  __shared__ T sx[kWarps][16], scratch[kWarps][32];
-#if DBS_DIR != 1
-  __shared__ T sx_pull[kWarps][32][16];  // one staged x block per lane's matrix block
-#endif
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const unsigned dir = *(volatile unsigned*)&a.state->direction;
-#if DBS_DIR != 2
-  if (dir == 1) push_path<T, SR>(a, sx[warp], scratch[warp], lane, warp);
-#endif
-#if DBS_DIR != 1
-  if (dir == 2) pull_path<T, SR>(a, sx_pull[warp], scratch[warp], lane, warp);
-#endif
+  __shared__ ComputeShared<T> sh;
+  compute_body(a, sh, *(volatile unsigned*)&a.state->direction, *(volatile unsigned*)&a.state->ntasks);
+}
+
+// All blocks co-resident (cooperative launch): wait until every block has arrived.
+__device__ __forceinline__ void grid_barrier(unsigned* count, unsigned* gen) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned my_gen = *(volatile unsigned*)gen;  // read before arriving
+    __threadfence();
+    if (atomicAdd(count, 1u) == gridDim.x - 1) {
+      *count = 0;
+      __threadfence();
+      atomicAdd(gen, 1u);
+    } else {
+      while (*(volatile unsigned*)gen == my_gen) {
+      }
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
+// prep and compute in one cooperative launch: the paper's grid-level synchronisation. Meant to
+// save a launch; on the H200 the cooperative launch plus the barrier cost more than the launch it
+// saves (NOTES.md), so plans use it only when asked (SpmspvOptions::fused).
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_fused(SpmspvArgs<T> a) {
+  __shared__ PrepShared psh;
+  __shared__ ComputeShared<T> csh;
+  const unsigned g = *(volatile unsigned*)&a.state->gen;
+  prep_body(a, psh, &a.state->cnt_nonempty[g], &a.state->cnt_tasks[g]);
+  grid_barrier(&a.state->bar_count, &a.state->bar_gen);
+  const unsigned ne = *(volatile unsigned*)&a.state->cnt_nonempty[g];
+  const unsigned ntasks = *(volatile unsigned*)&a.state->cnt_tasks[g];
+  const unsigned dir = choose_direction(a, ne);
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    a.state->last_direction = dir;
+    a.state->last_nonempty = ne;
+    a.state->cnt_nonempty[g ^ 1u] = 0;  // the next run's set; no block of this run touches it
+    a.state->cnt_tasks[g ^ 1u] = 0;
+    a.state->gen = g ^ 1u;  // every block read gen before the barrier
+  }
+  compute_body(a, csh, dir, ntasks);
 }
 
 // Scatter for x given as (index, value) pairs, into the plan's dense x (kept all-zero between

@@ -110,5 +110,5 @@ TEST_CASE("SpmspvSourceMatchesGoldenAndCompilesOutAbsentTypes") {
   CHECK(ks.source == read_file(golden));
   CHECK(ks.source.find("#define DBS_HAS_DENSE 1") != std::string::npos);
   CHECK(ks.source.find("#define DBS_HAS_CSR 0") != std::string::npos);
-  CHECK(ks.name_expressions.size() == 4);
+  CHECK(ks.name_expressions.size() == 5);
 }

@@ -67,11 +67,12 @@ double run_error(const CsrMatrix<T>& a, const SpmspvPlan<T>& plan, const std::ve
 
 template <class T>
 void check_all_directions(const CsrMatrix<double>& ad, const Config* cfg, const char* what,
-                          std::initializer_list<double> densities = {1, 0.1, 0.01, 0.001, 0.0001, 0}) {
+                          std::initializer_list<double> densities = {1, 0.1, 0.01, 0.001, 0.0001, 0},
+                          bool fused = false) {
   const double tol = sizeof(T) == 4 ? 1e-5 : 1e-12;
   CsrMatrix<T> a = ad.cast<T>();
   for (auto dir : {SpmspvDirection::Auto, SpmspvDirection::Push, SpmspvDirection::Pull}) {
-    auto plan = ctx().plan_spmspv(a, SpmspvOptions{dir, cfg});
+    auto plan = ctx().plan_spmspv(a, SpmspvOptions{dir, cfg, fused});
     uint64_t seed = 1;
     for (double d : densities) {
       CAPTURE(std::string(what));
@@ -135,6 +136,15 @@ TEST_CASE("SpmspvMatchesReferenceOnGeneratedMatrices") {
     auto a = generate(spec);
     check_all_directions<float>(a, nullptr, spec);
     check_all_directions<double>(a, nullptr, spec);
+  }
+}
+
+TEST_CASE("SpmspvFusedPathMatchesReference") {
+  // The single cooperative launch (grid barrier between the mask pass and the compute).
+  for (const char* spec : {"fem:nodes=30000,k=3,blocks=9", "rmat:scale=14,ef=8"}) {
+    auto a = generate(spec);
+    check_all_directions<float>(a, nullptr, spec, {1, 0.1, 0.01, 0.001, 0.0001, 0}, true);
+    check_all_directions<double>(a, nullptr, spec, {0.1, 0.0001}, true);
   }
 }
 
