@@ -11,7 +11,8 @@ namespace {
 
 
 [[noreturn]] void bad_key(std::string_view text, const std::string& why) {
-  throw UsageError(fmt::format("bad spmv kernel key '{}': {} (form: spmv.scalar.f32.b256)", text, why));
+  throw UsageError(fmt::format(
+      "bad spmv kernel key '{}': {} (form: spmv.scalar.f32.b256, spmv.vector.f32.b256.l8)", text, why));
 }
 
 }  // namespace
@@ -19,31 +20,55 @@ namespace {
 const char* to_string(SpmvStrategy s) {
   switch (s) {
     case SpmvStrategy::Scalar: return "scalar";
+    case SpmvStrategy::Vector: return "vector";
+    case SpmvStrategy::Block: return "block";
+    case SpmvStrategy::LongRow: return "longrow";
   }
   return "?";
 }
 
 std::string SpmvKey::to_string() const {
-  return fmt::format("spmv.{}.{}.b{}", codegen::to_string(strategy), codegen::to_string(value),
-                     block_size);
+  std::string s = fmt::format("spmv.{}.{}.b{}", codegen::to_string(strategy),
+                              codegen::to_string(value), block_size);
+  if (strategy == SpmvStrategy::Vector) s += fmt::format(".l{}", lanes);
+  return s;
 }
+
+namespace {
+int parse_number(std::string_view text, std::string_view part, char prefix, const char* what) {
+  int v = 0;
+  if (part.size() < 2 || part[0] != prefix)
+    bad_key(text, fmt::format("{} part must be {}<number>", what, prefix));
+  auto [p, ec] = std::from_chars(part.data() + 1, part.data() + part.size(), v);
+  if (ec != std::errc() || p != part.data() + part.size()) bad_key(text, fmt::format("{} is not a number", what));
+  return v;
+}
+}  // namespace
 
 SpmvKey SpmvKey::parse(std::string_view text) {
   auto parts = split_key(text, '.');
-  if (parts.size() != 4) bad_key(text, "expected 4 dot-separated parts");
+  if (parts.size() < 4) bad_key(text, "expected at least 4 dot-separated parts");
   if (parts[0] != "spmv") bad_key(text, "op must be 'spmv'");
   SpmvKey k;
   if (parts[1] == "scalar") k.strategy = SpmvStrategy::Scalar;
+  else if (parts[1] == "vector") k.strategy = SpmvStrategy::Vector;
+  else if (parts[1] == "block") k.strategy = SpmvStrategy::Block;
+  else if (parts[1] == "longrow") k.strategy = SpmvStrategy::LongRow;
   else bad_key(text, fmt::format("unknown strategy '{}'", parts[1]));
+  if (parts.size() != (k.strategy == SpmvStrategy::Vector ? 5u : 4u))
+    bad_key(text, k.strategy == SpmvStrategy::Vector ? "vector keys end in .l<lanes>"
+                                                     : "only vector keys have a lanes part");
   if (parts[2] == "f32") k.value = ValueType::F32;
   else if (parts[2] == "f64") k.value = ValueType::F64;
   else bad_key(text, fmt::format("unknown value type '{}'", parts[2]));
-  auto b = parts[3];
-  if (b.size() < 2 || b[0] != 'b') bad_key(text, "block part must be b<threads>");
-  auto [p, ec] = std::from_chars(b.data() + 1, b.data() + b.size(), k.block_size);
-  if (ec != std::errc() || p != b.data() + b.size()) bad_key(text, "block size is not a number");
+  k.block_size = parse_number(text, parts[3], 'b', "block size");
   if (k.block_size < 32 || k.block_size > 1024 || k.block_size % 32 != 0)
     bad_key(text, "block size must be a multiple of 32 in [32, 1024]");
+  if (k.strategy == SpmvStrategy::Vector) {
+    k.lanes = parse_number(text, parts[4], 'l', "lanes");
+    if (k.lanes < 2 || k.lanes > 32 || (k.lanes & (k.lanes - 1)) != 0)
+      bad_key(text, "lanes must be 2, 4, 8, 16 or 32");
+  }
   return k;
 }
 
@@ -51,6 +76,26 @@ KernelSource make_source(const SpmvKey& key) {
   KernelSource ks;
   ks.key = key.to_string();
   const char* t = cuda_type(key.value);
+  const int b = key.block_size;
+  const char* header = "spmv_csr_scalar.cuh";
+  switch (key.strategy) {
+    case SpmvStrategy::Scalar:
+      ks.name_expressions = {fmt::format("dbs::spmv_csr_scalar<{}, {}>", t, b)};
+      break;
+    case SpmvStrategy::Vector:
+      header = "spmv_csr_vector.cuh";
+      ks.name_expressions = {fmt::format("dbs::spmv_csr_vector<{}, {}, {}>", t, b, key.lanes)};
+      break;
+    case SpmvStrategy::Block:
+      header = "spmv_csr_block.cuh";
+      ks.name_expressions = {fmt::format("dbs::spmv_csr_block<{}, {}>", t, b)};
+      break;
+    case SpmvStrategy::LongRow:
+      header = "spmv_csr_longrow.cuh";
+      ks.name_expressions = {fmt::format("dbs::spmv_longrow_partial<{}, {}>", t, b),
+                             fmt::format("dbs::spmv_longrow_finalize<{}>", t)};
+      break;
+  }
   // Key -> macros -> kernel (the GraphBLAS JIT's shape): the macros document the variant inside
   // the dumped source, and later templates switch code paths on them.
   ks.source = fmt::format(
@@ -58,17 +103,23 @@ KernelSource make_source(const SpmvKey& key) {
       "#define DBS_KEY \"{key}\"\n"
       "#define DBS_VALUE_T {t}\n"
       "#define DBS_BLOCK {b}\n"
-      "#include \"spmv_csr_scalar.cuh\"\n",
-      fmt::arg("key", ks.key), fmt::arg("t", t), fmt::arg("b", key.block_size));
+      "{lanes}"
+      "#include \"{header}\"\n",
+      fmt::arg("key", ks.key), fmt::arg("t", t), fmt::arg("b", b),
+      fmt::arg("lanes", key.strategy == SpmvStrategy::Vector ? fmt::format("#define DBS_LANES {}\n", key.lanes) : ""),
+      fmt::arg("header", header));
   ks.options = {"-std=c++17"};
-  ks.name_expressions = {fmt::format("dbs::spmv_csr_scalar<{}, {}>", t, key.block_size)};
   return ks;
 }
 
 std::vector<SpmvKey> spmv_search_space() {
   std::vector<SpmvKey> out;
-  for (auto v : {ValueType::F32, ValueType::F64})
+  for (auto v : {ValueType::F32, ValueType::F64}) {
     for (int b : {128, 256, 512}) out.push_back(SpmvKey{v, SpmvStrategy::Scalar, b});
+    for (int l : {2, 4, 8, 16, 32}) out.push_back(SpmvKey{v, SpmvStrategy::Vector, 256, l});
+    for (int b : {128, 256, 512}) out.push_back(SpmvKey{v, SpmvStrategy::Block, b});
+    out.push_back(SpmvKey{v, SpmvStrategy::LongRow, 256});
+  }
   return out;
 }
 

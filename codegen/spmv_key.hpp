@@ -1,6 +1,8 @@
 #pragma once
 // The SpMV kernel variant: a small value type with a stable text form (DESIGN.md §2), e.g.
-// "spmv.scalar.f32.b256". The text names the kernel, keys both caches and appears in logs.
+// "spmv.scalar.f32.b256" or "spmv.vector.f32.b256.l8". The text names the kernel, keys both caches
+// and appears in logs. Strategies follow adaptive-csr-spmv.txt: a thread, LANES lanes, a block,
+// or several blocks per row (long-row split, with a finalize pass).
 #include <compare>
 #include <string>
 #include <string_view>
@@ -11,13 +13,14 @@
 
 namespace dbsparse::codegen {
 
-enum class SpmvStrategy { Scalar };
+enum class SpmvStrategy { Scalar, Vector, Block, LongRow };
 const char* to_string(SpmvStrategy s);
 
 struct SpmvKey {
   ValueType value = ValueType::F32;
   SpmvStrategy strategy = SpmvStrategy::Scalar;
   int block_size = 256;  // threads per block: a multiple of 32 in [32, 1024]
+  int lanes = 0;         // Vector only: lanes per row, 2..32, a power of two; 0 otherwise
 
   std::string to_string() const;
   // Throws UsageError naming the malformed part.
@@ -25,7 +28,8 @@ struct SpmvKey {
   auto operator<=>(const SpmvKey&) const = default;
 };
 
-// Pure: key -> source, options and the kernel's name expression. Golden-tested.
+// Pure: key -> source, options and the kernels' name expressions (LongRow: partial, then
+// finalize). Golden-tested.
 KernelSource make_source(const SpmvKey& key);
 
 // Every variant the nvrtc tier compiles and `precompile --op spmv` fills the cache with.

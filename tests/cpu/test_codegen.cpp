@@ -28,13 +28,17 @@ TEST_CASE("SpmvKeyRoundTripsThroughText") {
     CHECK(SpmvKey::parse(k.to_string()).to_string() == k.to_string());
   }
   CHECK(SpmvKey{ValueType::F64, SpmvStrategy::Scalar, 128}.to_string() == "spmv.scalar.f64.b128");
+  CHECK(SpmvKey{ValueType::F32, SpmvStrategy::Vector, 256, 16}.to_string() == "spmv.vector.f32.b256.l16");
+  CHECK(SpmvKey{ValueType::F32, SpmvStrategy::LongRow, 512}.to_string() == "spmv.longrow.f32.b512");
 }
 
 TEST_CASE("SpmvKeyParseRejectsMalformedText") {
   for (const char* bad : {"", "spmv", "spmv.scalar.f32", "spmspv.scalar.f32.b256",
                           "spmv.vector.f32.b256", "spmv.scalar.f16.b256", "spmv.scalar.f32.256",
                           "spmv.scalar.f32.b100", "spmv.scalar.f32.b2048", "spmv.scalar.f32.bx",
-                          "spmv.scalar.f32.b256.extra"}) {
+                          "spmv.scalar.f32.b256.extra", "spmv.scalar.f32.b256.l8",
+                          "spmv.vector.f32.b256.l3", "spmv.vector.f32.b256.l64",
+                          "spmv.vector.f32.b256.x8", "spmv.block.f32.b256.l2"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(SpmvKey::parse(bad), UsageError);
   }
@@ -44,13 +48,15 @@ TEST_CASE("SpmvSourceMatchesGolden") {
   // To update after an intended change: write make_source(key).source over the golden file and
   // review the diff.
   for (const auto& key : {SpmvKey{ValueType::F32, SpmvStrategy::Scalar, 256},
-                          SpmvKey{ValueType::F64, SpmvStrategy::Scalar, 128}}) {
+                          SpmvKey{ValueType::F64, SpmvStrategy::Scalar, 128},
+                          SpmvKey{ValueType::F32, SpmvStrategy::Vector, 256, 8},
+                          SpmvKey{ValueType::F64, SpmvStrategy::LongRow, 256}}) {
     auto ks = make_source(key);
     auto golden = std::filesystem::path(DBS_SOURCE_DIR) / "tests" / "golden" / (ks.key + ".cu");
     REQUIRE_MESSAGE(std::filesystem::exists(golden), golden.string());
     CHECK(ks.source == read_file(golden));
     CHECK(ks.key == key.to_string());
-    REQUIRE(ks.name_expressions.size() == 1);
+    REQUIRE(ks.name_expressions.size() == (key.strategy == SpmvStrategy::LongRow ? 2u : 1u));
     CHECK(ks.name_expressions[0].find(key.value == ValueType::F32 ? "float" : "double") != std::string::npos);
   }
 }

@@ -1,0 +1,28 @@
+// CSR SpMV, LANES lanes per row (2..32, a power of two), reduced with shuffles: for rows too long
+// for one thread and too short for a block (adaptive-csr-spmv.txt, "subgroup rows").
+#pragma once
+#include "dbs_common.cuh"
+
+namespace dbs {
+
+template <typename T, int BLOCK, int LANES>
+__global__ void __launch_bounds__(BLOCK)
+spmv_csr_vector(int rows, const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
+                const T* __restrict__ vals, const T* __restrict__ x, T* __restrict__ y, T alpha,
+                T beta) {
+  static_assert(LANES >= 2 && LANES <= 32 && (LANES & (LANES - 1)) == 0, "lanes: power of two");
+  const long long gid = (long long)blockIdx.x * BLOCK + threadIdx.x;
+  const int row = (int)(gid / LANES), lane = (int)(gid % LANES);
+  // No early return: every lane of the warp must reach the shuffles.
+  const bool valid = row < rows;
+  T acc = T(0);
+  if (valid) {
+    const int end = row_ptr[row + 1];
+    for (int j = row_ptr[row] + lane; j < end; j += LANES) acc += vals[j] * load_ro(x + col_idx[j]);
+  }
+#pragma unroll
+  for (int o = LANES / 2; o; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o, LANES);
+  if (valid && lane == 0) axpby_store(y + row, acc, alpha, beta);
+}
+
+}  // namespace dbs
