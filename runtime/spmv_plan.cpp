@@ -6,6 +6,7 @@
 #include "dbsparse/features.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/module_registry.hpp"
+#include "runtime/spmv_strategy.hpp"
 
 namespace dbsparse {
 
@@ -32,14 +33,13 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
   plan.config_ = config;
 
   // Problem -> key: the config decides the variant; the key is all the JIT sees.
-  codegen::SpmvKey key;
-  key.value = codegen::value_type_of<T>();
-  key.block_size = plan.config_.params.value("block_size", 256);
+  const codegen::SpmvKey key =
+      choose_spmv_key(plan.config_.params, a.rows, a.nnz(), codegen::value_type_of<T>());
   auto loaded = modules_->get(codegen::make_source(key), info_.arch());
   plan.fn_ = loaded.fn;
   plan.kernel_ = loaded.info;
   plan.block_ = static_cast<unsigned>(key.block_size);
-  plan.grid_ = static_cast<unsigned>((static_cast<int64_t>(a.rows) + key.block_size - 1) / key.block_size);
+  plan.grid_ = static_cast<unsigned>(spmv_grid(key, a.rows));
 
   plan.row_ptr_ = DeviceBuffer<int32_t>(std::span<const int32_t>(a.row_ptr));
   plan.col_idx_ = DeviceBuffer<int32_t>(std::span<const int32_t>(a.col_idx));

@@ -118,3 +118,31 @@ TEST_CASE("SpmvPlanRecordsWhereItsConfigAndKernelCameFrom") {
   CHECK(again.kernel().origin == "loaded");  // same context: module already resident
   CHECK(plan.explain().find("spmv.scalar.f32.b256") != std::string::npos);
 }
+
+TEST_CASE("SpmvStrategiesMatchReference") {
+  // Vector (every width), block per row and the uniform choice, on short, medium and long rows.
+  std::vector<nlohmann::json> configs = {{{"strategy", "block"}}, {{"strategy", "auto"}}};
+  for (int l : {2, 4, 8, 16, 32}) configs.push_back({{"strategy", "vector"}, {"lanes", l}});
+  for (const char* spec : {"stencil2d:n=300", "fem:nodes=60000,k=3,blocks=9", "rmat:scale=14,ef=8",
+                           "powerlaw:n=20000,avg=40,alpha=1.5,max=15000"}) {
+    auto ad = generate(spec);
+    for (const auto& params : configs) {
+      CAPTURE(spec);
+      CAPTURE(params.dump());
+      Config cfg{"spmv", params, ConfigSource::Explicit, "test"};
+      for (double beta : {0.0, 0.5}) {
+        auto a = ad.cast<float>();
+        auto x = dbs_test::random_vector<float>(a.cols, 7);
+        auto y0 = dbs_test::random_vector<float>(a.rows, 8);
+        auto ref = reference::spmv(a, std::span<const float>(x), 1.5, beta, std::span<const float>(y0));
+        auto plan = ctx().plan_spmv(a, cfg);
+        Stream s(ctx());
+        DeviceBuffer<float> dx{std::span<const float>(x)}, dy{std::span<const float>(y0)};
+        plan.run(dx, dy, s, 1.5f, static_cast<float>(beta));
+        s.synchronize();
+        auto got = dy.download();
+        CHECK(reference::relative_error(std::span<const double>(ref), std::span<const float>(got)) <= kTolF32);
+      }
+    }
+  }
+}

@@ -75,7 +75,10 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
   }
   {
     std::vector<SpmvPlan<T>> plans;
-    for (int c = 0; c < copies; ++c) plans.push_back(ctx.plan_spmv(p.a));
+    Config forced{"spmv", default_params("spmv"), ConfigSource::Explicit, "bench --strategy"};
+    forced.params["strategy"] = opt.strategy;
+    for (int c = 0; c < copies; ++c)
+      plans.push_back(opt.strategy.empty() ? ctx.plan_spmv(p.a) : ctx.plan_spmv(p.a, forced));
     ys[0].fill_bytes(0xFF);  // NaN: an unwritten row cannot pass
     plans[0].run(xs[0], ys[0], stream);
     stream.synchronize();
@@ -83,7 +86,8 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
     auto t = time_on_stream(stream.handle(), opt.timing, [&](int64_t i) {
       plans[i % copies].run(xs[i % copies], ys[i % copies], stream);
     });
-    auto row = make_row(m, p, "dbsparse", t, copy_gbs, err, copies);
+    auto row = make_row(m, p, opt.strategy.empty() ? "dbsparse" : "dbsparse-" + opt.strategy, t,
+                        copy_gbs, err, copies);
     row.key = plans[0].kernel().key;
     row.config_source = to_string(plans[0].config_source());
     row.kernel_origin = plans[0].kernel().origin;

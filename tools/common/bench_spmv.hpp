@@ -25,6 +25,9 @@ struct SpmvBenchOptions {
   std::vector<std::string> precisions{"f32"};
   TimingOptions timing;
   bool baselines = true;  // cuSPARSE ALG1 and ALG2
+  // Forces dbsparse's strategy (scalar, vector, block, auto) instead of the tuning DB's config,
+  // for ablation; empty: the config look-up decides.
+  std::string strategy;
 };
 
 // Appends one row per implementation and precision for this matrix.

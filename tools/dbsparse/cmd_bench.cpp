@@ -24,6 +24,7 @@ struct BenchArgs {
   bool no_shared = false, no_baselines = false;
   std::vector<std::string> precisions{"f32"};
   std::vector<double> densities{0.1, 0.01, 0.001, 0.0001};
+  std::string strategy;
   tools::TimingOptions timing;
   std::string json_path;
 };
@@ -72,6 +73,7 @@ nlohmann::json run_spmv(const BenchArgs& a, Context& ctx, const Stream& stream,
   opt.precisions = a.precisions;
   opt.timing = a.timing;
   opt.baselines = !a.no_baselines;
+  opt.strategy = a.strategy;
   std::vector<tools::BenchRow> rows;
   tools::print_bench_header();
   for_each_matrix(specs, [&](const NamedMatrix& m, bool) {
@@ -134,6 +136,9 @@ Runner add_bench(CLI::App& sub_ref) {
                   "default 0.1,0.01,0.001,0.0001")
       ->delimiter(',')
       ->check(CLI::Range(0.0, 1.0));
+  sub->add_option("--strategy", a->strategy,
+                  "spmv only: force dbsparse's strategy for ablation (default: the tuning DB's config)")
+      ->check(CLI::IsMember({"scalar", "vector", "block", "auto"}));
   sub->add_option("--reps", a->timing.samples, "Timed samples; the median is reported")
       ->check(CLI::Range(1, 10000));
   sub->add_option("--batch", a->timing.batch, "Back-to-back calls per timed sample")
