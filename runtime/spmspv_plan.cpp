@@ -42,13 +42,15 @@ int block_weight(uint8_t type) {
   }
 }
 
-int64_t aux_bytes(const BlockMeta& m) {
+// Index bytes the pull path reads for a visited block: patched CSR is read by its row walk
+// (row_ptr + row_mask), never through its column part.
+int64_t aux_bytes_read(const BlockMeta& m) {
   switch (static_cast<BlockType>(m.type)) {
     case BlockType::Coo: return m.nnz;
     case BlockType::Dense: return 0;
     case BlockType::ForceCsr:
-    case BlockType::ForceCsc: return 66;
-    case BlockType::PatchedCsr: return 100 + m.nnz;
+    case BlockType::ForceCsc:
+    case BlockType::PatchedCsr: return 66;
   }
   return 0;
 }
@@ -264,7 +266,7 @@ int64_t SpmspvPlan<T>::pull_bytes_visited(std::span<const int32_t> x_indices) co
   for (const auto& m : p.host_meta) {
     if (!active[m.col]) continue;
     const int64_t nvals = m.type == static_cast<uint8_t>(BlockType::Dense) ? 256 : m.nnz;
-    bytes += static_cast<int64_t>(sizeof(BlockMeta)) + nvals * static_cast<int64_t>(sizeof(T)) + aux_bytes(m);
+    bytes += static_cast<int64_t>(sizeof(BlockMeta)) + nvals * static_cast<int64_t>(sizeof(T)) + aux_bytes_read(m);
   }
   // x read by prep, the active x entries, y zeroed by prep and written by pull, segments.
   bytes += static_cast<int64_t>(p.cols) * sizeof(T) + static_cast<int64_t>(x_indices.size()) * sizeof(T);

@@ -45,7 +45,7 @@ struct SpmspvArgs {
   const BlockMeta* meta;
   const T* values;
   const unsigned char* aux;
-  const int4* segments;  // pull: {row block, first block, end block (at most 32 blocks), 1 if alone in its row block}
+  const int4* segments;  // pull: {row block, first block, end block (at most 16 blocks), 1 if alone in its row block}
   uint2* tasks;          // push: {column block, first CSC position}
   SpmspvState* state;
   unsigned short* xmask;
@@ -216,8 +216,8 @@ __device__ __forceinline__ void coo_by_lane(const SpmspvArgs<T>& a, const BlockM
 
 // Push: a warp per task (up to kPushChunk blocks of one active column block), grid-stride.
 template <typename T, typename SR>
-__device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, unsigned ntasks, T* sx, T* scratch,
-                                          int lane, int warp) {
+__device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, unsigned ntasks, T* sx, int lane,
+                                          int warp) {
   const int nwarps = gridDim.x * kWarps;
   for (unsigned t = blockIdx.x * kWarps + warp; t < ntasks; t += nwarps) {
     const uint2 task = a.tasks[t];
@@ -235,7 +235,7 @@ __device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, unsigned ntask
     for (; rest; rest &= rest - 1) {
       const int j = __ffs(rest) - 1;
       const BlockMeta m = shfl_meta(mine, j);
-      const T v = block_product<T, SR>(m, xm, sx, a.values, a.aux, scratch, lane);
+      const T v = block_product<T, SR>(m, xm, sx, a.values, a.aux, lane);
       const int row = m.row * 16 + lane;
       if (lane < 16 && row < a.rows && v != SR::zero()) SR::atomic_add(&a.y[row], v);
     }
@@ -284,7 +284,7 @@ __device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], 
       // Inactive entries must read as zero: the Dense microkernel multiplies every column.
       if (lane < 16 && !((xm >> lane) & 1u)) sxs[j][lane] = SR::zero();
       __syncwarp();
-      T v = block_product<T, SR>(m, xm, sxs[j], a.values, a.aux, scratch, lane);
+      T v = block_product<T, SR>(m, xm, sxs[j], a.values, a.aux, lane);
       v = __shfl_sync(kFull, v, li);  // row r's sum, now in lanes r and 16 + r
       if ((j >> 4) == half) acc = SR::add(acc, v);
       __syncwarp();
@@ -300,9 +300,12 @@ __device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], 
 // Both paths, after the direction is known. Shared memory lives in the kernels.
 template <typename T>
 struct ComputeShared {
-  T sx[kWarps][16], scratch[kWarps][32];
+#if DBS_DIR != 2
+  T sx[kWarps][16];           // push: the task's x block
+#endif
 #if DBS_DIR != 1
-  T sx_pull[kWarps][32][16];  // one staged x block per lane's matrix block
+  T sx_pull[kWarps][32][16];  // pull: one staged x block per lane's matrix block
+  T scratch[kWarps][32];      // pull: COO partials of the warp's two segments
 #endif
 };
 
@@ -312,7 +315,7 @@ __device__ __forceinline__ void compute_body(const SpmspvArgs<T>& a, ComputeShar
   using SR = DBS_SEMIRING<T>;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #if DBS_DIR != 2
-  if (dir == 1) push_path<T, SR>(a, ntasks, sh.sx[warp], sh.scratch[warp], lane, warp);
+  if (dir == 1) push_path<T, SR>(a, ntasks, sh.sx[warp], lane, warp);
 #endif
 #if DBS_DIR != 1
   if (dir == 2) pull_path<T, SR>(a, sh.sx_pull[warp], sh.scratch[warp], lane, warp);

@@ -1,7 +1,8 @@
-// DB-SpMSpV block microkernels (db-spmspv-icpp26 Alg. 2-4 and their counterparts). Each one
-// multiplies one 16×16 block by its 16-element x block for one warp, and leaves row r's partial in
-// lane r (r < 16); other lanes return zero. Which microkernel runs is decided per block by its type
-// and the popcount of the x block's mask: the local half of the two-level adaptivity.
+// DB-SpMSpV block microkernels (db-spmspv-icpp26 Alg. 2-4). Each one multiplies one 16×16 block
+// by its 16-element x block for one warp, and leaves row r's partial in lane r (r < 16); other
+// lanes return zero. Which microkernel runs is decided per block by its type and, for Dense, the
+// popcount of the x block's mask: the local half of the two-level adaptivity. COO blocks are too
+// small for a warp; spmspv.cuh walks each with a single lane (coo_by_lane).
 #pragma once
 #include "dbs_common.cuh"
 
@@ -35,29 +36,6 @@ template <typename T>
 __device__ __forceinline__ T shfl_xor(T v, int m) { return __shfl_xor_sync(kFull, v, m); }
 template <typename T>
 __device__ __forceinline__ T shfl(T v, int src) { return __shfl_sync(kFull, v, src); }
-
-// Patched-CSR blocks use their column walk only up to this many active x entries, the row walk
-// above. The paper's criterion is work; on the H200 the column walk's chain of four dependent loads
-// (col_ptr, packed byte, row_ptr, value) lost to the row walk's two at every density measured
-// (2026-11-29, NOTES.md), so the default never takes it. Kept as a tunable.
-#ifndef DBS_PCSR_PULL_CUTOFF
-#define DBS_PCSR_PULL_CUTOFF 0
-#endif
-
-// COO: lanes stride over the packed (r<<4|c) entries; rows collide, so partials meet in shared.
-template <typename T, typename SR>
-__device__ __forceinline__ T coo_block(const BlockMeta& m, unsigned xm, const T* sx, const T* val,
-                       const unsigned char* aux, T* scratch, int lane) {
-  if (lane < 16) scratch[lane] = SR::zero();
-  __syncwarp();
-  for (int k = lane; k < m.nnz; k += 32) {
-    unsigned b = aux[k];
-    unsigned c = b & 15u;
-    if ((xm >> c) & 1u) SR::atomic_add(&scratch[b >> 4], SR::mul(val[k], sx[c]));
-  }
-  __syncwarp();
-  return lane < 16 ? scratch[lane] : SR::zero();
-}
 
 // Dense (Alg. 4): two rows per step, 16 lanes per row, coalesced 64-byte row loads. With one or
 // two active columns, reading only those columns touches fewer sectors than all 256 values.
@@ -125,38 +103,13 @@ __device__ __forceinline__ T csc_cols(unsigned xm, const T* sx, const T* val, co
   return lane < 16 ? sum : SR::zero();
 }
 
-// Patched CSR, column walk: for each active column, one lane per entry; the packed byte gives the
-// row and the entry's position in that row, so the row-major values serve push too.
-template <typename T, typename SR>
-__device__ __forceinline__ T pcsr_cols(unsigned xm, const T* sx, const T* val, const unsigned short* row_ptr,
-                       const unsigned short* col_ptr, const unsigned char* bytes, T* scratch,
-                       int lane) {
-  if (lane < 16) scratch[lane] = SR::zero();
-  __syncwarp();
-  for (unsigned a = xm; a; a &= a - 1) {
-    int c = __ffs(a) - 1;
-    int k = col_ptr[c] + lane;
-    if (k < col_ptr[c + 1]) {  // at most 16 entries, all in distinct rows: no collisions
-      unsigned b = bytes[k];
-      unsigned r = b >> 4;
-      scratch[r] = SR::add(scratch[r], SR::mul(val[row_ptr[r] + (b & 15u)], sx[c]));
-    }
-    __syncwarp();
-  }
-  return lane < 16 ? scratch[lane] : SR::zero();
-}
-
 template <typename T, typename SR>
 __device__ __forceinline__ T block_product(const BlockMeta& m, unsigned xm, const T* sx,
-                                           const T* values, const unsigned char* aux_all,
-                                           T* scratch, int lane) {
+                                           const T* values, const unsigned char* aux_all, int lane) {
   const T* val = values + m.val_off;
   const unsigned char* aux = aux_all + m.aux_off;
   const unsigned short* a16 = reinterpret_cast<const unsigned short*>(aux);
   switch (m.type) {
-#if DBS_HAS_COO
-    case kCoo: return coo_block<T, SR>(m, xm, sx, val, aux, scratch, lane);
-#endif
 #if DBS_HAS_DENSE
     case kDense: return dense_block<T, SR>(xm, sx, val, lane);
 #endif
@@ -167,9 +120,9 @@ __device__ __forceinline__ T block_product(const BlockMeta& m, unsigned xm, cons
     case kForceCsc: return csc_cols<T, SR>(xm, sx, val, a16, a16 + 17, lane);
 #endif
 #if DBS_HAS_PCSR
-    case kPatchedCsr:
-      if (__popc(xm) > DBS_PCSR_PULL_CUTOFF) return csr_rows<T, SR>(xm, sx, val, a16, a16 + 17, lane);
-      return pcsr_cols<T, SR>(xm, sx, val, a16, a16 + 33, aux + 100, scratch, lane);
+    // The row walk (two dependent loads) beat the column walk through the packed bytes (four)
+    // at every density measured on the H200 (NOTES.md, step 5): patched CSR reads as ForceCSR.
+    case kPatchedCsr: return csr_rows<T, SR>(xm, sx, val, a16, a16 + 17, lane);
 #endif
     default: return SR::zero();
   }

@@ -1,4 +1,6 @@
 #include "tools/common/bench_spmspv.hpp"
+#include "runtime/hash.hpp"
+#include "tools/common/bench_random.hpp"
 
 #include <fmt/format.h>
 
@@ -37,18 +39,8 @@ uint64_t splitmix64(uint64_t z) {
 
 // Same x for a (matrix, density) in every run, every impl and both precisions.
 uint64_t x_seed(const std::string& matrix, double density) {
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a
-  for (unsigned char c : matrix) h = (h ^ c) * 1099511628211ULL;
-  return splitmix64(h ^ std::bit_cast<uint64_t>(density));
+  return splitmix64(Fnv1a64().add(matrix).value() ^ std::bit_cast<uint64_t>(density));
 }
-
-struct Lcg {
-  uint64_t s;
-  uint64_t next() { return s = s * 6364136223846793005ULL + 1442695040888963407ULL; }
-  // An LCG's high bits are its good ones: scale them rather than taking a remainder.
-  uint32_t below(uint32_t n) { return static_cast<uint32_t>(((next() >> 32) * n) >> 32); }
-  double unit() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
-};
 
 template <class T>
 struct SparseX {

@@ -1,4 +1,5 @@
 #include "tools/common/bench_spmv.hpp"
+#include "tools/common/bench_random.hpp"
 
 #include <fmt/format.h>
 
@@ -12,13 +13,9 @@ namespace dbsparse::tools {
 namespace {
 
 std::vector<double> random_x(int32_t n, uint64_t seed) {
-  // A fixed LCG, so every run and every implementation multiplies the same x.
   std::vector<double> x(n);
-  uint64_t s = seed;
-  for (auto& v : x) {
-    s = s * 6364136223846793005ULL + 1442695040888963407ULL;
-    v = static_cast<double>(s >> 11) * 0x1.0p-53 * 2.0 - 1.0;
-  }
+  Lcg rng{seed};
+  for (auto& v : x) v = rng.unit() * 2.0 - 1.0;
   return x;
 }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
@@ -60,8 +61,10 @@ void for_each_matrix(const std::vector<std::string>& specs,
 
 // How the kernels were obtained: the JIT cost a user pays once per process.
 void print_jit(const std::vector<const tools::BenchRow*>& rows) {
+  std::set<std::string> shown;  // rows of one plan repeat its kernel: one line per key
   for (const auto* r : rows)
-    if (!r->key.empty() && r->kernel_origin != "loaded" && r->kernel_origin != "memory")
+    if (!r->key.empty() && r->kernel_origin != "loaded" && r->kernel_origin != "memory" &&
+        shown.insert(r->key).second)
       fmt::print("jit: {} from {}: {:.2f} ms + module load {:.2f} ms\n", r->key, r->kernel_origin,
                  r->acquire_ms, r->load_ms);
 }
