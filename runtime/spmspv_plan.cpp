@@ -23,16 +23,16 @@ struct ArgsHost {
   uint64_t blk_col_idx, blk_col_ptr, csc2csr, meta, values, aux, segments, tasks, state, xmask, x, y;
   int32_t rows, cols, block_cols, nsegments;
   float th3;
-  int32_t pad;
+  int32_t ntasks;
 };
 static_assert(sizeof(ArgsHost) == 120);
 
 // Mirror of dbs::SpmspvState.
 struct StateHost {
-  uint32_t nonempty, push_tasks, direction, prep_ticket, ntasks, last_direction, last_nonempty;
-  uint32_t gen, cnt_nonempty[2], cnt_tasks[2], bar_count, bar_gen, pad;
+  uint32_t nonempty, direction, prep_ticket, last_direction, last_nonempty;
+  uint32_t gen, cnt_nonempty[2], bar_count, bar_gen;
 };
-static_assert(sizeof(StateHost) == 60);
+static_assert(sizeof(StateHost) == 40);
 
 int block_weight(uint8_t type) {
   switch (static_cast<BlockType>(type)) {
@@ -73,7 +73,7 @@ struct SpmspvPlan<T>::Impl {
   SpmspvStats stats;
   Config config;
   KernelInfo kernel;
-  float th3 = 0.01f;
+  float th3 = 0.4f;  // the effective xb threshold, th3 / max(1, nnz per block)
   DeviceBuffer<int32_t> blk_col_idx, blk_col_ptr, csc2csr;
   DeviceBuffer<BlockMeta> meta;
   DeviceBuffer<T> values;
@@ -111,7 +111,7 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
                          : lookup_config(info_.record().fingerprint, structure_fingerprint(a), "spmspv");
   const auto& prm = p->config.params;
   DbThresholds th{prm.value("th0", 32), prm.value("th1", 128), prm.value("th2", 2.0)};
-  p->th3 = static_cast<float>(prm.value("th3", 0.01));
+  p->th3 = static_cast<float>(prm.value("th3", default_params("spmspv")["th3"].get<double>()));
 
   auto t0 = std::chrono::steady_clock::now();
   DbMatrix<T> db = csr_to_db(a, th);
@@ -119,6 +119,9 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->stats.storage.convert_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   p->block_cols = db.block_cols;
+  const double nnz_per_block = db.blocks() ? static_cast<double>(a.nnz()) / static_cast<double>(db.blocks()) : 1.0;
+  p->th3 = static_cast<float>(p->th3 / std::max(1.0, nnz_per_block));
+  p->stats.xb_threshold = p->th3;
 
   // Pull: row blocks cut into segments by format weight; a segment alone in its row block writes
   // y directly, the others add atomically.
@@ -137,10 +140,18 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
     if (segs.size() - first == 4) segs[first + 3] = 1;
   }
   p->stats.pull_segments = static_cast<int64_t>(segs.size() / 4);
-  int64_t max_tasks = 0;
+  // Push: every chunk of every column block, listed once; the push path keeps the ones whose x
+  // block is non-empty, so no run has to build a work list.
+  std::vector<uint32_t> tasks;
   for (int32_t c = 0; c < db.block_cols; ++c)
-    max_tasks += (db.blk_col_ptr[c + 1] - db.blk_col_ptr[c] + kPushChunk - 1) / kPushChunk;
-  p->stats.push_tasks_max = max_tasks;
+    for (int32_t b = db.blk_col_ptr[c]; b < db.blk_col_ptr[c + 1]; b += kPushChunk) {
+      const uint32_t nb = static_cast<uint32_t>(std::min(kPushChunk, db.blk_col_ptr[c + 1] - b));
+      tasks.push_back(static_cast<uint32_t>(c) | ((nb - 1) << 28));
+      tasks.push_back(static_cast<uint32_t>(b));
+    }
+  if (tasks.size() / 2 > static_cast<size_t>(INT32_MAX))
+    throw UsageError(fmt::format("plan_spmspv: {} push tasks exceed the 32-bit task count", tasks.size() / 2));
+  p->stats.push_tasks_max = static_cast<int64_t>(tasks.size() / 2);
 
   // Problem -> key: direction, value type and the block types present.
   codegen::SpmspvKey key;
@@ -164,7 +175,8 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->values = DeviceBuffer<T>(std::span<const T>(db.values));
   p->aux = DeviceBuffer<uint8_t>(std::span<const uint8_t>(db.aux));
   p->segments = DeviceBuffer<int32_t>(std::span<const int32_t>(segs));
-  p->tasks = DeviceBuffer<uint32_t>(static_cast<size_t>(std::max<int64_t>(max_tasks, 1)) * 2);
+  if (tasks.empty()) tasks.assign(2, 0);
+  p->tasks = DeviceBuffer<uint32_t>(std::span<const uint32_t>(tasks));
   p->state = DeviceBuffer<StateHost>(1);
   p->state.fill_bytes(0);
   p->xmask = DeviceBuffer<uint16_t>(static_cast<size_t>(std::max(db.block_cols, 1)));
@@ -213,7 +225,7 @@ void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream) const {
                 p.aux.ptr(),         p.segments.ptr(), p.tasks.ptr(), p.state.ptr(),
                 p.xmask.ptr(),       x,                y,             p.rows,
                 p.cols,              p.block_cols,     static_cast<int32_t>(p.stats.pull_segments),
-                p.th3,               0};
+                p.th3,               static_cast<int32_t>(p.stats.push_tasks_max)};
   void* params[] = {&args};
   if (p.fused_grid) {
     DBS_CU(cuLaunchCooperativeKernel(p.fused, p.fused_grid, 1, 1, kWarps * 32, 1, 1, 0,
@@ -291,9 +303,9 @@ template <class T>
 std::string SpmspvPlan<T>::explain() const {
   const Impl& p = *impl_;
   return fmt::format(
-      "spmspv plan: {} x {}, nnz {}, {} blocks, {} pull segments, {} push tasks at most\n"
+      "spmspv plan: {} x {}, nnz {}, {} blocks, {} pull segments, {} push tasks; push while xb < {:.4g}\n"
       "  config ({}): {}{}\n  kernel: {} (binary from {}: {:.2f} ms; module load {:.2f} ms)\n{}",
-      p.rows, p.cols, p.nnz, p.host_meta.size(), p.stats.pull_segments, p.stats.push_tasks_max,
+      p.rows, p.cols, p.nnz, p.host_meta.size(), p.stats.pull_segments, p.stats.push_tasks_max, p.th3,
       to_string(p.config.source), p.config.params.dump(),
       p.config.note.empty() ? "" : "  [" + p.config.note + "]", p.kernel.key, p.kernel.origin,
       p.kernel.acquire_ms, p.kernel.load_ms, p.stats.storage.to_text());

@@ -1,6 +1,6 @@
 // DB-SpMSpV: the global half of the two-level adaptivity. spmspv_prep builds the x block masks on
-// the GPU (ballot, one atomic per thread block), lists the push work, zeroes y and, in its last
-// block, picks the direction; spmspv_compute reads that device-side flag and runs push or pull. No
+// the GPU (ballot, one atomic per thread block), zeroes y and, in its last block, picks the
+// direction; spmspv_compute reads that device-side flag and runs push or pull. No
 // host round trip between them, so plan.run() never synchronises.
 //
 // Macros from the generated source: DBS_VALUE_T, DBS_DIR (0 auto, 1 push only, 2 pull only),
@@ -21,20 +21,16 @@ constexpr int kComputeBlocksPerSm = 12;
 // it has copied what spmspv_compute needs into the fields that survive until the next run.
 struct SpmspvState {
   unsigned nonempty;        // non-empty x blocks, counted by prep
-  unsigned push_tasks;      // push tasks appended by prep
   unsigned direction;       // 1 push, 2 pull: written by prep's last block
   unsigned prep_ticket;
-  unsigned ntasks;          // push_tasks, frozen by prep's last block for spmspv_compute
   unsigned last_direction;  // kept for the host to read back
   unsigned last_nonempty;
-  // The fused kernel (one launch): counters alternate between two sets by run, so the set a run
-  // uses is never the one being cleared for the next; bar_* is its grid barrier.
+  // The fused kernel (one launch): the counter alternates between two slots by run, so the slot a
+  // run uses is never the one being cleared for the next; bar_* is its grid barrier.
   unsigned gen;
   unsigned cnt_nonempty[2];
-  unsigned cnt_tasks[2];
   unsigned bar_count;
   unsigned bar_gen;
-  unsigned pad;
 };
 
 template <typename T>
@@ -46,39 +42,34 @@ struct SpmspvArgs {
   const T* values;
   const unsigned char* aux;
   const int4* segments;  // pull: {row block, first block, end block (at most 16 blocks), 1 if alone in its row block}
-  uint2* tasks;          // push: {column block, first CSC position}
+  const uint2* tasks;    // push: {column block | (blocks - 1) << 28, first CSC position}, every chunk of every column
   SpmspvState* state;
   unsigned short* xmask;
   const T* x;
   T* y;
   int rows, cols, block_cols, nsegments;
   float th3;
-  int pad;
+  int ntasks;
 };
 
 constexpr int kPairsPerWarp = 8;  // x block pairs (32 elements each) per prep warp
 
 struct PrepShared {
-  unsigned count[kWarps], tasks[kWarps], base;
+  unsigned count[kWarps];
 };
 
-// x block masks, the push task list and y = 0, counting into the given counters. Shared by the
-// two-launch path (spmspv_prep) and the fused kernel.
+// x block masks and y = 0, counting the non-empty x blocks into *nonempty. Push work is not listed
+// here: the push path scans the plan's static task list against the masks itself, so prep is the
+// same cheap pass whichever direction wins. Shared by the two-launch path and the fused kernel.
 template <typename T>
-__device__ __forceinline__ void prep_body(const SpmspvArgs<T>& a, PrepShared& sh, unsigned* nonempty,
-                                          unsigned* push_tasks) {
-  unsigned* s_count = sh.count;
-  unsigned* s_tasks = sh.tasks;
-  unsigned& s_base = sh.base;
+__device__ __forceinline__ void prep_body(const SpmspvArgs<T>& a, PrepShared& sh, unsigned* nonempty) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int gwarp = blockIdx.x * kWarps + warp, nwarps = gridDim.x * kWarps;
   const int pairs = (a.block_cols + 1) / 2;
   unsigned my_count = 0;
-  const int rounds = (pairs + nwarps * kPairsPerWarp - 1) / (nwarps * kPairsPerWarp);
-  for (int round = 0; round < rounds; ++round) {
+  for (int first = gwarp * kPairsPerWarp; first < pairs; first += nwarps * kPairsPerWarp) {
     // A warp owns kPairsPerWarp consecutive pairs; all their x loads are issued before any ballot,
     // so the round waits on one memory latency, not eight.
-    const int first = (round * nwarps + gwarp) * kPairsPerWarp;
     bool nz[kPairsPerWarp];
 #pragma unroll
     for (int s = 0; s < kPairsPerWarp; ++s) {
@@ -92,43 +83,11 @@ __device__ __forceinline__ void prep_body(const SpmspvArgs<T>& a, PrepShared& sh
       if (lane == s) my_bits = bits;
     }
     const int pair = first + lane, b0 = 2 * pair;
-    unsigned t0 = 0, t1 = 0;
     if (lane < kPairsPerWarp && pair < pairs) {
       a.xmask[b0] = my_bits & 0xffffu;
       if (b0 + 1 < a.block_cols) a.xmask[b0 + 1] = my_bits >> 16;
       my_count += ((my_bits & 0xffffu) != 0) + ((my_bits >> 16) != 0);
-#if DBS_DIR != 2
-      if (my_bits & 0xffffu) t0 = (a.blk_col_ptr[b0 + 1] - a.blk_col_ptr[b0] + kPushChunk - 1) / kPushChunk;
-      if (my_bits >> 16) t1 = (a.blk_col_ptr[b0 + 2] - a.blk_col_ptr[b0 + 1] + kPushChunk - 1) / kPushChunk;
-#endif
     }
-#if DBS_DIR != 2
-    // Warp scan of the task counts, then one atomic per thread block per round.
-    unsigned n = t0 + t1, incl = n;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      unsigned v = __shfl_up_sync(kFull, incl, o);
-      if (lane >= o) incl += v;
-    }
-    if (lane == 31) s_tasks[warp] = incl;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      unsigned total = 0;
-      for (int w = 0; w < kWarps; ++w) {
-        unsigned c = s_tasks[w];
-        s_tasks[w] = total;
-        total += c;
-      }
-      s_base = total ? atomicAdd(push_tasks, total) : 0;
-    }
-    __syncthreads();
-    if (n) {
-      unsigned o = s_base + s_tasks[warp] + incl - n;
-      for (unsigned k = 0; k < t0; ++k) a.tasks[o++] = make_uint2(b0, a.blk_col_ptr[b0] + k * kPushChunk);
-      for (unsigned k = 0; k < t1; ++k) a.tasks[o++] = make_uint2(b0 + 1, a.blk_col_ptr[b0 + 1] + k * kPushChunk);
-    }
-    __syncthreads();
-#endif
   }
   // y starts at zero: push adds into it and pull adds where a row block spans segments.
   for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < a.rows; r += gridDim.x * blockDim.x)
@@ -136,11 +95,11 @@ __device__ __forceinline__ void prep_body(const SpmspvArgs<T>& a, PrepShared& sh
 
 #pragma unroll
   for (int o = 16; o; o >>= 1) my_count += __shfl_xor_sync(kFull, my_count, o);
-  if (lane == 0) s_count[warp] = my_count;
+  if (lane == 0) sh.count[warp] = my_count;
   __syncthreads();
   if (threadIdx.x == 0) {
     unsigned c = 0;
-    for (int w = 0; w < kWarps; ++w) c += s_count[w];
+    for (int w = 0; w < kWarps; ++w) c += sh.count[w];
     if (c) atomicAdd(nonempty, c);
   }
 }
@@ -159,7 +118,7 @@ __device__ __forceinline__ unsigned choose_direction(const SpmspvArgs<T>& a, uns
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32) spmspv_prep(SpmspvArgs<T> a) {
   __shared__ PrepShared sh;
-  prep_body(a, sh, &a.state->nonempty, &a.state->push_tasks);
+  prep_body(a, sh, &a.state->nonempty);
   if (threadIdx.x == 0) {
     __threadfence();
     if (atomicAdd(&a.state->prep_ticket, 1u) == gridDim.x - 1) {  // last block: all counted
@@ -169,8 +128,6 @@ __global__ void __launch_bounds__(kWarps * 32) spmspv_prep(SpmspvArgs<T> a) {
       a.state->last_direction = dir;
       a.state->last_nonempty = ne;
       // Every other block has finished its atomics (they precede its ticket): reset for next run.
-      a.state->ntasks = atomicAdd(&a.state->push_tasks, 0u);
-      a.state->push_tasks = 0;
       a.state->nonempty = 0;
       a.state->prep_ticket = 0;
       __threadfence();
@@ -194,12 +151,6 @@ __device__ __forceinline__ BlockMeta shfl_meta(const BlockMeta& mine, int src) {
   return out;
 }
 
-template <typename T, typename SR>
-__device__ __forceinline__ void load_x_block(const SpmspvArgs<T>& a, T* sx, int col, unsigned xm, int lane) {
-  if (lane < 16) sx[lane] = ((xm >> lane) & 1u) ? a.x[col * 16 + lane] : SR::zero();
-  __syncwarp();
-}
-
 // COO blocks are too small to keep a warp busy (a 27-point stencil's are mostly single entries),
 // so each lane walks the COO block it holds by itself and all of them overlap in one memory round
 // trip; the warp-wide microkernels take the other types one block at a time.
@@ -214,32 +165,57 @@ __device__ __forceinline__ void coo_by_lane(const SpmspvArgs<T>& a, const BlockM
   }
 }
 
-// Push: a warp per task (up to kPushChunk blocks of one active column block), grid-stride.
+// Push: the plan lists every chunk (up to kPushChunk blocks of one column block) of every column
+// block once. Lane l of warp w looks at task w + l * nwarps of each round, so the active tasks of
+// any density spread over all warps. A warp then takes its active tasks four at a time, lanes
+// 8g..8g+7 holding the blocks of the g-th: one memory round trip per four tasks rather than per
+// task (processed one by one, the warps with the most active tasks set the kernel's time).
 template <typename T, typename SR>
-__device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, unsigned ntasks, T* sx, int lane,
-                                          int warp) {
-  const int nwarps = gridDim.x * kWarps;
-  for (unsigned t = blockIdx.x * kWarps + warp; t < ntasks; t += nwarps) {
-    const uint2 task = a.tasks[t];
-    const int c = task.x;
-    const int nb = min(kPushChunk, a.blk_col_ptr[c + 1] - (int)task.y);
-    const unsigned xm = a.xmask[c];
-    BlockMeta mine{};
-    if (lane < nb) mine = a.meta[a.csc2csr[task.y + lane]];
-    load_x_block<T, SR>(a, sx, c, xm, lane);
-    unsigned rest = __ballot_sync(kFull, lane < nb);
-#if DBS_HAS_COO
-    if (lane < nb && mine.type == kCoo) coo_by_lane<T, SR>(a, mine, xm, sx, a.y + mine.row * 16);
-    rest &= ~__ballot_sync(kFull, lane < nb && mine.type == kCoo);
-#endif
-    for (; rest; rest &= rest - 1) {
-      const int j = __ffs(rest) - 1;
-      const BlockMeta m = shfl_meta(mine, j);
-      const T v = block_product<T, SR>(m, xm, sx, a.values, a.aux, lane);
-      const int row = m.row * 16 + lane;
-      if (lane < 16 && row < a.rows && v != SR::zero()) SR::atomic_add(&a.y[row], v);
+__device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, T (*sxs)[16], int lane, int warp) {
+  static_assert(kPushChunk == 8, "a lane group of 8 holds one task's blocks");
+  const int gwarp = blockIdx.x * kWarps + warp, nwarps = gridDim.x * kWarps;
+  const int g = lane >> 3, k = lane & 7;
+  for (long long base = gwarp; base < a.ntasks; base += 32LL * nwarps) {
+    const long long t = base + (long long)lane * nwarps;
+    uint2 task = make_uint2(0, 0);
+    unsigned xm_lane = 0;
+    if (t < a.ntasks) {
+      task = a.tasks[t];
+      xm_lane = a.xmask[task.x & 0x0fffffffu];
+    }
+    if (xm_lane) {  // stage this task's x block, zeros where x is zero (Dense reads every column)
+      const int col = (int)(task.x & 0x0fffffffu);
+#pragma unroll 4
+      for (int c = 0; c < 16; ++c) sxs[lane][c] = ((xm_lane >> c) & 1u) ? a.x[col * 16 + c] : SR::zero();
     }
     __syncwarp();
+    for (unsigned act = __ballot_sync(kFull, xm_lane != 0); act;) {
+      unsigned rem = act;  // my group's task: the g-th remaining active lane
+      for (int i = 0; i < g && rem; ++i) rem &= rem - 1;
+      const int j = rem ? __ffs(rem) - 1 : 0;
+      for (int i = 0; i < 4 && act; ++i) act &= act - 1;
+      const unsigned tx = __shfl_sync(kFull, task.x, j);
+      const int first = (int)__shfl_sync(kFull, task.y, j);
+      const unsigned xm = __shfl_sync(kFull, xm_lane, j);
+      const int nb = rem ? (int)(tx >> 28) + 1 : 0;
+      BlockMeta mine{};
+      if (k < nb) mine = a.meta[a.csc2csr[first + k]];
+      unsigned rest = __ballot_sync(kFull, k < nb);
+#if DBS_HAS_COO
+      if (k < nb && mine.type == kCoo) coo_by_lane<T, SR>(a, mine, xm, sxs[j], a.y + mine.row * 16);
+      rest &= ~__ballot_sync(kFull, k < nb && mine.type == kCoo);
+#endif
+      for (; rest; rest &= rest - 1) {
+        const int src = __ffs(rest) - 1;
+        const BlockMeta m = shfl_meta(mine, src);
+        const unsigned xms = __shfl_sync(kFull, xm, src);
+        const int js = __shfl_sync(kFull, j, src);
+        const T v = block_product<T, SR>(m, xms, sxs[js], a.values, a.aux, lane);
+        const int row = m.row * 16 + lane;
+        if (lane < 16 && row < a.rows && v != SR::zero()) SR::atomic_add(&a.y[row], v);
+      }
+    }
+    __syncwarp();  // sxs is restaged by the next round
   }
 }
 
@@ -300,32 +276,28 @@ __device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], 
 // Both paths, after the direction is known. Shared memory lives in the kernels.
 template <typename T>
 struct ComputeShared {
-#if DBS_DIR != 2
-  T sx[kWarps][16];           // push: the task's x block
-#endif
+  T sxs[kWarps][32][16];      // one staged x block per lane: its pull block or its push task
 #if DBS_DIR != 1
-  T sx_pull[kWarps][32][16];  // pull: one staged x block per lane's matrix block
   T scratch[kWarps][32];      // pull: COO partials of the warp's two segments
 #endif
 };
 
 template <typename T>
-__device__ __forceinline__ void compute_body(const SpmspvArgs<T>& a, ComputeShared<T>& sh, unsigned dir,
-                                             unsigned ntasks) {
+__device__ __forceinline__ void compute_body(const SpmspvArgs<T>& a, ComputeShared<T>& sh, unsigned dir) {
   using SR = DBS_SEMIRING<T>;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #if DBS_DIR != 2
-  if (dir == 1) push_path<T, SR>(a, ntasks, sh.sx[warp], lane, warp);
+  if (dir == 1) push_path<T, SR>(a, sh.sxs[warp], lane, warp);
 #endif
 #if DBS_DIR != 1
-  if (dir == 2) pull_path<T, SR>(a, sh.sx_pull[warp], sh.scratch[warp], lane, warp);
+  if (dir == 2) pull_path<T, SR>(a, sh.sxs[warp], sh.scratch[warp], lane, warp);
 #endif
 }
 
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_compute(SpmspvArgs<T> a) {
   __shared__ ComputeShared<T> sh;
-  compute_body(a, sh, *(volatile unsigned*)&a.state->direction, *(volatile unsigned*)&a.state->ntasks);
+  compute_body(a, sh, *(volatile unsigned*)&a.state->direction);
 }
 
 // All blocks co-resident (cooperative launch): wait until every block has arrived.
@@ -355,19 +327,17 @@ __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_fused
   __shared__ PrepShared psh;
   __shared__ ComputeShared<T> csh;
   const unsigned g = *(volatile unsigned*)&a.state->gen;
-  prep_body(a, psh, &a.state->cnt_nonempty[g], &a.state->cnt_tasks[g]);
+  prep_body(a, psh, &a.state->cnt_nonempty[g]);
   grid_barrier(&a.state->bar_count, &a.state->bar_gen);
   const unsigned ne = *(volatile unsigned*)&a.state->cnt_nonempty[g];
-  const unsigned ntasks = *(volatile unsigned*)&a.state->cnt_tasks[g];
   const unsigned dir = choose_direction(a, ne);
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     a.state->last_direction = dir;
     a.state->last_nonempty = ne;
-    a.state->cnt_nonempty[g ^ 1u] = 0;  // the next run's set; no block of this run touches it
-    a.state->cnt_tasks[g ^ 1u] = 0;
+    a.state->cnt_nonempty[g ^ 1u] = 0;  // the next run's slot; no block of this run touches it
     a.state->gen = g ^ 1u;  // every block read gen before the barrier
   }
-  compute_body(a, csh, dir, ntasks);
+  compute_body(a, csh, dir);
 }
 
 // Scatter for x given as (index, value) pairs, into the plan's dense x (kept all-zero between

@@ -73,7 +73,7 @@ TrialStatus trial_status_from_string(const std::string& s) {
 }
 
 nlohmann::json default_params(const std::string& op) {
-  if (op == "spmspv") return {{"th0", 32}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.01}};
+  if (op == "spmspv") return {{"th0", 32}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.4}};
   if (op == "spmv") return {{"strategy", "scalar"}, {"block_size", 256}};
   return nlohmann::json::object();
 }

@@ -17,8 +17,8 @@ enum class SpmspvDirection { Auto, Push, Pull };
 const char* to_string(SpmspvDirection d);
 
 struct SpmspvOptions {
-  // Auto picks per run on the GPU: push when the share of non-empty 16-element x blocks is below
-  // th3, pull otherwise. Push or Pull force one path (and compile only that one): for ablation.
+  // Auto picks per run on the GPU: push when the share xb of non-empty 16-element x blocks is
+  // below th3 / max(1, nnz per block) (the plan's xb_threshold()), pull otherwise. Push or Pull force one path (and compile only that one): for ablation.
   SpmspvDirection direction = SpmspvDirection::Auto;
   // When set, used instead of the tuning DB's config (th0..th3).
   const Config* config = nullptr;
@@ -31,7 +31,8 @@ struct SpmspvOptions {
 struct SpmspvStats {
   DbStats storage;           // blocks and bytes by type; convert_ms is the conversion time
   int64_t pull_segments = 0;
-  int64_t push_tasks_max = 0;  // push work items when every column block is active
+  int64_t push_tasks_max = 0;  // push work items: every chunk of <= 8 blocks of every column block
+  double xb_threshold = 0;     // push below this x-block share: th3 / max(1, nnz per block)
 };
 
 template <class T>

@@ -24,7 +24,11 @@ struct Config {
   std::string note;  // why this source: e.g. the warning when the DB could not be read
 };
 
-// Defaults per op, with the paper's values (spmspv: th0=32, th1=128, th2=2.0, th3=0.01).
+// Defaults per op. spmspv: the paper's th0=32, th1=128, th2=2.0. th3 is normalised here: push
+// while xb < th3 / max(1, nnz per block), default 0.4. The paper compares xb with th3 = 0.01
+// directly; on the H200 the measured push/pull crossover moves with the nonzeros per block (about
+// 0.4 at 1 per block on uniform and RMAT, 0.03-0.06 at 12-18 on stencils, below 0.016 at 50-90 on
+// FEM and banded: NOTES.md), because push pays an atomic per touched row and pull a scan per block.
 // Unknown ops get an empty object.
 nlohmann::json default_params(const std::string& op);
 

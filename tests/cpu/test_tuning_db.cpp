@@ -107,7 +107,7 @@ TEST_CASE("tuning_db: names and defaults") {
   CHECK_THROWS_AS(dbsparse::trial_status_from_string("exploded"), DbError);
 
   auto sp = dbsparse::default_params("spmspv");
-  CHECK(sp == json{{"th0", 32}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.01}});
+  CHECK(sp == json{{"th0", 32}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.4}});
   CHECK(dbsparse::default_params("spmv") == json{{"strategy", "scalar"}, {"block_size", 256}});
   CHECK(dbsparse::default_params("nope") == json::object());
 }

@@ -176,7 +176,7 @@ TEST_CASE("SpmspvMatchesReferenceOnSharedMatrices") {
 TEST_CASE("SpmspvAutoSwitchesDirectionByXBlockShare") {
   auto a = generate("banded:n=160000,bw=8").cast<float>();
   auto plan = ctx().plan_spmspv(a);
-  CHECK(plan.config().params.value("th3", 0.0) == doctest::Approx(0.01));
+  CHECK(plan.config().params.value("th3", 0.0) == doctest::Approx(default_params("spmspv")["th3"].get<double>()));
   Stream s(ctx());
   DeviceBuffer<float> y(a.rows);
   auto run_with = [&](const std::vector<int32_t>& idx) {
