@@ -80,7 +80,8 @@ KernelSource make_source(const SpmvKey& key) {
   const char* header = "spmv_csr_scalar.cuh";
   switch (key.strategy) {
     case SpmvStrategy::Scalar:
-      ks.name_expressions = {fmt::format("dbs::spmv_csr_scalar<{}, {}>", t, b)};
+      // The row classifier rides along: every classified plan has a scalar bin's module.
+      ks.name_expressions = {fmt::format("dbs::spmv_csr_scalar<{}, {}>", t, b), "dbs::spmv_classify"};
       break;
     case SpmvStrategy::Vector:
       header = "spmv_csr_vector.cuh";

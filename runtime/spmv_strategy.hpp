@@ -1,7 +1,9 @@
 #pragma once
-// Problem -> key for SpMV (the pure first stage): the config's strategy and cutoffs plus the
-// matrix's shape decide the kernel variant.
+// Problem -> key(s) for SpMV (the pure first stage): the config's strategy and cutoffs plus the
+// matrix's shape decide the kernel variants.
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -9,19 +11,41 @@
 
 namespace dbsparse {
 
-// params["strategy"]: "scalar" (the default), "vector", "block" or "auto" (uniform selection by
-// mean row length, adaptive-csr-spmv.txt):
-//   mean <= scalar_max_mean (default 4): scalar — short rows leave nothing to share, and a
-//     reduction would cost more than the row;
-//   mean <= vector_max_mean (default 64): vector, lanes = the power of two covering the mean,
-//     clamped to [2, 32] — one pass of the group covers a typical row;
-//   longer: block per row — a 256-thread block covers up to 256 entries per pass.
-// "lanes" fixes the vector width (0: from the mean). Throws UsageError for an unknown strategy
-// and for "longrow", which the plan does not run yet.
+// A single strategy for the whole matrix. params["strategy"]:
+//   "scalar", "vector" (params["lanes"], 0: from the mean), "block", "longrow";
+//   "uniform": one strategy chosen from rows, nnz and the mean row length (adaptive-csr-spmv.txt),
+//     no read-back: mean <= scalar_max_mean (4) scalar — short rows leave nothing to share;
+//     mean <= vector_max_mean (64) vector with the power of two covering mean/4 lanes, in [2, 32]
+//     — each lane takes four entries per step (strided_dot); longer: block per row.
+// Throws UsageError for an unknown strategy, and for "classified" (see choose_spmv_layout).
 codegen::SpmvKey choose_spmv_key(const nlohmann::json& params, int64_t rows, int64_t nnz,
                                  codegen::ValueType value);
 
-// Thread blocks the key's kernel is launched with for `rows` rows.
+// One bin of a classified plan: rows of length (previous max_len, max_len] run `key`.
+struct SpmvBin {
+  codegen::SpmvKey key;
+  int64_t max_len = 0;
+};
+
+// The plan's layout: one bin (uniform or forced strategy) or the classified bins, shortest rows
+// first, the last one unbounded. Classified defaults, each with its reason:
+//   scalar_max_len 4: up to 4 entries a thread does the row in one step of strided_dot;
+//   v1 4 lanes up to 16, v2 8 lanes up to 64, v3 32 lanes up to 2048: a lane takes 4 entries a
+//     step, so a bin's longest row takes 1, 2 and 16 steps, and a group wastes < 3/4 of its lanes;
+//   block_max_len 65536: a 256-thread block takes 1024 entries a step, at most 64 steps;
+//   longer rows: long-row split, longrow_chunk (8192) entries per block, one finalize pass;
+//   fold_share 0.02: a bin with less than 2% of the nonzeros joins the next wider one, so a
+//     regular matrix runs one kernel over all rows with no row list.
+struct SpmvLayout {
+  bool classified = false;
+  std::vector<SpmvBin> bins;
+  int64_t longrow_chunk = 8192;
+  double fold_share = 0.02;
+};
+SpmvLayout choose_spmv_layout(const nlohmann::json& params, int64_t rows, int64_t nnz,
+                              codegen::ValueType value);
+
+// Thread blocks a row kernel (scalar, vector, block) is launched with for `rows` rows.
 int64_t spmv_grid(const codegen::SpmvKey& key, int64_t rows);
 
 }  // namespace dbsparse

@@ -19,17 +19,16 @@ __device__ __forceinline__ T block_sum(T v, T* shared_warps) {
   return v;  // valid in thread 0
 }
 
+// row_list == nullptr: rows 0 .. rows-1; otherwise the rows listed (a classified bin).
 template <typename T, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
-spmv_csr_block(int rows, const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
-               const T* __restrict__ vals, const T* __restrict__ x, T* __restrict__ y, T alpha,
-               T beta) {
+spmv_csr_block(int rows, const int* __restrict__ row_list, const int* __restrict__ row_ptr,
+               const int* __restrict__ col_idx, const T* __restrict__ vals, const T* __restrict__ x,
+               T* __restrict__ y, T alpha, T beta) {
   __shared__ T warps[BLOCK / 32];
-  const int row = blockIdx.x;
-  if (row >= rows) return;  // uniform across the block
-  T acc = T(0);
-  for (int j = row_ptr[row] + threadIdx.x; j < row_ptr[row + 1]; j += BLOCK)
-    acc += vals[j] * load_ro(x + col_idx[j]);
+  if ((int)blockIdx.x >= rows) return;  // uniform across the block
+  const int row = row_list ? row_list[blockIdx.x] : (int)blockIdx.x;
+  T acc = strided_dot<T, BLOCK>(row_ptr[row] + threadIdx.x, row_ptr[row + 1], col_idx, vals, x);
   acc = block_sum<T, BLOCK>(acc, warps);
   if (threadIdx.x == 0) axpby_store(y + row, acc, alpha, beta);
 }

@@ -15,8 +15,7 @@ spmv_longrow_partial(int nchunks, const int3* __restrict__ chunks, const int* __
   const int c = blockIdx.x;
   if (c >= nchunks) return;
   const int3 ch = chunks[c];
-  T acc = T(0);
-  for (int j = ch.y + threadIdx.x; j < ch.z; j += BLOCK) acc += vals[j] * load_ro(x + col_idx[j]);
+  T acc = strided_dot<T, BLOCK>(ch.y + threadIdx.x, ch.z, col_idx, vals, x);
   acc = block_sum<T, BLOCK>(acc, warps);
   if (threadIdx.x == 0) partial[c] = acc;
 }

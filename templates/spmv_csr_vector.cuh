@@ -5,21 +5,20 @@
 
 namespace dbs {
 
+// row_list == nullptr: rows 0 .. rows-1; otherwise the rows listed (a classified bin).
 template <typename T, int BLOCK, int LANES>
 __global__ void __launch_bounds__(BLOCK)
-spmv_csr_vector(int rows, const int* __restrict__ row_ptr, const int* __restrict__ col_idx,
-                const T* __restrict__ vals, const T* __restrict__ x, T* __restrict__ y, T alpha,
-                T beta) {
+spmv_csr_vector(int rows, const int* __restrict__ row_list, const int* __restrict__ row_ptr,
+                const int* __restrict__ col_idx, const T* __restrict__ vals, const T* __restrict__ x,
+                T* __restrict__ y, T alpha, T beta) {
   static_assert(LANES >= 2 && LANES <= 32 && (LANES & (LANES - 1)) == 0, "lanes: power of two");
   const long long gid = (long long)blockIdx.x * BLOCK + threadIdx.x;
-  const int row = (int)(gid / LANES), lane = (int)(gid % LANES);
+  const int i = (int)(gid / LANES), lane = (int)(gid % LANES);
   // No early return: every lane of the warp must reach the shuffles.
-  const bool valid = row < rows;
+  const bool valid = i < rows;
+  const int row = valid ? (row_list ? row_list[i] : i) : 0;
   T acc = T(0);
-  if (valid) {
-    const int end = row_ptr[row + 1];
-    for (int j = row_ptr[row] + lane; j < end; j += LANES) acc += vals[j] * load_ro(x + col_idx[j]);
-  }
+  if (valid) acc = strided_dot<T, LANES>(row_ptr[row] + lane, row_ptr[row + 1], col_idx, vals, x);
 #pragma unroll
   for (int o = LANES / 2; o; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o, LANES);
   if (valid && lane == 0) axpby_store(y + row, acc, alpha, beta);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ON the lent H200, in one call: the gpu tests, JIT timing in two fresh processes, a
 # compute-sanitizer pass and the SpMV bench. Logs and JSON go to $OUT (at most 8 files come back).
-#   tools/device-check.sh [all|tests|bench|spmspv] [extra bench arguments...]
+#   tools/device-check.sh [all|tests|bench|spmspv|spmv|spmv-bench] [extra bench arguments...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}; shift || true
@@ -44,6 +44,21 @@ if [ "$mode" = spmspv ]; then
   "$D/bin/dbsparse" bench spmspv --json "$OUT/bench_spmspv.json" "$@" 2>"$OUT/bench_progress.log" \
     | grep -v '^jit' >"$OUT/bench_spmspv.txt"
   sed -n '/summary/,$p' "$OUT/bench_spmspv.txt"
+fi
+if [ "$mode" = spmv ]; then
+  echo "== gpu tests (spmv)" | tee "$log"
+  "$D/bin/test_gpu" -tc='Spmv*' >>"$log" 2>&1 || status=1
+  tail -3 "$log"
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$D/bin/test_gpu" \
+    -tc='SpmvClassifiedSplitsMixedRowsAndFoldsThinBins,SpmvHandlesEdgeShapes,SpmvHonoursAlphaAndBeta' \
+    >"$OUT/memcheck.log" 2>&1
+  echo "memcheck exit $?; $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)" | tee -a "$log"
+fi
+if [ "$mode" = spmv ] || [ "$mode" = spmv-bench ]; then
+  echo "== bench spmv (strategies + scalar baseline + cuSPARSE ALG1/ALG2)"
+  "$D/bin/dbsparse" bench spmv --precision f32,f64 --strategy classified,uniform,scalar \
+    --json "$OUT/bench_spmv.json" "$@" 2>"$OUT/bench_progress.log" | grep -v '^jit' >"$OUT/bench_spmv.txt"
+  sed -n '/summary/,$p' "$OUT/bench_spmv.txt"
 fi
 if [ "$mode" = all ] || [ "$mode" = bench ]; then
   echo "== bench spmv"

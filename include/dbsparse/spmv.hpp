@@ -2,6 +2,7 @@
 // SpMV, y = alpha*A*x + beta*y, with A in CSR. Plan once, run many times.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dbsparse/context.hpp"
 #include "dbsparse/plan_info.hpp"
@@ -24,7 +25,10 @@ class SpmvPlan {
   int64_t nnz() const { return nnz_; }
   const Config& config() const { return config_; }
   ConfigSource config_source() const { return config_.source; }
-  const KernelInfo& kernel() const { return kernel_; }
+  const KernelInfo& kernel() const { return kernel_; }  // the first launch's kernel
+  const std::vector<KernelInfo>& kernels() const { return kernels_; }  // every launch, in order
+  // Launches per run (1 for a single-strategy plan; one per non-empty bin, +1 for long rows).
+  size_t launches() const { return launches_.size(); }
   const std::string& matrix_fingerprint() const { return matrix_fp_; }
   // Multi-line: the kernel key, where its config came from, and what the JIT cost.
   std::string explain() const;
@@ -37,10 +41,24 @@ class SpmvPlan {
   int64_t nnz_ = 0;
   DeviceBuffer<int32_t> row_ptr_, col_idx_;
   DeviceBuffer<T> values_;
-  void* fn_ = nullptr;  // CUfunction
-  unsigned grid_ = 0, block_ = 0;
+  // What run() enqueues, fixed at plan time.
+  enum class LaunchKind { Rows, LongPartial, LongFinalize };
+  struct Launch {
+    void* fn = nullptr;  // CUfunction
+    LaunchKind kind = LaunchKind::Rows;
+    unsigned grid = 0, block = 0;
+    int32_t count = 0;      // rows (Rows, LongFinalize) or chunks (LongPartial)
+    uint64_t row_list = 0;  // device pointer; 0: rows 0 .. count-1
+  };
+  std::vector<Launch> launches_;
+  DeviceBuffer<int32_t> row_lists_;              // classified: the bins' rows, bin after bin
+  DeviceBuffer<int32_t> long_rows_, chunk_ptr_;  // long-row split: its rows and their chunks
+  DeviceBuffer<int32_t> chunks_;                 // {row, first, end} per chunk
+  DeviceBuffer<T> partial_;                      // one partial sum per chunk
+  std::string layout_text_;
   Config config_;
   KernelInfo kernel_;
+  std::vector<KernelInfo> kernels_;
   std::string matrix_fp_;
 };
 

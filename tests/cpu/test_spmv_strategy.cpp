@@ -1,8 +1,9 @@
-// Problem -> key for SpMV: the strategy named by the config, or the uniform choice by mean row
-// length, with the cutoffs taken from the config.
+// Problem -> key(s) for SpMV: the strategy named by the config, the uniform choice by mean row
+// length, or the classified bins, with every cutoff taken from the config.
 #include <doctest/doctest.h>
 
 #include "dbsparse/error.hpp"
+#include "dbsparse/tuning_db.hpp"
 #include "runtime/spmv_strategy.hpp"
 
 using namespace dbsparse;
@@ -12,32 +13,63 @@ using codegen::ValueType;
 TEST_CASE("SpmvKeyFollowsTheNamedStrategy") {
   auto k = choose_spmv_key({{"strategy", "scalar"}, {"block_size", 128}}, 1000, 5000, ValueType::F64);
   CHECK(k.to_string() == "spmv.scalar.f64.b128");
-  CHECK(choose_spmv_key(nlohmann::json::object(), 10, 10, ValueType::F32).strategy == SpmvStrategy::Scalar);
   CHECK(choose_spmv_key({{"strategy", "vector"}, {"lanes", 4}}, 10, 1000, ValueType::F32).to_string() ==
         "spmv.vector.f32.b256.l4");
   CHECK(choose_spmv_key({{"strategy", "block"}}, 10, 1000, ValueType::F32).strategy == SpmvStrategy::Block);
-  CHECK_THROWS_AS(choose_spmv_key({{"strategy", "longrow"}}, 10, 10, ValueType::F32), UsageError);
+  CHECK(choose_spmv_key({{"strategy", "longrow"}}, 10, 10, ValueType::F32).strategy == SpmvStrategy::LongRow);
+  CHECK_THROWS_AS(choose_spmv_key({{"strategy", "classified"}}, 10, 10, ValueType::F32), UsageError);
   CHECK_THROWS_AS(choose_spmv_key({{"strategy", "warp"}}, 10, 10, ValueType::F32), UsageError);
   CHECK_THROWS_AS(choose_spmv_key({{"strategy", "vector"}, {"lanes", 3}}, 10, 10, ValueType::F32), UsageError);
-  CHECK_THROWS_AS(choose_spmv_key({{"block_size", 100}}, 10, 10, ValueType::F32), UsageError);
+  CHECK_THROWS_AS(choose_spmv_key({{"strategy", "scalar"}, {"block_size", 100}}, 10, 10, ValueType::F32),
+                  UsageError);
 }
 
 TEST_CASE("SpmvUniformChoiceFollowsMeanRowLength") {
-  const nlohmann::json autoconf = {{"strategy", "auto"}};
-  auto pick = [&](int64_t rows, int64_t nnz) { return choose_spmv_key(autoconf, rows, nnz, ValueType::F32); };
+  const nlohmann::json conf = {{"strategy", "uniform"}};
+  auto pick = [&](int64_t rows, int64_t nnz) { return choose_spmv_key(conf, rows, nnz, ValueType::F32); };
   CHECK(pick(1000, 3000).strategy == SpmvStrategy::Scalar);   // mean 3
   CHECK(pick(1000, 4000).strategy == SpmvStrategy::Scalar);   // mean 4: the cutoff is inclusive
-  auto v = pick(1000, 27000);                                 // mean 27: 32 lanes cover it
+  auto v = pick(1000, 27000);                                 // mean 27: 8 lanes x 4 entries cover it
   CHECK(v.strategy == SpmvStrategy::Vector);
-  CHECK(v.lanes == 32);
-  CHECK(pick(1000, 5000).lanes == 8);                         // mean 5 -> 8 lanes
-  CHECK(pick(1000, 16000).lanes == 16);                       // mean 16 -> 16 lanes
+  CHECK(v.lanes == 8);
+  CHECK(pick(1000, 5000).lanes == 2);                         // mean 5 -> 2 lanes
+  CHECK(pick(1000, 16000).lanes == 4);                        // mean 16 -> 4 lanes
+  CHECK(pick(1000, 64000).lanes == 16);                       // mean 64 -> 16 lanes
   CHECK(pick(1000, 65000).strategy == SpmvStrategy::Block);   // mean 65
   CHECK(pick(0, 0).strategy == SpmvStrategy::Scalar);         // no rows: nothing to share
   // The cutoffs are data: the tuner moves them.
-  auto moved = choose_spmv_key({{"strategy", "auto"}, {"scalar_max_mean", 1.0}}, 1000, 3000, ValueType::F32);
+  auto moved = choose_spmv_key({{"strategy", "uniform"}, {"scalar_max_mean", 1.0}}, 1000, 3000, ValueType::F32);
   CHECK(moved.strategy == SpmvStrategy::Vector);
-  CHECK(moved.lanes == 4);
+  CHECK(moved.lanes == 2);
+}
+
+TEST_CASE("SpmvClassifiedLayoutComesFromTheConfig") {
+  auto l = choose_spmv_layout(default_params("spmv"), 1000, 5000, ValueType::F32);
+  REQUIRE(l.classified);
+  REQUIRE(l.bins.size() == 6);
+  CHECK(l.bins[0].key.to_string() == "spmv.scalar.f32.b256");
+  CHECK(l.bins[0].max_len == 4);
+  CHECK(l.bins[1].key.to_string() == "spmv.vector.f32.b256.l4");
+  CHECK(l.bins[2].key.to_string() == "spmv.vector.f32.b256.l8");
+  CHECK(l.bins[3].key.to_string() == "spmv.vector.f32.b256.l32");
+  CHECK(l.bins[3].max_len == 2048);
+  CHECK(l.bins[4].key.strategy == SpmvStrategy::Block);
+  CHECK(l.bins[5].key.strategy == SpmvStrategy::LongRow);
+  CHECK(l.longrow_chunk == 8192);
+  auto p = default_params("spmv");
+  p["v2_lanes"] = 16;
+  p["block_max_len"] = 4096;
+  auto m = choose_spmv_layout(p, 1000, 5000, ValueType::F64);
+  CHECK(m.bins[2].key.to_string() == "spmv.vector.f64.b256.l16");
+  CHECK(m.bins[4].max_len == 4096);
+  p["v3_max_len"] = 8;  // below v2's 64: cutoffs must not decrease
+  CHECK_THROWS_AS(choose_spmv_layout(p, 1000, 5000, ValueType::F32), UsageError);
+  auto q = default_params("spmv");
+  q["longrow_chunk"] = 10;
+  CHECK_THROWS_AS(choose_spmv_layout(q, 1000, 5000, ValueType::F32), UsageError);
+  auto single = choose_spmv_layout({{"strategy", "uniform"}}, 1000, 27000, ValueType::F32);
+  CHECK_FALSE(single.classified);
+  CHECK(single.bins.size() == 1);
 }
 
 TEST_CASE("SpmvGridCoversEveryRow") {

@@ -2,6 +2,7 @@
 // matrix in ../shared/matrices, and the edge cases of alpha/beta.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -112,37 +113,143 @@ TEST_CASE("SpmvRunRejectsWrongSizes") {
 TEST_CASE("SpmvPlanRecordsWhereItsConfigAndKernelCameFrom") {
   auto a = generate("stencil2d:n=64").cast<float>();
   auto plan = ctx().plan_spmv(a);
-  CHECK(plan.kernel().key == "spmv.scalar.f32.b256");
   CHECK(plan.config_source() == ConfigSource::Default);
+  CHECK(plan.kernel().key == plan.kernels().front().key);
   auto again = ctx().plan_spmv(a);
   CHECK(again.kernel().origin == "loaded");  // same context: module already resident
-  CHECK(plan.explain().find("spmv.scalar.f32.b256") != std::string::npos);
+  CHECK(plan.explain().find(plan.kernel().key) != std::string::npos);
+  CHECK(plan.explain().find("classified") != std::string::npos);
 }
 
+namespace {
+
+// Every strategy and both selection modes. The "small" classified cutoffs put rows of a few
+// hundred entries into the block and long-row bins, so small matrices exercise every bin.
+std::vector<nlohmann::json> strategy_configs() {
+  std::vector<nlohmann::json> configs;
+  for (const char* s : {"scalar", "block", "longrow", "uniform", "classified"}) {
+    auto p = default_params("spmv");
+    p["strategy"] = s;
+    configs.push_back(p);
+  }
+  for (int l : {2, 4, 8, 16, 32}) {
+    auto p = default_params("spmv");
+    p["strategy"] = "vector";
+    p["lanes"] = l;
+    configs.push_back(p);
+  }
+  auto unfolded = default_params("spmv");
+  unfolded["fold_share"] = 0.0;
+  configs.push_back(unfolded);
+  auto small = unfolded;
+  small["v3_max_len"] = 64;
+  small["block_max_len"] = 300;
+  small["longrow_chunk"] = 256;
+  configs.push_back(small);
+  return configs;
+}
+
+template <class T>
+double strategy_error(const CsrMatrix<double>& ad, const nlohmann::json& params, double alpha, double beta,
+                      bool nan_y) {
+  CsrMatrix<T> a = ad.cast<T>();
+  auto x = dbs_test::random_vector<T>(a.cols, 7);
+  auto y0 = dbs_test::random_vector<T>(a.rows, 8);
+  if (nan_y)
+    for (auto& v : y0) v = std::numeric_limits<T>::quiet_NaN();
+  auto ref = reference::spmv(a, std::span<const T>(x), alpha, beta, std::span<const T>(y0));
+  auto plan = ctx().plan_spmv(a, Config{"spmv", params, ConfigSource::Explicit, "test"});
+  Stream s(ctx());
+  DeviceBuffer<T> dx{std::span<const T>(x)}, dy{std::span<const T>(y0)};
+  plan.run(dx, dy, s, static_cast<T>(alpha), static_cast<T>(beta));
+  // With beta 0 a second run must leave the same y: run() keeps no state between calls.
+  if (beta == 0) plan.run(dx, dy, s, static_cast<T>(alpha), static_cast<T>(beta));
+  s.synchronize();
+  auto got = dy.download();
+  return reference::relative_error(std::span<const double>(ref), std::span<const T>(got));
+}
+
+// One row holding every nonzero, between empty rows.
+CsrMatrix<double> one_full_row(int32_t rows, int32_t cols, int32_t full) {
+  CsrMatrix<double> a;
+  a.rows = rows;
+  a.cols = cols;
+  a.row_ptr.assign(static_cast<size_t>(rows) + 1, 0);
+  for (int32_t c = 0; c < cols; ++c) {
+    a.col_idx.push_back(c);
+    a.values.push_back(1.0 + (c % 7) * 0.25);
+  }
+  for (int32_t r = full + 1; r <= rows; ++r) a.row_ptr[r] = cols;
+  return a;
+}
+
+// Rows of every class: empty, short, medium, a few hundred, and two past the block bin (70000 and
+// 120000 entries), in a 20000 x 150000 matrix.
+CsrMatrix<double> mixed_rows() {
+  CsrMatrix<double> a;
+  a.rows = 20000;
+  a.cols = 150000;
+  a.row_ptr.push_back(0);
+  for (int32_t r = 0; r < a.rows; ++r) {
+    int32_t len = r % 9;                                    // 0..8
+    if (r % 50 == 0) len = 40;
+    if (r >= 5000 && r < 5100) len = 500;
+    if (r == 100) len = 70000;
+    if (r == 9000) len = 120000;
+    const int32_t step = std::max(1, a.cols / std::max(len, 1));
+    for (int32_t k = 0; k < len; ++k) {
+      a.col_idx.push_back(k * step + r % step);  // ascending, < len * step <= cols
+      a.values.push_back(0.5 + ((r + k) % 11) * 0.125);
+    }
+    a.row_ptr.push_back(static_cast<int32_t>(a.col_idx.size()));
+  }
+  return a;
+}
+
+}  // namespace
+
 TEST_CASE("SpmvStrategiesMatchReference") {
-  // Vector (every width), block per row and the uniform choice, on short, medium and long rows.
-  std::vector<nlohmann::json> configs = {{{"strategy", "block"}}, {{"strategy", "auto"}}};
-  for (int l : {2, 4, 8, 16, 32}) configs.push_back({{"strategy", "vector"}, {"lanes", l}});
-  for (const char* spec : {"stencil2d:n=300", "fem:nodes=60000,k=3,blocks=9", "rmat:scale=14,ef=8",
-                           "powerlaw:n=20000,avg=40,alpha=1.5,max=15000"}) {
-    auto ad = generate(spec);
-    for (const auto& params : configs) {
-      CAPTURE(spec);
+  std::vector<std::pair<std::string, CsrMatrix<double>>> mats;
+  for (const char* spec : {"stencil2d:n=300", "stencil3d:n=30,points=27", "fem:nodes=60000,k=3,blocks=9",
+                           "rmat:scale=14,ef=8", "powerlaw:n=20000,avg=40,alpha=1.5,max=15000",
+                           "powerlaw:n=200000,avg=8,alpha=1.2,max=150000"})
+    mats.emplace_back(spec, generate(spec));
+  mats.emplace_back("mixed rows up to 120000 long", mixed_rows());
+  mats.emplace_back("one full row of 120000 between empty rows", one_full_row(1000, 120000, 500));
+  mats.emplace_back("one 1x1", one_full_row(1, 1, 0));
+  for (const auto& [name, a] : mats) {
+    for (const auto& params : strategy_configs()) {
+      CAPTURE(name);
       CAPTURE(params.dump());
-      Config cfg{"spmv", params, ConfigSource::Explicit, "test"};
-      for (double beta : {0.0, 0.5}) {
-        auto a = ad.cast<float>();
-        auto x = dbs_test::random_vector<float>(a.cols, 7);
-        auto y0 = dbs_test::random_vector<float>(a.rows, 8);
-        auto ref = reference::spmv(a, std::span<const float>(x), 1.5, beta, std::span<const float>(y0));
-        auto plan = ctx().plan_spmv(a, cfg);
-        Stream s(ctx());
-        DeviceBuffer<float> dx{std::span<const float>(x)}, dy{std::span<const float>(y0)};
-        plan.run(dx, dy, s, 1.5f, static_cast<float>(beta));
-        s.synchronize();
-        auto got = dy.download();
-        CHECK(reference::relative_error(std::span<const double>(ref), std::span<const float>(got)) <= kTolF32);
-      }
+      CHECK(strategy_error<float>(a, params, 1.5, 0.0, true) <= kTolF32);  // beta 0: NaN in y unread
+      CHECK(strategy_error<float>(a, params, 1.5, 0.5, false) <= kTolF32);
+      CHECK(strategy_error<double>(a, params, 0.0, 0.5, false) <= kTolF64);  // alpha 0: y = beta*y
+      CHECK(strategy_error<double>(a, params, -2.0, 0.0, true) <= kTolF64);
     }
   }
+}
+
+TEST_CASE("SpmvStrategiesMatchReferenceOnSharedMatricesAndEdgeShapes") {
+  CsrMatrix<double> none;  // 0 x 5
+  none.rows = 0;
+  none.cols = 5;
+  none.row_ptr = {0};
+  for (const auto& params : strategy_configs()) {
+    CAPTURE(params.dump());
+    CHECK_NOTHROW(strategy_error<float>(none, params, 1.0, 0.0, false));
+    for (const auto& path : dbs_test::shared_matrices()) {
+      CAPTURE(path);
+      CHECK(strategy_error<double>(read_matrix_market(path), params, 1.0, 0.25, false) <= kTolF64);
+    }
+  }
+}
+
+TEST_CASE("SpmvClassifiedSplitsMixedRowsAndFoldsThinBins") {
+  auto mixed = mixed_rows().cast<float>();
+  auto plan = ctx().plan_spmv(mixed, Config{"spmv", default_params("spmv"), ConfigSource::Explicit, "test"});
+  CHECK(plan.launches() >= 3);  // short rows, some middle bin, and the long-row split (+ finalize)
+  CHECK(plan.explain().find("long rows split") != std::string::npos);
+  auto regular = generate("stencil3d:n=40,points=27").cast<float>();
+  auto one = ctx().plan_spmv(regular, Config{"spmv", default_params("spmv"), ConfigSource::Explicit, "test"});
+  CHECK(one.launches() == 1);  // boundary rows fold into the interior's bin: one kernel, no list
 }

@@ -3,6 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <map>
 #include <memory>
 
 #include "dbsparse/reference.hpp"
@@ -70,12 +73,14 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
     xs.emplace_back(std::span<const T>(p.x));
     ys.emplace_back(static_cast<size_t>(p.a.rows));
   }
-  {
+  std::vector<std::string> strategies = opt.strategies;
+  if (strategies.empty()) strategies.push_back("");  // the config look-up's choice
+  for (const auto& strategy : strategies) {
     std::vector<SpmvPlan<T>> plans;
     Config forced{"spmv", default_params("spmv"), ConfigSource::Explicit, "bench --strategy"};
-    forced.params["strategy"] = opt.strategy;
+    forced.params["strategy"] = strategy;
     for (int c = 0; c < copies; ++c)
-      plans.push_back(opt.strategy.empty() ? ctx.plan_spmv(p.a) : ctx.plan_spmv(p.a, forced));
+      plans.push_back(strategy.empty() ? ctx.plan_spmv(p.a) : ctx.plan_spmv(p.a, forced));
     ys[0].fill_bytes(0xFF);  // NaN: an unwritten row cannot pass
     plans[0].run(xs[0], ys[0], stream);
     stream.synchronize();
@@ -83,9 +88,9 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
     auto t = time_on_stream(stream.handle(), opt.timing, [&](int64_t i) {
       plans[i % copies].run(xs[i % copies], ys[i % copies], stream);
     });
-    auto row = make_row(m, p, opt.strategy.empty() ? "dbsparse" : "dbsparse-" + opt.strategy, t,
-                        copy_gbs, err, copies);
+    auto row = make_row(m, p, strategy.empty() ? "dbsparse" : "dbsparse-" + strategy, t, copy_gbs, err, copies);
     row.key = plans[0].kernel().key;
+    for (size_t k = 1; k < plans[0].kernels().size(); ++k) row.key += "+" + plans[0].kernels()[k].key;
     row.config_source = to_string(plans[0].config_source());
     row.kernel_origin = plans[0].kernel().origin;
     row.acquire_ms = plans[0].kernel().acquire_ms;
@@ -131,6 +136,78 @@ void bench_spmv_matrix(Context& ctx, const Stream& stream, const NamedMatrix& m,
     else if (prec == "f64") bench_typed<double>(ctx, stream, m, opt, copy_gbs, out);
     else throw UsageError("unknown precision '" + prec + "' (expected f32 or f64)");
   }
+}
+
+namespace {
+
+bool is_regular(const std::string& m) {
+  return m.rfind("stencil", 0) == 0 || m.rfind("banded", 0) == 0 || m.rfind("fem", 0) == 0;
+}
+
+double geomean(const std::vector<double>& v) {
+  if (v.empty()) return 0;
+  double s = 0;
+  for (double x : v) s += std::log(x);
+  return std::exp(s / static_cast<double>(v.size()));
+}
+
+}  // namespace
+
+nlohmann::json spmv_summary(const std::vector<BenchRow>& rows, const std::set<std::string>& generated) {
+  // precision -> matrix -> impl -> row
+  std::map<std::string, std::map<std::string, std::map<std::string, const BenchRow*>>> t;
+  for (const auto& r : rows)
+    if (generated.count(r.matrix) && r.time_us > 0) t[r.precision][r.matrix][r.impl] = &r;
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& [prec, mats] : t) {
+    std::set<std::string> impls;
+    for (const auto& [m, byimpl] : mats)
+      for (const auto& [impl, r] : byimpl)
+        if (impl.rfind("dbsparse", 0) == 0) impls.insert(impl);
+    for (const auto& impl : impls) {
+      std::vector<double> all, regular, irregular, bw_regular;
+      for (const auto& [m, byimpl] : mats) {
+        auto me = byimpl.find(impl), a1 = byimpl.find("cusparse-csr-alg1"), a2 = byimpl.find("cusparse-csr-alg2");
+        if (me == byimpl.end() || a1 == byimpl.end() || a2 == byimpl.end()) continue;
+        const double best = std::min(a1->second->time_us, a2->second->time_us);
+        const double s = best / me->second->time_us;
+        all.push_back(s);
+        (is_regular(m) ? regular : irregular).push_back(s);
+        if (is_regular(m) && me->second->nnz >= 10'000'000) bw_regular.push_back(me->second->pct_bw);
+      }
+      double min_bw = bw_regular.empty() ? 0 : *std::min_element(bw_regular.begin(), bw_regular.end());
+      out.push_back({{"precision", prec}, {"impl", impl}, {"matrices", all.size()},
+                     {"speedup_vs_best_cusparse", geomean(all)}, {"speedup_regular", geomean(regular)},
+                     {"speedup_irregular", geomean(irregular)},
+                     {"min_irregular_speedup", irregular.empty() ? 0 : *std::min_element(irregular.begin(), irregular.end())},
+                     {"pct_bw_regular_10m_min", min_bw}, {"pct_bw_regular_10m_geomean", geomean(bw_regular)}});
+    }
+    // Classified against uniform where rows mix (power-law, RMAT).
+    for (const auto& [m, byimpl] : mats) {
+      if (m.rfind("powerlaw", 0) != 0 && m.rfind("rmat", 0) != 0) continue;
+      auto c = byimpl.find("dbsparse-classified"), u = byimpl.find("dbsparse-uniform");
+      if (c == byimpl.end() || u == byimpl.end()) continue;
+      out.push_back({{"precision", prec}, {"matrix", m}, {"classified_over_uniform", u->second->time_us / c->second->time_us}});
+    }
+  }
+  return out;
+}
+
+void print_spmv_summary(const nlohmann::json& summary) {
+  fmt::print("summary over generated matrices (speed-up = better of cuSPARSE ALG1/ALG2 time / ours)\n");
+  fmt::print("{:<5} {:<22} {:>4} {:>9} {:>9} {:>9} {:>13} {:>16}\n", "prec", "impl", "n", "all", "regular",
+             "irregular", "min irregular", "%BW reg>=10M min");
+  for (const auto& s : summary)
+    if (s.contains("impl"))
+      fmt::print("{:<5} {:<22} {:>4} {:>8.2f}x {:>8.2f}x {:>8.2f}x {:>12.2f}x {:>15.1f}%\n",
+                 s["precision"].get<std::string>(), s["impl"].get<std::string>(), s["matrices"].get<size_t>(),
+                 s["speedup_vs_best_cusparse"].get<double>(), s["speedup_regular"].get<double>(),
+                 s["speedup_irregular"].get<double>(), s["min_irregular_speedup"].get<double>(),
+                 s["pct_bw_regular_10m_min"].get<double>());
+  for (const auto& s : summary)
+    if (s.contains("classified_over_uniform"))
+      fmt::print("{:<5} classified / uniform on {}: {:.2f}x\n", s["precision"].get<std::string>(),
+                 s["matrix"].get<std::string>(), s["classified_over_uniform"].get<double>());
 }
 
 void print_bench_header() {

@@ -1,6 +1,7 @@
 #pragma once
 // The SpMV benchmark: dbsparse's plan against cuSPARSE CSR ALG1 and ALG2, on one stream, each
 // result checked against the CPU reference before it is timed.
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,14 +26,20 @@ struct SpmvBenchOptions {
   std::vector<std::string> precisions{"f32"};
   TimingOptions timing;
   bool baselines = true;  // cuSPARSE ALG1 and ALG2
-  // Forces dbsparse's strategy (scalar, vector, block, auto) instead of the tuning DB's config,
-  // for ablation; empty: the config look-up decides.
-  std::string strategy;
+  // Forced dbsparse strategies (classified, uniform, scalar, vector, block, longrow), one row
+  // each, named dbsparse-<strategy>, for ablation; empty: one row from the config look-up.
+  std::vector<std::string> strategies;
 };
 
 // Appends one row per implementation and precision for this matrix.
 void bench_spmv_matrix(Context& ctx, const Stream& stream, const NamedMatrix& m,
                        const SpmvBenchOptions& opt, double copy_gbs, std::vector<BenchRow>& out);
+
+// Geometric means over the generated matrices, per precision and dbsparse impl: speed-up over the
+// better cuSPARSE algorithm (all, regular, irregular), % of copy bandwidth on regular matrices
+// with >= 10M nonzeros, and classified over uniform on the power-law and RMAT matrices.
+nlohmann::json spmv_summary(const std::vector<BenchRow>& rows, const std::set<std::string>& generated);
+void print_spmv_summary(const nlohmann::json& summary);
 
 // The matrix name cut to the table's 34-character column.
 std::string short_name(const std::string& s);

@@ -25,7 +25,7 @@ struct BenchArgs {
   bool no_shared = false, no_baselines = false;
   std::vector<std::string> precisions{"f32"};
   std::vector<double> densities{0.1, 0.01, 0.001, 0.0001};
-  std::string strategy;
+  std::vector<std::string> strategies;
   tools::TimingOptions timing;
   std::string json_path;
 };
@@ -76,18 +76,23 @@ nlohmann::json run_spmv(const BenchArgs& a, Context& ctx, const Stream& stream,
   opt.precisions = a.precisions;
   opt.timing = a.timing;
   opt.baselines = !a.no_baselines;
-  opt.strategy = a.strategy;
+  opt.strategies = a.strategies;
   std::vector<tools::BenchRow> rows;
   tools::print_bench_header();
-  for_each_matrix(specs, [&](const NamedMatrix& m, bool) {
+  std::set<std::string> generated;
+  for_each_matrix(specs, [&](const NamedMatrix& m, bool is_generated) {
+    if (is_generated) generated.insert(m.name);
     size_t before = rows.size();
     tools::bench_spmv_matrix(ctx, stream, m, opt, copy_gbs, rows);
     for (size_t r = before; r < rows.size(); ++r) tools::print_bench_row(rows[r]);
   });
+  auto summary = tools::spmv_summary(rows, generated);
+  tools::print_spmv_summary(summary);
   std::vector<const tools::BenchRow*> base;
   nlohmann::json j;
   j["results"] = nlohmann::json::array();
   for (const auto& r : rows) base.push_back(&r), j["results"].push_back(r.to_json());
+  j["summary"] = summary;
   print_jit(base);
   return j;
 }
@@ -139,9 +144,11 @@ Runner add_bench(CLI::App& sub_ref) {
                   "default 0.1,0.01,0.001,0.0001")
       ->delimiter(',')
       ->check(CLI::Range(0.0, 1.0));
-  sub->add_option("--strategy", a->strategy,
-                  "spmv only: force dbsparse's strategy for ablation (default: the tuning DB's config)")
-      ->check(CLI::IsMember({"scalar", "vector", "block", "auto"}));
+  sub->add_option("--strategy", a->strategies,
+                  "spmv only: dbsparse strategies to time, one row each, for ablation (comma-separate: "
+                  "classified, uniform, scalar, vector, block, longrow); default: the tuning DB's config")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"classified", "uniform", "scalar", "vector", "block", "longrow"}));
   sub->add_option("--reps", a->timing.samples, "Timed samples; the median is reported")
       ->check(CLI::Range(1, 10000));
   sub->add_option("--batch", a->timing.batch, "Back-to-back calls per timed sample")

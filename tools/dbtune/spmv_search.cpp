@@ -72,12 +72,20 @@ SpmvTuneResult tune_spmv(Context& ctx, TuningDb& db, const NamedMatrix& m, const
 
   // Trials already stored for this device and matrix are not measured again: a rerun resumes.
   auto previous = db.trials(device_fp, matrix_fp, "spmv");
-  for (const auto& key : codegen::spmv_search_space()) {
-    // The plan runs the scalar strategy only until the adaptive SpMV issue wires in the others.
-    if (key.value != codegen::ValueType::F32 || key.strategy != codegen::SpmvStrategy::Scalar) continue;
-    nlohmann::json params = defaults;
-    params["strategy"] = codegen::to_string(key.strategy);
-    params["block_size"] = key.block_size;
+  // A small fixed neighbourhood of the defaults until the generic tuner (issue 5) searches the
+  // declared space: the two selection modes, wider groups, no folding, and the scalar baseline.
+  std::vector<nlohmann::json> candidates{defaults};
+  auto with = [&](const char* k, nlohmann::json v) {
+    auto p = defaults;
+    p[k] = std::move(v);
+    candidates.push_back(p);
+  };
+  with("strategy", "uniform");
+  with("v2_lanes", 16);
+  with("v1_lanes", 8);
+  with("fold_share", 0.0);
+  with("strategy", "scalar");
+  for (const auto& params : candidates) {
     Trial t{device_fp, matrix_fp, "spmv", "", params};
     bool reused = false;
     for (const auto& p : previous)
