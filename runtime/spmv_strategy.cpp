@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "dbsparse/error.hpp"
+#include "dbsparse/tuning_db.hpp"
 
 namespace dbsparse {
 namespace {
@@ -23,13 +24,21 @@ codegen::SpmvKey checked(const codegen::SpmvKey& key) {
 
 }  // namespace
 
+// A parameter from the config, else its default (one place for defaults: default_params).
+template <class V>
+V param(const nlohmann::json& params, const std::string& name) {
+  static const nlohmann::json defaults = default_params("spmv");
+  if (params.contains(name)) return params.at(name).get<V>();
+  return defaults.at(name).get<V>();
+}
+
 codegen::SpmvKey choose_spmv_key(const nlohmann::json& params, int64_t rows, int64_t nnz,
                                  codegen::ValueType value) {
   using codegen::SpmvStrategy;
   codegen::SpmvKey key;
   key.value = value;
-  key.block_size = params.value("block_size", 256);
-  const std::string strategy = params.value("strategy", std::string("classified"));
+  key.block_size = param<int>(params, "block_size");
+  const std::string strategy = param<std::string>(params, "strategy");
   const double mean = rows > 0 ? static_cast<double>(nnz) / static_cast<double>(rows) : 0.0;
   const int lanes = params.value("lanes", 0);
   if (strategy == "scalar") {
@@ -41,8 +50,8 @@ codegen::SpmvKey choose_spmv_key(const nlohmann::json& params, int64_t rows, int
   } else if (strategy == "longrow") {
     key.strategy = SpmvStrategy::LongRow;
   } else if (strategy == "uniform") {
-    if (mean <= params.value("scalar_max_mean", 4.0)) key.strategy = SpmvStrategy::Scalar;
-    else if (mean <= params.value("vector_max_mean", 64.0)) key.strategy = SpmvStrategy::Vector;
+    if (mean <= param<double>(params, "scalar_max_mean")) key.strategy = SpmvStrategy::Scalar;
+    else if (mean <= param<double>(params, "vector_max_mean")) key.strategy = SpmvStrategy::Vector;
     else key.strategy = SpmvStrategy::Block;
   } else if (strategy == "classified") {
     throw UsageError("choose_spmv_key: 'classified' has several kernels; use choose_spmv_layout");
@@ -58,26 +67,23 @@ SpmvLayout choose_spmv_layout(const nlohmann::json& params, int64_t rows, int64_
                               codegen::ValueType value) {
   using codegen::SpmvStrategy;
   SpmvLayout layout;
-  layout.longrow_chunk = params.value("longrow_chunk", int64_t{8192});
-  layout.fold_share = params.value("fold_share", 0.02);
+  layout.longrow_chunk = param<int64_t>(params, "longrow_chunk");
+  layout.fold_share = param<double>(params, "fold_share");
   if (layout.longrow_chunk < 256 || layout.longrow_chunk > (int64_t{1} << 30))
     throw UsageError(fmt::format("spmv longrow_chunk {} is outside [256, 2^30]", layout.longrow_chunk));
-  const std::string strategy = params.value("strategy", std::string("classified"));
+  const std::string strategy = param<std::string>(params, "strategy");
   if (strategy != "classified") {
     layout.bins.push_back({choose_spmv_key(params, rows, nnz, value), std::numeric_limits<int64_t>::max()});
     return layout;
   }
   layout.classified = true;
-  const int block = params.value("block_size", 256);
+  const int block = param<int>(params, "block_size");
   auto key = [&](SpmvStrategy s, int lanes) { return checked(codegen::SpmvKey{value, s, block, lanes}); };
-  layout.bins.push_back({key(SpmvStrategy::Scalar, 0), params.value("scalar_max_len", int64_t{4})});
-  for (int v = 1; v <= 3; ++v) {
-    static constexpr int kLanes[] = {0, 4, 8, 32};
-    static constexpr int64_t kMax[] = {0, 16, 64, 2048};
-    layout.bins.push_back({key(SpmvStrategy::Vector, params.value(fmt::format("v{}_lanes", v), kLanes[v])),
-                           params.value(fmt::format("v{}_max_len", v), kMax[v])});
-  }
-  layout.bins.push_back({key(SpmvStrategy::Block, 0), params.value("block_max_len", int64_t{65536})});
+  layout.bins.push_back({key(SpmvStrategy::Scalar, 0), param<int64_t>(params, "scalar_max_len")});
+  for (int v = 1; v <= 3; ++v)
+    layout.bins.push_back({key(SpmvStrategy::Vector, param<int>(params, fmt::format("v{}_lanes", v))),
+                           param<int64_t>(params, fmt::format("v{}_max_len", v))});
+  layout.bins.push_back({key(SpmvStrategy::Block, 0), param<int64_t>(params, "block_max_len")});
   layout.bins.push_back({key(SpmvStrategy::LongRow, 0), std::numeric_limits<int64_t>::max()});
   for (size_t b = 1; b < layout.bins.size(); ++b)
     if (layout.bins[b].max_len < layout.bins[b - 1].max_len)

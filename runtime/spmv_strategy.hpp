@@ -14,10 +14,13 @@ namespace dbsparse {
 // A single strategy for the whole matrix. params["strategy"]:
 //   "scalar", "vector" (params["lanes"], 0: from the mean), "block", "longrow";
 //   "uniform": one strategy chosen from rows, nnz and the mean row length (adaptive-csr-spmv.txt),
-//     no read-back: mean <= scalar_max_mean (4) scalar — short rows leave nothing to share;
-//     mean <= vector_max_mean (64) vector with the power of two covering mean/4 lanes, in [2, 32]
-//     — each lane takes four entries per step (strided_dot); longer: block per row.
-// Throws UsageError for an unknown strategy, and for "classified" (see choose_spmv_layout).
+//     no read-back: mean <= scalar_max_mean (8) scalar — a thread does up to 8 entries in two
+//     steps of strided_dot, and on the H200 the 7-point stencil ran at 60.7 us scalar against
+//     66.8 with 2 lanes and 93.8 with 4 (2026-11-29); mean <= vector_max_mean (64) vector with the
+//     power of two covering mean/4 lanes, in [2, 32] — each lane takes four entries per step;
+//     longer: block per row.
+// Missing parameters take default_params("spmv"). Throws UsageError for an unknown strategy,
+// and for "classified" (see choose_spmv_layout).
 codegen::SpmvKey choose_spmv_key(const nlohmann::json& params, int64_t rows, int64_t nnz,
                                  codegen::ValueType value);
 
@@ -28,18 +31,21 @@ struct SpmvBin {
 };
 
 // The plan's layout: one bin (uniform or forced strategy) or the classified bins, shortest rows
-// first, the last one unbounded. Classified defaults, each with its reason:
-//   scalar_max_len 4: up to 4 entries a thread does the row in one step of strided_dot;
-//   v1 4 lanes up to 16, v2 8 lanes up to 64, v3 32 lanes up to 2048: a lane takes 4 entries a
-//     step, so a bin's longest row takes 1, 2 and 16 steps, and a group wastes < 3/4 of its lanes;
-//   block_max_len 65536: a 256-thread block takes 1024 entries a step, at most 64 steps;
-//   longer rows: long-row split, longrow_chunk (8192) entries per block, one finalize pass;
+// first, the last one unbounded. Classified defaults (H200 bench, 2026-11-29, NOTES.md):
+//   scalar_max_len 8: as scalar_max_mean above;
+//   v1 4 lanes up to 16, v2 8 lanes up to 64, v3 32 lanes up to 512: a lane takes 4 entries a
+//     step, so a bin's longest row takes 1, 2 and 4 steps (the 27-point stencil's 27-entry rows:
+//     38 us with 8 lanes, 68 us scalar);
+//   block_max_len 4096: a 256-thread block takes 1024 entries a step, at most 4 steps; with
+//     65536 (the first try) RMAT-19's longest rows would take ~60 dependent steps, the likely
+//     reason classified RMAT-19 ran at 91 us against cuSPARSE's 62;
+//   longer rows: long-row split, longrow_chunk (2048) entries per block, one finalize pass;
 //   fold_share 0.02: a bin with less than 2% of the nonzeros joins the next wider one, so a
 //     regular matrix runs one kernel over all rows with no row list.
 struct SpmvLayout {
   bool classified = false;
   std::vector<SpmvBin> bins;
-  int64_t longrow_chunk = 8192;
+  int64_t longrow_chunk = 2048;
   double fold_share = 0.02;
 };
 SpmvLayout choose_spmv_layout(const nlohmann::json& params, int64_t rows, int64_t nnz,

@@ -16,10 +16,11 @@ __device__ __forceinline__ void axpby_store(T* y, T acc, T alpha, T beta) {
 // Partial dot product of CSR entries j, j + STRIDE, ... (< end) with x. Four entries per step,
 // all their index and value loads issued before any x gather: SpMV is latency-bound unless each
 // thread keeps several loads in flight (one at a time reached ~40% of copy bandwidth on the H200).
+// Four accumulators, one per slot, also shorten each serial floating-point sum four times.
 template <typename T, int STRIDE>
 __device__ __forceinline__ T strided_dot(int j, int end, const int* __restrict__ col_idx,
                                          const T* __restrict__ vals, const T* __restrict__ x) {
-  T acc = T(0);
+  T acc[4] = {T(0), T(0), T(0), T(0)};
   for (; j < end; j += 4 * STRIDE) {
     int c[4];
     T v[4];
@@ -31,9 +32,9 @@ __device__ __forceinline__ T strided_dot(int j, int end, const int* __restrict__
     }
 #pragma unroll
     for (int u = 0; u < 4; ++u)
-      if (c[u] >= 0) acc += v[u] * load_ro(x + c[u]);
+      if (c[u] >= 0) acc[u] += v[u] * load_ro(x + c[u]);
   }
-  return acc;
+  return (acc[0] + acc[1]) + (acc[2] + acc[3]);
 }
 
 }  // namespace dbs

@@ -28,11 +28,11 @@ TEST_CASE("SpmvUniformChoiceFollowsMeanRowLength") {
   const nlohmann::json conf = {{"strategy", "uniform"}};
   auto pick = [&](int64_t rows, int64_t nnz) { return choose_spmv_key(conf, rows, nnz, ValueType::F32); };
   CHECK(pick(1000, 3000).strategy == SpmvStrategy::Scalar);   // mean 3
-  CHECK(pick(1000, 4000).strategy == SpmvStrategy::Scalar);   // mean 4: the cutoff is inclusive
+  CHECK(pick(1000, 8000).strategy == SpmvStrategy::Scalar);   // mean 8: the cutoff is inclusive
   auto v = pick(1000, 27000);                                 // mean 27: 8 lanes x 4 entries cover it
   CHECK(v.strategy == SpmvStrategy::Vector);
   CHECK(v.lanes == 8);
-  CHECK(pick(1000, 5000).lanes == 2);                         // mean 5 -> 2 lanes
+  CHECK(pick(1000, 9000).lanes == 4);                         // mean 9 -> 4 lanes
   CHECK(pick(1000, 16000).lanes == 4);                        // mean 16 -> 4 lanes
   CHECK(pick(1000, 64000).lanes == 16);                       // mean 64 -> 16 lanes
   CHECK(pick(1000, 65000).strategy == SpmvStrategy::Block);   // mean 65
@@ -48,14 +48,14 @@ TEST_CASE("SpmvClassifiedLayoutComesFromTheConfig") {
   REQUIRE(l.classified);
   REQUIRE(l.bins.size() == 6);
   CHECK(l.bins[0].key.to_string() == "spmv.scalar.f32.b256");
-  CHECK(l.bins[0].max_len == 4);
+  CHECK(l.bins[0].max_len == 8);
   CHECK(l.bins[1].key.to_string() == "spmv.vector.f32.b256.l4");
   CHECK(l.bins[2].key.to_string() == "spmv.vector.f32.b256.l8");
   CHECK(l.bins[3].key.to_string() == "spmv.vector.f32.b256.l32");
-  CHECK(l.bins[3].max_len == 2048);
+  CHECK(l.bins[3].max_len == 512);
   CHECK(l.bins[4].key.strategy == SpmvStrategy::Block);
   CHECK(l.bins[5].key.strategy == SpmvStrategy::LongRow);
-  CHECK(l.longrow_chunk == 8192);
+  CHECK(l.longrow_chunk == 2048);
   auto p = default_params("spmv");
   p["v2_lanes"] = 16;
   p["block_max_len"] = 4096;

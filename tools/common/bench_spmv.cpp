@@ -81,6 +81,8 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
     forced.params["strategy"] = strategy;
     for (int c = 0; c < copies; ++c)
       plans.push_back(strategy.empty() ? ctx.plan_spmv(p.a) : ctx.plan_spmv(p.a, forced));
+    if (opt.explain) fmt::print(stderr, "{} {} {}:\n{}", m.name, sizeof(T) == 4 ? "f32" : "f64",
+                                strategy.empty() ? "config" : strategy, plans[0].explain());
     ys[0].fill_bytes(0xFF);  // NaN: an unwritten row cannot pass
     plans[0].run(xs[0], ys[0], stream);
     stream.synchronize();

@@ -29,6 +29,7 @@ struct SpmvBenchOptions {
   // Forced dbsparse strategies (classified, uniform, scalar, vector, block, longrow), one row
   // each, named dbsparse-<strategy>, for ablation; empty: one row from the config look-up.
   std::vector<std::string> strategies;
+  bool explain = false;  // print each dbsparse plan's explain() (bins, kernels) to stderr
 };
 
 // Appends one row per implementation and precision for this matrix.

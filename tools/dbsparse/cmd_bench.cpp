@@ -26,6 +26,7 @@ struct BenchArgs {
   std::vector<std::string> precisions{"f32"};
   std::vector<double> densities{0.1, 0.01, 0.001, 0.0001};
   std::vector<std::string> strategies;
+  bool explain = false;
   tools::TimingOptions timing;
   std::string json_path;
 };
@@ -77,6 +78,7 @@ nlohmann::json run_spmv(const BenchArgs& a, Context& ctx, const Stream& stream,
   opt.timing = a.timing;
   opt.baselines = !a.no_baselines;
   opt.strategies = a.strategies;
+  opt.explain = a.explain;
   std::vector<tools::BenchRow> rows;
   tools::print_bench_header();
   std::set<std::string> generated;
@@ -149,6 +151,7 @@ Runner add_bench(CLI::App& sub_ref) {
                   "classified, uniform, scalar, vector, block, longrow); default: the tuning DB's config")
       ->delimiter(',')
       ->check(CLI::IsMember({"classified", "uniform", "scalar", "vector", "block", "longrow"}));
+  sub->add_flag("--explain", a->explain, "spmv only: print each plan's bins and kernels to stderr");
   sub->add_option("--reps", a->timing.samples, "Timed samples; the median is reported")
       ->check(CLI::Range(1, 10000));
   sub->add_option("--batch", a->timing.batch, "Back-to-back calls per timed sample")
