@@ -12,7 +12,9 @@ namespace {
 
 [[noreturn]] void bad_key(std::string_view text, const std::string& why) {
   throw UsageError(fmt::format(
-      "bad spmv kernel key '{}': {} (form: spmv.scalar.f32.b256, spmv.vector.f32.b256.l8)", text, why));
+      "bad spmv kernel key '{}': {} (form: spmv.scalar.f32.b256, spmv.vector.f32.b256.l8, "
+      "spmv.classified.f32.b256.l4.l8.l32)",
+      text, why));
 }
 
 }  // namespace
@@ -23,6 +25,7 @@ const char* to_string(SpmvStrategy s) {
     case SpmvStrategy::Vector: return "vector";
     case SpmvStrategy::Block: return "block";
     case SpmvStrategy::LongRow: return "longrow";
+    case SpmvStrategy::Classified: return "classified";
   }
   return "?";
 }
@@ -31,6 +34,7 @@ std::string SpmvKey::to_string() const {
   std::string s = fmt::format("spmv.{}.{}.b{}", codegen::to_string(strategy),
                               codegen::to_string(value), block_size);
   if (strategy == SpmvStrategy::Vector) s += fmt::format(".l{}", lanes);
+  if (strategy == SpmvStrategy::Classified) s += fmt::format(".l{}.l{}.l{}", lanes, lanes2, lanes3);
   return s;
 }
 
@@ -54,19 +58,23 @@ SpmvKey SpmvKey::parse(std::string_view text) {
   else if (parts[1] == "vector") k.strategy = SpmvStrategy::Vector;
   else if (parts[1] == "block") k.strategy = SpmvStrategy::Block;
   else if (parts[1] == "longrow") k.strategy = SpmvStrategy::LongRow;
+  else if (parts[1] == "classified") k.strategy = SpmvStrategy::Classified;
   else bad_key(text, fmt::format("unknown strategy '{}'", parts[1]));
-  if (parts.size() != (k.strategy == SpmvStrategy::Vector ? 5u : 4u))
-    bad_key(text, k.strategy == SpmvStrategy::Vector ? "vector keys end in .l<lanes>"
-                                                     : "only vector keys have a lanes part");
+  const size_t lane_parts = k.strategy == SpmvStrategy::Vector ? 1 : k.strategy == SpmvStrategy::Classified ? 3 : 0;
+  if (parts.size() != 4 + lane_parts)
+    bad_key(text, lane_parts == 1   ? "vector keys end in .l<lanes>"
+                  : lane_parts == 3 ? "classified keys end in .l<lanes>.l<lanes>.l<lanes>"
+                                    : "only vector and classified keys have lanes parts");
   if (parts[2] == "f32") k.value = ValueType::F32;
   else if (parts[2] == "f64") k.value = ValueType::F64;
   else bad_key(text, fmt::format("unknown value type '{}'", parts[2]));
   k.block_size = parse_number(text, parts[3], 'b', "block size");
   if (k.block_size < 32 || k.block_size > 1024 || k.block_size % 32 != 0)
     bad_key(text, "block size must be a multiple of 32 in [32, 1024]");
-  if (k.strategy == SpmvStrategy::Vector) {
-    k.lanes = parse_number(text, parts[4], 'l', "lanes");
-    if (k.lanes < 2 || k.lanes > 32 || (k.lanes & (k.lanes - 1)) != 0)
+  int* lanes[] = {&k.lanes, &k.lanes2, &k.lanes3};
+  for (size_t i = 0; i < lane_parts; ++i) {
+    *lanes[i] = parse_number(text, parts[4 + i], 'l', "lanes");
+    if (*lanes[i] < 2 || *lanes[i] > 32 || (*lanes[i] & (*lanes[i] - 1)) != 0)
       bad_key(text, "lanes must be 2, 4, 8, 16 or 32");
   }
   return k;
@@ -90,6 +98,11 @@ KernelSource make_source(const SpmvKey& key) {
     case SpmvStrategy::Block:
       header = "spmv_csr_block.cuh";
       ks.name_expressions = {fmt::format("dbs::spmv_csr_block<{}, {}>", t, b)};
+      break;
+    case SpmvStrategy::Classified:
+      header = "spmv_csr_classified.cuh";
+      ks.name_expressions = {
+          fmt::format("dbs::spmv_csr_classified<{}, {}, {}, {}, {}>", t, b, key.lanes, key.lanes2, key.lanes3)};
       break;
     case SpmvStrategy::LongRow:
       header = "spmv_csr_longrow.cuh";
@@ -120,6 +133,7 @@ std::vector<SpmvKey> spmv_search_space() {
     for (int l : {2, 4, 8, 16, 32}) out.push_back(SpmvKey{v, SpmvStrategy::Vector, 256, l});
     for (int b : {128, 256, 512}) out.push_back(SpmvKey{v, SpmvStrategy::Block, b});
     out.push_back(SpmvKey{v, SpmvStrategy::LongRow, 256});
+    out.push_back(SpmvKey{v, SpmvStrategy::Classified, 256, 4, 8, 32});
   }
   return out;
 }

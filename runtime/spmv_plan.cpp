@@ -26,22 +26,93 @@ SpmvPlan<T> Context::plan_spmv(const CsrMatrix<T>& a, const Config& config) {
 
 namespace {
 
-// Chunks of at most `chunk` entries for each listed row; a row with no entries gets one empty
-// chunk, so its finalize still writes beta*y.
+// Host mirror of dbs::ClassifiedArgs<T> (templates/spmv_csr_classified.cuh); taken by value.
+template <class T>
+struct ClassifiedArgsHost {
+  uint64_t row_ptr, col_idx, vals, x, y, lists, chunks, chunk_ptr, partial, arrivals;
+  int32_t list_off[6], count[6], block_end[6];
+  T alpha, beta;
+};
+
+// Chunks {row, first, end, slot} of at most `chunk` entries for each listed row (slot: its index
+// in `rows`); a row with no entries gets one empty chunk, so y = beta*y is still written.
 void build_chunks(const std::vector<int32_t>& row_ptr, const std::vector<int32_t>& rows, int64_t chunk,
                   std::vector<int32_t>& chunks, std::vector<int32_t>& chunk_ptr) {
   chunk_ptr.assign(1, 0);
-  for (int32_t r : rows) {
-    const int32_t first = row_ptr[r], end = row_ptr[r + 1];
+  for (size_t s = 0; s < rows.size(); ++s) {
+    const int32_t r = rows[s], first = row_ptr[r], end = row_ptr[r + 1];
     int64_t j = first;
     do {
       const int64_t e = std::min<int64_t>(end, j + chunk);
-      chunks.insert(chunks.end(), {r, static_cast<int32_t>(j), static_cast<int32_t>(e)});
+      chunks.insert(chunks.end(), {r, static_cast<int32_t>(j), static_cast<int32_t>(e), static_cast<int32_t>(s)});
       j = e;
     } while (j < end);
-    chunk_ptr.push_back(static_cast<int32_t>(chunks.size() / 3));
+    chunk_ptr.push_back(static_cast<int32_t>(chunks.size() / 4));
   }
-  if (chunks.size() / 3 > static_cast<size_t>(INT32_MAX)) throw UsageError("spmv: too many long-row chunks");
+  if (chunks.size() / 4 > static_cast<size_t>(INT32_MAX)) throw UsageError("spmv: too many long-row chunks");
+}
+
+// What the classifier found: rows and nonzeros per bin after folding, where each bin's rows start
+// in the row lists (-1: no lists, every row in one bin), and the long rows themselves.
+struct Classified {
+  std::vector<int64_t> rows, nnz, off, max_len;
+  std::vector<int32_t> long_rows;
+};
+
+// The plan phase's GPU pass (host syncs are allowed here, never in run): count rows per bin,
+// fold thin bins, then list each bin's rows into `lists` unless one bin takes every row.
+template <class T>
+Classified classify_rows(CUfunction classify, const CsrMatrix<T>& a, const DeviceBuffer<int32_t>& row_ptr,
+                         const SpmvLayout& layout, DeviceBuffer<int32_t>& lists) {
+  const size_t nbins = layout.bins.size();
+  Classified c{std::vector<int64_t>(nbins, 0), std::vector<int64_t>(nbins, 0), std::vector<int64_t>(nbins, -1),
+               std::vector<int64_t>(nbins), {}};
+  for (size_t b = 0; b < nbins; ++b) c.max_len[b] = layout.bins[b].max_len;
+  struct Bounds {
+    int32_t max_len[8];
+    int32_t nbins;
+  } bounds{};
+  auto set_bounds = [&] {
+    for (size_t b = 0; b < nbins; ++b) bounds.max_len[b] = static_cast<int32_t>(std::min<int64_t>(c.max_len[b], INT32_MAX));
+    bounds.nbins = static_cast<int32_t>(nbins);
+  };
+  set_bounds();
+  DeviceBuffer<uint64_t> counts(2 * 8);
+  counts.fill_bytes(0);
+  int rows = a.rows;
+  CUdeviceptr rp = row_ptr.ptr(), cp = counts.ptr(), none = 0;
+  const unsigned grid = static_cast<unsigned>((a.rows + 255) / 256);
+  void* count_args[] = {&rows, &rp, &bounds, &cp, &none, &none};
+  DBS_CU(cuLaunchKernel(classify, grid, 1, 1, 256, 1, 1, 0, nullptr, count_args, nullptr));
+  auto got = counts.download();  // synchronous: waits for the pass
+  for (size_t b = 0; b < nbins; ++b) c.rows[b] = static_cast<int64_t>(got[2 * b]), c.nnz[b] = static_cast<int64_t>(got[2 * b + 1]);
+  // Fold thin row-kernel bins (not block, not long rows) into the next wider one.
+  for (size_t b = 0; b + 2 < nbins; ++b) {
+    if (c.rows[b] == 0 || static_cast<double>(c.nnz[b]) >= layout.fold_share * static_cast<double>(a.nnz())) continue;
+    c.rows[b + 1] += c.rows[b];
+    c.nnz[b + 1] += c.nnz[b];
+    c.rows[b] = c.nnz[b] = 0;
+    c.max_len[b] = b ? c.max_len[b - 1] : -1;
+  }
+  const size_t last = nbins - 1;
+  if (std::count_if(c.rows.begin(), c.rows.end(), [](int64_t r) { return r > 0; }) == 1 && c.rows[last] == 0)
+    return c;  // one row kernel over every row: no lists
+  set_bounds();
+  std::vector<int32_t> cursor(8, 0);
+  for (int64_t b = 0, off = 0; b < static_cast<int64_t>(nbins); off += c.rows[b], ++b) c.off[b] = off, cursor[b] = static_cast<int32_t>(off);
+  DeviceBuffer<int32_t> cur{std::span<const int32_t>(cursor)};
+  lists = DeviceBuffer<int32_t>(static_cast<size_t>(a.rows));
+  CUdeviceptr cu = cur.ptr(), li = lists.ptr();
+  void* list_args[] = {&rows, &rp, &bounds, &cp, &cu, &li};
+  DBS_CU(cuLaunchKernel(classify, grid, 1, 1, 256, 1, 1, 0, nullptr, list_args, nullptr));
+  DBS_CU(cuCtxSynchronize());
+  if (c.rows[last] > 0) {
+    std::vector<int32_t> tail(static_cast<size_t>(c.rows[last]));
+    DBS_CU(cuMemcpyDtoH(tail.data(), lists.ptr() + static_cast<uint64_t>(c.off[last]) * 4, tail.size() * 4));
+    std::sort(tail.begin(), tail.end());  // deterministic order for the chunk list
+    c.long_rows = std::move(tail);
+  }
+  return c;
 }
 
 }  // namespace
@@ -49,7 +120,6 @@ void build_chunks(const std::vector<int32_t>& row_ptr, const std::vector<int32_t
 template <class T>
 SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std::string fingerprint) {
   using codegen::SpmvStrategy;
-  using Launch = typename SpmvPlan<T>::Launch;
   using Kind = typename SpmvPlan<T>::LaunchKind;
   make_current();
   SpmvPlan<T> plan;
@@ -64,122 +134,92 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
   plan.col_idx_ = DeviceBuffer<int32_t>(std::span<const int32_t>(a.col_idx));
   plan.values_ = DeviceBuffer<T>(std::span<const T>(a.values));
   const size_t nbins = layout.bins.size();
-
-  // Rows per bin, and where each bin's list starts in row_lists_ (-1: no list, all rows).
-  std::vector<int64_t> bin_rows(nbins, 0), bin_nnz(nbins, 0), bin_off(nbins, -1);
-  std::vector<int64_t> max_len(nbins);
-  for (size_t b = 0; b < nbins; ++b) max_len[b] = layout.bins[b].max_len;
-  std::vector<int32_t> long_rows;
-  if (!layout.classified) {
-    bin_rows[0] = a.rows;
-    bin_nnz[0] = a.nnz();
-    if (layout.bins[0].key.strategy == SpmvStrategy::LongRow) {
-      long_rows.resize(static_cast<size_t>(a.rows));
-      for (int32_t r = 0; r < a.rows; ++r) long_rows[r] = r;
-    }
-  } else if (a.rows > 0) {
-    // The GPU classifier (plan phase: host syncs allowed here, never in run).
-    auto scalar = modules_->get(codegen::make_source(layout.bins[0].key), info_.arch());
-    CUfunction classify = scalar.fns.at(1);
-    struct Bounds {
-      int32_t max_len[8];
-      int32_t nbins;
-    } bounds{};
-    auto set_bounds = [&] {
-      for (size_t b = 0; b < nbins; ++b)
-        bounds.max_len[b] = static_cast<int32_t>(std::min<int64_t>(max_len[b], INT32_MAX));
-      bounds.nbins = static_cast<int32_t>(nbins);
-    };
-    set_bounds();
-    DeviceBuffer<uint64_t> counts(2 * 8);
-    counts.fill_bytes(0);
-    int rows = a.rows;
-    CUdeviceptr rp = plan.row_ptr_.ptr(), cp = counts.ptr(), none = 0;
-    const unsigned grid = static_cast<unsigned>((a.rows + 255) / 256);
-    {
-      void* args[] = {&rows, &rp, &bounds, &cp, &none, &none};
-      DBS_CU(cuLaunchKernel(classify, grid, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr));
-    }
-    auto c = counts.download();  // synchronous: waits for the pass
-    for (size_t b = 0; b < nbins; ++b) {
-      bin_rows[b] = static_cast<int64_t>(c[2 * b]);
-      bin_nnz[b] = static_cast<int64_t>(c[2 * b + 1]);
-    }
-    // Fold thin row-kernel bins (not block, not long rows) into the next wider one.
-    for (size_t b = 0; b + 2 < nbins; ++b) {
-      if (bin_rows[b] == 0 || static_cast<double>(bin_nnz[b]) >= layout.fold_share * static_cast<double>(a.nnz()))
-        continue;
-      bin_rows[b + 1] += bin_rows[b];
-      bin_nnz[b + 1] += bin_nnz[b];
-      bin_rows[b] = bin_nnz[b] = 0;
-      max_len[b] = b ? max_len[b - 1] : -1;
-    }
-    const auto nonempty = std::count_if(bin_rows.begin(), bin_rows.end(), [](int64_t r) { return r > 0; });
-    const size_t last = nbins - 1;
-    const bool one_row_bin = nonempty == 1 && bin_rows[last] == 0;
-    if (!one_row_bin) {
-      set_bounds();
-      std::vector<int32_t> cursor(8, 0);
-      int64_t off = 0;
-      for (size_t b = 0; b < nbins; ++b) {
-        bin_off[b] = off;
-        cursor[b] = static_cast<int32_t>(off);
-        off += bin_rows[b];
-      }
-      DeviceBuffer<int32_t> cur{std::span<const int32_t>(cursor)};
-      plan.row_lists_ = DeviceBuffer<int32_t>(static_cast<size_t>(a.rows));
-      CUdeviceptr cu = cur.ptr(), li = plan.row_lists_.ptr();
-      void* args[] = {&rows, &rp, &bounds, &cp, &cu, &li};
-      DBS_CU(cuLaunchKernel(classify, grid, 1, 1, 256, 1, 1, 0, nullptr, args, nullptr));
-      if (bin_rows[last] > 0) {
-        std::vector<int32_t> all = plan.row_lists_.download();  // synchronous
-        long_rows.assign(all.begin() + bin_off[last], all.begin() + bin_off[last] + bin_rows[last]);
-      } else {
-        DBS_CU(cuCtxSynchronize());
-      }
-    }
-  }
-
-  std::string text;
-  for (size_t b = 0; b < nbins; ++b) {
-    if (bin_rows[b] == 0 && !(b == 0 && !layout.classified)) continue;
-    const auto& key = layout.bins[b].key;
+  auto get = [&](const codegen::SpmvKey& key) {
     auto loaded = modules_->get(codegen::make_source(key), info_.arch());
     plan.kernels_.push_back(loaded.info);
-    if (layout.classified)
-      text += fmt::format("  bin {} (rows of length <= {}): {} rows, {} nonzeros -> {}\n", b,
-                          b + 1 == nbins ? std::string("any") : std::to_string(max_len[b]), bin_rows[b],
-                          bin_nnz[b], key.to_string());
-    const uint64_t list = bin_off[b] >= 0 ? plan.row_lists_.ptr() + static_cast<uint64_t>(bin_off[b]) * 4 : 0;
-    if (key.strategy != SpmvStrategy::LongRow) {
-      if (bin_rows[b] == 0) continue;  // an empty matrix: nothing to launch
-      plan.launches_.push_back(Launch{loaded.fns.at(0), Kind::Rows, static_cast<unsigned>(spmv_grid(key, bin_rows[b])),
-                                      static_cast<unsigned>(key.block_size), static_cast<int32_t>(bin_rows[b]), list});
-      continue;
+    return loaded;
+  };
+
+  Classified c;
+  if (!layout.classified) {
+    c = Classified{{a.rows}, {a.nnz()}, {-1}, {layout.bins[0].max_len}, {}};
+    if (layout.bins[0].key.strategy == SpmvStrategy::LongRow) {
+      c.long_rows.resize(static_cast<size_t>(a.rows));
+      for (int32_t r = 0; r < a.rows; ++r) c.long_rows[r] = r;
     }
-    std::vector<int32_t> chunks, chunk_ptr;
-    build_chunks(a.row_ptr, long_rows, layout.longrow_chunk, chunks, chunk_ptr);
-    const auto nchunks = static_cast<int32_t>(chunks.size() / 3);
-    plan.long_rows_ = DeviceBuffer<int32_t>(std::span<const int32_t>(long_rows));
+  } else if (a.rows > 0) {
+    auto scalar = modules_->get(codegen::make_source(layout.bins[0].key), info_.arch());
+    c = classify_rows(scalar.fns.at(1), a, plan.row_ptr_, layout, plan.row_lists_);
+  } else {
+    c = Classified{std::vector<int64_t>(nbins, 0), std::vector<int64_t>(nbins, 0), std::vector<int64_t>(nbins, -1),
+                   std::vector<int64_t>(nbins, 0), {}};
+  }
+
+  std::vector<int32_t> chunks, chunk_ptr;
+  if (!c.long_rows.empty()) {
+    build_chunks(a.row_ptr, c.long_rows, layout.longrow_chunk, chunks, chunk_ptr);
+    plan.long_rows_ = DeviceBuffer<int32_t>(std::span<const int32_t>(c.long_rows));
     plan.chunk_ptr_ = DeviceBuffer<int32_t>(std::span<const int32_t>(chunk_ptr));
     plan.chunks_ = DeviceBuffer<int32_t>(std::span<const int32_t>(chunks));
-    plan.partial_ = DeviceBuffer<T>(static_cast<size_t>(std::max(nchunks, 1)));
-    if (long_rows.empty()) continue;
-    plan.launches_.push_back(Launch{loaded.fns.at(0), Kind::LongPartial, static_cast<unsigned>(nchunks),
-                                    static_cast<unsigned>(key.block_size), nchunks, 0});
-    const auto nlong = static_cast<int32_t>(long_rows.size());
-    plan.launches_.push_back(Launch{loaded.fns.at(1), Kind::LongFinalize, static_cast<unsigned>((nlong + 255) / 256),
-                                    256, nlong, plan.long_rows_.ptr()});
-    text += fmt::format("    long rows split into {} chunks of <= {} entries\n", nchunks, layout.longrow_chunk);
+    plan.partial_ = DeviceBuffer<T>(chunks.size() / 4);
   }
-  if (plan.kernels_.empty()) {  // 0 x n: still report the kernel a non-empty matrix would use
-    auto loaded = modules_->get(codegen::make_source(layout.bins[0].key), info_.arch());
-    plan.kernels_.push_back(loaded.info);
+  const auto nchunks = static_cast<int32_t>(chunks.size() / 4);
+  const auto nlong = static_cast<int32_t>(c.long_rows.size());
+
+  std::string text;
+  if (layout.classified)
+    for (size_t b = 0; b < nbins; ++b)
+      if (c.rows[b] > 0)
+        text += fmt::format("  bin {} (rows of length <= {}): {} rows, {} nonzeros{}\n", b,
+                            b + 1 == nbins ? std::string("any") : std::to_string(c.max_len[b]), c.rows[b], c.nnz[b],
+                            b + 1 == nbins ? fmt::format(", {} chunks of <= {}", nchunks, layout.longrow_chunk) : "");
+  const bool lists = c.off[0] >= 0;
+  if (layout.classified && lists && layout.fuse_bins) {
+    // Every bin in one launch. Grid order: long-row chunks, block rows, then the vector and scalar
+    // bins (heavy thread blocks start first).
+    auto loaded = get(layout.fused_key);
+    plan.arrivals_ = DeviceBuffer<uint32_t>(static_cast<size_t>(std::max(nlong, 1)));
+    plan.arrivals_.fill_bytes(0);
+    plan.fused_.assign(18, 0);
+    int64_t end = 0;
+    for (int slot = 0; slot < 6; ++slot) {
+      const size_t b = 5 - static_cast<size_t>(slot);
+      const auto& key = layout.bins[b].key;
+      const int64_t blocks = b == 5 ? nchunks : b == 4 ? c.rows[b] : spmv_grid(key, c.rows[b]);
+      end += blocks;
+      plan.fused_[b] = static_cast<int32_t>(c.off[b]);
+      plan.fused_[6 + b] = static_cast<int32_t>(b == 5 ? nchunks : c.rows[b]);
+      plan.fused_[12 + slot] = static_cast<int32_t>(end);
+    }
+    if (end > INT32_MAX) throw UsageError("spmv: classified grid past 2^31 blocks");
+    plan.launches_.push_back({loaded.fns.at(0), Kind::Classified, static_cast<unsigned>(end),
+                              static_cast<unsigned>(layout.fused_key.block_size), 0, 0});
+    text += fmt::format("  -> one launch of {} ({} thread blocks)\n", layout.fused_key.to_string(), end);
+  } else {
+    for (size_t b = 0; b < nbins; ++b) {
+      const auto& key = layout.bins[b].key;
+      if (c.rows[b] == 0 || key.strategy == SpmvStrategy::LongRow) continue;
+      auto loaded = get(key);
+      const uint64_t list = lists ? plan.row_lists_.ptr() + static_cast<uint64_t>(c.off[b]) * 4 : 0;
+      plan.launches_.push_back({loaded.fns.at(0), Kind::Rows, static_cast<unsigned>(spmv_grid(key, c.rows[b])),
+                                static_cast<unsigned>(key.block_size), static_cast<int32_t>(c.rows[b]), list});
+      if (layout.classified) text += fmt::format("  -> bin {}: {}\n", b, key.to_string());
+    }
+    if (nlong > 0) {
+      const auto& key = layout.bins.back().key;
+      auto loaded = get(key);
+      plan.launches_.push_back({loaded.fns.at(0), Kind::LongPartial, static_cast<unsigned>(nchunks),
+                                static_cast<unsigned>(key.block_size), nchunks, 0});
+      plan.launches_.push_back({loaded.fns.at(1), Kind::LongFinalize, static_cast<unsigned>((nlong + 255) / 256), 256,
+                                nlong, plan.long_rows_.ptr()});
+      if (layout.classified) text += fmt::format("  -> long rows: {} + finalize\n", key.to_string());
+    }
   }
+  if (plan.kernels_.empty()) get(layout.classified ? layout.bins[0].key : layout.bins[0].key);  // 0 x n: report it
   plan.kernel_ = plan.kernels_.front();
-  plan.layout_text_ = layout.classified ? "  classified, " + std::to_string(plan.launches_.size()) +
-                                              " launches per run:\n" + text
-                                        : "";
+  plan.layout_text_ = layout.classified
+                          ? fmt::format("  classified, {} launch(es) per run:\n{}", plan.launches_.size(), text)
+                          : "";
   return plan;
 }
 
@@ -199,10 +239,18 @@ void SpmvPlan<T>::run(uint64_t x, uint64_t y, void* stream, T alpha, T beta) con
   for (const Launch& l : launches_) {
     int32_t count = l.count;
     CUdeviceptr list = l.row_list;
+    ClassifiedArgsHost<T> fused{rp, ci, va, xp, yp, row_lists_.ptr(), ch, cptr, pa, arrivals_.ptr(), {}, {}, {}, alpha, beta};
+    if (l.kind == LaunchKind::Classified)
+      for (int k = 0; k < 6; ++k)
+        fused.list_off[k] = fused_[k], fused.count[k] = fused_[6 + k], fused.block_end[k] = fused_[12 + k];
     void* rows_args[] = {&count, &list, &rp, &ci, &va, &xp, &yp, &alpha, &beta};
     void* partial_args[] = {&count, &ch, &ci, &va, &xp, &pa};
     void* finalize_args[] = {&count, &list, &cptr, &pa, &yp, &alpha, &beta};
-    void** args = l.kind == LaunchKind::Rows ? rows_args : l.kind == LaunchKind::LongPartial ? partial_args : finalize_args;
+    void* fused_args[] = {&fused};
+    void** args = l.kind == LaunchKind::Rows          ? rows_args
+                  : l.kind == LaunchKind::LongPartial ? partial_args
+                  : l.kind == LaunchKind::Classified  ? fused_args
+                                                      : finalize_args;
     DBS_CU(cuLaunchKernel(static_cast<CUfunction>(l.fn), l.grid, 1, 1, l.block, 1, 1, 0,
                           static_cast<CUstream>(stream), args, nullptr));
   }

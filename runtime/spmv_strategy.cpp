@@ -69,6 +69,7 @@ SpmvLayout choose_spmv_layout(const nlohmann::json& params, int64_t rows, int64_
   SpmvLayout layout;
   layout.longrow_chunk = param<int64_t>(params, "longrow_chunk");
   layout.fold_share = param<double>(params, "fold_share");
+  layout.fuse_bins = param<int>(params, "fuse_bins") != 0;
   if (layout.longrow_chunk < 256 || layout.longrow_chunk > (int64_t{1} << 30))
     throw UsageError(fmt::format("spmv longrow_chunk {} is outside [256, 2^30]", layout.longrow_chunk));
   const std::string strategy = param<std::string>(params, "strategy");
@@ -85,6 +86,8 @@ SpmvLayout choose_spmv_layout(const nlohmann::json& params, int64_t rows, int64_
                            param<int64_t>(params, fmt::format("v{}_max_len", v))});
   layout.bins.push_back({key(SpmvStrategy::Block, 0), param<int64_t>(params, "block_max_len")});
   layout.bins.push_back({key(SpmvStrategy::LongRow, 0), std::numeric_limits<int64_t>::max()});
+  layout.fused_key = checked(codegen::SpmvKey{value, SpmvStrategy::Classified, block, layout.bins[1].key.lanes,
+                                              layout.bins[2].key.lanes, layout.bins[3].key.lanes});
   for (size_t b = 1; b < layout.bins.size(); ++b)
     if (layout.bins[b].max_len < layout.bins[b - 1].max_len)
       throw UsageError(fmt::format("spmv classified cutoffs must not decrease (bin {} ends at {}, bin {} at {})",
@@ -99,9 +102,10 @@ int64_t spmv_grid(const codegen::SpmvKey& key, int64_t rows) {
     case SpmvStrategy::Scalar: return (rows + b - 1) / b;
     case SpmvStrategy::Vector: return (rows * key.lanes + b - 1) / b;
     case SpmvStrategy::Block: return rows;
-    case SpmvStrategy::LongRow: break;
+    case SpmvStrategy::LongRow:
+    case SpmvStrategy::Classified: break;
   }
-  throw UsageError("spmv_grid: long-row kernels are launched per chunk");
+  throw UsageError("spmv_grid: long-row and classified kernels are sized by the plan");
 }
 
 }  // namespace dbsparse

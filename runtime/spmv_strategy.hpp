@@ -41,12 +41,16 @@ struct SpmvBin {
 //     reason classified RMAT-19 ran at 91 us against cuSPARSE's 62;
 //   longer rows: long-row split, longrow_chunk (2048) entries per block, one finalize pass;
 //   fold_share 0.02: a bin with less than 2% of the nonzeros joins the next wider one, so a
-//     regular matrix runs one kernel over all rows with no row list.
+//     regular matrix runs one kernel over all rows with no row list;
+//   fuse_bins 1: all bins in one launch of fused_key's kernel (no gap or tail between bins);
+//     0 launches one kernel per bin, as the paper's classified mode would.
 struct SpmvLayout {
   bool classified = false;
   std::vector<SpmvBin> bins;
   int64_t longrow_chunk = 2048;
   double fold_share = 0.02;
+  bool fuse_bins = true;
+  codegen::SpmvKey fused_key;  // classified: the one-launch kernel for these bins
 };
 SpmvLayout choose_spmv_layout(const nlohmann::json& params, int64_t rows, int64_t nnz,
                               codegen::ValueType value);

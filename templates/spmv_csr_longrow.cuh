@@ -6,15 +6,16 @@
 
 namespace dbs {
 
-// chunks[c] = {row, first nonzero, end nonzero}; partial[c] = that chunk's sum.
+// chunks[c] = {row, first nonzero, end nonzero, slot of the row in the long-row list};
+// partial[c] = that chunk's sum.
 template <typename T, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
-spmv_longrow_partial(int nchunks, const int3* __restrict__ chunks, const int* __restrict__ col_idx,
+spmv_longrow_partial(int nchunks, const int4* __restrict__ chunks, const int* __restrict__ col_idx,
                      const T* __restrict__ vals, const T* __restrict__ x, T* __restrict__ partial) {
   __shared__ T warps[BLOCK / 32];
   const int c = blockIdx.x;
   if (c >= nchunks) return;
-  const int3 ch = chunks[c];
+  const int4 ch = chunks[c];
   T acc = strided_dot<T, BLOCK>(ch.y + threadIdx.x, ch.z, col_idx, vals, x);
   acc = block_sum<T, BLOCK>(acc, warps);
   if (threadIdx.x == 0) partial[c] = acc;

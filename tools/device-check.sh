@@ -56,7 +56,7 @@ if [ "$mode" = spmv ]; then
 fi
 if [ "$mode" = spmv ] || [ "$mode" = spmv-bench ]; then
   echo "== bench spmv (strategies + scalar baseline + cuSPARSE ALG1/ALG2)"
-  "$D/bin/dbsparse" bench spmv --precision f32,f64 --strategy classified,uniform,scalar \
+  "$D/bin/dbsparse" bench spmv --precision f32,f64 --strategy classified,classified-split,uniform,scalar \
     --json "$OUT/bench_spmv.json" "$@" 2>"$OUT/bench_progress.log" | grep -v '^jit' >"$OUT/bench_spmv.txt"
   sed -n '/summary/,$p' "$OUT/bench_spmv.txt"
 fi

@@ -79,7 +79,7 @@ nlohmann::json default_params(const std::string& op) {
     return {{"strategy", "classified"}, {"block_size", 256},     {"scalar_max_len", 8}, {"v1_lanes", 4},
             {"v1_max_len", 16},         {"v2_lanes", 8},         {"v2_max_len", 64},    {"v3_lanes", 32},
             {"v3_max_len", 512},        {"block_max_len", 4096}, {"longrow_chunk", 2048}, {"fold_share", 0.02},
-            {"scalar_max_mean", 8.0},   {"vector_max_mean", 64.0}};
+            {"scalar_max_mean", 8.0},   {"vector_max_mean", 64.0}, {"fuse_bins", 1}};
   return nlohmann::json::object();
 }
 

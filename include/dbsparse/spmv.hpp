@@ -42,7 +42,7 @@ class SpmvPlan {
   DeviceBuffer<int32_t> row_ptr_, col_idx_;
   DeviceBuffer<T> values_;
   // What run() enqueues, fixed at plan time.
-  enum class LaunchKind { Rows, LongPartial, LongFinalize };
+  enum class LaunchKind { Rows, LongPartial, LongFinalize, Classified };
   struct Launch {
     void* fn = nullptr;  // CUfunction
     LaunchKind kind = LaunchKind::Rows;
@@ -53,8 +53,10 @@ class SpmvPlan {
   std::vector<Launch> launches_;
   DeviceBuffer<int32_t> row_lists_;              // classified: the bins' rows, bin after bin
   DeviceBuffer<int32_t> long_rows_, chunk_ptr_;  // long-row split: its rows and their chunks
-  DeviceBuffer<int32_t> chunks_;                 // {row, first, end} per chunk
+  DeviceBuffer<int32_t> chunks_;                 // {row, first, end, long-row slot} per chunk
   DeviceBuffer<T> partial_;                      // one partial sum per chunk
+  DeviceBuffer<uint32_t> arrivals_;              // one-launch classified: chunks arrived per long row
+  std::vector<int32_t> fused_;                   // its list offsets, counts and grid ends (6 each)
   std::string layout_text_;
   Config config_;
   KernelInfo kernel_;

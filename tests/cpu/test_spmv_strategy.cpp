@@ -56,6 +56,11 @@ TEST_CASE("SpmvClassifiedLayoutComesFromTheConfig") {
   CHECK(l.bins[4].key.strategy == SpmvStrategy::Block);
   CHECK(l.bins[5].key.strategy == SpmvStrategy::LongRow);
   CHECK(l.longrow_chunk == 2048);
+  CHECK(l.fuse_bins);
+  CHECK(l.fused_key.to_string() == "spmv.classified.f32.b256.l4.l8.l32");
+  CHECK(codegen::SpmvKey::parse("spmv.classified.f64.b128.l2.l16.l32").lanes2 == 16);
+  CHECK_THROWS_AS(codegen::SpmvKey::parse("spmv.classified.f32.b256.l4.l8"), UsageError);
+  CHECK_THROWS_AS(codegen::SpmvKey::parse("spmv.classified.f32.b256.l4.l8.l3"), UsageError);
   auto p = default_params("spmv");
   p["v2_lanes"] = 16;
   p["block_max_len"] = 4096;

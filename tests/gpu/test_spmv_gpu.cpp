@@ -146,6 +146,11 @@ std::vector<nlohmann::json> strategy_configs() {
   small["block_max_len"] = 300;
   small["longrow_chunk"] = 256;
   configs.push_back(small);
+  // The same bins, one kernel per bin instead of one launch for all.
+  unfolded["fuse_bins"] = 0;
+  small["fuse_bins"] = 0;
+  configs.push_back(unfolded);
+  configs.push_back(small);
   return configs;
 }
 
@@ -247,8 +252,12 @@ TEST_CASE("SpmvStrategiesMatchReferenceOnSharedMatricesAndEdgeShapes") {
 TEST_CASE("SpmvClassifiedSplitsMixedRowsAndFoldsThinBins") {
   auto mixed = mixed_rows().cast<float>();
   auto plan = ctx().plan_spmv(mixed, Config{"spmv", default_params("spmv"), ConfigSource::Explicit, "test"});
-  CHECK(plan.launches() >= 3);  // short rows, some middle bin, and the long-row split (+ finalize)
-  CHECK(plan.explain().find("long rows split") != std::string::npos);
+  CHECK(plan.launches() == 1);  // every bin in one launch
+  CHECK(plan.explain().find("chunks of") != std::string::npos);
+  auto split_params = default_params("spmv");
+  split_params["fuse_bins"] = 0;
+  auto split = ctx().plan_spmv(mixed, Config{"spmv", split_params, ConfigSource::Explicit, "test"});
+  CHECK(split.launches() >= 4);  // short rows, a middle bin, long-row chunks and their finalize
   auto regular = generate("stencil3d:n=40,points=27").cast<float>();
   auto one = ctx().plan_spmv(regular, Config{"spmv", default_params("spmv"), ConfigSource::Explicit, "test"});
   CHECK(one.launches() == 1);  // boundary rows fold into the interior's bin: one kernel, no list

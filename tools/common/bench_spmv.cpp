@@ -79,6 +79,10 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
     std::vector<SpmvPlan<T>> plans;
     Config forced{"spmv", default_params("spmv"), ConfigSource::Explicit, "bench --strategy"};
     forced.params["strategy"] = strategy;
+    if (strategy == "classified-split") {  // the classified bins, one kernel each
+      forced.params["strategy"] = "classified";
+      forced.params["fuse_bins"] = 0;
+    }
     for (int c = 0; c < copies; ++c)
       plans.push_back(strategy.empty() ? ctx.plan_spmv(p.a) : ctx.plan_spmv(p.a, forced));
     if (opt.explain) fmt::print(stderr, "{} {} {}:\n{}", m.name, sizeof(T) == 4 ? "f32" : "f64",
