@@ -13,7 +13,7 @@ namespace {
 [[noreturn]] void bad_key(std::string_view text, const std::string& why) {
   throw UsageError(fmt::format(
       "bad spmv kernel key '{}': {} (form: spmv.scalar.f32.b256, spmv.vector.f32.b256.l8, "
-      "spmv.classified.f32.b256.l4.l8.l32)",
+      "spmv.classified.f32.b256.l2.l4.l8.l32)",
       text, why));
 }
 
@@ -34,7 +34,7 @@ std::string SpmvKey::to_string() const {
   std::string s = fmt::format("spmv.{}.{}.b{}", codegen::to_string(strategy),
                               codegen::to_string(value), block_size);
   if (strategy == SpmvStrategy::Vector) s += fmt::format(".l{}", lanes);
-  if (strategy == SpmvStrategy::Classified) s += fmt::format(".l{}.l{}.l{}", lanes, lanes2, lanes3);
+  if (strategy == SpmvStrategy::Classified) s += fmt::format(".l{}.l{}.l{}.l{}", lanes, lanes2, lanes3, lanes4);
   return s;
 }
 
@@ -60,10 +60,10 @@ SpmvKey SpmvKey::parse(std::string_view text) {
   else if (parts[1] == "longrow") k.strategy = SpmvStrategy::LongRow;
   else if (parts[1] == "classified") k.strategy = SpmvStrategy::Classified;
   else bad_key(text, fmt::format("unknown strategy '{}'", parts[1]));
-  const size_t lane_parts = k.strategy == SpmvStrategy::Vector ? 1 : k.strategy == SpmvStrategy::Classified ? 3 : 0;
+  const size_t lane_parts = k.strategy == SpmvStrategy::Vector ? 1 : k.strategy == SpmvStrategy::Classified ? 4 : 0;
   if (parts.size() != 4 + lane_parts)
     bad_key(text, lane_parts == 1   ? "vector keys end in .l<lanes>"
-                  : lane_parts == 3 ? "classified keys end in .l<lanes>.l<lanes>.l<lanes>"
+                  : lane_parts == 4 ? "classified keys end in four .l<lanes> parts"
                                     : "only vector and classified keys have lanes parts");
   if (parts[2] == "f32") k.value = ValueType::F32;
   else if (parts[2] == "f64") k.value = ValueType::F64;
@@ -71,7 +71,7 @@ SpmvKey SpmvKey::parse(std::string_view text) {
   k.block_size = parse_number(text, parts[3], 'b', "block size");
   if (k.block_size < 32 || k.block_size > 1024 || k.block_size % 32 != 0)
     bad_key(text, "block size must be a multiple of 32 in [32, 1024]");
-  int* lanes[] = {&k.lanes, &k.lanes2, &k.lanes3};
+  int* lanes[] = {&k.lanes, &k.lanes2, &k.lanes3, &k.lanes4};
   for (size_t i = 0; i < lane_parts; ++i) {
     *lanes[i] = parse_number(text, parts[4 + i], 'l', "lanes");
     if (*lanes[i] < 2 || *lanes[i] > 32 || (*lanes[i] & (*lanes[i] - 1)) != 0)
@@ -102,7 +102,8 @@ KernelSource make_source(const SpmvKey& key) {
     case SpmvStrategy::Classified:
       header = "spmv_csr_classified.cuh";
       ks.name_expressions = {
-          fmt::format("dbs::spmv_csr_classified<{}, {}, {}, {}, {}>", t, b, key.lanes, key.lanes2, key.lanes3)};
+          fmt::format("dbs::spmv_csr_classified<{}, {}, {}, {}, {}, {}>", t, b, key.lanes, key.lanes2, key.lanes3,
+                      key.lanes4)};
       break;
     case SpmvStrategy::LongRow:
       header = "spmv_csr_longrow.cuh";
@@ -133,7 +134,7 @@ std::vector<SpmvKey> spmv_search_space() {
     for (int l : {2, 4, 8, 16, 32}) out.push_back(SpmvKey{v, SpmvStrategy::Vector, 256, l});
     for (int b : {128, 256, 512}) out.push_back(SpmvKey{v, SpmvStrategy::Block, b});
     out.push_back(SpmvKey{v, SpmvStrategy::LongRow, 256});
-    out.push_back(SpmvKey{v, SpmvStrategy::Classified, 256, 4, 8, 32});
+    out.push_back(SpmvKey{v, SpmvStrategy::Classified, 256, 2, 4, 8, 32});
   }
   return out;
 }

@@ -1,9 +1,9 @@
 #pragma once
 // The SpMV kernel variant: a small value type with a stable text form (DESIGN.md §2), e.g.
-// "spmv.scalar.f32.b256", "spmv.vector.f32.b256.l8" or "spmv.classified.f32.b256.l4.l8.l32". The text names the kernel, keys both caches
+// "spmv.scalar.f32.b256", "spmv.vector.f32.b256.l8" or "spmv.classified.f32.b256.l2.l4.l8.l32". The text names the kernel, keys both caches
 // and appears in logs. Strategies follow adaptive-csr-spmv.txt: a thread, LANES lanes, a block,
 // or several blocks per row (long-row split, with a finalize pass); Classified serves every bin of
-// the row classifier in one launch, with the three vector bins' lanes in its key.
+// the row classifier in one launch, with the four vector bins' lanes in its key.
 #include <compare>
 #include <string>
 #include <string_view>
@@ -22,7 +22,7 @@ struct SpmvKey {
   SpmvStrategy strategy = SpmvStrategy::Scalar;
   int block_size = 256;  // threads per block: a multiple of 32 in [32, 1024]
   int lanes = 0;         // Vector, Classified: lanes per row, 2..32, a power of two; 0 otherwise
-  int lanes2 = 0, lanes3 = 0;  // Classified only: the second and third vector bins' lanes
+  int lanes2 = 0, lanes3 = 0, lanes4 = 0;  // Classified only: the other vector bins' lanes
 
   std::string to_string() const;
   // Throws UsageError naming the malformed part.

@@ -26,11 +26,13 @@ SpmvPlan<T> Context::plan_spmv(const CsrMatrix<T>& a, const Config& config) {
 
 namespace {
 
+constexpr int kClassBins = 7;  // as in templates/spmv_csr_classified.cuh
+
 // Host mirror of dbs::ClassifiedArgs<T> (templates/spmv_csr_classified.cuh); taken by value.
 template <class T>
 struct ClassifiedArgsHost {
   uint64_t row_ptr, col_idx, vals, x, y, lists, chunks, chunk_ptr, partial, arrivals;
-  int32_t list_off[6], count[6], block_end[6];
+  int32_t list_off[kClassBins], count[kClassBins], block_end[kClassBins];
   T alpha, beta;
 };
 
@@ -180,16 +182,18 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
     auto loaded = get(layout.fused_key);
     plan.arrivals_ = DeviceBuffer<uint32_t>(static_cast<size_t>(std::max(nlong, 1)));
     plan.arrivals_.fill_bytes(0);
-    plan.fused_.assign(18, 0);
+    if (nbins != kClassBins) throw UsageError("spmv: the one-launch kernel expects 7 classified bins");
+    plan.fused_.assign(3 * kClassBins, 0);
     int64_t end = 0;
-    for (int slot = 0; slot < 6; ++slot) {
-      const size_t b = 5 - static_cast<size_t>(slot);
+    const size_t long_bin = kClassBins - 1, block_bin = kClassBins - 2;
+    for (int slot = 0; slot < kClassBins; ++slot) {
+      const size_t b = long_bin - static_cast<size_t>(slot);
       const auto& key = layout.bins[b].key;
-      const int64_t blocks = b == 5 ? nchunks : b == 4 ? c.rows[b] : spmv_grid(key, c.rows[b]);
+      const int64_t blocks = b == long_bin ? nchunks : b == block_bin ? c.rows[b] : spmv_grid(key, c.rows[b]);
       end += blocks;
       plan.fused_[b] = static_cast<int32_t>(c.off[b]);
-      plan.fused_[6 + b] = static_cast<int32_t>(b == 5 ? nchunks : c.rows[b]);
-      plan.fused_[12 + slot] = static_cast<int32_t>(end);
+      plan.fused_[kClassBins + b] = static_cast<int32_t>(b == long_bin ? nchunks : c.rows[b]);
+      plan.fused_[2 * kClassBins + slot] = static_cast<int32_t>(end);
     }
     if (end > INT32_MAX) throw UsageError("spmv: classified grid past 2^31 blocks");
     plan.launches_.push_back({loaded.fns.at(0), Kind::Classified, static_cast<unsigned>(end),
@@ -241,8 +245,9 @@ void SpmvPlan<T>::run(uint64_t x, uint64_t y, void* stream, T alpha, T beta) con
     CUdeviceptr list = l.row_list;
     ClassifiedArgsHost<T> fused{rp, ci, va, xp, yp, row_lists_.ptr(), ch, cptr, pa, arrivals_.ptr(), {}, {}, {}, alpha, beta};
     if (l.kind == LaunchKind::Classified)
-      for (int k = 0; k < 6; ++k)
-        fused.list_off[k] = fused_[k], fused.count[k] = fused_[6 + k], fused.block_end[k] = fused_[12 + k];
+      for (int k = 0; k < kClassBins; ++k)
+        fused.list_off[k] = fused_[k], fused.count[k] = fused_[kClassBins + k],
+        fused.block_end[k] = fused_[2 * kClassBins + k];
     void* rows_args[] = {&count, &list, &rp, &ci, &va, &xp, &yp, &alpha, &beta};
     void* partial_args[] = {&count, &ch, &ci, &va, &xp, &pa};
     void* finalize_args[] = {&count, &list, &cptr, &pa, &yp, &alpha, &beta};

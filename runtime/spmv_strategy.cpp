@@ -11,9 +11,9 @@
 namespace dbsparse {
 namespace {
 
-int lanes_for_mean(double mean) {
+int lanes_for_mean(double mean, int entries) {
   int lanes = 2;
-  while (lanes < 32 && lanes * 4 < mean) lanes *= 2;
+  while (lanes < 32 && lanes * entries < mean) lanes *= 2;
   return lanes;
 }
 
@@ -32,6 +32,13 @@ V param(const nlohmann::json& params, const std::string& name) {
   return defaults.at(name).get<V>();
 }
 
+// Entries a lane takes before a wider group pays off, by value type (see the header).
+int lane_entries(const nlohmann::json& params, codegen::ValueType value) {
+  const int e = param<int>(params, value == codegen::ValueType::F32 ? "lane_entries_f32" : "lane_entries_f64");
+  if (e < 1 || e > 1024) throw UsageError(fmt::format("spmv lane_entries {} is outside [1, 1024]", e));
+  return e;
+}
+
 codegen::SpmvKey choose_spmv_key(const nlohmann::json& params, int64_t rows, int64_t nnz,
                                  codegen::ValueType value) {
   using codegen::SpmvStrategy;
@@ -41,6 +48,7 @@ codegen::SpmvKey choose_spmv_key(const nlohmann::json& params, int64_t rows, int
   const std::string strategy = param<std::string>(params, "strategy");
   const double mean = rows > 0 ? static_cast<double>(nnz) / static_cast<double>(rows) : 0.0;
   const int lanes = params.value("lanes", 0);
+  const int entries = lane_entries(params, value);
   if (strategy == "scalar") {
     key.strategy = SpmvStrategy::Scalar;
   } else if (strategy == "vector") {
@@ -50,8 +58,8 @@ codegen::SpmvKey choose_spmv_key(const nlohmann::json& params, int64_t rows, int
   } else if (strategy == "longrow") {
     key.strategy = SpmvStrategy::LongRow;
   } else if (strategy == "uniform") {
-    if (mean <= param<double>(params, "scalar_max_mean")) key.strategy = SpmvStrategy::Scalar;
-    else if (mean <= param<double>(params, "vector_max_mean")) key.strategy = SpmvStrategy::Vector;
+    if (mean <= entries) key.strategy = SpmvStrategy::Scalar;
+    else if (mean <= 32.0 * entries) key.strategy = SpmvStrategy::Vector;
     else key.strategy = SpmvStrategy::Block;
   } else if (strategy == "classified") {
     throw UsageError("choose_spmv_key: 'classified' has several kernels; use choose_spmv_layout");
@@ -59,7 +67,7 @@ codegen::SpmvKey choose_spmv_key(const nlohmann::json& params, int64_t rows, int
     throw UsageError(fmt::format(
         "unknown spmv strategy '{}' (expected classified, uniform, scalar, vector, block or longrow)", strategy));
   }
-  if (key.strategy == SpmvStrategy::Vector) key.lanes = lanes > 0 ? lanes : lanes_for_mean(mean);
+  if (key.strategy == SpmvStrategy::Vector) key.lanes = lanes > 0 ? lanes : lanes_for_mean(mean, entries);
   return checked(key);
 }
 
@@ -79,19 +87,22 @@ SpmvLayout choose_spmv_layout(const nlohmann::json& params, int64_t rows, int64_
   }
   layout.classified = true;
   const int block = param<int>(params, "block_size");
+  const int64_t entries = lane_entries(params, value);
   auto key = [&](SpmvStrategy s, int lanes) { return checked(codegen::SpmvKey{value, s, block, lanes}); };
-  layout.bins.push_back({key(SpmvStrategy::Scalar, 0), param<int64_t>(params, "scalar_max_len")});
-  for (int v = 1; v <= 3; ++v)
-    layout.bins.push_back({key(SpmvStrategy::Vector, param<int>(params, fmt::format("v{}_lanes", v))),
-                           param<int64_t>(params, fmt::format("v{}_max_len", v))});
+  layout.bins.push_back({key(SpmvStrategy::Scalar, 0), entries});
+  int lanes[4];
+  for (int v = 0; v < 4; ++v) {
+    lanes[v] = param<int>(params, fmt::format("v{}_lanes", v + 1));
+    layout.bins.push_back({key(SpmvStrategy::Vector, lanes[v]), lanes[v] * entries});
+  }
   layout.bins.push_back({key(SpmvStrategy::Block, 0), param<int64_t>(params, "block_max_len")});
   layout.bins.push_back({key(SpmvStrategy::LongRow, 0), std::numeric_limits<int64_t>::max()});
-  layout.fused_key = checked(codegen::SpmvKey{value, SpmvStrategy::Classified, block, layout.bins[1].key.lanes,
-                                              layout.bins[2].key.lanes, layout.bins[3].key.lanes});
   for (size_t b = 1; b < layout.bins.size(); ++b)
     if (layout.bins[b].max_len < layout.bins[b - 1].max_len)
-      throw UsageError(fmt::format("spmv classified cutoffs must not decrease (bin {} ends at {}, bin {} at {})",
+      throw UsageError(fmt::format("spmv classified cutoffs must not decrease (bin {} ends at {}, bin {} at {}): "
+                                   "vector lanes must grow and block_max_len must be at least the widest bin's",
                                    b - 1, layout.bins[b - 1].max_len, b, layout.bins[b].max_len));
+  layout.fused_key = checked(codegen::SpmvKey{value, SpmvStrategy::Classified, block, lanes[0], lanes[1], lanes[2], lanes[3]});
   return layout;
 }
 

@@ -11,14 +11,18 @@
 
 namespace dbsparse {
 
+// Entries per lane, E: a lane of any strategy takes 4 entries a step (strided_dot), and a row of
+// up to E entries per lane is best served without more lanes. Measured on the H200 (2026-11-29,
+// `dbsparse bench spmv --strategy scalar,vector-l2,...,vector-l16`, NOTES.md): f32 is fastest at
+// about 2 steps per lane (7-entry rows scalar 59.8 us vs 66.8 with 2 lanes; 27-entry rows 4 lanes
+// 37.8-48.3 us vs 45.6-57.4 with 2), f64 at about 1 (7-entry rows 2 lanes 88.6 vs scalar 100.6;
+// 27-entry rows 8 lanes 49.0-65.7 vs 55.3-71.6 with 4): lane_entries_f32 = 8, lane_entries_f64 = 4.
+//
 // A single strategy for the whole matrix. params["strategy"]:
 //   "scalar", "vector" (params["lanes"], 0: from the mean), "block", "longrow";
 //   "uniform": one strategy chosen from rows, nnz and the mean row length (adaptive-csr-spmv.txt),
-//     no read-back: mean <= scalar_max_mean (8) scalar — a thread does up to 8 entries in two
-//     steps of strided_dot, and on the H200 the 7-point stencil ran at 60.7 us scalar against
-//     66.8 with 2 lanes and 93.8 with 4 (2026-11-29); mean <= vector_max_mean (64) vector with the
-//     power of two covering mean/4 lanes, in [2, 32] — each lane takes four entries per step;
-//     longer: block per row.
+//     no read-back: mean <= E scalar; mean <= 32 E vector with the smallest power of two >= mean/E
+//     lanes, in [2, 32]; longer: block per row.
 // Missing parameters take default_params("spmv"). Throws UsageError for an unknown strategy,
 // and for "classified" (see choose_spmv_layout).
 codegen::SpmvKey choose_spmv_key(const nlohmann::json& params, int64_t rows, int64_t nnz,
@@ -31,19 +35,16 @@ struct SpmvBin {
 };
 
 // The plan's layout: one bin (uniform or forced strategy) or the classified bins, shortest rows
-// first, the last one unbounded. Classified defaults (H200 bench, 2026-11-29, NOTES.md):
-//   scalar_max_len 8: as scalar_max_mean above;
-//   v1 4 lanes up to 16, v2 8 lanes up to 64, v3 32 lanes up to 512: a lane takes 4 entries a
-//     step, so a bin's longest row takes 1, 2 and 4 steps (the 27-point stencil's 27-entry rows:
-//     38 us with 8 lanes, 68 us scalar);
-//   block_max_len 4096: a 256-thread block takes 1024 entries a step, at most 4 steps; with
-//     65536 (the first try) RMAT-19's longest rows would take ~60 dependent steps, the likely
-//     reason classified RMAT-19 ran at 91 us against cuSPARSE's 62;
-//   longer rows: long-row split, longrow_chunk (2048) entries per block, one finalize pass;
+// first, the last one unbounded. Classified (defaults from default_params("spmv")):
+//   scalar up to E entries, then vector bins of v1..v4_lanes (2, 4, 8, 32) lanes up to lanes x E
+//     entries each (f32: 8, 16, 32, 64, 256; f64: 4, 8, 16, 32, 128);
+//   block_max_len 4096: a 256-thread block takes 1024 entries a step, at most 4 steps; at 65536
+//     (the first try) RMAT-19's longest rows would take ~60 dependent steps;
+//   longer rows: long-row split, longrow_chunk (2048) entries per block;
 //   fold_share 0.02: a bin with less than 2% of the nonzeros joins the next wider one, so a
 //     regular matrix runs one kernel over all rows with no row list;
-//   fuse_bins 1: all bins in one launch of fused_key's kernel (no gap or tail between bins);
-//     0 launches one kernel per bin, as the paper's classified mode would.
+//   fuse_bins 1: every bin in one launch of fused_key's kernel. One kernel per bin (0, the
+//     paper's way) measured 0.82x of cuSPARSE on the irregular matrices against 1.03x fused (f32).
 struct SpmvLayout {
   bool classified = false;
   std::vector<SpmvBin> bins;

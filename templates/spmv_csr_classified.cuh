@@ -9,7 +9,7 @@
 
 namespace dbs {
 
-constexpr int kClassBins = 6;  // scalar, vector L1, L2, L3, block, long-row chunks
+constexpr int kClassBins = 7;  // scalar, vector L1 .. L4, block, long-row chunks
 
 template <typename T>
 struct ClassifiedArgs {
@@ -18,14 +18,14 @@ struct ClassifiedArgs {
   const T* vals;
   const T* x;
   T* y;
-  const int* lists;         // rows of bins 0-4, bin after bin
-  const int4* chunks;       // bin 5: {row, first, end, long-row slot}
+  const int* lists;         // rows of bins 0-5, bin after bin
+  const int4* chunks;       // bin 6: {row, first, end, long-row slot}
   const int* chunk_ptr;     // chunks of long-row slot s: chunk_ptr[s] .. chunk_ptr[s + 1]
   T* partial;               // one per chunk
   unsigned* arrivals;       // per long-row slot; zero between runs
   int list_off[kClassBins]; // first entry of bin k in lists
-  int count[kClassBins];    // rows of bin k (bin 5: chunks)
-  int block_end[kClassBins];  // grid order: bin 5, 4, 3, 2, 1, 0; cumulative thread blocks
+  int count[kClassBins];    // rows of bin k (bin 6: chunks)
+  int block_end[kClassBins];  // grid order: bin 6, 5, ..., 0; cumulative thread blocks
   T alpha, beta;
 };
 
@@ -42,12 +42,12 @@ __device__ __forceinline__ void classified_vector(const ClassifiedArgs<T>& a, in
   if (valid && lane == 0) axpby_store(a.y + row, acc, a.alpha, a.beta);
 }
 
-template <typename T, int BLOCK, int L1, int L2, int L3>
+template <typename T, int BLOCK, int L1, int L2, int L3, int L4>
 __global__ void __launch_bounds__(BLOCK) spmv_csr_classified(ClassifiedArgs<T> a) {
   __shared__ T warps[BLOCK / 32];
   __shared__ bool last;
   const int b = blockIdx.x;
-  int slot = 0;  // position in grid order: 0 = bin 5 ... 5 = bin 0
+  int slot = 0;  // position in grid order: 0 = bin 6 ... 6 = bin 0
   while (b >= a.block_end[slot]) ++slot;
   const int bin = kClassBins - 1 - slot;
   const int lb = b - (slot ? a.block_end[slot - 1] : 0);
@@ -64,8 +64,9 @@ __global__ void __launch_bounds__(BLOCK) spmv_csr_classified(ClassifiedArgs<T> a
     case 1: classified_vector<T, BLOCK, L1>(a, 1, lb); return;
     case 2: classified_vector<T, BLOCK, L2>(a, 2, lb); return;
     case 3: classified_vector<T, BLOCK, L3>(a, 3, lb); return;
-    case 4: {
-      const int row = a.lists[a.list_off[4] + lb];
+    case 4: classified_vector<T, BLOCK, L4>(a, 4, lb); return;
+    case 5: {
+      const int row = a.lists[a.list_off[5] + lb];
       T acc = strided_dot<T, BLOCK>(a.row_ptr[row] + threadIdx.x, a.row_ptr[row + 1], a.col_idx, a.vals, a.x);
       acc = block_sum<T, BLOCK>(acc, warps);
       if (threadIdx.x == 0) axpby_store(a.y + row, acc, a.alpha, a.beta);

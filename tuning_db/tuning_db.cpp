@@ -76,10 +76,9 @@ nlohmann::json default_params(const std::string& op) {
   if (op == "spmspv") return {{"th0", 32}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.4}};
   // Reasons for each SpMV cutoff: runtime/spmv_strategy.hpp.
   if (op == "spmv")
-    return {{"strategy", "classified"}, {"block_size", 256},     {"scalar_max_len", 8}, {"v1_lanes", 4},
-            {"v1_max_len", 16},         {"v2_lanes", 8},         {"v2_max_len", 64},    {"v3_lanes", 32},
-            {"v3_max_len", 512},        {"block_max_len", 4096}, {"longrow_chunk", 2048}, {"fold_share", 0.02},
-            {"scalar_max_mean", 8.0},   {"vector_max_mean", 64.0}, {"fuse_bins", 1}};
+    return {{"strategy", "classified"}, {"block_size", 256},  {"lane_entries_f32", 8}, {"lane_entries_f64", 4},
+            {"v1_lanes", 2},            {"v2_lanes", 4},      {"v3_lanes", 8},         {"v4_lanes", 32},
+            {"block_max_len", 4096},    {"longrow_chunk", 2048}, {"fold_share", 0.02},  {"fuse_bins", 1}};
   return nlohmann::json::object();
 }
 

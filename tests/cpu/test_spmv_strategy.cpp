@@ -26,48 +26,62 @@ TEST_CASE("SpmvKeyFollowsTheNamedStrategy") {
 
 TEST_CASE("SpmvUniformChoiceFollowsMeanRowLength") {
   const nlohmann::json conf = {{"strategy", "uniform"}};
-  auto pick = [&](int64_t rows, int64_t nnz) { return choose_spmv_key(conf, rows, nnz, ValueType::F32); };
+  auto pick = [&](int64_t rows, int64_t nnz, ValueType v = ValueType::F32) {
+    return choose_spmv_key(conf, rows, nnz, v);
+  };
+  // f32: 8 entries per lane.
   CHECK(pick(1000, 3000).strategy == SpmvStrategy::Scalar);   // mean 3
   CHECK(pick(1000, 8000).strategy == SpmvStrategy::Scalar);   // mean 8: the cutoff is inclusive
-  auto v = pick(1000, 27000);                                 // mean 27: 8 lanes x 4 entries cover it
+  auto v = pick(1000, 27000);                                 // mean 27: 4 lanes x 8 entries cover it
   CHECK(v.strategy == SpmvStrategy::Vector);
-  CHECK(v.lanes == 8);
-  CHECK(pick(1000, 9000).lanes == 4);                         // mean 9 -> 4 lanes
-  CHECK(pick(1000, 16000).lanes == 4);                        // mean 16 -> 4 lanes
-  CHECK(pick(1000, 64000).lanes == 16);                       // mean 64 -> 16 lanes
-  CHECK(pick(1000, 65000).strategy == SpmvStrategy::Block);   // mean 65
+  CHECK(v.lanes == 4);
+  CHECK(pick(1000, 9000).lanes == 2);
+  CHECK(pick(1000, 64000).lanes == 8);
+  CHECK(pick(1000, 256000).lanes == 32);
+  CHECK(pick(1000, 257000).strategy == SpmvStrategy::Block);
   CHECK(pick(0, 0).strategy == SpmvStrategy::Scalar);         // no rows: nothing to share
+  // f64: 4 entries per lane.
+  CHECK(pick(1000, 5000, ValueType::F64).lanes == 2);
+  CHECK(pick(1000, 27000, ValueType::F64).lanes == 8);
   // The cutoffs are data: the tuner moves them.
-  auto moved = choose_spmv_key({{"strategy", "uniform"}, {"scalar_max_mean", 1.0}}, 1000, 3000, ValueType::F32);
+  auto moved = choose_spmv_key({{"strategy", "uniform"}, {"lane_entries_f32", 1}}, 1000, 3000, ValueType::F32);
   CHECK(moved.strategy == SpmvStrategy::Vector);
-  CHECK(moved.lanes == 2);
+  CHECK(moved.lanes == 4);
+  CHECK_THROWS_AS(choose_spmv_key({{"strategy", "uniform"}, {"lane_entries_f32", 0}}, 10, 10, ValueType::F32),
+                  UsageError);
 }
 
 TEST_CASE("SpmvClassifiedLayoutComesFromTheConfig") {
   auto l = choose_spmv_layout(default_params("spmv"), 1000, 5000, ValueType::F32);
   REQUIRE(l.classified);
-  REQUIRE(l.bins.size() == 6);
+  REQUIRE(l.bins.size() == 7);
   CHECK(l.bins[0].key.to_string() == "spmv.scalar.f32.b256");
   CHECK(l.bins[0].max_len == 8);
-  CHECK(l.bins[1].key.to_string() == "spmv.vector.f32.b256.l4");
-  CHECK(l.bins[2].key.to_string() == "spmv.vector.f32.b256.l8");
-  CHECK(l.bins[3].key.to_string() == "spmv.vector.f32.b256.l32");
-  CHECK(l.bins[3].max_len == 512);
-  CHECK(l.bins[4].key.strategy == SpmvStrategy::Block);
-  CHECK(l.bins[5].key.strategy == SpmvStrategy::LongRow);
+  CHECK(l.bins[1].key.to_string() == "spmv.vector.f32.b256.l2");
+  CHECK(l.bins[1].max_len == 16);
+  CHECK(l.bins[2].key.to_string() == "spmv.vector.f32.b256.l4");
+  CHECK(l.bins[3].key.to_string() == "spmv.vector.f32.b256.l8");
+  CHECK(l.bins[4].key.to_string() == "spmv.vector.f32.b256.l32");
+  CHECK(l.bins[4].max_len == 256);
+  CHECK(l.bins[5].key.strategy == SpmvStrategy::Block);
+  CHECK(l.bins[5].max_len == 4096);
+  CHECK(l.bins[6].key.strategy == SpmvStrategy::LongRow);
   CHECK(l.longrow_chunk == 2048);
   CHECK(l.fuse_bins);
-  CHECK(l.fused_key.to_string() == "spmv.classified.f32.b256.l4.l8.l32");
-  CHECK(codegen::SpmvKey::parse("spmv.classified.f64.b128.l2.l16.l32").lanes2 == 16);
-  CHECK_THROWS_AS(codegen::SpmvKey::parse("spmv.classified.f32.b256.l4.l8"), UsageError);
-  CHECK_THROWS_AS(codegen::SpmvKey::parse("spmv.classified.f32.b256.l4.l8.l3"), UsageError);
+  CHECK(l.fused_key.to_string() == "spmv.classified.f32.b256.l2.l4.l8.l32");
+  auto d = choose_spmv_layout(default_params("spmv"), 1000, 5000, ValueType::F64);
+  CHECK(d.bins[0].max_len == 4);
+  CHECK(d.bins[4].max_len == 128);
+  CHECK(codegen::SpmvKey::parse("spmv.classified.f64.b128.l2.l4.l16.l32").lanes3 == 16);
+  CHECK_THROWS_AS(codegen::SpmvKey::parse("spmv.classified.f32.b256.l4.l8.l32"), UsageError);
+  CHECK_THROWS_AS(codegen::SpmvKey::parse("spmv.classified.f32.b256.l2.l4.l8.l3"), UsageError);
   auto p = default_params("spmv");
-  p["v2_lanes"] = 16;
-  p["block_max_len"] = 4096;
+  p["v3_lanes"] = 16;
+  p["block_max_len"] = 8192;
   auto m = choose_spmv_layout(p, 1000, 5000, ValueType::F64);
-  CHECK(m.bins[2].key.to_string() == "spmv.vector.f64.b256.l16");
-  CHECK(m.bins[4].max_len == 4096);
-  p["v3_max_len"] = 8;  // below v2's 64: cutoffs must not decrease
+  CHECK(m.bins[3].key.to_string() == "spmv.vector.f64.b256.l16");
+  CHECK(m.bins[5].max_len == 8192);
+  p["v4_lanes"] = 8;  // narrower than v3: cutoffs must not decrease
   CHECK_THROWS_AS(choose_spmv_layout(p, 1000, 5000, ValueType::F32), UsageError);
   auto q = default_params("spmv");
   q["longrow_chunk"] = 10;

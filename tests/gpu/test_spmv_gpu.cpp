@@ -142,7 +142,6 @@ std::vector<nlohmann::json> strategy_configs() {
   unfolded["fold_share"] = 0.0;
   configs.push_back(unfolded);
   auto small = unfolded;
-  small["v3_max_len"] = 64;
   small["block_max_len"] = 300;
   small["longrow_chunk"] = 256;
   configs.push_back(small);

@@ -83,6 +83,10 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
       forced.params["strategy"] = "classified";
       forced.params["fuse_bins"] = 0;
     }
+    if (strategy.rfind("vector-l", 0) == 0) {  // vector with a fixed width, e.g. vector-l4
+      forced.params["strategy"] = "vector";
+      forced.params["lanes"] = std::stoi(strategy.substr(8));
+    }
     for (int c = 0; c < copies; ++c)
       plans.push_back(strategy.empty() ? ctx.plan_spmv(p.a) : ctx.plan_spmv(p.a, forced));
     if (opt.explain) fmt::print(stderr, "{} {} {}:\n{}", m.name, sizeof(T) == 4 ? "f32" : "f64",
@@ -181,6 +185,7 @@ nlohmann::json spmv_summary(const std::vector<BenchRow>& rows, const std::set<st
         (is_regular(m) ? regular : irregular).push_back(s);
         if (is_regular(m) && me->second->nnz >= 10'000'000) bw_regular.push_back(me->second->pct_bw);
       }
+      if (all.empty()) continue;  // no cuSPARSE rows to compare with (--no-baselines)
       double min_bw = bw_regular.empty() ? 0 : *std::min_element(bw_regular.begin(), bw_regular.end());
       out.push_back({{"precision", prec}, {"impl", impl}, {"matrices", all.size()},
                      {"speedup_vs_best_cusparse", geomean(all)}, {"speedup_regular", geomean(regular)},

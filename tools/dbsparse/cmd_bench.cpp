@@ -148,10 +148,12 @@ Runner add_bench(CLI::App& sub_ref) {
       ->check(CLI::Range(0.0, 1.0));
   sub->add_option("--strategy", a->strategies,
                   "spmv only: dbsparse strategies to time, one row each, for ablation (comma-separate: "
-                  "classified, classified-split (one kernel per bin), uniform, scalar, vector, block, longrow); "
+                  "classified, classified-split (one kernel per bin), uniform, scalar, vector, vector-l2 .. vector-l32 "
+                  "(fixed lanes), block, longrow); "
                   "default: the tuning DB's config")
       ->delimiter(',')
-      ->check(CLI::IsMember({"classified", "classified-split", "uniform", "scalar", "vector", "block", "longrow"}));
+      ->check(CLI::IsMember({"classified", "classified-split", "uniform", "scalar", "vector", "vector-l2", "vector-l4",
+                             "vector-l8", "vector-l16", "vector-l32", "block", "longrow"}));
   sub->add_flag("--explain", a->explain, "spmv only: print each plan's bins and kernels to stderr");
   sub->add_option("--reps", a->timing.samples, "Timed samples; the median is reported")
       ->check(CLI::Range(1, 10000));

@@ -81,8 +81,8 @@ SpmvTuneResult tune_spmv(Context& ctx, TuningDb& db, const NamedMatrix& m, const
     candidates.push_back(p);
   };
   with("strategy", "uniform");
-  with("v2_lanes", 16);
-  with("v1_lanes", 8);
+  with("lane_entries_f32", 4);
+  with("lane_entries_f32", 16);
   with("fold_share", 0.0);
   with("strategy", "scalar");
   for (const auto& params : candidates) {
