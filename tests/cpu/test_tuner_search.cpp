@@ -1,0 +1,124 @@
+// The generic search against deterministic synthetic objectives: it finds the optimum, keeps to
+// its budget, resumes from stored trials without measuring them again, and records failures.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <map>
+
+#include "dbsparse/error.hpp"
+#include "tuner/search.hpp"
+
+using namespace dbsparse;
+using namespace dbsparse::tuner;
+
+namespace {
+
+// Separable bowl over the spmspv space, lowest at th0=16, th1=96, th2=3, th3=0.8.
+double bowl(const nlohmann::json& c) {
+  const double th0 = c["th0"].get<double>(), th1 = c["th1"].get<double>(), th2 = c["th2"].get<double>();
+  const double th3 = c["th3"].get<double>();
+  return 100 + std::pow(std::log2(th0 / 16), 2) * 5 + std::pow((th1 - 96) / 32, 2) * 4 +
+         std::pow(th2 - 3, 2) * 3 + std::pow(std::log2(th3 / 0.8), 2) * 6;
+}
+
+struct Store {
+  std::map<std::string, Measurement> trials;
+  Recall recall() {
+    return [this](const nlohmann::json& c) -> std::optional<Measurement> {
+      auto it = trials.find(c.dump());
+      if (it == trials.end()) return std::nullopt;
+      return it->second;
+    };
+  }
+  Record record() {
+    return [this](const nlohmann::json& c, const Measurement& m) { trials[c.dump()] = m; };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("SearchSpacesAreDeclaredWithConstraintsAndDefaults") {
+  const auto& s = search_space("spmspv");
+  CHECK(s.find("th3") != nullptr);
+  CHECK(s.find("th3")->values.size() == 7);
+  CHECK(s.can_implement(s.defaults));
+  std::string why;
+  CHECK_FALSE(s.can_implement({{"th0", 64}, {"th1", 64}}, &why));
+  CHECK(why == "th0 < th1");
+  const auto& v = search_space("spmv");
+  CHECK(v.can_implement(v.defaults));
+  CHECK_FALSE(v.can_implement({{"v4_lanes", 4}}, &why));  // narrower than v3 (8)
+  CHECK_THROWS_AS(search_space("spgemm"), UsageError);
+  auto r = ParamSpec::range("x", 1, 1000, 4, true, true, "");
+  CHECK(r.values == std::vector<nlohmann::json>{1, 10, 100, 1000});
+}
+
+TEST_CASE("CoordinateDescentFindsTheOptimumOfASeparableObjective") {
+  const auto& space = search_space("spmspv");
+  Store store;
+  int calls = 0;
+  Objective f = [&](const nlohmann::json& c, int) {
+    ++calls;
+    return Measurement{TrialStatus::Ok, bowl(c), ""};
+  };
+  SearchOptions opt;
+  opt.budget_s = 1e9;
+  auto r = search(space, f, store.recall(), store.record(), opt);
+  CHECK(r.strategy == "coordinate descent");  // 4*4*4*7 points: past max_exhaustive
+  CHECK(r.best["th0"] == 16);
+  CHECK(r.best["th1"] == 96);
+  CHECK(r.best["th2"] == 3.0);
+  CHECK(r.best["th3"].get<double>() == doctest::Approx(0.8));
+  CHECK(r.best_us == doctest::Approx(100));
+  CHECK(r.default_us == doctest::Approx(bowl(space.defaults)));
+  CHECK(r.measured == calls);
+  CHECK(calls < 4 * 4 * 4 * 7);  // fewer than the grid
+  CHECK_FALSE(r.out_of_budget);
+}
+
+TEST_CASE("SearchKeepsToItsBudgetAndResumesWithoutMeasuringAgain") {
+  const auto& space = search_space("spmspv");
+  double now = 0;
+  Objective f = [&](const nlohmann::json& c, int) {
+    now += 1.0;  // every measurement costs one second of the fake clock
+    return Measurement{TrialStatus::Ok, bowl(c), ""};
+  };
+  SearchOptions opt;
+  opt.clock = [&] { return now; };
+  opt.budget_s = 5;
+  Store store;
+  auto first = search(space, f, store.recall(), store.record(), opt);
+  CHECK(first.out_of_budget);
+  CHECK(first.measured <= 6);  // the measurement running when the budget ran out may finish
+
+  // An uninterrupted run from scratch, for comparison.
+  Store fresh;
+  opt.budget_s = 1e9;
+  auto whole = search(space, f, fresh.recall(), fresh.record(), opt);
+
+  const size_t stored = store.trials.size();
+  auto second = search(space, f, store.recall(), store.record(), opt);
+  CHECK(second.recalled >= static_cast<int>(stored));
+  CHECK(store.trials.size() == fresh.trials.size());  // the same configs, each measured once
+  CHECK(second.best == whole.best);
+}
+
+TEST_CASE("ExhaustiveSearchOnASmallSpaceAndFailuresAreRecorded") {
+  SearchSpace s{"toy", {}, {}, {{"a", 1}, {"b", 1}}};
+  s.params = {ParamSpec::choice("a", {1, 2, 3}, ""), ParamSpec::choice("b", {1, 2, 3}, "")};
+  s.constraints = {{"a + b < 6", [](const nlohmann::json& c) { return c["a"].get<int>() + c["b"].get<int>() < 6; }}};
+  Store store;
+  Objective f = [](const nlohmann::json& c, int) {
+    if (c["a"] == 3 && c["b"] == 1) return Measurement{TrialStatus::CompileFailed, 0, "synthetic"};
+    if (c["a"] == 1 && c["b"] == 3) return Measurement{TrialStatus::WrongResult, 0, "synthetic"};
+    return Measurement{TrialStatus::Ok, 10.0 + std::abs(c["a"].get<int>() - 2) + std::abs(c["b"].get<int>() - 3), ""};
+  };
+  SearchOptions opt;
+  opt.budget_s = 1e9;
+  auto r = search(s, f, store.recall(), store.record(), opt);
+  CHECK(r.strategy == "exhaustive");
+  CHECK(r.best == nlohmann::json{{"a", 2}, {"b", 3}});
+  CHECK(r.failed == 2);
+  CHECK(store.trials.size() == 8);  // 9 points minus (3,3), which breaks the constraint
+  CHECK(store.trials.at(nlohmann::json{{"a", 3}, {"b", 1}}.dump()).status == TrialStatus::CompileFailed);
+}
