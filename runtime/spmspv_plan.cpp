@@ -108,7 +108,8 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->cols = a.cols;
   p->nnz = a.nnz();
   p->config = opt.config ? *opt.config
-                         : lookup_config(info_.record().fingerprint, structure_fingerprint(a), "spmspv");
+                         : lookup_config(info_.record().fingerprint, structure_fingerprint(a), "spmspv", "",
+                                         [&] { return compute_features(a); });
   const auto& prm = p->config.params;
   DbThresholds th{prm.value("th0", 32), prm.value("th1", 128), prm.value("th2", 2.0)};
   p->th3 = static_cast<float>(prm.value("th3", default_params("spmspv")["th3"].get<double>()));

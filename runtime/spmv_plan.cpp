@@ -15,7 +15,7 @@ namespace dbsparse {
 template <class T>
 SpmvPlan<T> Context::plan_spmv(const CsrMatrix<T>& a) {
   auto fp = structure_fingerprint(a);
-  auto config = lookup_config(info_.record().fingerprint, fp, "spmv");
+  auto config = lookup_config(info_.record().fingerprint, fp, "spmv", "", [&] { return compute_features(a); });
   return build_spmv(a, config, std::move(fp));
 }
 

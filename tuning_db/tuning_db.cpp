@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -33,14 +34,6 @@ nlohmann::json parse_json(const std::string& text, const std::string& path, cons
 struct Closer {
   void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
 };
-
-// DESIGN.md §6, step 2: predict from this device's tuned matrices by nearest features. The seam is
-// here so that lookup() already has its final shape; until it exists nothing is predicted.
-std::optional<Config> predict(sqlite3* /*db*/, const std::string& /*device_fp*/,
-                              const std::string& /*matrix_fp*/, const std::string& /*op*/,
-                              const std::string& /*bucket*/) {
-  return std::nullopt;
-}
 
 }  // namespace
 
@@ -257,7 +250,8 @@ DbCounts TuningDb::counts() const {
 }
 
 Config TuningDb::lookup(const std::string& device_fp, const std::string& matrix_fp,
-                        const std::string& op, const std::string& bucket) const {
+                        const std::string& op, const std::string& bucket,
+                        const std::function<MatrixFeatures()>& features) const {
   Config c{op, default_params(op), ConfigSource::Default, ""};
   // A read-only handle on an older file cannot migrate it, so nothing in it is readable.
   if (int v = schema_version(); v < kSchemaVersion) {
@@ -271,15 +265,75 @@ Config TuningDb::lookup(const std::string& device_fp, const std::string& matrix_
     c.note = fmt::format("tuned for this device and matrix ({})", path_);
     return c;
   }
-  if (auto p = predict(handle(db_), device_fp, matrix_fp, op, bucket)) return *p;
+  std::optional<MatrixFeatures> f;
+  if (auto rec = find_matrix(matrix_fp)) f = rec->features;
+  else if (features) f = features();
+  if (f) {
+    if (auto p = predict(device_fp, op, bucket, *f, matrix_fp)) {
+      c.params.update(p->params);
+      c.source = ConfigSource::Predicted;
+      c.note = fmt::format("predicted: best config of the nearest tuned matrix, {} (distance {:.2f})",
+                           p->neighbour, p->distance);
+      return c;
+    }
+  }
   c.note = fmt::format("nothing tuned for this device and matrix in {}", path_);
   return c;
+}
+
+// DESIGN.md §6, step 2: one nearest neighbour in a small, explainable feature space. Sizes are in
+// decades (log10), so a matrix twice as large is close; shape terms are ratios in [0, 1].
+std::vector<double> prediction_features(const MatrixFeatures& f) {
+  auto dec = [](double v) { return std::log10(1.0 + std::max(0.0, v)); };
+  const double blocks = std::max<double>(1.0, static_cast<double>(f.nonempty_blocks));
+  std::vector<double> v{dec(static_cast<double>(f.rows)),
+                        dec(static_cast<double>(f.nnz)),
+                        dec(f.row_mean),
+                        std::min(4.0, f.row_std / (f.row_mean + 1e-9)) / 2,  // spread of row lengths
+                        dec(static_cast<double>(f.row_max)),
+                        static_cast<double>(f.bandwidth) / std::max<double>(1.0, static_cast<double>(f.cols)),
+                        dec(static_cast<double>(f.nnz) / blocks)};
+  for (int64_t h : f.block_nnz_hist) v.push_back(static_cast<double>(h) / blocks);  // block-density histogram
+  return v;
+}
+
+std::optional<Prediction> TuningDb::predict(const std::string& device_fp, const std::string& op,
+                                            const std::string& bucket, const MatrixFeatures& features,
+                                            const std::string& exclude_fp) const {
+  Stmt st(handle(db_),
+          "SELECT c.matrix_fp, c.params_json, m.name, m.features_json FROM configs c"
+          " JOIN matrices m ON m.fingerprint = c.matrix_fp"
+          " WHERE c.device_fp = ?1 AND c.op = ?2 AND c.bucket = ?3 ORDER BY c.matrix_fp");
+  st.bind(1, device_fp).bind(2, op).bind(3, bucket);
+  const auto q = prediction_features(features);
+  std::optional<Prediction> best;
+  while (st.step()) {
+    if (st.text(0) == exclude_fp) continue;
+    const auto v = prediction_features(MatrixFeatures::from_json(parse_json(st.text(3), path_, "features_json")));
+    double d = 0;
+    for (size_t i = 0; i < q.size() && i < v.size(); ++i) d += (q[i] - v[i]) * (q[i] - v[i]);
+    d = std::sqrt(d);
+    if (!best || d < best->distance)
+      best = Prediction{parse_json(st.text(1), path_, "params_json"), st.text(2), st.text(0), d};
+  }
+  return best;
+}
+
+std::vector<std::string> TuningDb::tuned_matrices(const std::string& device_fp, const std::string& op,
+                                                  const std::string& bucket) const {
+  Stmt st(handle(db_),
+          "SELECT matrix_fp FROM configs WHERE device_fp = ?1 AND op = ?2 AND bucket = ?3 ORDER BY matrix_fp");
+  st.bind(1, device_fp).bind(2, op).bind(3, bucket);
+  std::vector<std::string> out;
+  while (st.step()) out.push_back(st.text(0));
+  return out;
 }
 
 // ---- the process-wide lookup ------------------------------------------------------------------
 
 Config lookup_config(const std::string& device_fp, const std::string& matrix_fp,
-                     const std::string& op, const std::string& bucket) {
+                     const std::string& op, const std::string& bucket,
+                     const std::function<MatrixFeatures()>& features) {
   struct Shared {
     std::mutex mu;
     bool opened = false;
@@ -314,7 +368,7 @@ Config lookup_config(const std::string& device_fp, const std::string& matrix_fp,
   Config c{op, default_params(op), ConfigSource::Default, ""};
   if (s.db) {
     try {
-      return s.db->lookup(device_fp, matrix_fp, op, bucket);
+      return s.db->lookup(device_fp, matrix_fp, op, bucket, features);
     } catch (const std::exception& e) {
       // Damage found after a clean open: planning must still go on with the defaults.
       warn(e.what());

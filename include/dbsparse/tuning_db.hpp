@@ -3,6 +3,7 @@
 // for (device, matrix, op, bucket), else a prediction, else the defaults, and says which.
 #include <cstdint>
 #include <memory>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -60,6 +61,17 @@ struct Trial {
   int64_t created_at = 0;  // unix seconds; filled by add_trial when 0
 };
 
+// A config predicted for an unseen matrix: the best config of the nearest tuned matrix on this
+// device (features: shape, row-length moments, bandwidth, 16x16 block-density histogram).
+struct Prediction {
+  nlohmann::json params;
+  std::string neighbour, neighbour_fp;
+  double distance = 0;
+};
+
+// The feature vector prediction compares (documented where it is built).
+std::vector<double> prediction_features(const MatrixFeatures& f);
+
 struct DbCounts {
   int64_t devices = 0, matrices = 0, trials = 0, configs = 0;
 };
@@ -99,9 +111,19 @@ class TuningDb {
                                      const std::string& op, const std::string& bucket) const;
   DbCounts counts() const;
 
-  // Tuned config, else (later: predicted from this device's tuned matrices), else defaults.
+  // Nearest tuned matrix on this device for op and bucket, leaving out `exclude_fp`
+  // (leave-one-out evaluation); nullopt when this device has tuned nothing else for op.
+  std::optional<Prediction> predict(const std::string& device_fp, const std::string& op, const std::string& bucket,
+                                    const MatrixFeatures& features, const std::string& exclude_fp = "") const;
+  // Matrices with a best config for (device, op, bucket).
+  std::vector<std::string> tuned_matrices(const std::string& device_fp, const std::string& op,
+                                          const std::string& bucket = "") const;
+
+  // Tuned config, else predicted from this device's tuned matrices (features from the DB's matrix
+  // record, else from `features`, computed only when needed), else defaults.
   Config lookup(const std::string& device_fp, const std::string& matrix_fp, const std::string& op,
-                const std::string& bucket = "") const;
+                const std::string& bucket = "",
+                const std::function<MatrixFeatures()>& features = {}) const;
 
  private:
   TuningDb(std::string path, void* handle);
@@ -112,6 +134,7 @@ class TuningDb {
 // The lookup every plan uses: opens the default DB read-only; a missing, unreadable or corrupt DB
 // gives the defaults, with the reason in Config::note (and one warning line on stderr per process).
 Config lookup_config(const std::string& device_fp, const std::string& matrix_fp,
-                     const std::string& op, const std::string& bucket = "");
+                     const std::string& op, const std::string& bucket = "",
+                     const std::function<MatrixFeatures()>& features = {});
 
 }  // namespace dbsparse

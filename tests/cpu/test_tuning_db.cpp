@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "dbsparse/error.hpp"
+#include "dbsparse/generators.hpp"
 #include "dbsparse/tuning_db.hpp"
 #include "test_support.hpp"
 
@@ -504,4 +505,39 @@ TEST_CASE("tuning_db: lookup_config uses the default path once, and warns once")
     CHECK(err.empty());
     CHECK_FALSE(fs::exists(path));
   }
+}
+
+TEST_CASE("tuning_db: an unseen matrix gets the nearest tuned matrix's config on the same device") {
+  auto db = TuningDb::open((dbs_test::temp_dir("db-predict") / "t.db").string());
+  auto stencil = dbsparse::generate("stencil3d:n=12,points=27");
+  auto graph = dbsparse::generate("rmat:scale=11,ef=8");
+  auto stencil_big = dbsparse::generate("stencil3d:n=16,points=27");
+  auto fp = [](const auto& a) { return dbsparse::structure_fingerprint(a); };
+  db->upsert_matrix({fp(stencil), "stencil", dbsparse::compute_features(stencil)});
+  db->upsert_matrix({fp(graph), "graph", dbsparse::compute_features(graph)});
+  db->set_best("dev0", fp(stencil), "spmspv", "", {{"th3", 0.1}}, 10, 1.2);
+  db->set_best("dev0", fp(graph), "spmspv", "", {{"th3", 1.6}}, 10, 1.2);
+  CHECK(db->tuned_matrices("dev0", "spmspv").size() == 2);
+
+  bool computed = false;
+  auto features = [&] {
+    computed = true;
+    return dbsparse::compute_features(stencil_big);
+  };
+  Config c = db->lookup("dev0", fp(stencil_big), "spmspv", "", features);
+  CHECK(computed);  // not in the DB: features computed on demand
+  CHECK(c.source == ConfigSource::Predicted);
+  CHECK(c.params["th3"] == 0.1);
+  CHECK(c.params["th0"] == 32);  // keys the neighbour did not tune keep their defaults
+  CHECK(c.note.find("stencil") != std::string::npos);
+  // Another device: nothing to predict from.
+  CHECK(db->lookup("dev1", fp(stencil_big), "spmspv", "", features).source == ConfigSource::Default);
+  // Leave-one-out: the graph, without itself, can only be predicted from the stencil.
+  auto p = db->predict("dev0", "spmspv", "", dbsparse::compute_features(graph), fp(graph));
+  REQUIRE(p);
+  CHECK(p->neighbour == "stencil");
+  auto self = db->predict("dev0", "spmspv", "", dbsparse::compute_features(graph));
+  REQUIRE(self);
+  CHECK(self->neighbour == "graph");
+  CHECK(self->distance == doctest::Approx(0.0));
 }
