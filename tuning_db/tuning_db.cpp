@@ -357,6 +357,9 @@ Config lookup_config(const std::string& device_fp, const std::string& matrix_fp,
     s.warned = true;
   };
 
+  // A DB that did not exist at the first look-up may have been written since (by dbtune in
+  // another process): look again, as long as nothing was wrong with it.
+  if (s.opened && !s.db && s.reason.empty() && std::filesystem::exists(s.path)) s.opened = false;
   if (!s.opened) {
     s.opened = true;
     s.path = TuningDb::default_path();

@@ -1,0 +1,58 @@
+// dbtune end to end on the GPU: a quick run over two small matrices writes trials and best
+// configs, and plans made afterwards use the tuned configs.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "dbsparse/dbsparse.hpp"
+
+using namespace dbsparse;
+namespace fs = std::filesystem;
+
+namespace {
+
+// dbtune sits beside this binary (device copies) or one directory up (the build tree).
+fs::path dbtune_path() {
+  const fs::path self = fs::read_symlink("/proc/self/exe").parent_path();
+  for (const auto& p : {self / "dbtune", self.parent_path() / "dbtune"})
+    if (fs::exists(p)) return p;
+  return {};
+}
+
+}  // namespace
+
+TEST_CASE("DbtuneWritesTrialsAndBestConfigsThatPlansThenUse") {
+  const fs::path dbtune = dbtune_path();
+  REQUIRE_MESSAGE(!dbtune.empty(), "dbtune binary not found beside the test binary");
+  const std::string db_path = TuningDb::default_path();  // what plans in this process look up
+  const std::vector<std::string> specs{"stencil2d:n=60", "rmat:scale=10,ef=8"};
+  const std::string cmd = fmt::format("'{}' --matrices {} {} --budget 1 --db '{}' > /dev/null 2>&1", dbtune.string(),
+                                      specs[0], specs[1], db_path);
+  REQUIRE(std::system(cmd.c_str()) == 0);
+
+  Context ctx;
+  const std::string dev = ctx.device().record().fingerprint;
+  auto db = TuningDb::open(db_path, /*read_only=*/true);
+  for (const auto& spec : specs) {
+    CAPTURE(spec);
+    auto a = generate(spec).cast<float>();
+    const std::string fp = structure_fingerprint(a);
+    for (const char* op : {"spmv", "spmspv"}) {
+      CAPTURE(op);
+      CHECK(db->trials(dev, fp, op).size() >= 2);  // the defaults and at least one candidate
+      CHECK(db->best(dev, fp, op, ""));
+    }
+    auto plan = ctx.plan_spmv(a);
+    CHECK(plan.config_source() == ConfigSource::Tuned);
+    auto sp = ctx.plan_spmspv(a);
+    CHECK(sp.config().source == ConfigSource::Tuned);
+  }
+  // An unseen matrix close to a tuned one gets a predicted config.
+  auto near = generate("stencil2d:n=64").cast<float>();
+  CHECK(ctx.plan_spmv(near).config_source() == ConfigSource::Predicted);
+}

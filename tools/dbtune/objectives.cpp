@@ -1,0 +1,146 @@
+#include "tools/dbtune/objectives.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "dbsparse/reference.hpp"
+#include "dbsparse/spmspv.hpp"
+#include "dbsparse/spmv.hpp"
+#include "tools/common/bench_random.hpp"
+#include "tools/common/timing.hpp"
+
+namespace dbsparse::tools {
+namespace {
+
+using tuner::Measurement;
+constexpr int kXCopies = 4;  // x rotated across calls
+
+// Runs `body`, turning the failures a candidate may hit into its trial status.
+template <class F>
+Measurement guarded(F&& body) {
+  try {
+    return body();
+  } catch (const CompileError& e) {
+    return {TrialStatus::CompileFailed, 0, e.what()};
+  } catch (const CudaError& e) {
+    return {TrialStatus::LaunchFailed, 0, e.what()};
+  } catch (const UsageError& e) {
+    return {TrialStatus::Skipped, 0, e.what()};
+  }
+}
+
+TimingOptions timing_for(int samples) { return TimingOptions{2, std::max(1, samples), 10}; }
+
+struct SpmvObjective {
+  Context& ctx;
+  CsrMatrix<float> a;
+  std::vector<DeviceBuffer<float>> xs;
+  std::vector<float> x0;
+  std::vector<double> ref;
+
+  SpmvObjective(Context& c, const NamedMatrix& m) : ctx(c), a(m.csr.cast<float>()) {
+    Lcg rng{11};
+    for (int k = 0; k < kXCopies; ++k) {
+      std::vector<float> x(static_cast<size_t>(a.cols));
+      for (auto& v : x) v = static_cast<float>(rng.unit() * 2 - 1);
+      if (k == 0) x0 = x;
+      xs.emplace_back(std::span<const float>(x));
+    }
+    ref = reference::spmv(a, std::span<const float>(x0));
+  }
+
+  Measurement operator()(const nlohmann::json& params, int samples) {
+    return guarded([&]() -> Measurement {
+      Config cfg{"spmv", params, ConfigSource::Explicit, "tuning candidate"};
+      auto plan = ctx.plan_spmv(a, cfg);
+      Stream s(ctx);
+      DeviceBuffer<float> y(static_cast<size_t>(a.rows));
+      y.fill_bytes(0xFF);
+      plan.run(xs[0], y, s);
+      s.synchronize();
+      auto got = y.download();
+      const double err = reference::relative_error(std::span<const double>(ref), std::span<const float>(got));
+      if (!(err <= 1e-5)) return {TrialStatus::WrongResult, 0, fmt::format("relative error {:.3e}", err)};
+      auto t = time_on_stream(s.handle(), timing_for(samples),
+                              [&](int64_t i) { plan.run(xs[i % kXCopies], y, s); });
+      return {TrialStatus::Ok, t.median_us, fmt::format("{} samples", samples)};
+    });
+  }
+};
+
+struct SpmspvObjective {
+  Context& ctx;
+  CsrMatrix<float> a;
+  struct Density {
+    double d;
+    std::vector<DeviceBuffer<float>> xs;
+    std::vector<double> ref;
+  };
+  std::vector<Density> densities;
+
+  SpmspvObjective(Context& c, const NamedMatrix& m) : ctx(c), a(m.csr.cast<float>()) {
+    Lcg rng{23};
+    for (double d : kSpmspvTuneDensities) {
+      Density e{d, {}, {}};
+      for (int k = 0; k < kXCopies; ++k) {
+        std::vector<float> x(static_cast<size_t>(a.cols), 0.f);
+        std::vector<int32_t> idx;
+        std::vector<float> val;
+        const int64_t want = std::max<int64_t>(1, std::llround(d * a.cols));
+        for (int64_t i = 0; i < want && a.cols > 0; ++i) {
+          const auto j = static_cast<int32_t>(rng.below(static_cast<uint32_t>(a.cols)));
+          if (x[j] != 0.f) continue;
+          x[j] = static_cast<float>(rng.unit() + 0.5);
+        }
+        for (int32_t j = 0; j < a.cols; ++j)
+          if (x[j] != 0.f) idx.push_back(j), val.push_back(x[j]);
+        if (k == 0) e.ref = reference::spmspv(a, std::span<const int32_t>(idx), std::span<const float>(val));
+        e.xs.emplace_back(std::span<const float>(x));
+      }
+      densities.push_back(std::move(e));
+    }
+  }
+
+  Measurement operator()(const nlohmann::json& params, int samples) {
+    return guarded([&]() -> Measurement {
+      Config cfg{"spmspv", params, ConfigSource::Explicit, "tuning candidate"};
+      SpmspvOptions opt;
+      opt.config = &cfg;
+      auto plan = ctx.plan_spmspv(a, opt);
+      Stream s(ctx);
+      DeviceBuffer<float> y(static_cast<size_t>(a.rows));
+      double log_sum = 0;
+      std::string detail = fmt::format("convert {:.1f} ms (once);", plan.stats().storage.convert_ms);
+      for (auto& e : densities) {
+        plan.run(e.xs[0], y, s);
+        s.synchronize();
+        auto got = y.download();
+        const double err = reference::relative_error(std::span<const double>(e.ref), std::span<const float>(got));
+        if (!(err <= 1e-5))
+          return {TrialStatus::WrongResult, 0, fmt::format("density {}: relative error {:.3e}", e.d, err)};
+        auto t = time_on_stream(s.handle(), timing_for(samples),
+                                [&](int64_t i) { plan.run(e.xs[i % kXCopies], y, s); });
+        log_sum += std::log(t.median_us);
+        detail += fmt::format(" {}: {:.1f} us", e.d, t.median_us);
+      }
+      return {TrialStatus::Ok, std::exp(log_sum / static_cast<double>(densities.size())), detail};
+    });
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<tuner::Objective> make_objective(Context& ctx, const std::string& op, const NamedMatrix& m) {
+  if (op == "spmv") {
+    auto o = std::make_shared<SpmvObjective>(ctx, m);
+    return std::make_unique<tuner::Objective>([o](const nlohmann::json& c, int n) { return (*o)(c, n); });
+  }
+  if (op == "spmspv") {
+    auto o = std::make_shared<SpmspvObjective>(ctx, m);
+    return std::make_unique<tuner::Objective>([o](const nlohmann::json& c, int n) { return (*o)(c, n); });
+  }
+  throw UsageError(fmt::format("dbtune: no objective for op '{}'", op));
+}
+
+}  // namespace dbsparse::tools
