@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ON the lent H200, in one call: the gpu tests, JIT timing in two fresh processes, a
 # compute-sanitizer pass and the SpMV bench. Logs and JSON go to $OUT (at most 8 files come back).
-#   tools/device-check.sh [all|tests|bench|spmspv|spmv|spmv-bench] [extra bench arguments...]
+#   tools/device-check.sh [all|tests|bench|spmspv|spmv|spmv-bench|tune] [extra arguments...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}; shift || true
@@ -59,6 +59,27 @@ if [ "$mode" = spmv ] || [ "$mode" = spmv-bench ]; then
   "$D/bin/dbsparse" bench spmv --precision f32,f64 --strategy classified,classified-split,uniform,scalar \
     --json "$OUT/bench_spmv.json" "$@" 2>"$OUT/bench_progress.log" | grep -v '^jit' >"$OUT/bench_spmv.txt"
   sed -n '/summary/,$p' "$OUT/bench_spmv.txt"
+fi
+if [ "$mode" = tune ]; then
+  echo "== gpu tests (all)" | tee "$log"
+  "$D/bin/test_gpu" >>"$log" 2>&1 || status=1
+  tail -3 "$log"
+  rm -f /tmp/dbtune-quick.db
+  echo "== dbtune --quick --evaluate (fresh DB)" | tee -a "$log"
+  t0=$SECONDS
+  "$D/bin/dbtune" --quick --evaluate --db /tmp/dbtune-quick.db "$@" \
+    >"$OUT/dbtune_quick.txt" 2>"$OUT/dbtune_progress.log" || status=1
+  echo "dbtune --quick --evaluate wall $((SECONDS - t0)) s" | tee -a "$log"
+  grep -E "geometric-mean|predicted configs|DB now|interrupted" "$OUT/dbtune_quick.txt" | tee -a "$log"
+  echo "== dbtune --quick again (resumes: nothing re-measured)" | tee -a "$log"
+  t0=$SECONDS
+  "$D/bin/dbtune" --quick --db /tmp/dbtune-quick.db "$@" >"$OUT/dbtune_rerun.txt" 2>"$OUT/dbtune_rerun.log"
+  echo "dbtune --quick rerun wall $((SECONDS - t0)) s" | tee -a "$log"
+  grep -E "geometric-mean|DB now" "$OUT/dbtune_rerun.txt" | tee -a "$log"
+  echo "== explore" | tee -a "$log"
+  "$D/bin/dbsparse" explore "rmat:scale=16,ef=8" --op spmspv --param th3 --range 0.0001:3.2 --log --points 10 \
+    --density 0.01 --db /tmp/dbtune-quick.db --svg "$OUT/explore-spmspv-th3.svg" >"$OUT/explore.txt" 2>&1
+  cat "$OUT/explore.txt" | tee -a "$log"
 fi
 if [ "$mode" = all ] || [ "$mode" = bench ]; then
   echo "== bench spmv"

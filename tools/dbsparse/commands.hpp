@@ -13,5 +13,7 @@ Runner add_info(CLI::App& sub);
 Runner add_precompile(CLI::App& sub);
 Runner add_bench(CLI::App& sub);
 Runner add_convert(CLI::App& sub);
+Runner add_explain(CLI::App& sub);
+Runner add_explore(CLI::App& sub);
 
 }  // namespace dbsparse::cli

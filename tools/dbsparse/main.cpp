@@ -22,6 +22,10 @@ int main(int argc, char** argv) {
       dbsparse::cli::add_bench);
   add("convert", "Convert a matrix to the DB format on the CPU; its size against CSR and CSR+CSC",
       dbsparse::cli::add_convert);
+  add("explain", "The config a plan would use for a matrix on this GPU, and where it came from",
+      dbsparse::cli::add_explain);
+  add("explore", "Time a sweep of one tuning parameter; table, SVG plot, every point stored as a trial",
+      dbsparse::cli::add_explore);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -19,7 +19,7 @@
 #include "codegen/kernel_cache.hpp"
 #include "dbsparse/dbsparse.hpp"
 #include "tools/common/suites.hpp"
-#include "tools/dbtune/objectives.hpp"
+#include "tools/common/objectives.hpp"
 #include "tuner/search.hpp"
 
 using namespace dbsparse;

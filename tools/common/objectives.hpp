@@ -4,6 +4,7 @@
 // CPU reference, then time with CUDA events (warm-up, median of samples, x rotated).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dbsparse/context.hpp"
 #include "dbsparse/io.hpp"
@@ -16,6 +17,8 @@ namespace dbsparse::tools {
 inline constexpr double kSpmspvTuneDensities[] = {0.1, 0.01, 0.001};
 
 // Builds the op's objective for one matrix (f32). Holds the inputs and the CPU references.
-std::unique_ptr<tuner::Objective> make_objective(Context& ctx, const std::string& op, const NamedMatrix& m);
+// spmspv: the time is the geometric mean over `densities` (empty: kSpmspvTuneDensities).
+std::unique_ptr<tuner::Objective> make_objective(Context& ctx, const std::string& op, const NamedMatrix& m,
+                                                 const std::vector<double>& densities = {});
 
 }  // namespace dbsparse::tools

@@ -1,4 +1,4 @@
-#include "tools/dbtune/objectives.hpp"
+#include "tools/common/objectives.hpp"
 
 #include <fmt/format.h>
 
@@ -79,9 +79,10 @@ struct SpmspvObjective {
   };
   std::vector<Density> densities;
 
-  SpmspvObjective(Context& c, const NamedMatrix& m) : ctx(c), a(m.csr.cast<float>()) {
+  SpmspvObjective(Context& c, const NamedMatrix& m, std::vector<double> ds) : ctx(c), a(m.csr.cast<float>()) {
     Lcg rng{23};
-    for (double d : kSpmspvTuneDensities) {
+    if (ds.empty()) ds.assign(std::begin(kSpmspvTuneDensities), std::end(kSpmspvTuneDensities));
+    for (double d : ds) {
       Density e{d, {}, {}};
       for (int k = 0; k < kXCopies; ++k) {
         std::vector<float> x(static_cast<size_t>(a.cols), 0.f);
@@ -131,13 +132,14 @@ struct SpmspvObjective {
 
 }  // namespace
 
-std::unique_ptr<tuner::Objective> make_objective(Context& ctx, const std::string& op, const NamedMatrix& m) {
+std::unique_ptr<tuner::Objective> make_objective(Context& ctx, const std::string& op, const NamedMatrix& m,
+                                                 const std::vector<double>& densities) {
   if (op == "spmv") {
     auto o = std::make_shared<SpmvObjective>(ctx, m);
     return std::make_unique<tuner::Objective>([o](const nlohmann::json& c, int n) { return (*o)(c, n); });
   }
   if (op == "spmspv") {
-    auto o = std::make_shared<SpmspvObjective>(ctx, m);
+    auto o = std::make_shared<SpmspvObjective>(ctx, m, densities);
     return std::make_unique<tuner::Objective>([o](const nlohmann::json& c, int n) { return (*o)(c, n); });
   }
   throw UsageError(fmt::format("dbtune: no objective for op '{}'", op));

@@ -1,0 +1,152 @@
+// `dbsparse explore A --op spmspv --param th3 --range 0.0001:0.5 --log --density 0.01`: times a
+// sweep of one parameter with the others held at their tuned or default values, prints a table,
+// writes an SVG plot (time against the parameter, default and tuned values marked) and stores
+// every point as a trial (bucket "explore", or "explore d=<density>", so the tuner's own resume
+// never mistakes them for its measurements).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <fstream>
+#include <memory>
+
+#include "dbsparse/dbsparse.hpp"
+#include "tools/common/objectives.hpp"
+#include "tools/dbsparse/commands.hpp"
+#include "tuner/search_space.hpp"
+
+namespace dbsparse::cli {
+namespace {
+
+struct Point {
+  double value;
+  tuner::Measurement m;
+};
+
+std::string svg_plot(const std::string& title, const std::string& param, bool log_x, const std::vector<Point>& pts,
+                     std::optional<double> default_v, std::optional<double> tuned_v) {
+  const double W = 640, H = 400, L = 70, R = 20, T = 40, B = 50;
+  double x0 = INFINITY, x1 = -INFINITY, y1 = 0;
+  auto tx = [&](double v) { return log_x ? std::log10(v) : v; };
+  for (const auto& p : pts) {
+    x0 = std::min(x0, tx(p.value)), x1 = std::max(x1, tx(p.value));
+    if (p.m.status == TrialStatus::Ok) y1 = std::max(y1, p.m.time_us);
+  }
+  if (!(x1 > x0)) x1 = x0 + 1;
+  if (!(y1 > 0)) y1 = 1;
+  y1 *= 1.1;
+  auto X = [&](double v) { return L + (tx(v) - x0) / (x1 - x0) * (W - L - R); };
+  auto Y = [&](double t) { return H - B - t / y1 * (H - T - B); };
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{0}\" height=\"{1}\" font-family=\"sans-serif\" "
+      "font-size=\"12\">\n<rect width=\"{0}\" height=\"{1}\" fill=\"white\"/>\n"
+      "<text x=\"{2}\" y=\"20\" font-size=\"14\">{3}</text>\n"
+      "<line x1=\"{2}\" y1=\"{4}\" x2=\"{5}\" y2=\"{4}\" stroke=\"black\"/>\n"
+      "<line x1=\"{2}\" y1=\"{6}\" x2=\"{2}\" y2=\"{4}\" stroke=\"black\"/>\n"
+      "<text x=\"{7}\" y=\"{8}\" text-anchor=\"middle\">{9}{10}</text>\n"
+      "<text x=\"15\" y=\"{11}\" transform=\"rotate(-90 15 {11})\" text-anchor=\"middle\">time (us)</text>\n",
+      W, H, L, title, H - B, W - R, T, (L + W - R) / 2, H - 12, param, log_x ? " (log scale)" : "", (T + H - B) / 2);
+  for (int i = 0; i <= 4; ++i) {
+    const double t = y1 * i / 4;
+    s += fmt::format("<text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.1f}</text>\n", L - 6, Y(t) + 4, t);
+  }
+  for (const auto& p : pts)
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{}\" text-anchor=\"middle\">{:.4g}</text>\n", X(p.value), H - B + 16, p.value);
+  std::string line;
+  for (const auto& p : pts)
+    if (p.m.status == TrialStatus::Ok) line += fmt::format("{:.1f},{:.1f} ", X(p.value), Y(p.m.time_us));
+  s += fmt::format("<polyline points=\"{}\" fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\"/>\n", line);
+  for (const auto& p : pts)
+    if (p.m.status == TrialStatus::Ok)
+      s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"#1f77b4\"/>\n", X(p.value), Y(p.m.time_us));
+  auto mark = [&](std::optional<double> v, const char* color, const char* label) {
+    if (!v || !(*v > 0 || !log_x)) return;
+    s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"{3}\" stroke-dasharray=\"5,4\"/>\n"
+                     "<text x=\"{4:.1f}\" y=\"{5}\" fill=\"{3}\">{6} {7:.4g}</text>\n",
+                     X(*v), T, H - B, color, X(*v) + 4, T + 12, label, *v);
+  };
+  mark(default_v, "#d62728", "default");
+  mark(tuned_v, "#2ca02c", "tuned");
+  return s + "</svg>\n";
+}
+
+}  // namespace
+
+Runner add_explore(CLI::App& sub) {
+  struct Args {
+    std::string matrix, op = "spmspv", param, range, svg, db_path = TuningDb::default_path();
+    std::vector<double> values;
+    bool log = false;
+    int points = 9, samples = 9;
+    double density = 0;
+  };
+  auto a = std::make_shared<Args>();
+  sub.add_option("matrix", a->matrix, "Matrix Market file or generator string")->required();
+  sub.add_option("--op", a->op, "spmv or spmspv")->check(CLI::IsMember({"spmv", "spmspv"}));
+  sub.add_option("--param", a->param, "The parameter to sweep, e.g. th3 (see the op's search space)")->required();
+  sub.add_option("--range", a->range, "LO:HI, swept in --points steps");
+  sub.add_option("--values", a->values, "Explicit values instead of --range (comma-separate)")->delimiter(',');
+  sub.add_flag("--log", a->log, "Space the --range points logarithmically");
+  sub.add_option("--points", a->points, "Points in --range (default 9)")->check(CLI::Range(2, 200));
+  sub.add_option("--density", a->density, "spmspv: x density (default: the tuner's 0.1, 0.01, 0.001 geomean)")
+      ->check(CLI::Range(0.0, 1.0));
+  sub.add_option("--samples", a->samples, "Timed samples per point")->check(CLI::Range(1, 1000));
+  sub.add_option("--svg", a->svg, "Plot file (default explore-<op>-<param>.svg)");
+  sub.add_option("--db", a->db_path, "Tuning DB the points are stored in");
+  return [a]() {
+    const auto& space = tuner::search_space(a->op);
+    if (!space.defaults.contains(a->param))
+      throw UsageError(fmt::format("explore: '{}' is not a parameter of {} (parameters: {})", a->param, a->op,
+                                   space.defaults.dump()));
+    std::vector<double> values = a->values;
+    if (values.empty()) {
+      const auto colon = a->range.find(':');
+      if (colon == std::string::npos) throw UsageError("explore: give --range LO:HI or --values a,b,c");
+      double lo = 0, hi = 0;
+      try {
+        lo = std::stod(a->range.substr(0, colon)), hi = std::stod(a->range.substr(colon + 1));
+      } catch (const std::exception&) {
+        throw UsageError(fmt::format("explore: --range '{}' is not LO:HI with two numbers", a->range));
+      }
+      if (!(hi > lo) || (a->log && !(lo > 0)))
+        throw UsageError(fmt::format("explore: --range needs LO < HI{}", a->log ? " and LO > 0 with --log" : ""));
+      for (const auto& v : tuner::ParamSpec::range(a->param, lo, hi, a->points, a->log, space.defaults[a->param].is_number_integer(), "").values)
+        values.push_back(v.get<double>());
+    }
+    NamedMatrix m = load_matrix(a->matrix);
+    Context ctx;  // throws NoDeviceError with the reason when there is no GPU
+    const std::string dev = ctx.device().record().fingerprint, fp = structure_fingerprint(m.csr);
+    auto db = TuningDb::open(a->db_path);
+    db->upsert_device(ctx.device().record());
+    db->upsert_matrix({fp, m.name, compute_features(m.csr)});
+    const Config base = db->lookup(dev, fp, a->op);
+    std::optional<double> tuned_v;
+    if (base.source == ConfigSource::Tuned) tuned_v = base.params[a->param].get<double>();
+    const double default_v = space.defaults[a->param].get<double>();
+    const std::vector<double> densities = a->density > 0 ? std::vector<double>{a->density} : std::vector<double>{};
+    auto objective = tools::make_objective(ctx, a->op, m, densities);
+    const std::string bucket = a->density > 0 ? fmt::format("explore d={}", a->density) : "explore";
+    fmt::print("{} on {}: sweeping {} of {} ({} held at their {} values)\n{:>12} {:>12}  {}\n", m.name, ctx.device().name,
+               a->param, a->op, base.params.size() - 1, to_string(base.source), a->param, "time us", "status");
+    std::vector<Point> pts;
+    for (double v : values) {
+      nlohmann::json c = base.params;
+      c[a->param] = space.defaults[a->param].is_number_integer() ? nlohmann::json(std::llround(v)) : nlohmann::json(v);
+      std::string why;
+      tuner::Measurement r;
+      if (!space.can_implement(c, &why)) r = {TrialStatus::Skipped, 0, "breaks " + why};
+      else r = (*objective)(c, a->samples);
+      db->add_trial(Trial{dev, fp, a->op, bucket, c, r.status, r.time_us, r.detail});
+      pts.push_back({v, r});
+      fmt::print("{:>12.5g} {:>12}  {}{}{}\n", v, r.status == TrialStatus::Ok ? fmt::format("{:.1f}", r.time_us) : "-",
+                 to_string(r.status), v == default_v ? "  <- default" : "",
+                 tuned_v && v == *tuned_v ? "  <- tuned" : "");
+    }
+    const std::string path = a->svg.empty() ? fmt::format("explore-{}-{}.svg", a->op, a->param) : a->svg;
+    std::ofstream(path) << svg_plot(fmt::format("{}: {} on {}", a->op, m.name, ctx.device().name), a->param, a->log, pts,
+                                    default_v, tuned_v);
+    fmt::print("plot: {}; {} points stored as trials (bucket '{}') in {}\n", path, pts.size(), bucket, db->path());
+    return 0;
+  };
+}
+
+}  // namespace dbsparse::cli
