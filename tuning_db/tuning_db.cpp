@@ -358,8 +358,15 @@ Config lookup_config(const std::string& device_fp, const std::string& matrix_fp,
   };
 
   // A DB that did not exist at the first look-up may have been written since (by dbtune in
-  // another process): look again, as long as nothing was wrong with it.
-  if (s.opened && !s.db && s.reason.empty() && std::filesystem::exists(s.path)) s.opened = false;
+  // another process): look again, as long as nothing was wrong with it. A changed $DBSPARSE_DB
+  // means another DB altogether.
+  if (s.opened && TuningDb::default_path() != s.path) {
+    s.db.reset();
+    s.opened = s.warned = false;
+    s.reason.clear();
+  } else if (s.opened && !s.db && s.reason.empty() && std::filesystem::exists(s.path)) {
+    s.opened = false;
+  }
   if (!s.opened) {
     s.opened = true;
     s.path = TuningDb::default_path();

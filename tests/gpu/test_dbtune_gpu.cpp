@@ -29,7 +29,19 @@ fs::path dbtune_path() {
 TEST_CASE("DbtuneWritesTrialsAndBestConfigsThatPlansThenUse") {
   const fs::path dbtune = dbtune_path();
   REQUIRE_MESSAGE(!dbtune.empty(), "dbtune binary not found beside the test binary");
-  const std::string db_path = TuningDb::default_path();  // what plans in this process look up
+  // Its own DB, made the one plans look up (DBSPARSE_DB) for the length of this test only.
+  const fs::path db_file = fs::temp_directory_path() / fmt::format("dbsparse-dbtune-test-{}.db", getpid());
+  fs::remove(db_file);
+  const char* old = std::getenv("DBSPARSE_DB");
+  const std::string previous = old ? old : "";
+  setenv("DBSPARSE_DB", db_file.c_str(), 1);
+  struct Restore {
+    std::string v;
+    bool had;
+    ~Restore() { had ? setenv("DBSPARSE_DB", v.c_str(), 1) : unsetenv("DBSPARSE_DB"); }
+  } restore{previous, old != nullptr};
+  const std::string db_path = TuningDb::default_path();
+  REQUIRE(db_path == db_file.string());
   const std::vector<std::string> specs{"stencil2d:n=60", "rmat:scale=10,ef=8"};
   const std::string cmd = fmt::format("'{}' --matrices {} {} --budget 1 --db '{}' > /dev/null 2>&1", dbtune.string(),
                                       specs[0], specs[1], db_path);
