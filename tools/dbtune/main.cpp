@@ -113,8 +113,26 @@ Row tune(Context& ctx, TuningDb& db, const std::string& op, const NamedMatrix& m
   opt.stop = [] { return g_stop.load(); };
   auto r = tuner::search(space, *objective, recall, record, opt);
   Row row{m.name, r.strategy, r.best, r.default_us, r.best_us, r.measured, r.recalled, r.failed};
-  if (std::isfinite(r.best_us) && r.best_us > 0 && std::isfinite(r.default_us))
-    db.set_best(dev, fp, op, "", r.best, r.best_us, r.default_us / r.best_us);
+  if (!std::isfinite(r.best_us) || !(r.best_us > 0) || !std::isfinite(r.default_us)) return row;
+  // The search's best is the minimum over many noisy measurements: confirm it against the defaults
+  // head to head (alternating, more samples) before it becomes the config, and report those times.
+  const auto defaults = space.complete(nlohmann::json::object());
+  double def_us = INFINITY, best_us = INFINITY;
+  for (int round = 0; round < 2 && r.best != defaults && !g_stop; ++round) {
+    for (auto [c, out] : {std::pair{&defaults, &def_us}, std::pair<const nlohmann::json*, double*>{&r.best, &best_us}}) {
+      auto t = (*objective)(*c, 24);
+      db.add_trial(Trial{dev, fp, op, "", *c, t.status, t.time_us, t.detail + " (confirm)"});
+      if (t.status == TrialStatus::Ok) *out = std::min(*out, t.time_us);
+    }
+  }
+  if (r.best == defaults || !(best_us < def_us)) {
+    row.best = defaults;
+    row.default_us = row.best_us = std::isfinite(def_us) ? def_us : r.default_us;
+  } else {
+    row.default_us = def_us;
+    row.best_us = best_us;
+  }
+  db.set_best(dev, fp, op, "", row.best, row.best_us, row.default_us / row.best_us);
   return row;
 }
 
@@ -133,23 +151,22 @@ void evaluate(Context& ctx, TuningDb& db, const std::vector<std::string>& specs,
       NamedMatrix m = load_matrix(spec);
       const std::string fp = structure_fingerprint(m.csr);
       auto rec = db.find_matrix(fp);
-      std::optional<double> best_us;
-      for (const auto& t : db.trials(dev, fp, op))
-        if (t.status == TrialStatus::Ok && (!best_us || t.time_us < *best_us)) best_us = t.time_us;
-      if (!rec || !best_us) continue;  // not tuned on this device
+      auto tuned = db.best(dev, fp, op, "");
+      if (!rec || !tuned) continue;  // not tuned on this device
       auto p = db.predict(dev, op, "", rec->features, fp);
       if (!p) continue;
-      const auto config = space.complete(p->params);
-      std::optional<double> pred_us;
-      for (const auto& t : db.trials(dev, fp, op))
-        if (t.status == TrialStatus::Ok && space.complete(t.params) == config) pred_us = t.time_us;
-      if (!pred_us) {
-        auto objective = tools::make_objective(ctx, op, m);
-        auto r = (*objective)(config, 12);
-        db.add_trial(Trial{dev, fp, op, "", config, r.status, r.time_us, r.detail + " (evaluate)"});
-        if (r.status == TrialStatus::Ok) pred_us = r.time_us;
-      }
-      if (!pred_us) continue;
+      // Both configs measured now, head to head (alternating, best of two): the stored times of
+      // the search are minima over noisy runs and would flatter the tuned config.
+      const auto best_config = space.complete(*tuned), config = space.complete(p->params);
+      auto objective = tools::make_objective(ctx, op, m);
+      std::optional<double> best_us, pred_us;
+      for (int round = 0; round < 2; ++round)
+        for (auto [c, out] : {std::pair{&best_config, &best_us}, std::pair{&config, &pred_us}}) {
+          auto r = (*objective)(*c, 24);
+          db.add_trial(Trial{dev, fp, op, "", *c, r.status, r.time_us, r.detail + " (evaluate)"});
+          if (r.status == TrialStatus::Ok) *out = std::min(out->value_or(INFINITY), r.time_us);
+        }
+      if (!pred_us || !best_us) continue;
       const double ratio = *best_us / *pred_us;  // 1: the prediction is as fast as the best
       log_sum += std::log(ratio);
       worst = std::min(worst, ratio);
