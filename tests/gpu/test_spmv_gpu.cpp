@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "dbsparse/dbsparse.hpp"
 #include "test_support.hpp"
@@ -18,18 +19,23 @@ Context& ctx() {
   return c;
 }
 
+// y = alpha*A*x + beta*y on the GPU against the CPU reference. params: an explicit config, or
+// none for the plan's own look-up (tuning DB, else defaults).
 template <class T>
-double spmv_error(const CsrMatrix<double>& ad, double alpha, double beta, bool nan_y = false) {
+double spmv_error(const CsrMatrix<double>& ad, double alpha, double beta, bool nan_y = false,
+                  const std::optional<nlohmann::json>& params = std::nullopt) {
   CsrMatrix<T> a = ad.cast<T>();
   auto x = dbs_test::random_vector<T>(a.cols, 7);
   auto y0 = dbs_test::random_vector<T>(a.rows, 8);
   if (nan_y)
     for (auto& v : y0) v = std::numeric_limits<T>::quiet_NaN();
   auto ref = reference::spmv(a, std::span<const T>(x), alpha, beta, std::span<const T>(y0));
-  auto plan = ctx().plan_spmv(a);
+  auto plan = params ? ctx().plan_spmv(a, Config{"spmv", *params, ConfigSource::Explicit, "test"}) : ctx().plan_spmv(a);
   Stream s(ctx());
   DeviceBuffer<T> dx{std::span<const T>(x)}, dy{std::span<const T>(y0)};
   plan.run(dx, dy, s, static_cast<T>(alpha), static_cast<T>(beta));
+  // With beta 0 a second run must leave the same y: run() keeps no state between calls.
+  if (beta == 0) plan.run(dx, dy, s, static_cast<T>(alpha), static_cast<T>(beta));
   s.synchronize();
   auto got = dy.download();
   return reference::relative_error(std::span<const double>(ref), std::span<const T>(got));
@@ -156,21 +162,7 @@ std::vector<nlohmann::json> strategy_configs() {
 template <class T>
 double strategy_error(const CsrMatrix<double>& ad, const nlohmann::json& params, double alpha, double beta,
                       bool nan_y) {
-  CsrMatrix<T> a = ad.cast<T>();
-  auto x = dbs_test::random_vector<T>(a.cols, 7);
-  auto y0 = dbs_test::random_vector<T>(a.rows, 8);
-  if (nan_y)
-    for (auto& v : y0) v = std::numeric_limits<T>::quiet_NaN();
-  auto ref = reference::spmv(a, std::span<const T>(x), alpha, beta, std::span<const T>(y0));
-  auto plan = ctx().plan_spmv(a, Config{"spmv", params, ConfigSource::Explicit, "test"});
-  Stream s(ctx());
-  DeviceBuffer<T> dx{std::span<const T>(x)}, dy{std::span<const T>(y0)};
-  plan.run(dx, dy, s, static_cast<T>(alpha), static_cast<T>(beta));
-  // With beta 0 a second run must leave the same y: run() keeps no state between calls.
-  if (beta == 0) plan.run(dx, dy, s, static_cast<T>(alpha), static_cast<T>(beta));
-  s.synchronize();
-  auto got = dy.download();
-  return reference::relative_error(std::span<const double>(ref), std::span<const T>(got));
+  return spmv_error<T>(ad, alpha, beta, nan_y, params);
 }
 
 // One row holding every nonzero, between empty rows.
