@@ -6,6 +6,7 @@
 // need none (matrices, features, kernels for --arch) and says so.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
@@ -38,6 +39,7 @@ struct Args {
   std::string db_path = TuningDb::default_path();
   std::string arch;
   double budget_s = 0;  // 0: 2 s per (matrix, op) with --quick, else 6 s
+  double total_s = 0;   // 0: 100 s with --quick, else 540 s, for the whole run
 };
 
 std::vector<std::string> suite(const Args& a) {
@@ -181,6 +183,7 @@ void evaluate(Context& ctx, TuningDb& db, const std::vector<std::string>& specs,
 }
 
 int run(const Args& a) {
+  const double t0 = now_s();  // --total counts from here: kernels, matrices, search
   std::string why;
   bool gpu = cuda_device_available(&why);
   std::unique_ptr<Context> ctx;
@@ -223,8 +226,8 @@ int run(const Args& a) {
 
   const auto specs = suite(a);
   const double budget = a.budget_s > 0 ? a.budget_s : a.quick ? 2.0 : 6.0;
+  const double total = a.total_s > 0 ? a.total_s : a.quick ? 100.0 : 540.0;
   std::map<std::string, std::vector<Row>> rows;
-  const double t0 = now_s();
   const size_t units = specs.size() * a.ops.size();
   size_t done = 0;
   for (size_t i = 0; i < specs.size() && !g_stop; ++i) {
@@ -246,7 +249,11 @@ int run(const Args& a) {
           fmt::print(stderr, "\r[{}/{}] {:<40} {:<7} {:<10} {}   ", i + 1, specs.size(), m.name.substr(0, 40), op, what, eta);
         };
         status("starting");
-        rows[op].push_back(tune(*ctx, *db, op, m, rec.fingerprint, budget, status));
+        // The run as a whole keeps to --total: later units get less when earlier ones overran
+        // (large matrices spend seconds in plan-time conversion outside the search's budget).
+        const double left = total - (now_s() - t0);
+        const double unit = std::clamp(left / static_cast<double>(units - done), 0.2, budget);
+        rows[op].push_back(tune(*ctx, *db, op, m, rec.fingerprint, unit, status));
         ++done;
       }
     } catch (const InputError& e) {
@@ -281,6 +288,10 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"spmv", "spmspv"}));
   app.add_option("--budget", a.budget_s, "Seconds of search per (matrix, op); default 2 with --quick, else 6")
       ->check(CLI::Range(0.1, 3600.0));
+  app.add_option("--total", a.total_s,
+                 "Seconds for the whole run: the per-(matrix, op) budget shrinks to fit; default 100 with "
+                 "--quick, else 540")
+      ->check(CLI::Range(1.0, 86400.0));
   app.add_flag("--evaluate", a.evaluate,
                "Afterwards, predict each tuned matrix's config from the others (leave-one-out) and report "
                "its time against the best config's");
