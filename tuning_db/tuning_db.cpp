@@ -284,9 +284,11 @@ Config TuningDb::lookup(const std::string& device_fp, const std::string& matrix_
 // DESIGN.md §6, step 2: one nearest neighbour in a small, explainable feature space. Sizes are in
 // decades (log10), so a matrix twice as large is close; the row length and the nonzeros per block,
 // which pick SpMV's lanes and the block types, in octaves (log2), since their cutoffs double;
-// shape terms are ratios in [0, 1]. (With decades for the row length too, the first H200
-// leave-one-out run predicted FEM, 27 per row, from banded, 17 per row: 64% of the best speed.)
-std::vector<double> prediction_features(const MatrixFeatures& f) {
+// shape terms are ratios in [0, 1]. SpMV's configs depend on row lengths, not on 16x16 blocks, so
+// its vector stops before the block terms: with them, FEM (27 per row) stayed nearer to banded
+// (17 per row) than to the 27-point stencil, and its predicted config ran at 65% of its best
+// (H200 leave-one-out, 2026-11-29); without them the stencil is nearest (0.55 against 0.68).
+std::vector<double> prediction_features(const MatrixFeatures& f, const std::string& op) {
   auto dec = [](double v) { return std::log10(1.0 + std::max(0.0, v)); };
   auto oct = [](double v) { return std::log2(1.0 + std::max(0.0, v)); };
   const double blocks = std::max<double>(1.0, static_cast<double>(f.nonempty_blocks));
@@ -295,8 +297,9 @@ std::vector<double> prediction_features(const MatrixFeatures& f) {
                         oct(f.row_mean),
                         std::min(4.0, f.row_std / (f.row_mean + 1e-9)) / 2,  // spread of row lengths
                         dec(static_cast<double>(f.row_max)),
-                        static_cast<double>(f.bandwidth) / std::max<double>(1.0, static_cast<double>(f.cols)),
-                        oct(static_cast<double>(f.nnz) / blocks)};
+                        static_cast<double>(f.bandwidth) / std::max<double>(1.0, static_cast<double>(f.cols))};
+  if (op == "spmv") return v;
+  v.push_back(oct(static_cast<double>(f.nnz) / blocks));
   for (int64_t h : f.block_nnz_hist) v.push_back(static_cast<double>(h) / blocks);  // block-density histogram
   return v;
 }
@@ -309,11 +312,11 @@ std::optional<Prediction> TuningDb::predict(const std::string& device_fp, const 
           " JOIN matrices m ON m.fingerprint = c.matrix_fp"
           " WHERE c.device_fp = ?1 AND c.op = ?2 AND c.bucket = ?3 ORDER BY c.matrix_fp");
   st.bind(1, device_fp).bind(2, op).bind(3, bucket);
-  const auto q = prediction_features(features);
+  const auto q = prediction_features(features, op);
   std::optional<Prediction> best;
   while (st.step()) {
     if (st.text(0) == exclude_fp) continue;
-    const auto v = prediction_features(MatrixFeatures::from_json(parse_json(st.text(3), path_, "features_json")));
+    const auto v = prediction_features(MatrixFeatures::from_json(parse_json(st.text(3), path_, "features_json")), op);
     double d = 0;
     for (size_t i = 0; i < q.size() && i < v.size(); ++i) d += (q[i] - v[i]) * (q[i] - v[i]);
     d = std::sqrt(d);

@@ -69,8 +69,8 @@ struct Prediction {
   double distance = 0;
 };
 
-// The feature vector prediction compares (documented where it is built).
-std::vector<double> prediction_features(const MatrixFeatures& f);
+// The feature vector prediction compares for `op` (documented where it is built).
+std::vector<double> prediction_features(const MatrixFeatures& f, const std::string& op);
 
 struct DbCounts {
   int64_t devices = 0, matrices = 0, trials = 0, configs = 0;
