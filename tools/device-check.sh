@@ -70,7 +70,7 @@ if [ "$mode" = tune ]; then
   "$D/bin/dbtune" --quick --evaluate --db /tmp/dbtune-quick.db "$@" \
     >"$OUT/dbtune_quick.txt" 2>"$OUT/dbtune_progress.log" || status=1
   echo "dbtune --quick --evaluate wall $((SECONDS - t0)) s" | tee -a "$log"
-  grep -E "geometric-mean|predicted configs|DB now|interrupted" "$OUT/dbtune_quick.txt" | tee -a "$log"
+  grep -E "geometric-mean|generated matrices|predicted configs|DB now|interrupted" "$OUT/dbtune_quick.txt" | tee -a "$log"
   echo "== dbtune --quick again (resumes from the stored trials, a fresh budget per matrix and op)" | tee -a "$log"
   t0=$SECONDS
   "$D/bin/dbtune" --quick --db /tmp/dbtune-quick.db "$@" >"$OUT/dbtune_rerun.txt" 2>"$OUT/dbtune_rerun.log"
