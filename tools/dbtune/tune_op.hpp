@@ -1,0 +1,35 @@
+#pragma once
+// dbtune's per-(matrix, op) work (tune_op.cpp).
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dbsparse/context.hpp"
+#include "dbsparse/tuning_db.hpp"
+
+namespace dbsparse::tools {
+
+struct TuneRow {
+  std::string matrix, strategy;
+  nlohmann::json best;
+  double default_us = 0, best_us = 0;
+  int measured = 0, recalled = 0, failed = 0;
+  bool generated = false;  // the targets are stated over the generated suite
+};
+
+// Searches op's space for matrix m (fingerprint fp) within budget_s, storing every trial in db;
+// confirms the best against the defaults and stores it with its speed-up.
+TuneRow tune_op(Context& ctx, TuningDb& db, const std::string& op, const NamedMatrix& m, const std::string& fp,
+                double budget_s, const std::function<bool()>& stop,
+                const std::function<void(const std::string&)>& status);
+
+// Each matrix's best config, its speed-up over the defaults, and the geometric means.
+void print_table(const std::string& op, const std::vector<TuneRow>& rows);
+
+// Leave-one-out: each tuned matrix's config predicted from the others, timed against its best.
+void evaluate(Context& ctx, TuningDb& db, const std::vector<std::string>& specs, const std::vector<std::string>& ops,
+              const std::function<bool()>& stop);
+
+}  // namespace dbsparse::tools
