@@ -83,6 +83,7 @@ TuneRow tune_op(Context& ctx, TuningDb& db, const std::string& op, const NamedMa
       if (t.status == TrialStatus::Ok) *out = std::min(*out, t.time_us);
     }
   }
+  if (r.best != defaults && !std::isfinite(best_us) && stop()) return row;  // interrupted: keep what is stored
   if (r.best == defaults || !(best_us < def_us)) {
     row.best = defaults;
     row.default_us = row.best_us = std::isfinite(def_us) ? def_us : r.default_us;
@@ -94,8 +95,8 @@ TuneRow tune_op(Context& ctx, TuningDb& db, const std::string& op, const NamedMa
   return row;
 }
 
-// Leave-one-out: each tuned matrix's config predicted from the others, timed (from its trials,
-// else measured now), against its best config's time.
+// Leave-one-out: each tuned matrix's config predicted from the others, measured now against its
+// tuned config, back to back.
 void evaluate(Context& ctx, TuningDb& db, const std::vector<std::string>& specs, const std::vector<std::string>& ops,
               const std::function<bool()>& stop) {
   const std::string dev = ctx.device().record().fingerprint;
