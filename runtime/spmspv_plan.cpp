@@ -73,7 +73,6 @@ struct SpmspvPlan<T>::Impl {
   SpmspvStats stats;
   Config config;
   KernelInfo kernel;
-  float th3 = 0.4f;  // the effective xb threshold, th3 / max(1, nnz per block)
   DeviceBuffer<int32_t> blk_col_idx, blk_col_ptr, csc2csr;
   DeviceBuffer<BlockMeta> meta;
   DeviceBuffer<T> values;
@@ -111,8 +110,10 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
                          : lookup_config(info_.record().fingerprint, structure_fingerprint(a), "spmspv", "",
                                          [&] { return compute_features(a); });
   const auto& prm = p->config.params;
-  DbThresholds th{prm.value("th0", 32), prm.value("th1", 128), prm.value("th2", 2.0)};
-  p->th3 = static_cast<float>(prm.value("th3", default_params("spmspv")["th3"].get<double>()));
+  const nlohmann::json d = default_params("spmspv");  // for keys a config leaves out
+  DbThresholds th{prm.value("th0", d["th0"].get<int>()), prm.value("th1", d["th1"].get<int>()),
+                  prm.value("th2", d["th2"].get<double>())};
+  const double th3 = prm.value("th3", d["th3"].get<double>());
 
   auto t0 = std::chrono::steady_clock::now();
   DbMatrix<T> db = csr_to_db(a, th);
@@ -121,8 +122,8 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   p->block_cols = db.block_cols;
   const double nnz_per_block = db.blocks() ? static_cast<double>(a.nnz()) / static_cast<double>(db.blocks()) : 1.0;
-  p->th3 = static_cast<float>(p->th3 / std::max(1.0, nnz_per_block));
-  p->stats.xb_threshold = p->th3;
+  // Stored as the kernel compares it (a float), so explain() shows the threshold actually used.
+  p->stats.xb_threshold = static_cast<float>(th3 / std::max(1.0, nnz_per_block));
 
   // Pull: row blocks cut into segments by format weight; a segment alone in its row block writes
   // y directly, the others add atomically.
@@ -226,7 +227,7 @@ void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream) const {
                 p.aux.ptr(),         p.segments.ptr(), p.tasks.ptr(), p.state.ptr(),
                 p.xmask.ptr(),       x,                y,             p.rows,
                 p.cols,              p.block_cols,     static_cast<int32_t>(p.stats.pull_segments),
-                p.th3,               static_cast<int32_t>(p.stats.push_tasks_max)};
+                static_cast<float>(p.stats.xb_threshold), static_cast<int32_t>(p.stats.push_tasks_max)};
   void* params[] = {&args};
   if (p.fused_grid) {
     DBS_CU(cuLaunchCooperativeKernel(p.fused, p.fused_grid, 1, 1, kWarps * 32, 1, 1, 0,
@@ -306,7 +307,7 @@ std::string SpmspvPlan<T>::explain() const {
   return fmt::format(
       "spmspv plan: {} x {}, nnz {}, {} blocks, {} pull segments, {} push tasks; push while xb < {:.4g}\n"
       "  config ({}): {}{}\n  kernel: {} (binary from {}: {:.2f} ms; module load {:.2f} ms)\n{}",
-      p.rows, p.cols, p.nnz, p.host_meta.size(), p.stats.pull_segments, p.stats.push_tasks_max, p.th3,
+      p.rows, p.cols, p.nnz, p.host_meta.size(), p.stats.pull_segments, p.stats.push_tasks_max, p.stats.xb_threshold,
       to_string(p.config.source), p.config.params.dump(),
       p.config.note.empty() ? "" : "  [" + p.config.note + "]", p.kernel.key, p.kernel.origin,
       p.kernel.acquire_ms, p.kernel.load_ms, p.stats.storage.to_text());

@@ -219,8 +219,7 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
       if (layout.classified) text += fmt::format("  -> long rows: {} + finalize\n", key.to_string());
     }
   }
-  if (plan.kernels_.empty()) get(layout.classified ? layout.bins[0].key : layout.bins[0].key);  // 0 x n: report it
-  plan.kernel_ = plan.kernels_.front();
+  if (plan.kernels_.empty()) get(layout.bins[0].key);  // 0 x n: nothing launches, but report the kernel
   plan.layout_text_ = layout.classified
                           ? fmt::format("  classified, {} launch(es) per run:\n{}", plan.launches_.size(), text)
                           : "";

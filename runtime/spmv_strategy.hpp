@@ -48,8 +48,9 @@ struct SpmvBin {
 struct SpmvLayout {
   bool classified = false;
   std::vector<SpmvBin> bins;
-  int64_t longrow_chunk = 2048;
-  double fold_share = 0.02;
+  // Set from the config by choose_spmv_layout (defaults: default_params("spmv")).
+  int64_t longrow_chunk = 0;
+  double fold_share = 0;
   bool fuse_bins = true;
   codegen::SpmvKey fused_key;  // classified: the one-launch kernel for these bins
 };

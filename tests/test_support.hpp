@@ -43,4 +43,13 @@ inline std::filesystem::path temp_dir(const std::string& name) {
   return d;
 }
 
+// A tool binary of the build (dbsparse, dbtune): beside the test binary (the device copies) or
+// one directory up (the build tree); empty when neither exists.
+inline std::filesystem::path sibling_binary(const std::string& name) {
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe").parent_path();
+  for (const auto& p : {self / name, self.parent_path() / name})
+    if (std::filesystem::exists(p)) return p;
+  return {};
+}
+
 }  // namespace dbs_test

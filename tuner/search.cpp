@@ -13,8 +13,8 @@ namespace {
 
 class Runner {
  public:
-  Runner(const SearchSpace& s, const Objective& o, const Recall& r, const Record& w, const SearchOptions& opt)
-      : space_(s), objective_(o), recall_(r), record_(w), opt_(opt) {
+  Runner(const Objective& o, const Recall& r, const Record& w, const SearchOptions& opt)
+      : opt_(opt), objective_(o), recall_(r), record_(w) {
     if (!opt_.clock) {
       opt_.clock = [] {
         return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
@@ -81,10 +81,9 @@ class Runner {
   }
 
   SearchResult result;
-  SearchOptions opt_;
-  const SearchSpace& space_;
 
  private:
+  SearchOptions opt_;
   const Objective& objective_;
   const Recall& recall_;
   const Record& record_;
@@ -116,7 +115,7 @@ std::vector<nlohmann::json> grid(const SearchSpace& s, double limit) {
 
 SearchResult search(const SearchSpace& space, const Objective& objective, const Recall& recall,
                     const Record& record, const SearchOptions& options) {
-  Runner r(space, objective, recall, record, options);
+  Runner r(objective, recall, record, options);
   const nlohmann::json defaults = space.complete(nlohmann::json::object());
   r.result.default_us = r.time_of(defaults, options.base_samples * 4);
   nlohmann::json current = defaults;

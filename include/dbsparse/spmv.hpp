@@ -25,7 +25,7 @@ class SpmvPlan {
   int64_t nnz() const { return nnz_; }
   const Config& config() const { return config_; }
   ConfigSource config_source() const { return config_.source; }
-  const KernelInfo& kernel() const { return kernel_; }  // the first launch's kernel
+  const KernelInfo& kernel() const { return kernels_.front(); }  // the first launch's kernel
   const std::vector<KernelInfo>& kernels() const { return kernels_; }  // every launch, in order
   // Launches per run (1 for a single-strategy plan; one per non-empty bin, +1 for long rows).
   size_t launches() const { return launches_.size(); }
@@ -59,8 +59,7 @@ class SpmvPlan {
   std::vector<int32_t> fused_;                   // its list offsets, counts and grid ends (6 each)
   std::string layout_text_;
   Config config_;
-  KernelInfo kernel_;
-  std::vector<KernelInfo> kernels_;
+  std::vector<KernelInfo> kernels_;  // never empty once planned
   std::string matrix_fp_;
 };
 

@@ -27,9 +27,10 @@ struct Config {
 
 // Defaults per op. spmspv: the paper's th0=32, th1=128, th2=2.0. th3 is normalised here: push
 // while xb < th3 / max(1, nnz per block), default 0.4. The paper compares xb with th3 = 0.01
-// directly; on the H200 the measured push/pull crossover moves with the nonzeros per block (about
-// 0.4 at 1 per block on uniform and RMAT, 0.03-0.06 at 12-18 on stencils, below 0.016 at 50-90 on
-// FEM and banded: NOTES.md), because push pays an atomic per touched row and pull a scan per block.
+// directly; on the H200 the push/pull crossover moves with the nonzeros per block (bench of
+// 2026-11-29, NOTES.md: between xb 0.15 and 0.81 at 1-1.5 per block on uniform and RMAT, between
+// 0.016 and 0.15 at 12-18 on stencils, at or below 0.016 at 50-90 on FEM and banded), because
+// push pays an atomic per touched row and pull a scan per block.
 // Unknown ops get an empty object.
 nlohmann::json default_params(const std::string& op);
 

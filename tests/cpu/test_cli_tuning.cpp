@@ -10,16 +10,13 @@
 
 #include <fmt/format.h>
 
+#include "test_support.hpp"
+
 namespace fs = std::filesystem;
 
 namespace {
 
-fs::path cli_path() {
-  const fs::path self = fs::read_symlink("/proc/self/exe").parent_path();
-  for (const auto& p : {self / "dbsparse", self.parent_path() / "dbsparse"})
-    if (fs::exists(p)) return p;
-  return {};
-}
+fs::path cli_path() { return dbs_test::sibling_binary("dbsparse"); }
 
 // Runs the CLI with `args`; returns {exit code, stdout + stderr}.
 std::pair<int, std::string> run(const std::string& args) {

@@ -10,24 +10,13 @@
 #include <fmt/format.h>
 
 #include "dbsparse/dbsparse.hpp"
+#include "test_support.hpp"
 
 using namespace dbsparse;
 namespace fs = std::filesystem;
 
-namespace {
-
-// dbtune sits beside this binary (device copies) or one directory up (the build tree).
-fs::path dbtune_path() {
-  const fs::path self = fs::read_symlink("/proc/self/exe").parent_path();
-  for (const auto& p : {self / "dbtune", self.parent_path() / "dbtune"})
-    if (fs::exists(p)) return p;
-  return {};
-}
-
-}  // namespace
-
 TEST_CASE("DbtuneWritesTrialsAndBestConfigsThatPlansThenUse") {
-  const fs::path dbtune = dbtune_path();
+  const fs::path dbtune = dbs_test::sibling_binary("dbtune");
   REQUIRE_MESSAGE(!dbtune.empty(), "dbtune binary not found beside the test binary");
   // Its own DB, made the one plans look up (DBSPARSE_DB) for the length of this test only.
   const fs::path db_file = fs::temp_directory_path() / fmt::format("dbsparse-dbtune-test-{}.db", getpid());

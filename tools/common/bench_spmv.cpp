@@ -11,6 +11,7 @@
 #include "dbsparse/reference.hpp"
 #include "dbsparse/spmv.hpp"
 #include "tools/common/cusparse_spmv.hpp"
+#include "tools/common/stats.hpp"
 
 namespace dbsparse::tools {
 namespace {
@@ -152,13 +153,6 @@ namespace {
 
 bool is_regular(const std::string& m) {
   return m.rfind("stencil", 0) == 0 || m.rfind("banded", 0) == 0 || m.rfind("fem", 0) == 0;
-}
-
-double geomean(const std::vector<double>& v) {
-  if (v.empty()) return 0;
-  double s = 0;
-  for (double x : v) s += std::log(x);
-  return std::exp(s / static_cast<double>(v.size()));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "dbsparse/spmspv.hpp"
 #include "dbsparse/spmv.hpp"
 #include "tools/common/bench_random.hpp"
+#include "tools/common/stats.hpp"
 #include "tools/common/timing.hpp"
 
 namespace dbsparse::tools {
@@ -111,7 +112,7 @@ struct SpmspvObjective {
       auto plan = ctx.plan_spmspv(a, opt);
       Stream s(ctx);
       DeviceBuffer<float> y(static_cast<size_t>(a.rows));
-      double log_sum = 0;
+      std::vector<double> times;
       std::string detail = fmt::format("convert {:.1f} ms (once);", plan.stats().storage.convert_ms);
       for (auto& e : densities) {
         plan.run(e.xs[0], y, s);
@@ -122,10 +123,10 @@ struct SpmspvObjective {
           return {TrialStatus::WrongResult, 0, fmt::format("density {}: relative error {:.3e}", e.d, err)};
         auto t = time_on_stream(s.handle(), timing_for(samples),
                                 [&](int64_t i) { plan.run(e.xs[i % kXCopies], y, s); });
-        log_sum += std::log(t.median_us);
+        times.push_back(t.median_us);
         detail += fmt::format(" {}: {:.1f} us", e.d, t.median_us);
       }
-      return {TrialStatus::Ok, std::exp(log_sum / static_cast<double>(densities.size())), detail};
+      return {TrialStatus::Ok, geomean(times), detail};
     });
   }
 };

@@ -10,6 +10,7 @@
 
 #include "dbsparse/io.hpp"
 #include "tools/common/objectives.hpp"
+#include "tools/common/stats.hpp"
 #include "tuner/search.hpp"
 
 namespace dbsparse::tools {
@@ -28,23 +29,38 @@ void print_table(const std::string& op, const std::vector<TuneRow>& rows) {
   fmt::print("\n{} (f32{}): best config per matrix\n{:<36} {:>10} {:>10} {:>8} {:>6}  {}\n", op,
              op == "spmspv" ? ", geomean over x densities 0.1, 0.01, 0.001" : "", "matrix", "default us",
              "best us", "speedup", "trials", "best config (vs defaults)");
-  double log_sum = 0, log_gen = 0;
-  int n = 0, n_gen = 0;
+  std::vector<double> all, generated;
   for (const auto& r : rows) {
     if (!(r.best_us > 0) || !(r.default_us > 0) || !std::isfinite(r.default_us)) {
       fmt::print("{:<36} no valid measurement ({} failed)\n", r.matrix.substr(0, 36), r.failed);
       continue;
     }
     const double s = r.default_us / r.best_us;
-    log_sum += std::log(s);
-    ++n;
-    if (r.generated) log_gen += std::log(s), ++n_gen;
+    all.push_back(s);
+    if (r.generated) generated.push_back(s);
     fmt::print("{:<36} {:>10.1f} {:>10.1f} {:>7.2f}x {:>6}  {}\n", r.matrix.substr(0, 36), r.default_us, r.best_us, s,
                r.measured + r.recalled, diff(op, r.best));
   }
-  if (n) fmt::print("{}: geometric-mean speed-up over the defaults {:.3f}x over {} matrices\n", op, std::exp(log_sum / n), n);
-  if (n_gen)
-    fmt::print("{}: over the {} generated matrices {:.3f}x\n", op, n_gen, std::exp(log_gen / n_gen));
+  if (!all.empty())
+    fmt::print("{}: geometric-mean speed-up over the defaults {:.3f}x over {} matrices\n", op, geomean(all), all.size());
+  if (!generated.empty())
+    fmt::print("{}: over the {} generated matrices {:.3f}x\n", op, generated.size(), geomean(generated));
+}
+
+// Configs a and b measured alternately, twice each, every measurement stored as a trial tagged
+// `tag`; the best time of each (infinity when it never ran). Used where a stored time would be a
+// minimum over noisy runs and flatter one side.
+static std::pair<double, double> head_to_head(const tuner::Objective& objective, TuningDb& db, const Trial& where,
+                                              const nlohmann::json& a, const nlohmann::json& b, const char* tag,
+                                              const std::function<bool()>& stop) {
+  double ta = INFINITY, tb = INFINITY;
+  for (int round = 0; round < 2 && !stop(); ++round)
+    for (auto [c, out] : {std::pair{&a, &ta}, std::pair{&b, &tb}}) {
+      auto t = objective(*c, 24);
+      db.add_trial(Trial{where.device_fp, where.matrix_fp, where.op, "", *c, t.status, t.time_us, t.detail + tag});
+      if (t.status == TrialStatus::Ok) *out = std::min(*out, t.time_us);
+    }
+  return {ta, tb};
 }
 
 TuneRow tune_op(Context& ctx, TuningDb& db, const std::string& op, const NamedMatrix& m, const std::string& fp,
@@ -75,14 +91,9 @@ TuneRow tune_op(Context& ctx, TuningDb& db, const std::string& op, const NamedMa
   // The search's best is the minimum over many noisy measurements: confirm it against the defaults
   // head to head (alternating, more samples) before it becomes the config, and report those times.
   const auto defaults = space.complete(nlohmann::json::object());
-  double def_us = INFINITY, best_us = INFINITY;
-  for (int round = 0; round < 2 && r.best != defaults && !stop(); ++round) {
-    for (auto [c, out] : {std::pair{&defaults, &def_us}, std::pair<const nlohmann::json*, double*>{&r.best, &best_us}}) {
-      auto t = (*objective)(*c, 24);
-      db.add_trial(Trial{dev, fp, op, "", *c, t.status, t.time_us, t.detail + " (confirm)"});
-      if (t.status == TrialStatus::Ok) *out = std::min(*out, t.time_us);
-    }
-  }
+  auto [def_us, best_us] = r.best == defaults
+                               ? std::pair{double(INFINITY), double(INFINITY)}
+                               : head_to_head(*objective, db, Trial{dev, fp, op}, defaults, r.best, " (confirm)", stop);
   if (r.best != defaults && !std::isfinite(best_us) && stop()) return row;  // interrupted: keep what is stored
   if (r.best == defaults || !(best_us < def_us)) {
     row.best = defaults;
@@ -104,8 +115,8 @@ void evaluate(Context& ctx, TuningDb& db, const std::vector<std::string>& specs,
     const auto& space = tuner::search_space(op);
     fmt::print("\n{}: leave-one-out prediction\n{:<36} {:<24} {:>10} {:>12} {:>8}\n", op, "matrix", "nearest", "best us",
                "predicted us", "ratio");
-    double log_sum = 0, worst = 1;
-    int n = 0;
+    std::vector<double> ratios;
+    double worst = 1;
     for (const auto& spec : specs) {
       if (stop()) return;
       NamedMatrix m = load_matrix(spec);
@@ -119,24 +130,18 @@ void evaluate(Context& ctx, TuningDb& db, const std::vector<std::string>& specs,
       // the search are minima over noisy runs and would flatter the tuned config.
       const auto best_config = space.complete(*tuned), config = space.complete(p->params);
       auto objective = tools::make_objective(ctx, op, m);
-      std::optional<double> best_us, pred_us;
-      for (int round = 0; round < 2; ++round)
-        for (auto [c, out] : {std::pair{&best_config, &best_us}, std::pair{&config, &pred_us}}) {
-          auto r = (*objective)(*c, 24);
-          db.add_trial(Trial{dev, fp, op, "", *c, r.status, r.time_us, r.detail + " (evaluate)"});
-          if (r.status == TrialStatus::Ok) *out = std::min(out->value_or(INFINITY), r.time_us);
-        }
-      if (!pred_us || !best_us) continue;
-      const double ratio = *best_us / *pred_us;  // 1: the prediction is as fast as the best
-      log_sum += std::log(ratio);
+      const auto [best_us, pred_us] =
+          head_to_head(*objective, db, Trial{dev, fp, op}, best_config, config, " (evaluate)", stop);
+      if (!std::isfinite(pred_us) || !std::isfinite(best_us)) continue;
+      const double ratio = best_us / pred_us;  // 1: the prediction is as fast as the best
+      ratios.push_back(ratio);
       worst = std::min(worst, ratio);
-      ++n;
-      fmt::print("{:<36} {:<24} {:>10.1f} {:>12.1f} {:>7.1f}%\n", m.name.substr(0, 36), p->neighbour.substr(0, 24), *best_us,
-                 *pred_us, 100 * ratio);
+      fmt::print("{:<36} {:<24} {:>10.1f} {:>12.1f} {:>7.1f}%\n", m.name.substr(0, 36), p->neighbour.substr(0, 24), best_us,
+                 pred_us, 100 * ratio);
     }
-    if (n)
+    if (!ratios.empty())
       fmt::print("{}: predicted configs reach {:.1f}% of the best config's speed (geomean), worst {:.1f}%, over {}\n", op,
-                 100 * std::exp(log_sum / n), 100 * worst, n);
+                 100 * geomean(ratios), 100 * worst, ratios.size());
   }
 }
 
