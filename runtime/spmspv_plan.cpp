@@ -114,6 +114,9 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   DbThresholds th{prm.value("th0", d["th0"].get<int>()), prm.value("th1", d["th1"].get<int>()),
                   prm.value("th2", d["th2"].get<double>())};
   const double th3 = prm.value("th3", d["th3"].get<double>());
+  const std::string th3_scale = prm.value("th3_scale", d["th3_scale"].get<std::string>());
+  if (th3_scale != "nnz_per_block" && th3_scale != "none")
+    throw UsageError(fmt::format("spmspv config: th3_scale '{}' (expected nnz_per_block or none)", th3_scale));
 
   auto t0 = std::chrono::steady_clock::now();
   DbMatrix<T> db = csr_to_db(a, th);
@@ -123,7 +126,8 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->block_cols = db.block_cols;
   const double nnz_per_block = db.blocks() ? static_cast<double>(a.nnz()) / static_cast<double>(db.blocks()) : 1.0;
   // Stored as the kernel compares it (a float), so explain() shows the threshold actually used.
-  p->stats.xb_threshold = static_cast<float>(th3 / std::max(1.0, nnz_per_block));
+  p->stats.xb_threshold =
+      static_cast<float>(th3_scale == "none" ? th3 : th3 / std::max(1.0, nnz_per_block));
 
   // Pull: row blocks cut into segments by format weight; a segment alone in its row block writes
   // y directly, the others add atomically.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ON the lent H200, in one call: the gpu tests, JIT timing in two fresh processes, a
 # compute-sanitizer pass and the SpMV bench. Logs and JSON go to $OUT (at most 8 files come back).
-#   tools/device-check.sh [all|tests|bench|spmspv|spmv|spmv-bench|tune] [extra arguments...]
+#   tools/device-check.sh [all|tests|bench|spmspv|spmv|spmv-bench|tune|tune-full|evaluate] [extra arguments...]
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}; shift || true
@@ -80,6 +80,31 @@ if [ "$mode" = tune ]; then
   "$D/bin/dbsparse" explore "rmat:scale=16,ef=8" --op spmspv --param th3 --range 0.0001:3.2 --log --points 10 \
     --density 0.01 --db /tmp/dbtune-quick.db --svg "$OUT/explore-spmspv-th3.svg" >"$OUT/explore.txt" 2>&1
   cat "$OUT/explore.txt" | tee -a "$log"
+fi
+if [ "$mode" = tune-full ]; then
+  # The default run as a user starts it (fresh DB, full suite), timed; SIGINT at 585 s so a run
+  # that overruns still prints its tables. The DB comes back for `evaluate`.
+  rm -f /tmp/dbtune-full.db
+  echo "== gpu tests (all)" | tee "$log"
+  "$D/bin/test_gpu" >>"$log" 2>&1 || status=1
+  tail -3 "$log"
+  echo "== dbtune (full default run, fresh DB)" | tee -a "$log"
+  t0=$SECONDS
+  timeout -s INT 585 "$D/bin/dbtune" --db /tmp/dbtune-full.db "$@" >"$OUT/dbtune_full.txt" 2>"$OUT/dbtune_full.log"
+  echo "dbtune exit $?, wall $((SECONDS - t0)) s" | tee -a "$log"
+  grep -E "geometric-mean|generated matrices|DB now|interrupted|predicted configs" "$OUT/dbtune_full.txt" | tee -a "$log"
+  cp /tmp/dbtune-full.db "$OUT/dbtune-full.db"
+fi
+if [ "$mode" = evaluate ]; then
+  # Leave-one-out over the DB of a `tune-full` run, carried back in as .device/dbtune-full.db.
+  echo "== gpu tests (all)" | tee "$log"
+  "$D/bin/test_gpu" >>"$log" 2>&1 || status=1
+  tail -3 "$log"
+  cp "$D/dbtune-full.db" /tmp/dbtune-eval.db
+  t0=$SECONDS
+  "$D/bin/dbtune" --evaluate-only --db /tmp/dbtune-eval.db "$@" >"$OUT/dbtune_evaluate.txt" 2>"$OUT/dbtune_evaluate.log"
+  echo "dbtune --evaluate-only exit $?, wall $((SECONDS - t0)) s" | tee -a "$log"
+  grep -E "predicted configs" "$OUT/dbtune_evaluate.txt" | tee -a "$log"
 fi
 if [ "$mode" = all ] || [ "$mode" = bench ]; then
   echo "== bench spmv"

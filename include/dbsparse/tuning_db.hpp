@@ -31,8 +31,14 @@ struct Config {
 // 2026-11-29, NOTES.md: between xb 0.15 and 0.81 at 1-1.5 per block on uniform and RMAT, between
 // 0.016 and 0.15 at 12-18 on stencils, at or below 0.016 at 50-90 on FEM and banded), because
 // push pays an atomic per touched row and pull a scan per block.
+// th3_scale "none" compares xb with th3 directly, as the paper does.
 // Unknown ops get an empty object.
 nlohmann::json default_params(const std::string& op);
+
+// The published defaults of the paper behind an op, where they differ from default_params
+// (spmspv: th3 = 0.01 compared with xb directly); dbtune reports its tuned configs against both.
+// An empty object when the op has none.
+nlohmann::json paper_params(const std::string& op);
 
 struct DeviceRecord {
   std::string fingerprint;  // stable text: name|cc|sms|mem|driver

@@ -108,7 +108,13 @@ TEST_CASE("tuning_db: names and defaults") {
   CHECK_THROWS_AS(dbsparse::trial_status_from_string("exploded"), DbError);
 
   auto sp = dbsparse::default_params("spmspv");
-  CHECK(sp == json{{"th0", 32}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.4}});
+  CHECK(sp == json{{"th0", 32}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.4}, {"th3_scale", "nnz_per_block"}});
+  // The paper's defaults share th0..th2 and compare xb with th3 directly.
+  auto paper = dbsparse::paper_params("spmspv");
+  for (const char* k : {"th0", "th1", "th2"}) CHECK(paper[k] == sp[k]);
+  CHECK(paper["th3_scale"] == "none");
+  CHECK(paper["th3"].get<double>() < sp["th3"].get<double>());
+  CHECK(dbsparse::paper_params("spmv") == json::object());
   CHECK(dbsparse::default_params("spmv").value("strategy", "") == "classified");
   CHECK(dbsparse::default_params("spmv").value("block_size", 0) == 256);
   CHECK(dbsparse::default_params("nope") == json::object());
@@ -237,7 +243,10 @@ TEST_CASE("tuning_db: set_best, then lookup merges tuned params over the default
   Config c = db->lookup("dev0", "mat0", "spmspv");
   CHECK(c.source == ConfigSource::Tuned);
   CHECK(c.op == "spmspv");
-  CHECK(c.params == json{{"th0", 16}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.05}});
+  auto merged = dbsparse::default_params("spmspv");  // tuned keys over the defaults
+  merged["th0"] = 16;
+  merged["th3"] = 0.05;
+  CHECK(c.params == merged);
 
   // A DB tuned on one GPU never applies to another, nor to another bucket or op.
   Config other_gpu = db->lookup("dev1", "mat0", "spmspv");

@@ -192,6 +192,27 @@ TEST_CASE("SpmspvAutoSwitchesDirectionByXBlockShare") {
   CHECK(plan.last_xb(s) > 0.5);
 }
 
+TEST_CASE("SpmspvPaperThresholdComparesXbDirectly") {
+  // Banded bw 8: ~100 nonzeros per 16x16 block, so the scaled threshold is ~th3/100.
+  auto ad = generate("banded:n=160000,bw=8");
+  auto a = ad.cast<float>();
+  auto paper = paper_params("spmspv");
+  Config direct{"spmspv", paper, ConfigSource::Explicit, "test"};
+  auto plan = ctx().plan_spmspv(a, SpmspvOptions{.config = &direct});
+  CHECK(plan.stats().xb_threshold == doctest::Approx(paper["th3"].get<double>()));
+  auto scaled_params = paper;
+  scaled_params["th3_scale"] = "nnz_per_block";
+  Config scaled{"spmspv", scaled_params, ConfigSource::Explicit, "test"};
+  auto scaled_plan = ctx().plan_spmspv(a, SpmspvOptions{.config = &scaled});
+  CHECK(scaled_plan.stats().xb_threshold < paper["th3"].get<double>() / 10);
+  auto bad_params = paper;
+  bad_params["th3_scale"] = "per_row";
+  Config bad{"spmspv", bad_params, ConfigSource::Explicit, "test"};
+  CHECK_THROWS_AS(ctx().plan_spmspv(a, SpmspvOptions{.config = &bad}), UsageError);
+  // Both threshold forms give the reference result.
+  check_all_directions<float>(ad, &direct, "banded, paper thresholds", {0.01, 0.001});
+}
+
 TEST_CASE("SpmspvRunRejectsWrongSizes") {
   auto a = generate("stencil2d:n=20").cast<float>();
   auto plan = ctx().plan_spmspv(a);

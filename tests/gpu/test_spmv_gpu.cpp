@@ -156,6 +156,14 @@ std::vector<nlohmann::json> strategy_configs() {
   small["fuse_bins"] = 0;
   configs.push_back(unfolded);
   configs.push_back(small);
+  // dbtune searches the block size: every kernel (classified bins, block per row, long rows) at 128 and 512.
+  for (int b : {128, 512})
+    for (const char* s : {"classified", "block", "longrow"}) {
+      auto p = default_params("spmv");
+      p["strategy"] = s;
+      p["block_size"] = b;
+      configs.push_back(p);
+    }
   return configs;
 }
 

@@ -34,7 +34,7 @@ extern "C" void on_sigint(int) {
 }
 
 struct Args {
-  bool quick = false, no_shared = false, evaluate = false;
+  bool quick = false, no_shared = false, evaluate = false, evaluate_only = false;
   std::vector<std::string> matrices, ops{"spmv", "spmspv"};
   std::string db_path = TuningDb::default_path();
   std::string arch;
@@ -78,6 +78,11 @@ int run(const Args& a) {
   fmt::print("tuning DB: {}\n", db->path());
   if (ctx) db->upsert_device(ctx->device().record());
   std::signal(SIGINT, on_sigint);
+  if (a.evaluate_only) {
+    if (!ctx) throw UsageError("dbtune --evaluate-only measures configs and needs a GPU");
+    tools::evaluate(*ctx, *db, suite(a), a.ops, stop);
+    return g_stop ? 130 : 0;
+  }
 
   // Kernels first: a failing variant is reported here, before any matrix work.
   auto& cache = codegen::KernelCache::global();
@@ -171,6 +176,8 @@ int main(int argc, char** argv) {
   app.add_flag("--evaluate", a.evaluate,
                "Afterwards, predict each tuned matrix's config from the others (leave-one-out) and report "
                "its time against the best config's");
+  app.add_flag("--evaluate-only", a.evaluate_only,
+               "Only the leave-one-out evaluation of the matrices this DB has tuned (no search)");
   app.add_option("--db", a.db_path, "Tuning DB (default $DBSPARSE_DB or $XDG_DATA_HOME/dbsparse/tuning.db)");
   app.add_option("--arch", a.arch, "Kernel target when there is no GPU (default sm_90)");
   CLI11_PARSE(app, argc, argv);

@@ -26,41 +26,58 @@ static std::string diff(const std::string& op, const nlohmann::json& c) {
 }
 
 void print_table(const std::string& op, const std::vector<TuneRow>& rows) {
-  fmt::print("\n{} (f32{}): best config per matrix\n{:<36} {:>10} {:>10} {:>8} {:>6}  {}\n", op,
-             op == "spmspv" ? ", geomean over x densities 0.1, 0.01, 0.001" : "", "matrix", "default us",
-             "best us", "speedup", "trials", "best config (vs defaults)");
-  std::vector<double> all, generated;
+  const bool paper = !paper_params(op).empty();
+  fmt::print("\n{} (f32{}): best config per matrix\n{:<36} {:>10} {:>10} {:>8}{} {:>6}  {}\n", op,
+             op == "spmspv" ? ", geomean over x densities 0.1, 0.01, 0.001" : "", "matrix", "default us", "best us",
+             "speedup", paper ? fmt::format(" {:>9} {:>8}", "paper us", "vs paper") : "", "trials",
+             "best config (vs defaults)");
+  std::vector<double> all, generated, over_paper, generated_over_paper;
   for (const auto& r : rows) {
     if (!(r.best_us > 0) || !(r.default_us > 0) || !std::isfinite(r.default_us)) {
       fmt::print("{:<36} no valid measurement ({} failed)\n", r.matrix.substr(0, 36), r.failed);
       continue;
     }
-    const double s = r.default_us / r.best_us;
+    const double s = r.default_us / r.best_us, sp = r.paper_us / r.best_us;
     all.push_back(s);
     if (r.generated) generated.push_back(s);
-    fmt::print("{:<36} {:>10.1f} {:>10.1f} {:>7.2f}x {:>6}  {}\n", r.matrix.substr(0, 36), r.default_us, r.best_us, s,
-               r.measured + r.recalled, diff(op, r.best));
+    std::string paper_cols;
+    if (paper && std::isfinite(r.paper_us) && r.paper_us > 0) {
+      paper_cols = fmt::format(" {:>9.1f} {:>7.2f}x", r.paper_us, sp);
+      over_paper.push_back(sp);
+      if (r.generated) generated_over_paper.push_back(sp);
+    } else if (paper) {
+      paper_cols = fmt::format(" {:>9} {:>8}", "-", "-");
+    }
+    fmt::print("{:<36} {:>10.1f} {:>10.1f} {:>7.2f}x{} {:>6}  {}\n", r.matrix.substr(0, 36), r.default_us, r.best_us, s,
+               paper_cols, r.measured + r.recalled, diff(op, r.best));
   }
   if (!all.empty())
     fmt::print("{}: geometric-mean speed-up over the defaults {:.3f}x over {} matrices\n", op, geomean(all), all.size());
   if (!generated.empty())
     fmt::print("{}: over the {} generated matrices {:.3f}x\n", op, generated.size(), geomean(generated));
+  if (!over_paper.empty())
+    fmt::print("{}: geometric-mean speed-up over the paper's defaults {} {:.3f}x over {} matrices{}\n", op,
+               paper_params(op).dump(), geomean(over_paper), over_paper.size(),
+               generated_over_paper.empty()
+                   ? ""
+                   : fmt::format(", {:.3f}x over the {} generated", geomean(generated_over_paper),
+                                 generated_over_paper.size()));
 }
 
-// Configs a and b measured alternately, twice each, every measurement stored as a trial tagged
-// `tag`; the best time of each (infinity when it never ran). Used where a stored time would be a
-// minimum over noisy runs and flatter one side.
-static std::pair<double, double> head_to_head(const tuner::Objective& objective, TuningDb& db, const Trial& where,
-                                              const nlohmann::json& a, const nlohmann::json& b, const char* tag,
-                                              const std::function<bool()>& stop) {
-  double ta = INFINITY, tb = INFINITY;
+// The configs measured in turn, twice each, every measurement stored as a trial tagged `tag`; the
+// best time of each (infinity when it never ran). Used where a stored time would be a minimum over
+// noisy runs and flatter one side.
+static std::vector<double> head_to_head(const tuner::Objective& objective, TuningDb& db, const Trial& where,
+                                        const std::vector<nlohmann::json>& configs, const char* tag,
+                                        const std::function<bool()>& stop) {
+  std::vector<double> best(configs.size(), INFINITY);
   for (int round = 0; round < 2 && !stop(); ++round)
-    for (auto [c, out] : {std::pair{&a, &ta}, std::pair{&b, &tb}}) {
-      auto t = objective(*c, 24);
-      db.add_trial(Trial{where.device_fp, where.matrix_fp, where.op, "", *c, t.status, t.time_us, t.detail + tag});
-      if (t.status == TrialStatus::Ok) *out = std::min(*out, t.time_us);
+    for (size_t i = 0; i < configs.size(); ++i) {
+      auto t = objective(configs[i], 24);
+      db.add_trial(Trial{where.device_fp, where.matrix_fp, where.op, "", configs[i], t.status, t.time_us, t.detail + tag});
+      if (t.status == TrialStatus::Ok) best[i] = std::min(best[i], t.time_us);
     }
-  return {ta, tb};
+  return best;
 }
 
 TuneRow tune_op(Context& ctx, TuningDb& db, const std::string& op, const NamedMatrix& m, const std::string& fp,
@@ -91,9 +108,14 @@ TuneRow tune_op(Context& ctx, TuningDb& db, const std::string& op, const NamedMa
   // The search's best is the minimum over many noisy measurements: confirm it against the defaults
   // head to head (alternating, more samples) before it becomes the config, and report those times.
   const auto defaults = space.complete(nlohmann::json::object());
-  auto [def_us, best_us] = r.best == defaults
-                               ? std::pair{double(INFINITY), double(INFINITY)}
-                               : head_to_head(*objective, db, Trial{dev, fp, op}, defaults, r.best, " (confirm)", stop);
+  std::vector<nlohmann::json> contenders{defaults};
+  if (r.best != defaults) contenders.push_back(r.best);
+  const auto paper = paper_params(op);
+  if (!paper.empty()) contenders.push_back(space.complete(paper));
+  const auto t = contenders.size() > 1 ? head_to_head(*objective, db, Trial{dev, fp, op}, contenders, " (confirm)", stop)
+                                       : std::vector<double>{INFINITY};
+  const double def_us = t[0], best_us = r.best != defaults ? t[1] : INFINITY;
+  if (!paper.empty()) row.paper_us = t.back();
   if (r.best != defaults && !std::isfinite(best_us) && stop()) return row;  // interrupted: keep what is stored
   if (r.best == defaults || !(best_us < def_us)) {
     row.best = defaults;
@@ -130,8 +152,8 @@ void evaluate(Context& ctx, TuningDb& db, const std::vector<std::string>& specs,
       // the search are minima over noisy runs and would flatter the tuned config.
       const auto best_config = space.complete(*tuned), config = space.complete(p->params);
       auto objective = tools::make_objective(ctx, op, m);
-      const auto [best_us, pred_us] =
-          head_to_head(*objective, db, Trial{dev, fp, op}, best_config, config, " (evaluate)", stop);
+      const auto t = head_to_head(*objective, db, Trial{dev, fp, op}, {best_config, config}, " (evaluate)", stop);
+      const double best_us = t[0], pred_us = t[1];
       if (!std::isfinite(pred_us) || !std::isfinite(best_us)) continue;
       const double ratio = best_us / pred_us;  // 1: the prediction is as fast as the best
       ratios.push_back(ratio);

@@ -1,5 +1,6 @@
 #pragma once
 // dbtune's per-(matrix, op) work (tune_op.cpp).
+#include <cmath>
 #include <functional>
 #include <string>
 #include <vector>
@@ -15,6 +16,7 @@ struct TuneRow {
   std::string matrix, strategy;
   nlohmann::json best;
   double default_us = 0, best_us = 0;
+  double paper_us = INFINITY;  // the paper's defaults (paper_params), where the op has them
   int measured = 0, recalled = 0, failed = 0;
   bool generated = false;  // the targets are stated over the generated suite
 };
