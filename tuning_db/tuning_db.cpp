@@ -276,7 +276,11 @@ Config TuningDb::lookup(const std::string& device_fp, const std::string& matrix_
   if (auto rec = find_matrix(matrix_fp)) f = rec->features;
   else if (features) f = features();
   if (f) {
-    if (auto p = predict(device_fp, op, bucket, *f, matrix_fp)) {
+    if (auto p = predict(device_fp, op, bucket, *f, matrix_fp); p && p->too_far) {
+      c.note = fmt::format("nothing tuned near this matrix: the nearest, {}, is {:.2f} away (> {}); defaults",
+                           p->neighbour, p->distance, kPredictionRadius);
+      return c;
+    } else if (p) {
       c.params.update(p->params);
       c.source = ConfigSource::Predicted;
       c.note = fmt::format("predicted: best config of the nearest tuned matrix, {} (distance {:.2f})",
@@ -329,6 +333,10 @@ std::optional<Prediction> TuningDb::predict(const std::string& device_fp, const 
     d = std::sqrt(d);
     if (!best || d < best->distance)
       best = Prediction{parse_json(st.text(1), path_, "params_json"), st.text(2), st.text(0), d};
+  }
+  if (best && best->distance > kPredictionRadius) {
+    best->params = default_params(op);
+    best->too_far = true;
   }
   return best;
 }

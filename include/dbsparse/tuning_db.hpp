@@ -70,10 +70,16 @@ struct Trial {
 
 // A config predicted for an unseen matrix: the best config of the nearest tuned matrix on this
 // device (features: shape, row-length moments, bandwidth, 16x16 block-density histogram).
+// Farther than kPredictionRadius (in feature units: decades of size, octaves of row length) the
+// nearest matrix says little: the defaults are used instead (too_far). Set from dbtune --evaluate
+// on the H200 (2026-11-29): the 1M-row uniform matrix took the th3 of cit-HepPh (34k rows, 2.8
+// away) and ran at 64% of its best, where the defaults reach 99%.
+inline constexpr double kPredictionRadius = 2.0;
 struct Prediction {
-  nlohmann::json params;
+  nlohmann::json params;  // the neighbour's best config; the defaults when too_far
   std::string neighbour, neighbour_fp;
   double distance = 0;
+  bool too_far = false;
 };
 
 // The feature vector prediction compares for `op` (documented where it is built).

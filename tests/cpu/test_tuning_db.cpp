@@ -549,4 +549,17 @@ TEST_CASE("tuning_db: an unseen matrix gets the nearest tuned matrix's config on
   REQUIRE(self);
   CHECK(self->neighbour == "graph");
   CHECK(self->distance == doctest::Approx(0.0));
+  CHECK_FALSE(self->too_far);
+
+  // Far from everything tuned (three decades more rows than either): the defaults, and says so.
+  auto far = dbsparse::generate("banded:n=2000000,bw=1");
+  auto pf = db->predict("dev0", "spmspv", "", dbsparse::compute_features(far));
+  REQUIRE(pf);
+  CHECK(pf->distance > dbsparse::kPredictionRadius);
+  CHECK(pf->too_far);
+  CHECK(pf->params == dbsparse::default_params("spmspv"));
+  Config cf = db->lookup("dev0", fp(far), "spmspv", "", [&] { return dbsparse::compute_features(far); });
+  CHECK(cf.source == ConfigSource::Default);
+  CHECK(cf.params == dbsparse::default_params("spmspv"));
+  CHECK(cf.note.find("nothing tuned near") != std::string::npos);
 }

@@ -158,7 +158,8 @@ void evaluate(Context& ctx, TuningDb& db, const std::vector<std::string>& specs,
       const double ratio = best_us / pred_us;  // 1: the prediction is as fast as the best
       ratios.push_back(ratio);
       worst = std::min(worst, ratio);
-      fmt::print("{:<36} {:<24} {:>10.1f} {:>12.1f} {:>7.1f}%\n", m.name.substr(0, 36), p->neighbour.substr(0, 24), best_us,
+      const std::string from = p->too_far ? fmt::format("defaults ({:.1f} away)", p->distance) : p->neighbour;
+      fmt::print("{:<36} {:<24} {:>10.1f} {:>12.1f} {:>7.1f}%\n", m.name.substr(0, 36), from.substr(0, 24), best_us,
                  pred_us, 100 * ratio);
     }
     if (!ratios.empty())
