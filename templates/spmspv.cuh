@@ -253,14 +253,28 @@ __device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], 
 #endif
     T acc = scratch[lane];
     __syncwarp();
-    for (; active; active &= active - 1) {
+    // One block ahead: a row-walk block's per-row aux (2 bytes + 2 per lane) is loaded before the
+    // block before it computes, so its chain is one round trip, not two. Only those two registers
+    // stay live across the compute (the block's metadata is shuffled in when it is its turn).
+    unsigned base_next = 0, rm_next = 0;
+    auto prefetch_aux = [&](int jn) {
+      const unsigned type = __shfl_sync(kFull, unsigned(mine.type), jn);
+      const unsigned aux_off = __shfl_sync(kFull, mine.aux_off, jn);
+      if (is_row_walk(type)) csr_rows_aux(a.aux + aux_off, lane, base_next, rm_next);
+    };
+    if (active) prefetch_aux(__ffs(active) - 1);
+    while (active) {
       const int j = __ffs(active) - 1;
+      active &= active - 1;
+      const unsigned base = base_next, rm = rm_next;
+      if (active) prefetch_aux(__ffs(active) - 1);  // warp-uniform
       const BlockMeta m = shfl_meta(mine, j);
       const unsigned xm = __shfl_sync(kFull, xm_lane, j);
       // Inactive entries must read as zero: the Dense microkernel multiplies every column.
       if (lane < 16 && !((xm >> lane) & 1u)) sxs[j][lane] = SR::zero();
       __syncwarp();
-      T v = block_product<T, SR>(m, xm, sxs[j], a.values, a.aux, lane);
+      T v = is_row_walk(m.type) ? csr_rows_from<T, SR>(xm, sxs[j], a.values + m.val_off, rm, base, lane)
+                                : block_product<T, SR>(m, xm, sxs[j], a.values, a.aux, lane);
       v = __shfl_sync(kFull, v, li);  // row r's sum, now in lanes r and 16 + r
       if ((j >> 4) == half) acc = SR::add(acc, v);
       __syncwarp();

@@ -65,13 +65,13 @@ __device__ __forceinline__ T dense_block(unsigned xm, const T* sx, const T* val,
   return lane < 16 ? acc : SR::zero();
 }
 
-// ForceCSR (Alg. 2): two interleaved lanes per row over the row's active columns.
+// ForceCSR (Alg. 2): two interleaved lanes per row over the row's active columns. rm and base are
+// row (lane >> 1)'s mask and first value, from the block's aux: the pull path loads them a block
+// ahead (csr_rows_aux), so here only the value loads remain.
 template <typename T, typename SR>
-__device__ __forceinline__ T csr_rows(unsigned xm, const T* sx, const T* val, const unsigned short* row_ptr,
-                      const unsigned short* row_mask, int lane) {
-  const int r = lane >> 1, sub = lane & 1;
-  const unsigned rm = row_mask[r];
-  const unsigned base = row_ptr[r];
+__device__ __forceinline__ T csr_rows_from(unsigned xm, const T* sx, const T* val, unsigned rm, unsigned base,
+                                           int lane) {
+  const int sub = lane & 1;
   T sum = SR::zero();
   int nz = 0;
   for (unsigned a = rm & xm; a; a &= a - 1, ++nz) {
@@ -83,6 +83,25 @@ __device__ __forceinline__ T csr_rows(unsigned xm, const T* sx, const T* val, co
   sum = SR::add(sum, shfl_xor(sum, 1));
   T mine = shfl(sum, (2 * lane) & 31);  // lane r takes row r from lane 2r
   return lane < 16 ? mine : SR::zero();
+}
+
+// The blocks walked row by row (ForceCSR, and patched CSR, see block_product).
+__device__ __forceinline__ bool is_row_walk(unsigned type) {
+  return (DBS_HAS_CSR && type == kForceCsr) || (DBS_HAS_PCSR && type == kPatchedCsr);
+}
+
+// Row (lane >> 1)'s first value and mask of a row-walk block: aux holds row_ptr[17], row_mask[16].
+__device__ __forceinline__ void csr_rows_aux(const unsigned char* aux, int lane, unsigned& base, unsigned& rm) {
+  const unsigned short* a16 = reinterpret_cast<const unsigned short*>(aux);
+  base = a16[lane >> 1];
+  rm = a16[17 + (lane >> 1)];
+}
+
+template <typename T, typename SR>
+__device__ __forceinline__ T csr_rows(unsigned xm, const T* sx, const T* val, const unsigned char* aux, int lane) {
+  unsigned base, rm;
+  csr_rows_aux(aux, lane, base, rm);
+  return csr_rows_from<T, SR>(xm, sx, val, rm, base, lane);
 }
 
 // ForceCSC (Alg. 3): the two half-warps split the columns; lane r owns row r in each half.
@@ -114,7 +133,7 @@ __device__ __forceinline__ T block_product(const BlockMeta& m, unsigned xm, cons
     case kDense: return dense_block<T, SR>(xm, sx, val, lane);
 #endif
 #if DBS_HAS_CSR
-    case kForceCsr: return csr_rows<T, SR>(xm, sx, val, a16, a16 + 17, lane);
+    case kForceCsr: return csr_rows<T, SR>(xm, sx, val, aux, lane);
 #endif
 #if DBS_HAS_CSC
     case kForceCsc: return csc_cols<T, SR>(xm, sx, val, a16, a16 + 17, lane);
@@ -122,7 +141,7 @@ __device__ __forceinline__ T block_product(const BlockMeta& m, unsigned xm, cons
 #if DBS_HAS_PCSR
     // The row walk (two dependent loads) beat the column walk through the packed bytes (four)
     // at every density measured on the H200 (NOTES.md, step 5): patched CSR reads as ForceCSR.
-    case kPatchedCsr: return csr_rows<T, SR>(xm, sx, val, a16, a16 + 17, lane);
+    case kPatchedCsr: return csr_rows<T, SR>(xm, sx, val, aux, lane);
 #endif
     default: return SR::zero();
   }
