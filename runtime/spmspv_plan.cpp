@@ -179,11 +179,7 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->csc2csr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.csc2csr));
   p->meta = DeviceBuffer<BlockMeta>(std::span<const BlockMeta>(db.meta));
   p->values = DeviceBuffer<T>(std::span<const T>(db.values));
-  // 16 bytes of padding: COO blocks are read as whole aligned 16-byte words (coo_by_lane), which
-  // may run past the last block's bytes.
-  std::vector<uint8_t> aux_padded(db.aux);
-  aux_padded.resize(db.aux.size() + 16, 0);
-  p->aux = DeviceBuffer<uint8_t>(std::span<const uint8_t>(aux_padded));
+  p->aux = DeviceBuffer<uint8_t>(std::span<const uint8_t>(db.aux));
   p->segments = DeviceBuffer<int32_t>(std::span<const int32_t>(segs));
   if (tasks.empty()) tasks.assign(2, 0);
   p->tasks = DeviceBuffer<uint32_t>(std::span<const uint32_t>(tasks));

@@ -153,26 +153,15 @@ __device__ __forceinline__ BlockMeta shfl_meta(const BlockMeta& mine, int src) {
 
 // COO blocks are too small to keep a warp busy (a 27-point stencil's are mostly single entries),
 // so each lane walks the COO block it holds by itself and all of them overlap in one memory round
-// trip; the warp-wide microkernels take the other types one block at a time. The entries' bytes
-// (row << 4 | column) are read as aligned 4-byte words: one load per 4 entries instead of one per
-// entry, as each lane's block lies elsewhere and a load costs the warp a wavefront per lane (16-byte
-// words spilled at the 40-register cap). Values are loaded only for active columns. The plan pads
-// aux by 16 bytes, and aligning down stays inside the allocation.
+// trip; the warp-wide microkernels take the other types one block at a time.
 template <typename T, typename SR>
 __device__ __forceinline__ void coo_by_lane(const SpmspvArgs<T>& a, const BlockMeta& m, unsigned xm,
                                             const T* sx, T* out) {
-  const size_t start = reinterpret_cast<size_t>(a.aux + m.aux_off);
-  const unsigned* words = reinterpret_cast<const unsigned*>(start & ~size_t(3));
-  const int skip = static_cast<int>(start & 3);  // bytes of the first word before this block
+  const unsigned char* aux = a.aux + m.aux_off;
   const T* val = a.values + m.val_off;
-  for (int w = 0, k0 = -skip; k0 < m.nnz; ++w, k0 += 4) {
-    const unsigned word = words[w];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int k = k0 + i;  // entry index in this block
-      const unsigned b = (word >> (8 * i)) & 0xffu, c = b & 15u;
-      if (k >= 0 && k < m.nnz && ((xm >> c) & 1u)) SR::atomic_add(&out[b >> 4], SR::mul(val[k], sx[c]));
-    }
+  for (int k = 0; k < m.nnz; ++k) {
+    const unsigned b = aux[k], c = b & 15u;
+    if ((xm >> c) & 1u) SR::atomic_add(&out[b >> 4], SR::mul(val[k], sx[c]));
   }
 }
 
