@@ -35,13 +35,14 @@ std::string SpmspvKey::to_string() const {
   std::string t;
   for (int i = 0; i < 5; ++i)
     if (types & (1u << i)) t += (t.empty() ? "" : "+") + std::string(kTypeNames[i]);
-  return fmt::format("spmspv.{}.{}.{}.bs16.t={}", codegen::to_string(direction),
-                     codegen::to_string(value), codegen::to_string(semiring), t.empty() ? "none" : t);
+  return fmt::format("spmspv.{}.{}.{}.bs16.t={}{}", codegen::to_string(direction), codegen::to_string(value),
+                     codegen::to_string(semiring), t.empty() ? "none" : t,
+                     pull_coo == PullCoo::Warp ? ".coo=warp" : "");
 }
 
 SpmspvKey SpmspvKey::parse(std::string_view text) {
   auto p = split_key(text, '.');
-  if (p.size() != 6) bad_key(text, "expected 6 dot-separated parts");
+  if (p.size() != 6 && p.size() != 7) bad_key(text, "expected 6 dot-separated parts (7 with .coo=warp)");
   if (p[0] != "spmspv") bad_key(text, "op must be 'spmspv'");
   SpmspvKey k;
   if (p[1] == "auto") k.direction = Direction::Auto;
@@ -68,6 +69,10 @@ SpmspvKey SpmspvKey::parse(std::string_view text) {
       k.types |= static_cast<uint8_t>(1u << found);
     }
   }
+  if (p.size() == 7) {
+    if (p[6] != "coo=warp") bad_key(text, fmt::format("unknown part '{}' (the only optional part is coo=warp)", p[6]));
+    k.pull_coo = PullCoo::Warp;
+  }
   return k;
 }
 
@@ -80,6 +85,7 @@ KernelSource make_source(const SpmspvKey& key) {
   src += fmt::format("#define DBS_DIR {}\n", static_cast<int>(key.direction));
   src += "#define DBS_SEMIRING PlusTimes\n";
   for (int i = 0; i < 5; ++i) src += fmt::format("#define {} {}\n", kTypeMacros[i], (key.types >> i) & 1u);
+  src += fmt::format("#define DBS_PULL_COO_WARP {}\n", key.pull_coo == PullCoo::Warp ? 1 : 0);
   src += "#include \"spmspv.cuh\"\n";
   ks.source = std::move(src);
   ks.options = {"-std=c++17"};
@@ -93,6 +99,11 @@ std::vector<SpmspvKey> spmspv_search_space() {
   for (auto d : {Direction::Auto, Direction::Push, Direction::Pull})
     for (auto v : {ValueType::F32, ValueType::F64})
       for (unsigned t = 0; t < 32; ++t) out.push_back(SpmspvKey{d, v, Semiring::PlusTimes, static_cast<uint8_t>(t)});
+  // The warp-wide COO walk (opt-in, pull side only): the variants that have COO blocks.
+  for (auto d : {Direction::Auto, Direction::Pull})
+    for (auto v : {ValueType::F32, ValueType::F64})
+      for (unsigned t = 1; t < 32; t += 2)
+        out.push_back(SpmspvKey{d, v, Semiring::PlusTimes, static_cast<uint8_t>(t), PullCoo::Warp});
   return out;
 }
 

@@ -15,6 +15,9 @@ namespace dbsparse::codegen {
 
 enum class Direction { Auto, Push, Pull };
 enum class Semiring { PlusTimes };
+// How the pull path walks COO blocks: each by the lane that holds it (Lane), or all of a segment
+// pair's COO entries spread over the warp, coalesced (Warp; the key gains ".coo=warp").
+enum class PullCoo { Lane, Warp };
 const char* to_string(Direction d);
 const char* to_string(Semiring s);
 
@@ -23,6 +26,7 @@ struct SpmspvKey {
   ValueType value = ValueType::F32;
   Semiring semiring = Semiring::PlusTimes;
   uint8_t types = 0x1f;  // bit i: BlockType i present (coo, dense, csr, csc, pcsr)
+  PullCoo pull_coo = PullCoo::Lane;
 
   std::string to_string() const;
   static SpmspvKey parse(std::string_view text);  // throws UsageError

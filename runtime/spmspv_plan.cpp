@@ -110,13 +110,16 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
                          : lookup_config(info_.record().fingerprint, structure_fingerprint(a), "spmspv", "",
                                          [&] { return compute_features(a); });
   const auto& prm = p->config.params;
-  const nlohmann::json d = default_params("spmspv");  // for keys a config leaves out
-  DbThresholds th{prm.value("th0", d["th0"].get<int>()), prm.value("th1", d["th1"].get<int>()),
-                  prm.value("th2", d["th2"].get<double>())};
-  const double th3 = prm.value("th3", d["th3"].get<double>());
-  const std::string th3_scale = prm.value("th3_scale", d["th3_scale"].get<std::string>());
+  // Keys a config leaves out take default_params("spmspv"); wrong kinds are UsageErrors.
+  auto num = [&](const char* k) { return config_number(prm, "spmspv", k); };
+  DbThresholds th{static_cast<int>(num("th0")), static_cast<int>(num("th1")), num("th2")};
+  const double th3 = num("th3");
+  const std::string th3_scale = config_string(prm, "spmspv", "th3_scale");
   if (th3_scale != "nnz_per_block" && th3_scale != "none")
     throw UsageError(fmt::format("spmspv config: th3_scale '{}' (expected nnz_per_block or none)", th3_scale));
+  const std::string pull_coo = config_string(prm, "spmspv", "pull_coo");
+  if (pull_coo != "lane" && pull_coo != "warp")
+    throw UsageError(fmt::format("spmspv config: pull_coo '{}' (expected lane or warp)", pull_coo));
 
   auto t0 = std::chrono::steady_clock::now();
   DbMatrix<T> db = csr_to_db(a, th);
@@ -163,6 +166,7 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   codegen::SpmspvKey key;
   key.direction = static_cast<codegen::Direction>(static_cast<int>(opt.direction));
   key.value = codegen::value_type_of<T>();
+  key.pull_coo = pull_coo == "warp" ? codegen::PullCoo::Warp : codegen::PullCoo::Lane;
   key.types = 0;
   for (int t = 0; t < kBlockTypes; ++t)
     if (p->stats.storage.blocks_by_type[t] > 0) key.types |= static_cast<uint8_t>(1u << t);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -25,11 +26,11 @@ codegen::SpmvKey checked(const codegen::SpmvKey& key) {
 }  // namespace
 
 // A parameter from the config, else its default (one place for defaults: default_params).
+// Wrong kinds (a string for block_size) are UsageErrors naming the key (config_number/string).
 template <class V>
 V param(const nlohmann::json& params, const std::string& name) {
-  static const nlohmann::json defaults = default_params("spmv");
-  if (params.contains(name)) return params.at(name).get<V>();
-  return defaults.at(name).get<V>();
+  if constexpr (std::is_same_v<V, std::string>) return config_string(params, "spmv", name);
+  else return static_cast<V>(config_number(params, "spmv", name));
 }
 
 // Entries a lane takes before a wider group pays off, by value type (see the header).
@@ -47,7 +48,7 @@ codegen::SpmvKey choose_spmv_key(const nlohmann::json& params, int64_t rows, int
   key.block_size = param<int>(params, "block_size");
   const std::string strategy = param<std::string>(params, "strategy");
   const double mean = rows > 0 ? static_cast<double>(nnz) / static_cast<double>(rows) : 0.0;
-  const int lanes = params.value("lanes", 0);
+  const int lanes = params.contains("lanes") ? param<int>(params, "lanes") : 0;  // no default: chosen by mean
   const int entries = lane_entries(params, value);
   if (strategy == "scalar") {
     key.strategy = SpmvStrategy::Scalar;

@@ -4,9 +4,14 @@
 // host round trip between them, so plan.run() never synchronises.
 //
 // Macros from the generated source: DBS_VALUE_T, DBS_DIR (0 auto, 1 push only, 2 pull only),
-// DBS_HAS_{COO,DENSE,CSR,CSC,PCSR} (block types present; absent ones are compiled out).
+// DBS_HAS_{COO,DENSE,CSR,CSC,PCSR} (block types present; absent ones are compiled out),
+// DBS_PULL_COO_WARP (pull walks COO blocks warp-wide: coo_by_warp).
 #pragma once
 #include "spmspv_blocks.cuh"
+
+#ifndef DBS_PULL_COO_WARP
+#define DBS_PULL_COO_WARP 0  // generated sources always set it (codegen/spmspv_key.cpp)
+#endif
 
 namespace dbs {
 
@@ -165,6 +170,46 @@ __device__ __forceinline__ void coo_by_lane(const SpmspvArgs<T>& a, const BlockM
   }
 }
 
+// The pull path's COO blocks walked by the whole warp: lane l holds block l of the segment pair
+// (xm = 0 when it is not an active COO block); the blocks' entries are numbered through an
+// exclusive prefix over the lanes and lane e takes entries e, e + 32, ..., so consecutive lanes read
+// consecutive bytes and values of the same block (coalesced) instead of one block each at 32
+// places (Nsight Compute on the H200, 7-point stencil at x density 0.1, per-lane walks: 77% of the
+// global sectors requested were excess). Each entry finds its block by a binary search over the
+// prefix held in the lanes (5 shuffles). Row r of lane o's block adds into scratch[16 * (o / 16) + r].
+template <typename T, typename SR>
+__device__ __forceinline__ void coo_by_warp(const SpmspvArgs<T>& a, const BlockMeta& mine, unsigned xm_mine,
+                                            const T (*sxs)[16], T* scratch, int lane) {
+  const int n = xm_mine ? mine.nnz : 0;
+  int pre = n;  // inclusive prefix, then exclusive
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int t = __shfl_up_sync(kFull, pre, o);
+    if (lane >= o) pre += t;
+  }
+  const int total = __shfl_sync(kFull, pre, 31);
+  pre -= n;
+  for (int e0 = 0; e0 < total; e0 += 32) {
+    const int e = e0 + lane;
+    int o = 0;  // the last lane whose first entry is <= e: the owner (empty lanes never are)
+#pragma unroll
+    for (int step = 16; step; step >>= 1) {
+      const int cand = __shfl_sync(kFull, pre, o + step);
+      if (cand <= e) o += step;
+    }
+    const int first = __shfl_sync(kFull, pre, o);
+    const unsigned val_off = __shfl_sync(kFull, mine.val_off, o);
+    const unsigned aux_off = __shfl_sync(kFull, mine.aux_off, o);
+    const unsigned xm = __shfl_sync(kFull, xm_mine, o);
+    if (e < total) {
+      const int k = e - first;
+      const unsigned b = a.aux[aux_off + k], c = b & 15u;
+      if ((xm >> c) & 1u)
+        SR::atomic_add(&scratch[16 * (o >> 4) + (b >> 4)], SR::mul(a.values[val_off + k], sxs[o][c]));
+    }
+  }
+}
+
 // Push: the plan lists every chunk (up to kPushChunk blocks of one column block) of every column
 // block once. Lane l of warp w looks at task w + l * nwarps of each round, so the active tasks of
 // any density spread over all warps. A warp then takes its active tasks four at a time, lanes
@@ -246,7 +291,11 @@ __device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], 
     unsigned active = __ballot_sync(kFull, xm_lane != 0);
     scratch[lane] = SR::zero();
     __syncwarp();
-#if DBS_HAS_COO
+#if DBS_HAS_COO && DBS_PULL_COO_WARP
+    coo_by_warp<T, SR>(a, mine, xm_lane && mine.type == kCoo ? xm_lane : 0u, sxs, scratch, lane);
+    active &= ~__ballot_sync(kFull, xm_lane && mine.type == kCoo);
+    __syncwarp();
+#elif DBS_HAS_COO
     if (xm_lane && mine.type == kCoo) coo_by_lane<T, SR>(a, mine, xm_lane, sxs[lane], scratch + 16 * half);
     active &= ~__ballot_sync(kFull, xm_lane && mine.type == kCoo);
     __syncwarp();

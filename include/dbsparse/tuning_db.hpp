@@ -31,9 +31,16 @@ struct Config {
 // 2026-11-29, NOTES.md: between xb 0.15 and 0.81 at 1-1.5 per block on uniform and RMAT, between
 // 0.016 and 0.15 at 12-18 on stencils, at or below 0.016 at 50-90 on FEM and banded), because
 // push pays an atomic per touched row and pull a scan per block.
-// th3_scale "none" compares xb with th3 directly, as the paper does.
+// th3_scale "none" compares xb with th3 directly, as the paper does. pull_coo "warp" walks the pull
+// path's COO blocks warp-wide (coalesced) instead of one lane per block: opt-in until it has been
+// measured on the GPU (not in the tuner's space yet).
 // Unknown ops get an empty object.
 nlohmann::json default_params(const std::string& op);
+
+// A config value, else the op's default. A value of the wrong kind (a string for th0, a number for
+// th3_scale) is a UsageError naming the op, the key and the value; so is a key with no default.
+double config_number(const nlohmann::json& params, const std::string& op, const std::string& key);
+std::string config_string(const nlohmann::json& params, const std::string& op, const std::string& key);
 
 // The published defaults of the paper behind an op, where they differ from default_params
 // (spmspv: th3 = 0.01 compared with xb directly); dbtune reports its tuned configs against both.

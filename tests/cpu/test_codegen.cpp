@@ -97,6 +97,10 @@ TEST_CASE("SpmspvKeyRoundTripsThroughText") {
   CHECK(k.to_string() == "spmspv.pull.f64.plus_times.bs16.t=coo+csr");
   CHECK(SpmspvKey{Direction::Push, ValueType::F32, Semiring::PlusTimes, 0}.to_string() ==
         "spmspv.push.f32.plus_times.bs16.t=none");
+  SpmspvKey w{Direction::Auto, ValueType::F32, Semiring::PlusTimes, 0b10001, PullCoo::Warp};
+  CHECK(w.to_string() == "spmspv.auto.f32.plus_times.bs16.t=coo+pcsr.coo=warp");
+  CHECK(SpmspvKey::parse(w.to_string()) == w);
+  CHECK(make_source(w).source.find("#define DBS_PULL_COO_WARP 1") != std::string::npos);
 }
 
 TEST_CASE("SpmspvKeyParseRejectsMalformedText") {
@@ -104,7 +108,9 @@ TEST_CASE("SpmspvKeyParseRejectsMalformedText") {
                           "spmspv.sideways.f32.plus_times.bs16.t=coo", "spmspv.auto.f16.plus_times.bs16.t=coo",
                           "spmspv.auto.f32.max_plus.bs16.t=coo", "spmspv.auto.f32.plus_times.bs8.t=coo",
                           "spmspv.auto.f32.plus_times.bs16.coo", "spmspv.auto.f32.plus_times.bs16.t=ell",
-                          "spmspv.auto.f32.plus_times.bs16.t=dense+coo", "spmspv.auto.f32.plus_times.bs16.t=coo+coo"}) {
+                          "spmspv.auto.f32.plus_times.bs16.t=dense+coo", "spmspv.auto.f32.plus_times.bs16.t=coo+coo",
+                          "spmspv.auto.f32.plus_times.bs16.t=coo.coo=lane",
+                          "spmspv.auto.f32.plus_times.bs16.t=coo.coo=warp.x"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(SpmspvKey::parse(bad), UsageError);
   }
@@ -118,5 +124,6 @@ TEST_CASE("SpmspvSourceMatchesGoldenAndCompilesOutAbsentTypes") {
   CHECK(ks.source == read_file(golden));
   CHECK(ks.source.find("#define DBS_HAS_DENSE 1") != std::string::npos);
   CHECK(ks.source.find("#define DBS_HAS_CSR 0") != std::string::npos);
+  CHECK(ks.source.find("#define DBS_PULL_COO_WARP 0") != std::string::npos);
   CHECK(ks.name_expressions.size() == 5);
 }

@@ -22,6 +22,11 @@ TEST_CASE("SpmvKeyFollowsTheNamedStrategy") {
   CHECK_THROWS_AS(choose_spmv_key({{"strategy", "vector"}, {"lanes", 3}}, 10, 10, ValueType::F32), UsageError);
   CHECK_THROWS_AS(choose_spmv_key({{"strategy", "scalar"}, {"block_size", 100}}, 10, 10, ValueType::F32),
                   UsageError);
+  // A value of the wrong kind names its key instead of leaking a JSON type error.
+  CHECK_THROWS_WITH_AS(choose_spmv_key({{"strategy", "scalar"}, {"block_size", "big"}}, 10, 10, ValueType::F32),
+                       doctest::Contains("block_size"), UsageError);
+  CHECK_THROWS_WITH_AS(choose_spmv_key({{"strategy", 3}}, 10, 10, ValueType::F32), doctest::Contains("strategy"),
+                       UsageError);
 }
 
 TEST_CASE("SpmvUniformChoiceFollowsMeanRowLength") {

@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 using dbsparse::Config;
 using dbsparse::ConfigSource;
 using dbsparse::DbError;
+using dbsparse::UsageError;
 using dbsparse::Trial;
 using dbsparse::TrialStatus;
 using dbsparse::TuningDb;
@@ -108,13 +109,30 @@ TEST_CASE("tuning_db: names and defaults") {
   CHECK_THROWS_AS(dbsparse::trial_status_from_string("exploded"), DbError);
 
   auto sp = dbsparse::default_params("spmspv");
-  CHECK(sp == json{{"th0", 32}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.4}, {"th3_scale", "nnz_per_block"}});
+  CHECK(sp == json{{"th0", 32}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.4}, {"th3_scale", "nnz_per_block"},
+                   {"pull_coo", "lane"}});
   // The paper's defaults share th0..th2 and compare xb with th3 directly.
   auto paper = dbsparse::paper_params("spmspv");
   for (const char* k : {"th0", "th1", "th2"}) CHECK(paper[k] == sp[k]);
   CHECK(paper["th3_scale"] == "none");
   CHECK(paper["th3"].get<double>() < sp["th3"].get<double>());
   CHECK(dbsparse::paper_params("spmv") == json::object());
+
+  // Typed access: present keys, defaults for absent ones, wrong kinds and unknown keys are errors.
+  CHECK(dbsparse::config_number(json{{"th0", 16}}, "spmspv", "th0") == 16);
+  CHECK(dbsparse::config_number(json::object(), "spmspv", "th3") == doctest::Approx(0.4));
+  CHECK(dbsparse::config_string(json::object(), "spmv", "strategy") == "classified");
+  for (auto [params, key] : {std::pair{json{{"th0", "sixteen"}}, "th0"}, std::pair{json{{"th3_scale", 1}}, "th3_scale"},
+                             std::pair{json::object(), "no_such_key"}}) {
+    CAPTURE(key);
+    try {
+      if (std::string(key) == "th3_scale") dbsparse::config_string(params, "spmspv", key);
+      else dbsparse::config_number(params, "spmspv", key);
+      FAIL("no error");
+    } catch (const UsageError& e) {
+      CHECK(std::string(e.what()).find(key) != std::string::npos);
+    }
+  }
   CHECK(dbsparse::default_params("spmv").value("strategy", "") == "classified");
   CHECK(dbsparse::default_params("spmv").value("block_size", 0) == 256);
   CHECK(dbsparse::default_params("nope") == json::object());

@@ -8,4 +8,5 @@
 #define DBS_HAS_CSR 0
 #define DBS_HAS_CSC 0
 #define DBS_HAS_PCSR 0
+#define DBS_PULL_COO_WARP 0
 #include "spmspv.cuh"

@@ -139,6 +139,33 @@ TEST_CASE("SpmspvMatchesReferenceOnGeneratedMatrices") {
   }
 }
 
+TEST_CASE("SpmspvWarpWideCooWalkMatchesReference") {
+  // pull_coo = warp: the pull path's COO entries spread over the warp (coo_by_warp). Every block
+  // COO (up to 256 entries a block), the defaults' mix, and the shapes that leave partial blocks.
+  auto with_warp = [](nlohmann::json p) {
+    p["pull_coo"] = "warp";
+    return Config{"spmspv", p, ConfigSource::Explicit, "test"};
+  };
+  const auto all_coo = with_warp({{"th0", 257}, {"th1", 256}, {"th2", 2.0}});
+  const auto mixed = with_warp(default_params("spmspv"));
+  {
+    auto plan = ctx().plan_spmspv(generate("stencil2d:n=40").cast<float>(), SpmspvOptions{.config = &mixed});
+    CHECK(plan.kernel().key.ends_with(".coo=warp"));
+  }
+  for (const char* spec : {"fem:nodes=3000,k=4,blocks=6", "stencil3d:n=24,points=7", "stencil3d:n=20,points=27",
+                           "rmat:scale=13,ef=8", "uniform:n=30001,d=9"}) {
+    auto a = generate(spec);
+    for (const auto* cfg : {&all_coo, &mixed}) {
+      check_all_directions<float>(a, cfg, (std::string(spec) + " " + cfg->params.dump()).c_str());
+      check_all_directions<double>(a, cfg, (std::string(spec) + " " + cfg->params.dump()).c_str());
+    }
+  }
+  auto bad = with_warp(default_params("spmspv"));
+  bad.params["pull_coo"] = "block";
+  CHECK_THROWS_AS(ctx().plan_spmspv(generate("stencil2d:n=40").cast<float>(), SpmspvOptions{.config = &bad}),
+                  UsageError);
+}
+
 TEST_CASE("SpmspvFusedPathMatchesReference") {
   // The single cooperative launch (grid barrier between the mask pass and the compute).
   for (const char* spec : {"fem:nodes=30000,k=3,blocks=9", "rmat:scale=14,ef=8"}) {
