@@ -59,3 +59,15 @@ TEST_CASE("ExplainNamesTheConfigSource") {
   const bool no_gpu = out.find("no CUDA device") != std::string::npos;
   CHECK((no_gpu ? out.find("th3") != std::string::npos : out.find("config:") != std::string::npos));
 }
+
+TEST_CASE("BenchConfigIsCheckedBeforeAnyGpuWork") {
+  REQUIRE_MESSAGE(!cli_path().empty(), "dbsparse binary not found beside the test binary");
+  auto [code, out] = run("bench spmspv stencil2d:n=10 --config '{bad'");
+  CHECK(code == 1);
+  CHECK(out.find("--config '{bad': expected a JSON object") != std::string::npos);
+  std::tie(code, out) = run("bench spmspv stencil2d:n=10 --config '[1,2]'");
+  CHECK(code == 1);
+  std::tie(code, out) = run("bench spmv stencil2d:n=10 --config '{}'");
+  CHECK(code == 1);
+  CHECK(out.find("--config applies to bench spmspv only") != std::string::npos);
+}

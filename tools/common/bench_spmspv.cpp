@@ -175,6 +175,9 @@ struct Bench {
   void dbsparse(SpmspvDirection dir, const char* impl) {
     SpmspvOptions o;
     o.direction = dir;
+    const Config forced{"spmspv", opt.config.value_or(nlohmann::json::object()), ConfigSource::Explicit,
+                        "bench --config"};
+    if (opt.config) o.config = &forced;
     std::vector<SpmspvPlan<T>> plans;
     try {
       plans.push_back(ctx.plan_spmspv(a, o));

@@ -2,6 +2,7 @@
 // The SpMSpV benchmark: dbsparse's plan (auto, push-only, pull-only) against cuSPARSE BSR 16×16
 // bsrmv and CSR SpMV ALG1 with a dense x that is mostly zeros, for x densities chosen by the
 // caller. Each result is checked against the CPU reference before it is timed.
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,7 @@ struct SpmspvBenchOptions {
   std::vector<double> densities{0.1, 0.01, 0.001, 0.0001};
   TimingOptions timing;
   bool baselines = true;  // cuSPARSE BSR16 and CSR ALG1
+  std::optional<nlohmann::json> config;  // params for the dbsparse plans; else the tuning DB's
 };
 
 struct SpmspvRow {

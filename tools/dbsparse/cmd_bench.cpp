@@ -27,11 +27,19 @@ struct BenchArgs {
   std::vector<double> densities{0.1, 0.01, 0.001, 0.0001};
   std::vector<std::string> strategies;
   bool explain = false;
+  std::string config;  // spmspv: JSON params for the dbsparse rows instead of the tuning DB's
   tools::TimingOptions timing;
   std::string json_path;
 };
 
 namespace {
+
+nlohmann::json parse_config(const std::string& text) {
+  nlohmann::json c = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (!c.is_object())
+    throw UsageError(fmt::format("--config '{}': expected a JSON object such as '{{\"pull_coo\":\"warp\"}}'", text));
+  return c;
+}
 
 std::vector<std::string> resolve_specs(const BenchArgs& a) {
   std::vector<std::string> specs = a.matrices;
@@ -106,6 +114,7 @@ nlohmann::json run_spmspv(const BenchArgs& a, Context& ctx, const Stream& stream
   opt.densities = a.densities;
   opt.timing = a.timing;
   opt.baselines = !a.no_baselines;
+  if (!a.config.empty()) opt.config = parse_config(a.config);
   std::vector<tools::SpmspvRow> rows;
   tools::print_spmspv_header();
   for_each_matrix(specs, [&](const NamedMatrix& m, bool generated) {
@@ -154,6 +163,9 @@ Runner add_bench(CLI::App& sub_ref) {
       ->delimiter(',')
       ->check(CLI::IsMember({"classified", "classified-split", "uniform", "scalar", "vector", "vector-l2", "vector-l4",
                              "vector-l8", "vector-l16", "vector-l32", "block", "longrow"}));
+  sub->add_option("--config", a->config,
+                  "spmspv only: config params (JSON object) for the dbsparse rows instead of the tuning DB's; "
+                  "keys left out take the defaults, e.g. '{\"pull_coo\":\"warp\"}'");
   sub->add_flag("--explain", a->explain, "spmv only: print each plan's bins and kernels to stderr");
   sub->add_option("--reps", a->timing.samples, "Timed samples; the median is reported")
       ->check(CLI::Range(1, 10000));
@@ -163,6 +175,10 @@ Runner add_bench(CLI::App& sub_ref) {
   sub->add_option("--json", a->json_path, "Write every row, the device and the command as JSON");
   return [a]() {
     std::vector<std::string> specs = resolve_specs(*a);
+    if (!a->config.empty()) {
+      if (a->op != "spmspv") throw UsageError("--config applies to bench spmspv only (spmv: --strategy)");
+      parse_config(a->config);  // a malformed one fails here, before any GPU work
+    }
     Context ctx;  // throws NoDeviceError with the reason when there is no GPU
     Stream stream(ctx);
     const auto& d = ctx.device();
