@@ -36,7 +36,7 @@ if [ "$mode" = spmspv ]; then
   tail -3 "$log"
   for tool in memcheck racecheck; do
     compute-sanitizer --tool $tool --error-exitcode 9 "$D/bin/test_gpu" \
-      -tc='SpmspvMatchesReferenceWithEachBlockTypeAlone,SpmspvMatchesReferenceOnOddShapes,SpmspvAutoSwitches*' \
+      -tc='SpmspvMatchesReferenceWithEachBlockTypeAlone,SpmspvMatchesReferenceOnOddShapes,SpmspvAutoSwitches*,SpmspvWarpWideCooWalkMatchesReference' \
       >"$OUT/$tool.log" 2>&1
     echo "$tool exit $?; $(grep 'ERROR SUMMARY\|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -1)" | tee -a "$log"
   done
