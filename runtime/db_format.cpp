@@ -120,6 +120,10 @@ class BlockWriter {
       }
       case BlockType::PatchedCsr: {
         std::memcpy(grow(d_.values, n, "values"), val, n * sizeof(T));
+        if (!th.pcsr_columns) {  // rows only: the same payload as ForceCSR (see DbThresholds)
+          put_lines(aux(kLineArrayBytes), rptr, rmask);
+          break;
+        }
         uint8_t* a = aux(kLineArrayBytes + 34 + n);
         put_lines(a, rptr, rmask);
         std::memcpy(a + kLineArrayBytes, cptr, 34);

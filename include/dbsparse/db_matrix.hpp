@@ -18,6 +18,11 @@ struct DbThresholds {
   int th0 = 32;      // nnz < th0: COO
   int th1 = 128;     // nnz > th1: Dense
   double th2 = 2.0;  // skew ratio above which ForceCSR / ForceCSC is chosen
+  // Store patched CSR's column view (col_ptr and a byte per nonzero, the paper's layout) as well as
+  // its rows. Off by default: both paths walk these blocks by rows (the row walk beat the column
+  // walk at every density measured on the H200, NOTES.md step 5), so nothing reads it; leaving it
+  // out saves 34 + nnz bytes a block (27-point stencil: 44.7% -> ~56% smaller than CSR+CSC).
+  bool pcsr_columns = false;
 };
 
 // The type a block gets, given the nnz of each of its 16 rows and 16 columns (DESIGN.md, the DB

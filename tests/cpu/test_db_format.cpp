@@ -111,7 +111,7 @@ Decoded<T> decode(const DbMatrix<T>& d, const BlockMeta& m) {
       }
       out.values = n;
       out.aux = 66;
-      if (m.type == static_cast<uint8_t>(BlockType::PatchedCsr)) {
+      if (m.type == static_cast<uint8_t>(BlockType::PatchedCsr) && d.thresholds.pcsr_columns) {
         // Column-major bytes (r << 4 | k): values[row_ptr[r] + k] is A(r, c).
         int col_nnz[16] = {};
         for (const auto& e : out.entries) ++col_nnz[std::get<1>(e)];
@@ -327,6 +327,7 @@ const DbThresholds kAllCoo{257, 256, 2.0};
 const DbThresholds kAllDense{0, 0, 2.0};
 const DbThresholds kAllCsc{0, 256, 0.0};  // any nnz > 0 has skew_r / skew_c > 0
 const DbThresholds kAllPcsr{0, 256, 1e30};
+const DbThresholds kAllPcsrWithColumns{0, 256, 1e30, true};  // the paper's layout: rows and column view
 const DbThresholds kSkewOnly{0, 256, 1.0};        // csr / csc / pcsr by which skew is larger
 const DbThresholds kCooBeatsDense{100, 40, 2.0};  // th0 > th1: the COO test comes first
 
@@ -368,6 +369,11 @@ TEST_CASE("Db format holds every generated matrix exactly, at every threshold se
     CHECK(type_count(check_db(a, kAllDense), BlockType::Dense) == total(def));
     CHECK(type_count(check_db(a, kAllCsc), BlockType::ForceCsc) == total(def));
     CHECK(type_count(check_db(a, kAllPcsr), BlockType::PatchedCsr) == total(def));
+    // With the column view stored, the same blocks and values, and only the aux grows.
+    check_db(a, kAllPcsrWithColumns);
+    const auto rows_only = csr_to_db(a, kAllPcsr), with_columns = csr_to_db(a, kAllPcsrWithColumns);
+    CHECK(with_columns.values == rows_only.values);
+    CHECK(with_columns.aux.size() > rows_only.aux.size());
     check_db(a, kSkewOnly);
     check_db(a, kCooBeatsDense);
     check_db(a.cast<float>(), kDefault);
@@ -377,8 +383,9 @@ TEST_CASE("Db format holds every generated matrix exactly, at every threshold se
 TEST_CASE("Db format on a rectangular matrix with partial blocks, empty rows, columns and blocks") {
   const auto a = rectangular();
   for (const auto& th :
-       {kDefault, kAllCoo, kAllDense, kAllCsc, kAllPcsr, kSkewOnly, kCooBeatsDense}) {
+       {kDefault, kAllCoo, kAllDense, kAllCsc, kAllPcsr, kAllPcsrWithColumns, kSkewOnly, kCooBeatsDense}) {
     CAPTURE(th.th0);
+    CAPTURE(th.pcsr_columns);
     CAPTURE(th.th1);
     CAPTURE(th.th2);
     check_db(a, th);
