@@ -10,12 +10,12 @@ const std::vector<std::string>& known_ops() {
   return ops;
 }
 
-std::vector<KernelSource> op_variants(const std::string& op) {
+std::vector<KernelSource> op_variants(const std::string& op, bool include_opt_in) {
   std::vector<KernelSource> out;
   if (op == "spmv") {
     for (const auto& k : spmv_search_space()) out.push_back(make_source(k));
   } else if (op == "spmspv") {
-    for (const auto& k : spmspv_search_space()) out.push_back(make_source(k));
+    for (const auto& k : spmspv_search_space(include_opt_in)) out.push_back(make_source(k));
   } else {
     throw UsageError("unknown op '" + op + "' (known: spmv, spmspv)");
   }

@@ -9,7 +9,8 @@
 namespace dbsparse::codegen {
 
 const std::vector<std::string>& known_ops();  // "spmv", "spmspv"
-// Throws UsageError for an unknown op.
-std::vector<KernelSource> op_variants(const std::string& op);
+// Throws UsageError for an unknown op. What is compiled ahead; include_opt_in adds the variants
+// only an explicit config selects (the nvrtc tier compiles those too).
+std::vector<KernelSource> op_variants(const std::string& op, bool include_opt_in = false);
 
 }  // namespace dbsparse::codegen

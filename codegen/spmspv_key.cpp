@@ -94,11 +94,12 @@ KernelSource make_source(const SpmspvKey& key) {
   return ks;
 }
 
-std::vector<SpmspvKey> spmspv_search_space() {
+std::vector<SpmspvKey> spmspv_search_space(bool include_opt_in) {
   std::vector<SpmspvKey> out;
   for (auto d : {Direction::Auto, Direction::Push, Direction::Pull})
     for (auto v : {ValueType::F32, ValueType::F64})
       for (unsigned t = 0; t < 32; ++t) out.push_back(SpmspvKey{d, v, Semiring::PlusTimes, static_cast<uint8_t>(t)});
+  if (!include_opt_in) return out;
   // The warp-wide COO walk (opt-in, pull side only): the variants that have COO blocks.
   for (auto d : {Direction::Auto, Direction::Pull})
     for (auto v : {ValueType::F32, ValueType::F64})

@@ -37,6 +37,8 @@ struct SpmspvKey {
 // cooperative launch).
 KernelSource make_source(const SpmspvKey& key);
 
-std::vector<SpmspvKey> spmspv_search_space();
+// Every variant a plan can pick by default (what dbtune and `dbsparse precompile` compile ahead);
+// with include_opt_in, also those only an explicit config selects (pull_coo = warp).
+std::vector<SpmspvKey> spmspv_search_space(bool include_opt_in = false);
 
 }  // namespace dbsparse::codegen

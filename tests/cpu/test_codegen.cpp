@@ -90,7 +90,7 @@ TEST_CASE("EveryIncludedTemplateIsEmbedded") {
 }
 
 TEST_CASE("SpmspvKeyRoundTripsThroughText") {
-  for (const auto& k : spmspv_search_space()) {
+  for (const auto& k : spmspv_search_space(/*include_opt_in=*/true)) {
     CHECK(SpmspvKey::parse(k.to_string()) == k);
   }
   SpmspvKey k{Direction::Pull, ValueType::F64, Semiring::PlusTimes, 0b00101};
