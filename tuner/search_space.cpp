@@ -81,7 +81,7 @@ SearchSpace make_spmv() {
   s.params = {
       ParamSpec::choice("strategy", {"classified", "uniform"}, "rows binned by length, or one strategy"),
       ParamSpec::choice("lane_entries_f32", {2, 4, 8, 16}, "f32: entries per lane before wider groups"),
-      // lane_entries_f64 stays at its default: dbtune's SpMV objective times f32 (tools/common/objectives.cpp).
+      ParamSpec::choice("lane_entries_f64", {2, 4, 8}, "f64: entries per lane before wider groups"),
       ParamSpec::choice("block_size", {128, 256, 512}, "threads per block of every SpMV kernel"),
       ParamSpec::choice("v4_lanes", {16, 32}, "lanes of the widest vector bin"),
       ParamSpec::choice("block_max_len", {1024, 4096, 16384}, "longest row for one block per row"),

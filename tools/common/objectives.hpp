@@ -16,8 +16,9 @@ namespace dbsparse::tools {
 // the DB format is converted once per matrix, whatever x turns out to be).
 inline constexpr double kSpmspvTuneDensities[] = {0.1, 0.01, 0.001};
 
-// Builds the op's objective for one matrix (f32). Holds the inputs and the CPU references.
-// spmspv: the time is the geometric mean over `densities` (empty: kSpmspvTuneDensities).
+// Builds the op's objective for one matrix. Holds the inputs and the CPU references. spmv: the
+// geometric mean of its f32 and f64 times; spmspv (f32): the geometric mean over `densities`
+// (empty: kSpmspvTuneDensities).
 std::unique_ptr<tuner::Objective> make_objective(Context& ctx, const std::string& op, const NamedMatrix& m,
                                                  const std::vector<double>& densities = {});
 
