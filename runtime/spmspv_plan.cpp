@@ -114,12 +114,8 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   auto num = [&](const char* k) { return config_number(prm, "spmspv", k); };
   DbThresholds th{static_cast<int>(num("th0")), static_cast<int>(num("th1")), num("th2")};
   const double th3 = num("th3");
-  const std::string th3_scale = config_string(prm, "spmspv", "th3_scale");
-  if (th3_scale != "nnz_per_block" && th3_scale != "none")
-    throw UsageError(fmt::format("spmspv config: th3_scale '{}' (expected nnz_per_block or none)", th3_scale));
-  const std::string pull_coo = config_string(prm, "spmspv", "pull_coo");
-  if (pull_coo != "lane" && pull_coo != "warp")
-    throw UsageError(fmt::format("spmspv config: pull_coo '{}' (expected lane or warp)", pull_coo));
+  const std::string th3_scale = config_choice(prm, "spmspv", "th3_scale", {"nnz_per_block", "none"});
+  const std::string pull_coo = config_choice(prm, "spmspv", "pull_coo", {"lane", "warp"});
 
   auto t0 = std::chrono::steady_clock::now();
   DbMatrix<T> db = csr_to_db(a, th);

@@ -1,6 +1,9 @@
 // Config parameters: each op's defaults (one place for them), the paper's published defaults, and
 // typed access that turns a value of the wrong kind into a UsageError naming its key.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "dbsparse/error.hpp"
 #include "dbsparse/tuning_db.hpp"
@@ -37,6 +40,14 @@ std::string config_string(const nlohmann::json& params, const std::string& op, c
   const auto& v = config_value(params, d, op, key);
   if (!v.is_string()) throw UsageError(fmt::format("{} config: '{}' must be a string, got {}", op, key, v.dump()));
   return v.get<std::string>();
+}
+
+std::string config_choice(const nlohmann::json& params, const std::string& op, const std::string& key,
+                          const std::vector<std::string>& allowed) {
+  std::string v = config_string(params, op, key);
+  if (std::find(allowed.begin(), allowed.end(), v) == allowed.end())
+    throw UsageError(fmt::format("{} config: {} '{}' (expected {})", op, key, v, fmt::join(allowed, " or ")));
+  return v;
 }
 
 nlohmann::json paper_params(const std::string& op) {

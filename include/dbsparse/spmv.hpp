@@ -56,7 +56,7 @@ class SpmvPlan {
   DeviceBuffer<int32_t> chunks_;                 // {row, first, end, long-row slot} per chunk
   DeviceBuffer<T> partial_;                      // one partial sum per chunk
   DeviceBuffer<uint32_t> arrivals_;              // one-launch classified: chunks arrived per long row
-  std::vector<int32_t> fused_;                   // its list offsets, counts and grid ends (6 each)
+  std::vector<int32_t> fused_;                   // its list offsets, counts and grid ends (one per bin each)
   std::string layout_text_;
   Config config_;
   std::vector<KernelInfo> kernels_;  // never empty once planned

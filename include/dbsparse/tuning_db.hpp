@@ -41,6 +41,9 @@ nlohmann::json default_params(const std::string& op);
 // th3_scale) is a UsageError naming the op, the key and the value; so is a key with no default.
 double config_number(const nlohmann::json& params, const std::string& op, const std::string& key);
 std::string config_string(const nlohmann::json& params, const std::string& op, const std::string& key);
+// config_string, and a UsageError naming the allowed values when it is none of them.
+std::string config_choice(const nlohmann::json& params, const std::string& op, const std::string& key,
+                          const std::vector<std::string>& allowed);
 
 // The published defaults of the paper behind an op, where they differ from default_params
 // (spmspv: th3 = 0.01 compared with xb directly); dbtune reports its tuned configs against both.

@@ -30,25 +30,25 @@ std::pair<int, std::string> run(const std::string& args) {
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
 
+// The CLI run with `args` exits 1 and its output names `needle`.
+void check_error(const std::string& args, const std::string& needle) {
+  CAPTURE(args);
+  auto [code, out] = run(args);
+  CHECK(code == 1);
+  CHECK(out.find(needle) != std::string::npos);
+}
+
 }  // namespace
 
 TEST_CASE("ExploreAndExplainRejectBadInputWithClearErrors") {
   REQUIRE_MESSAGE(!cli_path().empty(), "dbsparse binary not found beside the test binary");
-  auto [code, out] = run("explore stencil2d:n=10 --op spmspv --param th9 --range 1:2");
-  CHECK(code == 1);
-  CHECK(out.find("'th9' is not a parameter of spmspv") != std::string::npos);
-  std::tie(code, out) = run("explore stencil2d:n=10 --op spmspv --param th3 --range 0:2 --log");
-  CHECK(code == 1);
-  CHECK(out.find("LO > 0 with --log") != std::string::npos);
-  std::tie(code, out) = run("explore stencil2d:n=10 --op spmspv --param th3 --range abc");
-  CHECK(code == 1);
-  CHECK(out.find("--range") != std::string::npos);
-  std::tie(code, out) = run("explore stencil2d:n=10 --op spgemm --param th3 --range 1:2");
+  check_error("explore stencil2d:n=10 --op spmspv --param th9 --range 1:2", "'th9' is not a parameter of spmspv");
+  check_error("explore stencil2d:n=10 --op spmspv --param th3 --range 0:2 --log", "LO > 0 with --log");
+  check_error("explore stencil2d:n=10 --op spmspv --param th3 --range abc", "--range");
+  auto [code, out] = run("explore stencil2d:n=10 --op spgemm --param th3 --range 1:2");
   CHECK(code != 0);  // rejected by the option check, with CLI11's message
   CHECK(out.find("spgemm") != std::string::npos);
-  std::tie(code, out) = run("explain no-such-file.mtx --op spmv");
-  CHECK(code == 1);
-  CHECK(out.find("no-such-file.mtx") != std::string::npos);
+  check_error("explain no-such-file.mtx --op spmv", "no-such-file.mtx");
 }
 
 TEST_CASE("ExplainNamesTheConfigSource") {
@@ -62,12 +62,7 @@ TEST_CASE("ExplainNamesTheConfigSource") {
 
 TEST_CASE("BenchConfigIsCheckedBeforeAnyGpuWork") {
   REQUIRE_MESSAGE(!cli_path().empty(), "dbsparse binary not found beside the test binary");
-  auto [code, out] = run("bench spmspv stencil2d:n=10 --config '{bad'");
-  CHECK(code == 1);
-  CHECK(out.find("--config '{bad': expected a JSON object") != std::string::npos);
-  std::tie(code, out) = run("bench spmspv stencil2d:n=10 --config '[1,2]'");
-  CHECK(code == 1);
-  std::tie(code, out) = run("bench spmv stencil2d:n=10 --config '{}'");
-  CHECK(code == 1);
-  CHECK(out.find("--config applies to bench spmspv only") != std::string::npos);
+  check_error("bench spmspv stencil2d:n=10 --config '{bad'", "--config '{bad': expected a JSON object");
+  check_error("bench spmspv stencil2d:n=10 --config '[1,2]'", "expected a JSON object");
+  check_error("bench spmv stencil2d:n=10 --config '{}'", "--config applies to bench spmspv only");
 }

@@ -122,6 +122,9 @@ TEST_CASE("tuning_db: names and defaults") {
   CHECK(dbsparse::config_number(json{{"th0", 16}}, "spmspv", "th0") == 16);
   CHECK(dbsparse::config_number(json::object(), "spmspv", "th3") == doctest::Approx(0.4));
   CHECK(dbsparse::config_string(json::object(), "spmv", "strategy") == "classified");
+  CHECK(dbsparse::config_choice(json{{"pull_coo", "warp"}}, "spmspv", "pull_coo", {"lane", "warp"}) == "warp");
+  CHECK_THROWS_WITH_AS(dbsparse::config_choice(json{{"pull_coo", "block"}}, "spmspv", "pull_coo", {"lane", "warp"}),
+                       doctest::Contains("expected lane or warp"), UsageError);
   for (auto [params, key] : {std::pair{json{{"th0", "sixteen"}}, "th0"}, std::pair{json{{"th3_scale", 1}}, "th3_scale"},
                              std::pair{json::object(), "no_such_key"}}) {
     CAPTURE(key);

@@ -42,18 +42,10 @@ uint64_t x_seed(const std::string& matrix, double density) {
   return splitmix64(Fnv1a64().add(matrix).value() ^ std::bit_cast<uint64_t>(density));
 }
 
-template <class T>
-struct SparseX {
-  double density = 0;
-  std::vector<int32_t> idx;  // sorted, distinct
-  std::vector<T> val;        // in [-1, 1], never 0
-  std::vector<T> dense;      // zeros elsewhere, padded to whole BSR block columns
-  std::vector<double> ref;
-  int64_t nnz_touched = 0;   // entries of A in a column where x is nonzero
-};
+}  // namespace
 
 template <class T>
-SparseX<T> make_x(const CsrMatrix<T>& a, const std::string& name, double density, size_t x_len) {
+SparseX<T> make_sparse_x(const CsrMatrix<T>& a, const std::string& name, double density, size_t x_len) {
   SparseX<T> x;
   x.density = density;
   int64_t k = std::llround(density * a.cols);
@@ -79,6 +71,10 @@ SparseX<T> make_x(const CsrMatrix<T>& a, const std::string& name, double density
   x.ref = reference::spmspv(a, std::span<const int32_t>(x.idx), std::span<const T>(x.val));
   return x;
 }
+template SparseX<float> make_sparse_x(const CsrMatrix<float>&, const std::string&, double, size_t);
+template SparseX<double> make_sparse_x(const CsrMatrix<double>&, const std::string&, double, size_t);
+
+namespace {
 
 using Launch = std::function<void(int copy, uint64_t x, uint64_t y)>;
 
@@ -247,7 +243,7 @@ struct Bench {
                 (static_cast<int64_t>(a.cols) + a.rows) * static_cast<int64_t>(sizeof(T));
     vec_bytes = static_cast<int64_t>((x_len + y_len) * sizeof(T));
     budget = static_cast<size_t>(ctx.device().memory_bytes / 16);
-    for (double d : opt.densities) xs.push_back(make_x(a, m.name, d, x_len));
+    for (double d : opt.densities) xs.push_back(make_sparse_x(a, m.name, d, x_len));
     // Every density's x copies stay resident, so each rotation set gets 1/ndens of the budget.
     const size_t vc = rotation_copies(static_cast<size_t>(vec_bytes), ctx.device().l2_bytes,
                                       budget / std::max<size_t>(1, xs.size()));

@@ -23,6 +23,21 @@ struct SpmspvBenchOptions {
   std::optional<nlohmann::json> config;  // params for the dbsparse plans; else the tuning DB's
 };
 
+// A sparse x with exactly round(density * cols) distinct nonzeros (at least one when density > 0),
+// the same for a (matrix name, density) in every run and precision, with its CPU reference.
+template <class T>
+struct SparseX {
+  double density = 0;
+  std::vector<int32_t> idx;  // sorted, distinct
+  std::vector<T> val;        // in [-1, 1], never 0
+  std::vector<T> dense;      // zeros elsewhere, padded to whole BSR block columns
+  std::vector<double> ref;
+  int64_t nnz_touched = 0;   // entries of A in a column where x is nonzero
+};
+
+template <class T>
+SparseX<T> make_sparse_x(const CsrMatrix<T>& a, const std::string& name, double density, size_t x_len);
+
 struct SpmspvRow {
   // GFLOP/s counts 2 flops per entry of A in a column where x is nonzero, for every impl; GB/s
   // uses `bytes`, which depends on the impl (see bench_spmspv.cpp).

@@ -9,6 +9,7 @@
 #include "dbsparse/spmspv.hpp"
 #include "dbsparse/spmv.hpp"
 #include "tools/common/bench_random.hpp"
+#include "tools/common/bench_spmspv.hpp"
 #include "tools/common/stats.hpp"
 #include "tools/common/timing.hpp"
 
@@ -107,25 +108,12 @@ struct SpmspvObjective {
   std::vector<Density> densities;
 
   SpmspvObjective(Context& c, const NamedMatrix& m, std::vector<double> ds) : ctx(c), a(m.csr.cast<float>()) {
-    Lcg rng{23};
     if (ds.empty()) ds.assign(std::begin(kSpmspvTuneDensities), std::end(kSpmspvTuneDensities));
     for (double d : ds) {
-      Density e{d, {}, {}};
-      for (int k = 0; k < kXCopies; ++k) {
-        std::vector<float> x(static_cast<size_t>(a.cols), 0.f);
-        std::vector<int32_t> idx;
-        std::vector<float> val;
-        const int64_t want = std::max<int64_t>(1, std::llround(d * a.cols));
-        for (int64_t i = 0; i < want && a.cols > 0; ++i) {
-          const auto j = static_cast<int32_t>(rng.below(static_cast<uint32_t>(a.cols)));
-          if (x[j] != 0.f) continue;
-          x[j] = static_cast<float>(rng.unit() + 0.5);
-        }
-        for (int32_t j = 0; j < a.cols; ++j)
-          if (x[j] != 0.f) idx.push_back(j), val.push_back(x[j]);
-        if (k == 0) e.ref = reference::spmspv(a, std::span<const int32_t>(idx), std::span<const float>(val));
-        e.xs.emplace_back(std::span<const float>(x));
-      }
+      // The bench's x (same columns and values for this matrix and density), in kXCopies copies.
+      auto x = make_sparse_x(a, m.name, d, static_cast<size_t>(a.cols));
+      Density e{d, {}, std::move(x.ref)};
+      for (int k = 0; k < kXCopies; ++k) e.xs.emplace_back(std::span<const float>(x.dense));
       densities.push_back(std::move(e));
     }
   }
