@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs ON the lent H200, in one call: the gpu tests, JIT timing in two fresh processes, a
 # compute-sanitizer pass and the SpMV bench. Logs and JSON go to $OUT (at most 8 files come back).
-#   tools/device-check.sh [all|tests|bench|spmspv|spmv|spmv-bench|tune|tune-full|evaluate] [extra arguments...]
+#   tools/device-check.sh [all|tests|bench|spmspv|spmv|spmv-bench|tune|tune-full|evaluate|compare] [extra arguments...]
+# compare: every gpu test, sanitizers over the SpMSpV cases, then both benches on the generated
+# suite with the defaults (no tuning DB): the before/after figures of a restructuring.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mode=${1:-all}; shift || true
@@ -58,6 +60,26 @@ if [ "$mode" = spmv ] || [ "$mode" = spmv-bench ]; then
   echo "== bench spmv (strategies + scalar baseline + cuSPARSE ALG1/ALG2)"
   "$D/bin/dbsparse" bench spmv --precision f32,f64 --strategy classified,classified-split,uniform,scalar \
     --json "$OUT/bench_spmv.json" "$@" 2>"$OUT/bench_progress.log" | grep -v '^jit' >"$OUT/bench_spmv.txt"
+  sed -n '/summary/,$p' "$OUT/bench_spmv.txt"
+fi
+if [ "$mode" = compare ]; then
+  nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$log" 2>&1
+  echo "== gpu tests" | tee -a "$log"
+  "$D/bin/test_gpu" >>"$log" 2>&1 || status=1
+  grep -E "test cases|assertions|Status|FAILED|ERROR" "$log" | tail -8
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 "$D/bin/test_gpu" \
+      -tc="${SANITIZE_CASES:-Spmspv*,SpmvClassifiedSplitsMixedRowsAndFoldsThinBins,SpmvHandlesEdgeShapes,*Graph*}" \
+      >"$OUT/$tool.log" 2>&1
+    echo "$tool exit $?; $(grep 'ERROR SUMMARY\|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -1)" | tee -a "$log"
+  done
+  echo "== bench spmspv (generated suite, defaults)"
+  "$D/bin/dbsparse" bench spmspv --no-shared --json "$OUT/bench_spmspv.json" "$@" 2>"$OUT/bench_progress.log" \
+    | grep -v '^jit' >"$OUT/bench_spmspv.txt"
+  sed -n '/summary/,$p' "$OUT/bench_spmspv.txt"
+  echo "== bench spmv (generated suite, defaults)"
+  "$D/bin/dbsparse" bench spmv --no-shared --precision f32,f64 --json "$OUT/bench_spmv.json" "$@" \
+    2>>"$OUT/bench_progress.log" | grep -v '^jit' >"$OUT/bench_spmv.txt"
   sed -n '/summary/,$p' "$OUT/bench_spmv.txt"
 fi
 if [ "$mode" = tune ]; then
