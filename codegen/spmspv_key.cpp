@@ -3,13 +3,21 @@
 #include <fmt/format.h>
 
 #include "codegen/key_text.hpp"
+#include "dbsparse/abi/spmspv.h"
 
 namespace dbsparse::codegen {
 namespace {
 
-constexpr const char* kTypeNames[] = {"coo", "dense", "csr", "csc", "pcsr"};
-constexpr const char* kTypeMacros[] = {"DBS_HAS_COO", "DBS_HAS_DENSE", "DBS_HAS_CSR", "DBS_HAS_CSC",
-                                       "DBS_HAS_PCSR"};
+constexpr int kTypes = dbs::kBlockTypeCount;
+constexpr const char* kTypeNames[kTypes] = {"coo", "dense", "csr", "csc"};
+constexpr const char* kTypeMacros[kTypes] = {"DBS_HAS_COO", "DBS_HAS_DENSE", "DBS_HAS_CSR", "DBS_HAS_CSC"};
+// The device functor of each semiring (templates/spmspv_blocks.cuh), by dbsparse::Semiring.
+const char* semiring_functor(Semiring s) {
+  switch (s) {
+    case Semiring::PlusTimes: return "PlusTimes";
+  }
+  return "?";
+}
 
 [[noreturn]] void bad_key(std::string_view text, const std::string& why) {
   throw UsageError(fmt::format("bad spmspv kernel key '{}': {} (form: "
@@ -29,11 +37,10 @@ const char* to_string(Direction d) {
   return "?";
 }
 
-const char* to_string(Semiring) { return "plus_times"; }
 
 std::string SpmspvKey::to_string() const {
   std::string t;
-  for (int i = 0; i < 5; ++i)
+  for (int i = 0; i < kTypes; ++i)
     if (types & (1u << i)) t += (t.empty() ? "" : "+") + std::string(kTypeNames[i]);
   return fmt::format("spmspv.{}.{}.{}.bs16.t={}{}", codegen::to_string(direction), codegen::to_string(value),
                      codegen::to_string(semiring), t.empty() ? "none" : t,
@@ -52,7 +59,11 @@ SpmspvKey SpmspvKey::parse(std::string_view text) {
   if (p[2] == "f32") k.value = ValueType::F32;
   else if (p[2] == "f64") k.value = ValueType::F64;
   else bad_key(text, fmt::format("unknown value type '{}'", p[2]));
-  if (p[3] != "plus_times") bad_key(text, fmt::format("unknown semiring '{}'", p[3]));
+  try {
+    k.semiring = dbsparse::semiring_from_string(p[3]);
+  } catch (const UsageError&) {
+    bad_key(text, fmt::format("unknown semiring '{}'", p[3]));
+  }
   if (p[4] != "bs16") bad_key(text, "block size must be bs16");
   if (!p[5].starts_with("t=")) bad_key(text, "types part must be t=<type>+<type>... or t=none");
   k.types = 0;
@@ -61,10 +72,10 @@ SpmspvKey SpmspvKey::parse(std::string_view text) {
     int last = -1;
     for (auto name : split_key(list, '+')) {
       int found = -1;
-      for (int i = 0; i < 5; ++i)
+      for (int i = 0; i < kTypes; ++i)
         if (name == kTypeNames[i]) found = i;
       if (found < 0) bad_key(text, fmt::format("unknown block type '{}'", name));
-      if (found <= last) bad_key(text, "block types must be listed once, in the order coo+dense+csr+csc+pcsr");
+      if (found <= last) bad_key(text, "block types must be listed once, in the order coo+dense+csr+csc");
       last = found;
       k.types |= static_cast<uint8_t>(1u << found);
     }
@@ -80,11 +91,11 @@ KernelSource make_source(const SpmspvKey& key) {
   KernelSource ks;
   ks.key = key.to_string();
   const char* t = cuda_type(key.value);
-  std::string src = fmt::format("// dbsparse generated kernel: {}\n#define DBS_KEY \"{}\"\n", ks.key, ks.key);
-  src += fmt::format("#define DBS_VALUE_T {}\n", t);
+  // Only macros the templates read; the value type is a template argument (name expressions).
+  std::string src = fmt::format("// dbsparse generated kernel: {}\n", ks.key);
   src += fmt::format("#define DBS_DIR {}\n", static_cast<int>(key.direction));
-  src += "#define DBS_SEMIRING PlusTimes\n";
-  for (int i = 0; i < 5; ++i) src += fmt::format("#define {} {}\n", kTypeMacros[i], (key.types >> i) & 1u);
+  src += fmt::format("#define DBS_SEMIRING {}\n", semiring_functor(key.semiring));
+  for (int i = 0; i < kTypes; ++i) src += fmt::format("#define {} {}\n", kTypeMacros[i], (key.types >> i) & 1u);
   src += fmt::format("#define DBS_PULL_COO_WARP {}\n", key.pull_coo == PullCoo::Warp ? 1 : 0);
   src += "#include \"spmspv.cuh\"\n";
   ks.source = std::move(src);
@@ -98,12 +109,13 @@ std::vector<SpmspvKey> spmspv_search_space(bool include_opt_in) {
   std::vector<SpmspvKey> out;
   for (auto d : {Direction::Auto, Direction::Push, Direction::Pull})
     for (auto v : {ValueType::F32, ValueType::F64})
-      for (unsigned t = 0; t < 32; ++t) out.push_back(SpmspvKey{d, v, Semiring::PlusTimes, static_cast<uint8_t>(t)});
+      for (unsigned t = 0; t < (1u << kTypes); ++t)
+        out.push_back(SpmspvKey{d, v, Semiring::PlusTimes, static_cast<uint8_t>(t)});
   if (!include_opt_in) return out;
   // The warp-wide COO walk (opt-in, pull side only): the variants that have COO blocks.
   for (auto d : {Direction::Auto, Direction::Pull})
     for (auto v : {ValueType::F32, ValueType::F64})
-      for (unsigned t = 1; t < 32; t += 2)
+      for (unsigned t = 1; t < (1u << kTypes); t += 2)
         out.push_back(SpmspvKey{d, v, Semiring::PlusTimes, static_cast<uint8_t>(t), PullCoo::Warp});
   return out;
 }

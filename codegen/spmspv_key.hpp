@@ -10,22 +10,23 @@
 
 #include "codegen/kernel_source.hpp"
 #include "codegen/value_type.hpp"
+#include "dbsparse/semiring.hpp"
 
 namespace dbsparse::codegen {
 
 enum class Direction { Auto, Push, Pull };
-enum class Semiring { PlusTimes };
+using dbsparse::Semiring;
 // How the pull path walks COO blocks: each by the lane that holds it (Lane), or all of a segment
 // pair's COO entries spread over the warp, coalesced (Warp; the key gains ".coo=warp").
 enum class PullCoo { Lane, Warp };
 const char* to_string(Direction d);
-const char* to_string(Semiring s);
+using dbsparse::to_string;
 
 struct SpmspvKey {
   Direction direction = Direction::Auto;
   ValueType value = ValueType::F32;
   Semiring semiring = Semiring::PlusTimes;
-  uint8_t types = 0x1f;  // bit i: BlockType i present (coo, dense, csr, csc, pcsr)
+  uint8_t types = 0x0f;  // bit i: block type i present (coo, dense, csr, csc: abi/spmspv.h)
   PullCoo pull_coo = PullCoo::Lane;
 
   std::string to_string() const;

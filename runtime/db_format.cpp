@@ -25,7 +25,6 @@ const char* to_string(BlockType t) {
     case BlockType::Dense: return "dense";
     case BlockType::ForceCsr: return "csr";
     case BlockType::ForceCsc: return "csc";
-    case BlockType::PatchedCsr: return "pcsr";
   }
   return "?";
 }
@@ -42,8 +41,9 @@ BlockType choose_block_type(const int row_nnz[16], const int col_nnz[16], int nn
   const double mean = nnz / 16.0 + 1e-9;
   const double skew_r = max_r / mean, skew_c = max_c / mean;
   if (skew_r / skew_c > th.th2) return BlockType::ForceCsc;
-  if (skew_c / skew_r > th.th2) return BlockType::ForceCsr;
-  return BlockType::PatchedCsr;
+  // Columns skewed, or neither: the paper's patched CSR in the balanced case is stored and walked as
+  // ForceCSR (db_matrix.hpp says why), so both are ForceCSR.
+  return BlockType::ForceCsr;
 }
 
 namespace {
@@ -79,8 +79,8 @@ class BlockWriter {
     // matrices are COO, so the line counts are made only for the others.
     BlockType t = n < th.th0   ? BlockType::Coo
                   : n > th.th1 ? BlockType::Dense
-                               : BlockType::PatchedCsr;
-    if (t == BlockType::PatchedCsr) {
+                               : BlockType::ForceCsr;
+    if (t == BlockType::ForceCsr) {  // not decided by nnz: by skew
       for (int e = 0; e < n; ++e) {
         int r = rc[e] >> 4, c = rc[e] & 15;
         ++rn[r];
@@ -116,24 +116,6 @@ class BlockWriter {
         // Row-major input visits each column's rows in increasing order: column-major, sorted.
         for (int e = 0; e < n; ++e) out[next[rc[e] & 15]++] = val[e];
         put_lines(aux(kLineArrayBytes), cptr, cmask);
-        break;
-      }
-      case BlockType::PatchedCsr: {
-        std::memcpy(grow(d_.values, n, "values"), val, n * sizeof(T));
-        if (!th.pcsr_columns) {  // rows only: the same payload as ForceCSR (see DbThresholds)
-          put_lines(aux(kLineArrayBytes), rptr, rmask);
-          break;
-        }
-        uint8_t* a = aux(kLineArrayBytes + 34 + n);
-        put_lines(a, rptr, rmask);
-        std::memcpy(a + kLineArrayBytes, cptr, 34);
-        uint8_t* bytes = a + kLineArrayBytes + 34;
-        uint16_t next[16];
-        std::memcpy(next, cptr, sizeof next);
-        for (int e = 0; e < n; ++e) {
-          int r = rc[e] >> 4;
-          bytes[next[rc[e] & 15]++] = static_cast<uint8_t>(r << 4 | (e - rptr[r]));
-        }
         break;
       }
     }
@@ -299,7 +281,6 @@ void for_each_entry(const DbMatrix<T>& d, int64_t id, F&& f) {
         if (v[e] != T(0)) f(e >> 4, e & 15, v[e]);
       return;
     case BlockType::ForceCsr:
-    case BlockType::PatchedCsr:
       lines();
       for (int r = 0; r < 16; ++r)
         for (uint32_t bits = mask[r], k = ptr[r]; bits; bits &= bits - 1, ++k)

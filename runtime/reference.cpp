@@ -44,8 +44,11 @@ std::vector<double> spmv(const CsrMatrix<T>& a, std::span<const T> x, double alp
 
 template <class T>
 std::vector<double> spmspv(const CsrMatrix<T>& a, std::span<const int32_t> x_idx,
-                           std::span<const T> x_val) {
+                           std::span<const T> x_val, Semiring semiring) {
   check_size("spmspv x values", x_val.size(), x_idx.size());
+  switch (semiring) {
+    case Semiring::PlusTimes: break;  // the only one so far: (+, x) below
+  }
   // Expand x and do a dense-x product: the simplest route that is clearly right.
   std::vector<double> x(static_cast<size_t>(a.cols), 0.0);
   for (size_t k = 0; k < x_idx.size(); ++k) {
@@ -192,7 +195,7 @@ double relative_error(std::span<const double> ref, std::span<const T> y) {
   template std::vector<double> spmv(const CsrMatrix<T>&, std::span<const T>, double, double,       \
                                     std::span<const T>);                                           \
   template std::vector<double> spmspv(const CsrMatrix<T>&, std::span<const int32_t>,              \
-                                      std::span<const T>);                                         \
+                                      std::span<const T>, Semiring);                               \
   template BfsResult bfs(const CsrMatrix<T>&, int32_t);                                            \
   template bool bfs_parents_valid(const CsrMatrix<T>&, int32_t, std::span<const int32_t>,         \
                                   std::span<const int32_t>);                                       \

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -15,32 +16,9 @@
 namespace dbsparse {
 namespace {
 
-constexpr int kWarps = 4, kPushChunk = 8;  // as in templates/spmspv.cuh
-constexpr int kSegmentWeight = 16;         // paper §3.3.2: a new segment once the weight reaches 16
-
-// Host mirror of dbs::SpmspvArgs<T>: the kernel takes it by value.
-struct ArgsHost {
-  uint64_t blk_col_idx, blk_col_ptr, csc2csr, meta, values, aux, segments, tasks, state, xmask, x, y;
-  int32_t rows, cols, block_cols, nsegments;
-  float th3;
-  int32_t ntasks;
-};
-static_assert(sizeof(ArgsHost) == 120);
-
-// Mirror of dbs::SpmspvState.
-struct StateHost {
-  uint32_t nonempty, direction, prep_ticket, last_direction, last_nonempty;
-  uint32_t gen, cnt_nonempty[2], bar_count, bar_gen;
-};
-static_assert(sizeof(StateHost) == 40);
-
-int block_weight(uint8_t type) {
-  switch (static_cast<BlockType>(type)) {
-    case BlockType::Dense: return 4;
-    case BlockType::Coo: return 1;
-    default: return 2;
-  }
-}
+using dbs::kWarps;
+using dbs::kPushChunk;
+using dbs::kSegmentWeight;
 
 // Index bytes the pull path reads for a visited block: patched CSR is read by its row walk
 // (row_ptr + row_mask), never through its column part.
@@ -49,13 +27,23 @@ int64_t aux_bytes_read(const BlockMeta& m) {
     case BlockType::Coo: return m.nnz;
     case BlockType::Dense: return 0;
     case BlockType::ForceCsr:
-    case BlockType::ForceCsc:
-    case BlockType::PatchedCsr: return 66;
+    case BlockType::ForceCsc: return 66;
   }
   return 0;
 }
 
 }  // namespace
+
+// No rule between fields: th0 >= th1 is legal (COO is tested first), and the tests use it to make
+// every block COO or every block Dense. The search leaves such points out (tools/ops/spmspv_op.cpp).
+void SpmspvConfig::check() const {}
+
+SpmspvConfig SpmspvConfig::paper() {
+  SpmspvConfig c;
+  c.th3 = 0.01;
+  c.th3_scale = "none";
+  return c;
+}
 
 const char* to_string(SpmspvDirection d) {
   switch (d) {
@@ -72,16 +60,16 @@ struct SpmspvPlan<T>::Impl {
   int64_t nnz = 0;
   SpmspvStats stats;
   Config config;
+  SpmspvConfig typed;
+  Semiring semiring = Semiring::PlusTimes;
   KernelInfo kernel;
   DeviceBuffer<int32_t> blk_col_idx, blk_col_ptr, csc2csr;
   DeviceBuffer<BlockMeta> meta;
   DeviceBuffer<T> values;
   DeviceBuffer<uint8_t> aux;
-  DeviceBuffer<int32_t> segments;  // int4 each
-  DeviceBuffer<uint32_t> tasks;    // uint2 each
-  DeviceBuffer<StateHost> state;
-  DeviceBuffer<uint16_t> xmask;
-  DeviceBuffer<T> x_scatter;       // all-zero between runs
+  DeviceBuffer<dbs::Segment> segments;
+  DeviceBuffer<dbs::PushTask> tasks;
+  mutable SpmspvWorkspace<T> own;  // the plan's own workspace (see SpmspvWorkspace)
   CUfunction prep = nullptr, compute = nullptr, scatter = nullptr, unscatter = nullptr, fused = nullptr;
   unsigned prep_grid = 1, compute_grid = 1;
   unsigned fused_grid = 0;  // 0: no cooperative launch on this device; two launches instead
@@ -107,15 +95,15 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->cols = a.cols;
   p->nnz = a.nnz();
   p->config = opt.config ? *opt.config
-                         : lookup_config(info_.record().fingerprint, structure_fingerprint(a), "spmspv", "",
-                                         [&] { return compute_features(a); });
-  const auto& prm = p->config.params;
-  // Keys a config leaves out take default_params("spmspv"); wrong kinds are UsageErrors.
-  auto num = [&](const char* k) { return config_number(prm, "spmspv", k); };
-  DbThresholds th{static_cast<int>(num("th0")), static_cast<int>(num("th1")), num("th2")};
-  const double th3 = num("th3");
-  const std::string th3_scale = config_choice(prm, "spmspv", "th3_scale", {"nnz_per_block", "none"});
-  const std::string pull_coo = config_choice(prm, "spmspv", "pull_coo", {"lane", "warp"});
+                         : lookup_config(info_.record().fingerprint, structure_fingerprint(a),
+                                         config_info<SpmspvConfig>(), "", [&] { return compute_features(a); });
+  // Keys a config leaves out take SpmspvConfig's defaults; wrong kinds and unknown keys are
+  // UsageErrors naming the key.
+  p->typed = config_from_json<SpmspvConfig>(p->config.params);
+  p->config.params = config_to_json(p->typed);
+  p->semiring = opt.semiring;
+  const SpmspvConfig& cfg = p->typed;
+  const DbThresholds th = cfg.thresholds();
 
   auto t0 = std::chrono::steady_clock::now();
   DbMatrix<T> db = csr_to_db(a, th);
@@ -126,43 +114,46 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   const double nnz_per_block = db.blocks() ? static_cast<double>(a.nnz()) / static_cast<double>(db.blocks()) : 1.0;
   // Stored as the kernel compares it (a float), so explain() shows the threshold actually used.
   p->stats.xb_threshold =
-      static_cast<float>(th3_scale == "none" ? th3 : th3 / std::max(1.0, nnz_per_block));
+      static_cast<float>(cfg.th3_scale == "none" ? cfg.th3 : cfg.th3 / std::max(1.0, nnz_per_block));
 
   // Pull: row blocks cut into segments by format weight; a segment alone in its row block writes
   // y directly, the others add atomically.
-  std::vector<int32_t> segs;
+  std::vector<dbs::Segment> segs;
   for (int32_t rb = 0; rb < db.block_rows; ++rb) {
     const size_t first = segs.size();
     int32_t start = db.blk_row_ptr[rb], weight = 0;
     for (int32_t b = start; b < db.blk_row_ptr[rb + 1]; ++b) {
-      weight += block_weight(db.meta[b].type);
+      weight += dbs::segment_weight(db.meta[b].type);
       if (weight >= kSegmentWeight || b + 1 == db.blk_row_ptr[rb + 1]) {
-        segs.insert(segs.end(), {rb, start, b + 1, 0});
+        segs.push_back({rb, start, b + 1, 0});
         start = b + 1;
         weight = 0;
       }
     }
-    if (segs.size() - first == 4) segs[first + 3] = 1;
+    if (segs.size() - first == 1) segs[first].alone = 1;
   }
-  p->stats.pull_segments = static_cast<int64_t>(segs.size() / 4);
+  static_assert(kSegmentWeight <= dbs::kSegmentMaxBlocks, "every block weighs at least 1");
+  p->stats.pull_segments = static_cast<int64_t>(segs.size());
   // Push: every chunk of every column block, listed once; the push path keeps the ones whose x
   // block is non-empty, so no run has to build a work list.
-  std::vector<uint32_t> tasks;
+  std::vector<dbs::PushTask> tasks;
+  if (db.block_cols >= (1 << dbs::kTaskCountShift))
+    throw UsageError(fmt::format("plan_spmspv: {} block columns exceed the push task's 28-bit column", db.block_cols));
   for (int32_t c = 0; c < db.block_cols; ++c)
     for (int32_t b = db.blk_col_ptr[c]; b < db.blk_col_ptr[c + 1]; b += kPushChunk) {
       const uint32_t nb = static_cast<uint32_t>(std::min(kPushChunk, db.blk_col_ptr[c + 1] - b));
-      tasks.push_back(static_cast<uint32_t>(c) | ((nb - 1) << 28));
-      tasks.push_back(static_cast<uint32_t>(b));
+      tasks.push_back({static_cast<uint32_t>(c) | ((nb - 1) << dbs::kTaskCountShift), static_cast<uint32_t>(b)});
     }
-  if (tasks.size() / 2 > static_cast<size_t>(INT32_MAX))
-    throw UsageError(fmt::format("plan_spmspv: {} push tasks exceed the 32-bit task count", tasks.size() / 2));
-  p->stats.push_tasks_max = static_cast<int64_t>(tasks.size() / 2);
+  if (tasks.size() > static_cast<size_t>(INT32_MAX))
+    throw UsageError(fmt::format("plan_spmspv: {} push tasks exceed the 32-bit task count", tasks.size()));
+  p->stats.push_tasks_max = static_cast<int64_t>(tasks.size());
 
   // Problem -> key: direction, value type and the block types present.
   codegen::SpmspvKey key;
   key.direction = static_cast<codegen::Direction>(static_cast<int>(opt.direction));
   key.value = codegen::value_type_of<T>();
-  key.pull_coo = pull_coo == "warp" ? codegen::PullCoo::Warp : codegen::PullCoo::Lane;
+  key.semiring = opt.semiring;
+  key.pull_coo = cfg.pull_coo == "warp" ? codegen::PullCoo::Warp : codegen::PullCoo::Lane;
   key.types = 0;
   for (int t = 0; t < kBlockTypes; ++t)
     if (p->stats.storage.blocks_by_type[t] > 0) key.types |= static_cast<uint8_t>(1u << t);
@@ -180,31 +171,34 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->meta = DeviceBuffer<BlockMeta>(std::span<const BlockMeta>(db.meta));
   p->values = DeviceBuffer<T>(std::span<const T>(db.values));
   p->aux = DeviceBuffer<uint8_t>(std::span<const uint8_t>(db.aux));
-  p->segments = DeviceBuffer<int32_t>(std::span<const int32_t>(segs));
-  if (tasks.empty()) tasks.assign(2, 0);
-  p->tasks = DeviceBuffer<uint32_t>(std::span<const uint32_t>(tasks));
-  p->state = DeviceBuffer<StateHost>(1);
-  p->state.fill_bytes(0);
-  p->xmask = DeviceBuffer<uint16_t>(static_cast<size_t>(std::max(db.block_cols, 1)));
-  p->x_scatter = DeviceBuffer<T>(static_cast<size_t>(std::max(a.cols, 1)));
-  p->x_scatter.fill_bytes(0);
+  p->segments = DeviceBuffer<dbs::Segment>(std::span<const dbs::Segment>(segs));
+  if (tasks.empty()) tasks.push_back({0, 0});
+  p->tasks = DeviceBuffer<dbs::PushTask>(std::span<const dbs::PushTask>(tasks));
   p->host_meta = std::move(db.meta);
+  SpmspvPlan<T> plan(std::move(p));
+  plan.impl_->own = plan.make_workspace();
+  Impl& q = *plan.impl_;
+  q.stats.device_bytes = static_cast<int64_t>(
+      (q.blk_col_idx.size() + q.blk_col_ptr.size() + q.csc2csr.size()) * 4 + q.meta.size() * sizeof(BlockMeta) +
+      q.values.size() * sizeof(T) + q.aux.size() + q.segments.size() * sizeof(dbs::Segment) +
+      q.tasks.size() * sizeof(dbs::PushTask) + q.own.bytes());
 
+  auto& pp = plan.impl_;
   int occ = 0;
-  DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, p->compute, kWarps * 32, 0));
-  p->compute_grid = static_cast<unsigned>(std::max(1, occ) * info_.sm_count);
+  DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, pp->compute, kWarps * 32, 0));
+  pp->compute_grid = static_cast<unsigned>(std::max(1, occ) * info_.sm_count);
   int coop = 0, occ_fused = 0;
   DBS_CU(cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, device_));
-  DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ_fused, p->fused, kWarps * 32, 0));
+  DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ_fused, pp->fused, kWarps * 32, 0));
   // Every block must be resident at once for the grid barrier: exactly what fits, no more.
-  if (opt.fused && coop && occ_fused > 0) p->fused_grid = static_cast<unsigned>(occ_fused * info_.sm_count);
+  if (opt.fused && coop && occ_fused > 0) pp->fused_grid = static_cast<unsigned>(occ_fused * info_.sm_count);
   const int64_t pairs = (db.block_cols + 1) / 2;
   // Each prep warp covers several x block pairs: fewer blocks means fewer same-address atomics
   // (the ticket, the counters), which are what a run at very low density pays for.
-  constexpr int64_t kPairsPerWarp = 8;  // as in templates/spmspv.cuh
-  p->prep_grid = static_cast<unsigned>(std::clamp<int64_t>(
+  constexpr int64_t kPairsPerWarp = dbs::kPairsPerWarp;
+  pp->prep_grid = static_cast<unsigned>(std::clamp<int64_t>(
       (pairs + kWarps * kPairsPerWarp - 1) / (kWarps * kPairsPerWarp), 1, int64_t(info_.sm_count) * 4));
-  return SpmspvPlan<T>(std::move(p));
+  return plan;
 }
 
 template <class T>
@@ -217,21 +211,62 @@ template <class T>
 SpmspvPlan<T>::~SpmspvPlan() = default;
 
 template <class T>
+SpmspvWorkspace<T> SpmspvPlan<T>::make_workspace() const {
+  SpmspvWorkspace<T> ws;
+  ws.state_ = DeviceBuffer<uint8_t>(sizeof(dbs::SpmspvState));
+  ws.state_.fill_bytes(0);
+  ws.xmask_ = DeviceBuffer<uint16_t>(static_cast<size_t>(std::max(impl_->block_cols, 1)));
+  ws.x_scatter_ = DeviceBuffer<T>(static_cast<size_t>(std::max(impl_->cols, 1)));
+  ws.x_scatter_.fill_bytes(0);
+  return ws;
+}
+
+
+template <class T>
 void SpmspvPlan<T>::run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream) const {
+  run(x, y, stream, impl_->own);
+}
+
+template <class T>
+void SpmspvPlan<T>::run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream,
+                        SpmspvWorkspace<T>& ws) const {
   if (x.size() != static_cast<size_t>(impl_->cols) || y.size() != static_cast<size_t>(impl_->rows))
     throw UsageError(fmt::format("SpmspvPlan::run: x has {} elements (need {}), y has {} (need {})",
                                  x.size(), impl_->cols, y.size(), impl_->rows));
-  run(x.ptr(), y.ptr(), stream.handle());
+  run(x.ptr(), y.ptr(), stream.handle(), ws);
 }
 
 template <class T>
 void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream) const {
+  run(x, y, stream, impl_->own);
+}
+
+template <class T>
+void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws) const {
   const Impl& p = *impl_;
-  ArgsHost args{p.blk_col_idx.ptr(), p.blk_col_ptr.ptr(), p.csc2csr.ptr(), p.meta.ptr(),  p.values.ptr(),
-                p.aux.ptr(),         p.segments.ptr(), p.tasks.ptr(), p.state.ptr(),
-                p.xmask.ptr(),       x,                y,             p.rows,
-                p.cols,              p.block_cols,     static_cast<int32_t>(p.stats.pull_segments),
-                static_cast<float>(p.stats.xb_threshold), static_cast<int32_t>(p.stats.push_tasks_max)};
+  if (ws.xmask_.size() != static_cast<size_t>(std::max(p.block_cols, 1)) ||
+      ws.x_scatter_.size() != static_cast<size_t>(std::max(p.cols, 1)) || ws.state_.size() != sizeof(dbs::SpmspvState))
+    throw UsageError("SpmspvPlan::run: the workspace is empty or another plan's (make it with plan.make_workspace())");
+  auto ptr = [](uint64_t v) { return reinterpret_cast<void*>(static_cast<uintptr_t>(v)); };
+  dbs::SpmspvArgs<T> args{};
+  args.blk_col_idx = static_cast<const int32_t*>(ptr(p.blk_col_idx.ptr()));
+  args.blk_col_ptr = static_cast<const int32_t*>(ptr(p.blk_col_ptr.ptr()));
+  args.csc2csr = static_cast<const int32_t*>(ptr(p.csc2csr.ptr()));
+  args.meta = static_cast<const dbs::BlockMeta*>(ptr(p.meta.ptr()));
+  args.values = static_cast<const T*>(ptr(p.values.ptr()));
+  args.aux = static_cast<const uint8_t*>(ptr(p.aux.ptr()));
+  args.segments = static_cast<const dbs::Segment*>(ptr(p.segments.ptr()));
+  args.tasks = static_cast<const dbs::PushTask*>(ptr(p.tasks.ptr()));
+  args.state = static_cast<dbs::SpmspvState*>(ptr(ws.state_.ptr()));
+  args.xmask = static_cast<uint16_t*>(ptr(ws.xmask_.ptr()));
+  args.x = static_cast<const T*>(ptr(x));
+  args.y = static_cast<T*>(ptr(y));
+  args.rows = p.rows;
+  args.cols = p.cols;
+  args.block_cols = p.block_cols;
+  args.nsegments = static_cast<int32_t>(p.stats.pull_segments);
+  args.xb_threshold = static_cast<float>(p.stats.xb_threshold);
+  args.ntasks = static_cast<int32_t>(p.stats.push_tasks_max);
   void* params[] = {&args};
   if (p.fused_grid) {
     DBS_CU(cuLaunchCooperativeKernel(p.fused, p.fused_grid, 1, 1, kWarps * 32, 1, 1, 0,
@@ -243,34 +278,53 @@ void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream) const {
 }
 
 template <class T>
+void SpmspvPlan<T>::run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz,
+                               DeviceBuffer<T>& y, const Stream& stream) const {
+  run_sparse(x_idx, x_val, x_nnz, y, stream, impl_->own);
+}
+
+template <class T>
 void SpmspvPlan<T>::run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val,
-                               int32_t x_nnz, DeviceBuffer<T>& y, const Stream& stream) const {
+                               int32_t x_nnz, DeviceBuffer<T>& y, const Stream& stream,
+                               SpmspvWorkspace<T>& ws) const {
   const Impl& p = *impl_;
   if (x_nnz < 0 || x_idx.size() < static_cast<size_t>(x_nnz) || x_val.size() < static_cast<size_t>(x_nnz))
     throw UsageError("SpmspvPlan::run_sparse: x_nnz exceeds the index or value buffer");
   if (y.size() != static_cast<size_t>(p.rows)) throw UsageError("SpmspvPlan::run_sparse: y has the wrong size");
-  uint64_t idx = x_idx.ptr(), val = x_val.ptr(), xd = p.x_scatter.ptr();
+  uint64_t idx = x_idx.ptr(), val = x_val.ptr(), xd = ws.x_scatter_.ptr();
   int n = x_nnz;
   const unsigned grid = static_cast<unsigned>(std::clamp((n + 127) / 128, 1, 1024));
   void* scatter_params[] = {&idx, &val, &n, &xd};
   if (n) p.launch(p.scatter, grid, scatter_params, stream.handle());
-  run(xd, y.ptr(), stream.handle());
+  run(xd, y.ptr(), stream.handle(), ws);
   void* unscatter_params[] = {&idx, &n, &xd};
   if (n) p.launch(p.unscatter, grid, unscatter_params, stream.handle());
 }
 
+namespace {
+dbs::SpmspvState read_state(const DeviceBuffer<uint8_t>& state, const Stream& stream) {
+  stream.synchronize();
+  auto bytes = state.download();
+  dbs::SpmspvState s{};
+  std::memcpy(&s, bytes.data(), sizeof s);
+  return s;
+}
+}  // namespace
+
 template <class T>
 SpmspvDirection SpmspvPlan<T>::last_direction(const Stream& stream) const {
-  stream.synchronize();
-  auto s = impl_->state.download();
-  return s[0].last_direction == 1 ? SpmspvDirection::Push : SpmspvDirection::Pull;
+  return last_direction(stream, impl_->own);
+}
+
+template <class T>
+SpmspvDirection SpmspvPlan<T>::last_direction(const Stream& stream, const SpmspvWorkspace<T>& ws) const {
+  return read_state(ws.state_, stream).last_direction == dbs::kDirPush ? SpmspvDirection::Push : SpmspvDirection::Pull;
 }
 
 template <class T>
 double SpmspvPlan<T>::last_xb(const Stream& stream) const {
-  stream.synchronize();
-  auto s = impl_->state.download();
-  return impl_->block_cols ? static_cast<double>(s[0].last_nonempty) / impl_->block_cols : 0.0;
+  const auto s = read_state(impl_->own.state_, stream);
+  return impl_->block_cols ? static_cast<double>(s.last_nonempty) / impl_->block_cols : 0.0;
 }
 
 template <class T>
@@ -304,14 +358,20 @@ template <class T>
 const Config& SpmspvPlan<T>::config() const { return impl_->config; }
 template <class T>
 const KernelInfo& SpmspvPlan<T>::kernel() const { return impl_->kernel; }
+template <class T>
+const SpmspvConfig& SpmspvPlan<T>::typed_config() const { return impl_->typed; }
+template <class T>
+Semiring SpmspvPlan<T>::semiring() const { return impl_->semiring; }
 
 template <class T>
 std::string SpmspvPlan<T>::explain() const {
   const Impl& p = *impl_;
   return fmt::format(
-      "spmspv plan: {} x {}, nnz {}, {} blocks, {} pull segments, {} push tasks; push while xb < {:.4g}\n"
+      "spmspv plan ({}): {} x {}, nnz {}, {} blocks, {} pull segments, {} push tasks; push while xb < {:.4g}\n"
+      "  device bytes {} (format, segments, tasks, workspace)\n"
       "  config ({}): {}{}\n  kernel: {} (binary from {}: {:.2f} ms; module load {:.2f} ms)\n{}",
-      p.rows, p.cols, p.nnz, p.host_meta.size(), p.stats.pull_segments, p.stats.push_tasks_max, p.stats.xb_threshold,
+      to_string(p.semiring), p.rows, p.cols, p.nnz, p.host_meta.size(), p.stats.pull_segments, p.stats.push_tasks_max,
+      p.stats.xb_threshold, p.stats.device_bytes,
       to_string(p.config.source), p.config.params.dump(),
       p.config.note.empty() ? "" : "  [" + p.config.note + "]", p.kernel.key, p.kernel.origin,
       p.kernel.acquire_ms, p.kernel.load_ms, p.stats.storage.to_text());

@@ -15,7 +15,8 @@ namespace dbsparse {
 template <class T>
 SpmvPlan<T> Context::plan_spmv(const CsrMatrix<T>& a) {
   auto fp = structure_fingerprint(a);
-  auto config = lookup_config(info_.record().fingerprint, fp, "spmv", "", [&] { return compute_features(a); });
+  auto config =
+      lookup_config(info_.record().fingerprint, fp, config_info<SpmvConfig>(), "", [&] { return compute_features(a); });
   return build_spmv(a, config, std::move(fp));
 }
 
@@ -130,8 +131,12 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
   plan.nnz_ = a.nnz();
   plan.matrix_fp_ = std::move(fingerprint);
   plan.config_ = config;
+  // Keys a config leaves out take SpmvConfig's defaults; wrong kinds, values out of range and
+  // unknown keys are UsageErrors naming the key.
+  plan.typed_ = config_from_json<SpmvConfig>(config.params);
+  plan.config_.params = config_to_json(plan.typed_);
   // Problem -> keys: the config decides the variants; the keys are all the JIT sees.
-  const SpmvLayout layout = choose_spmv_layout(plan.config_.params, a.rows, a.nnz(), codegen::value_type_of<T>());
+  const SpmvLayout layout = choose_spmv_layout(plan.typed_, a.rows, a.nnz(), codegen::value_type_of<T>());
   plan.row_ptr_ = DeviceBuffer<int32_t>(std::span<const int32_t>(a.row_ptr));
   plan.col_idx_ = DeviceBuffer<int32_t>(std::span<const int32_t>(a.col_idx));
   plan.values_ = DeviceBuffer<T>(std::span<const T>(a.values));

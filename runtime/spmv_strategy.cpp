@@ -2,12 +2,10 @@
 
 #include <algorithm>
 #include <limits>
-#include <type_traits>
 
 #include <fmt/format.h>
 
 #include "dbsparse/error.hpp"
-#include "dbsparse/tuning_db.hpp"
 
 namespace dbsparse {
 namespace {
@@ -23,33 +21,35 @@ codegen::SpmvKey checked(const codegen::SpmvKey& key) {
   return codegen::SpmvKey::parse(key.to_string());
 }
 
+bool power_of_two(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
 }  // namespace
 
-// A parameter from the config, else its default (one place for defaults: default_params).
-// Wrong kinds (a string for block_size) are UsageErrors naming the key (config_number/string).
-template <class V>
-V param(const nlohmann::json& params, const std::string& name) {
-  if constexpr (std::is_same_v<V, std::string>) return config_string(params, "spmv", name);
-  else return static_cast<V>(config_number(params, "spmv", name));
+void SpmvConfig::check() const {
+  auto bad = [](const std::string& what) { throw UsageError("spmv config: " + what); };
+  if (block_size % 32 != 0) bad(fmt::format("'block_size' must be a multiple of 32, got {}", block_size));
+  if (lanes != 0 && (lanes < 2 || !power_of_two(lanes)))
+    bad(fmt::format("'lanes' must be 0 (from the mean) or 2, 4, 8, 16, 32, got {}", lanes));
+  const int v[4] = {v1_lanes, v2_lanes, v3_lanes, v4_lanes};
+  for (int i = 0; i < 4; ++i) {
+    if (!power_of_two(v[i])) bad(fmt::format("'v{}_lanes' must be 2, 4, 8, 16 or 32, got {}", i + 1, v[i]));
+    if (i && v[i] <= v[i - 1])
+      bad(fmt::format("vector bins must widen: 'v{}_lanes' {} <= 'v{}_lanes' {}", i + 1, v[i], i, v[i - 1]));
+  }
+  const int64_t widest = int64_t{v4_lanes} * std::max(lane_entries_f32, lane_entries_f64);
+  if (block_max_len < widest)
+    bad(fmt::format("'block_max_len' {} is below the widest vector bin (v4_lanes x lane_entries = {})",
+                    block_max_len, widest));
 }
 
-// Entries a lane takes before a wider group pays off, by value type (see the header).
-int lane_entries(const nlohmann::json& params, codegen::ValueType value) {
-  const int e = param<int>(params, value == codegen::ValueType::F32 ? "lane_entries_f32" : "lane_entries_f64");
-  if (e < 1 || e > 1024) throw UsageError(fmt::format("spmv lane_entries {} is outside [1, 1024]", e));
-  return e;
-}
-
-codegen::SpmvKey choose_spmv_key(const nlohmann::json& params, int64_t rows, int64_t nnz,
-                                 codegen::ValueType value) {
+codegen::SpmvKey choose_spmv_key(const SpmvConfig& cfg, int64_t rows, int64_t nnz, codegen::ValueType value) {
   using codegen::SpmvStrategy;
   codegen::SpmvKey key;
   key.value = value;
-  key.block_size = param<int>(params, "block_size");
-  const std::string strategy = param<std::string>(params, "strategy");
+  key.block_size = cfg.block_size;
   const double mean = rows > 0 ? static_cast<double>(nnz) / static_cast<double>(rows) : 0.0;
-  const int lanes = params.contains("lanes") ? param<int>(params, "lanes") : 0;  // no default: chosen by mean
-  const int entries = lane_entries(params, value);
+  const int entries = cfg.lane_entries(value == codegen::ValueType::F64);
+  const std::string& strategy = cfg.strategy;
   if (strategy == "scalar") {
     key.strategy = SpmvStrategy::Scalar;
   } else if (strategy == "vector") {
@@ -62,47 +62,34 @@ codegen::SpmvKey choose_spmv_key(const nlohmann::json& params, int64_t rows, int
     if (mean <= entries) key.strategy = SpmvStrategy::Scalar;
     else if (mean <= 32.0 * entries) key.strategy = SpmvStrategy::Vector;
     else key.strategy = SpmvStrategy::Block;
-  } else if (strategy == "classified") {
-    throw UsageError("choose_spmv_key: 'classified' has several kernels; use choose_spmv_layout");
   } else {
-    throw UsageError(fmt::format(
-        "unknown spmv strategy '{}' (expected classified, uniform, scalar, vector, block or longrow)", strategy));
+    // SpmvConfig's reader admits only the strategies above and "classified".
+    throw UsageError("choose_spmv_key: 'classified' has several kernels; use choose_spmv_layout");
   }
-  if (key.strategy == SpmvStrategy::Vector) key.lanes = lanes > 0 ? lanes : lanes_for_mean(mean, entries);
+  if (key.strategy == SpmvStrategy::Vector) key.lanes = cfg.lanes > 0 ? cfg.lanes : lanes_for_mean(mean, entries);
   return checked(key);
 }
 
-SpmvLayout choose_spmv_layout(const nlohmann::json& params, int64_t rows, int64_t nnz,
-                              codegen::ValueType value) {
+SpmvLayout choose_spmv_layout(const SpmvConfig& cfg, int64_t rows, int64_t nnz, codegen::ValueType value) {
   using codegen::SpmvStrategy;
+  cfg.check();
   SpmvLayout layout;
-  layout.longrow_chunk = param<int64_t>(params, "longrow_chunk");
-  layout.fold_share = param<double>(params, "fold_share");
-  layout.fuse_bins = param<int>(params, "fuse_bins") != 0;
-  if (layout.longrow_chunk < 256 || layout.longrow_chunk > (int64_t{1} << 30))
-    throw UsageError(fmt::format("spmv longrow_chunk {} is outside [256, 2^30]", layout.longrow_chunk));
-  const std::string strategy = param<std::string>(params, "strategy");
-  if (strategy != "classified") {
-    layout.bins.push_back({choose_spmv_key(params, rows, nnz, value), std::numeric_limits<int64_t>::max()});
+  layout.longrow_chunk = cfg.longrow_chunk;
+  layout.fold_share = cfg.fold_share;
+  layout.fuse_bins = cfg.fuse_bins != 0;
+  if (cfg.strategy != "classified") {
+    layout.bins.push_back({choose_spmv_key(cfg, rows, nnz, value), std::numeric_limits<int64_t>::max()});
     return layout;
   }
   layout.classified = true;
-  const int block = param<int>(params, "block_size");
-  const int64_t entries = lane_entries(params, value);
+  const int block = cfg.block_size;
+  const int64_t entries = cfg.lane_entries(value == codegen::ValueType::F64);
   auto key = [&](SpmvStrategy s, int lanes) { return checked(codegen::SpmvKey{value, s, block, lanes}); };
   layout.bins.push_back({key(SpmvStrategy::Scalar, 0), entries});
-  int lanes[4];
-  for (int v = 0; v < 4; ++v) {
-    lanes[v] = param<int>(params, fmt::format("v{}_lanes", v + 1));
-    layout.bins.push_back({key(SpmvStrategy::Vector, lanes[v]), lanes[v] * entries});
-  }
-  layout.bins.push_back({key(SpmvStrategy::Block, 0), param<int64_t>(params, "block_max_len")});
+  const int lanes[4] = {cfg.v1_lanes, cfg.v2_lanes, cfg.v3_lanes, cfg.v4_lanes};
+  for (int v = 0; v < 4; ++v) layout.bins.push_back({key(SpmvStrategy::Vector, lanes[v]), lanes[v] * entries});
+  layout.bins.push_back({key(SpmvStrategy::Block, 0), cfg.block_max_len});
   layout.bins.push_back({key(SpmvStrategy::LongRow, 0), std::numeric_limits<int64_t>::max()});
-  for (size_t b = 1; b < layout.bins.size(); ++b)
-    if (layout.bins[b].max_len < layout.bins[b - 1].max_len)
-      throw UsageError(fmt::format("spmv classified cutoffs must not decrease (bin {} ends at {}, bin {} at {}): "
-                                   "vector lanes must grow and block_max_len must be at least the widest bin's",
-                                   b - 1, layout.bins[b - 1].max_len, b, layout.bins[b].max_len));
   layout.fused_key = checked(codegen::SpmvKey{value, SpmvStrategy::Classified, block, lanes[0], lanes[1], lanes[2], lanes[3]});
   return layout;
 }

@@ -5,9 +5,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "codegen/spmv_key.hpp"
+#include "dbsparse/spmv.hpp"
 
 namespace dbsparse {
 
@@ -18,15 +17,13 @@ namespace dbsparse {
 // 37.8-48.3 us vs 45.6-57.4 with 2), f64 at about 1 (7-entry rows 2 lanes 88.6 vs scalar 100.6;
 // 27-entry rows 8 lanes 49.0-65.7 vs 55.3-71.6 with 4): lane_entries_f32 = 8, lane_entries_f64 = 4.
 //
-// A single strategy for the whole matrix. params["strategy"]:
-//   "scalar", "vector" (params["lanes"], 0: from the mean), "block", "longrow";
+// A single strategy for the whole matrix. config.strategy:
+//   "scalar", "vector" (config.lanes, 0: from the mean), "block", "longrow";
 //   "uniform": one strategy chosen from rows, nnz and the mean row length (adaptive-csr-spmv.txt),
 //     no read-back: mean <= E scalar; mean <= 32 E vector with the smallest power of two >= mean/E
 //     lanes, in [2, 32]; longer: block per row.
-// Missing parameters take default_params("spmv"). Throws UsageError for an unknown strategy,
-// and for "classified" (see choose_spmv_layout).
-codegen::SpmvKey choose_spmv_key(const nlohmann::json& params, int64_t rows, int64_t nnz,
-                                 codegen::ValueType value);
+// Throws UsageError for "classified" (see choose_spmv_layout).
+codegen::SpmvKey choose_spmv_key(const SpmvConfig& config, int64_t rows, int64_t nnz, codegen::ValueType value);
 
 // One bin of a classified plan: rows of length (previous max_len, max_len] run `key`.
 struct SpmvBin {
@@ -35,7 +32,7 @@ struct SpmvBin {
 };
 
 // The plan's layout: one bin (uniform or forced strategy) or the classified bins, shortest rows
-// first, the last one unbounded. Classified (defaults from default_params("spmv")):
+// first, the last one unbounded. Classified (defaults: SpmvConfig):
 //   scalar up to E entries, then vector bins of v1..v4_lanes (2, 4, 8, 32) lanes up to lanes x E
 //     entries each (f32: 8, 16, 32, 64, 256; f64: 4, 8, 16, 32, 128);
 //   block_max_len 4096: a 256-thread block takes 1024 entries a step, at most 4 steps; at 65536
@@ -48,14 +45,13 @@ struct SpmvBin {
 struct SpmvLayout {
   bool classified = false;
   std::vector<SpmvBin> bins;
-  // Set from the config by choose_spmv_layout (defaults: default_params("spmv")).
+  // Set from the config by choose_spmv_layout.
   int64_t longrow_chunk = 0;
   double fold_share = 0;
   bool fuse_bins = true;
   codegen::SpmvKey fused_key;  // classified: the one-launch kernel for these bins
 };
-SpmvLayout choose_spmv_layout(const nlohmann::json& params, int64_t rows, int64_t nnz,
-                              codegen::ValueType value);
+SpmvLayout choose_spmv_layout(const SpmvConfig& config, int64_t rows, int64_t nnz, codegen::ValueType value);
 
 // Thread blocks a row kernel (scalar, vector, block) is launched with for `rows` rows.
 int64_t spmv_grid(const codegen::SpmvKey& key, int64_t rows);

@@ -3,9 +3,10 @@
 // direction; spmspv_compute reads that device-side flag and runs push or pull. No
 // host round trip between them, so plan.run() never synchronises.
 //
-// Macros from the generated source: DBS_VALUE_T, DBS_DIR (0 auto, 1 push only, 2 pull only),
-// DBS_HAS_{COO,DENSE,CSR,CSC,PCSR} (block types present; absent ones are compiled out),
-// DBS_PULL_COO_WARP (pull walks COO blocks warp-wide: coo_by_warp).
+// Macros from the generated source: DBS_DIR (0 auto, 1 push only, 2 pull only),
+// DBS_SEMIRING (the device functor: PlusTimes), DBS_HAS_{COO,DENSE,CSR,CSC} (block types present;
+// absent ones are compiled out), DBS_PULL_COO_WARP (pull walks COO blocks warp-wide: coo_by_warp).
+// Structs and constants shared with the host: include/dbsparse/abi/spmspv.h.
 #pragma once
 #include "spmspv_blocks.cuh"
 
@@ -14,50 +15,6 @@
 #endif
 
 namespace dbs {
-
-constexpr int kWarps = 4;        // per thread block, in both paths (paper §3.3.2)
-constexpr int kPushChunk = 8;    // matrix blocks per push task
-// 12 resident blocks (48 warps) per SM caps registers at 40: without a minimum, ptxas kept the
-// auto variant at 48 registers and the single-path ones at 32 with local-memory spills (sm_90,
-// -Xptxas -v, 2026-11-29).
-constexpr int kComputeBlocksPerSm = 12;
-
-// Device-side state owned by the plan. prep's counters are reset by prep's own last block, after
-// it has copied what spmspv_compute needs into the fields that survive until the next run.
-struct SpmspvState {
-  unsigned nonempty;        // non-empty x blocks, counted by prep
-  unsigned direction;       // 1 push, 2 pull: written by prep's last block
-  unsigned prep_ticket;
-  unsigned last_direction;  // kept for the host to read back
-  unsigned last_nonempty;
-  // The fused kernel (one launch): the counter alternates between two slots by run, so the slot a
-  // run uses is never the one being cleared for the next; bar_* is its grid barrier.
-  unsigned gen;
-  unsigned cnt_nonempty[2];
-  unsigned bar_count;
-  unsigned bar_gen;
-};
-
-template <typename T>
-struct SpmspvArgs {
-  const int* blk_col_idx;
-  const int* blk_col_ptr;
-  const int* csc2csr;
-  const BlockMeta* meta;
-  const T* values;
-  const unsigned char* aux;
-  const int4* segments;  // pull: {row block, first block, end block (at most 16 blocks), 1 if alone in its row block}
-  const uint2* tasks;    // push: {column block | (blocks - 1) << 28, first CSC position}, every chunk of every column
-  SpmspvState* state;
-  unsigned short* xmask;
-  const T* x;
-  T* y;
-  int rows, cols, block_cols, nsegments;
-  float th3;
-  int ntasks;
-};
-
-constexpr int kPairsPerWarp = 8;  // x block pairs (32 elements each) per prep warp
 
 struct PrepShared {
   unsigned count[kWarps];
@@ -112,11 +69,11 @@ __device__ __forceinline__ void prep_body(const SpmspvArgs<T>& a, PrepShared& sh
 template <typename T>
 __device__ __forceinline__ unsigned choose_direction(const SpmspvArgs<T>& a, unsigned nonempty) {
 #if DBS_DIR == 1
-  return 1;
+  return kDirPush;
 #elif DBS_DIR == 2
-  return 2;
+  return kDirPull;
 #else
-  return (float)nonempty < a.th3 * (float)a.block_cols ? 1u : 2u;
+  return (float)nonempty < a.xb_threshold * (float)a.block_cols ? kDirPush : kDirPull;
 #endif
 }
 
@@ -225,11 +182,11 @@ __device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, T (*sxs)[16], 
     uint2 task = make_uint2(0, 0);
     unsigned xm_lane = 0;
     if (t < a.ntasks) {
-      task = a.tasks[t];
-      xm_lane = a.xmask[task.x & 0x0fffffffu];
+      task = reinterpret_cast<const uint2*>(a.tasks)[t];  // PushTask, one 8-byte load
+      xm_lane = a.xmask[task.x & ((1u << kTaskCountShift) - 1u)];
     }
     if (xm_lane) {  // stage this task's x block, zeros where x is zero (Dense reads every column)
-      const int col = (int)(task.x & 0x0fffffffu);
+      const int col = (int)(task.x & ((1u << kTaskCountShift) - 1u));
 #pragma unroll 4
       for (int c = 0; c < 16; ++c) sxs[lane][c] = ((xm_lane >> c) & 1u) ? a.x[col * 16 + c] : SR::zero();
     }
@@ -242,7 +199,7 @@ __device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, T (*sxs)[16], 
       const unsigned tx = __shfl_sync(kFull, task.x, j);
       const int first = (int)__shfl_sync(kFull, task.y, j);
       const unsigned xm = __shfl_sync(kFull, xm_lane, j);
-      const int nb = rem ? (int)(tx >> 28) + 1 : 0;
+      const int nb = rem ? (int)(tx >> kTaskCountShift) + 1 : 0;
       BlockMeta mine{};
       if (k < nb) mine = a.meta[a.csc2csr[first + k]];
       unsigned rest = __ballot_sync(kFull, k < nb);
@@ -276,7 +233,8 @@ __device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], 
   const int half = lane >> 4, li = lane & 15;
   for (int p = blockIdx.x * kWarps + warp; p < npairs; p += nwarps) {
     const int s = 2 * p + half;
-    const int4 seg = s < a.nsegments ? a.segments[s] : make_int4(0, 0, 0, 0);
+    // Segment {row_block, first, end, alone}, one 16-byte load.
+    const int4 seg = s < a.nsegments ? reinterpret_cast<const int4*>(a.segments)[s] : make_int4(0, 0, 0, 0);
     const int b = seg.y + li;
     const int col = b < seg.z ? a.blk_col_idx[b] : 0;
     const unsigned xm_lane = b < seg.z ? a.xmask[col] : 0u;
@@ -350,10 +308,10 @@ __device__ __forceinline__ void compute_body(const SpmspvArgs<T>& a, ComputeShar
   using SR = DBS_SEMIRING<T>;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #if DBS_DIR != 2
-  if (dir == 1) push_path<T, SR>(a, sh.sxs[warp], lane, warp);
+  if (dir == kDirPush) push_path<T, SR>(a, sh.sxs[warp], lane, warp);
 #endif
 #if DBS_DIR != 1
-  if (dir == 2) pull_path<T, SR>(a, sh.sxs[warp], sh.scratch[warp], lane, warp);
+  if (dir == kDirPull) pull_path<T, SR>(a, sh.sxs[warp], sh.scratch[warp], lane, warp);
 #endif
 }
 

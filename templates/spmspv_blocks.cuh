@@ -5,21 +5,9 @@
 // small for a warp; spmspv.cuh walks each with a single lane (coo_by_lane).
 #pragma once
 #include "dbs_common.cuh"
+#include "dbsparse/abi/spmspv.h"
 
 namespace dbs {
-
-enum BlockTypeId { kCoo = 0, kDense = 1, kForceCsr = 2, kForceCsc = 3, kPatchedCsr = 4 };
-
-// Mirrors dbsparse::BlockMeta (20 bytes).
-struct BlockMeta {
-  int row;
-  int col;
-  unsigned val_off;
-  unsigned aux_off;
-  unsigned short nnz;
-  unsigned char type;
-  unsigned char pad;
-};
 
 // (+, ×): numeric SpMSpV. The Boolean (OR, AND) semiring for BFS plugs in with the same members.
 template <typename T>
@@ -85,10 +73,8 @@ __device__ __forceinline__ T csr_rows_from(unsigned xm, const T* sx, const T* va
   return lane < 16 ? mine : SR::zero();
 }
 
-// The blocks walked row by row (ForceCSR, and patched CSR, see block_product).
-__device__ __forceinline__ bool is_row_walk(unsigned type) {
-  return (DBS_HAS_CSR && type == kForceCsr) || (DBS_HAS_PCSR && type == kPatchedCsr);
-}
+// The blocks walked row by row: ForceCSR (which the paper's patched CSR is stored as).
+__device__ __forceinline__ bool is_row_walk(unsigned type) { return DBS_HAS_CSR && type == kForceCsr; }
 
 // Row (lane >> 1)'s first value and mask of a row-walk block: aux holds row_ptr[17], row_mask[16].
 __device__ __forceinline__ void csr_rows_aux(const unsigned char* aux, int lane, unsigned& base, unsigned& rm) {
@@ -137,11 +123,6 @@ __device__ __forceinline__ T block_product(const BlockMeta& m, unsigned xm, cons
 #endif
 #if DBS_HAS_CSC
     case kForceCsc: return csc_cols<T, SR>(xm, sx, val, a16, a16 + 17, lane);
-#endif
-#if DBS_HAS_PCSR
-    // The row walk (two dependent loads) beat the column walk through the packed bytes (four)
-    // at every density measured on the H200 (NOTES.md, step 5): patched CSR reads as ForceCSR.
-    case kPatchedCsr: return csr_rows<T, SR>(xm, sx, val, aux, lane);
 #endif
     default: return SR::zero();
   }

@@ -6,10 +6,10 @@
 #include <unistd.h>
 #include <cstdio>
 #include <filesystem>
-#include <random>
 #include <string>
 #include <vector>
 
+#include "tools/common/random.hpp"
 #include "tools/common/suites.hpp"
 
 namespace dbs_test {
@@ -26,13 +26,10 @@ inline std::vector<std::string> shared_matrices() {
   return out;
 }
 
+// The tools' seeded source (tools/common/random.hpp): tests, benches and the tuner draw alike.
 template <class T>
 std::vector<T> random_vector(size_t n, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> dist(-1.0, 1.0);
-  std::vector<T> v(n);
-  for (auto& x : v) x = static_cast<T>(dist(rng));
-  return v;
+  return dbsparse::tools::random_values<T>(n, seed);
 }
 
 inline std::filesystem::path temp_dir(const std::string& name) {

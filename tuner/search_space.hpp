@@ -1,12 +1,14 @@
 #pragma once
 // Search spaces as data: each op declares its tunable parameters (candidate values, or a range
-// with a log or linear grid), the constraints between them and its defaults in one place. The
-// tuner walks the space; plans check a config against it (can_implement) before using it.
+// with a log or linear grid), the constraints between them and its defaults in its registry entry
+// (tools/ops/<op>_op.cpp). The tuner walks the space and skips what cannot be implemented.
 #include <functional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "dbsparse/op_config.hpp"
 
 namespace dbsparse::tuner {
 
@@ -31,19 +33,23 @@ struct SearchSpace {
   std::string op;
   std::vector<ParamSpec> params;
   std::vector<Constraint> constraints;
-  nlohmann::json defaults;  // a complete config (default_params(op))
+  nlohmann::json defaults;  // a complete config: the typed config's defaults
+  // The typed config's own rules (kinds, ranges, rules between fields); throws UsageError.
+  std::function<void(const nlohmann::json& config)> validate;
 
   // The defaults with `partial` laid over them.
   nlohmann::json complete(const nlohmann::json& partial) const;
-  // True when every constraint holds; otherwise false with the broken one in *why.
+  // True when the config validates and every constraint holds; otherwise false with why in *why.
   bool can_implement(const nlohmann::json& config, std::string* why = nullptr) const;
   // Points of the full grid (product of the candidate counts), constraints not applied.
   double size() const;
   const ParamSpec* find(const std::string& name) const;
 };
 
-// The declared space of a known op ("spmv", "spmspv"); throws UsageError for any other.
-const SearchSpace& search_space(const std::string& op);
-std::vector<std::string> tunable_ops();
+// The constraint-free validation of a typed op config (include/dbsparse/op_config.hpp).
+template <class Cfg>
+std::function<void(const nlohmann::json&)> validate_as() {
+  return [](const nlohmann::json& c) { (void)config_from_json<Cfg>(c); };
+}
 
 }  // namespace dbsparse::tuner

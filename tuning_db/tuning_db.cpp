@@ -240,20 +240,32 @@ DbCounts TuningDb::counts() const {
   return DbCounts{st.int64(0), st.int64(1), st.int64(2), st.int64(3)};
 }
 
+namespace {
+// The stored keys over the defaults; keys the op does not have (any more) are left out and named.
+void overlay(Config& c, const nlohmann::json& stored) {
+  std::string dropped;
+  for (auto it = stored.begin(); it != stored.end(); ++it) {
+    if (c.params.contains(it.key())) c.params[it.key()] = it.value();
+    else dropped += (dropped.empty() ? "" : ", ") + it.key();
+  }
+  if (!dropped.empty()) c.note += fmt::format(" (stored keys {} are not {} parameters: ignored)", dropped, c.op);
+}
+}  // namespace
+
 Config TuningDb::lookup(const std::string& device_fp, const std::string& matrix_fp,
-                        const std::string& op, const std::string& bucket,
+                        const OpConfigInfo& op, const std::string& bucket,
                         const std::function<MatrixFeatures()>& features) const {
-  Config c{op, default_params(op), ConfigSource::Default, ""};
+  Config c{op.op, op.defaults, ConfigSource::Default, ""};
   // A read-only handle on an older file cannot migrate it, so nothing in it is readable.
   if (int v = schema_version(); v < kSchemaVersion) {
     c.note = fmt::format("{} has schema v{} (this build needs v{}); nothing tuned", path_, v,
                          kSchemaVersion);
     return c;
   }
-  if (auto tuned = best(device_fp, matrix_fp, op, bucket); tuned && tuned->is_object()) {
-    c.params.update(*tuned);  // tuned keys win; keys added to the defaults later still get a value
+  if (auto tuned = best(device_fp, matrix_fp, op.op, bucket); tuned && tuned->is_object()) {
     c.source = ConfigSource::Tuned;
     c.note = fmt::format("tuned for this device and matrix ({})", path_);
+    overlay(c, *tuned);  // tuned keys win; keys added to the defaults later still get a value
     return c;
   }
   std::optional<MatrixFeatures> f;
@@ -265,10 +277,10 @@ Config TuningDb::lookup(const std::string& device_fp, const std::string& matrix_
                            p->neighbour, p->distance, kPredictionRadius);
       return c;
     } else if (p) {
-      c.params.update(p->params);
       c.source = ConfigSource::Predicted;
       c.note = fmt::format("predicted: best config of the nearest tuned matrix, {} (distance {:.2f})",
                            p->neighbour, p->distance);
+      overlay(c, p->params);
       return c;
     }
   }
@@ -279,7 +291,7 @@ Config TuningDb::lookup(const std::string& device_fp, const std::string& matrix_
 // ---- the process-wide lookup ------------------------------------------------------------------
 
 Config lookup_config(const std::string& device_fp, const std::string& matrix_fp,
-                     const std::string& op, const std::string& bucket,
+                     const OpConfigInfo& op, const std::string& bucket,
                      const std::function<MatrixFeatures()>& features) {
   struct Shared {
     std::mutex mu;
@@ -322,7 +334,7 @@ Config lookup_config(const std::string& device_fp, const std::string& matrix_fp,
     if (!warning.empty()) warn(warning);
   }
 
-  Config c{op, default_params(op), ConfigSource::Default, ""};
+  Config c{op.op, op.defaults, ConfigSource::Default, ""};
   if (s.db) {
     try {
       return s.db->lookup(device_fp, matrix_fp, op, bucket, features);

@@ -5,43 +5,43 @@
 #include <string>
 #include <vector>
 
+#include "dbsparse/abi/spmspv.h"
 #include "dbsparse/matrix.hpp"
 
 namespace dbsparse {
 
-// Numbering is shared with the kernels (templates/spmspv_common.cuh): do not reorder.
-enum class BlockType : uint8_t { Coo = 0, Dense = 1, ForceCsr = 2, ForceCsc = 3, PatchedCsr = 4 };
-constexpr int kBlockTypes = 5;
-const char* to_string(BlockType t);  // "coo", "dense", "csr", "csc", "pcsr"
+// Numbered as the kernels number them (include/dbsparse/abi/spmspv.h). The paper's patched CSR
+// is ForceCsr here: with no kernel reading its column view (the row walk beat the column walk at
+// every density measured on the H200, NOTES.md step 5) its payload was ForceCSR's byte for byte,
+// and merging the two halves the kernel variants (16 type sets instead of 32).
+enum class BlockType : uint8_t {
+  Coo = dbs::kCoo,
+  Dense = dbs::kDense,
+  ForceCsr = dbs::kForceCsr,
+  ForceCsc = dbs::kForceCsc
+};
+constexpr int kBlockTypes = dbs::kBlockTypeCount;
+const char* to_string(BlockType t);  // "coo", "dense", "csr", "csc"
+
+// The paper's block-format thresholds (§3.2), the defaults of DbThresholds and SpmspvConfig alike.
+inline constexpr int kDefaultTh0 = 32;
+inline constexpr int kDefaultTh1 = 128;
+inline constexpr double kDefaultTh2 = 2.0;
 
 struct DbThresholds {
-  int th0 = 32;      // nnz < th0: COO
-  int th1 = 128;     // nnz > th1: Dense
-  double th2 = 2.0;  // skew ratio above which ForceCSR / ForceCSC is chosen
-  // Store patched CSR's column view (col_ptr and a byte per nonzero, the paper's layout) as well as
-  // its rows. Off by default: both paths walk these blocks by rows (the row walk beat the column
-  // walk at every density measured on the H200, NOTES.md step 5), so nothing reads it; leaving it
-  // out saves 34 + nnz bytes a block (27-point stencil: 44.7% -> ~56% smaller than CSR+CSC).
-  bool pcsr_columns = false;
+  int th0 = kDefaultTh0;      // nnz < th0: COO
+  int th1 = kDefaultTh1;      // nnz > th1: Dense
+  double th2 = kDefaultTh2;   // skew ratio above which ForceCSR / ForceCSC is chosen
 };
 
 // The type a block gets, given the nnz of each of its 16 rows and 16 columns (DESIGN.md, the DB
 // format): COO / Dense by nnz, else ForceCSC when skew_r/skew_c > th2, ForceCSR when
-// skew_c/skew_r > th2, else patched CSR; skew_a = max line nnz / (nnz/16 + 1e-9).
+// otherwise ForceCSR (the paper's patched CSR included); skew_a = max line nnz / (nnz/16 + 1e-9).
 BlockType choose_block_type(const int row_nnz[16], const int col_nnz[16], int nnz,
                             const DbThresholds& th);
 
-// Per-block metadata, stored once, in block-CSR order. 20 bytes, read by the kernels as is.
-struct BlockMeta {
-  int32_t row;       // block row
-  int32_t col;       // block column
-  uint32_t val_off;  // first value of this block in DbMatrix::values
-  uint32_t aux_off;  // first byte of this block's index data in DbMatrix::aux (4-byte aligned)
-  uint16_t nnz;      // stored entries (Dense: the true nonzero count; 256 values are stored)
-  uint8_t type;      // BlockType
-  uint8_t pad = 0;
-};
-static_assert(sizeof(BlockMeta) == 20);
+// Per-block metadata: the kernels' struct (include/dbsparse/abi/spmspv.h), used as is.
+using BlockMeta = dbs::BlockMeta;
 
 // Payload of one block, by type. Local indices r, c are in [0, 16).
 //   Coo:        values[nnz] in row-major order;   aux: nnz bytes (r << 4 | c)
@@ -50,10 +50,6 @@ static_assert(sizeof(BlockMeta) == 20);
 //                                                  (bit c of row_mask[r]: A(r, c) stored)
 //   ForceCsc:   values[nnz] column-major;         aux: uint16 col_ptr[17], uint16 col_mask[16]
 //                                                  (bit r of col_mask[c]: A(r, c) stored)
-//   PatchedCsr: values[nnz] row-major;            aux: uint16 row_ptr[17], uint16 row_mask[16],
-//                                                  uint16 col_ptr[17], then nnz bytes in
-//                                                  column-major order, each (r << 4 | k) where
-//                                                  values[row_ptr[r] + k] is that entry
 template <class T>
 struct DbMatrix {
   int32_t rows = 0, cols = 0;

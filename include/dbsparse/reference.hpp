@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "dbsparse/matrix.hpp"
+#include "dbsparse/semiring.hpp"
 
 namespace dbsparse::reference {
 
@@ -14,10 +15,11 @@ template <class T>
 std::vector<double> spmv(const CsrMatrix<T>& a, std::span<const T> x, double alpha = 1.0,
                          double beta = 0.0, std::span<const T> y0 = {});
 
-// Sparse x given as (indices, values); result dense, length a.rows.
+// Sparse x given as (indices, values); result dense, length a.rows, over the semiring (the GPU
+// op's semiring is a plan parameter, and so it is here).
 template <class T>
 std::vector<double> spmspv(const CsrMatrix<T>& a, std::span<const int32_t> x_idx,
-                           std::span<const T> x_val);
+                           std::span<const T> x_val, Semiring semiring = Semiring::PlusTimes);
 
 // BFS from source over the graph with an edge u->v for each A(u,v) != 0 stored entry.
 // level[v] = -1 when unreachable; parent[source] = source, parent[v] = -1 when unreachable.

@@ -8,7 +8,9 @@
 
 #include "dbsparse/context.hpp"
 #include "dbsparse/db_matrix.hpp"
+#include "dbsparse/op_config.hpp"
 #include "dbsparse/plan_info.hpp"
+#include "dbsparse/semiring.hpp"
 #include "dbsparse/tuning_db.hpp"
 
 namespace dbsparse {
@@ -16,12 +18,48 @@ namespace dbsparse {
 enum class SpmspvDirection { Auto, Push, Pull };
 const char* to_string(SpmspvDirection d);
 
+// SpMSpV's config. th0..th2 pick each block's format (the paper's values are the defaults). th3
+// is normalised: push while xb < th3 / max(1, nnz per block) (the plan's xb_threshold), default
+// 0.4. The paper compares xb with th3 = 0.01 directly (th3_scale "none"); on the H200 the
+// push/pull crossover moves with the nonzeros per block (bench of 2026-11-29, NOTES.md: between
+// xb 0.15 and 0.81 at 1-1.5 per block on uniform and RMAT, between 0.016 and 0.15 at 12-18 on
+// stencils, at or below 0.016 at 50-90 on FEM and banded), because push pays an atomic per touched
+// row and pull a scan per block. pull_coo "warp" walks the pull path's COO blocks warp-wide.
+struct SpmspvConfig {
+  static constexpr const char* kOp = "spmspv";
+  static constexpr bool kBlockFeatures = true;
+
+  int th0 = kDefaultTh0;
+  int th1 = kDefaultTh1;
+  double th2 = kDefaultTh2;
+  double th3 = 0.4;
+  std::string th3_scale = "nnz_per_block";
+  std::string pull_coo = "lane";
+
+  template <class V>
+  void visit(V& v) {
+    v.integer("th0", th0, 0, 257, "COO below this many nonzeros in a block");
+    v.integer("th1", th1, 0, 256, "Dense above this many nonzeros in a block");
+    v.number("th2", th2, 1.0, 1e9, "row/column skew ratio above which a block is ForceCSR / ForceCSC");
+    v.number("th3", th3, 0.0, 1e9, "push while the x-block share < th3 (scaled by th3_scale)");
+    v.choice("th3_scale", th3_scale, {"nnz_per_block", "none"},
+             "nnz_per_block: th3 / max(1, nonzeros per block); none: th3 as is (the paper)");
+    v.choice("pull_coo", pull_coo, {"lane", "warp"}, "how pull walks COO blocks: a lane each, or warp-wide");
+  }
+  void check() const;  // no rule between fields (runtime/spmspv_plan.cpp says why)
+  DbThresholds thresholds() const { return DbThresholds{th0, th1, th2}; }
+  // The paper's published defaults (db-spmspv-icpp26 §3.2-3.3): th3 = 0.01 compared with xb.
+  static SpmspvConfig paper();
+};
+
 struct SpmspvOptions {
   // Auto picks per run on the GPU: push when the share xb of non-empty 16-element x blocks is
-  // below th3 / max(1, nnz per block) (the plan's xb_threshold()), pull otherwise. Push or Pull force one path (and compile only that one): for ablation.
+  // below the plan's stats().xb_threshold, pull otherwise. Push or Pull force one path (and
+  // compile only that one): for ablation.
   SpmspvDirection direction = SpmspvDirection::Auto;
-  // When set, used instead of the tuning DB's config (th0..th3).
+  // When set, used instead of the tuning DB's config (its params are read as an SpmspvConfig).
   const Config* config = nullptr;
+  Semiring semiring = Semiring::PlusTimes;
   // true: one cooperative launch (mask pass, grid barrier, compute), where the device supports
   // it. Off by default: on the H200 it measured slower than two plain launches (NOTES.md,
   // 2026-11-29: 8.8 → 15 µs on Cora, 17 → 21 µs on the 27-point stencil at density 1e-4).
@@ -33,22 +71,53 @@ struct SpmspvStats {
   int64_t pull_segments = 0;
   int64_t push_tasks_max = 0;  // push work items: every chunk of <= 8 blocks of every column block
   double xb_threshold = 0;     // push below this x-block share: th3 / max(1, nnz per block)
+  int64_t device_bytes = 0;    // everything the plan uploads (format, segments, tasks, its workspace)
+};
+
+template <class T>
+class SpmspvPlan;
+
+// The device state one call works in: x's block masks, the direction flag and counters, and the
+// dense x that run_sparse scatters into. A plan owns one, so calls through the plan's own
+// workspace must be ordered: one stream, or streams joined by events (a CUDA graph replaying one
+// stream's capture is fine). To run one plan on several streams at once, give each stream a
+// workspace of its own (SpmspvPlan::make_workspace): then the calls share only read-only data.
+template <class T>
+class SpmspvWorkspace {
+ public:
+  SpmspvWorkspace() = default;
+  size_t bytes() const { return state_.size() + xmask_.size() * 2 + x_scatter_.size() * sizeof(T); }
+
+ private:
+  friend class SpmspvPlan<T>;
+  DeviceBuffer<uint8_t> state_;     // dbs::SpmspvState
+  DeviceBuffer<uint16_t> xmask_;
+  DeviceBuffer<T> x_scatter_;       // all-zero between calls
 };
 
 template <class T>
 class SpmspvPlan {
  public:
   // y = A·x, x dense on the device (zeros are the inactive entries), length cols(); y length rows().
-  // No allocation, no compilation, no host synchronisation.
+  // No allocation, no compilation, no host synchronisation: capturable in a CUDA graph. Without a
+  // workspace, the plan's own (see SpmspvWorkspace for running on several streams at once).
   void run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream) const;
+  void run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream, SpmspvWorkspace<T>& ws) const;
   void run(uint64_t x, uint64_t y, void* stream) const;
+  void run(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws) const;
   // x given as nnz (index, value) pairs on the device; indices in [0, cols()), unique.
   void run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz,
                   DeviceBuffer<T>& y, const Stream& stream) const;
+  void run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz,
+                  DeviceBuffer<T>& y, const Stream& stream, SpmspvWorkspace<T>& ws) const;
 
-  // The path the last run took, read back from the device (synchronises the stream: not for the
-  // hot path; for tests, benches and the tuner).
+  // A workspace of this plan's size (allocates: call it at set-up, not on the hot path).
+  SpmspvWorkspace<T> make_workspace() const;
+
+  // The path the last run in the plan's own workspace (or in ws) took, read back from the device
+  // (synchronises the stream: not for the hot path; for tests, benches and the tuner).
   SpmspvDirection last_direction(const Stream& stream) const;
+  SpmspvDirection last_direction(const Stream& stream, const SpmspvWorkspace<T>& ws) const;
   // Non-empty x blocks / all x blocks in the last run (synchronises too).
   double last_xb(const Stream& stream) const;
 
@@ -56,7 +125,9 @@ class SpmspvPlan {
   int32_t cols() const;
   int64_t nnz() const;
   const SpmspvStats& stats() const;
-  const Config& config() const;
+  const Config& config() const;  // where it came from; params complete
+  const SpmspvConfig& typed_config() const;
+  Semiring semiring() const;
   ConfigSource config_source() const { return config().source; }
   const KernelInfo& kernel() const;
   std::string explain() const;

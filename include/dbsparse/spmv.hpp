@@ -5,10 +5,51 @@
 #include <vector>
 
 #include "dbsparse/context.hpp"
+#include "dbsparse/op_config.hpp"
 #include "dbsparse/plan_info.hpp"
 #include "dbsparse/tuning_db.hpp"
 
 namespace dbsparse {
+
+// SpMV's config: the strategy and the row-length cutoffs between strategies. Why each default is
+// what it is: runtime/spmv_strategy.hpp (measured on the H200).
+struct SpmvConfig {
+  static constexpr const char* kOp = "spmv";
+  static constexpr bool kBlockFeatures = false;
+
+  std::string strategy = "classified";
+  int lanes = 0;  // strategy "vector": lanes per row; 0 picks them from the mean row length
+  int block_size = 256;
+  int lane_entries_f32 = 8, lane_entries_f64 = 4;
+  int v1_lanes = 2, v2_lanes = 4, v3_lanes = 8, v4_lanes = 32;
+  int64_t block_max_len = 4096;
+  int64_t longrow_chunk = 2048;
+  double fold_share = 0.02;
+  int fuse_bins = 1;
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("strategy", strategy, {"classified", "uniform", "scalar", "vector", "block", "longrow"},
+             "classified: rows binned by length, every bin in one launch; uniform: one strategy from the mean "
+             "row length; or one strategy forced");
+    v.integer("lanes", lanes, 0, 32, "strategy vector: lanes per row (0: from the mean row length)");
+    v.integer("block_size", block_size, 32, 1024, "threads per block of every SpMV kernel");
+    v.integer("lane_entries_f32", lane_entries_f32, 1, 1024, "f32: entries per lane before a wider lane group");
+    v.integer("lane_entries_f64", lane_entries_f64, 1, 1024, "f64: entries per lane before a wider lane group");
+    v.integer("v1_lanes", v1_lanes, 2, 32, "lanes of the narrowest vector bin");
+    v.integer("v2_lanes", v2_lanes, 2, 32, "lanes of the second vector bin");
+    v.integer("v3_lanes", v3_lanes, 2, 32, "lanes of the third vector bin");
+    v.integer("v4_lanes", v4_lanes, 2, 32, "lanes of the widest vector bin");
+    v.integer("block_max_len", block_max_len, 1, INT32_MAX, "longest row served by one block per row");
+    v.integer("longrow_chunk", longrow_chunk, 256, int64_t{1} << 30, "entries per block of a split long row");
+    v.number("fold_share", fold_share, 0.0, 1.0, "bins under this share of the nonzeros join the next wider one");
+    v.integer("fuse_bins", fuse_bins, 0, 1, "1: every classified bin in one launch; 0: one launch per bin");
+  }
+  // Rules between fields: block size a multiple of 32, lanes powers of two that grow from bin to
+  // bin, and block_max_len past the widest vector bin. UsageError naming the keys.
+  void check() const;
+  int lane_entries(bool f64) const { return f64 ? lane_entries_f64 : lane_entries_f32; }
+};
 
 template <class T>
 class SpmvPlan {
@@ -23,7 +64,8 @@ class SpmvPlan {
   int32_t rows() const { return rows_; }
   int32_t cols() const { return cols_; }
   int64_t nnz() const { return nnz_; }
-  const Config& config() const { return config_; }
+  const Config& config() const { return config_; }  // where it came from; params complete
+  const SpmvConfig& typed_config() const { return typed_; }
   ConfigSource config_source() const { return config_.source; }
   const KernelInfo& kernel() const { return kernels_.front(); }  // the first launch's kernel
   const std::vector<KernelInfo>& kernels() const { return kernels_; }  // every launch, in order
@@ -59,6 +101,7 @@ class SpmvPlan {
   std::vector<int32_t> fused_;                   // its list offsets, counts and grid ends (one per bin each)
   std::string layout_text_;
   Config config_;
+  SpmvConfig typed_;
   std::vector<KernelInfo> kernels_;  // never empty once planned
   std::string matrix_fp_;
 };

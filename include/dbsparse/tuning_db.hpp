@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dbsparse/features.hpp"
+#include "dbsparse/op_config.hpp"
 
 namespace dbsparse {
 
@@ -24,31 +25,6 @@ struct Config {
   ConfigSource source = ConfigSource::Default;
   std::string note;  // why this source: e.g. the warning when the DB could not be read
 };
-
-// Defaults per op. spmspv: the paper's th0=32, th1=128, th2=2.0. th3 is normalised here: push
-// while xb < th3 / max(1, nnz per block), default 0.4. The paper compares xb with th3 = 0.01
-// directly; on the H200 the push/pull crossover moves with the nonzeros per block (bench of
-// 2026-11-29, NOTES.md: between xb 0.15 and 0.81 at 1-1.5 per block on uniform and RMAT, between
-// 0.016 and 0.15 at 12-18 on stencils, at or below 0.016 at 50-90 on FEM and banded), because
-// push pays an atomic per touched row and pull a scan per block.
-// th3_scale "none" compares xb with th3 directly, as the paper does. pull_coo "warp" walks the pull
-// path's COO blocks warp-wide (coalesced) instead of one lane per block: opt-in until it has been
-// measured on the GPU (not in the tuner's space yet).
-// Unknown ops get an empty object.
-nlohmann::json default_params(const std::string& op);
-
-// A config value, else the op's default. A value of the wrong kind (a string for th0, a number for
-// th3_scale) is a UsageError naming the op, the key and the value; so is a key with no default.
-double config_number(const nlohmann::json& params, const std::string& op, const std::string& key);
-std::string config_string(const nlohmann::json& params, const std::string& op, const std::string& key);
-// config_string, and a UsageError naming the allowed values when it is none of them.
-std::string config_choice(const nlohmann::json& params, const std::string& op, const std::string& key,
-                          const std::vector<std::string>& allowed);
-
-// The published defaults of the paper behind an op, where they differ from default_params
-// (spmspv: th3 = 0.01 compared with xb directly); dbtune reports its tuned configs against both.
-// An empty object when the op has none.
-nlohmann::json paper_params(const std::string& op);
 
 struct DeviceRecord {
   std::string fingerprint;  // stable text: name|cc|sms|mem|driver
@@ -86,14 +62,15 @@ struct Trial {
 // away) and ran at 64% of its best, where the defaults reach 99%.
 inline constexpr double kPredictionRadius = 2.0;
 struct Prediction {
-  nlohmann::json params;  // the neighbour's best config; the defaults when too_far
+  nlohmann::json params;  // the neighbour's best config; the op's defaults when too_far
   std::string neighbour, neighbour_fp;
   double distance = 0;
   bool too_far = false;
 };
 
-// The feature vector prediction compares for `op` (documented where it is built).
-std::vector<double> prediction_features(const MatrixFeatures& f, const std::string& op);
+// The feature vector prediction compares (documented where it is built); block_features adds the
+// 16x16 block terms (OpConfigInfo::block_features).
+std::vector<double> prediction_features(const MatrixFeatures& f, bool block_features);
 
 struct DbCounts {
   int64_t devices = 0, matrices = 0, trials = 0, configs = 0;
@@ -136,15 +113,17 @@ class TuningDb {
 
   // Nearest tuned matrix on this device for op and bucket, leaving out `exclude_fp`
   // (leave-one-out evaluation); nullopt when this device has tuned nothing else for op.
-  std::optional<Prediction> predict(const std::string& device_fp, const std::string& op, const std::string& bucket,
+  std::optional<Prediction> predict(const std::string& device_fp, const OpConfigInfo& op, const std::string& bucket,
                                     const MatrixFeatures& features, const std::string& exclude_fp = "") const;
   // Matrices with a best config for (device, op, bucket).
   std::vector<std::string> tuned_matrices(const std::string& device_fp, const std::string& op,
                                           const std::string& bucket = "") const;
 
   // Tuned config, else predicted from this device's tuned matrices (features from the DB's matrix
-  // record, else from `features`, computed only when needed), else defaults.
-  Config lookup(const std::string& device_fp, const std::string& matrix_fp, const std::string& op,
+  // record, else from `features`, computed only when needed), else defaults. The params returned
+  // are complete: the op's defaults with the stored keys over them (keys the op no longer has are
+  // dropped and named in the note).
+  Config lookup(const std::string& device_fp, const std::string& matrix_fp, const OpConfigInfo& op,
                 const std::string& bucket = "",
                 const std::function<MatrixFeatures()>& features = {}) const;
 
@@ -157,7 +136,7 @@ class TuningDb {
 // The lookup every plan uses: opens the default DB read-only; a missing, unreadable or corrupt DB
 // gives the defaults, with the reason in Config::note (and one warning line on stderr per process).
 Config lookup_config(const std::string& device_fp, const std::string& matrix_fp,
-                     const std::string& op, const std::string& bucket = "",
+                     const OpConfigInfo& op, const std::string& bucket = "",
                      const std::function<MatrixFeatures()>& features = {});
 
 }  // namespace dbsparse

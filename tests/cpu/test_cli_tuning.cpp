@@ -64,5 +64,5 @@ TEST_CASE("BenchConfigIsCheckedBeforeAnyGpuWork") {
   REQUIRE_MESSAGE(!cli_path().empty(), "dbsparse binary not found beside the test binary");
   check_error("bench spmspv stencil2d:n=10 --config '{bad'", "--config '{bad': expected a JSON object");
   check_error("bench spmspv stencil2d:n=10 --config '[1,2]'", "expected a JSON object");
-  check_error("bench spmv stencil2d:n=10 --config '{}'", "--config applies to bench spmspv only");
+  check_error("bench spmv stencil2d:n=10 --config '{}'", "--config does not apply to bench spmv");
 }

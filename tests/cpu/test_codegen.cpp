@@ -97,8 +97,14 @@ TEST_CASE("SpmspvKeyRoundTripsThroughText") {
   CHECK(k.to_string() == "spmspv.pull.f64.plus_times.bs16.t=coo+csr");
   CHECK(SpmspvKey{Direction::Push, ValueType::F32, Semiring::PlusTimes, 0}.to_string() ==
         "spmspv.push.f32.plus_times.bs16.t=none");
-  SpmspvKey w{Direction::Auto, ValueType::F32, Semiring::PlusTimes, 0b10001, PullCoo::Warp};
-  CHECK(w.to_string() == "spmspv.auto.f32.plus_times.bs16.t=coo+pcsr.coo=warp");
+  SpmspvKey w{Direction::Auto, ValueType::F32, Semiring::PlusTimes, 0b1001, PullCoo::Warp};
+  CHECK(w.to_string() == "spmspv.auto.f32.plus_times.bs16.t=coo+csc.coo=warp");
+  // Four block types (patched CSR is ForceCSR): 3 directions x 2 value types x 16 type sets by
+  // default, and the 8 warp-COO sets per (auto, pull) x value type opt-in.
+  CHECK(spmspv_search_space().size() == 96);
+  CHECK(spmspv_search_space(true).size() == 96 + 32);
+  // The semiring is a key part: the generated source names its functor.
+  CHECK(make_source(k).source.find("#define DBS_SEMIRING PlusTimes") != std::string::npos);
   CHECK(SpmspvKey::parse(w.to_string()) == w);
   CHECK(make_source(w).source.find("#define DBS_PULL_COO_WARP 1") != std::string::npos);
 }
@@ -109,7 +115,7 @@ TEST_CASE("SpmspvKeyParseRejectsMalformedText") {
                           "spmspv.auto.f32.max_plus.bs16.t=coo", "spmspv.auto.f32.plus_times.bs8.t=coo",
                           "spmspv.auto.f32.plus_times.bs16.coo", "spmspv.auto.f32.plus_times.bs16.t=ell",
                           "spmspv.auto.f32.plus_times.bs16.t=dense+coo", "spmspv.auto.f32.plus_times.bs16.t=coo+coo",
-                          "spmspv.auto.f32.plus_times.bs16.t=coo.coo=lane",
+                          "spmspv.auto.f32.plus_times.bs16.t=coo.coo=lane", "spmspv.auto.f32.plus_times.bs16.t=coo+pcsr",
                           "spmspv.auto.f32.plus_times.bs16.t=coo.coo=warp.x"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(SpmspvKey::parse(bad), UsageError);

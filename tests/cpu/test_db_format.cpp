@@ -102,7 +102,6 @@ Decoded<T> decode(const DbMatrix<T>& d, const BlockMeta& m) {
       out.values = 256;
       break;
     case BlockType::ForceCsr:
-    case BlockType::PatchedCsr:
       check_lines(a, 0, 17, n);
       for (int r = 0; r < 16; ++r) {
         int k = u16(a, r);
@@ -111,30 +110,6 @@ Decoded<T> decode(const DbMatrix<T>& d, const BlockMeta& m) {
       }
       out.values = n;
       out.aux = 66;
-      if (m.type == static_cast<uint8_t>(BlockType::PatchedCsr) && d.thresholds.pcsr_columns) {
-        // Column-major bytes (r << 4 | k): values[row_ptr[r] + k] is A(r, c).
-        int col_nnz[16] = {};
-        for (const auto& e : out.entries) ++col_nnz[std::get<1>(e)];
-        CHECK(u16(a, 33) == 0);
-        for (int c = 0; c < 16; ++c) CHECK(u16(a, 33 + c + 1) - u16(a, 33 + c) == col_nnz[c]);
-        const uint8_t* bytes = a + 100;
-        int seen = 0;
-        for (int c = 0; c < 16; ++c) {
-          int prev_r = -1;
-          for (int p = u16(a, 33 + c); p < u16(a, 33 + c + 1); ++p, ++seen) {
-            int r = bytes[p] >> 4, k = bytes[p] & 15;
-            CHECK(r > prev_r);
-            prev_r = r;
-            uint16_t mask = u16(a, 17 + r);
-            REQUIRE(k < std::popcount(mask));
-            uint16_t below = mask;  // the k-th set bit of row r's mask must be column c
-            for (int j = 0; j < k; ++j) below &= below - 1;
-            CHECK(std::countr_zero(below) == c);
-          }
-        }
-        CHECK(seen == n);
-        out.aux = 100 + n;
-      }
       break;
     case BlockType::ForceCsc:
       check_lines(a, 0, 17, n);
@@ -326,9 +301,8 @@ const DbThresholds kDefault{};
 const DbThresholds kAllCoo{257, 256, 2.0};
 const DbThresholds kAllDense{0, 0, 2.0};
 const DbThresholds kAllCsc{0, 256, 0.0};  // any nnz > 0 has skew_r / skew_c > 0
-const DbThresholds kAllPcsr{0, 256, 1e30};
-const DbThresholds kAllPcsrWithColumns{0, 256, 1e30, true};  // the paper's layout: rows and column view
-const DbThresholds kSkewOnly{0, 256, 1.0};        // csr / csc / pcsr by which skew is larger
+const DbThresholds kAllCsr{0, 256, 1e30};  // no skew is that large: the balanced case, ForceCSR
+const DbThresholds kSkewOnly{0, 256, 1.0};  // csr / csc by which skew is larger
 const DbThresholds kCooBeatsDense{100, 40, 2.0};  // th0 > th1: the COO test comes first
 
 const char* const kGenerated[] = {"stencil2d:n=40",          "stencil3d:n=12,points=27",
@@ -347,7 +321,7 @@ TEST_CASE("Db choose_block_type follows the thresholds and the skew rule") {
   std::fill(ones, ones + 16, 1);
   CHECK(choose_block_type(flat, flat, 31, kDefault) == BlockType::Coo);
   CHECK(choose_block_type(flat, flat, 129, kDefault) == BlockType::Dense);
-  CHECK(choose_block_type(flat, flat, 48, kDefault) == BlockType::PatchedCsr);
+  CHECK(choose_block_type(flat, flat, 48, kDefault) == BlockType::ForceCsr);  // balanced: the paper's patched CSR
   CHECK(choose_block_type(one_row, ones, 32, kDefault) == BlockType::ForceCsc);  // rows skewed
   CHECK(choose_block_type(ones, one_row, 32, kDefault) == BlockType::ForceCsr);  // columns skewed
   CHECK(choose_block_type(flat, flat, 50, kCooBeatsDense) == BlockType::Coo);
@@ -356,7 +330,7 @@ TEST_CASE("Db choose_block_type follows the thresholds and the skew rule") {
   CHECK(std::string(to_string(BlockType::Dense)) == "dense");
   CHECK(std::string(to_string(BlockType::ForceCsr)) == "csr");
   CHECK(std::string(to_string(BlockType::ForceCsc)) == "csc");
-  CHECK(std::string(to_string(BlockType::PatchedCsr)) == "pcsr");
+  CHECK(kBlockTypes == 4);
 }
 
 TEST_CASE("Db format holds every generated matrix exactly, at every threshold setting") {
@@ -368,12 +342,7 @@ TEST_CASE("Db format holds every generated matrix exactly, at every threshold se
     CHECK(type_count(check_db(a, kAllCoo), BlockType::Coo) == total(def));
     CHECK(type_count(check_db(a, kAllDense), BlockType::Dense) == total(def));
     CHECK(type_count(check_db(a, kAllCsc), BlockType::ForceCsc) == total(def));
-    CHECK(type_count(check_db(a, kAllPcsr), BlockType::PatchedCsr) == total(def));
-    // With the column view stored, the same blocks and values, and only the aux grows.
-    check_db(a, kAllPcsrWithColumns);
-    const auto rows_only = csr_to_db(a, kAllPcsr), with_columns = csr_to_db(a, kAllPcsrWithColumns);
-    CHECK(with_columns.values == rows_only.values);
-    CHECK(with_columns.aux.size() > rows_only.aux.size());
+    CHECK(type_count(check_db(a, kAllCsr), BlockType::ForceCsr) == total(def));
     check_db(a, kSkewOnly);
     check_db(a, kCooBeatsDense);
     check_db(a.cast<float>(), kDefault);
@@ -383,9 +352,8 @@ TEST_CASE("Db format holds every generated matrix exactly, at every threshold se
 TEST_CASE("Db format on a rectangular matrix with partial blocks, empty rows, columns and blocks") {
   const auto a = rectangular();
   for (const auto& th :
-       {kDefault, kAllCoo, kAllDense, kAllCsc, kAllPcsr, kAllPcsrWithColumns, kSkewOnly, kCooBeatsDense}) {
+       {kDefault, kAllCoo, kAllDense, kAllCsc, kAllCsr, kSkewOnly, kCooBeatsDense}) {
     CAPTURE(th.th0);
-    CAPTURE(th.pcsr_columns);
     CAPTURE(th.th1);
     CAPTURE(th.th2);
     check_db(a, th);
@@ -437,7 +405,7 @@ TEST_CASE("Db stats text names the types, the parts and both ratios") {
   auto s = db_stats(csr_to_db(drop_zeros(generate("stencil3d:n=12,points=27"))));
   std::string text = s.to_text();
   for (const char* word :
-       {"coo", "dense", "pcsr", "values", "aux", "DB / CSR", "DB / (CSR+CSC)", "saved"})
+       {"coo", "dense", "csr", "values", "aux", "DB / CSR", "DB / (CSR+CSC)", "saved"})
     CHECK_MESSAGE(text.find(word) != std::string::npos, word);
   CHECK(text.find("conversion") == std::string::npos);
   s.convert_ms = 12.5;

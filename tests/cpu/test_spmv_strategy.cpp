@@ -10,29 +10,39 @@ using namespace dbsparse;
 using codegen::SpmvStrategy;
 using codegen::ValueType;
 
+// The config as JSON, as the tuning DB and --config give it: read through SpmvConfig.
+static dbsparse::codegen::SpmvKey key_of(const nlohmann::json& j, int64_t rows, int64_t nnz,
+                                         dbsparse::codegen::ValueType v) {
+  return dbsparse::choose_spmv_key(dbsparse::config_from_json<dbsparse::SpmvConfig>(j), rows, nnz, v);
+}
+static dbsparse::SpmvLayout layout_of(const nlohmann::json& j, int64_t rows, int64_t nnz,
+                                      dbsparse::codegen::ValueType v) {
+  return dbsparse::choose_spmv_layout(dbsparse::config_from_json<dbsparse::SpmvConfig>(j), rows, nnz, v);
+}
+
 TEST_CASE("SpmvKeyFollowsTheNamedStrategy") {
-  auto k = choose_spmv_key({{"strategy", "scalar"}, {"block_size", 128}}, 1000, 5000, ValueType::F64);
+  auto k = key_of({{"strategy", "scalar"}, {"block_size", 128}}, 1000, 5000, ValueType::F64);
   CHECK(k.to_string() == "spmv.scalar.f64.b128");
-  CHECK(choose_spmv_key({{"strategy", "vector"}, {"lanes", 4}}, 10, 1000, ValueType::F32).to_string() ==
+  CHECK(key_of({{"strategy", "vector"}, {"lanes", 4}}, 10, 1000, ValueType::F32).to_string() ==
         "spmv.vector.f32.b256.l4");
-  CHECK(choose_spmv_key({{"strategy", "block"}}, 10, 1000, ValueType::F32).strategy == SpmvStrategy::Block);
-  CHECK(choose_spmv_key({{"strategy", "longrow"}}, 10, 10, ValueType::F32).strategy == SpmvStrategy::LongRow);
-  CHECK_THROWS_AS(choose_spmv_key({{"strategy", "classified"}}, 10, 10, ValueType::F32), UsageError);
-  CHECK_THROWS_AS(choose_spmv_key({{"strategy", "warp"}}, 10, 10, ValueType::F32), UsageError);
-  CHECK_THROWS_AS(choose_spmv_key({{"strategy", "vector"}, {"lanes", 3}}, 10, 10, ValueType::F32), UsageError);
-  CHECK_THROWS_AS(choose_spmv_key({{"strategy", "scalar"}, {"block_size", 100}}, 10, 10, ValueType::F32),
+  CHECK(key_of({{"strategy", "block"}}, 10, 1000, ValueType::F32).strategy == SpmvStrategy::Block);
+  CHECK(key_of({{"strategy", "longrow"}}, 10, 10, ValueType::F32).strategy == SpmvStrategy::LongRow);
+  CHECK_THROWS_AS(key_of({{"strategy", "classified"}}, 10, 10, ValueType::F32), UsageError);
+  CHECK_THROWS_AS(key_of({{"strategy", "warp"}}, 10, 10, ValueType::F32), UsageError);
+  CHECK_THROWS_AS(key_of({{"strategy", "vector"}, {"lanes", 3}}, 10, 10, ValueType::F32), UsageError);
+  CHECK_THROWS_AS(key_of({{"strategy", "scalar"}, {"block_size", 100}}, 10, 10, ValueType::F32),
                   UsageError);
   // A value of the wrong kind names its key instead of leaking a JSON type error.
-  CHECK_THROWS_WITH_AS(choose_spmv_key({{"strategy", "scalar"}, {"block_size", "big"}}, 10, 10, ValueType::F32),
+  CHECK_THROWS_WITH_AS(key_of({{"strategy", "scalar"}, {"block_size", "big"}}, 10, 10, ValueType::F32),
                        doctest::Contains("block_size"), UsageError);
-  CHECK_THROWS_WITH_AS(choose_spmv_key({{"strategy", 3}}, 10, 10, ValueType::F32), doctest::Contains("strategy"),
+  CHECK_THROWS_WITH_AS(key_of({{"strategy", 3}}, 10, 10, ValueType::F32), doctest::Contains("strategy"),
                        UsageError);
 }
 
 TEST_CASE("SpmvUniformChoiceFollowsMeanRowLength") {
   const nlohmann::json conf = {{"strategy", "uniform"}};
   auto pick = [&](int64_t rows, int64_t nnz, ValueType v = ValueType::F32) {
-    return choose_spmv_key(conf, rows, nnz, v);
+    return key_of(conf, rows, nnz, v);
   };
   // f32: 8 entries per lane.
   CHECK(pick(1000, 3000).strategy == SpmvStrategy::Scalar);   // mean 3
@@ -49,15 +59,15 @@ TEST_CASE("SpmvUniformChoiceFollowsMeanRowLength") {
   CHECK(pick(1000, 5000, ValueType::F64).lanes == 2);
   CHECK(pick(1000, 27000, ValueType::F64).lanes == 8);
   // The cutoffs are data: the tuner moves them.
-  auto moved = choose_spmv_key({{"strategy", "uniform"}, {"lane_entries_f32", 1}}, 1000, 3000, ValueType::F32);
+  auto moved = key_of({{"strategy", "uniform"}, {"lane_entries_f32", 1}}, 1000, 3000, ValueType::F32);
   CHECK(moved.strategy == SpmvStrategy::Vector);
   CHECK(moved.lanes == 4);
-  CHECK_THROWS_AS(choose_spmv_key({{"strategy", "uniform"}, {"lane_entries_f32", 0}}, 10, 10, ValueType::F32),
+  CHECK_THROWS_AS(key_of({{"strategy", "uniform"}, {"lane_entries_f32", 0}}, 10, 10, ValueType::F32),
                   UsageError);
 }
 
 TEST_CASE("SpmvClassifiedLayoutComesFromTheConfig") {
-  auto l = choose_spmv_layout(default_params("spmv"), 1000, 5000, ValueType::F32);
+  auto l = layout_of(config_to_json(SpmvConfig{}), 1000, 5000, ValueType::F32);
   REQUIRE(l.classified);
   REQUIRE(l.bins.size() == 7);
   CHECK(l.bins[0].key.to_string() == "spmv.scalar.f32.b256");
@@ -74,24 +84,24 @@ TEST_CASE("SpmvClassifiedLayoutComesFromTheConfig") {
   CHECK(l.longrow_chunk == 2048);
   CHECK(l.fuse_bins);
   CHECK(l.fused_key.to_string() == "spmv.classified.f32.b256.l2.l4.l8.l32");
-  auto d = choose_spmv_layout(default_params("spmv"), 1000, 5000, ValueType::F64);
+  auto d = layout_of(config_to_json(SpmvConfig{}), 1000, 5000, ValueType::F64);
   CHECK(d.bins[0].max_len == 4);
   CHECK(d.bins[4].max_len == 128);
   CHECK(codegen::SpmvKey::parse("spmv.classified.f64.b128.l2.l4.l16.l32").lanes3 == 16);
   CHECK_THROWS_AS(codegen::SpmvKey::parse("spmv.classified.f32.b256.l4.l8.l32"), UsageError);
   CHECK_THROWS_AS(codegen::SpmvKey::parse("spmv.classified.f32.b256.l2.l4.l8.l3"), UsageError);
-  auto p = default_params("spmv");
+  auto p = config_to_json(SpmvConfig{});
   p["v3_lanes"] = 16;
   p["block_max_len"] = 8192;
-  auto m = choose_spmv_layout(p, 1000, 5000, ValueType::F64);
+  auto m = layout_of(p, 1000, 5000, ValueType::F64);
   CHECK(m.bins[3].key.to_string() == "spmv.vector.f64.b256.l16");
   CHECK(m.bins[5].max_len == 8192);
   p["v4_lanes"] = 8;  // narrower than v3: cutoffs must not decrease
-  CHECK_THROWS_AS(choose_spmv_layout(p, 1000, 5000, ValueType::F32), UsageError);
-  auto q = default_params("spmv");
+  CHECK_THROWS_AS(layout_of(p, 1000, 5000, ValueType::F32), UsageError);
+  auto q = config_to_json(SpmvConfig{});
   q["longrow_chunk"] = 10;
-  CHECK_THROWS_AS(choose_spmv_layout(q, 1000, 5000, ValueType::F32), UsageError);
-  auto single = choose_spmv_layout({{"strategy", "uniform"}}, 1000, 27000, ValueType::F32);
+  CHECK_THROWS_AS(layout_of(q, 1000, 5000, ValueType::F32), UsageError);
+  auto single = layout_of({{"strategy", "uniform"}}, 1000, 27000, ValueType::F32);
   CHECK_FALSE(single.classified);
   CHECK(single.bins.size() == 1);
 }

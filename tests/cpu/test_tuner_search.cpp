@@ -7,6 +7,7 @@
 #include <map>
 
 #include "dbsparse/error.hpp"
+#include "tools/ops/registry.hpp"
 #include "tuner/search.hpp"
 
 using namespace dbsparse;
@@ -38,29 +39,42 @@ struct Store {
 
 }  // namespace
 
-TEST_CASE("SearchSpacesAreDeclaredWithConstraintsAndDefaults") {
-  const auto& s = search_space("spmspv");
-  CHECK(s.find("th3") != nullptr);
-  // Every searched parameter's default is one of its values, so the search starts on the grid.
-  for (const char* op : {"spmspv", "spmv"})
-    for (const auto& p : search_space(op).params) {
+TEST_CASE("EveryRegisteredOpDeclaresItsSpaceDefaultsAndVariants") {
+  for (const auto* op : dbsparse::tools::ops()) {
+    CAPTURE(op->name);
+    CHECK(op->space.op == op->name);
+    CHECK(op->config.op == op->name);
+    CHECK(op->space.defaults == op->config.defaults);  // one set of defaults, the typed config's
+    CHECK(op->space.can_implement(op->space.defaults));
+    // Every searched parameter is a config key, and its default is one of its values, so the
+    // search starts on the grid.
+    for (const auto& p : op->space.params) {
       CAPTURE(p.name);
-      CHECK(std::find(p.values.begin(), p.values.end(), search_space(op).defaults.at(p.name)) != p.values.end());
+      REQUIRE(op->space.defaults.contains(p.name));
+      CHECK(std::find(p.values.begin(), p.values.end(), op->space.defaults.at(p.name)) != p.values.end());
     }
-  CHECK(s.can_implement(s.defaults));
+    CHECK_FALSE(op->variants(false).empty());
+    CHECK(op->variants(true).size() >= op->variants(false).size());
+    CHECK(op->objective);
+    CHECK(op->bench);
+    CHECK(op->explain);
+    CHECK(&dbsparse::tools::find_op(op->name) == op);
+  }
+  const auto& s = dbsparse::tools::find_op("spmspv").space;
+  CHECK(s.find("th3") != nullptr);
   std::string why;
   CHECK_FALSE(s.can_implement({{"th0", 64}, {"th1", 64}}, &why));
-  CHECK(why == "th0 < th1");
-  const auto& v = search_space("spmv");
-  CHECK(v.can_implement(v.defaults));
+  CHECK(why == "th0 < th1");  // a search-only constraint: the config itself allows th0 >= th1
+  const auto& v = dbsparse::tools::find_op("spmv").space;
   CHECK_FALSE(v.can_implement({{"v4_lanes", 4}}, &why));  // narrower than v3 (8)
-  CHECK_THROWS_AS(search_space("spgemm"), UsageError);
+  CHECK(why.find("v4_lanes") != std::string::npos);
+  CHECK_THROWS_WITH_AS(dbsparse::tools::find_op("spgemm"), doctest::Contains("known: spmv, spmspv"), UsageError);
   auto r = ParamSpec::range("x", 1, 1000, 4, true, true, "");
   CHECK(r.values == std::vector<nlohmann::json>{1, 10, 100, 1000});
 }
 
 TEST_CASE("CoordinateDescentFindsTheOptimumOfASeparableObjective") {
-  const auto& space = search_space("spmspv");
+  const auto& space = dbsparse::tools::find_op("spmspv").space;
   Store store;
   int calls = 0;
   Objective f = [&](const nlohmann::json& c, int) {
@@ -83,7 +97,7 @@ TEST_CASE("CoordinateDescentFindsTheOptimumOfASeparableObjective") {
 }
 
 TEST_CASE("SearchKeepsToItsBudgetAndResumesWithoutMeasuringAgain") {
-  const auto& space = search_space("spmspv");
+  const auto& space = dbsparse::tools::find_op("spmspv").space;
   double now = 0;
   Objective f = [&](const nlohmann::json& c, int) {
     now += 1.0;  // every measurement costs one second of the fake clock

@@ -19,6 +19,8 @@
 
 #include "dbsparse/error.hpp"
 #include "dbsparse/generators.hpp"
+#include "dbsparse/spmspv.hpp"
+#include "dbsparse/spmv.hpp"
 #include "dbsparse/tuning_db.hpp"
 #include "test_support.hpp"
 
@@ -31,6 +33,9 @@ using dbsparse::Trial;
 using dbsparse::TrialStatus;
 using dbsparse::TuningDb;
 using nlohmann::json;
+
+static const dbsparse::OpConfigInfo SPMSPV = dbsparse::config_info<dbsparse::SpmspvConfig>();
+static const dbsparse::OpConfigInfo SPMV = dbsparse::config_info<dbsparse::SpmvConfig>();
 
 namespace {
 
@@ -108,37 +113,62 @@ TEST_CASE("tuning_db: names and defaults") {
   CHECK(std::string(to_string(TrialStatus::WrongResult)) == "wrong_result");
   CHECK_THROWS_AS(dbsparse::trial_status_from_string("exploded"), DbError);
 
-  auto sp = dbsparse::default_params("spmspv");
+}
+
+TEST_CASE("TypedConfigsRoundTripAndNameTheKeyOnBadInput") {
+  const json sp = dbsparse::config_to_json(dbsparse::SpmspvConfig{});
   CHECK(sp == json{{"th0", 32}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.4}, {"th3_scale", "nnz_per_block"},
                    {"pull_coo", "lane"}});
+  // th0..th2 live once: the format's thresholds and the config's defaults are the same numbers.
+  const dbsparse::DbThresholds th;
+  CHECK(sp["th0"] == th.th0);
+  CHECK(sp["th1"] == th.th1);
+  CHECK(sp["th2"] == th.th2);
   // The paper's defaults share th0..th2 and compare xb with th3 directly.
-  auto paper = dbsparse::paper_params("spmspv");
+  const json paper = dbsparse::config_to_json(dbsparse::SpmspvConfig::paper());
   for (const char* k : {"th0", "th1", "th2"}) CHECK(paper[k] == sp[k]);
   CHECK(paper["th3_scale"] == "none");
   CHECK(paper["th3"].get<double>() < sp["th3"].get<double>());
-  CHECK(dbsparse::paper_params("spmv") == json::object());
-
-  // Typed access: present keys, defaults for absent ones, wrong kinds and unknown keys are errors.
-  CHECK(dbsparse::config_number(json{{"th0", 16}}, "spmspv", "th0") == 16);
-  CHECK(dbsparse::config_number(json::object(), "spmspv", "th3") == doctest::Approx(0.4));
-  CHECK(dbsparse::config_string(json::object(), "spmv", "strategy") == "classified");
-  CHECK(dbsparse::config_choice(json{{"pull_coo", "warp"}}, "spmspv", "pull_coo", {"lane", "warp"}) == "warp");
-  CHECK_THROWS_WITH_AS(dbsparse::config_choice(json{{"pull_coo", "block"}}, "spmspv", "pull_coo", {"lane", "warp"}),
-                       doctest::Contains("expected lane or warp"), UsageError);
-  for (auto [params, key] : {std::pair{json{{"th0", "sixteen"}}, "th0"}, std::pair{json{{"th3_scale", 1}}, "th3_scale"},
-                             std::pair{json::object(), "no_such_key"}}) {
-    CAPTURE(key);
-    try {
-      if (std::string(key) == "th3_scale") dbsparse::config_string(params, "spmspv", key);
-      else dbsparse::config_number(params, "spmspv", key);
-      FAIL("no error");
-    } catch (const UsageError& e) {
-      CHECK(std::string(e.what()).find(key) != std::string::npos);
-    }
+  // JSON round trip: to_json(from_json(j)) == j for a complete j; keys left out take the defaults.
+  auto c = dbsparse::config_from_json<dbsparse::SpmspvConfig>(json{{"th0", 16}, {"pull_coo", "warp"}});
+  CHECK(c.th0 == 16);
+  CHECK(c.pull_coo == "warp");
+  CHECK(c.th3 == doctest::Approx(0.4));
+  CHECK(dbsparse::config_from_json<dbsparse::SpmspvConfig>(dbsparse::config_to_json(c)).th0 == 16);
+  const json sv = dbsparse::config_to_json(dbsparse::SpmvConfig{});
+  CHECK(dbsparse::config_to_json(dbsparse::config_from_json<dbsparse::SpmvConfig>(sv)) == sv);
+  CHECK(sv.value("strategy", "") == "classified");
+  CHECK(sv.value("block_size", 0) == 256);
+  CHECK(dbsparse::config_from_json<dbsparse::SpmvConfig>(json{{"block_size", 128.0}}).block_size == 128);
+  // Wrong kinds, values out of range, choices not listed, unknown keys and broken rules between
+  // fields are UsageErrors that name the key.
+  struct Bad {
+    json j;
+    const char* key;
+    const char* what;
+  };
+  for (const auto& b : {Bad{{{"th0", "sixteen"}}, "th0", "must be an integer"},
+                        Bad{{{"th0", 16.5}}, "th0", "must be an integer"},
+                        Bad{{{"th1", 300}}, "th1", "must be in [0, 256]"},
+                        Bad{{{"th3_scale", 1}}, "th3_scale", "must be a string"},
+                        Bad{{{"pull_coo", "block"}}, "pull_coo", "is not one of lane, warp"},
+                        Bad{{{"no_such_key", 1}}, "no_such_key", "is not a spmspv parameter"}}) {
+    CAPTURE(b.j.dump());
+    CHECK_THROWS_WITH_AS(dbsparse::config_from_json<dbsparse::SpmspvConfig>(b.j),
+                         doctest::Contains(std::string("'") + b.key + "'"), UsageError);
+    CHECK_THROWS_WITH_AS(dbsparse::config_from_json<dbsparse::SpmspvConfig>(b.j), doctest::Contains(b.what), UsageError);
   }
-  CHECK(dbsparse::default_params("spmv").value("strategy", "") == "classified");
-  CHECK(dbsparse::default_params("spmv").value("block_size", 0) == 256);
-  CHECK(dbsparse::default_params("nope") == json::object());
+  for (const auto& b : {Bad{{{"strategy", "fastest"}}, "strategy", "is not one of"},
+                        Bad{{{"block_size", 100}}, "block_size", "multiple of 32"},
+                        Bad{{{"v4_lanes", 4}}, "v4_lanes", "must widen"},
+                        Bad{{{"lanes", 3}}, "lanes", "2, 4, 8, 16, 32"},
+                        Bad{{{"block_max_len", 64}}, "block_max_len", "widest vector bin"}}) {
+    CAPTURE(b.j.dump());
+    CHECK_THROWS_WITH_AS(dbsparse::config_from_json<dbsparse::SpmvConfig>(b.j),
+                         doctest::Contains(std::string("'") + b.key + "'"), UsageError);
+    CHECK_THROWS_WITH_AS(dbsparse::config_from_json<dbsparse::SpmvConfig>(b.j), doctest::Contains(b.what), UsageError);
+  }
+  CHECK_THROWS_AS(dbsparse::config_from_json<dbsparse::SpmvConfig>(json::array()), UsageError);
 }
 
 TEST_CASE("tuning_db: default_path follows DBSPARSE_DB, XDG_DATA_HOME, HOME") {
@@ -251,9 +281,9 @@ TEST_CASE("tuning_db: trials round-trip") {
 TEST_CASE("tuning_db: set_best, then lookup merges tuned params over the defaults") {
   auto path = dbs_test::temp_dir("db-lookup") / "tuning.db";
   auto db = TuningDb::open(path.string());
-  Config before = db->lookup("dev0", "mat0", "spmspv");
+  Config before = db->lookup("dev0", "mat0", SPMSPV);
   CHECK(before.source == ConfigSource::Default);
-  CHECK(before.params == dbsparse::default_params("spmspv"));
+  CHECK(before.params == SPMSPV.defaults);
 
   db->set_best("dev0", "mat0", "spmspv", "", {{"th0", 8}, {"th3", 0.05}}, 40.0, 1.3);
   db->set_best("dev0", "mat0", "spmspv", "", {{"th0", 16}, {"th3", 0.05}}, 35.0, 1.5);
@@ -261,20 +291,20 @@ TEST_CASE("tuning_db: set_best, then lookup merges tuned params over the default
   REQUIRE(db->best("dev0", "mat0", "spmspv", ""));
   CHECK(*db->best("dev0", "mat0", "spmspv", "") == json{{"th0", 16}, {"th3", 0.05}});
 
-  Config c = db->lookup("dev0", "mat0", "spmspv");
+  Config c = db->lookup("dev0", "mat0", SPMSPV);
   CHECK(c.source == ConfigSource::Tuned);
   CHECK(c.op == "spmspv");
-  auto merged = dbsparse::default_params("spmspv");  // tuned keys over the defaults
+  auto merged = SPMSPV.defaults;  // tuned keys over the defaults
   merged["th0"] = 16;
   merged["th3"] = 0.05;
   CHECK(c.params == merged);
 
   // A DB tuned on one GPU never applies to another, nor to another bucket or op.
-  Config other_gpu = db->lookup("dev1", "mat0", "spmspv");
+  Config other_gpu = db->lookup("dev1", "mat0", SPMSPV);
   CHECK(other_gpu.source == ConfigSource::Default);
-  CHECK(other_gpu.params == dbsparse::default_params("spmspv"));
-  CHECK(db->lookup("dev0", "mat0", "spmspv", "large").source == ConfigSource::Default);
-  CHECK(db->lookup("dev0", "mat0", "spmv").source == ConfigSource::Default);
+  CHECK(other_gpu.params == SPMSPV.defaults);
+  CHECK(db->lookup("dev0", "mat0", SPMSPV, "large").source == ConfigSource::Default);
+  CHECK(db->lookup("dev0", "mat0", SPMV).source == ConfigSource::Default);
   CHECK_FALSE(db->best("dev1", "mat0", "spmspv", ""));
 }
 
@@ -363,9 +393,9 @@ TEST_CASE("tuning_db: read-only on an older schema gives defaults and does not m
   raw_query(path, "CREATE TABLE unrelated (x)");
   auto db = TuningDb::open(path.string(), true);
   CHECK(db->schema_version() == 0);
-  Config c = db->lookup("dev0", "mat0", "spmspv");
+  Config c = db->lookup("dev0", "mat0", SPMSPV);
   CHECK(c.source == ConfigSource::Default);
-  CHECK(c.params == dbsparse::default_params("spmspv"));
+  CHECK(c.params == SPMSPV.defaults);
   CHECK_FALSE(c.note.empty());
   CHECK(raw_query(path, "PRAGMA user_version") == "0");
 }
@@ -490,10 +520,10 @@ TEST_CASE("tuning_db: lookup_config uses the default path once, and warns once")
     auto [rc, err] = in_child(path, [] {
       auto lookups = [] {
         for (int i = 0; i < 50; ++i) {
-          Config c = dbsparse::lookup_config("dev0", "mat0", "spmspv");
+          Config c = dbsparse::lookup_config("dev0", "mat0", SPMSPV);
           if (c.source != ConfigSource::Tuned || c.params["th1"] != 64 || c.params["th0"] != 32)
             return false;
-          if (dbsparse::lookup_config("dev1", "mat0", "spmspv").source != ConfigSource::Default)
+          if (dbsparse::lookup_config("dev1", "mat0", SPMSPV).source != ConfigSource::Default)
             return false;
         }
         return true;
@@ -512,9 +542,9 @@ TEST_CASE("tuning_db: lookup_config uses the default path once, and warns once")
     std::ofstream(path) << std::string(4096, 'x');
     auto [rc, err] = in_child(path, [] {
       for (int i = 0; i < 3; ++i) {
-        Config c = dbsparse::lookup_config("dev0", "mat0", "spmspv");
+        Config c = dbsparse::lookup_config("dev0", "mat0", SPMSPV);
         if (c.source != ConfigSource::Default) return 1;
-        if (c.params != dbsparse::default_params("spmspv")) return 2;
+        if (c.params != SPMSPV.defaults) return 2;
         if (c.note.find("not a database") == std::string::npos) return 3;
       }
       return 0;
@@ -528,8 +558,8 @@ TEST_CASE("tuning_db: lookup_config uses the default path once, and warns once")
   SUBCASE("missing") {
     auto path = dir / "none" / "tuning.db";
     auto [rc, err] = in_child(path, [] {
-      Config c = dbsparse::lookup_config("dev0", "mat0", "spmv");
-      return c.source == ConfigSource::Default && c.params == dbsparse::default_params("spmv") ? 0 : 1;
+      Config c = dbsparse::lookup_config("dev0", "mat0", SPMV);
+      return c.source == ConfigSource::Default && c.params == SPMV.defaults ? 0 : 1;
     });
     CHECK(rc == 0);
     CHECK(err.empty());
@@ -554,19 +584,19 @@ TEST_CASE("tuning_db: an unseen matrix gets the nearest tuned matrix's config on
     computed = true;
     return dbsparse::compute_features(stencil_big);
   };
-  Config c = db->lookup("dev0", fp(stencil_big), "spmspv", "", features);
+  Config c = db->lookup("dev0", fp(stencil_big), SPMSPV, "", features);
   CHECK(computed);  // not in the DB: features computed on demand
   CHECK(c.source == ConfigSource::Predicted);
   CHECK(c.params["th3"] == 0.1);
   CHECK(c.params["th0"] == 32);  // keys the neighbour did not tune keep their defaults
   CHECK(c.note.find("stencil") != std::string::npos);
   // Another device: nothing to predict from.
-  CHECK(db->lookup("dev1", fp(stencil_big), "spmspv", "", features).source == ConfigSource::Default);
+  CHECK(db->lookup("dev1", fp(stencil_big), SPMSPV, "", features).source == ConfigSource::Default);
   // Leave-one-out: the graph, without itself, can only be predicted from the stencil.
-  auto p = db->predict("dev0", "spmspv", "", dbsparse::compute_features(graph), fp(graph));
+  auto p = db->predict("dev0", SPMSPV, "", dbsparse::compute_features(graph), fp(graph));
   REQUIRE(p);
   CHECK(p->neighbour == "stencil");
-  auto self = db->predict("dev0", "spmspv", "", dbsparse::compute_features(graph));
+  auto self = db->predict("dev0", SPMSPV, "", dbsparse::compute_features(graph));
   REQUIRE(self);
   CHECK(self->neighbour == "graph");
   CHECK(self->distance == doctest::Approx(0.0));
@@ -574,13 +604,13 @@ TEST_CASE("tuning_db: an unseen matrix gets the nearest tuned matrix's config on
 
   // Far from everything tuned (three decades more rows than either): the defaults, and says so.
   auto far = dbsparse::generate("banded:n=2000000,bw=1");
-  auto pf = db->predict("dev0", "spmspv", "", dbsparse::compute_features(far));
+  auto pf = db->predict("dev0", SPMSPV, "", dbsparse::compute_features(far));
   REQUIRE(pf);
   CHECK(pf->distance > dbsparse::kPredictionRadius);
   CHECK(pf->too_far);
-  CHECK(pf->params == dbsparse::default_params("spmspv"));
-  Config cf = db->lookup("dev0", fp(far), "spmspv", "", [&] { return dbsparse::compute_features(far); });
+  CHECK(pf->params == SPMSPV.defaults);
+  Config cf = db->lookup("dev0", fp(far), SPMSPV, "", [&] { return dbsparse::compute_features(far); });
   CHECK(cf.source == ConfigSource::Default);
-  CHECK(cf.params == dbsparse::default_params("spmspv"));
+  CHECK(cf.params == SPMSPV.defaults);
   CHECK(cf.note.find("nothing tuned near") != std::string::npos);
 }

@@ -21,15 +21,7 @@ Context& ctx() {
 
 // Sorted distinct indices: round(density * n), at least one when density > 0.
 std::vector<int32_t> pick_indices(int32_t n, double density, uint64_t seed) {
-  if (density <= 0 || n == 0) return {};
-  int64_t k = std::clamp<int64_t>(std::llround(density * n), 1, n);
-  std::vector<int32_t> all(n);
-  std::iota(all.begin(), all.end(), 0);
-  std::mt19937_64 rng(seed);
-  for (int64_t i = 0; i < k; ++i) std::swap(all[i], all[i + rng() % (n - i)]);
-  all.resize(k);
-  std::sort(all.begin(), all.end());
-  return all;
+  return dbsparse::tools::sample_indices(n, density, seed);
 }
 
 template <class T>
@@ -110,14 +102,14 @@ TEST_CASE("SpmspvMatchesReferenceWithEachBlockTypeAlone") {
   auto all_coo = thresholds(257, 256, 2.0);
   auto all_dense = thresholds(0, 0, 2.0);
   auto all_csc = thresholds(0, 256, 0.0);        // skew_r/skew_c > 0 always
-  auto all_pcsr = thresholds(0, 256, 1e9);       // no skew is that large
+  auto all_csr = thresholds(0, 256, 1e9);        // no skew is that large: balanced blocks are ForceCSR
   auto dense_ty = static_cast<int>(BlockType::Dense);
   {
     auto plan = ctx().plan_spmspv(a.cast<float>(), SpmspvOptions{SpmspvDirection::Auto, &all_dense});
     CHECK(plan.stats().storage.blocks_by_type[dense_ty] == plan.stats().storage.bytes_meta / 20);
     CHECK(plan.kernel().key == "spmspv.auto.f32.plus_times.bs16.t=dense");
   }
-  for (auto* cfg : {&all_coo, &all_dense, &all_csc, &all_pcsr}) {
+  for (auto* cfg : {&all_coo, &all_dense, &all_csc, &all_csr}) {
     check_all_directions<float>(a, cfg, cfg->params.dump().c_str());
     check_all_directions<double>(a, cfg, cfg->params.dump().c_str());
   }
@@ -147,7 +139,7 @@ TEST_CASE("SpmspvWarpWideCooWalkMatchesReference") {
     return Config{"spmspv", p, ConfigSource::Explicit, "test"};
   };
   const auto all_coo = with_warp({{"th0", 257}, {"th1", 256}, {"th2", 2.0}});
-  const auto mixed = with_warp(default_params("spmspv"));
+  const auto mixed = with_warp(config_to_json(SpmspvConfig{}));
   {
     auto plan = ctx().plan_spmspv(generate("stencil2d:n=40").cast<float>(), SpmspvOptions{.config = &mixed});
     CHECK(plan.kernel().key.ends_with(".coo=warp"));
@@ -160,7 +152,7 @@ TEST_CASE("SpmspvWarpWideCooWalkMatchesReference") {
       check_all_directions<double>(a, cfg, (std::string(spec) + " " + cfg->params.dump()).c_str());
     }
   }
-  auto bad = with_warp(default_params("spmspv"));
+  auto bad = with_warp(config_to_json(SpmspvConfig{}));
   bad.params["pull_coo"] = "block";
   CHECK_THROWS_AS(ctx().plan_spmspv(generate("stencil2d:n=40").cast<float>(), SpmspvOptions{.config = &bad}),
                   UsageError);
@@ -203,7 +195,7 @@ TEST_CASE("SpmspvMatchesReferenceOnSharedMatrices") {
 TEST_CASE("SpmspvAutoSwitchesDirectionByXBlockShare") {
   auto a = generate("banded:n=160000,bw=8").cast<float>();
   auto plan = ctx().plan_spmspv(a);
-  CHECK(plan.config().params.value("th3", 0.0) == doctest::Approx(default_params("spmspv")["th3"].get<double>()));
+  CHECK(plan.config().params.value("th3", 0.0) == doctest::Approx(config_to_json(SpmspvConfig{})["th3"].get<double>()));
   Stream s(ctx());
   DeviceBuffer<float> y(a.rows);
   auto run_with = [&](const std::vector<int32_t>& idx) {
@@ -223,7 +215,7 @@ TEST_CASE("SpmspvPaperThresholdComparesXbDirectly") {
   // Banded bw 8: ~100 nonzeros per 16x16 block, so the scaled threshold is ~th3/100.
   auto ad = generate("banded:n=160000,bw=8");
   auto a = ad.cast<float>();
-  auto paper = paper_params("spmspv");
+  auto paper = config_to_json(SpmspvConfig::paper());
   Config direct{"spmspv", paper, ConfigSource::Explicit, "test"};
   auto plan = ctx().plan_spmspv(a, SpmspvOptions{.config = &direct});
   CHECK(plan.stats().xb_threshold == doctest::Approx(paper["th3"].get<double>()));

@@ -134,17 +134,17 @@ namespace {
 std::vector<nlohmann::json> strategy_configs() {
   std::vector<nlohmann::json> configs;
   for (const char* s : {"scalar", "block", "longrow", "uniform", "classified"}) {
-    auto p = default_params("spmv");
+    auto p = config_to_json(SpmvConfig{});
     p["strategy"] = s;
     configs.push_back(p);
   }
   for (int l : {2, 4, 8, 16, 32}) {
-    auto p = default_params("spmv");
+    auto p = config_to_json(SpmvConfig{});
     p["strategy"] = "vector";
     p["lanes"] = l;
     configs.push_back(p);
   }
-  auto unfolded = default_params("spmv");
+  auto unfolded = config_to_json(SpmvConfig{});
   unfolded["fold_share"] = 0.0;
   configs.push_back(unfolded);
   auto small = unfolded;
@@ -159,7 +159,7 @@ std::vector<nlohmann::json> strategy_configs() {
   // dbtune searches the block size: every kernel (classified bins, block per row, long rows) at 128 and 512.
   for (int b : {128, 512})
     for (const char* s : {"classified", "block", "longrow"}) {
-      auto p = default_params("spmv");
+      auto p = config_to_json(SpmvConfig{});
       p["strategy"] = s;
       p["block_size"] = b;
       configs.push_back(p);
@@ -250,14 +250,14 @@ TEST_CASE("SpmvStrategiesMatchReferenceOnSharedMatricesAndEdgeShapes") {
 
 TEST_CASE("SpmvClassifiedSplitsMixedRowsAndFoldsThinBins") {
   auto mixed = mixed_rows().cast<float>();
-  auto plan = ctx().plan_spmv(mixed, Config{"spmv", default_params("spmv"), ConfigSource::Explicit, "test"});
+  auto plan = ctx().plan_spmv(mixed, Config{"spmv", config_to_json(SpmvConfig{}), ConfigSource::Explicit, "test"});
   CHECK(plan.launches() == 1);  // every bin in one launch
   CHECK(plan.explain().find("chunks of") != std::string::npos);
-  auto split_params = default_params("spmv");
+  auto split_params = config_to_json(SpmvConfig{});
   split_params["fuse_bins"] = 0;
   auto split = ctx().plan_spmv(mixed, Config{"spmv", split_params, ConfigSource::Explicit, "test"});
   CHECK(split.launches() >= 4);  // short rows, a middle bin, long-row chunks and their finalize
   auto regular = generate("stencil3d:n=40,points=27").cast<float>();
-  auto one = ctx().plan_spmv(regular, Config{"spmv", default_params("spmv"), ConfigSource::Explicit, "test"});
+  auto one = ctx().plan_spmv(regular, Config{"spmv", config_to_json(SpmvConfig{}), ConfigSource::Explicit, "test"});
   CHECK(one.launches() == 1);  // boundary rows fold into the interior's bin: one kernel, no list
 }

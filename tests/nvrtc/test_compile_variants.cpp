@@ -8,10 +8,10 @@
 #include <thread>
 #include <vector>
 
-#include "codegen/catalog.hpp"
 #include "codegen/nvrtc_compiler.hpp"
 #include "codegen/spmv_key.hpp"
 #include "dbsparse/error.hpp"
+#include "tools/ops/registry.hpp"
 
 using namespace dbsparse;
 using namespace dbsparse::codegen;
@@ -24,8 +24,8 @@ TEST_CASE("EveryVariantOfEveryOpCompilesForSm80AndSm90") {
     std::future<CompiledKernel> result;
   };
   std::vector<Job> jobs;
-  for (const auto& op : known_ops())
-    for (const auto& ks : op_variants(op, /*include_opt_in=*/true))
+  for (const auto* op : tools::ops())
+    for (const auto& ks : op->variants(/*opt_in=*/true))
       for (const char* arch : {"sm_80", "sm_90"}) jobs.push_back(Job{ks, arch, {}});
   const size_t workers = std::max(1u, std::thread::hardware_concurrency());
   std::atomic<size_t> next{0};

@@ -1,6 +1,6 @@
 #include "tools/common/bench_spmspv.hpp"
 #include "runtime/hash.hpp"
-#include "tools/common/bench_random.hpp"
+#include "tools/common/random.hpp"
 
 #include <fmt/format.h>
 
@@ -52,12 +52,7 @@ SparseX<T> make_sparse_x(const CsrMatrix<T>& a, const std::string& name, double 
   if (density > 0) k = std::max<int64_t>(k, 1);
   k = std::min<int64_t>(k, a.cols);
   Lcg rng{x_seed(name, density)};
-  std::vector<int32_t> perm(static_cast<size_t>(a.cols));
-  std::iota(perm.begin(), perm.end(), 0);
-  for (int64_t i = 0; i < k; ++i)  // partial Fisher-Yates: k distinct columns
-    std::swap(perm[i], perm[i + rng.below(static_cast<uint32_t>(a.cols - i))]);
-  x.idx.assign(perm.begin(), perm.begin() + k);
-  std::sort(x.idx.begin(), x.idx.end());
+  x.idx = sample_indices(a.cols, k, rng);
   for (int64_t i = 0; i < k; ++i) {
     T v;
     do v = static_cast<T>(rng.unit() * 2.0 - 1.0);

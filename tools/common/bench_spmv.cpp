@@ -1,5 +1,5 @@
 #include "tools/common/bench_spmv.hpp"
-#include "tools/common/bench_random.hpp"
+#include "tools/common/random.hpp"
 
 #include <fmt/format.h>
 
@@ -16,12 +16,7 @@
 namespace dbsparse::tools {
 namespace {
 
-std::vector<double> random_x(int32_t n, uint64_t seed) {
-  std::vector<double> x(n);
-  Lcg rng{seed};
-  for (auto& v : x) v = rng.unit() * 2.0 - 1.0;
-  return x;
-}
+std::vector<double> random_x(int32_t n, uint64_t seed) { return random_values<double>(static_cast<size_t>(n), seed); }
 
 template <class T>
 struct Problem {
@@ -78,7 +73,7 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
   if (strategies.empty()) strategies.push_back("");  // the config look-up's choice
   for (const auto& strategy : strategies) {
     std::vector<SpmvPlan<T>> plans;
-    Config forced{"spmv", default_params("spmv"), ConfigSource::Explicit, "bench --strategy"};
+    Config forced{"spmv", config_to_json(SpmvConfig{}), ConfigSource::Explicit, "bench --strategy"};
     forced.params["strategy"] = strategy;
     if (strategy == "classified-split") {  // the classified bins, one kernel each
       forced.params["strategy"] = "classified";

@@ -73,7 +73,7 @@ int run_convert(const ConvertArgs& a, const NamedMatrix& m) {
     j["cols"] = db.cols;
     j["nnz"] = db.nnz;
     j["blocks"] = db.blocks();
-    j["thresholds"] = {{"th0", a.th.th0}, {"th1", a.th.th1}, {"th2", a.th.th2}, {"pcsr_columns", a.th.pcsr_columns}};
+    j["thresholds"] = {{"th0", a.th.th0}, {"th1", a.th.th1}, {"th2", a.th.th2}};
     std::ofstream out(a.json_path);
     out << j.dump(2) << "\n";
     if (!out) throw UsageError("cannot write " + a.json_path);
@@ -97,8 +97,6 @@ Runner add_convert(CLI::App& sub_ref) {
   sub->add_option("--th1", a->th.th1, "Blocks with more nonzeros are Dense")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
-  sub->add_flag("--pcsr-columns", a->th.pcsr_columns,
-                "Also store patched CSR's column view (the paper's layout; no kernel reads it)");
   sub->add_option("--th2", a->th.th2, "Skew ratio above which a block is ForceCSR / ForceCSC")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);

@@ -6,6 +6,7 @@
 
 #include "dbsparse/dbsparse.hpp"
 #include "tools/dbsparse/commands.hpp"
+#include "tools/ops/registry.hpp"
 
 namespace dbsparse::cli {
 
@@ -15,23 +16,23 @@ Runner add_explain(CLI::App& sub) {
   };
   auto a = std::make_shared<Args>();
   sub.add_option("matrix", a->matrix, "Matrix Market file or generator string")->required();
-  sub.add_option("--op", a->op, "spmv or spmspv")->check(CLI::IsMember({"spmv", "spmspv"}));
+  sub.add_option("--op", a->op, "The op (default spmv)")->check(CLI::IsMember(tools::op_names()));
   return [a]() {
+    const auto& op = tools::find_op(a->op);
     NamedMatrix m = load_matrix(a->matrix);
     std::string why;
     if (!cuda_device_available(&why)) {
       fmt::print("{}: no CUDA device ({}); configs are per device, so only the defaults can be named:\n  {}\n",
-                 m.name, why, default_params(a->op).dump());
+                 m.name, why, op.config.defaults.dump());
       return 0;
     }
     Context ctx;
     auto f = m.csr.cast<float>();
-    Config c = lookup_config(ctx.device().record().fingerprint, structure_fingerprint(f), a->op, "",
+    Config c = lookup_config(ctx.device().record().fingerprint, structure_fingerprint(f), op.config, "",
                              [&] { return compute_features(f); });
     fmt::print("{} on {} ({}), op {}\nconfig: {}\n  from: {}\n  params: {}\n\n", m.name, ctx.device().name,
                ctx.device().arch(), a->op, to_string(c.source), c.note, c.params.dump());
-    if (a->op == "spmv") fmt::print("{}", ctx.plan_spmv(f).explain());
-    else fmt::print("{}", ctx.plan_spmspv(f).explain());
+    fmt::print("{}", op.explain(ctx, m));
     return 0;
   };
 }

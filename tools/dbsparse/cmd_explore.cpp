@@ -10,9 +10,8 @@
 #include <memory>
 
 #include "dbsparse/dbsparse.hpp"
-#include "tools/common/objectives.hpp"
 #include "tools/dbsparse/commands.hpp"
-#include "tuner/search_space.hpp"
+#include "tools/ops/registry.hpp"
 
 namespace dbsparse::cli {
 namespace {
@@ -81,19 +80,20 @@ Runner add_explore(CLI::App& sub) {
   };
   auto a = std::make_shared<Args>();
   sub.add_option("matrix", a->matrix, "Matrix Market file or generator string")->required();
-  sub.add_option("--op", a->op, "spmv or spmspv")->check(CLI::IsMember({"spmv", "spmspv"}));
+  sub.add_option("--op", a->op, "The op (default spmspv)")->check(CLI::IsMember(tools::op_names()));
   sub.add_option("--param", a->param, "The parameter to sweep, e.g. th3 (see the op's search space)")->required();
   sub.add_option("--range", a->range, "LO:HI, swept in --points steps");
   sub.add_option("--values", a->values, "Explicit values instead of --range (comma-separate)")->delimiter(',');
   sub.add_flag("--log", a->log, "Space the --range points logarithmically");
   sub.add_option("--points", a->points, "Points in --range (default 9)")->check(CLI::Range(2, 200));
-  sub.add_option("--density", a->density, "spmspv: x density (default: the tuner's 0.1, 0.01, 0.001 geomean)")
+  sub.add_option("--density", a->density, "ops with a sparse x: its density (default: the tuner's densities, geomean)")
       ->check(CLI::Range(0.0, 1.0));
   sub.add_option("--samples", a->samples, "Timed samples per point")->check(CLI::Range(1, 1000));
   sub.add_option("--svg", a->svg, "Plot file (default explore-<op>-<param>.svg)");
   sub.add_option("--db", a->db_path, "Tuning DB the points are stored in");
   return [a]() {
-    const auto& space = tuner::search_space(a->op);
+    const auto& op = tools::find_op(a->op);
+    const auto& space = op.space;
     if (!space.defaults.contains(a->param))
       throw UsageError(fmt::format("explore: '{}' is not a parameter of {} (parameters: {})", a->param, a->op,
                                    space.defaults.dump()));
@@ -118,12 +118,12 @@ Runner add_explore(CLI::App& sub) {
     auto db = TuningDb::open(a->db_path);
     db->upsert_device(ctx.device().record());
     db->upsert_matrix({fp, m.name, compute_features(m.csr)});
-    const Config base = db->lookup(dev, fp, a->op);
+    const Config base = db->lookup(dev, fp, op.config);
     std::optional<double> tuned_v;
     if (base.source == ConfigSource::Tuned) tuned_v = base.params[a->param].get<double>();
     const double default_v = space.defaults[a->param].get<double>();
     const std::vector<double> densities = a->density > 0 ? std::vector<double>{a->density} : std::vector<double>{};
-    auto objective = tools::make_objective(ctx, a->op, m, densities);
+    auto objective = op.objective(ctx, m, tools::ObjectiveOptions{densities});
     const std::string bucket = a->density > 0 ? fmt::format("explore d={}", a->density) : "explore";
     fmt::print("{} on {}: sweeping {} of {} ({} held at their {} values)\n{:>12} {:>12}  {}\n", m.name, ctx.device().name,
                a->param, a->op, base.params.size() - 1, to_string(base.source), a->param, "time us", "status");

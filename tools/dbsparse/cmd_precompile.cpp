@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "codegen/kernel_cache.hpp"
-#include "codegen/catalog.hpp"
 #include "dbsparse/context.hpp"
 #include "tools/dbsparse/commands.hpp"
+#include "tools/ops/registry.hpp"
 
 namespace dbsparse::cli {
 
@@ -19,7 +19,7 @@ Runner add_precompile(CLI::App& sub_ref) {
   sub->add_option("--arch", *arch,
                   "Target, e.g. sm_90 (H100/H200) or sm_80; default: the current device's arch");
   sub->add_option("--op", *ops, "Ops to precompile (default: all)")
-      ->check(CLI::IsMember(codegen::known_ops()));
+      ->check(CLI::IsMember(tools::op_names()));
   return [=]() {
     std::string target = *arch;
     if (target.empty()) {
@@ -32,9 +32,9 @@ Runner add_precompile(CLI::App& sub_ref) {
     fmt::print("precompiling for {} into {}\n", target, cache.persistent() ? cache.dir() : "(memory)");
     int n = 0;
     double total_ms = 0;
-    auto selected = ops->empty() ? codegen::known_ops() : *ops;
+    auto selected = ops->empty() ? tools::op_names() : *ops;
     for (const auto& op : selected) {
-      for (const auto& ks : codegen::op_variants(op)) {
+      for (const auto& ks : tools::find_op(op).variants(/*opt_in=*/false)) {
         auto k = cache.get(ks, target);
         fmt::print("  {:<56} {:>9} {:8.1f} ms  {:>7} bytes\n", ks.key, to_string(k.origin), k.ms,
                    k.kernel->cubin.size());

@@ -16,11 +16,11 @@
 
 #include <CLI/CLI.hpp>
 
-#include "codegen/catalog.hpp"
 #include "codegen/kernel_cache.hpp"
 #include "dbsparse/dbsparse.hpp"
 #include "tools/common/suites.hpp"
 #include "tools/dbtune/tune_op.hpp"
+#include "tools/ops/registry.hpp"
 #include "tuner/search.hpp"
 
 using namespace dbsparse;
@@ -35,7 +35,7 @@ extern "C" void on_sigint(int) {
 
 struct Args {
   bool quick = false, no_shared = false, evaluate = false, evaluate_only = false;
-  std::vector<std::string> matrices, ops{"spmv", "spmspv"};
+  std::vector<std::string> matrices, ops = tools::op_names();
   std::string db_path = TuningDb::default_path();
   std::string arch;
   double budget_s = 0;  // 0: 2 s per (matrix, op) with --quick, else 6 s
@@ -73,7 +73,7 @@ int run(const Args& a) {
                "Running the parts that need none: matrix features into the DB and kernels for {}.\n",
                why, arch);
   }
-  for (const auto& op : a.ops) tuner::search_space(op);  // unknown ops fail before any work
+  for (const auto& op : a.ops) tools::find_op(op);  // unknown ops fail before any work
   auto db = TuningDb::open(a.db_path);
   fmt::print("tuning DB: {}\n", db->path());
   if (ctx) db->upsert_device(ctx->device().record());
@@ -87,8 +87,9 @@ int run(const Args& a) {
   // Kernels first: a failing variant is reported here, before any matrix work.
   auto& cache = codegen::KernelCache::global();
   int compiled = 0, failed = 0;
-  for (const auto& op : codegen::known_ops()) {
-    auto variants = codegen::op_variants(op);
+  for (const auto* op_desc : tools::ops()) {
+    const std::string& op = op_desc->name;
+    auto variants = op_desc->variants(/*opt_in=*/false);
     for (size_t i = 0; i < variants.size() && !g_stop; ++i) {
       fmt::print(stderr, "\rkernels for {}: {}/{} ", op, i + 1, variants.size());
       try {
@@ -164,9 +165,9 @@ int main(int argc, char** argv) {
   app.add_flag("--quick", a.quick, "Small suite and 2 s per (matrix, op): about two minutes");
   app.add_option("--matrices", a.matrices, "Matrix files or generator strings instead of the suite");
   app.add_flag("--no-shared", a.no_shared, "Leave out ../shared/matrices ($DBSPARSE_MATRICES)");
-  app.add_option("--ops", a.ops, "Ops to tune (comma-separate): spmv, spmspv")
+  app.add_option("--ops", a.ops, "Ops to tune (comma-separate); default all")
       ->delimiter(',')
-      ->check(CLI::IsMember({"spmv", "spmspv"}));
+      ->check(CLI::IsMember(tools::op_names()));
   app.add_option("--budget", a.budget_s, "Seconds of search per (matrix, op); default 2 with --quick, else 6")
       ->check(CLI::Range(0.1, 3600.0));
   app.add_option("--total", a.total_s,

@@ -9,25 +9,26 @@
 #include <map>
 
 #include "dbsparse/io.hpp"
-#include "tools/common/objectives.hpp"
 #include "tools/common/stats.hpp"
+#include "tools/ops/registry.hpp"
 #include "tuner/search.hpp"
 
 namespace dbsparse::tools {
 
 
 // The keys where `c` differs from the defaults, as compact JSON.
-static std::string diff(const std::string& op, const nlohmann::json& c) {
-  const auto d = default_params(op);
+static std::string diff(const OpDescriptor& op, const nlohmann::json& c) {
+  const auto& d = op.config.defaults;
   nlohmann::json out = nlohmann::json::object();
   for (auto it = c.begin(); it != c.end(); ++it)
     if (!d.contains(it.key()) || d[it.key()] != it.value()) out[it.key()] = it.value();
   return out.empty() ? "(defaults)" : out.dump();
 }
 
-void print_table(const std::string& op, const std::vector<TuneRow>& rows) {
-  const bool paper = !paper_params(op).empty();
-  const char* what = op == "spmspv" ? "f32, geomean over x densities 0.1, 0.01, 0.001" : "geomean of f32 and f64";
+void print_table(const std::string& op_name, const std::vector<TuneRow>& rows) {
+  const auto& op = find_op(op_name);
+  const bool paper = !op.paper.empty();
+  const std::string& what = op.objective_doc;
   fmt::print("\n{} ({}): best config per matrix\n{:<36} {:>10} {:>10} {:>8}{} {:>6}  {}\n", op, what, "matrix",
              "default us", "best us", "speedup", paper ? fmt::format(" {:>9} {:>8}", "paper us", "vs paper") : "", "trials",
              "best config (vs defaults)");
@@ -57,7 +58,7 @@ void print_table(const std::string& op, const std::vector<TuneRow>& rows) {
     fmt::print("{}: over the {} generated matrices {:.3f}x\n", op, generated.size(), geomean(generated));
   if (!over_paper.empty())
     fmt::print("{}: geometric-mean speed-up over the paper's defaults {} {:.3f}x over {} matrices{}\n", op,
-               paper_params(op).dump(), geomean(over_paper), over_paper.size(),
+               op.paper.dump(), geomean(over_paper), over_paper.size(),
                generated_over_paper.empty()
                    ? ""
                    : fmt::format(", {:.3f}x over the {} generated", geomean(generated_over_paper),
@@ -80,11 +81,13 @@ static std::vector<double> head_to_head(const tuner::Objective& objective, Tunin
   return best;
 }
 
-TuneRow tune_op(Context& ctx, TuningDb& db, const std::string& op, const NamedMatrix& m, const std::string& fp,
+TuneRow tune_op(Context& ctx, TuningDb& db, const std::string& op_name, const NamedMatrix& m, const std::string& fp,
          double budget_s, const std::function<bool()>& stop, const std::function<void(const std::string&)>& status) {
   const std::string dev = ctx.device().record().fingerprint;
-  const auto& space = tuner::search_space(op);
-  auto objective = tools::make_objective(ctx, op, m);
+  const auto& desc = find_op(op_name);
+  const std::string& op = desc.name;
+  const auto& space = desc.space;
+  auto objective = desc.objective(ctx, m, {});
   std::map<std::string, tuner::Measurement> stored;  // the latest trial per config
   for (const auto& t : db.trials(dev, fp, op))
     if (t.bucket.empty()) stored[space.complete(t.params).dump()] = {t.status, t.time_us, t.detail};
@@ -110,7 +113,7 @@ TuneRow tune_op(Context& ctx, TuningDb& db, const std::string& op, const NamedMa
   const auto defaults = space.complete(nlohmann::json::object());
   std::vector<nlohmann::json> contenders{defaults};
   if (r.best != defaults) contenders.push_back(r.best);
-  const auto paper = paper_params(op);
+  const auto& paper = desc.paper;
   if (!paper.empty()) contenders.push_back(space.complete(paper));
   const auto t = contenders.size() > 1 ? head_to_head(*objective, db, Trial{dev, fp, op}, contenders, " (confirm)", stop)
                                        : std::vector<double>{INFINITY};
@@ -134,7 +137,8 @@ void evaluate(Context& ctx, TuningDb& db, const std::vector<std::string>& specs,
               const std::function<bool()>& stop) {
   const std::string dev = ctx.device().record().fingerprint;
   for (const auto& op : ops) {
-    const auto& space = tuner::search_space(op);
+    const auto& desc = find_op(op);
+    const auto& space = desc.space;
     fmt::print("\n{}: leave-one-out prediction\n{:<36} {:<24} {:>10} {:>12} {:>8}\n", op, "matrix", "nearest", "best us",
                "predicted us", "ratio");
     std::vector<double> ratios;
@@ -146,12 +150,12 @@ void evaluate(Context& ctx, TuningDb& db, const std::vector<std::string>& specs,
       auto rec = db.find_matrix(fp);
       auto tuned = db.best(dev, fp, op, "");
       if (!rec || !tuned) continue;  // not tuned on this device
-      auto p = db.predict(dev, op, "", rec->features, fp);
+      auto p = db.predict(dev, desc.config, "", rec->features, fp);
       if (!p) continue;
       // Both configs measured now, head to head (alternating, best of two): the stored times of
       // the search are minima over noisy runs and would flatter the tuned config.
       const auto best_config = space.complete(*tuned), config = space.complete(p->params);
-      auto objective = tools::make_objective(ctx, op, m);
+      auto objective = desc.objective(ctx, m, {});
       const auto t = head_to_head(*objective, db, Trial{dev, fp, op}, {best_config, config}, " (evaluate)", stop);
       const double best_us = t[0], pred_us = t[1];
       if (!std::isfinite(pred_us) || !std::isfinite(best_us)) continue;

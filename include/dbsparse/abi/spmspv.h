@@ -1,0 +1,101 @@
+// DB-SpMSpV's host/kernel contract (DESIGN.md §10): compiled by the host (runtime/spmspv_plan.cpp,
+// include/dbsparse/db_matrix.hpp) and by NVRTC with the templates (templates/spmspv*.cuh), so the
+// two cannot drift. Plain structs only; sizes and offsets are asserted here, in both compilers.
+#pragma once
+#include "dbsparse/abi/abi_types.h"
+
+namespace dbs {
+
+// Block formats (db-spmspv-icpp26 §3.2). The paper's patched CSR is stored and walked exactly as
+// ForceCSR (both paths read these blocks by rows: the row walk beat the column walk at every density
+// measured on the H200, NOTES.md step 5), so it is not a type of its own.
+enum BlockTypeId { kCoo = 0, kDense = 1, kForceCsr = 2, kForceCsc = 3 };
+constexpr int kBlockTypeCount = 4;
+
+// Per-block metadata, stored once, in block-CSR order. 20 bytes, read by the kernels as is.
+struct BlockMeta {
+  int32_t row;       // block row
+  int32_t col;       // block column
+  uint32_t val_off;  // first value of this block in the values array
+  uint32_t aux_off;  // first byte of this block's index data in the aux array (4-byte aligned)
+  uint16_t nnz;      // stored entries (Dense: the true nonzero count; 256 values are stored)
+  uint8_t type;      // BlockTypeId
+  uint8_t pad;
+};
+static_assert(sizeof(BlockMeta) == 20, "BlockMeta is 20 bytes on both sides");
+static_assert(DBS_OFFSETOF(BlockMeta, val_off) == 8 && DBS_OFFSETOF(BlockMeta, nnz) == 16 &&
+                  DBS_OFFSETOF(BlockMeta, type) == 18,
+              "BlockMeta layout");
+
+constexpr int kWarps = 4;          // warps per thread block, in every SpMSpV kernel (paper §3.3.2)
+constexpr int kPushChunk = 8;      // matrix blocks per push task
+constexpr int kPairsPerWarp = 8;   // x block pairs (32 elements each) per prep warp
+constexpr int kSegmentWeight = 16; // pull: a new segment once the blocks' weight reaches 16 (§3.3.2)
+constexpr int kSegmentMaxBlocks = 16;  // what one half-warp holds; weight >= 1 per block keeps to it
+// 12 resident blocks (48 warps) per SM caps registers at 40: without a minimum, ptxas kept the
+// auto variant at 48 registers and the single-path ones at 32 with local-memory spills (sm_90,
+// -Xptxas -v, 2026-11-29).
+constexpr int kComputeBlocksPerSm = 12;
+
+// The pull path's weight of a block by type: Dense 4, row/column walks 2, COO 1.
+constexpr int segment_weight(int type) { return type == kDense ? 4 : type == kCoo ? 1 : 2; }
+
+// A pull segment: blocks [first, end) of one row block.
+struct Segment {
+  int32_t row_block, first, end;
+  int32_t alone;  // 1: the only segment of its row block, so it writes y without atomics
+};
+static_assert(sizeof(Segment) == 16, "read as one int4");
+
+// A push task: up to kPushChunk blocks of one column block, from block-CSC position `first`.
+struct PushTask {
+  uint32_t col_and_count;  // column block | (blocks - 1) << 28
+  uint32_t first;
+};
+static_assert(sizeof(PushTask) == 8, "read as one uint2");
+constexpr uint32_t kTaskCountShift = 28;
+
+// Per-call device state. prep's counters are reset by prep's own last block, after it has copied
+// what spmspv_compute needs into the fields that survive until the next run. One per workspace:
+// calls that share one must be ordered (include/dbsparse/spmspv.hpp).
+struct SpmspvState {
+  uint32_t nonempty;        // non-empty x blocks, counted by prep
+  uint32_t direction;       // 1 push, 2 pull: written by prep's last block
+  uint32_t prep_ticket;
+  uint32_t last_direction;  // kept for the host to read back
+  uint32_t last_nonempty;
+  // The fused kernel (one launch): the counter alternates between two slots by run, so the slot a
+  // run uses is never the one being cleared for the next; bar_* is its grid barrier.
+  uint32_t gen;
+  uint32_t cnt_nonempty[2];
+  uint32_t bar_count;
+  uint32_t bar_gen;
+};
+static_assert(sizeof(SpmspvState) == 40, "SpmspvState layout");
+constexpr uint32_t kDirPush = 1, kDirPull = 2;
+
+// The kernels' one argument, by value. Device pointers on both sides (the host fills them from
+// CUdeviceptr values).
+template <typename T>
+struct SpmspvArgs {
+  const int32_t* blk_col_idx;
+  const int32_t* blk_col_ptr;
+  const int32_t* csc2csr;
+  const BlockMeta* meta;
+  const T* values;
+  const uint8_t* aux;
+  const Segment* segments;
+  const PushTask* tasks;
+  SpmspvState* state;
+  uint16_t* xmask;
+  const T* x;
+  T* y;
+  int32_t rows, cols, block_cols, nsegments;
+  float xb_threshold;  // push while non-empty x blocks < xb_threshold * block_cols
+  int32_t ntasks;
+};
+static_assert(sizeof(SpmspvArgs<float>) == 120 && sizeof(SpmspvArgs<double>) == 120, "SpmspvArgs layout");
+static_assert(DBS_OFFSETOF(SpmspvArgs<float>, rows) == 96 && DBS_OFFSETOF(SpmspvArgs<float>, xb_threshold) == 112,
+              "SpmspvArgs layout");
+
+}  // namespace dbs

@@ -1,0 +1,26 @@
+#pragma once
+// The semiring an op computes over, as a parameter of keys, plans and the CPU reference (DESIGN.md
+// §"The DB format": BFS runs the same traversal with (OR, AND)). Plus-times is the numeric one.
+#include <string>
+#include <string_view>
+
+#include "dbsparse/error.hpp"
+
+namespace dbsparse {
+
+enum class Semiring { PlusTimes };
+
+inline const char* to_string(Semiring s) {
+  switch (s) {
+    case Semiring::PlusTimes: return "plus_times";
+  }
+  return "?";
+}
+
+// The text form of keys and configs; UsageError for any other.
+inline Semiring semiring_from_string(std::string_view s) {
+  if (s == "plus_times") return Semiring::PlusTimes;
+  throw UsageError("unknown semiring '" + std::string(s) + "' (known: plus_times)");
+}
+
+}  // namespace dbsparse

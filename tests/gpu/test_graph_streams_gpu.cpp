@@ -1,0 +1,120 @@
+// Plans under CUDA graphs and on several streams (DESIGN.md §1: run makes no allocation, no NVRTC
+// call and no synchronisation, so it can be captured). Each replay is checked against the CPU
+// reference with x changed in place between replays, so a graph that baked in stale state fails.
+#include <doctest/doctest.h>
+
+#include <cuda_runtime.h>
+
+#include <functional>
+
+#include "dbsparse/dbsparse.hpp"
+#include "test_support.hpp"
+
+using namespace dbsparse;
+
+namespace {
+
+Context& ctx() {
+  static Context c;
+  return c;
+}
+
+void cuda_ok(cudaError_t e, const char* what) { REQUIRE_MESSAGE(e == cudaSuccess, what << ": " << cudaGetErrorString(e)); }
+
+// Captures what `enqueue` puts on the stream into a graph and returns it instantiated.
+cudaGraphExec_t capture(const Stream& s, const std::function<void()>& enqueue) {
+  auto st = static_cast<cudaStream_t>(s.handle());
+  cuda_ok(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal), "begin capture");
+  enqueue();
+  cudaGraph_t g = nullptr;
+  cuda_ok(cudaStreamEndCapture(st, &g), "end capture");
+  cudaGraphExec_t exec = nullptr;
+  cuda_ok(cudaGraphInstantiate(&exec, g, 0), "instantiate");
+  cudaGraphDestroy(g);
+  return exec;
+}
+
+template <class T>
+std::vector<T> sparse_x(int32_t n, double density, uint64_t seed, std::vector<int32_t>& idx, std::vector<T>& val) {
+  idx = tools::sample_indices(n, density, seed);
+  val = tools::random_values<T>(idx.size(), seed + 1);
+  for (auto& v : val)
+    if (v == T(0)) v = T(0.5);
+  std::vector<T> x(static_cast<size_t>(n), T(0));
+  for (size_t i = 0; i < idx.size(); ++i) x[idx[i]] = val[i];
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("SpmvRunCapturedInACudaGraphMatchesReferenceOnEveryReplay") {
+  // Power-law rows include long ones: the classified plan's long-row chunks and arrival counters
+  // are per-call state that each replay must reset for itself.
+  for (const char* spec : {"powerlaw:n=20000,avg=8,alpha=1.2,max=15000", "stencil3d:n=20,points=27"}) {
+    CAPTURE(spec);
+    const auto a = generate(spec).cast<double>();
+    auto plan = ctx().plan_spmv(a);
+    Stream s(ctx());
+    DeviceBuffer<double> x(static_cast<size_t>(a.cols)), y(static_cast<size_t>(a.rows));
+    auto exec = capture(s, [&] { plan.run(x, y, s); });
+    for (uint64_t replay = 0; replay < 3; ++replay) {
+      const auto xh = tools::random_values<double>(static_cast<size_t>(a.cols), 40 + replay);
+      x.upload(xh);
+      y.fill_bytes(0xFF);  // NaN: a row the replay does not write cannot pass
+      cuda_ok(cudaGraphLaunch(exec, static_cast<cudaStream_t>(s.handle())), "graph launch");
+      s.synchronize();
+      const auto ref = reference::spmv(a, std::span<const double>(xh));
+      CHECK(reference::relative_error(std::span<const double>(ref), std::span<const double>(y.download())) < 1e-12);
+    }
+    cudaGraphExecDestroy(exec);
+  }
+}
+
+TEST_CASE("SpmspvRunCapturedInACudaGraphPicksItsDirectionOnEveryReplay") {
+  const auto a = generate("banded:n=160000,bw=8").cast<float>();
+  auto plan = ctx().plan_spmspv(a);
+  Stream s(ctx());
+  DeviceBuffer<float> x(static_cast<size_t>(a.cols)), y(static_cast<size_t>(a.rows));
+  auto exec = capture(s, [&] { plan.run(x, y, s); });
+  // Sparse, then dense, then sparse again: one graph, and the GPU switches path each replay.
+  const double densities[] = {0.0001, 0.5, 0.0001};
+  const SpmspvDirection expect[] = {SpmspvDirection::Push, SpmspvDirection::Pull, SpmspvDirection::Push};
+  for (int k = 0; k < 3; ++k) {
+    std::vector<int32_t> idx;
+    std::vector<float> val;
+    x.upload(sparse_x<float>(a.cols, densities[k], 70 + k, idx, val));
+    cuda_ok(cudaGraphLaunch(exec, static_cast<cudaStream_t>(s.handle())), "graph launch");
+    const auto ref = reference::spmspv(a, std::span<const int32_t>(idx), std::span<const float>(val));
+    CHECK(plan.last_direction(s) == expect[k]);  // synchronises
+    CHECK(reference::relative_error(std::span<const double>(ref), std::span<const float>(y.download())) < 1e-5);
+  }
+  cudaGraphExecDestroy(exec);
+}
+
+TEST_CASE("SpmspvRunsOnTwoStreamsAtOnceWithAWorkspaceEach") {
+  // The plan's read-only data is shared; each stream's calls work in their own workspace, so
+  // 40 unsynchronised calls interleaved on two streams still give each stream its own answer.
+  const auto a = generate("rmat:scale=14,ef=8").cast<float>();
+  auto plan = ctx().plan_spmspv(a);
+  Stream s0(ctx()), s1(ctx());
+  auto w0 = plan.make_workspace(), w1 = plan.make_workspace();
+  std::vector<int32_t> i0, i1;
+  std::vector<float> v0, v1;
+  DeviceBuffer<float> x0{std::span<const float>(sparse_x<float>(a.cols, 0.3, 5, i0, v0))};
+  DeviceBuffer<float> x1{std::span<const float>(sparse_x<float>(a.cols, 0.001, 6, i1, v1))};
+  DeviceBuffer<float> y0(static_cast<size_t>(a.rows)), y1(static_cast<size_t>(a.rows));
+  for (int k = 0; k < 20; ++k) {
+    plan.run(x0, y0, s0, w0);
+    plan.run(x1, y1, s1, w1);
+  }
+  CHECK(plan.last_direction(s0, w0) == SpmspvDirection::Pull);
+  CHECK(plan.last_direction(s1, w1) == SpmspvDirection::Push);
+  const auto r0 = reference::spmspv(a, std::span<const int32_t>(i0), std::span<const float>(v0));
+  const auto r1 = reference::spmspv(a, std::span<const int32_t>(i1), std::span<const float>(v1));
+  CHECK(reference::relative_error(std::span<const double>(r0), std::span<const float>(y0.download())) < 1e-5);
+  CHECK(reference::relative_error(std::span<const double>(r1), std::span<const float>(y1.download())) < 1e-5);
+  // Another plan's workspace is refused with a clear error, before anything is launched.
+  auto other = ctx().plan_spmspv(generate("stencil2d:n=50").cast<float>());
+  auto foreign = other.make_workspace();
+  CHECK_THROWS_WITH_AS(plan.run(x0, y0, s0, foreign), doctest::Contains("workspace"), UsageError);
+}

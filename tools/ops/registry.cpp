@@ -1,0 +1,29 @@
+#include "tools/ops/registry.hpp"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace dbsparse::tools {
+
+// Each op's descriptor, defined in tools/ops/<op>_op.cpp.
+const OpDescriptor& spmv_op();
+const OpDescriptor& spmspv_op();
+
+const std::vector<const OpDescriptor*>& ops() {
+  static const std::vector<const OpDescriptor*> all = {&spmv_op(), &spmspv_op()};
+  return all;
+}
+
+std::vector<std::string> op_names() {
+  std::vector<std::string> out;
+  for (const auto* o : ops()) out.push_back(o->name);
+  return out;
+}
+
+const OpDescriptor& find_op(const std::string& name) {
+  for (const auto* o : ops())
+    if (o->name == name) return *o;
+  throw UsageError(fmt::format("unknown op '{}' (known: {})", name, fmt::join(op_names(), ", ")));
+}
+
+}  // namespace dbsparse::tools

@@ -1,0 +1,70 @@
+#pragma once
+// The op registry (DESIGN.md §9): each op declares, in its own file under tools/ops/, everything the
+// tools need to know of it: name, config defaults and the paper's, search space, kernel variants,
+// tuner objective, bench and explain. dbtune, `dbsparse` (bench, explain, explore, precompile) and
+// the nvrtc test tier iterate over ops(); nothing else compares op names. Adding an op is one line
+// in registry.cpp plus the op's own files.
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "codegen/kernel_source.hpp"
+#include "dbsparse/context.hpp"
+#include "dbsparse/io.hpp"
+#include "dbsparse/op_config.hpp"
+#include "tools/common/timing.hpp"
+#include "tuner/search.hpp"
+#include "tuner/search_space.hpp"
+
+namespace dbsparse::tools {
+
+// What `dbsparse bench OP` was asked for; each op reads the options that apply to it and rejects,
+// with a UsageError naming the option, those that do not.
+struct BenchRequest {
+  std::vector<std::string> specs;     // matrices, in order
+  std::vector<std::string> precisions{"f32"};
+  std::vector<double> densities;      // empty: the op's default densities
+  std::vector<std::string> strategies;
+  std::optional<nlohmann::json> config;  // params for dbsparse's rows instead of the tuning DB's
+  TimingOptions timing;
+  bool baselines = true;
+  bool explain = false;
+  double copy_gbs = 0;
+};
+
+struct ObjectiveOptions {
+  std::vector<double> densities;  // ops with a sparse x: the densities timed (empty: the op's own)
+};
+
+struct OpDescriptor {
+  std::string name;
+  std::string doc;                  // one line, for help texts
+  OpConfigInfo config;              // complete defaults; which features predict its configs
+  nlohmann::json paper;             // the paper's published config, where it differs; else empty
+  std::string objective_doc;        // what the tuner's time is, for dbtune's tables
+  tuner::SearchSpace space;         // defaults == config.defaults; validate == the typed config's
+  // The generated suite `bench` runs when no matrix is named ("quick" or "full").
+  std::function<std::vector<std::string>(const std::string& size)> bench_suite;
+  // Every kernel variant (with opt_in, also those only an explicit config selects): what
+  // `precompile` and dbtune compile ahead and the nvrtc tier compiles.
+  std::function<std::vector<codegen::KernelSource>(bool opt_in)> variants;
+  std::function<std::unique_ptr<tuner::Objective>(Context&, const NamedMatrix&, const ObjectiveOptions&)> objective;
+  // The op-specific options its bench takes, of "--density", "--strategy", "--config", "--explain";
+  // the CLI rejects the others before any GPU work.
+  std::vector<std::string> bench_options;
+  // Runs the suite, prints the table and summary, returns {"results": [...], "summary": ...}.
+  std::function<nlohmann::json(Context&, const Stream&, const BenchRequest&)> bench;
+  // The plan this matrix gets on this device (config from the tuning DB), explained.
+  std::function<std::string(Context&, const NamedMatrix&)> explain;
+};
+
+const std::vector<const OpDescriptor*>& ops();
+std::vector<std::string> op_names();
+// UsageError naming the known ops for any other name.
+const OpDescriptor& find_op(const std::string& name);
+
+}  // namespace dbsparse::tools

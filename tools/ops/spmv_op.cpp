@@ -1,0 +1,155 @@
+// The SpMV op's registry entry: adaptive CSR SpMV (adaptive-csr-spmv.txt).
+#include <fmt/format.h>
+
+#include <cmath>
+#include <set>
+
+#include "codegen/spmv_key.hpp"
+#include "dbsparse/reference.hpp"
+#include "dbsparse/spmv.hpp"
+#include "tools/common/bench_spmv.hpp"
+#include "tools/common/random.hpp"
+#include "tools/common/suites.hpp"
+#include "tools/ops/op_support.hpp"
+#include "tools/ops/registry.hpp"
+
+namespace dbsparse::tools {
+namespace {
+
+using tuner::Measurement;
+using tuner::ParamSpec;
+
+tuner::SearchSpace make_space() {
+  tuner::SearchSpace s{"spmv", {}, {}, config_to_json(SpmvConfig{}), tuner::validate_as<SpmvConfig>()};
+  s.params = {
+      ParamSpec::choice("strategy", {"classified", "uniform"}, "rows binned by length, or one strategy"),
+      ParamSpec::choice("lane_entries_f32", {2, 4, 8, 16}, "f32: entries per lane before wider groups"),
+      ParamSpec::choice("lane_entries_f64", {2, 4, 8}, "f64: entries per lane before wider groups"),
+      ParamSpec::choice("block_size", {128, 256, 512}, "threads per block of every SpMV kernel"),
+      ParamSpec::choice("v4_lanes", {16, 32}, "lanes of the widest vector bin"),
+      ParamSpec::choice("block_max_len", {1024, 4096, 16384}, "longest row for one block per row"),
+      ParamSpec::choice("longrow_chunk", {1024, 2048, 8192}, "entries per block of a split long row"),
+      ParamSpec::choice("fold_share", {0.0, 0.02, 0.1}, "bins under this share of nonzeros join the next"),
+  };
+  return s;
+}
+
+// One precision's inputs: the matrix in T, rotated x copies, the reference.
+template <class T>
+struct SpmvInputs {
+  CsrMatrix<T> a;
+  std::vector<DeviceBuffer<T>> xs;
+  std::vector<double> ref;
+
+  explicit SpmvInputs(const NamedMatrix& m) : a(m.csr.cast<T>()) {
+    for (int k = 0; k < kObjectiveXCopies; ++k) {
+      auto x = random_values<T>(static_cast<size_t>(a.cols), 11 + k);
+      if (k == 0) ref = reference::spmv(a, std::span<const T>(x));
+      xs.emplace_back(std::span<const T>(x));
+    }
+  }
+
+  // Checked, then timed; time 0 and the error in `why` when the result is wrong.
+  double measure(Context& ctx, const Config& cfg, int samples, std::string& why) {
+    auto plan = ctx.plan_spmv(a, cfg);
+    Stream s(ctx);
+    DeviceBuffer<T> y(static_cast<size_t>(a.rows));
+    y.fill_bytes(0xFF);
+    plan.run(xs[0], y, s);
+    s.synchronize();
+    auto got = y.download();
+    const double err = reference::relative_error(std::span<const double>(ref), std::span<const T>(got));
+    const double tol = sizeof(T) == 4 ? 1e-5 : 1e-12;
+    if (!(err <= tol)) {
+      why = fmt::format("{}: relative error {:.3e}", sizeof(T) == 4 ? "f32" : "f64", err);
+      return 0;
+    }
+    return time_on_stream(s.handle(), objective_timing(samples),
+                          [&](int64_t i) { plan.run(xs[i % kObjectiveXCopies], y, s); })
+        .median_us;
+  }
+};
+
+// The geometric mean of f32 and f64: one config serves both precisions (its only per-precision
+// keys are lane_entries_f32 / lane_entries_f64, which each precision reads alone).
+struct SpmvObjective {
+  Context& ctx;
+  SpmvInputs<float> f32;
+  SpmvInputs<double> f64;
+
+  SpmvObjective(Context& c, const NamedMatrix& m) : ctx(c), f32(m), f64(m) {}
+
+  Measurement operator()(const nlohmann::json& params, int samples) {
+    return guarded([&]() -> Measurement {
+      const Config cfg{"spmv", params, ConfigSource::Explicit, "tuning candidate"};
+      std::string why;
+      const double t32 = f32.measure(ctx, cfg, samples, why);
+      if (!why.empty()) return {TrialStatus::WrongResult, 0, why};
+      const double t64 = f64.measure(ctx, cfg, samples, why);
+      if (!why.empty()) return {TrialStatus::WrongResult, 0, why};
+      return {TrialStatus::Ok, std::sqrt(t32 * t64), fmt::format("f32 {:.1f} us, f64 {:.1f} us; {} samples", t32, t64, samples)};
+    });
+  }
+};
+
+nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) {
+  if (!r.densities.empty()) throw UsageError("bench spmv: --density applies to ops with a sparse x (spmspv)");
+  if (r.config) throw UsageError("bench spmv: --config is not supported; use --strategy for ablations");
+  SpmvBenchOptions opt;
+  opt.precisions = r.precisions;
+  opt.timing = r.timing;
+  opt.baselines = r.baselines;
+  opt.strategies = r.strategies;
+  opt.explain = r.explain;
+  std::vector<BenchRow> rows;
+  print_bench_header();
+  std::set<std::string> generated;
+  for_each_matrix(r.specs, [&](const NamedMatrix& m, bool is_generated) {
+    if (is_generated) generated.insert(m.name);
+    const size_t before = rows.size();
+    bench_spmv_matrix(ctx, stream, m, opt, r.copy_gbs, rows);
+    for (size_t i = before; i < rows.size(); ++i) print_bench_row(rows[i]);
+  });
+  auto summary = spmv_summary(rows, generated);
+  print_spmv_summary(summary);
+  std::vector<const BenchRow*> base;
+  nlohmann::json j;
+  j["results"] = nlohmann::json::array();
+  for (const auto& row : rows) base.push_back(&row), j["results"].push_back(row.to_json());
+  j["summary"] = summary;
+  print_jit(base);
+  return j;
+}
+
+OpDescriptor make() {
+  OpDescriptor d;
+  d.name = "spmv";
+  d.doc = "y = A x, A in CSR, x dense: adaptive row binning";
+  d.config = config_info<SpmvConfig>();
+  d.objective_doc = "geomean of f32 and f64";
+  d.space = make_space();
+  d.bench_suite = [](const std::string& size) { return generated_suite(size); };
+  d.variants = [](bool) {
+    std::vector<codegen::KernelSource> out;
+    for (const auto& k : codegen::spmv_search_space()) out.push_back(codegen::make_source(k));
+    return out;
+  };
+  d.objective = [](Context& ctx, const NamedMatrix& m, const ObjectiveOptions& o) -> std::unique_ptr<tuner::Objective> {
+    if (!o.densities.empty()) throw UsageError("spmv: x is dense; --density does not apply");
+    auto obj = std::make_shared<SpmvObjective>(ctx, m);
+    return std::make_unique<tuner::Objective>([obj](const nlohmann::json& c, int n) { return (*obj)(c, n); });
+  };
+  d.bench_options = {"--strategy", "--explain"};
+  d.bench = bench;
+  d.explain = [](Context& ctx, const NamedMatrix& m) { return ctx.plan_spmv(m.csr.cast<float>()).explain(); };
+  return d;
+}
+
+}  // namespace
+
+const OpDescriptor& spmv_op() {
+  static const OpDescriptor d = make();
+  return d;
+}
+
+}  // namespace dbsparse::tools
