@@ -111,18 +111,13 @@ KernelSource make_source(const SpmvKey& key) {
                              fmt::format("dbs::spmv_longrow_finalize<{}>", t)};
       break;
   }
-  // Key -> macros -> kernel (the GraphBLAS JIT's shape): the macros document the variant inside
-  // the dumped source, and later templates switch code paths on them.
+  // The SpMV templates take everything from their template arguments (the name expressions), so
+  // the source only names the variant: DBS_KEY identifies a dumped source.
   ks.source = fmt::format(
       "// dbsparse generated kernel: {key}\n"
       "#define DBS_KEY \"{key}\"\n"
-      "#define DBS_VALUE_T {t}\n"
-      "#define DBS_BLOCK {b}\n"
-      "{lanes}"
       "#include \"{header}\"\n",
-      fmt::arg("key", ks.key), fmt::arg("t", t), fmt::arg("b", b),
-      fmt::arg("lanes", key.strategy == SpmvStrategy::Vector ? fmt::format("#define DBS_LANES {}\n", key.lanes) : ""),
-      fmt::arg("header", header));
+      fmt::arg("key", ks.key), fmt::arg("header", header));
   ks.options = {"-std=c++17"};
   return ks;
 }

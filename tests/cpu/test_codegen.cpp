@@ -32,6 +32,20 @@ TEST_CASE("SpmvKeyRoundTripsThroughText") {
   CHECK(SpmvKey{ValueType::F32, SpmvStrategy::LongRow, 512}.to_string() == "spmv.longrow.f32.b512");
 }
 
+TEST_CASE("SpmvSourcesDefineOnlyTheKey") {
+  // No SpMV template reads a DBS_ macro (the variant is in the name expressions' template
+  // arguments): a macro nothing reads would only pretend to configure the kernel. DBS_KEY stays to
+  // name a dumped source.
+  for (const auto& key : spmv_search_space()) {
+    auto src = make_source(key).source;
+    CAPTURE(src);
+    size_t defines = 0;
+    for (size_t pos = 0; (pos = src.find("#define ", pos)) != std::string::npos; ++pos) ++defines;
+    CHECK(defines == 1);
+    CHECK(src.find("#define DBS_KEY \"" + key.to_string() + "\"") != std::string::npos);
+  }
+}
+
 TEST_CASE("SpmvKeyParseRejectsMalformedText") {
   for (const char* bad : {"", "spmv", "spmv.scalar.f32", "spmspv.scalar.f32.b256",
                           "spmv.vector.f32.b256", "spmv.scalar.f16.b256", "spmv.scalar.f32.256",
