@@ -13,7 +13,7 @@ namespace {
 [[noreturn]] void bad_key(std::string_view text, const std::string& why) {
   throw UsageError(fmt::format(
       "bad spmv kernel key '{}': {} (form: spmv.scalar.f32.b256, spmv.vector.f32.b256.l8, "
-      "spmv.classified.f32.b256.l2.l4.l8.l32)",
+      "spmv.classified.f32.b256.l2.l4.l8.l32, spmv.classify.b256)",
       text, why));
 }
 
@@ -26,11 +26,13 @@ const char* to_string(SpmvStrategy s) {
     case SpmvStrategy::Block: return "block";
     case SpmvStrategy::LongRow: return "longrow";
     case SpmvStrategy::Classified: return "classified";
+    case SpmvStrategy::Classify: return "classify";
   }
   return "?";
 }
 
 std::string SpmvKey::to_string() const {
+  if (strategy == SpmvStrategy::Classify) return fmt::format("spmv.classify.b{}", block_size);
   std::string s = fmt::format("spmv.{}.{}.b{}", codegen::to_string(strategy),
                               codegen::to_string(value), block_size);
   if (strategy == SpmvStrategy::Vector) s += fmt::format(".l{}", lanes);
@@ -51,9 +53,17 @@ int parse_number(std::string_view text, std::string_view part, char prefix, cons
 
 SpmvKey SpmvKey::parse(std::string_view text) {
   auto parts = split_key(text, '.');
-  if (parts.size() < 4) bad_key(text, "expected at least 4 dot-separated parts");
+  if (parts.size() < 3) bad_key(text, "expected at least 3 dot-separated parts");
   if (parts[0] != "spmv") bad_key(text, "op must be 'spmv'");
   SpmvKey k;
+  if (parts[1] == "classify") {
+    if (parts.size() != 3) bad_key(text, "classify keys are spmv.classify.b<block>");
+    k = spmv_classify_key(parse_number(text, parts[2], 'b', "block size"));
+    if (k.block_size < 32 || k.block_size > 1024 || k.block_size % 32 != 0)
+      bad_key(text, "block size must be a multiple of 32 in [32, 1024]");
+    return k;
+  }
+  if (parts.size() < 4) bad_key(text, "expected at least 4 dot-separated parts");
   if (parts[1] == "scalar") k.strategy = SpmvStrategy::Scalar;
   else if (parts[1] == "vector") k.strategy = SpmvStrategy::Vector;
   else if (parts[1] == "block") k.strategy = SpmvStrategy::Block;
@@ -80,7 +90,17 @@ SpmvKey SpmvKey::parse(std::string_view text) {
   return k;
 }
 
+SpmvKey spmv_classify_key(int block_size) {
+  SpmvKey k;
+  k.strategy = SpmvStrategy::Classify;
+  k.block_size = block_size;
+  return k;
+}
+
 KernelSource make_source(const SpmvKey& key) {
+  if (key.strategy == SpmvStrategy::Classify && key.value != ValueType::F32)
+    throw UsageError(fmt::format("spmv classify key with value type {}: it has none (use spmv_classify_key())",
+                                 codegen::to_string(key.value)));
   KernelSource ks;
   ks.key = key.to_string();
   const char* t = cuda_type(key.value);
@@ -88,8 +108,11 @@ KernelSource make_source(const SpmvKey& key) {
   const char* header = "spmv_csr_scalar.cuh";
   switch (key.strategy) {
     case SpmvStrategy::Scalar:
-      // The row classifier rides along: every classified plan has a scalar bin's module.
-      ks.name_expressions = {fmt::format("dbs::spmv_csr_scalar<{}, {}>", t, b), "dbs::spmv_classify"};
+      ks.name_expressions = {fmt::format("dbs::spmv_csr_scalar<{}, {}>", t, b)};
+      break;
+    case SpmvStrategy::Classify:
+      header = "spmv_classify.cuh";
+      ks.name_expressions = {fmt::format("dbs::spmv_classify<{}>", b)};
       break;
     case SpmvStrategy::Vector:
       header = "spmv_csr_vector.cuh";
@@ -111,18 +134,13 @@ KernelSource make_source(const SpmvKey& key) {
                              fmt::format("dbs::spmv_longrow_finalize<{}>", t)};
       break;
   }
-  // Key -> macros -> kernel (the GraphBLAS JIT's shape): the macros document the variant inside
-  // the dumped source, and later templates switch code paths on them.
+  // The SpMV templates take everything from their template arguments (the name expressions), so
+  // the source only names the variant: DBS_KEY identifies a dumped source.
   ks.source = fmt::format(
       "// dbsparse generated kernel: {key}\n"
       "#define DBS_KEY \"{key}\"\n"
-      "#define DBS_VALUE_T {t}\n"
-      "#define DBS_BLOCK {b}\n"
-      "{lanes}"
       "#include \"{header}\"\n",
-      fmt::arg("key", ks.key), fmt::arg("t", t), fmt::arg("b", b),
-      fmt::arg("lanes", key.strategy == SpmvStrategy::Vector ? fmt::format("#define DBS_LANES {}\n", key.lanes) : ""),
-      fmt::arg("header", header));
+      fmt::arg("key", ks.key), fmt::arg("header", header));
   ks.options = {"-std=c++17"};
   return ks;
 }
@@ -136,6 +154,7 @@ std::vector<SpmvKey> spmv_search_space() {
     out.push_back(SpmvKey{v, SpmvStrategy::LongRow, 256});
     out.push_back(SpmvKey{v, SpmvStrategy::Classified, 256, 2, 4, 8, 32});
   }
+  out.push_back(spmv_classify_key());
   return out;
 }
 

@@ -3,7 +3,9 @@
 // "spmv.scalar.f32.b256", "spmv.vector.f32.b256.l8" or "spmv.classified.f32.b256.l2.l4.l8.l32". The text names the kernel, keys both caches
 // and appears in logs. Strategies follow adaptive-csr-spmv.txt: a thread, LANES lanes, a block,
 // or several blocks per row (long-row split, with a finalize pass); Classified serves every bin of
-// the row classifier in one launch, with the four vector bins' lanes in its key.
+// the row classifier in one launch, with the four vector bins' lanes in its key. Classify is the
+// row classifier itself ("spmv.classify.b256"): it reads only row_ptr, so its key has no value
+// type (value stays F32 in it, so that parse(to_string(k)) == k); get it from spmv_classify_key().
 #include <compare>
 #include <string>
 #include <string_view>
@@ -14,7 +16,7 @@
 
 namespace dbsparse::codegen {
 
-enum class SpmvStrategy { Scalar, Vector, Block, LongRow, Classified };
+enum class SpmvStrategy { Scalar, Vector, Block, LongRow, Classified, Classify };
 const char* to_string(SpmvStrategy s);
 
 struct SpmvKey {
@@ -30,8 +32,11 @@ struct SpmvKey {
   auto operator<=>(const SpmvKey&) const = default;
 };
 
+// The row classifier of classified plans: one kernel for every value type.
+SpmvKey spmv_classify_key(int block_size = 256);
+
 // Pure: key -> source, options and the kernels' name expressions (LongRow: partial, then
-// finalize). Golden-tested.
+// finalize). Golden-tested. Throws UsageError for a Classify key with a value type other than F32.
 KernelSource make_source(const SpmvKey& key);
 
 // Every variant the nvrtc tier compiles and `precompile --op spmv` fills the cache with.

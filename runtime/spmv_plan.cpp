@@ -1,10 +1,12 @@
 #include "dbsparse/spmv.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 #include <fmt/format.h>
 
 #include "codegen/spmv_key.hpp"
+#include "dbsparse/abi/spmv.h"
 #include "dbsparse/features.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/module_registry.hpp"
@@ -27,32 +29,30 @@ SpmvPlan<T> Context::plan_spmv(const CsrMatrix<T>& a, const Config& config) {
 
 namespace {
 
-constexpr int kClassBins = 7;  // as in templates/spmv_csr_classified.cuh
+constexpr int kClassBins = abi::kSpmvClassBins;
 
-// Host mirror of dbs::ClassifiedArgs<T> (templates/spmv_csr_classified.cuh); taken by value.
-template <class T>
-struct ClassifiedArgsHost {
-  uint64_t row_ptr, col_idx, vals, x, y, lists, chunks, chunk_ptr, partial, arrivals;
-  int32_t list_off[kClassBins], count[kClassBins], block_end[kClassBins];
-  T alpha, beta;
-};
+// A device address as the typed pointer the ABI structs hold.
+template <class P>
+P* device_ptr(uint64_t p) {
+  return reinterpret_cast<P*>(static_cast<uintptr_t>(p));
+}
 
-// Chunks {row, first, end, slot} of at most `chunk` entries for each listed row (slot: its index
-// in `rows`); a row with no entries gets one empty chunk, so y = beta*y is still written.
+// Chunks of at most `chunk` entries for each listed row (slot: its index in `rows`); a row with
+// no entries gets one empty chunk, so y = beta*y is still written.
 void build_chunks(const std::vector<int32_t>& row_ptr, const std::vector<int32_t>& rows, int64_t chunk,
-                  std::vector<int32_t>& chunks, std::vector<int32_t>& chunk_ptr) {
+                  std::vector<abi::SpmvChunk>& chunks, std::vector<int32_t>& chunk_ptr) {
   chunk_ptr.assign(1, 0);
   for (size_t s = 0; s < rows.size(); ++s) {
     const int32_t r = rows[s], first = row_ptr[r], end = row_ptr[r + 1];
     int64_t j = first;
     do {
       const int64_t e = std::min<int64_t>(end, j + chunk);
-      chunks.insert(chunks.end(), {r, static_cast<int32_t>(j), static_cast<int32_t>(e), static_cast<int32_t>(s)});
+      chunks.push_back({r, static_cast<int32_t>(j), static_cast<int32_t>(e), static_cast<int32_t>(s)});
       j = e;
     } while (j < end);
-    chunk_ptr.push_back(static_cast<int32_t>(chunks.size() / 4));
+    chunk_ptr.push_back(static_cast<int32_t>(chunks.size()));
   }
-  if (chunks.size() / 4 > static_cast<size_t>(INT32_MAX)) throw UsageError("spmv: too many long-row chunks");
+  if (chunks.size() > static_cast<size_t>(INT32_MAX)) throw UsageError("spmv: too many long-row chunks");
 }
 
 // What the classifier found: rows and nonzeros per bin after folding, where each bin's rows start
@@ -62,33 +62,41 @@ struct Classified {
   std::vector<int32_t> long_rows;
 };
 
+// The classifier kernel and the block size its key compiled it for.
+struct ClassifyKernel {
+  CUfunction fn;
+  int block;
+};
+
 // The plan phase's GPU pass (host syncs are allowed here, never in run): count rows per bin,
 // fold thin bins, then list each bin's rows into `lists` unless one bin takes every row.
+
 template <class T>
-Classified classify_rows(CUfunction classify, const CsrMatrix<T>& a, const DeviceBuffer<int32_t>& row_ptr,
+Classified classify_rows(ClassifyKernel classify, const CsrMatrix<T>& a, const DeviceBuffer<int32_t>& row_ptr,
                          const SpmvLayout& layout, DeviceBuffer<int32_t>& lists) {
   const size_t nbins = layout.bins.size();
   Classified c{std::vector<int64_t>(nbins, 0), std::vector<int64_t>(nbins, 0), std::vector<int64_t>(nbins, -1),
                std::vector<int64_t>(nbins), {}};
   for (size_t b = 0; b < nbins; ++b) c.max_len[b] = layout.bins[b].max_len;
-  struct Bounds {
-    int32_t max_len[8];
-    int32_t nbins;
-  } bounds{};
+  if (nbins > static_cast<size_t>(abi::kSpmvClassifyMaxBins))
+    throw UsageError(fmt::format("spmv: {} classified bins, the classifier has room for {}", nbins,
+                                 abi::kSpmvClassifyMaxBins));
+  abi::SpmvClassifyBounds bounds{};
   auto set_bounds = [&] {
     for (size_t b = 0; b < nbins; ++b) bounds.max_len[b] = static_cast<int32_t>(std::min<int64_t>(c.max_len[b], INT32_MAX));
     bounds.nbins = static_cast<int32_t>(nbins);
   };
   set_bounds();
-  DeviceBuffer<uint64_t> counts(2 * 8);
+  DeviceBuffer<abi::SpmvBinCount> counts(abi::kSpmvClassifyMaxBins);
   counts.fill_bytes(0);
   int rows = a.rows;
   CUdeviceptr rp = row_ptr.ptr(), cp = counts.ptr(), none = 0;
-  const unsigned grid = static_cast<unsigned>((a.rows + 255) / 256);
+  const unsigned block = static_cast<unsigned>(classify.block);
+  const unsigned grid = static_cast<unsigned>((a.rows + block - 1) / block);
   void* count_args[] = {&rows, &rp, &bounds, &cp, &none, &none};
-  DBS_CU(cuLaunchKernel(classify, grid, 1, 1, 256, 1, 1, 0, nullptr, count_args, nullptr));
+  DBS_CU(cuLaunchKernel(classify.fn, grid, 1, 1, block, 1, 1, 0, nullptr, count_args, nullptr));
   auto got = counts.download();  // synchronous: waits for the pass
-  for (size_t b = 0; b < nbins; ++b) c.rows[b] = static_cast<int64_t>(got[2 * b]), c.nnz[b] = static_cast<int64_t>(got[2 * b + 1]);
+  for (size_t b = 0; b < nbins; ++b) c.rows[b] = static_cast<int64_t>(got[b].rows), c.nnz[b] = static_cast<int64_t>(got[b].nnz);
   // Fold thin row-kernel bins (not block, not long rows) into the next wider one.
   for (size_t b = 0; b + 2 < nbins; ++b) {
     if (c.rows[b] == 0 || static_cast<double>(c.nnz[b]) >= layout.fold_share * static_cast<double>(a.nnz())) continue;
@@ -101,13 +109,13 @@ Classified classify_rows(CUfunction classify, const CsrMatrix<T>& a, const Devic
   if (std::count_if(c.rows.begin(), c.rows.end(), [](int64_t r) { return r > 0; }) == 1 && c.rows[last] == 0)
     return c;  // one row kernel over every row: no lists
   set_bounds();
-  std::vector<int32_t> cursor(8, 0);
+  std::vector<int32_t> cursor(abi::kSpmvClassifyMaxBins, 0);
   for (int64_t b = 0, off = 0; b < static_cast<int64_t>(nbins); off += c.rows[b], ++b) c.off[b] = off, cursor[b] = static_cast<int32_t>(off);
   DeviceBuffer<int32_t> cur{std::span<const int32_t>(cursor)};
   lists = DeviceBuffer<int32_t>(static_cast<size_t>(a.rows));
   CUdeviceptr cu = cur.ptr(), li = lists.ptr();
   void* list_args[] = {&rows, &rp, &bounds, &cp, &cu, &li};
-  DBS_CU(cuLaunchKernel(classify, grid, 1, 1, 256, 1, 1, 0, nullptr, list_args, nullptr));
+  DBS_CU(cuLaunchKernel(classify.fn, grid, 1, 1, block, 1, 1, 0, nullptr, list_args, nullptr));
   DBS_CU(cuCtxSynchronize());
   if (c.rows[last] > 0) {
     std::vector<int32_t> tail(static_cast<size_t>(c.rows[last]));
@@ -155,22 +163,28 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
       for (int32_t r = 0; r < a.rows; ++r) c.long_rows[r] = r;
     }
   } else if (a.rows > 0) {
-    auto scalar = modules_->get(codegen::make_source(layout.bins[0].key), info_.arch());
-    c = classify_rows(scalar.fns.at(1), a, plan.row_ptr_, layout, plan.row_lists_);
+    const auto key = codegen::spmv_classify_key();
+    auto classify = modules_->get(codegen::make_source(key), info_.arch());
+    c = classify_rows(ClassifyKernel{classify.fns.at(0), key.block_size}, a, plan.row_ptr_, layout, plan.row_lists_);
   } else {
     c = Classified{std::vector<int64_t>(nbins, 0), std::vector<int64_t>(nbins, 0), std::vector<int64_t>(nbins, -1),
                    std::vector<int64_t>(nbins, 0), {}};
   }
 
-  std::vector<int32_t> chunks, chunk_ptr;
+  std::vector<abi::SpmvChunk> chunks;
+  std::vector<int32_t> chunk_ptr;
   if (!c.long_rows.empty()) {
     build_chunks(a.row_ptr, c.long_rows, layout.longrow_chunk, chunks, chunk_ptr);
     plan.long_rows_ = DeviceBuffer<int32_t>(std::span<const int32_t>(c.long_rows));
     plan.chunk_ptr_ = DeviceBuffer<int32_t>(std::span<const int32_t>(chunk_ptr));
-    plan.chunks_ = DeviceBuffer<int32_t>(std::span<const int32_t>(chunks));
-    plan.partial_ = DeviceBuffer<T>(chunks.size() / 4);
+    // The plan keeps chunks as int32 words (SpmvPlan::chunks_); SpmvChunk is four of them.
+    static_assert(sizeof(abi::SpmvChunk) == 4 * sizeof(int32_t));
+    std::vector<int32_t> words(4 * chunks.size());
+    std::memcpy(words.data(), chunks.data(), words.size() * sizeof(int32_t));
+    plan.chunks_ = DeviceBuffer<int32_t>(std::span<const int32_t>(words));
+    plan.partial_ = DeviceBuffer<T>(chunks.size());
   }
-  const auto nchunks = static_cast<int32_t>(chunks.size() / 4);
+  const auto nchunks = static_cast<int32_t>(chunks.size());
   const auto nlong = static_cast<int32_t>(c.long_rows.size());
 
   std::string text;
@@ -190,7 +204,7 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
     if (nbins != kClassBins) throw UsageError("spmv: the one-launch kernel expects 7 classified bins");
     plan.fused_.assign(3 * kClassBins, 0);
     int64_t end = 0;
-    const size_t long_bin = kClassBins - 1, block_bin = kClassBins - 2;
+    const size_t long_bin = abi::kSpmvLongRowBin, block_bin = abi::kSpmvBlockBin;
     for (int slot = 0; slot < kClassBins; ++slot) {
       const size_t b = long_bin - static_cast<size_t>(slot);
       const auto& key = layout.bins[b].key;
@@ -247,7 +261,11 @@ void SpmvPlan<T>::run(uint64_t x, uint64_t y, void* stream, T alpha, T beta) con
   for (const Launch& l : launches_) {
     int32_t count = l.count;
     CUdeviceptr list = l.row_list;
-    ClassifiedArgsHost<T> fused{rp, ci, va, xp, yp, row_lists_.ptr(), ch, cptr, pa, arrivals_.ptr(), {}, {}, {}, alpha, beta};
+    abi::SpmvClassifiedArgs<T> fused{device_ptr<const int32_t>(rp), device_ptr<const int32_t>(ci),
+                                     device_ptr<const T>(va), device_ptr<const T>(xp), device_ptr<T>(yp),
+                                     device_ptr<const int32_t>(row_lists_.ptr()), device_ptr<const abi::SpmvChunk>(ch),
+                                     device_ptr<const int32_t>(cptr), device_ptr<T>(pa),
+                                     device_ptr<uint32_t>(arrivals_.ptr()), {}, {}, {}, alpha, beta};
     if (l.kind == LaunchKind::Classified)
       for (int k = 0; k < kClassBins; ++k)
         fused.list_off[k] = fused_[k], fused.count[k] = fused_[kClassBins + k],

@@ -1,23 +1,31 @@
 // CSR SpMV for very long rows ("long-row split"): each thread block sums one chunk of a row into
-// a partial, then a finalize pass adds a row's partials and applies alpha/beta. The chunk list
-// and the partial buffer belong to the plan.
+// a partial, then a finalize pass adds a row's partials and applies alpha/beta (the classified
+// kernel finishes its long rows itself). The chunk list and the partial buffer belong to the plan.
 #pragma once
+#include "dbsparse/abi/spmv.h"
 #include "spmv_csr_block.cuh"
 
 namespace dbs {
+namespace abi = dbsparse::abi;
 
-// chunks[c] = {row, first nonzero, end nonzero, slot of the row in the long-row list};
-// partial[c] = that chunk's sum.
+// One chunk's sum (valid in thread 0): the body of the partial kernel and of the classified
+// kernel's long-row bin.
+template <typename T, int BLOCK>
+__device__ __forceinline__ T longrow_chunk(const abi::SpmvChunk& ch, const int* col_idx, const T* vals, const T* x,
+                                           T* shared_warps) {
+  return block_dot<T, BLOCK>(ch.first, ch.end, col_idx, vals, x, shared_warps);
+}
+
+// partial[c] = the sum of chunk c.
 template <typename T, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
-spmv_longrow_partial(int nchunks, const int4* __restrict__ chunks, const int* __restrict__ col_idx,
+spmv_longrow_partial(int nchunks, const abi::SpmvChunk* __restrict__ chunks, const int* __restrict__ col_idx,
                      const T* __restrict__ vals, const T* __restrict__ x, T* __restrict__ partial) {
   __shared__ T warps[BLOCK / 32];
   const int c = blockIdx.x;
   if (c >= nchunks) return;
-  const int4 ch = chunks[c];
-  T acc = strided_dot<T, BLOCK>(ch.y + threadIdx.x, ch.z, col_idx, vals, x);
-  acc = block_sum<T, BLOCK>(acc, warps);
+  const abi::SpmvChunk ch = chunks[c];
+  const T acc = longrow_chunk<T, BLOCK>(ch, col_idx, vals, x, warps);
   if (threadIdx.x == 0) partial[c] = acc;
 }
 

@@ -1,6 +1,7 @@
 // Keys round-trip; key -> source is pure and matches the golden files byte for byte.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -32,13 +33,57 @@ TEST_CASE("SpmvKeyRoundTripsThroughText") {
   CHECK(SpmvKey{ValueType::F32, SpmvStrategy::LongRow, 512}.to_string() == "spmv.longrow.f32.b512");
 }
 
+TEST_CASE("SpmvClassifyKeyRoundTripsAndIsAVariant") {
+  const SpmvKey k = spmv_classify_key();
+  CHECK(k.to_string() == "spmv.classify.b256");
+  CHECK(SpmvKey::parse(k.to_string()) == k);
+  CHECK(SpmvKey::parse("spmv.classify.b128") == spmv_classify_key(128));
+  auto space = spmv_search_space();
+  CHECK(std::count(space.begin(), space.end(), k) == 1);
+  auto ks = make_source(k);
+  REQUIRE(ks.name_expressions.size() == 1);
+  CHECK(ks.name_expressions[0] == "dbs::spmv_classify<256>");
+  // The classifier has no value type: a key that claims one is refused, not silently merged.
+  SpmvKey f64 = k;
+  f64.value = ValueType::F64;
+  CHECK_THROWS_AS(make_source(f64), UsageError);
+}
+
+TEST_CASE("SpmvSourcesDefineOnlyTheKey") {
+  // No SpMV template reads a DBS_ macro (the variant is in the name expressions' template
+  // arguments): a macro nothing reads would only pretend to configure the kernel. DBS_KEY stays to
+  // name a dumped source.
+  for (const auto& key : spmv_search_space()) {
+    auto src = make_source(key).source;
+    CAPTURE(src);
+    size_t defines = 0;
+    for (size_t pos = 0; (pos = src.find("#define ", pos)) != std::string::npos; ++pos) ++defines;
+    CHECK(defines == 1);
+    CHECK(src.find("#define DBS_KEY \"" + key.to_string() + "\"") != std::string::npos);
+  }
+}
+
+TEST_CASE("SpmvAbiHeaderIsEmbeddedUnderItsIncludeName") {
+  // Templates include it as "dbsparse/abi/spmv.h", the name the host uses: NVRTC matches the
+  // include string against the embedded names exactly.
+  for (const char* name : {"dbsparse/abi/spmv.h", "dbsparse/abi/abi_types.h"}) {
+    CAPTURE(name);
+    const EmbeddedTemplate* found = nullptr;
+    for (const auto& t : embedded_templates())
+      if (std::string(t.name) == name) found = &t;
+    REQUIRE(found);
+    CHECK(found->source == read_file(std::filesystem::path(DBS_SOURCE_DIR) / "include" / name));
+  }
+}
+
 TEST_CASE("SpmvKeyParseRejectsMalformedText") {
   for (const char* bad : {"", "spmv", "spmv.scalar.f32", "spmspv.scalar.f32.b256",
                           "spmv.vector.f32.b256", "spmv.scalar.f16.b256", "spmv.scalar.f32.256",
                           "spmv.scalar.f32.b100", "spmv.scalar.f32.b2048", "spmv.scalar.f32.bx",
                           "spmv.scalar.f32.b256.extra", "spmv.scalar.f32.b256.l8",
                           "spmv.vector.f32.b256.l3", "spmv.vector.f32.b256.l64",
-                          "spmv.vector.f32.b256.x8", "spmv.block.f32.b256.l2"}) {
+                          "spmv.vector.f32.b256.x8", "spmv.block.f32.b256.l2", "spmv.classify",
+                          "spmv.classify.f32.b256", "spmv.classify.b100", "spmv.classify.256"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(SpmvKey::parse(bad), UsageError);
   }
@@ -50,16 +95,16 @@ TEST_CASE("SpmvSourceMatchesGolden") {
   for (const auto& key : {SpmvKey{ValueType::F32, SpmvStrategy::Scalar, 256},
                           SpmvKey{ValueType::F64, SpmvStrategy::Scalar, 128},
                           SpmvKey{ValueType::F32, SpmvStrategy::Vector, 256, 8},
-                          SpmvKey{ValueType::F64, SpmvStrategy::LongRow, 256}}) {
+                          SpmvKey{ValueType::F64, SpmvStrategy::LongRow, 256}, spmv_classify_key()}) {
     auto ks = make_source(key);
     auto golden = std::filesystem::path(DBS_SOURCE_DIR) / "tests" / "golden" / (ks.key + ".cu");
     REQUIRE_MESSAGE(std::filesystem::exists(golden), golden.string());
     CHECK(ks.source == read_file(golden));
     CHECK(ks.key == key.to_string());
-    // LongRow: partial + finalize; Scalar: the kernel + the classifier of classified plans.
-    const bool two = key.strategy == SpmvStrategy::LongRow || key.strategy == SpmvStrategy::Scalar;
-    REQUIRE(ks.name_expressions.size() == (two ? 2u : 1u));
-    CHECK(ks.name_expressions[0].find(key.value == ValueType::F32 ? "float" : "double") != std::string::npos);
+    // LongRow: partial + finalize; every other variant one kernel.
+    REQUIRE(ks.name_expressions.size() == (key.strategy == SpmvStrategy::LongRow ? 2u : 1u));
+    if (key.strategy != SpmvStrategy::Classify)
+      CHECK(ks.name_expressions[0].find(key.value == ValueType::F32 ? "float" : "double") != std::string::npos);
   }
 }
 

@@ -1,5 +1,3 @@
 // dbsparse generated kernel: spmv.longrow.f64.b256
 #define DBS_KEY "spmv.longrow.f64.b256"
-#define DBS_VALUE_T double
-#define DBS_BLOCK 256
 #include "spmv_csr_longrow.cuh"

@@ -1,5 +1,3 @@
 // dbsparse generated kernel: spmv.scalar.f64.b128
 #define DBS_KEY "spmv.scalar.f64.b128"
-#define DBS_VALUE_T double
-#define DBS_BLOCK 128
 #include "spmv_csr_scalar.cuh"
