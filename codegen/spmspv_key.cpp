@@ -8,7 +8,7 @@
 namespace dbsparse::codegen {
 namespace {
 
-constexpr int kTypes = dbs::kBlockTypeCount;
+constexpr int kTypes = abi::kBlockTypeCount;
 constexpr const char* kTypeNames[kTypes] = {"coo", "dense", "csr", "csc"};
 constexpr const char* kTypeMacros[kTypes] = {"DBS_HAS_COO", "DBS_HAS_DENSE", "DBS_HAS_CSR", "DBS_HAS_CSC"};
 // The device functor of each semiring (templates/spmspv_blocks.cuh), by dbsparse::Semiring.
@@ -101,7 +101,7 @@ KernelSource make_source(const SpmspvKey& key) {
   ks.source = std::move(src);
   ks.options = {"-std=c++17"};
   for (const char* k : {"spmspv_prep", "spmspv_compute", "spmspv_scatter", "spmspv_unscatter", "spmspv_fused"})
-    ks.name_expressions.push_back(fmt::format("dbs::{}<{}>", k, t));
+    ks.name_expressions.push_back(fmt::format("abi::{}<{}>", k, t));
   return ks;
 }
 

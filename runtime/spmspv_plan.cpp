@@ -16,9 +16,9 @@
 namespace dbsparse {
 namespace {
 
-using dbs::kWarps;
-using dbs::kPushChunk;
-using dbs::kSegmentWeight;
+using abi::kWarps;
+using abi::kPushChunk;
+using abi::kSegmentWeight;
 
 // Index bytes the pull path reads for a visited block: patched CSR is read by its row walk
 // (row_ptr + row_mask), never through its column part.
@@ -67,8 +67,8 @@ struct SpmspvPlan<T>::Impl {
   DeviceBuffer<BlockMeta> meta;
   DeviceBuffer<T> values;
   DeviceBuffer<uint8_t> aux;
-  DeviceBuffer<dbs::Segment> segments;
-  DeviceBuffer<dbs::PushTask> tasks;
+  DeviceBuffer<abi::Segment> segments;
+  DeviceBuffer<abi::PushTask> tasks;
   mutable SpmspvWorkspace<T> own;  // the plan's own workspace (see SpmspvWorkspace)
   CUfunction prep = nullptr, compute = nullptr, scatter = nullptr, unscatter = nullptr, fused = nullptr;
   unsigned prep_grid = 1, compute_grid = 1;
@@ -118,12 +118,12 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
 
   // Pull: row blocks cut into segments by format weight; a segment alone in its row block writes
   // y directly, the others add atomically.
-  std::vector<dbs::Segment> segs;
+  std::vector<abi::Segment> segs;
   for (int32_t rb = 0; rb < db.block_rows; ++rb) {
     const size_t first = segs.size();
     int32_t start = db.blk_row_ptr[rb], weight = 0;
     for (int32_t b = start; b < db.blk_row_ptr[rb + 1]; ++b) {
-      weight += dbs::segment_weight(db.meta[b].type);
+      weight += abi::segment_weight(db.meta[b].type);
       if (weight >= kSegmentWeight || b + 1 == db.blk_row_ptr[rb + 1]) {
         segs.push_back({rb, start, b + 1, 0});
         start = b + 1;
@@ -132,17 +132,17 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
     }
     if (segs.size() - first == 1) segs[first].alone = 1;
   }
-  static_assert(kSegmentWeight <= dbs::kSegmentMaxBlocks, "every block weighs at least 1");
+  static_assert(kSegmentWeight <= abi::kSegmentMaxBlocks, "every block weighs at least 1");
   p->stats.pull_segments = static_cast<int64_t>(segs.size());
   // Push: every chunk of every column block, listed once; the push path keeps the ones whose x
   // block is non-empty, so no run has to build a work list.
-  std::vector<dbs::PushTask> tasks;
-  if (db.block_cols >= (1 << dbs::kTaskCountShift))
+  std::vector<abi::PushTask> tasks;
+  if (db.block_cols >= (1 << abi::kTaskCountShift))
     throw UsageError(fmt::format("plan_spmspv: {} block columns exceed the push task's 28-bit column", db.block_cols));
   for (int32_t c = 0; c < db.block_cols; ++c)
     for (int32_t b = db.blk_col_ptr[c]; b < db.blk_col_ptr[c + 1]; b += kPushChunk) {
       const uint32_t nb = static_cast<uint32_t>(std::min(kPushChunk, db.blk_col_ptr[c + 1] - b));
-      tasks.push_back({static_cast<uint32_t>(c) | ((nb - 1) << dbs::kTaskCountShift), static_cast<uint32_t>(b)});
+      tasks.push_back({static_cast<uint32_t>(c) | ((nb - 1) << abi::kTaskCountShift), static_cast<uint32_t>(b)});
     }
   if (tasks.size() > static_cast<size_t>(INT32_MAX))
     throw UsageError(fmt::format("plan_spmspv: {} push tasks exceed the 32-bit task count", tasks.size()));
@@ -171,17 +171,17 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->meta = DeviceBuffer<BlockMeta>(std::span<const BlockMeta>(db.meta));
   p->values = DeviceBuffer<T>(std::span<const T>(db.values));
   p->aux = DeviceBuffer<uint8_t>(std::span<const uint8_t>(db.aux));
-  p->segments = DeviceBuffer<dbs::Segment>(std::span<const dbs::Segment>(segs));
+  p->segments = DeviceBuffer<abi::Segment>(std::span<const abi::Segment>(segs));
   if (tasks.empty()) tasks.push_back({0, 0});
-  p->tasks = DeviceBuffer<dbs::PushTask>(std::span<const dbs::PushTask>(tasks));
+  p->tasks = DeviceBuffer<abi::PushTask>(std::span<const abi::PushTask>(tasks));
   p->host_meta = std::move(db.meta);
   SpmspvPlan<T> plan(std::move(p));
   plan.impl_->own = plan.make_workspace();
   Impl& q = *plan.impl_;
   q.stats.device_bytes = static_cast<int64_t>(
       (q.blk_col_idx.size() + q.blk_col_ptr.size() + q.csc2csr.size()) * 4 + q.meta.size() * sizeof(BlockMeta) +
-      q.values.size() * sizeof(T) + q.aux.size() + q.segments.size() * sizeof(dbs::Segment) +
-      q.tasks.size() * sizeof(dbs::PushTask) + q.own.bytes());
+      q.values.size() * sizeof(T) + q.aux.size() + q.segments.size() * sizeof(abi::Segment) +
+      q.tasks.size() * sizeof(abi::PushTask) + q.own.bytes());
 
   auto& pp = plan.impl_;
   int occ = 0;
@@ -195,7 +195,7 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   const int64_t pairs = (db.block_cols + 1) / 2;
   // Each prep warp covers several x block pairs: fewer blocks means fewer same-address atomics
   // (the ticket, the counters), which are what a run at very low density pays for.
-  constexpr int64_t kPairsPerWarp = dbs::kPairsPerWarp;
+  constexpr int64_t kPairsPerWarp = abi::kPairsPerWarp;
   pp->prep_grid = static_cast<unsigned>(std::clamp<int64_t>(
       (pairs + kWarps * kPairsPerWarp - 1) / (kWarps * kPairsPerWarp), 1, int64_t(info_.sm_count) * 4));
   return plan;
@@ -213,7 +213,7 @@ SpmspvPlan<T>::~SpmspvPlan() = default;
 template <class T>
 SpmspvWorkspace<T> SpmspvPlan<T>::make_workspace() const {
   SpmspvWorkspace<T> ws;
-  ws.state_ = DeviceBuffer<uint8_t>(sizeof(dbs::SpmspvState));
+  ws.state_ = DeviceBuffer<uint8_t>(sizeof(abi::SpmspvState));
   ws.state_.fill_bytes(0);
   ws.xmask_ = DeviceBuffer<uint16_t>(static_cast<size_t>(std::max(impl_->block_cols, 1)));
   ws.x_scatter_ = DeviceBuffer<T>(static_cast<size_t>(std::max(impl_->cols, 1)));
@@ -245,19 +245,19 @@ template <class T>
 void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws) const {
   const Impl& p = *impl_;
   if (ws.xmask_.size() != static_cast<size_t>(std::max(p.block_cols, 1)) ||
-      ws.x_scatter_.size() != static_cast<size_t>(std::max(p.cols, 1)) || ws.state_.size() != sizeof(dbs::SpmspvState))
+      ws.x_scatter_.size() != static_cast<size_t>(std::max(p.cols, 1)) || ws.state_.size() != sizeof(abi::SpmspvState))
     throw UsageError("SpmspvPlan::run: the workspace is empty or another plan's (make it with plan.make_workspace())");
   auto ptr = [](uint64_t v) { return reinterpret_cast<void*>(static_cast<uintptr_t>(v)); };
-  dbs::SpmspvArgs<T> args{};
+  abi::SpmspvArgs<T> args{};
   args.blk_col_idx = static_cast<const int32_t*>(ptr(p.blk_col_idx.ptr()));
   args.blk_col_ptr = static_cast<const int32_t*>(ptr(p.blk_col_ptr.ptr()));
   args.csc2csr = static_cast<const int32_t*>(ptr(p.csc2csr.ptr()));
-  args.meta = static_cast<const dbs::BlockMeta*>(ptr(p.meta.ptr()));
+  args.meta = static_cast<const abi::BlockMeta*>(ptr(p.meta.ptr()));
   args.values = static_cast<const T*>(ptr(p.values.ptr()));
   args.aux = static_cast<const uint8_t*>(ptr(p.aux.ptr()));
-  args.segments = static_cast<const dbs::Segment*>(ptr(p.segments.ptr()));
-  args.tasks = static_cast<const dbs::PushTask*>(ptr(p.tasks.ptr()));
-  args.state = static_cast<dbs::SpmspvState*>(ptr(ws.state_.ptr()));
+  args.segments = static_cast<const abi::Segment*>(ptr(p.segments.ptr()));
+  args.tasks = static_cast<const abi::PushTask*>(ptr(p.tasks.ptr()));
+  args.state = static_cast<abi::SpmspvState*>(ptr(ws.state_.ptr()));
   args.xmask = static_cast<uint16_t*>(ptr(ws.xmask_.ptr()));
   args.x = static_cast<const T*>(ptr(x));
   args.y = static_cast<T*>(ptr(y));
@@ -302,10 +302,10 @@ void SpmspvPlan<T>::run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceB
 }
 
 namespace {
-dbs::SpmspvState read_state(const DeviceBuffer<uint8_t>& state, const Stream& stream) {
+abi::SpmspvState read_state(const DeviceBuffer<uint8_t>& state, const Stream& stream) {
   stream.synchronize();
   auto bytes = state.download();
-  dbs::SpmspvState s{};
+  abi::SpmspvState s{};
   std::memcpy(&s, bytes.data(), sizeof s);
   return s;
 }
@@ -318,7 +318,7 @@ SpmspvDirection SpmspvPlan<T>::last_direction(const Stream& stream) const {
 
 template <class T>
 SpmspvDirection SpmspvPlan<T>::last_direction(const Stream& stream, const SpmspvWorkspace<T>& ws) const {
-  return read_state(ws.state_, stream).last_direction == dbs::kDirPush ? SpmspvDirection::Push : SpmspvDirection::Pull;
+  return read_state(ws.state_, stream).last_direction == abi::kDirPush ? SpmspvDirection::Push : SpmspvDirection::Pull;
 }
 
 template <class T>

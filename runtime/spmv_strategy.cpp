@@ -102,7 +102,8 @@ int64_t spmv_grid(const codegen::SpmvKey& key, int64_t rows) {
     case SpmvStrategy::Vector: return (rows * key.lanes + b - 1) / b;
     case SpmvStrategy::Block: return rows;
     case SpmvStrategy::LongRow:
-    case SpmvStrategy::Classified: break;
+    case SpmvStrategy::Classified:
+    case SpmvStrategy::Classify: break;
   }
   throw UsageError("spmv_grid: long-row and classified kernels are sized by the plan");
 }

@@ -8,6 +8,7 @@
 #include "dbsparse/abi/spmspv.h"
 
 namespace dbs {
+using namespace dbsparse::abi;  // the host/kernel contract: block types, BlockMeta, constants
 
 // (+, ×): numeric SpMSpV. The Boolean (OR, AND) semiring for BFS plugs in with the same members.
 template <typename T>

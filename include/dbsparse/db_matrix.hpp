@@ -15,12 +15,12 @@ namespace dbsparse {
 // every density measured on the H200, NOTES.md step 5) its payload was ForceCSR's byte for byte,
 // and merging the two halves the kernel variants (16 type sets instead of 32).
 enum class BlockType : uint8_t {
-  Coo = dbs::kCoo,
-  Dense = dbs::kDense,
-  ForceCsr = dbs::kForceCsr,
-  ForceCsc = dbs::kForceCsc
+  Coo = abi::kCoo,
+  Dense = abi::kDense,
+  ForceCsr = abi::kForceCsr,
+  ForceCsc = abi::kForceCsc
 };
-constexpr int kBlockTypes = dbs::kBlockTypeCount;
+constexpr int kBlockTypes = abi::kBlockTypeCount;
 const char* to_string(BlockType t);  // "coo", "dense", "csr", "csc"
 
 // The paper's block-format thresholds (§3.2), the defaults of DbThresholds and SpmspvConfig alike.
@@ -41,7 +41,7 @@ BlockType choose_block_type(const int row_nnz[16], const int col_nnz[16], int nn
                             const DbThresholds& th);
 
 // Per-block metadata: the kernels' struct (include/dbsparse/abi/spmspv.h), used as is.
-using BlockMeta = dbs::BlockMeta;
+using BlockMeta = abi::BlockMeta;
 
 // Payload of one block, by type. Local indices r, c are in [0, 16).
 //   Coo:        values[nnz] in row-major order;   aux: nnz bytes (r << 4 | c)

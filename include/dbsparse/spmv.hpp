@@ -55,6 +55,10 @@ template <class T>
 class SpmvPlan {
  public:
   // No allocation, no compilation, no host synchronisation: safe to capture in a CUDA graph.
+  // Several streams: calls on one plan may run concurrently when shares_call_state() is false
+  // (every run only reads the plan). A plan with split long rows keeps per-call partial sums and
+  // arrival counters on the device; its calls must be ordered (one stream, or streams joined by
+  // events): give each concurrent stream its own plan.
   // x has cols() elements, y rows(). beta == 0 never reads y.
   void run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream, T alpha = T(1),
            T beta = T(0)) const;
@@ -72,6 +76,8 @@ class SpmvPlan {
   // Launches per run (1 for a single-strategy plan; one per non-empty bin, +1 for long rows).
   size_t launches() const { return launches_.size(); }
   const std::string& matrix_fingerprint() const { return matrix_fp_; }
+  // True when runs write plan-owned device state (long-row partials): see run().
+  bool shares_call_state() const { return partial_.size() > 0; }
   // Multi-line: the kernel key, where its config came from, and what the JIT cost.
   std::string explain() const;
 

@@ -4,7 +4,7 @@
 #pragma once
 #include "dbsparse/abi/abi_types.h"
 
-namespace dbs {
+namespace dbsparse::abi {
 
 // Block formats (db-spmspv-icpp26 §3.2). The paper's patched CSR is stored and walked exactly as
 // ForceCSR (both paths read these blocks by rows: the row walk beat the column walk at every density
@@ -23,8 +23,8 @@ struct BlockMeta {
   uint8_t pad;
 };
 static_assert(sizeof(BlockMeta) == 20, "BlockMeta is 20 bytes on both sides");
-static_assert(DBS_OFFSETOF(BlockMeta, val_off) == 8 && DBS_OFFSETOF(BlockMeta, nnz) == 16 &&
-                  DBS_OFFSETOF(BlockMeta, type) == 18,
+static_assert(DBS_ABI_OFFSETOF(BlockMeta, val_off) == 8 && DBS_ABI_OFFSETOF(BlockMeta, nnz) == 16 &&
+                  DBS_ABI_OFFSETOF(BlockMeta, type) == 18,
               "BlockMeta layout");
 
 constexpr int kWarps = 4;          // warps per thread block, in every SpMSpV kernel (paper §3.3.2)
@@ -95,7 +95,7 @@ struct SpmspvArgs {
   int32_t ntasks;
 };
 static_assert(sizeof(SpmspvArgs<float>) == 120 && sizeof(SpmspvArgs<double>) == 120, "SpmspvArgs layout");
-static_assert(DBS_OFFSETOF(SpmspvArgs<float>, rows) == 96 && DBS_OFFSETOF(SpmspvArgs<float>, xb_threshold) == 112,
+static_assert(DBS_ABI_OFFSETOF(SpmspvArgs<float>, rows) == 96 && DBS_ABI_OFFSETOF(SpmspvArgs<float>, xb_threshold) == 112,
               "SpmspvArgs layout");
 
-}  // namespace dbs
+}  // namespace dbsparse::abi
