@@ -15,7 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/embedded_templates.hpp"
-#include "runtime/hash.hpp"
+#include "support/hash.hpp"
 
 namespace dbsparse::codegen {
 namespace fs = std::filesystem;
