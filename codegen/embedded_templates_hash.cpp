@@ -1,6 +1,6 @@
 #include "codegen/embedded_templates.hpp"
 #include "codegen/kernel_source.hpp"
-#include "runtime/hash.hpp"
+#include "support/hash.hpp"
 
 namespace dbsparse::codegen {
 

@@ -1,21 +1,20 @@
 #include "codegen/kernel_cache.hpp"
 
-#include <unistd.h>
 #include <zlib.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "codegen/embedded_templates.hpp"
-#include "runtime/hash.hpp"
+#include "dbsparse/error.hpp"
+#include "support/atomic_file.hpp"
+#include "support/hash.hpp"
 
 namespace dbsparse::codegen {
 namespace fs = std::filesystem;
@@ -187,31 +186,20 @@ void KernelCache::write_entry(const fs::path& p, const std::string& full_key, co
   uint64_t cubin_len = k.cubin.size();
   uint32_t crc = crc32(0L, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()));
 
-  static std::atomic<uint64_t> counter{0};
-  fs::path tmp = p;
-  tmp += fmt::format(".tmp.{}.{}.{}", ::getpid(),
-                     std::hash<std::thread::id>{}(std::this_thread::get_id()), counter++);
-  bool ok = false;
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out.write(kMagic, 8);
-    out.write(reinterpret_cast<const char*>(&format), 4);
-    out.write(reinterpret_cast<const char*>(&meta_len), 4);
-    out.write(reinterpret_cast<const char*>(&cubin_len), 8);
-    out.write(reinterpret_cast<const char*>(&crc), 4);
-    out.write(body.data(), static_cast<std::streamsize>(body.size()));
-    ok = static_cast<bool>(out.flush());
-  }
-  if (ok) {
-    fs::rename(tmp, p, ec);  // atomic within one directory
-    ok = !ec;
-  }
-  if (!ok) {
-    fs::remove(tmp, ec);
+  std::string bytes(kMagic, 8);
+  bytes.append(reinterpret_cast<const char*>(&format), 4);
+  bytes.append(reinterpret_cast<const char*>(&meta_len), 4);
+  bytes.append(reinterpret_cast<const char*>(&cubin_len), 8);
+  bytes.append(reinterpret_cast<const char*>(&crc), 4);
+  bytes += body;
+  try {
+    support::write_file_atomic(p, bytes);
+  } catch (const Error& e) {
+    // A read-only or full cache directory costs a recompile per process, never a failed plan.
     std::lock_guard lock(mu_);
     if (stats_.write_failures++ == 0)
-      std::fprintf(stderr, "dbsparse: warning: cannot write kernel cache in %s; caching in memory only\n",
-                   dir_.c_str());
+      std::fprintf(stderr, "dbsparse: warning: cannot write kernel cache in %s; caching in memory only (%s)\n",
+                   dir_.c_str(), e.what());
   }
 }
 

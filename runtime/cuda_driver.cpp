@@ -13,48 +13,61 @@ namespace {
 
 struct Loaded {
   DriverApi api;
-  std::string error;  // empty when usable
+  DeviceProbe probe;
+  const std::string& error() const { return probe.why; }  // empty when usable
 };
+
+std::string result_text(const DriverApi& api, CUresult r) {
+  const char* name = nullptr;
+  if (api.cuGetErrorName) api.cuGetErrorName(r, &name);
+  return fmt::format("{} ({})", name ? name : "?", static_cast<int>(r));
+}
 
 Loaded load() {
   Loaded out;
+  auto fail = [&](DeviceStatus s, std::string why) {
+    out.probe.status = s;
+    out.probe.why = std::move(why);
+    return out;
+  };
   void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     const char* e = dlerror();
-    out.error = fmt::format("libcuda.so.1 not loadable ({})", e ? e : "unknown");
-    return out;
+    return fail(classify_device(false, CUDA_SUCCESS, 0),
+                fmt::format("libcuda.so.1 not loadable ({})", e ? e : "unknown"));
   }
   // Deliberately never dlclose'd: module handles and the primary context outlive any scope here.
   auto get_proc = reinterpret_cast<decltype(&::cuGetProcAddress)>(dlsym(lib, "cuGetProcAddress_v2"));
-  if (!get_proc) {
-    out.error = "libcuda.so.1 has no cuGetProcAddress_v2 (driver older than CUDA 12)";
-    return out;
-  }
-#define DBS_CU_RESOLVE(name)                                                              \
-  {                                                                                       \
-    void* fn = nullptr;                                                                   \
-    CUdriverProcAddressQueryResult status{};                                              \
-    CUresult r = get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status); \
-    if (r != CUDA_SUCCESS || !fn) {                                                       \
-      out.error = fmt::format("driver lacks {} at CUDA {} (status {})", #name, CUDA_VERSION, \
-                              static_cast<int>(status));                                  \
-      return out;                                                                         \
-    }                                                                                     \
-    out.api.name = reinterpret_cast<decltype(out.api.name)>(fn);                          \
+  // A driver that loads but lacks what the toolkit's headers promise is a mismatch, not a GPU-less
+  // machine: InitFailed (unless it is the toolkit's stub, which says so in its CUresult).
+  if (!get_proc)
+    return fail(DeviceStatus::InitFailed, "libcuda.so.1 has no cuGetProcAddress_v2 (driver older than CUDA 12)");
+#define DBS_CU_RESOLVE(name)                                                                          \
+  {                                                                                                   \
+    void* fn = nullptr;                                                                               \
+    CUdriverProcAddressQueryResult status{};                                                          \
+    CUresult r = get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status);            \
+    if (r == CUDA_ERROR_STUB_LIBRARY)                                                                 \
+      return fail(classify_device(true, r, 0), "libcuda.so.1 is the CUDA toolkit's stub, not a driver"); \
+    if (r != CUDA_SUCCESS || !fn)                                                                     \
+      return fail(DeviceStatus::InitFailed, fmt::format("driver lacks {} at CUDA {} (status {}, {})", \
+                                                        #name, CUDA_VERSION, static_cast<int>(status), \
+                                                        static_cast<int>(r)));                        \
+    out.api.name = reinterpret_cast<decltype(out.api.name)>(fn);                                      \
   }
   DBS_CU_FUNCTIONS(DBS_CU_RESOLVE)
 #undef DBS_CU_RESOLVE
-  CUresult r = out.api.cuInit(0);
-  if (r != CUDA_SUCCESS) {
-    const char* name = nullptr;
-    out.api.cuGetErrorName(r, &name);
-    out.error = fmt::format("cuInit failed: {} ({})", name ? name : "?", static_cast<int>(r));
-    return out;
-  }
   int count = 0;
-  if (out.api.cuDeviceGetCount(&count) != CUDA_SUCCESS || count == 0) {
-    out.error = "the driver reports no CUDA device";
+  CUresult r = out.api.cuInit(0);
+  const char* failed_call = "cuInit";
+  if (r == CUDA_SUCCESS) {
+    r = out.api.cuDeviceGetCount(&count);
+    failed_call = "cuDeviceGetCount";
   }
+  out.probe.status = classify_device(true, r, count);
+  out.probe.result = r;
+  if (r != CUDA_SUCCESS) out.probe.why = fmt::format("{} failed: {}", failed_call, result_text(out.api, r));
+  else if (count == 0) out.probe.why = "the driver reports no CUDA device";
   return out;
 }
 
@@ -67,14 +80,37 @@ const Loaded& loaded() {
 
 const DriverApi& driver() {
   const Loaded& l = loaded();
-  if (!l.error.empty()) throw NoDeviceError(l.error);
+  if (!l.error().empty()) throw NoDeviceError(l.error());
   return l.api;
 }
 
 bool driver_available(std::string* why) {
   const Loaded& l = loaded();
-  if (why) *why = l.error;
-  return l.error.empty();
+  if (why) *why = l.error();
+  return l.error().empty();
+}
+
+const DeviceProbe& device_probe() { return loaded().probe; }
+
+const char* to_string(DeviceStatus s) {
+  switch (s) {
+    case DeviceStatus::Available: return "available";
+    case DeviceStatus::NoDriver: return "no driver";
+    case DeviceStatus::NoDevice: return "no device";
+    case DeviceStatus::InitFailed: return "driver init failed";
+  }
+  return "?";
+}
+
+DeviceStatus classify_device(bool library_loaded, CUresult init_result, int device_count) {
+  if (!library_loaded) return DeviceStatus::NoDriver;
+  switch (init_result) {
+    case CUDA_SUCCESS: return device_count > 0 ? DeviceStatus::Available : DeviceStatus::NoDevice;
+    case CUDA_ERROR_NO_DEVICE: return DeviceStatus::NoDevice;
+    // The toolkit's stub libcuda answered: there is no real driver behind it.
+    case CUDA_ERROR_STUB_LIBRARY: return DeviceStatus::NoDriver;
+    default: return DeviceStatus::InitFailed;
+  }
 }
 
 void check(CUresult r, const char* call) {

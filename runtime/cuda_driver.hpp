@@ -26,6 +26,26 @@ struct DriverApi {
 #undef DBS_CU_MEMBER
 };
 
+// Why the GPU can or cannot be used. The gpu test tier skips for NoDriver and NoDevice (a machine
+// without a GPU) but fails for InitFailed: a driver that loads and then refuses (a driver/toolkit
+// mismatch, a broken install) is a fault to report, not a machine to pass over.
+enum class DeviceStatus { Available, NoDriver, NoDevice, InitFailed };
+
+const char* to_string(DeviceStatus s);
+
+// Pure, so the rule is tested without a driver. init_result is the first failing result of cuInit
+// and cuDeviceGetCount (CUDA_SUCCESS when both succeeded); device_count is what the latter reported.
+DeviceStatus classify_device(bool library_loaded, CUresult init_result, int device_count);
+
+struct DeviceProbe {
+  DeviceStatus status = DeviceStatus::NoDriver;
+  CUresult result = CUDA_SUCCESS;  // the failing call's result, when there was one
+  std::string why;                 // one line; empty when Available
+};
+
+// What loading libcuda found; probed once per process, thread-safe.
+const DeviceProbe& device_probe();
+
 // The loaded table. Throws NoDeviceError (one line: which library or call failed) when libcuda
 // cannot be loaded or cuInit fails. Loaded once per process; thread-safe.
 const DriverApi& driver();

@@ -94,7 +94,7 @@ class BlockWriter {
     }
     const auto val_off = static_cast<uint32_t>(d_.values.size());
     const auto aux_off = static_cast<uint32_t>(d_.aux.size());
-    d_.meta[id] = {brow, bcol, val_off, aux_off, static_cast<uint16_t>(n), static_cast<uint8_t>(t)};
+    d_.meta[id] = {brow, bcol, val_off, aux_off, static_cast<uint16_t>(n), static_cast<uint8_t>(t), 0};
     switch (t) {
       case BlockType::Coo:
         std::memcpy(grow(d_.values, n, "values"), val, n * sizeof(T));

@@ -2,14 +2,10 @@
 // The reader is a hand-written line parser over a large buffer: files reach ~100 MB, and iostreams
 // per token would dominate the load time.
 #include <fmt/format.h>
-#include <fcntl.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cctype>
-#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -25,6 +21,7 @@
 #include "dbsparse/error.hpp"
 #include "dbsparse/generators.hpp"
 #include "dbsparse/io.hpp"
+#include "support/atomic_file.hpp"
 
 namespace dbsparse {
 namespace {
@@ -335,36 +332,15 @@ CsrMatrix<double> read_matrix_market(const std::string& path) {
 
 void write_matrix_market(const std::string& path, const CsrMatrix<double>& a, bool pattern) {
   validate(a);
-  fs::path target(path);
-  fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  // The temp file sits in the target's directory so the rename is atomic (same filesystem); pid and
-  // a counter keep concurrent writers apart, and O_EXCL makes a clash fail rather than share a file.
-  // open() rather than mkstemp() so the result gets the usual umask permissions, not 0600.
-  static std::atomic<unsigned> counter{0};
-  std::string tmpl;
-  int fd = -1;
-  for (int attempt = 0; fd < 0 && attempt < 100; ++attempt) {
-    tmpl = (dir / fmt::format(".{}.tmp-{}-{}", target.filename().string(), ::getpid(), counter++)).string();
-    fd = ::open(tmpl.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (fd < 0 && errno != EEXIST) break;
-  }
-  if (fd < 0) throw Error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
-  FILE* f = ::fdopen(fd, "wb");
-  if (!f) {
-    ::close(fd);
-    ::unlink(tmpl.c_str());
-    throw Error(fmt::format("cannot write {}: {}", path, std::strerror(errno)));
-  }
-
-  bool ok = true;
+  support::AtomicFile out{fs::path(path)};
   fmt::memory_buffer buf;
   auto flush = [&] {
-    ok = ok && std::fwrite(buf.data(), 1, buf.size(), f) == buf.size();
+    out.write(std::string_view(buf.data(), buf.size()));
     buf.clear();
   };
   fmt::format_to(std::back_inserter(buf), "%%MatrixMarket matrix coordinate {} general\n{} {} {}\n",
                  pattern ? "pattern" : "real", a.rows, a.cols, a.nnz());
-  for (int32_t r = 0; r < a.rows && ok; ++r) {
+  for (int32_t r = 0; r < a.rows; ++r) {
     for (int32_t p = a.row_ptr[r]; p < a.row_ptr[r + 1]; ++p) {
       if (pattern) fmt::format_to(std::back_inserter(buf), "{} {}\n", r + 1, a.col_idx[p] + 1);
       else fmt::format_to(std::back_inserter(buf), "{} {} {:.17g}\n", r + 1, a.col_idx[p] + 1, a.values[p]);
@@ -372,15 +348,7 @@ void write_matrix_market(const std::string& path, const CsrMatrix<double>& a, bo
     if (buf.size() > (1u << 20)) flush();
   }
   flush();
-  ok = ok && std::fflush(f) == 0 && ::fsync(::fileno(f)) == 0;
-  ok = (std::fclose(f) == 0) && ok;
-  std::error_code ec;
-  if (ok) fs::rename(tmpl, target, ec);
-  if (!ok || ec) {
-    int err = ec ? ec.value() : errno;
-    ::unlink(tmpl.c_str());
-    throw Error(fmt::format("cannot write {}: {}", path, std::strerror(err)));
-  }
+  out.commit();
 }
 
 bool is_generator_spec(const std::string& spec) {

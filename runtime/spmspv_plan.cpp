@@ -177,7 +177,7 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->host_meta = std::move(db.meta);
   SpmspvPlan<T> plan(std::move(p));
   plan.impl_->own = plan.make_workspace();
-  Impl& q = *plan.impl_;
+  auto& q = *plan.impl_;
   q.stats.device_bytes = static_cast<int64_t>(
       (q.blk_col_idx.size() + q.blk_col_ptr.size() + q.csc2csr.size()) * 4 + q.meta.size() * sizeof(BlockMeta) +
       q.values.size() * sizeof(T) + q.aux.size() + q.segments.size() * sizeof(abi::Segment) +

@@ -1,9 +1,12 @@
 // The driver-API runtime: device info, buffers, streams, events, and JIT modules from disk.
 #include <doctest/doctest.h>
 
+#include <chrono>
+
 #include "codegen/kernel_cache.hpp"
 #include "codegen/spmv_key.hpp"
 #include "dbsparse/context.hpp"
+#include "runtime/cuda_driver.hpp"
 #include "runtime/module_registry.hpp"
 #include "test_support.hpp"
 
@@ -30,15 +33,30 @@ TEST_CASE("DeviceBufferRoundTrips") {
   CHECK_THROWS_AS(b.upload(std::span<const double>(v.data(), 3)), UsageError);
 }
 
-TEST_CASE("EventsMeasureNonNegativeTime") {
+TEST_CASE("EventsTimeTheWorkBetweenThem") {
   Context ctx;
   Stream s(ctx);
   Event a, b;
+  // Far past the L2 (60 MB on an H200), so the memsets run at DRAM speed and take real time.
+  constexpr size_t kBytes = size_t(256) << 20;
+  constexpr int kRepeats = 8;
+  DeviceBuffer<unsigned char> buf(kBytes);
+  const auto t0 = std::chrono::steady_clock::now();
   a.record(s);
-  DeviceBuffer<float> buf(1 << 20);
+  for (int i = 0; i < kRepeats; ++i)
+    DBS_CU(cuMemsetD8Async(buf.ptr(), static_cast<unsigned char>(i), kBytes, static_cast<CUstream>(s.handle())));
   b.record(s);
   b.synchronize();
-  CHECK(b.elapsed_ms_since(a) >= 0.0f);
+  const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double gpu_ms = b.elapsed_ms_since(a);
+  // No GPU writes DRAM at 20 TB/s (an H200 does 4.8), so less time than that means the events
+  // missed the work: recorded on another stream, or in the wrong order.
+  const double floor_ms = double(kBytes) * kRepeats / 20e12 * 1e3;
+  MESSAGE("events: " << gpu_ms << " ms for " << kRepeats << " x 256 MiB memset; wall " << wall_ms << " ms");
+  CHECK(gpu_ms >= floor_ms);
+  // The events lie inside the host's window around them (plus the events' ~0.5 us resolution).
+  CHECK(gpu_ms <= wall_ms + 0.01);
+  CHECK(buf.download()[kBytes - 1] == kRepeats - 1);
 }
 
 TEST_CASE("ModuleLoadsFromThePersistentCache") {

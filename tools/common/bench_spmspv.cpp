@@ -1,5 +1,5 @@
 #include "tools/common/bench_spmspv.hpp"
-#include "runtime/hash.hpp"
+#include "support/hash.hpp"
 #include "tools/common/random.hpp"
 
 #include <fmt/format.h>

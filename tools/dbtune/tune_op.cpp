@@ -26,9 +26,10 @@ static std::string diff(const OpDescriptor& op, const nlohmann::json& c) {
 }
 
 void print_table(const std::string& op_name, const std::vector<TuneRow>& rows) {
-  const auto& op = find_op(op_name);
-  const bool paper = !op.paper.empty();
-  const std::string& what = op.objective_doc;
+  const auto& desc = find_op(op_name);
+  const std::string& op = desc.name;
+  const bool paper = !desc.paper.empty();
+  const std::string& what = desc.objective_doc;
   fmt::print("\n{} ({}): best config per matrix\n{:<36} {:>10} {:>10} {:>8}{} {:>6}  {}\n", op, what, "matrix",
              "default us", "best us", "speedup", paper ? fmt::format(" {:>9} {:>8}", "paper us", "vs paper") : "", "trials",
              "best config (vs defaults)");
@@ -50,7 +51,7 @@ void print_table(const std::string& op_name, const std::vector<TuneRow>& rows) {
       paper_cols = fmt::format(" {:>9} {:>8}", "-", "-");
     }
     fmt::print("{:<36} {:>10.1f} {:>10.1f} {:>7.2f}x{} {:>6}  {}\n", r.matrix.substr(0, 36), r.default_us, r.best_us, s,
-               paper_cols, r.measured + r.recalled, diff(op, r.best));
+               paper_cols, r.measured + r.recalled, diff(desc, r.best));
   }
   if (!all.empty())
     fmt::print("{}: geometric-mean speed-up over the defaults {:.3f}x over {} matrices\n", op, geomean(all), all.size());
@@ -58,7 +59,7 @@ void print_table(const std::string& op_name, const std::vector<TuneRow>& rows) {
     fmt::print("{}: over the {} generated matrices {:.3f}x\n", op, generated.size(), geomean(generated));
   if (!over_paper.empty())
     fmt::print("{}: geometric-mean speed-up over the paper's defaults {} {:.3f}x over {} matrices{}\n", op,
-               op.paper.dump(), geomean(over_paper), over_paper.size(),
+               desc.paper.dump(), geomean(over_paper), over_paper.size(),
                generated_over_paper.empty()
                    ? ""
                    : fmt::format(", {:.3f}x over the {} generated", geomean(generated_over_paper),
