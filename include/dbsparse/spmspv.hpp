@@ -59,11 +59,11 @@ struct SpmspvOptions {
   SpmspvDirection direction = SpmspvDirection::Auto;
   // When set, used instead of the tuning DB's config (its params are read as an SpmspvConfig).
   const Config* config = nullptr;
-  Semiring semiring = Semiring::PlusTimes;
   // true: one cooperative launch (mask pass, grid barrier, compute), where the device supports
   // it. Off by default: on the H200 it measured slower than two plain launches (NOTES.md,
   // 2026-11-29: 8.8 → 15 µs on Cora, 17 → 21 µs on the 27-point stencil at density 1e-4).
   bool fused = false;
+  Semiring semiring = Semiring::PlusTimes;  // plus-times only so far; BFS adds or-and
 };
 
 struct SpmspvStats {

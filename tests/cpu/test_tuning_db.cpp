@@ -154,8 +154,9 @@ TEST_CASE("TypedConfigsRoundTripAndNameTheKeyOnBadInput") {
                         Bad{{{"pull_coo", "block"}}, "pull_coo", "is not one of lane, warp"},
                         Bad{{{"no_such_key", 1}}, "no_such_key", "is not a spmspv parameter"}}) {
     CAPTURE(b.j.dump());
-    CHECK_THROWS_WITH_AS(dbsparse::config_from_json<dbsparse::SpmspvConfig>(b.j),
-                         doctest::Contains(std::string("'") + b.key + "'"), UsageError);
+    const std::string quoted = std::string("'") + b.key + "'";
+    CHECK_THROWS_WITH_AS(dbsparse::config_from_json<dbsparse::SpmspvConfig>(b.j), doctest::Contains(quoted.c_str()),
+                         UsageError);
     CHECK_THROWS_WITH_AS(dbsparse::config_from_json<dbsparse::SpmspvConfig>(b.j), doctest::Contains(b.what), UsageError);
   }
   for (const auto& b : {Bad{{{"strategy", "fastest"}}, "strategy", "is not one of"},
@@ -164,8 +165,9 @@ TEST_CASE("TypedConfigsRoundTripAndNameTheKeyOnBadInput") {
                         Bad{{{"lanes", 3}}, "lanes", "2, 4, 8, 16, 32"},
                         Bad{{{"block_max_len", 64}}, "block_max_len", "widest vector bin"}}) {
     CAPTURE(b.j.dump());
-    CHECK_THROWS_WITH_AS(dbsparse::config_from_json<dbsparse::SpmvConfig>(b.j),
-                         doctest::Contains(std::string("'") + b.key + "'"), UsageError);
+    const std::string quoted = std::string("'") + b.key + "'";
+    CHECK_THROWS_WITH_AS(dbsparse::config_from_json<dbsparse::SpmvConfig>(b.j), doctest::Contains(quoted.c_str()),
+                         UsageError);
     CHECK_THROWS_WITH_AS(dbsparse::config_from_json<dbsparse::SpmvConfig>(b.j), doctest::Contains(b.what), UsageError);
   }
   CHECK_THROWS_AS(dbsparse::config_from_json<dbsparse::SpmvConfig>(json::array()), UsageError);
