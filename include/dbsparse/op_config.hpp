@@ -48,7 +48,7 @@ class Reader {
  private:
   const nlohmann::json* find(const char* key);
   std::string op_;
-  const nlohmann::json& j_;
+  nlohmann::json j_;  // a copy: callers pass temporaries
   std::vector<std::string> seen_;
 };
 

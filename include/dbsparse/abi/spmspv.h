@@ -37,8 +37,11 @@ constexpr int kSegmentMaxBlocks = 16;  // what one half-warp holds; weight >= 1 
 // -Xptxas -v, 2026-11-29).
 constexpr int kComputeBlocksPerSm = 12;
 
-// The pull path's weight of a block by type: Dense 4, row/column walks 2, COO 1.
+#ifndef __CUDACC_RTC__
+// The pull path's weight of a block by type: Dense 4, row/column walks 2, COO 1 (host only: the
+// plan cuts the segments).
 constexpr int segment_weight(int type) { return type == kDense ? 4 : type == kCoo ? 1 : 2; }
+#endif
 
 // A pull segment: blocks [first, end) of one row block.
 struct Segment {
