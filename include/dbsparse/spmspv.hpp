@@ -40,7 +40,7 @@ struct SpmspvConfig {
   void visit(V& v) {
     v.integer("th0", th0, 0, 257, "COO below this many nonzeros in a block");
     v.integer("th1", th1, 0, 256, "Dense above this many nonzeros in a block");
-    v.number("th2", th2, 1.0, 1e9, "row/column skew ratio above which a block is ForceCSR / ForceCSC");
+    v.number("th2", th2, 0.0, 1e9, "row/column skew ratio above which a block is ForceCSR / ForceCSC");
     v.number("th3", th3, 0.0, 1e9, "push while the x-block share < th3 (scaled by th3_scale)");
     v.choice("th3_scale", th3_scale, {"nnz_per_block", "none"},
              "nnz_per_block: th3 / max(1, nonzeros per block); none: th3 as is (the paper)");
