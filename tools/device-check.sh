@@ -12,6 +12,13 @@ OUT=${OUT:-/tmp/dbsparse-out}; mkdir -p "$OUT"
 export DBSPARSE_MATRICES=$D/matrices DBSPARSE_CACHE_DIR=$D/cache DBSPARSE_DB=/tmp/dbsparse-tuning.db
 log=$OUT/tests.log
 status=0
+# memcheck and racecheck over the gpu test cases named in $1; logs to $OUT/<tool>.log.
+sanitize() {
+  for tool in memcheck racecheck; do
+    compute-sanitizer --tool $tool --error-exitcode 9 "$D/bin/test_gpu" -tc="$1" >"$OUT/$tool.log" 2>&1
+    echo "$tool exit $?; $(grep 'ERROR SUMMARY\|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -1)" | tee -a "$log"
+  done
+}
 if [ "$mode" = all ] || [ "$mode" = tests ]; then
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv >"$log" 2>&1
   echo "== gpu tests" | tee -a "$log"
@@ -36,12 +43,7 @@ if [ "$mode" = spmspv ]; then
   echo "== gpu tests" | tee "$log"
   "$D/bin/test_gpu" >>"$log" 2>&1 || status=1
   tail -3 "$log"
-  for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 "$D/bin/test_gpu" \
-      -tc='SpmspvMatchesReferenceWithEachBlockTypeAlone,SpmspvMatchesReferenceOnOddShapes,SpmspvAutoSwitches*,SpmspvWarpWideCooWalkMatchesReference' \
-      >"$OUT/$tool.log" 2>&1
-    echo "$tool exit $?; $(grep 'ERROR SUMMARY\|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -1)" | tee -a "$log"
-  done
+  sanitize 'SpmspvMatchesReferenceWithEachBlockTypeAlone,SpmspvMatchesReferenceOnOddShapes,SpmspvAutoSwitches*,SpmspvWarpWideCooWalkMatchesReference'
   echo "== bench spmspv"
   "$D/bin/dbsparse" bench spmspv --json "$OUT/bench_spmspv.json" "$@" 2>"$OUT/bench_progress.log" \
     | grep -v '^jit' >"$OUT/bench_spmspv.txt"
@@ -67,12 +69,7 @@ if [ "$mode" = compare ]; then
   echo "== gpu tests" | tee -a "$log"
   "$D/bin/test_gpu" >>"$log" 2>&1 || status=1
   grep -E "test cases|assertions|Status|FAILED|ERROR" "$log" | tail -8
-  for tool in memcheck racecheck; do
-    compute-sanitizer --tool $tool --error-exitcode 9 "$D/bin/test_gpu" \
-      -tc="${SANITIZE_CASES:-Spmspv*,SpmvClassifiedSplitsMixedRowsAndFoldsThinBins,SpmvHandlesEdgeShapes,*Graph*}" \
-      >"$OUT/$tool.log" 2>&1
-    echo "$tool exit $?; $(grep 'ERROR SUMMARY\|RACECHECK SUMMARY' "$OUT/$tool.log" | tail -1)" | tee -a "$log"
-  done
+  sanitize "${SANITIZE_CASES:-Spmspv*,SpmvClassifiedSplitsMixedRowsAndFoldsThinBins,SpmvHandlesEdgeShapes,*Graph*,*TwoStreams*}"
   echo "== bench spmspv (generated suite, defaults)"
   "$D/bin/dbsparse" bench spmspv --no-shared --json "$OUT/bench_spmspv.json" "$@" 2>"$OUT/bench_progress.log" \
     | grep -v '^jit' >"$OUT/bench_spmspv.txt"

@@ -61,18 +61,6 @@ class Writer {
   void choice(const char* key, const std::string& v, std::initializer_list<const char*>, const char*) { j[key] = v; }
 };
 
-// One line per field, for --help texts and explain: "name: doc".
-class Lister {
- public:
-  std::vector<std::pair<std::string, std::string>> fields;
-  template <class V>
-  void integer(const char* key, const V&, int64_t, int64_t, const char* doc) { fields.emplace_back(key, doc); }
-  void number(const char* key, const double&, double, double, const char* doc) { fields.emplace_back(key, doc); }
-  void choice(const char* key, const std::string&, std::initializer_list<const char*>, const char* doc) {
-    fields.emplace_back(key, doc);
-  }
-};
-
 }  // namespace config_detail
 
 // JSON (a tuning-DB row, a --config argument) over Cfg's defaults, then Cfg::check() for the rules
@@ -91,18 +79,10 @@ Cfg config_from_json(const nlohmann::json& j) {
 
 // Every field, so a stored config stays complete when defaults change later.
 template <class Cfg>
-nlohmann::json config_to_json(const Cfg& c) {
+nlohmann::json config_to_json(Cfg c) {  // by value: visit takes its fields by reference
   config_detail::Writer w;
-  const_cast<Cfg&>(c).visit(w);  // visit only reads through a Writer
+  c.visit(w);
   return w.j;
-}
-
-template <class Cfg>
-std::vector<std::pair<std::string, std::string>> config_fields() {
-  Cfg c;
-  config_detail::Lister l;
-  c.visit(l);
-  return l.fields;
 }
 
 template <class Cfg>

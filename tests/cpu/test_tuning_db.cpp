@@ -115,6 +115,24 @@ TEST_CASE("tuning_db: names and defaults") {
 
 }
 
+namespace {
+struct BadConfig {
+  json j;
+  const char* key;
+  const char* what;
+};
+// Each config is a UsageError naming its key and saying what was wrong.
+template <class Cfg>
+void rejects(std::initializer_list<BadConfig> bads) {
+  for (const auto& b : bads) {
+    CAPTURE(b.j.dump());
+    const std::string quoted = std::string("'") + b.key + "'";
+    CHECK_THROWS_WITH_AS(dbsparse::config_from_json<Cfg>(b.j), doctest::Contains(quoted.c_str()), UsageError);
+    CHECK_THROWS_WITH_AS(dbsparse::config_from_json<Cfg>(b.j), doctest::Contains(b.what), UsageError);
+  }
+}
+}  // namespace
+
 TEST_CASE("TypedConfigsRoundTripAndNameTheKeyOnBadInput") {
   const json sp = dbsparse::config_to_json(dbsparse::SpmspvConfig{});
   CHECK(sp == json{{"th0", 32}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.4}, {"th3_scale", "nnz_per_block"},
@@ -142,34 +160,17 @@ TEST_CASE("TypedConfigsRoundTripAndNameTheKeyOnBadInput") {
   CHECK(dbsparse::config_from_json<dbsparse::SpmvConfig>(json{{"block_size", 128.0}}).block_size == 128);
   // Wrong kinds, values out of range, choices not listed, unknown keys and broken rules between
   // fields are UsageErrors that name the key.
-  struct Bad {
-    json j;
-    const char* key;
-    const char* what;
-  };
-  for (const auto& b : {Bad{{{"th0", "sixteen"}}, "th0", "must be an integer"},
-                        Bad{{{"th0", 16.5}}, "th0", "must be an integer"},
-                        Bad{{{"th1", 300}}, "th1", "must be in [0, 256]"},
-                        Bad{{{"th3_scale", 1}}, "th3_scale", "must be a string"},
-                        Bad{{{"pull_coo", "block"}}, "pull_coo", "is not one of lane, warp"},
-                        Bad{{{"no_such_key", 1}}, "no_such_key", "is not a spmspv parameter"}}) {
-    CAPTURE(b.j.dump());
-    const std::string quoted = std::string("'") + b.key + "'";
-    CHECK_THROWS_WITH_AS(dbsparse::config_from_json<dbsparse::SpmspvConfig>(b.j), doctest::Contains(quoted.c_str()),
-                         UsageError);
-    CHECK_THROWS_WITH_AS(dbsparse::config_from_json<dbsparse::SpmspvConfig>(b.j), doctest::Contains(b.what), UsageError);
-  }
-  for (const auto& b : {Bad{{{"strategy", "fastest"}}, "strategy", "is not one of"},
-                        Bad{{{"block_size", 100}}, "block_size", "multiple of 32"},
-                        Bad{{{"v4_lanes", 4}}, "v4_lanes", "must widen"},
-                        Bad{{{"lanes", 3}}, "lanes", "2, 4, 8, 16, 32"},
-                        Bad{{{"block_max_len", 64}}, "block_max_len", "widest vector bin"}}) {
-    CAPTURE(b.j.dump());
-    const std::string quoted = std::string("'") + b.key + "'";
-    CHECK_THROWS_WITH_AS(dbsparse::config_from_json<dbsparse::SpmvConfig>(b.j), doctest::Contains(quoted.c_str()),
-                         UsageError);
-    CHECK_THROWS_WITH_AS(dbsparse::config_from_json<dbsparse::SpmvConfig>(b.j), doctest::Contains(b.what), UsageError);
-  }
+  rejects<dbsparse::SpmspvConfig>({{{{"th0", "sixteen"}}, "th0", "must be an integer"},
+                                   {{{"th0", 16.5}}, "th0", "must be an integer"},
+                                   {{{"th1", 300}}, "th1", "must be in [0, 256]"},
+                                   {{{"th3_scale", 1}}, "th3_scale", "must be a string"},
+                                   {{{"pull_coo", "block"}}, "pull_coo", "is not one of lane, warp"},
+                                   {{{"no_such_key", 1}}, "no_such_key", "is not a spmspv parameter"}});
+  rejects<dbsparse::SpmvConfig>({{{{"strategy", "fastest"}}, "strategy", "is not one of"},
+                                 {{{"block_size", 100}}, "block_size", "multiple of 32"},
+                                 {{{"v4_lanes", 4}}, "v4_lanes", "must widen"},
+                                 {{{"lanes", 3}}, "lanes", "2, 4, 8, 16, 32"},
+                                 {{{"block_max_len", 64}}, "block_max_len", "widest vector bin"}});
   CHECK_THROWS_AS(dbsparse::config_from_json<dbsparse::SpmvConfig>(json::array()), UsageError);
 }
 

@@ -16,8 +16,6 @@
 namespace dbsparse::tools {
 namespace {
 
-std::vector<double> random_x(int32_t n, uint64_t seed) { return random_values<double>(static_cast<size_t>(n), seed); }
-
 template <class T>
 struct Problem {
   CsrMatrix<T> a;
@@ -58,7 +56,7 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
                  double copy_gbs, std::vector<BenchRow>& out) {
   Problem<T> p;
   p.a = m.csr.cast<T>();
-  auto xd = random_x(p.a.cols, 42);
+  auto xd = random_values<double>(static_cast<size_t>(p.a.cols), 42);
   p.x.assign(xd.begin(), xd.end());
   p.ref = reference::spmv(p.a, std::span<const T>(p.x));
   p.bytes = (p.a.rows + 1) * 4ull + p.a.nnz() * (4ull + sizeof(T)) + (p.a.cols + p.a.rows) * sizeof(T);
