@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -162,14 +163,21 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
     return static_cast<int32_t>(std::min<int64_t>(a.rows, 16 * int64_t{I} + 16));
   };
 
-  // Pass 1: which block columns each block row touches, in order of discovery. The per-entry
-  // checks here are what keep pass 2's scratch indexing in bounds.
-  std::vector<uint8_t> seen(bc, 0);  // block column already found in this block row
-  std::vector<int32_t> found;        // block columns, grouped by block row
+  // Pass 1: which block columns each block row touches, in order of discovery, and how many
+  // entries each such block holds; blocks below th.residual_below are left out (their entries
+  // go to the residual in pass 2). The per-entry checks here are what keep pass 2's scratch
+  // indexing in bounds.
+  const bool residual_ok = a.rows < kResidualMaxDim && a.cols < kResidualMaxDim;
+  if (!residual_ok) d.thresholds.residual_below = 0;
+  const int res_below = d.thresholds.residual_below;
+  std::vector<int32_t> count(bc, 0);  // entries of block column J in this block row (0: not seen)
+  std::vector<int32_t> row_found;     // block columns of this block row, in order of discovery
+  std::vector<int32_t> found;         // kept block columns, grouped by block row
   std::vector<int32_t> per_col(static_cast<size_t>(bc) + 1, 0);
   d.blk_row_ptr.assign(static_cast<size_t>(br) + 1, 0);
+  d.res_row_ptr.assign(static_cast<size_t>(br) + 1, 0);
   for (int32_t I = 0; I < br; ++I) {
-    size_t first = found.size();
+    row_found.clear();
     for (int32_t i = 16 * I; i < row_end(I); ++i) {
       if (a.row_ptr[i + 1] < a.row_ptr[i])
         throw UsageError(fmt::format("csr_to_db: row_ptr decreases at row {}", i));
@@ -182,17 +190,21 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
                           "in [0, {})",
                           i, a.cols));
         prev = c;
-        if (!seen[c >> 4]) {
-          seen[c >> 4] = 1;
-          found.push_back(c >> 4);
-        }
+        if (count[c >> 4]++ == 0) row_found.push_back(c >> 4);
       }
     }
-    for (size_t k = first; k < found.size(); ++k) {
-      seen[found[k]] = 0;
-      ++per_col[found[k] + 1];
+    int32_t residual = 0;
+    for (int32_t J : row_found) {
+      if (count[J] < res_below) {
+        residual += count[J];
+      } else {
+        found.push_back(J);
+        ++per_col[J + 1];
+      }
+      count[J] = 0;
     }
     d.blk_row_ptr[I + 1] = static_cast<int32_t>(found.size());
+    d.res_row_ptr[I + 1] = d.res_row_ptr[I] + residual;
   }
   const size_t nb = found.size();
 
@@ -227,6 +239,9 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
       std::min<uint64_t>(kMaxOffset, nnz + max_dense * std::max<int64_t>(0, 256 - min_dense)));
   d.aux.reserve(std::min<uint64_t>(kMaxOffset, nnz + 103 * static_cast<int64_t>(nb)));
   BlockWriter<T> writer(d);
+  const int64_t nres = d.res_row_ptr.back();
+  d.res_rc.resize(static_cast<size_t>(nres));
+  d.res_row_val.resize(static_cast<size_t>(nres));
   std::vector<int32_t> slot(bc, -1);  // block column -> local index in the current block row, or -1
   std::vector<int32_t> start, fill;
   std::vector<uint8_t> rc;
@@ -236,15 +251,25 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
     const int32_t p0 = a.row_ptr[16 * I], p1 = a.row_ptr[row_end(I)];
     for (int32_t k = 0; k < nbk; ++k) slot[d.blk_col_idx[base + k]] = k;
     start.assign(static_cast<size_t>(nbk) + 1, 0);
-    for (int32_t p = p0; p < p1; ++p) ++start[slot[a.col_idx[p] >> 4] + 1];
+    for (int32_t p = p0; p < p1; ++p) {
+      const int32_t k = slot[a.col_idx[p] >> 4];
+      if (k >= 0) ++start[k + 1];
+    }
     for (int32_t k = 0; k < nbk; ++k) start[k + 1] += start[k];
     fill.assign(start.begin(), start.end() - 1);
     rc.resize(static_cast<size_t>(p1 - p0));
     val.resize(static_cast<size_t>(p1 - p0));
+    int32_t res = d.res_row_ptr[I];
     for (int32_t i = 16 * I; i < row_end(I); ++i) {
       const int r = i - 16 * I;
       for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
-        int32_t q = fill[slot[a.col_idx[p] >> 4]]++;
+        const int32_t k = slot[a.col_idx[p] >> 4];
+        if (k < 0) {  // a residual entry: row-major, so each row's columns increase
+          d.res_rc[res] = static_cast<uint32_t>(r) << abi::kResidualLocalShift | static_cast<uint32_t>(a.col_idx[p]);
+          d.res_row_val[res++] = a.values[p];
+          continue;
+        }
+        int32_t q = fill[k]++;
         rc[q] = static_cast<uint8_t>(r << 4 | (a.col_idx[p] & 15));
         val[q] = a.values[p];
       }
@@ -255,6 +280,25 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
       slot[d.blk_col_idx[base + k]] = -1;
     }
   }
+
+  // The residual's column view: a counting sort of the row view by (block column, local column);
+  // rows come out increasing within each column.
+  std::vector<int64_t> by_col(static_cast<size_t>(a.cols) + 1, 0);
+  for (uint32_t e : d.res_rc) ++by_col[(e & abi::kResidualIndexMask) + 1];
+  for (int32_t c = 0; c < a.cols; ++c) by_col[c + 1] += by_col[c];
+  d.res_col_ptr.assign(static_cast<size_t>(bc) + 1, 0);
+  for (int32_t J = 0; J <= bc; ++J)
+    d.res_col_ptr[J] = static_cast<int32_t>(by_col[std::min<int64_t>(int64_t{16} * J, a.cols)]);
+  d.res_cr.resize(static_cast<size_t>(nres));
+  d.res_col_val.resize(static_cast<size_t>(nres));
+  for (int32_t I = 0; I < br; ++I)
+    for (int32_t k = d.res_row_ptr[I]; k < d.res_row_ptr[I + 1]; ++k) {
+      const uint32_t c = d.res_rc[k] & abi::kResidualIndexMask;
+      const uint32_t row = static_cast<uint32_t>(16 * I) + (d.res_rc[k] >> abi::kResidualLocalShift);
+      const int64_t q = by_col[c]++;
+      d.res_cr[q] = (c & 15u) << abi::kResidualLocalShift | row;
+      d.res_col_val[q] = d.res_row_val[k];
+    }
   return d;
 }
 
@@ -308,6 +352,11 @@ CsrMatrix<T> db_to_csr(const DbMatrix<T>& d) {
     const int32_t row0 = 16 * d.meta[id].row;
     for_each_entry(d, id, [&](int r, int, T) { ++a.row_ptr[row0 + r + 1]; });
   }
+  const bool has_residual = d.res_row_ptr.size() == static_cast<size_t>(d.block_rows) + 1;
+  if (has_residual)
+    for (int32_t I = 0; I < d.block_rows; ++I)
+      for (int32_t k = d.res_row_ptr[I]; k < d.res_row_ptr[I + 1]; ++k)
+        ++a.row_ptr[16 * I + (d.res_rc[k] >> abi::kResidualLocalShift) + 1];
   for (int32_t i = 0; i < d.rows; ++i) a.row_ptr[i + 1] += a.row_ptr[i];
   a.col_idx.resize(a.row_ptr.back());
   a.values.resize(a.row_ptr.back());
@@ -321,7 +370,76 @@ CsrMatrix<T> db_to_csr(const DbMatrix<T>& d) {
       a.values[q] = v;
     });
   }
+  if (!has_residual || d.res_rc.empty()) return a;
+  // Residual entries go after each row's block entries; one merge by column per row that has both.
+  for (int32_t I = 0; I < d.block_rows; ++I)
+    for (int32_t k = d.res_row_ptr[I]; k < d.res_row_ptr[I + 1]; ++k) {
+      int32_t q = next[16 * I + (d.res_rc[k] >> abi::kResidualLocalShift)]++;
+      a.col_idx[q] = static_cast<int32_t>(d.res_rc[k] & abi::kResidualIndexMask);
+      a.values[q] = d.res_row_val[k];
+    }
+  std::vector<std::pair<int32_t, T>> row;
+  for (int32_t i = 0; i < d.rows; ++i) {
+    const int32_t p0 = a.row_ptr[i], p1 = a.row_ptr[i + 1];
+    if (std::is_sorted(a.col_idx.begin() + p0, a.col_idx.begin() + p1)) continue;
+    row.clear();
+    for (int32_t p = p0; p < p1; ++p) row.emplace_back(a.col_idx[p], a.values[p]);
+    std::sort(row.begin(), row.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+    for (int32_t p = p0; p < p1; ++p) std::tie(a.col_idx[p], a.values[p]) = row[p - p0];
+  }
   return a;
+}
+
+template <class T>
+DbLayout make_db_layout(const DbMatrix<T>& d) {
+  DbLayout l;
+  // Pull: each row block's blocks cut into segments by format weight, then its residual entries
+  // cut every kResidualChunk. A segment alone on its row block writes y directly, the others add.
+  std::vector<int32_t> per_row_block(static_cast<size_t>(d.block_rows), 0);
+  for (int32_t rb = 0; rb < d.block_rows; ++rb) {
+    int32_t start = d.blk_row_ptr[rb], weight = 0;
+    for (int32_t b = start; b < d.blk_row_ptr[rb + 1]; ++b) {
+      weight += abi::segment_weight(d.meta[b].type);
+      if (weight >= abi::kSegmentWeight || b + 1 == d.blk_row_ptr[rb + 1]) {
+        l.segments.push_back({rb, start, b + 1, 0});
+        ++per_row_block[rb];
+        start = b + 1;
+        weight = 0;
+      }
+    }
+  }
+  static_assert(abi::kSegmentWeight <= abi::kSegmentMaxBlocks, "every block weighs at least 1");
+  l.block_segments = static_cast<int32_t>(l.segments.size());
+  if (d.res_row_ptr.size() == static_cast<size_t>(d.block_rows) + 1)
+    for (int32_t rb = 0; rb < d.block_rows; ++rb)
+      for (int32_t k = d.res_row_ptr[rb]; k < d.res_row_ptr[rb + 1]; k += kResidualChunk) {
+        l.segments.push_back({rb, k, std::min(k + kResidualChunk, d.res_row_ptr[rb + 1]), 0});
+        ++per_row_block[rb];
+      }
+  for (auto& s : l.segments) s.alone = per_row_block[s.row_block] == 1;
+  if (l.segments.size() > static_cast<size_t>(INT32_MAX))
+    throw UsageError(fmt::format("spmspv layout: {} pull segments exceed the 32-bit count", l.segments.size()));
+  // Push: the most tasks one call can list, every column block active.
+  if (d.block_cols >= (1 << abi::kTaskCountShift))
+    throw UsageError(fmt::format("spmspv layout: {} block columns exceed the push task's 28-bit column", d.block_cols));
+  for (int32_t c = 0; c < d.block_cols; ++c) {
+    l.block_task_capacity += (d.blk_col_ptr[c + 1] - d.blk_col_ptr[c] + abi::kPushChunk - 1) / abi::kPushChunk;
+    const int32_t n = d.res_col_ptr.empty() ? 0 : d.res_col_ptr[c + 1] - d.res_col_ptr[c];
+    if (n > abi::kResidualSmall) l.residual_task_capacity += (n + kResidualChunk - 1) / kResidualChunk;
+    else if (n > 0) ++l.small_task_capacity;
+  }
+  if (l.block_task_capacity > INT32_MAX || l.residual_task_capacity > INT32_MAX)
+    throw UsageError("spmspv layout: push tasks exceed the 32-bit task count");
+  return l;
+}
+
+template <class T>
+int64_t spmspv_workspace_bytes(const DbMatrix<T>& d, const DbLayout& l) {
+  // The lists get one element even when empty, so their device pointers stay valid. run_sparse's
+  // dense x is not counted: the plan allocates it on the first run_sparse (spmspv.hpp).
+  return static_cast<int64_t>(sizeof(abi::SpmspvState)) + 2 * int64_t{std::max(d.block_cols, 1)} +
+         8 * std::max<int64_t>(l.block_task_capacity, 1) + 8 * std::max<int64_t>(l.residual_task_capacity, 1) +
+         8 * std::max<int64_t>(l.small_task_capacity, 1);
 }
 
 template <class T>
@@ -333,16 +451,27 @@ DbStats db_stats(const DbMatrix<T>& d) {
     ++s.blocks_by_type[m.type];
     s.nnz_by_type[m.type] += m.nnz;
   }
+  s.residual_nnz = d.residual_nnz();
   s.bytes_high_level =
       4 * static_cast<int64_t>(d.blk_row_ptr.size() + d.blk_col_idx.size() + d.blk_col_ptr.size() +
                                d.blk_row_idx.size() + d.csc2csr.size());
   s.bytes_meta = d.blocks() * static_cast<int64_t>(sizeof(BlockMeta));
   s.bytes_values = static_cast<int64_t>(d.values.size() * sizeof(T));
   s.bytes_aux = static_cast<int64_t>(d.aux.size());
-  s.bytes_total = s.bytes_high_level + s.bytes_meta + s.bytes_values + s.bytes_aux;
+  const int64_t res_entry = 4 + static_cast<int64_t>(sizeof(T));
+  const int64_t res_ptrs = 4 * static_cast<int64_t>(d.res_row_ptr.size() + d.res_col_ptr.size());
+  s.bytes_residual = 2 * s.residual_nnz * res_entry + res_ptrs;
+  s.bytes_total = s.bytes_high_level + s.bytes_meta + s.bytes_values + s.bytes_aux + s.bytes_residual;
   const int64_t per_entry = 4 + static_cast<int64_t>(sizeof(T));
   s.bytes_csr = (int64_t{d.rows} + 1) * 4 + d.nnz * per_entry;
   s.bytes_csr_csc = s.bytes_csr + (int64_t{d.cols} + 1) * 4 + d.nnz * per_entry;
+
+  const DbLayout l = make_db_layout(d);
+  s.bytes_device_format = s.bytes_total - 4 * static_cast<int64_t>(d.blk_row_ptr.size() + d.blk_row_idx.size() +
+                                                                   d.res_row_ptr.size());
+  s.bytes_segments = static_cast<int64_t>(std::max<size_t>(l.segments.size(), 1) * sizeof(abi::Segment));
+  s.bytes_workspace = spmspv_workspace_bytes(d, l);
+  s.bytes_device = s.bytes_device_format + s.bytes_segments + s.bytes_workspace;
   return s;
 }
 
@@ -360,24 +489,33 @@ std::string DbStats::to_text() const {
   for (int t = 0; t < kBlockTypes; ++t)
     out += fmt::format("  {:<6} {:>12} {:>6.1f}% {:>14} {:>6.1f}%\n", to_string(BlockType(t)),
                        blocks_by_type[t], pct(blocks_by_type[t], blocks), nnz_by_type[t],
-                       pct(nnz_by_type[t], nnz));
+                       pct(nnz_by_type[t], nnz + residual_nnz));
+  out += fmt::format("  {:<6} {:>12} {:>7} {:>14} {:>6.1f}%\n", "resid.", "-", "", residual_nnz,
+                     pct(residual_nnz, nnz + residual_nnz));
   out += fmt::format("  {:<24} {:>12} {:>10}\n", "bytes", "", "MB");
   const std::pair<const char*, int64_t> parts[] = {{"high level (both views)", bytes_high_level},
                                                    {"block metadata", bytes_meta},
                                                    {"values", bytes_values},
                                                    {"aux (indices, masks)", bytes_aux},
+                                                   {"residual (both views)", bytes_residual},
                                                    {"DB total", bytes_total},
+                                                   {"device: format", bytes_device_format},
+                                                   {"device: segments", bytes_segments},
+                                                   {"device: workspace", bytes_workspace},
+                                                   {"device total", bytes_device},
                                                    {"CSR", bytes_csr},
                                                    {"CSR + CSC", bytes_csr_csc}};
   for (const auto& [name, b] : parts)
     out += fmt::format("  {:<24} {:>12} {:>10.2f}\n", name, b, mb(b));
-  auto ratio = [&](const char* name, int64_t ref) {
-    double r = ref > 0 ? double(bytes_total) / ref : 0.0;
+  auto ratio = [&](const char* name, int64_t num, int64_t ref) {
+    double r = ref > 0 ? double(num) / ref : 0.0;
     return fmt::format("  {:<24} {:>12.3f}   {:.1f}% {}\n", name, r, 100.0 * std::abs(1.0 - r),
                        r <= 1.0 ? "saved" : "larger");
   };
-  out += ratio("DB / CSR", bytes_csr);
-  out += ratio("DB / (CSR+CSC)", bytes_csr_csc);
+  out += ratio("DB / CSR", bytes_total, bytes_csr);
+  out += ratio("DB / (CSR+CSC)", bytes_total, bytes_csr_csc);
+  out += ratio("device / CSR", bytes_device, bytes_csr);
+  out += ratio("device / (CSR+CSC)", bytes_device, bytes_csr_csc);
   if (convert_ms > 0) out += fmt::format("  conversion: {:.1f} ms\n", convert_ms);
   return out;
 }
@@ -388,5 +526,9 @@ template CsrMatrix<float> db_to_csr(const DbMatrix<float>&);
 template CsrMatrix<double> db_to_csr(const DbMatrix<double>&);
 template DbStats db_stats(const DbMatrix<float>&);
 template DbStats db_stats(const DbMatrix<double>&);
+template DbLayout make_db_layout(const DbMatrix<float>&);
+template DbLayout make_db_layout(const DbMatrix<double>&);
+template int64_t spmspv_workspace_bytes(const DbMatrix<float>&, const DbLayout&);
+template int64_t spmspv_workspace_bytes(const DbMatrix<double>&, const DbLayout&);
 
 }  // namespace dbsparse

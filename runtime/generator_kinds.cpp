@@ -233,7 +233,7 @@ CsrMatrix<double> uniform(int32_t n, int32_t d, uint64_t seed) {
   return std::move(b.m);
 }
 
-CsrMatrix<double> rmat(int scale, int32_t ef, uint64_t seed) {
+CsrMatrix<double> rmat(int scale, int32_t ef, uint64_t seed, bool scramble) {
   std::mt19937_64 rng(seed);
   const int32_t n = static_cast<int32_t>(int64_t{1} << scale);
   const int64_t edges = int64_t{ef} << scale;
@@ -257,6 +257,17 @@ CsrMatrix<double> rmat(int scale, int32_t ef, uint64_t seed) {
     }
     src[e] = static_cast<int32_t>(r);
     dst[e] = static_cast<int32_t>(c);
+  }
+  if (scramble) {  // Graph500's vertex relabelling: one seeded permutation for both ends
+    std::vector<int32_t> perm(static_cast<size_t>(n));
+    for (int32_t v = 0; v < n; ++v) perm[v] = v;
+    std::mt19937_64 prng(seed ^ 0x9e3779b97f4a7c15ull);
+    for (int32_t v = n - 1; v > 0; --v)
+      std::swap(perm[v], perm[static_cast<int32_t>(prng() % static_cast<uint64_t>(v + 1))]);
+    for (int64_t e = 0; e < edges; ++e) {
+      src[e] = perm[src[e]];
+      dst[e] = perm[dst[e]];
+    }
   }
   // Two counting sorts instead of a sort per row: the first buckets both directions of each edge by
   // row; walking those rows in order and bucketing again by column leaves every row's columns

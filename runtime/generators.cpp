@@ -44,9 +44,10 @@ const std::vector<KindDef>& kinds() {
       {"uniform", "uniform:n=100000,d=16,seed=1  d distinct random columns per row",
        {{"n", false, "100000"}, {"d", false, "16"}, {"seed", false, "1"}}},
       {"rmat",
-       "rmat:scale=16,ef=8,seed=1  Graph500 R-MAT graph on 2^scale vertices with ef*2^scale "
-       "edges, symmetrised, no self loops",
-       {{"scale", false, "16"}, {"ef", false, "8"}, {"seed", false, "1"}}},
+       "rmat:scale=16,ef=8,seed=1,scramble=0  Graph500 R-MAT graph on 2^scale vertices with "
+       "ef*2^scale edges, symmetrised, no self loops; scramble=1 permutes the vertex ids at random "
+       "(seeded), as Graph500 does, so hubs do not sit together in the low ids",
+       {{"scale", false, "16"}, {"ef", false, "8"}, {"seed", false, "1"}, {"scramble", false, "0"}}},
       {"powerlaw",
        "powerlaw:n=100000,avg=8,alpha=1.5,max=n/4,seed=1  Pareto(alpha) row lengths with mean "
        "about avg, clamped to [1, max]",
@@ -169,7 +170,8 @@ CsrMatrix<double> build(const GeneratorSpec& s, const std::string& text) {
     const int64_t ef = p.in_range("ef", 1, kMaxIndex);
     // Both directions of every edge are stored before duplicates go.
     p.check_nnz((2 * ef) << scale, "up to ");
-    return gen::rmat(static_cast<int>(scale), static_cast<int32_t>(ef), seed_of(p));
+    const bool scramble = p.in_range("scramble", 0, 1) == 1;
+    return gen::rmat(static_cast<int>(scale), static_cast<int32_t>(ef), seed_of(p), scramble);
   }
   if (s.kind == "powerlaw") {
     const int64_t n = p.in_range("n", 1, kMaxIndex);

@@ -42,6 +42,7 @@ SpmspvConfig SpmspvConfig::paper() {
   SpmspvConfig c;
   c.th3 = 0.01;
   c.th3_scale = "none";
+  c.residual_below = 0;  // the paper keeps every nonzero in a block
   return c;
 }
 
@@ -67,14 +68,20 @@ struct SpmspvPlan<T>::Impl {
   DeviceBuffer<BlockMeta> meta;
   DeviceBuffer<T> values;
   DeviceBuffer<uint8_t> aux;
+  DeviceBuffer<uint32_t> res_rc, res_cr;
+  DeviceBuffer<T> res_row_val, res_col_val;
+  DeviceBuffer<int32_t> res_col_ptr;
   DeviceBuffer<abi::Segment> segments;
-  DeviceBuffer<abi::PushTask> tasks;
+  int32_t block_segments = 0;
+  int64_t block_task_capacity = 0, residual_task_capacity = 0, small_task_capacity = 0;
+  int64_t block_nnz = 0, residual_nnz = 0;
   mutable SpmspvWorkspace<T> own;  // the plan's own workspace (see SpmspvWorkspace)
   CUfunction prep = nullptr, compute = nullptr, scatter = nullptr, unscatter = nullptr, fused = nullptr;
   unsigned prep_grid = 1, compute_grid = 1;
   unsigned fused_grid = 0;  // 0: no cooperative launch on this device; two launches instead
   // Host copies for pull_bytes_visited (not used on the hot path).
   std::vector<BlockMeta> host_meta;
+  std::vector<uint32_t> host_res_rc;
 
   void launch(CUfunction f, unsigned grid, void** params, void* stream) const {
     DBS_CU(cuLaunchKernel(f, grid, 1, 1, kWarps * 32, 1, 1, 0, static_cast<CUstream>(stream), params,
@@ -111,42 +118,24 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->stats.storage.convert_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   p->block_cols = db.block_cols;
-  const double nnz_per_block = db.blocks() ? static_cast<double>(a.nnz()) / static_cast<double>(db.blocks()) : 1.0;
+  p->residual_nnz = db.residual_nnz();
+  p->block_nnz = db.nnz - p->residual_nnz;
+  const double nnz_per_block =
+      db.blocks() > 0 ? static_cast<double>(p->block_nnz) / static_cast<double>(db.blocks()) : 1.0;
   // Stored as the kernel compares it (a float), so explain() shows the threshold actually used.
   p->stats.xb_threshold =
       static_cast<float>(cfg.th3_scale == "none" ? cfg.th3 : cfg.th3 / std::max(1.0, nnz_per_block));
 
-  // Pull: row blocks cut into segments by format weight; a segment alone in its row block writes
-  // y directly, the others add atomically.
-  std::vector<abi::Segment> segs;
-  for (int32_t rb = 0; rb < db.block_rows; ++rb) {
-    const size_t first = segs.size();
-    int32_t start = db.blk_row_ptr[rb], weight = 0;
-    for (int32_t b = start; b < db.blk_row_ptr[rb + 1]; ++b) {
-      weight += abi::segment_weight(db.meta[b].type);
-      if (weight >= kSegmentWeight || b + 1 == db.blk_row_ptr[rb + 1]) {
-        segs.push_back({rb, start, b + 1, 0});
-        start = b + 1;
-        weight = 0;
-      }
-    }
-    if (segs.size() - first == 1) segs[first].alone = 1;
-  }
-  static_assert(kSegmentWeight <= abi::kSegmentMaxBlocks, "every block weighs at least 1");
-  p->stats.pull_segments = static_cast<int64_t>(segs.size());
-  // Push: every chunk of every column block, listed once; the push path keeps the ones whose x
-  // block is non-empty, so no run has to build a work list.
-  std::vector<abi::PushTask> tasks;
-  if (db.block_cols >= (1 << abi::kTaskCountShift))
-    throw UsageError(fmt::format("plan_spmspv: {} block columns exceed the push task's 28-bit column", db.block_cols));
-  for (int32_t c = 0; c < db.block_cols; ++c)
-    for (int32_t b = db.blk_col_ptr[c]; b < db.blk_col_ptr[c + 1]; b += kPushChunk) {
-      const uint32_t nb = static_cast<uint32_t>(std::min(kPushChunk, db.blk_col_ptr[c + 1] - b));
-      tasks.push_back({static_cast<uint32_t>(c) | ((nb - 1) << abi::kTaskCountShift), static_cast<uint32_t>(b)});
-    }
-  if (tasks.size() > static_cast<size_t>(INT32_MAX))
-    throw UsageError(fmt::format("plan_spmspv: {} push tasks exceed the 32-bit task count", tasks.size()));
-  p->stats.push_tasks_max = static_cast<int64_t>(tasks.size());
+  // Pull segments (blocks, then residual) and the push lists' capacities.
+  DbLayout layout = make_db_layout(db);
+  p->block_segments = layout.block_segments;
+  p->stats.pull_segments = static_cast<int64_t>(layout.segments.size());
+  p->block_task_capacity = layout.block_task_capacity;
+  p->residual_task_capacity = layout.residual_task_capacity;
+  p->small_task_capacity = layout.small_task_capacity;
+  p->stats.push_tasks_max =
+      layout.block_task_capacity + layout.residual_task_capacity + layout.small_task_capacity;
+  p->stats.residual_push_below = static_cast<float>(cfg.residual_push_below);
 
   // Problem -> key: direction, value type and the block types present.
   codegen::SpmspvKey key;
@@ -171,17 +160,25 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->meta = DeviceBuffer<BlockMeta>(std::span<const BlockMeta>(db.meta));
   p->values = DeviceBuffer<T>(std::span<const T>(db.values));
   p->aux = DeviceBuffer<uint8_t>(std::span<const uint8_t>(db.aux));
-  p->segments = DeviceBuffer<abi::Segment>(std::span<const abi::Segment>(segs));
-  if (tasks.empty()) tasks.push_back({0, 0});
-  p->tasks = DeviceBuffer<abi::PushTask>(std::span<const abi::PushTask>(tasks));
+  p->res_rc = DeviceBuffer<uint32_t>(std::span<const uint32_t>(db.res_rc));
+  p->res_row_val = DeviceBuffer<T>(std::span<const T>(db.res_row_val));
+  p->res_col_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.res_col_ptr));
+  p->res_cr = DeviceBuffer<uint32_t>(std::span<const uint32_t>(db.res_cr));
+  p->res_col_val = DeviceBuffer<T>(std::span<const T>(db.res_col_val));
+  if (layout.segments.empty()) layout.segments.push_back({0, 0, 0, 0});  // a valid pointer; count 0
+  p->segments = DeviceBuffer<abi::Segment>(std::span<const abi::Segment>(layout.segments));
   p->host_meta = std::move(db.meta);
+  p->host_res_rc = std::move(db.res_rc);
   SpmspvPlan<T> plan(std::move(p));
-  plan.impl_->own = plan.make_workspace();
+  // Without run_sparse's dense x (cols elements): the first run_sparse adds it (see spmspv.hpp).
+  plan.impl_->own = plan.make_workspace_without_sparse_x();
   auto& q = *plan.impl_;
+  // Every allocation the plan holds, from the buffers themselves.
   q.stats.device_bytes = static_cast<int64_t>(
       (q.blk_col_idx.size() + q.blk_col_ptr.size() + q.csc2csr.size()) * 4 + q.meta.size() * sizeof(BlockMeta) +
-      q.values.size() * sizeof(T) + q.aux.size() + q.segments.size() * sizeof(abi::Segment) +
-      q.tasks.size() * sizeof(abi::PushTask) + q.own.bytes());
+      q.values.size() * sizeof(T) + q.aux.size() + (q.res_rc.size() + q.res_cr.size() + q.res_col_ptr.size()) * 4 +
+      (q.res_row_val.size() + q.res_col_val.size()) * sizeof(T) + q.segments.size() * sizeof(abi::Segment) +
+      q.own.bytes());
 
   auto& pp = plan.impl_;
   int occ = 0;
@@ -192,12 +189,10 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ_fused, pp->fused, kWarps * 32, 0));
   // Every block must be resident at once for the grid barrier: exactly what fits, no more.
   if (opt.fused && coop && occ_fused > 0) pp->fused_grid = static_cast<unsigned>(occ_fused * info_.sm_count);
-  const int64_t pairs = (db.block_cols + 1) / 2;
-  // Each prep warp covers several x block pairs: fewer blocks means fewer same-address atomics
-  // (the ticket, the counters), which are what a run at very low density pays for.
-  constexpr int64_t kPairsPerWarp = abi::kPairsPerWarp;
-  pp->prep_grid = static_cast<unsigned>(std::clamp<int64_t>(
-      (pairs + kWarps * kPairsPerWarp - 1) / (kWarps * kPairsPerWarp), 1, int64_t(info_.sm_count) * 4));
+  // The mask pass: a thread per x block; at most four thread blocks per SM, looping beyond that.
+  const int64_t threads = kWarps * 32;
+  pp->prep_grid = static_cast<unsigned>(
+      std::clamp<int64_t>((int64_t{pp->block_cols} + threads - 1) / threads, 1, int64_t(info_.sm_count) * 4));
   return plan;
 }
 
@@ -212,12 +207,23 @@ SpmspvPlan<T>::~SpmspvPlan() = default;
 
 template <class T>
 SpmspvWorkspace<T> SpmspvPlan<T>::make_workspace() const {
+  SpmspvWorkspace<T> ws = make_workspace_without_sparse_x();
+  ws.x_scatter_ = DeviceBuffer<T>(static_cast<size_t>(std::max(impl_->cols, 1)));
+  ws.x_scatter_.fill_bytes(0);
+  return ws;
+}
+
+template <class T>
+SpmspvWorkspace<T> SpmspvPlan<T>::make_workspace_without_sparse_x() const {
   SpmspvWorkspace<T> ws;
   ws.state_ = DeviceBuffer<uint8_t>(sizeof(abi::SpmspvState));
   ws.state_.fill_bytes(0);
   ws.xmask_ = DeviceBuffer<uint16_t>(static_cast<size_t>(std::max(impl_->block_cols, 1)));
-  ws.x_scatter_ = DeviceBuffer<T>(static_cast<size_t>(std::max(impl_->cols, 1)));
-  ws.x_scatter_.fill_bytes(0);
+  ws.block_tasks_ = DeviceBuffer<abi::PushTask>(static_cast<size_t>(std::max<int64_t>(impl_->block_task_capacity, 1)));
+  ws.residual_tasks_ =
+      DeviceBuffer<abi::ResidualTask>(static_cast<size_t>(std::max<int64_t>(impl_->residual_task_capacity, 1)));
+  ws.small_tasks_ =
+      DeviceBuffer<abi::ResidualTask>(static_cast<size_t>(std::max<int64_t>(impl_->small_task_capacity, 1)));
   return ws;
 }
 
@@ -245,7 +251,10 @@ template <class T>
 void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws) const {
   const Impl& p = *impl_;
   if (ws.xmask_.size() != static_cast<size_t>(std::max(p.block_cols, 1)) ||
-      ws.x_scatter_.size() != static_cast<size_t>(std::max(p.cols, 1)) || ws.state_.size() != sizeof(abi::SpmspvState))
+      ws.state_.size() != sizeof(abi::SpmspvState) ||
+      ws.block_tasks_.size() != static_cast<size_t>(std::max<int64_t>(p.block_task_capacity, 1)) ||
+      ws.residual_tasks_.size() != static_cast<size_t>(std::max<int64_t>(p.residual_task_capacity, 1)) ||
+      ws.small_tasks_.size() != static_cast<size_t>(std::max<int64_t>(p.small_task_capacity, 1)))
     throw UsageError("SpmspvPlan::run: the workspace is empty or another plan's (make it with plan.make_workspace())");
   auto ptr = [](uint64_t v) { return reinterpret_cast<void*>(static_cast<uintptr_t>(v)); };
   abi::SpmspvArgs<T> args{};
@@ -256,7 +265,14 @@ void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>
   args.values = static_cast<const T*>(ptr(p.values.ptr()));
   args.aux = static_cast<const uint8_t*>(ptr(p.aux.ptr()));
   args.segments = static_cast<const abi::Segment*>(ptr(p.segments.ptr()));
-  args.tasks = static_cast<const abi::PushTask*>(ptr(p.tasks.ptr()));
+  args.res_rc = static_cast<const uint32_t*>(ptr(p.res_rc.ptr()));
+  args.res_row_val = static_cast<const T*>(ptr(p.res_row_val.ptr()));
+  args.res_col_ptr = static_cast<const int32_t*>(ptr(p.res_col_ptr.ptr()));
+  args.res_cr = static_cast<const uint32_t*>(ptr(p.res_cr.ptr()));
+  args.res_col_val = static_cast<const T*>(ptr(p.res_col_val.ptr()));
+  args.block_tasks = static_cast<abi::PushTask*>(ptr(ws.block_tasks_.ptr()));
+  args.residual_tasks = static_cast<abi::ResidualTask*>(ptr(ws.residual_tasks_.ptr()));
+  args.small_tasks = static_cast<abi::ResidualTask*>(ptr(ws.small_tasks_.ptr()));
   args.state = static_cast<abi::SpmspvState*>(ptr(ws.state_.ptr()));
   args.xmask = static_cast<uint16_t*>(ptr(ws.xmask_.ptr()));
   args.x = static_cast<const T*>(ptr(x));
@@ -265,8 +281,9 @@ void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>
   args.cols = p.cols;
   args.block_cols = p.block_cols;
   args.nsegments = static_cast<int32_t>(p.stats.pull_segments);
+  args.nblock_segments = p.block_segments;
   args.xb_threshold = static_cast<float>(p.stats.xb_threshold);
-  args.ntasks = static_cast<int32_t>(p.stats.push_tasks_max);
+  args.res_threshold = static_cast<float>(p.stats.residual_push_below);
   void* params[] = {&args};
   if (p.fused_grid) {
     DBS_CU(cuLaunchCooperativeKernel(p.fused, p.fused_grid, 1, 1, kWarps * 32, 1, 1, 0,
@@ -291,6 +308,12 @@ void SpmspvPlan<T>::run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceB
   if (x_nnz < 0 || x_idx.size() < static_cast<size_t>(x_nnz) || x_val.size() < static_cast<size_t>(x_nnz))
     throw UsageError("SpmspvPlan::run_sparse: x_nnz exceeds the index or value buffer");
   if (y.size() != static_cast<size_t>(p.rows)) throw UsageError("SpmspvPlan::run_sparse: y has the wrong size");
+  if (ws.x_scatter_.size() == 0) {  // the plan's own workspace, first run_sparse: allocate (not capturable)
+    ws.x_scatter_ = DeviceBuffer<T>(static_cast<size_t>(std::max(p.cols, 1)));
+    ws.x_scatter_.fill_bytes(0);
+  }
+  if (ws.x_scatter_.size() != static_cast<size_t>(std::max(p.cols, 1)))
+    throw UsageError("SpmspvPlan::run_sparse: the workspace is another plan's (make it with plan.make_workspace())");
   uint64_t idx = x_idx.ptr(), val = x_val.ptr(), xd = ws.x_scatter_.ptr();
   int n = x_nnz;
   const unsigned grid = static_cast<unsigned>(std::clamp((n + 127) / 128, 1, 1024));
@@ -318,7 +341,11 @@ SpmspvDirection SpmspvPlan<T>::last_direction(const Stream& stream) const {
 
 template <class T>
 SpmspvDirection SpmspvPlan<T>::last_direction(const Stream& stream, const SpmspvWorkspace<T>& ws) const {
-  return read_state(ws.state_, stream).last_direction == abi::kDirPush ? SpmspvDirection::Push : SpmspvDirection::Pull;
+  // The direction of the part holding more of the nonzeros (the blocks and the residual choose
+  // their own: last_directions() gives both).
+  const auto st = read_state(ws.state_, stream);
+  const uint32_t d = impl_->residual_nnz > impl_->block_nnz ? st.last_res_direction : st.last_direction;
+  return d == abi::kDirPush ? SpmspvDirection::Push : SpmspvDirection::Pull;
 }
 
 template <class T>
@@ -340,6 +367,10 @@ int64_t SpmspvPlan<T>::pull_bytes_visited(std::span<const int32_t> x_indices) co
     const int64_t nvals = m.type == static_cast<uint8_t>(BlockType::Dense) ? 256 : m.nnz;
     bytes += static_cast<int64_t>(sizeof(BlockMeta)) + nvals * static_cast<int64_t>(sizeof(T)) + aux_bytes_read(m);
   }
+  // Every residual entry's packed index; the value of the active ones.
+  bytes += static_cast<int64_t>(p.host_res_rc.size()) * 4;
+  for (uint32_t e : p.host_res_rc)
+    if (active[(e & abi::kResidualIndexMask) >> 4]) bytes += static_cast<int64_t>(sizeof(T));
   // x read by prep, the active x entries, y zeroed by prep and written by pull, segments.
   bytes += static_cast<int64_t>(p.cols) * sizeof(T) + static_cast<int64_t>(x_indices.size()) * sizeof(T);
   bytes += 2 * static_cast<int64_t>(p.rows) * sizeof(T) + p.stats.pull_segments * 16;
@@ -367,10 +398,12 @@ template <class T>
 std::string SpmspvPlan<T>::explain() const {
   const Impl& p = *impl_;
   return fmt::format(
-      "spmspv plan ({}): {} x {}, nnz {}, {} blocks, {} pull segments, {} push tasks; push while xb < {:.4g}\n"
-      "  device bytes {} (format, segments, tasks, workspace)\n"
+      "spmspv plan ({}): {} x {}, nnz {}, {} blocks + {} residual entries, {} pull segments, up to {} push tasks; "
+      "push while xb < {:.4g}\n"
+      "  device bytes {} (format, segments, workspace)\n"
       "  config ({}): {}{}\n  kernel: {} (binary from {}: {:.2f} ms; module load {:.2f} ms)\n{}",
-      to_string(p.semiring), p.rows, p.cols, p.nnz, p.host_meta.size(), p.stats.pull_segments, p.stats.push_tasks_max,
+      to_string(p.semiring), p.rows, p.cols, p.nnz, p.host_meta.size(), p.host_res_rc.size(), p.stats.pull_segments,
+      p.stats.push_tasks_max,
       p.stats.xb_threshold, p.stats.device_bytes,
       to_string(p.config.source), p.config.params.dump(),
       p.config.note.empty() ? "" : "  [" + p.config.note + "]", p.kernel.key, p.kernel.origin,

@@ -1,7 +1,8 @@
 // DB-SpMSpV: the global half of the two-level adaptivity. spmspv_prep builds the x block masks on
-// the GPU (ballot, one atomic per thread block), zeroes y and, in its last block, picks the
-// direction; spmspv_compute reads that device-side flag and runs push or pull. No
-// host round trip between them, so plan.run() never synchronises.
+// the GPU, lists the push work of the non-empty x blocks, zeroes y and, in its last block, picks
+// the direction; spmspv_compute reads that device-side flag and runs push or pull, over the blocks
+// and then over the residual (db_matrix.hpp). No host round trip between them, so plan.run()
+// never synchronises.
 //
 // Macros from the generated source: DBS_DIR (0 auto, 1 push only, 2 pull only),
 // DBS_SEMIRING (the device functor: PlusTimes), DBS_HAS_{COO,DENSE,CSR,CSC} (block types present;
@@ -16,58 +17,50 @@
 
 namespace dbs {
 
-struct PrepShared {
-  unsigned count[kWarps];
+// What compute needs from the mask pass: each part's direction and the lengths of the push lists.
+struct RunInfo {
+  unsigned dir, res_dir, block_tasks, residual_tasks, small_tasks;
 };
 
-// x block masks and y = 0, counting the non-empty x blocks into *nonempty. Push work is not listed
-// here: the push path scans the plan's static task list against the masks itself, so prep is the
-// same cheap pass whichever direction wins. Shared by the two-launch path and the fused kernel.
-template <typename T>
-__device__ __forceinline__ void prep_body(const SpmspvArgs<T>& a, PrepShared& sh, unsigned* nonempty) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int gwarp = blockIdx.x * kWarps + warp, nwarps = gridDim.x * kWarps;
-  const int pairs = (a.block_cols + 1) / 2;
-  unsigned my_count = 0;
-  for (int first = gwarp * kPairsPerWarp; first < pairs; first += nwarps * kPairsPerWarp) {
-    // A warp owns kPairsPerWarp consecutive pairs; all their x loads are issued before any ballot,
-    // so the round waits on one memory latency, not eight.
-    bool nz[kPairsPerWarp];
-#pragma unroll
-    for (int s = 0; s < kPairsPerWarp; ++s) {
-      const int i = (first + s) * 32 + lane;
-      nz[s] = first + s < pairs && i < a.cols && a.x[i] != T(0);
-    }
-    unsigned my_bits = 0;  // lane s keeps pair first+s's 32 bits
-#pragma unroll
-    for (int s = 0; s < kPairsPerWarp; ++s) {
-      const unsigned bits = __ballot_sync(kFull, nz[s]);
-      if (lane == s) my_bits = bits;
-    }
-    const int pair = first + lane, b0 = 2 * pair;
-    if (lane < kPairsPerWarp && pair < pairs) {
-      a.xmask[b0] = my_bits & 0xffffu;
-      if (b0 + 1 < a.block_cols) a.xmask[b0 + 1] = my_bits >> 16;
-      my_count += ((my_bits & 0xffffu) != 0) + ((my_bits >> 16) != 0);
-    }
-  }
-  // y starts at zero: push adds into it and pull adds where a row block spans segments.
-  for (int r = blockIdx.x * blockDim.x + threadIdx.x; r < a.rows; r += gridDim.x * blockDim.x)
-    a.y[r] = T(0);
+struct PrepShared {
+  unsigned warp_count[kWarps][4];
+  unsigned base[3];
+  bool emit_blocks, emit_residual;
+};
 
+// The 16-bit mask of x block b. Where x is 16-byte aligned, as four (f32) or eight (f64) 16-byte
+// loads; a value is zero when its bits shifted left once are (+0 and -0 both).
+template <typename T>
+__device__ __forceinline__ unsigned xblock_mask(const SpmspvArgs<T>& a, int b, bool vec) {
+  const int c0 = b * 16;
+  unsigned m = 0;
+  if (vec && c0 + 16 <= a.cols) {
+    const uint4* p = reinterpret_cast<const uint4*>(a.x + c0);
+    constexpr int kVecs = 16 * (int)sizeof(T) / 16;
+    uint4 v[kVecs];
 #pragma unroll
-  for (int o = 16; o; o >>= 1) my_count += __shfl_xor_sync(kFull, my_count, o);
-  if (lane == 0) sh.count[warp] = my_count;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned c = 0;
-    for (int w = 0; w < kWarps; ++w) c += sh.count[w];
-    if (c) atomicAdd(nonempty, c);
+    for (int i = 0; i < kVecs; ++i) v[i] = p[i];
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      if (sizeof(T) == 4) {
+        m |= (unsigned((v[i].x << 1) != 0u) | unsigned((v[i].y << 1) != 0u) << 1 |
+              unsigned((v[i].z << 1) != 0u) << 2 | unsigned((v[i].w << 1) != 0u) << 3) << (4 * i);
+      } else {
+        m |= (unsigned((v[i].x | (v[i].y << 1)) != 0u) | unsigned((v[i].z | (v[i].w << 1)) != 0u) << 1) << (2 * i);
+      }
+    }
+    return m;
   }
+  for (int c = 0; c < 16 && c0 + c < a.cols; ++c) m |= unsigned(a.x[c0 + c] != T(0)) << c;
+  return m;
 }
 
+// Each part's direction, from the call's counts. The blocks push while few x blocks are non-empty
+// (their work follows the blocks visited); the residual pushes while few x entries are (its push
+// reads the active column blocks' entries in order and adds only the active ones, its pull reads
+// every entry and looks its column up at random).
 template <typename T>
-__device__ __forceinline__ unsigned choose_direction(const SpmspvArgs<T>& a, unsigned nonempty) {
+__device__ __forceinline__ unsigned block_direction(const SpmspvArgs<T>& a, unsigned nonempty) {
 #if DBS_DIR == 1
   return kDirPush;
 #elif DBS_DIR == 2
@@ -76,22 +69,163 @@ __device__ __forceinline__ unsigned choose_direction(const SpmspvArgs<T>& a, uns
   return (float)nonempty < a.xb_threshold * (float)a.block_cols ? kDirPush : kDirPull;
 #endif
 }
+template <typename T>
+__device__ __forceinline__ unsigned residual_direction(const SpmspvArgs<T>& a, unsigned xnnz) {
+#if DBS_DIR == 1
+  return kDirPush;
+#elif DBS_DIR == 2
+  return kDirPull;
+#else
+  return (float)xnnz < a.res_threshold * (float)a.cols ? kDirPush : kDirPull;
+#endif
+}
+
+// Exclusive scan over the thread block of (v0, v1, v2); the totals land in sh.warp_count[0..2][0].
+__device__ __forceinline__ void block_scan3(PrepShared& sh, unsigned& v0, unsigned& v1, unsigned& v2) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  unsigned i0 = v0, i1 = v1, i2 = v2;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const unsigned t0 = __shfl_up_sync(0xffffffffu, i0, o), t1 = __shfl_up_sync(0xffffffffu, i1, o),
+                   t2 = __shfl_up_sync(0xffffffffu, i2, o);
+    if (lane >= o) i0 += t0, i1 += t1, i2 += t2;
+  }
+  if (lane == 31) sh.warp_count[warp][1] = i0, sh.warp_count[warp][2] = i1, sh.warp_count[warp][3] = i2;
+  __syncthreads();
+  unsigned off0 = 0, off1 = 0, off2 = 0, tot0 = 0, tot1 = 0, tot2 = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    if (w < warp) off0 += sh.warp_count[w][1], off1 += sh.warp_count[w][2], off2 += sh.warp_count[w][3];
+    tot0 += sh.warp_count[w][1], tot1 += sh.warp_count[w][2], tot2 += sh.warp_count[w][3];
+  }
+  v0 = off0 + i0 - v0;
+  v1 = off1 + i1 - v1;
+  v2 = off2 + i2 - v2;
+  __syncthreads();
+  if (threadIdx.x == 0) sh.warp_count[0][0] = tot0, sh.warp_count[1][0] = tot1, sh.warp_count[2][0] = tot2;
+}
+
+// The mask pass: x block masks, y = 0, the counts of non-empty x blocks and of x nonzeros and,
+// while push can still be taken, the push lists: for every non-empty x block, its column block's
+// blocks in chunks of kPushChunk, and its residual column entries (one small task when there are at
+// most kResidualSmall, else pieces of kResidualChunk), appended with one atomic per list per thread
+// block round. So push's work follows the active columns, not the matrix. Listing stops once a
+// running count passes its part's limit: a part pushes iff its final count stays below the limit,
+// and every partial count is at most the final one, so whenever push is taken its list is whole.
+// A thread owns one x block (16 columns) per round.
+template <typename T>
+__device__ __forceinline__ void prep_body(const SpmspvArgs<T>& a, PrepShared& sh, SpmspvCounters* cnt) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const bool vec = (reinterpret_cast<unsigned long long>(a.x) & 15ull) == 0;
+  for (int base = blockIdx.x * blockDim.x; base < a.block_cols; base += gridDim.x * blockDim.x) {
+    const int b = base + threadIdx.x;
+    const unsigned xm = b < a.block_cols ? xblock_mask(a, b, vec) : 0u;
+    if (b < a.block_cols) a.xmask[b] = static_cast<unsigned short>(xm);
+    unsigned n = __popc(__ballot_sync(kFull, xm != 0u)), nx = __popc(xm);
+#pragma unroll
+    for (int o = 16; o; o >>= 1) nx += __shfl_xor_sync(kFull, nx, o);
+    if (lane == 0) sh.warp_count[warp][0] = n, sh.warp_count[warp][1] = nx;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      unsigned tn = 0, tx = 0;
+      for (int w = 0; w < kWarps; ++w) tn += sh.warp_count[w][0], tx += sh.warp_count[w][1];
+      const unsigned before_n = tn ? atomicAdd(&cnt->nonempty, tn) : 0u;
+      const unsigned before_x = tx ? atomicAdd(&cnt->xnnz, tx) : 0u;
+      sh.emit_blocks = tn != 0u && block_direction(a, before_n + tn) == kDirPush;
+      sh.emit_residual = tn != 0u && residual_direction(a, before_x + tx) == kDirPush;
+    }
+    __syncthreads();
+    if (sh.emit_blocks || sh.emit_residual) {
+      unsigned nb = 0, nr = 0, ns = 0, bfirst = 0;
+      if (xm && sh.emit_blocks) {
+        bfirst = (unsigned)a.blk_col_ptr[b];
+        nb = ((unsigned)a.blk_col_ptr[b + 1] - bfirst + kPushChunk - 1) / kPushChunk;
+      }
+      if (xm && sh.emit_residual) {
+        const unsigned rcount = (unsigned)(a.res_col_ptr[b + 1] - a.res_col_ptr[b]);
+        ns = rcount != 0u && rcount <= (unsigned)kResidualSmall;
+        nr = ns ? 0u : (rcount + kResidualChunk - 1) / kResidualChunk;
+      }
+      unsigned ob = nb, orr = nr, os = ns;
+      block_scan3(sh, ob, orr, os);
+      __syncthreads();
+      if (threadIdx.x == 0) {
+        const unsigned tb = sh.warp_count[0][0], tr = sh.warp_count[1][0], ts = sh.warp_count[2][0];
+        sh.base[0] = tb ? atomicAdd(&cnt->block_tasks, tb) : 0u;
+        sh.base[1] = tr ? atomicAdd(&cnt->residual_tasks, tr) : 0u;
+        sh.base[2] = ts ? atomicAdd(&cnt->small_tasks, ts) : 0u;
+      }
+      __syncthreads();
+      const unsigned bend = nb ? (unsigned)a.blk_col_ptr[b + 1] : 0u;
+      for (unsigned i = 0; i < nb; ++i) {
+        const unsigned first = bfirst + i * kPushChunk, blocks = min(bend - first, (unsigned)kPushChunk);
+        PushTask t;
+        t.col_and_count = (unsigned)b | ((blocks - 1u) << kTaskCountShift);
+        t.first = first;
+        a.block_tasks[sh.base[0] + ob + i] = t;
+      }
+      for (unsigned i = 0; i < nr; ++i) {
+        ResidualTask t;
+        t.col_block = (unsigned)b;
+        t.piece = i;
+        a.residual_tasks[sh.base[1] + orr + i] = t;
+      }
+      if (ns) {
+        ResidualTask t;
+        t.col_block = (unsigned)b;
+        t.piece = 0;
+        a.small_tasks[sh.base[2] + os] = t;
+      }
+    }
+    __syncthreads();  // sh is reused by the next round
+  }
+  // y starts at zero: push adds into it and pull adds where a row block spans segments. 16-byte
+  // stores where y is aligned to them.
+  const int stride = gridDim.x * blockDim.x, first = blockIdx.x * blockDim.x + threadIdx.x;
+  constexpr int kPer = 16 / (int)sizeof(T);
+  int done = 0;
+  if ((reinterpret_cast<unsigned long long>(a.y) & 15ull) == 0) {
+    const int nvec = a.rows / kPer;
+    for (int v = first; v < nvec; v += stride) reinterpret_cast<uint4*>(a.y)[v] = make_uint4(0u, 0u, 0u, 0u);
+    done = nvec * kPer;
+  }
+  for (int r = done + first; r < a.rows; r += stride) a.y[r] = T(0);
+}
+
+// The call's directions and list lengths from its counts (prep's last block, or every block of the
+// fused kernel after its barrier).
+template <typename T>
+__device__ __forceinline__ RunInfo run_info(const SpmspvArgs<T>& a, const volatile SpmspvCounters* c) {
+  return RunInfo{block_direction(a, c->nonempty), residual_direction(a, c->xnnz), c->block_tasks,
+                 c->residual_tasks, c->small_tasks};
+}
 
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32) spmspv_prep(SpmspvArgs<T> a) {
   __shared__ PrepShared sh;
-  prep_body(a, sh, &a.state->nonempty);
+  SpmspvState* st = a.state;
+  prep_body(a, sh, &st->acc);
   if (threadIdx.x == 0) {
     __threadfence();
-    if (atomicAdd(&a.state->prep_ticket, 1u) == gridDim.x - 1) {  // last block: all counted
-      const unsigned ne = atomicAdd(&a.state->nonempty, 0u);
-      const unsigned dir = choose_direction(a, ne);
-      a.state->direction = dir;
-      a.state->last_direction = dir;
-      a.state->last_nonempty = ne;
+    if (atomicAdd(&st->prep_ticket, 1u) == gridDim.x - 1) {  // last block: all counted
+      __threadfence();
+      const volatile SpmspvCounters* acc = &st->acc;
+      const RunInfo r = run_info(a, acc);
+      st->direction = r.dir;
+      st->res_direction = r.res_dir;
+      st->run.block_tasks = r.block_tasks;
+      st->run.residual_tasks = r.residual_tasks;
+      st->run.small_tasks = r.small_tasks;
+      st->last_direction = r.dir;
+      st->last_res_direction = r.res_dir;
+      st->last_nonempty = acc->nonempty;
       // Every other block has finished its atomics (they precede its ticket): reset for next run.
-      a.state->nonempty = 0;
-      a.state->prep_ticket = 0;
+      st->acc.nonempty = 0;
+      st->acc.xnnz = 0;
+      st->acc.block_tasks = 0;
+      st->acc.residual_tasks = 0;
+      st->acc.small_tasks = 0;
+      st->prep_ticket = 0;
       __threadfence();
     }
   }
@@ -167,22 +301,22 @@ __device__ __forceinline__ void coo_by_warp(const SpmspvArgs<T>& a, const BlockM
   }
 }
 
-// Push: the plan lists every chunk (up to kPushChunk blocks of one column block) of every column
-// block once. Lane l of warp w looks at task w + l * nwarps of each round, so the active tasks of
-// any density spread over all warps. A warp then takes its active tasks four at a time, lanes
-// 8g..8g+7 holding the blocks of the g-th: one memory round trip per four tasks rather than per
-// task (processed one by one, the warps with the most active tasks set the kernel's time).
+// Push over the blocks: the mask pass listed every chunk (up to kPushChunk blocks of one column
+// block) of every non-empty x block. Lane l of warp w looks at task w + l * nwarps of each round,
+// so the tasks spread over all warps. A warp then takes its tasks four at a time, lanes 8g..8g+7
+// holding the blocks of the g-th: one memory round trip per four tasks rather than per task.
 template <typename T, typename SR>
-__device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, T (*sxs)[16], int lane, int warp) {
+__device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, unsigned ntasks, T (*sxs)[16], int lane,
+                                          int warp) {
   static_assert(kPushChunk == 8, "a lane group of 8 holds one task's blocks");
   const int gwarp = blockIdx.x * kWarps + warp, nwarps = gridDim.x * kWarps;
   const int g = lane >> 3, k = lane & 7;
-  for (long long base = gwarp; base < a.ntasks; base += 32LL * nwarps) {
+  for (long long base = gwarp; base < ntasks; base += 32LL * nwarps) {
     const long long t = base + (long long)lane * nwarps;
     uint2 task = make_uint2(0, 0);
     unsigned xm_lane = 0;
-    if (t < a.ntasks) {
-      task = reinterpret_cast<const uint2*>(a.tasks)[t];  // PushTask, one 8-byte load
+    if (t < ntasks) {
+      task = reinterpret_cast<const uint2*>(a.block_tasks)[t];  // PushTask, one 8-byte load
       xm_lane = a.xmask[task.x & ((1u << kTaskCountShift) - 1u)];
     }
     if (xm_lane) {  // stage this task's x block, zeros where x is zero (Dense reads every column)
@@ -229,12 +363,12 @@ template <typename T, typename SR>
 __device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], T* scratch, int lane,
                                           int warp) {
   const int nwarps = gridDim.x * kWarps;
-  const int npairs = (a.nsegments + 1) / 2;
+  const int npairs = (a.nblock_segments + 1) / 2;
   const int half = lane >> 4, li = lane & 15;
   for (int p = blockIdx.x * kWarps + warp; p < npairs; p += nwarps) {
     const int s = 2 * p + half;
     // Segment {row_block, first, end, alone}, one 16-byte load.
-    const int4 seg = s < a.nsegments ? reinterpret_cast<const int4*>(a.segments)[s] : make_int4(0, 0, 0, 0);
+    const int4 seg = s < a.nblock_segments ? reinterpret_cast<const int4*>(a.segments)[s] : make_int4(0, 0, 0, 0);
     const int b = seg.y + li;
     const int col = b < seg.z ? a.blk_col_idx[b] : 0;
     const unsigned xm_lane = b < seg.z ? a.xmask[col] : 0u;
@@ -287,10 +421,127 @@ __device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], 
       __syncwarp();
     }
     const int row = seg.x * 16 + li;
-    if (s < a.nsegments && row < a.rows) {
+    if (s < a.nblock_segments && row < a.rows) {
       if (seg.w) a.y[row] = acc;  // the only segment of its row block: one plain write
       else if (acc != SR::zero()) SR::atomic_add(&a.y[row], acc);
     }
+  }
+}
+
+// Push over the residual, large column blocks: a warp per listed piece (kResidualChunk entries of
+// one column block's residual column view); lanes take consecutive entries, keep those whose column
+// is active, and add into y. Lane j < 16 holds x of the block's column j for the others to shuffle
+// from.
+template <typename T, typename SR>
+__device__ __forceinline__ void residual_push(const SpmspvArgs<T>& a, unsigned ntasks, int lane, int warp) {
+  constexpr int kRounds = kResidualChunk / 32;
+  const int nwarps = gridDim.x * kWarps;
+  for (unsigned t = blockIdx.x * kWarps + warp; t < ntasks; t += nwarps) {
+    const uint2 task = reinterpret_cast<const uint2*>(a.residual_tasks)[t];  // ResidualTask
+    const unsigned cb = task.x, xm = a.xmask[cb];
+    const T xv = lane < 16 && ((xm >> lane) & 1u) ? a.x[cb * 16 + lane] : SR::zero();
+    const int begin = a.res_col_ptr[cb] + (int)task.y * kResidualChunk;
+    const int end = min(a.res_col_ptr[cb + 1], begin + kResidualChunk);
+    unsigned e[kRounds];
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+      const int k = begin + r * 32 + lane;
+      e[r] = k < end ? a.res_cr[k] : 0xffffffffu;
+    }
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+      const int k = begin + r * 32 + lane;
+      const unsigned j = e[r] >> kResidualLocalShift;
+      const T xj = shfl(xv, (int)j);
+      if (k < end && ((xm >> j) & 1u))
+        SR::atomic_add(&a.y[e[r] & kResidualIndexMask], SR::mul(a.res_col_val[k], xj));
+    }
+  }
+}
+
+// Push over the residual, small column blocks (at most kResidualSmall entries, as in a stencil's
+// few stray entries per column block): lane l holds task l of the warp's 32, their entries are
+// numbered through an exclusive prefix over the lanes, and lane e takes entries e, e + 32, ...: one
+// pass over 32 column blocks instead of a warp round trip for each.
+template <typename T, typename SR>
+__device__ __forceinline__ void residual_push_small(const SpmspvArgs<T>& a, unsigned ntasks, int lane, int warp) {
+  const int nwarps = gridDim.x * kWarps;
+  for (unsigned t0 = (blockIdx.x * kWarps + warp) * 32u; t0 < ntasks; t0 += 32u * nwarps) {
+    const unsigned t = t0 + lane;
+    unsigned cb = 0, xm = 0;
+    int begin = 0, n = 0;
+    if (t < ntasks) {
+      cb = a.small_tasks[t].col_block;
+      xm = a.xmask[cb];
+      begin = a.res_col_ptr[cb];
+      n = a.res_col_ptr[cb + 1] - begin;
+    }
+    int pre = n;  // inclusive prefix, then exclusive
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int v = __shfl_up_sync(kFull, pre, o);
+      if (lane >= o) pre += v;
+    }
+    const int total = __shfl_sync(kFull, pre, 31);
+    pre -= n;
+    for (int e0 = 0; e0 < total; e0 += 32) {
+      const int e = e0 + lane;
+      int o = 0;  // the last lane whose first entry is <= e: the owner (empty lanes never are)
+#pragma unroll
+      for (int step = 16; step; step >>= 1) {
+        const int cand = __shfl_sync(kFull, pre, o + step);
+        if (cand <= e) o += step;
+      }
+      const int first = __shfl_sync(kFull, pre, o);
+      const int obegin = __shfl_sync(kFull, begin, o);
+      const unsigned ocb = __shfl_sync(kFull, cb, o), oxm = __shfl_sync(kFull, xm, o);
+      if (e < total) {
+        const int k = obegin + (e - first);
+        const unsigned ent = a.res_cr[k], j = ent >> kResidualLocalShift;
+        if ((oxm >> j) & 1u)
+          SR::atomic_add(&a.y[ent & kResidualIndexMask], SR::mul(a.res_col_val[k], a.x[ocb * 16 + j]));
+      }
+    }
+  }
+}
+
+// Pull over the residual: a warp per segment (up to kResidualChunk entries of one row block's
+// residual row view). Each entry's column is tested against the x block masks before x or the
+// value is read; row sums meet in 16 shared slots, then one write per row.
+template <typename T, typename SR>
+__device__ __forceinline__ void residual_pull(const SpmspvArgs<T>& a, T* slots, int lane, int warp) {
+  constexpr int kRounds = kResidualChunk / 32;
+  const int nwarps = gridDim.x * kWarps;
+  for (int s = a.nblock_segments + blockIdx.x * kWarps + warp; s < a.nsegments; s += nwarps) {
+    const int4 seg = reinterpret_cast<const int4*>(a.segments)[s];  // {row_block, first, end, alone}
+    if (lane < 16) slots[lane] = SR::zero();
+    unsigned e[kRounds];
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+      const int k = seg.y + r * 32 + lane;
+      e[r] = k < seg.z ? a.res_rc[k] : 0xffffffffu;
+    }
+    unsigned on = 0;  // bit r: entry of round r is active
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r) {
+      const unsigned c = e[r] & kResidualIndexMask;
+      if (e[r] != 0xffffffffu && ((a.xmask[c >> 4] >> (c & 15u)) & 1u)) on |= 1u << r;
+    }
+    __syncwarp();
+#pragma unroll
+    for (int r = 0; r < kRounds; ++r)
+      if ((on >> r) & 1u) {
+        const int k = seg.y + r * 32 + lane;
+        SR::atomic_add(&slots[e[r] >> kResidualLocalShift], SR::mul(a.res_row_val[k], a.x[e[r] & kResidualIndexMask]));
+      }
+    __syncwarp();
+    const int row = seg.x * 16 + lane;
+    if (lane < 16 && row < a.rows) {
+      const T v = slots[lane];
+      if (seg.w) a.y[row] = v;
+      else if (v != SR::zero()) SR::atomic_add(&a.y[row], v);
+    }
+    __syncwarp();
   }
 }
 
@@ -299,26 +550,43 @@ template <typename T>
 struct ComputeShared {
   T sxs[kWarps][32][16];      // one staged x block per lane: its pull block or its push task
 #if DBS_DIR != 1
-  T scratch[kWarps][32];      // pull: COO partials of the warp's two segments
+  T scratch[kWarps][32];      // pull: COO partials of the warp's two segments; residual row sums
 #endif
 };
 
+// Pull rows write y without atomics only where no other segment, and no residual entry, touches
+// their row block (Segment::alone, from the plan), so the two parts may take different directions
+// in one call.
 template <typename T>
-__device__ __forceinline__ void compute_body(const SpmspvArgs<T>& a, ComputeShared<T>& sh, unsigned dir) {
+__device__ __forceinline__ void compute_body(const SpmspvArgs<T>& a, ComputeShared<T>& sh, const RunInfo& run) {
   using SR = DBS_SEMIRING<T>;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #if DBS_DIR != 2
-  if (dir == kDirPush) push_path<T, SR>(a, sh.sxs[warp], lane, warp);
+  if (run.dir == kDirPush) push_path<T, SR>(a, run.block_tasks, sh.sxs[warp], lane, warp);
+  if (run.res_dir == kDirPush) {
+    residual_push_small<T, SR>(a, run.small_tasks, lane, warp);
+    residual_push<T, SR>(a, run.residual_tasks, lane, warp);
+  }
 #endif
 #if DBS_DIR != 1
-  if (dir == kDirPull) pull_path<T, SR>(a, sh.sxs[warp], sh.scratch[warp], lane, warp);
+  if (run.dir == kDirPull) pull_path<T, SR>(a, sh.sxs[warp], sh.scratch[warp], lane, warp);
+  if (run.res_dir == kDirPull) residual_pull<T, SR>(a, sh.scratch[warp], lane, warp);
 #endif
 }
 
+// One thread reads the call's state and shares it: every thread reading the same few words from
+// L2 put tens of thousands of requests on one L2 slice, 20 us at density 1e-4 (Nsight Compute on
+// the H200, 7-point stencil 100^3, 2026-11-30).
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_compute(SpmspvArgs<T> a) {
   __shared__ ComputeShared<T> sh;
-  compute_body(a, sh, *(volatile unsigned*)&a.state->direction);
+  __shared__ RunInfo run;
+  if (threadIdx.x == 0) {
+    const volatile SpmspvState* st = a.state;
+    run = RunInfo{st->direction, st->res_direction, st->run.block_tasks, st->run.residual_tasks, st->run.small_tasks};
+  }
+  __syncthreads();
+  compute_body(a, sh, run);
 }
 
 // All blocks co-resident (cooperative launch): wait until every block has arrived.
@@ -347,18 +615,28 @@ template <typename T>
 __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_fused(SpmspvArgs<T> a) {
   __shared__ PrepShared psh;
   __shared__ ComputeShared<T> csh;
-  const unsigned g = *(volatile unsigned*)&a.state->gen;
-  prep_body(a, psh, &a.state->cnt_nonempty[g]);
+  __shared__ unsigned gen;
+  if (threadIdx.x == 0) gen = *(volatile unsigned*)&a.state->gen;
+  __syncthreads();
+  const unsigned g = gen;
+  prep_body(a, psh, &a.state->slot[g]);
   grid_barrier(&a.state->bar_count, &a.state->bar_gen);
-  const unsigned ne = *(volatile unsigned*)&a.state->cnt_nonempty[g];
-  const unsigned dir = choose_direction(a, ne);
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    a.state->last_direction = dir;
-    a.state->last_nonempty = ne;
-    a.state->cnt_nonempty[g ^ 1u] = 0;  // the next run's slot; no block of this run touches it
-    a.state->gen = g ^ 1u;  // every block read gen before the barrier
+  __shared__ RunInfo run;  // read by one thread (see spmspv_compute)
+  if (threadIdx.x == 0) {
+    const volatile SpmspvCounters* c = &a.state->slot[g];
+    run = run_info(a, c);
+    if (blockIdx.x == 0) {
+      a.state->last_direction = run.dir;
+      a.state->last_res_direction = run.res_dir;
+      a.state->last_nonempty = c->nonempty;
+      // The next run's slot; no block of this run touches it.
+      SpmspvCounters* next = &a.state->slot[g ^ 1u];
+      next->nonempty = next->xnnz = next->block_tasks = next->residual_tasks = next->small_tasks = 0;
+      a.state->gen = g ^ 1u;  // every block read gen before the barrier
+    }
   }
-  compute_body(a, csh, dir);
+  __syncthreads();
+  compute_body(a, csh, run);
 }
 
 // Scatter for x given as (index, value) pairs, into the plan's dense x (kept all-zero between

@@ -27,11 +27,20 @@ const char* to_string(BlockType t);  // "coo", "dense", "csr", "csc"
 inline constexpr int kDefaultTh0 = 32;
 inline constexpr int kDefaultTh1 = 128;
 inline constexpr double kDefaultTh2 = 2.0;
+// Blocks with fewer nonzeros than this leave the block structure for the residual part. A block
+// costs the kernels 28 bytes of metadata and view entries before its payload, a residual entry 16
+// bytes (both views): blocks of one or two entries are smaller as residual, and the pull path's
+// residual walk reads 4 index bytes per entry where a COO block costs a metadata fetch.
+inline constexpr int kDefaultResidualBelow = 4;
+// The residual's packed indices keep 28 bits for the global index and 4 for the local one.
+inline constexpr int64_t kResidualMaxDim = int64_t{abi::kResidualIndexMask} + 1;
+inline constexpr int kResidualChunk = abi::kResidualChunk;  // entries per pull segment / push piece
 
 struct DbThresholds {
   int th0 = kDefaultTh0;      // nnz < th0: COO
   int th1 = kDefaultTh1;      // nnz > th1: Dense
   double th2 = kDefaultTh2;   // skew ratio above which ForceCSR / ForceCSC is chosen
+  int residual_below = kDefaultResidualBelow;  // nnz < this: the block's entries go to the residual
 };
 
 // The type a block gets, given the nnz of each of its 16 rows and 16 columns (DESIGN.md, the DB
@@ -68,9 +77,37 @@ struct DbMatrix {
   std::vector<T> values;
   std::vector<uint8_t> aux;
 
+  // The residual: entries of blocks too sparse to pay for their metadata, stored twice, as
+  // compactly as CSR / CSC allow (4 index bytes and one value per entry per view).
+  //   Row view (pull): by block row, entries row-major; res_rc = local row << 28 | global column.
+  //   Column view (push): by block column, entries by local column then row;
+  //   res_cr = local column << 28 | global row.
+  // Empty when rows or cols reach kResidualMaxDim (thresholds.residual_below is then 0).
+  std::vector<int32_t> res_row_ptr;  // block_rows + 1
+  std::vector<uint32_t> res_rc;
+  std::vector<T> res_row_val;
+  std::vector<int32_t> res_col_ptr;  // block_cols + 1
+  std::vector<uint32_t> res_cr;
+  std::vector<T> res_col_val;
+
   int64_t nnz = 0;  // of the source matrix
   int64_t blocks() const { return static_cast<int64_t>(meta.size()); }
+  int64_t residual_nnz() const { return static_cast<int64_t>(res_rc.size()); }
 };
+
+// What the SpMSpV kernels read beyond the format itself, derived from it on the host: the pull
+// segments (block segments first, then residual segments) and the capacity of the push task lists
+// that each call fills on the device (one entry per <= kPushChunk blocks, or per <= kResidualChunk
+// residual entries, of a column block).
+struct DbLayout {
+  std::vector<abi::Segment> segments;
+  int32_t block_segments = 0;
+  int64_t block_task_capacity = 0;
+  int64_t residual_task_capacity = 0;  // pieces of column blocks with > kResidualSmall entries
+  int64_t small_task_capacity = 0;     // column blocks with 1..kResidualSmall entries
+};
+template <class T>
+DbLayout make_db_layout(const DbMatrix<T>& d);
 
 // Throws UsageError when the payload would not fit the 32-bit offsets.
 template <class T>
@@ -81,18 +118,33 @@ CsrMatrix<T> db_to_csr(const DbMatrix<T>& d);
 struct DbStats {
   int64_t blocks_by_type[kBlockTypes] = {};
   int64_t nnz_by_type[kBlockTypes] = {};
+  int64_t residual_nnz = 0;
   int64_t bytes_high_level = 0;  // both views + csc2csr
   int64_t bytes_meta = 0;
   int64_t bytes_values = 0;
   int64_t bytes_aux = 0;
-  int64_t bytes_total = 0;
+  int64_t bytes_residual = 0;    // both residual views with their pointers
+  int64_t bytes_total = 0;       // the format on the host: all of the above
+  // On the device, what an SpMSpV plan uploads and allocates: the format minus the host-only
+  // arrays (blk_row_ptr, blk_row_idx, res_row_ptr: the segments carry their ranges), plus the
+  // segments, and one workspace (state, x masks, push task lists; run_sparse's dense x of cols
+  // elements comes on the first run_sparse and is not counted).
+  int64_t bytes_device_format = 0;
+  int64_t bytes_segments = 0;
+  int64_t bytes_workspace = 0;
+  int64_t bytes_device = 0;
   int64_t bytes_csr = 0;      // the same matrix in CSR (int32 indices)
   int64_t bytes_csr_csc = 0;  // CSR plus CSC
   double convert_ms = 0;      // filled by callers that timed the conversion
   std::string to_text() const;  // the table `dbsparse convert --stats` prints
 };
 
+// The format's bytes and, through make_db_layout, the device footprint of an SpMSpV plan on it
+// (SpmspvStats::device_bytes is the same figure, summed from the plan's actual allocations).
 template <class T>
 DbStats db_stats(const DbMatrix<T>& d);
+// One workspace's bytes: state, x block masks, both push task lists (not run_sparse's dense x).
+template <class T>
+int64_t spmspv_workspace_bytes(const DbMatrix<T>& d, const DbLayout& l);
 
 }  // namespace dbsparse

@@ -25,6 +25,10 @@ const char* to_string(SpmspvDirection d);
 // xb 0.15 and 0.81 at 1-1.5 per block on uniform and RMAT, between 0.016 and 0.15 at 12-18 on
 // stencils, at or below 0.016 at 50-90 on FEM and banded), because push pays an atomic per touched
 // row and pull a scan per block. pull_coo "warp" walks the pull path's COO blocks warp-wide.
+// residual_below moves blocks with fewer nonzeros out of the block structure into the residual
+// (db_matrix.hpp); 0 keeps every block, 257 makes the whole matrix residual. The residual picks its
+// own direction per call, by x's density (residual_push_below): its push reads only the active
+// column blocks' entries, in order, where its pull reads every entry and looks its column up.
 struct SpmspvConfig {
   static constexpr const char* kOp = "spmspv";
   static constexpr bool kBlockFeatures = true;
@@ -35,6 +39,8 @@ struct SpmspvConfig {
   double th3 = 0.4;
   std::string th3_scale = "nnz_per_block";
   std::string pull_coo = "lane";
+  int residual_below = kDefaultResidualBelow;
+  double residual_push_below = 0.5;
 
   template <class V>
   void visit(V& v) {
@@ -45,9 +51,13 @@ struct SpmspvConfig {
     v.choice("th3_scale", th3_scale, {"nnz_per_block", "none"},
              "nnz_per_block: th3 / max(1, nonzeros per block); none: th3 as is (the paper)");
     v.choice("pull_coo", pull_coo, {"lane", "warp"}, "how pull walks COO blocks: a lane each, or warp-wide");
+    v.integer("residual_below", residual_below, 0, 257,
+              "blocks with fewer nonzeros go to the residual (CSR/CSC-like, 4 index bytes per entry per view)");
+    v.number("residual_push_below", residual_push_below, 0.0, 2.0,
+             "the residual pushes while x's nonzeros / cols is below this, else pulls");
   }
   void check() const;  // no rule between fields (runtime/spmspv_plan.cpp says why)
-  DbThresholds thresholds() const { return DbThresholds{th0, th1, th2}; }
+  DbThresholds thresholds() const { return DbThresholds{th0, th1, th2, residual_below}; }
   // The paper's published defaults (db-spmspv-icpp26 §3.2-3.3): th3 = 0.01 compared with xb.
   static SpmspvConfig paper();
 };
@@ -69,9 +79,12 @@ struct SpmspvOptions {
 struct SpmspvStats {
   DbStats storage;           // blocks and bytes by type; convert_ms is the conversion time
   int64_t pull_segments = 0;
-  int64_t push_tasks_max = 0;  // push work items: every chunk of <= 8 blocks of every column block
-  double xb_threshold = 0;     // push below this x-block share: th3 / max(1, nnz per block)
-  int64_t device_bytes = 0;    // everything the plan uploads (format, segments, tasks, its workspace)
+  int64_t push_tasks_max = 0;  // the push lists' capacity: every block chunk and residual piece
+  double xb_threshold = 0;     // blocks push below this x-block share: th3 / max(1, nnz per block)
+  double residual_push_below = 0;  // the residual pushes while x nonzeros / cols is below this
+  // Every allocation the plan holds (format, segments, its workspace) once planned; a first
+  // run_sparse adds cols() * sizeof(T) for its dense x.
+  int64_t device_bytes = 0;
 };
 
 template <class T>
@@ -86,13 +99,19 @@ template <class T>
 class SpmspvWorkspace {
  public:
   SpmspvWorkspace() = default;
-  size_t bytes() const { return state_.size() + xmask_.size() * 2 + x_scatter_.size() * sizeof(T); }
+  size_t bytes() const {
+    return state_.size() + xmask_.size() * 2 + x_scatter_.size() * sizeof(T) + block_tasks_.size() * 8 +
+           residual_tasks_.size() * 8 + small_tasks_.size() * 8;
+  }
 
  private:
   friend class SpmspvPlan<T>;
   DeviceBuffer<uint8_t> state_;     // dbs::SpmspvState
   DeviceBuffer<uint16_t> xmask_;
   DeviceBuffer<T> x_scatter_;       // all-zero between calls
+  DeviceBuffer<abi::PushTask> block_tasks_;        // the push lists the mask pass fills per call
+  DeviceBuffer<abi::ResidualTask> residual_tasks_;
+  DeviceBuffer<abi::ResidualTask> small_tasks_;
 };
 
 template <class T>
@@ -111,11 +130,15 @@ class SpmspvPlan {
   void run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz,
                   DeviceBuffer<T>& y, const Stream& stream, SpmspvWorkspace<T>& ws) const;
 
-  // A workspace of this plan's size (allocates: call it at set-up, not on the hot path).
+  // A workspace of this plan's size (allocates: call it at set-up, not on the hot path). It holds
+  // run_sparse's dense x (cols() elements). The plan's own workspace does not until the first
+  // run_sparse through it allocates one: make that first call before capturing run_sparse in a
+  // CUDA graph, or capture with a workspace from make_workspace().
   SpmspvWorkspace<T> make_workspace() const;
 
   // The path the last run in the plan's own workspace (or in ws) took, read back from the device
-  // (synchronises the stream: not for the hot path; for tests, benches and the tuner).
+  // (synchronises the stream: not for the hot path; for tests, benches and the tuner). The blocks
+  // and the residual choose apart; this is the choice of the part holding more nonzeros.
   SpmspvDirection last_direction(const Stream& stream) const;
   SpmspvDirection last_direction(const Stream& stream, const SpmspvWorkspace<T>& ws) const;
   // Non-empty x blocks / all x blocks in the last run (synchronises too).
@@ -145,6 +168,7 @@ class SpmspvPlan {
   friend class Context;
   struct Impl;
   explicit SpmspvPlan(std::unique_ptr<Impl> impl);
+  SpmspvWorkspace<T> make_workspace_without_sparse_x() const;
   std::unique_ptr<Impl> impl_;
 };
 

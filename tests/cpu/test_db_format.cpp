@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <map>
 #include <cstring>
 #include <random>
 #include <string>
@@ -215,6 +216,53 @@ std::vector<int64_t> check_db(const CsrMatrix<T>& a, const DbThresholds& th) {
                 "each block holds nnz in-range entries and has the type its counts give");
   check_disjoint(vranges, d.values.size(), "values");
   check_disjoint(aranges, d.aux.size(), "aux");
+  for (size_t id = 0; id < nb; ++id) CHECK(d.meta[id].nnz >= d.thresholds.residual_below);
+
+  // The residual: the row view row-major within each block row; each entry in a block position
+  // that holds fewer than residual_below entries and no block; the column view the same entries,
+  // by (local column, row) within each column block.
+  REQUIRE(d.res_row_ptr.size() == size_t(br) + 1);
+  REQUIRE(d.res_col_ptr.size() == size_t(bc) + 1);
+  REQUIRE(d.res_row_ptr.front() == 0);
+  REQUIRE(d.res_col_ptr.front() == 0);
+  REQUIRE(size_t(d.res_row_ptr.back()) == d.res_rc.size());
+  REQUIRE(size_t(d.res_col_ptr.back()) == d.res_cr.size());
+  REQUIRE(d.res_rc.size() == d.res_row_val.size());
+  REQUIRE(d.res_cr.size() == d.res_col_val.size());
+  std::vector<Entry> res_rows, res_cols;
+  std::map<std::pair<int32_t, int32_t>, int> per_block;
+  bool res_ok = true;
+  for (int32_t I = 0; I < br; ++I) {
+    int64_t prev = -1;
+    for (int32_t k = d.res_row_ptr[I]; k < d.res_row_ptr[I + 1]; ++k) {
+      const int32_t r = int32_t(d.res_rc[k] >> 28), c = int32_t(d.res_rc[k] & 0x0fffffffu);
+      const int64_t order = int64_t{r} * a.cols + c;
+      res_ok = res_ok && 16 * I + r < a.rows && c < a.cols && order > prev;
+      prev = order;
+      ++per_block[{I, c >> 4}];
+      res_rows.emplace_back(16 * I + r, c, d.res_row_val[k]);
+    }
+  }
+  for (const auto& [blk, n] : per_block) {
+    const auto* row_begin = d.blk_col_idx.data() + d.blk_row_ptr[blk.first];
+    const auto* row_end = d.blk_col_idx.data() + d.blk_row_ptr[blk.first + 1];
+    res_ok = res_ok && n < d.thresholds.residual_below && std::find(row_begin, row_end, blk.second) == row_end;
+  }
+  for (int32_t J = 0; J < bc; ++J) {
+    int64_t prev = -1;
+    for (int32_t k = d.res_col_ptr[J]; k < d.res_col_ptr[J + 1]; ++k) {
+      const int32_t c = 16 * J + int32_t(d.res_cr[k] >> 28), r = int32_t(d.res_cr[k] & 0x0fffffffu);
+      const int64_t order = int64_t{c - 16 * J} * a.rows + r;
+      res_ok = res_ok && c < a.cols && r < a.rows && order > prev;
+      prev = order;
+      res_cols.emplace_back(r, c, d.res_col_val[k]);
+    }
+  }
+  CHECK_MESSAGE(res_ok, "residual views ordered, in range, and only where blocks are too sparse");
+  std::sort(res_rows.begin(), res_rows.end());
+  std::sort(res_cols.begin(), res_cols.end());
+  CHECK_MESSAGE(res_rows == res_cols, "the residual's two views hold the same entries");
+  got.insert(got.end(), res_rows.begin(), res_rows.end());
   std::sort(got.begin(), got.end());
   CHECK_MESSAGE(got == entries_of(a), "the blocks hold exactly A's entries with their values");
 
@@ -233,12 +281,16 @@ std::vector<int64_t> check_db(const CsrMatrix<T>& a, const DbThresholds& th) {
     nnz += s.nnz_by_type[t];
   }
   CHECK(blocks == int64_t(nb));
-  CHECK(nnz == a.nnz());
+  CHECK(nnz + s.residual_nnz == a.nnz());
   CHECK(s.bytes_meta == int64_t(nb) * 20);
   CHECK(s.bytes_values == int64_t(d.values.size() * sizeof(T)));
   CHECK(s.bytes_aux == int64_t(d.aux.size()));
   CHECK(s.bytes_high_level == 4 * int64_t(br + 1 + bc + 1 + 3 * nb));
-  CHECK(s.bytes_total == s.bytes_high_level + s.bytes_meta + s.bytes_values + s.bytes_aux);
+  CHECK(s.residual_nnz == int64_t(d.res_rc.size()));
+  CHECK(s.bytes_residual == 2 * s.residual_nnz * int64_t(4 + sizeof(T)) + 4 * int64_t(br + 1 + bc + 1));
+  CHECK(s.bytes_total == s.bytes_high_level + s.bytes_meta + s.bytes_values + s.bytes_aux + s.bytes_residual);
+  CHECK(s.bytes_device == s.bytes_device_format + s.bytes_segments + s.bytes_workspace);
+  CHECK(s.bytes_device_format == s.bytes_total - 4 * int64_t(br + 1 + nb + br + 1));
   CHECK(s.bytes_csr == (a.rows + 1) * 4 + a.nnz() * int64_t(4 + sizeof(T)));
   CHECK(s.bytes_csr_csc == s.bytes_csr + (a.cols + 1) * 4 + a.nnz() * int64_t(4 + sizeof(T)));
   return by_type;
@@ -304,6 +356,9 @@ const DbThresholds kAllCsc{0, 256, 0.0};  // any nnz > 0 has skew_r / skew_c > 0
 const DbThresholds kAllCsr{0, 256, 1e30};  // no skew is that large: the balanced case, ForceCSR
 const DbThresholds kSkewOnly{0, 256, 1.0};  // csr / csc by which skew is larger
 const DbThresholds kCooBeatsDense{100, 40, 2.0};  // th0 > th1: the COO test comes first
+const DbThresholds kNoResidual{32, 128, 2.0, 0};
+const DbThresholds kAllResidual{32, 128, 2.0, 257};
+const DbThresholds kResidual16{32, 128, 2.0, 16};
 
 const char* const kGenerated[] = {"stencil2d:n=40",          "stencil3d:n=12,points=27",
                                   "stencil3d:n=10,points=7", "fem:nodes=3000,k=3,blocks=9",
@@ -346,16 +401,36 @@ TEST_CASE("Db format holds every generated matrix exactly, at every threshold se
     check_db(a, kSkewOnly);
     check_db(a, kCooBeatsDense);
     check_db(a.cast<float>(), kDefault);
+    CHECK(total(check_db(a, kAllResidual)) == 0);
+    check_db(a, kNoResidual);
+    check_db(a.cast<float>(), kResidual16);
   }
+}
+
+TEST_CASE("Db residual: only blocks below the threshold leave, and storage shrinks where they are scattered") {
+  // uniform 16 per row: almost every block holds one entry, so nearly all of it is residual and
+  // the device footprint stays within CSR+CSC.
+  const auto a = drop_zeros(generate("uniform:n=20000,d=16"));
+  const auto d = csr_to_db(a);
+  CHECK(d.residual_nnz() > a.nnz() * 9 / 10);
+  const DbStats s = db_stats(d), s0 = db_stats(csr_to_db(a, kNoResidual));
+  CHECK(s.bytes_device < s.bytes_csr_csc);
+  CHECK(s.bytes_device < s0.bytes_device * 7 / 10);
+  // A stencil keeps its blocks: its 16-entry diagonals stay in the block structure.
+  const auto st = drop_zeros(generate("stencil3d:n=16,points=7"));
+  const auto ds = csr_to_db(st);
+  CHECK(ds.residual_nnz() < st.nnz() / 10);
+  CHECK(db_stats(ds).bytes_device < db_stats(ds).bytes_csr_csc);
 }
 
 TEST_CASE("Db format on a rectangular matrix with partial blocks, empty rows, columns and blocks") {
   const auto a = rectangular();
-  for (const auto& th :
-       {kDefault, kAllCoo, kAllDense, kAllCsc, kAllCsr, kSkewOnly, kCooBeatsDense}) {
+  for (const auto& th : {kDefault, kAllCoo, kAllDense, kAllCsc, kAllCsr, kSkewOnly, kCooBeatsDense, kNoResidual,
+                         kAllResidual, kResidual16}) {
     CAPTURE(th.th0);
     CAPTURE(th.th1);
     CAPTURE(th.th2);
+    CAPTURE(th.residual_below);
     check_db(a, th);
     check_db(a.cast<float>(), th);
   }

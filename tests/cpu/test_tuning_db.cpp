@@ -136,12 +136,14 @@ void rejects(std::initializer_list<BadConfig> bads) {
 TEST_CASE("TypedConfigsRoundTripAndNameTheKeyOnBadInput") {
   const json sp = dbsparse::config_to_json(dbsparse::SpmspvConfig{});
   CHECK(sp == json{{"th0", 32}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.4}, {"th3_scale", "nnz_per_block"},
-                   {"pull_coo", "lane"}});
+                   {"pull_coo", "lane"}, {"residual_below", 4},
+                   {"residual_push_below", 0.5}});
   // th0..th2 live once: the format's thresholds and the config's defaults are the same numbers.
   const dbsparse::DbThresholds th;
   CHECK(sp["th0"] == th.th0);
   CHECK(sp["th1"] == th.th1);
   CHECK(sp["th2"] == th.th2);
+  CHECK(sp["residual_below"] == th.residual_below);
   // The paper's defaults share th0..th2 and compare xb with th3 directly.
   const json paper = dbsparse::config_to_json(dbsparse::SpmspvConfig::paper());
   for (const char* k : {"th0", "th1", "th2"}) CHECK(paper[k] == sp[k]);

@@ -91,6 +91,35 @@ TEST_CASE("SpmspvRunCapturedInACudaGraphPicksItsDirectionOnEveryReplay") {
   cudaGraphExecDestroy(exec);
 }
 
+TEST_CASE("SpmspvResidualRunCapturedInACudaGraphMatchesReferenceOnEveryReplay") {
+  // All of a scattered matrix in the residual: the push lists are rebuilt on the device by every
+  // replay, whatever the previous replay's direction and list lengths were.
+  const auto a = generate("uniform:n=50000,d=16").cast<float>();
+  auto p = config_to_json(SpmspvConfig{});
+  p["residual_below"] = 257;
+  const Config cfg{"spmspv", p, ConfigSource::Explicit, "test"};
+  auto plan = ctx().plan_spmspv(a, SpmspvOptions{.config = &cfg});
+  REQUIRE(plan.stats().storage.residual_nnz == a.nnz());
+  Stream s(ctx());
+  DeviceBuffer<float> x(static_cast<size_t>(a.cols)), y(static_cast<size_t>(a.rows));
+  auto exec = capture(s, [&] { plan.run(x, y, s); });
+  const double densities[] = {0.001, 0.5, 0.0001, 0.01};
+  const SpmspvDirection expect[] = {SpmspvDirection::Push, SpmspvDirection::Pull, SpmspvDirection::Push,
+                                    SpmspvDirection::Push};
+  for (int k = 0; k < 4; ++k) {
+    CAPTURE(k);
+    std::vector<int32_t> idx;
+    std::vector<float> val;
+    x.upload(sparse_x<float>(a.cols, densities[k], 90 + k, idx, val));
+    y.fill_bytes(0xFF);
+    cuda_ok(cudaGraphLaunch(exec, static_cast<cudaStream_t>(s.handle())), "graph launch");
+    const auto ref = reference::spmspv(a, std::span<const int32_t>(idx), std::span<const float>(val));
+    CHECK(plan.last_direction(s) == expect[k]);
+    CHECK(reference::relative_error(std::span<const double>(ref), std::span<const float>(y.download())) < 1e-5);
+  }
+  cudaGraphExecDestroy(exec);
+}
+
 TEST_CASE("SpmspvRunsOnTwoStreamsAtOnceWithAWorkspaceEach") {
   // The plan's read-only data is shared; each stream's calls work in their own workspace, so
   // 40 unsynchronised calls interleaved on two streams still give each stream its own answer.

@@ -78,8 +78,16 @@ void check_all_directions(const CsrMatrix<double>& ad, const Config* cfg, const 
   }
 }
 
+// Every nonzero in a block (residual_below 0): these configs test the block microkernels alone.
 Config thresholds(int th0, int th1, double th2, double th3 = 0.01) {
-  return Config{"spmspv", {{"th0", th0}, {"th1", th1}, {"th2", th2}, {"th3", th3}}, ConfigSource::Explicit, "test"};
+  return Config{"spmspv", {{"th0", th0}, {"th1", th1}, {"th2", th2}, {"th3", th3}, {"residual_below", 0}},
+                ConfigSource::Explicit, "test"};
+}
+
+Config with_residual(int residual_below) {
+  auto p = config_to_json(SpmspvConfig{});
+  p["residual_below"] = residual_below;
+  return Config{"spmspv", p, ConfigSource::Explicit, "test"};
 }
 
 // Each 16×16 block: column 0 full plus the diagonal: column-skewed, so ForceCSR (th0 <= 31).
@@ -156,6 +164,44 @@ TEST_CASE("SpmspvWarpWideCooWalkMatchesReference") {
   bad.params["pull_coo"] = "block";
   CHECK_THROWS_AS(ctx().plan_spmspv(generate("stencil2d:n=40").cast<float>(), SpmspvOptions{.config = &bad}),
                   UsageError);
+}
+
+TEST_CASE("SpmspvResidualMatchesReference") {
+  // The residual alone (257: no block is kept), mixed with blocks (16, and the default), and
+  // absent (0), on scattered, hub-heavy (long residual rows and columns: several segments and push
+  // pieces per block row / column) and structured matrices.
+  const auto all = with_residual(257), mixed = with_residual(16), none = with_residual(0);
+  for (const char* spec : {"uniform:n=30001,d=9", "rmat:scale=14,ef=16,scramble=1",
+                           "powerlaw:n=30000,avg=8,alpha=1.2,max=20000", "stencil3d:n=20,points=7",
+                           "fem:nodes=5000,k=3,blocks=9"}) {
+    auto a = generate(spec);
+    for (const auto* cfg : {&all, &mixed, &none}) {
+      const std::string what = std::string(spec) + " residual_below " + cfg->params["residual_below"].dump();
+      check_all_directions<float>(a, cfg, what.c_str());
+      check_all_directions<double>(a, cfg, what.c_str(), {0.1, 0.001, 0});
+    }
+    auto plan = ctx().plan_spmspv(a.cast<float>(), SpmspvOptions{.config = &all});
+    CHECK(plan.stats().storage.residual_nnz == a.nnz());
+    CHECK(plan.stats().storage.bytes_meta == 0);
+  }
+  check_all_directions<float>(generate("uniform:n=30001,d=9"), &all, "fused, all residual", {0.1, 0.001}, true);
+}
+
+TEST_CASE("SpmspvDeviceFootprintIsTheSumOfThePlansAllocations") {
+  // device_bytes is summed from the plan's buffers; the format's statistics predict it from the
+  // layout alone (what `dbsparse convert --stats` prints without a GPU). The two must agree.
+  for (const char* spec : {"uniform:n=20000,d=16", "stencil3d:n=20,points=7", "rmat:scale=13,ef=8"})
+    for (int res : {0, 4, 257}) {
+      CAPTURE(spec);
+      CAPTURE(res);
+      const auto cfg = with_residual(res);
+      auto a = generate(spec).cast<float>();
+      auto plan = ctx().plan_spmspv(a, SpmspvOptions{.config = &cfg});
+      CHECK(plan.stats().device_bytes == plan.stats().storage.bytes_device);
+      const auto th = config_from_json<SpmspvConfig>(cfg.params).thresholds();
+      CHECK(plan.stats().device_bytes == db_stats(csr_to_db(a, th)).bytes_device);
+      CHECK(plan.stats().device_bytes < plan.stats().storage.bytes_csr_csc * (res == 0 ? 8 : 1));
+    }
 }
 
 TEST_CASE("SpmspvFusedPathMatchesReference") {

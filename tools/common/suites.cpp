@@ -34,10 +34,13 @@ std::vector<std::string> generated_suite(const std::string& size) {
             "banded:n=1000000,bw=8",         "fem:nodes=700000,k=3,blocks=9",
             "uniform:n=1000000,d=16",        "rmat:scale=19,ef=8",
             "stencil3d:n=150,points=7",      "fem:nodes=1200000,k=4,blocks=6",
-            "rmat:scale=20,ef=8",            "powerlaw:n=2000000,avg=8,alpha=1.2,max=300000"};
+            "rmat:scale=20,ef=8",            "powerlaw:n=2000000,avg=8,alpha=1.2,max=300000",
+            // Graph500's own shape: ids scrambled, so hubs give no locality (issue 11).
+            "rmat:scale=20,ef=16,scramble=1"};
   if (size == "quick")
     return {"stencil3d:n=40,points=27", "banded:n=200000,bw=8", "fem:nodes=150000,k=3,blocks=9",
-            "uniform:n=200000,d=16", "rmat:scale=16,ef=8", "powerlaw:n=200000,avg=8,alpha=1.2,max=150000"};
+            "uniform:n=200000,d=16", "rmat:scale=16,ef=8", "powerlaw:n=200000,avg=8,alpha=1.2,max=150000",
+            "rmat:scale=16,ef=16,scramble=1"};
   throw UsageError("unknown suite size '" + size + "' (expected quick or full)");
 }
 
@@ -54,7 +57,8 @@ std::vector<std::string> spmspv_suite(const std::string& size) {
             "rmat:scale=19,ef=8",
             "rmat:scale=20,ef=8",
             "uniform:n=1000000,d=16",
-            "powerlaw:n=2000000,avg=8,alpha=1.5,max=100000"};
+            "powerlaw:n=2000000,avg=8,alpha=1.5,max=100000",
+            "rmat:scale=20,ef=16,scramble=1"};
   if (size == "quick")
     return {"stencil3d:n=50,points=7",
             "stencil3d:n=40,points=27",
@@ -63,7 +67,8 @@ std::vector<std::string> spmspv_suite(const std::string& size) {
             "banded:n=100000,bw=8",
             "rmat:scale=17,ef=8",
             "uniform:n=100000,d=16",
-            "powerlaw:n=200000,avg=8,alpha=1.5,max=50000"};
+            "powerlaw:n=200000,avg=8,alpha=1.5,max=50000",
+            "rmat:scale=16,ef=16,scramble=1"};
   throw UsageError("unknown suite size '" + size + "' (expected quick or full)");
 }
 

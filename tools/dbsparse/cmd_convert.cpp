@@ -34,16 +34,24 @@ nlohmann::json stats_json(const DbStats& s) {
   }
   return {{"blocks_by_type", blocks},
           {"nnz_by_type", nnz},
+          {"residual_nnz", s.residual_nnz},
           {"bytes",
            {{"high_level", s.bytes_high_level},
             {"meta", s.bytes_meta},
             {"values", s.bytes_values},
             {"aux", s.bytes_aux},
+            {"residual", s.bytes_residual},
             {"total", s.bytes_total},
+            {"device_format", s.bytes_device_format},
+            {"device_segments", s.bytes_segments},
+            {"device_workspace", s.bytes_workspace},
+            {"device_total", s.bytes_device},
             {"csr", s.bytes_csr},
             {"csr_csc", s.bytes_csr_csc}}},
           {"ratio_db_csr", double(s.bytes_total) / double(s.bytes_csr)},
           {"ratio_db_csr_csc", double(s.bytes_total) / double(s.bytes_csr_csc)},
+          {"ratio_device_csr", double(s.bytes_device) / double(s.bytes_csr)},
+          {"ratio_device_csr_csc", double(s.bytes_device) / double(s.bytes_csr_csc)},
           {"convert_ms", s.convert_ms}};
 }
 
@@ -55,11 +63,12 @@ int run_convert(const ConvertArgs& a, const NamedMatrix& m) {
   auto t1 = std::chrono::steady_clock::now();
   DbStats s = db_stats(db);
   s.convert_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  const double ratio = double(s.bytes_total) / double(s.bytes_csr_csc);
+  const double ratio = double(s.bytes_device) / double(s.bytes_csr_csc);
   fmt::print(
-      "{} ({}): {}x{}, {} nnz -> {} blocks; DB {:.2f} MB, CSR {:.2f} MB, CSR+CSC {:.2f} MB "
-      "(DB / (CSR+CSC) = {:.3f}, {:.1f}% {}); conversion {:.1f} ms\n",
-      m.name, a.precision, db.rows, db.cols, db.nnz, db.blocks(), s.bytes_total / 1e6,
+      "{} ({}): {}x{}, {} nnz -> {} blocks + {} residual; DB {:.2f} MB (device {:.2f} MB), CSR {:.2f} MB, "
+      "CSR+CSC {:.2f} MB (device / (CSR+CSC) = {:.3f}, {:.1f}% {}); conversion {:.1f} ms\n",
+      m.name, a.precision, db.rows, db.cols, db.nnz, db.blocks(), db.residual_nnz(), s.bytes_total / 1e6,
+      s.bytes_device / 1e6,
       s.bytes_csr / 1e6, s.bytes_csr_csc / 1e6, ratio, 100.0 * std::abs(1.0 - ratio),
       ratio <= 1.0 ? "saved" : "larger", s.convert_ms);
   if (a.stats) fmt::print("{}", s.to_text());
@@ -73,7 +82,7 @@ int run_convert(const ConvertArgs& a, const NamedMatrix& m) {
     j["cols"] = db.cols;
     j["nnz"] = db.nnz;
     j["blocks"] = db.blocks();
-    j["thresholds"] = {{"th0", a.th.th0}, {"th1", a.th.th1}, {"th2", a.th.th2}};
+    j["thresholds"] = {{"th0", a.th.th0}, {"th1", a.th.th1}, {"th2", a.th.th2}, {"residual_below", db.thresholds.residual_below}};
     std::ofstream out(a.json_path);
     out << j.dump(2) << "\n";
     if (!out) throw UsageError("cannot write " + a.json_path);
@@ -100,6 +109,10 @@ Runner add_convert(CLI::App& sub_ref) {
   sub->add_option("--th2", a->th.th2, "Skew ratio above which a block is ForceCSR / ForceCSC")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  sub->add_option("--residual-below", a->th.residual_below,
+                  "Blocks with fewer nonzeros go to the residual (0: none, 257: all)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 257));
   sub->add_option("--precision", a->precision, "Value type: f32 or f64")
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "f64"}));

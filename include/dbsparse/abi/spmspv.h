@@ -29,7 +29,6 @@ static_assert(DBS_ABI_OFFSETOF(BlockMeta, val_off) == 8 && DBS_ABI_OFFSETOF(Bloc
 
 constexpr int kWarps = 4;          // warps per thread block, in every SpMSpV kernel (paper §3.3.2)
 constexpr int kPushChunk = 8;      // matrix blocks per push task
-constexpr int kPairsPerWarp = 8;   // x block pairs (32 elements each) per prep warp
 constexpr int kSegmentWeight = 16; // pull: a new segment once the blocks' weight reaches 16 (§3.3.2)
 constexpr int kSegmentMaxBlocks = 16;  // what one half-warp holds; weight >= 1 per block keeps to it
 // 12 resident blocks (48 warps) per SM caps registers at 40: without a minimum, ptxas kept the
@@ -58,23 +57,56 @@ struct PushTask {
 static_assert(sizeof(PushTask) == 8, "read as one uint2");
 constexpr uint32_t kTaskCountShift = 28;
 
-// Per-call device state. prep's counters are reset by prep's own last block, after it has copied
-// what spmspv_compute needs into the fields that survive until the next run. One per workspace:
-// calls that share one must be ordered (include/dbsparse/spmspv.hpp).
+// The residual (include/dbsparse/db_matrix.hpp): entries per pull segment and per push piece, 8 per
+// lane of one warp; packed indices keep the global index in the low 28 bits.
+constexpr int kResidualChunk = 256;
+constexpr uint32_t kResidualIndexMask = (1u << 28) - 1u;
+constexpr int kResidualLocalShift = 28;
+
+// A push piece of the residual: entries [piece * kResidualChunk, +kResidualChunk) of column block
+// col_block's residual column view. Column blocks with at most kResidualSmall entries are listed
+// as one small task instead ({col_block, 0}), and a warp takes 32 of those at once.
+struct ResidualTask {
+  uint32_t col_block;
+  uint32_t piece;
+};
+static_assert(sizeof(ResidualTask) == 8, "read as one uint2");
+constexpr int kResidualSmall = 32;
+
+// Counts the mask pass accumulates: non-empty x blocks, x nonzeros, then the push tasks it listed.
+struct SpmspvCounters {
+  uint32_t nonempty;
+  uint32_t xnnz;
+  uint32_t block_tasks;
+  uint32_t residual_tasks;
+  uint32_t small_tasks;
+  uint32_t pad[3];
+};
+static_assert(sizeof(SpmspvCounters) == 32, "SpmspvCounters layout");
+
+// Per-call device state. The two-launch path: prep accumulates into acc, and its last block copies
+// what spmspv_compute needs into run, then clears acc for the next call. The fused kernel (one
+// cooperative launch) alternates between two slots by call, so the slot a call uses is never the
+// one being cleared for the next; bar_* is its grid barrier. One per workspace: calls that share
+// one must be ordered (include/dbsparse/spmspv.hpp).
 struct SpmspvState {
-  uint32_t nonempty;        // non-empty x blocks, counted by prep
-  uint32_t direction;       // 1 push, 2 pull: written by prep's last block
+  SpmspvCounters acc;
+  SpmspvCounters run;  // this call's counts, for spmspv_compute
+  uint32_t direction;      // blocks: 1 push, 2 pull; written by prep's last block
+  uint32_t res_direction;  // the residual's, chosen on its own (x nonzeros, not x blocks)
   uint32_t prep_ticket;
   uint32_t last_direction;  // kept for the host to read back
+  uint32_t last_res_direction;
   uint32_t last_nonempty;
-  // The fused kernel (one launch): the counter alternates between two slots by run, so the slot a
-  // run uses is never the one being cleared for the next; bar_* is its grid barrier.
   uint32_t gen;
-  uint32_t cnt_nonempty[2];
   uint32_t bar_count;
   uint32_t bar_gen;
+  uint32_t pad[7];
+  SpmspvCounters slot[2];
 };
-static_assert(sizeof(SpmspvState) == 40, "SpmspvState layout");
+static_assert(sizeof(SpmspvState) == 192, "SpmspvState layout");
+static_assert(DBS_ABI_OFFSETOF(SpmspvState, last_direction) == 76 && DBS_ABI_OFFSETOF(SpmspvState, slot) == 128,
+              "SpmspvState layout");
 constexpr uint32_t kDirPush = 1, kDirPull = 2;
 
 // The kernels' one argument, by value. Device pointers on both sides (the host fills them from
@@ -87,18 +119,26 @@ struct SpmspvArgs {
   const BlockMeta* meta;
   const T* values;
   const uint8_t* aux;
-  const Segment* segments;
-  const PushTask* tasks;
+  const Segment* segments;  // block segments [0, nblock_segments), then residual segments
+  const uint32_t* res_rc;   // residual row view: local row << 28 | column
+  const T* res_row_val;
+  const int32_t* res_col_ptr;  // residual column view, by column block
+  const uint32_t* res_cr;      // local column << 28 | row
+  const T* res_col_val;
+  PushTask* block_tasks;        // workspace: this call's push lists, written by prep
+  ResidualTask* residual_tasks;
+  ResidualTask* small_tasks;
   SpmspvState* state;
   uint16_t* xmask;
   const T* x;
   T* y;
-  int32_t rows, cols, block_cols, nsegments;
-  float xb_threshold;  // push while non-empty x blocks < xb_threshold * block_cols
-  int32_t ntasks;
+  int32_t rows, cols, block_cols, nsegments, nblock_segments;
+  float xb_threshold;   // blocks: push while non-empty x blocks < xb_threshold * block_cols
+  float res_threshold;  // residual: push while x nonzeros < res_threshold * cols
+  int32_t pad;
 };
-static_assert(sizeof(SpmspvArgs<float>) == 120 && sizeof(SpmspvArgs<double>) == 120, "SpmspvArgs layout");
-static_assert(DBS_ABI_OFFSETOF(SpmspvArgs<float>, rows) == 96 && DBS_ABI_OFFSETOF(SpmspvArgs<float>, xb_threshold) == 112,
+static_assert(sizeof(SpmspvArgs<float>) == 184 && sizeof(SpmspvArgs<double>) == 184, "SpmspvArgs layout");
+static_assert(DBS_ABI_OFFSETOF(SpmspvArgs<float>, rows) == 152 && DBS_ABI_OFFSETOF(SpmspvArgs<float>, res_threshold) == 176,
               "SpmspvArgs layout");
 
 }  // namespace dbsparse::abi
