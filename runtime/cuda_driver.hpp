@@ -18,7 +18,9 @@ namespace dbsparse::cuda {
   X(cuMemsetD32Async) X(cuMemGetInfo) X(cuModuleLoadData) X(cuModuleUnload)              \
   X(cuModuleGetFunction) X(cuLaunchKernel) X(cuLaunchCooperativeKernel) X(cuFuncGetAttribute) X(cuEventCreate)        \
   X(cuEventDestroy) X(cuEventRecord) X(cuEventSynchronize) X(cuEventElapsedTime)         \
-  X(cuGetErrorName) X(cuGetErrorString) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+  X(cuGetErrorName) X(cuGetErrorString) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)   \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) \
+  X(cuGraphExecDestroy) X(cuGraphDestroy)
 
 struct DriverApi {
 #define DBS_CU_MEMBER(name) decltype(&::name) name = nullptr;

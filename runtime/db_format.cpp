@@ -299,6 +299,10 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
       d.res_cr[q] = (c & 15u) << abi::kResidualLocalShift | row;
       d.res_col_val[q] = d.res_row_val[k];
     }
+  if (!th.residual_rows) {
+    std::vector<uint32_t>().swap(d.res_rc);
+    std::vector<T>().swap(d.res_row_val);
+  }
   return d;
 }
 
@@ -352,11 +356,16 @@ CsrMatrix<T> db_to_csr(const DbMatrix<T>& d) {
     const int32_t row0 = 16 * d.meta[id].row;
     for_each_entry(d, id, [&](int r, int, T) { ++a.row_ptr[row0 + r + 1]; });
   }
-  const bool has_residual = d.res_row_ptr.size() == static_cast<size_t>(d.block_rows) + 1;
-  if (has_residual)
-    for (int32_t I = 0; I < d.block_rows; ++I)
-      for (int32_t k = d.res_row_ptr[I]; k < d.res_row_ptr[I + 1]; ++k)
-        ++a.row_ptr[16 * I + (d.res_rc[k] >> abi::kResidualLocalShift) + 1];
+  // Residual entries from the column view (always stored), added after each row's block entries;
+  // rows that get both are sorted by column at the end.
+  const bool has_residual = d.res_col_ptr.size() == static_cast<size_t>(d.block_cols) + 1;
+  auto for_each_residual = [&](auto&& f) {
+    for (int32_t J = 0; has_residual && J < d.block_cols; ++J)
+      for (int32_t k = d.res_col_ptr[J]; k < d.res_col_ptr[J + 1]; ++k)
+        f(static_cast<int32_t>(d.res_cr[k] & abi::kResidualIndexMask),
+          16 * J + static_cast<int32_t>(d.res_cr[k] >> abi::kResidualLocalShift), d.res_col_val[k]);
+  };
+  for_each_residual([&](int32_t r, int32_t, T) { ++a.row_ptr[r + 1]; });
   for (int32_t i = 0; i < d.rows; ++i) a.row_ptr[i + 1] += a.row_ptr[i];
   a.col_idx.resize(a.row_ptr.back());
   a.values.resize(a.row_ptr.back());
@@ -370,14 +379,12 @@ CsrMatrix<T> db_to_csr(const DbMatrix<T>& d) {
       a.values[q] = v;
     });
   }
-  if (!has_residual || d.res_rc.empty()) return a;
-  // Residual entries go after each row's block entries; one merge by column per row that has both.
-  for (int32_t I = 0; I < d.block_rows; ++I)
-    for (int32_t k = d.res_row_ptr[I]; k < d.res_row_ptr[I + 1]; ++k) {
-      int32_t q = next[16 * I + (d.res_rc[k] >> abi::kResidualLocalShift)]++;
-      a.col_idx[q] = static_cast<int32_t>(d.res_rc[k] & abi::kResidualIndexMask);
-      a.values[q] = d.res_row_val[k];
-    }
+  if (d.residual_nnz() == 0) return a;
+  for_each_residual([&](int32_t r, int32_t c, T v) {
+    int32_t q = next[r]++;
+    a.col_idx[q] = c;
+    a.values[q] = v;
+  });
   std::vector<std::pair<int32_t, T>> row;
   for (int32_t i = 0; i < d.rows; ++i) {
     const int32_t p0 = a.row_ptr[i], p1 = a.row_ptr[i + 1];
@@ -410,10 +417,13 @@ DbLayout make_db_layout(const DbMatrix<T>& d) {
   }
   static_assert(abi::kSegmentWeight <= abi::kSegmentMaxBlocks, "every block weighs at least 1");
   l.block_segments = static_cast<int32_t>(l.segments.size());
+  // Residual segments exist only with the row view; either way a row block the residual touches
+  // has no segment alone (the residual's push adds into it).
+  const bool rows_view = !d.res_rc.empty();
   if (d.res_row_ptr.size() == static_cast<size_t>(d.block_rows) + 1)
     for (int32_t rb = 0; rb < d.block_rows; ++rb)
       for (int32_t k = d.res_row_ptr[rb]; k < d.res_row_ptr[rb + 1]; k += kResidualChunk) {
-        l.segments.push_back({rb, k, std::min(k + kResidualChunk, d.res_row_ptr[rb + 1]), 0});
+        if (rows_view) l.segments.push_back({rb, k, std::min(k + kResidualChunk, d.res_row_ptr[rb + 1]), 0});
         ++per_row_block[rb];
       }
   for (auto& s : l.segments) s.alone = per_row_block[s.row_block] == 1;
@@ -460,7 +470,7 @@ DbStats db_stats(const DbMatrix<T>& d) {
   s.bytes_aux = static_cast<int64_t>(d.aux.size());
   const int64_t res_entry = 4 + static_cast<int64_t>(sizeof(T));
   const int64_t res_ptrs = 4 * static_cast<int64_t>(d.res_row_ptr.size() + d.res_col_ptr.size());
-  s.bytes_residual = 2 * s.residual_nnz * res_entry + res_ptrs;
+  s.bytes_residual = (s.residual_nnz + static_cast<int64_t>(d.res_rc.size())) * res_entry + res_ptrs;
   s.bytes_total = s.bytes_high_level + s.bytes_meta + s.bytes_values + s.bytes_aux + s.bytes_residual;
   const int64_t per_entry = 4 + static_cast<int64_t>(sizeof(T));
   s.bytes_csr = (int64_t{d.rows} + 1) * 4 + d.nnz * per_entry;

@@ -81,7 +81,8 @@ struct SpmspvPlan<T>::Impl {
   unsigned fused_grid = 0;  // 0: no cooperative launch on this device; two launches instead
   // Host copies for pull_bytes_visited (not used on the hot path).
   std::vector<BlockMeta> host_meta;
-  std::vector<uint32_t> host_res_rc;
+  std::vector<uint32_t> host_res_cr;
+  std::vector<int32_t> host_res_col_ptr;
 
   void launch(CUfunction f, unsigned grid, void** params, void* stream) const {
     DBS_CU(cuLaunchKernel(f, grid, 1, 1, kWarps * 32, 1, 1, 0, static_cast<CUstream>(stream), params,
@@ -135,7 +136,8 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->small_task_capacity = layout.small_task_capacity;
   p->stats.push_tasks_max =
       layout.block_task_capacity + layout.residual_task_capacity + layout.small_task_capacity;
-  p->stats.residual_push_below = static_cast<float>(cfg.residual_push_below);
+  // Without the row view the residual cannot pull: a threshold above any density.
+  p->stats.residual_push_below = cfg.residual_pull == "off" ? 2.0 : static_cast<float>(cfg.residual_push_below);
 
   // Problem -> key: direction, value type and the block types present.
   codegen::SpmspvKey key;
@@ -164,11 +166,12 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->res_row_val = DeviceBuffer<T>(std::span<const T>(db.res_row_val));
   p->res_col_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.res_col_ptr));
   p->res_cr = DeviceBuffer<uint32_t>(std::span<const uint32_t>(db.res_cr));
+  p->host_res_col_ptr = db.res_col_ptr;
   p->res_col_val = DeviceBuffer<T>(std::span<const T>(db.res_col_val));
   if (layout.segments.empty()) layout.segments.push_back({0, 0, 0, 0});  // a valid pointer; count 0
   p->segments = DeviceBuffer<abi::Segment>(std::span<const abi::Segment>(layout.segments));
   p->host_meta = std::move(db.meta);
-  p->host_res_rc = std::move(db.res_rc);
+  p->host_res_cr = std::move(db.res_cr);
   SpmspvPlan<T> plan(std::move(p));
   // Without run_sparse's dense x (cols elements): the first run_sparse adds it (see spmspv.hpp).
   plan.impl_->own = plan.make_workspace_without_sparse_x();
@@ -367,10 +370,18 @@ int64_t SpmspvPlan<T>::pull_bytes_visited(std::span<const int32_t> x_indices) co
     const int64_t nvals = m.type == static_cast<uint8_t>(BlockType::Dense) ? 256 : m.nnz;
     bytes += static_cast<int64_t>(sizeof(BlockMeta)) + nvals * static_cast<int64_t>(sizeof(T)) + aux_bytes_read(m);
   }
-  // Every residual entry's packed index; the value of the active ones.
-  bytes += static_cast<int64_t>(p.host_res_rc.size()) * 4;
-  for (uint32_t e : p.host_res_rc)
-    if (active[(e & abi::kResidualIndexMask) >> 4]) bytes += static_cast<int64_t>(sizeof(T));
+  // The residual as it is pushed: the active column blocks' entries (index; the value where the
+  // column is active).
+  for (int32_t J = 0; J + 1 < static_cast<int32_t>(p.host_res_col_ptr.size()); ++J) {
+    if (!active[J]) continue;
+    bytes += static_cast<int64_t>(p.host_res_col_ptr[J + 1] - p.host_res_col_ptr[J]) * 4;
+  }
+  std::vector<uint8_t> col_active(static_cast<size_t>(p.cols), 0);
+  for (int32_t i : x_indices)
+    if (i >= 0 && i < p.cols) col_active[i] = 1;
+  for (int32_t J = 0; J + 1 < static_cast<int32_t>(p.host_res_col_ptr.size()); ++J)
+    for (int32_t k = p.host_res_col_ptr[J]; active[J] && k < p.host_res_col_ptr[J + 1]; ++k)
+      if (col_active[16 * J + (p.host_res_cr[k] >> abi::kResidualLocalShift)]) bytes += static_cast<int64_t>(sizeof(T));
   // x read by prep, the active x entries, y zeroed by prep and written by pull, segments.
   bytes += static_cast<int64_t>(p.cols) * sizeof(T) + static_cast<int64_t>(x_indices.size()) * sizeof(T);
   bytes += 2 * static_cast<int64_t>(p.rows) * sizeof(T) + p.stats.pull_segments * 16;
@@ -402,7 +413,7 @@ std::string SpmspvPlan<T>::explain() const {
       "push while xb < {:.4g}\n"
       "  device bytes {} (format, segments, workspace)\n"
       "  config ({}): {}{}\n  kernel: {} (binary from {}: {:.2f} ms; module load {:.2f} ms)\n{}",
-      to_string(p.semiring), p.rows, p.cols, p.nnz, p.host_meta.size(), p.host_res_rc.size(), p.stats.pull_segments,
+      to_string(p.semiring), p.rows, p.cols, p.nnz, p.host_meta.size(), p.host_res_cr.size(), p.stats.pull_segments,
       p.stats.push_tasks_max,
       p.stats.xb_threshold, p.stats.device_bytes,
       to_string(p.config.source), p.config.params.dump(),

@@ -69,12 +69,14 @@ __device__ __forceinline__ unsigned block_direction(const SpmspvArgs<T>& a, unsi
   return (float)nonempty < a.xb_threshold * (float)a.block_cols ? kDirPush : kDirPull;
 #endif
 }
+// Without the residual's row view (no residual segments) the residual always pushes, even in the
+// pull-only variant. The plan sets res_threshold to 2 then, above any density.
 template <typename T>
 __device__ __forceinline__ unsigned residual_direction(const SpmspvArgs<T>& a, unsigned xnnz) {
 #if DBS_DIR == 1
   return kDirPush;
 #elif DBS_DIR == 2
-  return kDirPull;
+  return a.nsegments > a.nblock_segments ? kDirPull : kDirPush;
 #else
   return (float)xnnz < a.res_threshold * (float)a.cols ? kDirPush : kDirPull;
 #endif
@@ -563,11 +565,11 @@ __device__ __forceinline__ void compute_body(const SpmspvArgs<T>& a, ComputeShar
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #if DBS_DIR != 2
   if (run.dir == kDirPush) push_path<T, SR>(a, run.block_tasks, sh.sxs[warp], lane, warp);
+#endif
   if (run.res_dir == kDirPush) {
     residual_push_small<T, SR>(a, run.small_tasks, lane, warp);
     residual_push<T, SR>(a, run.residual_tasks, lane, warp);
   }
-#endif
 #if DBS_DIR != 1
   if (run.dir == kDirPull) pull_path<T, SR>(a, sh.sxs[warp], sh.scratch[warp], lane, warp);
   if (run.res_dir == kDirPull) residual_pull<T, SR>(a, sh.scratch[warp], lane, warp);

@@ -27,11 +27,12 @@ const char* to_string(BlockType t);  // "coo", "dense", "csr", "csc"
 inline constexpr int kDefaultTh0 = 32;
 inline constexpr int kDefaultTh1 = 128;
 inline constexpr double kDefaultTh2 = 2.0;
-// Blocks with fewer nonzeros than this leave the block structure for the residual part. A block
-// costs the kernels 28 bytes of metadata and view entries before its payload, a residual entry 16
-// bytes (both views): blocks of one or two entries are smaller as residual, and the pull path's
-// residual walk reads 4 index bytes per entry where a COO block costs a metadata fetch.
-inline constexpr int kDefaultResidualBelow = 4;
+// Blocks with fewer nonzeros than this leave the block structure for the residual part; 257, the
+// default, makes the whole matrix residual. On the H200 (2026-11-30, `dbsparse bench spmspv`, every
+// generated matrix at x densities 0.1 to 1e-4) the residual's push beat the blocks on every matrix,
+// structured ones included: 7-point stencil 100^3 at 0.1, 31.9 us against 58.2 us for the blocks'
+// best direction; FEM 700k nodes 42.8 against 77.0 (NOTES.md). Blocks stay a tuned option.
+inline constexpr int kDefaultResidualBelow = 257;
 // The residual's packed indices keep 28 bits for the global index and 4 for the local one.
 inline constexpr int64_t kResidualMaxDim = int64_t{abi::kResidualIndexMask} + 1;
 inline constexpr int kResidualChunk = abi::kResidualChunk;  // entries per pull segment / push piece
@@ -41,6 +42,10 @@ struct DbThresholds {
   int th1 = kDefaultTh1;      // nnz > th1: Dense
   double th2 = kDefaultTh2;   // skew ratio above which ForceCSR / ForceCSC is chosen
   int residual_below = kDefaultResidualBelow;  // nnz < this: the block's entries go to the residual
+  // Also store the residual's row view, so that the residual can pull at high x density. Off by
+  // default: the residual's push measured at least as fast up to density 0.9 (NOTES.md), and
+  // without the row view the residual costs one CSC's bytes.
+  bool residual_rows = false;
 };
 
 // The type a block gets, given the nnz of each of its 16 rows and 16 columns (DESIGN.md, the DB
@@ -77,11 +82,13 @@ struct DbMatrix {
   std::vector<T> values;
   std::vector<uint8_t> aux;
 
-  // The residual: entries of blocks too sparse to pay for their metadata, stored twice, as
-  // compactly as CSR / CSC allow (4 index bytes and one value per entry per view).
-  //   Row view (pull): by block row, entries row-major; res_rc = local row << 28 | global column.
+  // The residual: entries of blocks too sparse to pay for their metadata, stored as compactly as
+  // CSC (and CSR) allow, 4 index bytes and one value per entry per view.
   //   Column view (push): by block column, entries by local column then row;
   //   res_cr = local column << 28 | global row.
+  //   Row view (pull; only with thresholds.residual_rows): by block row, entries row-major;
+  //   res_rc = local row << 28 | global column. res_row_ptr, its pointers, is kept either way (on
+  //   the host: it tells which row blocks the residual touches).
   // Empty when rows or cols reach kResidualMaxDim (thresholds.residual_below is then 0).
   std::vector<int32_t> res_row_ptr;  // block_rows + 1
   std::vector<uint32_t> res_rc;
@@ -92,7 +99,7 @@ struct DbMatrix {
 
   int64_t nnz = 0;  // of the source matrix
   int64_t blocks() const { return static_cast<int64_t>(meta.size()); }
-  int64_t residual_nnz() const { return static_cast<int64_t>(res_rc.size()); }
+  int64_t residual_nnz() const { return static_cast<int64_t>(res_cr.size()); }
 };
 
 // What the SpMSpV kernels read beyond the format itself, derived from it on the host: the pull
@@ -123,7 +130,7 @@ struct DbStats {
   int64_t bytes_meta = 0;
   int64_t bytes_values = 0;
   int64_t bytes_aux = 0;
-  int64_t bytes_residual = 0;    // both residual views with their pointers
+  int64_t bytes_residual = 0;    // the residual's views with their pointers
   int64_t bytes_total = 0;       // the format on the host: all of the above
   // On the device, what an SpMSpV plan uploads and allocates: the format minus the host-only
   // arrays (blk_row_ptr, blk_row_idx, res_row_ptr: the segments carry their ranges), plus the

@@ -26,9 +26,11 @@ const char* to_string(SpmspvDirection d);
 // stencils, at or below 0.016 at 50-90 on FEM and banded), because push pays an atomic per touched
 // row and pull a scan per block. pull_coo "warp" walks the pull path's COO blocks warp-wide.
 // residual_below moves blocks with fewer nonzeros out of the block structure into the residual
-// (db_matrix.hpp); 0 keeps every block, 257 makes the whole matrix residual. The residual picks its
-// own direction per call, by x's density (residual_push_below): its push reads only the active
-// column blocks' entries, in order, where its pull reads every entry and looks its column up.
+// (db_matrix.hpp); 0 keeps every block, 257 (the default) makes the whole matrix residual. The
+// residual pushes: it reads only the active column blocks' entries, in order, and adds the active
+// ones. With residual_pull "by_density" it also stores its rows and pulls from density
+// residual_push_below on (its pull reads every entry and looks its column up: slower at every
+// density measured, NOTES.md).
 struct SpmspvConfig {
   static constexpr const char* kOp = "spmspv";
   static constexpr bool kBlockFeatures = true;
@@ -41,6 +43,7 @@ struct SpmspvConfig {
   std::string pull_coo = "lane";
   int residual_below = kDefaultResidualBelow;
   double residual_push_below = 0.5;
+  std::string residual_pull = "off";
 
   template <class V>
   void visit(V& v) {
@@ -53,11 +56,14 @@ struct SpmspvConfig {
     v.choice("pull_coo", pull_coo, {"lane", "warp"}, "how pull walks COO blocks: a lane each, or warp-wide");
     v.integer("residual_below", residual_below, 0, 257,
               "blocks with fewer nonzeros go to the residual (CSR/CSC-like, 4 index bytes per entry per view)");
+    v.choice("residual_pull", residual_pull, {"off", "by_density"},
+             "off: the residual always pushes and stores no row view; by_density: it also stores "
+             "its rows and pulls once x's density reaches residual_push_below");
     v.number("residual_push_below", residual_push_below, 0.0, 2.0,
-             "the residual pushes while x's nonzeros / cols is below this, else pulls");
+             "with residual_pull by_density: the residual pushes while x's nonzeros / cols is below this");
   }
   void check() const;  // no rule between fields (runtime/spmspv_plan.cpp says why)
-  DbThresholds thresholds() const { return DbThresholds{th0, th1, th2, residual_below}; }
+  DbThresholds thresholds() const { return DbThresholds{th0, th1, th2, residual_below, residual_pull != "off"}; }
   // The paper's published defaults (db-spmspv-icpp26 §3.2-3.3): th3 = 0.01 compared with xb.
   static SpmspvConfig paper();
 };

@@ -218,36 +218,22 @@ std::vector<int64_t> check_db(const CsrMatrix<T>& a, const DbThresholds& th) {
   check_disjoint(aranges, d.aux.size(), "aux");
   for (size_t id = 0; id < nb; ++id) CHECK(d.meta[id].nnz >= d.thresholds.residual_below);
 
-  // The residual: the row view row-major within each block row; each entry in a block position
-  // that holds fewer than residual_below entries and no block; the column view the same entries,
-  // by (local column, row) within each column block.
+  // The residual: the column view by (local column, row) within each column block; each entry in a
+  // block position that holds fewer than residual_below entries and no block; res_row_ptr counts
+  // them by block row; the row view, when asked for, holds the same entries row-major.
   REQUIRE(d.res_row_ptr.size() == size_t(br) + 1);
   REQUIRE(d.res_col_ptr.size() == size_t(bc) + 1);
   REQUIRE(d.res_row_ptr.front() == 0);
   REQUIRE(d.res_col_ptr.front() == 0);
-  REQUIRE(size_t(d.res_row_ptr.back()) == d.res_rc.size());
+  REQUIRE(size_t(d.res_row_ptr.back()) == d.res_cr.size());
   REQUIRE(size_t(d.res_col_ptr.back()) == d.res_cr.size());
-  REQUIRE(d.res_rc.size() == d.res_row_val.size());
   REQUIRE(d.res_cr.size() == d.res_col_val.size());
+  REQUIRE(d.res_rc.size() == d.res_row_val.size());
+  REQUIRE(d.res_rc.size() == (d.thresholds.residual_rows ? d.res_cr.size() : 0));
   std::vector<Entry> res_rows, res_cols;
   std::map<std::pair<int32_t, int32_t>, int> per_block;
+  std::vector<int32_t> per_row_block(br, 0);
   bool res_ok = true;
-  for (int32_t I = 0; I < br; ++I) {
-    int64_t prev = -1;
-    for (int32_t k = d.res_row_ptr[I]; k < d.res_row_ptr[I + 1]; ++k) {
-      const int32_t r = int32_t(d.res_rc[k] >> 28), c = int32_t(d.res_rc[k] & 0x0fffffffu);
-      const int64_t order = int64_t{r} * a.cols + c;
-      res_ok = res_ok && 16 * I + r < a.rows && c < a.cols && order > prev;
-      prev = order;
-      ++per_block[{I, c >> 4}];
-      res_rows.emplace_back(16 * I + r, c, d.res_row_val[k]);
-    }
-  }
-  for (const auto& [blk, n] : per_block) {
-    const auto* row_begin = d.blk_col_idx.data() + d.blk_row_ptr[blk.first];
-    const auto* row_end = d.blk_col_idx.data() + d.blk_row_ptr[blk.first + 1];
-    res_ok = res_ok && n < d.thresholds.residual_below && std::find(row_begin, row_end, blk.second) == row_end;
-  }
   for (int32_t J = 0; J < bc; ++J) {
     int64_t prev = -1;
     for (int32_t k = d.res_col_ptr[J]; k < d.res_col_ptr[J + 1]; ++k) {
@@ -255,14 +241,32 @@ std::vector<int64_t> check_db(const CsrMatrix<T>& a, const DbThresholds& th) {
       const int64_t order = int64_t{c - 16 * J} * a.rows + r;
       res_ok = res_ok && c < a.cols && r < a.rows && order > prev;
       prev = order;
+      ++per_block[{r >> 4, J}];
+      ++per_row_block[r >> 4];
       res_cols.emplace_back(r, c, d.res_col_val[k]);
+    }
+  }
+  for (const auto& [blk, n] : per_block) {
+    const auto* row_begin = d.blk_col_idx.data() + d.blk_row_ptr[blk.first];
+    const auto* row_end = d.blk_col_idx.data() + d.blk_row_ptr[blk.first + 1];
+    res_ok = res_ok && n < d.thresholds.residual_below && std::find(row_begin, row_end, blk.second) == row_end;
+  }
+  for (int32_t I = 0; I < br; ++I) {
+    res_ok = res_ok && d.res_row_ptr[I + 1] - d.res_row_ptr[I] == per_row_block[I];
+    int64_t prev = -1;
+    for (int32_t k = d.res_row_ptr[I]; d.thresholds.residual_rows && k < d.res_row_ptr[I + 1]; ++k) {
+      const int32_t r = int32_t(d.res_rc[k] >> 28), c = int32_t(d.res_rc[k] & 0x0fffffffu);
+      const int64_t order = int64_t{r} * a.cols + c;
+      res_ok = res_ok && 16 * I + r < a.rows && c < a.cols && order > prev;
+      prev = order;
+      res_rows.emplace_back(16 * I + r, c, d.res_row_val[k]);
     }
   }
   CHECK_MESSAGE(res_ok, "residual views ordered, in range, and only where blocks are too sparse");
   std::sort(res_rows.begin(), res_rows.end());
   std::sort(res_cols.begin(), res_cols.end());
-  CHECK_MESSAGE(res_rows == res_cols, "the residual's two views hold the same entries");
-  got.insert(got.end(), res_rows.begin(), res_rows.end());
+  if (d.thresholds.residual_rows) CHECK_MESSAGE(res_rows == res_cols, "the residual's two views hold the same entries");
+  got.insert(got.end(), res_cols.begin(), res_cols.end());
   std::sort(got.begin(), got.end());
   CHECK_MESSAGE(got == entries_of(a), "the blocks hold exactly A's entries with their values");
 
@@ -286,8 +290,9 @@ std::vector<int64_t> check_db(const CsrMatrix<T>& a, const DbThresholds& th) {
   CHECK(s.bytes_values == int64_t(d.values.size() * sizeof(T)));
   CHECK(s.bytes_aux == int64_t(d.aux.size()));
   CHECK(s.bytes_high_level == 4 * int64_t(br + 1 + bc + 1 + 3 * nb));
-  CHECK(s.residual_nnz == int64_t(d.res_rc.size()));
-  CHECK(s.bytes_residual == 2 * s.residual_nnz * int64_t(4 + sizeof(T)) + 4 * int64_t(br + 1 + bc + 1));
+  CHECK(s.residual_nnz == int64_t(d.res_cr.size()));
+  CHECK(s.bytes_residual == (s.residual_nnz + int64_t(d.res_rc.size())) * int64_t(4 + sizeof(T)) +
+                                4 * int64_t(br + 1 + bc + 1));
   CHECK(s.bytes_total == s.bytes_high_level + s.bytes_meta + s.bytes_values + s.bytes_aux + s.bytes_residual);
   CHECK(s.bytes_device == s.bytes_device_format + s.bytes_segments + s.bytes_workspace);
   CHECK(s.bytes_device_format == s.bytes_total - 4 * int64_t(br + 1 + nb + br + 1));
@@ -349,16 +354,18 @@ CsrMatrix<double> one_of_each() {
   return from_entries(48, 48, e);
 }
 
+// The block tests keep every nonzero in a block (residual_below 0); the default makes all residual.
 const DbThresholds kDefault{};
-const DbThresholds kAllCoo{257, 256, 2.0};
-const DbThresholds kAllDense{0, 0, 2.0};
-const DbThresholds kAllCsc{0, 256, 0.0};  // any nnz > 0 has skew_r / skew_c > 0
-const DbThresholds kAllCsr{0, 256, 1e30};  // no skew is that large: the balanced case, ForceCSR
-const DbThresholds kSkewOnly{0, 256, 1.0};  // csr / csc by which skew is larger
-const DbThresholds kCooBeatsDense{100, 40, 2.0};  // th0 > th1: the COO test comes first
-const DbThresholds kNoResidual{32, 128, 2.0, 0};
-const DbThresholds kAllResidual{32, 128, 2.0, 257};
-const DbThresholds kResidual16{32, 128, 2.0, 16};
+const DbThresholds kBlocks{32, 128, 2.0, 0};
+const DbThresholds kAllCoo{257, 256, 2.0, 0};
+const DbThresholds kAllDense{0, 0, 2.0, 0};
+const DbThresholds kAllCsc{0, 256, 0.0, 0};  // any nnz > 0 has skew_r / skew_c > 0
+const DbThresholds kAllCsr{0, 256, 1e30, 0};  // no skew is that large: the balanced case, ForceCSR
+const DbThresholds kSkewOnly{0, 256, 1.0, 0};  // csr / csc by which skew is larger
+const DbThresholds kCooBeatsDense{100, 40, 2.0, 0};  // th0 > th1: the COO test comes first
+const DbThresholds kResidual4{32, 128, 2.0, 4};
+const DbThresholds kResidual16Rows{32, 128, 2.0, 16, true};
+const DbThresholds kAllResidualRows{32, 128, 2.0, 257, true};
 
 const char* const kGenerated[] = {"stencil2d:n=40",          "stencil3d:n=12,points=27",
                                   "stencil3d:n=10,points=7", "fem:nodes=3000,k=3,blocks=9",
@@ -392,41 +399,47 @@ TEST_CASE("Db format holds every generated matrix exactly, at every threshold se
   for (const char* spec : kGenerated) {
     CAPTURE(spec);
     const auto a = drop_zeros(generate(spec));
-    auto def = check_db(a, kDefault);
+    auto def = check_db(a, kBlocks);
     CHECK(total(def) > 0);
+    CHECK(total(check_db(a, kDefault)) == 0);
     CHECK(type_count(check_db(a, kAllCoo), BlockType::Coo) == total(def));
     CHECK(type_count(check_db(a, kAllDense), BlockType::Dense) == total(def));
     CHECK(type_count(check_db(a, kAllCsc), BlockType::ForceCsc) == total(def));
     CHECK(type_count(check_db(a, kAllCsr), BlockType::ForceCsr) == total(def));
     check_db(a, kSkewOnly);
     check_db(a, kCooBeatsDense);
-    check_db(a.cast<float>(), kDefault);
-    CHECK(total(check_db(a, kAllResidual)) == 0);
-    check_db(a, kNoResidual);
-    check_db(a.cast<float>(), kResidual16);
+    check_db(a.cast<float>(), kBlocks);
+    CHECK(total(check_db(a, kAllResidualRows)) == 0);
+    check_db(a, kResidual4);
+    check_db(a.cast<float>(), kResidual16Rows);
   }
 }
 
-TEST_CASE("Db residual: only blocks below the threshold leave, and storage shrinks where they are scattered") {
-  // uniform 16 per row: almost every block holds one entry, so nearly all of it is residual and
-  // the device footprint stays within CSR+CSC.
-  const auto a = drop_zeros(generate("uniform:n=20000,d=16"));
-  const auto d = csr_to_db(a);
-  CHECK(d.residual_nnz() > a.nnz() * 9 / 10);
-  const DbStats s = db_stats(d), s0 = db_stats(csr_to_db(a, kNoResidual));
-  CHECK(s.bytes_device < s.bytes_csr_csc);
-  CHECK(s.bytes_device < s0.bytes_device * 7 / 10);
-  // A stencil keeps its blocks: its 16-entry diagonals stay in the block structure.
+TEST_CASE("Db residual: only blocks below the threshold leave, and it costs no more than the CSC it is") {
+  // uniform 16 per row: almost every block holds one entry. All of it residual (the default), the
+  // device footprint is one CSC's and about CSR's; with a few blocks kept it is still under
+  // CSR+CSC, and under the all-blocks layout by far.
+  const auto a = drop_zeros(generate("uniform:n=20000,d=16")).cast<float>();
+  const DbStats all = db_stats(csr_to_db(a)), some = db_stats(csr_to_db(a, kResidual4)),
+                rows = db_stats(csr_to_db(a, kAllResidualRows)), none = db_stats(csr_to_db(a, kBlocks));
+  CHECK(all.residual_nnz == a.nnz());
+  CHECK(all.bytes_device <= all.bytes_csr + all.bytes_csr / 20);
+  CHECK(all.bytes_device <= all.bytes_csr_csc / 2 + all.bytes_csr_csc / 40);
+  CHECK(some.bytes_device < some.bytes_csr_csc);
+  CHECK(rows.bytes_device < rows.bytes_csr_csc);
+  CHECK(all.bytes_device * 4 < none.bytes_device);
+  // A stencil under residual_below 4 keeps its 16-entry diagonals as blocks.
   const auto st = drop_zeros(generate("stencil3d:n=16,points=7"));
-  const auto ds = csr_to_db(st);
+  const auto ds = csr_to_db(st, kResidual4);
   CHECK(ds.residual_nnz() < st.nnz() / 10);
   CHECK(db_stats(ds).bytes_device < db_stats(ds).bytes_csr_csc);
+  CHECK(db_stats(csr_to_db(st)).bytes_device < db_stats(ds).bytes_csr_csc / 2 + db_stats(ds).bytes_csr_csc / 20);
 }
 
 TEST_CASE("Db format on a rectangular matrix with partial blocks, empty rows, columns and blocks") {
   const auto a = rectangular();
-  for (const auto& th : {kDefault, kAllCoo, kAllDense, kAllCsc, kAllCsr, kSkewOnly, kCooBeatsDense, kNoResidual,
-                         kAllResidual, kResidual16}) {
+  for (const auto& th : {kDefault, kBlocks, kAllCoo, kAllDense, kAllCsc, kAllCsr, kSkewOnly, kCooBeatsDense,
+                         kResidual4, kResidual16Rows, kAllResidualRows}) {
     CAPTURE(th.th0);
     CAPTURE(th.th1);
     CAPTURE(th.th2);
@@ -434,17 +447,17 @@ TEST_CASE("Db format on a rectangular matrix with partial blocks, empty rows, co
     check_db(a, th);
     check_db(a.cast<float>(), th);
   }
-  const auto d = csr_to_db(a);
+  const auto d = csr_to_db(a, kBlocks);
   CHECK(d.blk_col_ptr[2] == d.blk_col_ptr[3]);
   CHECK(d.blk_row_ptr[3] == d.blk_row_ptr[4]);
-  CHECK(type_count(check_db(a, kDefault), BlockType::Dense) > 0);
+  CHECK(type_count(check_db(a, kBlocks), BlockType::Dense) > 0);
 }
 
 TEST_CASE("Db format: each type can be had alone, and all four together") {
-  const DbThresholds th{1, 256, 2.0};
+  const DbThresholds th{1, 256, 2.0, 0};
   CHECK(type_count(check_db(skewed(false, 2), th), BlockType::ForceCsr) == 30);
   CHECK(type_count(check_db(skewed(true, 2), th), BlockType::ForceCsc) == 30);
-  auto mixed = check_db(one_of_each(), kDefault);
+  auto mixed = check_db(one_of_each(), kBlocks);
   // one_of_each() holds the paper's five kinds: its balanced (patched CSR) block is ForceCSR here.
   for (int t = 0; t < kBlockTypes; ++t) {
     CAPTURE(to_string(BlockType(t)));

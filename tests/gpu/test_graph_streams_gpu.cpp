@@ -45,6 +45,13 @@ std::vector<T> sparse_x(int32_t n, double density, uint64_t seed, std::vector<in
   return x;
 }
 
+// SpMSpV's default config with every nonzero in a block: the tests of the block paths' direction.
+Config blocks_only() {
+  auto p = config_to_json(SpmspvConfig{});
+  p["residual_below"] = 0;
+  return Config{"spmspv", p, ConfigSource::Explicit, "test"};
+}
+
 }  // namespace
 
 TEST_CASE("SpmvRunCapturedInACudaGraphMatchesReferenceOnEveryReplay") {
@@ -72,7 +79,8 @@ TEST_CASE("SpmvRunCapturedInACudaGraphMatchesReferenceOnEveryReplay") {
 
 TEST_CASE("SpmspvRunCapturedInACudaGraphPicksItsDirectionOnEveryReplay") {
   const auto a = generate("banded:n=160000,bw=8").cast<float>();
-  auto plan = ctx().plan_spmspv(a);
+  const auto blocks = blocks_only();
+  auto plan = ctx().plan_spmspv(a, SpmspvOptions{.config = &blocks});
   Stream s(ctx());
   DeviceBuffer<float> x(static_cast<size_t>(a.cols)), y(static_cast<size_t>(a.rows));
   auto exec = capture(s, [&] { plan.run(x, y, s); });
@@ -97,13 +105,14 @@ TEST_CASE("SpmspvResidualRunCapturedInACudaGraphMatchesReferenceOnEveryReplay") 
   const auto a = generate("uniform:n=50000,d=16").cast<float>();
   auto p = config_to_json(SpmspvConfig{});
   p["residual_below"] = 257;
+  p["residual_pull"] = "by_density";  // so that a replay can pull
   const Config cfg{"spmspv", p, ConfigSource::Explicit, "test"};
   auto plan = ctx().plan_spmspv(a, SpmspvOptions{.config = &cfg});
   REQUIRE(plan.stats().storage.residual_nnz == a.nnz());
   Stream s(ctx());
   DeviceBuffer<float> x(static_cast<size_t>(a.cols)), y(static_cast<size_t>(a.rows));
   auto exec = capture(s, [&] { plan.run(x, y, s); });
-  const double densities[] = {0.001, 0.5, 0.0001, 0.01};
+  const double densities[] = {0.001, 0.7, 0.0001, 0.01};
   const SpmspvDirection expect[] = {SpmspvDirection::Push, SpmspvDirection::Pull, SpmspvDirection::Push,
                                     SpmspvDirection::Push};
   for (int k = 0; k < 4; ++k) {
@@ -124,7 +133,8 @@ TEST_CASE("SpmspvRunsOnTwoStreamsAtOnceWithAWorkspaceEach") {
   // The plan's read-only data is shared; each stream's calls work in their own workspace, so
   // 40 unsynchronised calls interleaved on two streams still give each stream its own answer.
   const auto a = generate("rmat:scale=14,ef=8").cast<float>();
-  auto plan = ctx().plan_spmspv(a);
+  const auto blocks = blocks_only();
+  auto plan = ctx().plan_spmspv(a, SpmspvOptions{.config = &blocks});
   Stream s0(ctx()), s1(ctx());
   auto w0 = plan.make_workspace(), w1 = plan.make_workspace();
   std::vector<int32_t> i0, i1;

@@ -84,11 +84,15 @@ Config thresholds(int th0, int th1, double th2, double th3 = 0.01) {
                 ConfigSource::Explicit, "test"};
 }
 
-Config with_residual(int residual_below) {
+Config with_residual(int residual_below, const char* residual_pull = "off") {
   auto p = config_to_json(SpmspvConfig{});
   p["residual_below"] = residual_below;
+  p["residual_pull"] = residual_pull;
   return Config{"spmspv", p, ConfigSource::Explicit, "test"};
 }
+
+// The default's blocks (every nonzero in a block), for the tests of the block paths' direction.
+Config blocks_only() { return with_residual(0); }
 
 // Each 16×16 block: column 0 full plus the diagonal: column-skewed, so ForceCSR (th0 <= 31).
 CsrMatrix<double> column_skewed(int32_t n) {
@@ -146,8 +150,8 @@ TEST_CASE("SpmspvWarpWideCooWalkMatchesReference") {
     p["pull_coo"] = "warp";
     return Config{"spmspv", p, ConfigSource::Explicit, "test"};
   };
-  const auto all_coo = with_warp({{"th0", 257}, {"th1", 256}, {"th2", 2.0}});
-  const auto mixed = with_warp(config_to_json(SpmspvConfig{}));
+  const auto all_coo = with_warp({{"th0", 257}, {"th1", 256}, {"th2", 2.0}, {"residual_below", 0}});
+  const auto mixed = with_warp(blocks_only().params);
   {
     auto plan = ctx().plan_spmspv(generate("stencil2d:n=40").cast<float>(), SpmspvOptions{.config = &mixed});
     CHECK(plan.kernel().key.ends_with(".coo=warp"));
@@ -167,24 +171,28 @@ TEST_CASE("SpmspvWarpWideCooWalkMatchesReference") {
 }
 
 TEST_CASE("SpmspvResidualMatchesReference") {
-  // The residual alone (257: no block is kept), mixed with blocks (16, and the default), and
-  // absent (0), on scattered, hub-heavy (long residual rows and columns: several segments and push
+  // The residual alone (257, the default: no block is kept), mixed with blocks (16, 4), and absent
+  // (0); pushed always (residual_pull off) or pulled from density 0.5 on (by_density, with its row
+  // view); on scattered, hub-heavy (long residual rows and columns: several segments and push
   // pieces per block row / column) and structured matrices.
-  const auto all = with_residual(257), mixed = with_residual(16), none = with_residual(0);
+  const Config cfgs[] = {with_residual(257), with_residual(16), with_residual(4), with_residual(0),
+                         with_residual(257, "by_density"), with_residual(16, "by_density")};
   for (const char* spec : {"uniform:n=30001,d=9", "rmat:scale=14,ef=16,scramble=1",
                            "powerlaw:n=30000,avg=8,alpha=1.2,max=20000", "stencil3d:n=20,points=7",
                            "fem:nodes=5000,k=3,blocks=9"}) {
     auto a = generate(spec);
-    for (const auto* cfg : {&all, &mixed, &none}) {
-      const std::string what = std::string(spec) + " residual_below " + cfg->params["residual_below"].dump();
-      check_all_directions<float>(a, cfg, what.c_str());
-      check_all_directions<double>(a, cfg, what.c_str(), {0.1, 0.001, 0});
+    for (const auto& cfg : cfgs) {
+      const std::string what = std::string(spec) + " " + cfg.params.dump();
+      check_all_directions<float>(a, &cfg, what.c_str());
+      check_all_directions<double>(a, &cfg, what.c_str(), {0.6, 0.1, 0.001, 0});
     }
-    auto plan = ctx().plan_spmspv(a.cast<float>(), SpmspvOptions{.config = &all});
+    auto plan = ctx().plan_spmspv(a.cast<float>());
     CHECK(plan.stats().storage.residual_nnz == a.nnz());
     CHECK(plan.stats().storage.bytes_meta == 0);
   }
-  check_all_directions<float>(generate("uniform:n=30001,d=9"), &all, "fused, all residual", {0.1, 0.001}, true);
+  const auto rows = with_residual(257, "by_density");
+  check_all_directions<float>(generate("uniform:n=30001,d=9"), &rows, "fused, all residual", {0.6, 0.1, 0.001}, true);
+  check_all_directions<float>(generate("uniform:n=30001,d=9"), nullptr, "fused, default", {0.6, 0.1, 0.001}, true);
 }
 
 TEST_CASE("SpmspvDeviceFootprintIsTheSumOfThePlansAllocations") {
@@ -194,13 +202,14 @@ TEST_CASE("SpmspvDeviceFootprintIsTheSumOfThePlansAllocations") {
     for (int res : {0, 4, 257}) {
       CAPTURE(spec);
       CAPTURE(res);
-      const auto cfg = with_residual(res);
+      const auto cfg = with_residual(res, res == 4 ? "by_density" : "off");
       auto a = generate(spec).cast<float>();
       auto plan = ctx().plan_spmspv(a, SpmspvOptions{.config = &cfg});
       CHECK(plan.stats().device_bytes == plan.stats().storage.bytes_device);
       const auto th = config_from_json<SpmspvConfig>(cfg.params).thresholds();
       CHECK(plan.stats().device_bytes == db_stats(csr_to_db(a, th)).bytes_device);
       CHECK(plan.stats().device_bytes < plan.stats().storage.bytes_csr_csc * (res == 0 ? 8 : 1));
+      if (res == 257) CHECK(plan.stats().device_bytes * 10 < plan.stats().storage.bytes_csr_csc * 6);
     }
 }
 
@@ -240,7 +249,8 @@ TEST_CASE("SpmspvMatchesReferenceOnSharedMatrices") {
 
 TEST_CASE("SpmspvAutoSwitchesDirectionByXBlockShare") {
   auto a = generate("banded:n=160000,bw=8").cast<float>();
-  auto plan = ctx().plan_spmspv(a);
+  const auto blocks = blocks_only();
+  auto plan = ctx().plan_spmspv(a, SpmspvOptions{.config = &blocks});
   CHECK(plan.config().params.value("th3", 0.0) == doctest::Approx(config_to_json(SpmspvConfig{})["th3"].get<double>()));
   Stream s(ctx());
   DeviceBuffer<float> y(a.rows);
@@ -255,6 +265,24 @@ TEST_CASE("SpmspvAutoSwitchesDirectionByXBlockShare") {
   CHECK(plan.last_xb(s) < 0.01);
   CHECK(run_with(pick_indices(a.cols, 0.5, 6)) == SpmspvDirection::Pull);
   CHECK(plan.last_xb(s) > 0.5);
+  // The residual chooses by x's density: with its rows stored it pulls from residual_push_below on.
+  const auto rows = with_residual(257, "by_density");
+  auto rplan = ctx().plan_spmspv(a, SpmspvOptions{.config = &rows});
+  auto run_res = [&](double d, uint64_t seed) {
+    std::vector<float> xd(a.cols, 0.f);
+    for (auto i : pick_indices(a.cols, d, seed)) xd[i] = 1.f;
+    DeviceBuffer<float> x{std::span<const float>(xd)};
+    rplan.run(x, y, s);
+    return rplan.last_direction(s);
+  };
+  CHECK(run_res(0.3, 7) == SpmspvDirection::Push);
+  CHECK(run_res(0.7, 8) == SpmspvDirection::Pull);
+  // The default stores no rows: the residual pushes at any density.
+  auto dplan = ctx().plan_spmspv(a);
+  std::vector<float> ones(a.cols, 1.f);
+  DeviceBuffer<float> x1{std::span<const float>(ones)};
+  dplan.run(x1, y, s);
+  CHECK(dplan.last_direction(s) == SpmspvDirection::Push);
 }
 
 TEST_CASE("SpmspvPaperThresholdComparesXbDirectly") {

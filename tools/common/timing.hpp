@@ -11,6 +11,10 @@ struct TimingOptions {
   int warmup = 5;    // calls before the first timed sample
   int samples = 15;  // the median is taken over these
   int batch = 20;    // calls per sample, between two events
+  // Each sample replays one CUDA graph holding the batch's calls (captured once), instead of
+  // launching them on the stream: what a caller that captures its loop sees, with launch costs
+  // mostly gone.
+  bool graph = false;
 };
 
 struct TimingResult {

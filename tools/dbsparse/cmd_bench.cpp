@@ -95,6 +95,9 @@ Runner add_bench(CLI::App& sub_ref) {
   sub->add_option("--batch", a->timing.batch, "Back-to-back calls per timed sample")
       ->check(CLI::Range(1, 10000));
   sub->add_option("--warmup", a->timing.warmup, "Untimed calls first")->check(CLI::Range(0, 10000));
+  sub->add_flag("--graph", a->timing.graph,
+                "Time every implementation (baselines too) by replaying a CUDA graph of each sample's "
+                "calls, instead of launching them on a stream");
   sub->add_option("--json", a->json_path, "Write every row, the device and the command as JSON");
   return [a]() {
     const auto& op = tools::find_op(a->op);
@@ -124,8 +127,9 @@ Runner add_bench(CLI::App& sub_ref) {
     const auto& d = ctx.device();
     req.copy_gbs = tools::measure_copy_bandwidth(stream.handle());
     const double copy_gbs = req.copy_gbs;
-    fmt::print("device {} ({}), copy bandwidth {:.0f} GB/s (read+write); {} samples x {} calls\n",
-               d.name, d.arch(), copy_gbs, a->timing.samples, a->timing.batch);
+    fmt::print("device {} ({}), copy bandwidth {:.0f} GB/s (read+write); {} samples x {} calls, {}\n",
+               d.name, d.arch(), copy_gbs, a->timing.samples, a->timing.batch,
+               a->timing.graph ? "each sample one CUDA graph replay" : "stream launches");
     nlohmann::json results = op.bench(ctx, stream, req);
     if (!a->json_path.empty()) {
       nlohmann::json j;
@@ -137,7 +141,8 @@ Runner add_bench(CLI::App& sub_ref) {
                      {"l2_bytes", d.l2_bytes}, {"fingerprint", d.record().fingerprint}};
       j["copy_bandwidth_gbs"] = copy_gbs;
       j["timing"] = {{"samples", a->timing.samples}, {"batch", a->timing.batch},
-                     {"warmup", a->timing.warmup}, {"statistic", "median per call"}};
+                     {"warmup", a->timing.warmup}, {"statistic", "median per call"},
+                     {"launch", a->timing.graph ? "graph" : "stream"}};
       j.update(results);
       std::ofstream(a->json_path) << j.dump(2) << "\n";
       fmt::print("wrote {}\n", a->json_path);

@@ -32,9 +32,10 @@ tuner::SearchSpace make_space() {
       // (dbtune, H200, 2026-11-29: the paper's th3 = 0.01 beat every tuned config on 6 of them).
       ParamSpec::range("th3", 0.0125, 3.2, 9, true, false,
                        "push while the x-block share < th3 / max(1, nonzeros per block)"),
-      // 0 keeps every block; 2-4 moves the blocks smaller as residual; 8-16 trades block metadata
-      // for residual index bytes on matrices whose blocks hold a handful of entries.
-      ParamSpec::choice("residual_below", {0, 2, 4, 8, 16}, "blocks with fewer nonzeros go to the residual"),
+      // 0 keeps every block; 4 moves the blocks smaller as residual; 16 keeps only Dense-ish
+      // blocks; 257 (the default) makes all of it residual.
+      ParamSpec::choice("residual_below", {0, 4, 16, 257}, "blocks with fewer nonzeros go to the residual"),
+      ParamSpec::choice("residual_pull", {"off", "by_density"}, "whether the residual stores its rows and pulls"),
   };
   // th0 >= th1 makes the COO / Dense split degenerate: legal, but not worth a trial.
   s.constraints = {{"th0 < th1", [](const nlohmann::json& c) { return c.at("th0").get<int>() < c.at("th1").get<int>(); }}};
