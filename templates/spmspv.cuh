@@ -24,6 +24,7 @@ struct RunInfo {
 
 struct PrepShared {
   unsigned warp_count[kWarps][4];
+  unsigned total[3];
   unsigned base[3];
   bool emit_blocks, emit_residual;
 };
@@ -82,7 +83,8 @@ __device__ __forceinline__ unsigned residual_direction(const SpmspvArgs<T>& a, u
 #endif
 }
 
-// Exclusive scan over the thread block of (v0, v1, v2); the totals land in sh.warp_count[0..2][0].
+// Exclusive scan over the thread block of (v0, v1, v2); the totals land in sh.total (visible after
+// the caller's next barrier).
 __device__ __forceinline__ void block_scan3(PrepShared& sh, unsigned& v0, unsigned& v1, unsigned& v2) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   unsigned i0 = v0, i1 = v1, i2 = v2;
@@ -104,61 +106,83 @@ __device__ __forceinline__ void block_scan3(PrepShared& sh, unsigned& v0, unsign
   v1 = off1 + i1 - v1;
   v2 = off2 + i2 - v2;
   __syncthreads();
-  if (threadIdx.x == 0) sh.warp_count[0][0] = tot0, sh.warp_count[1][0] = tot1, sh.warp_count[2][0] = tot2;
+  if (threadIdx.x == 0) sh.total[0] = tot0, sh.total[1] = tot1, sh.total[2] = tot2;
 }
 
 // The mask pass: x block masks, y = 0, the counts of non-empty x blocks and of x nonzeros and,
 // while push can still be taken, the push lists: for every non-empty x block, its column block's
 // blocks in chunks of kPushChunk, and its residual column entries (one small task when there are at
-// most kResidualSmall, else pieces of kResidualChunk), appended with one atomic per list per thread
-// block round. So push's work follows the active columns, not the matrix. Listing stops once a
-// running count passes its part's limit: a part pushes iff its final count stays below the limit,
-// and every partial count is at most the final one, so whenever push is taken its list is whole.
-// A thread owns one x block (16 columns) per round.
+// most kResidualSmall, else pieces of kResidualChunk). So push's work follows the active columns,
+// not the matrix. A thread owns one x block (16 columns) per round.
+//
+// One round of atomics per thread block round: thread 0 adds the round's counts and its task
+// counts together and gets every base back at once (each dependent round trip to L2 was about a
+// microsecond of the pass at low density: Nsight Compute, H200, 2026-11-30). The round then writes
+// its tasks only while its part can still push: a part pushes iff its final count stays below the
+// limit, and every partial count is at most the final one, so whenever push is taken every round
+// wrote its tasks and the lists are whole. Rounds that did not write still added their task counts,
+// but then that part does not push and its list is never read; no round writes past the capacity,
+// since each x block adds its tasks once.
 template <typename T>
 __device__ __forceinline__ void prep_body(const SpmspvArgs<T>& a, PrepShared& sh, SpmspvCounters* cnt) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  // y starts at zero: push adds into it and pull adds where a row block spans segments. Issued
+  // first, so the stores drain while the x loads are in flight; 16-byte stores where y is aligned.
+  {
+    const int stride = gridDim.x * blockDim.x, first = blockIdx.x * blockDim.x + threadIdx.x;
+    constexpr int kPer = 16 / (int)sizeof(T);
+    int done = 0;
+    if ((reinterpret_cast<unsigned long long>(a.y) & 15ull) == 0) {
+      const int nvec = a.rows / kPer;
+      for (int v = first; v < nvec; v += stride) reinterpret_cast<uint4*>(a.y)[v] = make_uint4(0u, 0u, 0u, 0u);
+      done = nvec * kPer;
+    }
+    for (int r = done + first; r < a.rows; r += stride) a.y[r] = T(0);
+  }
   const bool vec = (reinterpret_cast<unsigned long long>(a.x) & 15ull) == 0;
   for (int base = blockIdx.x * blockDim.x; base < a.block_cols; base += gridDim.x * blockDim.x) {
     const int b = base + threadIdx.x;
     const unsigned xm = b < a.block_cols ? xblock_mask(a, b, vec) : 0u;
     if (b < a.block_cols) a.xmask[b] = static_cast<unsigned short>(xm);
+    if (!__syncthreads_or(xm != 0u)) continue;  // nothing to count or list in this round
+    // This x block's push work, listed or not (see above).
+    unsigned nb = 0, nr = 0, ns = 0, bfirst = 0, bend = 0;
+    if (xm) {
+#if DBS_DIR != 2
+      bfirst = (unsigned)a.blk_col_ptr[b];
+      bend = (unsigned)a.blk_col_ptr[b + 1];
+      nb = (bend - bfirst + kPushChunk - 1) / kPushChunk;
+#endif
+      const unsigned rcount = (unsigned)(a.res_col_ptr[b + 1] - a.res_col_ptr[b]);
+      ns = rcount != 0u && rcount <= (unsigned)kResidualSmall;
+      nr = ns ? 0u : (rcount + kResidualChunk - 1) / kResidualChunk;
+    }
     unsigned n = __popc(__ballot_sync(kFull, xm != 0u)), nx = __popc(xm);
 #pragma unroll
     for (int o = 16; o; o >>= 1) nx += __shfl_xor_sync(kFull, nx, o);
-    if (lane == 0) sh.warp_count[warp][0] = n, sh.warp_count[warp][1] = nx;
+    if (lane == 0) sh.warp_count[warp][0] = n;
+    unsigned ob = nb, orr = nr, os = ns;
+    block_scan3(sh, ob, orr, os);  // its barriers also publish warp_count[w][0]
+    unsigned tn = 0;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) tn += sh.warp_count[w][0];
+    // x nonzeros, per warp then per block: a shuffle sum above, a shared atomic here.
+    if (threadIdx.x == 0) sh.base[0] = 0;
+    __syncthreads();
+    if (lane == 0) atomicAdd(&sh.base[0], nx);
     __syncthreads();
     if (threadIdx.x == 0) {
-      unsigned tn = 0, tx = 0;
-      for (int w = 0; w < kWarps; ++w) tn += sh.warp_count[w][0], tx += sh.warp_count[w][1];
-      const unsigned before_n = tn ? atomicAdd(&cnt->nonempty, tn) : 0u;
-      const unsigned before_x = tx ? atomicAdd(&cnt->xnnz, tx) : 0u;
-      sh.emit_blocks = tn != 0u && block_direction(a, before_n + tn) == kDirPush;
-      sh.emit_residual = tn != 0u && residual_direction(a, before_x + tx) == kDirPush;
+      const unsigned tx = sh.base[0], tb = sh.total[0], tr = sh.total[1], ts = sh.total[2];
+      const unsigned before_n = atomicAdd(&cnt->nonempty, tn);
+      const unsigned before_x = atomicAdd(&cnt->xnnz, tx);
+      sh.base[0] = tb ? atomicAdd(&cnt->block_tasks, tb) : 0u;
+      sh.base[1] = tr ? atomicAdd(&cnt->residual_tasks, tr) : 0u;
+      sh.base[2] = ts ? atomicAdd(&cnt->small_tasks, ts) : 0u;
+      sh.emit_blocks = block_direction(a, before_n + tn) == kDirPush;
+      sh.emit_residual = residual_direction(a, before_x + tx) == kDirPush;
     }
     __syncthreads();
-    if (sh.emit_blocks || sh.emit_residual) {
-      unsigned nb = 0, nr = 0, ns = 0, bfirst = 0;
-      if (xm && sh.emit_blocks) {
-        bfirst = (unsigned)a.blk_col_ptr[b];
-        nb = ((unsigned)a.blk_col_ptr[b + 1] - bfirst + kPushChunk - 1) / kPushChunk;
-      }
-      if (xm && sh.emit_residual) {
-        const unsigned rcount = (unsigned)(a.res_col_ptr[b + 1] - a.res_col_ptr[b]);
-        ns = rcount != 0u && rcount <= (unsigned)kResidualSmall;
-        nr = ns ? 0u : (rcount + kResidualChunk - 1) / kResidualChunk;
-      }
-      unsigned ob = nb, orr = nr, os = ns;
-      block_scan3(sh, ob, orr, os);
-      __syncthreads();
-      if (threadIdx.x == 0) {
-        const unsigned tb = sh.warp_count[0][0], tr = sh.warp_count[1][0], ts = sh.warp_count[2][0];
-        sh.base[0] = tb ? atomicAdd(&cnt->block_tasks, tb) : 0u;
-        sh.base[1] = tr ? atomicAdd(&cnt->residual_tasks, tr) : 0u;
-        sh.base[2] = ts ? atomicAdd(&cnt->small_tasks, ts) : 0u;
-      }
-      __syncthreads();
-      const unsigned bend = nb ? (unsigned)a.blk_col_ptr[b + 1] : 0u;
+    if (sh.emit_blocks)
       for (unsigned i = 0; i < nb; ++i) {
         const unsigned first = bfirst + i * kPushChunk, blocks = min(bend - first, (unsigned)kPushChunk);
         PushTask t;
@@ -166,6 +190,7 @@ __device__ __forceinline__ void prep_body(const SpmspvArgs<T>& a, PrepShared& sh
         t.first = first;
         a.block_tasks[sh.base[0] + ob + i] = t;
       }
+    if (sh.emit_residual) {
       for (unsigned i = 0; i < nr; ++i) {
         ResidualTask t;
         t.col_block = (unsigned)b;
@@ -181,17 +206,6 @@ __device__ __forceinline__ void prep_body(const SpmspvArgs<T>& a, PrepShared& sh
     }
     __syncthreads();  // sh is reused by the next round
   }
-  // y starts at zero: push adds into it and pull adds where a row block spans segments. 16-byte
-  // stores where y is aligned to them.
-  const int stride = gridDim.x * blockDim.x, first = blockIdx.x * blockDim.x + threadIdx.x;
-  constexpr int kPer = 16 / (int)sizeof(T);
-  int done = 0;
-  if ((reinterpret_cast<unsigned long long>(a.y) & 15ull) == 0) {
-    const int nvec = a.rows / kPer;
-    for (int v = first; v < nvec; v += stride) reinterpret_cast<uint4*>(a.y)[v] = make_uint4(0u, 0u, 0u, 0u);
-    done = nvec * kPer;
-  }
-  for (int r = done + first; r < a.rows; r += stride) a.y[r] = T(0);
 }
 
 // The call's directions and list lengths from its counts (prep's last block, or every block of the
