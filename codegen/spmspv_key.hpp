@@ -35,7 +35,7 @@ struct SpmspvKey {
 };
 
 // Entry points, in this order: prep, compute, scatter, unscatter, fused (prep + compute in one
-// cooperative launch).
+// cooperative launch), sparse_prep and sparse_finish (run_sparse_out's first and last launch).
 KernelSource make_source(const SpmspvKey& key);
 
 // Every variant a plan can pick by default (what dbtune and `dbsparse precompile` compile ahead);

@@ -76,13 +76,53 @@ struct SpmspvPlan<T>::Impl {
   int64_t block_task_capacity = 0, residual_task_capacity = 0, small_task_capacity = 0;
   int64_t block_nnz = 0, residual_nnz = 0;
   mutable SpmspvWorkspace<T> own;  // the plan's own workspace (see SpmspvWorkspace)
-  CUfunction prep = nullptr, compute = nullptr, scatter = nullptr, unscatter = nullptr, fused = nullptr;
+  CUfunction prep = nullptr, compute = nullptr, scatter = nullptr, unscatter = nullptr, fused = nullptr,
+             sparse_prep = nullptr, sparse_finish = nullptr;
+  SpmspvDirection direction = SpmspvDirection::Auto;
+  int32_t block_rows = 0;
+  unsigned sm_count = 1;
   unsigned prep_grid = 1, compute_grid = 1;
   unsigned fused_grid = 0;  // 0: no cooperative launch on this device; two launches instead
   // Host copies for pull_bytes_visited (not used on the hot path).
   std::vector<BlockMeta> host_meta;
   std::vector<uint32_t> host_res_cr;
   std::vector<int32_t> host_res_col_ptr;
+
+  // The kernels' argument for one call: the plan's arrays, the workspace, x and y.
+  abi::SpmspvArgs<T> args(uint64_t x, uint64_t y, SpmspvWorkspace<T>& ws) const {
+    auto ptr = [](uint64_t v) { return reinterpret_cast<void*>(static_cast<uintptr_t>(v)); };
+    abi::SpmspvArgs<T> a{};
+    a.blk_col_idx = static_cast<const int32_t*>(ptr(blk_col_idx.ptr()));
+    a.blk_col_ptr = static_cast<const int32_t*>(ptr(blk_col_ptr.ptr()));
+    a.csc2csr = static_cast<const int32_t*>(ptr(csc2csr.ptr()));
+    a.meta = static_cast<const abi::BlockMeta*>(ptr(meta.ptr()));
+    a.values = static_cast<const T*>(ptr(values.ptr()));
+    a.aux = static_cast<const uint8_t*>(ptr(aux.ptr()));
+    a.segments = static_cast<const abi::Segment*>(ptr(segments.ptr()));
+    a.res_rc = static_cast<const uint32_t*>(ptr(res_rc.ptr()));
+    a.res_row_val = static_cast<const T*>(ptr(res_row_val.ptr()));
+    a.res_col_ptr = static_cast<const int32_t*>(ptr(res_col_ptr.ptr()));
+    a.res_cr = static_cast<const uint32_t*>(ptr(res_cr.ptr()));
+    a.res_col_val = static_cast<const T*>(ptr(res_col_val.ptr()));
+    a.block_tasks = static_cast<abi::PushTask*>(ptr(ws.block_tasks_.ptr()));
+    a.residual_tasks = static_cast<abi::ResidualTask*>(ptr(ws.residual_tasks_.ptr()));
+    a.small_tasks = static_cast<abi::ResidualTask*>(ptr(ws.small_tasks_.ptr()));
+    a.state = static_cast<abi::SpmspvState*>(ptr(ws.state_.ptr()));
+    a.xmask = static_cast<uint16_t*>(ptr(ws.xmask_.ptr()));
+    a.x = static_cast<const T*>(ptr(x));
+    a.y = static_cast<T*>(ptr(y));
+    a.ytouched = nullptr;
+    a.ylist = nullptr;
+    a.rows = rows;
+    a.cols = cols;
+    a.block_cols = block_cols;
+    a.nsegments = static_cast<int32_t>(stats.pull_segments);
+    a.nblock_segments = block_segments;
+    a.xb_threshold = static_cast<float>(stats.xb_threshold);
+    a.res_threshold = static_cast<float>(stats.residual_push_below);
+    a.block_rows = block_rows;
+    return a;
+  }
 
   void launch(CUfunction f, unsigned grid, void** params, void* stream) const {
     DBS_CU(cuLaunchKernel(f, grid, 1, 1, kWarps * 32, 1, 1, 0, static_cast<CUstream>(stream), params,
@@ -155,6 +195,11 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->scatter = loaded.fns.at(2);
   p->unscatter = loaded.fns.at(3);
   p->fused = loaded.fns.at(4);
+  p->sparse_prep = loaded.fns.at(5);
+  p->sparse_finish = loaded.fns.at(6);
+  p->direction = opt.direction;
+  p->block_rows = db.block_rows;
+  p->sm_count = static_cast<unsigned>(std::max(1, info_.sm_count));
 
   p->blk_col_idx = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_idx));
   p->blk_col_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_ptr));
@@ -259,34 +304,7 @@ void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>
       ws.residual_tasks_.size() != static_cast<size_t>(std::max<int64_t>(p.residual_task_capacity, 1)) ||
       ws.small_tasks_.size() != static_cast<size_t>(std::max<int64_t>(p.small_task_capacity, 1)))
     throw UsageError("SpmspvPlan::run: the workspace is empty or another plan's (make it with plan.make_workspace())");
-  auto ptr = [](uint64_t v) { return reinterpret_cast<void*>(static_cast<uintptr_t>(v)); };
-  abi::SpmspvArgs<T> args{};
-  args.blk_col_idx = static_cast<const int32_t*>(ptr(p.blk_col_idx.ptr()));
-  args.blk_col_ptr = static_cast<const int32_t*>(ptr(p.blk_col_ptr.ptr()));
-  args.csc2csr = static_cast<const int32_t*>(ptr(p.csc2csr.ptr()));
-  args.meta = static_cast<const abi::BlockMeta*>(ptr(p.meta.ptr()));
-  args.values = static_cast<const T*>(ptr(p.values.ptr()));
-  args.aux = static_cast<const uint8_t*>(ptr(p.aux.ptr()));
-  args.segments = static_cast<const abi::Segment*>(ptr(p.segments.ptr()));
-  args.res_rc = static_cast<const uint32_t*>(ptr(p.res_rc.ptr()));
-  args.res_row_val = static_cast<const T*>(ptr(p.res_row_val.ptr()));
-  args.res_col_ptr = static_cast<const int32_t*>(ptr(p.res_col_ptr.ptr()));
-  args.res_cr = static_cast<const uint32_t*>(ptr(p.res_cr.ptr()));
-  args.res_col_val = static_cast<const T*>(ptr(p.res_col_val.ptr()));
-  args.block_tasks = static_cast<abi::PushTask*>(ptr(ws.block_tasks_.ptr()));
-  args.residual_tasks = static_cast<abi::ResidualTask*>(ptr(ws.residual_tasks_.ptr()));
-  args.small_tasks = static_cast<abi::ResidualTask*>(ptr(ws.small_tasks_.ptr()));
-  args.state = static_cast<abi::SpmspvState*>(ptr(ws.state_.ptr()));
-  args.xmask = static_cast<uint16_t*>(ptr(ws.xmask_.ptr()));
-  args.x = static_cast<const T*>(ptr(x));
-  args.y = static_cast<T*>(ptr(y));
-  args.rows = p.rows;
-  args.cols = p.cols;
-  args.block_cols = p.block_cols;
-  args.nsegments = static_cast<int32_t>(p.stats.pull_segments);
-  args.nblock_segments = p.block_segments;
-  args.xb_threshold = static_cast<float>(p.stats.xb_threshold);
-  args.res_threshold = static_cast<float>(p.stats.residual_push_below);
+  abi::SpmspvArgs<T> args = p.args(x, y, ws);
   void* params[] = {&args};
   if (p.fused_grid) {
     DBS_CU(cuLaunchCooperativeKernel(p.fused, p.fused_grid, 1, 1, kWarps * 32, 1, 1, 0,
@@ -325,6 +343,67 @@ void SpmspvPlan<T>::run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceB
   run(xd, y.ptr(), stream.handle(), ws);
   void* unscatter_params[] = {&idx, &n, &xd};
   if (n) p.launch(p.unscatter, grid, unscatter_params, stream.handle());
+}
+
+template <class T>
+void SpmspvPlan<T>::run_sparse_out(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz,
+                                   DeviceBuffer<int32_t>& y_idx, DeviceBuffer<T>& y_val, DeviceBuffer<int32_t>& y_nnz,
+                                   const Stream& stream) const {
+  run_sparse_out(x_idx, x_val, x_nnz, y_idx, y_val, y_nnz, stream, impl_->own);
+}
+
+template <class T>
+void SpmspvPlan<T>::run_sparse_out(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz,
+                                   DeviceBuffer<int32_t>& y_idx, DeviceBuffer<T>& y_val, DeviceBuffer<int32_t>& y_nnz,
+                                   const Stream& stream, SpmspvWorkspace<T>& ws) const {
+  const Impl& p = *impl_;
+  if (p.direction == SpmspvDirection::Pull)
+    throw UsageError("SpmspvPlan::run_sparse_out: the plan was made pull-only; sparse output needs push");
+  if (x_nnz < 0 || x_idx.size() < static_cast<size_t>(x_nnz) || x_val.size() < static_cast<size_t>(x_nnz))
+    throw UsageError("SpmspvPlan::run_sparse_out: x_nnz exceeds the index or value buffer");
+  if (y_idx.size() < static_cast<size_t>(p.rows) || y_val.size() < static_cast<size_t>(p.rows) || y_nnz.size() < 1)
+    throw UsageError(fmt::format("SpmspvPlan::run_sparse_out: y_idx and y_val need room for {} pairs (have {} and "
+                                 "{}), y_nnz for one count (has {})",
+                                 p.rows, y_idx.size(), y_val.size(), y_nnz.size()));
+  if (ws.state_.size() != sizeof(abi::SpmspvState) ||
+      ws.xmask_.size() != static_cast<size_t>(std::max(p.block_cols, 1)))
+    throw UsageError("SpmspvPlan::run_sparse_out: the workspace is empty or another plan's (make it with plan.make_workspace())");
+  const size_t words = (static_cast<size_t>(std::max(p.block_rows, 1)) + 31) / 32;
+  if (ws.y_acc_.size() == 0) {  // first call through this workspace: allocate (not capturable)
+    ws.sparse_xmask_ = DeviceBuffer<uint16_t>((static_cast<size_t>(std::max(p.block_cols, 1)) + 1) / 2 * 2);
+    ws.sparse_xmask_.fill_bytes(0);
+    ws.y_acc_ = DeviceBuffer<T>(static_cast<size_t>(std::max(p.rows, 1)));
+    ws.y_acc_.fill_bytes(0);
+    ws.ytouched_ = DeviceBuffer<uint32_t>(words);
+    ws.ytouched_.fill_bytes(0);
+    ws.ylist_ = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(p.block_rows, 1)));
+    if (ws.x_scatter_.size() == 0) {
+      ws.x_scatter_ = DeviceBuffer<T>(static_cast<size_t>(std::max(p.cols, 1)));
+      ws.x_scatter_.fill_bytes(0);
+    }
+  }
+  if (ws.y_acc_.size() != static_cast<size_t>(std::max(p.rows, 1)) || ws.ytouched_.size() != words ||
+      ws.x_scatter_.size() != static_cast<size_t>(std::max(p.cols, 1)))
+    throw UsageError("SpmspvPlan::run_sparse_out: the workspace is another plan's (make it with plan.make_workspace())");
+  abi::SpmspvArgs<T> args = p.args(ws.x_scatter_.ptr(), ws.y_acc_.ptr(), ws);
+  auto ptr = [](uint64_t v) { return reinterpret_cast<void*>(static_cast<uintptr_t>(v)); };
+  args.xmask = static_cast<uint16_t*>(ptr(ws.sparse_xmask_.ptr()));
+  args.ytouched = static_cast<uint32_t*>(ptr(ws.ytouched_.ptr()));
+  args.ylist = static_cast<int32_t*>(ptr(ws.ylist_.ptr()));
+  const int* idx = static_cast<const int*>(ptr(x_idx.ptr()));
+  const T* val = static_cast<const T*>(ptr(x_val.ptr()));
+  int* yi = static_cast<int*>(ptr(y_idx.ptr()));
+  T* yv = static_cast<T*>(ptr(y_val.ptr()));
+  int* yn = static_cast<int*>(ptr(y_nnz.ptr()));
+  int n = x_nnz;
+  void* h = stream.handle();
+  const unsigned xgrid = static_cast<unsigned>(std::clamp<int64_t>((int64_t{n} + 127) / 128, 1, int64_t{p.sm_count} * 4));
+  void* prep_params[] = {&args, &idx, &val, &n};
+  p.launch(p.sparse_prep, xgrid, prep_params, h);
+  void* params[] = {&args};
+  p.launch(p.compute, p.compute_grid, params, h);
+  void* finish_params[] = {&args, &idx, &n, &yi, &yv, &yn};
+  p.launch(p.sparse_finish, p.sm_count * 4, finish_params, h);
 }
 
 namespace {

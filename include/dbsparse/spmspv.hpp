@@ -107,7 +107,8 @@ class SpmspvWorkspace {
   SpmspvWorkspace() = default;
   size_t bytes() const {
     return state_.size() + xmask_.size() * 2 + x_scatter_.size() * sizeof(T) + block_tasks_.size() * 8 +
-           residual_tasks_.size() * 8 + small_tasks_.size() * 8;
+           residual_tasks_.size() * 8 + small_tasks_.size() * 8 + sparse_xmask_.size() * 2 +
+           y_acc_.size() * sizeof(T) + ytouched_.size() * 4 + ylist_.size() * 4;
   }
 
  private:
@@ -118,6 +119,12 @@ class SpmspvWorkspace {
   DeviceBuffer<abi::PushTask> block_tasks_;        // the push lists the mask pass fills per call
   DeviceBuffer<abi::ResidualTask> residual_tasks_;
   DeviceBuffer<abi::ResidualTask> small_tasks_;
+  // run_sparse_out's, allocated by its first call through this workspace: x masks and a dense y
+  // kept all-zero between calls, and the touched row blocks (a bit each, and their list).
+  DeviceBuffer<uint16_t> sparse_xmask_;
+  DeviceBuffer<T> y_acc_;
+  DeviceBuffer<uint32_t> ytouched_;
+  DeviceBuffer<int32_t> ylist_;
 };
 
 template <class T>
@@ -135,6 +142,20 @@ class SpmspvPlan {
                   DeviceBuffer<T>& y, const Stream& stream) const;
   void run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz,
                   DeviceBuffer<T>& y, const Stream& stream, SpmspvWorkspace<T>& ws) const;
+
+  // y = A·x with x and y both sparse: x as x_nnz (index, value) pairs (indices unique, in
+  // [0, cols())), y written as (index, value) pairs of its nonzero rows, in no particular order, and
+  // their count into y_nnz[0] on the device (no host synchronisation). y_idx and y_val need room
+  // for rows() pairs. Both parts of the matrix push, so the cost follows x's nonzeros and the rows
+  // they reach, with no pass over all of x or y: three launches (list the work, compute, write
+  // out). The first call through a workspace allocates its buffers (a dense y, x masks, a bit and
+  // a list entry per 16 rows): make it before capturing in a graph. Not for pull-only plans.
+  void run_sparse_out(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz,
+                      DeviceBuffer<int32_t>& y_idx, DeviceBuffer<T>& y_val, DeviceBuffer<int32_t>& y_nnz,
+                      const Stream& stream) const;
+  void run_sparse_out(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz,
+                      DeviceBuffer<int32_t>& y_idx, DeviceBuffer<T>& y_val, DeviceBuffer<int32_t>& y_nnz,
+                      const Stream& stream, SpmspvWorkspace<T>& ws) const;
 
   // A workspace of this plan's size (allocates: call it at set-up, not on the hot path). It holds
   // run_sparse's dense x (cols() elements). The plan's own workspace does not until the first

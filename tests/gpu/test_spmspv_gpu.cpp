@@ -195,6 +195,81 @@ TEST_CASE("SpmspvResidualMatchesReference") {
   check_all_directions<float>(generate("uniform:n=30001,d=9"), nullptr, "fused, default", {0.6, 0.1, 0.001}, true);
 }
 
+// run_sparse_out against the reference: the pairs it wrote, scattered into a dense y, match the
+// reference; no index twice; every row the reference makes nonzero is there.
+template <class T>
+void check_sparse_out(const CsrMatrix<T>& a, const SpmspvPlan<T>& plan, const std::vector<int32_t>& idx, uint64_t seed,
+                      SpmspvWorkspace<T>* ws = nullptr) {
+  auto vals = dbs_test::random_vector<T>(idx.size(), seed);
+  for (auto& v : vals)
+    if (v == T(0)) v = T(0.5);
+  const auto ref = reference::spmspv(a, std::span<const int32_t>(idx), std::span<const T>(vals));
+  Stream s(ctx());
+  DeviceBuffer<int32_t> di{std::span<const int32_t>(idx)}, yi(static_cast<size_t>(a.rows)), yn(1);
+  DeviceBuffer<T> dv{std::span<const T>(vals)}, yv(static_cast<size_t>(a.rows));
+  yn.fill_bytes(0xFF);
+  if (ws) plan.run_sparse_out(di, dv, static_cast<int32_t>(idx.size()), yi, yv, yn, s, *ws);
+  else plan.run_sparse_out(di, dv, static_cast<int32_t>(idx.size()), yi, yv, yn, s);
+  s.synchronize();
+  const int32_t n = yn.download()[0];
+  REQUIRE(n >= 0);
+  REQUIRE(n <= a.rows);
+  const auto gi = yi.download();
+  const auto gv = yv.download();
+  std::vector<T> dense(static_cast<size_t>(a.rows), T(0));
+  std::vector<int> seen(static_cast<size_t>(a.rows), 0);
+  bool ok = true;
+  for (int32_t k = 0; k < n; ++k) {
+    ok = ok && gi[k] >= 0 && gi[k] < a.rows && seen[gi[k]]++ == 0 && gv[k] != T(0);
+    if (ok) dense[gi[k]] = gv[k];
+  }
+  CHECK_MESSAGE(ok, "indices in range, each once, values nonzero");
+  int64_t ref_nonzero = 0;
+  for (double r : ref) ref_nonzero += r != 0.0;
+  CHECK(n == ref_nonzero);
+  const double tol = sizeof(T) == 4 ? 1e-5 : 1e-12;
+  CHECK(reference::relative_error(std::span<const double>(ref), std::span<const T>(dense)) <= tol);
+}
+
+TEST_CASE("SpmspvSparseOutputMatchesReference") {
+  // Sparse x in, sparse y out: the default (all residual) and the blocks' push, f32 and f64, from
+  // a single nonzero to density 0.1, an empty x, and repeated calls through one workspace (each call
+  // must leave its buffers clean for the next).
+  const auto blocks = blocks_only();
+  for (const char* spec : {"uniform:n=30001,d=9", "stencil3d:n=20,points=27", "powerlaw:n=30000,avg=8,alpha=1.2,max=20000",
+                           "rmat:scale=14,ef=16,scramble=1"}) {
+    const auto ad = generate(spec);
+    for (const Config* cfg : {static_cast<const Config*>(nullptr), &blocks}) {
+      CAPTURE(spec);
+      CAPTURE(cfg ? cfg->params.dump() : std::string("default"));
+      const auto a = ad.cast<float>();
+      auto plan = ctx().plan_spmspv(a, SpmspvOptions{.config = cfg});
+      uint64_t seed = 3;
+      for (double d : {0.1, 0.01, 0.001, 0.0001, 0.0}) check_sparse_out(a, plan, pick_indices(a.cols, d, seed++), seed);
+      check_sparse_out(a, plan, {a.cols - 1}, 77);
+      check_sparse_out(a, plan, pick_indices(a.cols, 0.05, 9), 9);  // again, after the others
+      const auto a64 = ad;
+      auto plan64 = ctx().plan_spmspv(a64, SpmspvOptions{.config = cfg});
+      auto ws = plan64.make_workspace();
+      for (double d : {0.02, 0.0005}) check_sparse_out(a64, plan64, pick_indices(a64.cols, d, seed++), seed, &ws);
+    }
+  }
+  // Dense and sparse calls interleave through one workspace.
+  const auto a = generate("uniform:n=20000,d=8").cast<float>();
+  auto plan = ctx().plan_spmspv(a);
+  check_sparse_out(a, plan, pick_indices(a.cols, 0.01, 1), 1);
+  CHECK(run_error(a, plan, pick_indices(a.cols, 0.3, 2), 2) <= 1e-5);
+  check_sparse_out(a, plan, pick_indices(a.cols, 0.01, 3), 3);
+  // A pull-only plan cannot push: refused with a clear error.
+  auto pull = ctx().plan_spmspv(a, SpmspvOptions{SpmspvDirection::Pull});
+  DeviceBuffer<int32_t> di(4), yi(static_cast<size_t>(a.rows)), yn(1);
+  DeviceBuffer<float> dv(4), yv(static_cast<size_t>(a.rows));
+  Stream s(ctx());
+  CHECK_THROWS_WITH_AS(pull.run_sparse_out(di, dv, 0, yi, yv, yn, s), doctest::Contains("pull-only"), UsageError);
+  DeviceBuffer<int32_t> small(3);
+  CHECK_THROWS_WITH_AS(plan.run_sparse_out(di, dv, 0, small, yv, yn, s), doctest::Contains("room"), UsageError);
+}
+
 TEST_CASE("SpmspvDeviceFootprintIsTheSumOfThePlansAllocations") {
   // device_bytes is summed from the plan's buffers; the format's statistics predict it from the
   // layout alone (what `dbsparse convert --stats` prints without a GPU). The two must agree.

@@ -26,6 +26,9 @@ constexpr int kBsrDim = 16;  // the DB-SpMSpV paper's BSR baseline
 constexpr const char* kAuto = "dbsparse-auto";
 constexpr const char* kPush = "dbsparse-push";
 constexpr const char* kPull = "dbsparse-pull";
+// x given as (index, value) pairs and y returned as pairs (run_sparse_out): no pass over all of x
+// or y. Not what the dense-x baselines compute, so not in the summary's ratios.
+constexpr const char* kSparseIo = "dbsparse-sparse-io";
 // One row's timing at most this long: BSR16 on a scattered matrix takes ~10 ms a call, and
 // 15 samples × 20 calls of it per density would eat much of a 30-minute device session.
 constexpr double kRowBudgetUs = 2e6;
@@ -200,6 +203,58 @@ struct Bench {
     }
   }
 
+  void dbsparse_sparse_io() {
+    const Config forced{"spmspv", opt.config.value_or(nlohmann::json::object()), ConfigSource::Explicit,
+                        "bench --config"};
+    SpmspvOptions o;
+    if (opt.config) o.config = &forced;
+    std::vector<SpmspvPlan<T>> plans;
+    try {
+      plans.push_back(ctx.plan_spmspv(a, o));
+      const int copies = copies_for(std::max<int64_t>(plans[0].stats().device_bytes, csr_bytes) + vec_bytes);
+      while (static_cast<int>(plans.size()) < copies) plans.push_back(ctx.plan_spmspv(a, o));
+    } catch (const Error& e) {
+      if (plans.empty()) return unavailable(kSparseIo, e.what());
+    }
+    DeviceBuffer<int32_t> yi(static_cast<size_t>(std::max(a.rows, 1))), yn(1);
+    DeviceBuffer<T> yv(static_cast<size_t>(std::max(a.rows, 1)));
+    for (size_t di = 0; di < xs.size(); ++di) {
+      const auto& x = xs[di];
+      DeviceBuffer<int32_t> xi{std::span<const int32_t>(x.idx)};
+      DeviceBuffer<T> xv{std::span<const T>(x.val)};
+      const int32_t n = static_cast<int32_t>(x.idx.size());
+      // Every plan's first call allocates its workspace's buffers: all of them before any timing.
+      for (auto& p : plans) p.run_sparse_out(xi, xv, n, yi, yv, yn, stream);
+      stream.synchronize();
+      SpmspvRow r = row(di, kSparseIo);
+      const int32_t got = yn.download()[0];
+      const auto gi = yi.download();
+      const auto gv = yv.download();
+      std::vector<T> dense(static_cast<size_t>(a.rows), T(0));
+      for (int32_t k = 0; k < got && k < a.rows; ++k) dense[gi[k]] = gv[k];
+      r.base.rel_err = reference::relative_error(std::span<const double>(x.ref), std::span<const T>(dense));
+      r.direction = "push";
+      r.xb = -1;
+      const int mc = static_cast<int>(plans.size());
+      auto t = time_runs(di, mc, [&](int c, uint64_t, uint64_t) { plans[c].run_sparse_out(xi, xv, n, yi, yv, yn, stream); },
+                         r.batch);
+      r.base.time_us = t.median_us;
+      r.base.min_us = t.min_us;
+      r.base.max_us = t.max_us;
+      r.base.gflops = 2.0 * static_cast<double>(r.nnz_touched) / (t.median_us * 1e3);
+      // Bytes: the touched entries (index + value), x's pairs, y's pairs (at most the touched rows).
+      const int64_t bytes = r.nnz_touched * (4 + static_cast<int64_t>(sizeof(T))) * 2 + n * 8LL;
+      r.base.gbps = static_cast<double>(bytes) / (t.median_us * 1e3);
+      r.base.pct_bw = 100.0 * r.base.gbps / copy_gbs;
+      r.base.copies = mc;
+      r.bytes = bytes;
+      r.x_copies = 1;
+      r.base.key = plans[0].kernel().key;
+      r.base.config_source = to_string(plans[0].config_source());
+      out.push_back(r);
+    }
+  }
+
   void cusparse_csr() {
     std::vector<std::unique_ptr<CusparseSpmv<T>>> sp;
     const int copies = copies_for(csr_bytes);
@@ -253,6 +308,7 @@ struct Bench {
     dbsparse(SpmspvDirection::Auto, kAuto);
     dbsparse(SpmspvDirection::Push, kPush);
     dbsparse(SpmspvDirection::Pull, kPull);
+    dbsparse_sparse_io();
     if (opt.baselines) {
       cusparse_bsr();
       cusparse_csr();

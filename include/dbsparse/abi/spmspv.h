@@ -101,7 +101,8 @@ struct SpmspvState {
   uint32_t gen;
   uint32_t bar_count;
   uint32_t bar_gen;
-  uint32_t pad[7];
+  uint32_t ycount;  // run_sparse_out: row blocks listed in ylist by this call (reset by its prep)
+  uint32_t pad[6];
   SpmspvCounters slot[2];
 };
 static_assert(sizeof(SpmspvState) == 192, "SpmspvState layout");
@@ -132,13 +133,17 @@ struct SpmspvArgs {
   uint16_t* xmask;
   const T* x;
   T* y;
+  // run_sparse_out only (null otherwise): a bit per row block that push added into, and the list
+  // of those row blocks, so the output pass costs the touched rows, not all of y.
+  uint32_t* ytouched;
+  int32_t* ylist;
   int32_t rows, cols, block_cols, nsegments, nblock_segments;
   float xb_threshold;   // blocks: push while non-empty x blocks < xb_threshold * block_cols
   float res_threshold;  // residual: push while x nonzeros < res_threshold * cols
-  int32_t pad;
+  int32_t block_rows;
 };
-static_assert(sizeof(SpmspvArgs<float>) == 184 && sizeof(SpmspvArgs<double>) == 184, "SpmspvArgs layout");
-static_assert(DBS_ABI_OFFSETOF(SpmspvArgs<float>, rows) == 152 && DBS_ABI_OFFSETOF(SpmspvArgs<float>, res_threshold) == 176,
+static_assert(sizeof(SpmspvArgs<float>) == 200 && sizeof(SpmspvArgs<double>) == 200, "SpmspvArgs layout");
+static_assert(DBS_ABI_OFFSETOF(SpmspvArgs<float>, rows) == 168 && DBS_ABI_OFFSETOF(SpmspvArgs<float>, res_threshold) == 192,
               "SpmspvArgs layout");
 
 }  // namespace dbsparse::abi
