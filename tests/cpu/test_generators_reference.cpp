@@ -232,6 +232,37 @@ TEST_CASE("rmat is symmetric with no self loops; powerlaw rows stay within [1, m
   CHECK(longest > 200);  // a heavy tail, not a uniform spread
 }
 
+TEST_CASE("rmat scramble=1 relabels the vertices: same degrees, symmetric, hubs no longer in the low ids") {
+  const auto plain = generate("rmat:scale=12,ef=8,seed=3"), scrambled = generate("rmat:scale=12,ef=8,seed=3,scramble=1");
+  check_csr(scrambled);
+  REQUIRE(scrambled.rows == plain.rows);
+  CHECK(scrambled.nnz() == plain.nnz());  // a relabelling keeps every edge, merges none
+  auto degrees = [](const CsrMatrix<double>& m) {
+    std::vector<int32_t> d;
+    for (int32_t i = 0; i < m.rows; ++i) d.push_back(m.row_ptr[i + 1] - m.row_ptr[i]);
+    return d;
+  };
+  auto dp = degrees(plain), ds = degrees(scrambled);
+  CHECK(dp != ds);  // relabelled
+  // The same multiset of degrees, and the same graph up to the permutation.
+  auto sp = dp, ss = ds;
+  std::sort(sp.begin(), sp.end());
+  std::sort(ss.begin(), ss.end());
+  CHECK(sp == ss);
+  // Unscrambled R-MAT puts its hubs in the low ids: the first 1/16 of the vertices hold far more
+  // than 1/16 of the entries; scrambled, close to their share.
+  auto head_share = [](const CsrMatrix<double>& m) {
+    return static_cast<double>(m.row_ptr[m.rows / 16]) / static_cast<double>(m.nnz());
+  };
+  CHECK(head_share(plain) > 0.2);
+  CHECK(head_share(scrambled) < 0.12);
+  const auto p = pattern(generate("rmat:scale=8,ef=8,seed=5,scramble=1"));
+  for (size_t i = 0; i < p.size(); ++i) {
+    CHECK_FALSE(p[i][i]);
+    for (size_t j = 0; j < p.size(); ++j) REQUIRE(p[i][j] == p[j][i]);
+  }
+}
+
 TEST_CASE("generators are deterministic and the seed matters") {
   for (const std::string base : {"fem:nodes=300,k=3,blocks=5", "uniform:n=500,d=7", "rmat:scale=10,ef=4",
                                  "powerlaw:n=2000,avg=5"}) {
