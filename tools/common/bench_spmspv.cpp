@@ -169,6 +169,7 @@ struct Bench {
   void dbsparse(SpmspvDirection dir, const char* impl) {
     SpmspvOptions o;
     o.direction = dir;
+    o.fused = opt.fused;
     const Config forced{"spmspv", opt.config.value_or(nlohmann::json::object()), ConfigSource::Explicit,
                         "bench --config"};
     if (opt.config) o.config = &forced;

@@ -20,6 +20,7 @@ struct SpmspvBenchOptions {
   std::vector<double> densities{0.1, 0.01, 0.001, 0.0001};
   TimingOptions timing;
   bool baselines = true;  // cuSPARSE BSR16 and CSR ALG1
+  bool fused = false;     // the dbsparse plans take SpmspvOptions::fused
   std::optional<nlohmann::json> config;  // params for the dbsparse plans; else the tuning DB's
 };
 

@@ -23,7 +23,7 @@ struct BenchArgs {
   std::string op;
   std::vector<std::string> matrices;
   std::string suite = "full";
-  bool no_shared = false, no_baselines = false;
+  bool no_shared = false, no_baselines = false, fused = false;
   std::vector<std::string> precisions{"f32"};
   std::vector<double> densities;  // empty: the op's own
   std::vector<std::string> strategies;
@@ -70,6 +70,8 @@ Runner add_bench(CLI::App& sub_ref) {
       ->check(CLI::IsMember({"quick", "full", "none"}));
   sub->add_flag("--no-shared", a->no_shared, "Leave out ../shared/matrices ($DBSPARSE_MATRICES)");
   sub->add_flag("--no-baselines", a->no_baselines, "Skip cuSPARSE");
+  sub->add_flag("--fused", a->fused,
+                "spmspv only: the dbsparse rows use one cooperative launch (mask pass, grid barrier, compute)");
   sub->add_option("--precision", a->precisions, "f32, f64 or both (repeat or comma-separate)")
       ->delimiter(',')
       ->check(CLI::IsMember({"f32", "f64"}));
@@ -110,6 +112,7 @@ Runner add_bench(CLI::App& sub_ref) {
     given("--strategy", !a->strategies.empty());
     given("--config", !a->config.empty());
     given("--explain", a->explain);
+    given("--fused", a->fused);
     tools::BenchRequest req;
     req.specs = resolve_specs(*a);
     req.precisions = a->precisions;
@@ -121,6 +124,7 @@ Runner add_bench(CLI::App& sub_ref) {
     }
     req.timing = a->timing;
     req.baselines = !a->no_baselines;
+    req.fused = a->fused;
     req.explain = a->explain;
     Context ctx;  // throws NoDeviceError with the reason when there is no GPU
     Stream stream(ctx);

@@ -32,6 +32,7 @@ struct BenchRequest {
   std::optional<nlohmann::json> config;  // params for dbsparse's rows instead of the tuning DB's
   TimingOptions timing;
   bool baselines = true;
+  bool fused = false;  // spmspv: plans made with SpmspvOptions::fused (one cooperative launch)
   bool explain = false;
   double copy_gbs = 0;
 };

@@ -112,6 +112,7 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   if (!r.densities.empty()) opt.densities = r.densities;
   opt.timing = r.timing;
   opt.baselines = r.baselines;
+  opt.fused = r.fused;
   if (r.config) {
     (void)config_from_json<SpmspvConfig>(*r.config);  // a bad key fails here, before any GPU work
     opt.config = r.config;
@@ -153,7 +154,7 @@ OpDescriptor make() {
     auto obj = std::make_shared<SpmspvObjective>(ctx, m, o.densities);
     return std::make_unique<tuner::Objective>([obj](const nlohmann::json& c, int n) { return (*obj)(c, n); });
   };
-  d.bench_options = {"--density", "--config"};
+  d.bench_options = {"--density", "--config", "--fused"};
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return ctx.plan_spmspv(m.csr.cast<float>()).explain(); };
   return d;
