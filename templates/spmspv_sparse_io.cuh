@@ -1,0 +1,113 @@
+// run_sparse_out's first and last launches: x as pairs in, y as pairs out. Included by spmspv.cuh.
+#pragma once
+#include "spmspv_prep.cuh"
+
+namespace dbs {
+
+// run_sparse_out, first launch: x's (index, value) pairs into the workspace's dense x and x masks
+// (both all-zero between such calls); the first index of each x block, found by the atomicOr that
+// sets the first bit of the block, lists the block's push work. Both parts push: the cost follows
+// x's nonzeros, with no pass over all columns. The last block publishes the counts (as spmspv_prep).
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_prep(SpmspvArgs<T> a, const int* idx, const T* val,
+                                                                  int n) {
+  SpmspvState* st = a.state;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const int c = idx[i], b = c >> 4;
+    const_cast<T*>(a.x)[c] = val[i];
+    const unsigned shift = 16u * (unsigned)(b & 1);
+    const unsigned old = atomicOr(reinterpret_cast<unsigned*>(a.xmask) + (b >> 1), 1u << ((c & 15) + shift));
+    if (((old >> shift) & 0xffffu) != 0u) continue;
+    atomicAdd(&st->acc.nonempty, 1u);
+#if DBS_DIR != 2
+    const unsigned bfirst = (unsigned)a.blk_col_ptr[b], bend = (unsigned)a.blk_col_ptr[b + 1];
+    const unsigned nb = (bend - bfirst + kPushChunk - 1) / kPushChunk;
+    const unsigned bbase = nb ? atomicAdd(&st->acc.block_tasks, nb) : 0u;
+    for (unsigned k = 0; k < nb; ++k) {
+      const unsigned first = bfirst + k * kPushChunk, blocks = min(bend - first, (unsigned)kPushChunk);
+      PushTask t;
+      t.col_and_count = (unsigned)b | ((blocks - 1u) << kTaskCountShift);
+      t.first = first;
+      a.block_tasks[bbase + k] = t;
+    }
+#endif
+    const unsigned rcount = (unsigned)(a.res_col_ptr[b + 1] - a.res_col_ptr[b]);
+    ResidualTask t;
+    t.col_block = (unsigned)b;
+    t.piece = 0;
+    if (rcount != 0u && rcount <= (unsigned)kResidualSmall) {
+      a.small_tasks[atomicAdd(&st->acc.small_tasks, 1u)] = t;
+    } else if (rcount) {
+      const unsigned nr = (rcount + kResidualChunk - 1) / kResidualChunk, rbase = atomicAdd(&st->acc.residual_tasks, nr);
+      for (unsigned k = 0; k < nr; ++k) {
+        t.piece = k;
+        a.residual_tasks[rbase + k] = t;
+      }
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&st->prep_ticket, 1u) == gridDim.x - 1) {
+      __threadfence();
+      volatile SpmspvCounters* acc = &st->acc;
+      st->direction = kDirPush;
+      st->res_direction = kDirPush;
+      st->run.block_tasks = acc->block_tasks;
+      st->run.residual_tasks = acc->residual_tasks;
+      st->run.small_tasks = acc->small_tasks;
+      st->last_direction = kDirPush;
+      st->last_res_direction = kDirPush;
+      st->last_nonempty = acc->nonempty;
+      acc->nonempty = acc->xnnz = acc->block_tasks = acc->residual_tasks = acc->small_tasks = 0;
+      st->ycount = 0;
+      st->pad[0] = 0;  // the output counter of spmspv_sparse_finish
+      st->prep_ticket = 0;
+      __threadfence();
+    }
+  }
+}
+
+// run_sparse_out, last launch: a warp per row block that push touched writes its nonzero rows as
+// (index, value) pairs (in no particular order) and resets them in the dense accumulator; x, its
+// masks and the touched bits go back to zero. The last block writes the count.
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_finish(SpmspvArgs<T> a, const int* xidx, int n,
+                                                                    int* yidx, T* yval, int* ynnz) {
+  SpmspvState* st = a.state;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const int c = xidx[i];
+    const_cast<T*>(a.x)[c] = T(0);
+    reinterpret_cast<unsigned*>(a.xmask)[c >> 5] = 0u;  // every bit in the word is this call's
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const unsigned count = *(volatile unsigned*)&st->ycount;
+  for (unsigned k = blockIdx.x * kWarps + warp; k < count; k += gridDim.x * kWarps) {
+    const int rb = a.ylist[k];
+    if (lane == 0) atomicAnd(a.ytouched + (rb >> 5), ~(1u << (rb & 31)));
+    const int row = rb * 16 + lane;
+    const T v = lane < 16 && row < a.rows ? a.y[row] : T(0);
+    const unsigned nz = __ballot_sync(kFull, v != T(0));
+    unsigned base = 0;
+    if (lane == 0 && nz) base = atomicAdd(&st->pad[0], (unsigned)__popc(nz));
+    base = __shfl_sync(kFull, base, 0);
+    if (v != T(0)) {
+      const unsigned at = base + __popc(nz & ((1u << lane) - 1u));
+      yidx[at] = row;
+      yval[at] = v;
+      a.y[row] = T(0);
+    }
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicAdd(&st->prep_ticket, 1u) == gridDim.x - 1) {
+      __threadfence();
+      *ynnz = (int)*(volatile unsigned*)&st->pad[0];
+      st->prep_ticket = 0;
+      __threadfence();
+    }
+  }
+}
+
+}  // namespace dbs
