@@ -182,9 +182,11 @@ class SpmspvPlan {
   const KernelInfo& kernel() const;
   std::string explain() const;
 
-  // Bytes the pull path moves for x with these nonzero indices: for every block whose x block is
-  // non-empty, its metadata, values and aux; the block-CSR view; x's active blocks; y once. The
-  // numerator of pull's achieved bandwidth. Host-side, from the plan's copy of the structure.
+  // Bytes a call moves for x with these nonzero indices, the blocks as pulled and the residual as
+  // pushed: for every block whose x block is non-empty, its metadata, values and aux, plus the
+  // block-CSR view; the active column blocks' residual indices and the active entries' values;
+  // x's active entries, x read by the mask pass, y reset and written, segments. The bench's GB/s
+  // numerator (an approximation for the blocks' push). Host-side, from the plan's copy.
   int64_t pull_bytes_visited(std::span<const int32_t> x_indices) const;
 
   SpmspvPlan(SpmspvPlan&&) noexcept;
