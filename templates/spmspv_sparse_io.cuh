@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_prep(SpmspvArgs<T> 
       st->last_nonempty = acc->nonempty;
       acc->nonempty = acc->xnnz = acc->block_tasks = acc->residual_tasks = acc->small_tasks = 0;
       st->ycount = 0;
-      st->pad[0] = 0;  // the output counter of spmspv_sparse_finish
+      st->yout = 0;
       st->prep_ticket = 0;
       __threadfence();
     }
@@ -89,7 +89,7 @@ __global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_finish(SpmspvArgs<T
     const T v = lane < 16 && row < a.rows ? a.y[row] : T(0);
     const unsigned nz = __ballot_sync(kFull, v != T(0));
     unsigned base = 0;
-    if (lane == 0 && nz) base = atomicAdd(&st->pad[0], (unsigned)__popc(nz));
+    if (lane == 0 && nz) base = atomicAdd(&st->yout, (unsigned)__popc(nz));
     base = __shfl_sync(kFull, base, 0);
     if (v != T(0)) {
       const unsigned at = base + __popc(nz & ((1u << lane) - 1u));
@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_finish(SpmspvArgs<T
     __threadfence();
     if (atomicAdd(&st->prep_ticket, 1u) == gridDim.x - 1) {
       __threadfence();
-      *ynnz = (int)*(volatile unsigned*)&st->pad[0];
+      *ynnz = (int)*(volatile unsigned*)&st->yout;
       st->prep_ticket = 0;
       __threadfence();
     }

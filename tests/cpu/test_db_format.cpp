@@ -436,6 +436,48 @@ TEST_CASE("Db residual: only blocks below the threshold leave, and it costs no m
   CHECK(db_stats(csr_to_db(st)).bytes_device < db_stats(ds).bytes_csr_csc / 2 + db_stats(ds).bytes_csr_csc / 20);
 }
 
+TEST_CASE("Db layout: segments, their alone flags and the push capacities follow blocks and residual") {
+  // Block row 0: a 20-entry block (kept at residual_below 4) and a 2-entry one (residual). Block row
+  // 1: one 10-entry block only. Block row 2: a single residual entry. Column 40: one entry in each
+  // of rows 48, 64, ..., 4832 (300 single-entry blocks: residual), so column block 2 holds more
+  // than kResidualChunk residual entries.
+  std::vector<Entry> e;
+  std::mt19937_64 rng(3);
+  for (int k = 0; k < 20; ++k) e.emplace_back(k % 16, k / 16 * 5 + k % 3, nz_value(rng));
+  e.emplace_back(3, 17, 1.0), e.emplace_back(9, 20, 2.0);
+  for (int k = 0; k < 10; ++k) e.emplace_back(16 + k, 16 + k, nz_value(rng));
+  e.emplace_back(40, 1, 3.0);
+  for (int k = 0; k < 300; ++k) e.emplace_back(48 + 16 * k, 40, nz_value(rng));
+  std::sort(e.begin(), e.end());
+  e.erase(std::unique(e.begin(), e.end(), [](const Entry& x, const Entry& y) {
+            return std::get<0>(x) == std::get<0>(y) && std::get<1>(x) == std::get<1>(y);
+          }), e.end());
+  const auto a = from_entries(48 + 16 * 300, 48, e);
+  for (bool rows : {false, true}) {
+    CAPTURE(rows);
+    const auto d = csr_to_db(a, DbThresholds{32, 128, 2.0, 4, rows});
+    check_db(a, d.thresholds);
+    REQUIRE(d.blocks() == 2);
+    const DbLayout l = make_db_layout(d);
+    REQUIRE(l.block_segments == 2);
+    CHECK(l.segments[0].row_block == 0);
+    CHECK(l.segments[0].alone == 0);  // the residual adds into block row 0 too
+    CHECK(l.segments[1].row_block == 1);
+    CHECK(l.segments[1].alone == 1);
+    // Residual segments only with the row view: block rows 0, 2 and the 300 of column 40.
+    CHECK(l.segments.size() == size_t(rows ? 2 + 2 + 300 : 2));
+    if (rows) {
+      CHECK(l.segments[2].row_block == 0);
+      CHECK(l.segments[2].alone == 0);
+      CHECK(l.segments[3].row_block == 2);
+      CHECK(l.segments[3].alone == 1);
+    }
+    CHECK(l.block_task_capacity == 2);      // one chunk per column block holding a block
+    CHECK(l.residual_task_capacity == 2);   // column block 2: 300 entries, two pieces of 256
+    CHECK(l.small_task_capacity == 2);      // column blocks 0 (column 1) and 1 (columns 17, 20)
+  }
+}
+
 TEST_CASE("Db format on a rectangular matrix with partial blocks, empty rows, columns and blocks") {
   const auto a = rectangular();
   for (const auto& th : {kDefault, kBlocks, kAllCoo, kAllDense, kAllCsc, kAllCsr, kSkewOnly, kCooBeatsDense,

@@ -102,7 +102,8 @@ struct SpmspvState {
   uint32_t bar_count;
   uint32_t bar_gen;
   uint32_t ycount;  // run_sparse_out: row blocks listed in ylist by this call (reset by its prep)
-  uint32_t pad[6];
+  uint32_t yout;  // run_sparse_out: pairs written so far by this call's output pass
+  uint32_t pad[5];
   SpmspvCounters slot[2];
 };
 static_assert(sizeof(SpmspvState) == 192, "SpmspvState layout");
