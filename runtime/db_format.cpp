@@ -454,6 +454,11 @@ int64_t spmspv_workspace_bytes(const DbMatrix<T>& d, const DbLayout& l) {
 
 template <class T>
 DbStats db_stats(const DbMatrix<T>& d) {
+  return db_stats(d, make_db_layout(d));
+}
+
+template <class T>
+DbStats db_stats(const DbMatrix<T>& d, const DbLayout& l) {
   DbStats s;
   for (const BlockMeta& m : d.meta) {
     if (m.type >= kBlockTypes)
@@ -476,7 +481,6 @@ DbStats db_stats(const DbMatrix<T>& d) {
   s.bytes_csr = (int64_t{d.rows} + 1) * 4 + d.nnz * per_entry;
   s.bytes_csr_csc = s.bytes_csr + (int64_t{d.cols} + 1) * 4 + d.nnz * per_entry;
 
-  const DbLayout l = make_db_layout(d);
   s.bytes_device_format = s.bytes_total - 4 * static_cast<int64_t>(d.blk_row_ptr.size() + d.blk_row_idx.size() +
                                                                    d.res_row_ptr.size());
   s.bytes_segments = static_cast<int64_t>(std::max<size_t>(l.segments.size(), 1) * sizeof(abi::Segment));
@@ -536,6 +540,8 @@ template CsrMatrix<float> db_to_csr(const DbMatrix<float>&);
 template CsrMatrix<double> db_to_csr(const DbMatrix<double>&);
 template DbStats db_stats(const DbMatrix<float>&);
 template DbStats db_stats(const DbMatrix<double>&);
+template DbStats db_stats(const DbMatrix<float>&, const DbLayout&);
+template DbStats db_stats(const DbMatrix<double>&, const DbLayout&);
 template DbLayout make_db_layout(const DbMatrix<float>&);
 template DbLayout make_db_layout(const DbMatrix<double>&);
 template int64_t spmspv_workspace_bytes(const DbMatrix<float>&, const DbLayout&);

@@ -32,6 +32,14 @@ int64_t aux_bytes_read(const BlockMeta& m) {
   return 0;
 }
 
+// A device buffer of n elements, all bytes zero (an allocation and a synchronous memset: set-up only).
+template <class U>
+DeviceBuffer<U> zeroed(size_t n) {
+  DeviceBuffer<U> b(n);
+  b.fill_bytes(0);
+  return b;
+}
+
 }  // namespace
 
 // No rule between fields: th0 >= th1 is legal (COO is tested first), and the tests use it to make
@@ -88,29 +96,47 @@ struct SpmspvPlan<T>::Impl {
   std::vector<uint32_t> host_res_cr;
   std::vector<int32_t> host_res_col_ptr;
 
+  // The per-call buffers every path uses, at this plan's sizes; `what` names the caller.
+  void check_workspace(const SpmspvWorkspace<T>& ws, const char* what) const {
+    if (ws.xmask_.size() != static_cast<size_t>(std::max(block_cols, 1)) ||
+        ws.state_.size() != sizeof(abi::SpmspvState) ||
+        ws.block_tasks_.size() != static_cast<size_t>(std::max<int64_t>(block_task_capacity, 1)) ||
+        ws.residual_tasks_.size() != static_cast<size_t>(std::max<int64_t>(residual_task_capacity, 1)) ||
+        ws.small_tasks_.size() != static_cast<size_t>(std::max<int64_t>(small_task_capacity, 1)))
+      throw UsageError(fmt::format("{}: the workspace is empty or another plan's (make it with plan.make_workspace())",
+                                   what));
+  }
+
+  // run_sparse's dense x (all-zero between calls), allocated by the first call through a workspace
+  // that lacks it (not capturable), else checked against this plan's size.
+  void ensure_sparse_x(SpmspvWorkspace<T>& ws, const char* what) const {
+    if (ws.x_scatter_.size() == 0) ws.x_scatter_ = zeroed<T>(static_cast<size_t>(std::max(cols, 1)));
+    if (ws.x_scatter_.size() != static_cast<size_t>(std::max(cols, 1)))
+      throw UsageError(fmt::format("{}: the workspace is another plan's (make it with plan.make_workspace())", what));
+  }
+
   // The kernels' argument for one call: the plan's arrays, the workspace, x and y.
   abi::SpmspvArgs<T> args(uint64_t x, uint64_t y, SpmspvWorkspace<T>& ws) const {
-    auto ptr = [](uint64_t v) { return reinterpret_cast<void*>(static_cast<uintptr_t>(v)); };
     abi::SpmspvArgs<T> a{};
-    a.blk_col_idx = static_cast<const int32_t*>(ptr(blk_col_idx.ptr()));
-    a.blk_col_ptr = static_cast<const int32_t*>(ptr(blk_col_ptr.ptr()));
-    a.csc2csr = static_cast<const int32_t*>(ptr(csc2csr.ptr()));
-    a.meta = static_cast<const abi::BlockMeta*>(ptr(meta.ptr()));
-    a.values = static_cast<const T*>(ptr(values.ptr()));
-    a.aux = static_cast<const uint8_t*>(ptr(aux.ptr()));
-    a.segments = static_cast<const abi::Segment*>(ptr(segments.ptr()));
-    a.res_rc = static_cast<const uint32_t*>(ptr(res_rc.ptr()));
-    a.res_row_val = static_cast<const T*>(ptr(res_row_val.ptr()));
-    a.res_col_ptr = static_cast<const int32_t*>(ptr(res_col_ptr.ptr()));
-    a.res_cr = static_cast<const uint32_t*>(ptr(res_cr.ptr()));
-    a.res_col_val = static_cast<const T*>(ptr(res_col_val.ptr()));
-    a.block_tasks = static_cast<abi::PushTask*>(ptr(ws.block_tasks_.ptr()));
-    a.residual_tasks = static_cast<abi::ResidualTask*>(ptr(ws.residual_tasks_.ptr()));
-    a.small_tasks = static_cast<abi::ResidualTask*>(ptr(ws.small_tasks_.ptr()));
-    a.state = static_cast<abi::SpmspvState*>(ptr(ws.state_.ptr()));
-    a.xmask = static_cast<uint16_t*>(ptr(ws.xmask_.ptr()));
-    a.x = static_cast<const T*>(ptr(x));
-    a.y = static_cast<T*>(ptr(y));
+    a.blk_col_idx = blk_col_idx.data();
+    a.blk_col_ptr = blk_col_ptr.data();
+    a.csc2csr = csc2csr.data();
+    a.meta = meta.data();
+    a.values = values.data();
+    a.aux = aux.data();
+    a.segments = segments.data();
+    a.res_rc = res_rc.data();
+    a.res_row_val = res_row_val.data();
+    a.res_col_ptr = res_col_ptr.data();
+    a.res_cr = res_cr.data();
+    a.res_col_val = res_col_val.data();
+    a.block_tasks = ws.block_tasks_.data();
+    a.residual_tasks = ws.residual_tasks_.data();
+    a.small_tasks = ws.small_tasks_.data();
+    a.state = reinterpret_cast<abi::SpmspvState*>(ws.state_.data());
+    a.xmask = ws.xmask_.data();
+    a.x = reinterpret_cast<const T*>(static_cast<uintptr_t>(x));
+    a.y = reinterpret_cast<T*>(static_cast<uintptr_t>(y));
     a.ytouched = nullptr;
     a.ylist = nullptr;
     a.rows = rows;
@@ -155,7 +181,9 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
 
   auto t0 = std::chrono::steady_clock::now();
   DbMatrix<T> db = csr_to_db(a, th);
-  p->stats.storage = db_stats(db);
+  // Pull segments (blocks, then residual) and the push lists' capacities; the statistics count them.
+  DbLayout layout = make_db_layout(db);
+  p->stats.storage = db_stats(db, layout);
   p->stats.storage.convert_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   p->block_cols = db.block_cols;
@@ -167,8 +195,6 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->stats.xb_threshold =
       static_cast<float>(cfg.th3_scale == "none" ? cfg.th3 : cfg.th3 / std::max(1.0, nnz_per_block));
 
-  // Pull segments (blocks, then residual) and the push lists' capacities.
-  DbLayout layout = make_db_layout(db);
   p->block_segments = layout.block_segments;
   p->stats.pull_segments = static_cast<int64_t>(layout.segments.size());
   p->block_task_capacity = layout.block_task_capacity;
@@ -256,16 +282,14 @@ SpmspvPlan<T>::~SpmspvPlan() = default;
 template <class T>
 SpmspvWorkspace<T> SpmspvPlan<T>::make_workspace() const {
   SpmspvWorkspace<T> ws = make_workspace_without_sparse_x();
-  ws.x_scatter_ = DeviceBuffer<T>(static_cast<size_t>(std::max(impl_->cols, 1)));
-  ws.x_scatter_.fill_bytes(0);
+  impl_->ensure_sparse_x(ws, "SpmspvPlan::make_workspace");
   return ws;
 }
 
 template <class T>
 SpmspvWorkspace<T> SpmspvPlan<T>::make_workspace_without_sparse_x() const {
   SpmspvWorkspace<T> ws;
-  ws.state_ = DeviceBuffer<uint8_t>(sizeof(abi::SpmspvState));
-  ws.state_.fill_bytes(0);
+  ws.state_ = zeroed<uint8_t>(sizeof(abi::SpmspvState));
   ws.xmask_ = DeviceBuffer<uint16_t>(static_cast<size_t>(std::max(impl_->block_cols, 1)));
   ws.block_tasks_ = DeviceBuffer<abi::PushTask>(static_cast<size_t>(std::max<int64_t>(impl_->block_task_capacity, 1)));
   ws.residual_tasks_ =
@@ -274,7 +298,6 @@ SpmspvWorkspace<T> SpmspvPlan<T>::make_workspace_without_sparse_x() const {
       DeviceBuffer<abi::ResidualTask>(static_cast<size_t>(std::max<int64_t>(impl_->small_task_capacity, 1)));
   return ws;
 }
-
 
 template <class T>
 void SpmspvPlan<T>::run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream) const {
@@ -298,12 +321,7 @@ void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream) const {
 template <class T>
 void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws) const {
   const Impl& p = *impl_;
-  if (ws.xmask_.size() != static_cast<size_t>(std::max(p.block_cols, 1)) ||
-      ws.state_.size() != sizeof(abi::SpmspvState) ||
-      ws.block_tasks_.size() != static_cast<size_t>(std::max<int64_t>(p.block_task_capacity, 1)) ||
-      ws.residual_tasks_.size() != static_cast<size_t>(std::max<int64_t>(p.residual_task_capacity, 1)) ||
-      ws.small_tasks_.size() != static_cast<size_t>(std::max<int64_t>(p.small_task_capacity, 1)))
-    throw UsageError("SpmspvPlan::run: the workspace is empty or another plan's (make it with plan.make_workspace())");
+  p.check_workspace(ws, "SpmspvPlan::run");
   abi::SpmspvArgs<T> args = p.args(x, y, ws);
   void* params[] = {&args};
   if (p.fused_grid) {
@@ -329,12 +347,7 @@ void SpmspvPlan<T>::run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceB
   if (x_nnz < 0 || x_idx.size() < static_cast<size_t>(x_nnz) || x_val.size() < static_cast<size_t>(x_nnz))
     throw UsageError("SpmspvPlan::run_sparse: x_nnz exceeds the index or value buffer");
   if (y.size() != static_cast<size_t>(p.rows)) throw UsageError("SpmspvPlan::run_sparse: y has the wrong size");
-  if (ws.x_scatter_.size() == 0) {  // the plan's own workspace, first run_sparse: allocate (not capturable)
-    ws.x_scatter_ = DeviceBuffer<T>(static_cast<size_t>(std::max(p.cols, 1)));
-    ws.x_scatter_.fill_bytes(0);
-  }
-  if (ws.x_scatter_.size() != static_cast<size_t>(std::max(p.cols, 1)))
-    throw UsageError("SpmspvPlan::run_sparse: the workspace is another plan's (make it with plan.make_workspace())");
+  p.ensure_sparse_x(ws, "SpmspvPlan::run_sparse");
   uint64_t idx = x_idx.ptr(), val = x_val.ptr(), xd = ws.x_scatter_.ptr();
   int n = x_nnz;
   const unsigned grid = static_cast<unsigned>(std::clamp((n + 127) / 128, 1, 1024));
@@ -365,36 +378,26 @@ void SpmspvPlan<T>::run_sparse_out(const DeviceBuffer<int32_t>& x_idx, const Dev
     throw UsageError(fmt::format("SpmspvPlan::run_sparse_out: y_idx and y_val need room for {} pairs (have {} and "
                                  "{}), y_nnz for one count (has {})",
                                  p.rows, y_idx.size(), y_val.size(), y_nnz.size()));
-  if (ws.state_.size() != sizeof(abi::SpmspvState) ||
-      ws.xmask_.size() != static_cast<size_t>(std::max(p.block_cols, 1)))
-    throw UsageError("SpmspvPlan::run_sparse_out: the workspace is empty or another plan's (make it with plan.make_workspace())");
+  p.check_workspace(ws, "SpmspvPlan::run_sparse_out");
+  p.ensure_sparse_x(ws, "SpmspvPlan::run_sparse_out");
   const size_t words = (static_cast<size_t>(std::max(p.block_rows, 1)) + 31) / 32;
   if (ws.y_acc_.size() == 0) {  // first call through this workspace: allocate (not capturable)
-    ws.sparse_xmask_ = DeviceBuffer<uint16_t>((static_cast<size_t>(std::max(p.block_cols, 1)) + 1) / 2 * 2);
-    ws.sparse_xmask_.fill_bytes(0);
-    ws.y_acc_ = DeviceBuffer<T>(static_cast<size_t>(std::max(p.rows, 1)));
-    ws.y_acc_.fill_bytes(0);
-    ws.ytouched_ = DeviceBuffer<uint32_t>(words);
-    ws.ytouched_.fill_bytes(0);
+    ws.sparse_xmask_ = zeroed<uint16_t>((static_cast<size_t>(std::max(p.block_cols, 1)) + 1) / 2 * 2);
+    ws.y_acc_ = zeroed<T>(static_cast<size_t>(std::max(p.rows, 1)));
+    ws.ytouched_ = zeroed<uint32_t>(words);
     ws.ylist_ = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(p.block_rows, 1)));
-    if (ws.x_scatter_.size() == 0) {
-      ws.x_scatter_ = DeviceBuffer<T>(static_cast<size_t>(std::max(p.cols, 1)));
-      ws.x_scatter_.fill_bytes(0);
-    }
   }
-  if (ws.y_acc_.size() != static_cast<size_t>(std::max(p.rows, 1)) || ws.ytouched_.size() != words ||
-      ws.x_scatter_.size() != static_cast<size_t>(std::max(p.cols, 1)))
+  if (ws.y_acc_.size() != static_cast<size_t>(std::max(p.rows, 1)) || ws.ytouched_.size() != words)
     throw UsageError("SpmspvPlan::run_sparse_out: the workspace is another plan's (make it with plan.make_workspace())");
   abi::SpmspvArgs<T> args = p.args(ws.x_scatter_.ptr(), ws.y_acc_.ptr(), ws);
-  auto ptr = [](uint64_t v) { return reinterpret_cast<void*>(static_cast<uintptr_t>(v)); };
-  args.xmask = static_cast<uint16_t*>(ptr(ws.sparse_xmask_.ptr()));
-  args.ytouched = static_cast<uint32_t*>(ptr(ws.ytouched_.ptr()));
-  args.ylist = static_cast<int32_t*>(ptr(ws.ylist_.ptr()));
-  const int* idx = static_cast<const int*>(ptr(x_idx.ptr()));
-  const T* val = static_cast<const T*>(ptr(x_val.ptr()));
-  int* yi = static_cast<int*>(ptr(y_idx.ptr()));
-  T* yv = static_cast<T*>(ptr(y_val.ptr()));
-  int* yn = static_cast<int*>(ptr(y_nnz.ptr()));
+  args.xmask = ws.sparse_xmask_.data();
+  args.ytouched = ws.ytouched_.data();
+  args.ylist = ws.ylist_.data();
+  const int* idx = x_idx.data();
+  const T* val = x_val.data();
+  int* yi = y_idx.data();
+  T* yv = y_val.data();
+  int* yn = y_nnz.data();
   int n = x_nnz;
   void* h = stream.handle();
   const unsigned xgrid = static_cast<unsigned>(std::clamp<int64_t>((int64_t{n} + 127) / 128, 1, int64_t{p.sm_count} * 4));

@@ -44,28 +44,16 @@ __device__ __forceinline__ void coo_by_lane(const SpmspvArgs<T>& a, const BlockM
 // exclusive prefix over the lanes and lane e takes entries e, e + 32, ..., so consecutive lanes read
 // consecutive bytes and values of the same block (coalesced) instead of one block each at 32
 // places (Nsight Compute on the H200, 7-point stencil at x density 0.1, per-lane walks: 77% of the
-// global sectors requested were excess). Each entry finds its block by a binary search over the
-// prefix held in the lanes (5 shuffles). Row r of lane o's block adds into scratch[16 * (o / 16) + r].
+// global sectors requested were excess). Each entry finds its block with owner_lane. Row r of lane
+// o's block adds into scratch[16 * (o / 16) + r].
 template <typename T, typename SR>
 __device__ __forceinline__ void coo_by_warp(const SpmspvArgs<T>& a, const BlockMeta& mine, unsigned xm_mine,
                                             const T (*sxs)[16], T* scratch, int lane) {
-  const int n = xm_mine ? mine.nnz : 0;
-  int pre = n;  // inclusive prefix, then exclusive
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int t = __shfl_up_sync(kFull, pre, o);
-    if (lane >= o) pre += t;
-  }
-  const int total = __shfl_sync(kFull, pre, 31);
-  pre -= n;
+  int total;
+  const int pre = warp_exclusive_prefix(xm_mine ? mine.nnz : 0, lane, total);
   for (int e0 = 0; e0 < total; e0 += 32) {
     const int e = e0 + lane;
-    int o = 0;  // the last lane whose first entry is <= e: the owner (empty lanes never are)
-#pragma unroll
-    for (int step = 16; step; step >>= 1) {
-      const int cand = __shfl_sync(kFull, pre, o + step);
-      if (cand <= e) o += step;
-    }
+    const int o = owner_lane(pre, e);
     const int first = __shfl_sync(kFull, pre, o);
     const unsigned val_off = __shfl_sync(kFull, mine.val_off, o);
     const unsigned aux_off = __shfl_sync(kFull, mine.aux_off, o);

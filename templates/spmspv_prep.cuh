@@ -97,6 +97,55 @@ __device__ __forceinline__ void block_scan3(PrepShared& sh, unsigned& v0, unsign
   if (threadIdx.x == 0) sh.total[0] = tot0, sh.total[1] = tot1, sh.total[2] = tot2;
 }
 
+// Column block b's push tasks, from list position at: its blocks [bfirst, bend) in chunks of
+// kPushChunk; its residual entries as pieces 0 .. pieces-1 (a small task is piece 0 of a list of
+// its own). The mask pass and run_sparse_out's first launch list them alike.
+template <typename T>
+__device__ __forceinline__ void write_block_tasks(const SpmspvArgs<T>& a, int b, unsigned bfirst, unsigned bend,
+                                                  unsigned at) {
+  for (unsigned first = bfirst; first < bend; first += kPushChunk, ++at) {
+    PushTask t;
+    t.col_and_count = (unsigned)b | ((min(bend - first, (unsigned)kPushChunk) - 1u) << kTaskCountShift);
+    t.first = first;
+    a.block_tasks[at] = t;
+  }
+}
+__device__ __forceinline__ void write_residual_tasks(ResidualTask* list, int b, unsigned pieces, unsigned at) {
+  for (unsigned i = 0; i < pieces; ++i) {
+    ResidualTask t;
+    t.col_block = (unsigned)b;
+    t.piece = i;
+    list[at + i] = t;
+  }
+}
+
+// Thread 0 of each block, once all of the block's work is done: true in the block that arrives
+// last, after every other block's writes (their fences precede their tickets). It resets the ticket.
+__device__ __forceinline__ bool last_block_to_arrive(unsigned* ticket) {
+  __threadfence();
+  if (atomicAdd(ticket, 1u) != gridDim.x - 1) return false;
+  __threadfence();
+  *ticket = 0;
+  return true;
+}
+
+// The last block of a listing kernel: the call's directions and list lengths for spmspv_compute,
+// the figures the host reads back, and the accumulators cleared for the next call (every other
+// block's atomics precede its ticket).
+__device__ __forceinline__ void publish_run(SpmspvState* st, const RunInfo& r) {
+  volatile SpmspvCounters* acc = &st->acc;
+  st->direction = r.dir;
+  st->res_direction = r.res_dir;
+  st->run.block_tasks = r.block_tasks;
+  st->run.residual_tasks = r.residual_tasks;
+  st->run.small_tasks = r.small_tasks;
+  st->last_direction = r.dir;
+  st->last_res_direction = r.res_dir;
+  st->last_nonempty = acc->nonempty;
+  acc->nonempty = acc->xnnz = acc->block_tasks = acc->residual_tasks = acc->small_tasks = 0;
+  __threadfence();
+}
+
 // The mask pass: x block masks, y = 0, the counts of non-empty x blocks and of x nonzeros and,
 // while push can still be taken, the push lists: for every non-empty x block, its column block's
 // blocks in chunks of kPushChunk, and its residual column entries (one small task when there are at
@@ -170,27 +219,10 @@ __device__ __forceinline__ void prep_body(const SpmspvArgs<T>& a, PrepShared& sh
       sh.emit_residual = residual_direction(a, before_x + tx) == kDirPush;
     }
     __syncthreads();
-    if (sh.emit_blocks)
-      for (unsigned i = 0; i < nb; ++i) {
-        const unsigned first = bfirst + i * kPushChunk, blocks = min(bend - first, (unsigned)kPushChunk);
-        PushTask t;
-        t.col_and_count = (unsigned)b | ((blocks - 1u) << kTaskCountShift);
-        t.first = first;
-        a.block_tasks[sh.base[0] + ob + i] = t;
-      }
+    if (sh.emit_blocks && nb) write_block_tasks(a, b, bfirst, bend, sh.base[0] + ob);
     if (sh.emit_residual) {
-      for (unsigned i = 0; i < nr; ++i) {
-        ResidualTask t;
-        t.col_block = (unsigned)b;
-        t.piece = i;
-        a.residual_tasks[sh.base[1] + orr + i] = t;
-      }
-      if (ns) {
-        ResidualTask t;
-        t.col_block = (unsigned)b;
-        t.piece = 0;
-        a.small_tasks[sh.base[2] + os] = t;
-      }
+      write_residual_tasks(a.residual_tasks, b, nr, sh.base[1] + orr);
+      write_residual_tasks(a.small_tasks, b, ns, sh.base[2] + os);
     }
     __syncthreads();  // sh is reused by the next round
   }
@@ -209,30 +241,7 @@ __global__ void __launch_bounds__(kWarps * 32) spmspv_prep(SpmspvArgs<T> a) {
   __shared__ PrepShared sh;
   SpmspvState* st = a.state;
   prep_body(a, sh, &st->acc);
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(&st->prep_ticket, 1u) == gridDim.x - 1) {  // last block: all counted
-      __threadfence();
-      const volatile SpmspvCounters* acc = &st->acc;
-      const RunInfo r = run_info(a, acc);
-      st->direction = r.dir;
-      st->res_direction = r.res_dir;
-      st->run.block_tasks = r.block_tasks;
-      st->run.residual_tasks = r.residual_tasks;
-      st->run.small_tasks = r.small_tasks;
-      st->last_direction = r.dir;
-      st->last_res_direction = r.res_dir;
-      st->last_nonempty = acc->nonempty;
-      // Every other block has finished its atomics (they precede its ticket): reset for next run.
-      st->acc.nonempty = 0;
-      st->acc.xnnz = 0;
-      st->acc.block_tasks = 0;
-      st->acc.residual_tasks = 0;
-      st->acc.small_tasks = 0;
-      st->prep_ticket = 0;
-      __threadfence();
-    }
-  }
+  if (threadIdx.x == 0 && last_block_to_arrive(&st->prep_ticket)) publish_run(st, run_info(a, &st->acc));
 }
 
 // run_sparse_out: the first add into a row block lists it, so the output pass visits only the

@@ -40,8 +40,8 @@ __device__ __forceinline__ void residual_push(const SpmspvArgs<T>& a, unsigned n
 
 // Push over the residual, small column blocks (at most kResidualSmall entries, as in a stencil's
 // few stray entries per column block): lane l holds task l of the warp's 32, their entries are
-// numbered through an exclusive prefix over the lanes, and lane e takes entries e, e + 32, ...: one
-// pass over 32 column blocks instead of a warp round trip for each.
+// numbered through warp_exclusive_prefix and owner_lane, and lane e takes entries e, e + 32, ...:
+// one pass over 32 column blocks instead of a warp round trip for each.
 template <typename T, typename SR>
 __device__ __forceinline__ void residual_push_small(const SpmspvArgs<T>& a, unsigned ntasks, int lane, int warp) {
   const int nwarps = gridDim.x * kWarps;
@@ -55,22 +55,11 @@ __device__ __forceinline__ void residual_push_small(const SpmspvArgs<T>& a, unsi
       begin = a.res_col_ptr[cb];
       n = a.res_col_ptr[cb + 1] - begin;
     }
-    int pre = n;  // inclusive prefix, then exclusive
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const int v = __shfl_up_sync(kFull, pre, o);
-      if (lane >= o) pre += v;
-    }
-    const int total = __shfl_sync(kFull, pre, 31);
-    pre -= n;
+    int total;
+    const int pre = warp_exclusive_prefix(n, lane, total);
     for (int e0 = 0; e0 < total; e0 += 32) {
       const int e = e0 + lane;
-      int o = 0;  // the last lane whose first entry is <= e: the owner (empty lanes never are)
-#pragma unroll
-      for (int step = 16; step; step >>= 1) {
-        const int cand = __shfl_sync(kFull, pre, o + step);
-        if (cand <= e) o += step;
-      }
+      const int o = owner_lane(pre, e);
       const int first = __shfl_sync(kFull, pre, o);
       const int obegin = __shfl_sync(kFull, begin, o);
       const unsigned ocb = __shfl_sync(kFull, cb, o), oxm = __shfl_sync(kFull, xm, o);

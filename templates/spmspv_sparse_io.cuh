@@ -22,49 +22,22 @@ __global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_prep(SpmspvArgs<T> 
 #if DBS_DIR != 2
     const unsigned bfirst = (unsigned)a.blk_col_ptr[b], bend = (unsigned)a.blk_col_ptr[b + 1];
     const unsigned nb = (bend - bfirst + kPushChunk - 1) / kPushChunk;
-    const unsigned bbase = nb ? atomicAdd(&st->acc.block_tasks, nb) : 0u;
-    for (unsigned k = 0; k < nb; ++k) {
-      const unsigned first = bfirst + k * kPushChunk, blocks = min(bend - first, (unsigned)kPushChunk);
-      PushTask t;
-      t.col_and_count = (unsigned)b | ((blocks - 1u) << kTaskCountShift);
-      t.first = first;
-      a.block_tasks[bbase + k] = t;
-    }
+    if (nb) write_block_tasks(a, b, bfirst, bend, atomicAdd(&st->acc.block_tasks, nb));
 #endif
     const unsigned rcount = (unsigned)(a.res_col_ptr[b + 1] - a.res_col_ptr[b]);
-    ResidualTask t;
-    t.col_block = (unsigned)b;
-    t.piece = 0;
     if (rcount != 0u && rcount <= (unsigned)kResidualSmall) {
-      a.small_tasks[atomicAdd(&st->acc.small_tasks, 1u)] = t;
+      write_residual_tasks(a.small_tasks, b, 1u, atomicAdd(&st->acc.small_tasks, 1u));
     } else if (rcount) {
-      const unsigned nr = (rcount + kResidualChunk - 1) / kResidualChunk, rbase = atomicAdd(&st->acc.residual_tasks, nr);
-      for (unsigned k = 0; k < nr; ++k) {
-        t.piece = k;
-        a.residual_tasks[rbase + k] = t;
-      }
+      const unsigned nr = (rcount + kResidualChunk - 1) / kResidualChunk;
+      write_residual_tasks(a.residual_tasks, b, nr, atomicAdd(&st->acc.residual_tasks, nr));
     }
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(&st->prep_ticket, 1u) == gridDim.x - 1) {
-      __threadfence();
-      volatile SpmspvCounters* acc = &st->acc;
-      st->direction = kDirPush;
-      st->res_direction = kDirPush;
-      st->run.block_tasks = acc->block_tasks;
-      st->run.residual_tasks = acc->residual_tasks;
-      st->run.small_tasks = acc->small_tasks;
-      st->last_direction = kDirPush;
-      st->last_res_direction = kDirPush;
-      st->last_nonempty = acc->nonempty;
-      acc->nonempty = acc->xnnz = acc->block_tasks = acc->residual_tasks = acc->small_tasks = 0;
-      st->ycount = 0;
-      st->yout = 0;
-      st->prep_ticket = 0;
-      __threadfence();
-    }
+  if (threadIdx.x == 0 && last_block_to_arrive(&st->prep_ticket)) {
+    st->ycount = 0;
+    st->yout = 0;
+    const volatile SpmspvCounters* acc = &st->acc;
+    publish_run(st, RunInfo{kDirPush, kDirPush, acc->block_tasks, acc->residual_tasks, acc->small_tasks});
   }
 }
 
@@ -99,15 +72,7 @@ __global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_finish(SpmspvArgs<T
     }
   }
   __syncthreads();
-  if (threadIdx.x == 0) {
-    __threadfence();
-    if (atomicAdd(&st->prep_ticket, 1u) == gridDim.x - 1) {
-      __threadfence();
-      *ynnz = (int)*(volatile unsigned*)&st->yout;
-      st->prep_ticket = 0;
-      __threadfence();
-    }
-  }
+  if (threadIdx.x == 0 && last_block_to_arrive(&st->prep_ticket)) *ynnz = (int)*(volatile unsigned*)&st->yout;
 }
 
 }  // namespace dbs

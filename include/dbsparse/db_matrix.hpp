@@ -28,10 +28,11 @@ inline constexpr int kDefaultTh0 = 32;
 inline constexpr int kDefaultTh1 = 128;
 inline constexpr double kDefaultTh2 = 2.0;
 // Blocks with fewer nonzeros than this leave the block structure for the residual part; 257, the
-// default, makes the whole matrix residual. On the H200 (2026-11-30, `dbsparse bench spmspv`, every
-// generated matrix at x densities 0.1 to 1e-4) the residual's push beat the blocks on every matrix,
-// structured ones included: 7-point stencil 100^3 at 0.1, 31.9 us against 58.2 us for the blocks'
-// best direction; FEM 700k nodes 42.8 against 77.0 (NOTES.md). Blocks stay a tuned option.
+// default, makes the whole matrix residual. On the H200 (2026-11-30, `dbsparse bench spmspv`, the
+// six structured generated matrices at x densities 0.1 to 1e-4; docs/bench/2026-11-30-residual-
+// experiments.txt) the residual's push was faster than the blocks' faster forced direction at every
+// point: 7-point stencil 100^3 at 0.1, 31.9 us against 53.6; FEM 700k nodes 42.8 against 77.0. The
+// scattered matrices were nearly all residual already. Blocks stay a tuned option.
 inline constexpr int kDefaultResidualBelow = 257;
 // The residual's packed indices keep 28 bits for the global index and 4 for the local one.
 inline constexpr int64_t kResidualMaxDim = int64_t{abi::kResidualIndexMask} + 1;
@@ -150,6 +151,8 @@ struct DbStats {
 // (SpmspvStats::device_bytes is the same figure, summed from the plan's actual allocations).
 template <class T>
 DbStats db_stats(const DbMatrix<T>& d);
+template <class T>
+DbStats db_stats(const DbMatrix<T>& d, const DbLayout& layout);  // with its layout, made already
 // One workspace's bytes: state, x block masks, both push task lists (not run_sparse's dense x).
 template <class T>
 int64_t spmspv_workspace_bytes(const DbMatrix<T>& d, const DbLayout& l);

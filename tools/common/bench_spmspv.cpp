@@ -148,11 +148,8 @@ struct Bench {
   }
 
   // Checks, then times, one impl at one density; fills the measured fields of a row.
-  SpmspvRow measure(size_t di, const std::string& impl, int mat_copies, int64_t bytes,
-                    const Launch& launch, const std::function<void(SpmspvRow&)>& after_check = {}) {
-    SpmspvRow r = row(di, impl);
-    r.base.rel_err = check_run(di, launch);
-    if (after_check) after_check(r);  // reads what the checked run left, before timing overwrites it
+  // Times one impl at one density into r's measured fields (r already checked).
+  void time_row(SpmspvRow& r, size_t di, int mat_copies, int64_t bytes, const Launch& launch, int x_copies) {
     auto t = time_runs(di, mat_copies, launch, r.batch);
     r.base.time_us = t.median_us;
     r.base.min_us = t.min_us;
@@ -162,14 +159,22 @@ struct Bench {
     r.base.pct_bw = 100.0 * r.base.gbps / copy_gbs;
     r.base.copies = mat_copies;
     r.bytes = bytes;
-    r.x_copies = static_cast<int>(yd.size());
+    r.x_copies = x_copies;
+  }
+
+  // Checks, then times, one impl at one density; fills the measured fields of a row.
+  SpmspvRow measure(size_t di, const std::string& impl, int mat_copies, int64_t bytes,
+                    const Launch& launch, const std::function<void(SpmspvRow&)>& after_check = {}) {
+    SpmspvRow r = row(di, impl);
+    r.base.rel_err = check_run(di, launch);
+    if (after_check) after_check(r);  // reads what the checked run left, before timing overwrites it
+    time_row(r, di, mat_copies, bytes, launch, static_cast<int>(yd.size()));
     return r;
   }
 
-  void dbsparse(SpmspvDirection dir, const char* impl) {
-    SpmspvOptions o;
-    o.direction = dir;
-    o.fused = opt.fused;
+  // The dbsparse plans for one impl (with --config's params when given), as many copies as the
+  // rotation wants; none, with the impl's rows marked unavailable, when planning fails.
+  std::vector<SpmspvPlan<T>> make_plans(SpmspvOptions o, const char* impl) {
     const Config forced{"spmspv", opt.config.value_or(nlohmann::json::object()), ConfigSource::Explicit,
                         "bench --config"};
     if (opt.config) o.config = &forced;
@@ -180,43 +185,45 @@ struct Bench {
       const int copies = copies_for(db + vec_bytes);
       while (static_cast<int>(plans.size()) < copies) plans.push_back(ctx.plan_spmspv(a, o));
     } catch (const Error& e) {
-      if (plans.empty()) return unavailable(impl, e.what());
+      if (plans.empty()) unavailable(impl, e.what());
     }
     ctx.synchronize();
+    return plans;
+  }
+
+  void set_kernel(SpmspvRow& r, const SpmspvPlan<T>& plan) const {
+    const auto& k = plan.kernel();
+    r.base.key = k.key;
+    r.base.config_source = to_string(plan.config_source());
+    r.base.kernel_origin = k.origin;
+    r.base.acquire_ms = k.acquire_ms;
+    r.base.load_ms = k.load_ms;
+  }
+
+  void dbsparse(SpmspvDirection dir, const char* impl) {
+    SpmspvOptions o;
+    o.direction = dir;
+    o.fused = opt.fused;
+    std::vector<SpmspvPlan<T>> plans = make_plans(o, impl);
+    if (plans.empty()) return;
     const auto s = stream.handle();
     Launch launch = [&](int c, uint64_t x, uint64_t y) { plans[c].run(x, y, s); };
     for (size_t di = 0; di < xs.size(); ++di) {
-      // Pull's bytes for this x. Push moves different bytes (x's active column blocks through the
-      // CSC view, scattered into y), but no count of those is exposed: this is the approximation
-      // used for push-only and for auto when it takes push.
+      // The blocks' bytes as pulled and the residual's as pushed (SpmspvPlan::pull_bytes_visited);
+      // an approximation where the blocks push.
       const int64_t bytes = plans[0].pull_bytes_visited(std::span<const int32_t>(xs[di].idx));
       auto r = measure(di, impl, static_cast<int>(plans.size()), bytes, launch, [&](SpmspvRow& checked) {
         checked.direction = to_string(plans[0].last_direction(stream));
         checked.xb = plans[0].last_xb(stream);
       });
-      const auto& k = plans[0].kernel();
-      r.base.key = k.key;
-      r.base.config_source = to_string(plans[0].config_source());
-      r.base.kernel_origin = k.origin;
-      r.base.acquire_ms = k.acquire_ms;
-      r.base.load_ms = k.load_ms;
+      set_kernel(r, plans[0]);
       out.push_back(r);
     }
   }
 
   void dbsparse_sparse_io() {
-    const Config forced{"spmspv", opt.config.value_or(nlohmann::json::object()), ConfigSource::Explicit,
-                        "bench --config"};
-    SpmspvOptions o;
-    if (opt.config) o.config = &forced;
-    std::vector<SpmspvPlan<T>> plans;
-    try {
-      plans.push_back(ctx.plan_spmspv(a, o));
-      const int copies = copies_for(std::max<int64_t>(plans[0].stats().device_bytes, csr_bytes) + vec_bytes);
-      while (static_cast<int>(plans.size()) < copies) plans.push_back(ctx.plan_spmspv(a, o));
-    } catch (const Error& e) {
-      if (plans.empty()) return unavailable(kSparseIo, e.what());
-    }
+    std::vector<SpmspvPlan<T>> plans = make_plans(SpmspvOptions{}, kSparseIo);
+    if (plans.empty()) return;
     DeviceBuffer<int32_t> yi(static_cast<size_t>(std::max(a.rows, 1))), yn(1);
     DeviceBuffer<T> yv(static_cast<size_t>(std::max(a.rows, 1)));
     for (size_t di = 0; di < xs.size(); ++di) {
@@ -236,22 +243,11 @@ struct Bench {
       r.base.rel_err = reference::relative_error(std::span<const double>(x.ref), std::span<const T>(dense));
       r.direction = "push";
       r.xb = -1;
-      const int mc = static_cast<int>(plans.size());
-      auto t = time_runs(di, mc, [&](int c, uint64_t, uint64_t) { plans[c].run_sparse_out(xi, xv, n, yi, yv, yn, stream); },
-                         r.batch);
-      r.base.time_us = t.median_us;
-      r.base.min_us = t.min_us;
-      r.base.max_us = t.max_us;
-      r.base.gflops = 2.0 * static_cast<double>(r.nnz_touched) / (t.median_us * 1e3);
       // Bytes: the touched entries (index + value), x's pairs, y's pairs (at most the touched rows).
       const int64_t bytes = r.nnz_touched * (4 + static_cast<int64_t>(sizeof(T))) * 2 + n * 8LL;
-      r.base.gbps = static_cast<double>(bytes) / (t.median_us * 1e3);
-      r.base.pct_bw = 100.0 * r.base.gbps / copy_gbs;
-      r.base.copies = mc;
-      r.bytes = bytes;
-      r.x_copies = 1;
-      r.base.key = plans[0].kernel().key;
-      r.base.config_source = to_string(plans[0].config_source());
+      time_row(r, di, static_cast<int>(plans.size()), bytes,
+               [&](int c, uint64_t, uint64_t) { plans[c].run_sparse_out(xi, xv, n, yi, yv, yn, stream); }, 1);
+      set_kernel(r, plans[0]);
       out.push_back(r);
     }
   }
