@@ -415,7 +415,7 @@ TEST_CASE("Db format holds every generated matrix exactly, at every threshold se
   }
 }
 
-TEST_CASE("Db residual: only blocks below the threshold leave, and it costs no more than the CSC it is") {
+TEST_CASE("Db residual: only blocks below the threshold leave, and all of it residual costs about one CSC") {
   // uniform 16 per row: almost every block holds one entry. All of it residual (the default), the
   // device footprint is one CSC's and about CSR's; with a few blocks kept it is still under
   // CSR+CSC, and under the all-blocks layout by far.
