@@ -15,6 +15,7 @@ constexpr const char* kTypeMacros[kTypes] = {"DBS_HAS_COO", "DBS_HAS_DENSE", "DB
 const char* semiring_functor(Semiring s) {
   switch (s) {
     case Semiring::PlusTimes: return "PlusTimes";
+    case Semiring::OrAnd: break;  // BFS's own kernels (codegen/bfs_key.cpp); parse refuses it here
   }
   return "?";
 }
@@ -64,6 +65,7 @@ SpmspvKey SpmspvKey::parse(std::string_view text) {
   } catch (const UsageError&) {
     bad_key(text, fmt::format("unknown semiring '{}'", p[3]));
   }
+  if (k.semiring != Semiring::PlusTimes) bad_key(text, "spmspv kernels are plus_times; or_and is bfs.* (plan_bfs)");
   if (p[4] != "bs16") bad_key(text, "block size must be bs16");
   if (!p[5].starts_with("t=")) bad_key(text, "types part must be t=<type>+<type>... or t=none");
   k.types = 0;

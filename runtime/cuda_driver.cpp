@@ -57,6 +57,16 @@ Loaded load() {
   }
   DBS_CU_FUNCTIONS(DBS_CU_RESOLVE)
 #undef DBS_CU_RESOLVE
+  // cuda.h declares cuCtxSynchronize(void), but a lookup at CUDA 13000 returns CUDA 13's
+  // cuCtxSynchronize_v2(CUcontext): called through the header's type it read a garbage context and
+  // failed with CUDA_ERROR_CONTEXT_IS_DESTROYED (H200, 2026-11-30). Ask for the version whose
+  // signature the header declares.
+  {
+    void* fn = nullptr;
+    CUdriverProcAddressQueryResult status{};
+    if (get_proc("cuCtxSynchronize", &fn, 2000, CU_GET_PROC_ADDRESS_DEFAULT, &status) == CUDA_SUCCESS && fn)
+      out.api.cuCtxSynchronize = reinterpret_cast<decltype(out.api.cuCtxSynchronize)>(fn);
+  }
   int count = 0;
   CUresult r = out.api.cuInit(0);
   const char* failed_call = "cuInit";

@@ -164,6 +164,9 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a) {
 template <class T>
 SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& opt) {
   make_current();
+  if (opt.semiring != Semiring::PlusTimes)
+    throw UsageError(fmt::format("plan_spmspv: semiring {} has no SpMSpV kernels; BFS (or_and) is ctx.plan_bfs",
+                                 to_string(opt.semiring)));
   auto p = std::make_unique<typename SpmspvPlan<T>::Impl>();
   p->rows = a.rows;
   p->cols = a.cols;

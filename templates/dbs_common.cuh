@@ -40,4 +40,26 @@ __device__ __forceinline__ T strided_dot(int j, int end, const int* __restrict__
   return kAcc == 4 ? (acc[0] + acc[1]) + (acc[2] + acc[3]) : acc[0];
 }
 
+// All blocks co-resident (cooperative launch): wait until every block has arrived. Thread 0's
+// fences order the block's writes before its arrival and the others' writes before its leaving;
+// the __syncthreads() on each side extend that to the whole block (the memory model's causality
+// order runs through bar.sync), so plain loads after the barrier see every write before it.
+__device__ __forceinline__ void grid_barrier(unsigned* count, unsigned* gen) {
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const unsigned my_gen = *(volatile unsigned*)gen;  // read before arriving
+    __threadfence();
+    if (atomicAdd(count, 1u) == gridDim.x - 1) {
+      *count = 0;
+      __threadfence();
+      atomicAdd(gen, 1u);
+    } else {
+      while (*(volatile unsigned*)gen == my_gen) {
+      }
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
+
 }  // namespace dbs

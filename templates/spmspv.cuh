@@ -62,25 +62,6 @@ __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_compu
   compute_body(a, sh, run);
 }
 
-// All blocks co-resident (cooperative launch): wait until every block has arrived.
-__device__ __forceinline__ void grid_barrier(unsigned* count, unsigned* gen) {
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    const unsigned my_gen = *(volatile unsigned*)gen;  // read before arriving
-    __threadfence();
-    if (atomicAdd(count, 1u) == gridDim.x - 1) {
-      *count = 0;
-      __threadfence();
-      atomicAdd(gen, 1u);
-    } else {
-      while (*(volatile unsigned*)gen == my_gen) {
-      }
-    }
-    __threadfence();
-  }
-  __syncthreads();
-}
-
 // prep and compute in one cooperative launch: the paper's grid-level synchronisation. Meant to
 // save a launch; on the H200 the cooperative launch plus the barrier cost more than the launch it
 // saves (NOTES.md), so plans use it only when asked (SpmspvOptions::fused).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ON the lent H200, in one call: the gpu tests, JIT timing in two fresh processes, a
 # compute-sanitizer pass and the SpMV bench. Logs and JSON go to $OUT (at most 8 files come back).
-#   tools/device-check.sh [all|tests|bench|spmspv|spmv|spmv-bench|tune|tune-full|evaluate|compare|compare-tests|compare-bench] [extra arguments...]
+#   tools/device-check.sh [all|tests|bench|spmspv|spmv|spmv-bench|tune|tune-full|evaluate|compare|compare-tests|compare-bench|bfs|bfs-bench] [extra arguments...]
 # compare: every gpu test, sanitizers over the SpMSpV cases, then both benches on the generated
 # suite with the defaults (no tuning DB): the before/after figures of a restructuring.
 set -uo pipefail
@@ -38,6 +38,23 @@ if [ "$mode" = all ] || [ "$mode" = tests ]; then
       >"$OUT/memcheck.log" 2>&1
     echo "memcheck exit $?; $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)" | tee -a "$log"
   fi
+fi
+# bfs: the BFS gpu tests, the sanitizers over them, then bench bfs on the quick suite (bfs-bench:
+# the bench alone, extra arguments passed on, e.g. --suite full).
+if [ "$mode" = bfs ]; then
+  echo "== gpu tests (bfs)" | tee "$log"
+  "$D/bin/test_gpu" -tc='Bfs*' >>"$log" 2>&1 || status=1
+  grep -E "test cases|assertions|Status|FAILED|ERROR" "$log" | tail -12
+  # racecheck took 6 minutes over the path/star cases (thousands of host-loop launches): the small ones.
+  SANITIZE_CASES=${SANITIZE_CASES:-BfsMatchesReferenceWithSelfLoops*,BfsFollows*,BfsDirectionRule*}
+  sanitize "$SANITIZE_CASES"
+fi
+if [ "$mode" = bfs ] || [ "$mode" = bfs-bench ]; then
+  [ $# -eq 0 ] && set -- --suite quick
+  echo "== bench bfs $*"
+  "$D/bin/dbsparse" bench bfs --json "$OUT/bench_bfs.json" "$@" 2>"$OUT/bench_progress.log" \
+    | grep -v '^jit' >"$OUT/bench_bfs.txt"
+  cat "$OUT/bench_bfs.txt" | cut -c1-200
 fi
 if [ "$mode" = spmspv ]; then
   echo "== gpu tests" | tee "$log"

@@ -12,4 +12,5 @@ if [ -d ../shared/matrices ]; then cp -u ../shared/matrices/*.mtx .device/matric
 # spmv only: NVRTC here takes ~1 s a kernel for the big spmspv variants, about 30x the H200 host.
 rm -rf .device/cache && mkdir -p .device/cache
 DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op spmv >/dev/null
+DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op bfs >/dev/null
 du -sh .device

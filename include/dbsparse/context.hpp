@@ -86,6 +86,11 @@ class DeviceBuffer {
     return out;
   }
   void fill_bytes(unsigned char v) { if (size_) alloc_.memset8(v); }
+  // Part of the buffer, `bytes` from byte `offset` (synchronous, like download()).
+  void download_bytes(void* dst, size_t bytes, size_t offset) const {
+    if (offset + bytes > size_ * sizeof(T)) throw UsageError("DeviceBuffer::download_bytes: past the end");
+    if (bytes) alloc_.download(dst, bytes, offset);
+  }
 
  private:
   DeviceAllocation alloc_;
@@ -113,6 +118,9 @@ class SpmvPlan;
 template <class T>
 class SpmspvPlan;
 struct SpmspvOptions;
+class BfsPlan;
+struct BfsOptions;
+struct PatternGraph;
 namespace detail {
 class ModuleRegistry;
 }
@@ -145,9 +153,18 @@ class Context {
   template <class T>
   SpmspvPlan<T> plan_spmspv(const CsrMatrix<T>& a);
 
+  // Converts the graph once (its adjacency pattern: values are not read) for DB-BFS (bfs.hpp).
+  // Square matrices only (UsageError naming the shape otherwise).
+  template <class T>
+  BfsPlan plan_bfs(const CsrMatrix<T>& a, const BfsOptions& options);
+  template <class T>
+  BfsPlan plan_bfs(const CsrMatrix<T>& a);
+  BfsPlan plan_bfs(const PatternGraph& g, const BfsOptions& options);
+
   detail::ModuleRegistry& modules() const { return *modules_; }
 
  private:
+  BfsPlan build_bfs(PatternGraph g, const BfsOptions& options, const Config& config);
   template <class T>
   SpmvPlan<T> build_spmv(const CsrMatrix<T>& a, const Config& config, std::string fingerprint);
 

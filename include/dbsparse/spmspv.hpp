@@ -79,7 +79,7 @@ struct SpmspvOptions {
   // it. Off by default: on the H200 it measured slower than two plain launches (NOTES.md,
   // 2026-11-29: 8.8 → 15 µs on Cora, 17 → 21 µs on the 27-point stencil at density 1e-4).
   bool fused = false;
-  Semiring semiring = Semiring::PlusTimes;  // plus-times only so far; BFS adds or-and
+  Semiring semiring = Semiring::PlusTimes;  // plus-times; or-and (reachability) is plan_bfs (bfs.hpp)
 };
 
 struct SpmspvStats {

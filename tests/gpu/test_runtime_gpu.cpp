@@ -23,6 +23,17 @@ TEST_CASE("ContextDescribesTheDevice") {
   CHECK(d.record().fingerprint.find(d.name) == 0);
 }
 
+// cuCtxSynchronize is looked up at the version whose signature cuda.h declares (CUDA 13's lookup
+// returns a variant that takes a context: called without one it failed with "context is destroyed").
+TEST_CASE("ContextSynchronizeWaitsForTheDevice") {
+  Context ctx;
+  Stream s(ctx);
+  DeviceBuffer<unsigned char> buf(size_t(64) << 20);
+  DBS_CU(cuMemsetD8Async(buf.ptr(), 7, buf.size(), static_cast<CUstream>(s.handle())));
+  CHECK_NOTHROW(ctx.synchronize());
+  CHECK(buf.download()[buf.size() - 1] == 7);
+}
+
 TEST_CASE("DeviceBufferRoundTrips") {
   Context ctx;
   auto v = dbs_test::random_vector<double>(12345, 1);

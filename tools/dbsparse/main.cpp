@@ -26,6 +26,8 @@ int main(int argc, char** argv) {
       dbsparse::cli::add_explain);
   add("explore", "Time a sweep of one tuning parameter; table, SVG plot, every point stored as a trial",
       dbsparse::cli::add_explore);
+  add("bfs", "Breadth-first search from a few sources: GTEPS, levels, per-level directions, validation",
+      dbsparse::cli::add_bfs);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -8,9 +8,10 @@ namespace dbsparse::tools {
 // Each op's descriptor, defined in tools/ops/<op>_op.cpp.
 const OpDescriptor& spmv_op();
 const OpDescriptor& spmspv_op();
+const OpDescriptor& bfs_op();
 
 const std::vector<const OpDescriptor*>& ops() {
-  static const std::vector<const OpDescriptor*> all = {&spmv_op(), &spmspv_op()};
+  static const std::vector<const OpDescriptor*> all = {&spmv_op(), &spmspv_op(), &bfs_op()};
   return all;
 }
 
