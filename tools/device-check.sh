@@ -43,7 +43,7 @@ fi
 # the bench alone, extra arguments passed on, e.g. --suite full).
 if [ "$mode" = bfs ]; then
   echo "== gpu tests (bfs)" | tee "$log"
-  "$D/bin/test_gpu" -tc='Bfs*' >>"$log" 2>&1 || status=1
+  "$D/bin/test_gpu" -tc='Bfs*,Context*' >>"$log" 2>&1 || status=1
   grep -E "test cases|assertions|Status|FAILED|ERROR" "$log" | tail -12
   # racecheck took 6 minutes over the path/star cases (thousands of host-loop launches): the small ones.
   SANITIZE_CASES=${SANITIZE_CASES:-BfsMatchesReferenceWithSelfLoops*,BfsFollows*,BfsDirectionRule*}
