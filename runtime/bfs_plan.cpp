@@ -45,6 +45,49 @@ std::string BfsRunStats::to_text() const {
   return s;
 }
 
+BfsStats bfs_storage(const PatternGraph& g) {
+  const auto t0 = std::chrono::steady_clock::now();
+  BfsStats s;
+  s.vertices = g.n;
+  s.entries = g.entries();
+  s.symmetric = is_symmetric(g);
+  // Out-pieces of every vertex, from the push view's row lengths (g's column counts when g is not
+  // symmetric): what one frontier can list at most, since each vertex joins one frontier.
+  int64_t cap = 0;
+  if (s.symmetric) {
+    for (int32_t v = 0; v < g.n; ++v) cap += (g.row_ptr[v + 1] - g.row_ptr[v] + abi::kBfsPiece - 1) / abi::kBfsPiece;
+  } else {
+    std::vector<int32_t> out(static_cast<size_t>(g.n), 0);
+    for (int32_t j : g.col_idx) ++out[static_cast<size_t>(j)];
+    for (int32_t d : out) cap += (d + abi::kBfsPiece - 1) / abi::kBfsPiece;
+  }
+  s.task_capacity = std::max<int64_t>(cap, 1);
+  const int64_t n1 = static_cast<int64_t>(g.n) + 1, views = s.symmetric ? 1 : 2;
+  s.bytes_format = views * (n1 + std::max<int64_t>(s.entries, 1)) * 4;
+  const int64_t words = std::max<int64_t>((g.n + 31) / 32, 1), blocks = std::max<int64_t>((g.n + 15) / 16, 1);
+  s.bytes_device = s.bytes_format + 4 * words * 4 + 3 * blocks * 4 +
+                   2 * s.task_capacity * static_cast<int64_t>(sizeof(abi::BfsTask)) +
+                   static_cast<int64_t>(sizeof(abi::BfsState)) +
+                   int64_t{abi::kBfsLogLevels} * static_cast<int64_t>(sizeof(abi::BfsLevelLog));
+  s.bytes_csr = n1 * 4 + s.entries * 8;
+  s.convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return s;
+}
+
+std::string BfsStats::to_text() const {
+  const double e = static_cast<double>(std::max<int64_t>(entries, 1));
+  return fmt::format(
+      "bfs storage: {} vertices, {} entries ({})\n"
+      "  adjacency views   {:>14} bytes  {:.2f} per entry\n"
+      "  device total      {:>14} bytes  {:.2f} per entry (masks, block and task lists, state, level log)\n"
+      "  CSR, f32 values   {:>14} bytes  {:.2f} per entry; device / CSR = {:.3f}\n"
+      "  push task capacity {} per frontier; planning work {:.1f} ms\n",
+      vertices, entries, symmetric ? "symmetric: one view serves push and pull" : "not symmetric: push and pull views",
+      bytes_format, static_cast<double>(bytes_format) / e, bytes_device, static_cast<double>(bytes_device) / e, bytes_csr,
+      static_cast<double>(bytes_csr) / e, bytes_csr ? static_cast<double>(bytes_device) / static_cast<double>(bytes_csr) : 0.0,
+      task_capacity, convert_ms);
+}
+
 struct BfsPlan::Impl {
   int32_t n = 0, blocks = 0, words = 0;
   BfsStats stats;
@@ -57,6 +100,7 @@ struct BfsPlan::Impl {
   CUfunction search = nullptr;
   unsigned coop_grid = 0, loop_grid = 0;
   uint64_t total_edges = 0;
+  int64_t held_bytes = 0;  // every allocation, summed from the buffers
   DeviceBuffer<int32_t> push_ptr, push_idx, pull_ptr, pull_idx;  // pull_* empty when symmetric
   DeviceBuffer<uint32_t> visited, frontier;
   DeviceBuffer<int32_t> queue;
@@ -117,14 +161,6 @@ struct BfsPlan::Impl {
 
 namespace {
 
-// Out-pieces of every vertex: what one frontier can list at most (each vertex joins one frontier).
-int64_t task_capacity(const PatternGraph& g) {
-  int64_t cap = 0;
-  for (int32_t v = 0; v < g.n; ++v)
-    cap += (g.row_ptr[v + 1] - g.row_ptr[v] + abi::kBfsPiece - 1) / abi::kBfsPiece;
-  return std::max<int64_t>(cap, 1);
-}
-
 template <class U>
 DeviceBuffer<U> upload(const std::vector<U>& v) {
   return v.empty() ? DeviceBuffer<U>(1) : DeviceBuffer<U>(std::span<const U>(v));
@@ -181,12 +217,9 @@ BfsPlan Context::build_bfs(PatternGraph g, const BfsOptions& opt, const Config& 
   // symmetric pattern is its own transpose: one copy serves both.
   const auto t0 = std::chrono::steady_clock::now();
   auto& s = p->stats;
-  s.vertices = g.n;
-  s.entries = g.entries();
-  s.symmetric = is_symmetric(g);
+  s = bfs_storage(g);
   PatternGraph push = s.symmetric ? PatternGraph{} : transpose(g);
   const PatternGraph& pv = s.symmetric ? g : push;
-  s.task_capacity = task_capacity(pv);
   s.convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   p->total_edges = static_cast<uint64_t>(pv.entries());
 
@@ -204,12 +237,13 @@ BfsPlan Context::build_bfs(PatternGraph g, const BfsOptions& opt, const Config& 
   p->state = DeviceBuffer<uint8_t>(sizeof(abi::BfsState));
   p->state.fill_bytes(0);  // the grid barrier's counters start at zero
   p->log = DeviceBuffer<abi::BfsLevelLog>(abi::kBfsLogLevels);
-  s.bytes_format = static_cast<int64_t>((p->push_ptr.size() + p->push_idx.size() + p->pull_ptr.size() +
-                                         p->pull_idx.size()) * sizeof(int32_t));
-  s.bytes_device = s.bytes_format + static_cast<int64_t>((p->visited.size() + p->frontier.size()) * 4 +
-                                                         p->queue.size() * 4 + p->tasks.size() * sizeof(abi::BfsTask) +
-                                                         p->state.size() + p->log.size() * sizeof(abi::BfsLevelLog));
-  s.bytes_csr = (static_cast<int64_t>(g.n) + 1) * 4 + g.entries() * 8;
+  // bfs_storage's figures are the allocations above, counted the same way (a gpu test compares them).
+  const int64_t held = static_cast<int64_t>((p->push_ptr.size() + p->push_idx.size() + p->pull_ptr.size() +
+                                             p->pull_idx.size() + p->visited.size() + p->frontier.size() +
+                                             p->queue.size()) * 4 +
+                                            p->tasks.size() * sizeof(abi::BfsTask) + p->state.size() +
+                                            p->log.size() * sizeof(abi::BfsLevelLog));
+  p->held_bytes = held;
 
   // Problem -> key -> kernel.
   codegen::BfsKey key;
@@ -305,6 +339,7 @@ BfsRunStats BfsPlan::last_stats() const {
 }
 
 int32_t BfsPlan::vertices() const { return impl_->n; }
+int64_t BfsPlan::device_bytes_held() const { return impl_->held_bytes; }
 BfsDirection BfsPlan::direction() const { return impl_->direction; }
 BfsLaunch BfsPlan::launch() const { return impl_->launch; }
 const BfsStats& BfsPlan::stats() const { return impl_->stats; }

@@ -68,7 +68,14 @@ struct BfsStats {
   int64_t bytes_device = 0;       // every allocation the plan holds (views, masks, lists, state)
   int64_t bytes_csr = 0;          // the same graph as a CSR with int32 indices and f32 values
   double convert_ms = 0;
+  std::string to_text() const;    // the table `dbsparse convert --bfs` prints
 };
+
+// What a BFS plan on g holds on the device (both views, or one when g is symmetric; the masks, the
+// block and task lists, the state and the level log), worked out on the CPU: BfsPlan::stats() and
+// `dbsparse convert --bfs` report it. convert_ms is the time this took (the symmetry test and the
+// task count: what planning does besides the upload).
+BfsStats bfs_storage(const PatternGraph& g);
 
 struct BfsLevelStats {
   int32_t level = 0;
@@ -101,6 +108,7 @@ class BfsPlan {
   BfsRunStats last_stats() const;
 
   int32_t vertices() const;
+  int64_t device_bytes_held() const;  // summed from the allocations (stats().bytes_device predicts it)
   BfsDirection direction() const;
   BfsLaunch launch() const;  // what run() uses
   const BfsStats& stats() const;

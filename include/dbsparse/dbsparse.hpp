@@ -1,9 +1,11 @@
 #pragma once
 // The whole public API. Users include this (or the single headers it lists).
+#include "dbsparse/bfs.hpp"
 #include "dbsparse/context.hpp"
 #include "dbsparse/error.hpp"
 #include "dbsparse/features.hpp"
 #include "dbsparse/generators.hpp"
+#include "dbsparse/graph.hpp"
 #include "dbsparse/io.hpp"
 #include "dbsparse/matrix.hpp"
 #include "dbsparse/plan_info.hpp"

@@ -193,6 +193,14 @@ TEST_CASE("BfsProfilingTimesEveryLevelAndExplainSaysWhichPathRan") {
   CHECK_THROWS_AS(coop.run(a.rows, levels, stream), UsageError);
 }
 
+TEST_CASE("BfsDeviceFootprintIsTheSumOfThePlansAllocations") {
+  for (const char* spec : {"rmat:scale=12,ef=16,scramble=1", "uniform:n=5000,d=4,seed=2"}) {
+    CAPTURE(spec);
+    BfsPlan plan = ctx().plan_bfs(generate(spec), BfsOptions{});
+    CHECK(plan.device_bytes_held() == plan.stats().bytes_device);
+  }
+}
+
 TEST_CASE("BfsMatchesReferenceOnRealMatrices") {
   for (const auto& file : dbs_test::shared_matrices()) {
     const CsrMatrix<double> a = read_matrix_market(file);

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dbsparse/bfs.hpp"
 #include "dbsparse/db_matrix.hpp"
 #include "dbsparse/error.hpp"
 #include "dbsparse/io.hpp"
@@ -24,7 +25,32 @@ struct ConvertArgs {
   DbThresholds th;
   std::string precision = "f32";
   std::string json_path;
+  bool bfs = false, transpose = false;
 };
+
+// The BFS plan's storage for this graph (bfs.hpp): both views or one, against CSR.
+int run_convert_bfs(const ConvertArgs& a, const NamedMatrix& m) {
+  if (m.csr.rows != m.csr.cols)
+    throw UsageError(fmt::format("convert --bfs: {} is {}x{}; a graph's adjacency matrix is square", m.name,
+                                 m.csr.rows, m.csr.cols));
+  const auto t0 = std::chrono::steady_clock::now();
+  const PatternGraph g = pattern_of(m.csr, a.transpose);
+  BfsStats s = bfs_storage(g);
+  s.convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  fmt::print("{}: ", m.name);
+  fmt::print("{}", s.to_text());
+  if (!a.json_path.empty()) {
+    nlohmann::json j = {{"tool", "dbsparse convert --bfs"}, {"version", DBSPARSE_VERSION}, {"matrix", m.name},
+                        {"vertices", s.vertices}, {"entries", s.entries}, {"symmetric", s.symmetric},
+                        {"bytes_format", s.bytes_format}, {"bytes_device", s.bytes_device}, {"bytes_csr", s.bytes_csr},
+                        {"task_capacity", s.task_capacity}, {"convert_ms", s.convert_ms}};
+    std::ofstream out(a.json_path);
+    out << j.dump(2) << "\n";
+    if (!out) throw UsageError("cannot write " + a.json_path);
+    fmt::print("wrote {}\n", a.json_path);
+  }
+  return 0;
+}
 
 nlohmann::json stats_json(const DbStats& s) {
   nlohmann::json blocks, nnz;
@@ -117,8 +143,13 @@ Runner add_convert(CLI::App& sub_ref) {
       ->capture_default_str()
       ->check(CLI::IsMember({"f32", "f64"}));
   sub->add_option("--json", a->json_path, "Write the same numbers as JSON");
+  sub->add_flag("--bfs", a->bfs,
+                "Instead of the DB format: the storage of a BFS plan on this graph (adjacency views, masks, "
+                "lists) against CSR");
+  sub->add_flag("--transpose", a->transpose, "With --bfs: A(u,v) != 0 is an edge u -> v (default: v -> u, y = A x)");
   return [a]() {
     NamedMatrix m = load_matrix(a->matrix);
+    if (a->bfs) return run_convert_bfs(*a, m);
     return a->precision == "f64" ? run_convert<double>(*a, m) : run_convert<float>(*a, m);
   };
 }
