@@ -201,6 +201,16 @@ nlohmann::json bfs_summary(const std::vector<nlohmann::json>& graphs) {
   s["auto_over_cusparse_worst"] = worst_cs;
   s["auto_over_cusparse_worst_graph"] = worst;
   s["auto_over_best_forced_geomean"] = over_forced.empty() ? NAN : geomean(over_forced);
+  // Storage and conversion per graph (the plan's stats; `dbsparse convert --bfs` prints the same).
+  fmt::print("\n{:<40} {:>12} {:>10} {:>10} {:>9} {:>10}\n", "graph (storage)", "device MB", "views B/e",
+             "device B/e", "CSR B/e", "convert ms");
+  for (const auto& g : graphs) {
+    if (g.contains("skipped") || !g.contains("bytes_device")) continue;
+    const double e = std::max(1.0, g["entries"].get<double>());
+    fmt::print("{:<40} {:>12.1f} {:>10.2f} {:>10.2f} {:>9.2f} {:>10.1f}\n", g["graph"].get<std::string>().substr(0, 40),
+               g["bytes_device"].get<double>() / 1e6, g["bytes_format"].get<double>() / e,
+               g["bytes_device"].get<double>() / e, g["bytes_csr"].get<double>() / e, g["convert_ms"].get<double>());
+  }
   if (!over_cs.empty())
     fmt::print("summary: auto / cuSPARSE-loop GTEPS geomean {:.2f}x over {} graphs (worst {:.2f}x, {}); "
                "auto / better of push-only and pull-only {:.2f}x\n",
