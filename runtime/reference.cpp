@@ -46,9 +46,6 @@ template <class T>
 std::vector<double> spmspv(const CsrMatrix<T>& a, std::span<const int32_t> x_idx,
                            std::span<const T> x_val, Semiring semiring) {
   check_size("spmspv x values", x_val.size(), x_idx.size());
-  switch (semiring) {
-    case Semiring::PlusTimes: break;  // the only one so far: (+, x) below
-  }
   // Expand x and do a dense-x product: the simplest route that is clearly right.
   std::vector<double> x(static_cast<size_t>(a.cols), 0.0);
   for (size_t k = 0; k < x_idx.size(); ++k) {
@@ -59,9 +56,15 @@ std::vector<double> spmspv(const CsrMatrix<T>& a, std::span<const int32_t> x_idx
   std::vector<double> y(static_cast<size_t>(a.rows));
   for (int32_t i = 0; i < a.rows; ++i) {
     double sum = 0;
-    for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+    bool any = false;  // or-and: reached when some stored nonzero A(i, j) meets a nonzero x_j
+    for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
       sum += static_cast<double>(a.values[p]) * x[a.col_idx[p]];
-    y[i] = sum;
+      any = any || (a.values[p] != T(0) && x[a.col_idx[p]] != 0.0);
+    }
+    switch (semiring) {
+      case Semiring::PlusTimes: y[i] = sum; break;
+      case Semiring::OrAnd: y[i] = any ? 1.0 : 0.0; break;
+    }
   }
   return y;
 }

@@ -500,3 +500,24 @@ TEST_CASE("structure fingerprint follows the structure, not the values") {
   CHECK(structure_fingerprint(wider) != fa);
   CHECK(structure_fingerprint(generate("uniform:n=1000,d=5,seed=4")) != fa);
 }
+
+// Or-and is reachability: y_i = 1 exactly when row i has a stored nonzero in a column where x is
+// nonzero; values and cancellation do not matter (plus-times would give 0 for row 0 here).
+TEST_CASE("ReferenceSpmspvOrAndIsReachability") {
+  CooMatrix<double> coo;
+  coo.rows = 4;
+  coo.cols = 3;
+  coo.row = {0, 0, 1, 2, 3};
+  coo.col = {0, 1, 2, 2, 1};
+  coo.values = {1.0, -1.0, 5.0, 0.0, 2.0};  // A(2,2) is a stored zero: no edge
+  const CsrMatrix<double> a = coo_to_csr(coo);
+  const std::vector<int32_t> idx = {0, 1, 2};
+  const std::vector<double> val = {1.0, 1.0, 3.0};
+  const auto plus = reference::spmspv<double>(a, idx, val, Semiring::PlusTimes);
+  const auto reach = reference::spmspv<double>(a, idx, val, Semiring::OrAnd);
+  CHECK(plus[0] == 0.0);  // 1*1 + (-1)*1
+  CHECK(reach == std::vector<double>{1.0, 1.0, 0.0, 1.0});
+  const std::vector<int32_t> only2 = {2};
+  const std::vector<double> v2 = {1.0};
+  CHECK(reference::spmspv<double>(a, only2, v2, Semiring::OrAnd) == std::vector<double>{0.0, 1.0, 0.0, 0.0});
+}
