@@ -16,15 +16,6 @@
 
 namespace dbsparse {
 
-const char* to_string(BfsDirection d) {
-  switch (d) {
-    case BfsDirection::Auto: return "auto";
-    case BfsDirection::Push: return "push";
-    case BfsDirection::Pull: return "pull";
-  }
-  return "?";
-}
-
 const char* to_string(BfsLaunch l) {
   switch (l) {
     case BfsLaunch::Auto: return "auto";
@@ -111,6 +102,7 @@ struct BfsPlan::Impl {
   mutable int32_t last_source = -1;
   mutable void* last_stream = nullptr;
   mutable std::vector<double> level_ms;
+  std::unique_ptr<Event> level_start, level_stop;  // profiling only, made with the plan
   mutable bool ran = false;
 
   abi::BfsArgs args(int32_t source, uint64_t levels, uint64_t parents) const {
@@ -190,12 +182,15 @@ BfsPlan Context::plan_bfs(const PatternGraph& g, const BfsOptions& opt) {
   if (opt.config) {
     config = *opt.config;
   } else {
-    CsrMatrix<float> shape;  // structure only: the fingerprint and the features read no values
-    shape.rows = shape.cols = g.n;
-    shape.row_ptr = g.row_ptr;
-    shape.col_idx = g.col_idx;
-    config = lookup_config(info_.record().fingerprint, structure_fingerprint(shape), config_info<BfsConfig>(), "",
-                           [&] { return compute_features(shape); });
+    // The features (wanted only for a prediction) read a CsrMatrix: the copy is made only then.
+    config = lookup_config(info_.record().fingerprint, structure_fingerprint(g.n, g.n, g.row_ptr, g.col_idx),
+                           config_info<BfsConfig>(), "", [&] {
+                             CsrMatrix<float> shape;  // structure only: the features read no values
+                             shape.rows = shape.cols = g.n;
+                             shape.row_ptr = g.row_ptr;
+                             shape.col_idx = g.col_idx;
+                             return compute_features(shape);
+                           });
   }
   return build_bfs(opt.transpose ? transpose(g) : g, opt, config);
 }
@@ -209,6 +204,7 @@ BfsPlan Context::build_bfs(PatternGraph g, const BfsOptions& opt, const Config& 
   p->config.params = config_to_json(p->typed);
   p->direction = opt.direction;
   p->profile = opt.profile;
+  if (opt.profile) p->level_start = std::make_unique<Event>(), p->level_stop = std::make_unique<Event>();
   p->n = g.n;
   p->blocks = (g.n + 15) / 16;
   p->words = (g.n + 31) / 32;
@@ -302,13 +298,12 @@ void BfsPlan::run(int32_t source, uint64_t levels, uint64_t parents, void* strea
   // The host loop: clear and seed, then a level per launch until a level finds the frontier empty.
   p.launch_steps(a, 0, 1, false, stream);
   p.launch_steps(a, 1, 2, false, stream);
-  Event start, stop;
   for (int level = 0; level <= p.n; ++level) {
-    if (p.profile) start.record(stream);
+    if (p.profile) p.level_start->record(stream);
     p.launch_steps(a, 2 + level, 3 + level, false, stream);
-    if (p.profile) stop.record(stream);
+    if (p.profile) p.level_stop->record(stream);
     if (p.read_done(stream)) break;
-    if (p.profile) p.level_ms.push_back(stop.elapsed_ms_since(start));
+    if (p.profile) p.level_ms.push_back(p.level_stop->elapsed_ms_since(*p.level_start));
   }
 }
 

@@ -42,31 +42,24 @@ Loaded load() {
   // machine: InitFailed (unless it is the toolkit's stub, which says so in its CUresult).
   if (!get_proc)
     return fail(DeviceStatus::InitFailed, "libcuda.so.1 has no cuGetProcAddress_v2 (driver older than CUDA 12)");
-#define DBS_CU_RESOLVE(name)                                                                          \
+#define DBS_CU_RESOLVE_AT(name, version)                                                              \
   {                                                                                                   \
     void* fn = nullptr;                                                                               \
     CUdriverProcAddressQueryResult status{};                                                          \
-    CUresult r = get_proc(#name, &fn, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &status);            \
+    CUresult r = get_proc(#name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &status);                 \
     if (r == CUDA_ERROR_STUB_LIBRARY)                                                                 \
       return fail(classify_device(true, r, 0), "libcuda.so.1 is the CUDA toolkit's stub, not a driver"); \
     if (r != CUDA_SUCCESS || !fn)                                                                     \
       return fail(DeviceStatus::InitFailed, fmt::format("driver lacks {} at CUDA {} (status {}, {})", \
-                                                        #name, CUDA_VERSION, static_cast<int>(status), \
+                                                        #name, version, static_cast<int>(status),     \
                                                         static_cast<int>(r)));                        \
     out.api.name = reinterpret_cast<decltype(out.api.name)>(fn);                                      \
   }
+#define DBS_CU_RESOLVE(name) DBS_CU_RESOLVE_AT(name, CUDA_VERSION)
   DBS_CU_FUNCTIONS(DBS_CU_RESOLVE)
+  DBS_CU_FUNCTIONS_PINNED(DBS_CU_RESOLVE_AT)
 #undef DBS_CU_RESOLVE
-  // cuda.h declares cuCtxSynchronize(void), but a lookup at CUDA 13000 returns CUDA 13's
-  // cuCtxSynchronize_v2(CUcontext): called through the header's type it read a garbage context and
-  // failed with CUDA_ERROR_CONTEXT_IS_DESTROYED (H200, 2026-11-30). Ask for the version whose
-  // signature the header declares.
-  {
-    void* fn = nullptr;
-    CUdriverProcAddressQueryResult status{};
-    if (get_proc("cuCtxSynchronize", &fn, 2000, CU_GET_PROC_ADDRESS_DEFAULT, &status) == CUDA_SUCCESS && fn)
-      out.api.cuCtxSynchronize = reinterpret_cast<decltype(out.api.cuCtxSynchronize)>(fn);
-  }
+#undef DBS_CU_RESOLVE_AT
   int count = 0;
   CUresult r = out.api.cuInit(0);
   const char* failed_call = "cuInit";

@@ -12,7 +12,7 @@ namespace dbsparse::cuda {
 #define DBS_CU_FUNCTIONS(X)                                                              \
   X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)  \
   X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain)                \
-  X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize) \
+  X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent) X(cuCtxGetCurrent)                    \
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuMemAlloc) X(cuMemFree) \
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuMemsetD8) X(cuMemsetD8Async)  \
   X(cuMemsetD32Async) X(cuMemGetInfo) X(cuModuleLoadData) X(cuModuleUnload)              \
@@ -22,9 +22,18 @@ namespace dbsparse::cuda {
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) \
   X(cuGraphExecDestroy) X(cuGraphDestroy)
 
+// Entry points looked up at the ABI version whose signature cuda.h declares, where a lookup at
+// CUDA_VERSION would return a newer variant with another signature. cuCtxSynchronize: cuda.h
+// declares (void), CUDA 13's lookup returns cuCtxSynchronize_v2(CUcontext), which called through
+// the header's type read a garbage context and failed with CONTEXT_IS_DESTROYED (H200, 2026-11-30).
+#define DBS_CU_FUNCTIONS_PINNED(X) X(cuCtxSynchronize, 2000)
+
 struct DriverApi {
 #define DBS_CU_MEMBER(name) decltype(&::name) name = nullptr;
+#define DBS_CU_MEMBER_PINNED(name, version) DBS_CU_MEMBER(name)
   DBS_CU_FUNCTIONS(DBS_CU_MEMBER)
+  DBS_CU_FUNCTIONS_PINNED(DBS_CU_MEMBER_PINNED)
+#undef DBS_CU_MEMBER_PINNED
 #undef DBS_CU_MEMBER
 };
 

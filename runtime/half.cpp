@@ -1,5 +1,6 @@
 #include "dbsparse/half.hpp"
 
+#include <algorithm>
 #include <bit>
 
 namespace dbsparse {
@@ -68,28 +69,18 @@ uint16_t float_to_bf16(float f) {
 
 float bf16_to_float(uint16_t b) { return std::bit_cast<float>(static_cast<uint32_t>(b) << 16); }
 
-std::vector<uint16_t> floats_to_half(std::span<const float> x) {
-  std::vector<uint16_t> out(x.size());
-  for (size_t i = 0; i < x.size(); ++i) out[i] = float_to_half(x[i]);
+namespace {
+template <class To, class From>
+std::vector<To> convert_each(std::span<const From> in, To (*convert)(From)) {
+  std::vector<To> out(in.size());
+  std::transform(in.begin(), in.end(), out.begin(), convert);
   return out;
 }
+}  // namespace
 
-std::vector<float> half_to_floats(std::span<const uint16_t> h) {
-  std::vector<float> out(h.size());
-  for (size_t i = 0; i < h.size(); ++i) out[i] = half_to_float(h[i]);
-  return out;
-}
-
-std::vector<uint16_t> floats_to_bf16(std::span<const float> x) {
-  std::vector<uint16_t> out(x.size());
-  for (size_t i = 0; i < x.size(); ++i) out[i] = float_to_bf16(x[i]);
-  return out;
-}
-
-std::vector<float> bf16_to_floats(std::span<const uint16_t> b) {
-  std::vector<float> out(b.size());
-  for (size_t i = 0; i < b.size(); ++i) out[i] = bf16_to_float(b[i]);
-  return out;
-}
+std::vector<uint16_t> floats_to_half(std::span<const float> x) { return convert_each(x, float_to_half); }
+std::vector<float> half_to_floats(std::span<const uint16_t> h) { return convert_each(h, half_to_float); }
+std::vector<uint16_t> floats_to_bf16(std::span<const float> x) { return convert_each(x, float_to_bf16); }
+std::vector<float> bf16_to_floats(std::span<const uint16_t> b) { return convert_each(b, bf16_to_float); }
 
 }  // namespace dbsparse

@@ -19,34 +19,9 @@
 namespace dbs {
 using namespace dbsparse::abi;
 
-constexpr unsigned kFull = 0xffffffffu;
-
 __device__ __forceinline__ int bfs_warp_id() { return (blockIdx.x * blockDim.x + threadIdx.x) >> 5; }
 __device__ __forceinline__ int bfs_warp_count() { return (gridDim.x * blockDim.x) >> 5; }
 __device__ __forceinline__ unsigned bfs_lane() { return threadIdx.x & 31u; }
-
-template <typename U>
-__device__ __forceinline__ U warp_inclusive_sum(U v) {
-#pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const U o = __shfl_up_sync(kFull, v, d);
-    if (bfs_lane() >= (unsigned)d) v += o;
-  }
-  return v;
-}
-
-// The lane whose inclusive prefix first exceeds p (lanes [0, span) hold non-decreasing prefixes):
-// a binary search in which every lane asks its own question.
-template <int SPAN>
-__device__ __forceinline__ int owner_of(unsigned incl, unsigned p) {
-  int lo = 0;
-#pragma unroll
-  for (int s = SPAN / 2; s >= 1; s >>= 1) {
-    const unsigned v = __shfl_sync(kFull, incl, lo + s - 1);
-    if (v <= p) lo += s;
-  }
-  return lo;
-}
 
 __device__ __forceinline__ uint16_t* masks16(uint32_t* words) { return reinterpret_cast<uint16_t*>(words); }
 
@@ -85,22 +60,25 @@ __device__ __forceinline__ LevelChoice choose_direction(const BfsArgs& a, const 
 // lane's first slot. Every lane calls it. One atomic per discovered vertex on the level's single
 // task counter serialised at L2 and cost ~0.5 ms per level on RMAT-22 (H200, 2026-11-30).
 __device__ __forceinline__ unsigned warp_reserve(unsigned* counter, unsigned n) {
-  const unsigned incl = warp_inclusive_sum(n);
-  const unsigned total = __shfl_sync(kFull, incl, 31);
+  int total;
+  const int pre = warp_exclusive_prefix((int)n, (int)bfs_lane(), total);
   unsigned base = 0;
-  if (bfs_lane() == 31 && total) base = atomicAdd(counter, total);
-  return __shfl_sync(kFull, base, 31) + incl - n;
+  if (bfs_lane() == 0 && total) base = atomicAdd(counter, (unsigned)total);
+  return __shfl_sync(kFull, base, 0) + (unsigned)pre;
+}
+
+// Piece i of vertex u's out-edges [first, first + deg).
+__device__ __forceinline__ BfsTask piece_task(int u, int first, unsigned deg, unsigned i) {
+  BfsTask t;
+  t.vertex = u;
+  t.first = first + (int)(i * kBfsPiece);
+  t.count = (int)min((unsigned)kBfsPiece, deg - i * kBfsPiece);
+  t.pad = 0;
+  return t;
 }
 
 __device__ __forceinline__ void write_tasks(BfsTask* list, unsigned at, int u, int first, unsigned deg) {
-  for (unsigned i = 0; i * kBfsPiece < deg; ++i) {
-    BfsTask t;
-    t.vertex = u;
-    t.first = first + (int)(i * kBfsPiece);
-    t.count = (int)min((unsigned)kBfsPiece, deg - i * kBfsPiece);
-    t.pad = 0;
-    list[at + i] = t;
-  }
+  for (unsigned i = 0; i * kBfsPiece < deg; ++i) list[at + i] = piece_task(u, first, deg, i);
 }
 
 __device__ __forceinline__ unsigned pieces_of(unsigned deg) { return (deg + kBfsPiece - 1) / kBfsPiece; }
@@ -127,18 +105,18 @@ __device__ __forceinline__ void push_level(const BfsArgs& a, int level, const Bf
   for (unsigned base = (unsigned)bfs_warp_id() * per_warp; base < ntasks; base += warps * per_warp) {
     BfsTask t{0, 0, 0, 0};
     if (lane < per_warp && base + lane < ntasks) t = tasks[base + lane];
-    const unsigned incl = warp_inclusive_sum((unsigned)t.count);
-    const unsigned total = __shfl_sync(kFull, incl, 31);
-    for (unsigned p0 = 0; p0 < total; p0 += 128) {
+    int total;
+    const int pre = warp_exclusive_prefix(t.count, (int)lane, total);
+    for (int p0 = 0; p0 < total; p0 += 128) {
       int u[4], from[4];
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        const unsigned p = p0 + (unsigned)r * 32u + lane;
-        const int k = owner_of<32>(incl, p);
-        const unsigned excl = __shfl_sync(kFull, incl - (unsigned)t.count, k);
+        const int p = p0 + r * 32 + (int)lane;
+        const int k = owner_lane(pre, p);
+        const int excl = __shfl_sync(kFull, pre, k);
         const int first = __shfl_sync(kFull, t.first, k);
         from[r] = __shfl_sync(kFull, t.vertex, k);
-        u[r] = p < total ? a.push_idx[first + (int)(p - excl)] : -1;
+        u[r] = p < total ? a.push_idx[first + (p - excl)] : -1;
       }
       bool won[4];
 #pragma unroll
@@ -272,7 +250,7 @@ __device__ __forceinline__ void seed_search(const BfsArgs& a) {
   const int s = a.source;
   const int first = a.push_ptr[s];
   const unsigned deg = (unsigned)(a.push_ptr[s + 1] - first);
-  const unsigned pieces = (deg + kBfsPiece - 1) / kBfsPiece;
+  const unsigned pieces = pieces_of(deg);
   if (threadIdx.x == 0) {
     a.visited[s >> 5] |= 1u << (s & 31);
     a.frontier[s >> 5] |= 1u << (s & 31);
@@ -285,14 +263,7 @@ __device__ __forceinline__ void seed_search(const BfsArgs& a) {
     c->tasks = pieces;
     c->edges = deg;
   }
-  for (unsigned i = threadIdx.x; i < pieces; i += blockDim.x) {
-    BfsTask t;
-    t.vertex = s;
-    t.first = first + (int)(i * kBfsPiece);
-    t.count = (int)min((unsigned)kBfsPiece, deg - i * kBfsPiece);
-    t.pad = 0;
-    a.tasks[i] = t;
-  }
+  for (unsigned i = threadIdx.x; i < pieces; i += blockDim.x) a.tasks[i] = piece_task(s, first, deg, i);
 }
 
 struct LevelShared {

@@ -3,6 +3,36 @@
 
 namespace dbs {
 
+// An enumerator, not a constexpr variable: NVRTC emits a namespace-scope constant as an internal
+// symbol named with a per-compilation random id, which made every cubin including this header differ
+// from a rebuild of itself (the kernel cache test compares them).
+enum : unsigned { kFull = 0xffffffffu };
+
+// A warp walking the entries of up to 32 lists at once, lane l holding list l's length n: the
+// exclusive prefix of n over the lanes (and the total), then, for flattened entry e, the lane that
+// owns it: the last lane whose first entry is <= e (empty lanes never are), by a binary search over
+// the prefixes held in the lanes (5 shuffles). Consecutive lanes then read consecutive entries.
+__device__ __forceinline__ int warp_exclusive_prefix(int n, int lane, int& total) {
+  int pre = n;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int t = __shfl_up_sync(kFull, pre, o);
+    if (lane >= o) pre += t;
+  }
+  total = __shfl_sync(kFull, pre, 31);
+  return pre - n;
+}
+__device__ __forceinline__ int owner_lane(int pre, int e) {
+  int o = 0;
+#pragma unroll
+  for (int step = 16; step; step >>= 1) {
+    const int cand = __shfl_sync(kFull, pre, o + step);
+    if (cand <= e) o += step;
+  }
+  return o;
+}
+
+
 // Read-only loads through the non-coherent path; x is gathered at random and never written here.
 template <typename T>
 __device__ __forceinline__ T load_ro(const T* p) { return __ldg(p); }

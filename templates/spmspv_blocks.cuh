@@ -19,36 +19,10 @@ struct PlusTimes {
   static __device__ __forceinline__ void atomic_add(T* p, T v) { atomicAdd(p, v); }
 };
 
-constexpr unsigned kFull = 0xffffffffu;
-
 template <typename T>
 __device__ __forceinline__ T shfl_xor(T v, int m) { return __shfl_xor_sync(kFull, v, m); }
 template <typename T>
 __device__ __forceinline__ T shfl(T v, int src) { return __shfl_sync(kFull, v, src); }
-
-// A warp walking the entries of up to 32 lists at once, lane l holding list l's length n: the
-// exclusive prefix of n over the lanes (and the total), then, for flattened entry e, the lane that
-// owns it: the last lane whose first entry is <= e (empty lanes never are), by a binary search over
-// the prefixes held in the lanes (5 shuffles). Consecutive lanes then read consecutive entries.
-__device__ __forceinline__ int warp_exclusive_prefix(int n, int lane, int& total) {
-  int pre = n;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int t = __shfl_up_sync(kFull, pre, o);
-    if (lane >= o) pre += t;
-  }
-  total = __shfl_sync(kFull, pre, 31);
-  return pre - n;
-}
-__device__ __forceinline__ int owner_lane(int pre, int e) {
-  int o = 0;
-#pragma unroll
-  for (int step = 16; step; step >>= 1) {
-    const int cand = __shfl_sync(kFull, pre, o + step);
-    if (cand <= e) o += step;
-  }
-  return o;
-}
 
 // Dense (Alg. 4): two rows per step, 16 lanes per row, coalesced 64-byte row loads. With one or
 // two active columns, reading only those columns touches fewer sectors than all 256 values.

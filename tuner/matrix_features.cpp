@@ -97,14 +97,19 @@ MatrixFeatures compute_features(const CsrMatrix<T>& a) {
   return f;
 }
 
+std::string structure_fingerprint(int32_t rows, int32_t cols, std::span<const int32_t> row_ptr,
+                                  std::span<const int32_t> col_idx) {
+  WordHash h;
+  h.word(static_cast<uint32_t>(rows));
+  h.word(static_cast<uint32_t>(cols));
+  h.add(row_ptr);
+  h.add(col_idx);
+  return fmt::format("{:016x}", h.digest());
+}
+
 template <class T>
 std::string structure_fingerprint(const CsrMatrix<T>& a) {
-  WordHash h;
-  h.word(static_cast<uint32_t>(a.rows));
-  h.word(static_cast<uint32_t>(a.cols));
-  h.add(a.row_ptr);
-  h.add(a.col_idx);
-  return fmt::format("{:016x}", h.digest());
+  return structure_fingerprint(a.rows, a.cols, a.row_ptr, a.col_idx);
 }
 
 nlohmann::json MatrixFeatures::to_json() const {

@@ -16,12 +16,13 @@
 #include "dbsparse/graph.hpp"
 #include "dbsparse/op_config.hpp"
 #include "dbsparse/plan_info.hpp"
+#include "dbsparse/spmspv.hpp"
 #include "dbsparse/tuning_db.hpp"
 
 namespace dbsparse {
 
-enum class BfsDirection { Auto, Push, Pull };
-const char* to_string(BfsDirection d);
+// The same three policies as SpMSpV's (auto: chosen on the GPU; push or pull: forced).
+using BfsDirection = SpmspvDirection;
 
 // BFS's config: the direction rule of the auto policy, after Beamer's direction-optimising BFS.
 // A level pulls once the frontier's out-edges exceed the unexplored edges / alpha, or its active

@@ -3,6 +3,7 @@
 // that prediction uses.
 #include <array>
 #include <cstdint>
+#include <span>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -31,5 +32,8 @@ MatrixFeatures compute_features(const CsrMatrix<T>& a);
 // Hex digest of the structure (rows, cols, row_ptr, col_idx); values do not change it.
 template <class T>
 std::string structure_fingerprint(const CsrMatrix<T>& a);
+// The same digest from the structure's arrays (a PatternGraph has no CsrMatrix to pass).
+std::string structure_fingerprint(int32_t rows, int32_t cols, std::span<const int32_t> row_ptr,
+                                  std::span<const int32_t> col_idx);
 
 }  // namespace dbsparse
