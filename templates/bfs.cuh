@@ -273,6 +273,7 @@ __device__ __forceinline__ void clear_search(const BfsArgs& a) {
   if (tid == 0) {
     a.state->done = 0;
     a.state->levels = 0;
+    a.state->readers = 0;  // every block arrives at the barrier after this step before reading a level
   }
 }
 
@@ -314,13 +315,19 @@ struct LevelInfo {
 // the direction; in block 0 it also logs the level and books the counts of frontiers L + 1 and
 // L + 2. Calling it twice for one level (solo mode hands a level back to the grid) writes the
 // same values again.
-__device__ __forceinline__ LevelInfo begin_level(const BfsArgs& a, int level, LevelInfo& sh) {
+// With count_reader (the grid-wide start of a level), thread 0 then adds one to state->readers: solo
+// mode must not touch these counts before every block has read them.
+__device__ __forceinline__ LevelInfo begin_level(const BfsArgs& a, int level, LevelInfo& sh, bool count_reader) {
   BfsState* st = a.state;
   if (threadIdx.x == 0) {
     const volatile BfsFrontierCounts* c = &st->slot[level & 3];
     sh.choice = choose_direction(a, c);
     sh.ntasks = c->tasks;
     sh.old_blocks = level > 0 ? ((volatile BfsFrontierCounts*)&st->slot[(level + 3) & 3])->blocks : 0u;
+    if (count_reader) {
+      __threadfence();
+      atomicAdd(&st->readers, 1u);
+    }
     if (blockIdx.x == 0) {
       if (sh.choice.done) {
         st->levels = level;
@@ -383,12 +390,21 @@ __device__ __forceinline__ bool solo_level(const BfsArgs& a, const LevelInfo& li
 // threads), and the other blocks wait at the grid barrier; block 0 then says in state->resume
 // where the grid goes on. A grid barrier costs more than a small level's work (Nsight Compute, 2D
 // grid 2048^2: 72% of stall cycles at the barrier, DRAM 0.1%).
-__device__ __forceinline__ void run_solo(const BfsArgs& a, int level, LevelInfo li, LevelInfo& sh) {
+// Block 0 first waits until every block has read level L's counts (`readers` reaches the grid-wide
+// level starts so far times the grid): its later level starts zero slots the others read at L, and
+// a block that read a zeroed count would take the search for over and leave the grid barrier
+// waiting for it.
+__device__ __forceinline__ void run_solo(const BfsArgs& a, int level, LevelInfo li, LevelInfo& sh,
+                                         unsigned expected_readers) {
+  if (threadIdx.x == 0)
+    while (*(volatile unsigned*)&a.state->readers < expected_readers) {
+    }
+  __syncthreads();
   for (;;) {
     expand_level(a, level, li, block_team());
     __syncthreads();
     ++level;
-    li = begin_level(a, level, sh);
+    li = begin_level(a, level, sh, false);
     if (!solo_level(a, li)) break;
   }
   if (threadIdx.x == 0) a.state->resume = li.choice.done ? -1 : level;
@@ -403,6 +419,7 @@ template <int WARPS>
 __global__ void __launch_bounds__(WARPS * 32, 32 / WARPS) bfs_search(BfsArgs a) {
   __shared__ LevelInfo sh;
   __shared__ int resume;
+  unsigned grid_levels = 0;  // grid-wide level starts in this launch (the same count in every block)
   int step = a.step_begin;
   while (step < a.step_end) {
     int next = step + 1;
@@ -411,12 +428,13 @@ __global__ void __launch_bounds__(WARPS * 32, 32 / WARPS) bfs_search(BfsArgs a) 
     } else if (step == 1) {
       seed_search(a);
     } else {
-      const LevelInfo li = begin_level(a, step - 2, sh);
+      const LevelInfo li = begin_level(a, step - 2, sh, true);
+      ++grid_levels;
       if (li.choice.done) return;
       if (!solo_level(a, li)) {
         expand_level(a, step - 2, li, grid_team());
       } else {
-        if (blockIdx.x == 0) run_solo(a, step - 2, li, sh);
+        if (blockIdx.x == 0) run_solo(a, step - 2, li, sh, grid_levels * gridDim.x);
         grid_barrier(&a.state->bar_count, &a.state->bar_gen);
         if (threadIdx.x == 0) resume = *(volatile int*)&a.state->resume;
         __syncthreads();

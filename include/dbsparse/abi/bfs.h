@@ -54,7 +54,8 @@ struct BfsState {
   int32_t done;
   BfsFrontierCounts slot[4];
   int32_t resume;               // solo mode: the level the grid continues at (-1: the search is over)
-  int32_t pad[3];
+  uint32_t readers;             // grid-wide level starts read so far, one per block (solo mode waits on it)
+  int32_t pad[2];
 };
 static_assert(sizeof(BfsState) == 192, "BfsState is 192 bytes on both sides");
 
