@@ -29,9 +29,9 @@ BfsKey BfsKey::parse(std::string_view text) {
   else bad_key(text, fmt::format("unknown direction '{}'", p[1]));
   if (p[2] != "or_and") bad_key(text, fmt::format("semiring must be or_and, got '{}'", p[2]));
   k.semiring = Semiring::OrAnd;
-  if (p[3] != fmt::format("w{}", abi::kBfsWarps))
-    bad_key(text, fmt::format("warps part must be w{} (abi/bfs.h), got '{}'", abi::kBfsWarps, p[3]));
-  k.warps = abi::kBfsWarps;
+  if (p[3] == "w8") k.warps = 8;
+  else if (p[3] == "w32") k.warps = 32;
+  else bad_key(text, fmt::format("warps part must be w8 or w32, got '{}'", p[3]));
   return k;
 }
 
@@ -50,7 +50,8 @@ KernelSource make_source(const BfsKey& key) {
 
 std::vector<BfsKey> bfs_search_space() {
   std::vector<BfsKey> out;
-  for (auto d : {Direction::Auto, Direction::Push, Direction::Pull}) out.push_back(BfsKey{d, Semiring::OrAnd, abi::kBfsWarps});
+  for (int w : {8, 32})
+    for (auto d : {Direction::Auto, Direction::Push, Direction::Pull}) out.push_back(BfsKey{d, Semiring::OrAnd, w});
   return out;
 }
 

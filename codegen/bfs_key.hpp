@@ -27,7 +27,7 @@ struct BfsKey {
 // baseline's frontier update).
 KernelSource make_source(const BfsKey& key);
 
-// Every variant: the three direction policies.
+// Every variant: the three direction policies, 8 or 32 warps per block.
 std::vector<BfsKey> bfs_search_space();
 
 }  // namespace dbsparse::codegen

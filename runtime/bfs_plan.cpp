@@ -89,7 +89,7 @@ struct BfsPlan::Impl {
   bool profile = false;
   KernelInfo kernel;
   CUfunction search = nullptr;
-  unsigned coop_grid = 0, loop_grid = 0;
+  unsigned coop_grid = 0, loop_grid = 0, threads = abi::kBfsWarps * 32;
   uint64_t total_edges = 0;
   int64_t held_bytes = 0;  // every allocation, summed from the buffers
   DeviceBuffer<int32_t> push_ptr, push_idx, pull_ptr, pull_idx;  // pull_* empty when symmetric
@@ -128,6 +128,7 @@ struct BfsPlan::Impl {
     a.alpha = static_cast<float>(typed.alpha);
     a.beta = static_cast<float>(typed.beta);
     a.th3 = static_cast<float>(typed.bfs_th3);
+    a.solo_tasks = static_cast<uint32_t>(typed.solo_tasks);
     return a;
   }
 
@@ -136,7 +137,6 @@ struct BfsPlan::Impl {
     a.step_end = end;
     a.cooperative = cooperative ? 1 : 0;
     void* params[] = {&a};
-    const unsigned threads = abi::kBfsWarps * 32;
     if (cooperative)
       DBS_CU(cuLaunchCooperativeKernel(search, coop_grid, 1, 1, threads, 1, 1, 0, static_cast<CUstream>(stream), params));
     else
@@ -244,13 +244,15 @@ BfsPlan Context::build_bfs(PatternGraph g, const BfsOptions& opt, const Config& 
   // Problem -> key -> kernel.
   codegen::BfsKey key;
   key.direction = static_cast<codegen::Direction>(static_cast<int>(opt.direction));
+  key.warps = p->typed.block_warps;
+  p->threads = static_cast<unsigned>(key.warps * 32);
   auto loaded = modules_->get(codegen::make_source(key), info_.arch());
   p->kernel = loaded.info;
   p->search = loaded.fns.at(0);
 
   int coop = 0, occ = 0;
   DBS_CU(cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, device_));
-  DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, p->search, abi::kBfsWarps * 32, 0));
+  DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, p->search, static_cast<int>(p->threads), 0));
   // Every block must be resident at once for the grid barrier: exactly what fits, no more.
   p->coop_grid = static_cast<unsigned>(std::max(occ, 0) * info_.sm_count);
   p->loop_grid = static_cast<unsigned>(std::max(occ, 1) * info_.sm_count);
@@ -348,7 +350,11 @@ std::string BfsPlan::explain() const {
   std::string out = fmt::format("bfs plan: {} vertices, {} adjacency entries ({})\n", s.vertices, s.entries,
                                 s.symmetric ? "symmetric: one view for push and pull" : "push and pull views");
   out += fmt::format("  kernel {} ({}), direction policy {}\n", p.kernel.key, p.kernel.origin, to_string(p.direction));
-  out += fmt::format("  levels driven by: {}{}\n", to_string(p.launch), p.profile ? ", profiling every level" : "");
+  out += fmt::format("  levels driven by: {}{}; {} threads per block{}\n", to_string(p.launch),
+                     p.profile ? ", profiling every level" : "", p.threads,
+                     p.typed.solo_tasks && p.launch == BfsLaunch::Cooperative
+                         ? fmt::format(", push levels of <= {} tasks on one block", p.typed.solo_tasks)
+                         : std::string());
   out += fmt::format("  config ({}): {}{}\n", to_string(p.config.source), p.config.params.dump(),
                      p.config.note.empty() ? "" : " — " + p.config.note);
   out += fmt::format("  device bytes {} (views {}, {:.2f} bytes/entry; CSR with f32 values {}: {:.2f}x)\n",

@@ -19,9 +19,18 @@
 namespace dbs {
 using namespace dbsparse::abi;
 
-__device__ __forceinline__ int bfs_warp_id() { return (blockIdx.x * blockDim.x + threadIdx.x) >> 5; }
-__device__ __forceinline__ int bfs_warp_count() { return (gridDim.x * blockDim.x) >> 5; }
 __device__ __forceinline__ unsigned bfs_lane() { return threadIdx.x & 31u; }
+
+// Who shares a level's work: the whole grid, or (solo mode) one thread block.
+struct Team {
+  int thread, threads;
+  __device__ __forceinline__ int warp() const { return thread >> 5; }
+  __device__ __forceinline__ int warps() const { return threads >> 5; }
+};
+__device__ __forceinline__ Team grid_team() {
+  return Team{(int)(blockIdx.x * blockDim.x + threadIdx.x), (int)(gridDim.x * blockDim.x)};
+}
+__device__ __forceinline__ Team block_team() { return Team{(int)threadIdx.x, (int)blockDim.x}; }
 
 __device__ __forceinline__ uint16_t* masks16(uint32_t* words) { return reinterpret_cast<uint16_t*>(words); }
 
@@ -95,14 +104,15 @@ __device__ __forceinline__ U warp_sum(U v) {
 // pieces). Few tasks are spread thin (down to one per warp), so a small frontier's level is one
 // round of loads, not 32 tasks' worth on one warp.
 __device__ __forceinline__ void push_level(const BfsArgs& a, int level, const BfsTask* tasks, unsigned ntasks,
-                                           uint32_t* fnext, int32_t* qnext, BfsTask* tnext, BfsFrontierCounts* cn) {
+                                           uint32_t* fnext, int32_t* qnext, BfsTask* tnext, BfsFrontierCounts* cn,
+                                           Team team) {
   const unsigned lane = bfs_lane();
-  const unsigned warps = (unsigned)bfs_warp_count();
+  const unsigned warps = (unsigned)team.warps();
   unsigned per_warp = 32;
   while (per_warp > 1 && (per_warp >> 1) * warps >= ntasks) per_warp >>= 1;
   unsigned found = 0;
   unsigned long long edges = 0;
-  for (unsigned base = (unsigned)bfs_warp_id() * per_warp; base < ntasks; base += warps * per_warp) {
+  for (unsigned base = (unsigned)team.warp() * per_warp; base < ntasks; base += warps * per_warp) {
     BfsTask t{0, 0, 0, 0};
     if (lane < per_warp && base + lane < ntasks) t = tasks[base + lane];
     int total;
@@ -169,11 +179,11 @@ __device__ __forceinline__ void push_level(const BfsArgs& a, int level, const Bf
 // visited word); each unvisited vertex walks its in-edges, four in flight, and stops at the first
 // in-neighbour in the frontier. The warp owns its words, so the masks are written with plain stores.
 __device__ __forceinline__ void pull_level(const BfsArgs& a, int level, const uint32_t* fcur, uint32_t* fnext,
-                                           int32_t* qnext, BfsTask* tnext, BfsFrontierCounts* cn) {
+                                           int32_t* qnext, BfsTask* tnext, BfsFrontierCounts* cn, Team team) {
   const unsigned lane = bfs_lane();
   unsigned found_total = 0;
   unsigned long long edges = 0;
-  for (int w = bfs_warp_id(); w < a.words; w += bfs_warp_count()) {
+  for (int w = team.warp(); w < a.words; w += team.warps()) {
     const uint32_t vis = a.visited[w];
     if (vis == kFull) continue;
     const int v = w * 32 + (int)lane;
@@ -241,6 +251,7 @@ __device__ __forceinline__ void clear_search(const BfsArgs& a) {
   if (tid == 0) {
     a.state->done = 0;
     a.state->levels = 0;
+    a.state->readers = 0;  // every block arrives at the barrier after this step before reading a level
   }
 }
 
@@ -266,20 +277,28 @@ __device__ __forceinline__ void seed_search(const BfsArgs& a) {
   for (unsigned i = threadIdx.x; i < pieces; i += blockDim.x) a.tasks[i] = piece_task(s, first, deg, i);
 }
 
-struct LevelShared {
+struct LevelInfo {
   LevelChoice choice;
   unsigned ntasks, old_blocks;
 };
 
-// Step 2 + L: choose the direction, book-keep, clear frontier L - 1, expand frontier L. Returns
-// false when frontier L is empty (the search is over; the same in every thread).
-__device__ __forceinline__ bool run_level(const BfsArgs& a, int level, LevelShared& sh) {
+// The start of level L, in every block that calls it: thread 0 reads frontier L's counts and chooses
+// the direction; in block 0 it also logs the level and books the counts of frontiers L + 1 and
+// L + 2. Calling it twice for one level (solo mode hands a level back to the grid) writes the
+// same values again.
+// With count_reader (the grid-wide start of a level), thread 0 then adds one to state->readers: solo
+// mode must not touch these counts before every block has read them.
+__device__ __forceinline__ LevelInfo begin_level(const BfsArgs& a, int level, LevelInfo& sh, bool count_reader) {
   BfsState* st = a.state;
   if (threadIdx.x == 0) {
     const volatile BfsFrontierCounts* c = &st->slot[level & 3];
     sh.choice = choose_direction(a, c);
     sh.ntasks = c->tasks;
-    sh.old_blocks = level > 0 ? st->slot[(level + 3) & 3].blocks : 0u;
+    sh.old_blocks = level > 0 ? ((volatile BfsFrontierCounts*)&st->slot[(level + 3) & 3])->blocks : 0u;
+    if (count_reader) {
+      __threadfence();
+      atomicAdd(&st->readers, 1u);
+    }
     if (blockIdx.x == 0) {
       if (sh.choice.done) {
         st->levels = level;
@@ -306,44 +325,97 @@ __device__ __forceinline__ bool run_level(const BfsArgs& a, int level, LevelShar
     }
   }
   __syncthreads();
-  const LevelChoice ch = sh.choice;
-  const unsigned ntasks = sh.ntasks, old_blocks = sh.old_blocks;
+  const LevelInfo r = sh;
   __syncthreads();  // sh is rewritten by the next level
-  if (ch.done) return false;
+  return r;
+}
+
+// Level L's work: clear frontier L - 1 (read by nobody now, written again as frontier L + 2) and
+// expand frontier L.
+__device__ __forceinline__ void expand_level(const BfsArgs& a, int level, const LevelInfo& li, Team team) {
   const int cur = level % 3, next = (level + 1) % 3, old = (level + 2) % 3;
-  // Frontier L - 1 is read by nobody now and is written again as frontier L + 2.
-  const int tid = blockIdx.x * blockDim.x + threadIdx.x, nt = gridDim.x * blockDim.x;
   uint16_t* fold = masks16(a.frontier + (size_t)old * a.words);
   const int32_t* qold = a.queue + (size_t)old * a.blocks;
-  for (unsigned i = (unsigned)tid; i < old_blocks; i += (unsigned)nt) fold[qold[i]] = 0;
+  for (unsigned i = (unsigned)team.thread; i < li.old_blocks; i += (unsigned)team.threads) fold[qold[i]] = 0;
 
   uint32_t* fnext = a.frontier + (size_t)next * a.words;
   int32_t* qnext = a.queue + (size_t)next * a.blocks;
   BfsTask* tnext = a.tasks + (size_t)((level + 1) & 1) * a.task_capacity;
-  BfsFrontierCounts* cn = &st->slot[(level + 1) & 3];
+  BfsFrontierCounts* cn = &a.state->slot[(level + 1) & 3];
 #if DBS_BFS_DIR != 2
-  if (ch.dir == kBfsPush)
-    push_level(a, level, a.tasks + (size_t)(level & 1) * a.task_capacity, ntasks, fnext, qnext, tnext, cn);
+  if (li.choice.dir == kBfsPush)
+    push_level(a, level, a.tasks + (size_t)(level & 1) * a.task_capacity, li.ntasks, fnext, qnext, tnext, cn, team);
 #endif
 #if DBS_BFS_DIR != 1
-  if (ch.dir == kBfsPull) pull_level(a, level, a.frontier + (size_t)cur * a.words, fnext, qnext, tnext, cn);
+  if (li.choice.dir == kBfsPull) pull_level(a, level, a.frontier + (size_t)cur * a.words, fnext, qnext, tnext, cn, team);
 #endif
-  (void)ntasks;
   (void)cur;
-  return true;
 }
 
-// The search, steps [step_begin, step_end). Cooperative: all steps in one launch, a grid barrier
-// between them, ending at the first empty frontier. Otherwise one step per launch (the host loop
-// of the profiling mode and of devices without cooperative launch).
+__device__ __forceinline__ bool solo_level(const BfsArgs& a, const LevelInfo& li) {
+  return a.cooperative && a.solo_tasks && !li.choice.done && li.choice.dir == kBfsPush && li.ntasks <= a.solo_tasks;
+}
+
+// Solo mode (cooperative only): while the levels are small pushes, block 0 runs them alone with
+// __syncthreads() as the level barrier (it orders the block's global writes for the block's own
+// threads), and the other blocks wait at the grid barrier; block 0 then says in state->resume
+// where the grid goes on. A grid barrier costs more than a small level's work (Nsight Compute, 2D
+// grid 2048^2: 72% of stall cycles at the barrier, DRAM 0.1%).
+// Block 0 first waits until every block has read level L's counts (`readers` reaches the grid-wide
+// level starts so far times the grid): its later level starts zero slots the others read at L, and
+// a block that read a zeroed count would take the search for over and leave the grid barrier
+// waiting for it.
+__device__ __forceinline__ void run_solo(const BfsArgs& a, int level, LevelInfo li, LevelInfo& sh,
+                                         unsigned expected_readers) {
+  if (threadIdx.x == 0)
+    while (*(volatile unsigned*)&a.state->readers < expected_readers) {
+    }
+  __syncthreads();
+  for (;;) {
+    expand_level(a, level, li, block_team());
+    __syncthreads();
+    ++level;
+    li = begin_level(a, level, sh, false);
+    if (!solo_level(a, li)) break;
+  }
+  if (threadIdx.x == 0) a.state->resume = li.choice.done ? -1 : level;
+}
+
+// The search, steps [step_begin, step_end): 0 clear, 1 seed, 2 + L level L. Cooperative: all steps
+// in one launch, a grid barrier between them, ending at the first empty frontier. Otherwise one
+// step per launch (the host loop of the profiling mode and of devices without cooperative launch).
+// 32 warps per SM either way (4 blocks of 8 warps or 1 of 32): at most 64 registers. Without the
+// minimum, ptxas gave the 8-warp auto variant 128 registers once solo mode was in (sm_90, -Xptxas -v).
 template <int WARPS>
-__global__ void __launch_bounds__(WARPS * 32) bfs_search(BfsArgs a) {
-  __shared__ LevelShared sh;
-  for (int step = a.step_begin; step < a.step_end; ++step) {
-    if (step == 0) clear_search(a);
-    else if (step == 1) seed_search(a);
-    else if (!run_level(a, step - 2, sh)) return;
-    if (a.cooperative && step + 1 < a.step_end) grid_barrier(&a.state->bar_count, &a.state->bar_gen);
+__global__ void __launch_bounds__(WARPS * 32, 32 / WARPS) bfs_search(BfsArgs a) {
+  __shared__ LevelInfo sh;
+  __shared__ int resume;
+  unsigned grid_levels = 0;  // grid-wide level starts in this launch (the same count in every block)
+  int step = a.step_begin;
+  while (step < a.step_end) {
+    int next = step + 1;
+    if (step == 0) {
+      clear_search(a);
+    } else if (step == 1) {
+      seed_search(a);
+    } else {
+      const LevelInfo li = begin_level(a, step - 2, sh, true);
+      ++grid_levels;
+      if (li.choice.done) return;
+      if (!solo_level(a, li)) {
+        expand_level(a, step - 2, li, grid_team());
+      } else {
+        if (blockIdx.x == 0) run_solo(a, step - 2, li, sh, grid_levels * gridDim.x);
+        grid_barrier(&a.state->bar_count, &a.state->bar_gen);
+        if (threadIdx.x == 0) resume = *(volatile int*)&a.state->resume;
+        __syncthreads();
+        if (resume < 0) return;
+        step = 2 + resume;
+        continue;  // level `resume` starts without another barrier: block 0's writes are published
+      }
+    }
+    if (a.cooperative && next < a.step_end) grid_barrier(&a.state->bar_count, &a.state->bar_gen);
+    step = next;
   }
 }
 

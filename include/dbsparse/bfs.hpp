@@ -34,14 +34,20 @@ struct BfsConfig {
   double alpha = 14.0;
   double beta = 24.0;
   double bfs_th3 = 1.0;  // 1.0: the block share never forces pull
+  int block_warps = 8;   // warps per thread block: 8 (4 blocks per SM) or 32 (1 per SM: 4x fewer grid-barrier arrivals)
+  int solo_tasks = 0;    // push levels with at most this many tasks run on one thread block, no grid barrier (0: off)
 
   template <class V>
   void visit(V& v) {
     v.number("alpha", alpha, 1e-3, 1e6, "pull once frontier out-edges * alpha > unexplored edges");
     v.number("beta", beta, 1e-3, 1e6, "push again once frontier vertices * beta < n (and shrinking)");
     v.number("bfs_th3", bfs_th3, 0.0, 1.0, "pull while the frontier's share of active 16-vertex blocks exceeds this");
+    v.integer("block_warps", block_warps, 8, 32, "warps per thread block: 8 or 32");
+    v.integer("solo_tasks", solo_tasks, 0, 1 << 20, "push levels with at most this many tasks run on one block (0: off)");
   }
-  void check() const {}
+  void check() const {
+    if (block_warps != 8 && block_warps != 32) throw UsageError("bfs config: 'block_warps' must be 8 or 32");
+  }
   // Beamer et al. (SC'12) report alpha = 14, beta = 24 as their tuned values.
   static BfsConfig paper() { return BfsConfig{}; }
 };

@@ -172,6 +172,25 @@ TEST_CASE("BfsDirectionRuleFromTheConfigIsHonoured") {
   CHECK_THROWS_AS(ctx().plan_bfs(a, opt), UsageError);
 }
 
+TEST_CASE("BfsWideBlocksAndSoloLevelsMatchReference") {
+  // Solo mode hands small push levels to block 0 alone; a threshold above every level's task count
+  // runs the whole search there, a small one switches back and forth.
+  Config wide{"bfs", {{"block_warps", 32}}, ConfigSource::Explicit, ""};
+  Config solo{"bfs", {{"solo_tasks", 64}}, ConfigSource::Explicit, ""};
+  Config all_solo{"bfs", {{"solo_tasks", 1 << 20}, {"block_warps", 32}}, ConfigSource::Explicit, ""};
+  std::vector<std::pair<int32_t, int32_t>> path;
+  for (int32_t i = 0; i + 1 < 2000; ++i) path.push_back({i, i + 1});
+  const CsrMatrix<double> p = from_edges(2000, path, true);
+  for (const Config* c : {&wide, &solo, &all_solo}) {
+    CAPTURE(c->params.dump());
+    check_bfs("path", p, {0, 999, 1999}, false, c);
+    for (const char* spec : {"stencil2d:n=200", "rmat:scale=13,ef=16,scramble=1"}) {
+      const CsrMatrix<double> a = generate(spec);
+      check_bfs(spec, a, pick_sources(pattern_of(a), 3, 5), false, c);
+    }
+  }
+}
+
 TEST_CASE("BfsProfilingTimesEveryLevelAndExplainSaysWhichPathRan") {
   const CsrMatrix<double> a = generate("stencil2d:n=200");
   Stream stream(ctx());

@@ -22,6 +22,8 @@ tuner::SearchSpace make_space() {
       ParamSpec::choice("alpha", {2.0, 4.0, 8.0, 14.0, 32.0, 64.0}, "pull once frontier out-edges * alpha > unexplored edges"),
       ParamSpec::choice("beta", {4.0, 12.0, 24.0, 64.0, 128.0}, "push again once frontier vertices * beta < n"),
       ParamSpec::choice("bfs_th3", {0.02, 0.1, 0.3, 1.0}, "pull while the active-block share exceeds this"),
+      ParamSpec::choice("block_warps", {8, 32}, "warps per thread block"),
+      ParamSpec::choice("solo_tasks", {0, 64, 256, 1024}, "push levels with at most this many tasks on one block"),
   };
   return s;
 }

@@ -11,7 +11,7 @@
 
 namespace dbsparse::abi {
 
-constexpr int kBfsWarps = 8;       // warps per thread block
+constexpr int kBfsWarps = 8;       // warps per thread block by default (BfsConfig::block_warps: 8 or 32)
 constexpr int kBfsPiece = 128;     // a push task: at most this many out-edges of one vertex
 constexpr int kBfsLogLevels = 65536;  // levels whose statistics the search keeps (last_stats)
 enum BfsDirId { kBfsPush = 0, kBfsPull = 1 };
@@ -53,8 +53,11 @@ struct BfsState {
   int32_t levels;               // frontiers expanded (the deepest level + 1), set when done
   int32_t done;
   BfsFrontierCounts slot[4];
+  int32_t resume;               // solo mode: the level the grid continues at (-1: the search is over)
+  uint32_t readers;             // grid-wide level starts read so far, one per block (solo mode waits on it)
+  int32_t pad[2];
 };
-static_assert(sizeof(BfsState) == 176, "BfsState is 176 bytes on both sides");
+static_assert(sizeof(BfsState) == 192, "BfsState is 192 bytes on both sides");
 
 struct BfsArgs {
   const int32_t* push_ptr;  // per vertex j: its out-neighbours i (A(i, j) != 0) ...
@@ -75,7 +78,7 @@ struct BfsArgs {
   int32_t cooperative;           // 1: one launch runs all steps with a grid barrier between them
   uint32_t task_capacity;
   float alpha, beta, th3;        // auto direction (BfsConfig)
-  int32_t pad;
+  uint32_t solo_tasks;           // cooperative: push levels with at most this many tasks run on block 0 alone
 };
 static_assert(sizeof(BfsArgs) == 152, "BfsArgs is 152 bytes on both sides");
 
