@@ -20,7 +20,8 @@ struct SparseLinearKey {
   auto operator<=>(const SparseLinearKey&) const = default;
 };
 
-KernelSource make_source(const SparseLinearKey& key);  // entry point: sparsify_threshold
+// Entry points: sparsify_threshold, sparsify_list, colbitmap_push (8 warps).
+KernelSource make_source(const SparseLinearKey& key);
 std::vector<SparseLinearKey> sparse_linear_search_space();
 
 }  // namespace dbsparse::codegen

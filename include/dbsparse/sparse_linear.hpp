@@ -11,8 +11,13 @@
 
 namespace dbsparse {
 
+// How W is stored and multiplied: the DB format with adaptive SpMSpV (the paper's), or the column
+// bitmap layout (column_bitmap.hpp) pushed over the list of active columns.
+enum class SparseLinearLayout { Spmspv, ColumnBitmap };
+
 struct SparseLinearOptions {
   float tau = 0.0f;  // x_i is kept where |x_i| >= tau (0: every nonzero)
+  SparseLinearLayout layout = SparseLinearLayout::Spmspv;
   SpmspvDirection direction = SpmspvDirection::Auto;
   const Config* config = nullptr;  // the SpMSpV config instead of the tuning DB's
 };
@@ -27,7 +32,8 @@ class SparseLinearPlan {
   float tau() const;
   int32_t rows() const;
   int32_t cols() const;
-  const SpmspvPlan<T>& spmspv() const;
+  const SpmspvPlan<T>& spmspv() const;  // UsageError for the column bitmap layout
+  SparseLinearLayout layout() const;
   int64_t device_bytes() const;  // the SpMSpV plan's and the sparsified x's
   std::string explain() const;
 

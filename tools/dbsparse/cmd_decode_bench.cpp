@@ -96,10 +96,19 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
   const std::vector<double> ref = reference::spmv(pw, std::span<const float>(xs));
   double scale = 0;  // sum |w| |x| per row, the error's yardstick
   nlohmann::json rows_json = nlohmann::json::object();
-  for (SpmspvDirection d : {SpmspvDirection::Auto, SpmspvDirection::Push, SpmspvDirection::Pull}) {
+  struct Variant {
+    const char* name;
+    SparseLinearLayout layout;
+    SpmspvDirection direction;
+  };
+  for (const Variant& var : {Variant{"auto", SparseLinearLayout::Spmspv, SpmspvDirection::Auto},
+                             Variant{"push", SparseLinearLayout::Spmspv, SpmspvDirection::Push},
+                             Variant{"pull", SparseLinearLayout::Spmspv, SpmspvDirection::Pull},
+                             Variant{"colbitmap", SparseLinearLayout::ColumnBitmap, SpmspvDirection::Auto}}) {
     SparseLinearOptions o;
     o.tau = tau;
-    o.direction = d;
+    o.direction = var.direction;
+    o.layout = var.layout;
     std::vector<SparseLinearPlan<float>> plans;
     for (int c = 0; c < copies; ++c) plans.push_back(ctx.plan_sparse_linear(pw, o));
     DeviceBuffer<float> y(static_cast<size_t>(rows));
@@ -116,10 +125,11 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     const double us = tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
                         plans[static_cast<size_t>(i % copies)].run(xd, y, s);
                       }).median_us;
-    const char* name = to_string(d);
-    rows_json[name] = {{"us", us}, {"max_rel_err", err}, {"speedup_over_dense", dense_us / us},
-                       {"device_bytes", plans[0].device_bytes()},
-                       {"direction", to_string(plans[0].spmspv().last_direction(s))}};
+    rows_json[var.name] = {{"us", us}, {"max_rel_err", err}, {"speedup_over_dense", dense_us / us},
+                           {"device_bytes", plans[0].device_bytes()},
+                           {"direction", var.layout == SparseLinearLayout::Spmspv
+                                             ? to_string(plans[0].spmspv().last_direction(s))
+                                             : "push"}};
   }
   // The bytes a push over the active columns needs: their entries (4-byte index, value) and x.
   int64_t needed = static_cast<int64_t>(cols) * 4 + static_cast<int64_t>(rows) * 4;
@@ -137,9 +147,9 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
   rec["needed_pct_copy_bw"] = 100.0 * (static_cast<double>(needed) / (auto_us * 1e-6)) / (copy_gbs * 1e9);
   rec["dense_fp16_bytes"] = static_cast<int64_t>(rows) * cols * 2;
   rec["converted_over_dense_fp16"] = rows_json["auto"]["device_bytes"].get<double>() / (double(rows) * cols * 2);
-  fmt::print("{:<6} {:>5}x{:<5} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f}x {:<5} {:>8.1f}% {:>6.2f} {:>9.1e}\n",
+  fmt::print("{:<6} {:>5}x{:<5} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f}x {:<5} {:>8.1f}% {:>6.2f} {:>9.1e}\n",
              shape.kind, rows, cols, dense_us, cusparse_us, auto_us, rows_json["push"]["us"].get<double>(),
-             rows_json["pull"]["us"].get<double>(), dense_us / auto_us,
+             rows_json["pull"]["us"].get<double>(), rows_json["colbitmap"]["us"].get<double>(), dense_us / auto_us,
              rows_json["auto"]["direction"].get<std::string>(), rec["needed_pct_copy_bw"].get<double>(),
              rec["converted_over_dense_fp16"].get<double>(), rows_json["auto"]["max_rel_err"].get<double>());
   return rec;
@@ -170,8 +180,9 @@ Runner add_decode_bench(CLI::App& sub_ref) {
                "{:.0f}% kept; dense baseline {}; CUDA graph replay, median of 15 x 20\n",
                ctx.device().name, copy_gbs, m.name, m.layers, a->weights.empty() ? "synthetic" : a->weights,
                100 * a->weight_sparsity, a->prune, 100 * a->act_density, a->dtype);
-    fmt::print("{:<6} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:<5} {:>9} {:>6} {:>9}\n", "layer", "shape", "dense us",
-               "cusparse", "auto", "push", "pull", "speedup", "dir", "%BW need", "mem/16", "rel err");
+    fmt::print("{:<6} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:<5} {:>9} {:>6} {:>9}\n", "layer", "shape",
+               "dense us", "cusparse", "auto", "push", "pull", "colbitmap", "speedup", "dir", "%BW need", "mem/16",
+               "rel err");
     nlohmann::json layers = nlohmann::json::array();
     double sum_dense = 0, sum_auto = 0;
     for (const LayerShape& shape : m.linear) {
