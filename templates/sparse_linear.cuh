@@ -104,4 +104,118 @@ __global__ void __launch_bounds__(WARPS * 32) colbitmap_push(const uint32_t* __r
   }
 }
 
+// Storage types of the decoding path: fp16 and bf16 are kept as 16-bit words and converted with
+// single PTX instructions (no cuda_fp16.h: NVRTC then needs no toolkit headers); sums are fp32.
+struct ValF32 {
+  typedef float S;
+  static __device__ __forceinline__ float ld(S v) { return v; }
+  static __device__ __forceinline__ S st(float f) { return f; }
+};
+struct ValF16 {
+  typedef unsigned short S;
+  static __device__ __forceinline__ float ld(S v) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v));
+    return f;
+  }
+  static __device__ __forceinline__ S st(float f) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+  }
+};
+struct ValBF16 {
+  typedef unsigned short S;
+  static __device__ __forceinline__ float ld(S v) { return __uint_as_float((unsigned)v << 16); }
+  static __device__ __forceinline__ S st(float f) {
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+  }
+};
+
+// sparsify_list for any storage type V (see above).
+template <typename V, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) decode_list(const typename V::S* __restrict__ x, int n, float tau,
+                                                     int* __restrict__ act_idx, typename V::S* __restrict__ act_val,
+                                                     unsigned* count) {
+  const unsigned lane = threadIdx.x & 31u;
+  for (int base = blockIdx.x * BLOCK; base < n; base += gridDim.x * BLOCK) {
+    const int i = base + (int)threadIdx.x;
+    const typename V::S v = i < n ? x[i] : typename V::S(0);
+    const float f = i < n ? V::ld(v) : 0.0f;
+    const bool keep = i < n && fabsf(f) >= tau && f != 0.0f;
+    const unsigned ballot = __ballot_sync(0xffffffffu, keep);
+    unsigned at = 0;
+    if (lane == 0 && ballot) at = atomicAdd(count, (unsigned)__popc(ballot));
+    at = __shfl_sync(0xffffffffu, at, 0) + (unsigned)__popc(ballot & ((1u << lane) - 1u));
+    if (keep) {
+      act_idx[at] = i;
+      act_val[at] = v;
+    }
+  }
+}
+
+// colbitmap_push for any storage type V: the same walk, values and x converted to fp32 on load, y
+// rounded once on store.
+template <typename V, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32) decode_push(const uint32_t* __restrict__ masks,
+                                                          const int32_t* __restrict__ seg_ptr,
+                                                          const typename V::S* __restrict__ vals,
+                                                          const int* __restrict__ act_idx,
+                                                          const typename V::S* __restrict__ act_val, unsigned* count,
+                                                          float* __restrict__ partial, unsigned* tickets,
+                                                          typename V::S* y, int rows, int strips, int splits) {
+  __shared__ float ys[1024];
+  __shared__ unsigned nact;
+  __shared__ bool last;
+  const int t = blockIdx.x % strips, split = blockIdx.x / strips;
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  for (int r = threadIdx.x; r < 1024; r += WARPS * 32) ys[r] = 0.0f;
+  if (threadIdx.x == 0) nact = *(volatile unsigned*)count;
+  __syncthreads();
+  for (unsigned k = (unsigned)split * WARPS + warp; k < nact; k += (unsigned)splits * WARPS) {
+    const int j = act_idx[k];
+    const float xv = V::ld(act_val[k]);
+    const size_t seg = (size_t)j * strips + t;
+    uint32_t m = masks[seg * 32 + lane];
+    const unsigned c = __popc(m);
+    unsigned pre = c;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const unsigned o = __shfl_up_sync(0xffffffffu, pre, d);
+      if (lane >= (unsigned)d) pre += o;
+    }
+    const typename V::S* v = vals + seg_ptr[seg] + (pre - c);
+    while (m) {
+      const int b = __ffs(m) - 1;
+      m &= m - 1;
+      atomicAdd(&ys[lane * 32 + b], V::ld(*v++) * xv);
+    }
+  }
+  __syncthreads();
+  const int row0 = t * 1024, n = min(1024, rows - row0);
+  for (int r = threadIdx.x; r < n; r += WARPS * 32) partial[(size_t)split * rows + row0 + r] = ys[r];
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&tickets[t], 1u) == (unsigned)splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int r = threadIdx.x; r < n; r += WARPS * 32) {
+    float sum = 0.0f;
+    for (int s = 0; s < splits; ++s) sum += *(volatile float*)&partial[(size_t)s * rows + row0 + r];
+    y[row0 + r] = V::st(sum);
+  }
+  if (threadIdx.x == 0) {
+    tickets[t] = 0;
+    __threadfence();
+    if (atomicAdd(&tickets[strips], 1u) == (unsigned)strips - 1) {
+      *count = 0;
+      tickets[strips] = 0;
+      __threadfence();
+    }
+  }
+}
+
 }  // namespace dbs

@@ -123,6 +123,8 @@ struct BfsOptions;
 template <class T>
 class SparseLinearPlan;
 struct SparseLinearOptions;
+class DecodeLinearPlan;
+struct DecodeLinearOptions;
 struct PatternGraph;
 namespace detail {
 class ModuleRegistry;
@@ -168,6 +170,8 @@ class Context {
   // magnitude, then SpMSpV (sparse_linear.hpp).
   template <class T>
   SparseLinearPlan<T> plan_sparse_linear(const CsrMatrix<T>& w, const SparseLinearOptions& options);
+  // The same layer in the model's dtype (fp16, bf16, f32) on the column bitmap layout (decode_linear.hpp).
+  DecodeLinearPlan plan_decode_linear(const CsrMatrix<float>& w, const DecodeLinearOptions& options);
 
   detail::ModuleRegistry& modules() const { return *modules_; }
 

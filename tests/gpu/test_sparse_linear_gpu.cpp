@@ -5,6 +5,8 @@
 #include <cmath>
 
 #include "dbsparse/dbsparse.hpp"
+#include "dbsparse/decode_linear.hpp"
+#include "dbsparse/half.hpp"
 #include "dbsparse/pruning.hpp"
 #include "dbsparse/sparse_linear.hpp"
 
@@ -70,4 +72,62 @@ TEST_CASE("SparseLinearMatchesReferenceOnOddShapes") {
   SparseLinearOptions bad;
   bad.tau = -1.0f;
   CHECK_THROWS_AS(ctx().plan_sparse_linear(prune_magnitude(synthetic_weights(4, 4, 1), 4, 4, 0.5), bad), UsageError);
+}
+
+// The dtype path: y against the CPU on the same rounded inputs, relative to sum |w||x| of the row:
+// 1e-3 for fp16 output, 8e-3 for bf16 (the output's rounding), 1e-5 for f32.
+TEST_CASE("DecodeLinearMatchesReferenceInEveryDtype") {
+  Stream s(ctx());
+  for (DecodeDtype dt : {DecodeDtype::F16, DecodeDtype::BF16, DecodeDtype::F32})
+    for (auto [rows, cols] : {std::pair{2048, 2048}, {512, 2048}, {8192, 2048}, {2048, 8192}, {1000, 7}, {1, 1}, {3000, 1537}})
+      for (double d : {1.0, 0.5, 0.1, 0.01}) {
+        CAPTURE(to_string(dt));
+        CAPTURE(rows);
+        CAPTURE(cols);
+        CAPTURE(d);
+        const auto round = [&](float v) {
+          return dt == DecodeDtype::F16 ? half_to_float(float_to_half(v))
+                 : dt == DecodeDtype::BF16 ? bf16_to_float(float_to_bf16(v))
+                                           : v;
+        };
+        const std::vector<float> w = synthetic_weights(rows, cols, 21);
+        std::vector<float> x = synthetic_weights(1, cols, 22);
+        for (auto& v : x) v = round(v);
+        const float tau = d >= 1.0 ? 0.0f : topk_threshold(x, d);
+        const CsrMatrix<float> pw = prune_magnitude(w, rows, cols, 0.5);
+        DecodeLinearOptions o;
+        o.dtype = dt;
+        o.tau = tau;
+        DecodeLinearPlan plan = ctx().plan_decode_linear(pw, o);
+        // Saves memory against the dense matrix in the same dtype (tiny shapes pay 128 B of masks per column).
+        if (rows >= 512) CHECK(plan.weight_bytes() < int64_t{2} * rows * cols * (dt == DecodeDtype::F32 ? 2 : 1));
+        std::vector<float> got;
+        if (dt == DecodeDtype::F32) {
+          DeviceBuffer<float> xd{std::span<const float>(x)}, y{static_cast<size_t>(rows)};
+          plan.run(xd.ptr(), y.ptr(), s.handle());
+          plan.run(xd.ptr(), y.ptr(), s.handle());
+          s.synchronize();
+          got = y.download();
+        } else {
+          const auto xh = dt == DecodeDtype::F16 ? floats_to_half(x) : floats_to_bf16(x);
+          DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, y{static_cast<size_t>(rows)};
+          plan.run(xd.ptr(), y.ptr(), s.handle());
+          plan.run(xd.ptr(), y.ptr(), s.handle());
+          s.synchronize();
+          const auto yh = y.download();
+          got = dt == DecodeDtype::F16 ? half_to_floats(yh) : bf16_to_floats(yh);
+        }
+        double worst = 0;
+        for (int32_t i = 0; i < rows; ++i) {
+          double ref = 0, scale = 0;
+          for (int32_t p = pw.row_ptr[i]; p < pw.row_ptr[i + 1]; ++p) {
+            const float xv = x[static_cast<size_t>(pw.col_idx[p])];
+            if (!(std::fabs(xv) >= tau) || xv == 0.0f) continue;
+            ref += double(round(pw.values[p])) * xv;
+            scale += std::fabs(double(round(pw.values[p])) * xv);
+          }
+          worst = std::max(worst, std::fabs(got[static_cast<size_t>(i)] - ref) / std::max(scale, 1e-30));
+        }
+        CHECK(worst <= (dt == DecodeDtype::F16 ? 1e-3 : dt == DecodeDtype::BF16 ? 8e-3 : 1e-5));
+      }
 }

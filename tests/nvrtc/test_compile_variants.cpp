@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/nvrtc_compiler.hpp"
+#include "codegen/decode_key.hpp"
 #include "codegen/sparse_linear_key.hpp"
 #include "codegen/spmv_key.hpp"
 #include "dbsparse/error.hpp"
@@ -94,5 +95,16 @@ TEST_CASE("SparseLinearSparsifierCompilesForSm80AndSm90") {
       const CompiledKernel k = compile_to_cubin(make_source(key), arch);
       CHECK(k.lowered_names.size() == 3);
       CHECK(SparseLinearKey::parse(key.to_string()) == key);
+    }
+}
+
+TEST_CASE("DecodeKernelsCompileForSm80AndSm90InEveryDtype") {
+  for (const auto& key : decode_search_space())
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      CAPTURE(key.to_string());
+      CAPTURE(arch);
+      const CompiledKernel k = compile_to_cubin(make_source(key), arch);
+      CHECK(k.lowered_names.size() == 2);
+      CHECK(DecodeKey::parse(key.to_string()) == key);
     }
 }

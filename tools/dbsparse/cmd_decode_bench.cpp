@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dbsparse/decode_linear.hpp"
 #include "dbsparse/half.hpp"
 #include "dbsparse/pruning.hpp"
 #include "dbsparse/reference.hpp"
@@ -131,6 +132,48 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
                                              ? to_string(plans[0].spmspv().last_direction(s))
                                              : "push"}};
   }
+  // The column bitmap layout in the benchmark's dtype: the row the targets are about. Its
+  // error is against the CPU on the same rounded inputs (accumulation in fp32 on both sides).
+  {
+    DecodeLinearOptions o;
+    o.dtype = static_cast<DecodeDtype>(static_cast<int>(dt));
+    o.tau = tau;
+    std::vector<DecodeLinearPlan> plans;
+    for (int c = 0; c < copies; ++c) plans.push_back(ctx.plan_decode_linear(pw, o));
+    auto round = [&](float v) {
+      return dt == tools::DenseType::F16 ? half_to_float(float_to_half(v))
+             : dt == tools::DenseType::BF16 ? bf16_to_float(float_to_bf16(v))
+                                            : v;
+    };
+    const uint64_t xin = dt == tools::DenseType::F32 ? xd.ptr() : x16.ptr();
+    const uint64_t yout = dt == tools::DenseType::F32 ? yd.ptr() : y16.ptr();
+    plans[0].run(xin, yout, s.handle());
+    s.synchronize();
+    std::vector<float> got(static_cast<size_t>(rows));
+    if (dt == tools::DenseType::F32) {
+      got = yd.download();
+    } else {
+      const auto h = y16.download();
+      got = dt == tools::DenseType::F16 ? half_to_floats(h) : bf16_to_floats(h);
+    }
+    double err = 0;
+    for (int32_t i = 0; i < rows; ++i) {
+      double ref = 0, si = 0;
+      for (int32_t p = pw.row_ptr[i]; p < pw.row_ptr[i + 1]; ++p) {
+        const float xr = round(x[static_cast<size_t>(pw.col_idx[p])]);
+        if (!(std::fabs(xr) >= tau) || xr == 0.0f) continue;
+        ref += double(round(pw.values[p])) * xr;
+        si += std::fabs(double(round(pw.values[p])) * xr);
+      }
+      err = std::max(err, std::fabs(got[static_cast<size_t>(i)] - ref) / std::max(si, 1e-30));
+    }
+    const double us = tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
+                        plans[static_cast<size_t>(i % copies)].run(xin, yout, s.handle());
+                      }).median_us;
+    rows_json["colbitmap_" + a.dtype] = {{"us", us}, {"max_rel_err", err}, {"speedup_over_dense", dense_us / us},
+                                          {"weight_bytes", plans[0].weight_bytes()},
+                                          {"weight_over_dense_fp16", double(plans[0].weight_bytes()) / (2.0 * rows * cols)}};
+  }
   // The bytes a push over the active columns needs: their entries (4-byte index, value) and x.
   int64_t needed = static_cast<int64_t>(cols) * 4 + static_cast<int64_t>(rows) * 4;
   {
@@ -145,13 +188,28 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
   rec["dbsparse"] = rows_json;
   rec["needed_bytes"] = needed;
   rec["needed_pct_copy_bw"] = 100.0 * (static_cast<double>(needed) / (auto_us * 1e-6)) / (copy_gbs * 1e9);
+  {
+    // The column bitmap row needs the active columns' mask words and values (dtype) and x, y.
+    const int64_t esize = tools::dense_type_bytes(dt), strips = (rows + 1023) / 1024;
+    std::vector<int64_t> col_nnz(static_cast<size_t>(cols), 0);
+    for (int32_t j : pw.col_idx) ++col_nnz[static_cast<size_t>(j)];
+    int64_t cb_needed = (static_cast<int64_t>(cols) + rows) * esize;
+    for (int32_t j = 0; j < cols; ++j)
+      if (xs[static_cast<size_t>(j)] != 0.0f) cb_needed += strips * (32 * 4 + 4) + col_nnz[static_cast<size_t>(j)] * esize;
+    const double cb_us = rows_json["colbitmap_" + a.dtype]["us"].get<double>();
+    rec["colbitmap_needed_bytes"] = cb_needed;
+    rec["colbitmap_pct_copy_bw"] = 100.0 * (static_cast<double>(cb_needed) / (cb_us * 1e-6)) / (copy_gbs * 1e9);
+  }
   rec["dense_fp16_bytes"] = static_cast<int64_t>(rows) * cols * 2;
   rec["converted_over_dense_fp16"] = rows_json["auto"]["device_bytes"].get<double>() / (double(rows) * cols * 2);
-  fmt::print("{:<6} {:>5}x{:<5} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f}x {:<5} {:>8.1f}% {:>6.2f} {:>9.1e}\n",
+  const auto& cb = rows_json["colbitmap_" + a.dtype];
+  fmt::print("{:<6} {:>5}x{:<5} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f}x {:>7.2f}x {:<5} {:>8.1f}% {:>6.2f} {:>9.1e} {:>9.1e}\n",
              shape.kind, rows, cols, dense_us, cusparse_us, auto_us, rows_json["push"]["us"].get<double>(),
-             rows_json["pull"]["us"].get<double>(), rows_json["colbitmap"]["us"].get<double>(), dense_us / auto_us,
-             rows_json["auto"]["direction"].get<std::string>(), rec["needed_pct_copy_bw"].get<double>(),
-             rec["converted_over_dense_fp16"].get<double>(), rows_json["auto"]["max_rel_err"].get<double>());
+             rows_json["pull"]["us"].get<double>(), rows_json["colbitmap"]["us"].get<double>(), cb["us"].get<double>(),
+             dense_us / auto_us, dense_us / cb["us"].get<double>(),
+             rows_json["auto"]["direction"].get<std::string>(), rec["colbitmap_pct_copy_bw"].get<double>(),
+             cb["weight_over_dense_fp16"].get<double>(), rows_json["auto"]["max_rel_err"].get<double>(),
+             cb["max_rel_err"].get<double>());
   return rec;
 }
 
@@ -180,11 +238,11 @@ Runner add_decode_bench(CLI::App& sub_ref) {
                "{:.0f}% kept; dense baseline {}; CUDA graph replay, median of 15 x 20\n",
                ctx.device().name, copy_gbs, m.name, m.layers, a->weights.empty() ? "synthetic" : a->weights,
                100 * a->weight_sparsity, a->prune, 100 * a->act_density, a->dtype);
-    fmt::print("{:<6} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:<5} {:>9} {:>6} {:>9}\n", "layer", "shape",
-               "dense us", "cusparse", "auto", "push", "pull", "colbitmap", "speedup", "dir", "%BW need", "mem/16",
-               "rel err");
+    fmt::print("{:<6} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:<5} {:>9} {:>6} {:>9} {:>9}\n", "layer",
+               "shape", "dense us", "cusparse", "auto f32", "push", "pull", "cb f32", "cb dtype", "auto x", "cb x",
+               "dir", "%BW need", "cb/f16", "err auto", "err cb");
     nlohmann::json layers = nlohmann::json::array();
-    double sum_dense = 0, sum_auto = 0;
+    double sum_dense = 0, sum_auto = 0, sum_cb = 0;
     for (const LayerShape& shape : m.linear) {
       std::vector<float> w;
       if (refs.empty()) {
@@ -199,14 +257,16 @@ Runner add_decode_bench(CLI::App& sub_ref) {
       nlohmann::json rec = bench_layer(ctx, s, *a, shape, std::move(w), copy_gbs, cublas);
       sum_dense += rec["dense_us"].get<double>();
       sum_auto += rec["dbsparse"]["auto"]["us"].get<double>();
+      sum_cb += rec["dbsparse"]["colbitmap_" + a->dtype]["us"].get<double>();
       layers.push_back(std::move(rec));
     }
-    fmt::print("block  sum: dense {:.2f} us, dbsparse auto {:.2f} us: {:.2f}x\n", sum_dense, sum_auto, sum_dense / sum_auto);
+    fmt::print("block  sum: dense {} {:.2f} us; dbsparse auto (f32) {:.2f} us: {:.2f}x; column bitmap ({}) {:.2f} us: {:.2f}x\n",
+               a->dtype, sum_dense, sum_auto, sum_dense / sum_auto, a->dtype, sum_cb, sum_dense / sum_cb);
     if (!a->json_path.empty()) {
       nlohmann::json j{{"tool", "dbsparse decode-bench"}, {"model", m.name}, {"dtype", a->dtype},
                        {"weight_sparsity", a->weight_sparsity}, {"act_density", a->act_density}, {"prune", a->prune},
                        {"device", ctx.device().name}, {"copy_bandwidth_gbs", copy_gbs}, {"layers", layers},
-                       {"block_dense_us", sum_dense}, {"block_auto_us", sum_auto},
+                       {"block_dense_us", sum_dense}, {"block_auto_us", sum_auto}, {"block_colbitmap_us", sum_cb},
                        {"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)))}};
       std::ofstream(a->json_path) << j.dump(2) << "\n";
       fmt::print("wrote {}\n", a->json_path);
