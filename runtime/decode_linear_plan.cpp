@@ -13,6 +13,10 @@
 
 namespace dbsparse {
 
+// Blocks per strip at most: the last block of a strip adds this many partial sums per row, and a
+// 1024-row strip with few active columns gives little work to each split anyway.
+constexpr int kMaxSplits = 16;
+
 const char* to_string(DecodeDtype d) {
   switch (d) {
     case DecodeDtype::F16: return "f16";
@@ -47,7 +51,7 @@ DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const De
   p->cols = w.cols;
   const ColumnBitmapMatrix<float> m = csr_to_column_bitmap(w);
   p->strips = m.strips;
-  p->splits = std::max(1, (2 * info_.sm_count + std::max(m.strips, 1) - 1) / std::max(m.strips, 1));
+  p->splits = std::clamp((2 * info_.sm_count + std::max(m.strips, 1) - 1) / std::max(m.strips, 1), 1, kMaxSplits);
   const size_t esize = opt.dtype == DecodeDtype::F32 ? 4 : 2;
   // Values in the dtype: rounded once here, at load.
   p->values = DeviceAllocation(std::max<size_t>(m.values.size(), 1) * esize);

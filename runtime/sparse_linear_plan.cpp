@@ -13,6 +13,10 @@
 
 namespace dbsparse {
 
+// Blocks per strip at most: the last block of a strip adds this many partial sums per row, and a
+// 1024-row strip with few active columns gives little work to each split anyway.
+constexpr int kMaxSplits = 16;
+
 template <class T>
 struct SparseLinearPlan<T>::Impl {
   std::optional<SpmspvPlan<T>> spmspv;
@@ -51,7 +55,7 @@ SparseLinearPlan<T> Context::plan_sparse_linear(const CsrMatrix<T>& w, const Spa
     const ColumnBitmapMatrix<T> m = csr_to_column_bitmap(w);
     impl->strips = m.strips;
     // Enough blocks to fill the GPU twice: strips x splits.
-    impl->splits = std::max(1, (2 * info_.sm_count + std::max(m.strips, 1) - 1) / std::max(m.strips, 1));
+    impl->splits = std::clamp((2 * info_.sm_count + std::max(m.strips, 1) - 1) / std::max(m.strips, 1), 1, kMaxSplits);
     impl->masks = DeviceBuffer<uint32_t>(std::span<const uint32_t>(m.masks.empty() ? std::vector<uint32_t>{0} : m.masks));
     impl->seg_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(m.seg_ptr));
     impl->values = m.values.empty() ? DeviceBuffer<T>(1) : DeviceBuffer<T>(std::span<const T>(m.values));

@@ -89,7 +89,10 @@ __global__ void __launch_bounds__(WARPS * 32) colbitmap_push(const uint32_t* __r
   __threadfence();
   for (int r = threadIdx.x; r < n; r += WARPS * 32) {
     float sum = 0.0f;
-    for (int s = 0; s < splits; ++s) sum += *(volatile float*)&partial[(size_t)s * rows + row0 + r];
+    // __ldcg reads L2, where the other blocks' partials are (their fences preceded their tickets);
+    // unlike volatile loads these may all be in flight at once.
+#pragma unroll 4
+    for (int s = 0; s < splits; ++s) sum += __ldcg(&partial[(size_t)s * rows + row0 + r]);
     y[row0 + r] = T(sum);
   }
   if (threadIdx.x == 0) {
@@ -204,7 +207,10 @@ __global__ void __launch_bounds__(WARPS * 32) decode_push(const uint32_t* __rest
   __threadfence();
   for (int r = threadIdx.x; r < n; r += WARPS * 32) {
     float sum = 0.0f;
-    for (int s = 0; s < splits; ++s) sum += *(volatile float*)&partial[(size_t)s * rows + row0 + r];
+    // __ldcg reads L2, where the other blocks' partials are (their fences preceded their tickets);
+    // unlike volatile loads these may all be in flight at once.
+#pragma unroll 4
+    for (int s = 0; s < splits; ++s) sum += __ldcg(&partial[(size_t)s * rows + row0 + r]);
     y[row0 + r] = V::st(sum);
   }
   if (threadIdx.x == 0) {
