@@ -106,6 +106,48 @@ void DecodeLinearPlan::run(uint64_t x, uint64_t y, void* stream) const {
   DBS_CU(cuLaunchKernel(p.push, static_cast<unsigned>(strips * splits), 1, 1, 256, 1, 1, 0, h, push_params, nullptr));
 }
 
+namespace {
+DeviceAllocation copy_of(const DeviceAllocation& a) {
+  DeviceAllocation b(a.bytes());
+  if (a.bytes()) DBS_CU(cuMemcpyDtoDAsync(b.ptr(), a.ptr(), a.bytes(), nullptr));
+  return b;
+}
+template <class U>
+DeviceBuffer<U> copy_of(const DeviceBuffer<U>& a) {
+  DeviceBuffer<U> b(a.size());
+  if (a.size()) DBS_CU(cuMemcpyDtoDAsync(b.ptr(), a.ptr(), a.size() * sizeof(U), nullptr));
+  return b;
+}
+}  // namespace
+
+DecodeLinearPlan DecodeLinearPlan::clone() const {
+  const Impl& p = *impl_;
+  auto q = std::make_unique<Impl>();
+  q->dtype = p.dtype;
+  q->rows = p.rows;
+  q->cols = p.cols;
+  q->strips = p.strips;
+  q->splits = p.splits;
+  q->tau = p.tau;
+  q->list_grid = p.list_grid;
+  q->list = p.list;
+  q->push = p.push;
+  q->kernel = p.kernel;
+  q->values = copy_of(p.values);
+  q->masks = copy_of(p.masks);
+  q->seg_ptr = copy_of(p.seg_ptr);
+  q->act_idx = DeviceBuffer<int32_t>(p.act_idx.size());
+  q->act_val = DeviceAllocation(p.act_val.bytes());
+  q->count = DeviceBuffer<uint32_t>(1);
+  q->tickets = DeviceBuffer<uint32_t>(p.tickets.size());
+  q->partial = DeviceBuffer<float>(p.partial.size());
+  DBS_CU(cuCtxSynchronize());  // the copies above ran on the legacy stream
+  q->count.fill_bytes(0);
+  q->tickets.fill_bytes(0);
+  q->weight_bytes = p.weight_bytes;
+  return DecodeLinearPlan(std::move(q));
+}
+
 void DecodeLinearPlan::set_tau(float tau) {
   if (!(tau >= 0)) throw UsageError(fmt::format("DecodeLinearPlan::set_tau: tau must be >= 0, got {}", tau));
   impl_->tau = tau;

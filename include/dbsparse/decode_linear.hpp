@@ -25,6 +25,9 @@ class DecodeLinearPlan {
   // x: cols() values and y: rows() values of the plan's dtype, on the device. Two launches, no
   // allocation, no host synchronisation (capturable).
   void run(uint64_t x, uint64_t y, void* stream) const;
+  // An independent plan on a device copy of the same weights (no conversion): for benchmarks that
+  // rotate over copies so the L2 cannot serve the weights, as it could not in a whole model.
+  DecodeLinearPlan clone() const;
   void set_tau(float tau);
   float tau() const;
   int32_t rows() const;

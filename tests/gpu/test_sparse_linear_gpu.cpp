@@ -131,3 +131,22 @@ TEST_CASE("DecodeLinearMatchesReferenceInEveryDtype") {
         CHECK(worst <= (dt == DecodeDtype::F16 ? 1e-3 : dt == DecodeDtype::BF16 ? 8e-3 : 1e-5));
       }
 }
+
+TEST_CASE("DecodeLinearCloneComputesTheSameProduct") {
+  Stream s(ctx());
+  const std::vector<float> w = synthetic_weights(3000, 700, 31), x = synthetic_weights(1, 700, 32);
+  DecodeLinearOptions o;
+  o.dtype = DecodeDtype::F32;
+  o.tau = topk_threshold(x, 0.1);
+  DecodeLinearPlan a = ctx().plan_decode_linear(prune_magnitude(w, 3000, 700, 0.5), o);
+  DecodeLinearPlan b = a.clone();
+  DeviceBuffer<float> xd{std::span<const float>(x)}, ya{size_t(3000)}, yb{size_t(3000)};
+  a.run(xd.ptr(), ya.ptr(), s.handle());
+  b.run(xd.ptr(), yb.ptr(), s.handle());
+  b.run(xd.ptr(), yb.ptr(), s.handle());
+  s.synchronize();
+  // Shared-memory atomics add in no fixed order: equal up to the last bits, not bitwise.
+  const auto ra = ya.download(), rb = yb.download();
+  for (size_t i = 0; i < ra.size(); ++i) CHECK(std::fabs(ra[i] - rb[i]) <= 1e-5f * (1.0f + std::fabs(ra[i])));
+  CHECK(b.weight_bytes() == a.weight_bytes());
+}
