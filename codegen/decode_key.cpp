@@ -46,7 +46,8 @@ KernelSource make_source(const DecodeKey& key) {
   ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"sparse_linear.cuh\"\n", ks.key);
   ks.options = {"-std=c++17"};
   ks.name_expressions = {fmt::format("dbs::decode_list<{}, 256>", tag(key.dtype)),
-                         fmt::format("dbs::decode_push<{}, 8>", tag(key.dtype))};
+                         fmt::format("dbs::decode_push<{}, 8>", tag(key.dtype)),
+                         fmt::format("dbs::decode_topk_list<{}>", tag(key.dtype))};
   return ks;
 }
 

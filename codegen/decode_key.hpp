@@ -20,7 +20,7 @@ struct DecodeKey {
   auto operator<=>(const DecodeKey&) const = default;
 };
 
-KernelSource make_source(const DecodeKey& key);  // entry points: decode_list, decode_push
+KernelSource make_source(const DecodeKey& key);  // entry points: decode_list, decode_push, decode_topk_list
 std::vector<DecodeKey> decode_search_space();
 
 }  // namespace dbsparse::codegen

@@ -2,6 +2,7 @@
 #include "dbsparse/decode_linear.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -32,7 +33,9 @@ struct DecodeLinearPlan::Impl {
   int strips = 0, splits = 1;
   float tau = 0;
   unsigned list_grid = 1;
-  CUfunction list = nullptr, push = nullptr;
+  CUfunction list = nullptr, push = nullptr, topk = nullptr;
+  int keep_k = 0;               // > 0: top-k listing
+  DeviceBuffer<float> tau_dev;  // the threshold the top-k listing found
   KernelInfo kernel;
   DeviceAllocation values, act_val;  // dtype elements
   DeviceBuffer<uint32_t> masks, tickets, count;
@@ -43,6 +46,12 @@ struct DecodeLinearPlan::Impl {
 
 DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const DecodeLinearOptions& opt) {
   if (!(opt.tau >= 0)) throw UsageError(fmt::format("plan_decode_linear: tau must be >= 0, got {}", opt.tau));
+  if (!(opt.keep >= 0 && opt.keep <= 1))
+    throw UsageError(fmt::format("plan_decode_linear: keep must be in [0, 1], got {}", opt.keep));
+  if (opt.keep > 0 && w.cols > 16384)
+    throw UsageError(fmt::format("plan_decode_linear: top-k listing handles up to 16384 activations, the layer has {}; "
+                                 "give tau instead",
+                                 w.cols));
   make_current();
   auto p = std::make_unique<DecodeLinearPlan::Impl>();
   p->dtype = opt.dtype;
@@ -79,6 +88,10 @@ DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const De
   auto loaded = modules_->get(codegen::make_source(key), info_.arch());
   p->list = loaded.fns.at(0);
   p->push = loaded.fns.at(1);
+  p->topk = loaded.fns.at(2);
+  p->tau_dev = DeviceBuffer<float>(1);
+  p->tau_dev.fill_bytes(0);
+  if (opt.keep > 0) p->keep_k = std::max(1, static_cast<int>(std::ceil(opt.keep * w.cols - 1e-9)));
   p->kernel = loaded.info;
   p->list_grid = static_cast<unsigned>(std::clamp<int64_t>((int64_t{w.cols} + 255) / 256, 1, int64_t{info_.sm_count} * 4));
   return DecodeLinearPlan(std::move(p));
@@ -97,8 +110,15 @@ void DecodeLinearPlan::run(uint64_t x, uint64_t y, void* stream) const {
   int n = p.cols;
   float tau = p.tau;
   uint64_t idx = p.act_idx.ptr(), val = p.act_val.ptr(), cnt = p.count.ptr();
-  void* list_params[] = {&x, &n, &tau, &idx, &val, &cnt};
-  if (n > 0) DBS_CU(cuLaunchKernel(p.list, p.list_grid, 1, 1, 256, 1, 1, 0, h, list_params, nullptr));
+  if (p.keep_k > 0 && n > 0) {
+    int k = p.keep_k;
+    uint64_t tau_out = p.tau_dev.ptr();
+    void* topk_params[] = {&x, &n, &k, &idx, &val, &cnt, &tau_out};
+    DBS_CU(cuLaunchKernel(p.topk, 1, 1, 1, 1024, 1, 1, 0, h, topk_params, nullptr));
+  } else {
+    void* list_params[] = {&x, &n, &tau, &idx, &val, &cnt};
+    if (n > 0) DBS_CU(cuLaunchKernel(p.list, p.list_grid, 1, 1, 256, 1, 1, 0, h, list_params, nullptr));
+  }
   uint64_t masks = p.masks.ptr(), seg = p.seg_ptr.ptr(), vals = p.values.ptr(), part = p.partial.ptr(),
            tick = p.tickets.ptr();
   int rows = p.rows, strips = p.strips, splits = p.splits;
@@ -132,6 +152,9 @@ DecodeLinearPlan DecodeLinearPlan::clone() const {
   q->list_grid = p.list_grid;
   q->list = p.list;
   q->push = p.push;
+  q->topk = p.topk;
+  q->keep_k = p.keep_k;
+  q->tau_dev = DeviceBuffer<float>(1);
   q->kernel = p.kernel;
   q->values = copy_of(p.values);
   q->masks = copy_of(p.masks);
@@ -153,6 +176,10 @@ void DecodeLinearPlan::set_tau(float tau) {
   impl_->tau = tau;
 }
 float DecodeLinearPlan::tau() const { return impl_->tau; }
+float DecodeLinearPlan::last_tau(void* stream) const {
+  DBS_CU(cuStreamSynchronize(static_cast<CUstream>(stream)));
+  return impl_->keep_k > 0 ? impl_->tau_dev.download()[0] : impl_->tau;
+}
 int32_t DecodeLinearPlan::rows() const { return impl_->rows; }
 int32_t DecodeLinearPlan::cols() const { return impl_->cols; }
 DecodeDtype DecodeLinearPlan::dtype() const { return impl_->dtype; }

@@ -224,4 +224,61 @@ __global__ void __launch_bounds__(WARPS * 32) decode_push(const uint32_t* __rest
   }
 }
 
+// Top-k activations without a host round trip: one block of 1024 threads finds the k-th largest
+// |x_i| exactly (radix select over the bits of |x| as a float, which order like the values), then
+// lists every x_i with |x_i| at least that (ties are all kept, as topk_threshold on the CPU does).
+// A decoding activation has at most a few thousand entries: n <= 16 * 1024 here.
+template <typename V>
+__global__ void __launch_bounds__(1024) decode_topk_list(const typename V::S* __restrict__ x, int n, int k,
+                                                         int* __restrict__ act_idx, typename V::S* __restrict__ act_val,
+                                                         unsigned* count, float* tau_out) {
+  constexpr int kPer = 16;
+  __shared__ unsigned hist[256];
+  __shared__ unsigned prefix, want;
+  unsigned key[kPer];
+#pragma unroll
+  for (int e = 0; e < kPer; ++e) {
+    const int i = threadIdx.x + e * 1024;
+    key[e] = i < n ? (__float_as_uint(fabsf(V::ld(x[i]))) & 0x7fffffffu) : 0u;
+  }
+  if (threadIdx.x == 0) {
+    prefix = 0;
+    want = (unsigned)(k < 1 ? 1 : k);
+  }
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    if (threadIdx.x < 256) hist[threadIdx.x] = 0;
+    __syncthreads();
+    const unsigned mask_hi = shift == 24 ? 0u : (0xffffffffu << (shift + 8));
+#pragma unroll
+    for (int e = 0; e < kPer; ++e)
+      if (threadIdx.x + e * 1024 < n && (key[e] & mask_hi) == prefix) atomicAdd(&hist[(key[e] >> shift) & 255u], 1u);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      // From the top bin down: the bin holding the want-th largest key among those with the prefix.
+      unsigned left = want;
+      int b = 255;
+      for (; b > 0 && hist[b] < left; --b) left -= hist[b];
+      prefix |= (unsigned)b << shift;
+      want = left;
+    }
+    __syncthreads();
+  }
+  const float tau = __uint_as_float(prefix);
+  if (threadIdx.x == 0 && tau_out) *tau_out = tau;
+  const unsigned lane = threadIdx.x & 31u;
+#pragma unroll
+  for (int e = 0; e < kPer; ++e) {
+    const int i = threadIdx.x + e * 1024;
+    const bool keep = i < n && key[e] >= prefix && key[e] != 0u;
+    const unsigned ballot = __ballot_sync(0xffffffffu, keep);
+    unsigned at = 0;
+    if (lane == 0 && ballot) at = atomicAdd(count, (unsigned)__popc(ballot));
+    at = __shfl_sync(0xffffffffu, at, 0) + (unsigned)__popc(ballot & ((1u << lane) - 1u));
+    if (keep) {
+      act_idx[at] = i;
+      act_val[at] = x[i];
+    }
+  }
+}
+
 }  // namespace dbs

@@ -17,7 +17,9 @@ const char* to_string(DecodeDtype d);
 
 struct DecodeLinearOptions {
   DecodeDtype dtype = DecodeDtype::F16;
-  float tau = 0.0f;  // x_i kept where |x_i| >= tau
+  float tau = 0.0f;   // x_i kept where |x_i| >= tau ...
+  double keep = 0.0;  // ... or, when > 0, the ceil(keep * cols) largest |x_i| (exact, ties all kept), found
+                      // on the GPU per call; needs cols <= 16384
 };
 
 class DecodeLinearPlan {
@@ -30,6 +32,8 @@ class DecodeLinearPlan {
   DecodeLinearPlan clone() const;
   void set_tau(float tau);
   float tau() const;
+  // With keep: the threshold the last run found (waits for the stream: not for the hot path).
+  float last_tau(void* stream) const;
   int32_t rows() const;
   int32_t cols() const;
   DecodeDtype dtype() const;

@@ -150,3 +150,40 @@ TEST_CASE("DecodeLinearCloneComputesTheSameProduct") {
   for (size_t i = 0; i < ra.size(); ++i) CHECK(std::fabs(ra[i] - rb[i]) <= 1e-5f * (1.0f + std::fabs(ra[i])));
   CHECK(b.weight_bytes() == a.weight_bytes());
 }
+
+// Top-k on the GPU keeps exactly what topk_threshold on the CPU keeps (ties included).
+TEST_CASE("DecodeLinearTopKMatchesTheCpuThreshold") {
+  Stream s(ctx());
+  for (int32_t cols : {1, 7, 2048, 8960, 16384})
+    for (double keep : {1.0, 0.5, 0.1, 0.01}) {
+      CAPTURE(cols);
+      CAPTURE(keep);
+      const int32_t rows = 1500;
+      const std::vector<float> w = synthetic_weights(rows, cols, 41);
+      std::vector<float> x = synthetic_weights(1, cols, 42);
+      if (cols > 100) x[3] = x[4] = x[5];  // a tie
+      DecodeLinearOptions o;
+      o.dtype = DecodeDtype::F32;
+      o.keep = keep;
+      const CsrMatrix<float> pw = prune_magnitude(w, rows, cols, 0.5);
+      DecodeLinearPlan plan = ctx().plan_decode_linear(pw, o);
+      DeviceBuffer<float> xd{std::span<const float>(x)}, y{static_cast<size_t>(rows)};
+      plan.run(xd.ptr(), y.ptr(), s.handle());
+      const float tau = topk_threshold(x, keep);
+      CHECK(plan.last_tau(s.handle()) == tau);
+      const auto got = y.download();
+      const std::vector<float> xs = threshold_activations(x, tau);
+      const auto ref = reference::spmv(pw, std::span<const float>(xs));
+      double worst = 0;
+      for (int32_t i = 0; i < rows; ++i) {
+        double scale = 0;
+        for (int32_t p = pw.row_ptr[i]; p < pw.row_ptr[i + 1]; ++p) scale += std::fabs(pw.values[p] * xs[pw.col_idx[p]]);
+        worst = std::max(worst, std::fabs(got[static_cast<size_t>(i)] - ref[static_cast<size_t>(i)]) / std::max(scale, 1e-30));
+      }
+      CHECK(worst <= 1e-5);
+    }
+  DecodeLinearOptions too_wide;
+  too_wide.keep = 0.1;
+  CHECK_THROWS_AS(ctx().plan_decode_linear(prune_magnitude(synthetic_weights(4, 16385, 1), 4, 16385, 0.5), too_wide),
+                  UsageError);
+}
