@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ON the lent H200, in one call: the gpu tests, JIT timing in two fresh processes, a
 # compute-sanitizer pass and the SpMV bench. Logs and JSON go to $OUT (at most 8 files come back).
-#   tools/device-check.sh [all|tests|bench|spmspv|spmv|spmv-bench|tune|tune-full|evaluate|compare|compare-tests|compare-bench|bfs|bfs-bench] [extra arguments...]
+#   tools/device-check.sh [all|tests|bench|spmspv|spmv|spmv-bench|tune|tune-full|evaluate|compare|compare-tests|compare-bench|bfs|bfs-bench|decode] [extra arguments...]
 # compare: every gpu test, sanitizers over the SpMSpV cases, then both benches on the generated
 # suite with the defaults (no tuning DB): the before/after figures of a restructuring.
 set -uo pipefail
@@ -55,6 +55,20 @@ if [ "$mode" = bfs ] || [ "$mode" = bfs-bench ]; then
   "$D/bin/dbsparse" bench bfs --json "$OUT/bench_bfs.json" "$@" 2>"$OUT/bench_progress.log" \
     | grep -v '^jit' >"$OUT/bench_bfs.txt"
   cat "$OUT/bench_bfs.txt" | cut -c1-200
+fi
+# decode: the decoding gpu tests, memcheck over them, then decode-bench for the three models in fp16.
+if [ "$mode" = decode ]; then
+  echo "== gpu tests (decode)" | tee "$log"
+  "$D/bin/test_gpu" -tc='SparseLinear*,DecodeLinear*' >>"$log" 2>&1 || status=1
+  grep -E "test cases|assertions|Status|FAILED|ERROR" "$log" | tail -12
+  compute-sanitizer --tool memcheck --error-exitcode 9 "$D/bin/test_gpu" -tc='SparseLinearMatchesReferenceOnOddShapes' \
+    >"$OUT/memcheck.log" 2>&1
+  echo "memcheck exit $?; $(grep 'ERROR SUMMARY' "$OUT/memcheck.log" | tail -1)" | tee -a "$log"
+  for m in llama-3.2-1b qwen2.5-1.5b qwen3-0.6b; do
+    echo "== decode-bench $m ${*:---dtype f16}"
+    "$D/bin/dbsparse" decode-bench --model $m --json "$OUT/decode_$m.json" "${@:---dtype=f16}" 2>>"$OUT/bench_progress.log" \
+      | tee "$OUT/decode_$m.txt" | cut -c1-220
+  done
 fi
 if [ "$mode" = spmspv ]; then
   echo "== gpu tests" | tee "$log"

@@ -120,6 +120,11 @@ class SpmspvPlan;
 struct SpmspvOptions;
 class BfsPlan;
 struct BfsOptions;
+template <class T>
+class SparseLinearPlan;
+struct SparseLinearOptions;
+class DecodeLinearPlan;
+struct DecodeLinearOptions;
 struct PatternGraph;
 namespace detail {
 class ModuleRegistry;
@@ -160,6 +165,13 @@ class Context {
   template <class T>
   BfsPlan plan_bfs(const CsrMatrix<T>& a);
   BfsPlan plan_bfs(const PatternGraph& g, const BfsOptions& options);
+
+  // A pruned linear layer (W as CSR, out x in) for batch-1 decoding: x sparsified on the GPU by
+  // magnitude, then SpMSpV (sparse_linear.hpp).
+  template <class T>
+  SparseLinearPlan<T> plan_sparse_linear(const CsrMatrix<T>& w, const SparseLinearOptions& options);
+  // The same layer in the model's dtype (fp16, bf16, f32) on the column bitmap layout (decode_linear.hpp).
+  DecodeLinearPlan plan_decode_linear(const CsrMatrix<float>& w, const DecodeLinearOptions& options);
 
   detail::ModuleRegistry& modules() const { return *modules_; }
 

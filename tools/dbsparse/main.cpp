@@ -28,6 +28,8 @@ int main(int argc, char** argv) {
       dbsparse::cli::add_explore);
   add("bfs", "Breadth-first search from a few sources: GTEPS, levels, per-level directions, validation",
       dbsparse::cli::add_bfs);
+  add("decode-bench", "Batch-1 linear layers of a model, pruned, activations sparsified: dbsparse against cuBLAS and cuSPARSE",
+      dbsparse::cli::add_decode_bench);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

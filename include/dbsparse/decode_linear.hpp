@@ -1,0 +1,55 @@
+#pragma once
+// A pruned linear layer for batch-1 decoding in the model's dtype (fp16, bf16 or f32): W in the
+// column bitmap layout (column_bitmap.hpp), x sparsified on the GPU by magnitude (|x_i| >= tau) into
+// a list of active columns, y = W x summed in fp32 and rounded once. Only the active columns'
+// weights are read.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dbsparse/context.hpp"
+#include "dbsparse/matrix.hpp"
+
+namespace dbsparse {
+
+enum class DecodeDtype { F16, BF16, F32 };
+const char* to_string(DecodeDtype d);
+
+struct DecodeLinearOptions {
+  DecodeDtype dtype = DecodeDtype::F16;
+  float tau = 0.0f;   // x_i kept where |x_i| >= tau ...
+  double keep = 0.0;  // ... or, when > 0, the ceil(keep * cols) largest |x_i| (exact, ties all kept), found
+                      // on the GPU per call; needs cols <= 16384
+};
+
+class DecodeLinearPlan {
+ public:
+  // x: cols() values and y: rows() values of the plan's dtype, on the device. Two launches, no
+  // allocation, no host synchronisation (capturable).
+  void run(uint64_t x, uint64_t y, void* stream) const;
+  // An independent plan on a device copy of the same weights (no conversion): for benchmarks that
+  // rotate over copies so the L2 cannot serve the weights, as it could not in a whole model.
+  DecodeLinearPlan clone() const;
+  void set_tau(float tau);
+  float tau() const;
+  // With keep: the threshold the last run found (waits for the stream: not for the hot path).
+  float last_tau(void* stream) const;
+  int32_t rows() const;
+  int32_t cols() const;
+  DecodeDtype dtype() const;
+  int64_t weight_bytes() const;  // W in the column bitmap layout
+  int64_t device_bytes() const;  // everything the plan holds
+  std::string explain() const;
+
+  DecodeLinearPlan(DecodeLinearPlan&&) noexcept;
+  DecodeLinearPlan& operator=(DecodeLinearPlan&&) noexcept;
+  ~DecodeLinearPlan();
+  struct Impl;
+
+ private:
+  friend class Context;
+  explicit DecodeLinearPlan(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dbsparse

@@ -1,0 +1,51 @@
+#pragma once
+// DB-Decoding (db-spmspv-icpp26 §4.3): a pruned linear layer y = W·x at batch 1 with x made sparse
+// on the GPU by magnitude (|x_i| >= tau, as TEAL calibrates tau per layer), then an SpMSpV plan
+// on W converted once. f32 for now; fp16/bf16 are issue 13's next step (NOTES.md).
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "dbsparse/context.hpp"
+#include "dbsparse/spmspv.hpp"
+
+namespace dbsparse {
+
+// How W is stored and multiplied: the DB format with adaptive SpMSpV (the paper's), or the column
+// bitmap layout (column_bitmap.hpp) pushed over the list of active columns.
+enum class SparseLinearLayout { Spmspv, ColumnBitmap };
+
+struct SparseLinearOptions {
+  float tau = 0.0f;  // x_i is kept where |x_i| >= tau (0: every nonzero)
+  SparseLinearLayout layout = SparseLinearLayout::Spmspv;
+  SpmspvDirection direction = SpmspvDirection::Auto;
+  const Config* config = nullptr;  // the SpMSpV config instead of the tuning DB's
+};
+
+template <class T>
+class SparseLinearPlan {
+ public:
+  // y = W · sparsify(x): two launches and the SpMSpV plan's own; no allocation, no host sync.
+  void run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream) const;
+  void run(uint64_t x, uint64_t y, void* stream) const;
+  void set_tau(float tau);  // used from the next run on
+  float tau() const;
+  int32_t rows() const;
+  int32_t cols() const;
+  const SpmspvPlan<T>& spmspv() const;  // UsageError for the column bitmap layout
+  SparseLinearLayout layout() const;
+  int64_t device_bytes() const;  // the SpMSpV plan's and the sparsified x's
+  std::string explain() const;
+
+  SparseLinearPlan(SparseLinearPlan&&) noexcept;
+  SparseLinearPlan& operator=(SparseLinearPlan&&) noexcept;
+  ~SparseLinearPlan();
+  struct Impl;
+
+ private:
+  friend class Context;
+  explicit SparseLinearPlan(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dbsparse

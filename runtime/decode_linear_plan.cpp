@@ -1,0 +1,202 @@
+// Decoding layers in the model's dtype (include/dbsparse/decode_linear.hpp).
+#include "dbsparse/decode_linear.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "codegen/decode_key.hpp"
+#include "dbsparse/column_bitmap.hpp"
+#include "dbsparse/half.hpp"
+#include "runtime/cuda_driver.hpp"
+#include "runtime/module_registry.hpp"
+
+namespace dbsparse {
+
+// Blocks per strip at most: the last block of a strip adds this many partial sums per row, and a
+// 1024-row strip with few active columns gives little work to each split anyway.
+constexpr int kMaxSplits = 16;
+
+const char* to_string(DecodeDtype d) {
+  switch (d) {
+    case DecodeDtype::F16: return "f16";
+    case DecodeDtype::BF16: return "bf16";
+    case DecodeDtype::F32: return "f32";
+  }
+  return "?";
+}
+
+struct DecodeLinearPlan::Impl {
+  DecodeDtype dtype = DecodeDtype::F16;
+  int32_t rows = 0, cols = 0;
+  int strips = 0, splits = 1;
+  float tau = 0;
+  unsigned list_grid = 1;
+  CUfunction list = nullptr, push = nullptr, topk = nullptr;
+  int keep_k = 0;               // > 0: top-k listing
+  DeviceBuffer<float> tau_dev;  // the threshold the top-k listing found
+  KernelInfo kernel;
+  DeviceAllocation values, act_val;  // dtype elements
+  DeviceBuffer<uint32_t> masks, tickets, count;
+  DeviceBuffer<int32_t> seg_ptr, act_idx;
+  DeviceBuffer<float> partial;
+  int64_t weight_bytes = 0;
+};
+
+DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const DecodeLinearOptions& opt) {
+  if (!(opt.tau >= 0)) throw UsageError(fmt::format("plan_decode_linear: tau must be >= 0, got {}", opt.tau));
+  if (!(opt.keep >= 0 && opt.keep <= 1))
+    throw UsageError(fmt::format("plan_decode_linear: keep must be in [0, 1], got {}", opt.keep));
+  if (opt.keep > 0 && w.cols > 16384)
+    throw UsageError(fmt::format("plan_decode_linear: top-k listing handles up to 16384 activations, the layer has {}; "
+                                 "give tau instead",
+                                 w.cols));
+  make_current();
+  auto p = std::make_unique<DecodeLinearPlan::Impl>();
+  p->dtype = opt.dtype;
+  p->tau = opt.tau;
+  p->rows = w.rows;
+  p->cols = w.cols;
+  const ColumnBitmapMatrix<float> m = csr_to_column_bitmap(w);
+  p->strips = m.strips;
+  p->splits = std::clamp((2 * info_.sm_count + std::max(m.strips, 1) - 1) / std::max(m.strips, 1), 1, kMaxSplits);
+  const size_t esize = opt.dtype == DecodeDtype::F32 ? 4 : 2;
+  // Values in the dtype: rounded once here, at load.
+  p->values = DeviceAllocation(std::max<size_t>(m.values.size(), 1) * esize);
+  if (!m.values.empty()) {
+    if (opt.dtype == DecodeDtype::F32) {
+      p->values.upload(m.values.data(), m.values.size() * 4);
+    } else {
+      const auto h = opt.dtype == DecodeDtype::F16 ? floats_to_half(m.values) : floats_to_bf16(m.values);
+      p->values.upload(h.data(), h.size() * 2);
+    }
+  }
+  p->masks = DeviceBuffer<uint32_t>(std::span<const uint32_t>(m.masks.empty() ? std::vector<uint32_t>{0} : m.masks));
+  p->seg_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(m.seg_ptr));
+  const size_t n = static_cast<size_t>(std::max(w.cols, 1));
+  p->act_idx = DeviceBuffer<int32_t>(n);
+  p->act_val = DeviceAllocation(n * esize);
+  p->count = DeviceBuffer<uint32_t>(1);
+  p->count.fill_bytes(0);
+  p->tickets = DeviceBuffer<uint32_t>(static_cast<size_t>(m.strips) + 1);
+  p->tickets.fill_bytes(0);
+  p->partial = DeviceBuffer<float>(static_cast<size_t>(p->splits) * static_cast<size_t>(std::max(w.rows, 1)));
+  p->weight_bytes = static_cast<int64_t>(m.masks.size() * 4 + m.seg_ptr.size() * 4 + m.values.size() * esize);
+  codegen::DecodeKey key;
+  key.dtype = static_cast<codegen::DecodeDtype>(static_cast<int>(opt.dtype));
+  auto loaded = modules_->get(codegen::make_source(key), info_.arch());
+  p->list = loaded.fns.at(0);
+  p->push = loaded.fns.at(1);
+  p->topk = loaded.fns.at(2);
+  p->tau_dev = DeviceBuffer<float>(1);
+  p->tau_dev.fill_bytes(0);
+  if (opt.keep > 0) p->keep_k = std::max(1, static_cast<int>(std::ceil(opt.keep * w.cols - 1e-9)));
+  p->kernel = loaded.info;
+  p->list_grid = static_cast<unsigned>(std::clamp<int64_t>((int64_t{w.cols} + 255) / 256, 1, int64_t{info_.sm_count} * 4));
+  return DecodeLinearPlan(std::move(p));
+}
+
+DecodeLinearPlan::DecodeLinearPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DecodeLinearPlan::DecodeLinearPlan(DecodeLinearPlan&&) noexcept = default;
+DecodeLinearPlan& DecodeLinearPlan::operator=(DecodeLinearPlan&&) noexcept = default;
+DecodeLinearPlan::~DecodeLinearPlan() = default;
+
+void DecodeLinearPlan::run(uint64_t x, uint64_t y, void* stream) const {
+  const Impl& p = *impl_;
+  if (p.rows == 0) return;
+  if (!x || !y) throw UsageError("DecodeLinearPlan::run: x and y must be device pointers");
+  const auto h = static_cast<CUstream>(stream);
+  int n = p.cols;
+  float tau = p.tau;
+  uint64_t idx = p.act_idx.ptr(), val = p.act_val.ptr(), cnt = p.count.ptr();
+  if (p.keep_k > 0 && n > 0) {
+    int k = p.keep_k;
+    uint64_t tau_out = p.tau_dev.ptr();
+    void* topk_params[] = {&x, &n, &k, &idx, &val, &cnt, &tau_out};
+    DBS_CU(cuLaunchKernel(p.topk, 1, 1, 1, 1024, 1, 1, 0, h, topk_params, nullptr));
+  } else {
+    void* list_params[] = {&x, &n, &tau, &idx, &val, &cnt};
+    if (n > 0) DBS_CU(cuLaunchKernel(p.list, p.list_grid, 1, 1, 256, 1, 1, 0, h, list_params, nullptr));
+  }
+  uint64_t masks = p.masks.ptr(), seg = p.seg_ptr.ptr(), vals = p.values.ptr(), part = p.partial.ptr(),
+           tick = p.tickets.ptr();
+  int rows = p.rows, strips = p.strips, splits = p.splits;
+  void* push_params[] = {&masks, &seg, &vals, &idx, &val, &cnt, &part, &tick, &y, &rows, &strips, &splits};
+  DBS_CU(cuLaunchKernel(p.push, static_cast<unsigned>(strips * splits), 1, 1, 256, 1, 1, 0, h, push_params, nullptr));
+}
+
+namespace {
+DeviceAllocation copy_of(const DeviceAllocation& a) {
+  DeviceAllocation b(a.bytes());
+  if (a.bytes()) DBS_CU(cuMemcpyDtoDAsync(b.ptr(), a.ptr(), a.bytes(), nullptr));
+  return b;
+}
+template <class U>
+DeviceBuffer<U> copy_of(const DeviceBuffer<U>& a) {
+  DeviceBuffer<U> b(a.size());
+  if (a.size()) DBS_CU(cuMemcpyDtoDAsync(b.ptr(), a.ptr(), a.size() * sizeof(U), nullptr));
+  return b;
+}
+}  // namespace
+
+DecodeLinearPlan DecodeLinearPlan::clone() const {
+  const Impl& p = *impl_;
+  auto q = std::make_unique<Impl>();
+  q->dtype = p.dtype;
+  q->rows = p.rows;
+  q->cols = p.cols;
+  q->strips = p.strips;
+  q->splits = p.splits;
+  q->tau = p.tau;
+  q->list_grid = p.list_grid;
+  q->list = p.list;
+  q->push = p.push;
+  q->topk = p.topk;
+  q->keep_k = p.keep_k;
+  q->tau_dev = DeviceBuffer<float>(1);
+  q->kernel = p.kernel;
+  q->values = copy_of(p.values);
+  q->masks = copy_of(p.masks);
+  q->seg_ptr = copy_of(p.seg_ptr);
+  q->act_idx = DeviceBuffer<int32_t>(p.act_idx.size());
+  q->act_val = DeviceAllocation(p.act_val.bytes());
+  q->count = DeviceBuffer<uint32_t>(1);
+  q->tickets = DeviceBuffer<uint32_t>(p.tickets.size());
+  q->partial = DeviceBuffer<float>(p.partial.size());
+  DBS_CU(cuCtxSynchronize());  // the copies above ran on the legacy stream
+  q->count.fill_bytes(0);
+  q->tickets.fill_bytes(0);
+  q->weight_bytes = p.weight_bytes;
+  return DecodeLinearPlan(std::move(q));
+}
+
+void DecodeLinearPlan::set_tau(float tau) {
+  if (!(tau >= 0)) throw UsageError(fmt::format("DecodeLinearPlan::set_tau: tau must be >= 0, got {}", tau));
+  impl_->tau = tau;
+}
+float DecodeLinearPlan::tau() const { return impl_->tau; }
+float DecodeLinearPlan::last_tau(void* stream) const {
+  DBS_CU(cuStreamSynchronize(static_cast<CUstream>(stream)));
+  return impl_->keep_k > 0 ? impl_->tau_dev.download()[0] : impl_->tau;
+}
+int32_t DecodeLinearPlan::rows() const { return impl_->rows; }
+int32_t DecodeLinearPlan::cols() const { return impl_->cols; }
+DecodeDtype DecodeLinearPlan::dtype() const { return impl_->dtype; }
+int64_t DecodeLinearPlan::weight_bytes() const { return impl_->weight_bytes; }
+int64_t DecodeLinearPlan::device_bytes() const {
+  const Impl& p = *impl_;
+  return static_cast<int64_t>(p.values.bytes() + p.act_val.bytes() +
+                              (p.masks.size() + p.tickets.size() + p.count.size() + p.seg_ptr.size() + p.act_idx.size() +
+                               p.partial.size()) * 4);
+}
+std::string DecodeLinearPlan::explain() const {
+  const Impl& p = *impl_;
+  return fmt::format("decode linear {}x{} {}: column bitmap, {} strips x {} splits, weights {} bytes ({:.3f}x dense "
+                     "fp16), x kept where |x| >= {}; kernel {} ({})\n",
+                     p.rows, p.cols, to_string(p.dtype), p.strips, p.splits, p.weight_bytes,
+                     static_cast<double>(p.weight_bytes) / (2.0 * p.rows * std::max(p.cols, 1)), p.tau, p.kernel.key,
+                     p.kernel.origin);
+}
+
+}  // namespace dbsparse

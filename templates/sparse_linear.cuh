@@ -1,0 +1,284 @@
+// DB-Decoding's activation sparsifier (db-spmspv-icpp26 §4.3; TEAL's magnitude threshold): x_i kept
+// where |x_i| >= tau, else 0, so the SpMSpV mask pass that follows sees ~keep of x as nonzero.
+// Fusing it into the mask pass (one read of x instead of two) is the next step (NOTES.md). Also the
+// column bitmap product (sparsify_list, colbitmap_push): push over the active columns only.
+#pragma once
+#include "dbs_common.cuh"
+#include "dbsparse/abi/abi_types.h"
+
+namespace dbs {
+
+template <typename T, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) sparsify_threshold(const T* __restrict__ x, T* __restrict__ xs, int n,
+                                                            float tau) {
+  for (int i = blockIdx.x * BLOCK + threadIdx.x; i < n; i += gridDim.x * BLOCK) {
+    const T v = x[i];
+    xs[i] = fabsf((float)v) >= tau ? v : T(0);
+  }
+}
+
+// The active columns as a list (order arbitrary): j and x_j where |x_j| >= tau, appended with one
+// atomic per warp. *count is zero on entry (the product's last block resets it).
+template <typename T, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) sparsify_list(const T* __restrict__ x, int n, float tau,
+                                                       int* __restrict__ act_idx, T* __restrict__ act_val,
+                                                       unsigned* count) {
+  const unsigned lane = threadIdx.x & 31u;
+  for (int base = blockIdx.x * BLOCK; base < n; base += gridDim.x * BLOCK) {
+    const int i = base + (int)threadIdx.x;
+    const T v = i < n ? x[i] : T(0);
+    const bool keep = i < n && fabsf((float)v) >= tau && (float)v != 0.0f;
+    const unsigned ballot = __ballot_sync(0xffffffffu, keep);
+    unsigned at = 0;
+    if (lane == 0 && ballot) at = atomicAdd(count, (unsigned)__popc(ballot));
+    at = __shfl_sync(0xffffffffu, at, 0) + (unsigned)__popc(ballot & ((1u << lane) - 1u));
+    if (keep) {
+      act_idx[at] = i;
+      act_val[at] = v;
+    }
+  }
+}
+
+// y = W · x over the active columns, W in the column bitmap layout (column_bitmap.hpp). A block
+// owns one 1024-row strip and a share of the active columns; a warp takes a column, each lane one
+// mask word (32 rows), and adds its stored values times x_j into the strip's sums in shared memory.
+// Each block writes its strip's partial sums; the last block of a strip adds the partials and
+// writes y; the last block of all resets the list's count and the tickets for the next call.
+template <typename T, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32) colbitmap_push(const uint32_t* __restrict__ masks,
+                                                             const int32_t* __restrict__ seg_ptr,
+                                                             const T* __restrict__ vals, const int* __restrict__ act_idx,
+                                                             const T* __restrict__ act_val, unsigned* count,
+                                                             float* __restrict__ partial, unsigned* tickets, T* y,
+                                                             int rows, int strips, int splits) {
+  __shared__ float ys[1024];
+  __shared__ unsigned nact;
+  __shared__ bool last;
+  const int t = blockIdx.x % strips, split = blockIdx.x / strips;
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  for (int r = threadIdx.x; r < 1024; r += WARPS * 32) ys[r] = 0.0f;
+  if (threadIdx.x == 0) nact = *(volatile unsigned*)count;
+  __syncthreads();
+  for (unsigned k = (unsigned)split * WARPS + warp; k < nact; k += (unsigned)splits * WARPS) {
+    const int j = act_idx[k];
+    const float xv = (float)act_val[k];
+    const size_t seg = (size_t)j * strips + t;
+    uint32_t m = masks[seg * 32 + lane];
+    const unsigned c = __popc(m);
+    unsigned pre = c;  // inclusive scan of the lanes' counts
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const unsigned o = __shfl_up_sync(0xffffffffu, pre, d);
+      if (lane >= (unsigned)d) pre += o;
+    }
+    const T* v = vals + seg_ptr[seg] + (pre - c);
+    while (m) {
+      const int b = __ffs(m) - 1;
+      m &= m - 1;
+      atomicAdd(&ys[lane * 32 + b], (float)*v++ * xv);
+    }
+  }
+  __syncthreads();
+  const int row0 = t * 1024, n = min(1024, rows - row0);
+  for (int r = threadIdx.x; r < n; r += WARPS * 32) partial[(size_t)split * rows + row0 + r] = ys[r];
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&tickets[t], 1u) == (unsigned)splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int r = threadIdx.x; r < n; r += WARPS * 32) {
+    float sum = 0.0f;
+    // __ldcg reads L2, where the other blocks' partials are (their fences preceded their tickets);
+    // unlike volatile loads these may all be in flight at once.
+#pragma unroll 4
+    for (int s = 0; s < splits; ++s) sum += __ldcg(&partial[(size_t)s * rows + row0 + r]);
+    y[row0 + r] = T(sum);
+  }
+  if (threadIdx.x == 0) {
+    tickets[t] = 0;
+    __threadfence();
+    // The last strip to finish: every block has read the count.
+    if (atomicAdd(&tickets[strips], 1u) == (unsigned)strips - 1) {
+      *count = 0;
+      tickets[strips] = 0;
+      __threadfence();
+    }
+  }
+}
+
+// Storage types of the decoding path: fp16 and bf16 are kept as 16-bit words and converted with
+// single PTX instructions (no cuda_fp16.h: NVRTC then needs no toolkit headers); sums are fp32.
+struct ValF32 {
+  typedef float S;
+  static __device__ __forceinline__ float ld(S v) { return v; }
+  static __device__ __forceinline__ S st(float f) { return f; }
+};
+struct ValF16 {
+  typedef unsigned short S;
+  static __device__ __forceinline__ float ld(S v) {
+    float f;
+    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v));
+    return f;
+  }
+  static __device__ __forceinline__ S st(float f) {
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+  }
+};
+struct ValBF16 {
+  typedef unsigned short S;
+  static __device__ __forceinline__ float ld(S v) { return __uint_as_float((unsigned)v << 16); }
+  static __device__ __forceinline__ S st(float f) {
+    unsigned short h;
+    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+    return h;
+  }
+};
+
+// sparsify_list for any storage type V (see above).
+template <typename V, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) decode_list(const typename V::S* __restrict__ x, int n, float tau,
+                                                     int* __restrict__ act_idx, typename V::S* __restrict__ act_val,
+                                                     unsigned* count) {
+  const unsigned lane = threadIdx.x & 31u;
+  for (int base = blockIdx.x * BLOCK; base < n; base += gridDim.x * BLOCK) {
+    const int i = base + (int)threadIdx.x;
+    const typename V::S v = i < n ? x[i] : typename V::S(0);
+    const float f = i < n ? V::ld(v) : 0.0f;
+    const bool keep = i < n && fabsf(f) >= tau && f != 0.0f;
+    const unsigned ballot = __ballot_sync(0xffffffffu, keep);
+    unsigned at = 0;
+    if (lane == 0 && ballot) at = atomicAdd(count, (unsigned)__popc(ballot));
+    at = __shfl_sync(0xffffffffu, at, 0) + (unsigned)__popc(ballot & ((1u << lane) - 1u));
+    if (keep) {
+      act_idx[at] = i;
+      act_val[at] = v;
+    }
+  }
+}
+
+// colbitmap_push for any storage type V: the same walk, values and x converted to fp32 on load, y
+// rounded once on store.
+template <typename V, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32) decode_push(const uint32_t* __restrict__ masks,
+                                                          const int32_t* __restrict__ seg_ptr,
+                                                          const typename V::S* __restrict__ vals,
+                                                          const int* __restrict__ act_idx,
+                                                          const typename V::S* __restrict__ act_val, unsigned* count,
+                                                          float* __restrict__ partial, unsigned* tickets,
+                                                          typename V::S* y, int rows, int strips, int splits) {
+  __shared__ float ys[1024];
+  __shared__ unsigned nact;
+  __shared__ bool last;
+  const int t = blockIdx.x % strips, split = blockIdx.x / strips;
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  for (int r = threadIdx.x; r < 1024; r += WARPS * 32) ys[r] = 0.0f;
+  if (threadIdx.x == 0) nact = *(volatile unsigned*)count;
+  __syncthreads();
+  for (unsigned k = (unsigned)split * WARPS + warp; k < nact; k += (unsigned)splits * WARPS) {
+    const int j = act_idx[k];
+    const float xv = V::ld(act_val[k]);
+    const size_t seg = (size_t)j * strips + t;
+    uint32_t m = masks[seg * 32 + lane];
+    const unsigned c = __popc(m);
+    unsigned pre = c;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const unsigned o = __shfl_up_sync(0xffffffffu, pre, d);
+      if (lane >= (unsigned)d) pre += o;
+    }
+    const typename V::S* v = vals + seg_ptr[seg] + (pre - c);
+    while (m) {
+      const int b = __ffs(m) - 1;
+      m &= m - 1;
+      atomicAdd(&ys[lane * 32 + b], V::ld(*v++) * xv);
+    }
+  }
+  __syncthreads();
+  const int row0 = t * 1024, n = min(1024, rows - row0);
+  for (int r = threadIdx.x; r < n; r += WARPS * 32) partial[(size_t)split * rows + row0 + r] = ys[r];
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&tickets[t], 1u) == (unsigned)splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int r = threadIdx.x; r < n; r += WARPS * 32) {
+    float sum = 0.0f;
+    // __ldcg reads L2, where the other blocks' partials are (their fences preceded their tickets);
+    // unlike volatile loads these may all be in flight at once.
+#pragma unroll 4
+    for (int s = 0; s < splits; ++s) sum += __ldcg(&partial[(size_t)s * rows + row0 + r]);
+    y[row0 + r] = V::st(sum);
+  }
+  if (threadIdx.x == 0) {
+    tickets[t] = 0;
+    __threadfence();
+    if (atomicAdd(&tickets[strips], 1u) == (unsigned)strips - 1) {
+      *count = 0;
+      tickets[strips] = 0;
+      __threadfence();
+    }
+  }
+}
+
+// Top-k activations without a host round trip: one block of 1024 threads finds the k-th largest
+// |x_i| exactly (radix select over the bits of |x| as a float, which order like the values), then
+// lists every x_i with |x_i| at least that (ties are all kept, as topk_threshold on the CPU does).
+// A decoding activation has at most a few thousand entries: n <= 16 * 1024 here.
+template <typename V>
+__global__ void __launch_bounds__(1024) decode_topk_list(const typename V::S* __restrict__ x, int n, int k,
+                                                         int* __restrict__ act_idx, typename V::S* __restrict__ act_val,
+                                                         unsigned* count, float* tau_out) {
+  constexpr int kPer = 16;
+  __shared__ unsigned hist[256];
+  __shared__ unsigned prefix, want;
+  unsigned key[kPer];
+#pragma unroll
+  for (int e = 0; e < kPer; ++e) {
+    const int i = threadIdx.x + e * 1024;
+    key[e] = i < n ? (__float_as_uint(fabsf(V::ld(x[i]))) & 0x7fffffffu) : 0u;
+  }
+  if (threadIdx.x == 0) {
+    prefix = 0;
+    want = (unsigned)(k < 1 ? 1 : k);
+  }
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    if (threadIdx.x < 256) hist[threadIdx.x] = 0;
+    __syncthreads();
+    const unsigned mask_hi = shift == 24 ? 0u : (0xffffffffu << (shift + 8));
+#pragma unroll
+    for (int e = 0; e < kPer; ++e)
+      if (threadIdx.x + e * 1024 < n && (key[e] & mask_hi) == prefix) atomicAdd(&hist[(key[e] >> shift) & 255u], 1u);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      // From the top bin down: the bin holding the want-th largest key among those with the prefix.
+      unsigned left = want;
+      int b = 255;
+      for (; b > 0 && hist[b] < left; --b) left -= hist[b];
+      prefix |= (unsigned)b << shift;
+      want = left;
+    }
+    __syncthreads();
+  }
+  const float tau = __uint_as_float(prefix);
+  if (threadIdx.x == 0 && tau_out) *tau_out = tau;
+  const unsigned lane = threadIdx.x & 31u;
+#pragma unroll
+  for (int e = 0; e < kPer; ++e) {
+    const int i = threadIdx.x + e * 1024;
+    const bool keep = i < n && key[e] >= prefix && key[e] != 0u;
+    const unsigned ballot = __ballot_sync(0xffffffffu, keep);
+    unsigned at = 0;
+    if (lane == 0 && ballot) at = atomicAdd(count, (unsigned)__popc(ballot));
+    at = __shfl_sync(0xffffffffu, at, 0) + (unsigned)__popc(ballot & ((1u << lane) - 1u));
+    if (keep) {
+      act_idx[at] = i;
+      act_val[at] = x[i];
+    }
+  }
+}
+
+}  // namespace dbs
