@@ -3,6 +3,8 @@
 #include <dlfcn.h>
 
 #include <mutex>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -21,6 +23,26 @@ std::string result_text(const DriverApi& api, CUresult r) {
   const char* name = nullptr;
   if (api.cuGetErrorName) api.cuGetErrorName(r, &name);
   return fmt::format("{} ({})", name ? name : "?", static_cast<int>(r));
+}
+
+struct EntryPoint {
+  const char* symbol;
+  void** slot;
+  int version;
+};
+
+// The symbols are stringised where the X-macro names them, before cuda.h's macros can expand them:
+// through one more macro level cuDeviceTotalMem became "cuDeviceTotalMem_v2", a name the driver
+// does not export, and every gpu call failed (H200, 2026-11-30).
+std::vector<EntryPoint> entry_points(DriverApi& api) {
+  std::vector<EntryPoint> v;
+#define DBS_CU_ENTRY(name) v.push_back({#name, reinterpret_cast<void**>(&api.name), CUDA_VERSION});
+#define DBS_CU_ENTRY_AT(name, version) v.push_back({#name, reinterpret_cast<void**>(&api.name), version});
+  DBS_CU_FUNCTIONS(DBS_CU_ENTRY)
+  DBS_CU_FUNCTIONS_PINNED(DBS_CU_ENTRY_AT)
+#undef DBS_CU_ENTRY_AT
+#undef DBS_CU_ENTRY
+  return v;
 }
 
 Loaded load() {
@@ -42,24 +64,17 @@ Loaded load() {
   // machine: InitFailed (unless it is the toolkit's stub, which says so in its CUresult).
   if (!get_proc)
     return fail(DeviceStatus::InitFailed, "libcuda.so.1 has no cuGetProcAddress_v2 (driver older than CUDA 12)");
-#define DBS_CU_RESOLVE_AT(name, version)                                                              \
-  {                                                                                                   \
-    void* fn = nullptr;                                                                               \
-    CUdriverProcAddressQueryResult status{};                                                          \
-    CUresult r = get_proc(#name, &fn, version, CU_GET_PROC_ADDRESS_DEFAULT, &status);                 \
-    if (r == CUDA_ERROR_STUB_LIBRARY)                                                                 \
-      return fail(classify_device(true, r, 0), "libcuda.so.1 is the CUDA toolkit's stub, not a driver"); \
-    if (r != CUDA_SUCCESS || !fn)                                                                     \
-      return fail(DeviceStatus::InitFailed, fmt::format("driver lacks {} at CUDA {} (status {}, {})", \
-                                                        #name, version, static_cast<int>(status),     \
-                                                        static_cast<int>(r)));                        \
-    out.api.name = reinterpret_cast<decltype(out.api.name)>(fn);                                      \
+  for (const EntryPoint& e : entry_points(out.api)) {
+    void* fn = nullptr;
+    CUdriverProcAddressQueryResult status{};
+    CUresult r = get_proc(e.symbol, &fn, e.version, CU_GET_PROC_ADDRESS_DEFAULT, &status);
+    if (r == CUDA_ERROR_STUB_LIBRARY)
+      return fail(classify_device(true, r, 0), "libcuda.so.1 is the CUDA toolkit's stub, not a driver");
+    if (r != CUDA_SUCCESS || !fn)
+      return fail(DeviceStatus::InitFailed, fmt::format("driver lacks {} at CUDA {} (status {}, {})", e.symbol,
+                                                        e.version, static_cast<int>(status), static_cast<int>(r)));
+    *e.slot = fn;
   }
-#define DBS_CU_RESOLVE(name) DBS_CU_RESOLVE_AT(name, CUDA_VERSION)
-  DBS_CU_FUNCTIONS(DBS_CU_RESOLVE)
-  DBS_CU_FUNCTIONS_PINNED(DBS_CU_RESOLVE_AT)
-#undef DBS_CU_RESOLVE
-#undef DBS_CU_RESOLVE_AT
   int count = 0;
   CUresult r = out.api.cuInit(0);
   const char* failed_call = "cuInit";
@@ -80,6 +95,13 @@ const Loaded& loaded() {
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, int>> driver_entry_points() {
+  DriverApi unused;
+  std::vector<std::pair<std::string, int>> out;
+  for (const EntryPoint& e : entry_points(unused)) out.emplace_back(e.symbol, e.version);
+  return out;
+}
 
 const DriverApi& driver() {
   const Loaded& l = loaded();

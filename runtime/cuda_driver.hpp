@@ -6,6 +6,8 @@
 #include <cuda.h>
 
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace dbsparse::cuda {
 
@@ -43,6 +45,10 @@ struct DriverApi {
 enum class DeviceStatus { Available, NoDriver, NoDevice, InitFailed };
 
 const char* to_string(DeviceStatus s);
+
+// The (symbol, CUDA version) pairs asked of cuGetProcAddress, in table order: what the cpu tier
+// can check of the lookup without a driver.
+std::vector<std::pair<std::string, int>> driver_entry_points();
 
 // Pure, so the rule is tested without a driver. init_result is the first failing result of cuInit
 // and cuDeviceGetCount (CUDA_SUCCESS when both succeeded); device_count is what the latter reported.

@@ -39,3 +39,24 @@ TEST_CASE("device status: the probe agrees with cuda_device_available") {
   CHECK(why.empty() == available);
   MESSAGE("this machine: " << dbsparse::cuda::to_string(probe.status) << " " << probe.why);
 }
+
+// A symbol asked of cuGetProcAddress must be the base name the driver exports: cuda.h's version
+// macros (cuDeviceTotalMem -> cuDeviceTotalMem_v2) apply to calls, not to the lookup's string.
+TEST_CASE("driver entry points are looked up by their base names") {
+  const auto entries = dbsparse::cuda::driver_entry_points();
+  REQUIRE(entries.size() > 30);
+  bool total_mem = false, ctx_sync = false;
+  for (const auto& [symbol, version] : entries) {
+    CAPTURE(symbol);
+    CHECK(symbol.rfind("cu", 0) == 0);
+    CHECK(symbol.find("_v") == std::string::npos);
+    CHECK(version >= 2000);
+    total_mem |= symbol == "cuDeviceTotalMem";
+    if (symbol == "cuCtxSynchronize") {
+      ctx_sync = true;
+      CHECK(version == 2000);
+    }
+  }
+  CHECK(total_mem);
+  CHECK(ctx_sync);
+}
