@@ -14,9 +14,9 @@
 
 namespace dbsparse {
 
-// Blocks per strip at most: the last block of a strip adds this many partial sums per row, and a
-// 1024-row strip with few active columns gives little work to each split anyway.
-constexpr int kMaxSplits = 16;
+// decode_fused's warps per block; a block reads kDecodeWarps * 32 columns of x (one 32-column
+// window per warp: ~3 kept columns at 10% density, walked together).
+constexpr int kDecodeWarps = 4;
 
 const char* to_string(DecodeDtype d) {
   switch (d) {
@@ -32,15 +32,14 @@ struct DecodeLinearPlan::Impl {
   int32_t rows = 0, cols = 0;
   int strips = 0, splits = 1;
   float tau = 0;
-  unsigned list_grid = 1;
-  CUfunction list = nullptr, push = nullptr, topk = nullptr;
+  CUfunction fused = nullptr, topk = nullptr;
   int keep_k = 0;               // > 0: top-k listing
   DeviceBuffer<float> tau_dev;  // the threshold the top-k listing found
   KernelInfo kernel;
-  DeviceAllocation values, act_val;  // dtype elements
-  DeviceBuffer<uint32_t> masks, tickets, count;
-  DeviceBuffer<int32_t> seg_ptr, act_idx;
-  DeviceBuffer<float> partial;
+  DeviceAllocation values;  // dtype elements
+  DeviceBuffer<uint32_t> masks, tickets;
+  DeviceBuffer<int32_t> seg_ptr;
+  DeviceBuffer<float> acc;  // fp32 sums per row, zero between calls
   int64_t weight_bytes = 0;
 };
 
@@ -60,7 +59,7 @@ DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const De
   p->cols = w.cols;
   const ColumnBitmapMatrix<float> m = csr_to_column_bitmap(w);
   p->strips = m.strips;
-  p->splits = std::clamp((2 * info_.sm_count + std::max(m.strips, 1) - 1) / std::max(m.strips, 1), 1, kMaxSplits);
+  p->splits = std::max(1, (w.cols + kDecodeWarps * 32 - 1) / (kDecodeWarps * 32));
   const size_t esize = opt.dtype == DecodeDtype::F32 ? 4 : 2;
   // Values in the dtype: rounded once here, at load.
   p->values = DeviceAllocation(std::max<size_t>(m.values.size(), 1) * esize);
@@ -74,26 +73,20 @@ DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const De
   }
   p->masks = DeviceBuffer<uint32_t>(std::span<const uint32_t>(m.masks.empty() ? std::vector<uint32_t>{0} : m.masks));
   p->seg_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(m.seg_ptr));
-  const size_t n = static_cast<size_t>(std::max(w.cols, 1));
-  p->act_idx = DeviceBuffer<int32_t>(n);
-  p->act_val = DeviceAllocation(n * esize);
-  p->count = DeviceBuffer<uint32_t>(1);
-  p->count.fill_bytes(0);
-  p->tickets = DeviceBuffer<uint32_t>(static_cast<size_t>(m.strips) + 1);
+  p->tickets = DeviceBuffer<uint32_t>(static_cast<size_t>(std::max(m.strips, 1)));
   p->tickets.fill_bytes(0);
-  p->partial = DeviceBuffer<float>(static_cast<size_t>(p->splits) * static_cast<size_t>(std::max(w.rows, 1)));
+  p->acc = DeviceBuffer<float>(static_cast<size_t>(std::max(w.rows, 1)));
+  p->acc.fill_bytes(0);
   p->weight_bytes = static_cast<int64_t>(m.masks.size() * 4 + m.seg_ptr.size() * 4 + m.values.size() * esize);
   codegen::DecodeKey key;
   key.dtype = static_cast<codegen::DecodeDtype>(static_cast<int>(opt.dtype));
   auto loaded = modules_->get(codegen::make_source(key), info_.arch());
-  p->list = loaded.fns.at(0);
-  p->push = loaded.fns.at(1);
-  p->topk = loaded.fns.at(2);
+  p->fused = loaded.fns.at(0);
+  p->topk = loaded.fns.at(1);
   p->tau_dev = DeviceBuffer<float>(1);
   p->tau_dev.fill_bytes(0);
   if (opt.keep > 0) p->keep_k = std::max(1, static_cast<int>(std::ceil(opt.keep * w.cols - 1e-9)));
   p->kernel = loaded.info;
-  p->list_grid = static_cast<unsigned>(std::clamp<int64_t>((int64_t{w.cols} + 255) / 256, 1, int64_t{info_.sm_count} * 4));
   return DecodeLinearPlan(std::move(p));
 }
 
@@ -109,21 +102,20 @@ void DecodeLinearPlan::run(uint64_t x, uint64_t y, void* stream) const {
   const auto h = static_cast<CUstream>(stream);
   int n = p.cols;
   float tau = p.tau;
-  uint64_t idx = p.act_idx.ptr(), val = p.act_val.ptr(), cnt = p.count.ptr();
+  uint64_t tau_dev = 0;
   if (p.keep_k > 0 && n > 0) {
     int k = p.keep_k;
-    uint64_t tau_out = p.tau_dev.ptr();
-    void* topk_params[] = {&x, &n, &k, &idx, &val, &cnt, &tau_out};
+    uint64_t none = 0;
+    tau_dev = p.tau_dev.ptr();
+    void* topk_params[] = {&x, &n, &k, &none, &none, &none, &tau_dev};
     DBS_CU(cuLaunchKernel(p.topk, 1, 1, 1, 1024, 1, 1, 0, h, topk_params, nullptr));
-  } else {
-    void* list_params[] = {&x, &n, &tau, &idx, &val, &cnt};
-    if (n > 0) DBS_CU(cuLaunchKernel(p.list, p.list_grid, 1, 1, 256, 1, 1, 0, h, list_params, nullptr));
   }
-  uint64_t masks = p.masks.ptr(), seg = p.seg_ptr.ptr(), vals = p.values.ptr(), part = p.partial.ptr(),
+  uint64_t masks = p.masks.ptr(), seg = p.seg_ptr.ptr(), vals = p.values.ptr(), acc = p.acc.ptr(),
            tick = p.tickets.ptr();
   int rows = p.rows, strips = p.strips, splits = p.splits;
-  void* push_params[] = {&masks, &seg, &vals, &idx, &val, &cnt, &part, &tick, &y, &rows, &strips, &splits};
-  DBS_CU(cuLaunchKernel(p.push, static_cast<unsigned>(strips * splits), 1, 1, 256, 1, 1, 0, h, push_params, nullptr));
+  void* params[] = {&masks, &seg, &vals, &x, &n, &tau, &tau_dev, &acc, &tick, &y, &rows, &strips, &splits};
+  DBS_CU(cuLaunchKernel(p.fused, static_cast<unsigned>(strips * splits), 1, 1, kDecodeWarps * 32, 1, 1, 0, h, params,
+                        nullptr));
 }
 
 namespace {
@@ -149,9 +141,7 @@ DecodeLinearPlan DecodeLinearPlan::clone() const {
   q->strips = p.strips;
   q->splits = p.splits;
   q->tau = p.tau;
-  q->list_grid = p.list_grid;
-  q->list = p.list;
-  q->push = p.push;
+  q->fused = p.fused;
   q->topk = p.topk;
   q->keep_k = p.keep_k;
   q->tau_dev = DeviceBuffer<float>(1);
@@ -159,14 +149,11 @@ DecodeLinearPlan DecodeLinearPlan::clone() const {
   q->values = copy_of(p.values);
   q->masks = copy_of(p.masks);
   q->seg_ptr = copy_of(p.seg_ptr);
-  q->act_idx = DeviceBuffer<int32_t>(p.act_idx.size());
-  q->act_val = DeviceAllocation(p.act_val.bytes());
-  q->count = DeviceBuffer<uint32_t>(1);
   q->tickets = DeviceBuffer<uint32_t>(p.tickets.size());
-  q->partial = DeviceBuffer<float>(p.partial.size());
+  q->acc = DeviceBuffer<float>(p.acc.size());
   DBS_CU(cuCtxSynchronize());  // the copies above ran on the legacy stream
-  q->count.fill_bytes(0);
   q->tickets.fill_bytes(0);
+  q->acc.fill_bytes(0);
   q->weight_bytes = p.weight_bytes;
   return DecodeLinearPlan(std::move(q));
 }
@@ -186,9 +173,7 @@ DecodeDtype DecodeLinearPlan::dtype() const { return impl_->dtype; }
 int64_t DecodeLinearPlan::weight_bytes() const { return impl_->weight_bytes; }
 int64_t DecodeLinearPlan::device_bytes() const {
   const Impl& p = *impl_;
-  return static_cast<int64_t>(p.values.bytes() + p.act_val.bytes() +
-                              (p.masks.size() + p.tickets.size() + p.count.size() + p.seg_ptr.size() + p.act_idx.size() +
-                               p.partial.size()) * 4);
+  return static_cast<int64_t>(p.values.bytes() + (p.masks.size() + p.tickets.size() + p.seg_ptr.size() + p.acc.size()) * 4);
 }
 std::string DecodeLinearPlan::explain() const {
   const Impl& p = *impl_;

@@ -1,8 +1,7 @@
 #pragma once
 // A pruned linear layer for batch-1 decoding in the model's dtype (fp16, bf16 or f32): W in the
-// column bitmap layout (column_bitmap.hpp), x sparsified on the GPU by magnitude (|x_i| >= tau) into
-// a list of active columns, y = W x summed in fp32 and rounded once. Only the active columns'
-// weights are read.
+// column bitmap layout (column_bitmap.hpp), x thresholded by magnitude (|x_i| >= tau) inside the
+// product kernel, y = W x summed in fp32 and rounded once. Only the kept columns' weights are read.
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,7 +23,7 @@ struct DecodeLinearOptions {
 
 class DecodeLinearPlan {
  public:
-  // x: cols() values and y: rows() values of the plan's dtype, on the device. Two launches, no
+  // x: cols() values and y: rows() values of the plan's dtype, on the device. One launch (two with keep), no
   // allocation, no host synchronisation (capturable).
   void run(uint64_t x, uint64_t y, void* stream) const;
   // An independent plan on a device copy of the same weights (no conversion): for benchmarks that
