@@ -26,12 +26,12 @@ const char* to_string(DecodeDtype d) {
   return "?";
 }
 
-std::string DecodeKey::to_string() const { return fmt::format("decode_linear.colbitmap.{}.w4", codegen::to_string(dtype)); }
+std::string DecodeKey::to_string() const { return fmt::format("decode_linear.colbitmap.{}.w8x8", codegen::to_string(dtype)); }
 
 DecodeKey DecodeKey::parse(std::string_view text) {
   auto p = split_key(text, '.');
-  if (p.size() != 4 || p[0] != "decode_linear" || p[1] != "colbitmap" || p[3] != "w4")
-    throw UsageError(fmt::format("bad decode kernel key '{}' (form: decode_linear.colbitmap.f16.w4)", text));
+  if (p.size() != 4 || p[0] != "decode_linear" || p[1] != "colbitmap" || p[3] != "w8x8")
+    throw UsageError(fmt::format("bad decode kernel key '{}' (form: decode_linear.colbitmap.f16.w8x8)", text));
   DecodeKey k;
   if (p[2] == "f16") k.dtype = DecodeDtype::F16;
   else if (p[2] == "bf16") k.dtype = DecodeDtype::BF16;
@@ -45,7 +45,7 @@ KernelSource make_source(const DecodeKey& key) {
   ks.key = key.to_string();
   ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"sparse_linear.cuh\"\n", ks.key);
   ks.options = {"-std=c++17"};
-  ks.name_expressions = {fmt::format("dbs::decode_fused<{}, 4>", tag(key.dtype)),
+  ks.name_expressions = {fmt::format("dbs::decode_fused<{}, 8, 8>", tag(key.dtype)),
                          fmt::format("dbs::decode_topk_list<{}>", tag(key.dtype))};
   return ks;
 }

@@ -14,9 +14,9 @@
 
 namespace dbsparse {
 
-// decode_fused's warps per block; a block reads kDecodeWarps * 32 columns of x (one 32-column
-// window per warp: ~3 kept columns at 10% density, walked together).
-constexpr int kDecodeWarps = 4;
+// decode_fused's warps per block and columns per warp window (the key's w8x8): a block reads
+// 64 columns of x, a warp 8 at a time (~one kept column at 10% density).
+constexpr int kDecodeWarps = 8, kDecodeWindow = 8;
 
 const char* to_string(DecodeDtype d) {
   switch (d) {
@@ -59,7 +59,7 @@ DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const De
   p->cols = w.cols;
   const ColumnBitmapMatrix<float> m = csr_to_column_bitmap(w);
   p->strips = m.strips;
-  p->splits = std::max(1, (w.cols + kDecodeWarps * 32 - 1) / (kDecodeWarps * 32));
+  p->splits = std::max(1, (w.cols + kDecodeWarps * kDecodeWindow - 1) / (kDecodeWarps * kDecodeWindow));
   const size_t esize = opt.dtype == DecodeDtype::F32 ? 4 : 2;
   // Values in the dtype: rounded once here, at load.
   p->values = DeviceAllocation(std::max<size_t>(m.values.size(), 1) * esize);
