@@ -1,6 +1,7 @@
 #include "dbsparse/pruning.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <cmath>
 #include <numbers>
 #include <numeric>
@@ -66,6 +67,35 @@ constexpr ModelConfig kModels[] = {
 };
 
 }  // namespace
+
+CsrMatrix<float> stack_rows(std::span<const CsrMatrix<float>> parts) {
+  CsrMatrix<float> out;
+  if (parts.empty()) return out;
+  out.cols = parts[0].cols;
+  int64_t rows = 0, nnz = 0;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (parts[i].cols != out.cols)
+      throw UsageError(fmt::format("stack_rows: part {} has {} columns, part 0 has {}: stacked layers must read the "
+                                   "same x",
+                                   i, parts[i].cols, out.cols));
+    rows += parts[i].rows;
+    nnz += parts[i].nnz();
+  }
+  if (rows > INT32_MAX || nnz > INT32_MAX)
+    throw UsageError(fmt::format("stack_rows: {} rows and {} nonzeros pass the int32 index range", rows, nnz));
+  out.rows = static_cast<int32_t>(rows);
+  out.row_ptr.assign(1, 0);  // a default CsrMatrix may already hold its leading 0
+  out.row_ptr.reserve(static_cast<size_t>(rows) + 1);
+  out.col_idx.reserve(static_cast<size_t>(nnz));
+  out.values.reserve(static_cast<size_t>(nnz));
+  for (const auto& p : parts) {
+    const int32_t base = out.row_ptr.back();
+    for (int32_t r = 0; r < p.rows; ++r) out.row_ptr.push_back(base + p.row_ptr[static_cast<size_t>(r) + 1]);
+    out.col_idx.insert(out.col_idx.end(), p.col_idx.begin(), p.col_idx.end());
+    out.values.insert(out.values.end(), p.values.begin(), p.values.end());
+  }
+  return out;
+}
 
 CsrMatrix<float> prune_magnitude(std::span<const float> w, int32_t rows, int32_t cols, double sparsity) {
   check_shape("prune_magnitude", w, rows, cols);

@@ -23,6 +23,12 @@ CsrMatrix<float> prune_magnitude(std::span<const float> w, int32_t rows, int32_t
 CsrMatrix<float> prune_wanda(std::span<const float> w, int32_t rows, int32_t cols, std::span<const float> act_norms,
                              double sparsity);
 
+// Layers that read the same x (q, k and v; gate and up) as one matrix: their rows one after the
+// other, so one plan and one launch serve them all and each layer's y is a slice of the stacked y
+// (layer i's rows start at the sum of the rows before it). UsageError when the column counts
+// differ or the stacked rows or nonzeros would pass 2^31 - 1.
+CsrMatrix<float> stack_rows(std::span<const CsrMatrix<float>> parts);
+
 // The reference of the GPU activation sparsifier: x_i where |x_i| >= tau, else 0 (NaN becomes 0).
 std::vector<float> threshold_activations(std::span<const float> x, float tau);
 

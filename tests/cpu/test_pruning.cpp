@@ -206,3 +206,28 @@ TEST_CASE("ModelSyntheticWeightsAreDeterministicWithMeanZeroAndStd002") {
   CHECK(synthetic_weights(0, 5, 1).empty());
   CHECK_THROWS_AS(synthetic_weights(-1, 5, 1), UsageError);
 }
+
+TEST_CASE("StackRowsPutsTheLayersRowsOneAfterTheOther") {
+  const auto wa = dbs_test::random_vector<float>(5 * 11, 21), wb = dbs_test::random_vector<float>(3 * 11, 22);
+  const CsrMatrix<float> a = prune_magnitude(wa, 5, 11, 0.5), b = prune_magnitude(wb, 3, 11, 0.7);
+  const std::vector<CsrMatrix<float>> parts{a, b};
+  const CsrMatrix<float> s = stack_rows(parts);
+  REQUIRE(s.rows == 8);
+  REQUIRE(s.cols == 11);
+  CHECK(s.nnz() == a.nnz() + b.nnz());
+  // Row r of the stack is row r of a, then row r - 5 of b, entry for entry.
+  for (int r = 0; r < 8; ++r) {
+    const CsrMatrix<float>& src = r < 5 ? a : b;
+    const int sr = r < 5 ? r : r - 5;
+    CAPTURE(r);
+    REQUIRE(s.row_ptr[r + 1] - s.row_ptr[r] == src.row_ptr[sr + 1] - src.row_ptr[sr]);
+    for (int k = 0; k < s.row_ptr[r + 1] - s.row_ptr[r]; ++k) {
+      CHECK(s.col_idx[s.row_ptr[r] + k] == src.col_idx[src.row_ptr[sr] + k]);
+      CHECK(s.values[s.row_ptr[r] + k] == src.values[src.row_ptr[sr] + k]);
+    }
+  }
+  const CsrMatrix<float> narrow = prune_magnitude(dbs_test::random_vector<float>(2 * 10, 23), 2, 10, 0.5);
+  const std::vector<CsrMatrix<float>> bad{a, narrow};
+  CHECK_THROWS_AS(stack_rows(bad), UsageError);
+  CHECK(stack_rows(std::vector<CsrMatrix<float>>{}).rows == 0);
+}

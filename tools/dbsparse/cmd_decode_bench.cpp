@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <map>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -31,6 +32,7 @@ struct DecodeArgs {
   double weight_sparsity = 0.5, act_density = 0.1;
   int layer = 0;
   bool ablation = false;  // also push-only, pull-only and the f32 column bitmap
+  bool no_fuse = false;   // leave out the stacked q|k|v and gate|up rows
 };
 
 // The dense weights in the benchmark's dtype, as device bytes.
@@ -250,6 +252,7 @@ Runner add_decode_bench(CLI::App& sub_ref) {
   sub->add_option("--dtype", a->dtype, "The dense baseline's dtype (dbsparse rows are f32 until fp16 lands)")->check(CLI::IsMember({"f16", "bf16", "f32"}));
   sub->add_option("--prune", a->prune, "wanda (|W| x |x| of the synthetic activation) or magnitude")->check(CLI::IsMember({"wanda", "magnitude"}));
   sub->add_option("--json", a->json_path, "Write every layer's record as JSON");
+  sub->add_flag("--no-fuse", a->no_fuse, "Leave out the stacked q|k|v and gate|up rows (one plan and one launch each)");
   sub->add_flag("--ablation", a->ablation, "Also time the f32 SpMSpV forced to push and to pull, and the f32 column bitmap");
   return [a]() {
     const ModelShapes m = model_shapes(a->model);
@@ -268,6 +271,8 @@ Runner add_decode_bench(CLI::App& sub_ref) {
                "dir", "%BW need", "cb/f16", "err auto", "err cb");
     nlohmann::json layers = nlohmann::json::array();
     double sum_dense = 0, sum_auto = 0, sum_cb = 0;
+    std::map<std::string, std::vector<float>> kept_w;  // dense weights of the layers stacked below
+    std::map<std::string, nlohmann::json> by_kind;
     for (const LayerShape& shape : m.linear) {
       std::vector<float> w;
       if (refs.empty()) {
@@ -279,11 +284,42 @@ Runner add_decode_bench(CLI::App& sub_ref) {
           throw UsageError(fmt::format("{}: no {} weight of layer {}", a->weights, shape.kind, a->layer));
         w = SafetensorsFile::open(it->file).read_f32(it->info.name);
       }
+      if (!a->no_fuse && shape.kind != "o" && shape.kind != "down") kept_w[shape.kind] = w;
       nlohmann::json rec = bench_layer(ctx, s, *a, shape, std::move(w), copy_gbs, cublas);
       sum_dense += rec["dense_us"].get<double>();
       sum_auto += rec["dbsparse"]["auto"]["us"].get<double>();
       sum_cb += rec["dbsparse"]["colbitmap_" + a->dtype]["us"].get<double>();
+      by_kind[shape.kind] = rec;
       layers.push_back(std::move(rec));
+    }
+    // q, k, v read the same x, and so do gate and up: stacked, each group is one plan and one
+    // launch (stack_rows; Wanda prunes per output row, so stacking before or after pruning is the
+    // same). Dense is timed stacked too: a serving stack fuses these GEMVs as well.
+    nlohmann::json fused = nlohmann::json::object();
+    if (!a->no_fuse) {
+      const std::vector<std::pair<std::string, std::vector<std::string>>> groups{{"qkv", {"q", "k", "v"}},
+                                                                                 {"gateup", {"gate", "up"}}};
+      for (const auto& [name, kinds] : groups) {
+        std::vector<float> w;
+        LayerShape st{name, 0, 0};
+        for (const auto& kind : kinds) {
+          const auto& part = kept_w.at(kind);
+          w.insert(w.end(), part.begin(), part.end());
+          st.out += by_kind.at(kind)["rows"].get<int32_t>();
+          st.in = by_kind.at(kind)["cols"].get<int32_t>();
+        }
+        for (const auto& kind : kinds) kept_w.erase(kind);
+        fused[name] = bench_layer(ctx, s, *a, st, std::move(w), copy_gbs, cublas);
+      }
+      const auto cb_us = [&](const nlohmann::json& r) { return r["dbsparse"]["colbitmap_" + a->dtype]["us"].get<double>(); };
+      const double fd = fused["qkv"]["dense_us"].get<double>() + by_kind["o"]["dense_us"].get<double>() +
+                        fused["gateup"]["dense_us"].get<double>() + by_kind["down"]["dense_us"].get<double>();
+      const double fc = cb_us(fused["qkv"]) + cb_us(by_kind["o"]) + cb_us(fused["gateup"]) + cb_us(by_kind["down"]);
+      fused["block_dense_stacked_us"] = fd;
+      fused["block_colbitmap_stacked_us"] = fc;
+      fmt::print("block  stacked (q|k|v, o, gate|up, down): column bitmap ({}) {:.2f} us: {:.2f}x dense per layer, "
+                 "{:.2f}x dense stacked ({:.2f} us)\n",
+                 a->dtype, fc, sum_dense / fc, fd / fc, fd);
     }
     fmt::print("block  sum: dense {} {:.2f} us; dbsparse auto (f32) {:.2f} us: {:.2f}x; column bitmap ({}) {:.2f} us: {:.2f}x\n",
                a->dtype, sum_dense, sum_auto, sum_dense / sum_auto, a->dtype, sum_cb, sum_dense / sum_cb);
@@ -292,6 +328,7 @@ Runner add_decode_bench(CLI::App& sub_ref) {
                        {"weight_sparsity", a->weight_sparsity}, {"act_density", a->act_density}, {"prune", a->prune},
                        {"device", ctx.device().name}, {"copy_bandwidth_gbs", copy_gbs}, {"layers", layers},
                        {"block_dense_us", sum_dense}, {"block_auto_us", sum_auto}, {"block_colbitmap_us", sum_cb},
+                       {"stacked", fused},
                        {"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)))}};
       std::ofstream(a->json_path) << j.dump(2) << "\n";
       fmt::print("wrote {}\n", a->json_path);
