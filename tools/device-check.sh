@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ON the lent H200, in one call: the gpu tests, JIT timing in two fresh processes, a
 # compute-sanitizer pass and the SpMV bench. Logs and JSON go to $OUT (at most 8 files come back).
-#   tools/device-check.sh [all|tests|bench|spmspv|spmv|spmv-bench|tune|tune-full|evaluate|compare|compare-tests|compare-bench|bfs|bfs-bench|decode] [extra arguments...]
+#   tools/device-check.sh [all|tests|bench|spmspv|spmv|spmv-bench|tune|tune-full|evaluate|compare|compare-tests|compare-bench|bfs|bfs-bench|decode|cases] [extra arguments...]
 # compare: every gpu test, sanitizers over the SpMSpV cases, then both benches on the generated
 # suite with the defaults (no tuning DB): the before/after figures of a restructuring.
 set -uo pipefail
@@ -55,6 +55,17 @@ if [ "$mode" = bfs ] || [ "$mode" = bfs-bench ]; then
   "$D/bin/dbsparse" bench bfs --json "$OUT/bench_bfs.json" "$@" 2>"$OUT/bench_progress.log" \
     | grep -v '^jit' >"$OUT/bench_bfs.txt"
   cat "$OUT/bench_bfs.txt" | cut -c1-200
+fi
+# cases: every gpu test case in its own process under its own timeout (CASE_LIMIT, 45 s), so a slow
+# or hung case cannot hide the others (the whole binary passed 280 s once and its log was lost).
+if [ "$mode" = cases ]; then
+  : >"$log"
+  for tc in $("$D/bin/test_gpu" -ltc 2>/dev/null | grep -v '^\[doctest\]\|^=\|^$'); do
+    s=$(date +%s%N); timeout "${CASE_LIMIT:-45}" "$D/bin/test_gpu" -tc="$tc" >/tmp/case.log 2>&1; rc=$?
+    echo "$tc rc=$rc $(( ($(date +%s%N) - s) / 1000000 )) ms" >>"$log"
+    if [ $rc -ne 0 ]; then status=1; echo "$tc rc=$rc"; tail -30 /tmp/case.log >>"$log"; fi
+  done
+  echo "cases: $(grep -c ' rc=0 ' "$log") passed of $(grep -c ' rc=' "$log")"
 fi
 # decode: the decoding gpu tests, memcheck over them, then decode-bench for the three models in fp16.
 if [ "$mode" = decode ]; then

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 
 #include "dbsparse/error.hpp"
 
@@ -25,6 +26,20 @@ std::vector<std::string> shared_matrix_files() {
     if (!out.empty()) return out;
   }
   return {};
+}
+
+std::string resolve_shared_name(const std::string& spec) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (spec.find(':') != std::string::npos || spec.find('/') != std::string::npos || fs::exists(spec, ec)) return spec;
+  for (const auto& file : shared_matrix_files()) {
+    const fs::path p(file);
+    std::string stem = p.filename().string();
+    for (const char* ext : {".mtx.gz", ".mtx"})
+      if (stem.ends_with(ext)) stem.resize(stem.size() - std::char_traits<char>::length(ext));
+    if (stem == spec || p.filename().string() == spec) return file;
+  }
+  return spec;
 }
 
 std::vector<std::string> generated_suite(const std::string& size) {

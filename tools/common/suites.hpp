@@ -10,6 +10,10 @@ namespace dbsparse::tools {
 // Empty when neither exists.
 std::vector<std::string> shared_matrix_files();
 
+// A bare name ("add32", "add32.mtx") that is neither a file nor a generator string becomes that
+// matrix's path among shared_matrix_files(); anything else comes back unchanged.
+std::string resolve_shared_name(const std::string& spec);
+
 // Generator strings. "full": the anchor matrices of DEVICE.md (5M-110M nonzeros). "quick": the
 // same shapes at a few million nonzeros at most.
 std::vector<std::string> generated_suite(const std::string& size);

@@ -43,7 +43,8 @@ nlohmann::json parse_config(const std::string& text) {
 }
 
 std::vector<std::string> resolve_specs(const BenchArgs& a) {
-  std::vector<std::string> specs = a.matrices;
+  std::vector<std::string> specs;
+  for (const auto& m : a.matrices) specs.push_back(tools::resolve_shared_name(m));
   if (specs.empty()) {
     if (a.suite != "none")
       specs = tools::find_op(a.op).bench_suite(a.suite);
