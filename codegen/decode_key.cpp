@@ -46,7 +46,10 @@ KernelSource make_source(const DecodeKey& key) {
   ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"sparse_linear.cuh\"\n", ks.key);
   ks.options = {"-std=c++17"};
   ks.name_expressions = {fmt::format("dbs::decode_fused<{}, 8, 8>", tag(key.dtype)),
-                         fmt::format("dbs::decode_topk_list<{}>", tag(key.dtype))};
+                         fmt::format("dbs::decode_topk_list<{}>", tag(key.dtype)),
+                         fmt::format("dbs::decode_rows<{}, 8, 1>", tag(key.dtype)),
+                         fmt::format("dbs::decode_rows<{}, 8, 2>", tag(key.dtype)),
+                         fmt::format("dbs::decode_rows<{}, 8, 4>", tag(key.dtype))};
   return ks;
 }
 

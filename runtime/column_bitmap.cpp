@@ -29,6 +29,14 @@ ColumnBitmapMatrix<T> csr_to_column_bitmap(const CsrMatrix<T>& w) {
       ++m.seg_ptr[seg + 1];
     }
   for (size_t s = 0; s < segs; ++s) m.seg_ptr[s + 1] += m.seg_ptr[s];
+  m.word_off.assign(segs * 32, 0);
+  for (size_t s = 0; s < segs; ++s) {
+    unsigned off = 0;
+    for (size_t w = 0; w < 32; ++w) {
+      m.word_off[s * 32 + w] = static_cast<uint16_t>(off);
+      off += static_cast<unsigned>(__builtin_popcount(m.masks[s * 32 + w]));
+    }
+  }
   m.values.resize(static_cast<size_t>(w.nnz()));
   std::vector<int32_t> next(m.seg_ptr.begin(), m.seg_ptr.end() - 1);
   for (int32_t i = 0; i < w.rows; ++i)

@@ -18,6 +18,8 @@ namespace dbsparse {
 // 64 columns of x, a warp 8 at a time (~one kept column at 10% density).
 constexpr int kDecodeWarps = 8, kDecodeWindow = 8;
 
+const char* to_string(DecodeMapping m) { return m == DecodeMapping::RowBlocks ? "row-blocks" : "columns"; }
+
 const char* to_string(DecodeDtype d) {
   switch (d) {
     case DecodeDtype::F16: return "f16";
@@ -32,13 +34,16 @@ struct DecodeLinearPlan::Impl {
   int32_t rows = 0, cols = 0;
   int strips = 0, splits = 1;
   float tau = 0;
-  CUfunction fused = nullptr, topk = nullptr;
+  CUfunction fused = nullptr, topk = nullptr, rows_fn = nullptr;
+  DecodeMapping mapping = DecodeMapping::Columns;
+  int row_words = 1;
   int keep_k = 0;               // > 0: top-k listing
   DeviceBuffer<float> tau_dev;  // the threshold the top-k listing found
   KernelInfo kernel;
   DeviceAllocation values;  // dtype elements
   DeviceBuffer<uint32_t> masks, tickets;
   DeviceBuffer<int32_t> seg_ptr;
+  DeviceBuffer<uint16_t> word_off;
   DeviceBuffer<float> acc;  // fp32 sums per row, zero between calls
   int64_t weight_bytes = 0;
 };
@@ -51,8 +56,12 @@ DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const De
     throw UsageError(fmt::format("plan_decode_linear: top-k listing handles up to 16384 activations, the layer has {}; "
                                  "give tau instead",
                                  w.cols));
+  if (opt.row_block_words != 1 && opt.row_block_words != 2 && opt.row_block_words != 4)
+    throw UsageError(fmt::format("plan_decode_linear: row_block_words must be 1, 2 or 4, got {}", opt.row_block_words));
   make_current();
   auto p = std::make_unique<DecodeLinearPlan::Impl>();
+  p->mapping = opt.mapping;
+  p->row_words = opt.row_block_words;
   p->dtype = opt.dtype;
   p->tau = opt.tau;
   p->rows = w.rows;
@@ -73,16 +82,20 @@ DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const De
   }
   p->masks = DeviceBuffer<uint32_t>(std::span<const uint32_t>(m.masks.empty() ? std::vector<uint32_t>{0} : m.masks));
   p->seg_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(m.seg_ptr));
+  p->word_off =
+      DeviceBuffer<uint16_t>(std::span<const uint16_t>(m.word_off.empty() ? std::vector<uint16_t>{0} : m.word_off));
   p->tickets = DeviceBuffer<uint32_t>(static_cast<size_t>(std::max(m.strips, 1)));
   p->tickets.fill_bytes(0);
   p->acc = DeviceBuffer<float>(static_cast<size_t>(std::max(w.rows, 1)));
   p->acc.fill_bytes(0);
-  p->weight_bytes = static_cast<int64_t>(m.masks.size() * 4 + m.seg_ptr.size() * 4 + m.values.size() * esize);
+  p->weight_bytes =
+      static_cast<int64_t>(m.masks.size() * 4 + m.seg_ptr.size() * 4 + m.word_off.size() * 2 + m.values.size() * esize);
   codegen::DecodeKey key;
   key.dtype = static_cast<codegen::DecodeDtype>(static_cast<int>(opt.dtype));
   auto loaded = modules_->get(codegen::make_source(key), info_.arch());
   p->fused = loaded.fns.at(0);
   p->topk = loaded.fns.at(1);
+  p->rows_fn = loaded.fns.at(p->row_words == 1 ? 2 : p->row_words == 2 ? 3 : 4);
   p->tau_dev = DeviceBuffer<float>(1);
   p->tau_dev.fill_bytes(0);
   if (opt.keep > 0) p->keep_k = std::max(1, static_cast<int>(std::ceil(opt.keep * w.cols - 1e-9)));
@@ -113,6 +126,14 @@ void DecodeLinearPlan::run(uint64_t x, uint64_t y, void* stream) const {
   uint64_t masks = p.masks.ptr(), seg = p.seg_ptr.ptr(), vals = p.values.ptr(), acc = p.acc.ptr(),
            tick = p.tickets.ptr();
   int rows = p.rows, strips = p.strips, splits = p.splits;
+  if (p.mapping == DecodeMapping::RowBlocks) {
+    uint64_t woff = p.word_off.ptr();
+    void* params[] = {&masks, &seg, &woff, &vals, &x, &n, &tau, &tau_dev, &y, &rows, &strips};
+    const int block_rows = 32 * p.row_words;
+    DBS_CU(cuLaunchKernel(p.rows_fn, static_cast<unsigned>((rows + block_rows - 1) / block_rows), 1, 1, 256, 1, 1, 0,
+                          h, params, nullptr));
+    return;
+  }
   void* params[] = {&masks, &seg, &vals, &x, &n, &tau, &tau_dev, &acc, &tick, &y, &rows, &strips, &splits};
   DBS_CU(cuLaunchKernel(p.fused, static_cast<unsigned>(strips * splits), 1, 1, kDecodeWarps * 32, 1, 1, 0, h, params,
                         nullptr));
@@ -142,6 +163,9 @@ DecodeLinearPlan DecodeLinearPlan::clone() const {
   q->splits = p.splits;
   q->tau = p.tau;
   q->fused = p.fused;
+  q->rows_fn = p.rows_fn;
+  q->mapping = p.mapping;
+  q->row_words = p.row_words;
   q->topk = p.topk;
   q->keep_k = p.keep_k;
   q->tau_dev = DeviceBuffer<float>(1);
@@ -149,6 +173,7 @@ DecodeLinearPlan DecodeLinearPlan::clone() const {
   q->values = copy_of(p.values);
   q->masks = copy_of(p.masks);
   q->seg_ptr = copy_of(p.seg_ptr);
+  q->word_off = copy_of(p.word_off);
   q->tickets = DeviceBuffer<uint32_t>(p.tickets.size());
   q->acc = DeviceBuffer<float>(p.acc.size());
   DBS_CU(cuCtxSynchronize());  // the copies above ran on the legacy stream
@@ -173,13 +198,17 @@ DecodeDtype DecodeLinearPlan::dtype() const { return impl_->dtype; }
 int64_t DecodeLinearPlan::weight_bytes() const { return impl_->weight_bytes; }
 int64_t DecodeLinearPlan::device_bytes() const {
   const Impl& p = *impl_;
-  return static_cast<int64_t>(p.values.bytes() + (p.masks.size() + p.tickets.size() + p.seg_ptr.size() + p.acc.size()) * 4);
+  return static_cast<int64_t>(p.values.bytes() + (p.masks.size() + p.tickets.size() + p.seg_ptr.size() + p.acc.size()) * 4 +
+                              p.word_off.size() * 2);
 }
 std::string DecodeLinearPlan::explain() const {
   const Impl& p = *impl_;
-  return fmt::format("decode linear {}x{} {}: column bitmap, {} strips x {} splits, weights {} bytes ({:.3f}x dense "
+  const std::string cut = p.mapping == DecodeMapping::RowBlocks
+                              ? fmt::format("row blocks of {} rows", 32 * p.row_words)
+                              : fmt::format("{} strips x {} splits", p.strips, p.splits);
+  return fmt::format("decode linear {}x{} {}: column bitmap, {}, weights {} bytes ({:.3f}x dense "
                      "fp16), x kept where |x| >= {}; kernel {} ({})\n",
-                     p.rows, p.cols, to_string(p.dtype), p.strips, p.splits, p.weight_bytes,
+                     p.rows, p.cols, to_string(p.dtype), cut, p.weight_bytes,
                      static_cast<double>(p.weight_bytes) / (2.0 * p.rows * std::max(p.cols, 1)), p.tau, p.kernel.key,
                      p.kernel.origin);
 }

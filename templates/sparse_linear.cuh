@@ -242,6 +242,111 @@ __global__ void __launch_bounds__(WARPS * 32) decode_fused(const uint32_t* __res
   if (threadIdx.x == 0) tickets[t] = 0;
 }
 
+// One step of a warp transpose-reduce: lanes differing in bit S swap halves of a[0..2S) and add,
+// so a[0..S) keeps the half named by the lane's bit S. A template per step keeps every index a
+// constant (a loop over S left a[] in local memory: a 128-byte stack frame).
+template <int S, int R>
+__device__ __forceinline__ void transpose_reduce_step(float (&a)[32], unsigned lane) {
+  if constexpr (S >= R) {
+    const bool upper = (lane & (unsigned)S) != 0;
+#pragma unroll
+    for (int q = 0; q < S; ++q) {
+      const float send = upper ? a[q] : a[q + S];
+      const float keep = upper ? a[q + S] : a[q];
+      a[q] = keep + __shfl_xor_sync(kFull, send, S);
+    }
+  }
+}
+
+// y = W · x with a block per 32·R rows (R mask words of a strip), the row-block mapping: no
+// cross-block sums, so no accumulator, no tickets and no second pass; each y row is written once.
+// The block lists x's kept columns in shared memory (4096 columns a pass, one load of 16 per thread
+// in flight), then a thread takes (kept column, one of the R words): it reads the word, the
+// segment's start and the word's offset in one round trip, then its <= 32 values, into 32
+// register sums. Lanes with the same word are summed by a transpose-reduce over the lane bits
+// above R (31 shuffles at R = 1), then across warps in shared memory. Why: the column mapping
+// (decode_fused) costs 6-10 us per layer on the H200, most of it a chain of round trips
+// (x, words, values, reds, ticket, the last block's pass); here the chain is x, words, values.
+template <typename V, int WARPS, int R>
+__global__ void __launch_bounds__(WARPS * 32) decode_rows(const uint32_t* __restrict__ masks,
+                                                          const int32_t* __restrict__ seg_ptr,
+                                                          const uint16_t* __restrict__ word_off,
+                                                          const typename V::S* __restrict__ vals,
+                                                          const typename V::S* __restrict__ x, int cols, float tau,
+                                                          const float* __restrict__ tau_dev, typename V::S* y,
+                                                          int rows, int strips) {
+  typedef typename V::S S;
+  constexpr int kThreads = WARPS * 32, kPer = 16, kChunk = kThreads * kPer;
+  static_assert(kThreads % R == 0 && 32 % R == 0, "a thread keeps one word: R divides the warp");
+  __shared__ int lj[kChunk];
+  __shared__ float lx[kChunk];
+  __shared__ unsigned nl;
+  __shared__ float red[WARPS][R * 32];
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const float th = tau_dev ? *tau_dev : tau;
+  const int r = (int)threadIdx.x % R;
+  const int gw = (int)blockIdx.x * R + r;  // this thread's word: rows gw * 32 .. + 32
+  const int strip = gw >> 5, wd = gw & 31;
+  const bool live = gw * 32 < rows;
+  float a[32];
+#pragma unroll
+  for (int b = 0; b < 32; ++b) a[b] = 0.0f;
+  for (int c0 = 0; c0 < cols; c0 += kChunk) {
+    if (threadIdx.x == 0) nl = 0;
+    float xf[kPer];
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) {
+      const int c = c0 + e * kThreads + (int)threadIdx.x;
+      xf[e] = c < cols ? V::ld(x[c]) : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) {
+      const bool keep = fabsf(xf[e]) >= th && xf[e] != 0.0f;
+      const unsigned ballot = __ballot_sync(kFull, keep);
+      unsigned at = 0;
+      if (lane == 0 && ballot) at = atomicAdd(&nl, (unsigned)__popc(ballot));
+      at = __shfl_sync(kFull, at, 0) + (unsigned)__popc(ballot & ((1u << lane) - 1u));
+      if (keep) {
+        lj[at] = c0 + e * kThreads + (int)threadIdx.x;
+        lx[at] = xf[e];
+      }
+    }
+    __syncthreads();
+    const int items = (int)nl * R;
+    if (live)
+      for (int i = (int)threadIdx.x; i < items; i += kThreads) {
+        const int k = i / R;  // i % R == r: kThreads is a multiple of R
+        const size_t seg = (size_t)lj[k] * strips + strip;
+        const uint32_t m = masks[seg * 32 + wd];
+        const S* v = vals + seg_ptr[seg] + word_off[seg * 32 + wd];
+        const float xv = lx[k];
+#pragma unroll
+        for (int b = 0; b < 32; ++b)
+          if ((m >> b) & 1u) a[b] += V::ld(v[__popc(m & ((1u << b) - 1u))]) * xv;
+      }
+    __syncthreads();  // lj, lx and nl are rewritten by the next pass
+  }
+  // Transpose-reduce over lane bits >= R: afterwards lane l holds, in a[0..R), its warp's sums of
+  // rows (l & ~(R - 1)) + q of word r = l % R.
+  transpose_reduce_step<16, R>(a, lane);
+  transpose_reduce_step<8, R>(a, lane);
+  transpose_reduce_step<4, R>(a, lane);
+  transpose_reduce_step<2, R>(a, lane);
+  transpose_reduce_step<1, R>(a, lane);
+  const int base = (int)(lane & ~(unsigned)(R - 1));
+#pragma unroll
+  for (int q = 0; q < R; ++q) red[warp][r * 32 + base + q] = a[q];
+  __syncthreads();
+  for (int t = (int)threadIdx.x; t < R * 32; t += kThreads) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) sum += red[w][t];
+    const int row = ((int)blockIdx.x * R + t / 32) * 32 + t % 32;
+    if (row < rows) y[row] = V::st(sum);
+  }
+}
+
 // Top-k activations without a host round trip: one block of 1024 threads finds the k-th largest
 // |x_i| exactly (radix select over the bits of |x| as a float, which order like the values), then
 // lists every x_i with |x_i| at least that (ties are all kept, as topk_threshold on the CPU does).

@@ -18,10 +18,13 @@ struct ColumnBitmapMatrix {
   int32_t rows = 0, cols = 0, strips = 0;  // strips = ceil(rows / 1024)
   std::vector<uint32_t> masks;             // (j * strips + t) * 32 + w
   std::vector<int32_t> seg_ptr;            // cols * strips + 1: first value of (j, t)
+  // Per mask word, its first value's offset within the segment: a thread that owns one word (the
+  // row-block mapping of decode_rows) starts there without reading the words before it.
+  std::vector<uint16_t> word_off;
   std::vector<T> values;
   int64_t nnz() const { return static_cast<int64_t>(values.size()); }
   int64_t bytes() const {
-    return static_cast<int64_t>(masks.size() * 4 + seg_ptr.size() * 4 + values.size() * sizeof(T));
+    return static_cast<int64_t>(masks.size() * 4 + seg_ptr.size() * 4 + word_off.size() * 2 + values.size() * sizeof(T));
   }
 };
 

@@ -14,9 +14,17 @@ namespace dbsparse {
 enum class DecodeDtype { F16, BF16, F32 };
 const char* to_string(DecodeDtype d);
 
+// How the product's work is cut: Columns (decode_fused: a block per 1024-row strip and 64 columns,
+// block sums added across blocks) or RowBlocks (decode_rows: a block per 32 * row_block_words rows
+// and every kept column, each y row written once).
+enum class DecodeMapping { Columns, RowBlocks };
+const char* to_string(DecodeMapping m);
+
 struct DecodeLinearOptions {
   DecodeDtype dtype = DecodeDtype::F16;
   float tau = 0.0f;   // x_i kept where |x_i| >= tau ...
+  DecodeMapping mapping = DecodeMapping::Columns;
+  int row_block_words = 1;  // RowBlocks: 1, 2 or 4 mask words (32 rows each) per block
   double keep = 0.0;  // ... or, when > 0, the ceil(keep * cols) largest |x_i| (exact, ties all kept), found
                       // on the GPU per call; needs cols <= 16384
 };

@@ -111,43 +111,54 @@ TEST_CASE("DecodeLinearMatchesReferenceInEveryDtype") {
       };
       std::vector<float> x = x0;
       for (auto& v : x) v = round(v);
-      DecodeLinearOptions o;
-      o.dtype = dt;
-      DecodeLinearPlan plan = ctx().plan_decode_linear(pw, o);
+      // Both mappings (row blocks of 1 and 4 words) on the same inputs and the same reference.
+      std::vector<DecodeLinearPlan> plans;
+      for (auto [mapping, words] : {std::pair{DecodeMapping::Columns, 1}, {DecodeMapping::RowBlocks, 1},
+                                    {DecodeMapping::RowBlocks, 4}}) {
+        DecodeLinearOptions o;
+        o.dtype = dt;
+        o.mapping = mapping;
+        o.row_block_words = words;
+        plans.push_back(ctx().plan_decode_linear(pw, o));
+      }
       // Saves memory against the dense matrix in the same dtype (tiny shapes pay 128 B of masks per column).
-      if (rows >= 512) CHECK(plan.weight_bytes() < int64_t{2} * rows * cols * (dt == DecodeDtype::F32 ? 2 : 1));
+      if (rows >= 512) CHECK(plans[0].weight_bytes() < int64_t{2} * rows * cols * (dt == DecodeDtype::F32 ? 2 : 1));
       const auto xh = dt == DecodeDtype::F16 ? floats_to_half(x) : floats_to_bf16(x);
       DeviceBuffer<float> xf{std::span<const float>(x)}, yf{static_cast<size_t>(rows)};
       DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, yd{static_cast<size_t>(rows)};
       for (double d : {1.0, 0.5, 0.1, 0.01}) {
         CAPTURE(d);
         const float tau = d >= 1.0 ? 0.0f : topk_threshold(x, d);
-        plan.set_tau(tau);
-        std::vector<float> got;
-        // Twice: the second call checks that the first left the sums and tickets at zero.
-        const uint64_t xin = dt == DecodeDtype::F32 ? xf.ptr() : xd.ptr();
-        const uint64_t yout = dt == DecodeDtype::F32 ? yf.ptr() : yd.ptr();
-        plan.run(xin, yout, s.handle());
-        plan.run(xin, yout, s.handle());
-        s.synchronize();
-        if (dt == DecodeDtype::F32) {
-          got = yf.download();
-        } else {
-          const auto yh = yd.download();
-          got = dt == DecodeDtype::F16 ? half_to_floats(yh) : bf16_to_floats(yh);
-        }
-        double worst = 0;
-        for (int32_t i = 0; i < rows; ++i) {
-          double ref = 0, scale = 0;
+        std::vector<double> ref(static_cast<size_t>(rows)), scale(static_cast<size_t>(rows));
+        for (int32_t i = 0; i < rows; ++i)
           for (int32_t p = pw.row_ptr[i]; p < pw.row_ptr[i + 1]; ++p) {
             const float xv = x[static_cast<size_t>(pw.col_idx[p])];
             if (!(std::fabs(xv) >= tau) || xv == 0.0f) continue;
-            ref += double(round(pw.values[p])) * xv;
-            scale += std::fabs(double(round(pw.values[p])) * xv);
+            ref[static_cast<size_t>(i)] += double(round(pw.values[p])) * xv;
+            scale[static_cast<size_t>(i)] += std::fabs(double(round(pw.values[p])) * xv);
           }
-          worst = std::max(worst, std::fabs(got[static_cast<size_t>(i)] - ref) / std::max(scale, 1e-30));
+        for (DecodeLinearPlan& plan : plans) {
+          CAPTURE(plan.explain());
+          plan.set_tau(tau);
+          std::vector<float> got;
+          // Twice: the second call checks that the first left the sums and tickets at zero.
+          const uint64_t xin = dt == DecodeDtype::F32 ? xf.ptr() : xd.ptr();
+          const uint64_t yout = dt == DecodeDtype::F32 ? yf.ptr() : yd.ptr();
+          plan.run(xin, yout, s.handle());
+          plan.run(xin, yout, s.handle());
+          s.synchronize();
+          if (dt == DecodeDtype::F32) {
+            got = yf.download();
+          } else {
+            const auto yh = yd.download();
+            got = dt == DecodeDtype::F16 ? half_to_floats(yh) : bf16_to_floats(yh);
+          }
+          double worst = 0;
+          for (int32_t i = 0; i < rows; ++i)
+            worst = std::max(worst, std::fabs(got[static_cast<size_t>(i)] - ref[static_cast<size_t>(i)]) /
+                                        std::max(scale[static_cast<size_t>(i)], 1e-30));
+          CHECK(worst <= (dt == DecodeDtype::F16 ? 1e-3 : dt == DecodeDtype::BF16 ? 8e-3 : 1e-5));
         }
-        CHECK(worst <= (dt == DecodeDtype::F16 ? 1e-3 : dt == DecodeDtype::BF16 ? 8e-3 : 1e-5));
       }
     }
   }

@@ -141,12 +141,15 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
                                              ? to_string(plans[0].spmspv().last_direction(s))
                                              : "push"}};
   }
-  // The column bitmap layout in the benchmark's dtype: the row the targets are about. Its
-  // error is against the CPU on the same rounded inputs (accumulation in fp32 on both sides).
-  {
+  // The column bitmap layout in the benchmark's dtype, cut by columns (decode_fused) and by row
+  // blocks (decode_rows): the rows the targets are about. Their error is against the CPU
+  // on the same rounded inputs (accumulation in fp32 on both sides).
+  for (const auto& [row_name, mapping] : {std::pair{std::string("colbitmap_"), DecodeMapping::Columns},
+                                          std::pair{std::string("rowblocks_"), DecodeMapping::RowBlocks}}) {
     DecodeLinearOptions o;
     o.dtype = static_cast<DecodeDtype>(static_cast<int>(dt));
     o.tau = tau;
+    o.mapping = mapping;
     std::vector<DecodeLinearPlan> plans;
     plans.push_back(ctx.plan_decode_linear(pw, o));
     // A call reads only the active columns' weights: enough copies that those bytes, summed over
@@ -194,7 +197,7 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     const double us = tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
                         plans[static_cast<size_t>(i % cb_copies)].run(xin, yout, s.handle());
                       }).median_us;
-    rows_json["colbitmap_" + a.dtype] = {{"us", us}, {"max_rel_err", err}, {"speedup_over_dense", dense_us / us},
+    rows_json[row_name + a.dtype] = {{"us", us}, {"max_rel_err", err}, {"speedup_over_dense", dense_us / us},
                                           {"copies", cb_copies}, {"touched_bytes_per_call", touched},
                                           {"weight_bytes", plans[0].weight_bytes()},
                                           {"weight_over_dense_fp16", double(plans[0].weight_bytes()) / (2.0 * rows * cols)}};
@@ -228,11 +231,12 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
   rec["dense_fp16_bytes"] = static_cast<int64_t>(rows) * cols * 2;
   rec["converted_over_dense_fp16"] = rows_json["auto"]["device_bytes"].get<double>() / (double(rows) * cols * 2);
   const auto& cb = rows_json["colbitmap_" + a.dtype];
-  fmt::print("{:<6} {:>5}x{:<5} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f}x {:>7.2f}x {:<5} {:>8.1f}% {:>6.2f} {:>9.1e} {:>9.1e}\n",
+  const double rb_us = rows_json["rowblocks_" + a.dtype]["us"].get<double>();
+  fmt::print("{:<6} {:>5}x{:<5} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f}x {:>7.2f}x {:>7.2f}x {:<5} {:>8.1f}% {:>6.2f} {:>9.1e} {:>9.1e}\n",
              shape.kind, rows, cols, dense_us, cusparse_us, auto_us, rows_json.value("push", nlohmann::json{{"us", NAN}})["us"].get<double>(),
              rows_json.value("pull", nlohmann::json{{"us", NAN}})["us"].get<double>(),
-             rows_json.value("colbitmap", nlohmann::json{{"us", NAN}})["us"].get<double>(), cb["us"].get<double>(),
-             dense_us / auto_us, dense_us / cb["us"].get<double>(),
+             rows_json.value("colbitmap", nlohmann::json{{"us", NAN}})["us"].get<double>(), cb["us"].get<double>(), rb_us,
+             dense_us / auto_us, dense_us / cb["us"].get<double>(), dense_us / rb_us,
              rows_json["auto"]["direction"].get<std::string>(), rec["colbitmap_pct_copy_bw"].get<double>(),
              cb["weight_over_dense_fp16"].get<double>(), rows_json["auto"]["max_rel_err"].get<double>(),
              cb["max_rel_err"].get<double>());
@@ -266,11 +270,11 @@ Runner add_decode_bench(CLI::App& sub_ref) {
                "{:.0f}% kept; dense baseline {}; CUDA graph replay, median of 15 x 20\n",
                ctx.device().name, copy_gbs, m.name, m.layers, a->weights.empty() ? "synthetic" : a->weights,
                100 * a->weight_sparsity, a->prune, 100 * a->act_density, a->dtype);
-    fmt::print("{:<6} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:<5} {:>9} {:>6} {:>9} {:>9}\n", "layer",
-               "shape", "dense us", "cusparse", "auto f32", "push", "pull", "cb f32", "cb dtype", "auto x", "cb x",
-               "dir", "%BW need", "cb/f16", "err auto", "err cb");
+    fmt::print("{:<6} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:<5} {:>9} {:>6} {:>9} {:>9}\n",
+               "layer", "shape", "dense us", "cusparse", "auto f32", "push", "pull", "cb f32", "cb dtype", "rows dt",
+               "auto x", "cb x", "rows x", "dir", "%BW need", "cb/f16", "err auto", "err cb");
     nlohmann::json layers = nlohmann::json::array();
-    double sum_dense = 0, sum_auto = 0, sum_cb = 0;
+    double sum_dense = 0, sum_auto = 0, sum_cb = 0, sum_rb = 0;
     std::map<std::string, std::vector<float>> kept_w;  // dense weights of the layers stacked below
     std::map<std::string, nlohmann::json> by_kind;
     for (const LayerShape& shape : m.linear) {
@@ -289,6 +293,7 @@ Runner add_decode_bench(CLI::App& sub_ref) {
       sum_dense += rec["dense_us"].get<double>();
       sum_auto += rec["dbsparse"]["auto"]["us"].get<double>();
       sum_cb += rec["dbsparse"]["colbitmap_" + a->dtype]["us"].get<double>();
+      sum_rb += rec["dbsparse"]["rowblocks_" + a->dtype]["us"].get<double>();
       by_kind[shape.kind] = rec;
       layers.push_back(std::move(rec));
     }
@@ -311,23 +316,30 @@ Runner add_decode_bench(CLI::App& sub_ref) {
         for (const auto& kind : kinds) kept_w.erase(kind);
         fused[name] = bench_layer(ctx, s, *a, st, std::move(w), copy_gbs, cublas);
       }
-      const auto cb_us = [&](const nlohmann::json& r) { return r["dbsparse"]["colbitmap_" + a->dtype]["us"].get<double>(); };
-      const double fd = fused["qkv"]["dense_us"].get<double>() + by_kind["o"]["dense_us"].get<double>() +
-                        fused["gateup"]["dense_us"].get<double>() + by_kind["down"]["dense_us"].get<double>();
-      const double fc = cb_us(fused["qkv"]) + cb_us(by_kind["o"]) + cb_us(fused["gateup"]) + cb_us(by_kind["down"]);
+      const auto block = [&](const std::string& key) {
+        const auto us = [&](const nlohmann::json& r) { return r[key].get<double>(); };
+        const auto sp = [&](const nlohmann::json& r) { return r["dbsparse"][key]["us"].get<double>(); };
+        return key == "dense_us" ? us(fused["qkv"]) + us(by_kind["o"]) + us(fused["gateup"]) + us(by_kind["down"])
+                                 : sp(fused["qkv"]) + sp(by_kind["o"]) + sp(fused["gateup"]) + sp(by_kind["down"]);
+      };
+      const double fd = block("dense_us"), fc = block("colbitmap_" + a->dtype), fr = block("rowblocks_" + a->dtype);
       fused["block_dense_stacked_us"] = fd;
       fused["block_colbitmap_stacked_us"] = fc;
-      fmt::print("block  stacked (q|k|v, o, gate|up, down): column bitmap ({}) {:.2f} us: {:.2f}x dense per layer, "
-                 "{:.2f}x dense stacked ({:.2f} us)\n",
-                 a->dtype, fc, sum_dense / fc, fd / fc, fd);
+      fused["block_rowblocks_stacked_us"] = fr;
+      fmt::print("block  stacked (q|k|v, o, gate|up, down): dense {:.2f} us; column bitmap ({}) by columns {:.2f} us, "
+                 "by row blocks {:.2f} us: {:.2f}x dense per layer, {:.2f}x dense stacked (best mapping)\n",
+                 fd, a->dtype, fc, fr, sum_dense / std::min(fc, fr), fd / std::min(fc, fr));
     }
-    fmt::print("block  sum: dense {} {:.2f} us; dbsparse auto (f32) {:.2f} us: {:.2f}x; column bitmap ({}) {:.2f} us: {:.2f}x\n",
-               a->dtype, sum_dense, sum_auto, sum_dense / sum_auto, a->dtype, sum_cb, sum_dense / sum_cb);
+    fmt::print("block  sum: dense {} {:.2f} us; dbsparse auto (f32) {:.2f} us: {:.2f}x; column bitmap ({}) by columns "
+               "{:.2f} us: {:.2f}x, by row blocks {:.2f} us: {:.2f}x\n",
+               a->dtype, sum_dense, sum_auto, sum_dense / sum_auto, a->dtype, sum_cb, sum_dense / sum_cb, sum_rb,
+               sum_dense / sum_rb);
     if (!a->json_path.empty()) {
       nlohmann::json j{{"tool", "dbsparse decode-bench"}, {"model", m.name}, {"dtype", a->dtype},
                        {"weight_sparsity", a->weight_sparsity}, {"act_density", a->act_density}, {"prune", a->prune},
                        {"device", ctx.device().name}, {"copy_bandwidth_gbs", copy_gbs}, {"layers", layers},
                        {"block_dense_us", sum_dense}, {"block_auto_us", sum_auto}, {"block_colbitmap_us", sum_cb},
+                       {"block_rowblocks_us", sum_rb},
                        {"stacked", fused},
                        {"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)))}};
       std::ofstream(a->json_path) << j.dump(2) << "\n";
