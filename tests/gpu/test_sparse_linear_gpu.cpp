@@ -219,3 +219,43 @@ TEST_CASE("DecodeLinearTopKMatchesTheCpuThreshold") {
   CHECK_THROWS_AS(ctx().plan_decode_linear(prune_magnitude(synthetic_weights(4, 16385, 1), 4, 16385, 0.5), too_wide),
                   UsageError);
 }
+
+// The row-block mapping on small odd shapes, with top-k and a clone: small enough for the
+// sanitizers (device-check decode runs memcheck and racecheck over it).
+TEST_CASE("DecodeLinearRowBlocksMatchReferenceOnOddShapes") {
+  Stream s(ctx());
+  for (auto [rows, cols] : {std::pair{1, 1}, {31, 5000}, {33, 4097}, {200, 9000}, {1025, 64}})
+    for (int words : {1, 2, 4}) {
+      CAPTURE(rows);
+      CAPTURE(cols);
+      CAPTURE(words);
+      const std::vector<float> x = synthetic_weights(1, cols, 41);
+      const CsrMatrix<float> pw = prune_magnitude(synthetic_weights(rows, cols, 40), rows, cols, 0.5);
+      DecodeLinearOptions o;
+      o.dtype = DecodeDtype::F32;
+      o.mapping = DecodeMapping::RowBlocks;
+      o.row_block_words = words;
+      o.keep = cols <= 16384 ? 0.1 : 0.0;
+      DecodeLinearPlan plan = ctx().plan_decode_linear(pw, o);
+      DecodeLinearPlan copy = plan.clone();
+      DeviceBuffer<float> xd{std::span<const float>(x)}, y{static_cast<size_t>(rows)};
+      copy.run(xd.ptr(), y.ptr(), s.handle());
+      const float tau = copy.last_tau(s.handle());
+      CHECK(tau == topk_threshold(x, 0.1));
+      const auto got = y.download();
+      for (int32_t i = 0; i < rows; ++i) {
+        double ref = 0, scale = 0;
+        for (int32_t p = pw.row_ptr[i]; p < pw.row_ptr[i + 1]; ++p) {
+          const float xv = x[static_cast<size_t>(pw.col_idx[p])];
+          if (!(std::fabs(xv) >= tau) || xv == 0.0f) continue;
+          ref += double(pw.values[p]) * xv;
+          scale += std::fabs(double(pw.values[p]) * xv);
+        }
+        CHECK(std::fabs(got[static_cast<size_t>(i)] - ref) <= 1e-5 * std::max(scale, 1e-30));
+      }
+    }
+  DecodeLinearOptions bad;
+  bad.mapping = DecodeMapping::RowBlocks;
+  bad.row_block_words = 3;
+  CHECK_THROWS_AS(ctx().plan_decode_linear(prune_magnitude(synthetic_weights(4, 4, 1), 4, 4, 0.5), bad), UsageError);
+}
