@@ -1,5 +1,6 @@
-// `dbsparse convert MATRIX`: converts to the DB format on the CPU and reports its size against CSR
-// and CSR+CSC, and the conversion time. Needs no GPU.
+// `dbsparse convert MATRIX`: converts to the DB format (or, with --format brp, to BRP-SpMM's
+// format) on the CPU and reports its size against CSR (and CSR+CSC), and the conversion time.
+// Needs no GPU.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dbsparse/bfs.hpp"
+#include "dbsparse/brp.hpp"
 #include "dbsparse/db_matrix.hpp"
 #include "dbsparse/error.hpp"
 #include "dbsparse/io.hpp"
@@ -26,6 +28,8 @@ struct ConvertArgs {
   std::string precision = "f32";
   std::string json_path;
   bool bfs = false, transpose = false;
+  std::string format = "db";
+  BrpParams brp;
 };
 
 // The BFS plan's storage for this graph (bfs.hpp): both views or one, against CSR.
@@ -44,6 +48,50 @@ int run_convert_bfs(const ConvertArgs& a, const NamedMatrix& m) {
                         {"vertices", s.vertices}, {"entries", s.entries}, {"symmetric", s.symmetric},
                         {"bytes_format", s.bytes_format}, {"bytes_device", s.bytes_device}, {"bytes_csr", s.bytes_csr},
                         {"task_capacity", s.task_capacity}, {"convert_ms", s.convert_ms}};
+    std::ofstream out(a.json_path);
+    out << j.dump(2) << "\n";
+    if (!out) throw UsageError("cannot write " + a.json_path);
+    fmt::print("wrote {}\n", a.json_path);
+  }
+  return 0;
+}
+
+// BRP-SpMM's format (brp.hpp): the TC / residual split for (f, g), bytes against CSR.
+template <class T>
+int run_convert_brp(const ConvertArgs& a, const NamedMatrix& m) {
+  const CsrMatrix<T> csr = m.csr.cast<T>();
+  const auto t0 = std::chrono::steady_clock::now();
+  const BrpMatrix<T> brp = csr_to_brp(csr, a.brp);
+  const auto t1 = std::chrono::steady_clock::now();
+  BrpStats s = brp_stats(brp);
+  s.convert_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  fmt::print("{} ({}): {}x{}, {} nnz -> BRP f = {}, g = {}: {} groups ({:.1f}% of nnz) + {} residual in {} rows; "
+             "BRP {:.2f} MB, CSR {:.2f} MB ({:.3f}x); conversion {:.1f} ms\n",
+             m.name, a.precision, brp.rows, brp.cols, s.nnz, s.f, s.g, s.groups, 100.0 * s.tc_share, s.residual_nnz,
+             s.residual_rows, s.bytes / 1e6, s.bytes_csr / 1e6, s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0,
+             s.convert_ms);
+  if (a.stats) fmt::print("{}", s.to_text());
+  if (!a.json_path.empty()) {
+    nlohmann::json j = {{"tool", "dbsparse convert --format brp"},
+                        {"version", DBSPARSE_VERSION},
+                        {"matrix", m.name},
+                        {"precision", a.precision},
+                        {"rows", brp.rows},
+                        {"cols", brp.cols},
+                        {"f", s.f},
+                        {"g", s.g},
+                        {"nnz", s.nnz},
+                        {"tc_nnz", s.tc_nnz},
+                        {"residual_nnz", s.residual_nnz},
+                        {"tc_share", s.tc_share},
+                        {"groups", s.groups},
+                        {"windows", s.windows},
+                        {"tc_windows", s.tc_windows},
+                        {"residual_rows", s.residual_rows},
+                        {"padding_bytes", s.padding_bytes},
+                        {"bytes", {{"tc", s.bytes_tc}, {"residual", s.bytes_residual}, {"total", s.bytes}, {"csr", s.bytes_csr}}},
+                        {"ratio_brp_csr", s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0},
+                        {"convert_ms", s.convert_ms}};
     std::ofstream out(a.json_path);
     out << j.dump(2) << "\n";
     if (!out) throw UsageError("cannot write " + a.json_path);
@@ -147,9 +195,20 @@ Runner add_convert(CLI::App& sub_ref) {
                 "Instead of the DB format: the storage of a BFS plan on this graph (adjacency views, masks, "
                 "lists) against CSR");
   sub->add_flag("--transpose", a->transpose, "With --bfs: A(u,v) != 0 is an edge u -> v (default: v -> u, y = A x)");
-  return [a]() {
+  sub->add_option("--format", a->format, "db: the DB format (SpMSpV); brp: BRP-SpMM's TC groups + residual rows")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"db", "brp"}));
+  // No range check here: BrpParams' validation gives the allowed set in the error.
+  auto* opt_f = sub->add_option("--f", a->brp.f, "With --format brp: nonzeros per slot (1, 2, 4, 8)")->capture_default_str();
+  auto* opt_g = sub->add_option("--g", a->brp.g, "With --format brp: TC blocks per group (1, 2, 4, 8)")->capture_default_str();
+  return [a, opt_f, opt_g]() {
+    const bool brp_params = opt_f->count() > 0 || opt_g->count() > 0;
+    if (brp_params && a->format != "brp") throw UsageError("convert: --f and --g need --format brp");
+    if (a->bfs && a->format == "brp") throw UsageError("convert: --bfs and --format brp are two different reports; give one");
+    if (a->format == "brp") validate(a->brp);  // before loading: a bad --f / --g is reported at once
     NamedMatrix m = load_matrix(a->matrix);
     if (a->bfs) return run_convert_bfs(*a, m);
+    if (a->format == "brp") return a->precision == "f64" ? run_convert_brp<double>(*a, m) : run_convert_brp<float>(*a, m);
     return a->precision == "f64" ? run_convert<double>(*a, m) : run_convert<float>(*a, m);
   };
 }
