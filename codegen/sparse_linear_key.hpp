@@ -20,7 +20,7 @@ struct SparseLinearKey {
   auto operator<=>(const SparseLinearKey&) const = default;
 };
 
-// Entry points: sparsify_threshold, sparsify_list, colbitmap_push (8 warps).
+// Entry point: sparsify_threshold (the column bitmap layout runs on the decoding kernels).
 KernelSource make_source(const SparseLinearKey& key);
 std::vector<SparseLinearKey> sparse_linear_search_space();
 

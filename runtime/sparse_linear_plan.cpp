@@ -1,38 +1,32 @@
-// DB-Decoding plans (include/dbsparse/sparse_linear.hpp): the sparsifier launch, then SpMSpV.
+// DB-Decoding plans (include/dbsparse/sparse_linear.hpp): the sparsifier launch, then SpMSpV; or,
+// for the column bitmap layout, the decoding plan (decode_linear.hpp) in f32.
 #include "dbsparse/sparse_linear.hpp"
 
 #include <algorithm>
 #include <optional>
+#include <type_traits>
 
 #include <fmt/format.h>
 
 #include "codegen/sparse_linear_key.hpp"
-#include "dbsparse/column_bitmap.hpp"
+#include "dbsparse/decode_linear.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/module_registry.hpp"
 
 namespace dbsparse {
 
-// Blocks per strip at most: the last block of a strip adds this many partial sums per row, and a
-// 1024-row strip with few active columns gives little work to each split anyway.
-constexpr int kMaxSplits = 16;
-
 template <class T>
 struct SparseLinearPlan<T>::Impl {
   std::optional<SpmspvPlan<T>> spmspv;
   DeviceBuffer<T> xs;  // the sparsified x (DB layout)
-  CUfunction sparsify = nullptr, sparsify_list = nullptr, colbitmap = nullptr;
+  CUfunction sparsify = nullptr;
   unsigned grid = 1;
   float tau = 0;
   KernelInfo kernel;
   SparseLinearLayout layout = SparseLinearLayout::Spmspv;
   int32_t rows = 0, cols = 0;
-  // The column bitmap layout: W, the active list, per-split partial sums and per-strip tickets.
-  int strips = 0, splits = 1;
-  DeviceBuffer<uint32_t> masks, tickets, count;
-  DeviceBuffer<int32_t> seg_ptr, act_idx;
-  DeviceBuffer<T> values, act_val;
-  DeviceBuffer<float> partial;
+  // The column bitmap layout: the decoding plan's f32 kernels (one copy of them, not two).
+  std::optional<DecodeLinearPlan> bitmap;
 };
 
 template <class T>
@@ -51,28 +45,21 @@ SparseLinearPlan<T> Context::plan_sparse_linear(const CsrMatrix<T>& w, const Spa
     impl->spmspv.emplace(plan_spmspv(w, so));
     impl->xs = DeviceBuffer<T>(n);
   } else {
-    make_current();
-    const ColumnBitmapMatrix<T> m = csr_to_column_bitmap(w);
-    impl->strips = m.strips;
-    // Enough blocks to fill the GPU twice: strips x splits.
-    impl->splits = std::clamp((2 * info_.sm_count + std::max(m.strips, 1) - 1) / std::max(m.strips, 1), 1, kMaxSplits);
-    impl->masks = DeviceBuffer<uint32_t>(std::span<const uint32_t>(m.masks.empty() ? std::vector<uint32_t>{0} : m.masks));
-    impl->seg_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(m.seg_ptr));
-    impl->values = m.values.empty() ? DeviceBuffer<T>(1) : DeviceBuffer<T>(std::span<const T>(m.values));
-    impl->act_idx = DeviceBuffer<int32_t>(n);
-    impl->act_val = DeviceBuffer<T>(n);
-    impl->count = DeviceBuffer<uint32_t>(1);
-    impl->count.fill_bytes(0);
-    impl->tickets = DeviceBuffer<uint32_t>(static_cast<size_t>(m.strips) + 1);
-    impl->tickets.fill_bytes(0);
-    impl->partial = DeviceBuffer<float>(static_cast<size_t>(impl->splits) * static_cast<size_t>(std::max(w.rows, 1)));
+    if constexpr (!std::is_same_v<T, float>) {
+      throw UsageError("plan_sparse_linear: the column bitmap layout takes f32 weights (or use plan_decode_linear "
+                       "for fp16/bf16)");
+    } else {
+      DecodeLinearOptions d;
+      d.dtype = DecodeDtype::F32;
+      d.tau = opt.tau;
+      d.mapping = opt.mapping;
+      impl->bitmap.emplace(plan_decode_linear(w, d));
+    }
   }
   codegen::SparseLinearKey key;
   key.value = codegen::value_type_of<T>();
   auto loaded = modules_->get(codegen::make_source(key), info_.arch());
   impl->sparsify = loaded.fns.at(0);
-  impl->sparsify_list = loaded.fns.at(1);
-  impl->colbitmap = loaded.fns.at(2);
   impl->kernel = loaded.info;
   impl->grid = static_cast<unsigned>(std::clamp<int64_t>((int64_t{w.cols} + 255) / 256, 1, int64_t{info_.sm_count} * 4));
   return SparseLinearPlan<T>(std::move(impl));
@@ -108,22 +95,14 @@ void SparseLinearPlan<T>::run(uint64_t x, uint64_t y, void* stream) const {
     p.spmspv->run(xs, y, stream);
     return;
   }
-  if (p.rows == 0) return;
-  uint64_t idx = p.act_idx.ptr(), val = p.act_val.ptr(), cnt = p.count.ptr();
-  void* list_params[] = {&x, &n, &tau, &idx, &val, &cnt};
-  if (n > 0) DBS_CU(cuLaunchKernel(p.sparsify_list, p.grid, 1, 1, 256, 1, 1, 0, h, list_params, nullptr));
-  uint64_t masks = p.masks.ptr(), seg = p.seg_ptr.ptr(), vals = p.values.ptr(), part = p.partial.ptr(),
-           tick = p.tickets.ptr();
-  int rows = p.rows, strips = p.strips, splits = p.splits;
-  void* push_params[] = {&masks, &seg, &vals, &idx, &val, &cnt, &part, &tick, &y, &rows, &strips, &splits};
-  DBS_CU(cuLaunchKernel(p.colbitmap, static_cast<unsigned>(strips * splits), 1, 1, 256, 1, 1, 0, h, push_params,
-                        nullptr));
+  p.bitmap->run(x, y, stream);
 }
 
 template <class T>
 void SparseLinearPlan<T>::set_tau(float tau) {
   if (!(tau >= 0)) throw UsageError(fmt::format("SparseLinearPlan::set_tau: tau must be >= 0, got {}", tau));
   impl_->tau = tau;
+  if (impl_->bitmap) impl_->bitmap->set_tau(tau);
 }
 template <class T>
 float SparseLinearPlan<T>::tau() const { return impl_->tau; }
@@ -142,9 +121,7 @@ template <class T>
 int64_t SparseLinearPlan<T>::device_bytes() const {
   const Impl& p = *impl_;
   if (p.spmspv) return p.spmspv->stats().device_bytes + static_cast<int64_t>(p.xs.size() * sizeof(T));
-  return static_cast<int64_t>((p.masks.size() + p.tickets.size() + p.count.size() + p.seg_ptr.size() +
-                               p.act_idx.size() + p.partial.size()) * 4 +
-                              (p.values.size() + p.act_val.size()) * sizeof(T));
+  return p.bitmap->device_bytes();
 }
 template <class T>
 std::string SparseLinearPlan<T>::explain() const {
@@ -152,9 +129,8 @@ std::string SparseLinearPlan<T>::explain() const {
   if (p.spmspv)
     return fmt::format("sparse linear {}x{}: x kept where |x| >= {} ({}), then\n{}", rows(), cols(), p.tau,
                        p.kernel.key, p.spmspv->explain());
-  return fmt::format("sparse linear {}x{}: column bitmap layout, {} strips of 1024 rows x {} splits, {} device bytes; "
-                     "active columns listed where |x| >= {} ({})\n",
-                     rows(), cols(), p.strips, p.splits, device_bytes(), p.tau, p.kernel.key);
+  return fmt::format("sparse linear {}x{}: column bitmap layout, {} device bytes, through\n{}", rows(), cols(),
+                     device_bytes(), p.bitmap->explain());
 }
 
 template SparseLinearPlan<float> Context::plan_sparse_linear(const CsrMatrix<float>&, const SparseLinearOptions&);

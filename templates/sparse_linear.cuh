@@ -1,7 +1,7 @@
 // DB-Decoding's activation sparsifier (db-spmspv-icpp26 §4.3; TEAL's magnitude threshold): x_i kept
 // where |x_i| >= tau, else 0, so the SpMSpV mask pass that follows sees ~keep of x as nonzero.
 // Fusing it into the mask pass (one read of x instead of two) is the next step (NOTES.md). Also the
-// column bitmap product (sparsify_list, colbitmap_push): push over the active columns only.
+// decoding kernels on the column bitmap layout (decode_fused, decode_rows) in fp16/bf16/f32.
 #pragma once
 #include "dbs_common.cuh"
 #include "dbsparse/abi/abi_types.h"
@@ -14,96 +14,6 @@ __global__ void __launch_bounds__(BLOCK) sparsify_threshold(const T* __restrict_
   for (int i = blockIdx.x * BLOCK + threadIdx.x; i < n; i += gridDim.x * BLOCK) {
     const T v = x[i];
     xs[i] = fabsf((float)v) >= tau ? v : T(0);
-  }
-}
-
-// The active columns as a list (order arbitrary): j and x_j where |x_j| >= tau, appended with one
-// atomic per warp. *count is zero on entry (the product's last block resets it).
-template <typename T, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) sparsify_list(const T* __restrict__ x, int n, float tau,
-                                                       int* __restrict__ act_idx, T* __restrict__ act_val,
-                                                       unsigned* count) {
-  const unsigned lane = threadIdx.x & 31u;
-  for (int base = blockIdx.x * BLOCK; base < n; base += gridDim.x * BLOCK) {
-    const int i = base + (int)threadIdx.x;
-    const T v = i < n ? x[i] : T(0);
-    const bool keep = i < n && fabsf((float)v) >= tau && (float)v != 0.0f;
-    const unsigned ballot = __ballot_sync(0xffffffffu, keep);
-    unsigned at = 0;
-    if (lane == 0 && ballot) at = atomicAdd(count, (unsigned)__popc(ballot));
-    at = __shfl_sync(0xffffffffu, at, 0) + (unsigned)__popc(ballot & ((1u << lane) - 1u));
-    if (keep) {
-      act_idx[at] = i;
-      act_val[at] = v;
-    }
-  }
-}
-
-// y = W · x over the active columns, W in the column bitmap layout (column_bitmap.hpp). A block
-// owns one 1024-row strip and a share of the active columns; a warp takes a column, each lane one
-// mask word (32 rows), and adds its stored values times x_j into the strip's sums in shared memory.
-// Each block writes its strip's partial sums; the last block of a strip adds the partials and
-// writes y; the last block of all resets the list's count and the tickets for the next call.
-template <typename T, int WARPS>
-__global__ void __launch_bounds__(WARPS * 32) colbitmap_push(const uint32_t* __restrict__ masks,
-                                                             const int32_t* __restrict__ seg_ptr,
-                                                             const T* __restrict__ vals, const int* __restrict__ act_idx,
-                                                             const T* __restrict__ act_val, unsigned* count,
-                                                             float* __restrict__ partial, unsigned* tickets, T* y,
-                                                             int rows, int strips, int splits) {
-  __shared__ float ys[1024];
-  __shared__ unsigned nact;
-  __shared__ bool last;
-  const int t = blockIdx.x % strips, split = blockIdx.x / strips;
-  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
-  for (int r = threadIdx.x; r < 1024; r += WARPS * 32) ys[r] = 0.0f;
-  if (threadIdx.x == 0) nact = *(volatile unsigned*)count;
-  __syncthreads();
-  for (unsigned k = (unsigned)split * WARPS + warp; k < nact; k += (unsigned)splits * WARPS) {
-    const int j = act_idx[k];
-    const float xv = (float)act_val[k];
-    const size_t seg = (size_t)j * strips + t;
-    uint32_t m = masks[seg * 32 + lane];
-    const unsigned c = __popc(m);
-    unsigned pre = c;  // inclusive scan of the lanes' counts
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const unsigned o = __shfl_up_sync(0xffffffffu, pre, d);
-      if (lane >= (unsigned)d) pre += o;
-    }
-    const T* v = vals + seg_ptr[seg] + (pre - c);
-    while (m) {
-      const int b = __ffs(m) - 1;
-      m &= m - 1;
-      atomicAdd(&ys[lane * 32 + b], (float)*v++ * xv);
-    }
-  }
-  __syncthreads();
-  const int row0 = t * 1024, n = min(1024, rows - row0);
-  for (int r = threadIdx.x; r < n; r += WARPS * 32) partial[(size_t)split * rows + row0 + r] = ys[r];
-  __threadfence();
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(&tickets[t], 1u) == (unsigned)splits - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  for (int r = threadIdx.x; r < n; r += WARPS * 32) {
-    float sum = 0.0f;
-    // __ldcg reads L2, where the other blocks' partials are (their fences preceded their tickets);
-    // unlike volatile loads these may all be in flight at once.
-#pragma unroll 4
-    for (int s = 0; s < splits; ++s) sum += __ldcg(&partial[(size_t)s * rows + row0 + r]);
-    y[row0 + r] = T(sum);
-  }
-  if (threadIdx.x == 0) {
-    tickets[t] = 0;
-    __threadfence();
-    // The last strip to finish: every block has read the count.
-    if (atomicAdd(&tickets[strips], 1u) == (unsigned)strips - 1) {
-      *count = 0;
-      tickets[strips] = 0;
-      __threadfence();
-    }
   }
 }
 

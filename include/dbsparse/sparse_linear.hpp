@@ -1,18 +1,20 @@
 #pragma once
 // DB-Decoding (db-spmspv-icpp26 §4.3): a pruned linear layer y = W·x at batch 1 with x made sparse
 // on the GPU by magnitude (|x_i| >= tau, as TEAL calibrates tau per layer), then an SpMSpV plan
-// on W converted once. f32 for now; fp16/bf16 are issue 13's next step (NOTES.md).
+// on W converted once; or the column bitmap layout through the decoding plan (decode_linear.hpp,
+// which also takes fp16/bf16).
 #include <cstdint>
 #include <memory>
 #include <string>
 
 #include "dbsparse/context.hpp"
+#include "dbsparse/decode_linear.hpp"
 #include "dbsparse/spmspv.hpp"
 
 namespace dbsparse {
 
 // How W is stored and multiplied: the DB format with adaptive SpMSpV (the paper's), or the column
-// bitmap layout (column_bitmap.hpp) pushed over the list of active columns.
+// bitmap layout (column_bitmap.hpp; f32 weights) through DecodeLinearPlan.
 enum class SparseLinearLayout { Spmspv, ColumnBitmap };
 
 struct SparseLinearOptions {
@@ -20,6 +22,7 @@ struct SparseLinearOptions {
   SparseLinearLayout layout = SparseLinearLayout::Spmspv;
   SpmspvDirection direction = SpmspvDirection::Auto;
   const Config* config = nullptr;  // the SpMSpV config instead of the tuning DB's
+  DecodeMapping mapping = DecodeMapping::Columns;  // column bitmap layout only
 };
 
 template <class T>
