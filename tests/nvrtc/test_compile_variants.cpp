@@ -11,6 +11,7 @@
 #include "codegen/nvrtc_compiler.hpp"
 #include "codegen/decode_key.hpp"
 #include "codegen/sparse_linear_key.hpp"
+#include "codegen/spgemm_key.hpp"
 #include "codegen/spmv_key.hpp"
 #include "dbsparse/error.hpp"
 #include "tools/ops/registry.hpp"
@@ -107,4 +108,26 @@ TEST_CASE("DecodeKernelsCompileForSm80AndSm90InEveryDtype") {
       CHECK(k.lowered_names.size() == 5);
       CHECK(DecodeKey::parse(key.to_string()) == key);
     }
+}
+
+TEST_CASE("SpgemmKernelsCompileForSm80AndSm90InEveryKeyOfTheSearchSpace") {
+  const auto space = spgemm_search_space();
+  CHECK(space.size() >= 4 * 4);
+  for (const auto& key : space) {
+    CAPTURE(key.to_string());
+    CHECK(SpgemmKey::parse(key.to_string()) == key);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      CAPTURE(arch);
+      const KernelSource ks = make_source(key);
+      const CompiledKernel k = compile_to_cubin(ks, arch);
+      CHECK(k.lowered_names.size() == ks.name_expressions.size());
+    }
+  }
+  // The defaults are in the space, and a bad key says what is wrong.
+  for (int g = 0; g < 4; ++g)
+    CHECK(std::find(space.begin(), space.end(), spgemm_key(ValueType::F64, SpgemmPhase::Numeric, g, SpgemmConfig{})) !=
+          space.end());
+  CHECK_THROWS_AS(SpgemmKey::parse("spgemm.f32.symbolic.g0.t63.l4.b512"), UsageError);
+  CHECK_THROWS_AS(SpgemmKey::parse("spgemm.f32.numeric.g3.t64.b1024"), UsageError);
+  CHECK_THROWS_AS(SpgemmKey::parse("spgemm.f16.numeric.g1.t1024.b256"), UsageError);
 }
