@@ -125,6 +125,9 @@ class SparseLinearPlan;
 struct SparseLinearOptions;
 class DecodeLinearPlan;
 struct DecodeLinearOptions;
+template <class T>
+class SpgemmPlan;
+struct SpgemmOptions;
 struct PatternGraph;
 namespace detail {
 class ModuleRegistry;
@@ -172,6 +175,13 @@ class Context {
   SparseLinearPlan<T> plan_sparse_linear(const CsrMatrix<T>& w, const SparseLinearOptions& options);
   // The same layer in the model's dtype (fp16, bf16, f32) on the column bitmap layout (decode_linear.hpp).
   DecodeLinearPlan plan_decode_linear(const CsrMatrix<float>& w, const DecodeLinearOptions& options);
+
+  // Hash SpGEMM, C = A·B (spgemm.hpp): the structure analysed and uploaded once, kernels loaded;
+  // the first plan.run() sizes C (one host synchronisation), later runs recompute values only.
+  template <class T>
+  SpgemmPlan<T> plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b);
+  template <class T>
+  SpgemmPlan<T> plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmOptions& options);
 
   detail::ModuleRegistry& modules() const { return *modules_; }
 

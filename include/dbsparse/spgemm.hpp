@@ -20,10 +20,14 @@
 //  6. Compaction: the occupied slots, in slot order, to C's row; then the row sorted by column.
 #include <array>
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "dbsparse/abi/spgemm.h"
+#include "dbsparse/context.hpp"
 #include "dbsparse/matrix.hpp"
 #include "dbsparse/op_config.hpp"
 
@@ -147,5 +151,63 @@ struct HashSpgemmResult {
 // UsageError on mismatched shapes, a config failing check(), or more than 2^31-1 nonzeros in C.
 template <class T>
 HashSpgemmResult<T> hash_spgemm_cpu(const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmConfig& c = {});
+
+// --- on the GPU (runtime/spgemm_plan.cpp, templates/spgemm.cuh) ------------------------------
+
+struct SpgemmOptions {
+  // The groups' bounds, tables and blocks; SpgemmConfig{} (the article's) when empty. Not yet
+  // looked up in the tuning database.
+  std::optional<SpgemmConfig> config;
+};
+
+// C = A·B on the GPU by the phases above. ctx.plan_spgemm analyses the structure once on the host
+// (IP, groups, the rows that may overflow and their global tables), uploads A, B and the groups'
+// row lists and loads the kernels; groups without rows launch nothing. The first run() does the
+// symbolic phase, then waits for the stream (a host synchronisation, to size C: row lengths read
+// back, check_nnz_fits, prefix sum on the host, C allocated), then the numeric phase. Later runs
+// reuse C's structure and launch the numeric phase only (no allocation, no host sync), so a plan
+// whose A and B change only in their values (MCL, GNN training) calls values_changed() and run().
+template <class T>
+class SpgemmPlan {
+ public:
+  void run(void* stream);
+  // New values for A and B (same structure, nnz(A) and nnz(B) values; UsageError otherwise),
+  // uploaded after the context's work is done (it waits for the device). Takes effect at the next run.
+  void values_changed(std::span<const T> a_values, std::span<const T> b_values);
+  void run(std::span<const T> a_values, std::span<const T> b_values, void* stream) {
+    values_changed(a_values, b_values);
+    run(stream);
+  }
+  bool structure_known() const;  // the symbolic phase has run: C's row_ptr and nnz are known
+  int32_t rows() const;
+  int32_t cols() const;
+  int64_t nnz() const;           // -1 before the first run
+  // C on the device, valid after the first run (UsageError before): rows + 1 row pointers, nnz()
+  // column indices (sorted in each row) and values.
+  uint64_t row_ptr() const;
+  uint64_t col_idx() const;
+  uint64_t values() const;
+  // C on the host; waits for the device (cuCtxSynchronize), so the last run's stream may be gone.
+  CsrMatrix<T> download() const;
+  const SpgemmConfig& config() const;
+  const SpgemmGrouping& grouping() const;
+  int64_t overflow_rows() const;  // rows that overflowed their shared table (known after the first run)
+  int64_t global_slots() const;   // the global tables' slots the plan holds
+  std::string explain() const;
+
+  SpgemmPlan(SpgemmPlan&&) noexcept;
+  SpgemmPlan& operator=(SpgemmPlan&&) noexcept;
+  ~SpgemmPlan();
+  struct Impl;
+
+ private:
+  friend class Context;
+  explicit SpgemmPlan(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// One-shot C = A·B on the GPU: a plan, one run on a stream of its own, the result downloaded.
+template <class T>
+CsrMatrix<T> spgemm(Context& ctx, const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmOptions& options = {});
 
 }  // namespace dbsparse

@@ -1,0 +1,294 @@
+// Hash SpGEMM on the GPU (spgemm.hpp, templates/spgemm.cuh) against reference::spgemm (a dense
+// accumulator in double): the same structure exactly, values within 1e-5 (f32) / 1e-12 (f64) of
+// sum |a||b| per entry; the plan's groups and overflows against hash_spgemm_cpu, the kernels' spec.
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <tuple>
+#include <vector>
+
+#include "dbsparse/dbsparse.hpp"
+#include "dbsparse/spgemm.hpp"
+
+using namespace dbsparse;
+
+namespace {
+Context& ctx() {
+  static Context c;
+  return c;
+}
+
+using Entry = std::tuple<int32_t, int32_t, double>;
+
+template <class T>
+CsrMatrix<T> from_entries(int32_t rows, int32_t cols, const std::vector<Entry>& e) {
+  CooMatrix<T> coo;
+  coo.rows = rows;
+  coo.cols = cols;
+  for (auto [r, c, v] : e) {
+    coo.row.push_back(r);
+    coo.col.push_back(c);
+    coo.values.push_back(static_cast<T>(v));
+  }
+  return coo_to_csr(coo);
+}
+
+// Row i gets lengths[i] distinct random columns of [0, cols), values in [-1, 1], never 0 (as the
+// cpu tests build them).
+template <class T>
+CsrMatrix<T> random_rows(int32_t cols, const std::vector<int32_t>& lengths, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  CsrMatrix<T> m;
+  m.rows = static_cast<int32_t>(lengths.size());
+  m.cols = cols;
+  std::vector<int32_t> row;
+  for (int32_t len : lengths) {
+    REQUIRE(len <= cols);
+    row.clear();
+    while (static_cast<int32_t>(row.size()) < len) {
+      for (auto k = static_cast<int32_t>(row.size()); k < len; ++k)
+        row.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(cols)));
+      std::sort(row.begin(), row.end());
+      row.erase(std::unique(row.begin(), row.end()), row.end());
+    }
+    for (int32_t c : row) {
+      m.col_idx.push_back(c);
+      m.values.push_back(static_cast<T>((static_cast<int64_t>(rng() % 2048) - 1023.5) / 1024.0));
+    }
+    m.row_ptr.push_back(static_cast<int32_t>(m.col_idx.size()));
+  }
+  return m;
+}
+
+template <class T>
+CsrMatrix<T> absolute(const CsrMatrix<T>& m) {
+  CsrMatrix<T> out = m;
+  for (auto& v : out.values) v = std::fabs(v);
+  return out;
+}
+
+template <class T>
+void check_values(const CsrMatrix<T>& got, const CsrMatrix<T>& a, const CsrMatrix<T>& b) {
+  const CsrMatrix<double> ref = reference::spgemm(a, b);
+  const CsrMatrix<double> bound = reference::spgemm(absolute(a), absolute(b));
+  REQUIRE(got.rows == ref.rows);
+  REQUIRE(got.cols == ref.cols);
+  REQUIRE(got.row_ptr == ref.row_ptr);
+  REQUIRE(got.col_idx == ref.col_idx);
+  const double rel = sizeof(T) == 4 ? 1e-5 : 1e-12;
+  int64_t bad = 0;
+  for (size_t p = 0; p < ref.values.size(); ++p) {
+    const double tol = rel * std::max(bound.values[p], 1e-300);
+    if (!(std::fabs(static_cast<double>(got.values[p]) - ref.values[p]) <= tol) && bad++ == 0)
+      MESSAGE(fmt::format("entry {}: got {}, want {}, tolerance {}", p, got.values[p], ref.values[p], tol));
+  }
+  CHECK(bad == 0);
+}
+
+// C = A·B through a plan against the reference; the plan's groups and overflows against the spec.
+template <class T>
+SpgemmPlan<T> check_plan(const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmConfig& cfg = {}) {
+  SpgemmOptions o;
+  o.config = cfg;
+  SpgemmPlan<T> plan = ctx().plan_spgemm(a, b, o);
+  Stream s(ctx());
+  plan.run(s.handle());
+  const CsrMatrix<T> c = plan.download();
+  check_values(c, a, b);
+  const HashSpgemmResult<T> spec = hash_spgemm_cpu(a, b, cfg);
+  for (int g = 0; g < kSpgemmGroups; ++g) CHECK(plan.grouping().rows[g] == spec.grouping.rows[g]);
+  CHECK(plan.overflow_rows() == spec.overflow_rows());
+  CHECK(plan.nnz() == spec.c.nnz());
+  // A second run (numeric only) gives the same C.
+  plan.run(s.handle());
+  const CsrMatrix<T> again = plan.download();
+  CHECK(again.col_idx == c.col_idx);
+  check_values(again, a, b);
+  return plan;
+}
+
+template <class T>
+void check_both(const CsrMatrix<double>& a, const CsrMatrix<double>& b, const SpgemmConfig& cfg = {}) {
+  check_plan(a.cast<T>(), b.cast<T>(), cfg);
+}
+
+const char* const kGenerated[] = {"rmat:scale=10,ef=8", "powerlaw:n=3000,avg=8,alpha=1.5,max=1500",
+                                  "roadnet:n=6000,seed=3", "uniform:n=2000,d=8", "stencil2d:n=40",
+                                  "stencil3d:n=10,points=27"};
+
+}  // namespace
+
+TEST_CASE("SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup0") {
+  std::vector<int32_t> len;
+  for (int i = 0; i < 2000; ++i) len.push_back(1 + i % 10);  // IP 3..30
+  const auto a = random_rows<double>(400, len, 10);
+  const auto b = random_rows<double>(500, std::vector<int32_t>(400, 3), 11);
+  const auto plan = check_plan(a, b);
+  CHECK(plan.grouping().count(0) == 2000);
+  check_both<float>(a, b);
+}
+
+TEST_CASE("SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup1") {
+  std::vector<int32_t> len;
+  for (int i = 0; i < 120; ++i) len.push_back(2 + i % 30);  // IP 32..496
+  const auto a = random_rows<double>(300, len, 12);
+  const auto b = random_rows<double>(2000, std::vector<int32_t>(300, 16), 13);
+  CHECK(check_plan(a, b).grouping().count(1) == 120);
+  check_both<float>(a, b);
+}
+
+TEST_CASE("SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup2") {
+  std::vector<int32_t> len;
+  for (int i = 0; i < 40; ++i) len.push_back(8 + i * 3);  // IP 512..7999
+  const auto a = random_rows<double>(300, len, 14);
+  const auto b = random_rows<double>(6000, std::vector<int32_t>(300, 64), 15);
+  CHECK(check_plan(a, b).grouping().count(2) == 40);
+  check_both<float>(a, b);
+}
+
+TEST_CASE("SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup3") {
+  std::vector<int32_t> len;
+  for (int i = 0; i < 12; ++i) len.push_back(32 + i);  // IP 8192..11008
+  const auto a = random_rows<double>(200, len, 16);
+  const auto b = random_rows<double>(5000, std::vector<int32_t>(200, 256), 17);
+  const auto plan = check_plan(a, b);
+  CHECK(plan.grouping().count(3) == 12);
+  CHECK(plan.global_slots() == 12 * 16384);
+  check_both<float>(a, b);
+}
+
+TEST_CASE("SpgemmGpuMatchesReferenceOnGeneratedMatricesWithAllGroupsMixed") {
+  std::array<int64_t, kSpgemmGroups> rows_in_group{};
+  for (const char* spec : kGenerated) {
+    CAPTURE(spec);
+    const CsrMatrix<double> a = generate(spec);
+    const CsrMatrix<double> at = transpose(a);
+    const auto sq = check_plan(a, a);
+    check_plan(a, at);
+    check_both<float>(a, a);
+    check_both<float>(a, at);
+    for (int g = 0; g < kSpgemmGroups; ++g) rows_in_group[g] += sq.grouping().count(g);
+  }
+  for (int g = 0; g < kSpgemmGroups; ++g) CHECK_MESSAGE(rows_in_group[g] > 0, "group ", g, " seen");
+}
+
+TEST_CASE("SpgemmGpuMatchesReferenceWithIpExactlyOnEachBound") {
+  const SpgemmConfig cfg;
+  const std::vector<int32_t> lengths = {cfg.b0 - 1, cfg.b0, cfg.b1 - 1, cfg.b1, cfg.b2 - 1, cfg.b2, 1};
+  const auto b = random_rows<double>(9000, lengths, 20);
+  std::vector<Entry> e;
+  for (int32_t k = 0; k < 6; ++k) e.emplace_back(k, k, 1.0 + k);
+  for (int32_t k : {0, 2, 4}) {
+    e.emplace_back(6 + k / 2, k, 0.5);
+    e.emplace_back(6 + k / 2, 6, -1.5);
+  }
+  const auto a = from_entries<double>(9, 7, e);
+  const auto plan = check_plan(a, b, cfg);
+  CHECK(plan.grouping().rows[0] == std::vector<int32_t>{0});
+  CHECK(plan.grouping().rows[1] == std::vector<int32_t>{1, 2, 6});
+  CHECK(plan.grouping().rows[2] == std::vector<int32_t>{3, 4, 7});
+  CHECK(plan.grouping().rows[3] == std::vector<int32_t>{5, 8});
+  check_both<float>(a, b, cfg);
+}
+
+TEST_CASE("SpgemmGpuMatchesReferenceWhenARowOverflowsToTheGlobalTable") {
+  SpgemmConfig cfg;
+  cfg.t0 = 8;
+  cfg.t1 = 64;
+  std::vector<Entry> be;
+  for (int32_t k = 0; k < 40; ++k) be.emplace_back(k, 100 + k, 1.0 + k);
+  for (int32_t k = 40; k < 80; ++k)
+    for (int32_t c = 0; c < 30; ++c) be.emplace_back(k, c, 0.25 * (k - 39) + c);
+  const auto b = from_entries<double>(80, 200, be);
+  std::vector<Entry> ae;
+  auto row = [&](int32_t i, int32_t first, int32_t count) {
+    for (int32_t k = first; k < first + count; ++k) ae.emplace_back(i, k, 0.5 + k);
+  };
+  row(0, 0, 8);
+  row(1, 0, 9);
+  row(2, 40, 2);
+  row(3, 0, 34);
+  row(4, 40, 10);
+  row(5, 0, 40);
+  row(5, 40, 2);
+  row(6, 40, 1);
+  row(7, 0, 34);
+  row(7, 40, 1);
+  row(8, 0, 35);
+  row(8, 40, 1);
+  const auto a = from_entries<double>(9, 80, ae);
+  const auto plan = check_plan(a, b, cfg);
+  CHECK(plan.overflow_rows() == 4);  // rows 1, 5, 6, 8 (the cpu test's)
+  check_both<float>(a, b, cfg);
+  // Tiny tables everywhere on a generated matrix: many rows overflow, all groups used.
+  SpgemmConfig small;
+  small.b0 = 8;
+  small.b1 = 64;
+  small.b2 = 256;
+  small.t0 = 4;
+  small.t1 = 16;
+  small.t2 = 64;
+  small.global_scale = 1;
+  const auto g = generate("rmat:scale=11,ef=8");
+  const auto gp = check_plan(g, transpose(g), small);
+  CHECK(gp.overflow_rows() > 0);
+  check_both<float>(g, transpose(g), small);
+}
+
+TEST_CASE("SpgemmGpuMatchesReferenceOnRectangularProducts") {
+  const auto a = random_rows<double>(300, std::vector<int32_t>(170, 6), 1);  // 170 x 300
+  const auto b = random_rows<double>(90, std::vector<int32_t>(300, 4), 2);   // 300 x 90
+  const auto p = check_plan(a, b);
+  CHECK(p.rows() == 170);
+  CHECK(p.cols() == 90);
+  check_plan(b, random_rows<double>(7, std::vector<int32_t>(90, 3), 3));
+  check_both<float>(a, b);
+  const auto row = random_rows<double>(50, {50}, 4);
+  const auto col = transpose(row);
+  CHECK(check_plan(row, col).nnz() == 1);
+  CHECK(check_plan(col, row).nnz() == 2500);
+}
+
+TEST_CASE("SpgemmGpuMatchesReferenceWithEmptyRowsAndColumnsAndEmptyMatrices") {
+  const auto a = from_entries<double>(6, 5, {{0, 1, 1.5}, {0, 3, -2}, {2, 0, 0.25}, {2, 4, 1}, {5, 2, 3}});
+  const auto b = from_entries<double>(5, 7, {{0, 6, 2}, {1, 0, 1}, {1, 6, -1}, {3, 0, 4}, {4, 6, 0.5}});
+  const auto p = check_plan(a, b);
+  CHECK(p.grouping().idle_rows == 4);
+  check_plan(CsrMatrix<double>{}, CsrMatrix<double>{});
+  check_plan(from_entries<double>(3, 4, {}), from_entries<double>(4, 0, {}));
+  check_plan(from_entries<double>(0, 4, {}), from_entries<double>(4, 5, {{1, 1, 1}}));
+  CHECK(check_plan(from_entries<float>(4, 4, {}), from_entries<float>(4, 4, {})).nnz() == 0);
+  // The one-shot entry point.
+  check_values(spgemm(ctx(), a, b), a, b);
+}
+
+TEST_CASE("SpgemmGpuValuesOnlyRerunEqualsAFreshPlan") {
+  for (const char* spec : {"rmat:scale=10,ef=8", "powerlaw:n=3000,avg=8,alpha=1.5,max=1500"}) {
+    CAPTURE(spec);
+    const CsrMatrix<double> a = generate(spec);
+    CsrMatrix<double> a2 = a;
+    for (size_t p = 0; p < a2.values.size(); ++p) a2.values[p] = 0.5 + static_cast<double>(p % 7) * 0.125;
+    CsrMatrix<double> b2 = transpose(a);
+    for (size_t p = 0; p < b2.values.size(); ++p) b2.values[p] = -1.0 + static_cast<double>(p % 5) * 0.25;
+    const CsrMatrix<double> b = transpose(a);
+    auto plan = ctx().plan_spgemm(a, b);
+    Stream s(ctx());
+    plan.run(s.handle());
+    check_values(plan.download(), a, b);
+    plan.run(std::span<const double>(a2.values), std::span<const double>(b2.values), s.handle());
+    const CsrMatrix<double> rerun = plan.download();
+    auto fresh = ctx().plan_spgemm(a2, b2);
+    fresh.run(s.handle());
+    const CsrMatrix<double> want = fresh.download();
+    CHECK(rerun.row_ptr == want.row_ptr);
+    CHECK(rerun.col_idx == want.col_idx);
+    check_values(rerun, a2, b2);
+    // Same products added in a possibly different order: equal within the tolerance, not bitwise.
+    CHECK_THROWS_AS(plan.values_changed(std::span<const double>(a2.values).first(1), std::span<const double>(b2.values)),
+                    UsageError);
+    std::puts(plan.explain().c_str());
+  }
+}
