@@ -67,6 +67,17 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
   int64_t kept = 0;
   for (float v : xs) kept += v != 0.0f;
   rec["act_kept"] = kept;
+  // The kept columns' stored weights: what any push over the active columns must read. The column
+  // bitmap layout reads, per kept column, each 1024-row strip's 32 mask words and its offset too.
+  int64_t kept_nnz = 0;
+  {
+    std::vector<int64_t> col_nnz(static_cast<size_t>(cols), 0);
+    for (int32_t j : pw.col_idx) ++col_nnz[static_cast<size_t>(j)];
+    for (int32_t j = 0; j < cols; ++j)
+      if (xs[static_cast<size_t>(j)] != 0.0f) kept_nnz += col_nnz[static_cast<size_t>(j)];
+  }
+  const int64_t esize = tools::dense_type_bytes(dt), strips = (rows + 1023) / 1024;
+  const int64_t touched = kept * strips * (32 * 4 + 4) + kept_nnz * esize;
 
   // Dense cuBLAS in the dtype (f32 uses the float data directly).
   DeviceBuffer<float> xd{std::span<const float>(x)}, yd{static_cast<size_t>(rows)};
@@ -154,14 +165,6 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     plans.push_back(ctx.plan_decode_linear(pw, o));
     // A call reads only the active columns' weights: enough copies that those bytes, summed over
     // the copies, are three times the L2 (a whole model's weights never sit in the L2 either).
-    int64_t touched = 0;
-    {
-      const int64_t esize = tools::dense_type_bytes(dt), strips = (rows + 1023) / 1024;
-      std::vector<int64_t> col_nnz(static_cast<size_t>(cols), 0);
-      for (int32_t j : pw.col_idx) ++col_nnz[static_cast<size_t>(j)];
-      for (int32_t j = 0; j < cols; ++j)
-        if (xs[static_cast<size_t>(j)] != 0.0f) touched += strips * (32 * 4 + 4) + col_nnz[static_cast<size_t>(j)] * esize;
-    }
     const int64_t budget = int64_t{16} << 30;
     const int cb_copies = static_cast<int>(std::clamp<int64_t>(
         (3 * ctx.device().l2_bytes + std::max<int64_t>(touched, 1) - 1) / std::max<int64_t>(touched, 1), 1,
@@ -203,13 +206,7 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
                                           {"weight_over_dense_fp16", double(plans[0].weight_bytes()) / (2.0 * rows * cols)}};
   }
   // The bytes a push over the active columns needs: their entries (4-byte index, value) and x.
-  int64_t needed = static_cast<int64_t>(cols) * 4 + static_cast<int64_t>(rows) * 4;
-  {
-    std::vector<int64_t> col_nnz(static_cast<size_t>(cols), 0);
-    for (int32_t j : pw.col_idx) ++col_nnz[static_cast<size_t>(j)];
-    for (int32_t j = 0; j < cols; ++j)
-      if (xs[static_cast<size_t>(j)] != 0.0f) needed += col_nnz[static_cast<size_t>(j)] * 8;
-  }
+  const int64_t needed = static_cast<int64_t>(cols) * 4 + static_cast<int64_t>(rows) * 4 + kept_nnz * 8;
   const double auto_us = rows_json["auto"]["us"].get<double>();
   rec["dense_us"] = dense_us;
   rec["cusparse_us"] = cusparse_us;
@@ -218,12 +215,7 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
   rec["needed_pct_copy_bw"] = 100.0 * (static_cast<double>(needed) / (auto_us * 1e-6)) / (copy_gbs * 1e9);
   {
     // The column bitmap row needs the active columns' mask words and values (dtype) and x, y.
-    const int64_t esize = tools::dense_type_bytes(dt), strips = (rows + 1023) / 1024;
-    std::vector<int64_t> col_nnz(static_cast<size_t>(cols), 0);
-    for (int32_t j : pw.col_idx) ++col_nnz[static_cast<size_t>(j)];
-    int64_t cb_needed = (static_cast<int64_t>(cols) + rows) * esize;
-    for (int32_t j = 0; j < cols; ++j)
-      if (xs[static_cast<size_t>(j)] != 0.0f) cb_needed += strips * (32 * 4 + 4) + col_nnz[static_cast<size_t>(j)] * esize;
+    const int64_t cb_needed = (static_cast<int64_t>(cols) + rows) * esize + touched;
     const double cb_us = rows_json["colbitmap_" + a.dtype]["us"].get<double>();
     rec["colbitmap_needed_bytes"] = cb_needed;
     rec["colbitmap_pct_copy_bw"] = 100.0 * (static_cast<double>(cb_needed) / (cb_us * 1e-6)) / (copy_gbs * 1e9);
