@@ -125,6 +125,8 @@ class SparseLinearPlan;
 struct SparseLinearOptions;
 class DecodeLinearPlan;
 struct DecodeLinearOptions;
+class SpmmPlan;
+struct SpmmOptions;
 struct PatternGraph;
 namespace detail {
 class ModuleRegistry;
@@ -172,6 +174,13 @@ class Context {
   SparseLinearPlan<T> plan_sparse_linear(const CsrMatrix<T>& w, const SparseLinearOptions& options);
   // The same layer in the model's dtype (fp16, bf16, f32) on the column bitmap layout (decode_linear.hpp).
   DecodeLinearPlan plan_decode_linear(const CsrMatrix<float>& w, const DecodeLinearOptions& options);
+
+  // SpMM C = alpha * A * B + beta * C for B and C with n_cols columns (spmm.hpp): BRP-SpMM or the
+  // CUDA-core CSR product. f32 only: A in f64 is a UsageError, as is n_cols outside 1 .. 4096.
+  template <class T>
+  SpmmPlan plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions& options);
+  template <class T>
+  SpmmPlan plan_spmm(const CsrMatrix<T>& a, int n_cols);
 
   detail::ModuleRegistry& modules() const { return *modules_; }
 

@@ -10,6 +10,7 @@
 #include "dbsparse/matrix.hpp"
 #include "dbsparse/plan_info.hpp"
 #include "dbsparse/reference.hpp"
+#include "dbsparse/spmm.hpp"
 #include "dbsparse/spmspv.hpp"
 #include "dbsparse/spmv.hpp"
 #include "dbsparse/tuning_db.hpp"
