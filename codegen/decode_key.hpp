@@ -1,6 +1,7 @@
 #pragma once
-// The decoding layer's kernels in a storage type, e.g. "decode_linear.colbitmap.f16.w8": the
-// active-column list and the column bitmap product (templates/sparse_linear.cuh).
+// The decoding layer's kernels in a storage type, e.g. "decode_linear.colbitmap.f16.w8x8": the
+// column bitmap product by columns and by row blocks, and the top-k threshold
+// (templates/sparse_linear.cuh).
 #include <compare>
 #include <string>
 #include <string_view>
@@ -20,7 +21,9 @@ struct DecodeKey {
   auto operator<=>(const DecodeKey&) const = default;
 };
 
-KernelSource make_source(const DecodeKey& key);  // entry points: decode_list, decode_push, decode_topk_list
+// Entry points: decode_fused<8 warps, 8-column windows>, decode_topk_list, decode_rows<8 warps, R>
+// for R = 1, 2, 4 (in that order).
+KernelSource make_source(const DecodeKey& key);
 std::vector<DecodeKey> decode_search_space();
 
 }  // namespace dbsparse::codegen

@@ -20,16 +20,14 @@ constexpr int kDecodeWarps = 8, kDecodeWindow = 8;
 
 const char* to_string(DecodeMapping m) { return m == DecodeMapping::RowBlocks ? "row-blocks" : "columns"; }
 
-const char* to_string(DecodeDtype d) {
-  switch (d) {
-    case DecodeDtype::F16: return "f16";
-    case DecodeDtype::BF16: return "bf16";
-    case DecodeDtype::F32: return "f32";
-  }
-  return "?";
-}
+// The public dtype is the key's, enumerator for enumerator.
+static_assert(static_cast<int>(DecodeDtype::F16) == static_cast<int>(codegen::DecodeDtype::F16) &&
+              static_cast<int>(DecodeDtype::BF16) == static_cast<int>(codegen::DecodeDtype::BF16) &&
+              static_cast<int>(DecodeDtype::F32) == static_cast<int>(codegen::DecodeDtype::F32));
+const char* to_string(DecodeDtype d) { return codegen::to_string(static_cast<codegen::DecodeDtype>(d)); }
 
-struct DecodeLinearPlan::Impl {
+// What a plan is besides its device buffers: copied as a whole by clone().
+struct DecodeSetup {
   DecodeDtype dtype = DecodeDtype::F16;
   int32_t rows = 0, cols = 0;
   int strips = 0, splits = 1;
@@ -37,15 +35,18 @@ struct DecodeLinearPlan::Impl {
   CUfunction fused = nullptr, topk = nullptr, rows_fn = nullptr;
   DecodeMapping mapping = DecodeMapping::Columns;
   int row_words = 1;
-  int keep_k = 0;               // > 0: top-k listing
-  DeviceBuffer<float> tau_dev;  // the threshold the top-k listing found
+  int keep_k = 0;  // > 0: top-k threshold per call
   KernelInfo kernel;
-  DeviceAllocation values;  // dtype elements
+  int64_t weight_bytes = 0;
+};
+
+struct DecodeLinearPlan::Impl : DecodeSetup {
+  DeviceBuffer<float> tau_dev;  // the threshold the top-k pass found
+  DeviceAllocation values;      // dtype elements
   DeviceBuffer<uint32_t> masks, tickets;
   DeviceBuffer<int32_t> seg_ptr;
   DeviceBuffer<uint16_t> word_off;
   DeviceBuffer<float> acc;  // fp32 sums per row, zero between calls
-  int64_t weight_bytes = 0;
 };
 
 DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const DecodeLinearOptions& opt) {
@@ -156,20 +157,8 @@ DeviceBuffer<U> copy_of(const DeviceBuffer<U>& a) {
 DecodeLinearPlan DecodeLinearPlan::clone() const {
   const Impl& p = *impl_;
   auto q = std::make_unique<Impl>();
-  q->dtype = p.dtype;
-  q->rows = p.rows;
-  q->cols = p.cols;
-  q->strips = p.strips;
-  q->splits = p.splits;
-  q->tau = p.tau;
-  q->fused = p.fused;
-  q->rows_fn = p.rows_fn;
-  q->mapping = p.mapping;
-  q->row_words = p.row_words;
-  q->topk = p.topk;
-  q->keep_k = p.keep_k;
+  static_cast<DecodeSetup&>(*q) = static_cast<const DecodeSetup&>(p);
   q->tau_dev = DeviceBuffer<float>(1);
-  q->kernel = p.kernel;
   q->values = copy_of(p.values);
   q->masks = copy_of(p.masks);
   q->seg_ptr = copy_of(p.seg_ptr);
@@ -179,7 +168,6 @@ DecodeLinearPlan DecodeLinearPlan::clone() const {
   DBS_CU(cuCtxSynchronize());  // the copies above ran on the legacy stream
   q->tickets.fill_bytes(0);
   q->acc.fill_bytes(0);
-  q->weight_bytes = p.weight_bytes;
   return DecodeLinearPlan(std::move(q));
 }
 

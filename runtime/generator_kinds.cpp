@@ -345,4 +345,87 @@ CsrMatrix<double> powerlaw(int32_t n, double avg, double alpha, int32_t max, uin
   return std::move(b.m);
 }
 
+// A road network after SuiteSparse's roadNet-TX (1.39M vertices, 2.8 entries a row, at most 12):
+// vertices on a grid w = ceil(sqrt(n)) wide, row-major (the last grid row partial). Each grid edge
+// is kept with chance 0.6 (blocks without a road between them); each grid cell gets one of its two
+// diagonals with chance 0.18, so the grid part stays planar (no two of its edges cross); and one
+// vertex in 128 is an interchange with 2 to 5 links to vertices at most 3 grid steps away (the
+// ramps and overpasses that make real road graphs slightly non-planar, and their longest rows).
+// Symmetric, no self loops; vertices left without an edge stay, as empty rows.
+CsrMatrix<double> roadnet(int32_t n, uint64_t seed, const std::string& spec) {
+  std::mt19937_64 rng(seed);
+  int64_t w = 1;
+  while (w * w < n) ++w;
+  constexpr uint64_t kKeep = static_cast<uint64_t>(0.6 * 0x1.0p64);
+  constexpr uint64_t kDiagonal = static_cast<uint64_t>(0.18 * 0x1.0p64);
+  constexpr uint64_t kInterchange = uint64_t{1} << 57;  // 1 in 128
+  std::vector<int32_t> src, dst;
+  src.reserve(static_cast<size_t>(n) * 3 / 2);
+  dst.reserve(static_cast<size_t>(n) * 3 / 2);
+  auto link = [&](int64_t u, int64_t v) {
+    src.push_back(static_cast<int32_t>(u));
+    dst.push_back(static_cast<int32_t>(v));
+  };
+  for (int64_t v = 0; v < n; ++v) {
+    const int64_t x = v % w, y = v / w;
+    if (x + 1 < w && v + 1 < n && rng() < kKeep) link(v, v + 1);
+    if (v + w < n && rng() < kKeep) link(v, v + w);
+    if (x + 1 < w && v + w + 1 < n && rng() < kDiagonal) {
+      if (rng() & 1)
+        link(v, v + w + 1);
+      else
+        link(v + 1, v + w);
+    }
+    if (rng() < kInterchange) {
+      const int links = 2 + below(rng, 4);
+      for (int l = 0; l < links; ++l) {
+        const int64_t xx = x + below(rng, 7) - 3, yy = y + below(rng, 7) - 3, u = yy * w + xx;
+        if (xx >= 0 && xx < w && yy >= 0 && u < n && u != v) link(v, u);
+      }
+    }
+  }
+  const auto edges = static_cast<int64_t>(src.size());
+  if (2 * edges > kMaxNnz)
+    throw InputError(spec, 0, fmt::format("at most 2^31-1 nonzeros, but this would have up to {}", 2 * edges));
+  // Both directions bucketed by row, then each (short) row sorted and its duplicates merged.
+  std::vector<int32_t> ptr(static_cast<size_t>(n) + 1, 0);
+  for (int64_t e = 0; e < edges; ++e) {
+    ++ptr[src[e] + 1];
+    ++ptr[dst[e] + 1];
+  }
+  for (int32_t i = 0; i < n; ++i) ptr[i + 1] += ptr[i];
+  std::vector<int32_t> cols(static_cast<size_t>(ptr[n]));
+  std::vector<int32_t> fill(ptr.begin(), ptr.end() - 1);
+  for (int64_t e = 0; e < edges; ++e) {
+    cols[fill[src[e]]++] = dst[e];
+    cols[fill[dst[e]]++] = src[e];
+  }
+  src = {};
+  dst = {};
+  CsrMatrix<double> m;
+  m.rows = m.cols = n;
+  m.row_ptr.assign(static_cast<size_t>(n) + 1, 0);
+  int32_t out = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    const auto begin = cols.begin() + ptr[i];
+    std::sort(begin, cols.begin() + ptr[i + 1]);
+    const auto end = std::unique(begin, cols.begin() + ptr[i + 1]);
+    if (out != ptr[i]) std::copy(begin, end, cols.begin() + out);
+    out += static_cast<int32_t>(end - begin);
+    m.row_ptr[i + 1] = out;
+  }
+  cols.resize(static_cast<size_t>(out));
+  m.col_idx = std::move(cols);
+  // As rmat's: values hash the unordered pair, so the matrix is symmetric, not only its pattern.
+  const uint64_t salt = mix64(seed ^ 0x726f61646e6574ULL);
+  m.values.resize(static_cast<size_t>(out));
+  for (int32_t i = 0; i < n; ++i)
+    for (int32_t p = m.row_ptr[i]; p < m.row_ptr[i + 1]; ++p) {
+      const auto lo = static_cast<uint64_t>(std::min(i, m.col_idx[p]));
+      const auto hi = static_cast<uint64_t>(std::max(i, m.col_idx[p]));
+      m.values[p] = to_value(mix64(salt ^ (lo << 32 | hi)));
+    }
+  return m;
+}
+
 }  // namespace dbsparse::gen

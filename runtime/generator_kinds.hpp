@@ -17,5 +17,6 @@ CsrMatrix<double> uniform(int32_t n, int32_t d, uint64_t seed);
 CsrMatrix<double> rmat(int scale, int32_t ef, uint64_t seed, bool scramble = false);
 CsrMatrix<double> powerlaw(int32_t n, double avg, double alpha, int32_t max, uint64_t seed,
                            const std::string& spec);
+CsrMatrix<double> roadnet(int32_t n, uint64_t seed, const std::string& spec);
 
 }  // namespace dbsparse::gen

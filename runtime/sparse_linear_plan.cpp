@@ -32,6 +32,10 @@ struct SparseLinearPlan<T>::Impl {
 template <class T>
 SparseLinearPlan<T> Context::plan_sparse_linear(const CsrMatrix<T>& w, const SparseLinearOptions& opt) {
   if (!(opt.tau >= 0)) throw UsageError(fmt::format("plan_sparse_linear: tau must be >= 0, got {}", opt.tau));
+  if (opt.layout == SparseLinearLayout::Spmspv && opt.dtype != DecodeDtype::F32)
+    throw UsageError(fmt::format("plan_sparse_linear: dtype {} takes the column bitmap layout (the SpMSpV layout "
+                                 "stores the matrix's own value type)",
+                                 to_string(opt.dtype)));
   auto impl = std::make_unique<typename SparseLinearPlan<T>::Impl>();
   impl->tau = opt.tau;
   impl->layout = opt.layout;
@@ -46,13 +50,14 @@ SparseLinearPlan<T> Context::plan_sparse_linear(const CsrMatrix<T>& w, const Spa
     impl->xs = DeviceBuffer<T>(n);
   } else {
     if constexpr (!std::is_same_v<T, float>) {
-      throw UsageError("plan_sparse_linear: the column bitmap layout takes f32 weights (or use plan_decode_linear "
-                       "for fp16/bf16)");
+      throw UsageError("plan_sparse_linear: the column bitmap layout takes f32 weights (its dtype option stores "
+                       "them as fp16 or bf16)");
     } else {
       DecodeLinearOptions d;
-      d.dtype = DecodeDtype::F32;
+      d.dtype = opt.dtype;
       d.tau = opt.tau;
       d.mapping = opt.mapping;
+      d.row_block_words = opt.row_block_words;
       impl->bitmap.emplace(plan_decode_linear(w, d));
     }
   }
@@ -76,6 +81,9 @@ SparseLinearPlan<T>::~SparseLinearPlan() = default;
 
 template <class T>
 void SparseLinearPlan<T>::run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream) const {
+  if (impl_->bitmap && impl_->bitmap->dtype() != DecodeDtype::F32)
+    throw UsageError(fmt::format("SparseLinearPlan::run: this plan stores {}; pass device pointers of that type",
+                                 to_string(impl_->bitmap->dtype())));
   if (x.size() != static_cast<size_t>(cols()) || y.size() != static_cast<size_t>(rows()))
     throw UsageError(fmt::format("SparseLinearPlan::run: x needs {} elements and y {}, have {} and {}", cols(), rows(),
                                  x.size(), y.size()));

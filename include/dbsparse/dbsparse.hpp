@@ -10,6 +10,8 @@
 #include "dbsparse/matrix.hpp"
 #include "dbsparse/plan_info.hpp"
 #include "dbsparse/reference.hpp"
+#include "dbsparse/spgemm.hpp"
+#include "dbsparse/spgemm_apps.hpp"
 #include "dbsparse/spmm.hpp"
 #include "dbsparse/spmspv.hpp"
 #include "dbsparse/spmv.hpp"

@@ -7,6 +7,7 @@
 //   uniform:n=1000000,d=16,seed=1         d distinct random columns per row
 //   rmat:scale=19,ef=8,seed=1             Graph500 R-MAT (A=0.57, B=C=0.19), symmetrised, no self loops
 //   powerlaw:n=1000000,avg=8,alpha=1.5,max=200000,seed=1   power-law row lengths
+//   roadnet:n=1400000,seed=1              road-network-like grid graph (as roadNet-TX: 2.8 a row, max ~12)
 // Values are deterministic pseudo-random in [-1, 1] (stencils use the Laplacian's values).
 #include <map>
 #include <string>

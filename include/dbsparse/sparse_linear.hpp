@@ -22,13 +22,18 @@ struct SparseLinearOptions {
   SparseLinearLayout layout = SparseLinearLayout::Spmspv;
   SpmspvDirection direction = SpmspvDirection::Auto;
   const Config* config = nullptr;  // the SpMSpV config instead of the tuning DB's
-  DecodeMapping mapping = DecodeMapping::Columns;  // column bitmap layout only
+  // Column bitmap layout only: the weights' and activations' storage type (fp16/bf16 values are
+  // rounded once at plan time; run takes device pointers of that type), and how the work is cut.
+  DecodeDtype dtype = DecodeDtype::F32;
+  DecodeMapping mapping = DecodeMapping::Columns;
+  int row_block_words = 1;
 };
 
 template <class T>
 class SparseLinearPlan {
  public:
-  // y = W · sparsify(x): two launches and the SpMSpV plan's own; no allocation, no host sync.
+  // y = W · sparsify(x): two launches and the SpMSpV plan's own (column bitmap: one); no
+  // allocation, no host sync. The DeviceBuffer form needs T storage (not an fp16/bf16 plan).
   void run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream) const;
   void run(uint64_t x, uint64_t y, void* stream) const;
   void set_tau(float tau);  // used from the next run on

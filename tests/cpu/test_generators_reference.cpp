@@ -135,7 +135,7 @@ std::string input_error_text(const std::string& spec) {
 TEST_CASE("every generator kind gives a valid CSR with the expected sizes") {
   for (const std::string spec :
        {"stencil2d:n=7", "stencil3d:n=5,points=7", "stencil3d:n=5,points=27", "fem:nodes=100,k=3,blocks=5",
-        "banded:n=50,bw=3", "uniform:n=200,d=9", "rmat:scale=9,ef=4", "powerlaw:n=3000,avg=6"}) {
+        "banded:n=50,bw=3", "uniform:n=200,d=9", "rmat:scale=9,ef=4", "powerlaw:n=3000,avg=6", "roadnet:n=500"}) {
     CAPTURE(spec);
     const auto m = generate(spec);
     check_csr(m);
@@ -265,7 +265,7 @@ TEST_CASE("rmat scramble=1 relabels the vertices: same degrees, symmetric, hubs 
 
 TEST_CASE("generators are deterministic and the seed matters") {
   for (const std::string base : {"fem:nodes=300,k=3,blocks=5", "uniform:n=500,d=7", "rmat:scale=10,ef=4",
-                                 "powerlaw:n=2000,avg=5"}) {
+                                 "powerlaw:n=2000,avg=5", "roadnet:n=2000"}) {
     CAPTURE(base);
     const auto a = generate(base + ",seed=11");
     CHECK(same(a, generate(base + ",seed=11")));

@@ -259,3 +259,35 @@ TEST_CASE("DecodeLinearRowBlocksMatchReferenceOnOddShapes") {
   bad.row_block_words = 3;
   CHECK_THROWS_AS(ctx().plan_decode_linear(prune_magnitude(synthetic_weights(4, 4, 1), 4, 4, 0.5), bad), UsageError);
 }
+
+// One entry point for both paths: plan_sparse_linear with the column bitmap layout and dtype f16
+// computes what plan_decode_linear computes, and refuses what it cannot do.
+TEST_CASE("SparseLinearColumnBitmapInF16MatchesTheDecodingPlan") {
+  Stream s(ctx());
+  const int32_t rows = 700, cols = 300;
+  const CsrMatrix<float> pw = prune_magnitude(synthetic_weights(rows, cols, 51), rows, cols, 0.5);
+  std::vector<float> x = synthetic_weights(1, cols, 52);
+  for (auto& v : x) v = half_to_float(float_to_half(v));
+  const float tau = topk_threshold(x, 0.1);
+  SparseLinearOptions o;
+  o.layout = SparseLinearLayout::ColumnBitmap;
+  o.dtype = DecodeDtype::F16;
+  o.tau = tau;
+  SparseLinearPlan<float> plan = ctx().plan_sparse_linear(pw, o);
+  DecodeLinearOptions d;
+  d.tau = tau;
+  DecodeLinearPlan direct = ctx().plan_decode_linear(pw, d);
+  const auto xh = floats_to_half(x);
+  DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, y1{static_cast<size_t>(rows)}, y2{static_cast<size_t>(rows)};
+  plan.run(xd.ptr(), y1.ptr(), s.handle());
+  direct.run(xd.ptr(), y2.ptr(), s.handle());
+  s.synchronize();
+  const auto a = half_to_floats(y1.download()), b = half_to_floats(y2.download());
+  // Same kernel, same inputs; the block sums meet in a different order, so allow fp16 rounding.
+  for (int32_t i = 0; i < rows; ++i) CHECK(std::fabs(a[static_cast<size_t>(i)] - b[static_cast<size_t>(i)]) <= 1e-3f * (1.0f + std::fabs(b[static_cast<size_t>(i)])));
+  DeviceBuffer<float> xf{static_cast<size_t>(cols)}, yf{static_cast<size_t>(rows)};
+  CHECK_THROWS_AS(plan.run(xf, yf, s), UsageError);
+  SparseLinearOptions bad;
+  bad.dtype = DecodeDtype::BF16;  // with the SpMSpV layout
+  CHECK_THROWS_AS(ctx().plan_sparse_linear(pw, bad), UsageError);
+}

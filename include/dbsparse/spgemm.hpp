@@ -1,0 +1,151 @@
+#pragma once
+// Hash SpGEMM (hash-spgemm-summary.md): C = A·B with A and B in CSR (int32 indices), row by row,
+// each row of C built in an open-addressing hash table. The CPU side here is what the kernels
+// follow: the analysis (intermediate products per row, rows grouped by them, the nnz(C) check) and
+// hash_spgemm_cpu, which runs the kernels' phases on the CPU and is their executable spec.
+//
+// Phases, per row i of A (the same on the GPU and in hash_spgemm_cpu):
+//  1. IP(i) = sum over k in row i of A of nnz(B row k): the products the row takes.
+//  2. Group by IP (SpgemmConfig: IP < b0 group 0, < b1 group 1, < b2 group 2, else group 3). Rows
+//     with IP == 0 are in no group: their row of C is empty and no launch covers them.
+//  3. Symbolic: insert every product's column into the row's table (abi/spgemm.h: slot, probing,
+//     empty key) and count the distinct ones: the row's length in C. Groups 0-2 use a table of
+//     t0 / t1 / t2 slots in shared memory; group 3 a table in global memory of
+//     spgemm_global_table_slots(IP) slots. A row whose distinct columns do not fit its shared
+//     table (a key probes every slot and finds neither itself nor an empty one) is an overflow
+//     row: it is counted again, and later accumulated, in a global table (overflow_to_global).
+//  4. check_nnz_fits over the lengths, before C is allocated; exclusive prefix sum -> C's row_ptr.
+//  5. Numeric: insert again into a table of the same size, adding A(i,k)·B(k,j) into the key's
+//     slot (atomicAdd on the GPU), in the value type T.
+//  6. Compaction: the occupied slots, in slot order, to C's row; then the row sorted by column.
+#include <array>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "dbsparse/abi/spgemm.h"
+#include "dbsparse/matrix.hpp"
+#include "dbsparse/op_config.hpp"
+
+namespace dbsparse {
+
+inline constexpr int kSpgemmGroups = abi::kSpgemmGroups;
+// The most shared memory one thread block can have on sm_90 (H100, H200; opt-in). check() holds
+// the tables to it at f64's 12 bytes per slot (key + value); a plan must still compare against its
+// device's own limit (sm_80: 166912 bytes).
+inline constexpr int64_t kSpgemmMaxSharedBytes = 232448;
+inline constexpr int kSpgemmSlotBytesF64 = 12;
+
+// A key's first slot in a table of `slots` (a power of two), as abi/spgemm.h defines it.
+inline uint32_t spgemm_first_slot(int32_t key, uint32_t slots) {
+  return (static_cast<uint32_t>(key) * abi::kSpgemmHashMultiplier) & (slots - 1u);
+}
+
+// Hash SpGEMM's config: the IP bounds of the groups, the table and block sizes per group. The
+// defaults are the article's (paper() returns them).
+struct SpgemmConfig {
+  static constexpr const char* kOp = "spgemm";
+  // What predicts a good config is the IP distribution, not the 16x16 block histogram.
+  static constexpr bool kBlockFeatures = false;
+  int b0 = 32;      // IP < b0: group 0 (partial warp per row)
+  int b1 = 512;     // IP < b1: group 1 (block per row)
+  int b2 = 8192;    // IP < b2: group 2 (block per row); IP >= b2: group 3 (global table)
+  int t0 = 64;      // shared table slots per row, group 0
+  int t1 = 1024;    // group 1
+  int t2 = 8192;    // group 2
+  int lanes0 = 4;   // threads per row in group 0
+  int block0 = 512;   // threads per block, group 0 (block0 / lanes0 rows per block)
+  int block1 = 256;   // group 1 (one row per block)
+  int block2 = 1024;  // group 2
+  int block3 = 1024;  // group 3
+  int global_scale = 2;        // global table slots: next power of two >= global_scale * min(IP, B's columns)
+  int overflow_to_global = 1;  // 1: a row that overflows its shared table is redone in a global one
+  int stage_b_ranges = 0;      // 1: stage each group's B row ranges before the phases (the article's AIA, in software)
+
+  template <class V>
+  void visit(V& v) {
+    v.integer("b0", b0, 1, 1 << 30, "IP below this: group 0 (partial warp per row, shared table of t0)");
+    v.integer("b1", b1, 1, 1 << 30, "IP below this: group 1 (block per row, shared table of t1)");
+    v.integer("b2", b2, 1, 1 << 30, "IP below this: group 2 (block per row, shared table of t2); above: global table");
+    v.integer("t0", t0, 1, 1 << 16, "shared hash table slots per row in group 0 (a power of two)");
+    v.integer("t1", t1, 1, 1 << 16, "shared hash table slots per row in group 1 (a power of two)");
+    v.integer("t2", t2, 1, 1 << 16, "shared hash table slots per row in group 2 (a power of two)");
+    v.integer("lanes0", lanes0, 1, 32, "threads per row in group 0 (a power of two)");
+    v.integer("block0", block0, 32, 1024, "threads per block in group 0 (a multiple of 32)");
+    v.integer("block1", block1, 32, 1024, "threads per block in group 1 (a multiple of 32)");
+    v.integer("block2", block2, 32, 1024, "threads per block in group 2 (a multiple of 32)");
+    v.integer("block3", block3, 32, 1024, "threads per block in group 3 (a multiple of 32)");
+    v.integer("global_scale", global_scale, 1, 8, "global table slots = next power of two >= this * min(IP, columns of B)");
+    v.integer("overflow_to_global", overflow_to_global, 0, 1,
+              "1: a row with more distinct columns than its shared table is redone in a global table");
+    v.integer("stage_b_ranges", stage_b_ranges, 0, 1, "1: gather each group's B row ranges into one array first");
+  }
+  // The rules between fields; UsageError naming the key (runtime/spgemm_analysis.cpp).
+  void check() const;
+  // The article's table (hash-spgemm-summary.md): 32 / 512 / 8192, tables 64 / 1024 / 8192, four
+  // lanes per row in group 0, blocks 512 / 256 / 1024 / 1024, rows that do not fit fall back to
+  // global memory. It gives no global table size; AIA is hardware, so its software analogue is off.
+  static SpgemmConfig paper() { return SpgemmConfig{}; }
+
+  int bound(int group) const { return group == 0 ? b0 : group == 1 ? b1 : b2; }  // groups 0-2
+  int table(int group) const { return group == 0 ? t0 : group == 1 ? t1 : t2; }   // groups 0-2
+  int block(int group) const { return group == 0 ? block0 : group == 1 ? block1 : group == 2 ? block2 : block3; }
+};
+
+// Shared memory of one block's tables in group 0-2 (0 for group 3): rows per block * slots *
+// (4 + value_bytes).
+int64_t spgemm_shared_bytes(const SpgemmConfig& c, int group, int value_bytes);
+
+// IP(i) per row of A. UsageError naming both shapes when A's columns are not B's rows.
+template <class T>
+std::vector<int64_t> intermediate_products(const CsrMatrix<T>& a, const CsrMatrix<T>& b);
+
+// The group of a row with `ip` products: -1 for ip == 0 (no work), else 0..3 by the bounds.
+int spgemm_group_of(int64_t ip, const SpgemmConfig& c);
+
+struct SpgemmGrouping {
+  std::array<std::vector<int32_t>, kSpgemmGroups> rows;  // each group's rows, ascending
+  std::array<int64_t, kSpgemmGroups> ip{};               // the products of each group's rows
+  int32_t idle_rows = 0;                                 // rows with IP == 0: in no group
+  int64_t count(int group) const { return static_cast<int64_t>(rows[group].size()); }
+};
+// Every row with IP > 0 in exactly one group (spgemm_group_of).
+SpgemmGrouping group_rows(std::span<const int64_t> ips, const SpgemmConfig& c);
+
+// 2 * sum of IP: a multiply and an add per product, the GFLOP count of the `square` benchmark.
+int64_t spgemm_flops(std::span<const int64_t> ips);
+// sum over rows of min(IP, b_cols): no row of C can be longer than either.
+int64_t spgemm_nnz_upper_bound(std::span<const int64_t> ips, int32_t b_cols);
+// Slots of a row's global table: the next power of two >= global_scale * max(1, min(ip, b_cols)),
+// at most 2^31. It holds every distinct column of the row, so inserting never fails.
+int64_t spgemm_global_table_slots(int64_t ip, int32_t b_cols, const SpgemmConfig& c);
+// Whether a row of group 0-2 can overflow its shared table (min(ip, b_cols) > its table): only
+// such rows may need a global table besides group 3's, so a plan can reserve theirs up front.
+bool spgemm_row_may_overflow(int64_t ip, int32_t b_cols, const SpgemmConfig& c);
+
+// nnz(C) from the symbolic phase's row lengths; UsageError naming the first row at which the
+// running count passes 2^31-1 (C's int32 indices), with that row's length and the count. Run it
+// before allocating C.
+int64_t check_nnz_fits(std::span<const int32_t> row_lengths);
+
+template <class T>
+struct HashSpgemmResult {
+  CsrMatrix<T> c;
+  std::vector<int64_t> ip;          // IP per row of A
+  SpgemmGrouping grouping;          // rows by IP group
+  std::vector<int8_t> group;        // per row: its group by IP, -1 when IP == 0
+  std::vector<uint8_t> overflowed;  // per row: 1 when its distinct columns did not fit its shared table
+  std::vector<int32_t> global_rows;  // rows whose phases ran in a global table (group 3 and overflowed), ascending
+  int64_t global_slots = 0;         // the slots of their tables together (what a plan allocates)
+  int64_t overflow_rows() const;
+};
+
+// C = A·B the way the kernels compute it (phases 1-6 above), accumulating in T as their atomicAdd
+// does; columns sorted, and a column that some product reaches stays even when its sum is zero (as
+// in reference::spgemm). The GPU adds a row's products in another order, so its float values may
+// differ from these in the last bits; structure, groups and overflows are the same. Throws
+// UsageError on mismatched shapes, a config failing check(), or more than 2^31-1 nonzeros in C.
+template <class T>
+HashSpgemmResult<T> hash_spgemm_cpu(const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmConfig& c = {});
+
+}  // namespace dbsparse

@@ -1,0 +1,660 @@
+// Hash SpGEMM's CPU side (spgemm.hpp, spgemm_apps.hpp): hash_spgemm_cpu, the kernels' spec, against
+// reference::spgemm (a dense accumulator); the analysis against brute force; the applications
+// against results worked out by hand or by another route (std::map sums).
+#include <doctest/doctest.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cfloat>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "dbsparse/error.hpp"
+#include "dbsparse/generators.hpp"
+#include "dbsparse/reference.hpp"
+#include "dbsparse/spgemm.hpp"
+#include "dbsparse/spgemm_apps.hpp"
+
+using namespace dbsparse;
+
+namespace {
+
+using Entry = std::tuple<int32_t, int32_t, double>;  // (row, col, value)
+
+template <class T>
+CsrMatrix<T> from_entries(int32_t rows, int32_t cols, const std::vector<Entry>& e) {
+  CooMatrix<T> coo;
+  coo.rows = rows;
+  coo.cols = cols;
+  for (auto [r, c, v] : e) {
+    coo.row.push_back(r);
+    coo.col.push_back(c);
+    coo.values.push_back(static_cast<T>(v));
+  }
+  return coo_to_csr(coo);
+}
+
+// Row i gets lengths[i] distinct random columns of [0, cols), values in [-1, 1] (multiples of 2^-10,
+// never 0).
+template <class T>
+CsrMatrix<T> random_rows(int32_t cols, const std::vector<int32_t>& lengths, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  CsrMatrix<T> m;
+  m.rows = static_cast<int32_t>(lengths.size());
+  m.cols = cols;
+  std::vector<int32_t> row;
+  for (int32_t len : lengths) {
+    REQUIRE(len <= cols);
+    row.clear();
+    while (static_cast<int32_t>(row.size()) < len) {  // draw the missing ones, then merge duplicates
+      for (auto k = static_cast<int32_t>(row.size()); k < len; ++k)
+        row.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(cols)));
+      std::sort(row.begin(), row.end());
+      row.erase(std::unique(row.begin(), row.end()), row.end());
+    }
+    for (int32_t c : row) {
+      m.col_idx.push_back(c);
+      m.values.push_back(static_cast<T>((static_cast<int64_t>(rng() % 2048) - 1023.5) / 1024.0));
+    }
+    m.row_ptr.push_back(static_cast<int32_t>(m.col_idx.size()));
+  }
+  return m;
+}
+
+template <class T>
+CsrMatrix<T> map_values(const CsrMatrix<T>& m, double (*f)(double)) {
+  CsrMatrix<T> out = m;
+  for (auto& v : out.values) v = static_cast<T>(f(static_cast<double>(v)));
+  return out;
+}
+double absolute(double v) { return std::fabs(v); }
+double one(double) { return 1.0; }
+
+// hash_spgemm_cpu(a, b, cfg) against reference::spgemm: the same structure exactly; values within
+// 1e-12 of sum |a||b| per entry in double, and within terms * FLT_EPSILON of it in float (the spec
+// accumulates in T; the bound is the textbook one for a sum of `terms` rounded products). Also the
+// spec's own account of the rows: groups by IP, overflows only where a shared table can overflow.
+template <class T>
+HashSpgemmResult<T> check_matches_reference(const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmConfig& cfg = {}) {
+  const HashSpgemmResult<T> r = hash_spgemm_cpu(a, b, cfg);
+  const CsrMatrix<double> ref = reference::spgemm(a, b);
+  const CsrMatrix<double> bound = reference::spgemm(map_values(a, absolute), map_values(b, absolute));
+  const CsrMatrix<double> terms = reference::spgemm(map_values(a, one), map_values(b, one));
+  REQUIRE(r.c.rows == ref.rows);
+  REQUIRE(r.c.cols == ref.cols);
+  REQUIRE(r.c.row_ptr == ref.row_ptr);
+  REQUIRE(r.c.col_idx == ref.col_idx);
+  validate(r.c);
+  int64_t bad = 0;
+  for (size_t p = 0; p < ref.values.size(); ++p) {
+    const double tol = sizeof(T) == 8 ? 1e-12 * bound.values[p] : terms.values[p] * FLT_EPSILON * bound.values[p];
+    if (!(std::fabs(static_cast<double>(r.c.values[p]) - ref.values[p]) <= tol)) {
+      if (bad++ == 0) MESSAGE(fmt::format("entry {}: got {}, want {}, tolerance {}", p, r.c.values[p], ref.values[p], tol));
+    }
+  }
+  CHECK(bad == 0);
+
+  REQUIRE(r.ip.size() == static_cast<size_t>(a.rows));
+  std::vector<int32_t> global;
+  int64_t slots = 0;
+  for (int32_t i = 0; i < a.rows; ++i) {
+    REQUIRE(r.group[i] == spgemm_group_of(r.ip[i], cfg));
+    if (r.overflowed[i]) REQUIRE(spgemm_row_may_overflow(r.ip[i], b.cols, cfg));
+    if (r.group[i] == 3 || r.overflowed[i]) {
+      global.push_back(i);
+      slots += spgemm_global_table_slots(r.ip[i], b.cols, cfg);
+    }
+  }
+  CHECK(r.global_rows == global);
+  CHECK(r.global_slots == slots);
+  return r;
+}
+
+std::string usage_error(const nlohmann::json& j) {
+  try {
+    config_from_json<SpgemmConfig>(j);
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no UsageError)";
+}
+
+// n vertices with an edge both ways between every pair of each clique (values 1), plus `extra`.
+CsrMatrix<double> cliques(int32_t n, const std::vector<std::vector<int32_t>>& groups,
+                          const std::vector<std::pair<int32_t, int32_t>>& extra) {
+  std::vector<Entry> e;
+  for (const auto& g : groups)
+    for (int32_t u : g)
+      for (int32_t v : g)
+        if (u != v) e.emplace_back(u, v, 1.0);
+  for (auto [u, v] : extra) {
+    e.emplace_back(u, v, 1.0);
+    e.emplace_back(v, u, 1.0);
+  }
+  return from_entries<double>(n, n, e);
+}
+
+const char* const kGenerated[] = {"rmat:scale=10,ef=8",        "uniform:n=2000,d=8",
+                                  "stencil2d:n=40",            "stencil3d:n=10,points=27",
+                                  "powerlaw:n=3000,avg=8,alpha=1.5,max=1500", "roadnet:n=6000,seed=3"};
+
+}  // namespace
+
+TEST_CASE("HashSpgemmCpuMatchesReferenceOnGeneratedMatrices") {
+  std::array<int64_t, kSpgemmGroups> rows_in_group{};
+  for (const char* spec : kGenerated) {
+    CAPTURE(spec);
+    const CsrMatrix<double> a = generate(spec);
+    const CsrMatrix<double> at = transpose(a);
+    const auto sq = check_matches_reference(a, a);         // A²
+    check_matches_reference(a, at);                        // A·Aᵀ
+    check_matches_reference(a.cast<float>(), a.cast<float>());
+    check_matches_reference(a.cast<float>(), at.cast<float>());
+    CHECK(sq.overflow_rows() == 0);  // the article's tables hold their groups' rows
+    for (int g = 0; g < kSpgemmGroups; ++g) rows_in_group[g] += sq.grouping.count(g);
+  }
+  for (int g = 0; g < kSpgemmGroups; ++g) CHECK_MESSAGE(rows_in_group[g] > 0, "group ", g, " seen");
+}
+
+TEST_CASE("HashSpgemmCpuMatchesReferenceOnRectangularProducts") {
+  const auto a = random_rows<double>(300, std::vector<int32_t>(170, 6), 1);   // 170 x 300
+  const auto b = random_rows<double>(90, std::vector<int32_t>(300, 4), 2);    // 300 x 90
+  const auto r = check_matches_reference(a, b);
+  CHECK(r.c.rows == 170);
+  CHECK(r.c.cols == 90);
+  check_matches_reference(b, random_rows<double>(7, std::vector<int32_t>(90, 3), 3));  // 300 x 90 x 7
+  check_matches_reference(a.cast<float>(), b.cast<float>());
+  // A 1 x n row times an n x 1 column, and the reverse: one entry, and a full n x n outer product.
+  const auto row = random_rows<double>(50, {50}, 4);
+  const auto col = transpose(row);
+  CHECK(check_matches_reference(row, col).c.nnz() == 1);
+  const auto outer = check_matches_reference(col, row);
+  CHECK(outer.c.nnz() == 2500);
+  CHECK(outer.grouping.count(1) == 50);  // IP 50 each
+}
+
+TEST_CASE("HashSpgemmCpuMatchesReferenceWithEmptyRowsAndColumns") {
+  // A with empty rows; B with empty rows (an A entry that reaches nothing) and empty columns.
+  const auto a = from_entries<double>(6, 5, {{0, 1, 1.5}, {0, 3, -2}, {2, 0, 0.25}, {2, 4, 1}, {5, 2, 3}});
+  const auto b = from_entries<double>(5, 7, {{0, 6, 2}, {1, 0, 1}, {1, 6, -1}, {3, 0, 4}, {4, 6, 0.5}});
+  const auto r = check_matches_reference(a, b);
+  CHECK(r.grouping.idle_rows == 4);  // rows 1, 3, 4 empty in A; row 5 reaches B's empty row 2
+  CHECK(r.ip == std::vector<int64_t>{3, 0, 2, 0, 0, 0});
+  CHECK(r.group == std::vector<int8_t>{0, -1, 0, -1, -1, -1});
+  CHECK(r.c.row_ptr == std::vector<int32_t>{0, 2, 2, 3, 3, 3, 3});  // row 2: 0.25*2 + 1*0.5 in one column
+  // Empty shapes: 0 x 0, rows x 0, 0 x cols, and all-empty operands.
+  check_matches_reference(CsrMatrix<double>{}, CsrMatrix<double>{});
+  check_matches_reference(from_entries<double>(3, 4, {}), from_entries<double>(4, 0, {}));
+  check_matches_reference(from_entries<double>(0, 4, {}), from_entries<double>(4, 5, {{1, 1, 1}}));
+  const auto e = check_matches_reference(from_entries<float>(4, 4, {}), from_entries<float>(4, 4, {}));
+  CHECK(e.c.nnz() == 0);
+  CHECK(e.grouping.idle_rows == 4);
+}
+
+// B's rows have d entries each and A's row i has len_i: IP(i) = len_i * d, inside one group.
+TEST_CASE("HashSpgemmCpuMatchesReferenceWhenEveryRowIsInGroup0") {
+  std::vector<int32_t> len;
+  for (int i = 0; i < 200; ++i) len.push_back(1 + i % 10);  // IP 3..30
+  const auto a = random_rows<double>(400, len, 10);
+  const auto b = random_rows<double>(500, std::vector<int32_t>(400, 3), 11);
+  const auto r = check_matches_reference(a, b);
+  CHECK(r.grouping.count(0) == 200);
+  check_matches_reference(a.cast<float>(), b.cast<float>());
+}
+
+TEST_CASE("HashSpgemmCpuMatchesReferenceWhenEveryRowIsInGroup1") {
+  std::vector<int32_t> len;
+  for (int i = 0; i < 120; ++i) len.push_back(2 + i % 30);  // IP 32..496
+  const auto a = random_rows<double>(300, len, 12);
+  const auto b = random_rows<double>(2000, std::vector<int32_t>(300, 16), 13);
+  CHECK(check_matches_reference(a, b).grouping.count(1) == 120);
+}
+
+TEST_CASE("HashSpgemmCpuMatchesReferenceWhenEveryRowIsInGroup2") {
+  std::vector<int32_t> len;
+  for (int i = 0; i < 40; ++i) len.push_back(8 + i * 3);  // IP 512..7999
+  const auto a = random_rows<double>(300, len, 14);
+  const auto b = random_rows<double>(6000, std::vector<int32_t>(300, 64), 15);
+  CHECK(check_matches_reference(a, b).grouping.count(2) == 40);
+}
+
+TEST_CASE("HashSpgemmCpuMatchesReferenceWhenEveryRowIsInGroup3") {
+  std::vector<int32_t> len;
+  for (int i = 0; i < 12; ++i) len.push_back(32 + i);  // IP 8192..11008
+  const auto a = random_rows<double>(200, len, 16);
+  const auto b = random_rows<double>(5000, std::vector<int32_t>(200, 256), 17);
+  const auto r = check_matches_reference(a, b);
+  CHECK(r.grouping.count(3) == 12);
+  CHECK(r.global_rows.size() == 12);
+  CHECK(r.overflow_rows() == 0);
+  // Global tables of 2 * min(IP, 5000) rounded up to a power of two: 16384 slots for every row.
+  CHECK(r.global_slots == 12 * 16384);
+  check_matches_reference(a.cast<float>(), b.cast<float>());
+}
+
+TEST_CASE("HashSpgemmCpuMatchesReferenceWithIpExactlyOnEachBound") {
+  const SpgemmConfig cfg;
+  // B's row k has the k-th of these lengths; A's row i takes B's row i alone, then rows that add
+  // up to a bound from two B rows (31 + 1 = 32, 511 + 1 = 512, 8191 + 1 = 8192).
+  const std::vector<int32_t> lengths = {cfg.b0 - 1, cfg.b0, cfg.b1 - 1, cfg.b1, cfg.b2 - 1, cfg.b2, 1};
+  const auto b = random_rows<double>(9000, lengths, 20);
+  std::vector<Entry> e;
+  for (int32_t k = 0; k < 6; ++k) e.emplace_back(k, k, 1.0 + k);
+  for (int32_t k : {0, 2, 4}) {
+    e.emplace_back(6 + k / 2, k, 0.5);
+    e.emplace_back(6 + k / 2, 6, -1.5);
+  }
+  const auto a = from_entries<double>(9, 7, e);
+  const auto r = check_matches_reference(a, b, cfg);
+  CHECK(r.ip == std::vector<int64_t>{31, 32, 511, 512, 8191, 8192, 32, 512, 8192});
+  CHECK(r.group == std::vector<int8_t>{0, 1, 1, 2, 2, 3, 1, 2, 3});
+  check_matches_reference(a.cast<float>(), b.cast<float>(), cfg);
+}
+
+TEST_CASE("HashSpgemmCpuMatchesReferenceWhenARowOverflowsToTheGlobalTable") {
+  // Tables smaller than their groups' bounds: the fallback catches rows with too many columns.
+  SpgemmConfig cfg;
+  cfg.t0 = 8;
+  cfg.t1 = 64;
+  // B rows 0..39 have one entry each, all distinct columns; B rows 40..79 all hold columns 0..29.
+  std::vector<Entry> be;
+  for (int32_t k = 0; k < 40; ++k) be.emplace_back(k, 100 + k, 1.0 + k);
+  for (int32_t k = 40; k < 80; ++k)
+    for (int32_t c = 0; c < 30; ++c) be.emplace_back(k, c, 0.25 * (k - 39) + c);
+  const auto b = from_entries<double>(80, 200, be);
+  std::vector<Entry> ae;
+  auto row = [&](int32_t i, int32_t first, int32_t count) {
+    for (int32_t k = first; k < first + count; ++k) ae.emplace_back(i, k, 0.5 + k);
+  };
+  row(0, 0, 8);    // group 0 (IP 8), 8 distinct: fills its 8 slots exactly, no overflow
+  row(1, 0, 9);    // group 0 (IP 9), 9 distinct: overflows
+  row(2, 40, 2);   // group 1 (IP 60), 30 distinct: fits 64
+  row(3, 0, 34);   // group 1 (IP 34), 34 distinct: fits
+  row(4, 40, 10);  // group 1 (IP 300), 30 distinct: fits
+  row(5, 0, 40);   // group 1 (IP 40 + 60), 70 distinct: overflows
+  row(5, 40, 2);
+  row(6, 40, 1);   // group 0 (IP 30), 30 distinct: overflows 8
+  row(7, 0, 34);   // group 1 (IP 64), 64 distinct: fills its 64 slots exactly
+  row(7, 40, 1);
+  row(8, 0, 35);   // group 1 (IP 65), 65 distinct: overflows
+  row(8, 40, 1);
+  const auto a = from_entries<double>(9, 80, ae);
+  const auto r = check_matches_reference(a, b, cfg);
+  CHECK(r.ip == std::vector<int64_t>{8, 9, 60, 34, 300, 100, 30, 64, 65});
+  CHECK(r.group == std::vector<int8_t>{0, 0, 1, 1, 1, 1, 0, 1, 1});
+  CHECK(r.overflowed == std::vector<uint8_t>{0, 1, 0, 0, 0, 1, 1, 0, 1});
+  CHECK(r.overflow_rows() == 4);
+  CHECK(r.global_rows == std::vector<int32_t>{1, 5, 6, 8});
+  CHECK(r.c.row_ptr[1] - r.c.row_ptr[0] == 8);
+  CHECK(r.c.row_ptr[6] - r.c.row_ptr[5] == 70);
+  CHECK(r.c.row_ptr[8] - r.c.row_ptr[7] == 64);
+  check_matches_reference(a.cast<float>(), b.cast<float>(), cfg);
+  // The same rows with the article's tables: none overflows.
+  CHECK(check_matches_reference(a, b).overflow_rows() == 0);
+}
+
+TEST_CASE("HashSpgemmCpuMatchesReferenceWithStagedBRanges") {
+  SpgemmConfig staged;
+  staged.stage_b_ranges = 1;
+  for (const char* spec : {"rmat:scale=9,ef=8", "powerlaw:n=2000,avg=8,alpha=1.5,max=1500"}) {
+    CAPTURE(spec);
+    const auto a = generate(spec);
+    const auto plain = hash_spgemm_cpu(a, a);
+    const auto s = check_matches_reference(a, a, staged);
+    // Same products in the same order: bit for bit the same result.
+    CHECK(s.c.row_ptr == plain.c.row_ptr);
+    CHECK(s.c.col_idx == plain.c.col_idx);
+    CHECK(s.c.values == plain.c.values);
+  }
+}
+
+TEST_CASE("HashSpgemmCpuMatchesReferenceUnderOtherConfigs") {
+  const auto a = generate("rmat:scale=11,ef=8");
+  const auto b = transpose(a);
+  SpgemmConfig small;  // every group used, tables far below their bounds
+  small.b0 = 8;
+  small.b1 = 64;
+  small.b2 = 256;
+  small.t0 = 4;
+  small.t1 = 16;
+  small.t2 = 64;
+  small.global_scale = 1;
+  const auto r = check_matches_reference(a, b, small);
+  CHECK(r.overflow_rows() > 0);
+  for (int g = 0; g < kSpgemmGroups; ++g) CHECK(r.grouping.count(g) > 0);
+  SpgemmConfig exact;  // no fallback: tables exactly their bounds
+  exact.overflow_to_global = 0;
+  exact.b0 = 16;
+  exact.t0 = 16;
+  exact.lanes0 = 8;
+  exact.block0 = 256;
+  CHECK(check_matches_reference(a, b, exact).overflow_rows() == 0);
+  check_matches_reference(a.cast<float>(), b.cast<float>(), small);
+}
+
+TEST_CASE("IntermediateProductsMatchBruteForce") {
+  for (const char* spec : kGenerated) {
+    CAPTURE(spec);
+    const auto a = generate(spec);
+    const auto b = transpose(a);
+    const auto ip = intermediate_products(a, b);
+    // IP(i) = the number of (k, j) with A(i,k) and B(k,j) stored: the sum of row i of pattern(A)·pattern(B).
+    const auto terms = reference::spgemm(map_values(a, one), map_values(b, one));
+    std::vector<int64_t> want(static_cast<size_t>(a.rows), 0);
+    for (int32_t i = 0; i < a.rows; ++i)
+      for (int32_t p = terms.row_ptr[i]; p < terms.row_ptr[i + 1]; ++p) want[i] += static_cast<int64_t>(terms.values[p]);
+    CHECK(ip == want);
+    int64_t bound = 0, sum = 0;
+    for (int32_t i = 0; i < a.rows; ++i) {
+      bound += std::min<int64_t>(want[i], b.cols);
+      sum += want[i];
+    }
+    CHECK(spgemm_nnz_upper_bound(ip, b.cols) == bound);
+    CHECK(spgemm_nnz_upper_bound(ip, b.cols) >= terms.nnz());
+    CHECK(spgemm_flops(ip) == 2 * sum);
+  }
+  const auto a = from_entries<double>(3, 4, {{0, 0, 1}}), b = from_entries<double>(5, 6, {{0, 0, 1}});
+  CHECK_THROWS_WITH_AS(intermediate_products(a, b), doctest::Contains("A is 3x4 but B is 5x6"), UsageError);
+  CHECK_THROWS_WITH_AS(hash_spgemm_cpu(a, b), doctest::Contains("A is 3x4 but B is 5x6"), UsageError);
+  // Malformed operands name the row and the column rather than read out of bounds.
+  auto bad_a = from_entries<double>(2, 5, {{1, 2, 1}});
+  bad_a.col_idx[0] = 7;
+  CHECK_THROWS_WITH_AS(intermediate_products(bad_a, b), doctest::Contains("row 1 of A has column 7, outside [0, 5)"), UsageError);
+  auto bad_b = from_entries<double>(5, 6, {{3, 1, 1}});
+  bad_b.col_idx[0] = -1;
+  CHECK_THROWS_WITH_AS(hash_spgemm_cpu(from_entries<double>(1, 5, {{0, 3, 1}}), bad_b),
+                       doctest::Contains("row 3 of B has column -1, outside [0, 6)"), UsageError);
+}
+
+TEST_CASE("GroupRowsPutsEveryRowWithWorkInExactlyOneGroup") {
+  const SpgemmConfig cfg;
+  std::mt19937_64 rng(5);
+  std::vector<int64_t> ips = {0, 1, 31, 32, 511, 512, 8191, 8192, int64_t{1} << 40, 0};
+  for (int i = 0; i < 5000; ++i) ips.push_back(static_cast<int64_t>(rng() % 20000) * (i % 4 == 0 ? 0 : 1));
+  const SpgemmGrouping g = group_rows(ips, cfg);
+  std::vector<int> seen(ips.size(), 0);
+  int64_t rows = g.idle_rows;
+  for (int grp = 0; grp < kSpgemmGroups; ++grp) {
+    CHECK(std::is_sorted(g.rows[grp].begin(), g.rows[grp].end()));
+    int64_t ip = 0;
+    const int64_t lo = grp == 0 ? 1 : cfg.bound(grp - 1), hi = grp == 3 ? INT64_MAX : cfg.bound(grp) - 1;
+    for (int32_t i : g.rows[grp]) {
+      ++seen[i];
+      ip += ips[i];
+      REQUIRE((ips[i] >= lo && ips[i] <= hi));
+    }
+    CHECK(g.ip[grp] == ip);
+    rows += g.count(grp);
+  }
+  CHECK(rows == static_cast<int64_t>(ips.size()));
+  for (size_t i = 0; i < ips.size(); ++i) REQUIRE(seen[i] == (ips[i] > 0 ? 1 : 0));
+  CHECK(g.rows[0].front() == 1);
+  CHECK(g.rows[3].front() == 7);
+  CHECK(g.rows[3][1] == 8);  // 2^40 products: still group 3
+}
+
+TEST_CASE("SpgemmNnzCheckNamesTheRowWhereTheCountPasses2To31") {
+  const int32_t big = 1 << 30;
+  // 2^30 + (2^30 - 1) = 2^31 - 1 fits exactly; one more nonzero does not.
+  CHECK(check_nnz_fits(std::vector<int32_t>{big, big - 1}) == 2147483647);
+  CHECK(check_nnz_fits(std::vector<int32_t>{}) == 0);
+  CHECK_THROWS_WITH_AS(check_nnz_fits(std::vector<int32_t>{big, big - 1, 0, 1, 5}),
+                       doctest::Contains("passes it at row 3, which has 1, for 2147483648 in rows 0..3"), UsageError);
+  CHECK_THROWS_WITH_AS(check_nnz_fits(std::vector<int32_t>{3, INT32_MAX}), doctest::Contains("row 1"), UsageError);
+  CHECK_THROWS_WITH_AS(check_nnz_fits(std::vector<int32_t>{3, -2}), doctest::Contains("row 1 of C has a negative length"),
+                       UsageError);
+}
+
+TEST_CASE("SpgemmConfigRejectsBadConfigsNamingTheKey") {
+  CHECK(config_to_json(SpgemmConfig::paper()) == config_to_json(SpgemmConfig{}));
+  CHECK(config_to_json(config_from_json<SpgemmConfig>(config_to_json(SpgemmConfig{}))) == config_to_json(SpgemmConfig{}));
+  CHECK(config_info<SpgemmConfig>().op == "spgemm");
+  // The article's tables are as big as their bounds, so they pass without the fallback too.
+  const nlohmann::json no_fallback = {{"overflow_to_global", 0}}, small_t1 = {{"t1", 64}};
+  CHECK_NOTHROW(config_from_json<SpgemmConfig>(no_fallback));
+  CHECK_NOTHROW(config_from_json<SpgemmConfig>(small_t1));  // smaller than b1: the fallback covers it
+  struct Bad {
+    nlohmann::json j;
+    std::vector<std::string> mentions;
+  };
+  const std::vector<Bad> bad = {
+      {{{"b1", 16}}, {"'b1'", "b0 < b1 < b2", "b0 = 32, b1 = 16"}},
+      {{{"b2", 512}}, {"'b2'", "b1 = 512, b2 = 512"}},
+      {{{"b0", 0}}, {"'b0'", "[1, "}},
+      {{{"t1", 1000}}, {"'t1'", "power of two", "1000"}},
+      {{{"t0", 48}}, {"'t0'", "power of two"}},
+      {{{"lanes0", 3}}, {"'lanes0'", "power of two"}},
+      {{{"lanes0", 64}}, {"'lanes0'", "[1, 32]"}},
+      {{{"block1", 100}}, {"'block1'", "multiple of 32"}},
+      {{{"block3", 2048}}, {"'block3'", "[32, 1024]"}},
+      {{{"overflow_to_global", 0}, {"t1", 256}}, {"'t1'", "'b1' = 512", "overflow_to_global"}},
+      {{{"t0", 4096}}, {"'t0'", "shared memory", "232448", "'block0'"}},
+      {{{"t2", 65536}}, {"'t2'", "786432 bytes"}},
+      {{{"stage_b_ranges", 2}}, {"'stage_b_ranges'"}},
+      {{{"global_scale", 0}}, {"'global_scale'"}},
+      {{{"t3", 64}}, {"'t3'", "not a spgemm parameter"}},
+  };
+  for (const auto& b : bad) {
+    CAPTURE(b.j.dump());
+    const std::string what = usage_error(b.j);
+    CHECK(what.find("spgemm config") != std::string::npos);
+    for (const auto& m : b.mentions) CHECK_MESSAGE(what.find(m) != std::string::npos, what, " lacks ", m);
+  }
+  SpgemmConfig c;
+  c.t1 = 100;
+  CHECK_THROWS_WITH_AS(hash_spgemm_cpu(CsrMatrix<double>{}, CsrMatrix<double>{}, c), doctest::Contains("'t1'"), UsageError);
+  CHECK(spgemm_shared_bytes(SpgemmConfig{}, 0, 8) == 128 * 64 * 12);
+  CHECK(spgemm_shared_bytes(SpgemmConfig{}, 2, 4) == 8192 * 8);
+  CHECK(spgemm_shared_bytes(SpgemmConfig{}, 3, 8) == 0);
+}
+
+TEST_CASE("SpgemmHashSlotIsTheContractsFormula") {
+  // (key * 107) mod slots: the kernels must probe from the same slot (abi/spgemm.h).
+  CHECK(abi::kSpgemmHashMultiplier == 107u);
+  CHECK(abi::kSpgemmEmptyKey == -1);
+  CHECK(spgemm_first_slot(0, 64) == 0);
+  CHECK(spgemm_first_slot(1, 64) == 43);  // 107 - 64
+  CHECK(spgemm_first_slot(1000, 1024) == 1000u * 107u % 1024u);
+  CHECK(spgemm_first_slot(INT32_MAX, 1u << 31) == (1u << 31) - 107u);  // the uint32 product wraps
+  // Odd multiplier: any 64 consecutive keys take 64 different first slots of a 64-slot table.
+  std::vector<int> used(64, 0);
+  for (int32_t key = 640; key < 704; ++key) ++used[spgemm_first_slot(key, 64)];
+  CHECK(std::count(used.begin(), used.end(), 1) == 64);
+}
+
+TEST_CASE("SpgemmGlobalTablesHoldTheirRows") {
+  const SpgemmConfig cfg;
+  CHECK(spgemm_global_table_slots(8192, 100000, cfg) == 16384);
+  CHECK(spgemm_global_table_slots(9000, 100000, cfg) == 32768);
+  CHECK(spgemm_global_table_slots(9000, 3000, cfg) == 8192);  // no row is longer than B is wide
+  CHECK(spgemm_global_table_slots(0, 10, cfg) == 2);
+  CHECK(spgemm_global_table_slots(int64_t{1} << 40, INT32_MAX, cfg) == int64_t{1} << 31);
+  SpgemmConfig one = cfg;
+  one.global_scale = 1;
+  CHECK(spgemm_global_table_slots(8192, 100000, one) == 8192);
+  CHECK_FALSE(spgemm_row_may_overflow(8191, 100000, cfg));
+  SpgemmConfig small = cfg;
+  small.t2 = 4096;
+  CHECK(spgemm_row_may_overflow(8191, 100000, small));
+  CHECK_FALSE(spgemm_row_may_overflow(8191, 4000, small));  // B too narrow to fill 4096 slots
+  CHECK_FALSE(spgemm_row_may_overflow(9000, 100000, small));  // group 3: global anyway
+}
+
+TEST_CASE("ContractCpuMatchesAHandMadeContraction") {
+  // A path 0-1-2-3-4-5 (weights 1..5 both ways) and a self loop 0.5 at 0; pairs merged.
+  const auto g = from_entries<double>(6, 6, {{0, 0, 0.5}, {0, 1, 1}, {1, 0, 1}, {1, 2, 2}, {2, 1, 2}, {2, 3, 3},
+                                             {3, 2, 3}, {3, 4, 4}, {4, 3, 4}, {4, 5, 5}, {5, 4, 5}});
+  const std::vector<int32_t> labels = {0, 0, 1, 1, 2, 2};
+  const auto c = contract_cpu(g, labels, 3);
+  validate(c);
+  const auto want = from_entries<double>(3, 3, {{0, 0, 2.5}, {0, 1, 2}, {1, 0, 2}, {1, 1, 6}, {1, 2, 4}, {2, 1, 4}, {2, 2, 10}});
+  CHECK(c.row_ptr == want.row_ptr);
+  CHECK(c.col_idx == want.col_idx);
+  CHECK(c.values == want.values);
+  // Labels out of order and an unused label: its row and column stay empty.
+  const auto d = contract_cpu(g.cast<float>(), std::vector<int32_t>{3, 0, 0, 3, 3, 0}, 4);
+  CHECK(d.row_ptr == std::vector<int32_t>{0, 2, 2, 2, 4});
+  CHECK(d.col_idx == std::vector<int32_t>{0, 3, 0, 3});
+  // Label 0 = {1, 2, 5}, label 3 = {0, 3, 4}.
+  CHECK(d.values == std::vector<double>{2 + 2, 1 + 3 + 5, 1 + 3 + 5, 0.5 + 4 + 4});
+  // Cancelling weights within a group leave an explicit zero: the pattern is the definition's.
+  const auto z = contract_cpu(from_entries<double>(2, 2, {{0, 1, 1}, {1, 0, -1}}), std::vector<int32_t>{0, 0}, 1);
+  CHECK(z.nnz() == 1);
+  CHECK(z.values[0] == 0.0);
+}
+
+TEST_CASE("ContractCpuMatchesDirectSumsOnGeneratedGraphs") {
+  for (const char* spec : {"rmat:scale=8,ef=8", "roadnet:n=3000"}) {
+    CAPTURE(spec);
+    const auto g = generate(spec);
+    std::vector<int32_t> labels;
+    for (int32_t v = 0; v < g.rows; ++v) labels.push_back((v * 7 + v / 13) % 11);
+    std::map<std::pair<int32_t, int32_t>, std::pair<double, double>> want;  // (sum, sum of |G|)
+    for (int32_t i = 0; i < g.rows; ++i)
+      for (int32_t p = g.row_ptr[i]; p < g.row_ptr[i + 1]; ++p) {
+        auto& w = want[{labels[i], labels[g.col_idx[p]]}];
+        w.first += g.values[p];
+        w.second += std::fabs(g.values[p]);
+      }
+    const auto c = contract_cpu(g, labels, 11);
+    REQUIRE(c.nnz() == static_cast<int64_t>(want.size()));
+    auto it = want.begin();
+    for (int32_t a = 0; a < c.rows; ++a)
+      for (int32_t p = c.row_ptr[a]; p < c.row_ptr[a + 1]; ++p, ++it) {
+        REQUIRE(it->first == std::make_pair(a, c.col_idx[p]));
+        CHECK(std::fabs(c.values[p] - it->second.first) <= 1e-12 * it->second.second);
+      }
+  }
+}
+
+TEST_CASE("ContractCpuRejectsBadLabelsNamingTheVertex") {
+  const auto g = from_entries<double>(4, 4, {{0, 1, 1}, {1, 0, 1}});
+  CHECK_THROWS_WITH_AS(contract_cpu(g, std::vector<int32_t>{0, 1, 5, 0}, 3), doctest::Contains("vertex 2 has label 5, outside [0, 3)"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(contract_cpu(g, std::vector<int32_t>{0, 1, 2, -1}, 3), doctest::Contains("vertex 3 has label -1"), UsageError);
+  CHECK_THROWS_WITH_AS(contract_cpu(g, std::vector<int32_t>{0, 1, 2}, 3), doctest::Contains("3 labels for a graph of 4 vertices"),
+                       UsageError);
+  CHECK_THROWS_WITH_AS(contract_cpu(from_entries<double>(2, 3, {}), std::vector<int32_t>{0, 0}, 1),
+                       doctest::Contains("must be square, is 2x3"), UsageError);
+}
+
+TEST_CASE("MclCpuFindsTwoClustersInTwo5CliquesJoinedByOneEdge") {
+  const auto g = cliques(10, {{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}}, {{4, 5}});
+  const MclResult r = mcl_cpu(g);
+  CHECK(r.converged);
+  CHECK(r.iterations > 1);
+  CHECK(r.clusters == 2);
+  CHECK(r.labels == std::vector<int32_t>{0, 0, 0, 0, 0, 1, 1, 1, 1, 1});
+  MclOptions weighted;
+  weighted.weighted = true;
+  CHECK(mcl_cpu(g.cast<float>(), weighted).labels == r.labels);
+}
+
+TEST_CASE("MclCpuFindsThreeClustersInThreeCliques") {
+  // Cliques of 4, 5 and 6 vertices in a ring of single edges, their vertices interleaved so that
+  // the labels follow the smallest vertex of each cluster, not the order of the cliques.
+  const std::vector<std::vector<int32_t>> groups = {{2, 5, 8, 11}, {0, 3, 6, 9, 12}, {1, 4, 7, 10, 13, 14}};
+  const auto g = cliques(15, groups, {{11, 0}, {12, 1}, {14, 2}});
+  const MclResult r = mcl_cpu(g);
+  CHECK(r.converged);
+  CHECK(r.clusters == 3);
+  std::vector<int32_t> want(15);
+  for (int32_t v : groups[0]) want[v] = 2;  // smallest vertex 2: the third cluster numbered
+  for (int32_t v : groups[1]) want[v] = 0;
+  for (int32_t v : groups[2]) want[v] = 1;
+  CHECK(r.labels == want);
+}
+
+TEST_CASE("MclCpuKeepsIsolatedVerticesAndChecksItsOptions") {
+  const auto g = cliques(8, {{0, 1, 2, 3, 4}}, {});  // 5, 6, 7 isolated
+  const MclResult r = mcl_cpu(g);
+  CHECK(r.labels == std::vector<int32_t>{0, 0, 0, 0, 0, 1, 2, 3});
+  MclOptions no_loops;
+  no_loops.add_self_loops = false;
+  CHECK(mcl_cpu(g, no_loops).clusters == 4);  // isolated vertices have empty rows, and stay alone
+  const auto start = mcl_start(g, MclOptions{});
+  for (int32_t i = 0; i < start.rows; ++i) {
+    double sum = 0;
+    for (int32_t p = start.row_ptr[i]; p < start.row_ptr[i + 1]; ++p) sum += start.values[p];
+    CHECK(sum == doctest::Approx(1.0));
+  }
+  MclOptions one;
+  one.max_iterations = 1;
+  // (A lone clique is a fixed point at once; two joined ones take several iterations.)
+  const MclResult once = mcl_cpu(cliques(10, {{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}}, {{4, 5}}), one);
+  CHECK(once.iterations == 1);
+  CHECK_FALSE(once.converged);
+  for (auto [field, set] : std::vector<std::pair<std::string, void (*)(MclOptions&)>>{
+           {"inflation", [](MclOptions& o) { o.inflation = 0.5; }},
+           {"prune_below", [](MclOptions& o) { o.prune_below = 1.0; }},
+           {"keep_top_k", [](MclOptions& o) { o.keep_top_k = 0; }},
+           {"max_iterations", [](MclOptions& o) { o.max_iterations = 0; }},
+           {"tolerance", [](MclOptions& o) { o.tolerance = -1; }}}) {
+    MclOptions o;
+    set(o);
+    const std::string quoted = "'" + field + "'";
+    CHECK_THROWS_WITH_AS(mcl_cpu(g, o), doctest::Contains(quoted.c_str()), UsageError);
+  }
+  CHECK_THROWS_WITH_AS(mcl_cpu(from_entries<double>(2, 3, {})), doctest::Contains("square"), UsageError);
+}
+
+TEST_CASE("MclStepPrunesToTheTopKAndRenormalises") {
+  // A star: vertex 0 linked to 1..9. After one step row 0 spreads over ten columns; keep_top_k = 3
+  // leaves three, summing to 1, the largest among them (its own column, 0).
+  std::vector<std::pair<int32_t, int32_t>> spokes;
+  for (int32_t v = 1; v < 10; ++v) spokes.emplace_back(0, v);
+  const auto g = cliques(10, {}, spokes);
+  MclOptions o;
+  o.keep_top_k = 3;
+  const auto p = mcl_step(mcl_start(g, o), o);
+  for (int32_t i = 0; i < p.rows; ++i) {
+    REQUIRE(p.row_ptr[i + 1] - p.row_ptr[i] <= 3);
+    double sum = 0;
+    for (int32_t e = p.row_ptr[i]; e < p.row_ptr[i + 1]; ++e) sum += p.values[e];
+    CHECK(sum == doctest::Approx(1.0));
+  }
+  CHECK(p.col_idx[p.row_ptr[0]] == 0);
+  CHECK(mcl_change(p, p) == 0.0);
+}
+
+TEST_CASE("RoadnetGeneratorLooksLikeRoadNetTx") {
+  const auto m = generate("roadnet:n=200000,seed=1");
+  validate(m);
+  REQUIRE(m.rows == 200000);
+  const auto t = transpose(m);
+  CHECK(t.row_ptr == m.row_ptr);  // symmetric, values too
+  CHECK(t.col_idx == m.col_idx);
+  CHECK(t.values == m.values);
+  int32_t longest = 0, empty = 0;
+  for (int32_t i = 0; i < m.rows; ++i) {
+    const int32_t len = m.row_ptr[i + 1] - m.row_ptr[i];
+    longest = std::max(longest, len);
+    empty += len == 0;
+    for (int32_t p = m.row_ptr[i]; p < m.row_ptr[i + 1]; ++p) REQUIRE(m.col_idx[p] != i);
+  }
+  const double mean = static_cast<double>(m.nnz()) / m.rows;
+  CHECK(mean > 2.6);  // roadNet-TX: 2.76
+  CHECK(mean < 3.0);
+  CHECK(longest >= 9);  // roadNet-TX: 12
+  CHECK(longest <= 16);
+  CHECK(empty > 0);
+  // A² as the article squares it: roadNet-TX has 8.7 products a row.
+  const auto ip = intermediate_products(m, m);
+  const double ip_mean = static_cast<double>(spgemm_flops(ip)) / 2 / m.rows;
+  CHECK(ip_mean > 7);
+  CHECK(ip_mean < 11);
+  const auto again = generate("roadnet:seed=1,n=200000");
+  CHECK(again.col_idx == m.col_idx);
+  CHECK(generate("roadnet:n=200000,seed=2").col_idx != m.col_idx);
+  CHECK(parse_generator_spec("roadnet").to_string() == "roadnet:n=100000,seed=1");
+  CHECK(generator_help().find("roadnet:") != std::string::npos);
+  CHECK_THROWS_AS(generate("roadnet:n=0"), InputError);
+  CHECK(generate("roadnet:n=1").nnz() == 0);
+}
