@@ -11,6 +11,7 @@
 #include "codegen/spmm_key.hpp"
 #include "dbsparse/abi/spmm.h"
 #include "dbsparse/brp.hpp"
+#include "dbsparse/features.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/module_registry.hpp"
 
@@ -26,10 +27,6 @@ const char* to_string(SpmmPath p) {
 }
 
 namespace {
-
-// Auto takes BRP when at least half of the nonzeros would sit in TC groups. A placeholder until
-// the tuner predicts (f, g), and the path, per matrix and device from measured runs.
-constexpr double kAutoBrpShare = 0.5;
 
 // The TC kernel's warps: one per 8 columns of B, up to the slides' 4 (128 threads per group), so
 // that narrow B does not leave warps of every group idle.
@@ -59,6 +56,8 @@ struct SpmmPlan::Impl {
   int n = 1;
   SpmmPath asked = SpmmPath::Auto, path = SpmmPath::Brp;
   int f = 1, g = 4;
+  Config config;      // as read (tuning DB or SpmmOptions::config)
+  SpmmConfig typed;   // with SpmmOptions' explicit fields applied
   double auto_share = -1;  // brp_group_share, when Auto weighed it
   BrpStats stats;          // BRP path
   // The row kernels' CSR: the residual rows (BRP; row_id maps them to C's rows) or all of A (CSR).
@@ -91,21 +90,32 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
   } else {
     if (n_cols < 1 || n_cols > abi::kSpmmMaxCols)
       throw UsageError(fmt::format("plan_spmm: n_cols must be in 1 .. {}, got {}", abi::kSpmmMaxCols, n_cols));
-    validate(BrpParams{opt.f, opt.g});
+    if (opt.f || opt.g) validate(BrpParams{opt.f.value_or(1), opt.g.value_or(1)});
     validate(a);
     make_current();
     auto p = std::make_unique<SpmmPlan::Impl>();
+    // The config: SpmmOptions::config, else the tuning DB's; then the explicit options over it.
+    p->config = opt.config ? *opt.config
+                           : lookup_config(info_.record().fingerprint, structure_fingerprint(a),
+                                           config_info<SpmmConfig>(), "", [&] { return compute_features(a); });
+    p->typed = config_from_json<SpmmConfig>(p->config.params);
+    p->config.params = config_to_json(p->typed);
+    if (opt.f) p->typed.f = *opt.f;
+    if (opt.g) p->typed.g = *opt.g;
+    if (opt.path == SpmmPath::Brp) p->typed.path = "brp";
+    if (opt.path == SpmmPath::CsrCudaCore) p->typed.path = "csr";
+    p->typed.check();
     p->rows = a.rows;
     p->cols = a.cols;
     p->nnz = a.nnz();
     p->n = n_cols;
-    p->asked = opt.path;
-    p->f = opt.f;
-    p->g = opt.g;
-    p->path = opt.path;
-    if (opt.path == SpmmPath::Auto) {
-      p->auto_share = brp_group_share(a, opt.f, opt.g);
-      p->path = p->auto_share >= kAutoBrpShare ? SpmmPath::Brp : SpmmPath::CsrCudaCore;
+    p->f = p->typed.f;
+    p->g = p->typed.g;
+    p->asked = p->typed.path == "brp" ? SpmmPath::Brp : p->typed.path == "csr" ? SpmmPath::CsrCudaCore : SpmmPath::Auto;
+    p->path = p->asked;
+    if (p->asked == SpmmPath::Auto) {
+      p->auto_share = brp_group_share(a, p->f, p->g);
+      p->path = p->auto_share >= p->typed.min_tc_share ? SpmmPath::Brp : SpmmPath::CsrCudaCore;
     }
     p->vec4 = wants_vec4(n_cols);
     const std::string arch = info_.arch();
@@ -124,7 +134,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       if (p->vec4) p->rows4 = load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 4}).at(0);
     } else {
       const auto t0 = std::chrono::steady_clock::now();
-      const BrpMatrix<float> m = csr_to_brp(a, BrpParams{opt.f, opt.g});
+      const BrpMatrix<float> m = csr_to_brp(a, BrpParams{p->f, p->g});
       p->stats = brp_stats(m);
       p->stats.convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       p->window = upload(m.group_window_id);
@@ -140,7 +150,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       p->row_id = upload(m.res_rows_id);
       p->csr_rows = static_cast<int32_t>(m.res_rows_id.size());
       p->tc_warps = brp_warps(n_cols);
-      const auto fns = load(codegen::SpmmKey{codegen::SpmmKernelPath::Brp, opt.f, opt.g, p->tc_warps, 1});
+      const auto fns = load(codegen::SpmmKey{codegen::SpmmKernelPath::Brp, p->f, p->g, p->tc_warps, 1});
       p->tc = fns.at(0);
       p->rows1 = fns.at(1);
       p->rows4 = fns.at(2);
@@ -220,6 +230,8 @@ int SpmmPlan::f() const { return impl_->f; }
 int SpmmPlan::g() const { return impl_->g; }
 double SpmmPlan::tc_share() const { return impl_->path == SpmmPath::Brp ? impl_->stats.tc_share : 0.0; }
 const std::vector<KernelInfo>& SpmmPlan::kernels() const { return impl_->kernels; }
+const Config& SpmmPlan::config() const { return impl_->config; }
+const SpmmConfig& SpmmPlan::typed_config() const { return impl_->typed; }
 
 int64_t SpmmPlan::device_bytes() const {
   const Impl& p = *impl_;
@@ -230,13 +242,15 @@ int64_t SpmmPlan::device_bytes() const {
 
 std::string SpmmPlan::explain() const {
   const Impl& p = *impl_;
+  const double th = p.typed.min_tc_share;
   std::string why = p.asked == SpmmPath::Auto
-                        ? fmt::format("auto: TC share at f = {}, g = {} is {:.3f} {} {} (a placeholder until the tuner "
-                                      "predicts (f, g))",
-                                      p.f, p.g, p.auto_share, p.auto_share >= kAutoBrpShare ? ">=" : "<", kAutoBrpShare)
+                        ? fmt::format("auto: TC share at f = {}, g = {} is {:.3f} {} min_tc_share {}", p.f, p.g,
+                                      p.auto_share, p.auto_share >= th ? ">=" : "<", th)
                         : "asked for";
   std::string out = fmt::format("spmm {}x{}, {} nonzeros, n = {}: path {} ({})\n", p.rows, p.cols, p.nnz, p.n,
                                 to_string(p.path), why);
+  out += fmt::format("  config ({}): {}{}; used: {}\n", to_string(p.config.source), p.config.params.dump(),
+                     p.config.note.empty() ? "" : " — " + p.config.note, config_to_json(p.typed).dump());
   if (p.path == SpmmPath::Brp) {
     const BrpStats& s = p.stats;
     out += fmt::format(

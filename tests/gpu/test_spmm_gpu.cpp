@@ -229,8 +229,29 @@ TEST_CASE("SpmmRejectsWhatItCannotRun") {
   } catch (const UsageError& e) {
     CHECK(std::string(e.what()).find(std::to_string(a.rows * 8)) != std::string::npos);
   }
-  // Auto follows the TC share at the options' (f, g).
-  CHECK(ctx().plan_spmm(a, 8).path() == (brp_group_share(a, 1, 4) >= 0.5 ? SpmmPath::Brp : SpmmPath::CsrCudaCore));
+  // Auto follows the TC share at the config's (f, g) against its min_tc_share; explicit options win.
+  const Config defaults{"spmm", {}, ConfigSource::Explicit, ""};
+  SpmmOptions with_defaults;
+  with_defaults.config = &defaults;
+  CHECK(ctx().plan_spmm(a, 8, with_defaults).path() ==
+        (brp_group_share(a, 1, 4) >= 0.5 ? SpmmPath::Brp : SpmmPath::CsrCudaCore));
+  const Config never{"spmm", {{"min_tc_share", 1.0}, {"f", 2}, {"g", 2}}, ConfigSource::Explicit, ""};
+  SpmmOptions by_config;
+  by_config.config = &never;
+  const SpmmPlan csr_by_config = ctx().plan_spmm(a, 8, by_config);
+  CHECK(csr_by_config.f() == 2);
+  CHECK(csr_by_config.g() == 2);
+  if (brp_group_share(a, 2, 2) < 1.0) CHECK(csr_by_config.path() == SpmmPath::CsrCudaCore);
+  by_config.path = SpmmPath::Brp;
+  by_config.g = 8;
+  const SpmmPlan forced = ctx().plan_spmm(a, 8, by_config);
+  CHECK(forced.path() == SpmmPath::Brp);
+  CHECK(forced.f() == 2);
+  CHECK(forced.g() == 8);
+  const Config bad{"spmm", {{"g", 3}}, ConfigSource::Explicit, ""};
+  by_config.config = &bad;
+  by_config.g.reset();
+  CHECK_THROWS_AS(ctx().plan_spmm(a, 8, by_config), UsageError);
   CsrMatrix<float> empty;
   empty.rows = 0;
   empty.cols = 3;
