@@ -18,7 +18,13 @@ namespace dbsparse {
 // 64 columns of x, a warp 8 at a time (~one kept column at 10% density).
 constexpr int kDecodeWarps = 8, kDecodeWindow = 8;
 
-const char* to_string(DecodeMapping m) { return m == DecodeMapping::RowBlocks ? "row-blocks" : "columns"; }
+const char* to_string(DecodeMapping m) {
+  return m == DecodeMapping::RowBlocks ? "row-blocks" : m == DecodeMapping::Columns ? "columns" : "auto";
+}
+
+DecodeMapping choose_decode_mapping(int32_t rows, int32_t cols) {
+  return cols <= 4096 && rows <= 12288 ? DecodeMapping::RowBlocks : DecodeMapping::Columns;
+}
 
 // The public dtype is the key's, enumerator for enumerator.
 static_assert(static_cast<int>(DecodeDtype::F16) == static_cast<int>(codegen::DecodeDtype::F16) &&
@@ -61,7 +67,7 @@ DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const De
     throw UsageError(fmt::format("plan_decode_linear: row_block_words must be 1, 2 or 4, got {}", opt.row_block_words));
   make_current();
   auto p = std::make_unique<DecodeLinearPlan::Impl>();
-  p->mapping = opt.mapping;
+  p->mapping = opt.mapping == DecodeMapping::Auto ? choose_decode_mapping(w.rows, w.cols) : opt.mapping;
   p->row_words = opt.row_block_words;
   p->dtype = opt.dtype;
   p->tau = opt.tau;

@@ -233,6 +233,60 @@ CsrMatrix<double> uniform(int32_t n, int32_t d, uint64_t seed) {
   return std::move(b.m);
 }
 
+// An undirected edge list as a symmetric CSR matrix: self loops and duplicates dropped, columns
+// sorted, and values that hash the unordered pair (salted), so that A(i, j) == A(j, i): symmetric,
+// not only in pattern. Two counting sorts instead of a sort per row: the first buckets both
+// directions of each edge by row; walking those rows in order and bucketing again by column leaves
+// every row's columns sorted (the pattern is symmetric, so the second pass rebuilds the same rows).
+// src and dst are consumed.
+static CsrMatrix<double> symmetric_from_edges(int32_t n, std::vector<int32_t>& src, std::vector<int32_t>& dst,
+                                               uint64_t salt) {
+  const auto edges = static_cast<int64_t>(src.size());
+  std::vector<int32_t> ptr(static_cast<size_t>(n) + 1, 0);
+  for (int64_t e = 0; e < edges; ++e) {
+    if (src[e] == dst[e]) continue;
+    ++ptr[src[e] + 1];
+    ++ptr[dst[e] + 1];
+  }
+  for (int32_t i = 0; i < n; ++i) ptr[i + 1] += ptr[i];
+  std::vector<int32_t> unsorted(static_cast<size_t>(ptr[n]));
+  std::vector<int32_t> fill(ptr.begin(), ptr.end() - 1);
+  for (int64_t e = 0; e < edges; ++e) {
+    if (src[e] == dst[e]) continue;
+    unsorted[fill[src[e]]++] = dst[e];
+    unsorted[fill[dst[e]]++] = src[e];
+  }
+  src = {};
+  dst = {};
+  std::vector<int32_t> cols(unsorted.size());
+  std::copy(ptr.begin(), ptr.end() - 1, fill.begin());
+  for (int32_t i = 0; i < n; ++i)
+    for (int32_t p = ptr[i]; p < ptr[i + 1]; ++p) cols[fill[unsorted[p]]++] = i;
+  unsorted = {};
+  CsrMatrix<double> m;
+  m.rows = m.cols = n;
+  m.row_ptr.assign(static_cast<size_t>(n) + 1, 0);
+  int32_t out = 0;
+  for (int32_t i = 0; i < n; ++i) {
+    const auto begin = cols.begin() + ptr[i];
+    const auto end = std::unique(begin, cols.begin() + ptr[i + 1]);
+    if (out != ptr[i]) std::copy(begin, end, cols.begin() + out);
+    out += static_cast<int32_t>(end - begin);
+    m.row_ptr[i + 1] = out;
+  }
+  cols.resize(static_cast<size_t>(out));
+  cols.shrink_to_fit();
+  m.col_idx = std::move(cols);
+  m.values.resize(static_cast<size_t>(out));
+  for (int32_t i = 0; i < n; ++i)
+    for (int32_t p = m.row_ptr[i]; p < m.row_ptr[i + 1]; ++p) {
+      const auto lo = static_cast<uint64_t>(std::min(i, m.col_idx[p]));
+      const auto hi = static_cast<uint64_t>(std::max(i, m.col_idx[p]));
+      m.values[p] = to_value(mix64(salt ^ (lo << 32 | hi)));
+    }
+  return m;
+}
+
 CsrMatrix<double> rmat(int scale, int32_t ef, uint64_t seed, bool scramble) {
   std::mt19937_64 rng(seed);
   const int32_t n = static_cast<int32_t>(int64_t{1} << scale);
@@ -269,56 +323,7 @@ CsrMatrix<double> rmat(int scale, int32_t ef, uint64_t seed, bool scramble) {
       dst[e] = perm[dst[e]];
     }
   }
-  // Two counting sorts instead of a sort per row: the first buckets both directions of each edge by
-  // row; walking those rows in order and bucketing again by column leaves every row's columns
-  // sorted (the pattern is symmetric, so the second pass rebuilds the same rows).
-  std::vector<int32_t> ptr(static_cast<size_t>(n) + 1, 0);
-  for (int64_t e = 0; e < edges; ++e) {
-    if (src[e] == dst[e]) continue;
-    ++ptr[src[e] + 1];
-    ++ptr[dst[e] + 1];
-  }
-  for (int32_t i = 0; i < n; ++i) ptr[i + 1] += ptr[i];
-  std::vector<int32_t> unsorted(static_cast<size_t>(ptr[n]));
-  std::vector<int32_t> fill(ptr.begin(), ptr.end() - 1);
-  for (int64_t e = 0; e < edges; ++e) {
-    if (src[e] == dst[e]) continue;
-    unsorted[fill[src[e]]++] = dst[e];
-    unsorted[fill[dst[e]]++] = src[e];
-  }
-  src = {};
-  dst = {};
-  std::vector<int32_t> cols(unsorted.size());
-  std::copy(ptr.begin(), ptr.end() - 1, fill.begin());
-  for (int32_t i = 0; i < n; ++i)
-    for (int32_t p = ptr[i]; p < ptr[i + 1]; ++p) cols[fill[unsorted[p]]++] = i;
-  unsorted = {};
-  CsrMatrix<double> m;
-  m.rows = m.cols = n;
-  m.row_ptr.assign(static_cast<size_t>(n) + 1, 0);
-  int32_t out = 0;
-  for (int32_t i = 0; i < n; ++i) {
-    const auto begin = cols.begin() + ptr[i];
-    const auto end = std::unique(begin, cols.begin() + ptr[i + 1]);
-    if (out != ptr[i]) std::copy(begin, end, cols.begin() + out);
-    out += static_cast<int32_t>(end - begin);
-    m.row_ptr[i + 1] = out;
-  }
-  cols.resize(static_cast<size_t>(out));
-  cols.shrink_to_fit();
-  m.col_idx = std::move(cols);
-  // Values hash the unordered pair, so that A(i, j) == A(j, i): the matrix is symmetric, not only
-  // its pattern.
-  const uint64_t salt = mix64(seed);
-  m.values.resize(static_cast<size_t>(out));
-  for (int32_t i = 0; i < n; ++i) {
-    for (int32_t p = m.row_ptr[i]; p < m.row_ptr[i + 1]; ++p) {
-      const auto lo = static_cast<uint64_t>(std::min(i, m.col_idx[p]));
-      const auto hi = static_cast<uint64_t>(std::max(i, m.col_idx[p]));
-      m.values[p] = to_value(mix64(salt ^ (lo << 32 | hi)));
-    }
-  }
-  return m;
+  return symmetric_from_edges(n, src, dst, mix64(seed));
 }
 
 CsrMatrix<double> powerlaw(int32_t n, double avg, double alpha, int32_t max, uint64_t seed,
@@ -387,45 +392,7 @@ CsrMatrix<double> roadnet(int32_t n, uint64_t seed, const std::string& spec) {
   const auto edges = static_cast<int64_t>(src.size());
   if (2 * edges > kMaxNnz)
     throw InputError(spec, 0, fmt::format("at most 2^31-1 nonzeros, but this would have up to {}", 2 * edges));
-  // Both directions bucketed by row, then each (short) row sorted and its duplicates merged.
-  std::vector<int32_t> ptr(static_cast<size_t>(n) + 1, 0);
-  for (int64_t e = 0; e < edges; ++e) {
-    ++ptr[src[e] + 1];
-    ++ptr[dst[e] + 1];
-  }
-  for (int32_t i = 0; i < n; ++i) ptr[i + 1] += ptr[i];
-  std::vector<int32_t> cols(static_cast<size_t>(ptr[n]));
-  std::vector<int32_t> fill(ptr.begin(), ptr.end() - 1);
-  for (int64_t e = 0; e < edges; ++e) {
-    cols[fill[src[e]]++] = dst[e];
-    cols[fill[dst[e]]++] = src[e];
-  }
-  src = {};
-  dst = {};
-  CsrMatrix<double> m;
-  m.rows = m.cols = n;
-  m.row_ptr.assign(static_cast<size_t>(n) + 1, 0);
-  int32_t out = 0;
-  for (int32_t i = 0; i < n; ++i) {
-    const auto begin = cols.begin() + ptr[i];
-    std::sort(begin, cols.begin() + ptr[i + 1]);
-    const auto end = std::unique(begin, cols.begin() + ptr[i + 1]);
-    if (out != ptr[i]) std::copy(begin, end, cols.begin() + out);
-    out += static_cast<int32_t>(end - begin);
-    m.row_ptr[i + 1] = out;
-  }
-  cols.resize(static_cast<size_t>(out));
-  m.col_idx = std::move(cols);
-  // As rmat's: values hash the unordered pair, so the matrix is symmetric, not only its pattern.
-  const uint64_t salt = mix64(seed ^ 0x726f61646e6574ULL);
-  m.values.resize(static_cast<size_t>(out));
-  for (int32_t i = 0; i < n; ++i)
-    for (int32_t p = m.row_ptr[i]; p < m.row_ptr[i + 1]; ++p) {
-      const auto lo = static_cast<uint64_t>(std::min(i, m.col_idx[p]));
-      const auto hi = static_cast<uint64_t>(std::max(i, m.col_idx[p]));
-      m.values[p] = to_value(mix64(salt ^ (lo << 32 | hi)));
-    }
-  return m;
+  return symmetric_from_edges(n, src, dst, mix64(seed ^ 0x726f61646e6574ULL));
 }
 
 }  // namespace dbsparse::gen

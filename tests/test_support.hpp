@@ -5,9 +5,17 @@
 #include <cstdlib>
 #include <unistd.h>
 #include <cstdio>
+#include <array>
 #include <filesystem>
+#include <memory>
 #include <string>
+#include <tuple>
+#include <utility>
 #include <vector>
+
+#include <sys/wait.h>
+
+#include "dbsparse/matrix.hpp"
 
 #include "tools/common/random.hpp"
 #include "tools/common/suites.hpp"
@@ -47,6 +55,33 @@ inline std::filesystem::path sibling_binary(const std::string& name) {
   for (const auto& p : {self / name, self.parent_path() / name})
     if (std::filesystem::exists(p)) return p;
   return {};
+}
+
+// Runs a tool binary of the build (see sibling_binary) with `args`: {exit code, stdout + stderr}.
+inline std::pair<int, std::string> run_tool(const std::string& tool, const std::string& args) {
+  const std::string cmd = "'" + sibling_binary(tool).string() + "' " + args + " 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while (pipe && (n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
+  const int status = pipe ? pclose(pipe.release()) : -1;
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// A CSR matrix from (row, col, value) entries in any order (through coo_to_csr).
+using Entry = std::tuple<int32_t, int32_t, double>;
+template <class T>
+dbsparse::CsrMatrix<T> csr_from_entries(int32_t rows, int32_t cols, const std::vector<Entry>& entries) {
+  dbsparse::CooMatrix<T> coo;
+  coo.rows = rows;
+  coo.cols = cols;
+  for (const auto& [r, c, v] : entries) {
+    coo.row.push_back(r);
+    coo.col.push_back(c);
+    coo.values.push_back(static_cast<T>(v));
+  }
+  return dbsparse::coo_to_csr(coo);
 }
 
 }  // namespace dbs_test

@@ -25,7 +25,7 @@ struct SparseLinearOptions {
   // Column bitmap layout only: the weights' and activations' storage type (fp16/bf16 values are
   // rounded once at plan time; run takes device pointers of that type), and how the work is cut.
   DecodeDtype dtype = DecodeDtype::F32;
-  DecodeMapping mapping = DecodeMapping::Columns;
+  DecodeMapping mapping = DecodeMapping::Auto;
   int row_block_words = 1;
 };
 

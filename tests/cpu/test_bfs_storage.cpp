@@ -57,13 +57,7 @@ TEST_CASE("BfsStorageCountsOneViewForSymmetricGraphsAndTwoOtherwise") {
 TEST_CASE("ConvertBfsPrintsTheStorageOfABfsPlan") {
   const auto cli = dbs_test::sibling_binary("dbsparse");
   REQUIRE_MESSAGE(!cli.empty(), "dbsparse binary not found");
-  auto run = [&](const std::string& args) {
-    std::string out;
-    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen((cli.string() + " " + args + " 2>&1").c_str(), "r"), pclose);
-    char buf[4096];
-    while (pipe && fgets(buf, sizeof buf, pipe.get())) out += buf;
-    return out;
-  };
+  auto run = [](const std::string& args) { return dbs_test::run_tool("dbsparse", args).second; };
   const std::string out = run("convert stencil2d:n=20 --bfs");
   CHECK(out.find("400 vertices") != std::string::npos);
   CHECK(out.find("symmetric: one view") != std::string::npos);

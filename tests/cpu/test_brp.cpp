@@ -28,19 +28,11 @@ constexpr int kFg[] = {1, 2, 4, 8};
 const char* const kGenerated[] = {"uniform:n=1500,d=6", "rmat:scale=10,ef=8", "stencil2d:n=30",
                                   "banded:n=700,bw=6", "fem:nodes=600,k=3,blocks=4", "powerlaw:n=1200,avg=8,alpha=1.5,max=400"};
 
-using Entry = std::tuple<int32_t, int32_t, double>;  // (row, col, value)
+using dbs_test::Entry;  // (row, col, value)
 
 template <class T>
-CsrMatrix<T> from_entries(int32_t rows, int32_t cols, std::vector<Entry> e) {
-  CooMatrix<T> coo;
-  coo.rows = rows;
-  coo.cols = cols;
-  for (auto [r, c, v] : e) {
-    coo.row.push_back(r);
-    coo.col.push_back(c);
-    coo.values.push_back(static_cast<T>(v));
-  }
-  return coo_to_csr(coo);
+CsrMatrix<T> from_entries(int32_t rows, int32_t cols, const std::vector<Entry>& e) {
+  return dbs_test::csr_from_entries<T>(rows, cols, e);
 }
 
 // What the definition says, the slow way: per window, column -> its entries in row order; slots of
@@ -397,13 +389,7 @@ TEST_CASE("BrpMalformedMatrixIsUsageError") {
 TEST_CASE("ConvertFormatBrpPrintsTheSplit") {
   const auto cli = dbs_test::sibling_binary("dbsparse");
   REQUIRE_MESSAGE(!cli.empty(), "dbsparse binary not found");
-  auto run = [&](const std::string& args) {
-    std::string out;
-    std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen((cli.string() + " " + args + " 2>&1").c_str(), "r"), pclose);
-    char buf[4096];
-    while (pipe && fgets(buf, sizeof buf, pipe.get())) out += buf;
-    return out;
-  };
+  auto run = [](const std::string& args) { return dbs_test::run_tool("dbsparse", args).second; };
   const std::string out = run("convert stencil2d:n=20 --format brp --f 2 --g 4 --stats");
   CHECK(out.find("f = 2, g = 4") != std::string::npos);
   CHECK(out.find("residual") != std::string::npos);

@@ -19,16 +19,7 @@ namespace {
 fs::path cli_path() { return dbs_test::sibling_binary("dbsparse"); }
 
 // Runs the CLI with `args`; returns {exit code, stdout + stderr}.
-std::pair<int, std::string> run(const std::string& args) {
-  const std::string cmd = fmt::format("'{}' {} 2>&1", cli_path().string(), args);
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
-  std::string out;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
-  const int status = pclose(pipe.release());
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
-}
+std::pair<int, std::string> run(const std::string& args) { return dbs_test::run_tool("dbsparse", args); }
 
 // The CLI run with `args` exits 1 and its output names `needle`.
 void check_error(const std::string& args, const std::string& needle) {

@@ -4,7 +4,10 @@
 
 #include <cmath>
 
+#include <string>
+
 #include "dbsparse/column_bitmap.hpp"
+#include "dbsparse/decode_linear.hpp"
 #include "dbsparse/pruning.hpp"
 
 using namespace dbsparse;
@@ -58,4 +61,13 @@ TEST_CASE("ColumnBitmapWordOffsetsPointAtEachWordsFirstValue") {
         ++checked;
       }
   CHECK(checked > 1000);
+}
+
+TEST_CASE("AutoDecodeMappingTakesRowBlocksExceptForWideOrVeryTallLayers") {
+  using dbsparse::DecodeMapping;
+  CHECK(dbsparse::choose_decode_mapping(2048, 1024) == DecodeMapping::RowBlocks);   // qwen3 q
+  CHECK(dbsparse::choose_decode_mapping(8192, 2048) == DecodeMapping::RowBlocks);   // llama gate
+  CHECK(dbsparse::choose_decode_mapping(2048, 8192) == DecodeMapping::Columns);     // llama down
+  CHECK(dbsparse::choose_decode_mapping(17920, 1536) == DecodeMapping::Columns);    // qwen2.5 gate|up
+  CHECK(std::string(dbsparse::to_string(DecodeMapping::Auto)) == "auto");
 }

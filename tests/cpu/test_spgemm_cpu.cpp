@@ -21,24 +21,17 @@
 #include "dbsparse/reference.hpp"
 #include "dbsparse/spgemm.hpp"
 #include "dbsparse/spgemm_apps.hpp"
+#include "test_support.hpp"
 
 using namespace dbsparse;
 
 namespace {
 
-using Entry = std::tuple<int32_t, int32_t, double>;  // (row, col, value)
+using dbs_test::Entry;  // (row, col, value)
 
 template <class T>
 CsrMatrix<T> from_entries(int32_t rows, int32_t cols, const std::vector<Entry>& e) {
-  CooMatrix<T> coo;
-  coo.rows = rows;
-  coo.cols = cols;
-  for (auto [r, c, v] : e) {
-    coo.row.push_back(r);
-    coo.col.push_back(c);
-    coo.values.push_back(static_cast<T>(v));
-  }
-  return coo_to_csr(coo);
+  return dbs_test::csr_from_entries<T>(rows, cols, e);
 }
 
 // Row i gets lengths[i] distinct random columns of [0, cols), values in [-1, 1] (multiples of 2^-10,

@@ -113,7 +113,7 @@ TEST_CASE("DecodeLinearMatchesReferenceInEveryDtype") {
       for (auto& v : x) v = round(v);
       // Both mappings (row blocks of 1 and 4 words) on the same inputs and the same reference.
       std::vector<DecodeLinearPlan> plans;
-      for (auto [mapping, words] : {std::pair{DecodeMapping::Columns, 1}, {DecodeMapping::RowBlocks, 1},
+      for (auto [mapping, words] : {std::pair{DecodeMapping::Auto, 1}, {DecodeMapping::Columns, 1}, {DecodeMapping::RowBlocks, 1},
                                     {DecodeMapping::RowBlocks, 4}}) {
         DecodeLinearOptions o;
         o.dtype = dt;

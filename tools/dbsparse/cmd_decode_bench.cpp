@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -67,6 +68,17 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
   int64_t kept = 0;
   for (float v : xs) kept += v != 0.0f;
   rec["act_kept"] = kept;
+  // The kept columns' stored weights: what any push over the active columns must read. The column
+  // bitmap layout reads, per kept column, each 1024-row strip's 32 mask words and its offset too.
+  int64_t kept_nnz = 0;
+  {
+    std::vector<int64_t> col_nnz(static_cast<size_t>(cols), 0);
+    for (int32_t j : pw.col_idx) ++col_nnz[static_cast<size_t>(j)];
+    for (int32_t j = 0; j < cols; ++j)
+      if (xs[static_cast<size_t>(j)] != 0.0f) kept_nnz += col_nnz[static_cast<size_t>(j)];
+  }
+  const int64_t esize = tools::dense_type_bytes(dt), strips = (rows + 1023) / 1024;
+  const int64_t touched = kept * strips * (32 * 4 + 4) + kept_nnz * esize;
 
   // Dense cuBLAS in the dtype (f32 uses the float data directly).
   DeviceBuffer<float> xd{std::span<const float>(x)}, yd{static_cast<size_t>(rows)};
@@ -154,14 +166,6 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     plans.push_back(ctx.plan_decode_linear(pw, o));
     // A call reads only the active columns' weights: enough copies that those bytes, summed over
     // the copies, are three times the L2 (a whole model's weights never sit in the L2 either).
-    int64_t touched = 0;
-    {
-      const int64_t esize = tools::dense_type_bytes(dt), strips = (rows + 1023) / 1024;
-      std::vector<int64_t> col_nnz(static_cast<size_t>(cols), 0);
-      for (int32_t j : pw.col_idx) ++col_nnz[static_cast<size_t>(j)];
-      for (int32_t j = 0; j < cols; ++j)
-        if (xs[static_cast<size_t>(j)] != 0.0f) touched += strips * (32 * 4 + 4) + col_nnz[static_cast<size_t>(j)] * esize;
-    }
     const int64_t budget = int64_t{16} << 30;
     const int cb_copies = static_cast<int>(std::clamp<int64_t>(
         (3 * ctx.device().l2_bytes + std::max<int64_t>(touched, 1) - 1) / std::max<int64_t>(touched, 1), 1,
@@ -201,29 +205,33 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
                                           {"copies", cb_copies}, {"touched_bytes_per_call", touched},
                                           {"weight_bytes", plans[0].weight_bytes()},
                                           {"weight_over_dense_fp16", double(plans[0].weight_bytes()) / (2.0 * rows * cols)}};
+    if (mapping == DecodeMapping::RowBlocks) {
+      // The same kernel with no column kept: it still reads x and writes y, so this is the floor of
+      // any one-launch layer in this harness (launch, the x round trip, the y write).
+      for (auto& p : plans) p.set_tau(std::numeric_limits<float>::infinity());
+      rows_json["rowblocks_floor"] = {{"us", tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
+                                                plans[static_cast<size_t>(i % cb_copies)].run(xin, yout, s.handle());
+                                              }).median_us}};
+    }
   }
   // The bytes a push over the active columns needs: their entries (4-byte index, value) and x.
-  int64_t needed = static_cast<int64_t>(cols) * 4 + static_cast<int64_t>(rows) * 4;
-  {
-    std::vector<int64_t> col_nnz(static_cast<size_t>(cols), 0);
-    for (int32_t j : pw.col_idx) ++col_nnz[static_cast<size_t>(j)];
-    for (int32_t j = 0; j < cols; ++j)
-      if (xs[static_cast<size_t>(j)] != 0.0f) needed += col_nnz[static_cast<size_t>(j)] * 8;
-  }
+  const int64_t needed = static_cast<int64_t>(cols) * 4 + static_cast<int64_t>(rows) * 4 + kept_nnz * 8;
   const double auto_us = rows_json["auto"]["us"].get<double>();
   rec["dense_us"] = dense_us;
   rec["cusparse_us"] = cusparse_us;
+  {
+    // What a plan with the default mapping (Auto) runs: one of the two rows above.
+    const DecodeMapping chosen = choose_decode_mapping(rows, cols);
+    rows_json["auto_mapping"] = {
+        {"mapping", to_string(chosen)},
+        {"us", rows_json[(chosen == DecodeMapping::RowBlocks ? "rowblocks_" : "colbitmap_") + a.dtype]["us"]}};
+  }
   rec["dbsparse"] = rows_json;
   rec["needed_bytes"] = needed;
   rec["needed_pct_copy_bw"] = 100.0 * (static_cast<double>(needed) / (auto_us * 1e-6)) / (copy_gbs * 1e9);
   {
     // The column bitmap row needs the active columns' mask words and values (dtype) and x, y.
-    const int64_t esize = tools::dense_type_bytes(dt), strips = (rows + 1023) / 1024;
-    std::vector<int64_t> col_nnz(static_cast<size_t>(cols), 0);
-    for (int32_t j : pw.col_idx) ++col_nnz[static_cast<size_t>(j)];
-    int64_t cb_needed = (static_cast<int64_t>(cols) + rows) * esize;
-    for (int32_t j = 0; j < cols; ++j)
-      if (xs[static_cast<size_t>(j)] != 0.0f) cb_needed += strips * (32 * 4 + 4) + col_nnz[static_cast<size_t>(j)] * esize;
+    const int64_t cb_needed = (static_cast<int64_t>(cols) + rows) * esize + touched;
     const double cb_us = rows_json["colbitmap_" + a.dtype]["us"].get<double>();
     rec["colbitmap_needed_bytes"] = cb_needed;
     rec["colbitmap_pct_copy_bw"] = 100.0 * (static_cast<double>(cb_needed) / (cb_us * 1e-6)) / (copy_gbs * 1e9);
@@ -232,11 +240,11 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
   rec["converted_over_dense_fp16"] = rows_json["auto"]["device_bytes"].get<double>() / (double(rows) * cols * 2);
   const auto& cb = rows_json["colbitmap_" + a.dtype];
   const double rb_us = rows_json["rowblocks_" + a.dtype]["us"].get<double>();
-  fmt::print("{:<6} {:>5}x{:<5} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f}x {:>7.2f}x {:>7.2f}x {:<5} {:>8.1f}% {:>6.2f} {:>9.1e} {:>9.1e}\n",
+  fmt::print("{:<6} {:>5}x{:<5} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f} {:>7.2f}x {:>7.2f}x {:>7.2f}x {:<5} {:>8.1f}% {:>6.2f} {:>9.1e} {:>9.1e}\n",
              shape.kind, rows, cols, dense_us, cusparse_us, auto_us, rows_json.value("push", nlohmann::json{{"us", NAN}})["us"].get<double>(),
              rows_json.value("pull", nlohmann::json{{"us", NAN}})["us"].get<double>(),
              rows_json.value("colbitmap", nlohmann::json{{"us", NAN}})["us"].get<double>(), cb["us"].get<double>(), rb_us,
-             dense_us / auto_us, dense_us / cb["us"].get<double>(), dense_us / rb_us,
+             rows_json["rowblocks_floor"]["us"].get<double>(), dense_us / auto_us, dense_us / cb["us"].get<double>(), dense_us / rb_us,
              rows_json["auto"]["direction"].get<std::string>(), rec["colbitmap_pct_copy_bw"].get<double>(),
              cb["weight_over_dense_fp16"].get<double>(), rows_json["auto"]["max_rel_err"].get<double>(),
              cb["max_rel_err"].get<double>());
@@ -270,11 +278,11 @@ Runner add_decode_bench(CLI::App& sub_ref) {
                "{:.0f}% kept; dense baseline {}; CUDA graph replay, median of 15 x 20\n",
                ctx.device().name, copy_gbs, m.name, m.layers, a->weights.empty() ? "synthetic" : a->weights,
                100 * a->weight_sparsity, a->prune, 100 * a->act_density, a->dtype);
-    fmt::print("{:<6} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:<5} {:>9} {:>6} {:>9} {:>9}\n",
+    fmt::print("{:<6} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8} {:>8} {:>8} {:<5} {:>9} {:>6} {:>9} {:>9}\n",
                "layer", "shape", "dense us", "cusparse", "auto f32", "push", "pull", "cb f32", "cb dtype", "rows dt",
-               "auto x", "cb x", "rows x", "dir", "%BW need", "cb/f16", "err auto", "err cb");
+               "floor", "auto x", "cb x", "rows x", "dir", "%BW need", "cb/f16", "err auto", "err cb");
     nlohmann::json layers = nlohmann::json::array();
-    double sum_dense = 0, sum_auto = 0, sum_cb = 0, sum_rb = 0;
+    double sum_dense = 0, sum_auto = 0, sum_cb = 0, sum_rb = 0, sum_am = 0;
     std::map<std::string, std::vector<float>> kept_w;  // dense weights of the layers stacked below
     std::map<std::string, nlohmann::json> by_kind;
     for (const LayerShape& shape : m.linear) {
@@ -294,6 +302,7 @@ Runner add_decode_bench(CLI::App& sub_ref) {
       sum_auto += rec["dbsparse"]["auto"]["us"].get<double>();
       sum_cb += rec["dbsparse"]["colbitmap_" + a->dtype]["us"].get<double>();
       sum_rb += rec["dbsparse"]["rowblocks_" + a->dtype]["us"].get<double>();
+      sum_am += rec["dbsparse"]["auto_mapping"]["us"].get<double>();
       by_kind[shape.kind] = rec;
       layers.push_back(std::move(rec));
     }
@@ -322,24 +331,26 @@ Runner add_decode_bench(CLI::App& sub_ref) {
         return key == "dense_us" ? us(fused["qkv"]) + us(by_kind["o"]) + us(fused["gateup"]) + us(by_kind["down"])
                                  : sp(fused["qkv"]) + sp(by_kind["o"]) + sp(fused["gateup"]) + sp(by_kind["down"]);
       };
-      const double fd = block("dense_us"), fc = block("colbitmap_" + a->dtype), fr = block("rowblocks_" + a->dtype);
+      const double fd = block("dense_us"), fc = block("colbitmap_" + a->dtype), fr = block("rowblocks_" + a->dtype),
+                   fa = block("auto_mapping");
       fused["block_dense_stacked_us"] = fd;
+      fused["block_auto_mapping_stacked_us"] = fa;
       fused["block_colbitmap_stacked_us"] = fc;
       fused["block_rowblocks_stacked_us"] = fr;
       fmt::print("block  stacked (q|k|v, o, gate|up, down): dense {:.2f} us; column bitmap ({}) by columns {:.2f} us, "
-                 "by row blocks {:.2f} us: {:.2f}x dense per layer, {:.2f}x dense stacked (best mapping)\n",
-                 fd, a->dtype, fc, fr, sum_dense / std::min(fc, fr), fd / std::min(fc, fr));
+                 "by row blocks {:.2f} us, auto mapping {:.2f} us: {:.2f}x dense per layer, {:.2f}x dense stacked\n",
+                 fd, a->dtype, fc, fr, fa, sum_dense / fa, fd / fa);
     }
     fmt::print("block  sum: dense {} {:.2f} us; dbsparse auto (f32) {:.2f} us: {:.2f}x; column bitmap ({}) by columns "
-               "{:.2f} us: {:.2f}x, by row blocks {:.2f} us: {:.2f}x\n",
+               "{:.2f} us: {:.2f}x, by row blocks {:.2f} us: {:.2f}x, auto mapping {:.2f} us: {:.2f}x\n",
                a->dtype, sum_dense, sum_auto, sum_dense / sum_auto, a->dtype, sum_cb, sum_dense / sum_cb, sum_rb,
-               sum_dense / sum_rb);
+               sum_dense / sum_rb, sum_am, sum_dense / sum_am);
     if (!a->json_path.empty()) {
       nlohmann::json j{{"tool", "dbsparse decode-bench"}, {"model", m.name}, {"dtype", a->dtype},
                        {"weight_sparsity", a->weight_sparsity}, {"act_density", a->act_density}, {"prune", a->prune},
                        {"device", ctx.device().name}, {"copy_bandwidth_gbs", copy_gbs}, {"layers", layers},
                        {"block_dense_us", sum_dense}, {"block_auto_us", sum_auto}, {"block_colbitmap_us", sum_cb},
-                       {"block_rowblocks_us", sum_rb},
+                       {"block_rowblocks_us", sum_rb}, {"block_auto_mapping_us", sum_am},
                        {"stacked", fused},
                        {"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)))}};
       std::ofstream(a->json_path) << j.dump(2) << "\n";
