@@ -64,7 +64,7 @@ void check_brp(const BrpMatrix<T>& m) {
     if (static_cast<int64_t>(got) != want)
       throw UsageError(fmt::format("BRP matrix: {} has {} entries, expected {}", what, got, want));
   };
-  if (m.value_stride != brp_stride(m.f, m.g, sizeof(T)) || m.local_stride != brp_stride(m.f, m.g, 1))
+  if (m.value_stride != brp_value_stride(m.f, m.g, sizeof(T)) || m.local_stride != brp_local_stride(m.f, m.g))
     throw UsageError(fmt::format("BRP matrix: strides {} / {} do not match f = {}, g = {}", m.value_stride,
                                  m.local_stride, m.f, m.g));
   expect("old_col_id", m.old_col_id.size(), q * kBrpBlockSlots * m.g);
@@ -120,17 +120,22 @@ void validate(const BrpParams& p) {
   if (!allowed_fg(p.g)) throw UsageError(fmt::format("BRP g = {}: allowed 1, 2, 4, 8", p.g));
 }
 
-int32_t brp_stride(int f, int g, int elem_bytes) {
-  const int run = kBrpBlockSlots * g * f * elem_bytes;
-  return (run + kBrpAlignBytes - 1) / kBrpAlignBytes * kBrpAlignBytes / elem_bytes;
+int32_t brp_value_stride(int f, int g, int value_bytes) {
+  const int run = kBrpBlockSlots * g * f * value_bytes;
+  return (run + kBrpValueAlignBytes - 1) / kBrpValueAlignBytes * kBrpValueAlignBytes / value_bytes;
+}
+
+int32_t brp_local_stride(int f, int g) {
+  const int run = kBrpBlockSlots * g * f;
+  return (run + kBrpLocalAlignBytes - 1) / kBrpLocalAlignBytes * kBrpLocalAlignBytes;
 }
 
 void check_brp_counts(int64_t groups, const BrpParams& p, int value_bytes) {
   validate(p);
   const std::pair<const char*, int64_t> per_group[] = {{"group_window_id", 1},
                                                        {"old_col_id", int64_t{kBrpBlockSlots} * p.g},
-                                                       {"local_id", brp_stride(p.f, p.g, 1)},
-                                                       {"values", brp_stride(p.f, p.g, value_bytes)}};
+                                                       {"local_id", brp_local_stride(p.f, p.g)},
+                                                       {"values", brp_value_stride(p.f, p.g, value_bytes)}};
   for (const auto& [what, each] : per_group)
     if (groups > INT_MAX / each)
       throw UsageError(fmt::format("BRP f = {}, g = {}: {} groups make {} hold {} entries, past int32", p.f, p.g,
@@ -146,8 +151,8 @@ BrpMatrix<T> csr_to_brp(const CsrMatrix<T>& a, const BrpParams& p) {
   m.cols = a.cols;
   m.f = p.f;
   m.g = p.g;
-  m.value_stride = brp_stride(p.f, p.g, sizeof(T));
-  m.local_stride = brp_stride(p.f, p.g, 1);
+  m.value_stride = brp_value_stride(p.f, p.g, sizeof(T));
+  m.local_stride = brp_local_stride(p.f, p.g);
   const int slots_per_group = kBrpBlockSlots * p.g;
   std::vector<uint8_t> residual(static_cast<size_t>(a.nnz()), 0);  // by CSR position
   WindowColumns wc(a.cols);

@@ -19,25 +19,31 @@
 //      local_id[q*local_stride + e]    the group's nonzero e, slot by slot and rows ascending in a
 //      values[q*value_stride + e]      slot (so its slot is s = e / f): local id = row in the
 //                                      window * 8 + s % 8, in 0..127
-//    Each group's run starts at a multiple of 128 bytes from its array's start (the slides'
-//    aligned loads): the strides are 8gf elements rounded up to 128 bytes, and the padding after
-//    a run holds value 0 and local id kBrpPadLocalId.
+//    Each group's values start at a multiple of 128 bytes from the array's start (the slides'
+//    aligned loads): value_stride is 8gf values rounded up to 128 bytes. Its local ids start at a
+//    multiple of 32 bytes (one L2 sector): local_stride is 8gf bytes rounded up to 32, since
+//    rounding them to 128 cost 96 of every 128 bytes at f = 1, g = 4 (BRP was 1.46x CSR on RMAT;
+//    1.13x with 32 on rmat:scale=16,ef=16).
+//    The padding after a run holds value 0 and local id kBrpPadLocalId.
 //  - Residual part: CSR over the rows with residual nonzeros (res_rows_id ascending, columns
 //    ascending within a row).
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "dbsparse/abi/spmm.h"
 #include "dbsparse/matrix.hpp"
 
 namespace dbsparse {
 
-inline constexpr int kBrpWindowRows = 16;  // m of mma m16n8k8
-inline constexpr int kBrpBlockSlots = 8;   // k of mma m16n8k8
-inline constexpr int kBrpAlignBytes = 128;
+// The shape is the kernels' (abi/spmm.h): one group is g mma.m16n8k8 A operands.
+inline constexpr int kBrpWindowRows = abi::kSpmmWindowRows;  // m of mma m16n8k8
+inline constexpr int kBrpBlockSlots = abi::kSpmmBlockSlots;  // k of mma m16n8k8
+inline constexpr int kBrpValueAlignBytes = 128;
+inline constexpr int kBrpLocalAlignBytes = 32;
 // Outside 0..127 (16 rows x 8 slots), so a kernel that reads past a run cannot mistake padding
 // for an entry.
-inline constexpr uint8_t kBrpPadLocalId = 0xFF;
+inline constexpr uint8_t kBrpPadLocalId = abi::kSpmmPadLocalId;
 
 struct BrpParams {
   int f = 1;  // nonzeros per slot
@@ -70,8 +76,10 @@ struct BrpMatrix {
   int64_t nnz() const { return tc_nnz() + residual_nnz(); }
 };
 
-// Strides of a group's run: 8gf elements of `elem_bytes` each, rounded up to 128 bytes, in elements.
-int32_t brp_stride(int f, int g, int elem_bytes);
+// Strides of a group's runs: 8gf values of `value_bytes` each rounded up to 128 bytes, in values;
+// 8gf local ids rounded up to 32 bytes, in bytes.
+int32_t brp_value_stride(int f, int g, int value_bytes);
+int32_t brp_local_stride(int f, int g);
 
 // Throws UsageError naming the first array length that would pass int32 with this many groups
 // (the kernels index every array with int32).

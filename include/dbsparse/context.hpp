@@ -128,6 +128,8 @@ struct DecodeLinearOptions;
 template <class T>
 class SpgemmPlan;
 struct SpgemmOptions;
+class SpmmPlan;
+struct SpmmOptions;
 struct PatternGraph;
 namespace detail {
 class ModuleRegistry;
@@ -182,6 +184,12 @@ class Context {
   SpgemmPlan<T> plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b);
   template <class T>
   SpgemmPlan<T> plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmOptions& options);
+  // SpMM C = alpha * A * B + beta * C for B and C with n_cols columns (spmm.hpp): BRP-SpMM or the
+  // CUDA-core CSR product. f32 only: A in f64 is a UsageError, as is n_cols outside 1 .. 4096.
+  template <class T>
+  SpmmPlan plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions& options);
+  template <class T>
+  SpmmPlan plan_spmm(const CsrMatrix<T>& a, int n_cols);
 
   detail::ModuleRegistry& modules() const { return *modules_; }
 

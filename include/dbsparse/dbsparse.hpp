@@ -12,6 +12,7 @@
 #include "dbsparse/reference.hpp"
 #include "dbsparse/spgemm.hpp"
 #include "dbsparse/spgemm_apps.hpp"
+#include "dbsparse/spmm.hpp"
 #include "dbsparse/spmspv.hpp"
 #include "dbsparse/spmv.hpp"
 #include "dbsparse/tuning_db.hpp"

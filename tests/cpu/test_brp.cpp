@@ -74,6 +74,7 @@ Expected<T> expected_split(const CsrMatrix<T>& a, int f, int g) {
 }
 
 int64_t round_up_128(int64_t bytes) { return (bytes + 127) / 128 * 128; }
+int64_t round_up_32(int64_t bytes) { return (bytes + 31) / 32 * 32; }
 
 // Every property the format promises, checked on m = csr_to_brp(a, {f, g}).
 template <class T>
@@ -87,16 +88,17 @@ void check_brp(const CsrMatrix<T>& a, const BrpMatrix<T>& m, int f, int g) {
   CHECK(m.tc_nnz() == static_cast<int64_t>(x.tc.size()));
   CHECK(m.residual_nnz() == static_cast<int64_t>(x.residual.size()));
 
-  // Strides: the smallest multiple of 128 bytes that holds a group's run.
+  // Strides: the smallest multiple of 128 bytes (values) or 32 bytes (local ids) that holds a
+  // group's run.
   CHECK(m.value_stride * int64_t{sizeof(T)} == round_up_128(gnnz * int64_t{sizeof(T)}));
-  CHECK(m.local_stride == round_up_128(gnnz));
+  CHECK(m.local_stride == round_up_32(gnnz));
   REQUIRE(m.old_col_id.size() == static_cast<size_t>(m.groups() * 8 * g));
   REQUIRE(m.values.size() == static_cast<size_t>(m.groups() * m.value_stride));
   REQUIRE(m.local_id.size() == static_cast<size_t>(m.groups() * m.local_stride));
 
   bool in_place = true, full = true, padded = true, aligned = true, ordered = true;
   for (int64_t q = 0; q < m.groups(); ++q) {
-    aligned = aligned && (q * m.value_stride * int64_t{sizeof(T)}) % 128 == 0 && (q * m.local_stride) % 128 == 0;
+    aligned = aligned && (q * m.value_stride * int64_t{sizeof(T)}) % 128 == 0 && (q * m.local_stride) % 32 == 0;
     if (q > 0) ordered = ordered && m.group_window_id[q - 1] <= m.group_window_id[q];
     for (int64_t e = 0; e < gnnz; ++e) {
       const int lid = m.local_id[q * m.local_stride + e];
@@ -111,7 +113,7 @@ void check_brp(const CsrMatrix<T>& a, const BrpMatrix<T>& m, int f, int g) {
   CHECK_MESSAGE(in_place, "each group entry is the definition's (window, column, row, value)");
   CHECK_MESSAGE(full, "every group holds exactly 8*g*f entries");
   CHECK_MESSAGE(padded, "padding after each run: value 0, local id kBrpPadLocalId");
-  CHECK_MESSAGE(aligned, "each group's runs start at a multiple of 128 bytes");
+  CHECK_MESSAGE(aligned, "each group's values start at a multiple of 128 bytes, its local ids at one of 32");
   CHECK_MESSAGE(ordered, "group_window_id non-decreasing");
 
   // Residual: rows ascending, columns ascending within a row, exactly the expected entries.
@@ -137,7 +139,7 @@ void check_brp(const CsrMatrix<T>& a, const BrpMatrix<T>& m, int f, int g) {
 
   const BrpStats s = brp_stats(m);
   const int64_t pad_per_group = (round_up_128(gnnz * int64_t{sizeof(T)}) - gnnz * int64_t{sizeof(T)}) +
-                                (round_up_128(gnnz) - gnnz);
+                                (round_up_32(gnnz) - gnnz);
   CHECK(s.padding_bytes == x.groups * pad_per_group);
   CHECK(s.tc_nnz == m.tc_nnz());
   CHECK(s.residual_nnz == m.residual_nnz());
@@ -145,7 +147,7 @@ void check_brp(const CsrMatrix<T>& a, const BrpMatrix<T>& m, int f, int g) {
   CHECK(s.windows == (a.rows + 15) / 16);
   CHECK(s.residual_rows == static_cast<int64_t>(m.res_rows_id.size()));
   CHECK(s.bytes_csr == (int64_t{a.rows} + 1) * 4 + a.nnz() * (4 + int64_t{sizeof(T)}));
-  CHECK(s.bytes == x.groups * (4 + 8 * g * 4 + round_up_128(gnnz) + round_up_128(gnnz * int64_t{sizeof(T)})) +
+  CHECK(s.bytes == x.groups * (4 + 8 * g * 4 + round_up_32(gnnz) + round_up_128(gnnz * int64_t{sizeof(T)})) +
                        (2 * s.residual_rows + 1) * 4 + s.residual_nnz * (4 + int64_t{sizeof(T)}));
   CHECK(brp_group_share(a, f, g) == s.tc_share);
   CHECK(s.tc_share == (a.nnz() ? double(x.tc.size()) / double(a.nnz()) : 0.0));
@@ -354,9 +356,11 @@ TEST_CASE("BrpSpmmWithBetaZeroIgnoresC") {
 
 TEST_CASE("BrpCountsPastInt32AreUsageErrors") {
   CHECK_NOTHROW(check_brp_counts(1000, BrpParams{1, 4}, 4));
-  // f = 1, g = 1: local_id pads each group's 8 bytes to 128, so 2^24 groups need 2^31 bytes.
+  // f = 1, g = 1: local_id pads each group's 8 bytes to 32, so 2^26 groups need 2^31 bytes (and
+  // values as many: 32 bytes padded to 128, 32 floats; local_id is checked first).
+  CHECK_NOTHROW(check_brp_counts((int64_t{1} << 26) - 1, BrpParams{1, 1}, 4));
   try {
-    check_brp_counts(int64_t{1} << 24, BrpParams{1, 1}, 4);
+    check_brp_counts(int64_t{1} << 26, BrpParams{1, 1}, 4);
     FAIL("no UsageError");
   } catch (const UsageError& e) {
     CHECK(std::string(e.what()).find("local_id") != std::string::npos);

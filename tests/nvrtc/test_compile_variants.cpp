@@ -12,6 +12,7 @@
 #include "codegen/decode_key.hpp"
 #include "codegen/sparse_linear_key.hpp"
 #include "codegen/spgemm_key.hpp"
+#include "codegen/spmm_key.hpp"
 #include "codegen/spmv_key.hpp"
 #include "dbsparse/error.hpp"
 #include "tools/ops/registry.hpp"
@@ -130,4 +131,28 @@ TEST_CASE("SpgemmKernelsCompileForSm80AndSm90InEveryKeyOfTheSearchSpace") {
   CHECK_THROWS_AS(SpgemmKey::parse("spgemm.f32.symbolic.g0.t63.l4.b512"), UsageError);
   CHECK_THROWS_AS(SpgemmKey::parse("spgemm.f32.numeric.g3.t64.b1024"), UsageError);
   CHECK_THROWS_AS(SpgemmKey::parse("spgemm.f16.numeric.g1.t1024.b256"), UsageError);
+}
+
+// SpMM is not an op of the registry yet. TF32 mma needs sm_80, so both archs are the floor.
+TEST_CASE("SpmmKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
+  size_t compiled = 0;
+  for (const auto& key : spmm_search_space()) {
+    CAPTURE(key.to_string());
+    CHECK(SpmmKey::parse(key.to_string()) == key);
+    const KernelSource ks = make_source(key);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      CAPTURE(arch);
+      CompiledKernel k;
+      REQUIRE_NOTHROW(k = compile_to_cubin(ks, arch));
+      REQUIRE(k.lowered_names.size() == ks.name_expressions.size());
+      for (const auto& [expr, lowered] : k.lowered_names) CHECK(lowered.rfind("_Z", 0) == 0);
+      ++compiled;
+    }
+  }
+  CHECK(SpmmKey::parse("spmm.brp.f1.g4.w4").to_string() == "spmm.brp.f1.g4.w4");
+  CHECK(SpmmKey::parse("spmm.csr.v4.w8").to_string() == "spmm.csr.v4.w8");
+  for (const char* bad : {"spmm.brp.f3.g4.w4", "spmm.brp.f1.g16.w4", "spmm.brp.f1.g4", "spmm.csr.v2.w8",
+                          "spmm.csr.v4.w3", "spmm.coo.v1.w8", "spmv.brp.f1.g4.w4", "spmm.brp.f1.g4.wx"})
+    CHECK_THROWS_AS(SpmmKey::parse(bad), UsageError);
+  MESSAGE(compiled << " spmm modules compiled");
 }

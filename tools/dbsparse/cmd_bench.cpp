@@ -27,6 +27,7 @@ struct BenchArgs {
   std::vector<std::string> precisions{"f32"};
   std::vector<double> densities;  // empty: the op's own
   std::vector<std::string> strategies;
+  std::vector<int> n_cols;  // spmm: widths of B and C
   bool explain = false;
   std::string config;  // JSON params for the dbsparse rows instead of the tuning DB's
   tools::TimingOptions timing;
@@ -92,6 +93,11 @@ Runner add_bench(CLI::App& sub_ref) {
   sub->add_option("--config", a->config,
                   "config params (JSON object) for the dbsparse rows instead of the tuning DB's (spmspv); "
                   "keys left out take the defaults, e.g. '{\"pull_coo\":\"warp\"}'");
+  sub->add_option("--n", a->n_cols,
+                  "spmm only: columns N of the dense B and C to time (comma-separate, 1 .. 4096); "
+                  "default 32,64,128,256")
+      ->delimiter(',')
+      ->check(CLI::Range(1, 4096));
   sub->add_flag("--explain", a->explain, "spmv only: print each plan's bins and kernels to stderr");
   sub->add_option("--reps", a->timing.samples, "Timed samples; the median is reported")
       ->check(CLI::Range(1, 10000));
@@ -114,11 +120,13 @@ Runner add_bench(CLI::App& sub_ref) {
     given("--config", !a->config.empty());
     given("--explain", a->explain);
     given("--fused", a->fused);
+    given("--n", !a->n_cols.empty());
     tools::BenchRequest req;
     req.specs = resolve_specs(*a);
     req.precisions = a->precisions;
     req.densities = a->densities;
     req.strategies = a->strategies;
+    req.n_cols = a->n_cols;
     if (!a->config.empty()) {
       req.config = parse_config(a->config);
       op.space.validate(*req.config);  // a bad key or value fails here, before any GPU work

@@ -9,9 +9,10 @@ namespace dbsparse::tools {
 const OpDescriptor& spmv_op();
 const OpDescriptor& spmspv_op();
 const OpDescriptor& bfs_op();
+const OpDescriptor& spmm_op();
 
 const std::vector<const OpDescriptor*>& ops() {
-  static const std::vector<const OpDescriptor*> all = {&spmv_op(), &spmspv_op(), &bfs_op()};
+  static const std::vector<const OpDescriptor*> all = {&spmv_op(), &spmspv_op(), &bfs_op(), &spmm_op()};
   return all;
 }
 

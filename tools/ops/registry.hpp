@@ -34,6 +34,7 @@ struct BenchRequest {
   bool baselines = true;
   bool fused = false;  // spmspv: plans made with SpmspvOptions::fused (one cooperative launch)
   bool explain = false;
+  std::vector<int> n_cols;  // spmm: the widths N of B and C (empty: the op's own, 32,64,128,256)
   double copy_gbs = 0;
 };
 
@@ -54,7 +55,8 @@ struct OpDescriptor {
   // `precompile` and dbtune compile ahead and the nvrtc tier compiles.
   std::function<std::vector<codegen::KernelSource>(bool opt_in)> variants;
   std::function<std::unique_ptr<tuner::Objective>(Context&, const NamedMatrix&, const ObjectiveOptions&)> objective;
-  // The op-specific options its bench takes, of "--density", "--strategy", "--config", "--explain";
+  // The op-specific options its bench takes, of "--density", "--strategy", "--config", "--explain",
+  // "--fused", "--n";
   // the CLI rejects the others before any GPU work.
   std::vector<std::string> bench_options;
   // Runs the suite, prints the table and summary, returns {"results": [...], "summary": ...}.

@@ -18,3 +18,11 @@ typedef unsigned long long uint64_t;
 #include <cstdint>
 #define DBS_ABI_OFFSETOF(type, member) offsetof(type, member)
 #endif
+
+// Index math that host code and kernels both run (a cpu test can then check what the kernels
+// compute): constexpr everywhere, and callable on the device when a CUDA compiler reads it.
+#if defined(__CUDACC_RTC__) || defined(__CUDACC__)
+#define DBS_ABI_FN __host__ __device__ __forceinline__ constexpr
+#else
+#define DBS_ABI_FN constexpr
+#endif

@@ -1,0 +1,39 @@
+#pragma once
+// The SpMM kernel variants (f32 only), e.g. "spmm.brp.f1.g4.w4" or "spmm.csr.v4.w8":
+//  - Brp: BRP-SpMM with f nonzeros per slot and g TC blocks per group (brp.hpp), `warps` warps per
+//    group's thread block (templates/spmm_tc.cuh); the module also holds the residual rows and
+//    the C = beta * C kernels (templates/spmm_rows.cuh), which do not depend on (f, g).
+//  - Csr: the CUDA-core CSR product, a warp per row, `warps` warps per block, `vec` columns per
+//    lane and load (1 or 4).
+// Fields a path's text does not name keep their defaults, so parse(to_string(k)) == k holds for
+// every key of spmm_search_space().
+#include <compare>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/kernel_source.hpp"
+
+namespace dbsparse::codegen {
+
+enum class SpmmKernelPath { Brp, Csr };
+
+struct SpmmKey {
+  SpmmKernelPath path = SpmmKernelPath::Brp;
+  int f = 1, g = 4;  // Brp: 1, 2, 4 or 8 each
+  int warps = 4;     // 1, 2, 4 or 8
+  int vec = 1;       // Csr: 1 or 4
+
+  std::string to_string() const;
+  static SpmmKey parse(std::string_view text);  // throws UsageError naming the bad part
+  auto operator<=>(const SpmmKey&) const = default;
+};
+
+// Entry points, in order. Brp: brp_tc_groups<f, g, warps>, brp_residual<8, 1>, brp_residual<8, 4>,
+// spmm_scale_c. Csr: csr_spmm_rows<warps, vec>. Throws UsageError for a key parse would refuse.
+KernelSource make_source(const SpmmKey& key);
+
+// Brp: every (f, g) in {1, 2, 4, 8}^2 with 1, 2 and 4 warps; Csr: vec 1 and 4 with 8 warps.
+std::vector<SpmmKey> spmm_search_space();
+
+}  // namespace dbsparse::codegen

@@ -1,0 +1,73 @@
+// SpMM's host/kernel contract (DESIGN.md §10): compiled by the host (runtime/spmm_plan.cpp, the
+// BRP format, a cpu test) and by NVRTC with templates/spmm_tc.cuh and spmm_rows.cuh.
+//
+// The mma.m16n8k8 .tf32 fragment layouts are here as functions, so that the kernel and a cpu test
+// that emulates one mma on the host run the same index math. They are the PTX ISA's (§9.7.14.5.7
+// "Matrix Fragments for mma.m16n8k8", .tf32 A and B, .f32 C/D), with groupID = lane >> 2 and
+// threadID_in_group = lane % 4:
+//   A (16 x 8, row): a_i at row groupID + 8 * (i & 1), col threadID_in_group + 4 * (i >> 1)
+//   B (8 x 8, col):  b_i at row threadID_in_group + 4 * i, col groupID
+//   C, D (16 x 8):   c_i at row groupID + 8 * (i >> 1), col 2 * threadID_in_group + (i & 1)
+#pragma once
+#include "dbsparse/abi/abi_types.h"
+
+namespace dbsparse::abi {
+
+constexpr int kSpmmWindowRows = 16;  // m of mma.m16n8k8: a BRP row window
+constexpr int kSpmmTileCols = 8;     // n: the columns of B and C one warp takes at a time
+constexpr int kSpmmBlockSlots = 8;   // k: the slots of a BRP TC block
+constexpr uint8_t kSpmmPadLocalId = 0xFF;
+constexpr int kSpmmRowWarps = 8;     // warps per block of brp_residual and spmm_scale_c
+constexpr int kSpmmMaxCols = 4096;   // n_cols a plan accepts
+
+DBS_ABI_FN int mma_group_id(int lane) { return lane >> 2; }
+DBS_ABI_FN int mma_thread_in_group(int lane) { return lane & 3; }
+
+DBS_ABI_FN int mma_a_row(int lane, int i) { return mma_group_id(lane) + 8 * (i & 1); }
+DBS_ABI_FN int mma_a_col(int lane, int i) { return mma_thread_in_group(lane) + 4 * (i >> 1); }
+// The inverse: which lane and register hold A(row, col).
+DBS_ABI_FN int mma_a_lane(int row, int col) { return (row & 7) * 4 + (col & 3); }
+DBS_ABI_FN int mma_a_reg(int row, int col) { return (row >> 3) | ((col >> 2) << 1); }
+
+DBS_ABI_FN int mma_b_row(int lane, int i) { return mma_thread_in_group(lane) + 4 * i; }
+DBS_ABI_FN int mma_b_col(int lane) { return mma_group_id(lane); }
+
+DBS_ABI_FN int mma_c_row(int lane, int i) { return mma_group_id(lane) + 8 * (i >> 1); }
+DBS_ABI_FN int mma_c_col(int lane, int i) { return 2 * mma_thread_in_group(lane) + (i & 1); }
+
+// A BRP group's 16 x 8g tile is kept in fragment order, g blocks of 32 lanes of 4 registers, so
+// that a warp loads block b's A operand with one 16-byte load per lane. Entry e of a group (local
+// id lid = row * 8 + slot) is in block e / (8f): this is its place in that array.
+DBS_ABI_FN int brp_afrag_index(int local_id, int e, int f) {
+  const int row = local_id >> 3, col = local_id & 7;
+  return ((e / (kSpmmBlockSlots * f)) * 32 + mma_a_lane(row, col)) * 4 + mma_a_reg(row, col);
+}
+
+// Every SpMM kernel's only argument, by value. C is m x n and B is k x n, both row-major f32.
+struct SpmmArgs {
+  // Row kernels: `rows` rows of a CSR (row_ptr, col_idx, vals); C's row of row r is row_id[r]
+  // (the BRP residual rows) or r itself when row_id is null (csr_spmm_rows).
+  const int32_t* row_ptr;
+  const int32_t* col_idx;
+  const float* vals;
+  const int32_t* row_id;
+  // BRP groups (brp.hpp): window, old_col_id (8g per group), local_id and values with their strides.
+  const int32_t* group_window;
+  const int32_t* old_col;
+  const uint8_t* local_id;
+  const float* group_vals;
+  const float* b;
+  float* c;
+  int32_t rows;
+  int32_t m, n;
+  int32_t local_stride, value_stride;
+  float alpha, beta;
+  int32_t pad;
+};
+static_assert(sizeof(SpmmArgs) == 112, "SpmmArgs layout");
+static_assert(DBS_ABI_OFFSETOF(SpmmArgs, b) == 64 && DBS_ABI_OFFSETOF(SpmmArgs, c) == 72, "SpmmArgs layout");
+static_assert(DBS_ABI_OFFSETOF(SpmmArgs, rows) == 80 && DBS_ABI_OFFSETOF(SpmmArgs, n) == 88, "SpmmArgs layout");
+static_assert(DBS_ABI_OFFSETOF(SpmmArgs, value_stride) == 96 && DBS_ABI_OFFSETOF(SpmmArgs, beta) == 104,
+              "SpmmArgs layout");
+
+}  // namespace dbsparse::abi

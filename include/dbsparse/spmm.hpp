@@ -1,0 +1,90 @@
+#pragma once
+// SpMM, C = alpha * A * B + beta * C with A sparse (CSR, M x K, f32) and B (K x n), C (M x n) dense,
+// row-major f32; n = 1 .. 4096. Two paths: BRP-SpMM (brp.hpp; brp-spmm-ipdps25-slides), the TC
+// groups on tensor cores in TF32 plus the residual rows on CUDA cores; or a CUDA-core CSR product
+// in f32 (the fallback, and the ablation's baseline). Plan once, run many times.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dbsparse/context.hpp"
+#include "dbsparse/op_config.hpp"
+#include "dbsparse/plan_info.hpp"
+#include "dbsparse/tuning_db.hpp"
+
+namespace dbsparse {
+
+enum class SpmmPath { Auto, Brp, CsrCudaCore };
+const char* to_string(SpmmPath p);
+
+// The SpMM op's config (op_config.hpp): what the tuning DB stores and dbtune searches.
+struct SpmmConfig {
+  static constexpr const char* kOp = "spmm";
+  static constexpr bool kBlockFeatures = false;  // BRP's windows are 16 x 8g, not the 16x16 histogram's blocks
+  std::string path = "auto";  // auto: brp when brp_group_share(A, f, g) >= min_tc_share, else csr
+  int f = 1;                  // BRP: nonzeros per slot
+  int g = 4;                  // BRP: TC blocks (mma.m16n8k8 A operands) per group
+  double min_tc_share = 0.5;  // auto's threshold on the share of nonzeros in TC groups
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("path", path, {"auto", "brp", "csr"}, "auto: brp when the TC share >= min_tc_share; brp; csr (CUDA cores)");
+    v.integer("f", f, 1, 8, "BRP: nonzeros per slot (1, 2, 4 or 8)");
+    v.integer("g", g, 1, 8, "BRP: TC blocks per group (1, 2, 4 or 8)");
+    v.number("min_tc_share", min_tc_share, 0.0, 1.0, "auto takes BRP when at least this share of nonzeros is in TC groups");
+  }
+  void check() const {
+    auto pow2 = [](int x) { return x == 1 || x == 2 || x == 4 || x == 8; };
+    if (!pow2(f)) throw UsageError("spmm config: 'f' (nonzeros per BRP slot) must be 1, 2, 4 or 8, got " + std::to_string(f));
+    if (!pow2(g)) throw UsageError("spmm config: 'g' (TC blocks per BRP group) must be 1, 2, 4 or 8, got " + std::to_string(g));
+  }
+};
+
+// Precedence, field by field: an explicit SpmmOptions field (path other than Auto, f or g set)
+// wins; else `config` when given (read as an SpmmConfig); else the tuning DB's config for A on
+// this device (tuned, predicted or the defaults above). With path Auto, the config's path decides
+// ("auto" weighs brp_group_share(A, f, g) against min_tc_share).
+struct SpmmOptions {
+  SpmmPath path = SpmmPath::Auto;
+  std::optional<int> f, g;         // BRP: nonzeros per slot, TC blocks per group (1, 2, 4 or 8 each)
+  const Config* config = nullptr;  // instead of the tuning DB's
+};
+
+class SpmmPlan {
+ public:
+  // B: cols() x n_cols() and C: rows() x n_cols() floats on the device, row-major. beta == 0 never
+  // reads C. No allocation, no compilation, no host synchronisation (capturable). The BRP path adds
+  // into C with atomics, so its C is equal to the reference up to the order of f32 additions, not
+  // bitwise from run to run.
+  void run(uint64_t b, uint64_t c, void* stream, float alpha = 1.0f, float beta = 0.0f) const;
+  // The same with sizes checked (UsageError naming them).
+  void run(const DeviceBuffer<float>& b, DeviceBuffer<float>& c, const Stream& stream, float alpha = 1.0f,
+           float beta = 0.0f) const;
+
+  int32_t rows() const;
+  int32_t cols() const;
+  int n_cols() const;
+  SpmmPath path() const;  // Brp or CsrCudaCore: what Auto resolved to
+  int f() const;          // the BRP parameters (also on the CSR path: those Auto weighed)
+  int g() const;
+  double tc_share() const;  // nonzeros in TC groups / nnz (0 on the CSR path)
+  const Config& config() const;         // the config read (source: tuned, predicted, default, explicit)
+  const SpmmConfig& typed_config() const;  // with the explicit SpmmOptions fields applied
+  int64_t device_bytes() const;  // everything the plan holds on the device
+  const std::vector<KernelInfo>& kernels() const;
+  std::string explain() const;
+
+  SpmmPlan(SpmmPlan&&) noexcept;
+  SpmmPlan& operator=(SpmmPlan&&) noexcept;
+  ~SpmmPlan();
+  struct Impl;
+
+ private:
+  friend class Context;
+  explicit SpmmPlan(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dbsparse

@@ -1,0 +1,105 @@
+// SpMM's CUDA-core kernels, C = alpha * A * B + beta * C with A in CSR and B, C dense row-major:
+// csr_spmm_rows (the whole product: the fallback path and the ablation's baseline), brp_residual
+// (the rows BRP leaves to CUDA cores, added into C) and spmm_scale_c (C = beta * C before the BRP
+// kernels add into it). A warp per row, lanes over N: VEC = 4 reads B and C as float4 (n % 4 == 0
+// and 16-byte aligned B and C; the plan checks), VEC = 1 as scalars.
+#pragma once
+#include "dbs_common.cuh"
+#include "dbsparse/abi/spmm.h"
+
+namespace dbs {
+
+// One warp's product of CSR entries [p0, p1) with B at columns n .. n + VEC - 1 (the lane's part;
+// live: those columns exist). The entries are read 32 at a time, one per lane, and broadcast by
+// shuffles: one coalesced load per 32 entries, not a broadcast load on every step's critical path.
+template <int VEC>
+__device__ __forceinline__ void row_times_b(const dbsparse::abi::SpmmArgs& a, int p0, int p1, int n, bool live,
+                                            unsigned lane, float (&acc)[VEC]) {
+#pragma unroll
+  for (int v = 0; v < VEC; ++v) acc[v] = 0.0f;
+  for (int base = p0; base < p1; base += 32) {
+    const int p = base + (int)lane;
+    const int col = p < p1 ? a.col_idx[p] : 0;
+    const float val = p < p1 ? a.vals[p] : 0.0f;
+    const int cnt = min(32, p1 - base);
+#pragma unroll 4
+    for (int j = 0; j < cnt; ++j) {
+      const int cj = __shfl_sync(kFull, col, j);
+      const float vj = __shfl_sync(kFull, val, j);
+      if (!live) continue;
+      const float* src = a.b + (size_t)cj * a.n + n;
+      if constexpr (VEC == 4) {
+        const float4 bv = __ldg(reinterpret_cast<const float4*>(src));
+        acc[0] += vj * bv.x;
+        acc[1] += vj * bv.y;
+        acc[2] += vj * bv.z;
+        acc[3] += vj * bv.w;
+      } else {
+        acc[0] += vj * __ldg(src);
+      }
+    }
+  }
+}
+
+// C = alpha * A * B + beta * C, a warp per row of A, plain stores (each C entry has one writer).
+// beta == 0 never reads C, so NaNs there do not survive.
+template <int WARPS, int VEC>
+__global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows(const dbsparse::abi::SpmmArgs a) {
+  const unsigned lane = threadIdx.x & 31u;
+  const int r = (int)blockIdx.x * WARPS + (int)(threadIdx.x >> 5);
+  if (r >= a.rows) return;  // warp-uniform: the shuffles below see whole warps
+  const int p0 = a.row_ptr[r], p1 = a.row_ptr[r + 1];
+  float* crow = a.c + (size_t)r * a.n;
+  for (int n0 = 0; n0 < a.n; n0 += 32 * VEC) {
+    const int n = n0 + (int)lane * VEC;
+    const bool live = n < a.n;
+    float acc[VEC];
+    row_times_b<VEC>(a, p0, p1, n, live, lane, acc);
+    if (!live) continue;
+    if constexpr (VEC == 4) {
+      float4 out = make_float4(a.alpha * acc[0], a.alpha * acc[1], a.alpha * acc[2], a.alpha * acc[3]);
+      if (a.beta != 0.0f) {
+        const float4 old = *reinterpret_cast<const float4*>(crow + n);
+        out.x += a.beta * old.x;
+        out.y += a.beta * old.y;
+        out.z += a.beta * old.z;
+        out.w += a.beta * old.w;
+      }
+      *reinterpret_cast<float4*>(crow + n) = out;
+    } else {
+      axpby_store(crow + n, acc[0], a.alpha, a.beta);
+    }
+  }
+}
+
+// C[row_id[r]] += alpha * (residual row r) * B, a warp per residual row. Atomic: the TC groups of
+// the row's window add into the same entries, and may run at the same time (one stream or not).
+template <int WARPS, int VEC>
+__global__ void __launch_bounds__(WARPS * 32) brp_residual(const dbsparse::abi::SpmmArgs a) {
+  const unsigned lane = threadIdx.x & 31u;
+  const int r = (int)blockIdx.x * WARPS + (int)(threadIdx.x >> 5);
+  if (r >= a.rows) return;
+  const int p0 = a.row_ptr[r], p1 = a.row_ptr[r + 1];
+  float* crow = a.c + (size_t)a.row_id[r] * a.n;
+  for (int n0 = 0; n0 < a.n; n0 += 32 * VEC) {
+    const int n = n0 + (int)lane * VEC;
+    const bool live = n < a.n;
+    float acc[VEC];
+    row_times_b<VEC>(a, p0, p1, n, live, lane, acc);
+    if (live) {
+#pragma unroll
+      for (int v = 0; v < VEC; ++v) atomicAdd(crow + n + v, a.alpha * acc[v]);
+    }
+  }
+}
+
+// C = beta * C over all m x n entries, before the BRP kernels add alpha * A * B into C. beta == 0
+// writes zeros (0 * NaN would keep a NaN); the plan skips beta == 1.
+__global__ void __launch_bounds__(dbsparse::abi::kSpmmRowWarps * 32) spmm_scale_c(const dbsparse::abi::SpmmArgs a) {
+  const size_t total = (size_t)a.m * (size_t)a.n;
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride)
+    a.c[i] = a.beta == 0.0f ? 0.0f : a.beta * a.c[i];
+}
+
+}  // namespace dbs

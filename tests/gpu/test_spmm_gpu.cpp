@@ -1,0 +1,262 @@
+// SpMM on the GPU against the CPU reference (reference_spmm, double sums): the BRP path at every
+// (f, g) and the CUDA-core CSR path, n in {1, 8, 32, 33, 128, 512}, alpha / beta, generated and
+// hand-made shapes (empty windows, M not a multiple of 16, K not a multiple of 8) and the matrices
+// in ../shared/matrices. Errors are relative to sum_j |alpha a_ij b_jk| + |beta c_ik| per entry:
+// 2e-3 where tensor cores round A and B to TF32 (10-bit mantissa, round to nearest: 2^-11 each),
+// 1e-5 on the f32 CUDA-core path.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "dbsparse/brp.hpp"
+#include "dbsparse/dbsparse.hpp"
+#include "dbsparse/spmm.hpp"
+#include "test_support.hpp"
+
+using namespace dbsparse;
+
+namespace {
+
+Context& ctx() {
+  static Context c;
+  return c;
+}
+
+constexpr double kTolTf32 = 2e-3, kTolF32 = 1e-5;
+constexpr int kNs[] = {1, 8, 32, 33, 128, 512};
+constexpr std::pair<float, float> kAlphaBeta[] = {{0.75f, -0.5f}, {1.0f, 0.0f}};
+
+// f32 sums along a row drift like a random walk, ~eps * sqrt(len) of the row's size: 1e-5 holds
+// to rows of ~20000 entries; past that the bound is the estimate with a margin of 4 (as SpMV's).
+double tol_f32(const CsrMatrix<float>& a) {
+  int64_t longest = 0;
+  for (int32_t r = 0; r < a.rows; ++r) longest = std::max<int64_t>(longest, a.row_ptr[r + 1] - a.row_ptr[r]);
+  return std::max(kTolF32, 4 * 0x1p-24 * std::sqrt(static_cast<double>(longest)));
+}
+
+// One (A, B, n, alpha, beta) and what C must become. With beta == 0, C starts as NaN: it must not
+// be read (the BRP path zeroes it, the CSR path never loads it).
+struct Expected {
+  int n = 0;
+  float alpha = 1, beta = 0;
+  std::vector<float> b, c0, ref;
+  std::vector<double> scale;
+};
+
+Expected expected(const CsrMatrix<float>& a, int n, float alpha, float beta, uint64_t seed) {
+  Expected x;
+  x.n = n;
+  x.alpha = alpha;
+  x.beta = beta;
+  x.b = dbs_test::random_vector<float>(static_cast<size_t>(a.cols) * n, seed);
+  x.c0 = beta == 0.0f ? std::vector<float>(static_cast<size_t>(a.rows) * n, std::numeric_limits<float>::quiet_NaN())
+                      : dbs_test::random_vector<float>(static_cast<size_t>(a.rows) * n, seed + 1);
+  x.ref = x.c0;
+  reference_spmm(a, x.b, n, x.ref, alpha, beta);
+  x.scale.assign(x.ref.size(), 0.0);
+  for (int32_t i = 0; i < a.rows; ++i)
+    for (int j = 0; j < n; ++j) {
+      const size_t at = static_cast<size_t>(i) * n + j;
+      double s = beta == 0.0f ? 0.0 : std::fabs(double(beta) * x.c0[at]);
+      for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+        s += std::fabs(double(alpha) * a.values[p] * x.b[static_cast<size_t>(a.col_idx[p]) * n + j]);
+      x.scale[at] = s;
+    }
+  return x;
+}
+
+// Worst relative error of C after plan.run (twice with beta == 0: a run keeps no state).
+double spmm_error(const SpmmPlan& plan, const Expected& x) {
+  Stream s(ctx());
+  DeviceBuffer<float> b{std::span<const float>(x.b)}, c{std::span<const float>(x.c0)};
+  plan.run(b, c, s, x.alpha, x.beta);
+  if (x.beta == 0.0f) plan.run(b, c, s, x.alpha, x.beta);
+  s.synchronize();
+  const std::vector<float> got = c.download();
+  double worst = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double err = std::fabs(double(got[i]) - double(x.ref[i])) / std::max(x.scale[i], 1e-30);
+    if (std::isnan(err)) return std::numeric_limits<double>::infinity();
+    worst = std::max(worst, err);
+  }
+  return worst;
+}
+
+CsrMatrix<float> from_entries(int32_t rows, int32_t cols, const std::vector<std::tuple<int32_t, int32_t, double>>& e) {
+  CooMatrix<float> coo;
+  coo.rows = rows;
+  coo.cols = cols;
+  for (auto [r, c, v] : e) {
+    coo.row.push_back(r);
+    coo.col.push_back(c);
+    coo.values.push_back(static_cast<float>(v));
+  }
+  return coo_to_csr(coo);
+}
+
+// Generated matrices and hand-made edge shapes.
+std::vector<std::pair<std::string, CsrMatrix<float>>> test_matrices() {
+  std::vector<std::pair<std::string, CsrMatrix<float>>> out;
+  for (const char* spec : {"uniform:n=1500,d=6", "rmat:scale=10,ef=8", "stencil2d:n=30", "banded:n=700,bw=6",
+                           "fem:nodes=600,k=3,blocks=4"})
+    out.emplace_back(spec, generate(spec).cast<float>());
+  {  // M = 70, K = 50: windows 1, 2 and 4 empty, the last window partial, K not a multiple of 8
+    std::vector<std::tuple<int32_t, int32_t, double>> e;
+    for (int32_t r : {0, 3, 15, 48, 50, 63, 66, 69})
+      for (int32_t c = r % 5; c < 50; c += 2) e.emplace_back(r, c, 1.0 + r * 0.01 - c * 0.02);
+    out.emplace_back("empty windows 70x50", from_entries(70, 50, e));
+  }
+  {  // M = 45, K = 21, 80% dense: groups at most (f, g), a ragged last window
+    std::vector<std::tuple<int32_t, int32_t, double>> e;
+    for (int32_t r = 0; r < 45; ++r)
+      for (int32_t c = 0; c < 21; ++c)
+        if ((r * 7 + c * 3) % 5 != 0) e.emplace_back(r, c, std::sin(r * 21.0 + c));
+    out.emplace_back("ragged 45x21", from_entries(45, 21, e));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("SpmmMatchesReferenceForEveryFAndG") {
+  for (const auto& [name, a] : test_matrices()) {
+    CAPTURE(name);
+    bool any_groups = false;
+    for (int n : kNs)
+      for (auto [alpha, beta] : kAlphaBeta) {
+        CAPTURE(n);
+        CAPTURE(alpha);
+        CAPTURE(beta);
+        const Expected x = expected(a, n, alpha, beta, 17 + n);
+        for (int f : {1, 2, 4, 8})
+          for (int g : {1, 2, 4, 8}) {
+            CAPTURE(f);
+            CAPTURE(g);
+            const SpmmPlan plan = ctx().plan_spmm(a, n, SpmmOptions{SpmmPath::Brp, f, g});
+            CAPTURE(plan.explain());
+            REQUIRE(plan.path() == SpmmPath::Brp);
+            any_groups = any_groups || plan.tc_share() > 0;
+            CHECK(spmm_error(plan, x) <= kTolTf32);
+          }
+      }
+    // Each matrix has groups at some (f, g): the tensor core kernel ran, not only the residual.
+    CHECK(any_groups);
+  }
+}
+
+TEST_CASE("SpmmCsrPathMatchesReference") {
+  auto mats = test_matrices();
+  for (const char* spec : {"rmat:scale=14,ef=8", "powerlaw:n=20000,avg=8,alpha=1.5,max=4000", "stencil2d:n=120"})
+    mats.emplace_back(spec, generate(spec).cast<float>());
+  for (const auto& [name, a] : mats) {
+    CAPTURE(name);
+    for (int n : kNs)
+      for (auto [alpha, beta] : kAlphaBeta) {
+        CAPTURE(n);
+        CAPTURE(alpha);
+        CAPTURE(beta);
+        const SpmmPlan plan = ctx().plan_spmm(a, n, SpmmOptions{SpmmPath::CsrCudaCore});
+        CAPTURE(plan.explain());
+        REQUIRE(plan.path() == SpmmPath::CsrCudaCore);
+        CHECK(spmm_error(plan, expected(a, n, alpha, beta, 29 + n)) <= tol_f32(a));
+      }
+  }
+}
+
+// B and C one float past a 16-byte boundary: the float4 kernels must not be used (n = 128 asks
+// for them), on either path.
+TEST_CASE("SpmmUnalignedBAndCUseScalarLanes") {
+  const auto a = generate("rmat:scale=10,ef=8").cast<float>();
+  const int n = 128;
+  const Expected x = expected(a, n, 0.75f, -0.5f, 41);
+  for (SpmmPath path : {SpmmPath::CsrCudaCore, SpmmPath::Brp}) {
+    CAPTURE(to_string(path));
+    const SpmmPlan plan = ctx().plan_spmm(a, n, SpmmOptions{path, 1, 1});
+    Stream s(ctx());
+    DeviceAllocation b((x.b.size() + 1) * 4), c((x.c0.size() + 1) * 4);
+    b.upload(x.b.data(), x.b.size() * 4, 4);
+    c.upload(x.c0.data(), x.c0.size() * 4, 4);
+    plan.run(b.ptr() + 4, c.ptr() + 4, s.handle(), x.alpha, x.beta);
+    s.synchronize();
+    std::vector<float> got(x.c0.size());
+    c.download(got.data(), got.size() * 4, 4);
+    double worst = 0;
+    for (size_t i = 0; i < got.size(); ++i)
+      worst = std::max(worst, std::fabs(double(got[i]) - x.ref[i]) / std::max(x.scale[i], 1e-30));
+    CHECK(worst <= (path == SpmmPath::Brp ? kTolTf32 : kTolF32));
+  }
+}
+
+TEST_CASE("SpmmOnSharedMatrices") {
+  for (const auto& path : dbs_test::shared_matrices()) {
+    CAPTURE(path);
+    const CsrMatrix<float> a = read_matrix_market(path).cast<float>();
+    for (int n : {32, 128}) {
+      CAPTURE(n);
+      const Expected x = expected(a, n, 0.75f, -0.5f, 53 + n);
+      for (SpmmOptions o : {SpmmOptions{}, SpmmOptions{SpmmPath::Brp, 1, 4}, SpmmOptions{SpmmPath::CsrCudaCore}}) {
+        const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+        CAPTURE(plan.explain());
+        CHECK(spmm_error(plan, x) <= (plan.path() == SpmmPath::Brp ? kTolTf32 : tol_f32(a)));
+      }
+    }
+  }
+}
+
+TEST_CASE("SpmmRejectsWhatItCannotRun") {
+  const auto a = generate("stencil2d:n=20").cast<float>();
+  for (int n : {0, -1, 4097}) {
+    CAPTURE(n);
+    CHECK_THROWS_AS(ctx().plan_spmm(a, n), UsageError);
+  }
+  CHECK_NOTHROW(ctx().plan_spmm(a, 4096));
+  CHECK_THROWS_AS(ctx().plan_spmm(generate("stencil2d:n=20"), 8), UsageError);  // f64
+  CHECK_THROWS_AS(ctx().plan_spmm(a, 8, SpmmOptions{SpmmPath::Brp, 3, 4}), UsageError);
+  const SpmmPlan plan = ctx().plan_spmm(a, 8, SpmmOptions{SpmmPath::Brp, 1, 4});
+  CHECK(plan.explain().find("later step") != std::string::npos);
+  CHECK(plan.device_bytes() > 0);
+  Stream s(ctx());
+  DeviceBuffer<float> b(static_cast<size_t>(a.cols) * 8), c_short(5);
+  try {
+    plan.run(b, c_short, s);
+    FAIL("no UsageError");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find(std::to_string(a.rows * 8)) != std::string::npos);
+  }
+  // Auto follows the TC share at the config's (f, g) against its min_tc_share; explicit options win.
+  const Config defaults{"spmm", {}, ConfigSource::Explicit, ""};
+  SpmmOptions with_defaults;
+  with_defaults.config = &defaults;
+  CHECK(ctx().plan_spmm(a, 8, with_defaults).path() ==
+        (brp_group_share(a, 1, 4) >= 0.5 ? SpmmPath::Brp : SpmmPath::CsrCudaCore));
+  const Config never{"spmm", {{"min_tc_share", 1.0}, {"f", 2}, {"g", 2}}, ConfigSource::Explicit, ""};
+  SpmmOptions by_config;
+  by_config.config = &never;
+  const SpmmPlan csr_by_config = ctx().plan_spmm(a, 8, by_config);
+  CHECK(csr_by_config.f() == 2);
+  CHECK(csr_by_config.g() == 2);
+  if (brp_group_share(a, 2, 2) < 1.0) CHECK(csr_by_config.path() == SpmmPath::CsrCudaCore);
+  by_config.path = SpmmPath::Brp;
+  by_config.g = 8;
+  const SpmmPlan forced = ctx().plan_spmm(a, 8, by_config);
+  CHECK(forced.path() == SpmmPath::Brp);
+  CHECK(forced.f() == 2);
+  CHECK(forced.g() == 8);
+  const Config bad{"spmm", {{"g", 3}}, ConfigSource::Explicit, ""};
+  by_config.config = &bad;
+  by_config.g.reset();
+  CHECK_THROWS_AS(ctx().plan_spmm(a, 8, by_config), UsageError);
+  CsrMatrix<float> empty;
+  empty.rows = 0;
+  empty.cols = 3;
+  empty.row_ptr = {0};
+  const SpmmPlan none = ctx().plan_spmm(empty, 4);
+  DeviceBuffer<float> b3(12), c0(0);
+  CHECK_NOTHROW(none.run(b3, c0, s));
+}
