@@ -70,12 +70,14 @@ KernelSource make_source(const SpmmKey& key) {
   ks.options = {"-std=c++17"};
   if (key.path == SpmmKernelPath::Brp) {
     ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spmm_tc.cuh\"\n#include \"spmm_rows.cuh\"\n", ks.key);
-    ks.name_expressions = {fmt::format("dbs::brp_tc_groups<{}, {}, {}>", key.f, key.g, key.warps),
+    ks.name_expressions = {fmt::format("dbs::brp_tc_windows<{}, {}, {}, false>", key.f, key.g, key.warps),
                            "dbs::brp_residual<dbsparse::abi::kSpmmRowWarps, 1>",
-                           "dbs::brp_residual<dbsparse::abi::kSpmmRowWarps, 4>", "dbs::spmm_scale_c"};
+                           "dbs::brp_residual<dbsparse::abi::kSpmmRowWarps, 4>",
+                           fmt::format("dbs::brp_tc_windows<{}, {}, {}, true>", key.f, key.g, key.warps)};
   } else {
     ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spmm_rows.cuh\"\n", ks.key);
-    ks.name_expressions = {fmt::format("dbs::csr_spmm_rows<{}, {}>", key.warps, key.vec)};
+    ks.name_expressions = {fmt::format("dbs::csr_spmm_rows<{}, {}, false>", key.warps, key.vec),
+                           fmt::format("dbs::csr_spmm_rows<{}, {}, true>", key.warps, key.vec)};
   }
   return ks;
 }

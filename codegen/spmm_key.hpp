@@ -29,8 +29,10 @@ struct SpmmKey {
   auto operator<=>(const SpmmKey&) const = default;
 };
 
-// Entry points, in order. Brp: brp_tc_groups<f, g, warps>, brp_residual<8, 1>, brp_residual<8, 4>,
-// spmm_scale_c. Csr: csr_spmm_rows<warps, vec>. Throws UsageError for a key parse would refuse.
+// Entry points, in order. Brp: brp_tc_windows<f, g, warps, false>, brp_residual<8, 1>,
+// brp_residual<8, 4>, brp_tc_windows<f, g, warps, true> (the long windows' pieces). Csr:
+// csr_spmm_rows<warps, vec, false>, then <.., true> (the long rows' pieces).
+// Throws UsageError for a key parse would refuse.
 KernelSource make_source(const SpmmKey& key);
 
 // Brp: every (f, g) in {1, 2, 4, 8}^2 with 1, 2 and 4 warps; Csr: vec 1 and 4 with 8 warps.

@@ -28,15 +28,32 @@ const char* to_string(SpmmPath p) {
 
 namespace {
 
-// The TC kernel's warps: one per 8 columns of B, up to the slides' 4 (128 threads per group), so
-// that narrow B does not leave warps of every group idle.
-int brp_warps(int n) { return n <= 8 ? 1 : n <= 16 ? 2 : 4; }
+// The TC kernel's warps per block: each warp is an independent (window, 64 columns) item, so this
+// only sets how many share a block (and its shared tiles); 4 as in the slides.
+constexpr int kTcWarps = 4;
 
 // float4 lanes only once each of a warp's 32 lanes has 4 columns to take (n >= 128): below that,
 // scalar lanes keep more of the warp busy. Also needs B and C 16-byte aligned (checked per run).
 bool wants_vec4(int n) { return n % 4 == 0 && n >= 128; }
 
 constexpr int kCsrWarps = 8;
+
+// Runs past these are cut into pieces for a second, atomic pass (SpmmArgs::pieces): a window's
+// groups (8 groups of f = 1, g = 4 are 256 entries) and a CSR row's entries.
+constexpr int32_t kTcMaxRun = 8, kCsrMaxRun = 256;
+
+// (unit, begin, end) for every unit whose run [ptr[u], ptr[u + 1]) is longer than max_run: the
+// part past the first max_run, in pieces of max_run.
+std::vector<int32_t> cut_pieces(const std::vector<int32_t>& ptr, int32_t max_run) {
+  std::vector<int32_t> out;
+  for (size_t u = 0; u + 1 < ptr.size(); ++u)
+    for (int64_t b = int64_t{ptr[u]} + max_run; b < ptr[u + 1]; b += max_run) {
+      out.push_back(static_cast<int32_t>(u));
+      out.push_back(static_cast<int32_t>(b));
+      out.push_back(static_cast<int32_t>(std::min<int64_t>(b + max_run, ptr[u + 1])));
+    }
+  return out;
+}
 
 template <class U>
 DeviceBuffer<U> upload(const std::vector<U>& v) {
@@ -69,9 +86,13 @@ struct SpmmPlan::Impl {
   DeviceBuffer<uint8_t> local_id;
   DeviceBuffer<float> group_vals;
   int32_t local_stride = 0, value_stride = 0, groups = 0;
-  CUfunction tc = nullptr, scale = nullptr, rows1 = nullptr, rows4 = nullptr;
+  CUfunction tc = nullptr, rows1 = nullptr, rows4 = nullptr;
+  CUfunction tc_pieces = nullptr, rows1_pieces = nullptr, rows4_pieces = nullptr;
+  DeviceBuffer<int32_t> pieces;  // triples: see SpmmArgs::pieces
+  int32_t n_pieces = 0, max_run = 0;
   int tc_warps = 4;
-  unsigned scale_grid = 1;
+  DeviceBuffer<int32_t> win_group;  // windows + 1: each window's group range
+  unsigned tc_grid = 1;
   bool vec4 = false;
   std::vector<KernelInfo> kernels;
 };
@@ -130,8 +151,18 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       p->vals = upload(a.values);
       p->csr_rows = a.rows;
       // The scalar kernel always: it also serves B or C that are not 16-byte aligned.
-      p->rows1 = load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 1}).at(0);
-      if (p->vec4) p->rows4 = load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 4}).at(0);
+      const auto f1 = load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 1});
+      p->rows1 = f1.at(0);
+      p->rows1_pieces = f1.at(1);
+      if (p->vec4) {
+        const auto f4 = load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 4});
+        p->rows4 = f4.at(0);
+        p->rows4_pieces = f4.at(1);
+      }
+      p->max_run = kCsrMaxRun;
+      const auto pc = cut_pieces(a.row_ptr, kCsrMaxRun);
+      p->n_pieces = static_cast<int32_t>(pc.size() / 3);
+      if (!pc.empty()) p->pieces = upload(pc);
     } else {
       const auto t0 = std::chrono::steady_clock::now();
       const BrpMatrix<float> m = csr_to_brp(a, BrpParams{p->f, p->g});
@@ -149,17 +180,25 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       p->vals = upload(m.res_values);
       p->row_id = upload(m.res_rows_id);
       p->csr_rows = static_cast<int32_t>(m.res_rows_id.size());
-      p->tc_warps = brp_warps(n_cols);
+      p->tc_warps = kTcWarps;
       const auto fns = load(codegen::SpmmKey{codegen::SpmmKernelPath::Brp, p->f, p->g, p->tc_warps, 1});
       p->tc = fns.at(0);
       p->rows1 = fns.at(1);
       p->rows4 = fns.at(2);
-      p->scale = fns.at(3);
-      // A grid-stride pass over C: enough blocks to fill every SM, no more.
-      const int64_t total = int64_t{a.rows} * n_cols;
-      const int64_t threads = abi::kSpmmRowWarps * 32;
-      p->scale_grid = static_cast<unsigned>(
-          std::clamp<int64_t>((total + threads - 1) / threads, 1, int64_t{std::max(info_.sm_count, 1)} * 8));
+      p->tc_pieces = fns.at(3);
+      // Groups come in window order: win_group[w] is window w's first.
+      const int64_t windows = (int64_t{a.rows} + abi::kSpmmWindowRows - 1) / abi::kSpmmWindowRows;
+      std::vector<int32_t> wg(static_cast<size_t>(windows) + 1, 0);
+      for (int32_t w : m.group_window_id) ++wg[static_cast<size_t>(w) + 1];
+      for (size_t i = 1; i < wg.size(); ++i) wg[i] += wg[i - 1];
+      p->win_group = upload(wg);
+      p->max_run = kTcMaxRun;
+      const auto pc = cut_pieces(wg, kTcMaxRun);
+      p->n_pieces = static_cast<int32_t>(pc.size() / 3);
+      if (!pc.empty()) p->pieces = upload(pc);
+      // A warp per (window, 64 columns of C): every window, so that C is written once.
+      const int64_t chunks = ((n_cols + abi::kSpmmTileCols - 1) / abi::kSpmmTileCols + 7) / 8;
+      p->tc_grid = static_cast<unsigned>((windows * chunks + p->tc_warps - 1) / p->tc_warps);
     }
     return SpmmPlan(std::move(p));
   }
@@ -204,18 +243,29 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
   args.value_stride = p.value_stride;
   args.alpha = alpha;
   args.beta = beta;
+  args.win_group = p.path == SpmmPath::Brp ? dev(p.win_group) : nullptr;
+  args.pieces = p.n_pieces ? dev(p.pieces) : nullptr;
+  args.n_pieces = p.n_pieces;
+  args.max_run = p.max_run;
   void* params[] = {&args};
-  const CUfunction rows_fn = p.vec4 && b % 16 == 0 && c % 16 == 0 ? p.rows4 : p.rows1;
+  const bool v4 = p.vec4 && b % 16 == 0 && c % 16 == 0;
+  const CUfunction rows_fn = v4 ? p.rows4 : p.rows1;
   if (p.path == SpmmPath::CsrCudaCore) {
     DBS_CU(cuLaunchKernel(rows_fn, static_cast<unsigned>((int64_t{p.csr_rows} + kCsrWarps - 1) / kCsrWarps), 1, 1,
                           kCsrWarps * 32, 1, 1, 0, h, params, nullptr));
+    if (p.n_pieces)
+      DBS_CU(cuLaunchKernel(v4 ? p.rows4_pieces : p.rows1_pieces,
+                            static_cast<unsigned>((int64_t{p.n_pieces} + kCsrWarps - 1) / kCsrWarps), 1, 1,
+                            kCsrWarps * 32, 1, 1, 0, h, params, nullptr));
     return;
   }
-  // The TC groups and the residual rows add into C, so C is scaled first (beta == 1: nothing to do).
-  if (beta != 1.0f)
-    DBS_CU(cuLaunchKernel(p.scale, p.scale_grid, 1, 1, abi::kSpmmRowWarps * 32, 1, 1, 0, h, params, nullptr));
-  if (p.groups > 0)
-    DBS_CU(cuLaunchKernel(p.tc, static_cast<unsigned>(p.groups), 1, 1, p.tc_warps * 32, 1, 1, 0, h, params, nullptr));
+  // The TC kernel writes every entry of C (alpha * groups + beta * C); the residual rows add after it.
+  DBS_CU(cuLaunchKernel(p.tc, p.tc_grid, 1, 1, p.tc_warps * 32, 1, 1, 0, h, params, nullptr));
+  if (p.n_pieces) {
+    const int64_t chunks = ((p.n + abi::kSpmmTileCols - 1) / abi::kSpmmTileCols + 7) / 8;
+    DBS_CU(cuLaunchKernel(p.tc_pieces, static_cast<unsigned>((p.n_pieces * chunks + p.tc_warps - 1) / p.tc_warps), 1, 1,
+                          p.tc_warps * 32, 1, 1, 0, h, params, nullptr));
+  }
   if (p.csr_rows > 0)
     DBS_CU(cuLaunchKernel(rows_fn,
                           static_cast<unsigned>((int64_t{p.csr_rows} + abi::kSpmmRowWarps - 1) / abi::kSpmmRowWarps),
@@ -236,7 +286,7 @@ const SpmmConfig& SpmmPlan::typed_config() const { return impl_->typed; }
 int64_t SpmmPlan::device_bytes() const {
   const Impl& p = *impl_;
   return static_cast<int64_t>((p.row_ptr.size() + p.col_idx.size() + p.row_id.size() + p.window.size() +
-                               p.old_col.size()) * 4 +
+                               p.old_col.size() + p.win_group.size() + p.pieces.size()) * 4 +
                               (p.vals.size() + p.group_vals.size()) * 4 + p.local_id.size());
 }
 
@@ -254,15 +304,17 @@ std::string SpmmPlan::explain() const {
   if (p.path == SpmmPath::Brp) {
     const BrpStats& s = p.stats;
     out += fmt::format(
-        "  BRP f = {}, g = {}: {} TC groups ({:.1f}% of the nonzeros, TF32 tensor cores, {} warps per group), {} "
-        "residual rows ({} nonzeros, f32 CUDA cores)\n",
-        p.f, p.g, s.groups, 100.0 * s.tc_share, p.tc_warps, s.residual_rows, s.residual_nnz);
+        "  BRP f = {}, g = {}: {} TC groups ({:.1f}% of the nonzeros, TF32 tensor cores, a warp per 16-row window "
+        "and 64 columns, at most {} groups a window, {} more runs added atomically), {} residual rows ({} nonzeros, "
+        "f32 CUDA cores)\n",
+        p.f, p.g, s.groups, 100.0 * s.tc_share, p.max_run, p.n_pieces, s.residual_rows, s.residual_nnz);
     out += fmt::format(
         "  converted on the host by csr_to_brp in {:.1f} ms and uploaded (the GPU conversion is a later step); "
         "device {} bytes, {:.3f}x CSR\n",
         s.convert_ms, device_bytes(), s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0);
   } else {
-    out += fmt::format("  CSR on f32 CUDA cores, a warp per row; device {} bytes\n", device_bytes());
+    out += fmt::format("  CSR on f32 CUDA cores, a warp per row (its first {} entries; {} more runs added atomically); "
+                       "device {} bytes\n", p.max_run, p.n_pieces, device_bytes());
   }
   out += fmt::format("  columns per lane: {} (float4 needs n % 4 == 0, n >= 128 and 16-byte aligned B and C)\n",
                      p.vec4 ? "4 where B and C are aligned, else 1" : "1");

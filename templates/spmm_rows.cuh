@@ -1,7 +1,6 @@
 // SpMM's CUDA-core kernels, C = alpha * A * B + beta * C with A in CSR and B, C dense row-major:
 // csr_spmm_rows (the whole product: the fallback path and the ablation's baseline), brp_residual
-// (the rows BRP leaves to CUDA cores, added into C) and spmm_scale_c (C = beta * C before the BRP
-// kernels add into it). A warp per row, lanes over N: VEC = 4 reads B and C as float4 (n % 4 == 0
+// (the rows BRP leaves to CUDA cores, added into C after the TC kernel). A warp per row, lanes over N: VEC = 4 reads B and C as float4 (n % 4 == 0
 // and 16-byte aligned B and C; the plan checks), VEC = 1 as scalars.
 #pragma once
 #include "dbs_common.cuh"
@@ -43,12 +42,17 @@ __device__ __forceinline__ void row_times_b(const dbsparse::abi::SpmmArgs& a, in
 
 // C = alpha * A * B + beta * C, a warp per row of A, plain stores (each C entry has one writer).
 // beta == 0 never reads C, so NaNs there do not survive.
-template <int WARPS, int VEC>
+// PIECES: the second pass over long rows' entries past the first max_run (a.pieces: row, begin,
+// end), added with atomics after the first pass stored every row: a warp walking a 150000-entry
+// row alone took 10 ms (power-law 200K, H200, 2026-11-30).
+template <int WARPS, int VEC, bool PIECES>
 __global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows(const dbsparse::abi::SpmmArgs a) {
   const unsigned lane = threadIdx.x & 31u;
-  const int r = (int)blockIdx.x * WARPS + (int)(threadIdx.x >> 5);
-  if (r >= a.rows) return;  // warp-uniform: the shuffles below see whole warps
-  const int p0 = a.row_ptr[r], p1 = a.row_ptr[r + 1];
+  const int u = (int)blockIdx.x * WARPS + (int)(threadIdx.x >> 5);
+  if (u >= (PIECES ? a.n_pieces : a.rows)) return;  // warp-uniform: the shuffles below see whole warps
+  const int r = PIECES ? a.pieces[3 * u] : u;
+  const int p0 = PIECES ? a.pieces[3 * u + 1] : a.row_ptr[r];
+  const int p1 = PIECES ? a.pieces[3 * u + 2] : min(a.row_ptr[r + 1], p0 + a.max_run);
   float* crow = a.c + (size_t)r * a.n;
   for (int n0 = 0; n0 < a.n; n0 += 32 * VEC) {
     const int n = n0 + (int)lane * VEC;
@@ -56,7 +60,10 @@ __global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows(const dbsparse::abi:
     float acc[VEC];
     row_times_b<VEC>(a, p0, p1, n, live, lane, acc);
     if (!live) continue;
-    if constexpr (VEC == 4) {
+    if constexpr (PIECES) {
+#pragma unroll
+      for (int v = 0; v < VEC; ++v) atomicAdd(crow + n + v, a.alpha * acc[v]);
+    } else if constexpr (VEC == 4) {
       float4 out = make_float4(a.alpha * acc[0], a.alpha * acc[1], a.alpha * acc[2], a.alpha * acc[3]);
       if (a.beta != 0.0f) {
         const float4 old = *reinterpret_cast<const float4*>(crow + n);
@@ -72,8 +79,8 @@ __global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows(const dbsparse::abi:
   }
 }
 
-// C[row_id[r]] += alpha * (residual row r) * B, a warp per residual row. Atomic: the TC groups of
-// the row's window add into the same entries, and may run at the same time (one stream or not).
+// C[row_id[r]] += alpha * (residual row r) * B, a warp per residual row, after brp_tc_windows has
+// written every C entry (same stream): each entry has one writer here, so no atomics.
 template <int WARPS, int VEC>
 __global__ void __launch_bounds__(WARPS * 32) brp_residual(const dbsparse::abi::SpmmArgs a) {
   const unsigned lane = threadIdx.x & 31u;
@@ -88,18 +95,9 @@ __global__ void __launch_bounds__(WARPS * 32) brp_residual(const dbsparse::abi::
     row_times_b<VEC>(a, p0, p1, n, live, lane, acc);
     if (live) {
 #pragma unroll
-      for (int v = 0; v < VEC; ++v) atomicAdd(crow + n + v, a.alpha * acc[v]);
+      for (int v = 0; v < VEC; ++v) crow[n + v] += a.alpha * acc[v];
     }
   }
-}
-
-// C = beta * C over all m x n entries, before the BRP kernels add alpha * A * B into C. beta == 0
-// writes zeros (0 * NaN would keep a NaN); the plan skips beta == 1.
-__global__ void __launch_bounds__(dbsparse::abi::kSpmmRowWarps * 32) spmm_scale_c(const dbsparse::abi::SpmmArgs a) {
-  const size_t total = (size_t)a.m * (size_t)a.n;
-  const size_t stride = (size_t)gridDim.x * blockDim.x;
-  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride)
-    a.c[i] = a.beta == 0.0f ? 0.0f : a.beta * a.c[i];
 }
 
 }  // namespace dbs

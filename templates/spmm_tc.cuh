@@ -1,6 +1,6 @@
-// BRP-SpMM's tensor core kernel (brp-spmm-ipdps25-slides 20-21): a thread block per TC group, a
-// warp per 8 columns of B and C, g mma.m16n8k8 in TF32 summed in the same registers, then one
-// atomic add per C entry (a window's groups are in different blocks). Fragment layouts:
+// BRP-SpMM's tensor core kernel (brp-spmm-ipdps25-slides 20-21): a warp per row window and up to
+// 64 columns of B and C, g mma.m16n8k8 in TF32 per group, all the window's groups summed in the
+// same registers, then one plain store per C entry. Fragment layouts:
 // include/dbsparse/abi/spmm.h. Needs sm_80 or later.
 #pragma once
 #include "dbs_common.cuh"
@@ -24,59 +24,91 @@ __device__ __forceinline__ void mma_tf32(float (&d)[4], const uint4& a, unsigned
       : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
 }
 
-// C[window rows] += alpha * group * B[old_col_id rows] for group blockIdx.x. The block first puts
-// the group's 8gf entries into its 16 x 8g A tile in shared memory, zero elsewhere, converted to
-// tf32 once for all warps and stored in fragment order (brp_afrag_index), so that each warp reads
-// block b's A operand as one 16-byte load per lane. Entries come four at a time (a float4 of
-// values, four local ids in a word): 8gf is a multiple of 8 and the runs are 128- and 32-byte
-// aligned. Then warp w takes column tiles w, w + WARPS, ...: per TC block, lane (gid, tig) reads
-// B rows old_col_id[8b + tig] and [8b + tig + 4] at column 8t + gid (four rows, 32 bytes each, per
-// load), and the g products accumulate in d before a single write.
-template <int F, int G, int WARPS>
-__global__ void __launch_bounds__(WARPS * 32) brp_tc_groups(const dbsparse::abi::SpmmArgs a) {
+// C[window rows] = alpha * (the window's groups) * B + beta * C[window rows]: a warp per (row
+// window, chunk of up to 8 column tiles), every window (one without groups gets beta * C), so C is
+// written once, with plain stores, and the residual kernel adds into it afterwards. Per group the
+// warp puts the 8gf entries into its own 16 x 8g A tile in shared memory (zero elsewhere),
+// converted to tf32 and in fragment order (brp_afrag_index), so block b's A operand is one
+// 16-byte load per lane; entries come four at a time (a float4 of values, four local ids in a
+// word: 8gf is a multiple of 4 and the runs are 128- and 32-byte aligned). Per TC block, lane
+// (gid, tig) reads B rows old_col_id[8b + tig] and [8b + tig + 4] at column 8t + gid for each tile
+// t of the chunk, and the window's products accumulate in d across all its groups. Why: the first
+// version ran a block per group and added every group's 16 x n tile into C with atomics (and
+// scaled C by beta in a pass before): 0.19-0.9x cuSPARSE on the H200 (2026-11-30).
+// PIECES: the second pass over the long windows' remaining group runs (a.pieces), added into C
+// with atomics after the first pass has stored every entry: one warp walking a hub window's
+// thousands of groups took 5.7 ms on RMAT-16 (H200, 2026-11-30).
+template <int F, int G, int WARPS, bool PIECES>
+__global__ void __launch_bounds__(WARPS * 32) brp_tc_windows(const dbsparse::abi::SpmmArgs a) {
   using namespace dbsparse::abi;
-  constexpr int kThreads = WARPS * 32, kSlots = kSpmmBlockSlots * G, kNnz = kSlots * F;
+  constexpr int kSlots = kSpmmBlockSlots * G, kNnz = kSlots * F, kChunk = 8;
   static_assert(kNnz % 4 == 0, "entries are read four at a time");
-  __shared__ uint4 afrag[G * 32];
-  __shared__ int cols[kSlots];
-  const int q = (int)blockIdx.x;
-  for (int i = (int)threadIdx.x; i < G * 32; i += kThreads) afrag[i] = make_uint4(0u, 0u, 0u, 0u);
-  for (int s = (int)threadIdx.x; s < kSlots; s += kThreads) cols[s] = a.old_col[q * kSlots + s];
-  __syncthreads();
-  unsigned* tile = reinterpret_cast<unsigned*>(afrag);
-  const float4* vals = reinterpret_cast<const float4*>(a.group_vals + (size_t)q * a.value_stride);
-  const unsigned* ids = reinterpret_cast<const unsigned*>(a.local_id + (size_t)q * a.local_stride);
-  for (int c = (int)threadIdx.x; c < kNnz / 4; c += kThreads) {
-    const float4 v4 = vals[c];
-    const unsigned id4 = ids[c];
-    const float v[4] = {v4.x, v4.y, v4.z, v4.w};
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      const int lid = (int)((id4 >> (8 * j)) & 0xFFu);
-      if (lid != kSpmmPadLocalId) tile[brp_afrag_index(lid, 4 * c + j, F)] = to_tf32(v[j]);
-    }
-  }
-  __syncthreads();
+  __shared__ uint4 afrag_all[WARPS][G * 32];
   const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);
-  const int row0 = a.group_window[q] * kSpmmWindowRows;
-  const int tiles = (a.n + kSpmmTileCols - 1) / kSpmmTileCols;
-  for (int t = warp; t < tiles; t += WARPS) {  // warp-uniform: every lane reaches each mma
-    const int n = t * kSpmmTileCols + mma_b_col(lane);
-    const bool live = n < a.n;  // the last tile of an n that is not a multiple of 8
-    float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  uint4* afrag = afrag_all[warp];
+  unsigned* tile = reinterpret_cast<unsigned*>(afrag);
+  const int tiles = (a.n + kSpmmTileCols - 1) / kSpmmTileCols, chunks = (tiles + kChunk - 1) / kChunk;
+  const int windows = (a.m + kSpmmWindowRows - 1) / kSpmmWindowRows;
+  const long long item = (long long)blockIdx.x * WARPS + warp;
+  // warp-uniform, and no block barrier below
+  if (item >= (long long)(PIECES ? a.n_pieces : windows) * chunks) return;
+  const int unit = (int)(item / chunks), t0 = (int)(item % chunks) * kChunk, nt = min(kChunk, tiles - t0);
+  const int w = PIECES ? a.pieces[3 * unit] : unit;
+  const int qb = PIECES ? a.pieces[3 * unit + 1] : a.win_group[w];
+  const int q1 = PIECES ? a.pieces[3 * unit + 2] : min(a.win_group[w + 1], qb + a.max_run);
+  float d[kChunk][4];
+#pragma unroll
+  for (int t = 0; t < kChunk; ++t) d[t][0] = d[t][1] = d[t][2] = d[t][3] = 0.0f;
+  for (int q = qb; q < q1; ++q) {
+    for (int i = lane; i < G * 32; i += 32) afrag[i] = make_uint4(0u, 0u, 0u, 0u);
+    __syncwarp();
+    const float4* vals = reinterpret_cast<const float4*>(a.group_vals + (size_t)q * a.value_stride);
+    const unsigned* ids = reinterpret_cast<const unsigned*>(a.local_id + (size_t)q * a.local_stride);
+    for (int c = lane; c < kNnz / 4; c += 32) {
+      const float4 v4 = vals[c];
+      const unsigned id4 = ids[c];
+      const float v[4] = {v4.x, v4.y, v4.z, v4.w};
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int lid = (int)((id4 >> (8 * j)) & 0xFFu);
+        if (lid != kSpmmPadLocalId) tile[brp_afrag_index(lid, 4 * c + j, F)] = to_tf32(v[j]);
+      }
+    }
+    __syncwarp();
+    const int* cols = a.old_col + (size_t)q * kSlots;
 #pragma unroll
     for (int b = 0; b < G; ++b) {
-      const int k0 = cols[b * kSpmmBlockSlots + mma_b_row(lane, 0)];
-      const int k1 = cols[b * kSpmmBlockSlots + mma_b_row(lane, 1)];
-      const unsigned b0 = live ? to_tf32(__ldg(a.b + (size_t)k0 * a.n + n)) : 0u;
-      const unsigned b1 = live ? to_tf32(__ldg(a.b + (size_t)k1 * a.n + n)) : 0u;
-      mma_tf32(d, afrag[b * 32 + lane], b0, b1);
+      const uint4 af = afrag[b * 32 + lane];
+      const float* r0 = a.b + (size_t)cols[b * kSpmmBlockSlots + mma_b_row(lane, 0)] * a.n;
+      const float* r1 = a.b + (size_t)cols[b * kSpmmBlockSlots + mma_b_row(lane, 1)] * a.n;
+#pragma unroll
+      for (int t = 0; t < kChunk; ++t) {
+        if (t >= nt) break;  // warp-uniform: every lane reaches each mma
+        const int n = (t0 + t) * kSpmmTileCols + mma_b_col(lane);
+        const bool live = n < a.n;  // the last tile of an n that is not a multiple of 8
+        const unsigned b0 = live ? to_tf32(__ldg(r0 + n)) : 0u;
+        const unsigned b1 = live ? to_tf32(__ldg(r1 + n)) : 0u;
+        mma_tf32(d[t], af, b0, b1);
+      }
     }
+    __syncwarp();  // the next group rewrites the tile
+  }
+  const int row0 = w * kSpmmWindowRows;
+#pragma unroll
+  for (int t = 0; t < kChunk; ++t) {
+    if (t >= nt) break;
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
-      const int row = row0 + mma_c_row(lane, i), col = t * kSpmmTileCols + mma_c_col(lane, i);
-      // Rows of the window without an entry in this group sum to exactly 0: no atomic for them.
-      if (row < a.m && col < a.n && d[i] != 0.0f) atomicAdd(a.c + (size_t)row * a.n + col, a.alpha * d[i]);
+      const int row = row0 + mma_c_row(lane, i), col = (t0 + t) * kSpmmTileCols + mma_c_col(lane, i);
+      if (row < a.m && col < a.n) {
+        float* out = a.c + (size_t)row * a.n + col;
+        if (PIECES) {
+          if (d[t][i] != 0.0f) atomicAdd(out, a.alpha * d[t][i]);
+        } else {
+          // beta == 0 never reads C, so NaNs there do not survive.
+          *out = a.beta == 0.0f ? a.alpha * d[t][i] : a.alpha * d[t][i] + a.beta * *out;
+        }
+      }
     }
   }
 }

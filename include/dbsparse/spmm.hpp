@@ -23,7 +23,10 @@ const char* to_string(SpmmPath p);
 struct SpmmConfig {
   static constexpr const char* kOp = "spmm";
   static constexpr bool kBlockFeatures = false;  // BRP's windows are 16 x 8g, not the 16x16 histogram's blocks
-  std::string path = "auto";  // auto: brp when brp_group_share(A, f, g) >= min_tc_share, else csr
+  // auto: brp when brp_group_share(A, f, g) >= min_tc_share, else csr. The default is csr: it beat
+  // BRP (f = 1, g = 4) on every matrix and n of the first H200 runs (2026-11-30, NOTES.md); dbtune
+  // searches all three per matrix.
+  std::string path = "csr";
   int f = 1;                  // BRP: nonzeros per slot
   int g = 4;                  // BRP: TC blocks (mma.m16n8k8 A operands) per group
   double min_tc_share = 0.5;  // auto's threshold on the share of nonzeros in TC groups

@@ -150,8 +150,9 @@ TEST_CASE("MmaFragmentFunctionsGiveThePtxIsaProduct") {
 namespace {
 
 // C = alpha * A * B + beta * C the way the SpMM BRP kernels compute it, through abi/spmm.h, with
-// each mma emulated as above (in f32, without the tf32 rounding): spmm_scale_c, brp_tc_groups
-// (block by block, tile by tile, lane by lane), brp_residual.
+// each mma emulated as above (in f32, without the tf32 rounding): the groups' fragments and mma
+// of brp_tc_windows (block by block, tile by tile, lane by lane; beta applied first, which is the
+// same sum), brp_residual.
 void emulated_brp_spmm(const BrpMatrix<float>& m, const std::vector<float>& b, int n, std::vector<float>& c,
                        float alpha, float beta, bool* ok) {
   for (float& v : c) v = beta == 0.0f ? 0.0f : beta * v;

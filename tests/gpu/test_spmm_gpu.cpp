@@ -119,6 +119,14 @@ std::vector<std::pair<std::string, CsrMatrix<float>>> test_matrices() {
         if ((r * 7 + c * 3) % 5 != 0) e.emplace_back(r, c, std::sin(r * 21.0 + c));
     out.emplace_back("ragged 45x21", from_entries(45, 21, e));
   }
+  {  // M = 40, K = 3000: row 5 full (past the CSR kernel's 256-entry first pass) and window 1 with
+     // 600 entries a row (past the TC kernel's 8-group first pass): both second, atomic passes
+    std::vector<std::tuple<int32_t, int32_t, double>> e;
+    for (int32_t c = 0; c < 3000; ++c) e.emplace_back(5, c, std::cos(c * 0.37));
+    for (int32_t r = 16; r < 32; ++r)
+      for (int32_t c = r; c < 3000; c += 5) e.emplace_back(r, c, 0.5 + std::sin(r * 3.0 + c));
+    out.emplace_back("long row and window 40x3000", from_entries(40, 3000, e));
+  }
   return out;
 }
 
@@ -229,13 +237,18 @@ TEST_CASE("SpmmRejectsWhatItCannotRun") {
   } catch (const UsageError& e) {
     CHECK(std::string(e.what()).find(std::to_string(a.rows * 8)) != std::string::npos);
   }
-  // Auto follows the TC share at the config's (f, g) against its min_tc_share; explicit options win.
+  // The default config takes the CSR path; auto follows the TC share at the config's (f, g) against
+  // its min_tc_share; explicit options win.
   const Config defaults{"spmm", {}, ConfigSource::Explicit, ""};
   SpmmOptions with_defaults;
   with_defaults.config = &defaults;
-  CHECK(ctx().plan_spmm(a, 8, with_defaults).path() ==
+  CHECK(ctx().plan_spmm(a, 8, with_defaults).path() == SpmmPath::CsrCudaCore);
+  const Config weigh{"spmm", {{"path", "auto"}}, ConfigSource::Explicit, ""};
+  SpmmOptions by_share;
+  by_share.config = &weigh;
+  CHECK(ctx().plan_spmm(a, 8, by_share).path() ==
         (brp_group_share(a, 1, 4) >= 0.5 ? SpmmPath::Brp : SpmmPath::CsrCudaCore));
-  const Config never{"spmm", {{"min_tc_share", 1.0}, {"f", 2}, {"g", 2}}, ConfigSource::Explicit, ""};
+  const Config never{"spmm", {{"path", "auto"}, {"min_tc_share", 1.0}, {"f", 2}, {"g", 2}}, ConfigSource::Explicit, ""};
   SpmmOptions by_config;
   by_config.config = &never;
   const SpmmPlan csr_by_config = ctx().plan_spmm(a, 8, by_config);

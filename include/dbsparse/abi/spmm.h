@@ -17,7 +17,7 @@ constexpr int kSpmmWindowRows = 16;  // m of mma.m16n8k8: a BRP row window
 constexpr int kSpmmTileCols = 8;     // n: the columns of B and C one warp takes at a time
 constexpr int kSpmmBlockSlots = 8;   // k: the slots of a BRP TC block
 constexpr uint8_t kSpmmPadLocalId = 0xFF;
-constexpr int kSpmmRowWarps = 8;     // warps per block of brp_residual and spmm_scale_c
+constexpr int kSpmmRowWarps = 8;     // warps per block of brp_residual
 constexpr int kSpmmMaxCols = 4096;   // n_cols a plan accepts
 
 DBS_ABI_FN int mma_group_id(int lane) { return lane >> 2; }
@@ -63,8 +63,17 @@ struct SpmmArgs {
   int32_t local_stride, value_stride;
   float alpha, beta;
   int32_t pad;
+  // BRP: window w's groups are [win_group[w], win_group[w + 1]) (windows + 1 entries).
+  const int32_t* win_group;
+  // Long windows (BRP) and long rows (CSR) are cut: the first pass takes at most max_run groups of
+  // a window (entries of a row) and stores; the rest are n_pieces triples (window or row, begin,
+  // end) that a second pass adds with atomics.
+  const int32_t* pieces;
+  int32_t n_pieces, max_run;
 };
-static_assert(sizeof(SpmmArgs) == 112, "SpmmArgs layout");
+static_assert(sizeof(SpmmArgs) == 136, "SpmmArgs layout");
+static_assert(DBS_ABI_OFFSETOF(SpmmArgs, win_group) == 112 && DBS_ABI_OFFSETOF(SpmmArgs, pieces) == 120,
+              "SpmmArgs layout");
 static_assert(DBS_ABI_OFFSETOF(SpmmArgs, b) == 64 && DBS_ABI_OFFSETOF(SpmmArgs, c) == 72, "SpmmArgs layout");
 static_assert(DBS_ABI_OFFSETOF(SpmmArgs, rows) == 80 && DBS_ABI_OFFSETOF(SpmmArgs, n) == 88, "SpmmArgs layout");
 static_assert(DBS_ABI_OFFSETOF(SpmmArgs, value_stride) == 96 && DBS_ABI_OFFSETOF(SpmmArgs, beta) == 104,
