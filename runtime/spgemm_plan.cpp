@@ -318,6 +318,24 @@ int64_t SpgemmPlan<T>::overflow_rows() const { return impl_->overflowed; }
 template <class T>
 int64_t SpgemmPlan<T>::global_slots() const { return impl_->global_slots; }
 
+namespace {
+template <class U>
+int64_t bytes_of(const DeviceBuffer<U>& d) {
+  return static_cast<int64_t>(d.size() * sizeof(U));
+}
+}  // namespace
+
+template <class T>
+int64_t SpgemmPlan<T>::device_bytes() const {
+  const Impl& p = *impl_;
+  int64_t n = bytes_of(p.a_ptr) + bytes_of(p.a_col) + bytes_of(p.a_val) + bytes_of(p.b_ptr) + bytes_of(p.b_col) +
+              bytes_of(p.b_val) + bytes_of(p.global_rows_dev) + bytes_of(p.table_off) + bytes_of(p.table_keys) +
+              bytes_of(p.table_vals) + bytes_of(p.row_len) + bytes_of(p.overflow) + bytes_of(p.c_ptr) +
+              bytes_of(p.c_col) + bytes_of(p.c_val);
+  for (const auto& g : p.group_rows) n += bytes_of(g);
+  return n;
+}
+
 template <class T>
 std::string SpgemmPlan<T>::explain() const {
   const Impl& p = *impl_;
@@ -342,6 +360,7 @@ std::string SpgemmPlan<T>::explain() const {
     out += fmt::format("  C: {} nnz; {} row(s) overflowed to a global table\n", p.nnz, p.overflowed);
   else
     out += "  C: not yet sized\n";
+  out += fmt::format("  device: {} bytes held{}\n", device_bytes(), p.structured ? ", C included" : "");
   out += "  the first run() waits for its stream after the symbolic phase (row lengths read back, check_nnz_fits, "
          "prefix sum on the host, C allocated); later runs launch the numeric phase only, without a host sync\n";
   return out;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ON the lent H200, in one call: the gpu tests, JIT timing in two fresh processes, a
 # compute-sanitizer pass and the SpMV bench. Logs and JSON go to $OUT (at most 8 files come back).
-#   tools/device-check.sh [all|tests|bench|spmspv|spmv|spmv-bench|tune|tune-full|evaluate|compare|compare-tests|compare-bench|bfs|bfs-bench|decode|cases] [extra arguments...]
+#   tools/device-check.sh [all|tests|bench|spmspv|spmv|spmv-bench|tune|tune-full|evaluate|compare|compare-tests|compare-bench|bfs|bfs-bench|spgemm-bench|decode|cases] [extra arguments...]
 # compare: every gpu test, sanitizers over the SpMSpV cases, then both benches on the generated
 # suite with the defaults (no tuning DB): the before/after figures of a restructuring.
 set -uo pipefail
@@ -55,6 +55,16 @@ if [ "$mode" = bfs ] || [ "$mode" = bfs-bench ]; then
   "$D/bin/dbsparse" bench bfs --json "$OUT/bench_bfs.json" "$@" 2>"$OUT/bench_progress.log" \
     | grep -v '^jit' >"$OUT/bench_bfs.txt"
   cat "$OUT/bench_bfs.txt" | cut -c1-200
+fi
+# spgemm-bench: bench spgemm, by default on the quick suite in f32 and f64 without the shared
+# matrices; extra arguments replace those (e.g. --suite full --no-shared --precision f32).
+if [ "$mode" = spgemm-bench ]; then
+  [ $# -eq 0 ] && set -- --suite quick --no-shared --precision f32,f64
+  echo "== bench spgemm $*"
+  "$D/bin/dbsparse" bench spgemm --json "$OUT/bench_spgemm.json" "$@" 2>"$OUT/bench_progress.log" \
+    | grep -v '^jit' >"$OUT/bench_spgemm.txt" || status=1
+  cut -c1-240 "$OUT/bench_spgemm.txt"
+  tail -3 "$OUT/bench_progress.log"
 fi
 # cases: every gpu test case in its own process under its own timeout (CASE_LIMIT, 45 s), so a slow
 # or hung case cannot hide the others (the whole binary passed 280 s once and its log was lost).

@@ -193,6 +193,9 @@ class SpgemmPlan {
   const SpgemmGrouping& grouping() const;
   int64_t overflow_rows() const;  // rows that overflowed their shared table (known after the first run)
   int64_t global_slots() const;   // the global tables' slots the plan holds
+  // Everything the plan holds on the device (DESIGN.md §12): its copies of A and B, the group row
+  // lists, the global tables, the per-row counters and, once sized by the first run, C.
+  int64_t device_bytes() const;
   std::string explain() const;
 
   SpgemmPlan(SpgemmPlan&&) noexcept;

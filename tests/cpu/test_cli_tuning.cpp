@@ -36,9 +36,9 @@ TEST_CASE("ExploreAndExplainRejectBadInputWithClearErrors") {
   check_error("explore stencil2d:n=10 --op spmspv --param th9 --range 1:2", "'th9' is not a parameter of spmspv");
   check_error("explore stencil2d:n=10 --op spmspv --param th3 --range 0:2 --log", "LO > 0 with --log");
   check_error("explore stencil2d:n=10 --op spmspv --param th3 --range abc", "--range");
-  auto [code, out] = run("explore stencil2d:n=10 --op spgemm --param th3 --range 1:2");
+  auto [code, out] = run("explore stencil2d:n=10 --op nosuchop --param th3 --range 1:2");
   CHECK(code != 0);  // rejected by the option check, with CLI11's message
-  CHECK(out.find("spgemm") != std::string::npos);
+  CHECK(out.find("nosuchop") != std::string::npos);
   check_error("explain no-such-file.mtx --op spmv", "no-such-file.mtx");
 }
 
@@ -56,4 +56,14 @@ TEST_CASE("BenchConfigIsCheckedBeforeAnyGpuWork") {
   check_error("bench spmspv stencil2d:n=10 --config '{bad'", "--config '{bad': expected a JSON object");
   check_error("bench spmspv stencil2d:n=10 --config '[1,2]'", "expected a JSON object");
   check_error("bench spmv stencil2d:n=10 --config '{}'", "--config does not apply to bench spmv");
+  check_error("bench spgemm stencil2d:n=10 --config '{\"t0\":63}'", "t0");
+  check_error("bench spgemm stencil2d:n=10 --n 32", "--n does not apply to bench spgemm");
+}
+
+TEST_CASE("BenchSpgemmWithoutAGpuSaysSoAndExits") {
+  REQUIRE_MESSAGE(!cli_path().empty(), "dbsparse binary not found beside the test binary");
+  auto [code, out] = run("bench spgemm stencil2d:n=10 --precision f32,f64");
+  CAPTURE(out);
+  if (out.find("no CUDA device") == std::string::npos) return;  // a GPU is here: that is the gpu tier's
+  CHECK(code == 3);
 }

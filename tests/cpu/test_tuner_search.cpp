@@ -68,7 +68,7 @@ TEST_CASE("EveryRegisteredOpDeclaresItsSpaceDefaultsAndVariants") {
   const auto& v = dbsparse::tools::find_op("spmv").space;
   CHECK_FALSE(v.can_implement({{"v4_lanes", 4}}, &why));  // narrower than v3 (8)
   CHECK(why.find("v4_lanes") != std::string::npos);
-  CHECK_THROWS_WITH_AS(dbsparse::tools::find_op("spgemm"), doctest::Contains("known: spmv, spmspv"), UsageError);
+  CHECK_THROWS_WITH_AS(dbsparse::tools::find_op("nosuchop"), doctest::Contains("known: spmv, spmspv"), UsageError);
   auto r = ParamSpec::range("x", 1, 1000, 4, true, true, "");
   CHECK(r.values == std::vector<nlohmann::json>{1, 10, 100, 1000});
 }

@@ -111,18 +111,13 @@ TEST_CASE("DecodeKernelsCompileForSm80AndSm90InEveryDtype") {
     }
 }
 
-TEST_CASE("SpgemmKernelsCompileForSm80AndSm90InEveryKeyOfTheSearchSpace") {
+// spgemm is an op of the registry: EveryVariantOfEveryOpCompilesForSm80AndSm90 compiles its keys.
+TEST_CASE("SpgemmKeysOfTheSearchSpaceRoundTrip") {
   const auto space = spgemm_search_space();
   CHECK(space.size() >= 4 * 4);
   for (const auto& key : space) {
     CAPTURE(key.to_string());
     CHECK(SpgemmKey::parse(key.to_string()) == key);
-    for (const char* arch : {"sm_80", "sm_90"}) {
-      CAPTURE(arch);
-      const KernelSource ks = make_source(key);
-      const CompiledKernel k = compile_to_cubin(ks, arch);
-      CHECK(k.lowered_names.size() == ks.name_expressions.size());
-    }
   }
   // The defaults are in the space, and a bad key says what is wrong.
   for (int g = 0; g < 4; ++g)

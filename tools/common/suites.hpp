@@ -22,4 +22,10 @@ std::vector<std::string> generated_suite(const std::string& size);
 // and power-law. "full": 7M-29M nonzeros each; "quick": the same kinds at 0.9M-1.9M.
 std::vector<std::string> spmspv_suite(const std::string& size);
 
+// Generator strings for SpGEMM (A², issue 15): a road network, a web-like power-law graph, a 27-point
+// stencil, R-MAT and uniform rows. "full": the issue's sizes (roadNet-TX's 1.39M vertices, 1M
+// power-law vertices with rows up to 5000, 5M stencil rows, R-MAT scale 18, 1M uniform rows);
+// "quick": the same kinds at 16K-100K rows.
+std::vector<std::string> spgemm_suite(const std::string& size);
+
 }  // namespace dbsparse::tools

@@ -7,8 +7,10 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <set>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -41,6 +43,15 @@ nlohmann::json parse_config(const std::string& text) {
   if (!c.is_object())
     throw UsageError(fmt::format("--config '{}': expected a JSON object such as '{{\"pull_coo\":\"warp\"}}'", text));
   return c;
+}
+
+// This process's command line, for the JSON record (Linux: /proc/self/cmdline; empty elsewhere).
+std::string command_line() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  while (!raw.empty() && raw.back() == '\0') raw.pop_back();
+  std::replace(raw.begin(), raw.end(), '\0', ' ');
+  return raw;
 }
 
 std::vector<std::string> resolve_specs(const BenchArgs& a) {
@@ -99,7 +110,8 @@ Runner add_bench(CLI::App& sub_ref) {
       ->delimiter(',')
       ->check(CLI::Range(1, 4096));
   sub->add_flag("--explain", a->explain, "spmv only: print each plan's bins and kernels to stderr");
-  sub->add_option("--reps", a->timing.samples, "Timed samples; the median is reported")
+  sub->add_option("--reps", a->timing.samples,
+                  "Timed samples; the median is reported (spgemm: also the most fresh products timed)")
       ->check(CLI::Range(1, 10000));
   sub->add_option("--batch", a->timing.batch, "Back-to-back calls per timed sample")
       ->check(CLI::Range(1, 10000));
@@ -150,6 +162,7 @@ Runner add_bench(CLI::App& sub_ref) {
       j["op"] = a->op;
       j["version"] = DBSPARSE_VERSION;
       j["date"] = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)));
+      j["command"] = command_line();
       j["device"] = {{"name", d.name}, {"arch", d.arch()}, {"sm_count", d.sm_count},
                      {"l2_bytes", d.l2_bytes}, {"fingerprint", d.record().fingerprint}};
       j["copy_bandwidth_gbs"] = copy_gbs;

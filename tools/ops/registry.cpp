@@ -10,15 +10,24 @@ const OpDescriptor& spmv_op();
 const OpDescriptor& spmspv_op();
 const OpDescriptor& bfs_op();
 const OpDescriptor& spmm_op();
+const OpDescriptor& spgemm_op();
 
 const std::vector<const OpDescriptor*>& ops() {
-  static const std::vector<const OpDescriptor*> all = {&spmv_op(), &spmspv_op(), &bfs_op(), &spmm_op()};
+  static const std::vector<const OpDescriptor*> all = {&spmv_op(), &spmspv_op(), &bfs_op(), &spmm_op(),
+                                                       &spgemm_op()};
   return all;
 }
 
 std::vector<std::string> op_names() {
   std::vector<std::string> out;
   for (const auto* o : ops()) out.push_back(o->name);
+  return out;
+}
+
+std::vector<std::string> default_tuned_op_names() {
+  std::vector<std::string> out;
+  for (const auto* o : ops())
+    if (o->tuned_by_default) out.push_back(o->name);
   return out;
 }
 

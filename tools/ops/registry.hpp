@@ -63,10 +63,15 @@ struct OpDescriptor {
   std::function<nlohmann::json(Context&, const Stream&, const BenchRequest&)> bench;
   // The plan this matrix gets on this device (config from the tuning DB), explained.
   std::function<std::string(Context&, const NamedMatrix&)> explain;
+  // dbtune tunes it unless --ops leaves it out; false for an op whose plan does not read the DB yet,
+  // so that a default run spends none of its budget on configs nothing would use.
+  bool tuned_by_default = true;
 };
 
 const std::vector<const OpDescriptor*>& ops();
 std::vector<std::string> op_names();
+// The ops dbtune tunes when --ops is not given (tuned_by_default).
+std::vector<std::string> default_tuned_op_names();
 // UsageError naming the known ops for any other name.
 const OpDescriptor& find_op(const std::string& name);
 

@@ -1,0 +1,374 @@
+#include "tools/common/bench_spgemm.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include "runtime/cuda_driver.hpp"
+#include "tools/common/cusparse_spgemm.hpp"
+#include "tools/common/stats.hpp"
+
+namespace dbsparse::tools {
+namespace {
+
+// The steady run: a sample holds about kBatchMs of runs, and the samples about kSteadyBudgetMs, so
+// that a product of seconds is not repeated hundreds of times.
+constexpr double kBatchMs = 20;
+constexpr double kSteadyBudgetMs = 2000;
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+template <class F>
+double wall_ms(F&& f) {
+  const auto t0 = Clock::now();
+  f();
+  return 1e3 * seconds_since(t0);
+}
+
+// Free device memory now (cuMemGetInfo): the difference across an implementation's allocations is
+// what it took, allocation granularity and library workspaces included.
+int64_t device_free_bytes() {
+  size_t free = 0, total = 0;
+  DBS_CU(cuMemGetInfo(&free, &total));
+  return static_cast<int64_t>(free);
+}
+
+// `product` (which returns once the host has its result) up to `reps` times, stopping once
+// `budget_s` has passed; the wall times in ms.
+template <class F>
+std::vector<double> time_products(int reps, double budget_s, F&& product) {
+  std::vector<double> ms;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < std::max(reps, 1); ++i) {
+    ms.push_back(wall_ms(product));
+    if (seconds_since(t0) > budget_s) break;
+  }
+  return ms;
+}
+
+template <class T>
+std::vector<T> abs_values(const std::vector<T>& v) {
+  std::vector<T> out(v.size());
+  for (size_t i = 0; i < v.size(); ++i) out[i] = std::fabs(v[i]);
+  return out;
+}
+
+double mb(int64_t bytes) { return static_cast<double>(bytes) / 1e6; }
+
+std::string short_name(const std::string& s, size_t width) {
+  return s.size() <= width ? s : s.substr(0, width - 2) + "..";
+}
+
+double num(const nlohmann::json& j, const char* key) { return j.contains(key) ? j.at(key).get<double>() : 0.0; }
+
+void print_row(const nlohmann::json& r) {
+  const std::string name = r.at("product") == "A*A" ? r.at("matrix").get<std::string>()
+                                                     : r.at("matrix").get<std::string>() + " (A*A^T)";
+  const double first = num(r, "dbsparse_first_ms"), steady = num(r, "dbsparse_steady_ms"), cs = num(r, "cusparse_ms");
+  const double flops = num(r, "flops");
+  auto gf = [&](double ms) { return ms > 0 ? flops / (ms * 1e6) : 0.0; };
+  auto ms_text = [](double ms) { return ms > 0 ? fmt::format("{:.3f}", ms) : std::string("-"); };
+  const int64_t nnz_c = r.contains("nnz_c") ? r.at("nnz_c").get<int64_t>()
+                                            : r.contains("cusparse_nnz_c") ? r.at("cusparse_nnz_c").get<int64_t>() : -1;
+  std::string check = r.value("check", std::string("-"));
+  if (r.contains("cusparse_alg")) check += "; " + r.at("cusparse_alg").get<std::string>();
+  fmt::print("{:<34} {:>4} {:>9} {:>10} {:>12} {:>11} {:>10} {:>10} {:>10} {:>7} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.0f} "
+             "{:>8.0f}  {}\n",
+             short_name(name, 34), r.at("precision").get<std::string>(), r.at("rows").get<int64_t>(),
+             r.at("nnz_a").get<int64_t>(), r.at("ip").get<int64_t>(), nnz_c >= 0 ? fmt::format("{}", nnz_c) : "-",
+             ms_text(first), ms_text(steady), ms_text(cs),
+             first > 0 && cs > 0 ? fmt::format("{:.2f}", cs / first) : "-", gf(first), gf(steady), gf(cs),
+             mb(r.value("dbsparse_peak_bytes", int64_t{0})), mb(r.value("cusparse_peak_bytes", int64_t{0})), check);
+  for (const char* key : {"dbsparse_error", "cusparse_error"})
+    if (r.contains(key)) fmt::print("  {}: {}\n", key, r.at(key).get<std::string>());
+  if (r.contains("cusparse_note") && !r.contains("cusparse_error"))
+    fmt::print("  cusparse_note: {}\n", r.at("cusparse_note").get<std::string>());
+}
+
+template <class T>
+nlohmann::json bench_one(Context& ctx, const Stream& stream, const NamedMatrix& m, bool generated,
+                         const std::string& precision, const SpgemmBenchOptions& opt) {
+  void* h = stream.handle();
+  const CsrMatrix<T> a = m.csr.cast<T>();
+  const bool square = a.rows == a.cols;
+  CsrMatrix<T> at;
+  if (!square) at = transpose(a);
+  const CsrMatrix<T>& b = square ? a : at;
+  const std::vector<int64_t> ips = intermediate_products(a, b);
+  const int64_t flops = spgemm_flops(ips);
+  nlohmann::json rec;
+  rec["matrix"] = m.name;
+  rec["precision"] = precision;
+  rec["generated"] = generated;
+  rec["product"] = square ? "A*A" : "A*A^T";
+  rec["rows"] = a.rows;
+  rec["cols"] = a.cols;
+  rec["nnz_a"] = a.nnz();
+  rec["nnz_b"] = b.nnz();
+  rec["ip"] = flops / 2;
+  rec["flops"] = flops;
+  rec["nnz_c_upper_bound"] = spgemm_nnz_upper_bound(ips, b.cols);
+  auto gflops = [&](double ms) { return ms > 0 ? static_cast<double>(flops) / (ms * 1e6) : 0.0; };
+  SpgemmOptions so;
+  so.config = opt.config;
+  const int reps = std::max(1, opt.timing.samples);
+
+  CsrMatrix<T> ours, scale;
+  bool have_ours = false;
+  try {
+    // The first plan for a matrix also pays for kernels this process has not loaded yet (NVRTC or
+    // the disk cache); the timed products after it do not.
+    rec["dbsparse_cold_ms"] = wall_ms([&] {
+      SpgemmPlan<T> p = ctx.plan_spgemm(a, b, so);
+      p.run(h);
+      stream.synchronize();
+    });
+    std::optional<SpgemmPlan<T>> plan;
+    std::vector<double> first;
+    int64_t measured = 0;
+    const auto t0 = Clock::now();
+    for (int i = 0; i < reps; ++i) {
+      plan.reset();
+      const int64_t before = i == 0 ? device_free_bytes() : 0;
+      // Host analysis, upload of A and B, symbolic phase, the host sync that sizes C, numeric phase.
+      first.push_back(wall_ms([&] {
+        plan.emplace(ctx.plan_spgemm(a, b, so));
+        plan->run(h);
+        stream.synchronize();
+      }));
+      if (i == 0) measured = before - device_free_bytes();  // nothing is freed before the plan is
+      if (seconds_since(t0) > opt.product_budget_s) break;
+    }
+    const double first_ms = median(first);
+    rec["dbsparse_first_ms"] = first_ms;
+    rec["dbsparse_first_runs"] = first.size();
+    rec["dbsparse_first_gflops"] = gflops(first_ms);
+    rec["nnz_c"] = plan->nnz();
+    rec["dbsparse_overflow_rows"] = plan->overflow_rows();
+    rec["dbsparse_global_slots"] = plan->global_slots();
+    nlohmann::json groups = nlohmann::json::array();
+    for (int g = 0; g < kSpgemmGroups; ++g) groups.push_back(plan->grouping().count(g));
+    rec["dbsparse_group_rows"] = groups;
+    rec["dbsparse_device_bytes"] = plan->device_bytes();
+    rec["dbsparse_measured_bytes"] = measured;
+    rec["dbsparse_peak_bytes"] = std::max(plan->device_bytes(), measured);
+
+    // Steady state: the numeric phase alone, as after values_changed(). Batches shrink for long runs.
+    const double one_ms = std::max(wall_ms([&] {
+                                     plan->run(h);
+                                     stream.synchronize();
+                                   }),
+                                   1e-3);
+    TimingOptions t = opt.timing;
+    t.warmup = std::min(t.warmup, std::max(1, static_cast<int>(kBatchMs / one_ms)));
+    t.batch = static_cast<int>(std::clamp(kBatchMs / one_ms, 1.0, static_cast<double>(std::max(t.batch, 1))));
+    t.samples = static_cast<int>(std::clamp(kSteadyBudgetMs / (one_ms * t.batch), static_cast<double>(std::min(3, reps)),
+                                            static_cast<double>(reps)));
+    const TimingResult steady = time_on_stream(h, t, [&](int64_t) { plan->run(h); });
+    rec["dbsparse_steady_ms"] = steady.median_us / 1e3;
+    rec["dbsparse_steady_gflops"] = gflops(steady.median_us / 1e3);
+    rec["dbsparse_steady_timing"] = {{"samples", t.samples}, {"batch", t.batch}, {"warmup", t.warmup},
+                                     {"min_ms", steady.min_us / 1e3}, {"max_ms", steady.max_us / 1e3}};
+    ours = plan->download();
+    if (opt.baselines) {
+      // sum |a||b| per entry of C for the check: the same plan on |A| and |B|.
+      plan->values_changed(abs_values(a.values), abs_values(b.values));
+      plan->run(h);
+      scale = plan->download();
+    }
+    plan.reset();
+    have_ours = true;
+    // What a caller of the one-shot spgemm() waits for: a plan, one run and C downloaded to the host.
+    // Timed once: it is the first product plus the download.
+    rec["dbsparse_oneshot_ms"] = wall_ms([&] { (void)spgemm(ctx, a, b, so); });
+  } catch (const Error& e) {
+    rec["dbsparse_error"] = e.what();
+  }
+
+  CsrMatrix<T> theirs;
+  bool have_theirs = false;
+  if (opt.baselines) {
+    try {
+      const int64_t before = device_free_bytes();
+      CusparseSpgemm<T> cs(a, b, h);
+      const bool ok = cs.prepare();
+      const int64_t measured = before - device_free_bytes();  // buffers and C held: the peak of the sequence
+      rec["cusparse_alg"] = to_string(cs.alg());
+      if (!cs.why().empty()) rec["cusparse_note"] = cs.why();
+      if (!ok) {
+        rec["cusparse_alg"] = "failed";
+        rec["cusparse_error"] = cs.why();
+      } else {
+        const std::vector<double> ms = time_products(reps, opt.product_budget_s, [&] { cs.run(); });
+        const double cs_ms = median(ms);
+        rec["cusparse_ms"] = cs_ms;
+        rec["cusparse_runs"] = ms.size();
+        rec["cusparse_gflops"] = gflops(cs_ms);
+        rec["cusparse_nnz_c"] = cs.nnz();
+        const int64_t counted = cs.input_bytes() + cs.buffer_bytes() + cs.c_bytes();
+        rec["cusparse_bytes"] = {{"inputs", cs.input_bytes()}, {"buffers", cs.buffer_bytes()}, {"c", cs.c_bytes()}};
+        rec["cusparse_device_bytes"] = counted;
+        rec["cusparse_measured_bytes"] = measured;
+        rec["cusparse_peak_bytes"] = std::max(counted, measured);
+        theirs = cs.download();
+        have_theirs = true;
+      }
+    } catch (const Error& e) {
+      rec["cusparse_error"] = e.what();
+    }
+  }
+
+  if (!opt.baselines) {
+    rec["check"] = "-";
+  } else if (!have_ours || !have_theirs) {
+    rec["check"] = have_ours ? "no cuSPARSE C" : "no dbsparse C";
+    rec["check_ok"] = false;
+  } else {
+    const SpgemmCheck c = compare_spgemm(ours, std::move(theirs), scale, spgemm_tolerance(precision));
+    rec["check"] = c.ok ? "ok" : "MISMATCH";
+    rec["check_ok"] = c.ok;
+    rec["check_note"] = c.note;
+    rec["check_max_error"] = c.max_error;
+  }
+  if (rec.contains("dbsparse_first_ms") && rec.contains("cusparse_ms")) {
+    rec["speedup_first"] = num(rec, "cusparse_ms") / num(rec, "dbsparse_first_ms");
+    if (num(rec, "dbsparse_steady_ms") > 0) rec["speedup_steady"] = num(rec, "cusparse_ms") / num(rec, "dbsparse_steady_ms");
+  }
+  print_row(rec);
+  if (rec.contains("check_note") && !rec.at("check_ok").get<bool>())
+    fmt::print("  MISMATCH: {}\n", rec.at("check_note").get<std::string>());
+  std::fflush(stdout);
+  return rec;
+}
+
+}  // namespace
+
+double spgemm_tolerance(const std::string& precision) { return precision == "f64" ? 1e-12 : 1e-5; }
+
+template <class T>
+SpgemmCheck compare_spgemm(const CsrMatrix<T>& ours, CsrMatrix<T> theirs, const CsrMatrix<T>& scale,
+                           double tolerance) {
+  SpgemmCheck r;
+  if (ours.rows != theirs.rows || ours.cols != theirs.cols) {
+    r.note = fmt::format("shape {}x{} against {}x{}", ours.rows, ours.cols, theirs.rows, theirs.cols);
+    return r;
+  }
+  if (ours.nnz() != theirs.nnz()) {
+    r.note = fmt::format("nnz {} against {}", ours.nnz(), theirs.nnz());
+    return r;
+  }
+  if (scale.col_idx != ours.col_idx) {
+    r.note = "the scale's structure is not C's";
+    return r;
+  }
+  std::vector<std::pair<int32_t, T>> row;
+  for (int32_t i = 0; i < ours.rows; ++i) {
+    const int32_t lo = ours.row_ptr[i], hi = ours.row_ptr[i + 1];
+    if (theirs.row_ptr[i] != lo || theirs.row_ptr[i + 1] != hi) {
+      r.note = fmt::format("row {}: {} entries against {}", i, hi - lo, theirs.row_ptr[i + 1] - theirs.row_ptr[i]);
+      return r;
+    }
+    if (!std::is_sorted(theirs.col_idx.begin() + lo, theirs.col_idx.begin() + hi)) {
+      row.clear();
+      for (int32_t p = lo; p < hi; ++p) row.emplace_back(theirs.col_idx[p], theirs.values[p]);
+      std::sort(row.begin(), row.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+      for (int32_t p = lo; p < hi; ++p) std::tie(theirs.col_idx[p], theirs.values[p]) = row[p - lo];
+    }
+    for (int32_t p = lo; p < hi; ++p) {
+      if (theirs.col_idx[p] != ours.col_idx[p]) {
+        r.note = fmt::format("row {}: column {} against {}", i, ours.col_idx[p], theirs.col_idx[p]);
+        return r;
+      }
+      const double d = std::fabs(static_cast<double>(ours.values[p]) - static_cast<double>(theirs.values[p]));
+      const double s = std::fabs(static_cast<double>(scale.values[p]));
+      const double e = s > 0 ? d / s : (d == 0 ? 0.0 : std::numeric_limits<double>::infinity());
+      if (std::isnan(e) || e > r.max_error) {
+        if (std::isnan(r.max_error)) continue;  // a NaN stays the worst
+        r.max_error = e;
+        if (!(e <= tolerance) && r.note.empty())
+          r.note = fmt::format("C({}, {}) = {} against {}: error {:.3e} of sum |a||b|", i, ours.col_idx[p],
+                               ours.values[p], theirs.values[p], e);
+      }
+    }
+  }
+  r.ok = r.max_error <= tolerance;
+  if (r.ok) r.note = fmt::format("ok (max error {:.2e} of sum |a||b|)", r.max_error);
+  return r;
+}
+
+template SpgemmCheck compare_spgemm(const CsrMatrix<float>&, CsrMatrix<float>, const CsrMatrix<float>&, double);
+template SpgemmCheck compare_spgemm(const CsrMatrix<double>&, CsrMatrix<double>, const CsrMatrix<double>&, double);
+
+void print_spgemm_header() {
+  fmt::print("{:<34} {:>4} {:>9} {:>10} {:>12} {:>11} {:>10} {:>10} {:>10} {:>7} {:>8} {:>8} {:>8} {:>8} {:>8}  {}\n",
+             "matrix", "prec", "rows", "nnz(A)", "IP", "nnz(C)", "first ms", "steady ms", "cusp ms", "x first",
+             "GF/s 1st", "GF/s st", "GF/s cs", "MB dbs", "MB cusp", "check; cuSPARSE alg");
+}
+
+nlohmann::json bench_spgemm_matrix(Context& ctx, const Stream& stream, const NamedMatrix& m, bool generated,
+                                   const std::string& precision, const SpgemmBenchOptions& opt) {
+  if (precision == "f32") return bench_one<float>(ctx, stream, m, generated, precision, opt);
+  if (precision == "f64") return bench_one<double>(ctx, stream, m, generated, precision, opt);
+  throw UsageError(fmt::format("bench spgemm: precision '{}' (expected f32 or f64)", precision));
+}
+
+nlohmann::json spgemm_summary(const std::vector<nlohmann::json>& records) {
+  struct Acc {
+    std::vector<double> first_gen, steady_gen, first_all;
+    std::pair<double, std::string> worst{std::numeric_limits<double>::infinity(), ""};
+    int mismatches = 0, cusparse_failed = 0, dbsparse_failed = 0, matrices = 0;
+  };
+  std::map<std::string, Acc> by;
+  for (const auto& r : records) {
+    Acc& a = by[r.at("precision").get<std::string>()];
+    ++a.matrices;
+    if (r.contains("dbsparse_error")) ++a.dbsparse_failed;
+    if (r.contains("cusparse_error")) ++a.cusparse_failed;
+    if (r.contains("check_ok") && !r.at("check_ok").get<bool>() && !r.contains("dbsparse_error") &&
+        !r.contains("cusparse_error"))
+      ++a.mismatches;
+    // A speed-up counts only where cuSPARSE's C matched ours.
+    if (!r.contains("speedup_first") || !r.value("check_ok", false)) continue;
+    const double s = r.at("speedup_first").get<double>();
+    a.first_all.push_back(s);
+    if (!r.at("generated").get<bool>()) continue;
+    a.first_gen.push_back(s);
+    if (r.contains("speedup_steady")) a.steady_gen.push_back(r.at("speedup_steady").get<double>());
+    if (s < a.worst.first) a.worst = {s, r.at("matrix").get<std::string>()};
+  }
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [prec, a] : by) {
+    nlohmann::json j = {{"matrices", a.matrices},
+                        {"generated_compared", a.first_gen.size()},
+                        {"geomean_speedup_first_generated", geomean(a.first_gen)},
+                        {"geomean_speedup_steady_generated", geomean(a.steady_gen)},
+                        {"all_compared", a.first_all.size()},
+                        {"geomean_speedup_first_all", geomean(a.first_all)},
+                        {"mismatches", a.mismatches},
+                        {"cusparse_failed", a.cusparse_failed},
+                        {"dbsparse_failed", a.dbsparse_failed}};
+    if (!a.first_gen.empty()) {
+      j["worst_speedup_first_generated"] = a.worst.first;
+      j["worst_matrix_generated"] = a.worst.second;
+    }
+    out[prec] = j;
+    fmt::print("{} summary: dbsparse fresh product over cuSPARSE's: geomean {:.2f}x over {} generated matrices{}; "
+               "steady run (numeric only) over cuSPARSE's fresh product: geomean {:.2f}x; all {} compared matrices: "
+               "geomean {:.2f}x; {} mismatch(es), cuSPARSE failed on {}, dbsparse on {}\n",
+               prec, geomean(a.first_gen), a.first_gen.size(),
+               a.first_gen.empty() ? "" : fmt::format(", worst {:.2f}x ({})", a.worst.first, a.worst.second),
+               geomean(a.steady_gen), a.first_all.size(), geomean(a.first_all), a.mismatches, a.cusparse_failed,
+               a.dbsparse_failed);
+  }
+  return out;
+}
+
+}  // namespace dbsparse::tools

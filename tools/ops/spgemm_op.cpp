@@ -1,0 +1,161 @@
+// The SpGEMM op's registry entry: hash SpGEMM (hash-spgemm-summary.md; include/dbsparse/spgemm.hpp)
+// on C = A² (A·Aᵀ for a non-square A), against cuSPARSE SpGEMM in `bench spgemm`.
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "codegen/spgemm_key.hpp"
+#include "dbsparse/reference.hpp"
+#include "dbsparse/spgemm.hpp"
+#include "tools/common/bench_spgemm.hpp"
+#include "tools/common/suites.hpp"
+#include "tools/ops/op_support.hpp"
+#include "tools/ops/registry.hpp"
+
+namespace dbsparse::tools {
+namespace {
+
+using tuner::Measurement;
+using tuner::ParamSpec;
+
+// The objective checks every candidate against the CPU reference, computed once per matrix; past
+// this many products that would take the CPU longer than the search itself.
+constexpr int64_t kObjectiveMaxProducts = 200'000'000;
+
+// The axes of codegen::spgemm_search_space (tables doubled, group 0's lanes, other blocks), so that
+// `precompile` has every candidate's kernels; the group bounds stay the article's.
+tuner::SearchSpace make_space() {
+  tuner::SearchSpace s{"spgemm", {}, {}, config_to_json(SpgemmConfig{}), tuner::validate_as<SpgemmConfig>()};
+  s.params = {
+      ParamSpec::choice("t0", {64, 128}, "shared table slots per row, group 0"),
+      ParamSpec::choice("t1", {1024, 2048}, "shared table slots per row, group 1"),
+      ParamSpec::choice("t2", {8192, 16384}, "shared table slots per row, group 2"),
+      ParamSpec::choice("lanes0", {4, 8}, "threads per row, group 0"),
+      ParamSpec::choice("block1", {256, 512}, "threads per block, group 1"),
+      ParamSpec::choice("block3", {512, 1024}, "threads per block, group 3 (global tables)"),
+  };
+  return s;
+}
+
+// B of the product the tools time: A itself when square, else Aᵀ.
+CsrMatrix<float> second_operand(const CsrMatrix<float>& a) { return a.rows == a.cols ? a : transpose(a); }
+
+CsrMatrix<float> abs_of(CsrMatrix<float> m) {
+  for (auto& v : m.values) v = std::fabs(v);
+  return m;
+}
+
+// The tuner's time: plan.run() once C's structure is known (the numeric phase, the hot path of a
+// plan whose values change), after the first run's C is checked against reference::spgemm.
+struct SpgemmObjective {
+  Context& ctx;
+  CsrMatrix<float> a, b, ref, scale;
+  std::string skip;  // why this matrix is not searched
+
+  SpgemmObjective(Context& c, const NamedMatrix& m) : ctx(c), a(m.csr.cast<float>()), b(second_operand(a)) {
+    const int64_t products = spgemm_flops(intermediate_products(a, b)) / 2;
+    if (products > kObjectiveMaxProducts) {
+      skip = fmt::format("{} products; the CPU reference stops at {}", products, kObjectiveMaxProducts);
+      return;
+    }
+    ref = reference::spgemm(a, b).cast<float>();
+    scale = reference::spgemm(abs_of(a), abs_of(b)).cast<float>();
+  }
+
+  Measurement operator()(const nlohmann::json& params, int samples) {
+    return guarded([&]() -> Measurement {
+      if (!skip.empty()) return {TrialStatus::Skipped, 0, skip};
+      SpgemmOptions opt;
+      opt.config = config_from_json<SpgemmConfig>(params);
+      Stream s(ctx);
+      SpgemmPlan<float> plan = ctx.plan_spgemm(a, b, opt);
+      plan.run(s.handle());
+      const SpgemmCheck c = compare_spgemm(ref, plan.download(), scale, spgemm_tolerance("f32"));
+      if (!c.ok) return {TrialStatus::WrongResult, 0, c.note};
+      const double us =
+          time_on_stream(s.handle(), objective_timing(samples), [&](int64_t) { plan.run(s.handle()); }).median_us;
+      return {TrialStatus::Ok, us,
+              fmt::format("numeric {:.1f} us, nnz(C) {}, {} overflowed row(s)", us, plan.nnz(), plan.overflow_rows())};
+    });
+  }
+};
+
+nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) {
+  SpgemmBenchOptions opt;
+  opt.timing = r.timing;
+  opt.baselines = r.baselines;
+  if (r.config) opt.config = config_from_json<SpgemmConfig>(*r.config);  // a bad key fails before GPU work
+  std::vector<nlohmann::json> records;
+  print_spgemm_header();
+  for_each_matrix(r.specs, [&](const NamedMatrix& m, bool generated) {
+    for (const auto& p : r.precisions) records.push_back(bench_spgemm_matrix(ctx, stream, m, generated, p, opt));
+  });
+  nlohmann::json j;
+  j["results"] = records;
+  j["summary"] = spgemm_summary(records);
+  j["product"] = "C = A*A for a square A, else A*A^T (A^T built on the host)";
+  j["timings"] = {
+      {"dbsparse_first_ms",
+       "ctx.plan_spgemm (host IP analysis and grouping, upload of A and B, kernels already loaded) + the first "
+       "run() (symbolic phase, host sync to size C, numeric phase) + stream sync; wall clock, median over up to "
+       "--reps products, stopping after 3 s"},
+      {"dbsparse_cold_ms", "the same for the first plan of the matrix, which also loads any kernel not yet loaded"},
+      {"dbsparse_steady_ms", "plan.run() with C's structure known (numeric phase only), event-timed median per call"},
+      {"dbsparse_oneshot_ms", "spgemm(ctx, A, B): plan, one run, C downloaded to the host; wall clock, one run"},
+      {"cusparse_ms",
+       "cusparseSpGEMM (DEFAULT, else ALG3 with chunk fraction 0.2): SpGEMM and C descriptors, workEstimation (size "
+       "query + call), [ALG3: estimateMemory query + call], compute (DEFAULT: size query + call), SpMatGetSize, "
+       "CsrSetPointers, SpGEMM_copy, stream sync; buffers and C allocated beforehand by an untimed first sequence; "
+       "inputs already on the device; wall clock, median as for dbsparse_first_ms"},
+      {"speedup_first", "cusparse_ms / dbsparse_first_ms (both compute structure and values afresh)"},
+      {"speedup_steady", "cusparse_ms / dbsparse_steady_ms (not like for like: numeric only against a fresh product)"},
+      {"gflops", "2 * IP / time, IP = intermediate products (sum over rows of A of the B row lengths)"},
+      {"peak_bytes",
+       "the larger of the bytes counted (dbsparse: plan.device_bytes(), C included; cuSPARSE: A, B, buffers, C) and "
+       "the drop in cuMemGetInfo's free memory across the allocations; MB = 1e6 bytes"}};
+  j["tolerance"] = {{"f32", spgemm_tolerance("f32")},
+                    {"f64", spgemm_tolerance("f64")},
+                    {"relative_to", "sum |a||b| per entry of C (dbsparse on |A| and |B|)"}};
+  return j;
+}
+
+std::string explain(Context& ctx, const NamedMatrix& m) {
+  const CsrMatrix<float> a = m.csr.cast<float>();
+  return fmt::format("{} (f32): the plan takes SpgemmOptions::config, the defaults here; it does not read the "
+                     "tuning DB yet\n{}",
+                     a.rows == a.cols ? "A*A" : "A*A^T", ctx.plan_spgemm(a, second_operand(a)).explain());
+}
+
+OpDescriptor make() {
+  OpDescriptor d;
+  d.name = "spgemm";
+  d.doc = "C = A B, both CSR: hash SpGEMM, rows grouped by intermediate products, hash tables in shared or global memory";
+  d.config = config_info<SpgemmConfig>();
+  d.objective_doc = "plan.run time with C's structure known (numeric phase), A^2 or A A^T";
+  d.space = make_space();
+  d.bench_suite = spgemm_suite;
+  d.variants = [](bool) {
+    std::vector<codegen::KernelSource> out;
+    for (const auto& k : codegen::spgemm_search_space()) out.push_back(codegen::make_source(k));
+    return out;
+  };
+  d.objective = [](Context& ctx, const NamedMatrix& m, const ObjectiveOptions& o) -> std::unique_ptr<tuner::Objective> {
+    if (!o.densities.empty()) throw UsageError("spgemm: B is the sparse A (or A^T); --density does not apply");
+    auto obj = std::make_shared<SpgemmObjective>(ctx, m);
+    return std::make_unique<tuner::Objective>([obj](const nlohmann::json& c, int n) { return (*obj)(c, n); });
+  };
+  d.bench_options = {"--config"};
+  d.bench = bench;
+  d.explain = explain;
+  d.tuned_by_default = false;  // SpgemmPlan does not look its config up in the DB yet
+  return d;
+}
+
+}  // namespace
+
+const OpDescriptor& spgemm_op() {
+  static const OpDescriptor d = make();
+  return d;
+}
+
+}  // namespace dbsparse::tools
