@@ -97,6 +97,41 @@ __device__ void spgemm_bitonic(int* keys, V* vals, unsigned n, unsigned t, unsig
     }
 }
 
+// One row's table (keys and values, `slots` of them, `len` distinct keys) sorted into C's row at
+// `begin` by the row's whole block: the occupied slots are first copied, unsorted, into C's row,
+// read back to the table's front, and only the next power of two >= len is sorted. Why: sorting
+// every slot (8192 in group 2, 1024 in group 1, most of them empty) made the numeric phase 2-8x
+// cuSPARSE's whole product on the H200 (2026-11-30). counter: zero on entry.
+template <typename V>
+__device__ void spgemm_sort_row(int* table, V* tv, unsigned slots, int len, int begin, int32_t* c_col, V* c_val,
+                                unsigned t, unsigned nt, unsigned* counter) {
+  for (unsigned s = t; s < slots; s += nt) {
+    const int k = table[s];
+    if (k != dbsparse::abi::kSpgemmEmptyKey) {
+      const unsigned j = atomicAdd(counter, 1u);
+      c_col[begin + j] = k;
+      c_val[begin + j] = tv[s];
+    }
+  }
+  __syncthreads();  // also orders the global writes above before the reads below (same block)
+  unsigned p2 = 1;
+  while (p2 < (unsigned)len) p2 <<= 1;
+  for (unsigned s = t; s < p2; s += nt) {
+    if (s < (unsigned)len) {
+      table[s] = c_col[begin + s];
+      tv[s] = c_val[begin + s];
+    } else {
+      table[s] = dbsparse::abi::kSpgemmEmptyKey;
+    }
+  }
+  __syncthreads();
+  spgemm_bitonic<V>(table, tv, p2, t, nt);
+  for (int j = (int)t; j < len; j += (int)nt) {
+    c_col[begin + j] = table[j];
+    c_val[begin + j] = tv[j];
+  }
+}
+
 // Symbolic phase, shared tables: rows[0..n) of one group, RPB = BLOCK / TPR rows per block, T
 // slots each. row_len[i] = the distinct columns; a row that does not fit gets overflow[i] = 1 and
 // is counted again by spgemm_symbolic_global (when the plan falls back; else it is an error).
@@ -153,11 +188,13 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared(
   extern __shared__ double spgemm_smem[];  // 8-byte aligned: values (f64) first
   V* vals = (V*)spgemm_smem;
   int* keys = (int*)(vals + RPB * T);
+  __shared__ unsigned placed;
   const int r = threadIdx.x / TPR, t = threadIdx.x % TPR;
   for (int s = threadIdx.x; s < RPB * T; s += BLOCK) {
     keys[s] = dbsparse::abi::kSpgemmEmptyKey;
     vals[s] = V(0);
   }
+  if (threadIdx.x == 0) placed = 0;
   __syncthreads();
   const int pos = blockIdx.x * RPB + r;
   const int i = pos < n ? rows[pos] : -1;
@@ -172,6 +209,10 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared(
                               if (s >= 0) atomicAdd(tv + s, av * bv);
                             });
   __syncthreads();
+  if constexpr (RPB == 1) {  // one row a block: `active` is uniform over the block
+    if (active) spgemm_sort_row<V>(table, tv, T, c_ptr[i + 1] - c_ptr[i], c_ptr[i], c_col, c_val, t, TPR, &placed);
+    return;
+  }
   // Each row's TPR threads sort its table; barriers are block-wide, so every thread takes part.
   spgemm_bitonic<V>(table, tv, T, t, TPR);
   if (active) {
@@ -234,10 +275,12 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_global(
   const unsigned slots = (unsigned)(table_off[p + 1] - off);
   int* table = keys + off;
   V* tv = vals + off;
+  __shared__ unsigned placed;
   for (unsigned s = threadIdx.x; s < slots; s += BLOCK) {
     table[s] = dbsparse::abi::kSpgemmEmptyKey;
     tv[s] = V(0);
   }
+  if (threadIdx.x == 0) placed = 0;
   __syncthreads();
   spgemm_products<BLOCK, V>(i, threadIdx.x, a_ptr, a_col, a_val, b_ptr, b_col, b_val, (const volatile int*)0,
                             [&](int col, V av, V bv) {
@@ -246,12 +289,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_global(
                               if (s >= 0) atomicAdd(tv + s, av * bv);
                             });
   __syncthreads();
-  spgemm_bitonic<V>(table, tv, slots, threadIdx.x, BLOCK);
-  const int begin = c_ptr[i], len = c_ptr[i + 1] - begin;
-  for (int j = threadIdx.x; j < len; j += BLOCK) {
-    c_col[begin + j] = table[j];
-    c_val[begin + j] = tv[j];
-  }
+  spgemm_sort_row<V>(table, tv, slots, c_ptr[i + 1] - c_ptr[i], c_ptr[i], c_col, c_val, threadIdx.x, BLOCK, &placed);
 }
 
 }  // namespace dbs
