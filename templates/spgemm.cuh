@@ -60,11 +60,13 @@ template <int TPR, typename V, typename F>
 __device__ __forceinline__ void spgemm_products(int i, int t, const int32_t* __restrict__ a_ptr,
                                                 const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
                                                 const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
-                                                const V* __restrict__ b_val, const volatile int* stop, F f) {
+                                                const V* __restrict__ b_val, int* stop, F f) {
   const int outer = TPR <= 32 ? t : t >> 5, outer_step = TPR <= 32 ? TPR : TPR >> 5;
   const int inner = TPR <= 32 ? 0 : (t & 31), inner_step = TPR <= 32 ? 1 : 32;
   for (int p = a_ptr[i] + outer; p < a_ptr[i + 1]; p += outer_step) {
-    if (stop && *stop) return;
+    // The row's full flag, set by any of its threads: read and written atomically (a plain read
+    // was a benign race, but one racecheck reports).
+    if (stop && atomicOr(stop, 0)) return;
     const int k = a_col[p];
     const V av = a_val ? a_val[p] : V(0);
     for (int q = b_ptr[k] + inner; q < b_ptr[k + 1]; q += inner_step) f(b_col[q], av, b_val ? b_val[q] : V(0));
@@ -158,7 +160,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_shared(const int32_t* _
     spgemm_products<TPR, V>(i, t, a_ptr, a_col, (const V*)0, b_ptr, b_col, (const V*)0, full + r,
                             [&](int col, V, V) {
                               bool claimed;
-                              if (spgemm_insert(table, T - 1, col, &claimed) < 0) full[r] = 1;
+                              if (spgemm_insert(table, T - 1, col, &claimed) < 0) atomicExch(full + r, 1);
                               mine += claimed;
                             });
     atomicAdd(count + r, mine);
@@ -202,7 +204,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared(
   int* table = keys + r * T;
   V* tv = vals + r * T;
   if (active)
-    spgemm_products<TPR, V>(i, t, a_ptr, a_col, a_val, b_ptr, b_col, b_val, (const volatile int*)0,
+    spgemm_products<TPR, V>(i, t, a_ptr, a_col, a_val, b_ptr, b_col, b_val, (int*)0,
                             [&](int col, V av, V bv) {
                               bool claimed;
                               const long long s = spgemm_insert(table, T - 1, col, &claimed);
@@ -248,7 +250,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_global(const int32_t* _
   __syncthreads();
   int mine = 0;
   spgemm_products<BLOCK, V>(i, threadIdx.x, a_ptr, a_col, (const V*)0, b_ptr, b_col, (const V*)0,
-                            (const volatile int*)0, [&](int col, V, V) {
+                            (int*)0, [&](int col, V, V) {
                               bool claimed;
                               spgemm_insert(table, slots - 1u, col, &claimed);  // never full: slots >= 2 * distinct
                               mine += claimed;
@@ -282,7 +284,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_global(
   }
   if (threadIdx.x == 0) placed = 0;
   __syncthreads();
-  spgemm_products<BLOCK, V>(i, threadIdx.x, a_ptr, a_col, a_val, b_ptr, b_col, b_val, (const volatile int*)0,
+  spgemm_products<BLOCK, V>(i, threadIdx.x, a_ptr, a_col, a_val, b_ptr, b_col, b_val, (int*)0,
                             [&](int col, V av, V bv) {
                               bool claimed;
                               const long long s = spgemm_insert(table, slots - 1u, col, &claimed);
