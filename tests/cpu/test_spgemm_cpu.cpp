@@ -34,31 +34,9 @@ CsrMatrix<T> from_entries(int32_t rows, int32_t cols, const std::vector<Entry>& 
   return dbs_test::csr_from_entries<T>(rows, cols, e);
 }
 
-// Row i gets lengths[i] distinct random columns of [0, cols), values in [-1, 1] (multiples of 2^-10,
-// never 0).
 template <class T>
 CsrMatrix<T> random_rows(int32_t cols, const std::vector<int32_t>& lengths, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  CsrMatrix<T> m;
-  m.rows = static_cast<int32_t>(lengths.size());
-  m.cols = cols;
-  std::vector<int32_t> row;
-  for (int32_t len : lengths) {
-    REQUIRE(len <= cols);
-    row.clear();
-    while (static_cast<int32_t>(row.size()) < len) {  // draw the missing ones, then merge duplicates
-      for (auto k = static_cast<int32_t>(row.size()); k < len; ++k)
-        row.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(cols)));
-      std::sort(row.begin(), row.end());
-      row.erase(std::unique(row.begin(), row.end()), row.end());
-    }
-    for (int32_t c : row) {
-      m.col_idx.push_back(c);
-      m.values.push_back(static_cast<T>((static_cast<int64_t>(rng() % 2048) - 1023.5) / 1024.0));
-    }
-    m.row_ptr.push_back(static_cast<int32_t>(m.col_idx.size()));
-  }
-  return m;
+  return dbs_test::csr_with_row_lengths<T>(cols, lengths, seed);
 }
 
 template <class T>

@@ -201,16 +201,8 @@ void emulated_brp_spmm(const BrpMatrix<float>& m, const std::vector<float>& b, i
     }
 }
 
-CsrMatrix<float> from_entries(int32_t rows, int32_t cols, const std::vector<std::tuple<int32_t, int32_t, double>>& e) {
-  CooMatrix<float> coo;
-  coo.rows = rows;
-  coo.cols = cols;
-  for (auto [r, c, v] : e) {
-    coo.row.push_back(r);
-    coo.col.push_back(c);
-    coo.values.push_back(static_cast<float>(v));
-  }
-  return coo_to_csr(coo);
+CsrMatrix<float> from_entries(int32_t rows, int32_t cols, const std::vector<dbs_test::Entry>& e) {
+  return dbs_test::csr_from_entries<float>(rows, cols, e);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "dbsparse/dbsparse.hpp"
 #include "dbsparse/spgemm.hpp"
+#include "test_support.hpp"
 
 using namespace dbsparse;
 
@@ -21,46 +22,16 @@ Context& ctx() {
   return c;
 }
 
-using Entry = std::tuple<int32_t, int32_t, double>;
+using dbs_test::Entry;  // (row, col, value)
 
 template <class T>
 CsrMatrix<T> from_entries(int32_t rows, int32_t cols, const std::vector<Entry>& e) {
-  CooMatrix<T> coo;
-  coo.rows = rows;
-  coo.cols = cols;
-  for (auto [r, c, v] : e) {
-    coo.row.push_back(r);
-    coo.col.push_back(c);
-    coo.values.push_back(static_cast<T>(v));
-  }
-  return coo_to_csr(coo);
+  return dbs_test::csr_from_entries<T>(rows, cols, e);
 }
 
-// Row i gets lengths[i] distinct random columns of [0, cols), values in [-1, 1], never 0 (as the
-// cpu tests build them).
 template <class T>
 CsrMatrix<T> random_rows(int32_t cols, const std::vector<int32_t>& lengths, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  CsrMatrix<T> m;
-  m.rows = static_cast<int32_t>(lengths.size());
-  m.cols = cols;
-  std::vector<int32_t> row;
-  for (int32_t len : lengths) {
-    REQUIRE(len <= cols);
-    row.clear();
-    while (static_cast<int32_t>(row.size()) < len) {
-      for (auto k = static_cast<int32_t>(row.size()); k < len; ++k)
-        row.push_back(static_cast<int32_t>(rng() % static_cast<uint64_t>(cols)));
-      std::sort(row.begin(), row.end());
-      row.erase(std::unique(row.begin(), row.end()), row.end());
-    }
-    for (int32_t c : row) {
-      m.col_idx.push_back(c);
-      m.values.push_back(static_cast<T>((static_cast<int64_t>(rng() % 2048) - 1023.5) / 1024.0));
-    }
-    m.row_ptr.push_back(static_cast<int32_t>(m.col_idx.size()));
-  }
-  return m;
+  return dbs_test::csr_with_row_lengths<T>(cols, lengths, seed);
 }
 
 template <class T>
