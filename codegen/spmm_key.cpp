@@ -77,7 +77,8 @@ KernelSource make_source(const SpmmKey& key) {
   } else {
     ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spmm_rows.cuh\"\n", ks.key);
     ks.name_expressions = {fmt::format("dbs::csr_spmm_rows<{}, {}, false>", key.warps, key.vec),
-                           fmt::format("dbs::csr_spmm_rows<{}, {}, true>", key.warps, key.vec)};
+                           fmt::format("dbs::csr_spmm_rows<{}, {}, true>", key.warps, key.vec),
+                           fmt::format("dbs::relu_inplace<{}>", key.warps)};
   }
   return ks;
 }

@@ -31,7 +31,8 @@ struct SpmmKey {
 
 // Entry points, in order. Brp: brp_tc_windows<f, g, warps, false>, brp_residual<8, 1>,
 // brp_residual<8, 4>, brp_tc_windows<f, g, warps, true> (the long windows' pieces). Csr:
-// csr_spmm_rows<warps, vec, false>, then <.., true> (the long rows' pieces).
+// csr_spmm_rows<warps, vec, false>, then <.., true> (the long rows' pieces), then
+// relu_inplace<warps> (x = max(x, 0) in place; `dbsparse gcn`'s activation, for both its pipelines).
 // Throws UsageError for a key parse would refuse.
 KernelSource make_source(const SpmmKey& key);
 

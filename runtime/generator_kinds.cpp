@@ -233,6 +233,16 @@ CsrMatrix<double> uniform(int32_t n, int32_t d, uint64_t seed) {
   return std::move(b.m);
 }
 
+// A seeded random permutation of [0, n) (Fisher-Yates), for relabelling vertices.
+static std::vector<int32_t> vertex_permutation(int32_t n, uint64_t seed) {
+  std::vector<int32_t> perm(static_cast<size_t>(n));
+  for (int32_t v = 0; v < n; ++v) perm[v] = v;
+  std::mt19937_64 prng(seed ^ 0x9e3779b97f4a7c15ull);
+  for (int32_t v = n - 1; v > 0; --v)
+    std::swap(perm[v], perm[static_cast<int32_t>(prng() % static_cast<uint64_t>(v + 1))]);
+  return perm;
+}
+
 // An undirected edge list as a symmetric CSR matrix: self loops and duplicates dropped, columns
 // sorted, and values that hash the unordered pair (salted), so that A(i, j) == A(j, i): symmetric,
 // not only in pattern. Two counting sorts instead of a sort per row: the first buckets both
@@ -313,11 +323,7 @@ CsrMatrix<double> rmat(int scale, int32_t ef, uint64_t seed, bool scramble) {
     dst[e] = static_cast<int32_t>(c);
   }
   if (scramble) {  // Graph500's vertex relabelling: one seeded permutation for both ends
-    std::vector<int32_t> perm(static_cast<size_t>(n));
-    for (int32_t v = 0; v < n; ++v) perm[v] = v;
-    std::mt19937_64 prng(seed ^ 0x9e3779b97f4a7c15ull);
-    for (int32_t v = n - 1; v > 0; --v)
-      std::swap(perm[v], perm[static_cast<int32_t>(prng() % static_cast<uint64_t>(v + 1))]);
+    const std::vector<int32_t> perm = vertex_permutation(n, seed);
     for (int64_t e = 0; e < edges; ++e) {
       src[e] = perm[src[e]];
       dst[e] = perm[dst[e]];
@@ -393,6 +399,119 @@ CsrMatrix<double> roadnet(int32_t n, uint64_t seed, const std::string& spec) {
   if (2 * edges > kMaxNnz)
     throw InputError(spec, 0, fmt::format("at most 2^31-1 nonzeros, but this would have up to {}", 2 * edges));
   return symmetric_from_edges(n, src, dst, mix64(seed ^ 0x726f61646e6574ULL));
+}
+
+// Calls take(j) for each j in [lo, hi) kept independently with chance p, drawing one number per
+// kept j (plus one) instead of one per j: the gap to the next kept j is geometric, floor(log u /
+// log(1 - p)), so a sparse range costs its kept entries, not its length. log_q = det_log(1 - p).
+template <class F>
+static void bernoulli_run(std::mt19937_64& rng, int64_t lo, int64_t hi, double p, double log_q, F&& take) {
+  if (!(p > 0) || lo >= hi) return;
+  if (p >= 1) {
+    for (int64_t j = lo; j < hi; ++j) take(j);
+    return;
+  }
+  if (!(log_q < 0)) return;  // 1 - p rounded to 1: p below 2^-53, nothing would be kept in practice
+  int64_t j = lo - 1;
+  for (;;) {
+    const double gap = std::floor(det_log(to_unit_open(rng())) / log_q);  // >= 0
+    if (gap >= static_cast<double>(hi - 1 - j)) return;
+    j += 1 + static_cast<int64_t>(gap);
+    take(j);
+  }
+}
+
+// A stochastic block model: k communities of consecutive vertex ids (sizes n / k, the first n % k
+// one larger), each pair of vertices linked with chance p_in inside a community and p_out between
+// communities, independently. Symmetric, no self loops; scramble relabels the vertices as rmat's.
+CsrMatrix<double> community(int32_t n, int32_t k, double p_in, double p_out, uint64_t seed, bool scramble,
+                            const std::string& spec) {
+  std::mt19937_64 rng(seed);
+  const double log_in = p_in < 1 ? det_log(1 - p_in) : 0.0;
+  const double log_out = p_out < 1 ? det_log(1 - p_out) : 0.0;
+  std::vector<int32_t> src, dst;
+  const int64_t q = n / k, extra = n % k;
+  int64_t end = 0;  // one past the last vertex of the current vertex's community
+  int64_t c = -1;
+  for (int64_t i = 0; i < n; ++i) {
+    if (i == end) end += q + (++c < extra ? 1 : 0);
+    // Pairs (i, j) with j > i only, each drawn once: inside the community, then the rest.
+    auto take = [&](int64_t j) {
+      src.push_back(static_cast<int32_t>(i));
+      dst.push_back(static_cast<int32_t>(j));
+    };
+    bernoulli_run(rng, i + 1, end, p_in, log_in, take);
+    bernoulli_run(rng, end, n, p_out, log_out, take);
+    if (2 * static_cast<int64_t>(src.size()) > kMaxNnz)
+      throw InputError(spec, 0, fmt::format("at most 2^31-1 nonzeros, but this has more after {} of {} rows", i + 1, n));
+  }
+  if (scramble) {
+    const std::vector<int32_t> perm = vertex_permutation(n, seed);
+    for (size_t e = 0; e < src.size(); ++e) {
+      src[e] = perm[src[e]];
+      dst[e] = perm[dst[e]];
+    }
+  }
+  return symmetric_from_edges(n, src, dst, mix64(seed ^ 0x636f6d6dULL));
+}
+
+// A dense rows x cols weight matrix of normal(0, 1) values pruned by magnitude: in each row the
+// round(density * cols) entries of largest |w| (ties to the lower column), or with block > 1 in
+// each block row of block x block tiles the round(density * cols / block) tiles of largest sum |w|.
+// The weights are drawn row by row in the same order for every block size, so one seed gives one
+// dense matrix pruned in different ways. Normals by Marsaglia's polar method with det_log and
+// sqrt (exactly rounded): the same bits on every machine.
+CsrMatrix<double> pruned(int32_t rows, int32_t cols, double density, int32_t block, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  bool have_spare = false;
+  double spare = 0;
+  auto normal = [&]() -> double {
+    if (have_spare) {
+      have_spare = false;
+      return spare;
+    }
+    for (;;) {
+      const double u0 = 2 * to_unit_open(rng()), v0 = 2 * to_unit_open(rng());
+      const double u = u0 - 1, v = v0 - 1;  // never 0: to_unit_open is never 1/2
+      const double uu = u * u, vv = v * v;
+      const double s = uu + vv;
+      if (s >= 1) continue;
+      const double f = std::sqrt(-2 * det_log(s) / s);
+      spare = v * f;
+      have_spare = true;
+      return u * f;
+    }
+  };
+  const int32_t tiles = cols / block;  // generators.cpp checks that block divides rows and cols
+  const double want = density * tiles;  // a statement of its own: no FMA with the + 0.5
+  const auto keep = static_cast<int32_t>(std::clamp<double>(std::floor(want + 0.5), 1, static_cast<double>(tiles)));
+  CsrBuilder b(rows, cols, int64_t{rows} * keep * block);
+  std::vector<double> w(static_cast<size_t>(block) * static_cast<size_t>(cols));
+  std::vector<double> score(static_cast<size_t>(tiles));
+  std::vector<int32_t> order(static_cast<size_t>(tiles));
+  for (int32_t r0 = 0; r0 < rows; r0 += block) {
+    for (auto& x : w) x = normal();
+    for (int32_t t = 0; t < tiles; ++t) {
+      double sum = 0;
+      for (int32_t r = 0; r < block; ++r)
+        for (int32_t c = 0; c < block; ++c) sum += std::fabs(w[static_cast<size_t>(r) * cols + t * block + c]);
+      score[t] = sum;
+    }
+    for (int32_t t = 0; t < tiles; ++t) order[t] = t;
+    std::nth_element(order.begin(), order.begin() + keep, order.end(), [&](int32_t x, int32_t y) {
+      return score[x] > score[y] || (score[x] == score[y] && x < y);
+    });
+    std::sort(order.begin(), order.begin() + keep);
+    for (int32_t r = 0; r < block; ++r) {
+      for (int32_t i = 0; i < keep; ++i)
+        for (int32_t c = 0; c < block; ++c) {
+          const int32_t col = order[i] * block + c;
+          b.push(col, w[static_cast<size_t>(r) * cols + col]);
+        }
+      b.end_row();
+    }
+  }
+  return std::move(b.m);
 }
 
 }  // namespace dbsparse::gen

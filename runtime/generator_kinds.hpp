@@ -18,5 +18,8 @@ CsrMatrix<double> rmat(int scale, int32_t ef, uint64_t seed, bool scramble = fal
 CsrMatrix<double> powerlaw(int32_t n, double avg, double alpha, int32_t max, uint64_t seed,
                            const std::string& spec);
 CsrMatrix<double> roadnet(int32_t n, uint64_t seed, const std::string& spec);
+CsrMatrix<double> community(int32_t n, int32_t k, double p_in, double p_out, uint64_t seed, bool scramble,
+                            const std::string& spec);
+CsrMatrix<double> pruned(int32_t rows, int32_t cols, double density, int32_t block, uint64_t seed);
 
 }  // namespace dbsparse::gen

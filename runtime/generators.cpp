@@ -2,6 +2,7 @@
 // are built in generator_kinds.cpp.
 #include "dbsparse/generators.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <limits>
@@ -61,6 +62,25 @@ const std::vector<KindDef>& kinds() {
        "its edges removed, a diagonal in 18% of its cells and rare interchange links; symmetric, about "
        "2.8 entries a row, at most about 12",
        {{"n", false, "100000"}, {"seed", false, "1"}}},
+      {"community",
+       "community:n=100000,k=100,p_in=0.02,p_out=0.00005,seed=1,scramble=0  stochastic block model: k "
+       "communities of consecutive ids, pairs linked with chance p_in inside one and p_out between; symmetric, no "
+       "self loops; scramble=1 permutes the vertex ids",
+       {{"n", false, "100000"},
+        {"k", false, "100"},
+        {"p_in", true, "0.02"},
+        {"p_out", true, "0.00005"},
+        {"seed", false, "1"},
+        {"scramble", false, "0"}}},
+      {"pruned",
+       "pruned:rows=4096,cols=4096,density=0.3,block=1,seed=1  a dense normal(0, 1) weight matrix pruned by "
+       "magnitude to round(density * cols) entries a row, or with block > 1 to whole block x block tiles "
+       "(largest sum |w|) in each block row",
+       {{"rows", false, "4096"},
+        {"cols", false, "4096"},
+        {"density", true, "0.3"},
+        {"block", false, "1"},
+        {"seed", false, "1"}}},
   };
   return k;
 }
@@ -192,6 +212,36 @@ CsrMatrix<double> build(const GeneratorSpec& s, const std::string& text) {
     // entries; the exact count is checked once drawn.
     const int64_t n = p.in_range("n", 1, int64_t{1} << 28);
     return gen::roadnet(static_cast<int32_t>(n), seed_of(p), text);
+  }
+  if (s.kind == "community") {
+    const int64_t n = p.in_range("n", 1, kMaxIndex);
+    const int64_t k = p.in_range("k", 1, n);
+    const double p_in = p.real("p_in"), p_out = p.real("p_out");
+    if (!(p_in >= 0 && p_in <= 1)) p.fail(fmt::format("p_in in [0, 1], got {}", p_in));
+    if (!(p_out >= 0 && p_out <= 1)) p.fail(fmt::format("p_out in [0, 1], got {}", p_out));
+    // The expected count, before drawing anything (the exact one is checked while drawing).
+    const int64_t q = n / k, extra = n % k;
+    const double pairs_in = double(extra) * double(q + 1) * double(q) / 2 + double(k - extra) * double(q) * double(q - 1) / 2;
+    const double pairs_out = double(n) * double(n - 1) / 2 - pairs_in;
+    const double expected = 2 * (p_in * pairs_in + p_out * pairs_out);
+    if (expected > double(kMaxIndex))
+      p.fail(fmt::format("at most 2^31-1 nonzeros, but this would have about {:.0f}", expected));
+    const bool scramble = p.in_range("scramble", 0, 1) == 1;
+    return gen::community(static_cast<int32_t>(n), static_cast<int32_t>(k), p_in, p_out, seed_of(p), scramble, text);
+  }
+  if (s.kind == "pruned") {
+    const int64_t rows = p.in_range("rows", 1, kMaxIndex);
+    const int64_t cols = p.in_range("cols", 1, kMaxIndex);
+    const double density = p.real("density");
+    if (!(density > 0 && density <= 1)) p.fail(fmt::format("density in (0, 1], got {}", density));
+    const int64_t block = p.in_range("block", 1, std::min(rows, cols));
+    if (rows % block != 0 || cols % block != 0)
+      p.fail(fmt::format("block dividing rows and cols, got block {} for {} x {}", block, rows, cols));
+    // Every weight is drawn before pruning: a bound on the work, not only on the result.
+    if (rows * cols > int64_t{1} << 32) p.fail(fmt::format("rows * cols at most 2^32, got {}", rows * cols));
+    p.check_nnz(rows * std::max<int64_t>(1, std::llround(density * double(cols / block))) * block);
+    return gen::pruned(static_cast<int32_t>(rows), static_cast<int32_t>(cols), density, static_cast<int32_t>(block),
+                       seed_of(p));
   }
   p.fail("a known generator kind");  // parse_generator_spec has already rejected unknown kinds
 }

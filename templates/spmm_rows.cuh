@@ -100,4 +100,33 @@ __global__ void __launch_bounds__(WARPS * 32) brp_residual(const dbsparse::abi::
   }
 }
 
+// x = max(x, 0) on `count` floats in place: the ReLU between the layers of a GNN forward pass
+// (`dbsparse gcn`), applied to an SpMM's C by dbsparse's and cuSPARSE's pipelines alike. It lives
+// in the CSR module (spmm.csr.*), as bfs_dense_update lives in the BFS one, rather than in a key
+// family of its own for one elementwise kernel. float4 when x is 16-byte aligned, the tail by
+// scalars. NaN stays NaN (not fmaxf's 0), so a broken product upstream still shows in the check.
+template <int WARPS>
+__global__ void __launch_bounds__(WARPS * 32) relu_inplace(float* x, long long count) {
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  long long done = 0;
+  if ((reinterpret_cast<unsigned long long>(x) & 15ull) == 0) {
+    float4* x4 = reinterpret_cast<float4*>(x);
+    const long long quads = count / 4;
+    for (long long i = t; i < quads; i += stride) {
+      float4 v = x4[i];
+      v.x = v.x < 0.0f ? 0.0f : v.x;
+      v.y = v.y < 0.0f ? 0.0f : v.y;
+      v.z = v.z < 0.0f ? 0.0f : v.z;
+      v.w = v.w < 0.0f ? 0.0f : v.w;
+      x4[i] = v;
+    }
+    done = quads * 4;
+  }
+  for (long long i = done + t; i < count; i += stride) {
+    const float v = x[i];
+    x[i] = v < 0.0f ? 0.0f : v;
+  }
+}
+
 }  // namespace dbs

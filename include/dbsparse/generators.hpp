@@ -8,7 +8,11 @@
 //   rmat:scale=19,ef=8,seed=1             Graph500 R-MAT (A=0.57, B=C=0.19), symmetrised, no self loops
 //   powerlaw:n=1000000,avg=8,alpha=1.5,max=200000,seed=1   power-law row lengths
 //   roadnet:n=1400000,seed=1              road-network-like grid graph (as roadNet-TX: 2.8 a row, max ~12)
-// Values are deterministic pseudo-random in [-1, 1] (stencils use the Laplacian's values).
+//   community:n=100000,k=100,p_in=0.02,p_out=0.00005,seed=1,scramble=0   stochastic block model
+//   pruned:rows=4096,cols=4096,density=0.3,block=1,seed=1   normal weights pruned by magnitude
+//                                         (per row, or in block x block tiles per block row)
+// Values are deterministic pseudo-random in [-1, 1] (stencils use the Laplacian's values; pruned
+// keeps its normal(0, 1) weights).
 #include <map>
 #include <string>
 

@@ -49,7 +49,8 @@ struct CusparseSpmm::State {
   int n = 0;
 };
 
-CusparseSpmm::CusparseSpmm(const CsrMatrix<float>& a, int n, void* stream) : s_(std::make_unique<State>()) {
+CusparseSpmm::CusparseSpmm(const CsrMatrix<float>& a, int n, void* stream, std::span<const CusparseSpmmAlg> algs)
+    : s_(std::make_unique<State>()) {
   if (n < 1) throw UsageError(fmt::format("CusparseSpmm: n must be >= 1, got {}", n));
   s_->stream = static_cast<cudaStream_t>(stream);
   s_->rows = a.rows;
@@ -68,6 +69,10 @@ CusparseSpmm::CusparseSpmm(const CsrMatrix<float>& a, int n, void* stream) : s_(
   DBS_SP(cusparseCreateDnMat(&s_->mc, a.rows, n, n, s_->c_probe.data(), CUDA_R_32F, CUSPARSE_ORDER_ROW));
   float alpha = 1, beta = 0;
   for (size_t i = 0; i < kCusparseSpmmAlgs.size(); ++i) {
+    if (std::find(algs.begin(), algs.end(), kCusparseSpmmAlgs[i]) == algs.end()) {
+      s_->unsupported[i] = "not set up (not asked for)";
+      continue;
+    }
     const auto alg = native(kCusparseSpmmAlgs[i]);
     DBS_SP(cusparseCreateCsr(&s_->mat[i], a.rows, a.cols, a.nnz(), s_->row_ptr.data(), s_->col_idx.data(),
                              s_->values.data(), CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,

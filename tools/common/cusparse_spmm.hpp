@@ -6,6 +6,7 @@
 // is marked unsupported, with its reason, and never run.
 #include <array>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "dbsparse/context.hpp"
@@ -20,8 +21,11 @@ const char* to_string(CusparseSpmmAlg a);  // "cusparse-default", "cusparse-csr-
 
 class CusparseSpmm {
  public:
-  // Uploads its own copy of A (cuSPARSE's descriptors point at it); B and C have n columns.
-  CusparseSpmm(const CsrMatrix<float>& a, int n, void* stream);
+  // Uploads its own copy of A (cuSPARSE's descriptors point at it); B and C have n columns. Only
+  // the algorithms in `algs` are set up (the others are unsupported, "not set up"): a caller that
+  // times the setup of the one it runs (`dbsparse gcn`) pays for no other.
+  CusparseSpmm(const CsrMatrix<float>& a, int n, void* stream,
+               std::span<const CusparseSpmmAlg> algs = kCusparseSpmmAlgs);
   ~CusparseSpmm();
   CusparseSpmm(const CusparseSpmm&) = delete;
   CusparseSpmm& operator=(const CusparseSpmm&) = delete;

@@ -105,4 +105,52 @@ std::vector<std::string> spgemm_suite(const std::string& size) {
   throw UsageError("unknown suite size '" + size + "' (expected quick or full)");
 }
 
+std::vector<std::string> spmm_suite(const std::string& size, const std::string& set) {
+  if (size != "quick" && size != "full")
+    throw UsageError("unknown suite size '" + size + "' (expected quick or full)");
+  if (set != "graphs" && set != "moderate" && set != "all")
+    throw UsageError("unknown spmm suite set '" + set + "' (expected graphs, moderate or all)");
+  const bool full = size == "full";
+  std::vector<std::string> out;
+  if (set != "moderate") {
+    // Average degree 16-20 throughout, so the sizes and kinds differ rather than the density.
+    // community: 500-vertex communities, 15-25 links inside and about 5 outside a vertex.
+    if (full)
+      out = {"powerlaw:n=20000,avg=16,alpha=1.5,max=2000,seed=1",
+             "powerlaw:n=500000,avg=16,alpha=1.5,max=50000,seed=1",
+             "powerlaw:n=2000000,avg=16,alpha=1.5,max=100000,seed=1",
+             "rmat:scale=16,ef=16,seed=1",
+             "rmat:scale=20,ef=16,seed=1",
+             "rmat:scale=20,ef=16,seed=1,scramble=1",
+             "uniform:n=200000,d=16,seed=1",
+             "uniform:n=2000000,d=16,seed=1",
+             "community:n=100000,k=200,p_in=0.05,p_out=0.00005,seed=1",
+             "community:n=2000000,k=4000,p_in=0.03,p_out=0.0000025,seed=1"};
+    else
+      out = {"powerlaw:n=20000,avg=16,alpha=1.5,max=2000,seed=1",
+             "rmat:scale=16,ef=16,seed=1",
+             "rmat:scale=17,ef=16,seed=1,scramble=1",
+             "uniform:n=200000,d=16,seed=1",
+             "community:n=100000,k=200,p_in=0.05,p_out=0.00005,seed=1"};
+  }
+  if (set != "graphs") {
+    // Magnitude-pruned normal weights, 50% to 90% sparse: rows as a layer's outputs, cols its inputs
+    // (11008 x 4096 and back: LLaMA-7B's MLP); 16x16 blocks match the tensor cores' tiles.
+    std::vector<std::string> moderate =
+        full ? std::vector<std::string>{"pruned:rows=4096,cols=4096,density=0.5,seed=1",
+                                        "pruned:rows=4096,cols=4096,density=0.3,seed=1",
+                                        "pruned:rows=4096,cols=4096,density=0.1,seed=1",
+                                        "pruned:rows=4096,cols=4096,density=0.3,block=4,seed=1",
+                                        "pruned:rows=4096,cols=4096,density=0.3,block=16,seed=1",
+                                        "pruned:rows=4096,cols=4096,density=0.1,block=16,seed=1",
+                                        "pruned:rows=11008,cols=4096,density=0.3,seed=1",
+                                        "pruned:rows=4096,cols=11008,density=0.3,seed=1"}
+             : std::vector<std::string>{"pruned:rows=4096,cols=4096,density=0.5,seed=1",
+                                        "pruned:rows=4096,cols=4096,density=0.1,seed=1",
+                                        "pruned:rows=4096,cols=4096,density=0.3,block=16,seed=1"};
+    out.insert(out.end(), moderate.begin(), moderate.end());
+  }
+  return out;
+}
+
 }  // namespace dbsparse::tools

@@ -28,4 +28,12 @@ std::vector<std::string> spmspv_suite(const std::string& size);
 // "quick": the same kinds at 16K-100K rows.
 std::vector<std::string> spgemm_suite(const std::string& size);
 
+// Generator strings for SpMM (issue 14), in two sets. "graphs": >99% sparse graphs of 20K-2M rows,
+// the GNN inputs (power-law, R-MAT, uniform random, community-structured); "moderate": 50-90%
+// sparse pruned weight matrices (pruned:, per row and in 4x4 and 16x16 blocks); "all": both.
+// "quick": graphs of 20K-200K rows and 4096 x 4096 weights; "full": graphs up to 2M rows and
+// weights up to 11008 x 4096. UsageError naming the accepted values otherwise.
+std::vector<std::string> spmm_suite(const std::string& size, const std::string& set = "all");
+inline const std::vector<std::string> kSpmmSuiteSets = {"graphs", "moderate"};
+
 }  // namespace dbsparse::tools

@@ -25,6 +25,7 @@ struct BenchArgs {
   std::string op;
   std::vector<std::string> matrices;
   std::string suite = "full";
+  std::string set = "all";  // ops whose suite has parts (OpDescriptor::suite_sets): which to run
   bool no_shared = false, no_baselines = false, fused = false;
   std::vector<std::string> precisions{"f32"};
   std::vector<double> densities;  // empty: the op's own
@@ -58,8 +59,8 @@ std::vector<std::string> resolve_specs(const BenchArgs& a) {
   std::vector<std::string> specs;
   for (const auto& m : a.matrices) specs.push_back(tools::resolve_shared_name(m));
   if (specs.empty()) {
-    if (a.suite != "none")
-      specs = tools::find_op(a.op).bench_suite(a.suite);
+    const auto& op = tools::find_op(a.op);
+    if (a.suite != "none") specs = a.set == "all" ? op.bench_suite(a.suite) : op.bench_suite_set(a.suite, a.set);
     if (!a.no_shared) {
       auto shared = tools::shared_matrix_files();
       if (shared.empty()) fmt::print("note: no ../shared/matrices found; generated suite only\n");
@@ -81,6 +82,9 @@ Runner add_bench(CLI::App& sub_ref) {
                   "rmat:scale=19,ef=8; default: the --suite plus ../shared/matrices");
   sub->add_option("--suite", a->suite, "Generated suite when no matrices are named: quick, full or none")
       ->check(CLI::IsMember({"quick", "full", "none"}));
+  sub->add_option("--set", a->set,
+                  "Part of the generated suite, for ops whose suite has parts (spmm: graphs, >99% sparse graphs of "
+                  "20K-2M rows; moderate, 50-90% sparse pruned weights); default all");
   sub->add_flag("--no-shared", a->no_shared, "Leave out ../shared/matrices ($DBSPARSE_MATRICES)");
   sub->add_flag("--no-baselines", a->no_baselines, "Skip cuSPARSE");
   sub->add_flag("--fused", a->fused,
@@ -133,6 +137,15 @@ Runner add_bench(CLI::App& sub_ref) {
     given("--explain", a->explain);
     given("--fused", a->fused);
     given("--n", !a->n_cols.empty());
+    if (a->set != "all") {
+      if (op.suite_sets.empty())
+        throw UsageError(fmt::format("--set does not apply to bench {} (its suite has no parts)", op.name));
+      if (std::find(op.suite_sets.begin(), op.suite_sets.end(), a->set) == op.suite_sets.end())
+        throw UsageError(fmt::format("--set '{}': bench {} has the sets {}, all", a->set, op.name,
+                                     fmt::join(op.suite_sets, ", ")));
+      if (!a->matrices.empty())
+        throw UsageError("--set picks part of the generated suite; it does not apply when matrices are named");
+    }
     tools::BenchRequest req;
     req.specs = resolve_specs(*a);
     req.precisions = a->precisions;

@@ -17,5 +17,6 @@ Runner add_explain(CLI::App& sub);
 Runner add_explore(CLI::App& sub);
 Runner add_bfs(CLI::App& sub);
 Runner add_decode_bench(CLI::App& sub);
+Runner add_gcn(CLI::App& sub);
 
 }  // namespace dbsparse::cli

@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
       dbsparse::cli::add_bfs);
   add("decode-bench", "Batch-1 linear layers of a model, pruned, activations sparsified: dbsparse against cuBLAS and cuSPARSE",
       dbsparse::cli::add_decode_bench);
+  add("gcn", "A 2-layer GCN forward pass: dbsparse SpMM against cuSPARSE SpMM in the same cuBLAS pipeline",
+      dbsparse::cli::add_gcn);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

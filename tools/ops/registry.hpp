@@ -51,6 +51,11 @@ struct OpDescriptor {
   tuner::SearchSpace space;         // defaults == config.defaults; validate == the typed config's
   // The generated suite `bench` runs when no matrix is named ("quick" or "full").
   std::function<std::vector<std::string>(const std::string& size)> bench_suite;
+  // An op whose suite comes in named parts (spmm: graphs, moderate) names them here, and `bench
+  // --set NAME` runs bench_suite_set(size, NAME) instead (NAME "all": bench_suite). Empty: --set
+  // does not apply.
+  std::vector<std::string> suite_sets;
+  std::function<std::vector<std::string>(const std::string& size, const std::string& set)> bench_suite_set;
   // Every kernel variant (with opt_in, also those only an explicit config selects): what
   // `precompile` and dbtune compile ahead and the nvrtc tier compiles.
   std::function<std::vector<codegen::KernelSource>(bool opt_in)> variants;

@@ -12,6 +12,7 @@
 #include "dbsparse/spmm.hpp"
 #include "tools/common/cusparse_spmm.hpp"
 #include "tools/common/random.hpp"
+#include "tools/common/suites.hpp"
 #include "tools/common/stats.hpp"
 #include "tools/ops/op_support.hpp"
 #include "tools/ops/registry.hpp"
@@ -117,21 +118,6 @@ struct SpmmObjective {
     });
   }
 };
-
-std::vector<std::string> spmm_suite(const std::string& size) {
-  if (size == "quick") return {"rmat:scale=14,ef=8", "stencil2d:n=300", "uniform:n=100000,d=16,seed=1"};
-  // Larger ones, and the graphs closest to GNN inputs the generators offer: R-MAT and power-law
-  // (skewed degrees, as citation and social graphs), a road network (low degree), FEM blocks.
-  return {"rmat:scale=18,ef=16,seed=1",
-          "rmat:scale=19,ef=8,seed=1",
-          "powerlaw:n=500000,avg=16,alpha=1.5,max=50000,seed=1",
-          "roadnet:n=1000000,seed=1",
-          "stencil2d:n=1000",
-          "stencil3d:n=60,points=27",
-          "fem:nodes=200000,k=3,blocks=9,seed=1",
-          "banded:n=500000,bw=8",
-          "uniform:n=500000,d=16,seed=1"};
-}
 
 struct BenchTime {
   std::string impl;
@@ -267,7 +253,9 @@ OpDescriptor make() {
   d.config = config_info<SpmmConfig>();
   d.objective_doc = "plan.run time, geomean over N = 32 and 128";
   d.space = make_space();
-  d.bench_suite = spmm_suite;
+  d.bench_suite = [](const std::string& size) { return spmm_suite(size); };
+  d.suite_sets = kSpmmSuiteSets;
+  d.bench_suite_set = [](const std::string& size, const std::string& set) { return spmm_suite(size, set); };
   d.variants = [](bool) {
     std::vector<codegen::KernelSource> out;
     for (const auto& k : codegen::spmm_search_space()) out.push_back(codegen::make_source(k));
