@@ -17,5 +17,8 @@ Runner add_explain(CLI::App& sub);
 Runner add_explore(CLI::App& sub);
 Runner add_bfs(CLI::App& sub);
 Runner add_decode_bench(CLI::App& sub);
+Runner add_square(CLI::App& sub);
+Runner add_contract(CLI::App& sub);
+Runner add_mcl(CLI::App& sub);
 
 }  // namespace dbsparse::cli
