@@ -13,17 +13,6 @@
 namespace dbsparse {
 namespace {
 
-void check_options(const MclOptions& o) {
-  auto bad = [](const char* field, const std::string& rule, double got) {
-    throw UsageError(fmt::format("mcl: '{}' must be {}, got {}", field, rule, got));
-  };
-  if (!(o.inflation >= 1.0) || !std::isfinite(o.inflation)) bad("inflation", ">= 1 and finite", o.inflation);
-  if (!(o.prune_below >= 0.0 && o.prune_below < 1.0)) bad("prune_below", "in [0, 1)", o.prune_below);
-  if (o.keep_top_k < 1) bad("keep_top_k", ">= 1", o.keep_top_k);
-  if (o.max_iterations < 1) bad("max_iterations", ">= 1", o.max_iterations);
-  if (!(o.tolerance >= 0.0)) bad("tolerance", ">= 0", o.tolerance);
-}
-
 // Row sums to 1 (an empty row stays empty: a vertex with no way out, no self loop).
 void normalise_row(std::vector<std::pair<int32_t, double>>& row) {
   double sum = 0;
@@ -58,9 +47,20 @@ int32_t find_root(std::vector<int32_t>& parent, int32_t v) {
 
 }  // namespace
 
+void MclOptions::check() const {
+  auto bad = [](const char* field, const std::string& rule, double got) {
+    throw UsageError(fmt::format("mcl: '{}' must be {}, got {}", field, rule, got));
+  };
+  if (!(inflation >= 1.0) || !std::isfinite(inflation)) bad("inflation", ">= 1 and finite", inflation);
+  if (!(prune_below >= 0.0 && prune_below < 1.0)) bad("prune_below", "in [0, 1)", prune_below);
+  if (keep_top_k < 1) bad("keep_top_k", ">= 1", keep_top_k);
+  if (max_iterations < 1) bad("max_iterations", ">= 1", max_iterations);
+  if (!(tolerance >= 0.0)) bad("tolerance", ">= 0", tolerance);
+}
+
 template <class T>
 CsrMatrix<double> mcl_start(const CsrMatrix<T>& g, const MclOptions& o) {
-  check_options(o);
+  o.check();
   if (g.rows != g.cols) throw UsageError(fmt::format("mcl: the graph must be square, is {}x{}", g.rows, g.cols));
   // Row j of P = column j of G: j's out-edges.
   CsrMatrix<double> w;
@@ -96,7 +96,7 @@ CsrMatrix<double> mcl_start(const CsrMatrix<T>& g, const MclOptions& o) {
 }
 
 CsrMatrix<double> mcl_step(const CsrMatrix<double>& p, const MclOptions& o) {
-  check_options(o);
+  o.check();
   const CsrMatrix<double> q = hash_spgemm_cpu(p, p).c;  // expansion
   CsrMatrix<double> out = empty_like(q);
   std::vector<std::pair<int32_t, double>> row, kept;

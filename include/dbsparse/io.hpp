@@ -1,7 +1,10 @@
 #pragma once
 // Matrix Market I/O and the one entry point every tool uses to get a matrix: a path (.mtx,
 // .mtx.gz) or a generator string such as "rmat:scale=20,ef=16,seed=1".
+#include <cstdint>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "dbsparse/matrix.hpp"
 
@@ -23,5 +26,13 @@ bool is_generator_spec(const std::string& spec);
 
 // A path or a generator string. The name is the file stem or the canonical generator string.
 NamedMatrix load_matrix(const std::string& spec);
+
+// A label per vertex (`dbsparse contract --labels`, `dbsparse mcl --labels-out`): one integer in
+// [0, 2^31-1) per line, in vertex order; blanks around it are allowed, blank lines and lines
+// starting with '#' are skipped. Anything else (a sign, a fraction, a second number, a value out of
+// range, an unreadable file) throws InputError with the file and the line.
+std::vector<int32_t> read_labels(const std::string& path);
+// One label per line, in that form. The write is atomic (a temp file, then rename).
+void write_labels(const std::string& path, std::span<const int32_t> labels);
 
 }  // namespace dbsparse

@@ -1,7 +1,9 @@
 #pragma once
-// The applications of hash SpGEMM in the article (hash-spgemm-summary.md), as CPU references that
-// their GPU versions are checked against: graph contraction and Markov clustering. (Its third,
-// squaring, is hash_spgemm_cpu(a, a) or (a, transpose(a)); spgemm_flops gives its GFLOP count.)
+// The applications of hash SpGEMM in the article (hash-spgemm-summary.md): squaring, graph
+// contraction and Markov clustering. Each has a GPU version (square, contract, mcl: the products
+// by plan_spgemm, MCL's elementwise steps by the kernels of templates/mcl.cuh) and a CPU
+// reference it is checked against (reference::spgemm for squaring, contract_cpu, mcl_cpu).
+// spgemm_flops gives the GFLOP count of a product.
 //
 // Graphs follow the library's convention (graph.hpp): vertex i is reached from j when
 // A(i, j) != 0, so column j holds j's out-edges.
@@ -9,7 +11,9 @@
 #include <span>
 #include <vector>
 
+#include "dbsparse/context.hpp"
 #include "dbsparse/matrix.hpp"
+#include "dbsparse/spgemm.hpp"
 
 namespace dbsparse {
 
@@ -39,6 +43,18 @@ struct MclOptions {
   double tolerance = 1e-6;
   bool add_self_loops = true;  // each vertex a loop of its column's largest weight (1 when it has no edge)
   bool weighted = false;       // edge weights |G(i, j)|; false: every stored entry weighs 1
+  // UsageError naming the first field out of range (mcl_cpu, mcl and the steps call it).
+  void check() const;
+};
+
+// One iteration of the GPU version, as it went (wall times on the host, each ending in a wait for
+// the device).
+struct MclIteration {
+  double ms = 0;             // the whole iteration: expansion, elementwise steps, the new P downloaded
+  double expand_ms = 0;      // plan_spgemm(P, P) (host analysis, upload) and its first run (symbolic, sync, numeric)
+  int64_t nnz_expanded = 0;  // nnz(P·P)
+  int64_t nnz = 0;           // nnz of the new P, after pruning
+  double change = 0;         // the largest |difference| from the previous P (mcl_change)
 };
 
 struct MclResult {
@@ -46,6 +62,7 @@ struct MclResult {
   int32_t clusters = 0;
   int32_t iterations = 0;       // expansions done
   bool converged = false;       // false: stopped at max_iterations
+  std::vector<MclIteration> trace;  // per iteration, from the GPU version (mcl); empty from mcl_cpu
 };
 
 // Clusters: vertex j is attracted to i when M(i, j) > 0 in the final matrix; a cluster is a
@@ -63,5 +80,51 @@ CsrMatrix<double> mcl_step(const CsrMatrix<double>& p, const MclOptions& o);
 // The largest |a - b| over the union of their patterns (shapes must match).
 double mcl_change(const CsrMatrix<double>& a, const CsrMatrix<double>& b);
 MclResult mcl_labels(const CsrMatrix<double>& p);
+
+// --- on the GPU (runtime/spgemm_apps_gpu.cpp, runtime/mcl_gpu.cpp, templates/mcl.cuh) ----------
+
+// Whether square() multiplies by Aᵀ: when asked to, or when A is not square (A² does not exist).
+template <class T>
+bool square_uses_transpose(const CsrMatrix<T>& a, bool transpose) {
+  return transpose || a.rows != a.cols;
+}
+// C = A·A, or A·Aᵀ (square_uses_transpose; Aᵀ built on the host), by hash SpGEMM. plan_square
+// returns the plan (its first run sizes C, later runs recompute the values: what `dbsparse square`
+// times); square is the one-shot product, downloaded. The GFLOP count is
+// spgemm_flops(intermediate_products(A, B)) of that B.
+template <class T>
+SpgemmPlan<T> plan_square(Context& ctx, const CsrMatrix<T>& a, bool transpose = false,
+                          const SpgemmOptions& options = {});
+template <class T>
+CsrMatrix<T> square(Context& ctx, const CsrMatrix<T>& a, bool transpose = false, const SpgemmOptions& options = {});
+
+template <class T>
+struct ContractResult {
+  CsrMatrix<T> c;      // k x k, as contract_cpu's (the same pattern, explicit zeros included), in T
+  int64_t nnz_sg = 0;  // nnz(S·G), the intermediate product
+  // 2 · IP of both products: IP(S·G) = nnz(G) and IP((S·G)·Sᵀ) = nnz(S·G), since every column of
+  // S (and so every row of Sᵀ) holds exactly one entry.
+  int64_t flops = 0;
+};
+// C = S·G·Sᵀ on the GPU, as contract_cpu defines it: S (k x n, values 1) and Sᵀ built on the host
+// from the labels, then S·G and (S·G)·Sᵀ by two one-shot spgemm() calls, in T. S·G comes back to
+// the host between them, because plan_spgemm takes host CSR. The same UsageErrors as contract_cpu.
+template <class T>
+ContractResult<T> contract(Context& ctx, const CsrMatrix<T>& g, std::span<const int32_t> labels, int32_t k,
+                           const SpgemmOptions& options = {});
+
+// Markov clustering on the GPU, iteration for iteration mcl_cpu's, in T: P = mcl_start(g) on the
+// host, then per iteration P·P by plan_spgemm (a new plan each time: pruning changes P's
+// structure) and inflation, pruning, normalisation and the change measure by the kernels of
+// templates/mcl.cuh; the new P comes back to the host for the next plan. Labels by mcl_labels on
+// the final P, on the host. The values differ from the CPU's in the last bits (other orders of
+// addition, and in f32 the precision), so a tie or a threshold met exactly on one side may fall
+// otherwise on the other: compare the labels, not the matrices. Options are checked (UsageError).
+template <class T>
+MclResult mcl(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o = {});
+// One iteration on the GPU from a given P (square, rows sorted), as mcl_step; *change, when given,
+// receives mcl_change(p, result) as the GPU measured it.
+template <class T>
+CsrMatrix<T> mcl_step(Context& ctx, const CsrMatrix<T>& p, const MclOptions& o, double* change = nullptr);
 
 }  // namespace dbsparse

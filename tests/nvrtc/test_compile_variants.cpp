@@ -10,6 +10,7 @@
 
 #include "codegen/nvrtc_compiler.hpp"
 #include "codegen/decode_key.hpp"
+#include "codegen/mcl_key.hpp"
 #include "codegen/sparse_linear_key.hpp"
 #include "codegen/spgemm_key.hpp"
 #include "codegen/spmm_key.hpp"
@@ -150,4 +151,26 @@ TEST_CASE("SpmmKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
                           "spmm.csr.v4.w3", "spmm.coo.v1.w8", "spmv.brp.f1.g4.w4", "spmm.brp.f1.g4.wx"})
     CHECK_THROWS_AS(SpmmKey::parse(bad), UsageError);
   MESSAGE(compiled << " spmm modules compiled");
+}
+
+// MCL's elementwise kernels are not an op of the registry: every key, both archs, all three entry points.
+TEST_CASE("MclKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
+  const auto space = mcl_search_space();
+  CHECK(std::find(space.begin(), space.end(), MclKey{ValueType::F64, 256}) != space.end());  // the library's
+  CHECK(std::find(space.begin(), space.end(), MclKey{ValueType::F32, 256}) != space.end());
+  for (const auto& key : space) {
+    CAPTURE(key.to_string());
+    CHECK(MclKey::parse(key.to_string()) == key);
+    const KernelSource ks = make_source(key);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      CAPTURE(arch);
+      CompiledKernel k;
+      REQUIRE_NOTHROW(k = compile_to_cubin(ks, arch));
+      REQUIRE(k.lowered_names.size() == 3);
+      for (size_t n = 0; n < 3; ++n) {
+        CHECK(k.lowered_names[n].first == ks.name_expressions[n]);
+        CHECK(k.lowered_names[n].second.rfind("_Z", 0) == 0);
+      }
+    }
+  }
 }

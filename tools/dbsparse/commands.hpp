@@ -18,5 +18,8 @@ Runner add_explore(CLI::App& sub);
 Runner add_bfs(CLI::App& sub);
 Runner add_decode_bench(CLI::App& sub);
 Runner add_gcn(CLI::App& sub);
+Runner add_square(CLI::App& sub);
+Runner add_contract(CLI::App& sub);
+Runner add_mcl(CLI::App& sub);
 
 }  // namespace dbsparse::cli

@@ -32,6 +32,12 @@ int main(int argc, char** argv) {
       dbsparse::cli::add_decode_bench);
   add("gcn", "A 2-layer GCN forward pass: dbsparse SpMM against cuSPARSE SpMM in the same cuBLAS pipeline",
       dbsparse::cli::add_gcn);
+  add("square", "C = A^2 (or A*A^T) by hash SpGEMM: first and steady run, GFLOP/s, nnz(C), checked against the CPU",
+      dbsparse::cli::add_square);
+  add("contract", "Graph contraction C = S*G*S^T for vertex labels (a file or random) by two hash SpGEMM products",
+      dbsparse::cli::add_contract);
+  add("mcl", "Markov clustering on the GPU: time per iteration, clusters, labels checked against the CPU",
+      dbsparse::cli::add_mcl);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,170 @@
+// Markov clustering on the GPU (include/dbsparse/spgemm_apps.hpp): mcl_cpu's iteration with the
+// expansion by hash SpGEMM and the elementwise steps by templates/mcl.cuh. Per iteration: a plan
+// for P·P (P's structure changes every iteration, so the plan is new each time), Q = P·P left on
+// the device, mcl_prune on Q in place, the kept counts read back (one host sync) and summed into
+// the new P's row pointers, mcl_gather into the new P, mcl_change against the old P (kept on the
+// device from the last iteration), and the new P downloaded: the next plan_spgemm takes host CSR.
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "codegen/mcl_key.hpp"
+#include "dbsparse/error.hpp"
+#include "dbsparse/spgemm_apps.hpp"
+#include "runtime/cuda_driver.hpp"
+#include "runtime/module_registry.hpp"
+
+namespace dbsparse {
+namespace {
+
+// Threads per block of mcl_prune (a block per row of P·P) and of the warp-per-row kernels. Not
+// tuned: rows after pruning hold at most keep_top_k entries, and P·P's at most top_k² of them.
+constexpr int kMclBlock = 256;
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// At least one element, so that a kernel parameter is never a null pointer of an empty array.
+template <class U>
+DeviceBuffer<U> upload(std::span<const U> host) {
+  DeviceBuffer<U> d(std::max<size_t>(host.size(), 1));
+  if (!host.empty()) {
+    std::vector<U> tmp(host.begin(), host.end());
+    tmp.resize(d.size());
+    d.upload(tmp);
+  }
+  return d;
+}
+
+template <class T>
+struct DeviceCsr {
+  DeviceBuffer<int32_t> ptr, col;
+  DeviceBuffer<T> val;
+};
+
+template <class T>
+class MclRunner {
+ public:
+  MclRunner(Context& ctx, const MclOptions& o, CsrMatrix<T> p) : ctx_(ctx), o_(o), stream_(ctx), p_(std::move(p)) {
+    o_.check();
+    if (p_.rows != p_.cols)
+      throw UsageError(fmt::format("mcl: P must be square, is {}x{}", p_.rows, p_.cols));
+    const auto k = ctx.modules().get(codegen::make_source(codegen::MclKey{codegen::value_type_of<T>(), kMclBlock}),
+                                     ctx.device().arch());
+    prune_ = k.fns.at(0);
+    gather_ = k.fns.at(1);
+    change_ = k.fns.at(2);
+    dev_.ptr = upload(std::span<const int32_t>(p_.row_ptr));
+    dev_.col = upload(std::span<const int32_t>(p_.col_idx));
+    dev_.val = upload(std::span<const T>(p_.values));
+    kept_len_ = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(p_.rows, 1)));
+    change_bits_ = DeviceBuffer<uint64_t>(1);
+  }
+
+  const CsrMatrix<T>& p() const { return p_; }
+
+  // One iteration: p() becomes the next P, on the host and the device.
+  MclIteration step() {
+    MclIteration it;
+    const auto t0 = Clock::now();
+    const auto h = static_cast<CUstream>(stream_.handle());
+    int n = p_.rows;
+    SpgemmPlan<T> plan = ctx_.plan_spgemm(p_, p_);
+    plan.run(h);
+    DBS_CU(cuStreamSynchronize(h));
+    it.expand_ms = ms_since(t0);
+    it.nnz_expanded = plan.nnz();
+
+    uint64_t qp = plan.row_ptr(), qc = plan.col_idx(), qv = plan.values(), kl = kept_len_.ptr();
+    // +0.0 for a -0.0 threshold: the kernel compares bit patterns.
+    T r = static_cast<T>(o_.inflation), below = static_cast<T>(o_.prune_below) + T(0);
+    int top_k = o_.keep_top_k;
+    if (n > 0) {
+      void* params[] = {&n, &qp, &qc, &qv, &r, &below, &top_k, &kl};
+      DBS_CU(cuLaunchKernel(prune_, static_cast<unsigned>(n), 1, 1, kMclBlock, 1, 1, 0, h, params, nullptr));
+    }
+    DBS_CU(cuStreamSynchronize(h));
+    const std::vector<int32_t> kept = kept_len_.download();
+    CsrMatrix<T> next;
+    next.rows = n;
+    next.cols = p_.cols;
+    next.row_ptr.assign(static_cast<size_t>(n) + 1, 0);
+    // Each row keeps at most its row of Q: the sum stays within nnz(Q), an int32.
+    for (int32_t i = 0; i < n; ++i) next.row_ptr[i + 1] = next.row_ptr[i] + kept[i];
+    const int32_t nnz = next.row_ptr[n];
+    DeviceCsr<T> nd;
+    nd.ptr = upload(std::span<const int32_t>(next.row_ptr));
+    nd.col = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(nnz, 1)));
+    nd.val = DeviceBuffer<T>(static_cast<size_t>(std::max(nnz, 1)));
+
+    uint64_t np = nd.ptr.ptr(), nc = nd.col.ptr(), nv = nd.val.ptr(), op = dev_.ptr.ptr(), oc = dev_.col.ptr(),
+             ov = dev_.val.ptr(), out = change_bits_.ptr();
+    DBS_CU(cuMemsetD32Async(out, 0, 2, h));
+    if (n > 0) {
+      const auto grid = static_cast<unsigned>((int64_t{n} * 32 + kMclBlock - 1) / kMclBlock);
+      void* gp[] = {&n, &qp, &qc, &qv, &np, &nc, &nv};
+      DBS_CU(cuLaunchKernel(gather_, grid, 1, 1, kMclBlock, 1, 1, 0, h, gp, nullptr));
+      void* cp[] = {&n, &op, &oc, &ov, &np, &nc, &nv, &out};
+      DBS_CU(cuLaunchKernel(change_, grid, 1, 1, kMclBlock, 1, 1, 0, h, cp, nullptr));
+    }
+    DBS_CU(cuStreamSynchronize(h));
+    const uint64_t bits = change_bits_.download().at(0);
+    std::memcpy(&it.change, &bits, sizeof bits);
+    auto col = nd.col.download();
+    auto val = nd.val.download();
+    col.resize(static_cast<size_t>(nnz));
+    val.resize(static_cast<size_t>(nnz));
+    next.col_idx = std::move(col);
+    next.values = std::move(val);
+    it.nnz = nnz;
+    p_ = std::move(next);
+    dev_ = std::move(nd);
+    it.ms = ms_since(t0);
+    return it;
+  }
+
+ private:
+  Context& ctx_;
+  MclOptions o_;
+  Stream stream_;
+  CsrMatrix<T> p_;
+  DeviceCsr<T> dev_;  // p_ on the device
+  DeviceBuffer<int32_t> kept_len_;
+  DeviceBuffer<uint64_t> change_bits_;
+  CUfunction prune_ = nullptr, gather_ = nullptr, change_ = nullptr;
+};
+
+}  // namespace
+
+template <class T>
+MclResult mcl(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o) {
+  MclRunner<T> run(ctx, o, mcl_start(g, o).template cast<T>());  // mcl_start checks the options and the shape
+  MclResult r;
+  while (r.iterations < o.max_iterations && !r.converged) {
+    r.trace.push_back(run.step());
+    ++r.iterations;
+    r.converged = r.trace.back().change <= o.tolerance;
+  }
+  MclResult l = mcl_labels(run.p().template cast<double>());
+  r.labels = std::move(l.labels);
+  r.clusters = l.clusters;
+  return r;
+}
+
+template <class T>
+CsrMatrix<T> mcl_step(Context& ctx, const CsrMatrix<T>& p, const MclOptions& o, double* change) {
+  validate(p);  // the change kernel looks columns up by binary search in P's rows
+  MclRunner<T> run(ctx, o, p);
+  const MclIteration it = run.step();
+  if (change) *change = it.change;
+  return run.p();
+}
+
+template MclResult mcl(Context&, const CsrMatrix<float>&, const MclOptions&);
+template MclResult mcl(Context&, const CsrMatrix<double>&, const MclOptions&);
+template CsrMatrix<float> mcl_step(Context&, const CsrMatrix<float>&, const MclOptions&, double*);
+template CsrMatrix<double> mcl_step(Context&, const CsrMatrix<double>&, const MclOptions&, double*);
+
+}  // namespace dbsparse
