@@ -14,6 +14,7 @@
 #include "dbsparse/error.hpp"
 #include "dbsparse/spgemm_apps.hpp"
 #include "runtime/cuda_driver.hpp"
+#include "runtime/upload_nonempty.hpp"
 #include "runtime/module_registry.hpp"
 
 namespace dbsparse {
@@ -26,16 +27,9 @@ constexpr int kMclBlock = 256;
 using Clock = std::chrono::steady_clock;
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-// At least one element, so that a kernel parameter is never a null pointer of an empty array.
 template <class U>
 DeviceBuffer<U> upload(std::span<const U> host) {
-  DeviceBuffer<U> d(std::max<size_t>(host.size(), 1));
-  if (!host.empty()) {
-    std::vector<U> tmp(host.begin(), host.end());
-    tmp.resize(d.size());
-    d.upload(tmp);
-  }
-  return d;
+  return detail::upload_nonempty(host);
 }
 
 template <class T>

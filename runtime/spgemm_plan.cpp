@@ -10,6 +10,7 @@
 #include "codegen/spgemm_key.hpp"
 #include "dbsparse/spgemm.hpp"
 #include "runtime/cuda_driver.hpp"
+#include "runtime/upload_nonempty.hpp"
 #include "runtime/module_registry.hpp"
 
 namespace dbsparse {
@@ -17,16 +18,9 @@ namespace {
 
 using abi::kSpgemmGlobalGroup;
 
-// At least one element, so that a kernel parameter is never a null pointer of an empty array.
 template <class U>
 DeviceBuffer<U> upload(std::span<const U> host) {
-  DeviceBuffer<U> d(std::max<size_t>(host.size(), 1));
-  if (!host.empty()) {
-    std::vector<U> tmp(host.begin(), host.end());
-    tmp.resize(d.size());
-    d.upload(tmp);
-  }
-  return d;
+  return detail::upload_nonempty(host);
 }
 
 struct GroupKernels {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <fstream>
 
 #include "dbsparse/reference.hpp"
 #include "tools/common/random.hpp"
@@ -65,5 +66,23 @@ template SpgemmCheck check_contraction(const CsrMatrix<float>&, const CsrMatrix<
                                        int32_t, double);
 template SpgemmCheck check_contraction(const CsrMatrix<double>&, const CsrMatrix<double>&, std::span<const int32_t>,
                                        int32_t, double);
+
+int record_check(nlohmann::json& rec, const SpgemmCheck& chk) {
+  rec["check"] = chk.ok ? "ok" : "MISMATCH";
+  rec["check_note"] = chk.note;
+  rec["check_max_error"] = chk.max_error;
+  return chk.ok ? 0 : 4;
+}
+
+void print_check(const nlohmann::json& rec, std::string_view against) {
+  fmt::print("  check against {}: {}{}\n", against, rec["check"].get<std::string>(),
+             rec.contains("check_note") ? " - " + rec["check_note"].get<std::string>() : std::string());
+}
+
+void write_record(const std::string& json_path, const nlohmann::json& rec) {
+  if (json_path.empty()) return;
+  std::ofstream(json_path) << rec.dump(2) << "\n";
+  fmt::print("wrote {}\n", json_path);
+}
 
 }  // namespace dbsparse::tools

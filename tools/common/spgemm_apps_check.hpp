@@ -4,7 +4,10 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "dbsparse/spgemm_apps.hpp"
 #include "tools/common/bench_spgemm.hpp"
@@ -34,5 +37,13 @@ LabelCheck check_labels(std::span<const int32_t> got, std::span<const int32_t> w
 // n labels drawn uniformly from [0, k) (k >= 1) by the tools' seeded LCG: the same for a seed on
 // every machine.
 std::vector<int32_t> random_labels(int32_t n, int32_t k, uint64_t seed);
+
+// The subcommands' record of a check: "check" ("ok" or "MISMATCH"), "check_note" and
+// "check_max_error" set in rec; the exit code (0, or 4 for a mismatch).
+int record_check(nlohmann::json& rec, const SpgemmCheck& chk);
+// Prints rec's check line ("  check against <against>: ..."), then writes rec to json_path when one
+// is given.
+void print_check(const nlohmann::json& rec, std::string_view against);
+void write_record(const std::string& json_path, const nlohmann::json& rec);
 
 }  // namespace dbsparse::tools

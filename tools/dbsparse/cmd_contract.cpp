@@ -85,17 +85,10 @@ int run_contract(const ContractArgs& a, const NamedMatrix& m, const std::vector<
     rec["check"] = fmt::format("skipped (nnz(G) > {}: the CPU reference would be slow; not checked)", kCheckNnzLimit);
   } else {
     const tools::SpgemmCheck chk = tools::check_contraction(r.c, g, labels, k, tools::spgemm_tolerance(a.precision));
-    rec["check"] = chk.ok ? "ok" : "MISMATCH";
-    rec["check_note"] = chk.note;
-    rec["check_max_error"] = chk.max_error;
-    rc = chk.ok ? 0 : 4;
+    rc = tools::record_check(rec, chk);
   }
-  fmt::print("  check against contract_cpu (CPU): {}{}\n", rec["check"].get<std::string>(),
-             rec.contains("check_note") ? " - " + rec["check_note"].get<std::string>() : std::string());
-  if (!a.json_path.empty()) {
-    std::ofstream(a.json_path) << rec.dump(2) << "\n";
-    fmt::print("wrote {}\n", a.json_path);
-  }
+  tools::print_check(rec, "contract_cpu (CPU)");
+  tools::write_record(a.json_path, rec);
   return rc;
 }
 

@@ -106,16 +106,12 @@ int run_mcl(const MclArgs& a, const NamedMatrix& m) {
     rec["check_differ"] = chk.differ;
     rc = chk.ok ? 0 : 4;
   }
-  fmt::print("  check of the labels against mcl_cpu (CPU): {}{}\n", rec["check"].get<std::string>(),
-             rec.contains("check_note") ? " - " + rec["check_note"].get<std::string>() : std::string());
+  tools::print_check(rec, "mcl_cpu's labels (CPU)");
   if (!a.labels_out.empty()) {
     write_labels(a.labels_out, r.labels);
     fmt::print("wrote {} labels to {}\n", r.labels.size(), a.labels_out);
   }
-  if (!a.json_path.empty()) {
-    std::ofstream(a.json_path) << rec.dump(2) << "\n";
-    fmt::print("wrote {}\n", a.json_path);
-  }
+  tools::write_record(a.json_path, rec);
   return rc;
 }
 

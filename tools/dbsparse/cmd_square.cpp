@@ -115,17 +115,10 @@ int run_square(const SquareArgs& a, const NamedMatrix& m) {
   } else {
     const CsrMatrix<T> c = plan->download();
     const tools::SpgemmCheck chk = tools::check_product(c, am, b, tools::spgemm_tolerance(a.precision));
-    rec["check"] = chk.ok ? "ok" : "MISMATCH";
-    rec["check_note"] = chk.note;
-    rec["check_max_error"] = chk.max_error;
-    rc = chk.ok ? 0 : 4;
+    rc = tools::record_check(rec, chk);
   }
-  fmt::print("  check against reference::spgemm (CPU): {}{}\n", rec["check"].get<std::string>(),
-             rec.contains("check_note") ? " - " + rec["check_note"].get<std::string>() : std::string());
-  if (!a.json_path.empty()) {
-    std::ofstream(a.json_path) << rec.dump(2) << "\n";
-    fmt::print("wrote {}\n", a.json_path);
-  }
+  tools::print_check(rec, "reference::spgemm (CPU)");
+  tools::write_record(a.json_path, rec);
   return rc;
 }
 
