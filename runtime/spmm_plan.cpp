@@ -92,7 +92,7 @@ struct SpmmPlan::Impl {
   int32_t n_pieces = 0, max_run = 0;
   int tc_warps = 4;
   DeviceBuffer<int32_t> win_group;  // windows + 1: each window's group range
-  unsigned tc_grid = 1;
+  unsigned tc_grid = 1, tc_pieces_grid = 1;
   bool vec4 = false;
   std::vector<KernelInfo> kernels;
 };
@@ -199,6 +199,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       // A warp per (window, 64 columns of C): every window, so that C is written once.
       const int64_t chunks = ((n_cols + abi::kSpmmTileCols - 1) / abi::kSpmmTileCols + 7) / 8;
       p->tc_grid = static_cast<unsigned>((windows * chunks + p->tc_warps - 1) / p->tc_warps);
+      p->tc_pieces_grid = static_cast<unsigned>((p->n_pieces * chunks + p->tc_warps - 1) / p->tc_warps);
     }
     return SpmmPlan(std::move(p));
   }
@@ -261,11 +262,8 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
   }
   // The TC kernel writes every entry of C (alpha * groups + beta * C); the residual rows add after it.
   DBS_CU(cuLaunchKernel(p.tc, p.tc_grid, 1, 1, p.tc_warps * 32, 1, 1, 0, h, params, nullptr));
-  if (p.n_pieces) {
-    const int64_t chunks = ((p.n + abi::kSpmmTileCols - 1) / abi::kSpmmTileCols + 7) / 8;
-    DBS_CU(cuLaunchKernel(p.tc_pieces, static_cast<unsigned>((p.n_pieces * chunks + p.tc_warps - 1) / p.tc_warps), 1, 1,
-                          p.tc_warps * 32, 1, 1, 0, h, params, nullptr));
-  }
+  if (p.n_pieces)
+    DBS_CU(cuLaunchKernel(p.tc_pieces, p.tc_pieces_grid, 1, 1, p.tc_warps * 32, 1, 1, 0, h, params, nullptr));
   if (p.csr_rows > 0)
     DBS_CU(cuLaunchKernel(rows_fn,
                           static_cast<unsigned>((int64_t{p.csr_rows} + abi::kSpmmRowWarps - 1) / abi::kSpmmRowWarps),

@@ -21,6 +21,7 @@
 #include "dbsparse/reference.hpp"
 #include "dbsparse/spgemm.hpp"
 #include "dbsparse/spgemm_apps.hpp"
+#include "spgemm_cases.hpp"
 #include "test_support.hpp"
 
 using namespace dbsparse;
@@ -97,20 +98,7 @@ std::string usage_error(const nlohmann::json& j) {
   return "(no UsageError)";
 }
 
-// n vertices with an edge both ways between every pair of each clique (values 1), plus `extra`.
-CsrMatrix<double> cliques(int32_t n, const std::vector<std::vector<int32_t>>& groups,
-                          const std::vector<std::pair<int32_t, int32_t>>& extra) {
-  std::vector<Entry> e;
-  for (const auto& g : groups)
-    for (int32_t u : g)
-      for (int32_t v : g)
-        if (u != v) e.emplace_back(u, v, 1.0);
-  for (auto [u, v] : extra) {
-    e.emplace_back(u, v, 1.0);
-    e.emplace_back(v, u, 1.0);
-  }
-  return from_entries<double>(n, n, e);
-}
+using dbs_test::cliques;
 
 const char* const kGenerated[] = {"rmat:scale=10,ef=8",        "uniform:n=2000,d=8",
                                   "stencil2d:n=40",            "stencil3d:n=10,points=27",
@@ -171,36 +159,24 @@ TEST_CASE("HashSpgemmCpuMatchesReferenceWithEmptyRowsAndColumns") {
 
 // B's rows have d entries each and A's row i has len_i: IP(i) = len_i * d, inside one group.
 TEST_CASE("HashSpgemmCpuMatchesReferenceWhenEveryRowIsInGroup0") {
-  std::vector<int32_t> len;
-  for (int i = 0; i < 200; ++i) len.push_back(1 + i % 10);  // IP 3..30
-  const auto a = random_rows<double>(400, len, 10);
-  const auto b = random_rows<double>(500, std::vector<int32_t>(400, 3), 11);
+  const auto [a, b, cfg] = dbs_test::one_group_case(0);
   const auto r = check_matches_reference(a, b);
   CHECK(r.grouping.count(0) == 200);
   check_matches_reference(a.cast<float>(), b.cast<float>());
 }
 
 TEST_CASE("HashSpgemmCpuMatchesReferenceWhenEveryRowIsInGroup1") {
-  std::vector<int32_t> len;
-  for (int i = 0; i < 120; ++i) len.push_back(2 + i % 30);  // IP 32..496
-  const auto a = random_rows<double>(300, len, 12);
-  const auto b = random_rows<double>(2000, std::vector<int32_t>(300, 16), 13);
+  const auto [a, b, cfg] = dbs_test::one_group_case(1);
   CHECK(check_matches_reference(a, b).grouping.count(1) == 120);
 }
 
 TEST_CASE("HashSpgemmCpuMatchesReferenceWhenEveryRowIsInGroup2") {
-  std::vector<int32_t> len;
-  for (int i = 0; i < 40; ++i) len.push_back(8 + i * 3);  // IP 512..7999
-  const auto a = random_rows<double>(300, len, 14);
-  const auto b = random_rows<double>(6000, std::vector<int32_t>(300, 64), 15);
+  const auto [a, b, cfg] = dbs_test::one_group_case(2);
   CHECK(check_matches_reference(a, b).grouping.count(2) == 40);
 }
 
 TEST_CASE("HashSpgemmCpuMatchesReferenceWhenEveryRowIsInGroup3") {
-  std::vector<int32_t> len;
-  for (int i = 0; i < 12; ++i) len.push_back(32 + i);  // IP 8192..11008
-  const auto a = random_rows<double>(200, len, 16);
-  const auto b = random_rows<double>(5000, std::vector<int32_t>(200, 256), 17);
+  const auto [a, b, cfg] = dbs_test::one_group_case(3);
   const auto r = check_matches_reference(a, b);
   CHECK(r.grouping.count(3) == 12);
   CHECK(r.global_rows.size() == 12);
@@ -211,18 +187,7 @@ TEST_CASE("HashSpgemmCpuMatchesReferenceWhenEveryRowIsInGroup3") {
 }
 
 TEST_CASE("HashSpgemmCpuMatchesReferenceWithIpExactlyOnEachBound") {
-  const SpgemmConfig cfg;
-  // B's row k has the k-th of these lengths; A's row i takes B's row i alone, then rows that add
-  // up to a bound from two B rows (31 + 1 = 32, 511 + 1 = 512, 8191 + 1 = 8192).
-  const std::vector<int32_t> lengths = {cfg.b0 - 1, cfg.b0, cfg.b1 - 1, cfg.b1, cfg.b2 - 1, cfg.b2, 1};
-  const auto b = random_rows<double>(9000, lengths, 20);
-  std::vector<Entry> e;
-  for (int32_t k = 0; k < 6; ++k) e.emplace_back(k, k, 1.0 + k);
-  for (int32_t k : {0, 2, 4}) {
-    e.emplace_back(6 + k / 2, k, 0.5);
-    e.emplace_back(6 + k / 2, 6, -1.5);
-  }
-  const auto a = from_entries<double>(9, 7, e);
+  const auto [a, b, cfg] = dbs_test::bound_case();
   const auto r = check_matches_reference(a, b, cfg);
   CHECK(r.ip == std::vector<int64_t>{31, 32, 511, 512, 8191, 8192, 32, 512, 8192});
   CHECK(r.group == std::vector<int8_t>{0, 1, 1, 2, 2, 3, 1, 2, 3});
@@ -231,32 +196,7 @@ TEST_CASE("HashSpgemmCpuMatchesReferenceWithIpExactlyOnEachBound") {
 
 TEST_CASE("HashSpgemmCpuMatchesReferenceWhenARowOverflowsToTheGlobalTable") {
   // Tables smaller than their groups' bounds: the fallback catches rows with too many columns.
-  SpgemmConfig cfg;
-  cfg.t0 = 8;
-  cfg.t1 = 64;
-  // B rows 0..39 have one entry each, all distinct columns; B rows 40..79 all hold columns 0..29.
-  std::vector<Entry> be;
-  for (int32_t k = 0; k < 40; ++k) be.emplace_back(k, 100 + k, 1.0 + k);
-  for (int32_t k = 40; k < 80; ++k)
-    for (int32_t c = 0; c < 30; ++c) be.emplace_back(k, c, 0.25 * (k - 39) + c);
-  const auto b = from_entries<double>(80, 200, be);
-  std::vector<Entry> ae;
-  auto row = [&](int32_t i, int32_t first, int32_t count) {
-    for (int32_t k = first; k < first + count; ++k) ae.emplace_back(i, k, 0.5 + k);
-  };
-  row(0, 0, 8);    // group 0 (IP 8), 8 distinct: fills its 8 slots exactly, no overflow
-  row(1, 0, 9);    // group 0 (IP 9), 9 distinct: overflows
-  row(2, 40, 2);   // group 1 (IP 60), 30 distinct: fits 64
-  row(3, 0, 34);   // group 1 (IP 34), 34 distinct: fits
-  row(4, 40, 10);  // group 1 (IP 300), 30 distinct: fits
-  row(5, 0, 40);   // group 1 (IP 40 + 60), 70 distinct: overflows
-  row(5, 40, 2);
-  row(6, 40, 1);   // group 0 (IP 30), 30 distinct: overflows 8
-  row(7, 0, 34);   // group 1 (IP 64), 64 distinct: fills its 64 slots exactly
-  row(7, 40, 1);
-  row(8, 0, 35);   // group 1 (IP 65), 65 distinct: overflows
-  row(8, 40, 1);
-  const auto a = from_entries<double>(9, 80, ae);
+  const auto [a, b, cfg] = dbs_test::overflow_case();
   const auto r = check_matches_reference(a, b, cfg);
   CHECK(r.ip == std::vector<int64_t>{8, 9, 60, 34, 300, 100, 30, 64, 65});
   CHECK(r.group == std::vector<int8_t>{0, 0, 1, 1, 1, 1, 0, 1, 1});
@@ -289,14 +229,7 @@ TEST_CASE("HashSpgemmCpuMatchesReferenceWithStagedBRanges") {
 TEST_CASE("HashSpgemmCpuMatchesReferenceUnderOtherConfigs") {
   const auto a = generate("rmat:scale=11,ef=8");
   const auto b = transpose(a);
-  SpgemmConfig small;  // every group used, tables far below their bounds
-  small.b0 = 8;
-  small.b1 = 64;
-  small.b2 = 256;
-  small.t0 = 4;
-  small.t1 = 16;
-  small.t2 = 64;
-  small.global_scale = 1;
+  const SpgemmConfig small = dbs_test::tiny_tables_config();  // every group used, tables far below their bounds
   const auto r = check_matches_reference(a, b, small);
   CHECK(r.overflow_rows() > 0);
   for (int g = 0; g < kSpgemmGroups; ++g) CHECK(r.grouping.count(g) > 0);

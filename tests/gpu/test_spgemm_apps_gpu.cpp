@@ -13,6 +13,7 @@
 
 #include "dbsparse/dbsparse.hpp"
 #include "dbsparse/spgemm_apps.hpp"
+#include "spgemm_cases.hpp"
 #include "test_support.hpp"
 #include "tools/common/random.hpp"
 #include "tools/common/spgemm_apps_check.hpp"
@@ -41,20 +42,7 @@ CsrMatrix<double> random_matrix(int32_t rows, int32_t cols, int per_row, uint64_
   return dbs_test::csr_from_entries<double>(rows, cols, e);
 }
 
-// Cliques on the given vertex groups plus extra undirected edges, weights 1 (as the cpu tests build them).
-CsrMatrix<double> cliques(int32_t n, const std::vector<std::vector<int32_t>>& groups,
-                          const std::vector<std::pair<int32_t, int32_t>>& extra) {
-  std::vector<dbs_test::Entry> e;
-  for (const auto& g : groups)
-    for (int32_t u : g)
-      for (int32_t v : g)
-        if (u != v) e.emplace_back(u, v, 1.0);
-  for (auto [u, v] : extra) {
-    e.emplace_back(u, v, 1.0);
-    e.emplace_back(v, u, 1.0);
-  }
-  return dbs_test::csr_from_entries<double>(n, n, e);
-}
+using dbs_test::cliques;
 
 template <class T>
 void check_square(const CsrMatrix<double>& a, bool transpose) {

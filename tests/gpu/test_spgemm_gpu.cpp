@@ -12,6 +12,7 @@
 
 #include "dbsparse/dbsparse.hpp"
 #include "dbsparse/spgemm.hpp"
+#include "spgemm_cases.hpp"
 #include "test_support.hpp"
 
 using namespace dbsparse;
@@ -93,38 +94,26 @@ const char* const kGenerated[] = {"rmat:scale=10,ef=8", "powerlaw:n=3000,avg=8,a
 }  // namespace
 
 TEST_CASE("SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup0") {
-  std::vector<int32_t> len;
-  for (int i = 0; i < 2000; ++i) len.push_back(1 + i % 10);  // IP 3..30
-  const auto a = random_rows<double>(400, len, 10);
-  const auto b = random_rows<double>(500, std::vector<int32_t>(400, 3), 11);
+  const auto [a, b, cfg] = dbs_test::one_group_case(0, 2000);  // IP 3..30
   const auto plan = check_plan(a, b);
   CHECK(plan.grouping().count(0) == 2000);
   check_both<float>(a, b);
 }
 
 TEST_CASE("SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup1") {
-  std::vector<int32_t> len;
-  for (int i = 0; i < 120; ++i) len.push_back(2 + i % 30);  // IP 32..496
-  const auto a = random_rows<double>(300, len, 12);
-  const auto b = random_rows<double>(2000, std::vector<int32_t>(300, 16), 13);
+  const auto [a, b, cfg] = dbs_test::one_group_case(1);  // IP 32..496
   CHECK(check_plan(a, b).grouping().count(1) == 120);
   check_both<float>(a, b);
 }
 
 TEST_CASE("SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup2") {
-  std::vector<int32_t> len;
-  for (int i = 0; i < 40; ++i) len.push_back(8 + i * 3);  // IP 512..7999
-  const auto a = random_rows<double>(300, len, 14);
-  const auto b = random_rows<double>(6000, std::vector<int32_t>(300, 64), 15);
+  const auto [a, b, cfg] = dbs_test::one_group_case(2);  // IP 512..7999
   CHECK(check_plan(a, b).grouping().count(2) == 40);
   check_both<float>(a, b);
 }
 
 TEST_CASE("SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup3") {
-  std::vector<int32_t> len;
-  for (int i = 0; i < 12; ++i) len.push_back(32 + i);  // IP 8192..11008
-  const auto a = random_rows<double>(200, len, 16);
-  const auto b = random_rows<double>(5000, std::vector<int32_t>(200, 256), 17);
+  const auto [a, b, cfg] = dbs_test::one_group_case(3);  // IP 8192..11008
   const auto plan = check_plan(a, b);
   CHECK(plan.grouping().count(3) == 12);
   CHECK(plan.global_slots() == 12 * 16384);
@@ -147,16 +136,7 @@ TEST_CASE("SpgemmGpuMatchesReferenceOnGeneratedMatricesWithAllGroupsMixed") {
 }
 
 TEST_CASE("SpgemmGpuMatchesReferenceWithIpExactlyOnEachBound") {
-  const SpgemmConfig cfg;
-  const std::vector<int32_t> lengths = {cfg.b0 - 1, cfg.b0, cfg.b1 - 1, cfg.b1, cfg.b2 - 1, cfg.b2, 1};
-  const auto b = random_rows<double>(9000, lengths, 20);
-  std::vector<Entry> e;
-  for (int32_t k = 0; k < 6; ++k) e.emplace_back(k, k, 1.0 + k);
-  for (int32_t k : {0, 2, 4}) {
-    e.emplace_back(6 + k / 2, k, 0.5);
-    e.emplace_back(6 + k / 2, 6, -1.5);
-  }
-  const auto a = from_entries<double>(9, 7, e);
+  const auto [a, b, cfg] = dbs_test::bound_case();
   const auto plan = check_plan(a, b, cfg);
   CHECK(plan.grouping().rows[0] == std::vector<int32_t>{0});
   CHECK(plan.grouping().rows[1] == std::vector<int32_t>{1, 2, 6});
@@ -166,43 +146,12 @@ TEST_CASE("SpgemmGpuMatchesReferenceWithIpExactlyOnEachBound") {
 }
 
 TEST_CASE("SpgemmGpuMatchesReferenceWhenARowOverflowsToTheGlobalTable") {
-  SpgemmConfig cfg;
-  cfg.t0 = 8;
-  cfg.t1 = 64;
-  std::vector<Entry> be;
-  for (int32_t k = 0; k < 40; ++k) be.emplace_back(k, 100 + k, 1.0 + k);
-  for (int32_t k = 40; k < 80; ++k)
-    for (int32_t c = 0; c < 30; ++c) be.emplace_back(k, c, 0.25 * (k - 39) + c);
-  const auto b = from_entries<double>(80, 200, be);
-  std::vector<Entry> ae;
-  auto row = [&](int32_t i, int32_t first, int32_t count) {
-    for (int32_t k = first; k < first + count; ++k) ae.emplace_back(i, k, 0.5 + k);
-  };
-  row(0, 0, 8);
-  row(1, 0, 9);
-  row(2, 40, 2);
-  row(3, 0, 34);
-  row(4, 40, 10);
-  row(5, 0, 40);
-  row(5, 40, 2);
-  row(6, 40, 1);
-  row(7, 0, 34);
-  row(7, 40, 1);
-  row(8, 0, 35);
-  row(8, 40, 1);
-  const auto a = from_entries<double>(9, 80, ae);
+  const auto [a, b, cfg] = dbs_test::overflow_case();
   const auto plan = check_plan(a, b, cfg);
   CHECK(plan.overflow_rows() == 4);  // rows 1, 5, 6, 8 (the cpu test's)
   check_both<float>(a, b, cfg);
   // Tiny tables everywhere on a generated matrix: many rows overflow, all groups used.
-  SpgemmConfig small;
-  small.b0 = 8;
-  small.b1 = 64;
-  small.b2 = 256;
-  small.t0 = 4;
-  small.t1 = 16;
-  small.t2 = 64;
-  small.global_scale = 1;
+  const SpgemmConfig small = dbs_test::tiny_tables_config();
   const auto g = generate("rmat:scale=11,ef=8");
   const auto gp = check_plan(g, transpose(g), small);
   CHECK(gp.overflow_rows() > 0);
