@@ -11,7 +11,7 @@ namespace dbsparse::codegen {
 namespace {
 
 [[noreturn]] void bad_key(std::string_view text, const std::string& why) {
-  throw UsageError(fmt::format("bad spmm kernel key '{}': {} (form: spmm.brp.f1.g4.w4, spmm.csr.v4.w8)", text, why));
+  throw UsageError(fmt::format("bad spmm kernel key '{}': {} (form: spmm.brp.f1.g4.w4, spmm.csr.v4.l8.w8)", text, why));
 }
 
 bool power_of_two_to_8(int v) { return v == 1 || v == 2 || v == 4 || v == 8; }
@@ -29,8 +29,10 @@ void check(const SpmmKey& k, std::string_view text) {
   if (k.path == SpmmKernelPath::Brp) {
     if (!power_of_two_to_8(k.f)) bad_key(text, fmt::format("f {}: allowed 1, 2, 4, 8", k.f));
     if (!power_of_two_to_8(k.g)) bad_key(text, fmt::format("g {}: allowed 1, 2, 4, 8", k.g));
-  } else if (k.vec != 1 && k.vec != 4) {
-    bad_key(text, fmt::format("vec {}: allowed 1, 4", k.vec));
+  } else {
+    if (k.vec != 1 && k.vec != 4) bad_key(text, fmt::format("vec {}: allowed 1, 4", k.vec));
+    if (k.lanes < 1 || k.lanes > 32 || (k.lanes & (k.lanes - 1)) != 0)
+      bad_key(text, fmt::format("lanes {}: allowed 1, 2, 4, 8, 16, 32", k.lanes));
   }
 }
 
@@ -38,7 +40,7 @@ void check(const SpmmKey& k, std::string_view text) {
 
 std::string SpmmKey::to_string() const {
   if (path == SpmmKernelPath::Brp) return fmt::format("spmm.brp.f{}.g{}.w{}", f, g, warps);
-  return fmt::format("spmm.csr.v{}.w{}", vec, warps);
+  return fmt::format("spmm.csr.v{}.l{}.w{}", vec, lanes, warps);
 }
 
 SpmmKey SpmmKey::parse(std::string_view text) {
@@ -52,10 +54,11 @@ SpmmKey SpmmKey::parse(std::string_view text) {
     k.g = parse_number(text, p[3], 'g', "g");
     k.warps = parse_number(text, p[4], 'w', "warps");
   } else if (p[1] == "csr") {
-    if (p.size() != 4) bad_key(text, "csr keys are spmm.csr.v<vec>.w<warps>");
+    if (p.size() != 5) bad_key(text, "csr keys are spmm.csr.v<vec>.l<lanes>.w<warps>");
     k.path = SpmmKernelPath::Csr;
     k.vec = parse_number(text, p[2], 'v', "vec");
-    k.warps = parse_number(text, p[3], 'w', "warps");
+    k.lanes = parse_number(text, p[3], 'l', "lanes");
+    k.warps = parse_number(text, p[4], 'w', "warps");
   } else {
     bad_key(text, fmt::format("unknown path '{}' (brp, csr)", p[1]));
   }
@@ -76,8 +79,8 @@ KernelSource make_source(const SpmmKey& key) {
                            fmt::format("dbs::brp_tc_windows<{}, {}, {}, true>", key.f, key.g, key.warps)};
   } else {
     ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spmm_rows.cuh\"\n", ks.key);
-    ks.name_expressions = {fmt::format("dbs::csr_spmm_rows<{}, {}, false>", key.warps, key.vec),
-                           fmt::format("dbs::csr_spmm_rows<{}, {}, true>", key.warps, key.vec),
+    ks.name_expressions = {fmt::format("dbs::csr_spmm_rows<{}, {}, {}, false>", key.warps, key.vec, key.lanes),
+                           fmt::format("dbs::csr_spmm_rows<{}, {}, {}, true>", key.warps, key.vec, key.lanes),
                            fmt::format("dbs::relu_inplace<{}>", key.warps)};
   }
   return ks;
@@ -88,7 +91,8 @@ std::vector<SpmmKey> spmm_search_space() {
   for (int f : {1, 2, 4, 8})
     for (int g : {1, 2, 4, 8})
       for (int w : {1, 2, 4}) out.push_back(SpmmKey{SpmmKernelPath::Brp, f, g, w, 1});
-  for (int v : {1, 4}) out.push_back(SpmmKey{SpmmKernelPath::Csr, 1, 4, 8, v});
+  for (int v : {1, 4})
+    for (int l : {1, 2, 4, 8, 16, 32}) out.push_back(SpmmKey{SpmmKernelPath::Csr, 1, 4, 8, v, l});
   return out;
 }
 

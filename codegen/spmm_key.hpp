@@ -1,10 +1,11 @@
 #pragma once
-// The SpMM kernel variants (f32 only), e.g. "spmm.brp.f1.g4.w4" or "spmm.csr.v4.w8":
+// The SpMM kernel variants (f32 only), e.g. "spmm.brp.f1.g4.w4" or "spmm.csr.v4.l8.w8":
 //  - Brp: BRP-SpMM with f nonzeros per slot and g TC blocks per group (brp.hpp), `warps` warps per
 //    group's thread block (templates/spmm_tc.cuh); the module also holds the residual rows and
 //    the C = beta * C kernels (templates/spmm_rows.cuh), which do not depend on (f, g).
 //  - Csr: the CUDA-core CSR product, a warp per row, `warps` warps per block, `vec` columns per
-//    lane and load (1 or 4).
+//    lane and load (1 or 4), `lanes` lanes across N (the warp's 32 / lanes subgroups split the
+//    row's entries; a plan takes the fewest lanes whose lanes * vec covers N, up to 32).
 // Fields a path's text does not name keep their defaults, so parse(to_string(k)) == k holds for
 // every key of spmm_search_space().
 #include <compare>
@@ -23,6 +24,7 @@ struct SpmmKey {
   int f = 1, g = 4;  // Brp: 1, 2, 4 or 8 each
   int warps = 4;     // 1, 2, 4 or 8
   int vec = 1;       // Csr: 1 or 4
+  int lanes = 32;    // Csr: 1, 2, 4, 8, 16 or 32
 
   std::string to_string() const;
   static SpmmKey parse(std::string_view text);  // throws UsageError naming the bad part
@@ -31,12 +33,12 @@ struct SpmmKey {
 
 // Entry points, in order. Brp: brp_tc_windows<f, g, warps, false>, brp_residual<8, 1>,
 // brp_residual<8, 4>, brp_tc_windows<f, g, warps, true> (the long windows' pieces). Csr:
-// csr_spmm_rows<warps, vec, false>, then <.., true> (the long rows' pieces), then
+// csr_spmm_rows<warps, vec, lanes, false>, then <.., true> (the long rows' pieces), then
 // relu_inplace<warps> (x = max(x, 0) in place; `dbsparse gcn`'s activation, for both its pipelines).
 // Throws UsageError for a key parse would refuse.
 KernelSource make_source(const SpmmKey& key);
 
-// Brp: every (f, g) in {1, 2, 4, 8}^2 with 1, 2 and 4 warps; Csr: vec 1 and 4 with 8 warps.
+// Brp: every (f, g) in {1, 2, 4, 8}^2 with 1, 2 and 4 warps; Csr: vec 1 and 4, every lanes, 8 warps.
 std::vector<SpmmKey> spmm_search_space();
 
 }  // namespace dbsparse::codegen

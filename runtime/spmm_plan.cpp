@@ -32,9 +32,17 @@ namespace {
 // only sets how many share a block (and its shared tiles); 4 as in the slides.
 constexpr int kTcWarps = 4;
 
-// float4 lanes only once each of a warp's 32 lanes has 4 columns to take (n >= 128): below that,
-// scalar lanes keep more of the warp busy. Also needs B and C 16-byte aligned (checked per run).
-bool wants_vec4(int n) { return n % 4 == 0 && n >= 128; }
+// float4 whenever n % 4 == 0 (and B and C are 16-byte aligned, checked per run): below n = 128 the
+// CSR kernel puts fewer lanes across N and more subgroups over the entries (csr_lanes).
+bool wants_vec4(int n) { return n % 4 == 0; }
+
+// The CSR kernel's lanes across N: the fewest (a power of two up to 32) whose lanes * vec columns
+// cover n; the rest of the warp splits the row's entries.
+int csr_lanes(int n, int vec) {
+  int lanes = 1;
+  while (lanes < 32 && lanes * vec < n) lanes *= 2;
+  return lanes;
+}
 
 constexpr int kCsrWarps = 8;
 
@@ -151,11 +159,11 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       p->vals = upload(a.values);
       p->csr_rows = a.rows;
       // The scalar kernel always: it also serves B or C that are not 16-byte aligned.
-      const auto f1 = load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 1});
+      const auto f1 = load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 1, csr_lanes(n_cols, 1)});
       p->rows1 = f1.at(0);
       p->rows1_pieces = f1.at(1);
       if (p->vec4) {
-        const auto f4 = load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 4});
+        const auto f4 = load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 4, csr_lanes(n_cols, 4)});
         p->rows4 = f4.at(0);
         p->rows4_pieces = f4.at(1);
       }
@@ -311,10 +319,11 @@ std::string SpmmPlan::explain() const {
         "device {} bytes, {:.3f}x CSR\n",
         s.convert_ms, device_bytes(), s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0);
   } else {
-    out += fmt::format("  CSR on f32 CUDA cores, a warp per row (its first {} entries; {} more runs added atomically); "
-                       "device {} bytes\n", p.max_run, p.n_pieces, device_bytes());
+    out += fmt::format("  CSR on f32 CUDA cores, a warp per row (its first {} entries; {} more runs added atomically), "
+                       "{} lanes across N (float4) or {} (scalars), the rest of the warp over the entries; device {} "
+                       "bytes\n", p.max_run, p.n_pieces, csr_lanes(p.n, 4), csr_lanes(p.n, 1), device_bytes());
   }
-  out += fmt::format("  columns per lane: {} (float4 needs n % 4 == 0, n >= 128 and 16-byte aligned B and C)\n",
+  out += fmt::format("  columns per lane: {} (float4 needs n % 4 == 0 and 16-byte aligned B and C)\n",
                      p.vec4 ? "4 where B and C are aligned, else 1" : "1");
   for (const KernelInfo& k : p.kernels) out += fmt::format("  kernel {} ({})\n", k.key, k.origin);
   return out;

@@ -1,7 +1,8 @@
 // SpMM's CUDA-core kernels, C = alpha * A * B + beta * C with A in CSR and B, C dense row-major:
 // csr_spmm_rows (the whole product: the fallback path and the ablation's baseline), brp_residual
-// (the rows BRP leaves to CUDA cores, added into C after the TC kernel). A warp per row, lanes over N: VEC = 4 reads B and C as float4 (n % 4 == 0
-// and 16-byte aligned B and C; the plan checks), VEC = 1 as scalars.
+// (the rows BRP leaves to CUDA cores, added into C after the TC kernel). A warp per row, lanes over N
+// (csr_spmm_rows: LANES lanes over N, 32 / LANES subgroups over the row's entries): VEC = 4 reads B
+// and C as float4 (n % 4 == 0 and 16-byte aligned B and C; the plan checks), VEC = 1 as scalars.
 #pragma once
 #include "dbs_common.cuh"
 #include "dbsparse/abi/spmm.h"
@@ -9,22 +10,30 @@
 namespace dbs {
 
 // One warp's product of CSR entries [p0, p1) with B at columns n .. n + VEC - 1 (the lane's part;
-// live: those columns exist). The entries are read 32 at a time, one per lane, and broadcast by
-// shuffles: one coalesced load per 32 entries, not a broadcast load on every step's critical path.
-template <int VEC>
+// live: those columns exist). The warp is 32 / LANES subgroups of LANES lanes: subgroup s takes
+// entries s, s + S, s + 2S, ... and its lanes cover LANES * VEC columns, so that at n = 32 with
+// float4 a warp keeps 4 rows of B in flight per step instead of 1 (a warp per row and 32 scalar
+// lanes ran at a third of cuSPARSE's CSR_ALG3 on RMAT-16, H200, 2026-11-30). The entries are read
+// 32 at a time, one per lane, and broadcast by shuffles: one coalesced load per 32 entries. The
+// subgroups' partial sums are left apart: warp_sum_subgroups adds them.
+template <int VEC, int LANES>
 __device__ __forceinline__ void row_times_b(const dbsparse::abi::SpmmArgs& a, int p0, int p1, int n, bool live,
                                             unsigned lane, float (&acc)[VEC]) {
+  constexpr int S = 32 / LANES;
+  const int sub = (int)lane / LANES;
 #pragma unroll
   for (int v = 0; v < VEC; ++v) acc[v] = 0.0f;
   for (int base = p0; base < p1; base += 32) {
     const int p = base + (int)lane;
     const int col = p < p1 ? a.col_idx[p] : 0;
     const float val = p < p1 ? a.vals[p] : 0.0f;
-    const int cnt = min(32, p1 - base);
-#pragma unroll 4
-    for (int j = 0; j < cnt; ++j) {
-      const int cj = __shfl_sync(kFull, col, j);
-      const float vj = __shfl_sync(kFull, val, j);
+    // Steps past the row's end read entry slots holding (col 0, val 0): harmless, and they keep
+    // every lane's shuffles in step.
+    const int steps = (min(32, p1 - base) + S - 1) / S;
+#pragma unroll 8
+    for (int j = 0; j < steps; ++j) {
+      const int cj = __shfl_sync(kFull, col, j * S + sub);
+      const float vj = __shfl_sync(kFull, val, j * S + sub);
       if (!live) continue;
       const float* src = a.b + (size_t)cj * a.n + n;
       if constexpr (VEC == 4) {
@@ -40,12 +49,21 @@ __device__ __forceinline__ void row_times_b(const dbsparse::abi::SpmmArgs& a, in
   }
 }
 
+// Adds the subgroups' sums: afterwards subgroup 0's lanes (lane < LANES) hold the row's.
+template <int VEC, int LANES>
+__device__ __forceinline__ void warp_sum_subgroups(float (&acc)[VEC]) {
+#pragma unroll
+  for (int off = LANES; off < 32; off <<= 1)
+#pragma unroll
+    for (int v = 0; v < VEC; ++v) acc[v] += __shfl_xor_sync(kFull, acc[v], off);
+}
+
 // C = alpha * A * B + beta * C, a warp per row of A, plain stores (each C entry has one writer).
 // beta == 0 never reads C, so NaNs there do not survive.
 // PIECES: the second pass over long rows' entries past the first max_run (a.pieces: row, begin,
 // end), added with atomics after the first pass stored every row: a warp walking a 150000-entry
 // row alone took 10 ms (power-law 200K, H200, 2026-11-30).
-template <int WARPS, int VEC, bool PIECES>
+template <int WARPS, int VEC, int LANES, bool PIECES>
 __global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows(const dbsparse::abi::SpmmArgs a) {
   const unsigned lane = threadIdx.x & 31u;
   const int u = (int)blockIdx.x * WARPS + (int)(threadIdx.x >> 5);
@@ -54,12 +72,14 @@ __global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows(const dbsparse::abi:
   const int p0 = PIECES ? a.pieces[3 * u + 1] : a.row_ptr[r];
   const int p1 = PIECES ? a.pieces[3 * u + 2] : min(a.row_ptr[r + 1], p0 + a.max_run);
   float* crow = a.c + (size_t)r * a.n;
-  for (int n0 = 0; n0 < a.n; n0 += 32 * VEC) {
-    const int n = n0 + (int)lane * VEC;
+  const bool writer = (int)lane < LANES;
+  for (int n0 = 0; n0 < a.n; n0 += LANES * VEC) {
+    const int n = n0 + ((int)lane % LANES) * VEC;
     const bool live = n < a.n;
     float acc[VEC];
-    row_times_b<VEC>(a, p0, p1, n, live, lane, acc);
-    if (!live) continue;
+    row_times_b<VEC, LANES>(a, p0, p1, n, live, lane, acc);
+    warp_sum_subgroups<VEC, LANES>(acc);
+    if (!live || !writer) continue;
     if constexpr (PIECES) {
 #pragma unroll
       for (int v = 0; v < VEC; ++v) atomicAdd(crow + n + v, a.alpha * acc[v]);
@@ -92,7 +112,7 @@ __global__ void __launch_bounds__(WARPS * 32) brp_residual(const dbsparse::abi::
     const int n = n0 + (int)lane * VEC;
     const bool live = n < a.n;
     float acc[VEC];
-    row_times_b<VEC>(a, p0, p1, n, live, lane, acc);
+    row_times_b<VEC, 32>(a, p0, p1, n, live, lane, acc);
     if (live) {
 #pragma unroll
       for (int v = 0; v < VEC; ++v) crow[n + v] += a.alpha * acc[v];

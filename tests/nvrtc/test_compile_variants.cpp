@@ -146,9 +146,10 @@ TEST_CASE("SpmmKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
     }
   }
   CHECK(SpmmKey::parse("spmm.brp.f1.g4.w4").to_string() == "spmm.brp.f1.g4.w4");
-  CHECK(SpmmKey::parse("spmm.csr.v4.w8").to_string() == "spmm.csr.v4.w8");
-  for (const char* bad : {"spmm.brp.f3.g4.w4", "spmm.brp.f1.g16.w4", "spmm.brp.f1.g4", "spmm.csr.v2.w8",
-                          "spmm.csr.v4.w3", "spmm.coo.v1.w8", "spmv.brp.f1.g4.w4", "spmm.brp.f1.g4.wx"})
+  CHECK(SpmmKey::parse("spmm.csr.v4.l8.w8").to_string() == "spmm.csr.v4.l8.w8");
+  for (const char* bad : {"spmm.brp.f3.g4.w4", "spmm.brp.f1.g16.w4", "spmm.brp.f1.g4", "spmm.csr.v2.l8.w8",
+                          "spmm.csr.v4.l8.w3", "spmm.csr.v4.l3.w8", "spmm.csr.v4.l64.w8", "spmm.csr.v4.w8",
+                          "spmm.coo.v1.w8", "spmv.brp.f1.g4.w4", "spmm.brp.f1.g4.wx"})
     CHECK_THROWS_AS(SpmmKey::parse(bad), UsageError);
   MESSAGE(compiled << " spmm modules compiled");
 }
