@@ -73,10 +73,13 @@ KernelSource make_source(const SpmmKey& key) {
   ks.options = {"-std=c++17"};
   if (key.path == SpmmKernelPath::Brp) {
     ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spmm_tc.cuh\"\n#include \"spmm_rows.cuh\"\n", ks.key);
-    ks.name_expressions = {fmt::format("dbs::brp_tc_windows<{}, {}, {}, false>", key.f, key.g, key.warps),
+    ks.name_expressions = {fmt::format("dbs::brp_tc_windows<{}, {}, {}, false, false>", key.f, key.g, key.warps),
                            "dbs::brp_residual<dbsparse::abi::kSpmmRowWarps, 1>",
                            "dbs::brp_residual<dbsparse::abi::kSpmmRowWarps, 4>",
-                           fmt::format("dbs::brp_tc_windows<{}, {}, {}, true>", key.f, key.g, key.warps)};
+                           fmt::format("dbs::brp_tc_windows<{}, {}, {}, true, false>", key.f, key.g, key.warps),
+                           fmt::format("dbs::brp_tc_windows<{}, {}, {}, false, true>", key.f, key.g, key.warps),
+                           fmt::format("dbs::brp_tc_windows<{}, {}, {}, true, true>", key.f, key.g, key.warps),
+                           fmt::format("dbs::brp_expand_frags<{}, {}, {}>", key.f, key.g, key.warps)};
   } else {
     ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spmm_rows.cuh\"\n", ks.key);
     ks.name_expressions = {fmt::format("dbs::csr_spmm_rows<{}, {}, {}, false>", key.warps, key.vec, key.lanes),

@@ -31,8 +31,9 @@ struct SpmmKey {
   auto operator<=>(const SpmmKey&) const = default;
 };
 
-// Entry points, in order. Brp: brp_tc_windows<f, g, warps, false>, brp_residual<8, 1>,
-// brp_residual<8, 4>, brp_tc_windows<f, g, warps, true> (the long windows' pieces). Csr:
+// Entry points, in order. Brp: brp_tc_windows<f, g, warps, false, false>, brp_residual<8, 1>,
+// brp_residual<8, 4>, brp_tc_windows<f, g, warps, true, false> (the long windows' pieces), the two
+// brp_tc_windows with FRAGS = true (A operands expanded ahead), brp_expand_frags<f, g, warps>. Csr:
 // csr_spmm_rows<warps, vec, lanes, false>, then <.., true> (the long rows' pieces), then
 // relu_inplace<warps> (x = max(x, 0) in place; `dbsparse gcn`'s activation, for both its pipelines).
 // Throws UsageError for a key parse would refuse.

@@ -46,9 +46,11 @@ int csr_lanes(int n, int vec) {
 
 constexpr int kCsrWarps = 8;
 
-// Runs past these are cut into pieces for a second, atomic pass (SpmmArgs::pieces): a window's
-// groups (8 groups of f = 1, g = 4 are 256 entries) and a CSR row's entries.
-constexpr int32_t kTcMaxRun = 8, kCsrMaxRun = 256;
+// Runs past the config's tc_max_run / csr_max_run are cut into pieces for a second, atomic pass
+// (SpmmArgs::pieces). CSR's default: 32 entries per subgroup, so the longest warp of either pass
+// takes 32 steps (max_run 256 at every n let a 2000-entry row's warps set the time of
+// powerlaw:n=20000 at n = 128: 99 us against cuSPARSE's 25, H200, 2026-11-30).
+int32_t csr_max_run(const SpmmConfig& c, int lanes) { return c.csr_max_run > 0 ? c.csr_max_run : 32 * (32 / lanes); }
 
 // (unit, begin, end) for every unit whose run [ptr[u], ptr[u + 1]) is longer than max_run: the
 // part past the first max_run, in pieces of max_run.
@@ -95,6 +97,7 @@ struct SpmmPlan::Impl {
   DeviceBuffer<float> group_vals;
   int32_t local_stride = 0, value_stride = 0, groups = 0;
   CUfunction tc = nullptr, rows1 = nullptr, rows4 = nullptr;
+  DeviceBuffer<uint32_t> afrag;  // the groups' A operands in fragment order, when expanded
   CUfunction tc_pieces = nullptr, rows1_pieces = nullptr, rows4_pieces = nullptr;
   DeviceBuffer<int32_t> pieces;  // triples: see SpmmArgs::pieces
   int32_t n_pieces = 0, max_run = 0;
@@ -167,8 +170,10 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
         p->rows4 = f4.at(0);
         p->rows4_pieces = f4.at(1);
       }
-      p->max_run = kCsrMaxRun;
-      const auto pc = cut_pieces(a.row_ptr, kCsrMaxRun);
+      // One max_run serves both kernels (the pieces are cut once): the float4 kernel's lanes when
+      // it is loaded, as it runs whenever B and C are aligned.
+      p->max_run = csr_max_run(p->typed, csr_lanes(n_cols, p->vec4 ? 4 : 1));
+      const auto pc = cut_pieces(a.row_ptr, p->max_run);
       p->n_pieces = static_cast<int32_t>(pc.size() / 3);
       if (!pc.empty()) p->pieces = upload(pc);
     } else {
@@ -190,24 +195,39 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       p->csr_rows = static_cast<int32_t>(m.res_rows_id.size());
       p->tc_warps = kTcWarps;
       const auto fns = load(codegen::SpmmKey{codegen::SpmmKernelPath::Brp, p->f, p->g, p->tc_warps, 1});
-      p->tc = fns.at(0);
       p->rows1 = fns.at(1);
       p->rows4 = fns.at(2);
-      p->tc_pieces = fns.at(3);
+      const bool expand = p->f >= p->typed.expand_min_f && p->groups > 0;
+      p->tc = fns.at(expand ? 4 : 0);
+      p->tc_pieces = fns.at(expand ? 5 : 3);
       // Groups come in window order: win_group[w] is window w's first.
       const int64_t windows = (int64_t{a.rows} + abi::kSpmmWindowRows - 1) / abi::kSpmmWindowRows;
       std::vector<int32_t> wg(static_cast<size_t>(windows) + 1, 0);
       for (int32_t w : m.group_window_id) ++wg[static_cast<size_t>(w) + 1];
       for (size_t i = 1; i < wg.size(); ++i) wg[i] += wg[i - 1];
       p->win_group = upload(wg);
-      p->max_run = kTcMaxRun;
-      const auto pc = cut_pieces(wg, kTcMaxRun);
+      p->max_run = p->typed.tc_max_run;
+      const auto pc = cut_pieces(wg, p->max_run);
       p->n_pieces = static_cast<int32_t>(pc.size() / 3);
       if (!pc.empty()) p->pieces = upload(pc);
       // A warp per (window, 64 columns of C): every window, so that C is written once.
       const int64_t chunks = ((n_cols + abi::kSpmmTileCols - 1) / abi::kSpmmTileCols + 7) / 8;
       p->tc_grid = static_cast<unsigned>((windows * chunks + p->tc_warps - 1) / p->tc_warps);
       p->tc_pieces_grid = static_cast<unsigned>((p->n_pieces * chunks + p->tc_warps - 1) / p->tc_warps);
+      if (expand) {
+        p->afrag = DeviceBuffer<uint32_t>(static_cast<size_t>(p->groups) * p->g * 32 * 4);
+        abi::SpmmArgs args{};
+        args.local_id = dev(p->local_id);
+        args.group_vals = dev(p->group_vals);
+        args.local_stride = p->local_stride;
+        args.value_stride = p->value_stride;
+        uint64_t out = p->afrag.ptr();
+        int32_t groups = p->groups;
+        void* params[] = {&args, &out, &groups};
+        DBS_CU(cuLaunchKernel(fns.at(6), static_cast<unsigned>((int64_t{groups} + p->tc_warps - 1) / p->tc_warps), 1, 1,
+                              p->tc_warps * 32, 1, 1, 0, nullptr, params, nullptr));
+        DBS_CU(cuCtxSynchronize());
+      }
     }
     return SpmmPlan(std::move(p));
   }
@@ -256,6 +276,7 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
   args.pieces = p.n_pieces ? dev(p.pieces) : nullptr;
   args.n_pieces = p.n_pieces;
   args.max_run = p.max_run;
+  args.afrag = p.afrag.size() ? dev(p.afrag) : nullptr;
   void* params[] = {&args};
   const bool v4 = p.vec4 && b % 16 == 0 && c % 16 == 0;
   const CUfunction rows_fn = v4 ? p.rows4 : p.rows1;
@@ -292,7 +313,7 @@ const SpmmConfig& SpmmPlan::typed_config() const { return impl_->typed; }
 int64_t SpmmPlan::device_bytes() const {
   const Impl& p = *impl_;
   return static_cast<int64_t>((p.row_ptr.size() + p.col_idx.size() + p.row_id.size() + p.window.size() +
-                               p.old_col.size() + p.win_group.size() + p.pieces.size()) * 4 +
+                               p.old_col.size() + p.win_group.size() + p.pieces.size() + p.afrag.size()) * 4 +
                               (p.vals.size() + p.group_vals.size()) * 4 + p.local_id.size());
 }
 
@@ -311,9 +332,11 @@ std::string SpmmPlan::explain() const {
     const BrpStats& s = p.stats;
     out += fmt::format(
         "  BRP f = {}, g = {}: {} TC groups ({:.1f}% of the nonzeros, TF32 tensor cores, a warp per 16-row window "
-        "and 64 columns, at most {} groups a window, {} more runs added atomically), {} residual rows ({} nonzeros, "
-        "f32 CUDA cores)\n",
-        p.f, p.g, s.groups, 100.0 * s.tc_share, p.max_run, p.n_pieces, s.residual_rows, s.residual_nnz);
+        "and 64 columns, at most {} groups a window, {} more runs added atomically, A operands {}), {} residual rows "
+        "({} nonzeros, f32 CUDA cores)\n",
+        p.f, p.g, s.groups, 100.0 * s.tc_share, p.max_run, p.n_pieces,
+        p.afrag.size() ? "expanded once per plan" : "built per group in shared memory", s.residual_rows,
+        s.residual_nnz);
     out += fmt::format(
         "  converted on the host by csr_to_brp in {:.1f} ms and uploaded (the GPU conversion is a later step); "
         "device {} bytes, {:.3f}x CSR\n",

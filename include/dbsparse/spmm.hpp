@@ -30,6 +30,15 @@ struct SpmmConfig {
   int f = 1;                  // BRP: nonzeros per slot
   int g = 4;                  // BRP: TC blocks (mma.m16n8k8 A operands) per group
   double min_tc_share = 0.5;  // auto's threshold on the share of nonzeros in TC groups
+  // BRP: expand the groups' A operands into fragment order once per plan when f >= this (16:
+  // never). They take 16 x 8 x 4 bytes a block against 8f values, so 2x at f = 8, 16x at f = 1.
+  int expand_min_f = 4;
+  // BRP: a warp sums at most this many of a window's groups; the rest of the window goes to a
+  // second, atomic pass in runs of this length.
+  int tc_max_run = 32;
+  // CSR: a warp takes at most this many of a row's entries (0: 32 per subgroup, i.e. 32 * 32 /
+  // lanes); the rest of the row goes to a second, atomic pass in runs of this length.
+  int csr_max_run = 0;
 
   template <class V>
   void visit(V& v) {
@@ -37,6 +46,9 @@ struct SpmmConfig {
     v.integer("f", f, 1, 8, "BRP: nonzeros per slot (1, 2, 4 or 8)");
     v.integer("g", g, 1, 8, "BRP: TC blocks per group (1, 2, 4 or 8)");
     v.number("min_tc_share", min_tc_share, 0.0, 1.0, "auto takes BRP when at least this share of nonzeros is in TC groups");
+    v.integer("expand_min_f", expand_min_f, 1, 16, "BRP: expand A operands once per plan when f >= this (16: never)");
+    v.integer("tc_max_run", tc_max_run, 1, 1 << 20, "BRP: groups a warp sums before the rest of a window goes to the atomic pass");
+    v.integer("csr_max_run", csr_max_run, 0, 1 << 24, "CSR: entries a warp takes before the rest of a row goes to the atomic pass (0: 32 per subgroup)");
   }
   void check() const {
     auto pow2 = [](int x) { return x == 1 || x == 2 || x == 4 || x == 8; };

@@ -111,8 +111,8 @@ std::vector<std::pair<std::string, CsrMatrix<float>>> test_matrices() {
         if ((r * 7 + c * 3) % 5 != 0) e.emplace_back(r, c, std::sin(r * 21.0 + c));
     out.emplace_back("ragged 45x21", from_entries(45, 21, e));
   }
-  {  // M = 40, K = 3000: row 5 full (past the CSR kernel's 256-entry first pass) and window 1 with
-     // 600 entries a row (past the TC kernel's 8-group first pass): both second, atomic passes
+  {  // M = 40, K = 3000: row 5 full (past the CSR kernel's first pass at every n) and window 1 with
+     // 600 entries a row (past the TC kernel's 32-group first pass at f = 1): both atomic passes
     std::vector<std::tuple<int32_t, int32_t, double>> e;
     for (int32_t c = 0; c < 3000; ++c) e.emplace_back(5, c, std::cos(c * 0.37));
     for (int32_t r = 16; r < 32; ++r)
@@ -166,6 +166,48 @@ TEST_CASE("SpmmCsrPathMatchesReference") {
         REQUIRE(plan.path() == SpmmPath::CsrCudaCore);
         CHECK(spmm_error(plan, expected(a, n, alpha, beta, 29 + n)) <= tol_f32(a));
       }
+  }
+}
+
+// The knobs the tuner turns that change which code runs: A operands expanded ahead or built per
+// group (expand_min_f 1 / 16), and first-pass runs so short that most of every window and row goes
+// through the atomic pieces pass (tc_max_run, csr_max_run).
+TEST_CASE("SpmmPiecesAndExpandedOperandsMatchReference") {
+  std::vector<std::pair<std::string, CsrMatrix<float>>> mats;
+  for (auto& m : test_matrices())
+    if (m.first == "long row and window 40x3000" || m.first == "ragged 45x21") mats.push_back(std::move(m));
+  mats.emplace_back("rmat:scale=10,ef=8", generate("rmat:scale=10,ef=8").cast<float>());
+  for (const auto& [name, a] : mats) {
+    CAPTURE(name);
+    for (int n : {8, 33, 128}) {
+      CAPTURE(n);
+      const Expected x = expected(a, n, 0.75f, -0.5f, 61 + n);
+      for (int run : {1, 3, 0}) {
+        CAPTURE(run);
+        for (int expand : {1, 16})
+          for (int f : {1, 8})
+            for (int g : {1, 4}) {
+              CAPTURE(expand);
+              CAPTURE(f);
+              CAPTURE(g);
+              const Config cfg{"spmm",
+                               {{"path", "brp"}, {"f", f}, {"g", g}, {"expand_min_f", expand},
+                                {"tc_max_run", run == 0 ? 32 : run}},
+                               ConfigSource::Explicit, "test"};
+              SpmmOptions o;
+              o.config = &cfg;
+              const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+              CAPTURE(plan.explain());
+              CHECK(spmm_error(plan, x) <= kTolTf32);
+            }
+        const Config cfg{"spmm", {{"path", "csr"}, {"csr_max_run", run}}, ConfigSource::Explicit, "test"};
+        SpmmOptions o;
+        o.config = &cfg;
+        const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+        CAPTURE(plan.explain());
+        CHECK(spmm_error(plan, x) <= tol_f32(a));
+      }
+    }
   }
 }
 

@@ -70,10 +70,15 @@ struct SpmmArgs {
   // end) that a second pass adds with atomics.
   const int32_t* pieces;
   int32_t n_pieces, max_run;
+  // BRP with pre-expanded A operands (brp_tc_windows<.., FRAGS = true>): group q's block b is
+  // afrag[((q * g + b) * 32 + lane) * 4 .. + 3], tf32 bits in fragment order, zeros included
+  // (brp_expand_frags writes it once per plan).
+  const uint32_t* afrag;
 };
-static_assert(sizeof(SpmmArgs) == 136, "SpmmArgs layout");
+static_assert(sizeof(SpmmArgs) == 144, "SpmmArgs layout");
 static_assert(DBS_ABI_OFFSETOF(SpmmArgs, win_group) == 112 && DBS_ABI_OFFSETOF(SpmmArgs, pieces) == 120,
               "SpmmArgs layout");
+static_assert(DBS_ABI_OFFSETOF(SpmmArgs, afrag) == 136, "SpmmArgs layout");
 static_assert(DBS_ABI_OFFSETOF(SpmmArgs, b) == 64 && DBS_ABI_OFFSETOF(SpmmArgs, c) == 72, "SpmmArgs layout");
 static_assert(DBS_ABI_OFFSETOF(SpmmArgs, rows) == 80 && DBS_ABI_OFFSETOF(SpmmArgs, n) == 88, "SpmmArgs layout");
 static_assert(DBS_ABI_OFFSETOF(SpmmArgs, value_stride) == 96 && DBS_ABI_OFFSETOF(SpmmArgs, beta) == 104,
