@@ -93,7 +93,7 @@ std::vector<SpmmKey> spmm_search_space() {
   std::vector<SpmmKey> out;
   for (int f : {1, 2, 4, 8})
     for (int g : {1, 2, 4, 8})
-      for (int w : {1, 2, 4}) out.push_back(SpmmKey{SpmmKernelPath::Brp, f, g, w, 1});
+      for (int w : {1, 2, 4, 8}) out.push_back(SpmmKey{SpmmKernelPath::Brp, f, g, w, 1});
   for (int v : {1, 4})
     for (int l : {1, 2, 4, 8, 16, 32}) out.push_back(SpmmKey{SpmmKernelPath::Csr, 1, 4, 8, v, l});
   return out;

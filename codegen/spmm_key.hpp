@@ -1,7 +1,7 @@
 #pragma once
 // The SpMM kernel variants (f32 only), e.g. "spmm.brp.f1.g4.w4" or "spmm.csr.v4.l8.w8":
 //  - Brp: BRP-SpMM with f nonzeros per slot and g TC blocks per group (brp.hpp), `warps` warps per
-//    group's thread block (templates/spmm_tc.cuh); the module also holds the residual rows and
+//    window's thread block (templates/spmm_tc.cuh); the module also holds the residual rows and
 //    the C = beta * C kernels (templates/spmm_rows.cuh), which do not depend on (f, g).
 //  - Csr: the CUDA-core CSR product, a warp per row, `warps` warps per block, `vec` columns per
 //    lane and load (1 or 4), `lanes` lanes across N (the warp's 32 / lanes subgroups split the
@@ -39,7 +39,7 @@ struct SpmmKey {
 // Throws UsageError for a key parse would refuse.
 KernelSource make_source(const SpmmKey& key);
 
-// Brp: every (f, g) in {1, 2, 4, 8}^2 with 1, 2 and 4 warps; Csr: vec 1 and 4, every lanes, 8 warps.
+// Brp: every (f, g) in {1, 2, 4, 8}^2 with 1, 2, 4 and 8 warps; Csr: vec 1 and 4, every lanes, 8 warps.
 std::vector<SpmmKey> spmm_search_space();
 
 }  // namespace dbsparse::codegen

@@ -28,10 +28,6 @@ const char* to_string(SpmmPath p) {
 
 namespace {
 
-// The TC kernel's warps per block: each warp is an independent (window, 64 columns) item, so this
-// only sets how many share a block (and its shared tiles); 4 as in the slides.
-constexpr int kTcWarps = 4;
-
 // float4 whenever n % 4 == 0 (and B and C are 16-byte aligned, checked per run): below n = 128 the
 // CSR kernel puts fewer lanes across N and more subgroups over the entries (csr_lanes).
 bool wants_vec4(int n) { return n % 4 == 0; }
@@ -50,7 +46,13 @@ constexpr int kCsrWarps = 8;
 // (SpmmArgs::pieces). CSR's default: 32 entries per subgroup, so the longest warp of either pass
 // takes 32 steps (max_run 256 at every n let a 2000-entry row's warps set the time of
 // powerlaw:n=20000 at n = 128: 99 us against cuSPARSE's 25, H200, 2026-11-30).
-int32_t csr_max_run(const SpmmConfig& c, int lanes) { return c.csr_max_run > 0 ? c.csr_max_run : 32 * (32 / lanes); }
+// But never below twice the mean row: rows of equal length need no second pass (32 entries a
+// warp at n = 128 sent pruned 4096^2 at density 0.5, 2048 entries a row, from 341 to 466 us).
+int32_t csr_max_run(const SpmmConfig& c, int lanes, int64_t nnz, int32_t rows) {
+  if (c.csr_max_run > 0) return c.csr_max_run;
+  const int64_t twice_mean = rows > 0 ? (2 * nnz + rows - 1) / rows : 0;
+  return static_cast<int32_t>(std::clamp<int64_t>(twice_mean, 32 * (32 / lanes), int64_t{1} << 24));
+}
 
 // (unit, begin, end) for every unit whose run [ptr[u], ptr[u + 1]) is longer than max_run: the
 // part past the first max_run, in pieces of max_run.
@@ -172,7 +174,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       }
       // One max_run serves both kernels (the pieces are cut once): the float4 kernel's lanes when
       // it is loaded, as it runs whenever B and C are aligned.
-      p->max_run = csr_max_run(p->typed, csr_lanes(n_cols, p->vec4 ? 4 : 1));
+      p->max_run = csr_max_run(p->typed, csr_lanes(n_cols, p->vec4 ? 4 : 1), a.nnz(), a.rows);
       const auto pc = cut_pieces(a.row_ptr, p->max_run);
       p->n_pieces = static_cast<int32_t>(pc.size() / 3);
       if (!pc.empty()) p->pieces = upload(pc);
@@ -193,7 +195,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       p->vals = upload(m.res_values);
       p->row_id = upload(m.res_rows_id);
       p->csr_rows = static_cast<int32_t>(m.res_rows_id.size());
-      p->tc_warps = kTcWarps;
+      p->tc_warps = p->typed.tc_warps;
       const auto fns = load(codegen::SpmmKey{codegen::SpmmKernelPath::Brp, p->f, p->g, p->tc_warps, 1});
       p->rows1 = fns.at(1);
       p->rows4 = fns.at(2);
@@ -212,8 +214,8 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       if (!pc.empty()) p->pieces = upload(pc);
       // A warp per (window, 64 columns of C): every window, so that C is written once.
       const int64_t chunks = ((n_cols + abi::kSpmmTileCols - 1) / abi::kSpmmTileCols + 7) / 8;
-      p->tc_grid = static_cast<unsigned>((windows * chunks + p->tc_warps - 1) / p->tc_warps);
-      p->tc_pieces_grid = static_cast<unsigned>((p->n_pieces * chunks + p->tc_warps - 1) / p->tc_warps);
+      p->tc_grid = static_cast<unsigned>(windows * chunks);
+      p->tc_pieces_grid = static_cast<unsigned>(p->n_pieces * chunks);
       if (expand) {
         p->afrag = DeviceBuffer<uint32_t>(static_cast<size_t>(p->groups) * p->g * 32 * 4);
         abi::SpmmArgs args{};
@@ -331,10 +333,10 @@ std::string SpmmPlan::explain() const {
   if (p.path == SpmmPath::Brp) {
     const BrpStats& s = p.stats;
     out += fmt::format(
-        "  BRP f = {}, g = {}: {} TC groups ({:.1f}% of the nonzeros, TF32 tensor cores, a warp per 16-row window "
-        "and 64 columns, at most {} groups a window, {} more runs added atomically, A operands {}), {} residual rows "
+        "  BRP f = {}, g = {}: {} TC groups ({:.1f}% of the nonzeros, TF32 tensor cores, a block of {} warps per "
+        "16-row window and 64 columns, at most {} groups a window, {} more runs added atomically, A operands {}), {} residual rows "
         "({} nonzeros, f32 CUDA cores)\n",
-        p.f, p.g, s.groups, 100.0 * s.tc_share, p.max_run, p.n_pieces,
+        p.f, p.g, s.groups, 100.0 * s.tc_share, p.tc_warps, p.max_run, p.n_pieces,
         p.afrag.size() ? "expanded once per plan" : "built per group in shared memory", s.residual_rows,
         s.residual_nnz);
     out += fmt::format(

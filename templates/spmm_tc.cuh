@@ -63,9 +63,12 @@ __global__ void __launch_bounds__(WARPS * 32) brp_expand_frags(const dbsparse::a
   for (int i = lane; i < G * 32; i += 32) out[(size_t)q * G * 32 + i] = afrag_all[warp][i];
 }
 
-// C[window rows] = alpha * (the window's groups) * B + beta * C[window rows]: a warp per (row
+// C[window rows] = alpha * (the window's groups) * B + beta * C[window rows]: a block per (row
 // window, chunk of up to 8 column tiles), every window (one without groups gets beta * C), so C is
-// written once, with plain stores, and the residual kernel adds into it afterwards. Per group the
+// written once, with plain stores, and the residual kernel adds into it afterwards. The block's
+// WARPS warps take every WARPS-th group and add their sums in shared memory at the end: a 4096-row
+// matrix has only 256 windows, and a warp per window left most of the H200 idle (f = 8, g = 2 on
+// pruned 4096^2 at density 0.5 got slower as a warp's run grew: 391 us at 32 groups, 621 at 128). Per group the
 // warp puts the 8gf entries into its own 16 x 8g A tile in shared memory (zero elsewhere),
 // converted to tf32 and in fragment order (brp_afrag_index, build_group_tile), so block b's A
 // operand is one 16-byte load per lane. Per TC block, lane
@@ -89,8 +92,8 @@ __global__ void __launch_bounds__(WARPS * 32) brp_tc_windows(const dbsparse::abi
   uint4* afrag = afrag_all[warp];
   const int tiles = (a.n + kSpmmTileCols - 1) / kSpmmTileCols, chunks = (tiles + kChunk - 1) / kChunk;
   const int windows = (a.m + kSpmmWindowRows - 1) / kSpmmWindowRows;
-  const long long item = (long long)blockIdx.x * WARPS + warp;
-  // warp-uniform, and no block barrier below
+  const long long item = blockIdx.x;
+  // block-uniform: the barrier of the reduction below sees every warp
   if (item >= (long long)(PIECES ? a.n_pieces : windows) * chunks) return;
   const int unit = (int)(item / chunks), t0 = (int)(item % chunks) * kChunk, nt = min(kChunk, tiles - t0);
   const int w = PIECES ? a.pieces[3 * unit] : unit;
@@ -99,7 +102,7 @@ __global__ void __launch_bounds__(WARPS * 32) brp_tc_windows(const dbsparse::abi
   float d[kChunk][4];
 #pragma unroll
   for (int t = 0; t < kChunk; ++t) d[t][0] = d[t][1] = d[t][2] = d[t][3] = 0.0f;
-  for (int q = qb; q < q1; ++q) {
+  for (int q = qb + warp; q < q1; q += WARPS) {
     if constexpr (!FRAGS) build_group_tile<F, G>(a, q, lane, afrag);
     const int* cols = a.old_col + (size_t)q * kSlots;
 #pragma unroll
@@ -119,6 +122,29 @@ __global__ void __launch_bounds__(WARPS * 32) brp_tc_windows(const dbsparse::abi
       }
     }
     if constexpr (!FRAGS) __syncwarp();  // the next group rewrites the tile
+  }
+  if constexpr (WARPS > 1) {
+    // Warps 1.. hand their sums to warp 0 one at a time through 4 KB of shared memory (all at
+    // once would pass the 48 KB of static shared memory with the tiles at 8 warps, g = 8),
+    // lane-major so the stores and loads are conflict-free; warp 0 writes C.
+    __shared__ float part[kChunk * 4][32];
+    for (int o = 1; o < WARPS; ++o) {
+      if (warp == o) {
+#pragma unroll
+        for (int t = 0; t < kChunk; ++t)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) part[t * 4 + i][lane] = d[t][i];
+      }
+      __syncthreads();
+      if (warp == 0) {
+#pragma unroll
+        for (int t = 0; t < kChunk; ++t)
+#pragma unroll
+          for (int i = 0; i < 4; ++i) d[t][i] += part[t * 4 + i][lane];
+      }
+      __syncthreads();
+    }
+    if (warp > 0) return;
   }
   const int row0 = w * kSpmmWindowRows;
 #pragma unroll

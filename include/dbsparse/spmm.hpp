@@ -33,7 +33,10 @@ struct SpmmConfig {
   // BRP: expand the groups' A operands into fragment order once per plan when f >= this (16:
   // never). They take 16 x 8 x 4 bytes a block against 8f values, so 2x at f = 8, 16x at f = 1.
   int expand_min_f = 4;
-  // BRP: a warp sums at most this many of a window's groups; the rest of the window goes to a
+  // BRP: the TC kernel's warps per block (1, 2, 4 or 8), which split a window's groups and add
+  // their sums in shared memory.
+  int tc_warps = 4;
+  // BRP: a block sums at most this many of a window's groups; the rest of the window goes to a
   // second, atomic pass in runs of this length.
   int tc_max_run = 32;
   // CSR: a warp takes at most this many of a row's entries (0: 32 per subgroup, i.e. 32 * 32 /
@@ -47,13 +50,16 @@ struct SpmmConfig {
     v.integer("g", g, 1, 8, "BRP: TC blocks per group (1, 2, 4 or 8)");
     v.number("min_tc_share", min_tc_share, 0.0, 1.0, "auto takes BRP when at least this share of nonzeros is in TC groups");
     v.integer("expand_min_f", expand_min_f, 1, 16, "BRP: expand A operands once per plan when f >= this (16: never)");
-    v.integer("tc_max_run", tc_max_run, 1, 1 << 20, "BRP: groups a warp sums before the rest of a window goes to the atomic pass");
+    v.integer("tc_warps", tc_warps, 1, 8, "BRP: TC kernel warps per block (1, 2, 4 or 8), splitting a window's groups");
+    v.integer("tc_max_run", tc_max_run, 1, 1 << 20, "BRP: groups a block sums before the rest of a window goes to the atomic pass");
     v.integer("csr_max_run", csr_max_run, 0, 1 << 24, "CSR: entries a warp takes before the rest of a row goes to the atomic pass (0: 32 per subgroup)");
   }
   void check() const {
     auto pow2 = [](int x) { return x == 1 || x == 2 || x == 4 || x == 8; };
     if (!pow2(f)) throw UsageError("spmm config: 'f' (nonzeros per BRP slot) must be 1, 2, 4 or 8, got " + std::to_string(f));
     if (!pow2(g)) throw UsageError("spmm config: 'g' (TC blocks per BRP group) must be 1, 2, 4 or 8, got " + std::to_string(g));
+    if (!pow2(tc_warps))
+      throw UsageError("spmm config: 'tc_warps' (TC kernel warps per block) must be 1, 2, 4 or 8, got " + std::to_string(tc_warps));
   }
 };
 

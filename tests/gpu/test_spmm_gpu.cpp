@@ -170,7 +170,7 @@ TEST_CASE("SpmmCsrPathMatchesReference") {
 }
 
 // The knobs the tuner turns that change which code runs: A operands expanded ahead or built per
-// group (expand_min_f 1 / 16), and first-pass runs so short that most of every window and row goes
+// group (expand_min_f 1 / 16), 1 to 8 warps sharing a window, and first-pass runs so short that most of every window and row goes
 // through the atomic pieces pass (tc_max_run, csr_max_run).
 TEST_CASE("SpmmPiecesAndExpandedOperandsMatchReference") {
   std::vector<std::pair<std::string, CsrMatrix<float>>> mats;
@@ -184,14 +184,15 @@ TEST_CASE("SpmmPiecesAndExpandedOperandsMatchReference") {
       const Expected x = expected(a, n, 0.75f, -0.5f, 61 + n);
       for (int run : {1, 3, 0}) {
         CAPTURE(run);
-        for (int expand : {1, 16})
+        for (auto [expand, warps] : {std::pair{1, 8}, std::pair{16, 1}, std::pair{16, 4}})
           for (int f : {1, 8})
             for (int g : {1, 4}) {
               CAPTURE(expand);
+              CAPTURE(warps);
               CAPTURE(f);
               CAPTURE(g);
               const Config cfg{"spmm",
-                               {{"path", "brp"}, {"f", f}, {"g", g}, {"expand_min_f", expand},
+                               {{"path", "brp"}, {"f", f}, {"g", g}, {"expand_min_f", expand}, {"tc_warps", warps},
                                 {"tc_max_run", run == 0 ? 32 : run}},
                                ConfigSource::Explicit, "test"};
               SpmmOptions o;

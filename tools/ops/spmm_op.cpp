@@ -37,6 +37,10 @@ tuner::SearchSpace make_space() {
       ParamSpec::choice("f", {1, 2, 4, 8}, "BRP: nonzeros per slot"),
       ParamSpec::choice("g", {1, 2, 4, 8}, "BRP: TC blocks per group"),
       ParamSpec::choice("min_tc_share", {0.25, 0.5, 0.75}, "auto takes BRP at this TC share or above"),
+      ParamSpec::choice("tc_warps", {1, 4, 8}, "BRP: warps per window's block"),
+      ParamSpec::choice("expand_min_f", {4, 16}, "BRP: A operands expanded once per plan from this f (16: never)"),
+      ParamSpec::choice("tc_max_run", {8, 32, 128}, "BRP: groups a block sums before the atomic pass"),
+      ParamSpec::choice("csr_max_run", {0, 64, 1024}, "CSR: entries a warp takes before the atomic pass (0: auto)"),
   };
   return s;
 }
