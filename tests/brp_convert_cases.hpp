@@ -5,10 +5,12 @@
 // with thousands of distinct columns, columns full in a window, hypersparse, empty).
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "dbsparse/brp.hpp"
 #include "dbsparse/generators.hpp"
 #include "dbsparse/matrix.hpp"
 #include "test_support.hpp"
@@ -62,6 +64,28 @@ inline std::vector<std::pair<std::string, dbsparse::CsrMatrix<double>>> brp_conv
   out.emplace_back("no nonzeros 37x11", csr_from_entries<double>(37, 11, {}));
   out.emplace_back("empty 0x0", csr_from_entries<double>(0, 0, {}));
   return out;
+}
+
+// The first of the BRP arrays (or sizes) where got and want differ, bitwise; empty when none does.
+template <class T>
+std::string brp_difference(const dbsparse::BrpMatrix<T>& got, const dbsparse::BrpMatrix<T>& want) {
+  auto same = [](const auto& x, const auto& y) {
+    return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(x[0])) == 0);
+  };
+  if (got.rows != want.rows || got.cols != want.cols) return "shape";
+  if (got.f != want.f || got.g != want.g) return "f, g";
+  if (got.value_stride != want.value_stride || got.local_stride != want.local_stride) return "strides";
+  const std::pair<const char*, bool> arrays[] = {{"group_window_id", same(got.group_window_id, want.group_window_id)},
+                                                 {"old_col_id", same(got.old_col_id, want.old_col_id)},
+                                                 {"local_id", same(got.local_id, want.local_id)},
+                                                 {"values", same(got.values, want.values)},
+                                                 {"res_rows_id", same(got.res_rows_id, want.res_rows_id)},
+                                                 {"res_row_offset", same(got.res_row_offset, want.res_row_offset)},
+                                                 {"res_col_id", same(got.res_col_id, want.res_col_id)},
+                                                 {"res_values", same(got.res_values, want.res_values)}};
+  for (const auto& [name, equal] : arrays)
+    if (!equal) return name;
+  return "";
 }
 
 }  // namespace dbs_test

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <string>
 #include <vector>
 
@@ -128,27 +127,6 @@ BrpMatrix<T> convert_with_kernels(const CsrMatrix<T>& a, int f, int g) {
   }
 }
 
-template <class T>
-bool same_bits(const std::vector<T>& x, const std::vector<T>& y) {
-  return x.size() == y.size() && (x.empty() || std::memcmp(x.data(), y.data(), x.size() * sizeof(T)) == 0);
-}
-
-template <class T>
-void check_equal(const BrpMatrix<T>& got, const BrpMatrix<T>& want) {
-  CHECK(got.rows == want.rows);
-  CHECK(got.cols == want.cols);
-  CHECK(got.value_stride == want.value_stride);
-  CHECK(got.local_stride == want.local_stride);
-  CHECK(got.group_window_id == want.group_window_id);
-  CHECK(got.old_col_id == want.old_col_id);
-  CHECK(got.local_id == want.local_id);
-  CHECK(same_bits(got.values, want.values));
-  CHECK(got.res_rows_id == want.res_rows_id);
-  CHECK(got.res_row_offset == want.res_row_offset);
-  CHECK(got.res_col_id == want.res_col_id);
-  CHECK(same_bits(got.res_values, want.res_values));
-}
-
 }  // namespace
 
 TEST_CASE("BrpConvertKernelsOnTheHostMatchCsrToBrp") {
@@ -162,10 +140,10 @@ TEST_CASE("BrpConvertKernelsOnTheHostMatchCsrToBrp") {
         CAPTURE(g);
         const BrpMatrix<float> want = csr_to_brp(a, BrpParams{f, g});
         tc_cases += want.groups() > 0;
-        check_equal(convert_with_kernels(a, f, g), want);
+        CHECK(dbs_test::brp_difference(convert_with_kernels(a, f, g), want) == "");
       }
     // f64 values through the same kernels (the fill's only type-dependent step).
-    check_equal(convert_with_kernels(a64, 2, 2), csr_to_brp(a64, BrpParams{2, 2}));
+    CHECK(dbs_test::brp_difference(convert_with_kernels(a64, 2, 2), csr_to_brp(a64, BrpParams{2, 2})) == "");
   }
   CHECK(tc_cases > 50);  // the cases reach the TC part, not only the residual
 }
