@@ -94,6 +94,7 @@ int run_convert_brp(const ConvertArgs& a, const NamedMatrix& m) {
     s = brp_stats(brp);
     s.convert_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     if (!a.host) fmt::print("note: no CUDA device ({}): converted on the host, no device memory figures\n", why);
+    if (a.check) fmt::print("note: --check compares the GPU conversion with the host's; there is none to compare here\n");
   }
   const std::string where =
       s.on_device ? fmt::format("conversion on the GPU {:.2f} ms, peak extra device memory {} B ({:.1f} B/nnz; bound "
