@@ -8,6 +8,7 @@
 
 #include "dbsparse/error.hpp"
 #include "dbsparse/reference.hpp"
+#include "runtime/brp_stats.hpp"
 
 namespace dbsparse {
 namespace {
@@ -224,30 +225,50 @@ CsrMatrix<T> brp_to_csr(const BrpMatrix<T>& m) {
   return coo_to_csr(coo);
 }
 
+namespace detail {
+
+BrpStats brp_stats_of(const BrpCounts& c) {
+  BrpStats s;
+  s.f = c.f;
+  s.g = c.g;
+  s.value_bytes = c.value_bytes;
+  const int64_t gnnz = int64_t{kBrpBlockSlots} * c.g * c.f;
+  s.tc_nnz = c.groups * gnnz;
+  s.residual_nnz = c.residual_nnz;
+  s.nnz = s.tc_nnz + s.residual_nnz;
+  s.groups = c.groups;
+  s.windows = window_count(c.rows);
+  s.tc_windows = c.tc_windows;
+  s.residual_rows = c.residual_rows;
+  s.padding_bytes = s.groups * ((c.value_stride - gnnz) * c.value_bytes + (c.local_stride - gnnz));
+  // group_window_id, old_col_id (8g a group), local_id, values.
+  s.bytes_tc = s.groups * (4 + int64_t{kBrpBlockSlots} * c.g * 4 + c.local_stride + int64_t{c.value_stride} * c.value_bytes);
+  // res_rows_id, res_row_offset, res_col_id, res_values.
+  s.bytes_residual = (2 * s.residual_rows + 1 + s.residual_nnz) * 4 + s.residual_nnz * c.value_bytes;
+  s.bytes = s.bytes_tc + s.bytes_residual;
+  s.bytes_csr = (int64_t{c.rows} + 1) * 4 + s.nnz * (4 + c.value_bytes);
+  s.tc_share = s.nnz ? double(s.tc_nnz) / double(s.nnz) : 0.0;
+  return s;
+}
+
+}  // namespace detail
+
 template <class T>
 BrpStats brp_stats(const BrpMatrix<T>& m) {
   check_brp(m);
-  BrpStats s;
-  s.f = m.f;
-  s.g = m.g;
-  s.tc_nnz = m.tc_nnz();
-  s.residual_nnz = m.residual_nnz();
-  s.nnz = m.nnz();
-  s.groups = m.groups();
-  s.windows = window_count(m.rows);
+  detail::BrpCounts c;
+  c.rows = m.rows;
+  c.f = m.f;
+  c.g = m.g;
+  c.value_stride = m.value_stride;
+  c.local_stride = m.local_stride;
+  c.value_bytes = sizeof(T);
+  c.groups = m.groups();
+  c.residual_nnz = m.residual_nnz();
+  c.residual_rows = static_cast<int64_t>(m.res_rows_id.size());
   for (size_t q = 0; q < m.group_window_id.size(); ++q)
-    s.tc_windows += q == 0 || m.group_window_id[q] != m.group_window_id[q - 1];
-  s.residual_rows = static_cast<int64_t>(m.res_rows_id.size());
-  const int64_t gnnz = m.group_nnz();
-  s.padding_bytes = s.groups * ((m.value_stride - gnnz) * int64_t{sizeof(T)} + (m.local_stride - gnnz));
-  s.bytes_tc = static_cast<int64_t>(m.group_window_id.size() * 4 + m.old_col_id.size() * 4 + m.local_id.size() +
-                                    m.values.size() * sizeof(T));
-  s.bytes_residual = static_cast<int64_t>((m.res_rows_id.size() + m.res_row_offset.size() + m.res_col_id.size()) * 4 +
-                                          m.res_values.size() * sizeof(T));
-  s.bytes = s.bytes_tc + s.bytes_residual;
-  s.bytes_csr = (int64_t{m.rows} + 1) * 4 + s.nnz * (4 + int64_t{sizeof(T)});
-  s.tc_share = s.nnz ? double(s.tc_nnz) / double(s.nnz) : 0.0;
-  return s;
+    c.tc_windows += q == 0 || m.group_window_id[q] != m.group_window_id[q - 1];
+  return detail::brp_stats_of(c);
 }
 
 std::string BrpStats::to_text() const {
@@ -263,7 +284,13 @@ std::string BrpStats::to_text() const {
                      "(BRP / CSR = {:.3f})\n",
                      bytes_tc / 1e6, padding_bytes / 1e6, bytes_residual / 1e6, bytes / 1e6, bytes_csr / 1e6,
                      bytes_csr ? double(bytes) / double(bytes_csr) : 0.0);
-  out += fmt::format("  conversion on the host: {:.1f} ms\n", convert_ms);
+  if (on_device)
+    out += fmt::format("  conversion on the device: {:.2f} ms; peak extra device memory {} bytes ({:.1f} per nonzero), "
+                       "bound 4 * nnz * (4 + {}) = {} bytes: {}\n",
+                       convert_ms, peak_extra_bytes, nnz ? double(peak_extra_bytes) / double(nnz) : 0.0, value_bytes,
+                       peak_bound_bytes(), peak_extra_bytes <= peak_bound_bytes() ? "within" : "OVER");
+  else
+    out += fmt::format("  conversion on the host: {:.1f} ms\n", convert_ms);
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include "codegen/spmm_key.hpp"
 #include "dbsparse/abi/spmm.h"
 #include "dbsparse/brp.hpp"
+#include "dbsparse/brp_device.hpp"
 #include "dbsparse/features.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/module_registry.hpp"
@@ -179,22 +180,39 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       p->n_pieces = static_cast<int32_t>(pc.size() / 3);
       if (!pc.empty()) p->pieces = upload(pc);
     } else {
-      const auto t0 = std::chrono::steady_clock::now();
-      const BrpMatrix<float> m = csr_to_brp(a, BrpParams{p->f, p->g});
-      p->stats = brp_stats(m);
-      p->stats.convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      p->window = upload(m.group_window_id);
-      p->old_col = upload(m.old_col_id);
-      p->local_id = upload(m.local_id);
-      p->group_vals = upload(m.values);
-      p->local_stride = m.local_stride;
-      p->value_stride = m.value_stride;
-      p->groups = static_cast<int32_t>(m.groups());  // check_brp_counts kept it in int32
-      p->row_ptr = upload(m.res_row_offset);
-      p->col_idx = upload(m.res_col_id);
-      p->vals = upload(m.res_values);
-      p->row_id = upload(m.res_rows_id);
-      p->csr_rows = static_cast<int32_t>(m.res_rows_id.size());
+      // Each window's groups are found from the group windows, on the host (they are 4 bytes a group).
+      std::vector<int32_t> group_window;
+      if (opt.convert_on_host) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const BrpMatrix<float> m = csr_to_brp(a, BrpParams{p->f, p->g});
+        p->stats = brp_stats(m);
+        p->stats.convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        p->window = upload(m.group_window_id);
+        p->old_col = upload(m.old_col_id);
+        p->local_id = upload(m.local_id);
+        p->group_vals = upload(m.values);
+        p->row_ptr = upload(m.res_row_offset);
+        p->col_idx = upload(m.res_col_id);
+        p->vals = upload(m.res_values);
+        p->row_id = upload(m.res_rows_id);
+        group_window = m.group_window_id;
+      } else {
+        BrpDeviceMatrix<float> m = csr_to_brp_device(*this, a, BrpParams{p->f, p->g});
+        p->stats = brp_stats(m);
+        group_window = m.group_window_id.download();
+        p->window = std::move(m.group_window_id);
+        p->old_col = std::move(m.old_col_id);
+        p->local_id = std::move(m.local_id);
+        p->group_vals = std::move(m.values);
+        p->row_ptr = std::move(m.res_row_offset);
+        p->col_idx = std::move(m.res_col_id);
+        p->vals = std::move(m.res_values);
+        p->row_id = std::move(m.res_rows_id);
+      }
+      p->local_stride = brp_local_stride(p->f, p->g);
+      p->value_stride = brp_value_stride(p->f, p->g, sizeof(float));
+      p->groups = static_cast<int32_t>(p->stats.groups);  // check_brp_counts kept it in int32
+      p->csr_rows = static_cast<int32_t>(p->stats.residual_rows);
       p->tc_warps = p->typed.tc_warps;
       const auto fns = load(codegen::SpmmKey{codegen::SpmmKernelPath::Brp, p->f, p->g, p->tc_warps, 1});
       p->rows1 = fns.at(1);
@@ -205,7 +223,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       // Groups come in window order: win_group[w] is window w's first.
       const int64_t windows = (int64_t{a.rows} + abi::kSpmmWindowRows - 1) / abi::kSpmmWindowRows;
       std::vector<int32_t> wg(static_cast<size_t>(windows) + 1, 0);
-      for (int32_t w : m.group_window_id) ++wg[static_cast<size_t>(w) + 1];
+      for (int32_t w : group_window) ++wg[static_cast<size_t>(w) + 1];
       for (size_t i = 1; i < wg.size(); ++i) wg[i] += wg[i - 1];
       p->win_group = upload(wg);
       p->max_run = p->typed.tc_max_run;
@@ -339,10 +357,16 @@ std::string SpmmPlan::explain() const {
         p.f, p.g, s.groups, 100.0 * s.tc_share, p.tc_warps, p.max_run, p.n_pieces,
         p.afrag.size() ? "expanded once per plan" : "built per group in shared memory", s.residual_rows,
         s.residual_nnz);
-    out += fmt::format(
-        "  converted on the host by csr_to_brp in {:.1f} ms and uploaded (the GPU conversion is a later step); "
-        "device {} bytes, {:.3f}x CSR\n",
-        s.convert_ms, device_bytes(), s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0);
+    if (s.on_device)
+      out += fmt::format(
+          "  converted on the GPU by csr_to_brp_device in {:.2f} ms, peak extra device memory {} bytes (bound "
+          "4 * nnz * 8 = {}); device {} bytes, {:.3f}x CSR\n",
+          s.convert_ms, s.peak_extra_bytes, s.peak_bound_bytes(), device_bytes(),
+          s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0);
+    else
+      out += fmt::format("  converted on the host by csr_to_brp in {:.1f} ms and uploaded (SpmmOptions::convert_on_host); "
+                         "device {} bytes, {:.3f}x CSR\n",
+                         s.convert_ms, device_bytes(), s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0);
   } else {
     out += fmt::format("  CSR on f32 CUDA cores, a warp per row (its first {} entries; {} more runs added atomically), "
                        "{} lanes across N (float4) or {} (scalars), the rest of the warp over the entries; device {} "

@@ -104,7 +104,14 @@ struct BrpStats {
   int64_t bytes = 0;           // both parts: what a plan would upload
   int64_t bytes_csr = 0;       // the same matrix in CSR: int32 row_ptr and col_idx, T values
   double tc_share = 0;         // tc_nnz / nnz (0 for an empty matrix)
+  int value_bytes = 4;         // sizeof(T)
   double convert_ms = 0;       // filled by callers that timed the conversion
+  // csr_to_brp_device (brp_device.hpp): the conversion ran on the GPU, and the device memory it
+  // allocated beyond the input CSR and the output, at its peak, against the bound
+  // 4 * nnz * (4 + value_bytes) (4 index and value bytes per nonzero, 4 times).
+  bool on_device = false;
+  int64_t peak_extra_bytes = 0;
+  int64_t peak_bound_bytes() const { return 4 * nnz * (4 + value_bytes); }
   std::string to_text() const;  // the table `dbsparse convert --format brp --stats` prints
 };
 template <class T>

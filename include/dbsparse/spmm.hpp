@@ -72,6 +72,9 @@ struct SpmmOptions {
   SpmmPath path = SpmmPath::Auto;
   std::optional<int> f, g;         // BRP: nonzeros per slot, TC blocks per group (1, 2, 4 or 8 each)
   const Config* config = nullptr;  // instead of the tuning DB's
+  // BRP: convert with csr_to_brp on the host and upload, instead of csr_to_brp_device (the
+  // default; same arrays, bitwise). For tests and ablations.
+  bool convert_on_host = false;
 };
 
 class SpmmPlan {

@@ -4,10 +4,13 @@
 // from the library's own counting.
 #include <doctest/doctest.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <memory>
@@ -399,4 +402,16 @@ TEST_CASE("ConvertFormatBrpPrintsTheSplit") {
   CHECK(run("convert stencil2d:n=20 --f 2").find("--format brp") != std::string::npos);
   // The DB format stays the default.
   CHECK(run("convert stencil2d:n=20").find("blocks") != std::string::npos);
+  // --host: csr_to_brp even where there is a GPU; the JSON names where it ran and the memory bound.
+  const auto dir = dbs_test::temp_dir("convert-brp");
+  const std::string json = (dir / "brp.json").string();
+  const std::string host = run("convert stencil2d:n=20 --format brp --host --stats --json " + json);
+  CHECK(host.find("conversion on the host") != std::string::npos);
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  CHECK(j["converted_on"] == "host");
+  CHECK(j["peak_extra_bytes"].is_null());
+  CHECK(j["peak_bound_bytes"] == 4 * j["nnz"].get<int64_t>() * 8);
+  CHECK(run("convert stencil2d:n=20 --host").find("--format brp") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "codegen/nvrtc_compiler.hpp"
+#include "codegen/brp_convert_key.hpp"
 #include "codegen/decode_key.hpp"
 #include "codegen/mcl_key.hpp"
 #include "codegen/sparse_linear_key.hpp"
@@ -174,4 +175,31 @@ TEST_CASE("MclKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
       }
     }
   }
+}
+
+// The GPU conversion CSR -> BRP: keys round trip and bad ones are refused; the f32 keys are spmm
+// variants (EveryVariantOfEveryOp compiles them for sm_80 and sm_90), the f64 ones compile here
+// for sm_90.
+TEST_CASE("BrpConvertKernelsCompileForSm90AndKeysRoundTrip") {
+  const auto f32 = brp_convert_keys({ValueType::F32});
+  CHECK(f32.size() == 16);
+  std::vector<std::string> spmm_variants;
+  for (const auto& ks : tools::find_op("spmm").variants(false)) spmm_variants.push_back(ks.key);
+  for (const auto& key : f32) {
+    CAPTURE(key.to_string());
+    CHECK(BrpConvertKey::parse(key.to_string()) == key);
+    CHECK(std::find(spmm_variants.begin(), spmm_variants.end(), key.to_string()) != spmm_variants.end());
+  }
+  for (const auto& key : brp_convert_keys({ValueType::F64})) {
+    CAPTURE(key.to_string());
+    CHECK(BrpConvertKey::parse(key.to_string()) == key);
+    const KernelSource ks = make_source(key);
+    const CompiledKernel k = compile_to_cubin(ks, "sm_90");
+    REQUIRE(k.lowered_names.size() == 8);
+    for (const auto& [expr, lowered] : k.lowered_names) CHECK(lowered.rfind("_Z", 0) == 0);
+  }
+  CHECK(BrpConvertKey{ValueType::F64, 8, 2}.to_string() == "brpconv.f64.f8.g2");
+  CHECK_THROWS_AS(BrpConvertKey::parse("brpconv.f32.f3.g4"), UsageError);
+  CHECK_THROWS_AS(BrpConvertKey::parse("brpconv.f16.f1.g4"), UsageError);
+  CHECK_THROWS_AS(BrpConvertKey::parse("brpconv.f32.f1"), UsageError);
 }

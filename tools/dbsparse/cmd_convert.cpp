@@ -1,10 +1,12 @@
 // `dbsparse convert MATRIX`: converts to the DB format (or, with --format brp, to BRP-SpMM's
-// format) on the CPU and reports its size against CSR (and CSR+CSC), and the conversion time.
-// Needs no GPU.
+// format) and reports its size against CSR (and CSR+CSC), and the conversion time. The DB format
+// converts on the CPU; BRP on the GPU when there is one (with its peak extra device memory), else
+// on the CPU with a note. Needs no GPU.
 #include <fmt/format.h>
 
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -13,6 +15,8 @@
 
 #include "dbsparse/bfs.hpp"
 #include "dbsparse/brp.hpp"
+#include "dbsparse/brp_device.hpp"
+#include "dbsparse/context.hpp"
 #include "dbsparse/db_matrix.hpp"
 #include "dbsparse/error.hpp"
 #include "dbsparse/io.hpp"
@@ -30,6 +34,8 @@ struct ConvertArgs {
   bool bfs = false, transpose = false;
   std::string format = "db";
   BrpParams brp;
+  bool host = false;   // --format brp: csr_to_brp even when a GPU is there
+  bool check = false;  // --format brp on the GPU: compare with csr_to_brp, bitwise
 };
 
 // The BFS plan's storage for this graph (bfs.hpp): both views or one, against CSR.
@@ -56,28 +62,60 @@ int run_convert_bfs(const ConvertArgs& a, const NamedMatrix& m) {
   return 0;
 }
 
-// BRP-SpMM's format (brp.hpp): the TC / residual split for (f, g), bytes against CSR.
+template <class T>
+bool same_brp(const BrpMatrix<T>& x, const BrpMatrix<T>& y) {
+  auto bits = [](const auto& u, const auto& v) {
+    return u.size() == v.size() && (u.empty() || std::memcmp(u.data(), v.data(), u.size() * sizeof(u[0])) == 0);
+  };
+  return x.rows == y.rows && x.cols == y.cols && x.value_stride == y.value_stride && x.local_stride == y.local_stride &&
+         bits(x.group_window_id, y.group_window_id) && bits(x.old_col_id, y.old_col_id) && bits(x.local_id, y.local_id) &&
+         bits(x.values, y.values) && bits(x.res_rows_id, y.res_rows_id) && bits(x.res_row_offset, y.res_row_offset) &&
+         bits(x.res_col_id, y.res_col_id) && bits(x.res_values, y.res_values);
+}
+
+// BRP-SpMM's format (brp.hpp): the TC / residual split for (f, g), bytes against CSR, and the
+// conversion's time (and on the GPU its peak extra memory against 4 * nnz * (4 + sizeof(T))).
 template <class T>
 int run_convert_brp(const ConvertArgs& a, const NamedMatrix& m) {
   const CsrMatrix<T> csr = m.csr.cast<T>();
-  const auto t0 = std::chrono::steady_clock::now();
-  const BrpMatrix<T> brp = csr_to_brp(csr, a.brp);
-  const auto t1 = std::chrono::steady_clock::now();
-  BrpStats s = brp_stats(brp);
-  s.convert_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  BrpStats s;
+  std::string why;
+  std::string check;  // --check's verdict on the GPU
+  const bool device = !a.host && cuda_device_available(&why);
+  if (device) {
+    Context ctx;
+    const BrpDeviceMatrix<T> d = csr_to_brp_device(ctx, csr, a.brp);
+    s = brp_stats(d);
+    if (a.check) check = same_brp(d.download(), csr_to_brp(csr, a.brp)) ? "equal" : "DIFFERENT";
+  } else {
+    const auto t0 = std::chrono::steady_clock::now();
+    const BrpMatrix<T> brp = csr_to_brp(csr, a.brp);
+    const auto t1 = std::chrono::steady_clock::now();
+    s = brp_stats(brp);
+    s.convert_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    if (!a.host) fmt::print("note: no CUDA device ({}): converted on the host, no device memory figures\n", why);
+    if (a.check) fmt::print("note: --check compares the GPU conversion with the host's; there is none to compare here\n");
+  }
+  const std::string where =
+      s.on_device ? fmt::format("conversion on the GPU {:.2f} ms, peak extra device memory {} B ({:.1f} B/nnz; bound "
+                                "4 * nnz * (4 + {}) = {} B)",
+                                s.convert_ms, s.peak_extra_bytes, s.nnz ? double(s.peak_extra_bytes) / double(s.nnz) : 0.0,
+                                s.value_bytes, s.peak_bound_bytes())
+                  : fmt::format("conversion on the host {:.1f} ms", s.convert_ms);
   fmt::print("{} ({}): {}x{}, {} nnz -> BRP f = {}, g = {}: {} groups ({:.1f}% of nnz) + {} residual in {} rows; "
-             "BRP {:.2f} MB, CSR {:.2f} MB ({:.3f}x); conversion {:.1f} ms\n",
-             m.name, a.precision, brp.rows, brp.cols, s.nnz, s.f, s.g, s.groups, 100.0 * s.tc_share, s.residual_nnz,
+             "BRP {:.2f} MB, CSR {:.2f} MB ({:.3f}x); {}\n",
+             m.name, a.precision, csr.rows, csr.cols, s.nnz, s.f, s.g, s.groups, 100.0 * s.tc_share, s.residual_nnz,
              s.residual_rows, s.bytes / 1e6, s.bytes_csr / 1e6, s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0,
-             s.convert_ms);
+             where);
+  if (!check.empty()) fmt::print("check: the GPU's arrays and csr_to_brp's are {}\n", check);
   if (a.stats) fmt::print("{}", s.to_text());
   if (!a.json_path.empty()) {
     nlohmann::json j = {{"tool", "dbsparse convert --format brp"},
                         {"version", DBSPARSE_VERSION},
                         {"matrix", m.name},
                         {"precision", a.precision},
-                        {"rows", brp.rows},
-                        {"cols", brp.cols},
+                        {"rows", csr.rows},
+                        {"cols", csr.cols},
                         {"f", s.f},
                         {"g", s.g},
                         {"nnz", s.nnz},
@@ -91,13 +129,18 @@ int run_convert_brp(const ConvertArgs& a, const NamedMatrix& m) {
                         {"padding_bytes", s.padding_bytes},
                         {"bytes", {{"tc", s.bytes_tc}, {"residual", s.bytes_residual}, {"total", s.bytes}, {"csr", s.bytes_csr}}},
                         {"ratio_brp_csr", s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0},
+                        {"converted_on", s.on_device ? "device" : "host"},
                         {"convert_ms", s.convert_ms}};
+    // Null on the host: no device memory was used, so there is no figure to report.
+    j["peak_extra_bytes"] = s.on_device ? nlohmann::json(s.peak_extra_bytes) : nlohmann::json(nullptr);
+    j["peak_bound_bytes"] = s.peak_bound_bytes();
+    if (!check.empty()) j["check_equal_to_host"] = check == "equal";
     std::ofstream out(a.json_path);
     out << j.dump(2) << "\n";
     if (!out) throw UsageError("cannot write " + a.json_path);
     fmt::print("wrote {}\n", a.json_path);
   }
-  return 0;
+  return check == "DIFFERENT" ? 1 : 0;
 }
 
 nlohmann::json stats_json(const DbStats& s) {
@@ -201,9 +244,11 @@ Runner add_convert(CLI::App& sub_ref) {
   // No range check here: BrpParams' validation gives the allowed set in the error.
   auto* opt_f = sub->add_option("--f", a->brp.f, "With --format brp: nonzeros per slot (1, 2, 4, 8)")->capture_default_str();
   auto* opt_g = sub->add_option("--g", a->brp.g, "With --format brp: TC blocks per group (1, 2, 4, 8)")->capture_default_str();
+  sub->add_flag("--host", a->host, "With --format brp: convert on the host (csr_to_brp) even when there is a GPU");
+  sub->add_flag("--check", a->check, "With --format brp on the GPU: compare the arrays with csr_to_brp's, bitwise (exit 1 if not equal)");
   return [a, opt_f, opt_g]() {
-    const bool brp_params = opt_f->count() > 0 || opt_g->count() > 0;
-    if (brp_params && a->format != "brp") throw UsageError("convert: --f and --g need --format brp");
+    const bool brp_params = opt_f->count() > 0 || opt_g->count() > 0 || a->host || a->check;
+    if (brp_params && a->format != "brp") throw UsageError("convert: --f, --g, --host and --check need --format brp");
     if (a->bfs && a->format == "brp") throw UsageError("convert: --bfs and --format brp are two different reports; give one");
     if (a->format == "brp") validate(a->brp);  // before loading: a bad --f / --g is reported at once
     NamedMatrix m = load_matrix(a->matrix);

@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
       dbsparse::cli::add_precompile);
   add("bench", "Time an op on a suite of matrices against cuSPARSE; table and JSON",
       dbsparse::cli::add_bench);
-  add("convert", "Convert a matrix to the DB format (or --format brp) on the CPU; its size against CSR and CSR+CSC",
+  add("convert", "Convert a matrix to the DB format on the CPU (or --format brp, on the GPU when there is one); its size against CSR and CSR+CSC",
       dbsparse::cli::add_convert);
   add("explain", "The config a plan would use for a matrix on this GPU, and where it came from",
       dbsparse::cli::add_explain);

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 
+#include "codegen/brp_convert_key.hpp"
 #include "codegen/spmm_key.hpp"
 #include "dbsparse/brp.hpp"
 #include "dbsparse/spmm.hpp"
@@ -263,6 +264,8 @@ OpDescriptor make() {
   d.variants = [](bool) {
     std::vector<codegen::KernelSource> out;
     for (const auto& k : codegen::spmm_search_space()) out.push_back(codegen::make_source(k));
+    // A BRP plan converts A on the GPU (csr_to_brp_device, f32) at its (f, g).
+    for (const auto& k : codegen::brp_convert_keys({codegen::ValueType::F32})) out.push_back(codegen::make_source(k));
     return out;
   };
   d.objective = [](Context& ctx, const NamedMatrix& m, const ObjectiveOptions& o) -> std::unique_ptr<tuner::Objective> {
