@@ -137,6 +137,7 @@ OpDescriptor make() {
   d.variants = [](bool) {
     std::vector<codegen::KernelSource> out;
     for (const auto& k : codegen::spgemm_search_space()) out.push_back(codegen::make_source(k));
+    for (const auto& k : codegen::spgemm_analysis_search_space()) out.push_back(codegen::make_source(k));
     return out;
   };
   d.objective = [](Context& ctx, const NamedMatrix& m, const ObjectiveOptions& o) -> std::unique_ptr<tuner::Objective> {
