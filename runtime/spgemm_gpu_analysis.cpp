@@ -51,7 +51,7 @@ std::vector<U> download_at(uint64_t base, int64_t first, int64_t n) {
 }  // namespace
 
 SpgemmGpuAnalysis::SpgemmGpuAnalysis(Context& ctx, const SpgemmOperands& ops, const SpgemmConfig& c, CUstream h)
-    : rows_(ops.rows), stats_dev_(1) {
+    : rows_(ops.rows), ops_(ops), rule_(rule_of(c, ops.b_cols)), stats_dev_(1) {
   stats_.first_bad_b = std::numeric_limits<uint64_t>::max();
   stats_.first_bad_a = std::numeric_limits<uint32_t>::max();
   if (ops.rows == 0) return;
@@ -71,7 +71,7 @@ SpgemmGpuAnalysis::SpgemmGpuAnalysis(Context& ctx, const SpgemmOperands& ops, co
   uint64_t st = stats_dev_.ptr(), code = code_.ptr(), ap = ops.a_ptr, ac = ops.a_col, bp = ops.b_ptr, bc = ops.b_col;
   DBS_CU(cuMemsetD8Async(st, 0, kStatsOnesAt, h));
   DBS_CU(cuMemsetD8Async(st + kStatsOnesAt, 0xff, sizeof(SpgemmStats) - kStatsOnesAt, h));
-  abi::SpgemmGroupRule rule = rule_of(c, ops.b_cols);
+  abi::SpgemmGroupRule rule = rule_;
   int rows = ops.rows, a_cols = ops.a_cols;
   long long a_nnz = ops.a_nnz, b_nnz = ops.b_nnz;
   {
@@ -87,9 +87,17 @@ SpgemmGpuAnalysis::SpgemmGpuAnalysis(Context& ctx, const SpgemmOperands& ops, co
   lists_ = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(n0 + n1 + n2, 1)));
   global_list_ = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(global_rows(), 1)));
   tables_ = DeviceBuffer<abi::SpgemmTable>(static_cast<size_t>(std::max(global_rows(), 1)));
-  int off1 = static_cast<int>(n0), off2 = static_cast<int>(n0 + n1), n3 = stats_.rows[abi::kSpgemmGlobalGroup];
-  uint64_t list = lists_.ptr(), glist = global_list_.ptr(), tables = tables_.ptr();
-  void* params[] = {&code, &rows, &ap, &ac, &bp, &rule, &off1, &off2, &n3, &list, &glist, &tables, &st};
+}
+
+void SpgemmGpuAnalysis::place_rows(CUstream h) {
+  if (placed_) return;
+  placed_ = true;
+  if (products() == 0) return;
+  int rows = rows_, off1 = static_cast<int>(count(0)), off2 = static_cast<int>(count(0) + count(1)),
+      n3 = stats_.rows[abi::kSpgemmGlobalGroup];
+  uint64_t code = code_.ptr(), ap = ops_.a_ptr, ac = ops_.a_col, bp = ops_.b_ptr, list = lists_.ptr(),
+           glist = global_list_.ptr(), tables = tables_.ptr(), st = stats_dev_.ptr();
+  void* params[] = {&code, &rows, &ap, &ac, &bp, &rule_, &off1, &off2, &n3, &list, &glist, &tables, &st};
   DBS_CU(cuLaunchKernel(scatter_, blocks_for(rows, kBlock), 1, 1, kBlock, 1, 1, 0, h, params, nullptr));
 }
 
@@ -161,6 +169,7 @@ int64_t SpgemmGpuAnalysis::size_c(uint64_t row_len, uint64_t overflow, uint64_t 
 }
 
 SpgemmGrouping SpgemmGpuAnalysis::grouping() const {
+  if (!placed_) throw std::logic_error("SpgemmGpuAnalysis::grouping before place_rows");
   SpgemmGrouping g;
   g.idle_rows = stats_.idle;
   for (int q = 0; q < kSpgemmGroups; ++q) g.ip[q] = stats_.ip[q];

@@ -23,10 +23,15 @@ struct SpgemmOperands {
 class SpgemmGpuAnalysis {
  public:
   SpgemmGpuAnalysis() = default;
-  // Phases 1-2 on stream h: codes and counts, one wait for h and the counts read back (UsageError
-  // for a bad row_ptr end or a column out of range, naming the row), then the lists and the
-  // global tables' places queued on h, not waited for. A without nonzeros launches nothing.
+  // Phases 1-2 up to the counts, on stream h: codes and counts, one wait for h and the counts read
+  // back (UsageError for a bad row_ptr end or a column out of range, naming the row); the lists
+  // are allocated, not yet filled. A without nonzeros launches nothing.
   SpgemmGpuAnalysis(Context& ctx, const SpgemmOperands& ops, const SpgemmConfig& c, CUstream h);
+  // The lists and the global tables' places filled on stream h, once (later calls do nothing), not
+  // waited for. The plan calls it in its first run, on the run's stream: a stream the user may
+  // have made non-blocking, which would not wait for work queued at planning on another.
+  void place_rows(CUstream h);
+  bool placed() const { return placed_; }
 
   const abi::SpgemmStats& stats() const { return stats_; }
   int64_t count(int group) const { return stats_.rows[group]; }
@@ -54,6 +59,9 @@ class SpgemmGpuAnalysis {
   void check_inputs(const SpgemmOperands& ops) const;
 
   int32_t rows_ = 0;
+  bool placed_ = false;
+  SpgemmOperands ops_;
+  abi::SpgemmGroupRule rule_{};
   CUfunction analyse_ = nullptr, scatter_ = nullptr, tile_sums_ = nullptr, scan_tiles_ = nullptr, row_ptr_ = nullptr;
   abi::SpgemmStats stats_{};
   DeviceBuffer<abi::SpgemmStats> stats_dev_;

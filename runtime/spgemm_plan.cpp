@@ -263,6 +263,7 @@ void SpgemmPlan<T>::run(void* stream) {
   Impl& p = *impl_;
   const auto h = static_cast<CUstream>(stream);
   if (!p.structured) {
+    p.analysis.place_rows(h);  // the group lists, on this run's stream
     p.launch_symbolic(h);
     p.size_c(h);  // waits for the stream
   }
@@ -344,7 +345,13 @@ DeviceCsrView<T> SpgemmPlan<T>::result() const {
 
 template <class T>
 const SpgemmGrouping& SpgemmPlan<T>::grouping() const {
-  if (!impl_->grouping) impl_->grouping = impl_->analysis.grouping();
+  if (!impl_->grouping) {
+    if (!impl_->analysis.placed()) {  // before the first run: the lists filled here, once
+      impl_->analysis.place_rows(nullptr);
+      DBS_CU(cuStreamSynchronize(nullptr));
+    }
+    impl_->grouping = impl_->analysis.grouping();
+  }
   return *impl_->grouping;
 }
 template <class T>
@@ -400,9 +407,9 @@ std::string SpgemmPlan<T>::explain() const {
   else
     out += "  C: not yet sized\n";
   out += fmt::format("  device: {} bytes held{}\n", device_bytes(), p.structured ? ", C included" : "");
-  out += "  planning ran the analysis on the GPU and waited once (group counts read back); the first run() waits "
-         "once more after the symbolic phase (nnz(C) read back, C's row_ptr already on the GPU, C allocated); later "
-         "runs launch the numeric phase only, without a host sync\n";
+  out += "  planning ran the analysis on the GPU and waited once (group counts read back); the first run() fills "
+         "the group lists, then waits once more after the symbolic phase (nnz(C) read back, C's row_ptr already on "
+         "the GPU, C allocated); later runs launch the numeric phase only, without a host sync\n";
   return out;
 }
 

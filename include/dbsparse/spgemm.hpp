@@ -165,13 +165,15 @@ struct SpgemmOptions {
 
 // C = A·B on the GPU by the phases above. ctx.plan_spgemm takes A and B as host CSR (uploaded into
 // the plan) or as device CSR (DeviceCsrView: read in place, not copied). It analyses the structure
-// once on the GPU (templates/spgemm_analysis.cuh: IP per row, groups, the rows that may overflow,
-// their global tables' places, A's and B's columns checked), waits for that and reads back one
-// small struct of counts (abi::SpgemmStats), allocates the group lists and global tables and
+// once on the GPU (templates/spgemm_analysis.cuh: IP and group per row, rows and products per
+// group, the rows that may overflow, A's and B's columns checked), waits for that and reads back
+// one small struct of counts (abi::SpgemmStats), allocates the group lists and global tables and
 // loads the kernels; groups without rows launch nothing, and an A without products launches
-// nothing at all. The first run() does the symbolic phase and C's row_ptr on the GPU, then waits
-// for the stream and reads back nnz(C) (the second small read; check_nnz_fits's UsageError when
-// it passes 2^31-1, before C is allocated), allocates C and runs the numeric phase. Later runs
+// nothing after the analysis. The first run() fills the group lists and places the global tables
+// (on its own stream, so that a non-blocking stream needs no wait for the planning's), does the
+// symbolic phase and C's row_ptr on the GPU, then waits for the stream and reads back nnz(C) (the
+// second small read; check_nnz_fits's UsageError when it passes 2^31-1, before C is allocated),
+// allocates C and runs the numeric phase. Later runs
 // reuse C's structure and launch the numeric phase only (no allocation, no host sync), so a plan
 // whose A and B change only in their values (MCL, GNN training) calls values_changed() and run()
 // (or, from device CSR, writes the new values into its arrays and calls run()).
@@ -203,7 +205,8 @@ class SpgemmPlan {
   CsrMatrix<T> download() const;
   const SpgemmConfig& config() const;
   // Each group's rows, ascending (the GPU lists them in atomic order; this sorts a downloaded
-  // copy, made on the first call: for tests and explain, not for a hot path).
+  // copy, made on the first call: for tests and tools, not for a hot path). Before the first run
+  // it fills the lists itself, on the legacy default stream, and waits for them.
   const SpgemmGrouping& grouping() const;
   int64_t products() const;      // IP over all rows (the analysis's int64 sum)
   int64_t max_row_products() const;  // the largest IP of a row
