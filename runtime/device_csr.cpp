@@ -24,11 +24,11 @@ CsrMatrix<T> download(const DeviceCsrView<T>& v) {
   m.row_ptr.assign(static_cast<size_t>(v.rows) + 1, 0);
   m.col_idx.resize(static_cast<size_t>(v.nnz));
   m.values.resize(static_cast<size_t>(v.nnz));
-  if (v.row_ptr)
-    DBS_CU(cuMemcpyDtoH(m.row_ptr.data(), reinterpret_cast<CUdeviceptr>(v.row_ptr), m.row_ptr.size() * sizeof(int32_t)));
+  auto from = [](const void* p) { return reinterpret_cast<CUdeviceptr>(p); };
+  if (v.row_ptr) DBS_CU(cuMemcpyDtoH(m.row_ptr.data(), from(v.row_ptr), m.row_ptr.size() * sizeof(int32_t)));
   if (v.nnz > 0) {
-    DBS_CU(cuMemcpyDtoH(m.col_idx.data(), reinterpret_cast<CUdeviceptr>(v.col_idx), m.col_idx.size() * sizeof(int32_t)));
-    DBS_CU(cuMemcpyDtoH(m.values.data(), reinterpret_cast<CUdeviceptr>(v.values), m.values.size() * sizeof(T)));
+    DBS_CU(cuMemcpyDtoH(m.col_idx.data(), from(v.col_idx), m.col_idx.size() * sizeof(int32_t)));
+    DBS_CU(cuMemcpyDtoH(m.values.data(), from(v.values), m.values.size() * sizeof(T)));
   }
   return m;
 }

@@ -1,6 +1,7 @@
 // Squaring and graph contraction on the GPU (include/dbsparse/spgemm_apps.hpp): hash SpGEMM
-// (runtime/spgemm_plan.cpp) on matrices built on the host; contraction's S·G stays on the device. Their CPU references are
-// reference::spgemm and contract_cpu, which share no product code with these.
+// (runtime/spgemm_plan.cpp) on matrices built on the host; contraction's S·G stays on the device.
+// Their CPU references are reference::spgemm and contract_cpu, which share no product code with
+// these.
 #include <fmt/format.h>
 
 #include "dbsparse/error.hpp"

@@ -76,7 +76,8 @@ SpgemmGpuAnalysis::SpgemmGpuAnalysis(Context& ctx, const SpgemmOperands& ops, co
   long long a_nnz = ops.a_nnz, b_nnz = ops.b_nnz;
   {
     void* params[] = {&ap, &ac, &rows, &a_cols, &a_nnz, &bp, &bc, &b_nnz, &rule, &code, &st};
-    const unsigned grid = std::max(blocks_for(rows, kBlock), blocks_for(std::min(ops.b_nnz, kCheckBlocks * kBlock), kBlock));
+    const unsigned grid =
+        std::max(blocks_for(rows, kBlock), blocks_for(std::min(ops.b_nnz, kCheckBlocks * kBlock), kBlock));
     DBS_CU(cuLaunchKernel(analyse_, grid, 1, 1, kBlock, 1, 1, 0, h, params, nullptr));
   }
   read_stats(h);  // the first of the two waits of a fresh product

@@ -145,7 +145,8 @@ template <class T>
 void check_view(const DeviceCsrView<T>& m, const char* name) {
   if (m.rows < 0 || m.cols < 0 || m.nnz < 0 || m.nnz > std::numeric_limits<int32_t>::max())
     throw UsageError(fmt::format("spgemm: {} is {}x{} with {} nonzeros (int32 indices)", name, m.rows, m.cols, m.nnz));
-  if (!m.row_ptr && m.rows > 0) throw UsageError(fmt::format("spgemm: {} has {} rows and a null row_ptr", name, m.rows));
+  if (!m.row_ptr && m.rows > 0)
+    throw UsageError(fmt::format("spgemm: {} has {} rows and a null row_ptr", name, m.rows));
   if ((!m.col_idx || !m.values) && m.nnz > 0)
     throw UsageError(fmt::format("spgemm: {} has {} nonzeros and a null col_idx or values", name, m.nnz));
 }

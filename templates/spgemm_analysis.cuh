@@ -93,7 +93,8 @@ __global__ void __launch_bounds__(BLOCK) spgemm_analyse_rows(
   }
   const long long stride = (long long)gridDim.x * BLOCK;
   for (long long q = i; q < b_nnz; q += stride)
-    if ((unsigned)b_col[q] >= (unsigned)rule.b_cols) atomicMin((unsigned long long*)&stats->first_bad_b, (unsigned long long)q);
+    if ((unsigned)b_col[q] >= (unsigned)rule.b_cols)
+      atomicMin((unsigned long long*)&stats->first_bad_b, (unsigned long long)q);
   if (i == 0) {
     if (a_ptr[0] != 0 || a_ptr[rows] != a_nnz) atomicOr(&stats->bad_ptr, 1);
     if (b_ptr[0] != 0 || b_ptr[a_cols] != b_nnz) atomicOr(&stats->bad_ptr, 2);

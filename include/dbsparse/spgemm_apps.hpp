@@ -51,7 +51,8 @@ struct MclOptions {
 // the device).
 struct MclIteration {
   double ms = 0;             // the whole iteration: expansion and elementwise steps (P stays on the device)
-  double expand_ms = 0;      // plan_spgemm(P, P) from device CSR (GPU analysis, one read-back) and its first run (symbolic, sync, numeric)
+  // plan_spgemm(P, P) from device CSR (GPU analysis, one read-back) and its first run (symbolic, sync, numeric)
+  double expand_ms = 0;
   int64_t nnz_expanded = 0;  // nnz(P·P)
   int64_t nnz = 0;           // nnz of the new P, after pruning
   double change = 0;         // the largest |difference| from the previous P (mcl_change)
@@ -118,9 +119,10 @@ ContractResult<T> contract(Context& ctx, const CsrMatrix<T>& g, std::span<const 
 // host, uploaded once, then per iteration P·P by plan_spgemm from device CSR (a new plan each
 // time: pruning changes P's structure) and inflation, pruning, normalisation and the change
 // measure by the kernels of templates/mcl.cuh; P stays on the device between iterations and comes
-// back to the host once, at the end. Labels by mcl_labels on the final P, on the host. The values differ from the CPU's in the last bits (other orders of
-// addition, and in f32 the precision), so a tie or a threshold met exactly on one side may fall
-// otherwise on the other: compare the labels, not the matrices. Options are checked (UsageError).
+// back to the host once, at the end. Labels by mcl_labels on the final P, on the host. The values
+// differ from the CPU's in the last bits (other orders of addition, and in f32 the precision), so
+// a tie or a threshold met exactly on one side may fall otherwise on the other: compare the
+// labels, not the matrices. Options are checked (UsageError).
 template <class T>
 MclResult mcl(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o = {});
 // One iteration on the GPU from a given P (square, rows sorted), as mcl_step; *change, when given,

@@ -148,7 +148,8 @@ TEST_CASE("SpgemmAnalysisKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
     }
   }
   CHECK(SpgemmAnalysisKey{}.to_string() == "spgemm.analysis.b256");
-  for (const char* bad : {"spgemm.analysis.b250", "spgemm.analysis", "spgemm.analysis.b2048", "spgemm.f32.analysis.b256"})
+  for (const char* bad :
+       {"spgemm.analysis.b250", "spgemm.analysis", "spgemm.analysis.b2048", "spgemm.f32.analysis.b256"})
     CHECK_THROWS_AS(SpgemmAnalysisKey::parse(bad), UsageError);
 }
 

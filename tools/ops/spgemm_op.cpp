@@ -104,7 +104,8 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
       {"dbsparse_steady_ms", "plan.run() with C's structure known (numeric phase only), event-timed median per call"},
       {"dbsparse_from_host_ms",
        "ctx.plan_spgemm from host CSR (uploads of A and B included) + the first run() + stream sync; one run"},
-      {"dbsparse_oneshot_ms", "spgemm(ctx, A, B): plan from host CSR, one run, C downloaded to the host; wall clock, one run"},
+      {"dbsparse_oneshot_ms",
+       "spgemm(ctx, A, B): plan from host CSR, one run, C downloaded to the host; wall clock, one run"},
       {"cusparse_ms",
        "cusparseSpGEMM (DEFAULT, else ALG3 with chunk fraction 0.2): SpGEMM and C descriptors, workEstimation (size "
        "query + call), [ALG3: estimateMemory query + call], compute (DEFAULT: size query + call), SpMatGetSize, "
