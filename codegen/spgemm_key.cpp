@@ -103,7 +103,6 @@ KernelSource make_source(const SpgemmKey& key) {
   const char* fn = key.phase == SpgemmPhase::Symbolic ? "symbolic" : "numeric";
   if (key.group == 3) {
     ks.name_expressions = {fmt::format("dbs::spgemm_{}_global<{}, {}>", fn, v, key.block)};
-    if (key.phase == SpgemmPhase::Symbolic) ks.name_expressions.push_back(fmt::format("dbs::spgemm_ip<{}>", key.block));
   } else {
     ks.name_expressions = {
         fmt::format("dbs::spgemm_{}_shared<{}, {}, {}, {}>", fn, v, key.table, key.lanes, key.block)};
@@ -134,6 +133,36 @@ std::vector<SpgemmKey> spgemm_search_space() {
           if (!seen) out.push_back(k);
         }
   return out;
+}
+
+std::string SpgemmAnalysisKey::to_string() const { return fmt::format("spgemm.analysis.b{}", block); }
+
+SpgemmAnalysisKey SpgemmAnalysisKey::parse(std::string_view text) {
+  const auto p = split_key(text, '.');
+  auto fail = [&](const std::string& why) {
+    throw UsageError(fmt::format("bad spgemm analysis key '{}': {} (form: spgemm.analysis.b256)", text, why));
+  };
+  if (p.size() != 3 || p[0] != "spgemm" || p[1] != "analysis") fail("expected spgemm.analysis.b<threads>");
+  SpgemmAnalysisKey k;
+  k.block = number_after(p[2], 'b');
+  if (k.block < 32 || k.block > 1024 || k.block % 32 != 0)
+    fail(fmt::format("block '{}' is not b<a multiple of 32 in [32, 1024]>", p[2]));
+  return k;
+}
+
+KernelSource make_source(const SpgemmAnalysisKey& key) {
+  KernelSource ks;
+  ks.key = key.to_string();
+  ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spgemm_analysis.cuh\"\n", ks.key);
+  ks.options = {"-std=c++17"};
+  for (const char* fn : {"spgemm_analyse_rows", "spgemm_scatter_rows", "spgemm_tile_sums", "spgemm_scan_tiles",
+                         "spgemm_row_ptr"})
+    ks.name_expressions.push_back(fmt::format("dbs::{}<{}>", fn, key.block));
+  return ks;
+}
+
+std::vector<SpgemmAnalysisKey> spgemm_analysis_search_space() {
+  return {SpgemmAnalysisKey{256}, SpgemmAnalysisKey{128}, SpgemmAnalysisKey{512}};
 }
 
 }  // namespace dbsparse::codegen

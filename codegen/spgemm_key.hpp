@@ -2,7 +2,9 @@
 // Hash SpGEMM's kernels (templates/spgemm.cuh), one variant per key, e.g.
 // "spgemm.f32.symbolic.g0.t64.l4.b512" (group 0: table slots, lanes per row, block),
 // "spgemm.f64.numeric.g1.t1024.b256" (groups 1-2: a block per row, lanes == block) and
-// "spgemm.f32.symbolic.g3.global.b1024" (group 3 and overflowed rows: global tables).
+// "spgemm.f32.symbolic.g3.global.b1024" (group 3 and overflowed rows: global tables); and the
+// analysis kernels' "spgemm.analysis.b256" (templates/spgemm_analysis.cuh: indices only, so no
+// value type; the bounds and tables are kernel arguments, so one module serves every config).
 #include <compare>
 #include <string>
 #include <string_view>
@@ -34,10 +36,22 @@ SpgemmKey spgemm_key(ValueType value, SpgemmPhase phase, int group, const Spgemm
 
 // Entry points: the symbolic or numeric kernel of the key's group (spgemm_symbolic_shared /
 // spgemm_numeric_shared for groups 0-2, spgemm_symbolic_global / spgemm_numeric_global for group
-// 3); the symbolic group-3 key also carries spgemm_ip<block> (second).
+// 3).
 KernelSource make_source(const SpgemmKey& key);
 // SpgemmConfig's defaults (both value types, both phases, every group) and a few alternatives:
 // tables twice the default, group 0 with 8 lanes, other blocks.
 std::vector<SpgemmKey> spgemm_search_space();
+
+struct SpgemmAnalysisKey {
+  int block = 256;  // threads per block of every analysis kernel: a multiple of 32 in [32, 1024]
+  std::string to_string() const;
+  static SpgemmAnalysisKey parse(std::string_view text);  // throws UsageError
+  auto operator<=>(const SpgemmAnalysisKey&) const = default;
+};
+// Entry points, in this order: spgemm_analyse_rows, spgemm_scatter_rows, spgemm_tile_sums,
+// spgemm_scan_tiles, spgemm_row_ptr (each <block>).
+KernelSource make_source(const SpgemmAnalysisKey& key);
+// The plan's block (256) and 128 and 512.
+std::vector<SpgemmAnalysisKey> spgemm_analysis_search_space();
 
 }  // namespace dbsparse::codegen

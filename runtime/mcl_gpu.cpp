@@ -1,9 +1,9 @@
 // Markov clustering on the GPU (include/dbsparse/spgemm_apps.hpp): mcl_cpu's iteration with the
 // expansion by hash SpGEMM and the elementwise steps by templates/mcl.cuh. Per iteration: a plan
-// for P·P (P's structure changes every iteration, so the plan is new each time), Q = P·P left on
-// the device, mcl_prune on Q in place, the kept counts read back (one host sync) and summed into
-// the new P's row pointers, mcl_gather into the new P, mcl_change against the old P (kept on the
-// device from the last iteration), and the new P downloaded: the next plan_spgemm takes host CSR.
+// for P·P from P on the device (P's structure changes every iteration, so the plan is new each
+// time), Q = P·P left on the device, mcl_prune on Q in place, the kept counts read back (one host
+// sync) and summed into the new P's row pointers, mcl_gather into the new P, mcl_change against
+// the old P. P's columns and values stay on the device; the host copy is made when asked for.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -33,12 +33,6 @@ DeviceBuffer<U> upload(std::span<const U> host) {
 }
 
 template <class T>
-struct DeviceCsr {
-  DeviceBuffer<int32_t> ptr, col;
-  DeviceBuffer<T> val;
-};
-
-template <class T>
 class MclRunner {
  public:
   MclRunner(Context& ctx, const MclOptions& o, CsrMatrix<T> p) : ctx_(ctx), o_(o), stream_(ctx), p_(std::move(p)) {
@@ -50,22 +44,27 @@ class MclRunner {
     prune_ = k.fns.at(0);
     gather_ = k.fns.at(1);
     change_ = k.fns.at(2);
-    dev_.ptr = upload(std::span<const int32_t>(p_.row_ptr));
-    dev_.col = upload(std::span<const int32_t>(p_.col_idx));
-    dev_.val = upload(std::span<const T>(p_.values));
+    dev_ = DeviceCsr<T>(p_);
     kept_len_ = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(p_.rows, 1)));
     change_bits_ = DeviceBuffer<uint64_t>(1);
   }
 
-  const CsrMatrix<T>& p() const { return p_; }
+  // P on the host, downloaded on the first call after a step.
+  const CsrMatrix<T>& p() {
+    if (!p_current_) {
+      p_ = download(dev_.view());
+      p_current_ = true;
+    }
+    return p_;
+  }
 
   // One iteration: p() becomes the next P, on the host and the device.
   MclIteration step() {
     MclIteration it;
     const auto t0 = Clock::now();
     const auto h = static_cast<CUstream>(stream_.handle());
-    int n = p_.rows;
-    SpgemmPlan<T> plan = ctx_.plan_spgemm(p_, p_);
+    int n = dev_.rows;
+    SpgemmPlan<T> plan = ctx_.plan_spgemm(dev_.view(), dev_.view(), SpgemmOptions{}, h);
     plan.run(h);
     DBS_CU(cuStreamSynchronize(h));
     it.expand_ms = ms_since(t0);
@@ -81,20 +80,20 @@ class MclRunner {
     }
     DBS_CU(cuStreamSynchronize(h));
     const std::vector<int32_t> kept = kept_len_.download();
-    CsrMatrix<T> next;
-    next.rows = n;
-    next.cols = p_.cols;
-    next.row_ptr.assign(static_cast<size_t>(n) + 1, 0);
+    std::vector<int32_t> next_ptr(static_cast<size_t>(n) + 1, 0);
     // Each row keeps at most its row of Q: the sum stays within nnz(Q), an int32.
-    for (int32_t i = 0; i < n; ++i) next.row_ptr[i + 1] = next.row_ptr[i] + kept[i];
-    const int32_t nnz = next.row_ptr[n];
+    for (int32_t i = 0; i < n; ++i) next_ptr[i + 1] = next_ptr[i] + kept[i];
+    const int32_t nnz = next_ptr[n];
     DeviceCsr<T> nd;
-    nd.ptr = upload(std::span<const int32_t>(next.row_ptr));
-    nd.col = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(nnz, 1)));
-    nd.val = DeviceBuffer<T>(static_cast<size_t>(std::max(nnz, 1)));
+    nd.rows = n;
+    nd.cols = dev_.cols;
+    nd.nnz = nnz;
+    nd.row_ptr = upload(std::span<const int32_t>(next_ptr));
+    nd.col_idx = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(nnz, 1)));
+    nd.values = DeviceBuffer<T>(static_cast<size_t>(std::max(nnz, 1)));
 
-    uint64_t np = nd.ptr.ptr(), nc = nd.col.ptr(), nv = nd.val.ptr(), op = dev_.ptr.ptr(), oc = dev_.col.ptr(),
-             ov = dev_.val.ptr(), out = change_bits_.ptr();
+    uint64_t np = nd.row_ptr.ptr(), nc = nd.col_idx.ptr(), nv = nd.values.ptr(), op = dev_.row_ptr.ptr(),
+             oc = dev_.col_idx.ptr(), ov = dev_.values.ptr(), out = change_bits_.ptr();
     DBS_CU(cuMemsetD32Async(out, 0, 2, h));
     if (n > 0) {
       const auto grid = static_cast<unsigned>((int64_t{n} * 32 + kMclBlock - 1) / kMclBlock);
@@ -106,15 +105,9 @@ class MclRunner {
     DBS_CU(cuStreamSynchronize(h));
     const uint64_t bits = change_bits_.download().at(0);
     std::memcpy(&it.change, &bits, sizeof bits);
-    auto col = nd.col.download();
-    auto val = nd.val.download();
-    col.resize(static_cast<size_t>(nnz));
-    val.resize(static_cast<size_t>(nnz));
-    next.col_idx = std::move(col);
-    next.values = std::move(val);
     it.nnz = nnz;
-    p_ = std::move(next);
-    dev_ = std::move(nd);
+    dev_ = std::move(nd);  // after the plan's last use of the old P (the change kernel, waited for above)
+    p_current_ = false;
     it.ms = ms_since(t0);
     return it;
   }
@@ -123,8 +116,9 @@ class MclRunner {
   Context& ctx_;
   MclOptions o_;
   Stream stream_;
-  CsrMatrix<T> p_;
-  DeviceCsr<T> dev_;  // p_ on the device
+  CsrMatrix<T> p_;          // P on the host when p_current_
+  bool p_current_ = true;
+  DeviceCsr<T> dev_;        // P
   DeviceBuffer<int32_t> kept_len_;
   DeviceBuffer<uint64_t> change_bits_;
   CUfunction prune_ = nullptr, gather_ = nullptr, change_ = nullptr;

@@ -115,11 +115,7 @@ int64_t spgemm_nnz_upper_bound(std::span<const int64_t> ips, int32_t b_cols) {
 }
 
 int64_t spgemm_global_table_slots(int64_t ip, int32_t b_cols, const SpgemmConfig& c) {
-  const int64_t want = int64_t{c.global_scale} * std::max<int64_t>(1, std::min<int64_t>(ip, b_cols));
-  // B has at most 2^31 - 1 columns, so 2^31 slots hold any row and keep slot numbers in uint32.
-  int64_t slots = 1;
-  while (slots < want && slots < (int64_t{1} << 31)) slots *= 2;
-  return slots;
+  return abi::spgemm_table_slots(ip, b_cols, c.global_scale);  // the analysis kernel's rule
 }
 
 bool spgemm_row_may_overflow(int64_t ip, int32_t b_cols, const SpgemmConfig& c) {

@@ -1,6 +1,7 @@
 // Squaring and graph contraction on the GPU (include/dbsparse/spgemm_apps.hpp): hash SpGEMM
-// (runtime/spgemm_plan.cpp) on matrices built on the host. Their CPU references are
-// reference::spgemm and contract_cpu, which share no product code with these.
+// (runtime/spgemm_plan.cpp) on matrices built on the host; contraction's S·G stays on the device.
+// Their CPU references are reference::spgemm and contract_cpu, which share no product code with
+// these.
 #include <fmt/format.h>
 
 #include "dbsparse/error.hpp"
@@ -58,10 +59,17 @@ ContractResult<T> contract(Context& ctx, const CsrMatrix<T>& g, std::span<const 
   for (int32_t j = 0; j < n; ++j) s.col_idx[fill[labels[j]]++] = j;
 
   ContractResult<T> r;
-  const CsrMatrix<T> sg = spgemm(ctx, s, g, options);
+  Stream stream(ctx);
+  SpgemmPlan<T> sg = ctx.plan_spgemm(s, g, options);
+  sg.run(stream.handle());
   r.nnz_sg = sg.nnz();
-  r.c = spgemm(ctx, sg, st, options);
-  r.flops = 2 * (g.nnz() + sg.nnz());
+  // (S·G)·Sᵀ planned from S·G where the first run left it: its analysis follows that run on the
+  // same stream, and S·G is never downloaded.
+  const DeviceCsr<T> st_dev(st);
+  SpgemmPlan<T> c = ctx.plan_spgemm(sg.result(), st_dev.view(), options, stream.handle());
+  c.run(stream.handle());
+  r.c = c.download();
+  r.flops = 2 * (g.nnz() + r.nnz_sg);
   return r;
 }
 

@@ -1,8 +1,10 @@
-// Hash SpGEMM on the GPU (include/dbsparse/spgemm.hpp, templates/spgemm.cuh): the host analysis
-// of runtime/spgemm_analysis.cpp decides the groups and the global tables once; the kernels follow
-// hash_spgemm_cpu phase for phase.
+// Hash SpGEMM on the GPU (include/dbsparse/spgemm.hpp, templates/spgemm.cuh): the analysis on the
+// GPU (runtime/spgemm_gpu_analysis.cpp) decides the groups and the global tables once; the kernels
+// follow hash_spgemm_cpu phase for phase.
 #include <algorithm>
 #include <array>
+#include <limits>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -12,6 +14,7 @@
 #include "runtime/cuda_driver.hpp"
 #include "runtime/upload_nonempty.hpp"
 #include "runtime/module_registry.hpp"
+#include "runtime/spgemm_gpu_analysis.hpp"
 
 namespace dbsparse {
 namespace {
@@ -36,30 +39,27 @@ template <class T>
 struct SpgemmPlan<T>::Impl {
   SpgemmConfig config;
   int32_t rows = 0, cols = 0;
-  int64_t a_nnz = 0, b_nnz = 0;
-  std::vector<int64_t> ip;
-  SpgemmGrouping grouping;
-  DeviceBuffer<int32_t> a_ptr, a_col, b_ptr, b_col;
-  DeviceBuffer<T> a_val, b_val;
-  std::array<DeviceBuffer<int32_t>, kSpgemmGroups> group_rows;
+  // What the kernels read: the caller's arrays (a plan from device CSR) or a_own / b_own.
+  DeviceCsrView<T> a, b;
+  // Host inputs uploaded; from device CSR only the values of values_changed() (if ever called).
+  DeviceCsr<T> a_own, b_own;
+  bool inputs_owned = false;  // planned from host CSR
+  detail::SpgemmGpuAnalysis analysis;
+  mutable std::optional<SpgemmGrouping> grouping;  // downloaded on the first grouping() call
   // Global tables: group 3's rows first (always run), then the rows of groups 0-2 that may overflow
   // their shared table (run where the symbolic phase flagged them).
-  std::vector<int32_t> global_rows;
-  int32_t global_always = 0;
-  int64_t global_slots = 0;
-  DeviceBuffer<int32_t> global_rows_dev;
-  DeviceBuffer<int64_t> table_off;
   DeviceBuffer<int32_t> table_keys;
   DeviceBuffer<T> table_vals;
   DeviceBuffer<int32_t> row_len, overflow;
   std::array<GroupKernels, kSpgemmGroups> kernels;
-  // C
+  // C; its row_ptr is allocated with the plan, its columns and values by the first run.
   bool structured = false;
   int64_t nnz = -1;
   int64_t overflowed = 0;
   DeviceBuffer<int32_t> c_ptr, c_col;
   DeviceBuffer<T> c_val;
 
+  uint64_t ptr_of(const void* p) const { return reinterpret_cast<uint64_t>(p); }
   void launch_symbolic(CUstream h);
   void launch_numeric(CUstream h);
   void size_c(CUstream h);
@@ -67,24 +67,25 @@ struct SpgemmPlan<T>::Impl {
 
 template <class T>
 void SpgemmPlan<T>::Impl::launch_symbolic(CUstream h) {
+  if (analysis.products() == 0) return;  // every row idle: nothing to count
   DBS_CU(cuMemsetD32Async(row_len.ptr(), 0, row_len.size(), h));
   DBS_CU(cuMemsetD32Async(overflow.ptr(), 0, overflow.size(), h));
-  uint64_t ap = a_ptr.ptr(), ac = a_col.ptr(), bp = b_ptr.ptr(), bc = b_col.ptr(), len = row_len.ptr(),
-           ovf = overflow.ptr();
+  uint64_t ap = ptr_of(a.row_ptr), ac = ptr_of(a.col_idx), bp = ptr_of(b.row_ptr), bc = ptr_of(b.col_idx),
+           len = row_len.ptr(), ovf = overflow.ptr();
   for (int g = 0; g < kSpgemmGlobalGroup; ++g) {
-    int n = static_cast<int>(grouping.count(g));
+    int n = static_cast<int>(analysis.count(g));
     if (n == 0) continue;
     const GroupKernels& k = kernels[g];
-    uint64_t list = group_rows[g].ptr();
+    uint64_t list = analysis.group_list(g);
     void* params[] = {&list, &n, &ap, &ac, &bp, &bc, &len, &ovf};
     DBS_CU(cuLaunchKernel(k.symbolic, static_cast<unsigned>((n + k.rows_per_block - 1) / k.rows_per_block), 1, 1,
                           static_cast<unsigned>(config.block(g)), 1, 1, static_cast<unsigned>(k.symbolic_smem), h,
                           params, nullptr));
   }
-  if (!global_rows.empty()) {
-    int n = static_cast<int>(global_rows.size()), always = global_always;
-    uint64_t list = global_rows_dev.ptr(), off = table_off.ptr(), keys = table_keys.ptr();
-    void* params[] = {&list, &n, &always, &off, &ap, &ac, &bp, &bc, &keys, &len, &ovf};
+  if (analysis.global_rows() > 0) {
+    int n = analysis.global_rows(), always = static_cast<int>(analysis.count(kSpgemmGlobalGroup));
+    uint64_t list = analysis.global_list(), tables = analysis.tables(), keys = table_keys.ptr();
+    void* params[] = {&list, &n, &always, &tables, &ap, &ac, &bp, &bc, &keys, &len, &ovf};
     DBS_CU(cuLaunchKernel(kernels[kSpgemmGlobalGroup].symbolic, static_cast<unsigned>(n), 1, 1,
                           static_cast<unsigned>(config.block3), 1, 1, 0, h, params, nullptr));
   }
@@ -92,23 +93,12 @@ void SpgemmPlan<T>::Impl::launch_symbolic(CUstream h) {
 
 template <class T>
 void SpgemmPlan<T>::Impl::size_c(CUstream h) {
-  DBS_CU(cuStreamSynchronize(h));
-  const std::vector<int32_t> len = row_len.download();
-  const std::vector<int32_t> ovf = overflow.download();
-  const std::span<const int32_t> lengths(len.data(), static_cast<size_t>(rows));
-  overflowed = 0;
-  std::vector<uint8_t> in_global(static_cast<size_t>(rows), 0);
-  for (int32_t i : global_rows) in_global[i] = 1;
-  for (int32_t i = 0; i < rows; ++i)
-    if (ovf[i]) {
-      ++overflowed;
-      if (!in_global[i])  // only rows that may overflow can, and those have a global table
-        throw std::logic_error(fmt::format("spgemm plan: row {} overflowed its shared table and has no global one", i));
-    }
-  nnz = check_nnz_fits(lengths);
-  std::vector<int32_t> ptr(static_cast<size_t>(rows) + 1, 0);
-  for (int32_t i = 0; i < rows; ++i) ptr[i + 1] = ptr[i] + len[i];
-  c_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(ptr));
+  nnz = analysis.size_c(row_len.ptr(), overflow.ptr(), c_ptr.ptr(), h);  // waits for h, unless no products
+  overflowed = analysis.stats().overflowed;
+  // Only rows that may overflow can, and each of those has a global table.
+  if (overflowed > analysis.stats().may_overflow)
+    throw std::logic_error(fmt::format("spgemm plan: {} row(s) overflowed their shared table, {} have a global one",
+                                       overflowed, analysis.stats().may_overflow));
   c_col = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(nnz, 1)));
   c_val = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(nnz, 1)));
   structured = true;
@@ -116,26 +106,52 @@ void SpgemmPlan<T>::Impl::size_c(CUstream h) {
 
 template <class T>
 void SpgemmPlan<T>::Impl::launch_numeric(CUstream h) {
-  uint64_t ap = a_ptr.ptr(), ac = a_col.ptr(), av = a_val.ptr(), bp = b_ptr.ptr(), bc = b_col.ptr(),
-           bv = b_val.ptr(), ovf = overflow.ptr(), cp = c_ptr.ptr(), cc = c_col.ptr(), cv = c_val.ptr();
+  uint64_t ap = ptr_of(a.row_ptr), ac = ptr_of(a.col_idx), av = ptr_of(a.values), bp = ptr_of(b.row_ptr),
+           bc = ptr_of(b.col_idx), bv = ptr_of(b.values), ovf = overflow.ptr(), cp = c_ptr.ptr(), cc = c_col.ptr(),
+           cv = c_val.ptr();
   for (int g = 0; g < kSpgemmGlobalGroup; ++g) {
-    int n = static_cast<int>(grouping.count(g));
+    int n = static_cast<int>(analysis.count(g));
     if (n == 0) continue;
     const GroupKernels& k = kernels[g];
-    uint64_t list = group_rows[g].ptr();
+    uint64_t list = analysis.group_list(g);
     void* params[] = {&list, &n, &ap, &ac, &av, &bp, &bc, &bv, &ovf, &cp, &cc, &cv};
     DBS_CU(cuLaunchKernel(k.numeric, static_cast<unsigned>((n + k.rows_per_block - 1) / k.rows_per_block), 1, 1,
                           static_cast<unsigned>(config.block(g)), 1, 1, static_cast<unsigned>(k.numeric_smem), h,
                           params, nullptr));
   }
-  if (!global_rows.empty()) {
-    int n = static_cast<int>(global_rows.size()), always = global_always;
-    uint64_t list = global_rows_dev.ptr(), off = table_off.ptr(), keys = table_keys.ptr(), vals = table_vals.ptr();
-    void* params[] = {&list, &n, &always, &off, &ap, &ac, &av, &bp, &bc, &bv, &keys, &vals, &ovf, &cp, &cc, &cv};
+  if (analysis.global_rows() > 0) {
+    int n = analysis.global_rows(), always = static_cast<int>(analysis.count(kSpgemmGlobalGroup));
+    uint64_t list = analysis.global_list(), tables = analysis.tables(), keys = table_keys.ptr(),
+             vals = table_vals.ptr();
+    void* params[] = {&list, &n, &always, &tables, &ap, &ac, &av, &bp, &bc, &bv, &keys, &vals, &ovf, &cp, &cc, &cv};
     DBS_CU(cuLaunchKernel(kernels[kSpgemmGlobalGroup].numeric, static_cast<unsigned>(n), 1, 1,
                           static_cast<unsigned>(config.block3), 1, 1, 0, h, params, nullptr));
   }
 }
+
+namespace {
+
+template <class T>
+void check_host_csr(const CsrMatrix<T>& m, const char* name) {
+  if (m.row_ptr.size() != static_cast<size_t>(m.rows) + 1)
+    throw UsageError(fmt::format("spgemm: row_ptr must have rows + 1 entries: {} has {} for {} rows", name,
+                                 m.row_ptr.size(), m.rows));
+  if (m.values.size() != m.col_idx.size())
+    throw UsageError(fmt::format("spgemm: {} has {} column indices but {} values", name, m.col_idx.size(),
+                                 m.values.size()));
+}
+
+template <class T>
+void check_view(const DeviceCsrView<T>& m, const char* name) {
+  if (m.rows < 0 || m.cols < 0 || m.nnz < 0 || m.nnz > std::numeric_limits<int32_t>::max())
+    throw UsageError(fmt::format("spgemm: {} is {}x{} with {} nonzeros (int32 indices)", name, m.rows, m.cols, m.nnz));
+  if (!m.row_ptr && m.rows > 0)
+    throw UsageError(fmt::format("spgemm: {} has {} rows and a null row_ptr", name, m.rows));
+  if ((!m.col_idx || !m.values) && m.nnz > 0)
+    throw UsageError(fmt::format("spgemm: {} has {} nonzeros and a null col_idx or values", name, m.nnz));
+}
+
+}  // namespace
 
 template <class T>
 SpgemmPlan<T> Context::plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b) {
@@ -145,46 +161,58 @@ SpgemmPlan<T> Context::plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b)
 template <class T>
 SpgemmPlan<T> Context::plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmOptions& opt) {
   make_current();
+  if (a.cols != b.rows)  // before the uploads
+    throw UsageError(fmt::format("spgemm: A is {}x{} but B is {}x{}: A's columns must equal B's rows", a.rows, a.cols,
+                                 b.rows, b.cols));
+  check_host_csr(a, "A");
+  check_host_csr(b, "B");
+  (opt.config ? *opt.config : SpgemmConfig{}).check();
+  DeviceCsr<T> da(a), db(b);
+  // Synchronous uploads on the legacy stream, so the analysis there follows them.
+  SpgemmPlan<T> plan = plan_spgemm(da.view(), db.view(), opt, nullptr);
+  plan.impl_->a_own = std::move(da);
+  plan.impl_->b_own = std::move(db);
+  plan.impl_->inputs_owned = true;
+  return plan;
+}
+
+template <class T>
+SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrView<T>& b, const SpgemmOptions& opt,
+                                   void* stream) {
+  make_current();
+  const auto h = static_cast<CUstream>(stream);
   auto p = std::make_unique<typename SpgemmPlan<T>::Impl>();
   p->config = opt.config.value_or(SpgemmConfig{});
   const SpgemmConfig& c = p->config;
   c.check();
-  p->ip = intermediate_products(a, b);  // checks the shapes and A's columns
-  for (int32_t k = 0; k < b.rows; ++k)
-    for (int32_t q = b.row_ptr[k]; q < b.row_ptr[k + 1]; ++q)
-      if (b.col_idx[q] < 0 || b.col_idx[q] >= b.cols)
-        throw UsageError(fmt::format("spgemm: row {} of B has column {}, outside [0, {})", k, b.col_idx[q], b.cols));
+  if (a.cols != b.rows)
+    throw UsageError(fmt::format("spgemm: A is {}x{} but B is {}x{}: A's columns must equal B's rows", a.rows, a.cols,
+                                 b.rows, b.cols));
+  check_view(a, "A");
+  check_view(b, "B");
+  if (a.nnz > 0 && !b.row_ptr) throw UsageError("spgemm: A has nonzeros but B's row_ptr is null");
+  p->a = a;
+  p->b = b;
   p->rows = a.rows;
   p->cols = b.cols;
-  p->a_nnz = static_cast<int64_t>(a.col_idx.size());
-  p->b_nnz = static_cast<int64_t>(b.col_idx.size());
-  p->grouping = group_rows(p->ip, c);
+  detail::SpgemmOperands ops;
+  ops.a_ptr = p->ptr_of(a.row_ptr);
+  ops.a_col = p->ptr_of(a.col_idx);
+  ops.b_ptr = p->ptr_of(b.row_ptr);
+  ops.b_col = p->ptr_of(b.col_idx);
+  ops.rows = a.rows;
+  ops.a_cols = a.cols;
+  ops.b_cols = b.cols;
+  ops.a_nnz = a.nnz;
+  ops.b_nnz = b.nnz;
+  p->analysis = detail::SpgemmGpuAnalysis(*this, ops, c, h);  // waits for h once
+  const detail::SpgemmGpuAnalysis& an = p->analysis;
 
-  // Global tables: group 3, then (with the fallback) the rows that may overflow, each ascending.
-  p->global_rows = p->grouping.rows[kSpgemmGlobalGroup];
-  p->global_always = static_cast<int32_t>(p->global_rows.size());
-  if (c.overflow_to_global != 0)
-    for (int g = 0; g < kSpgemmGlobalGroup; ++g)
-      for (int32_t i : p->grouping.rows[g])
-        if (spgemm_row_may_overflow(p->ip[i], b.cols, c)) p->global_rows.push_back(i);
-  std::vector<int64_t> off(p->global_rows.size() + 1, 0);
-  for (size_t r = 0; r < p->global_rows.size(); ++r)
-    off[r + 1] = off[r] + spgemm_global_table_slots(p->ip[p->global_rows[r]], b.cols, c);
-  p->global_slots = off.back();
-
-  p->a_ptr = upload(std::span<const int32_t>(a.row_ptr));
-  p->a_col = upload(std::span<const int32_t>(a.col_idx));
-  p->a_val = upload(std::span<const T>(a.values));
-  p->b_ptr = upload(std::span<const int32_t>(b.row_ptr));
-  p->b_col = upload(std::span<const int32_t>(b.col_idx));
-  p->b_val = upload(std::span<const T>(b.values));
-  for (int g = 0; g < kSpgemmGroups; ++g) p->group_rows[g] = upload(std::span<const int32_t>(p->grouping.rows[g]));
-  p->global_rows_dev = upload(std::span<const int32_t>(p->global_rows));
-  p->table_off = upload(std::span<const int64_t>(off));
-  p->table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(p->global_slots, 1)));
-  p->table_vals = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(p->global_slots, 1)));
+  p->table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)));
+  p->table_vals = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)));
   p->row_len = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(a.rows, 1)));
   p->overflow = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(a.rows, 1)));
+  p->c_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(a.rows) + 1);
 
   // Kernels of the groups that have rows; their tables' shared memory against the device's limit.
   CUdevice dev = 0;
@@ -194,7 +222,7 @@ SpgemmPlan<T> Context::plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b,
   const auto vt = codegen::value_type_of<T>();
   for (int g = 0; g < kSpgemmGroups; ++g) {
     const bool global = g == kSpgemmGlobalGroup;
-    if (global ? p->global_rows.empty() : p->grouping.count(g) == 0) continue;
+    if (global ? an.global_rows() == 0 : an.count(g) == 0) continue;
     GroupKernels& k = p->kernels[g];
     if (!global) {
       k.rows_per_block = g == 0 ? c.block0 / c.lanes0 : 1;
@@ -236,6 +264,7 @@ void SpgemmPlan<T>::run(void* stream) {
   Impl& p = *impl_;
   const auto h = static_cast<CUstream>(stream);
   if (!p.structured) {
+    p.analysis.place_rows(h);  // the group lists, on this run's stream
     p.launch_symbolic(h);
     p.size_c(h);  // waits for the stream
   }
@@ -245,13 +274,15 @@ void SpgemmPlan<T>::run(void* stream) {
 template <class T>
 void SpgemmPlan<T>::values_changed(std::span<const T> a_values, std::span<const T> b_values) {
   Impl& p = *impl_;
-  if (static_cast<int64_t>(a_values.size()) != p.a_nnz || static_cast<int64_t>(b_values.size()) != p.b_nnz)
+  if (static_cast<int64_t>(a_values.size()) != p.a.nnz || static_cast<int64_t>(b_values.size()) != p.b.nnz)
     throw UsageError(fmt::format("SpgemmPlan::values_changed: the plan's A has {} and B {} nonzeros, got {} and {} "
                                  "values (only the values may change)",
-                                 p.a_nnz, p.b_nnz, a_values.size(), b_values.size()));
+                                 p.a.nnz, p.b.nnz, a_values.size(), b_values.size()));
   DBS_CU(cuCtxSynchronize());  // every stream done with the old values (the last run's may be gone)
-  p.a_val = upload(a_values);
-  p.b_val = upload(b_values);
+  p.a_own.values = upload(a_values);
+  p.b_own.values = upload(b_values);
+  p.a.values = reinterpret_cast<const T*>(p.a_own.values.ptr());
+  p.b.values = reinterpret_cast<const T*>(p.b_own.values.ptr());
 }
 
 template <class T>
@@ -306,11 +337,32 @@ CsrMatrix<T> SpgemmPlan<T>::download() const {
 template <class T>
 const SpgemmConfig& SpgemmPlan<T>::config() const { return impl_->config; }
 template <class T>
-const SpgemmGrouping& SpgemmPlan<T>::grouping() const { return impl_->grouping; }
+DeviceCsrView<T> SpgemmPlan<T>::result() const {
+  const Impl& p = *impl_;
+  require_structure(p.structured, "result");
+  return {p.rows, p.cols, p.nnz, reinterpret_cast<const int32_t*>(p.c_ptr.ptr()),
+          reinterpret_cast<const int32_t*>(p.c_col.ptr()), reinterpret_cast<const T*>(p.c_val.ptr())};
+}
+
+template <class T>
+const SpgemmGrouping& SpgemmPlan<T>::grouping() const {
+  if (!impl_->grouping) {
+    if (!impl_->analysis.placed()) {  // before the first run: the lists filled here, once
+      impl_->analysis.place_rows(nullptr);
+      DBS_CU(cuStreamSynchronize(nullptr));
+    }
+    impl_->grouping = impl_->analysis.grouping();
+  }
+  return *impl_->grouping;
+}
+template <class T>
+int64_t SpgemmPlan<T>::products() const { return impl_->analysis.products(); }
+template <class T>
+int64_t SpgemmPlan<T>::max_row_products() const { return impl_->analysis.stats().max_ip; }
 template <class T>
 int64_t SpgemmPlan<T>::overflow_rows() const { return impl_->overflowed; }
 template <class T>
-int64_t SpgemmPlan<T>::global_slots() const { return impl_->global_slots; }
+int64_t SpgemmPlan<T>::global_slots() const { return impl_->analysis.global_slots(); }
 
 namespace {
 template <class U>
@@ -322,41 +374,43 @@ int64_t bytes_of(const DeviceBuffer<U>& d) {
 template <class T>
 int64_t SpgemmPlan<T>::device_bytes() const {
   const Impl& p = *impl_;
-  int64_t n = bytes_of(p.a_ptr) + bytes_of(p.a_col) + bytes_of(p.a_val) + bytes_of(p.b_ptr) + bytes_of(p.b_col) +
-              bytes_of(p.b_val) + bytes_of(p.global_rows_dev) + bytes_of(p.table_off) + bytes_of(p.table_keys) +
-              bytes_of(p.table_vals) + bytes_of(p.row_len) + bytes_of(p.overflow) + bytes_of(p.c_ptr) +
-              bytes_of(p.c_col) + bytes_of(p.c_val);
-  for (const auto& g : p.group_rows) n += bytes_of(g);
-  return n;
+  return p.a_own.device_bytes() + p.b_own.device_bytes() + p.analysis.device_bytes() + bytes_of(p.table_keys) +
+         bytes_of(p.table_vals) + bytes_of(p.row_len) + bytes_of(p.overflow) + bytes_of(p.c_ptr) + bytes_of(p.c_col) +
+         bytes_of(p.c_val);
 }
 
 template <class T>
 std::string SpgemmPlan<T>::explain() const {
   const Impl& p = *impl_;
   const SpgemmConfig& c = p.config;
-  std::string out = fmt::format("spgemm {}x{} = A ({} nnz) * B ({} nnz), {}: IP {} (GFLOP {:.3f}), idle rows {}\n",
-                                p.rows, p.cols, p.a_nnz, p.b_nnz, sizeof(T) == 4 ? "f32" : "f64",
-                                spgemm_flops(p.ip) / 2, spgemm_flops(p.ip) * 1e-9, p.grouping.idle_rows);
+  const auto& st = p.analysis.stats();
+  const int64_t ip = p.analysis.products();
+  std::string out = fmt::format(
+      "spgemm {}x{} = A ({} nnz{}) * B ({} nnz{}), {}: IP {} (GFLOP {:.3f}, largest row {}), idle rows {}\n", p.rows,
+      p.cols, p.a.nnz, p.inputs_owned ? "" : ", read in place", p.b.nnz, p.inputs_owned ? "" : ", read in place",
+      sizeof(T) == 4 ? "f32" : "f64", ip,
+      2 * ip * 1e-9, st.max_ip, st.idle);
   for (int g = 0; g < kSpgemmGroups; ++g) {
     const GroupKernels& k = p.kernels[g];
     const std::string where =
         g < 3 ? fmt::format("IP < {}, shared table {} slots, {} row(s) per block of {}", c.bound(g), c.table(g),
                             g == 0 ? c.block0 / c.lanes0 : 1, c.block(g))
               : fmt::format("IP >= {}, global tables, block {}", c.b2, c.block3);
-    out += fmt::format("  group {}: {} rows, IP {} ({}); kernels {} / {}\n", g, p.grouping.count(g), p.grouping.ip[g],
-                       where, k.symbolic ? k.symbolic_info.key : "-", k.numeric ? k.numeric_info.key : "-");
+    out += fmt::format("  group {}: {} rows, IP {} ({}); kernels {} / {}\n", g, st.rows[g], st.ip[g], where,
+                       k.symbolic ? k.symbolic_info.key : "-", k.numeric ? k.numeric_info.key : "-");
   }
   out += fmt::format("  global tables: {} rows ({} of group 3, {} that may overflow a shared table), {} slots; "
                      "overflow_to_global {}\n",
-                     p.global_rows.size(), p.global_always, p.global_rows.size() - p.global_always, p.global_slots,
+                     p.analysis.global_rows(), st.rows[kSpgemmGlobalGroup], st.may_overflow, st.global_slots,
                      c.overflow_to_global);
   if (p.structured)
     out += fmt::format("  C: {} nnz; {} row(s) overflowed to a global table\n", p.nnz, p.overflowed);
   else
     out += "  C: not yet sized\n";
   out += fmt::format("  device: {} bytes held{}\n", device_bytes(), p.structured ? ", C included" : "");
-  out += "  the first run() waits for its stream after the symbolic phase (row lengths read back, check_nnz_fits, "
-         "prefix sum on the host, C allocated); later runs launch the numeric phase only, without a host sync\n";
+  out += "  planning ran the analysis on the GPU and waited once (group counts read back); the first run() fills "
+         "the group lists, then waits once more after the symbolic phase (nnz(C) read back, C's row_ptr already on "
+         "the GPU, C allocated); later runs launch the numeric phase only, without a host sync\n";
   return out;
 }
 
@@ -375,6 +429,10 @@ template SpgemmPlan<double> Context::plan_spgemm(const CsrMatrix<double>&, const
 template SpgemmPlan<float> Context::plan_spgemm(const CsrMatrix<float>&, const CsrMatrix<float>&, const SpgemmOptions&);
 template SpgemmPlan<double> Context::plan_spgemm(const CsrMatrix<double>&, const CsrMatrix<double>&,
                                                  const SpgemmOptions&);
+template SpgemmPlan<float> Context::plan_spgemm(const DeviceCsrView<float>&, const DeviceCsrView<float>&,
+                                                const SpgemmOptions&, void*);
+template SpgemmPlan<double> Context::plan_spgemm(const DeviceCsrView<double>&, const DeviceCsrView<double>&,
+                                                 const SpgemmOptions&, void*);
 template CsrMatrix<float> spgemm(Context&, const CsrMatrix<float>&, const CsrMatrix<float>&, const SpgemmOptions&);
 template CsrMatrix<double> spgemm(Context&, const CsrMatrix<double>&, const CsrMatrix<double>&, const SpgemmOptions&);
 

@@ -2,8 +2,9 @@
 // is their executable spec): C = A·B row by row, each row of C built in an open-addressing hash
 // table (abi/spgemm.h: first slot (uint32(key) * 107) & (slots - 1), linear probing, empty = -1,
 // claimed by atomicCAS). Tables of groups 0-2 live in dynamic shared memory (the plan sets the
-// opt-in limit); group 3 and the rows that overflow their shared table use a region of a global
-// table at table_off[i] (a prefix of the rows' table sizes, each a power of two).
+// opt-in limit); group 3 and the rows that overflow their shared table use a region of one global
+// array of slots (abi::SpgemmTable per row of the global list, placed by spgemm_scatter_rows in
+// templates/spgemm_analysis.cuh; sizes are powers of two).
 //
 // Thread mapping (TPR threads per row): TPR <= 32, partial warp per row (group 0): a row's lanes
 // take its A nonzeros round-robin and walk each one's B row alone. TPR > 32, block per row: warps
@@ -14,20 +15,6 @@
 #include "dbsparse/abi/spgemm.h"
 
 namespace dbs {
-
-// IP(i) = sum over k in row i of A of nnz(B row k), int64; one thread per row.
-template <int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_ip(const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
-                                                   const int32_t* __restrict__ b_ptr, int rows, int64_t* ip) {
-  const int i = blockIdx.x * BLOCK + threadIdx.x;
-  if (i >= rows) return;
-  int64_t s = 0;
-  for (int p = a_ptr[i]; p < a_ptr[i + 1]; ++p) {
-    const int k = a_col[p];
-    s += b_ptr[k + 1] - b_ptr[k];
-  }
-  ip[i] = s;
-}
 
 __device__ __forceinline__ unsigned spgemm_first(int key, unsigned mask) {
   return ((unsigned)key * dbsparse::abi::kSpgemmHashMultiplier) & mask;
@@ -228,10 +215,10 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared(
 
 // Symbolic phase in global tables, a block per row: rows[0..n), the first n_always of them (group
 // 3) always, the others (rows that may overflow their shared table) only where overflow[i] is set.
-// Row rows[p]'s table: keys[table_off[p] ..), table_off[p + 1] - table_off[p] slots.
+// Row rows[p]'s table: tables[p].slots keys from keys[tables[p].offset].
 template <typename V, int BLOCK>
 __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_global(const int32_t* __restrict__ rows, int n, int n_always,
-                                                                const int64_t* __restrict__ table_off,
+                                                                const dbsparse::abi::SpgemmTable* __restrict__ tables,
                                                                 const int32_t* __restrict__ a_ptr,
                                                                 const int32_t* __restrict__ a_col,
                                                                 const int32_t* __restrict__ b_ptr,
@@ -242,8 +229,8 @@ __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_global(const int32_t* _
   if (p >= n) return;
   const int i = rows[p];
   if (p >= n_always && !overflow[i]) return;  // uniform over the block
-  const long long off = table_off[p];
-  const unsigned slots = (unsigned)(table_off[p + 1] - off);
+  const long long off = tables[p].offset;
+  const unsigned slots = (unsigned)tables[p].slots;
   int* table = keys + off;
   for (unsigned s = threadIdx.x; s < slots; s += BLOCK) table[s] = dbsparse::abi::kSpgemmEmptyKey;
   if (threadIdx.x == 0) count = 0;
@@ -264,7 +251,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_global(const int32_t* _
 // place in global memory by the row's block.
 template <typename V, int BLOCK>
 __global__ void __launch_bounds__(BLOCK) spgemm_numeric_global(
-    const int32_t* __restrict__ rows, int n, int n_always, const int64_t* __restrict__ table_off,
+    const int32_t* __restrict__ rows, int n, int n_always, const dbsparse::abi::SpgemmTable* __restrict__ tables,
     const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
     const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col, const V* __restrict__ b_val, int* keys,
     V* vals, const int32_t* __restrict__ overflow, const int32_t* __restrict__ c_ptr, int32_t* __restrict__ c_col,
@@ -273,8 +260,8 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_global(
   if (p >= n) return;
   const int i = rows[p];
   if (p >= n_always && !overflow[i]) return;
-  const long long off = table_off[p];
-  const unsigned slots = (unsigned)(table_off[p + 1] - off);
+  const long long off = tables[p].offset;
+  const unsigned slots = (unsigned)tables[p].slots;
   int* table = keys + off;
   V* tv = vals + off;
   __shared__ unsigned placed;

@@ -128,6 +128,8 @@ struct DecodeLinearOptions;
 template <class T>
 class SpgemmPlan;
 struct SpgemmOptions;
+template <class T>
+struct DeviceCsrView;
 class SpmmPlan;
 struct SpmmOptions;
 struct PatternGraph;
@@ -178,12 +180,18 @@ class Context {
   // The same layer in the model's dtype (fp16, bf16, f32) on the column bitmap layout (decode_linear.hpp).
   DecodeLinearPlan plan_decode_linear(const CsrMatrix<float>& w, const DecodeLinearOptions& options);
 
-  // Hash SpGEMM, C = A·B (spgemm.hpp): the structure analysed and uploaded once, kernels loaded;
-  // the first plan.run() sizes C (one host synchronisation), later runs recompute values only.
+  // Hash SpGEMM, C = A·B (spgemm.hpp): A and B uploaded, the structure analysed on the GPU once
+  // (one small read-back), kernels loaded; the first plan.run() sizes C (one host synchronisation),
+  // later runs recompute values only. From device CSR, A and B are not copied: the plan reads the
+  // caller's arrays, which must outlive it; the analysis runs on `stream` (null: the legacy
+  // default stream), so it follows whatever wrote A and B there, and is waited for before return.
   template <class T>
   SpgemmPlan<T> plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b);
   template <class T>
   SpgemmPlan<T> plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmOptions& options);
+  template <class T>
+  SpgemmPlan<T> plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrView<T>& b, const SpgemmOptions& options,
+                            void* stream = nullptr);
   // SpMM C = alpha * A * B + beta * C for B and C with n_cols columns (spmm.hpp): BRP-SpMM or the
   // CUDA-core CSR product. f32 only: A in f64 is a UsageError, as is n_cols outside 1 .. 4096.
   template <class T>

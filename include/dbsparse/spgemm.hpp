@@ -4,7 +4,8 @@
 // follow: the analysis (intermediate products per row, rows grouped by them, the nnz(C) check) and
 // hash_spgemm_cpu, which runs the kernels' phases on the CPU and is their executable spec.
 //
-// Phases, per row i of A (the same on the GPU and in hash_spgemm_cpu):
+// Phases, per row i of A (the same on the GPU, templates/spgemm_analysis.cuh and spgemm.cuh, and in
+// hash_spgemm_cpu):
 //  1. IP(i) = sum over k in row i of A of nnz(B row k): the products the row takes.
 //  2. Group by IP (SpgemmConfig: IP < b0 group 0, < b1 group 1, < b2 group 2, else group 3). Rows
 //     with IP == 0 are in no group: their row of C is empty and no launch covers them.
@@ -28,6 +29,7 @@
 
 #include "dbsparse/abi/spgemm.h"
 #include "dbsparse/context.hpp"
+#include "dbsparse/device_csr.hpp"
 #include "dbsparse/matrix.hpp"
 #include "dbsparse/op_config.hpp"
 
@@ -121,7 +123,8 @@ int64_t spgemm_flops(std::span<const int64_t> ips);
 // sum over rows of min(IP, b_cols): no row of C can be longer than either.
 int64_t spgemm_nnz_upper_bound(std::span<const int64_t> ips, int32_t b_cols);
 // Slots of a row's global table: the next power of two >= global_scale * max(1, min(ip, b_cols)),
-// at most 2^31. It holds every distinct column of the row, so inserting never fails.
+// at most 2^31 (abi::spgemm_table_slots, which the analysis kernel runs). It holds every distinct
+// column of the row, so inserting never fails.
 int64_t spgemm_global_table_slots(int64_t ip, int32_t b_cols, const SpgemmConfig& c);
 // Whether a row of group 0-2 can overflow its shared table (min(ip, b_cols) > its table): only
 // such rows may need a global table besides group 3's, so a plan can reserve theirs up front.
@@ -160,19 +163,27 @@ struct SpgemmOptions {
   std::optional<SpgemmConfig> config;
 };
 
-// C = A·B on the GPU by the phases above. ctx.plan_spgemm analyses the structure once on the host
-// (IP, groups, the rows that may overflow and their global tables), uploads A, B and the groups'
-// row lists and loads the kernels; groups without rows launch nothing. The first run() does the
-// symbolic phase, then waits for the stream (a host synchronisation, to size C: row lengths read
-// back, check_nnz_fits, prefix sum on the host, C allocated), then the numeric phase. Later runs
+// C = A·B on the GPU by the phases above. ctx.plan_spgemm takes A and B as host CSR (uploaded into
+// the plan) or as device CSR (DeviceCsrView: read in place, not copied). It analyses the structure
+// once on the GPU (templates/spgemm_analysis.cuh: IP and group per row, rows and products per
+// group, the rows that may overflow, A's and B's columns checked), waits for that and reads back
+// one small struct of counts (abi::SpgemmStats), allocates the group lists and global tables and
+// loads the kernels; groups without rows launch nothing, and an A without products launches
+// nothing after the analysis. The first run() fills the group lists and places the global tables
+// (on its own stream, so that a non-blocking stream needs no wait for the planning's), does the
+// symbolic phase and C's row_ptr on the GPU, then waits for the stream and reads back nnz(C) (the
+// second small read; check_nnz_fits's UsageError when it passes 2^31-1, before C is allocated),
+// allocates C and runs the numeric phase. Later runs
 // reuse C's structure and launch the numeric phase only (no allocation, no host sync), so a plan
-// whose A and B change only in their values (MCL, GNN training) calls values_changed() and run().
+// whose A and B change only in their values (MCL, GNN training) calls values_changed() and run()
+// (or, from device CSR, writes the new values into its arrays and calls run()).
 template <class T>
 class SpgemmPlan {
  public:
   void run(void* stream);
   // New values for A and B (same structure, nnz(A) and nnz(B) values; UsageError otherwise),
-  // uploaded after the context's work is done (it waits for the device). Takes effect at the next run.
+  // uploaded after the context's work is done (it waits for the device). Takes effect at the next
+  // run. A plan from device CSR then reads these copies instead of the caller's values.
   void values_changed(std::span<const T> a_values, std::span<const T> b_values);
   void run(std::span<const T> a_values, std::span<const T> b_values, void* stream) {
     values_changed(a_values, b_values);
@@ -187,14 +198,23 @@ class SpgemmPlan {
   uint64_t row_ptr() const;
   uint64_t col_idx() const;
   uint64_t values() const;
+  // The same as a view, to plan a next product from without a trip through the host; it is valid
+  // while the plan lives and reads this plan's latest run.
+  DeviceCsrView<T> result() const;
   // C on the host; waits for the device (cuCtxSynchronize), so the last run's stream may be gone.
   CsrMatrix<T> download() const;
   const SpgemmConfig& config() const;
+  // Each group's rows, ascending (the GPU lists them in atomic order; this sorts a downloaded
+  // copy, made on the first call: for tests and tools, not for a hot path). Before the first run
+  // it fills the lists itself, on the legacy default stream, and waits for them.
   const SpgemmGrouping& grouping() const;
+  int64_t products() const;      // IP over all rows (the analysis's int64 sum)
+  int64_t max_row_products() const;  // the largest IP of a row
   int64_t overflow_rows() const;  // rows that overflowed their shared table (known after the first run)
   int64_t global_slots() const;   // the global tables' slots the plan holds
-  // Everything the plan holds on the device (DESIGN.md §12): its copies of A and B, the group row
-  // lists, the global tables, the per-row counters and, once sized by the first run, C.
+  // Everything the plan holds on the device (DESIGN.md §12): its copies of A and B (none from
+  // device CSR, unless values_changed made them), the analysis's codes, group lists and counters,
+  // the global tables, the per-row counters, C's row_ptr and, once sized by the first run, C.
   int64_t device_bytes() const;
   std::string explain() const;
 

@@ -50,8 +50,9 @@ struct MclOptions {
 // One iteration of the GPU version, as it went (wall times on the host, each ending in a wait for
 // the device).
 struct MclIteration {
-  double ms = 0;             // the whole iteration: expansion, elementwise steps, the new P downloaded
-  double expand_ms = 0;      // plan_spgemm(P, P) (host analysis, upload) and its first run (symbolic, sync, numeric)
+  double ms = 0;             // the whole iteration: expansion and elementwise steps (P stays on the device)
+  // plan_spgemm(P, P) from device CSR (GPU analysis, one read-back) and its first run (symbolic, sync, numeric)
+  double expand_ms = 0;
   int64_t nnz_expanded = 0;  // nnz(P·P)
   int64_t nnz = 0;           // nnz of the new P, after pruning
   double change = 0;         // the largest |difference| from the previous P (mcl_change)
@@ -107,19 +108,21 @@ struct ContractResult {
   int64_t flops = 0;
 };
 // C = S·G·Sᵀ on the GPU, as contract_cpu defines it: S (k x n, values 1) and Sᵀ built on the host
-// from the labels, then S·G and (S·G)·Sᵀ by two one-shot spgemm() calls, in T. S·G comes back to
-// the host between them, because plan_spgemm takes host CSR. The same UsageErrors as contract_cpu.
+// from the labels, then S·G by a plan from host CSR and (S·G)·Sᵀ by a plan from device CSR that
+// reads the first plan's result() in place: S·G never comes back to the host. In T. The same
+// UsageErrors as contract_cpu.
 template <class T>
 ContractResult<T> contract(Context& ctx, const CsrMatrix<T>& g, std::span<const int32_t> labels, int32_t k,
                            const SpgemmOptions& options = {});
 
 // Markov clustering on the GPU, iteration for iteration mcl_cpu's, in T: P = mcl_start(g) on the
-// host, then per iteration P·P by plan_spgemm (a new plan each time: pruning changes P's
-// structure) and inflation, pruning, normalisation and the change measure by the kernels of
-// templates/mcl.cuh; the new P comes back to the host for the next plan. Labels by mcl_labels on
-// the final P, on the host. The values differ from the CPU's in the last bits (other orders of
-// addition, and in f32 the precision), so a tie or a threshold met exactly on one side may fall
-// otherwise on the other: compare the labels, not the matrices. Options are checked (UsageError).
+// host, uploaded once, then per iteration P·P by plan_spgemm from device CSR (a new plan each
+// time: pruning changes P's structure) and inflation, pruning, normalisation and the change
+// measure by the kernels of templates/mcl.cuh; P stays on the device between iterations and comes
+// back to the host once, at the end. Labels by mcl_labels on the final P, on the host. The values
+// differ from the CPU's in the last bits (other orders of addition, and in f32 the precision), so
+// a tie or a threshold met exactly on one side may fall otherwise on the other: compare the
+// labels, not the matrices. Options are checked (UsageError).
 template <class T>
 MclResult mcl(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o = {});
 // One iteration on the GPU from a given P (square, rows sorted), as mcl_step; *change, when given,

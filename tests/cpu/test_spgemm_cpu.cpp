@@ -391,6 +391,40 @@ TEST_CASE("SpgemmGlobalTablesHoldTheirRows") {
   CHECK_FALSE(spgemm_row_may_overflow(9000, 100000, small));  // group 3: global anyway
 }
 
+// The analysis kernel codes each row by abi::spgemm_row_code and sizes global tables by
+// abi::spgemm_table_slots: they must say what the host's rules (the CPU spec's) say.
+TEST_CASE("SpgemmAnalysisRowCodesAgreeWithTheHostRules") {
+  auto rule_of = [](const SpgemmConfig& c, int32_t b_cols) {
+    abi::SpgemmGroupRule r{};
+    for (int g = 0; g < 3; ++g) {
+      r.bound[g] = c.bound(g);
+      r.table[g] = c.table(g);
+    }
+    r.b_cols = b_cols;
+    r.global_scale = c.global_scale;
+    r.overflow_to_global = c.overflow_to_global;
+    return r;
+  };
+  SpgemmConfig tiny = dbs_test::tiny_tables_config();
+  SpgemmConfig strict;
+  strict.overflow_to_global = 0;
+  for (const SpgemmConfig& c : {SpgemmConfig{}, tiny, strict})
+    for (int32_t b_cols : {1, 7, 64, 5000, 100000, INT32_MAX})
+      for (int64_t ip : {int64_t{0}, int64_t{1}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{7}, int64_t{8},
+                         int64_t{31}, int64_t{32}, int64_t{63}, int64_t{64}, int64_t{65}, int64_t{255}, int64_t{256},
+                         int64_t{511}, int64_t{512}, int64_t{1025}, int64_t{8191}, int64_t{8192}, int64_t{1} << 33}) {
+        CAPTURE(b_cols);
+        CAPTURE(ip);
+        const int code = abi::spgemm_row_code(ip, rule_of(c, b_cols));
+        const int group = spgemm_group_of(ip, c);
+        CHECK((code < 0 ? -1 : code & 3) == group);
+        const bool may = code >= 0 && (code & abi::kSpgemmMayOverflow) != 0;
+        CHECK(may == (c.overflow_to_global != 0 && spgemm_row_may_overflow(ip, b_cols, c)));
+        CHECK(abi::spgemm_table_slots(ip, b_cols, c.global_scale) == spgemm_global_table_slots(ip, b_cols, c));
+      }
+  CHECK(abi::spgemm_row_code(0, rule_of(SpgemmConfig{}, 10)) == abi::kSpgemmIdleRow);
+}
+
 TEST_CASE("ContractCpuMatchesAHandMadeContraction") {
   // A path 0-1-2-3-4-5 (weights 1..5 both ways) and a self loop 0.5 at 0; pairs merged.
   const auto g = from_entries<double>(6, 6, {{0, 0, 0.5}, {0, 1, 1}, {1, 0, 1}, {1, 2, 2}, {2, 1, 2}, {2, 3, 3},

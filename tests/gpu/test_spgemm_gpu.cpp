@@ -212,3 +212,125 @@ TEST_CASE("SpgemmGpuValuesOnlyRerunEqualsAFreshPlan") {
     std::puts(plan.explain().c_str());
   }
 }
+
+namespace {
+
+// check_plan's checks on a plan from device CSR: A and B uploaded by the test, read in place by
+// the plan, the analysis on the test's stream.
+template <class T>
+void check_device_plan(const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmConfig& cfg = {}) {
+  const DeviceCsr<T> da(a), db(b);
+  Stream s(ctx());
+  SpgemmOptions o;
+  o.config = cfg;
+  SpgemmPlan<T> plan = ctx().plan_spgemm(da.view(), db.view(), o, s.handle());
+  const HashSpgemmResult<T> spec = hash_spgemm_cpu(a, b, cfg);
+  for (int g = 0; g < kSpgemmGroups; ++g) {
+    CHECK(plan.grouping().rows[g] == spec.grouping.rows[g]);
+    CHECK(plan.grouping().ip[g] == spec.grouping.ip[g]);
+  }
+  CHECK(plan.grouping().idle_rows == spec.grouping.idle_rows);
+  // The plan holds a table for every row that may overflow, the spec counts those that did.
+  int64_t slots = 0;
+  for (size_t i = 0; i < spec.ip.size(); ++i)
+    if (spgemm_group_of(spec.ip[i], cfg) == kSpgemmGroups - 1 ||
+        (cfg.overflow_to_global && spgemm_row_may_overflow(spec.ip[i], b.cols, cfg)))
+      slots += spgemm_global_table_slots(spec.ip[i], b.cols, cfg);
+  CHECK(plan.global_slots() == slots);
+  CHECK(plan.products() == spgemm_flops(spec.ip) / 2);
+  CHECK(plan.max_row_products() == (spec.ip.empty() ? 0 : *std::max_element(spec.ip.begin(), spec.ip.end())));
+  plan.run(s.handle());
+  const CsrMatrix<T> c = plan.download();
+  check_values(c, a, b);
+  CHECK(plan.overflow_rows() == spec.overflow_rows());
+  CHECK(plan.nnz() == spec.c.nnz());
+  CHECK(download(plan.result()).col_idx == c.col_idx);
+  plan.run(s.handle());
+  check_values(plan.download(), a, b);
+}
+
+template <class T>
+void check_device_both(const CsrMatrix<double>& a, const CsrMatrix<double>& b, const SpgemmConfig& cfg = {}) {
+  check_device_plan(a.cast<T>(), b.cast<T>(), cfg);
+}
+
+}  // namespace
+
+TEST_CASE("SpgemmGpuFromDeviceCsrMatchesReference") {
+  SUBCASE("each group alone") {
+    for (int g = 0; g < kSpgemmGroups; ++g) {
+      CAPTURE(g);
+      const auto [a, b, cfg] = dbs_test::one_group_case(g);
+      check_device_both<double>(a, b);
+      check_device_both<float>(a, b);
+    }
+  }
+  SUBCASE("IP exactly on each bound") {
+    const auto [a, b, cfg] = dbs_test::bound_case();
+    check_device_both<double>(a, b, cfg);
+  }
+  SUBCASE("rows overflowing to the global table") {
+    const auto [a, b, cfg] = dbs_test::overflow_case();
+    check_device_both<double>(a, b, cfg);
+    check_device_both<float>(a, b, cfg);
+    const auto g = generate("rmat:scale=11,ef=8");
+    check_device_both<double>(g, transpose(g), dbs_test::tiny_tables_config());
+  }
+  SUBCASE("generated matrices, all groups mixed") {
+    for (const char* spec : kGenerated) {
+      CAPTURE(spec);
+      const CsrMatrix<double> a = generate(spec);
+      check_device_both<double>(a, a);
+      check_device_both<float>(a, transpose(a));
+    }
+  }
+  SUBCASE("empty rows, columns and matrices") {
+    const auto a = from_entries<double>(6, 5, {{0, 1, 1.5}, {0, 3, -2}, {2, 0, 0.25}, {2, 4, 1}, {5, 2, 3}});
+    const auto b = from_entries<double>(5, 7, {{0, 6, 2}, {1, 0, 1}, {1, 6, -1}, {3, 0, 4}, {4, 6, 0.5}});
+    check_device_plan(a, b);
+    check_device_plan(CsrMatrix<double>{}, CsrMatrix<double>{});
+    check_device_plan(from_entries<double>(3, 4, {}), from_entries<double>(4, 0, {}));
+    check_device_plan(from_entries<double>(0, 4, {}), from_entries<double>(4, 5, {{1, 1, 1}}));
+    // A's entries all meet empty rows of B: IP 0 everywhere, nothing launched after the analysis.
+    check_device_plan(from_entries<double>(3, 4, {{0, 1, 1}, {2, 3, 2}}), from_entries<double>(4, 4, {{0, 0, 1}}));
+    // A view of nothing: null arrays are allowed when there is nothing to point at.
+    DeviceCsrView<double> none;
+    none.rows = 0;
+    none.cols = 0;
+    auto plan = ctx().plan_spgemm(none, none, SpgemmOptions{});
+    Stream s(ctx());
+    plan.run(s.handle());
+    CHECK(plan.nnz() == 0);
+    CHECK(plan.download().row_ptr == std::vector<int32_t>{0});
+  }
+  SUBCASE("a product of a product, never on the host (contract's chain)") {
+    // Positive values: the first product's rounding then stays within the second's tolerance.
+    const CsrMatrix<double> a = absolute(generate("rmat:scale=10,ef=8"));
+    const CsrMatrix<double> at = transpose(a);
+    const DeviceCsr<double> da(a), dat(at);
+    Stream s(ctx());
+    auto first = ctx().plan_spgemm(da.view(), da.view(), SpgemmOptions{}, s.handle());
+    first.run(s.handle());
+    auto second = ctx().plan_spgemm(first.result(), dat.view(), SpgemmOptions{}, s.handle());
+    second.run(s.handle());
+    const CsrMatrix<double> aa = reference::spgemm(a, a);
+    check_values(second.download(), aa, at);
+  }
+  SUBCASE("bad inputs are UsageErrors naming the row") {
+    CsrMatrix<double> a = from_entries<double>(3, 4, {{0, 1, 1}, {1, 2, 1}, {2, 3, 1}});
+    const CsrMatrix<double> b = from_entries<double>(4, 5, {{0, 0, 1}, {1, 1, 1}, {2, 2, 1}, {3, 4, 1}});
+    a.col_idx[1] = 7;
+    CHECK_THROWS_WITH_AS(ctx().plan_spgemm(a, b), doctest::Contains("row 1 of A has column 7, outside [0, 4)"),
+                         UsageError);
+    CsrMatrix<double> bad_b = b;
+    bad_b.col_idx[2] = -3;
+    CHECK_THROWS_WITH_AS(ctx().plan_spgemm(from_entries<double>(3, 4, {{0, 2, 1}}), bad_b),
+                         doctest::Contains("row 2 of B has column -3, outside [0, 5)"), UsageError);
+    const DeviceCsr<double> db(b);
+    DeviceCsrView<double> short_b = db.view();
+    short_b.nnz = 3;  // row_ptr ends at 4
+    const DeviceCsr<double> da(from_entries<double>(3, 4, {{0, 2, 1}}));
+    CHECK_THROWS_WITH_AS(ctx().plan_spgemm(da.view(), short_b, SpgemmOptions{}),
+                         doctest::Contains("B's row_ptr must start at 0 and end at nnz(B) = 3"), UsageError);
+  }
+}

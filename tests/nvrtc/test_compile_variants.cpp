@@ -130,6 +130,30 @@ TEST_CASE("SpgemmKeysOfTheSearchSpaceRoundTrip") {
   CHECK_THROWS_AS(SpgemmKey::parse("spgemm.f16.numeric.g1.t1024.b256"), UsageError);
 }
 
+// The analysis kernels (templates/spgemm_analysis.cuh) are part of the spgemm op's variants too;
+// this compiles them on their own, so a break there is named as theirs.
+TEST_CASE("SpgemmAnalysisKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
+  const auto space = spgemm_analysis_search_space();
+  CHECK(std::find(space.begin(), space.end(), SpgemmAnalysisKey{256}) != space.end());  // the plan's
+  for (const auto& key : space) {
+    CAPTURE(key.to_string());
+    CHECK(SpgemmAnalysisKey::parse(key.to_string()) == key);
+    const KernelSource ks = make_source(key);
+    REQUIRE(ks.name_expressions.size() == 5);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      CAPTURE(arch);
+      CompiledKernel k;
+      REQUIRE_NOTHROW(k = compile_to_cubin(ks, arch));
+      REQUIRE(k.lowered_names.size() == 5);
+      for (const auto& [expr, lowered] : k.lowered_names) CHECK(lowered.rfind("_Z", 0) == 0);
+    }
+  }
+  CHECK(SpgemmAnalysisKey{}.to_string() == "spgemm.analysis.b256");
+  for (const char* bad :
+       {"spgemm.analysis.b250", "spgemm.analysis", "spgemm.analysis.b2048", "spgemm.f32.analysis.b256"})
+    CHECK_THROWS_AS(SpgemmAnalysisKey::parse(bad), UsageError);
+}
+
 // SpMM is not an op of the registry yet. TF32 mma needs sm_80, so both archs are the floor.
 TEST_CASE("SpmmKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
   size_t compiled = 0;

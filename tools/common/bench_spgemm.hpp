@@ -1,8 +1,9 @@
 #pragma once
 // `dbsparse bench spgemm`: hash SpGEMM (spgemm.hpp) against cuSPARSE SpGEMM on C = A² (A·Aᵀ when
-// A is not square), per matrix and precision: a fresh product (dbsparse: plan + symbolic + numeric;
-// cuSPARSE: its whole sequence), dbsparse's steady run (numeric only, structure reused), the
-// one-shot spgemm(), the peak device memory of each, and cuSPARSE's C checked against dbsparse's.
+// A is not square), per matrix and precision: a fresh product from inputs already on the device
+// (dbsparse: plan from device CSR + symbolic + numeric; cuSPARSE: its whole sequence), dbsparse's
+// steady run (numeric only, structure reused), the plan from host CSR and the one-shot spgemm(),
+// the peak device memory of each, and cuSPARSE's C checked against dbsparse's.
 #include <optional>
 #include <string>
 #include <vector>
@@ -47,6 +48,9 @@ SpgemmCheck compare_spgemm(const CsrMatrix<T>& ours, CsrMatrix<T> theirs, const 
 // JSON record; failures of either side are noted in the record and the line, not thrown), and the
 // summary per precision over the records (printed, and returned as JSON).
 void print_spgemm_header();
+// What each timed column includes, printed above the header (and kept in step with the JSON's
+// "timings" in tools/ops/spgemm_op.cpp).
+std::string spgemm_columns_text();
 nlohmann::json bench_spgemm_matrix(Context& ctx, const Stream& stream, const NamedMatrix& m, bool generated,
                                    const std::string& precision, const SpgemmBenchOptions& opt);
 nlohmann::json spgemm_summary(const std::vector<nlohmann::json>& records);

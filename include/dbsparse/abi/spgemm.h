@@ -1,6 +1,7 @@
 // Hash SpGEMM's host/kernel contract (DESIGN.md §10): the constants of the per-row hash tables,
-// shared by the CPU spec (runtime/spgemm_hash_cpu.cpp) and the kernels to come, so that both
-// probe the same slots in the same order.
+// shared by the CPU spec (runtime/spgemm_hash_cpu.cpp) and the kernels, so that both probe the
+// same slots in the same order; and the analysis's rules and counters, shared by the plan and
+// the analysis kernels.
 //
 // A table has a power-of-two number of slots; a key is a column of C (int32, >= 0). A key's first
 // slot is (uint32(key) * kSpgemmHashMultiplier) & (slots - 1), computed in uint32 arithmetic (it
@@ -23,5 +24,78 @@ constexpr int32_t kSpgemmEmptyKey = -1;
 // memory (SpgemmConfig holds the bounds and the sizes).
 constexpr int kSpgemmGroups = 4;
 constexpr int kSpgemmGlobalGroup = 3;
+
+// --- the analysis on the GPU (templates/spgemm_analysis.cuh) ---------------------------------
+
+// A row's code, one byte per row of A: -1 when IP == 0 (no group, no launch), else its group, with
+// kSpgemmMayOverflow added for a row of groups 0-2 that may overflow its shared table and so also
+// gets a global table (only under overflow_to_global).
+constexpr int kSpgemmIdleRow = -1;
+constexpr int kSpgemmMayOverflow = 4;
+
+// The config's rules as the kernels take them (a kernel argument, by value).
+struct SpgemmGroupRule {
+  int32_t bound[3];  // b0, b1, b2
+  int32_t table[3];  // t0, t1, t2
+  int32_t b_cols;    // no row of C is longer
+  int32_t global_scale;
+  int32_t overflow_to_global;
+  int32_t pad;
+};
+static_assert(sizeof(SpgemmGroupRule) == 40, "SpgemmGroupRule is 40 bytes on both sides");
+
+// Slots of a row's global table: the next power of two >= global_scale * max(1, min(ip, b_cols)),
+// at most 2^31 (B has at most 2^31 - 1 columns, so that holds any row and slot numbers fit uint32).
+DBS_ABI_FN int64_t spgemm_table_slots(int64_t ip, int32_t b_cols, int32_t global_scale) {
+  int64_t m = ip < b_cols ? ip : b_cols;
+  if (m < 1) m = 1;
+  const int64_t want = global_scale * m;
+  int64_t slots = 1;
+  while (slots < want && slots < (int64_t(1) << 31)) slots *= 2;
+  return slots;
+}
+
+// The code of a row with `ip` products (see kSpgemmIdleRow).
+DBS_ABI_FN int spgemm_row_code(int64_t ip, const SpgemmGroupRule& r) {
+  if (ip <= 0) return kSpgemmIdleRow;
+  for (int g = 0; g < 3; ++g)
+    if (ip < r.bound[g]) {
+      const int64_t distinct = ip < r.b_cols ? ip : r.b_cols;
+      return r.overflow_to_global && distinct > r.table[g] ? g + kSpgemmMayOverflow : g;
+    }
+  return kSpgemmGlobalGroup;
+}
+
+// Where a global-table row's table lies in the plan's one array of slots (per position of the
+// global row list; the scatter pass hands out the offsets, so their order is not the list's).
+struct SpgemmTable {
+  int64_t offset;
+  int64_t slots;
+};
+static_assert(sizeof(SpgemmTable) == 16, "SpgemmTable is 16 bytes on both sides");
+
+// What the analysis and the symbolic phase count on the device, read back by the host in two
+// small copies (after the analysis: the groups; after the symbolic phase: nnz(C)). Everything up
+// to first_bad_b is zeroed before the analysis; first_bad_b and first_bad_a are set to all ones
+// (none found) and lowered by atomicMin.
+struct SpgemmStats {
+  int64_t ip[kSpgemmGroups];     // products of each group's rows
+  int64_t max_ip;                // the largest IP of a row
+  int64_t global_slots;          // the global tables' slots together
+  uint64_t table_cursor;         // the scatter pass's next free slot
+  int64_t nnz;                   // nnz(C), from the symbolic phase's row lengths (int64: it may pass 2^31-1)
+  int32_t rows[kSpgemmGroups];   // rows per group
+  int32_t idle;                  // rows with IP == 0
+  int32_t may_overflow;          // rows of groups 0-2 with a global table too
+  int32_t cursor[kSpgemmGroups + 1];  // the scatter pass's: groups 0-3, then the may-overflow rows
+  int32_t overflowed;            // rows the symbolic phase found over their shared table
+  int32_t bad_ptr;               // bit 0: A's row_ptr does not run 0..nnz(A); bit 1: B's
+  int32_t pad;
+  uint64_t first_bad_b;          // the first position of B with a column outside [0, B's columns)
+  uint32_t first_bad_a;          // the first row of A with a column outside [0, A's columns)
+  uint32_t pad2;
+};
+static_assert(sizeof(SpgemmStats) == 136, "SpgemmStats is 136 bytes on both sides");
+static_assert(DBS_ABI_OFFSETOF(SpgemmStats, first_bad_b) == 120, "SpgemmStats: the all-ones tail starts at 120");
 
 }  // namespace dbsparse::abi

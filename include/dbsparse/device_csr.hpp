@@ -1,0 +1,49 @@
+#pragma once
+// CSR on the device: a non-owning view (what a plan takes as input, and what a product gives back
+// without a trip through the host) and an owning upload of a host CsrMatrix.
+#include <cstdint>
+
+#include "dbsparse/context.hpp"
+#include "dbsparse/matrix.hpp"
+
+namespace dbsparse {
+
+// Device pointers (CUdeviceptr == cudaMalloc's) of a CSR matrix with int32 indices, columns sorted
+// and unique in each row, as CsrMatrix. The view owns nothing: the arrays must outlive whatever
+// uses it. row_ptr may be null only when rows == 0; col_idx and values only when nnz == 0.
+template <class T>
+struct DeviceCsrView {
+  int32_t rows = 0;
+  int32_t cols = 0;
+  int64_t nnz = 0;
+  const int32_t* row_ptr = nullptr;  // rows + 1
+  const int32_t* col_idx = nullptr;  // nnz
+  const T* values = nullptr;         // nnz
+};
+
+// A host CsrMatrix uploaded (synchronously); every array has at least one element, so that no
+// kernel parameter is a null pointer.
+template <class T>
+struct DeviceCsr {
+  int32_t rows = 0;
+  int32_t cols = 0;
+  int64_t nnz = 0;
+  DeviceBuffer<int32_t> row_ptr, col_idx;
+  DeviceBuffer<T> values;
+
+  DeviceCsr() = default;
+  explicit DeviceCsr(const CsrMatrix<T>& m);
+  DeviceCsrView<T> view() const {
+    return {rows, cols, nnz, reinterpret_cast<const int32_t*>(row_ptr.ptr()),
+            reinterpret_cast<const int32_t*>(col_idx.ptr()), reinterpret_cast<const T*>(values.ptr())};
+  }
+  int64_t device_bytes() const {
+    return static_cast<int64_t>((row_ptr.size() + col_idx.size()) * sizeof(int32_t) + values.size() * sizeof(T));
+  }
+};
+
+// The view's arrays to the host (waits for the device: cuCtxSynchronize).
+template <class T>
+CsrMatrix<T> download(const DeviceCsrView<T>& v);
+
+}  // namespace dbsparse
