@@ -141,7 +141,7 @@ BrpDeviceMatrix<T> csr_to_brp_device(Context& ctx, const DeviceCsrView<T>& a, co
   if (a.rows < 0 || a.cols < 0 || a.nnz < 0)
     throw UsageError(fmt::format("csr_to_brp_device: bad shape {}x{} with {} nonzeros", a.rows, a.cols, a.nnz));
   // The scans run over nnz + 1 ints, indexed by int.
-  if (a.nnz == INT32_MAX) throw UsageError("csr_to_brp_device: nnz must be below 2^31 - 1");
+  if (a.nnz >= INT32_MAX) throw UsageError("csr_to_brp_device: nnz must be below 2^31 - 1");
   if (a.nnz > 0 && (!a.row_ptr || !a.col_idx || !a.values))
     throw UsageError("csr_to_brp_device: row_ptr, col_idx and values must be device pointers");
   ctx.make_current();
@@ -182,15 +182,15 @@ BrpDeviceMatrix<T> csr_to_brp_device(Context& ctx, const DeviceCsrView<T>& a, co
   const Converter run(k, h, partials.ptr());
 
   abi::BrpConvertArgs args{};
-  args.row_ptr = reinterpret_cast<const int32_t*>(static_cast<uintptr_t>(a.row_ptr));
-  args.col_idx = reinterpret_cast<const int32_t*>(static_cast<uintptr_t>(a.col_idx));
-  args.vals = reinterpret_cast<const void*>(static_cast<uintptr_t>(a.values));
+  args.row_ptr = a.row_ptr;
+  args.col_idx = a.col_idx;
+  args.vals = a.values;
   args.slot_scan = slot_scan.data();
   args.group_scan = group_scan.data();
   args.res_scan = res_scan.data();
   args.row_scan = slot_scan.data();  // pass 5, once slot_scan is no longer read
   args.rows = a.rows;
-  args.nnz = a.nnz;
+  args.nnz = static_cast<int32_t>(a.nnz);  // below 2^31 - 1, checked above
   args.local_stride = m.local_stride;
   args.value_stride = m.value_stride;
 
@@ -260,10 +260,10 @@ BrpDeviceMatrix<T> csr_to_brp_device(Context& ctx, const CsrMatrix<T>& a, const 
   DeviceCsrView<T> view;
   view.rows = a.rows;
   view.cols = a.cols;
-  view.nnz = static_cast<int32_t>(a.nnz());
-  view.row_ptr = row_ptr.ptr();
-  view.col_idx = col_idx.ptr();
-  view.values = values.ptr();
+  view.nnz = a.nnz();
+  view.row_ptr = reinterpret_cast<const int32_t*>(row_ptr.ptr());
+  view.col_idx = reinterpret_cast<const int32_t*>(col_idx.ptr());
+  view.values = reinterpret_cast<const T*>(values.ptr());
   return csr_to_brp_device(ctx, view, p, stream);
 }
 

@@ -7,18 +7,12 @@
 
 #include "dbsparse/brp.hpp"
 #include "dbsparse/context.hpp"
+#include "dbsparse/device_csr.hpp"
 
 namespace dbsparse {
 
-// A CSR matrix on the device, not owned: row_ptr (rows + 1), col_idx and values (nnz) are device
-// pointers. It must be what validate(CsrMatrix) accepts (columns sorted and unique in each row);
-// nothing on the device checks it.
-template <class T>
-struct DeviceCsrView {
-  int32_t rows = 0, cols = 0, nnz = 0;
-  uint64_t row_ptr = 0, col_idx = 0, values = 0;
-};
-
+// The input is a DeviceCsrView (device_csr.hpp). It must be what validate(CsrMatrix) accepts
+// (columns sorted and unique in each row); nothing on the device checks it.
 template <class T>
 struct BrpDeviceMatrix {
   int32_t rows = 0, cols = 0;

@@ -97,10 +97,10 @@ TEST_CASE("BrpDeviceConversionFromADeviceCsrView") {
   DeviceCsrView<float> view;
   view.rows = a.rows;
   view.cols = a.cols;
-  view.nnz = static_cast<int32_t>(a.nnz());
-  view.row_ptr = rp.ptr();
-  view.col_idx = ci.ptr();
-  view.values = v.ptr();
+  view.nnz = a.nnz();
+  view.row_ptr = reinterpret_cast<const int32_t*>(rp.ptr());
+  view.col_idx = reinterpret_cast<const int32_t*>(ci.ptr());
+  view.values = reinterpret_cast<const float*>(v.ptr());
   Stream s(ctx());
   const BrpDeviceMatrix<float> got = csr_to_brp_device(ctx(), view, BrpParams{2, 2}, s);
   CHECK(dbs_test::brp_difference(got.download(), csr_to_brp(a, BrpParams{2, 2})) == "");
