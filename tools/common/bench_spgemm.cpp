@@ -171,6 +171,22 @@ nlohmann::json bench_one(Context& ctx, const Stream& stream, const NamedMatrix& 
     rec["dbsparse_measured_bytes"] = measured + input_bytes;
     rec["dbsparse_peak_bytes"] = std::max(plan->device_bytes(), measured) + input_bytes;
 
+    // Steady state: the numeric phase alone, as after values_changed(). Batches shrink for long runs.
+    const double one_ms = std::max(wall_ms([&] {
+                                     plan->run(h);
+                                     stream.synchronize();
+                                   }),
+                                   1e-3);
+    TimingOptions t = opt.timing;
+    t.warmup = std::min(t.warmup, std::max(1, static_cast<int>(kBatchMs / one_ms)));
+    t.batch = static_cast<int>(std::clamp(kBatchMs / one_ms, 1.0, static_cast<double>(std::max(t.batch, 1))));
+    t.samples = static_cast<int>(std::clamp(kSteadyBudgetMs / (one_ms * t.batch), static_cast<double>(std::min(3, reps)),
+                                            static_cast<double>(reps)));
+    const TimingResult steady = time_on_stream(h, t, [&](int64_t) { plan->run(h); });
+    rec["dbsparse_steady_ms"] = steady.median_us / 1e3;
+    rec["dbsparse_steady_gflops"] = gflops(steady.median_us / 1e3);
+    rec["dbsparse_steady_timing"] = {{"samples", t.samples}, {"batch", t.batch}, {"warmup", t.warmup},
+                                     {"min_ms", steady.min_us / 1e3}, {"max_ms", steady.max_us / 1e3}};
     ours = plan->download();
     if (opt.baselines) {
       // sum |a||b| per entry of C for the check: the same plan on |A| and |B|.
