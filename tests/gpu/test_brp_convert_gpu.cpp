@@ -91,6 +91,7 @@ TEST_CASE("BrpDeviceConversionMatchesHostConversionOnALargeMatrix") {
 // The view overload on a caller's stream, from device pointers (what plan_spmm's callers with a
 // device CSR would pass).
 TEST_CASE("BrpDeviceConversionFromADeviceCsrView") {
+  ctx();  // the context current before the first DeviceBuffer (the case may run alone: -tc)
   const CsrMatrix<float> a = generate("stencil2d:n=40").cast<float>();
   const DeviceBuffer<int32_t> rp{std::span<const int32_t>(a.row_ptr)}, ci{std::span<const int32_t>(a.col_idx)};
   const DeviceBuffer<float> v{std::span<const float>(a.values)};
