@@ -10,7 +10,9 @@
 #include <fmt/format.h>
 
 #include "codegen/spgemm_key.hpp"
+#include "dbsparse/features.hpp"
 #include "dbsparse/spgemm.hpp"
+#include "dbsparse/tuning_db.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/upload_nonempty.hpp"
 #include "runtime/module_registry.hpp"
@@ -38,6 +40,9 @@ struct GroupKernels {
 template <class T>
 struct SpgemmPlan<T>::Impl {
   SpgemmConfig config;
+  // Where config came from, for explain(): SpgemmOptions::config, or the tuning DB for A (tuned,
+  // predicted or the defaults) when planning from host CSR.
+  std::string config_source = "explicit (SpgemmOptions::config)";
   int32_t rows = 0, cols = 0;
   // What the kernels read: the caller's arrays (a plan from device CSR) or a_own / b_own.
   DeviceCsrView<T> a, b;
@@ -166,10 +171,22 @@ SpgemmPlan<T> Context::plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b,
                                  b.rows, b.cols));
   check_host_csr(a, "A");
   check_host_csr(b, "B");
-  (opt.config ? *opt.config : SpgemmConfig{}).check();
+  // No config given: the tuning DB's for A's structure on this device (dbtune --op spgemm tunes A^2
+  // or A A^T, so A names the product), else the prediction from the nearest tuned matrix, else the
+  // article's defaults.
+  SpgemmOptions o = opt;
+  std::string source;
+  if (!o.config) {
+    const Config cfg = lookup_config(info_.record().fingerprint, structure_fingerprint(a),
+                                     config_info<SpgemmConfig>(), "", [&] { return compute_features(a); });
+    o.config = config_from_json<SpgemmConfig>(cfg.params);
+    source = fmt::format("{}{}", to_string(cfg.source), cfg.note.empty() ? "" : " — " + cfg.note);
+  }
+  o.config->check();
   DeviceCsr<T> da(a), db(b);
   // Synchronous uploads on the legacy stream, so the analysis there follows them.
-  SpgemmPlan<T> plan = plan_spgemm(da.view(), db.view(), opt, nullptr);
+  SpgemmPlan<T> plan = plan_spgemm(da.view(), db.view(), o, nullptr);
+  if (!source.empty()) plan.impl_->config_source = source;
   plan.impl_->a_own = std::move(da);
   plan.impl_->b_own = std::move(db);
   plan.impl_->inputs_owned = true;
@@ -183,6 +200,7 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   const auto h = static_cast<CUstream>(stream);
   auto p = std::make_unique<typename SpgemmPlan<T>::Impl>();
   p->config = opt.config.value_or(SpgemmConfig{});
+  if (!opt.config) p->config_source = "default (the article's; plans from device CSR do not look up the tuning DB)";
   const SpgemmConfig& c = p->config;
   c.check();
   if (a.cols != b.rows)
@@ -390,6 +408,7 @@ std::string SpgemmPlan<T>::explain() const {
       p.cols, p.a.nnz, p.inputs_owned ? "" : ", read in place", p.b.nnz, p.inputs_owned ? "" : ", read in place",
       sizeof(T) == 4 ? "f32" : "f64", ip,
       2 * ip * 1e-9, st.max_ip, st.idle);
+  out += fmt::format("  config ({}): {}\n", p.config_source, config_to_json(c).dump());
   for (int g = 0; g < kSpgemmGroups; ++g) {
     const GroupKernels& k = p.kernels[g];
     const std::string where =

@@ -158,8 +158,9 @@ HashSpgemmResult<T> hash_spgemm_cpu(const CsrMatrix<T>& a, const CsrMatrix<T>& b
 // --- on the GPU (runtime/spgemm_plan.cpp, templates/spgemm.cuh) ------------------------------
 
 struct SpgemmOptions {
-  // The groups' bounds, tables and blocks; SpgemmConfig{} (the article's) when empty. Not yet
-  // looked up in the tuning database.
+  // The groups' bounds, tables and blocks. When empty: a plan from host CSR takes the tuning DB's
+  // config for A on this device (tuned by `dbtune --op spgemm`, else predicted, else the article's
+  // defaults); a plan from device CSR takes SpgemmConfig{} (the article's).
   std::optional<SpgemmConfig> config;
 };
 

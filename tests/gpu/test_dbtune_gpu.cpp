@@ -56,4 +56,16 @@ TEST_CASE("DbtuneWritesTrialsAndBestConfigsThatPlansThenUse") {
   // An unseen matrix close to a tuned one gets a predicted config.
   auto near = generate("stencil2d:n=64").cast<float>();
   CHECK(ctx.plan_spmv(near).config_source() == ConfigSource::Predicted);
+
+  // SpGEMM is tuned only when named; a plan from host CSR then reads the tuned config.
+  const std::string spgemm_cmd = fmt::format("'{}' --ops spgemm --matrices {} --budget 1 --db '{}' > /dev/null 2>&1",
+                                             dbtune.string(), specs[1], db_path);
+  REQUIRE(std::system(spgemm_cmd.c_str()) == 0);
+  auto db2 = TuningDb::open(db_path, /*read_only=*/true);
+  const auto r = generate(specs[1]).cast<float>();
+  CHECK(db2->trials(dev, structure_fingerprint(r), "spgemm").size() >= 2);
+  REQUIRE(db2->best(dev, structure_fingerprint(r), "spgemm", ""));
+  const auto plan = ctx.plan_spgemm(r, r);
+  CAPTURE(plan.explain());
+  CHECK(plan.explain().find("config (tuned") != std::string::npos);
 }
