@@ -29,7 +29,16 @@ static_assert(offsetof(SpgemmStats, first_bad_b) == kStatsOnesAt);
 
 unsigned blocks_for(int64_t n, int per_block) { return static_cast<unsigned>((n + per_block - 1) / per_block); }
 
-abi::SpgemmGroupRule rule_of(const SpgemmConfig& c, int32_t b_cols) {
+template <class U>
+std::vector<U> download_at(uint64_t base, int64_t first, int64_t n) {
+  std::vector<U> out(static_cast<size_t>(n));
+  if (n > 0) DBS_CU(cuMemcpyDtoH(out.data(), base + static_cast<uint64_t>(first) * sizeof(U), out.size() * sizeof(U)));
+  return out;
+}
+
+}  // namespace
+
+abi::SpgemmGroupRule spgemm_group_rule(const SpgemmConfig& c, int32_t b_cols) {
   abi::SpgemmGroupRule r{};
   for (int g = 0; g < 3; ++g) {
     r.bound[g] = c.bound(g);
@@ -41,17 +50,9 @@ abi::SpgemmGroupRule rule_of(const SpgemmConfig& c, int32_t b_cols) {
   return r;
 }
 
-template <class U>
-std::vector<U> download_at(uint64_t base, int64_t first, int64_t n) {
-  std::vector<U> out(static_cast<size_t>(n));
-  if (n > 0) DBS_CU(cuMemcpyDtoH(out.data(), base + static_cast<uint64_t>(first) * sizeof(U), out.size() * sizeof(U)));
-  return out;
-}
-
-}  // namespace
 
 SpgemmGpuAnalysis::SpgemmGpuAnalysis(Context& ctx, const SpgemmOperands& ops, const SpgemmConfig& c, CUstream h)
-    : rows_(ops.rows), ops_(ops), rule_(rule_of(c, ops.b_cols)), stats_dev_(1) {
+    : rows_(ops.rows), ops_(ops), rule_(spgemm_group_rule(c, ops.b_cols)), stats_dev_(1) {
   stats_.first_bad_b = std::numeric_limits<uint64_t>::max();
   stats_.first_bad_a = std::numeric_limits<uint32_t>::max();
   if (ops.rows == 0) return;

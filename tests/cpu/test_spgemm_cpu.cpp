@@ -20,6 +20,7 @@
 #include "dbsparse/generators.hpp"
 #include "dbsparse/reference.hpp"
 #include "dbsparse/spgemm.hpp"
+#include "runtime/spgemm_gpu_analysis.hpp"
 #include "dbsparse/spgemm_apps.hpp"
 #include "spgemm_cases.hpp"
 #include "test_support.hpp"
@@ -394,17 +395,7 @@ TEST_CASE("SpgemmGlobalTablesHoldTheirRows") {
 // The analysis kernel codes each row by abi::spgemm_row_code and sizes global tables by
 // abi::spgemm_table_slots: they must say what the host's rules (the CPU spec's) say.
 TEST_CASE("SpgemmAnalysisRowCodesAgreeWithTheHostRules") {
-  auto rule_of = [](const SpgemmConfig& c, int32_t b_cols) {
-    abi::SpgemmGroupRule r{};
-    for (int g = 0; g < 3; ++g) {
-      r.bound[g] = c.bound(g);
-      r.table[g] = c.table(g);
-    }
-    r.b_cols = b_cols;
-    r.global_scale = c.global_scale;
-    r.overflow_to_global = c.overflow_to_global;
-    return r;
-  };
+  const auto rule_of = detail::spgemm_group_rule;
   SpgemmConfig tiny = dbs_test::tiny_tables_config();
   SpgemmConfig strict;
   strict.overflow_to_global = 0;
