@@ -18,6 +18,8 @@
 
 namespace dbsparse {
 
+std::string spmm_tuning_bucket(int n_cols) { return n_cols <= 64 ? "n32" : "n128"; }
+
 const char* to_string(SpmmPath p) {
   switch (p) {
     case SpmmPath::Auto: return "auto";
@@ -132,7 +134,8 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
     // The config: SpmmOptions::config, else the tuning DB's; then the explicit options over it.
     p->config = opt.config ? *opt.config
                            : lookup_config(info_.record().fingerprint, structure_fingerprint(a),
-                                           config_info<SpmmConfig>(), "", [&] { return compute_features(a); });
+                                           config_info<SpmmConfig>(), spmm_tuning_bucket(n_cols),
+                                           [&] { return compute_features(a); });
     p->typed = config_from_json<SpmmConfig>(p->config.params);
     p->config.params = config_to_json(p->typed);
     if (opt.f) p->typed.f = *opt.f;

@@ -64,6 +64,10 @@ struct SpmmConfig {
   }
 };
 
+// The tuning DB's bucket for a width n of B and C: dbtune tunes SpMM at n = 32 ("n32") and
+// n = 128 ("n128") apart, and a plan reads the nearer class (n <= 64: "n32").
+std::string spmm_tuning_bucket(int n_cols);
+
 // Precedence, field by field: an explicit SpmmOptions field (path other than Auto, f or g set)
 // wins; else `config` when given (read as an SpmmConfig); else the tuning DB's config for A on
 // this device (tuned, predicted or the defaults above). With path Auto, the config's path decides

@@ -15,6 +15,7 @@
 #include "dbsparse/error.hpp"
 #include "dbsparse/generators.hpp"
 #include "dbsparse/matrix.hpp"
+#include "dbsparse/spmm.hpp"
 #include "tools/common/suites.hpp"
 #include "tools/ops/registry.hpp"
 
@@ -248,4 +249,15 @@ TEST_CASE("BenchSpmmRunsTheSpmmSuiteAndOnlyItHasSets") {
   CHECK(op.bench_suite_set("full", "moderate") == tools::spmm_suite("full", "moderate"));
   for (const auto& name : tools::op_names())
     if (name != "spmm") CHECK(tools::find_op(name).suite_sets.empty());
+}
+
+// dbtune stores SpMM configs per N class and plans read the class of their N: the op's buckets
+// are exactly the classes spmm_tuning_bucket names, and every N maps to one of them.
+TEST_CASE("SpmmTuningBucketsAreTheNClassesPlansLookUp") {
+  const auto& spmm = tools::find_op("spmm");
+  CHECK(spmm.buckets == std::vector<std::string>{"n32", "n128"});
+  for (int n : {1, 16, 32, 64}) CHECK(spmm_tuning_bucket(n) == "n32");
+  for (int n : {65, 128, 512, 4096}) CHECK(spmm_tuning_bucket(n) == "n128");
+  for (const auto* op : tools::ops())
+    if (op->name != "spmm") CHECK(op->buckets.empty());  // one config per matrix
 }

@@ -52,6 +52,12 @@ TEST_CASE("DbtuneWritesTrialsAndBestConfigsThatPlansThenUse") {
     CHECK(plan.config_source() == ConfigSource::Tuned);
     auto sp = ctx.plan_spmspv(a);
     CHECK(sp.config().source == ConfigSource::Tuned);
+    // SpMM is tuned per N class (n32, n128), each stored under its bucket.
+    for (int n : {32, 128}) {
+      CAPTURE(n);
+      CHECK(db->best(dev, fp, "spmm", spmm_tuning_bucket(n)));
+      CHECK(ctx.plan_spmm(a, n).config().source == ConfigSource::Tuned);
+    }
   }
   // An unseen matrix close to a tuned one gets a predicted config.
   auto near = generate("stencil2d:n=64").cast<float>();

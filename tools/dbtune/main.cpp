@@ -136,8 +136,10 @@ int run(const Args& a) {
         // (large matrices spend seconds in plan-time conversion outside the search's budget).
         const double left = total - (now_s() - t0);
         const double unit = std::clamp(left / static_cast<double>(units - done), 0.2, budget);
-        rows[op].push_back(tools::tune_op(*ctx, *db, op, m, rec.fingerprint, unit, stop, status));
-        rows[op].back().generated = is_generator_spec(specs[i]);
+        for (auto& row : tools::tune_op(*ctx, *db, op, m, rec.fingerprint, unit, stop, status)) {
+          row.generated = is_generator_spec(specs[i]);
+          rows[op].push_back(std::move(row));
+        }
         ++done;
       }
     } catch (const InputError& e) {

@@ -76,22 +76,36 @@ static std::vector<double> head_to_head(const tuner::Objective& objective, Tunin
   for (int round = 0; round < 2 && !stop(); ++round)
     for (size_t i = 0; i < configs.size(); ++i) {
       auto t = objective(configs[i], 24);
-      db.add_trial(Trial{where.device_fp, where.matrix_fp, where.op, "", configs[i], t.status, t.time_us, t.detail + tag});
+      db.add_trial(
+          Trial{where.device_fp, where.matrix_fp, where.op, where.bucket, configs[i], t.status, t.time_us, t.detail + tag});
       if (t.status == TrialStatus::Ok) best[i] = std::min(best[i], t.time_us);
     }
   return best;
 }
 
-TuneRow tune_op(Context& ctx, TuningDb& db, const std::string& op_name, const NamedMatrix& m, const std::string& fp,
-         double budget_s, const std::function<bool()>& stop, const std::function<void(const std::string&)>& status) {
+namespace {
+
+// The buckets an op stores configs under: its own (spmm: one per N class), else the one bucket "".
+std::vector<std::string> buckets_of(const OpDescriptor& d) {
+  return d.buckets.empty() ? std::vector<std::string>{""} : d.buckets;
+}
+
+std::string row_name(const std::string& matrix, const std::string& bucket) {
+  return bucket.empty() ? matrix : fmt::format("{} [{}]", matrix, bucket);
+}
+
+TuneRow tune_bucket(Context& ctx, TuningDb& db, const OpDescriptor& desc, const NamedMatrix& m, const std::string& fp,
+                    const std::string& bucket, double budget_s, const std::function<bool()>& stop,
+                    const std::function<void(const std::string&)>& status) {
   const std::string dev = ctx.device().record().fingerprint;
-  const auto& desc = find_op(op_name);
   const std::string& op = desc.name;
   const auto& space = desc.space;
-  auto objective = desc.objective(ctx, m, {});
+  ObjectiveOptions oo;
+  oo.bucket = bucket;
+  auto objective = desc.objective(ctx, m, oo);
   std::map<std::string, tuner::Measurement> stored;  // the latest trial per config
   for (const auto& t : db.trials(dev, fp, op))
-    if (t.bucket.empty()) stored[space.complete(t.params).dump()] = {t.status, t.time_us, t.detail};
+    if (t.bucket == bucket) stored[space.complete(t.params).dump()] = {t.status, t.time_us, t.detail};
   tuner::Recall recall = [&](const nlohmann::json& c) -> std::optional<tuner::Measurement> {
     auto it = stored.find(c.dump());
     if (it == stored.end()) return std::nullopt;
@@ -99,14 +113,14 @@ TuneRow tune_op(Context& ctx, TuningDb& db, const std::string& op_name, const Na
   };
   int k = 0;
   tuner::Record record = [&](const nlohmann::json& c, const tuner::Measurement& r) {
-    db.add_trial(Trial{dev, fp, op, "", c, r.status, r.time_us, r.detail});
-    status(fmt::format("trial {}", ++k));
+    db.add_trial(Trial{dev, fp, op, bucket, c, r.status, r.time_us, r.detail});
+    status(fmt::format("{}trial {}", bucket.empty() ? "" : bucket + " ", ++k));
   };
   tuner::SearchOptions opt;
   opt.budget_s = budget_s;
   opt.stop = stop;
   auto r = tuner::search(space, *objective, recall, record, opt);
-  TuneRow row{.matrix = m.name, .strategy = r.strategy, .best = r.best, .default_us = r.default_us,
+  TuneRow row{.matrix = row_name(m.name, bucket), .strategy = r.strategy, .best = r.best, .default_us = r.default_us,
               .best_us = r.best_us, .measured = r.measured, .recalled = r.recalled, .failed = r.failed};
   if (!std::isfinite(r.best_us) || !(r.best_us > 0) || !std::isfinite(r.default_us)) return row;
   // The search's best is the minimum over many noisy measurements: confirm it against the defaults
@@ -116,8 +130,9 @@ TuneRow tune_op(Context& ctx, TuningDb& db, const std::string& op_name, const Na
   if (r.best != defaults) contenders.push_back(r.best);
   const auto& paper = desc.paper;
   if (!paper.empty()) contenders.push_back(space.complete(paper));
-  const auto t = contenders.size() > 1 ? head_to_head(*objective, db, Trial{dev, fp, op}, contenders, " (confirm)", stop)
-                                       : std::vector<double>{INFINITY};
+  const auto t = contenders.size() > 1
+                     ? head_to_head(*objective, db, Trial{dev, fp, op, bucket}, contenders, " (confirm)", stop)
+                     : std::vector<double>{INFINITY};
   const double def_us = t[0], best_us = r.best != defaults ? t[1] : INFINITY;
   if (!paper.empty()) row.paper_us = t.back();
   if (r.best != defaults && !std::isfinite(best_us) && stop()) return row;  // interrupted: keep what is stored
@@ -128,8 +143,23 @@ TuneRow tune_op(Context& ctx, TuningDb& db, const std::string& op_name, const Na
     row.default_us = def_us;
     row.best_us = best_us;
   }
-  db.set_best(dev, fp, op, "", row.best, row.best_us, row.default_us / row.best_us);
+  db.set_best(dev, fp, op, bucket, row.best, row.best_us, row.default_us / row.best_us);
   return row;
+}
+
+}  // namespace
+
+std::vector<TuneRow> tune_op(Context& ctx, TuningDb& db, const std::string& op_name, const NamedMatrix& m,
+                             const std::string& fp, double budget_s, const std::function<bool()>& stop,
+                             const std::function<void(const std::string&)>& status) {
+  const auto& desc = find_op(op_name);
+  const auto buckets = buckets_of(desc);
+  std::vector<TuneRow> rows;
+  for (const auto& b : buckets) {
+    if (stop()) break;
+    rows.push_back(tune_bucket(ctx, db, desc, m, fp, b, budget_s / static_cast<double>(buckets.size()), stop, status));
+  }
+  return rows;
 }
 
 // Leave-one-out: each tuned matrix's config predicted from the others, measured now against its
@@ -149,23 +179,29 @@ void evaluate(Context& ctx, TuningDb& db, const std::vector<std::string>& specs,
       NamedMatrix m = load_matrix(spec);
       const std::string fp = structure_fingerprint(m.csr);
       auto rec = db.find_matrix(fp);
-      auto tuned = db.best(dev, fp, op, "");
-      if (!rec || !tuned) continue;  // not tuned on this device
-      auto p = db.predict(dev, desc.config, "", rec->features, fp);
-      if (!p) continue;
-      // Both configs measured now, head to head (alternating, best of two): the stored times of
-      // the search are minima over noisy runs and would flatter the tuned config.
-      const auto best_config = space.complete(*tuned), config = space.complete(p->params);
-      auto objective = desc.objective(ctx, m, {});
-      const auto t = head_to_head(*objective, db, Trial{dev, fp, op}, {best_config, config}, " (evaluate)", stop);
-      const double best_us = t[0], pred_us = t[1];
-      if (!std::isfinite(pred_us) || !std::isfinite(best_us)) continue;
-      const double ratio = best_us / pred_us;  // 1: the prediction is as fast as the best
-      ratios.push_back(ratio);
-      worst = std::min(worst, ratio);
-      const std::string from = p->too_far ? fmt::format("defaults ({:.1f} away)", p->distance) : p->neighbour;
-      fmt::print("{:<36} {:<24} {:>10.1f} {:>12.1f} {:>7.1f}%\n", m.name.substr(0, 36), from.substr(0, 24), best_us,
-                 pred_us, 100 * ratio);
+      if (!rec) continue;
+      for (const auto& bucket : buckets_of(desc)) {
+        auto tuned = db.best(dev, fp, op, bucket);
+        if (!tuned) continue;  // not tuned on this device
+        auto p = db.predict(dev, desc.config, bucket, rec->features, fp);
+        if (!p) continue;
+        // Both configs measured now, head to head (alternating, best of two): the stored times of
+        // the search are minima over noisy runs and would flatter the tuned config.
+        const auto best_config = space.complete(*tuned), config = space.complete(p->params);
+        ObjectiveOptions oo;
+        oo.bucket = bucket;
+        auto objective = desc.objective(ctx, m, oo);
+        const auto t =
+            head_to_head(*objective, db, Trial{dev, fp, op, bucket}, {best_config, config}, " (evaluate)", stop);
+        const double best_us = t[0], pred_us = t[1];
+        if (!std::isfinite(pred_us) || !std::isfinite(best_us)) continue;
+        const double ratio = best_us / pred_us;  // 1: the prediction is as fast as the best
+        ratios.push_back(ratio);
+        worst = std::min(worst, ratio);
+        const std::string from = p->too_far ? fmt::format("defaults ({:.1f} away)", p->distance) : p->neighbour;
+        fmt::print("{:<36} {:<24} {:>10.1f} {:>12.1f} {:>7.1f}%\n", row_name(m.name, bucket).substr(0, 36),
+                   from.substr(0, 24), best_us, pred_us, 100 * ratio);
+      }
     }
     if (!ratios.empty())
       fmt::print("{}: predicted configs reach {:.1f}% of the best config's speed (geomean), worst {:.1f}%, over {}\n", op,

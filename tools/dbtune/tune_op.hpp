@@ -22,8 +22,10 @@ struct TuneRow {
 };
 
 // Searches op's space for matrix m (fingerprint fp) within budget_s, storing every trial in db;
-// confirms the best against the defaults and stores it with its speed-up.
-TuneRow tune_op(Context& ctx, TuningDb& db, const std::string& op, const NamedMatrix& m, const std::string& fp,
+// confirms the best against the defaults and stores it with its speed-up. An op with buckets
+// (OpDescriptor::buckets, e.g. spmm's N classes) is tuned and stored per bucket, the budget split
+// between them: one row each.
+std::vector<TuneRow> tune_op(Context& ctx, TuningDb& db, const std::string& op, const NamedMatrix& m, const std::string& fp,
                 double budget_s, const std::function<bool()>& stop,
                 const std::function<void(const std::string&)>& status);
 

@@ -40,6 +40,7 @@ struct BenchRequest {
 
 struct ObjectiveOptions {
   std::vector<double> densities;  // ops with a sparse x: the densities timed (empty: the op's own)
+  std::string bucket;             // one of OpDescriptor::buckets: time that class of problem only
 };
 
 struct OpDescriptor {
@@ -68,6 +69,9 @@ struct OpDescriptor {
   std::function<nlohmann::json(Context&, const Stream&, const BenchRequest&)> bench;
   // The plan this matrix gets on this device (config from the tuning DB), explained.
   std::function<std::string(Context&, const NamedMatrix&)> explain;
+  // Problem classes tuned and stored apart (the tuning DB's bucket; plans look theirs up), e.g.
+  // spmm's N classes. Empty: one config per matrix, bucket "".
+  std::vector<std::string> buckets;
   // dbtune tunes it unless --ops leaves it out; false for an op whose plan does not read the DB yet,
   // so that a default run spends none of its budget on configs nothing would use.
   bool tuned_by_default = true;

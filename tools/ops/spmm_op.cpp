@@ -28,7 +28,13 @@ using tuner::ParamSpec;
 // (BRP) and f32 CUDA cores (CSR).
 constexpr double kTolTf32 = 2e-3;
 constexpr double kTolF32 = 1e-5;
-const std::vector<int> kObjectiveN = {32, 128};  // ObjectiveOptions has no N: the tuner's two widths
+// The tuner's widths: one per bucket (spmm_tuning_bucket), both when no bucket is named.
+std::vector<int> objective_widths(const std::string& bucket) {
+  if (bucket.empty()) return {32, 128};
+  if (bucket == spmm_tuning_bucket(32)) return {32};
+  if (bucket == spmm_tuning_bucket(128)) return {128};
+  throw UsageError("spmm: unknown tuning bucket '" + bucket + "' (n32, n128)");
+}
 const std::vector<int> kBenchN = {32, 64, 128, 256};
 
 tuner::SearchSpace make_space() {
@@ -83,16 +89,16 @@ CsrMatrix<float> abs_of(const CsrMatrix<float>& a) {
 
 double tolerance(SpmmPath p) { return p == SpmmPath::Brp ? kTolTf32 : kTolF32; }
 
-// The tuner's time: the geomean over N = 32 and 128 of plan.run (C = A B), each checked against
-// reference_spmm first.
+// The tuner's time: plan.run (C = A B) at the bucket's N (the geomean over N = 32 and 128 with no
+// bucket), each checked against reference_spmm first.
 struct SpmmObjective {
   Context& ctx;
   CsrMatrix<float> a;
   std::vector<std::unique_ptr<SpmmCase>> cases;
 
-  SpmmObjective(Context& c, const NamedMatrix& m) : ctx(c), a(m.csr.cast<float>()) {
+  SpmmObjective(Context& c, const NamedMatrix& m, const std::string& bucket) : ctx(c), a(m.csr.cast<float>()) {
     const CsrMatrix<float> abs_a = abs_of(a);
-    for (int n : kObjectiveN) cases.push_back(std::make_unique<SpmmCase>(a, abs_a, n, 17 + n));
+    for (int n : objective_widths(bucket)) cases.push_back(std::make_unique<SpmmCase>(a, abs_a, n, 17 + n));
   }
 
   Measurement operator()(const nlohmann::json& params, int samples) {
@@ -270,9 +276,10 @@ OpDescriptor make() {
   };
   d.objective = [](Context& ctx, const NamedMatrix& m, const ObjectiveOptions& o) -> std::unique_ptr<tuner::Objective> {
     if (!o.densities.empty()) throw UsageError("spmm: B is dense; --density does not apply");
-    auto obj = std::make_shared<SpmmObjective>(ctx, m);
+    auto obj = std::make_shared<SpmmObjective>(ctx, m, o.bucket);
     return std::make_unique<tuner::Objective>([obj](const nlohmann::json& c, int n) { return (*obj)(c, n); });
   };
+  d.buckets = {spmm_tuning_bucket(32), spmm_tuning_bucket(128)};
   d.bench_options = {"--config", "--n"};
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return ctx.plan_spmm(m.csr.cast<float>(), 128).explain(); };
