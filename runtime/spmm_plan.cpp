@@ -329,6 +329,10 @@ SpmmPath SpmmPlan::path() const { return impl_->path; }
 int SpmmPlan::f() const { return impl_->f; }
 int SpmmPlan::g() const { return impl_->g; }
 double SpmmPlan::tc_share() const { return impl_->path == SpmmPath::Brp ? impl_->stats.tc_share : 0.0; }
+std::optional<BrpStats> SpmmPlan::brp_stats() const {
+  if (impl_->path != SpmmPath::Brp) return std::nullopt;
+  return impl_->stats;
+}
 const std::vector<KernelInfo>& SpmmPlan::kernels() const { return impl_->kernels; }
 const Config& SpmmPlan::config() const { return impl_->config; }
 const SpmmConfig& SpmmPlan::typed_config() const { return impl_->typed; }

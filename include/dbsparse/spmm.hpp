@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "dbsparse/brp.hpp"
 #include "dbsparse/context.hpp"
 #include "dbsparse/op_config.hpp"
 #include "dbsparse/plan_info.hpp"
@@ -99,6 +100,9 @@ class SpmmPlan {
   int f() const;          // the BRP parameters (also on the CSR path: those Auto weighed)
   int g() const;
   double tc_share() const;  // nonzeros in TC groups / nnz (0 on the CSR path)
+  // The BRP path's format figures: split, bytes, conversion time and (converted on the GPU) peak
+  // extra device memory against its bound. Empty on the CSR path.
+  std::optional<BrpStats> brp_stats() const;
   const Config& config() const;         // the config read (source: tuned, predicted, default, explicit)
   const SpmmConfig& typed_config() const;  // with the explicit SpmmOptions fields applied
   int64_t device_bytes() const;  // everything the plan holds on the device

@@ -160,6 +160,7 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
              "cusparse", "GFLOP/s", "a/cs", "brp/csr", "auto path; best cuSPARSE algorithm");
   nlohmann::json results = nlohmann::json::array();
   std::map<int, std::vector<std::pair<double, std::string>>> speedups;  // N -> (auto over cuSPARSE, matrix)
+  std::vector<std::pair<std::string, BrpStats>> conversions;               // the BRP plans' formats
   for_each_matrix(r.specs, [&](const NamedMatrix& m, bool) {
     const CsrMatrix<float> a = m.csr.cast<float>();
     const CsrMatrix<float> abs_a = abs_of(a);
@@ -206,6 +207,13 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
       rec["config"] = config_to_json(plan.typed_config());
       rec["config_source"] = to_string(plan.config().source);
       rec["tc_share_brp"] = brp.tc_share();
+      // The preprocessing the issue bounds (4 nnz (index + value bytes) of extra device memory).
+      if (const auto st = brp.brp_stats()) {
+        rec["brp_convert"] = {{"on_device", st->on_device}, {"ms", st->convert_ms},
+                              {"peak_extra_bytes", st->peak_extra_bytes}, {"bound_bytes", st->peak_bound_bytes()},
+                              {"peak_bytes_per_nnz", a.nnz() ? double(st->peak_extra_bytes) / double(a.nnz()) : 0.0}};
+        conversions.push_back({m.name, *st});
+      }
       rec["impls"] = nlohmann::json::array();
       for (const auto& t : rows) {
         const bool ok = t.err <= (t.impl.rfind("dbsparse-brp", 0) == 0 ||
@@ -248,6 +256,20 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
     fmt::print("N = {}: dbsparse auto over the best cuSPARSE algorithm: geomean {:.2f}x over {} matrices, worst "
                "{:.2f}x ({})\n",
                n, geomean(xs), xs.size(), worst->first, worst->second);
+  }
+  // One line per matrix (the first N's plan; the format does not depend on N).
+  std::string last;
+  for (const auto& [name, st] : conversions) {
+    if (name == last) continue;
+    last = name;
+    const double per_nnz = st.nnz ? double(st.peak_extra_bytes) / double(st.nnz) : 0.0;
+    const double bound = st.nnz ? double(st.peak_bound_bytes()) / double(st.nnz) : 0.0;
+    const char* verdict = !st.on_device                                ? "not metered on the host"
+                          : st.peak_extra_bytes <= st.peak_bound_bytes() ? "within"
+                                                                         : "OVER";
+    fmt::print("BRP f = {}, g = {} on {}: converted on the {} in {:.2f} ms, peak extra device memory {:.1f} B/nnz "
+               "(bound {:.0f}: {})\n",
+               st.f, st.g, name.substr(0, 40), st.on_device ? "GPU" : "host", st.convert_ms, per_nnz, bound, verdict);
   }
   nlohmann::json j;
   j["results"] = results;
