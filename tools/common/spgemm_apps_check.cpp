@@ -67,6 +67,19 @@ template SpgemmCheck check_contraction(const CsrMatrix<float>&, const CsrMatrix<
 template SpgemmCheck check_contraction(const CsrMatrix<double>&, const CsrMatrix<double>&, std::span<const int32_t>,
                                        int32_t, double);
 
+bool wants_check(nlohmann::json& rec, bool no_check, std::string_view operand, int64_t nnz, int64_t limit,
+                 std::string_view reference) {
+  if (no_check) {
+    rec["check"] = "skipped (--no-check)";
+    return false;
+  }
+  if (nnz > limit) {
+    rec["check"] = fmt::format("skipped (nnz({}) > {}: {} would be slow; not checked)", operand, limit, reference);
+    return false;
+  }
+  return true;
+}
+
 int record_check(nlohmann::json& rec, const SpgemmCheck& chk) {
   rec["check"] = chk.ok ? "ok" : "MISMATCH";
   rec["check_note"] = chk.note;

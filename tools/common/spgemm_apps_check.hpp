@@ -38,6 +38,10 @@ LabelCheck check_labels(std::span<const int32_t> got, std::span<const int32_t> w
 // every machine.
 std::vector<int32_t> random_labels(int32_t n, int32_t k, uint64_t seed);
 
+// Whether a subcommand runs its CPU check: false, with rec["check"] saying why ("skipped (...)"),
+// under --no-check or when nnz(operand) passes limit (reference names what would be slow).
+bool wants_check(nlohmann::json& rec, bool no_check, std::string_view operand, int64_t nnz, int64_t limit,
+                 std::string_view reference);
 // The subcommands' record of a check: "check" ("ok" or "MISMATCH"), "check_note" and
 // "check_max_error" set in rec; the exit code (0, or 4 for a mismatch).
 int record_check(nlohmann::json& rec, const SpgemmCheck& chk);

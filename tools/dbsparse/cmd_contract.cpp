@@ -79,11 +79,7 @@ int run_contract(const ContractArgs& a, const NamedMatrix& m, const std::vector<
                         {"ms", ms},
                         {"gflops", gflops}};
   int rc = 0;
-  if (a.no_check) {
-    rec["check"] = "skipped (--no-check)";
-  } else if (g.nnz() > kCheckNnzLimit) {
-    rec["check"] = fmt::format("skipped (nnz(G) > {}: the CPU reference would be slow; not checked)", kCheckNnzLimit);
-  } else {
+  if (tools::wants_check(rec, a.no_check, "G", g.nnz(), kCheckNnzLimit, "the CPU reference")) {
     const tools::SpgemmCheck chk = tools::check_contraction(r.c, g, labels, k, tools::spgemm_tolerance(a.precision));
     rc = tools::record_check(rec, chk);
   }

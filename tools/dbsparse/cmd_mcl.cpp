@@ -93,11 +93,7 @@ int run_mcl(const MclArgs& a, const NamedMatrix& m) {
                         {"singletons", singletons},
                         {"trace", trace}};
   int rc = 0;
-  if (a.no_check) {
-    rec["check"] = "skipped (--no-check)";
-  } else if (g.nnz() > kCheckNnzLimit) {
-    rec["check"] = fmt::format("skipped (nnz(G) > {}: mcl_cpu would be slow; not checked)", kCheckNnzLimit);
-  } else {
+  if (tools::wants_check(rec, a.no_check, "G", g.nnz(), kCheckNnzLimit, "mcl_cpu")) {
     const MclResult cpu = mcl_cpu(g, o);
     const tools::LabelCheck chk = tools::check_labels(r.labels, cpu.labels);
     rec["check"] = chk.ok ? "ok" : "MISMATCH";

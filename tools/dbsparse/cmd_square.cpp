@@ -108,11 +108,7 @@ int run_square(const SquareArgs& a, const NamedMatrix& m) {
                         {"steady_gflops", gflops(steady_ms)},
                         {"steady_samples", a.reps}};
   int rc = 0;
-  if (a.no_check) {
-    rec["check"] = "skipped (--no-check)";
-  } else if (am.nnz() > kCheckNnzLimit) {
-    rec["check"] = fmt::format("skipped (nnz(A) > {}: the CPU reference would be slow; not checked)", kCheckNnzLimit);
-  } else {
+  if (tools::wants_check(rec, a.no_check, "A", am.nnz(), kCheckNnzLimit, "the CPU reference")) {
     const CsrMatrix<T> c = plan->download();
     const tools::SpgemmCheck chk = tools::check_product(c, am, b, tools::spgemm_tolerance(a.precision));
     rc = tools::record_check(rec, chk);
