@@ -35,8 +35,8 @@ struct SpmmConfig {
   // never). They take 16 x 8 x 4 bytes a block against 8f values, so 2x at f = 8, 16x at f = 1.
   int expand_min_f = 4;
   // BRP: the TC kernel's warps per block (1, 2, 4 or 8), which split a window's groups and add
-  // their sums in shared memory. 8: f = 8, g = 2 on block-pruned 4096^2 took 71 / 49 / 44 us at
-  // 1 / 4 / 8 warps, n = 32 (H200, 2026-11-30, docs/bench/2026-11-30-s9-bench_spmm-brp-configs.txt).
+  // their sums in shared memory. 8: f = 8, g = 2 on block-pruned 4096^2 took 49 / 44 us at 4 / 8
+  // warps (71 at 1 warp with 8-group runs), n = 32 (H200, 2026-11-30, docs/bench/2026-11-30-s9-bench_spmm-brp-configs.txt).
   int tc_warps = 8;
   // BRP: a block sums at most this many of a window's groups; the rest of the window goes to a
   // second, atomic pass in runs of this length.
