@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -35,7 +36,9 @@ DeviceBuffer<U> upload(std::span<const U> host) {
 template <class T>
 class MclRunner {
  public:
-  MclRunner(Context& ctx, const MclOptions& o, CsrMatrix<T> p) : ctx_(ctx), o_(o), stream_(ctx), p_(std::move(p)) {
+  // expand: P·P by another library (MclExpand); empty: by hash SpGEMM.
+  MclRunner(Context& ctx, const MclOptions& o, CsrMatrix<T> p, MclExpand<T> expand = {})
+      : ctx_(ctx), o_(o), stream_(ctx), p_(std::move(p)), expand_(std::move(expand)) {
     o_.check();
     if (p_.rows != p_.cols)
       throw UsageError(fmt::format("mcl: P must be square, is {}x{}", p_.rows, p_.cols));
@@ -64,13 +67,30 @@ class MclRunner {
     const auto t0 = Clock::now();
     const auto h = static_cast<CUstream>(stream_.handle());
     int n = dev_.rows;
-    SpgemmPlan<T> plan = ctx_.plan_spgemm(dev_.view(), dev_.view(), SpgemmOptions{}, h);
-    plan.run(h);
+    // Q = P·P, on the device: the plan (kept alive until the step's last wait), or the callback's.
+    std::optional<SpgemmPlan<T>> plan;
+    uint64_t qp = 0, qc = 0, qv = 0;
+    if (expand_) {
+      const DeviceCsrView<T> q = expand_(dev_.view(), stream_.handle());
+      if (q.rows != n || q.cols != dev_.cols)
+        throw Error(fmt::format("mcl: the expansion returned a {}x{} matrix for a {}x{} P", q.rows, q.cols, n,
+                                dev_.cols));
+      qp = reinterpret_cast<uint64_t>(q.row_ptr);
+      qc = reinterpret_cast<uint64_t>(q.col_idx);
+      qv = reinterpret_cast<uint64_t>(q.values);
+      it.nnz_expanded = q.nnz;
+    } else {
+      plan.emplace(ctx_.plan_spgemm(dev_.view(), dev_.view(), SpgemmOptions{}, h));
+      plan->run(h);
+      qp = plan->row_ptr();
+      qc = plan->col_idx();
+      qv = plan->values();
+      it.nnz_expanded = plan->nnz();
+    }
     DBS_CU(cuStreamSynchronize(h));
     it.expand_ms = ms_since(t0);
-    it.nnz_expanded = plan.nnz();
 
-    uint64_t qp = plan.row_ptr(), qc = plan.col_idx(), qv = plan.values(), kl = kept_len_.ptr();
+    uint64_t kl = kept_len_.ptr();
     // +0.0 for a -0.0 threshold: the kernel compares bit patterns.
     T r = static_cast<T>(o_.inflation), below = static_cast<T>(o_.prune_below) + T(0);
     int top_k = o_.keep_top_k;
@@ -122,13 +142,13 @@ class MclRunner {
   DeviceBuffer<int32_t> kept_len_;
   DeviceBuffer<uint64_t> change_bits_;
   CUfunction prune_ = nullptr, gather_ = nullptr, change_ = nullptr;
+  MclExpand<T> expand_;
 };
 
-}  // namespace
-
 template <class T>
-MclResult mcl(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o) {
-  MclRunner<T> run(ctx, o, mcl_start(g, o).template cast<T>());  // mcl_start checks the options and the shape
+MclResult mcl_loop(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o, MclExpand<T> expand) {
+  // mcl_start checks the options and the shape
+  MclRunner<T> run(ctx, o, mcl_start(g, o).template cast<T>(), std::move(expand));
   MclResult r;
   while (r.iterations < o.max_iterations && !r.converged) {
     r.trace.push_back(run.step());
@@ -139,6 +159,19 @@ MclResult mcl(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o) {
   r.labels = std::move(l.labels);
   r.clusters = l.clusters;
   return r;
+}
+
+}  // namespace
+
+template <class T>
+MclResult mcl(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o) {
+  return mcl_loop<T>(ctx, g, o, {});
+}
+
+template <class T>
+MclResult mcl(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o, const MclExpand<T>& expand) {
+  if (!expand) throw UsageError("mcl: the expansion callback is empty");
+  return mcl_loop<T>(ctx, g, o, expand);
 }
 
 template <class T>
@@ -152,6 +185,8 @@ CsrMatrix<T> mcl_step(Context& ctx, const CsrMatrix<T>& p, const MclOptions& o, 
 
 template MclResult mcl(Context&, const CsrMatrix<float>&, const MclOptions&);
 template MclResult mcl(Context&, const CsrMatrix<double>&, const MclOptions&);
+template MclResult mcl(Context&, const CsrMatrix<float>&, const MclOptions&, const MclExpand<float>&);
+template MclResult mcl(Context&, const CsrMatrix<double>&, const MclOptions&, const MclExpand<double>&);
 template CsrMatrix<float> mcl_step(Context&, const CsrMatrix<float>&, const MclOptions&, double*);
 template CsrMatrix<double> mcl_step(Context&, const CsrMatrix<double>&, const MclOptions&, double*);
 

@@ -25,14 +25,10 @@ CsrMatrix<T> square(Context& ctx, const CsrMatrix<T>& a, bool transpose, const S
 }
 
 template <class T>
-ContractResult<T> contract(Context& ctx, const CsrMatrix<T>& g, std::span<const int32_t> labels, int32_t k,
-                           const SpgemmOptions& options) {
-  // The checks and messages of contract_cpu, so that both reject the same input alike.
-  if (g.rows != g.cols) throw UsageError(fmt::format("contract: the graph must be square, is {}x{}", g.rows, g.cols));
-  if (labels.size() != static_cast<size_t>(g.rows))
-    throw UsageError(fmt::format("contract: {} labels for a graph of {} vertices", labels.size(), g.rows));
+std::pair<CsrMatrix<T>, CsrMatrix<T>> contraction_factors(int32_t n, std::span<const int32_t> labels, int32_t k) {
   if (k < 0) throw UsageError(fmt::format("contract: k must be >= 0, got {}", k));
-  const int32_t n = g.rows;
+  if (labels.size() != static_cast<size_t>(n))
+    throw UsageError(fmt::format("contract: {} labels for a graph of {} vertices", labels.size(), n));
   // S (k x n): row a lists the vertices labelled a, ascending (a counting sort). Sᵀ (n x k): row j
   // is the single entry (j, labels[j]), so it needs no transpose.
   CsrMatrix<T> s, st;
@@ -58,6 +54,19 @@ ContractResult<T> contract(Context& ctx, const CsrMatrix<T>& g, std::span<const 
   std::vector<int32_t> fill(s.row_ptr.begin(), s.row_ptr.end() - 1);
   for (int32_t j = 0; j < n; ++j) s.col_idx[fill[labels[j]]++] = j;
 
+  return {std::move(s), std::move(st)};
+}
+
+template <class T>
+ContractResult<T> contract(Context& ctx, const CsrMatrix<T>& g, std::span<const int32_t> labels, int32_t k,
+                           const SpgemmOptions& options) {
+  // The checks and messages of contract_cpu, so that both reject the same input alike.
+  if (g.rows != g.cols) throw UsageError(fmt::format("contract: the graph must be square, is {}x{}", g.rows, g.cols));
+  if (labels.size() != static_cast<size_t>(g.rows))
+    throw UsageError(fmt::format("contract: {} labels for a graph of {} vertices", labels.size(), g.rows));
+  if (k < 0) throw UsageError(fmt::format("contract: k must be >= 0, got {}", k));
+  auto [s, st] = contraction_factors<T>(g.rows, labels, k);
+
   ContractResult<T> r;
   Stream stream(ctx);
   SpgemmPlan<T> sg = ctx.plan_spgemm(s, g, options);
@@ -77,6 +86,10 @@ template SpgemmPlan<float> plan_square(Context&, const CsrMatrix<float>&, bool, 
 template SpgemmPlan<double> plan_square(Context&, const CsrMatrix<double>&, bool, const SpgemmOptions&);
 template CsrMatrix<float> square(Context&, const CsrMatrix<float>&, bool, const SpgemmOptions&);
 template CsrMatrix<double> square(Context&, const CsrMatrix<double>&, bool, const SpgemmOptions&);
+template std::pair<CsrMatrix<float>, CsrMatrix<float>> contraction_factors(int32_t, std::span<const int32_t>,
+                                                                          int32_t);
+template std::pair<CsrMatrix<double>, CsrMatrix<double>> contraction_factors(int32_t, std::span<const int32_t>,
+                                                                            int32_t);
 template ContractResult<float> contract(Context&, const CsrMatrix<float>&, std::span<const int32_t>, int32_t,
                                         const SpgemmOptions&);
 template ContractResult<double> contract(Context&, const CsrMatrix<double>&, std::span<const int32_t>, int32_t,

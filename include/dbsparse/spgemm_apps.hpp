@@ -8,10 +8,13 @@
 // Graphs follow the library's convention (graph.hpp): vertex i is reached from j when
 // A(i, j) != 0, so column j holds j's out-edges.
 #include <cstdint>
+#include <functional>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "dbsparse/context.hpp"
+#include "dbsparse/device_csr.hpp"
 #include "dbsparse/matrix.hpp"
 #include "dbsparse/spgemm.hpp"
 
@@ -114,6 +117,12 @@ struct ContractResult {
 template <class T>
 ContractResult<T> contract(Context& ctx, const CsrMatrix<T>& g, std::span<const int32_t> labels, int32_t k,
                            const SpgemmOptions& options = {});
+// The two factors contract() multiplies by, built on the host (in contract() itself and by any
+// other pipeline that means to be built the same way): S (k x n, row a the vertices labelled a,
+// ascending, values 1) and Sᵀ (n x k, row j the single entry (j, labels[j])). UsageError, as
+// contract's, for k < 0 or a label outside [0, k) (naming the vertex).
+template <class T>
+std::pair<CsrMatrix<T>, CsrMatrix<T>> contraction_factors(int32_t n, std::span<const int32_t> labels, int32_t k);
 
 // Markov clustering on the GPU, iteration for iteration mcl_cpu's, in T: P = mcl_start(g) on the
 // host, uploaded once, then per iteration P·P by plan_spgemm from device CSR (a new plan each
@@ -125,6 +134,17 @@ ContractResult<T> contract(Context& ctx, const CsrMatrix<T>& g, std::span<const 
 // labels, not the matrices. Options are checked (UsageError).
 template <class T>
 MclResult mcl(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o = {});
+// The same loop with the expansion Q = P·P done by `expand` instead of hash SpGEMM (another
+// library's SpGEMM in the same pipeline, for comparisons). expand(P, stream) gets P on the device
+// (square, rows sorted) and the stream the elementwise steps run on; it returns Q on the device
+// with every row sorted by column and unique columns (what mcl_prune needs), ready for work queued
+// on that stream after it. The arrays are the callback's, must stay valid until its next call or
+// until mcl returns, and are modified in place (pruning moves the kept entries of each row to its
+// front). trace[i].expand_ms times the call and a wait for the stream.
+template <class T>
+using MclExpand = std::function<DeviceCsrView<T>(const DeviceCsrView<T>& p, void* stream)>;
+template <class T>
+MclResult mcl(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o, const MclExpand<T>& expand);
 // One iteration on the GPU from a given P (square, rows sorted), as mcl_step; *change, when given,
 // receives mcl_change(p, result) as the GPU measured it.
 template <class T>

@@ -67,3 +67,25 @@ TEST_CASE("BenchSpgemmWithoutAGpuSaysSoAndExits") {
   if (out.find("no CUDA device") == std::string::npos) return;  // a GPU is here: that is the gpu tier's
   CHECK(code == 3);
 }
+
+TEST_CASE("BenchSpgemmAppOptionsAreCheckedBeforeAnyGpuWork") {
+  REQUIRE_MESSAGE(!cli_path().empty(), "dbsparse binary not found beside the test binary");
+  check_error("bench spmv stencil2d:n=10 --contract-k 4", "--contract-k does not apply to bench spmv");
+  check_error("bench spmm stencil2d:n=10 --mcl-iters 2", "--mcl-iters does not apply to bench spmm");
+  {
+    auto [code, out] = run("bench spgemm stencil2d:n=10 --contract-k 0");
+    CAPTURE(out);
+    CHECK(code != 0);  // CLI11's range check: k >= 1
+    CHECK(out.find("--contract-k") != std::string::npos);
+  }
+  {
+    auto [code, out] = run("bench spgemm stencil2d:n=10 --mcl-iters -1");
+    CAPTURE(out);
+    CHECK(code != 0);
+    CHECK(out.find("--mcl-iters") != std::string::npos);
+  }
+  // Accepted by spgemm: what follows is the GPU's (exit 3 without one).
+  auto [code, out] = run("bench spgemm stencil2d:n=10 --contract-k 4 --mcl-iters 0");
+  CAPTURE(out);
+  if (out.find("no CUDA device") != std::string::npos) CHECK(code == 3);
+}

@@ -5,7 +5,11 @@
 #include <algorithm>
 #include <cmath>
 
+#include <vector>
+
 #include "dbsparse/generators.hpp"
+#include "dbsparse/reference.hpp"
+#include "dbsparse/spgemm_apps.hpp"
 #include "dbsparse/spgemm.hpp"
 #include "tools/common/bench_spgemm.hpp"
 #include "tools/common/suites.hpp"
@@ -118,4 +122,80 @@ TEST_CASE("SpgemmCheckOfANonSquareProductAATransposed") {
   for (auto& v : abs_wt.values) v = std::fabs(v);
   const auto scale = hash_spgemm_cpu(abs_w, abs_wt).c;
   CHECK(tools::compare_spgemm(c, c, scale, tools::spgemm_tolerance("f64")).ok);
+}
+
+TEST_CASE("SpgemmAppsBenchPiecesOnTheHost") {
+  // k: the request, else rows / 64, at least 1.
+  CHECK(tools::contract_k_for(6400, 0) == 100);
+  CHECK(tools::contract_k_for(10, 0) == 1);
+  CHECK(tools::contract_k_for(10, 7) == 7);
+  CHECK_THROWS_AS(tools::contract_k_for(10, -1), UsageError);
+  // Labels: in [0, k), the same for the same seed, every class used on a large enough graph.
+  const auto l1 = tools::contract_labels(10000, 100), l2 = tools::contract_labels(10000, 100);
+  CHECK(l1 == l2);
+  CHECK(tools::contract_labels(10000, 100, 2) != l1);
+  std::vector<int> used(100, 0);
+  for (int32_t l : l1) {
+    REQUIRE(l >= 0);
+    REQUIRE(l < 100);
+    used[l] = 1;
+  }
+  CHECK(std::count(used.begin(), used.end(), 1) == 100);
+  CHECK_THROWS_AS(tools::contract_labels(10, 0), UsageError);
+  // MCL: fixed iterations (tolerance 0), otherwise the defaults, and valid.
+  const MclOptions o = tools::bench_mcl_options(5);
+  CHECK(o.max_iterations == 5);
+  CHECK(o.tolerance == 0);
+  CHECK(o.keep_top_k == MclOptions{}.keep_top_k);
+  CHECK_NOTHROW(o.check());
+  CHECK_THROWS_AS(tools::bench_mcl_options(0), UsageError);
+}
+
+TEST_CASE("ContractionFactorsAreTransposesAndGiveContractCpusC") {
+  const CsrMatrix<double> g = generate("stencil2d:n=20");
+  const int32_t k = 7;
+  const auto labels = tools::contract_labels(g.rows, k);
+  const auto [s, st] = contraction_factors<double>(g.rows, labels, k);
+  CHECK(s.rows == k);
+  CHECK(s.cols == g.rows);
+  CHECK(st.rows == g.rows);
+  CHECK(st.cols == k);
+  const CsrMatrix<double> t = transpose(s);
+  CHECK(t.row_ptr == st.row_ptr);
+  CHECK(t.col_idx == st.col_idx);
+  CHECK(t.values == st.values);
+  for (int32_t j = 0; j < g.rows; ++j) CHECK(st.col_idx[j] == labels[j]);
+  // S·G·Sᵀ by the CPU reference on these factors is contract_cpu's C.
+  const CsrMatrix<double> c = reference::spgemm(reference::spgemm(s, g), st);
+  const CsrMatrix<double> want = contract_cpu(g, std::span<const int32_t>(labels), k);
+  CHECK(c.row_ptr == want.row_ptr);
+  CHECK(c.col_idx == want.col_idx);
+  for (size_t e = 0; e < c.values.size() && e < want.values.size(); ++e)
+    CHECK(c.values[e] == doctest::Approx(want.values[e]));
+  const std::vector<int32_t> bad = {0, 1, 9};
+  CHECK_THROWS_AS(contraction_factors<double>(3, bad, 3), UsageError);
+  CHECK_THROWS_AS(contraction_factors<double>(4, bad, 3), UsageError);
+}
+
+TEST_CASE("SpgemmAppSummaryCountsOnlyAgreeingRecordsOfItsApp") {
+  auto rec = [](const char* app, const char* m, double speedup, bool ok) {
+    return nlohmann::json{{"app", app}, {"matrix", m}, {"precision", "f32"}, {"speedup", speedup}, {"check_ok", ok}};
+  };
+  std::vector<nlohmann::json> rs = {rec("contract", "a", 2.0, true), rec("contract", "b", 8.0, true),
+                                    rec("contract", "c", 100.0, false), rec("mcl", "a", 0.5, true)};
+  nlohmann::json failed = {{"app", "contract"}, {"matrix", "d"}, {"precision", "f32"},
+                           {"cusparse_error", "x"}, {"check_ok", false}};
+  rs.push_back(failed);
+  const nlohmann::json s = tools::spgemm_app_summary(rs, "contract");
+  REQUIRE(s.contains("f32"));
+  CHECK(s["f32"]["matrices"] == 4);
+  CHECK(s["f32"]["compared"] == 2);
+  CHECK(s["f32"]["geomean_speedup"].get<double>() == doctest::Approx(4.0));
+  CHECK(s["f32"]["worst_speedup"].get<double>() == doctest::Approx(2.0));
+  CHECK(s["f32"]["worst_matrix"] == "a");
+  CHECK(s["f32"]["mismatches"] == 1);
+  CHECK(s["f32"]["cusparse_failed"] == 1);
+  const nlohmann::json m = tools::spgemm_app_summary(rs, "mcl");
+  CHECK(m["f32"]["compared"] == 1);
+  CHECK(m["f32"]["worst_matrix"] == "a");
 }

@@ -12,7 +12,9 @@
 #include <tuple>
 
 #include "runtime/cuda_driver.hpp"
+#include "tools/common/cusparse_pipelines.hpp"
 #include "tools/common/cusparse_spgemm.hpp"
+#include "tools/common/random.hpp"
 #include "tools/common/stats.hpp"
 
 namespace dbsparse::tools {
@@ -265,7 +267,288 @@ nlohmann::json bench_one(Context& ctx, const Stream& stream, const NamedMatrix& 
   return rec;
 }
 
+// Reps of a whole pipeline: the median of up to `reps` wall times, stopping after `budget_s`.
+template <class F>
+double median_ms(int reps, double budget_s, F&& run, int* runs) {
+  const std::vector<double> ms = time_products(reps, budget_s, std::forward<F>(run));
+  *runs = static_cast<int>(ms.size());
+  return median(ms);
+}
+
+template <class T>
+nlohmann::json bench_contract(Context& ctx, const Stream& stream, const CsrMatrix<T>& g, nlohmann::json rec,
+                              const std::string& precision, const SpgemmBenchOptions& opt) {
+  const int32_t k = contract_k_for(g.rows, opt.contract_k);
+  const std::vector<int32_t> labels = contract_labels(g.rows, k);
+  rec["k"] = k;
+  rec["labels"] = "uniform random in [0, k), seed 1";
+  const int reps = std::max(1, opt.app_reps);
+  ContractResult<T> ours;
+  CsrMatrix<T> scale;
+  bool have_ours = false;
+  try {
+    (void)contract(ctx, g, labels, k);  // warm-up: loads the kernels
+    int runs = 0;
+    rec["dbsparse_ms"] = median_ms(reps, opt.product_budget_s, [&] { ours = contract(ctx, g, labels, k); }, &runs);
+    rec["dbsparse_runs"] = runs;
+    rec["nnz_sg"] = ours.nnz_sg;
+    rec["nnz_c"] = ours.c.nnz();
+    rec["flops"] = ours.flops;
+    if (opt.baselines) {
+      CsrMatrix<T> abs_g = g;
+      for (auto& v : abs_g.values) v = std::fabs(v);
+      scale = contract(ctx, abs_g, labels, k).c;  // sum |G(i, j)| per entry of C (S's entries are 1)
+    }
+    have_ours = true;
+  } catch (const Error& e) {
+    rec["dbsparse_error"] = e.what();
+  }
+  CusparseContractResult<T> theirs;
+  bool have_theirs = false;
+  if (opt.baselines) {
+    try {
+      CusparseHandle handle;
+      void* h = stream.handle();
+      (void)cusparse_contract(g, labels, k, h, handle.get());  // warm-up
+      int runs = 0;
+      rec["cusparse_ms"] =
+          median_ms(reps, opt.product_budget_s, [&] { theirs = cusparse_contract(g, labels, k, h, handle.get()); }, &runs);
+      rec["cusparse_runs"] = runs;
+      rec["cusparse_algs"] = theirs.algs;
+      if (!theirs.note.empty()) rec["cusparse_note"] = theirs.note;
+      rec["cusparse_nnz_sg"] = theirs.nnz_sg;
+      have_theirs = true;
+    } catch (const Error& e) {
+      rec["cusparse_error"] = e.what();
+    }
+  }
+  if (!opt.baselines) {
+    rec["check"] = "-";
+  } else if (!have_ours || !have_theirs) {
+    rec["check"] = have_ours ? "no cuSPARSE C" : "no dbsparse C";
+    rec["check_ok"] = false;
+  } else {
+    const SpgemmCheck c = compare_spgemm(ours.c, std::move(theirs.c), scale, spgemm_tolerance(precision));
+    rec["check"] = c.ok ? "ok" : "MISMATCH";
+    rec["check_ok"] = c.ok;
+    rec["check_note"] = c.note;
+    rec["check_max_error"] = c.max_error;
+  }
+  return rec;
+}
+
+template <class T>
+nlohmann::json bench_mcl(Context& ctx, const CsrMatrix<T>& g, nlohmann::json rec, const SpgemmBenchOptions& opt) {
+  const MclOptions o = bench_mcl_options(opt.mcl_iters);
+  rec["mcl_options"] = {{"max_iterations", o.max_iterations}, {"tolerance", o.tolerance},
+                        {"inflation", o.inflation},           {"prune_below", o.prune_below},
+                        {"keep_top_k", o.keep_top_k},         {"add_self_loops", o.add_self_loops}};
+  const int reps = std::max(1, opt.app_reps);
+  // The sum of the iterations' own times (MclIteration::ms: expansion and elementwise steps, P on
+  // the device), per iteration; the whole call (mcl_start, upload, labels) is the *_ms field.
+  auto per_iter = [](const MclResult& r) {
+    double sum = 0;
+    for (const auto& it : r.trace) sum += it.ms;
+    return r.iterations > 0 ? sum / r.iterations : 0.0;
+  };
+  auto expand_ms = [](const MclResult& r) {
+    double sum = 0;
+    for (const auto& it : r.trace) sum += it.expand_ms;
+    return sum;
+  };
+  MclResult ours, theirs;
+  bool have_ours = false, have_theirs = false;
+  try {
+    (void)mcl(ctx, g, o);  // warm-up: loads the kernels
+    std::vector<double> iter_ms;
+    int runs = 0;
+    rec["dbsparse_ms"] = median_ms(reps, opt.product_budget_s, [&] {
+      ours = mcl(ctx, g, o);
+      iter_ms.push_back(per_iter(ours));
+    }, &runs);
+    rec["dbsparse_runs"] = runs;
+    rec["dbsparse_iter_ms"] = median(iter_ms);
+    rec["dbsparse_expand_ms"] = expand_ms(ours);
+    rec["dbsparse_iterations"] = ours.iterations;
+    rec["dbsparse_clusters"] = ours.clusters;
+    nlohmann::json nnz = nlohmann::json::array();
+    for (const auto& it : ours.trace) nnz.push_back({{"expanded", it.nnz_expanded}, {"pruned", it.nnz}});
+    rec["dbsparse_nnz_per_iteration"] = nnz;
+    have_ours = true;
+  } catch (const Error& e) {
+    rec["dbsparse_error"] = e.what();
+  }
+  if (opt.baselines) {
+    try {
+      CusparseHandle handle;
+      CusparseMclStats stats;
+      // Warm-up, untimed: loads the library's MCL kernels and cuSPARSE's, and checks that every Q
+      // cuSPARSE returns has sorted rows (mcl_prune needs them; timed runs do not check again).
+      (void)cusparse_mcl(ctx, g, o, handle.get(), /*check_sorted=*/true, &stats);
+      std::vector<double> iter_ms;
+      int runs = 0;
+      rec["cusparse_ms"] = median_ms(reps, opt.product_budget_s, [&] {
+        theirs = cusparse_mcl(ctx, g, o, handle.get(), /*check_sorted=*/false);
+        iter_ms.push_back(per_iter(theirs));
+      }, &runs);
+      rec["cusparse_runs"] = runs;
+      rec["cusparse_iter_ms"] = median(iter_ms);
+      rec["cusparse_expand_ms"] = expand_ms(theirs);
+      rec["cusparse_iterations"] = theirs.iterations;
+      rec["cusparse_clusters"] = theirs.clusters;
+      rec["cusparse_alg3_products"] = stats.alg3_products;
+      rec["cusparse_algs"] = stats.alg3_products == 0 ? "cusparse-default" : "cusparse-alg3 on some products";
+      if (!stats.note.empty()) rec["cusparse_note"] = stats.note;
+      have_theirs = true;
+    } catch (const Error& e) {
+      rec["cusparse_error"] = e.what();
+    }
+  }
+  if (!opt.baselines) {
+    rec["check"] = "-";
+  } else if (!have_ours || !have_theirs) {
+    rec["check"] = have_ours ? "no cuSPARSE labels" : "no dbsparse labels";
+    rec["check_ok"] = false;
+  } else {
+    rec["check_ok"] = ours.iterations == theirs.iterations && ours.labels == theirs.labels;
+    rec["check"] = rec["check_ok"].get<bool>() ? "ok" : "MISMATCH";
+    if (ours.iterations != theirs.iterations) {
+      rec["check_note"] = fmt::format("{} iterations against {}", ours.iterations, theirs.iterations);
+    } else {
+      size_t differ = 0;
+      for (size_t i = 0; i < ours.labels.size() && i < theirs.labels.size(); ++i) differ += ours.labels[i] != theirs.labels[i];
+      rec["check_note"] = differ == 0 && ours.labels.size() == theirs.labels.size()
+                              ? fmt::format("labels equal ({} clusters)", ours.clusters)
+                              : fmt::format("{} of {} labels differ ({} clusters against {})", differ,
+                                            ours.labels.size(), ours.clusters, theirs.clusters);
+    }
+  }
+  return rec;
+}
+
+void print_app_line(const nlohmann::json& r) {
+  auto ms_text = [&](const char* key) { return r.contains(key) ? fmt::format("{:.3f}", num(r, key)) : std::string("-"); };
+  const std::string app = r.at("app").get<std::string>();
+  const std::string what =
+      app == "contract"
+          ? fmt::format("contract k={} nnz(C) {}", r.at("k").get<int32_t>(), r.value("nnz_c", int64_t{-1}))
+          : fmt::format("mcl {} it, per it dbs {} ms, cusp {} ms", r.value("dbsparse_iterations", 0),
+                        ms_text("dbsparse_iter_ms"), ms_text("cusparse_iter_ms"));
+  fmt::print("  {}: dbsparse {} ms, cuSPARSE {} ms{}, x {}  {}{}\n", what, ms_text("dbsparse_ms"), ms_text("cusparse_ms"),
+             r.contains("cusparse_algs") ? " (" + r.at("cusparse_algs").get<std::string>() + ")" : "",
+             r.contains("speedup") ? fmt::format("{:.2f}", num(r, "speedup")) : "-", r.value("check", std::string("-")),
+             r.contains("check_note") ? "; " + r.at("check_note").get<std::string>() : "");
+  for (const char* key : {"dbsparse_error", "cusparse_error"})
+    if (r.contains(key)) fmt::print("    {} {}: {}\n", app, key, r.at(key).get<std::string>());
+}
+
+template <class T>
+nlohmann::json bench_apps(Context& ctx, const Stream& stream, const NamedMatrix& m, bool generated,
+                          const std::string& precision, const SpgemmBenchOptions& opt) {
+  nlohmann::json out = nlohmann::json::object();
+  if (!opt.apps || m.csr.rows != m.csr.cols) return out;
+  const CsrMatrix<T> g = m.csr.cast<T>();
+  nlohmann::json base;
+  base["matrix"] = m.name;
+  base["precision"] = precision;
+  base["generated"] = generated;
+  base["rows"] = g.rows;
+  base["nnz_a"] = g.nnz();
+  auto finish = [&](nlohmann::json r) {
+    if (r.contains("dbsparse_ms") && r.contains("cusparse_ms") && num(r, "dbsparse_ms") > 0)
+      r["speedup"] = num(r, "cusparse_ms") / num(r, "dbsparse_ms");
+    print_app_line(r);
+    return r;
+  };
+  nlohmann::json c = base;
+  c["app"] = "contract";
+  out["contract"] = finish(bench_contract<T>(ctx, stream, g, std::move(c), precision, opt));
+  if (opt.mcl_iters > 0) {
+    nlohmann::json r = base;
+    r["app"] = "mcl";
+    out["mcl"] = finish(bench_mcl<T>(ctx, g, std::move(r), opt));
+  }
+  std::fflush(stdout);
+  return out;
+}
+
 }  // namespace
+
+int32_t contract_k_for(int32_t rows, int32_t requested) {
+  if (requested < 0) throw UsageError(fmt::format("--contract-k must be >= 0 (0: rows / 64), got {}", requested));
+  if (requested > 0) return requested;
+  return std::max<int32_t>(1, rows / 64);
+}
+
+std::vector<int32_t> contract_labels(int32_t n, int32_t k, uint64_t seed) {
+  if (k < 1) throw UsageError(fmt::format("contract_labels: k must be >= 1, got {}", k));
+  Lcg rng{seed};
+  std::vector<int32_t> labels(static_cast<size_t>(std::max(n, 0)));
+  for (auto& l : labels) l = static_cast<int32_t>(rng.below(static_cast<uint32_t>(k)));
+  return labels;
+}
+
+MclOptions bench_mcl_options(int iters) {
+  if (iters < 1) throw UsageError(fmt::format("bench_mcl_options: iterations must be >= 1, got {}", iters));
+  MclOptions o;
+  o.max_iterations = iters;
+  o.tolerance = 0;
+  return o;
+}
+
+nlohmann::json bench_spgemm_apps_matrix(Context& ctx, const Stream& stream, const NamedMatrix& m, bool generated,
+                                        const std::string& precision, const SpgemmBenchOptions& opt) {
+  if (precision == "f32") return bench_apps<float>(ctx, stream, m, generated, precision, opt);
+  if (precision == "f64") return bench_apps<double>(ctx, stream, m, generated, precision, opt);
+  throw UsageError(fmt::format("bench spgemm: precision '{}' (expected f32 or f64)", precision));
+}
+
+std::string spgemm_apps_text() {
+  return "Applications (indented lines under each square matrix; wall clock of the whole pipeline, median of up to "
+         "3 runs after a warm-up; cuSPARSE: the same pipeline with its SpGEMM for every product):\n"
+         "  contract  C = S G S^T, random labels, k = --contract-k (default rows/64); C checked against C\n"
+         "  mcl       --mcl-iters expansions (default 5, tolerance 0); per-iteration times; labels checked equal\n";
+}
+
+nlohmann::json spgemm_app_summary(const std::vector<nlohmann::json>& records, const std::string& app) {
+  struct Acc {
+    std::vector<double> all;
+    std::pair<double, std::string> worst{std::numeric_limits<double>::infinity(), ""};
+    int mismatches = 0, cusparse_failed = 0, dbsparse_failed = 0, matrices = 0;
+  };
+  std::map<std::string, Acc> by;
+  for (const auto& r : records) {
+    if (r.value("app", std::string()) != app) continue;
+    Acc& a = by[r.at("precision").get<std::string>()];
+    ++a.matrices;
+    if (r.contains("dbsparse_error")) ++a.dbsparse_failed;
+    if (r.contains("cusparse_error")) ++a.cusparse_failed;
+    if (r.contains("check_ok") && !r.at("check_ok").get<bool>() && !r.contains("dbsparse_error") &&
+        !r.contains("cusparse_error"))
+      ++a.mismatches;
+    if (!r.contains("speedup") || !r.value("check_ok", false)) continue;  // only where the results agreed
+    const double s = r.at("speedup").get<double>();
+    a.all.push_back(s);
+    if (s < a.worst.first) a.worst = {s, r.at("matrix").get<std::string>()};
+  }
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [prec, a] : by) {
+    nlohmann::json j = {{"matrices", a.matrices},         {"compared", a.all.size()},
+                        {"geomean_speedup", geomean(a.all)}, {"mismatches", a.mismatches},
+                        {"cusparse_failed", a.cusparse_failed}, {"dbsparse_failed", a.dbsparse_failed}};
+    if (!a.all.empty()) {
+      j["worst_speedup"] = a.worst.first;
+      j["worst_matrix"] = a.worst.second;
+    }
+    out[prec] = j;
+    fmt::print("{} {} summary: dbsparse pipeline over the cuSPARSE-based one: geomean {:.2f}x over {} compared "
+               "matrices{}; {} mismatch(es), cuSPARSE failed on {}, dbsparse on {}\n",
+               prec, app, geomean(a.all), a.all.size(),
+               a.all.empty() ? "" : fmt::format(", worst {:.2f}x ({})", a.worst.first, a.worst.second), a.mismatches,
+               a.cusparse_failed, a.dbsparse_failed);
+  }
+  return out;
+}
 
 double spgemm_tolerance(const std::string& precision) { return precision == "f64" ? 1e-12 : 1e-5; }
 

@@ -61,6 +61,7 @@ const char* to_string(CusparseSpgemmAlg a) {
 template <class T>
 struct CusparseSpgemm<T>::State {
   cusparseHandle_t handle = nullptr;
+  bool own_handle = true;  // false: the caller's (CusparseSpgemm from device views)
   cudaStream_t stream = nullptr;
   int32_t rows = 0, cols = 0;
   DeviceBuffer<int32_t> a_ptr, a_col, b_ptr, b_col;
@@ -122,12 +123,45 @@ CusparseSpgemm<T>::CusparseSpgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b, 
 }
 
 template <class T>
+CusparseSpgemm<T>::CusparseSpgemm(const DeviceCsrView<T>& a, const DeviceCsrView<T>& b, void* stream, void* handle)
+    : s_(std::make_unique<State>()) {
+  if (a.cols != b.rows)
+    throw UsageError(fmt::format("CusparseSpgemm: A is {}x{} and B {}x{}; A's columns must be B's rows", a.rows,
+                                 a.cols, b.rows, b.cols));
+  State& s = *s_;
+  s.stream = static_cast<cudaStream_t>(stream);
+  s.rows = a.rows;
+  s.cols = b.cols;
+  if (handle) {
+    s.handle = static_cast<cusparseHandle_t>(handle);
+    s.own_handle = false;
+  } else {
+    DBS_SP(cusparseCreate(&s.handle));
+  }
+  DBS_SP(cusparseSetStream(s.handle, s.stream));
+  // cuSPARSE takes no null pointer for an empty matrix's arrays (upload_min1 above): a view's
+  // empty arrays, which may be null, get a one-element stand-in of this object's.
+  auto nonnull = [](const void* p, DeviceBuffer<int32_t>& stand_in) -> void* {
+    if (p) return const_cast<void*>(p);
+    if (stand_in.size() == 0) stand_in = DeviceBuffer<int32_t>(2);
+    return stand_in.data();
+  };
+  constexpr auto vt = value_type<T>();
+  DBS_SP(cusparseCreateCsr(&s.a, a.rows, a.cols, a.nnz, nonnull(a.row_ptr, s.a_ptr), nonnull(a.col_idx, s.a_col),
+                           nonnull(a.values, s.a_ptr), CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                           CUSPARSE_INDEX_BASE_ZERO, vt));
+  DBS_SP(cusparseCreateCsr(&s.b, b.rows, b.cols, b.nnz, nonnull(b.row_ptr, s.b_ptr), nonnull(b.col_idx, s.b_col),
+                           nonnull(b.values, s.b_ptr), CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
+                           CUSPARSE_INDEX_BASE_ZERO, vt));
+}
+
+template <class T>
 CusparseSpgemm<T>::~CusparseSpgemm() {
   if (!s_) return;
   if (s_->stream) cudaStreamSynchronize(s_->stream);
   if (s_->a) cusparseDestroySpMat(s_->a);
   if (s_->b) cusparseDestroySpMat(s_->b);
-  if (s_->handle) cusparseDestroy(s_->handle);
+  if (s_->handle && s_->own_handle) cusparseDestroy(s_->handle);
 }
 
 template <class T>
@@ -264,6 +298,13 @@ CsrMatrix<T> CusparseSpgemm<T>::download() const {
   c.col_idx.resize(static_cast<size_t>(s.nnz));
   c.values.resize(static_cast<size_t>(s.nnz));
   return c;
+}
+
+template <class T>
+DeviceCsrView<T> CusparseSpgemm<T>::result() const {
+  const State& s = *s_;
+  if (!s.ready) throw Error("CusparseSpgemm::result: prepare() did not succeed");
+  return {s.rows, s.cols, s.nnz, s.c_ptr.data(), s.c_col.data(), s.c_val.data()};
 }
 
 template class CusparseSpgemm<float>;

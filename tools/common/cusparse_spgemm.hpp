@@ -14,6 +14,7 @@
 #include <string>
 
 #include "dbsparse/context.hpp"
+#include "dbsparse/device_csr.hpp"
 #include "dbsparse/matrix.hpp"
 
 namespace dbsparse::tools {
@@ -27,6 +28,11 @@ class CusparseSpgemm {
   // Uploads its own copies of A and B (a user's inputs would already be on the device). UsageError
   // when A's columns are not B's rows.
   CusparseSpgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b, void* stream);
+  // A and B already on the device, read in place (not copied: they must outlive this object and
+  // its C's use), as in a pipeline whose products feed each other. `handle` is a cusparseHandle_t
+  // the caller made and keeps (its stream set to `stream` here), so that a pipeline pays for one
+  // cusparseCreate, not one per product; null: a handle of this object's own.
+  CusparseSpgemm(const DeviceCsrView<T>& a, const DeviceCsrView<T>& b, void* stream, void* handle = nullptr);
   ~CusparseSpgemm();
   CusparseSpgemm(const CusparseSpgemm&) = delete;
   CusparseSpgemm& operator=(const CusparseSpgemm&) = delete;
@@ -48,6 +54,9 @@ class CusparseSpgemm {
   int64_t c_bytes() const;
   // C as cuSPARSE left it (rows in order; columns within a row as cuSPARSE wrote them).
   CsrMatrix<T> download() const;
+  // C on the device, owned by this object (Error before a successful prepare()); columns within a
+  // row as cuSPARSE wrote them. Writable: a pipeline may work on C in place.
+  DeviceCsrView<T> result() const;
 
  private:
   struct State;

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <set>
 #include <string>
@@ -31,6 +32,9 @@ struct BenchArgs {
   std::vector<double> densities;  // empty: the op's own
   std::vector<std::string> strategies;
   std::vector<int> n_cols;  // spmm: widths of B and C
+  int32_t contract_k = 0;   // spgemm: k of the contraction rows (0: rows / 64)
+  int mcl_iters = 5;        // spgemm: MCL expansions (0: no MCL rows)
+  bool contract_k_set = false, mcl_iters_set = false;
   bool explain = false;
   std::string config;  // JSON params for the dbsparse rows instead of the tuning DB's
   tools::TimingOptions timing;
@@ -113,6 +117,15 @@ Runner add_bench(CLI::App& sub_ref) {
                   "default 32,64,128,256")
       ->delimiter(',')
       ->check(CLI::Range(1, 4096));
+  sub->add_option("--contract-k", a->contract_k,
+                  "spgemm only: k, the classes of the contraction rows' random labels (C = S G S^T is k x k); "
+                  "default rows/64")
+      ->check(CLI::Range(1, std::numeric_limits<int32_t>::max()))
+      ->each([a](const std::string&) { a->contract_k_set = true; });
+  sub->add_option("--mcl-iters", a->mcl_iters,
+                  "spgemm only: expansions of the MCL rows (fixed: tolerance 0); 0 leaves MCL out; default 5")
+      ->check(CLI::Range(0, 1000))
+      ->each([a](const std::string&) { a->mcl_iters_set = true; });
   sub->add_flag("--explain", a->explain, "spmv only: print each plan's bins and kernels to stderr");
   sub->add_option("--reps", a->timing.samples,
                   "Timed samples; the median is reported (spgemm: also the most fresh products timed)")
@@ -137,6 +150,8 @@ Runner add_bench(CLI::App& sub_ref) {
     given("--explain", a->explain);
     given("--fused", a->fused);
     given("--n", !a->n_cols.empty());
+    given("--contract-k", a->contract_k_set);
+    given("--mcl-iters", a->mcl_iters_set);
     if (a->set != "all") {
       if (op.suite_sets.empty())
         throw UsageError(fmt::format("--set does not apply to bench {} (its suite has no parts)", op.name));
@@ -152,6 +167,8 @@ Runner add_bench(CLI::App& sub_ref) {
     req.densities = a->densities;
     req.strategies = a->strategies;
     req.n_cols = a->n_cols;
+    req.contract_k = a->contract_k;
+    req.mcl_iters = a->mcl_iters;
     if (!a->config.empty()) {
       req.config = parse_config(a->config);
       op.space.validate(*req.config);  // a bad key or value fails here, before any GPU work

@@ -36,6 +36,8 @@ struct BenchRequest {
   bool explain = false;
   std::vector<int> n_cols;  // spmm: the widths N of B and C (empty: the op's own, 32,64,128,256)
   double copy_gbs = 0;
+  int32_t contract_k = 0;  // spgemm: k of the contraction rows (0: rows / 64)
+  int mcl_iters = 5;       // spgemm: expansions of the MCL rows (0: none)
 };
 
 struct ObjectiveOptions {

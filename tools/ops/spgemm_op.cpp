@@ -85,14 +85,43 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   opt.timing = r.timing;
   opt.baselines = r.baselines;
   if (r.config) opt.config = config_from_json<SpgemmConfig>(*r.config);  // a bad key fails before GPU work
-  std::vector<nlohmann::json> records;
+  opt.contract_k = r.contract_k;
+  opt.mcl_iters = r.mcl_iters;
+  (void)contract_k_for(1, opt.contract_k);  // a bad --contract-k fails before GPU work
+  std::vector<nlohmann::json> records, contract_records, mcl_records;
   print_spgemm_header();
   for_each_matrix(r.specs, [&](const NamedMatrix& m, bool generated) {
-    for (const auto& p : r.precisions) records.push_back(bench_spgemm_matrix(ctx, stream, m, generated, p, opt));
+    for (const auto& p : r.precisions) {
+      records.push_back(bench_spgemm_matrix(ctx, stream, m, generated, p, opt));
+      // The applications under the matrix's A^2 row (square matrices only).
+      const nlohmann::json apps = bench_spgemm_apps_matrix(ctx, stream, m, generated, p, opt);
+      if (apps.contains("contract")) contract_records.push_back(apps.at("contract"));
+      if (apps.contains("mcl")) mcl_records.push_back(apps.at("mcl"));
+    }
   });
   nlohmann::json j;
   j["results"] = records;
   j["summary"] = spgemm_summary(records);
+  fmt::print("{}", spgemm_apps_text());
+  j["contract"] = contract_records;
+  j["summary_contract"] = spgemm_app_summary(contract_records, "contract");
+  j["mcl"] = mcl_records;
+  j["summary_mcl"] = spgemm_app_summary(mcl_records, "mcl");
+  j["apps_timings"] = {
+      {"dbsparse_ms",
+       "the whole pipeline, wall clock, median over up to 3 runs after an untimed warm-up (stopping after 3 s): "
+       "contract(ctx, G, labels, k) with C downloaded; mcl(ctx, G, options) with the labels on the host"},
+      {"cusparse_ms",
+       "the same pipeline with every product by a fresh CusparseSpgemm (DEFAULT, ALG3 where DEFAULT runs out of "
+       "memory), built the same way (tools/common/cusparse_pipelines.hpp): contraction's S and S^T by "
+       "contraction_factors, uploads and download included alike; MCL's loop and elementwise kernels the library's"},
+      {"dbsparse_iter_ms / cusparse_iter_ms",
+       "MCL: the sum of the iterations' own times (expansion and elementwise steps, P on the device) / iterations, "
+       "median over the runs"},
+      {"speedup", "cusparse_ms / dbsparse_ms"},
+      {"check",
+       "contract: C against C within the spgemm tolerance relative to the contraction of |G|; mcl: the same "
+       "number of iterations and equal labels"}};
   j["product"] = "C = A*A for a square A, else A*A^T (A^T built on the host)";
   j["timings"] = {
       {"dbsparse_first_ms",
@@ -149,7 +178,7 @@ OpDescriptor make() {
     auto obj = std::make_shared<SpgemmObjective>(ctx, m);
     return std::make_unique<tuner::Objective>([obj](const nlohmann::json& c, int n) { return (*obj)(c, n); });
   };
-  d.bench_options = {"--config"};
+  d.bench_options = {"--config", "--contract-k", "--mcl-iters"};
   d.bench = bench;
   d.explain = explain;
   // Plans from host CSR look their config up (SpgemmOptions), but A^2 of the default suite's

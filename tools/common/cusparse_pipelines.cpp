@@ -1,0 +1,95 @@
+#include "tools/common/cusparse_pipelines.hpp"
+
+#include <memory>
+
+#include <cuda_runtime_api.h>
+#include <cusparse.h>
+
+#include <fmt/format.h>
+
+#include "dbsparse/device_csr.hpp"
+#include "dbsparse/error.hpp"
+#include "tools/common/cusparse_check.hpp"
+#include "tools/common/cusparse_spgemm.hpp"
+
+namespace dbsparse::tools {
+
+CusparseHandle::CusparseHandle() {
+  cusparseHandle_t h = nullptr;
+  DBS_SP(cusparseCreate(&h));
+  h_ = h;
+}
+
+CusparseHandle::~CusparseHandle() {
+  if (h_) cusparseDestroy(static_cast<cusparseHandle_t>(h_));
+}
+
+namespace {
+
+// A fresh product on the device; Error with cuSPARSE's messages when neither algorithm ran.
+template <class T>
+std::unique_ptr<CusparseSpgemm<T>> product(const DeviceCsrView<T>& a, const DeviceCsrView<T>& b, void* stream,
+                                           void* handle, const char* what) {
+  auto p = std::make_unique<CusparseSpgemm<T>>(a, b, stream, handle);
+  if (!p->prepare()) throw Error(fmt::format("cuSPARSE SpGEMM {} failed: {}", what, p->why()));
+  return p;
+}
+
+}  // namespace
+
+template <class T>
+CusparseContractResult<T> cusparse_contract(const CsrMatrix<T>& g, std::span<const int32_t> labels, int32_t k,
+                                            void* stream, void* handle) {
+  // contract()'s checks and messages, then its factors.
+  if (g.rows != g.cols) throw UsageError(fmt::format("contract: the graph must be square, is {}x{}", g.rows, g.cols));
+  auto [s, st] = contraction_factors<T>(g.rows, labels, k);
+  // Uploaded as contract()'s plans from host CSR upload S and G, and it uploads Sᵀ.
+  const DeviceCsr<T> ds(s), dg(g), dst(st);
+  CusparseContractResult<T> r;
+  const auto sg = product(ds.view(), dg.view(), stream, handle, "S*G");
+  r.nnz_sg = sg->nnz();
+  const auto c = product(sg->result(), dst.view(), stream, handle, "(S*G)*S^T");
+  r.algs = fmt::format("{}+{}", to_string(sg->alg()), to_string(c->alg()));
+  for (const auto* p : {sg.get(), c.get()})
+    if (!p->why().empty()) r.note += (r.note.empty() ? "" : "; ") + p->why();
+  r.c = c->download();
+  return r;
+}
+
+template <class T>
+MclResult cusparse_mcl(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o, void* handle, bool check_sorted,
+                       CusparseMclStats* stats) {
+  // The last Q: mcl() uses it until the next expansion (or its return), so it lives until then.
+  std::unique_ptr<CusparseSpgemm<T>> q;
+  int iteration = 0;
+  const MclExpand<T> expand = [&](const DeviceCsrView<T>& p, void* stream) -> DeviceCsrView<T> {
+    ++iteration;
+    q.reset();  // the previous Q, consumed by the previous iteration (mcl waited for it)
+    q = product(p, p, stream, handle, "P*P");
+    if (q->alg() == CusparseSpgemmAlg::Alg3 && stats) {
+      if (stats->alg3_products++ == 0) stats->note = q->why();
+    }
+    const DeviceCsrView<T> v = q->result();
+    if (check_sorted) {
+      const CsrMatrix<T> h = download(v);
+      for (int32_t i = 0; i < h.rows; ++i)
+        for (int32_t e = h.row_ptr[i] + 1; e < h.row_ptr[i + 1]; ++e)
+          if (h.col_idx[e - 1] >= h.col_idx[e])
+            throw Error(fmt::format("cuSPARSE's P*P at iteration {}: row {} is not sorted by column ({} before {}); "
+                                    "mcl's pruning needs sorted rows",
+                                    iteration, i, h.col_idx[e - 1], h.col_idx[e]));
+    }
+    return v;
+  };
+  return mcl(ctx, g, o, expand);
+}
+
+template CusparseContractResult<float> cusparse_contract(const CsrMatrix<float>&, std::span<const int32_t>, int32_t,
+                                                         void*, void*);
+template CusparseContractResult<double> cusparse_contract(const CsrMatrix<double>&, std::span<const int32_t>,
+                                                          int32_t, void*, void*);
+template MclResult cusparse_mcl(Context&, const CsrMatrix<float>&, const MclOptions&, void*, bool, CusparseMclStats*);
+template MclResult cusparse_mcl(Context&, const CsrMatrix<double>&, const MclOptions&, void*, bool,
+                                CusparseMclStats*);
+
+}  // namespace dbsparse::tools
