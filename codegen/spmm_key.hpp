@@ -1,5 +1,8 @@
 #pragma once
-// The SpMM kernel variants (f32 only), e.g. "spmm.brp.f1.g4.w4" or "spmm.csr.v4.l8.w8":
+// The SpMM kernel variants, e.g. "spmm.brp.f1.g4.w4" or "spmm.csr.v4.l8.w8" (f32: TF32 tensor
+// cores, f32 CUDA cores), "spmm.brp.f16.f1.g4.w4" or "spmm.csr.bf16.v4.l8.w8" (A, B and C in f16 or
+// bf16, mma.m16n8k16 and f32 sums). The f32 texts name no value type: they are the texts tuning
+// databases and kernel caches written before f16 hold.
 //  - Brp: BRP-SpMM with f nonzeros per slot and g TC blocks per group (brp.hpp), `warps` warps per
 //    window's thread block (templates/spmm_tc.cuh); the module also holds the residual rows and
 //    the C = beta * C kernels (templates/spmm_rows.cuh), which do not depend on (f, g).
@@ -18,6 +21,9 @@
 namespace dbsparse::codegen {
 
 enum class SpmmKernelPath { Brp, Csr };
+// include/dbsparse/spmm.hpp's SpmmDtype, enumerator for enumerator (spmm_plan.cpp checks).
+enum class SpmmValue { F32, F16, BF16 };
+const char* to_string(SpmmValue v);  // "f32", "f16", "bf16"
 
 struct SpmmKey {
   SpmmKernelPath path = SpmmKernelPath::Brp;
@@ -25,21 +31,25 @@ struct SpmmKey {
   int warps = 4;     // 1, 2, 4 or 8
   int vec = 1;       // Csr: 1 or 4
   int lanes = 32;    // Csr: 1, 2, 4, 8, 16 or 32
+  SpmmValue value = SpmmValue::F32;  // last, so that positional initialisers of the f32 keys stay valid
 
   std::string to_string() const;
   static SpmmKey parse(std::string_view text);  // throws UsageError naming the bad part
   auto operator<=>(const SpmmKey&) const = default;
 };
 
-// Entry points, in order. Brp: brp_tc_windows<f, g, warps, false, false>, brp_residual<8, 1>,
-// brp_residual<8, 4>, brp_tc_windows<f, g, warps, true, false> (the long windows' pieces), the two
-// brp_tc_windows with FRAGS = true (A operands expanded ahead), brp_expand_frags<f, g, warps>. Csr:
-// csr_spmm_rows<warps, vec, lanes, false>, then <.., true> (the long rows' pieces), then
-// relu_inplace<warps> (x = max(x, 0) in place; `dbsparse gcn`'s activation, for both its pipelines).
+// Entry points, in order. Brp: brp_tc_windows<f, g, warps, false, false>, brp_residual<V, 8, 1>,
+// brp_residual<V, 8, 4>, brp_tc_windows<f, g, warps, true, false> (the long windows' pieces), the
+// two brp_tc_windows with FRAGS = true (A operands expanded ahead), brp_expand_frags<f, g, warps>
+// (f16 / bf16: brp_tc_windows16<V, ..> and brp_expand_frags16<V, ..>, same order). Csr:
+// csr_spmm_rows<V, warps, vec, lanes, false>, then <.., true> (the long rows' pieces), then
+// relu_inplace<warps> (x = max(x, 0) in place, f32; `dbsparse gcn`'s activation, for both its
+// pipelines). V is dbs::ValF32, ValF16 or ValBF16.
 // Throws UsageError for a key parse would refuse.
 KernelSource make_source(const SpmmKey& key);
 
-// Brp: every (f, g) in {1, 2, 4, 8}^2 with 1, 2, 4 and 8 warps; Csr: vec 1 and 4, every lanes, 8 warps.
+// Brp: every (f, g) in {1, 2, 4, 8}^2 with 1, 2, 4 and 8 warps; Csr: vec 1 and 4, every lanes, 8
+// warps; each in f32, f16 and bf16.
 std::vector<SpmmKey> spmm_search_space();
 
 }  // namespace dbsparse::codegen

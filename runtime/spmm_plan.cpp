@@ -1,5 +1,5 @@
 // SpMM plans (include/dbsparse/spmm.hpp): BRP-SpMM (C = beta * C, the TC groups, the residual
-// rows: up to three launches) or the CUDA-core CSR product (one launch).
+// rows: up to three launches) or the CUDA-core CSR product (one launch), in f32, f16 or bf16.
 #include "dbsparse/spmm.hpp"
 
 #include <algorithm>
@@ -13,6 +13,7 @@
 #include "dbsparse/brp.hpp"
 #include "dbsparse/brp_device.hpp"
 #include "dbsparse/features.hpp"
+#include "dbsparse/half.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/module_registry.hpp"
 
@@ -29,11 +30,52 @@ const char* to_string(SpmmPath p) {
   return "?";
 }
 
+const char* to_string(SpmmDtype d) {
+  switch (d) {
+    case SpmmDtype::F32: return "f32";
+    case SpmmDtype::F16: return "f16";
+    case SpmmDtype::BF16: return "bf16";
+  }
+  return "?";
+}
+
+SpmmDtype spmm_dtype_from_string(const std::string& s) {
+  if (s == "f32" || s == "tf32") return SpmmDtype::F32;
+  if (s == "f16") return SpmmDtype::F16;
+  if (s == "bf16") return SpmmDtype::BF16;
+  throw UsageError(fmt::format("unknown SpMM value type '{}' (f32 or its alias tf32, f16, bf16)", s));
+}
+
+int spmm_value_bytes(SpmmDtype d) { return d == SpmmDtype::F32 ? 4 : 2; }
+
+static_assert(static_cast<int>(SpmmDtype::F32) == static_cast<int>(codegen::SpmmValue::F32) &&
+                  static_cast<int>(SpmmDtype::F16) == static_cast<int>(codegen::SpmmValue::F16) &&
+                  static_cast<int>(SpmmDtype::BF16) == static_cast<int>(codegen::SpmmValue::BF16),
+              "SpmmDtype and codegen::SpmmValue name the same types in the same order");
+
 namespace {
 
-// float4 whenever n % 4 == 0 (and B and C are 16-byte aligned, checked per run): below n = 128 the
-// CSR kernel puts fewer lanes across N and more subgroups over the entries (csr_lanes).
+// Four values a load whenever n % 4 == 0 (and B and C are aligned to 4 values, checked per run):
+// below n = 128 the CSR kernel puts fewer lanes across N and more subgroups over the entries
+// (csr_lanes).
 bool wants_vec4(int n) { return n % 4 == 0; }
+
+std::vector<uint16_t> to_16(std::span<const float> x, SpmmDtype d) {
+  return d == SpmmDtype::F16 ? floats_to_half(x) : floats_to_bf16(x);
+}
+
+// The BRP groups' values, converted in f32 (stride `from` floats a group), rounded to 16 bits at
+// the 16-bit stride `to` (each run starts 128 bytes apart, as brp.hpp defines it for 2-byte
+// values; the padding is 0).
+std::vector<uint16_t> group_values_16(const std::vector<float>& v, int64_t groups, int32_t from, int32_t to,
+                                      int64_t run, SpmmDtype d) {
+  std::vector<uint16_t> out(static_cast<size_t>(groups) * static_cast<size_t>(to), 0);
+  for (int64_t q = 0; q < groups; ++q) {
+    const auto h = to_16(std::span<const float>(v.data() + q * from, static_cast<size_t>(run)), d);
+    std::copy(h.begin(), h.end(), out.begin() + q * to);
+  }
+  return out;
+}
 
 // The CSR kernel's lanes across N: the fewest (a power of two up to 32) whose lanes * vec columns
 // cover n; the rest of the warp splits the row's entries.
@@ -87,6 +129,7 @@ struct SpmmPlan::Impl {
   int64_t nnz = 0;
   int n = 1;
   SpmmPath asked = SpmmPath::Auto, path = SpmmPath::Brp;
+  SpmmDtype dtype = SpmmDtype::F32;
   int f = 1, g = 4;
   Config config;      // as read (tuning DB or SpmmOptions::config)
   SpmmConfig typed;   // with SpmmOptions' explicit fields applied
@@ -95,14 +138,16 @@ struct SpmmPlan::Impl {
   // The row kernels' CSR: the residual rows (BRP; row_id maps them to C's rows) or all of A (CSR).
   DeviceBuffer<int32_t> row_ptr, col_idx, row_id;
   DeviceBuffer<float> vals;
+  DeviceBuffer<uint16_t> vals16;  // instead of vals in f16 / bf16
   int32_t csr_rows = 0;
   // The TC groups.
   DeviceBuffer<int32_t> window, old_col;
   DeviceBuffer<uint8_t> local_id;
   DeviceBuffer<float> group_vals;
+  DeviceBuffer<uint16_t> group_vals16;  // instead of group_vals in f16 / bf16
   int32_t local_stride = 0, value_stride = 0, groups = 0;
   CUfunction tc = nullptr, rows1 = nullptr, rows4 = nullptr;
-  DeviceBuffer<uint32_t> afrag;  // the groups' A operands in fragment order, when expanded
+  DeviceBuffer<uint32_t> afrag;  // the groups' A operands in fragment order, when expanded (SpmmArgs::afrag)
   CUfunction tc_pieces = nullptr, rows1_pieces = nullptr, rows4_pieces = nullptr;
   DeviceBuffer<int32_t> pieces;  // triples: see SpmmArgs::pieces
   int32_t n_pieces = 0, max_run = 0;
@@ -111,6 +156,9 @@ struct SpmmPlan::Impl {
   unsigned tc_grid = 1, tc_pieces_grid = 1;
   bool vec4 = false;
   std::vector<KernelInfo> kernels;
+
+  uint64_t vals_ptr() const { return dtype == SpmmDtype::F32 ? vals.ptr() : vals16.ptr(); }
+  uint64_t group_vals_ptr() const { return dtype == SpmmDtype::F32 ? group_vals.ptr() : group_vals16.ptr(); }
 };
 
 template <class T>
@@ -122,8 +170,8 @@ template <class T>
 SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions& opt) {
   if constexpr (!std::is_same_v<T, float>) {
     throw UsageError(
-        "plan_spmm: A must be f32 (TF32 tensor cores and f32 CUDA cores; there are no f64 SpMM kernels): "
-        "convert it with a.cast<float>()");
+        "plan_spmm: A must be a CsrMatrix<float> (there are no f64 SpMM kernels): convert it with a.cast<float>(); "
+        "for f16 or bf16 data set SpmmOptions::dtype, and the plan rounds A's values once");
   } else {
     if (n_cols < 1 || n_cols > abi::kSpmmMaxCols)
       throw UsageError(fmt::format("plan_spmm: n_cols must be in 1 .. {}, got {}", abi::kSpmmMaxCols, n_cols));
@@ -149,6 +197,9 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
     p->n = n_cols;
     p->f = p->typed.f;
     p->g = p->typed.g;
+    p->dtype = opt.dtype;
+    const bool f32 = opt.dtype == SpmmDtype::F32;
+    const auto value = static_cast<codegen::SpmmValue>(opt.dtype);
     p->asked = p->typed.path == "brp" ? SpmmPath::Brp : p->typed.path == "csr" ? SpmmPath::CsrCudaCore : SpmmPath::Auto;
     p->path = p->asked;
     if (p->asked == SpmmPath::Auto) {
@@ -165,14 +216,17 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
     if (p->path == SpmmPath::CsrCudaCore) {
       p->row_ptr = upload(a.row_ptr);
       p->col_idx = upload(a.col_idx);
-      p->vals = upload(a.values);
+      if (f32) p->vals = upload(a.values);
+      else p->vals16 = upload(to_16(a.values, opt.dtype));
       p->csr_rows = a.rows;
-      // The scalar kernel always: it also serves B or C that are not 16-byte aligned.
-      const auto f1 = load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 1, csr_lanes(n_cols, 1)});
+      // The scalar kernel always: it also serves B or C that are not aligned to 4 values.
+      const auto f1 =
+          load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 1, csr_lanes(n_cols, 1), value});
       p->rows1 = f1.at(0);
       p->rows1_pieces = f1.at(1);
       if (p->vec4) {
-        const auto f4 = load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 4, csr_lanes(n_cols, 4)});
+        const auto f4 =
+            load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 4, csr_lanes(n_cols, 4), value});
         p->rows4 = f4.at(0);
         p->rows4_pieces = f4.at(1);
       }
@@ -193,11 +247,17 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
         p->window = upload(m.group_window_id);
         p->old_col = upload(m.old_col_id);
         p->local_id = upload(m.local_id);
-        p->group_vals = upload(m.values);
         p->row_ptr = upload(m.res_row_offset);
         p->col_idx = upload(m.res_col_id);
-        p->vals = upload(m.res_values);
         p->row_id = upload(m.res_rows_id);
+        if (f32) {
+          p->group_vals = upload(m.values);
+          p->vals = upload(m.res_values);
+        } else {
+          p->group_vals16 = upload(group_values_16(m.values, m.groups(), m.value_stride,
+                                                   brp_value_stride(p->f, p->g, 2), m.group_nnz(), opt.dtype));
+          p->vals16 = upload(to_16(m.res_values, opt.dtype));
+        }
         group_window = m.group_window_id;
       } else {
         BrpDeviceMatrix<float> m = csr_to_brp_device(*this, a, BrpParams{p->f, p->g});
@@ -206,18 +266,27 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
         p->window = std::move(m.group_window_id);
         p->old_col = std::move(m.old_col_id);
         p->local_id = std::move(m.local_id);
-        p->group_vals = std::move(m.values);
         p->row_ptr = std::move(m.res_row_offset);
         p->col_idx = std::move(m.res_col_id);
-        p->vals = std::move(m.res_values);
         p->row_id = std::move(m.res_rows_id);
+        if (f32) {
+          p->group_vals = std::move(m.values);
+          p->vals = std::move(m.res_values);
+        } else {
+          // Rounded on the host: a round trip of the values, once per plan.
+          const int64_t groups = static_cast<int64_t>(group_window.size());
+          p->group_vals16 = upload(group_values_16(m.values.download(), groups, brp_value_stride(p->f, p->g, 4),
+                                                   brp_value_stride(p->f, p->g, 2),
+                                                   int64_t{abi::kSpmmBlockSlots} * p->g * p->f, opt.dtype));
+          p->vals16 = upload(to_16(m.res_values.download(), opt.dtype));
+        }
       }
       p->local_stride = brp_local_stride(p->f, p->g);
-      p->value_stride = brp_value_stride(p->f, p->g, sizeof(float));
+      p->value_stride = brp_value_stride(p->f, p->g, spmm_value_bytes(opt.dtype));
       p->groups = static_cast<int32_t>(p->stats.groups);  // check_brp_counts kept it in int32
       p->csr_rows = static_cast<int32_t>(p->stats.residual_rows);
       p->tc_warps = p->typed.tc_warps;
-      const auto fns = load(codegen::SpmmKey{codegen::SpmmKernelPath::Brp, p->f, p->g, p->tc_warps, 1});
+      const auto fns = load(codegen::SpmmKey{codegen::SpmmKernelPath::Brp, p->f, p->g, p->tc_warps, 1, 32, value});
       p->rows1 = fns.at(1);
       p->rows4 = fns.at(2);
       const bool expand = p->f >= p->typed.expand_min_f && p->groups > 0;
@@ -238,10 +307,12 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       p->tc_grid = static_cast<unsigned>(windows * chunks);
       p->tc_pieces_grid = static_cast<unsigned>(p->n_pieces * chunks);
       if (expand) {
-        p->afrag = DeviceBuffer<uint32_t>(static_cast<size_t>(p->groups) * p->g * 32 * 4);
+        // A group's operands: g m16n8k8 tiles in f32, ceil(g / 2) m16n8k16 tiles in 16 bits; 16 bytes a lane each.
+        const int tiles = f32 ? p->g : abi::spmm_k16_pairs(p->g);
+        p->afrag = DeviceBuffer<uint32_t>(static_cast<size_t>(p->groups) * tiles * 32 * 4);
         abi::SpmmArgs args{};
         args.local_id = dev(p->local_id);
-        args.group_vals = dev(p->group_vals);
+        args.group_vals = reinterpret_cast<const float*>(p->group_vals_ptr());
         args.local_stride = p->local_stride;
         args.value_stride = p->value_stride;
         uint64_t out = p->afrag.ptr();
@@ -261,14 +332,30 @@ SpmmPlan::SpmmPlan(SpmmPlan&&) noexcept = default;
 SpmmPlan& SpmmPlan::operator=(SpmmPlan&&) noexcept = default;
 SpmmPlan::~SpmmPlan() = default;
 
-void SpmmPlan::run(const DeviceBuffer<float>& b, DeviceBuffer<float>& c, const Stream& stream, float alpha,
-                   float beta) const {
-  const Impl& p = *impl_;
+namespace {
+void check_sizes(const SpmmPlan::Impl& p, size_t b, size_t c, const char* what) {
   const size_t want_b = static_cast<size_t>(p.cols) * static_cast<size_t>(p.n);
   const size_t want_c = static_cast<size_t>(p.rows) * static_cast<size_t>(p.n);
-  if (b.size() != want_b || c.size() != want_c)
-    throw UsageError(fmt::format("SpmmPlan::run: B has {} floats (need {} x {} = {}), C has {} (need {} x {} = {})",
-                                 b.size(), p.cols, p.n, want_b, c.size(), p.rows, p.n, want_c));
+  if (b != want_b || c != want_c)
+    throw UsageError(fmt::format("SpmmPlan::run: B has {} {} (need {} x {} = {}), C has {} (need {} x {} = {})", b,
+                                 what, p.cols, p.n, want_b, c, p.rows, p.n, want_c));
+}
+}  // namespace
+
+void SpmmPlan::run(const DeviceBuffer<float>& b, DeviceBuffer<float>& c, const Stream& stream, float alpha,
+                   float beta) const {
+  if (impl_->dtype != SpmmDtype::F32)
+    throw UsageError(fmt::format("SpmmPlan::run: the plan is {}, so B and C are uint16_t buffers, not float",
+                                 to_string(impl_->dtype)));
+  check_sizes(*impl_, b.size(), c.size(), "floats");
+  run(b.ptr(), c.ptr(), stream.handle(), alpha, beta);
+}
+
+void SpmmPlan::run(const DeviceBuffer<uint16_t>& b, DeviceBuffer<uint16_t>& c, const Stream& stream, float alpha,
+                   float beta) const {
+  if (impl_->dtype == SpmmDtype::F32)
+    throw UsageError("SpmmPlan::run: the plan is f32, so B and C are float buffers, not uint16_t");
+  check_sizes(*impl_, b.size(), c.size(), to_string(impl_->dtype));
   run(b.ptr(), c.ptr(), stream.handle(), alpha, beta);
 }
 
@@ -280,12 +367,12 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
   abi::SpmmArgs args{};
   args.row_ptr = dev(p.row_ptr);
   args.col_idx = dev(p.col_idx);
-  args.vals = dev(p.vals);
+  args.vals = reinterpret_cast<const float*>(p.vals_ptr());
   args.row_id = p.path == SpmmPath::Brp ? dev(p.row_id) : nullptr;
   args.group_window = dev(p.window);
   args.old_col = dev(p.old_col);
   args.local_id = dev(p.local_id);
-  args.group_vals = dev(p.group_vals);
+  args.group_vals = reinterpret_cast<const float*>(p.group_vals_ptr());
   args.b = reinterpret_cast<const float*>(b);
   args.c = reinterpret_cast<float*>(c);
   args.rows = p.csr_rows;
@@ -301,7 +388,8 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
   args.max_run = p.max_run;
   args.afrag = p.afrag.size() ? dev(p.afrag) : nullptr;
   void* params[] = {&args};
-  const bool v4 = p.vec4 && b % 16 == 0 && c % 16 == 0;
+  const uint64_t vec_bytes = 4 * static_cast<uint64_t>(spmm_value_bytes(p.dtype));
+  const bool v4 = p.vec4 && b % vec_bytes == 0 && c % vec_bytes == 0;
   const CUfunction rows_fn = v4 ? p.rows4 : p.rows1;
   if (p.path == SpmmPath::CsrCudaCore) {
     DBS_CU(cuLaunchKernel(rows_fn, static_cast<unsigned>((int64_t{p.csr_rows} + kCsrWarps - 1) / kCsrWarps), 1, 1,
@@ -326,6 +414,7 @@ int32_t SpmmPlan::rows() const { return impl_->rows; }
 int32_t SpmmPlan::cols() const { return impl_->cols; }
 int SpmmPlan::n_cols() const { return impl_->n; }
 SpmmPath SpmmPlan::path() const { return impl_->path; }
+SpmmDtype SpmmPlan::dtype() const { return impl_->dtype; }
 int SpmmPlan::f() const { return impl_->f; }
 int SpmmPlan::g() const { return impl_->g; }
 double SpmmPlan::tc_share() const { return impl_->path == SpmmPath::Brp ? impl_->stats.tc_share : 0.0; }
@@ -341,7 +430,8 @@ int64_t SpmmPlan::device_bytes() const {
   const Impl& p = *impl_;
   return static_cast<int64_t>((p.row_ptr.size() + p.col_idx.size() + p.row_id.size() + p.window.size() +
                                p.old_col.size() + p.win_group.size() + p.pieces.size() + p.afrag.size()) * 4 +
-                              (p.vals.size() + p.group_vals.size()) * 4 + p.local_id.size());
+                              (p.vals.size() + p.group_vals.size()) * 4 +
+                              (p.vals16.size() + p.group_vals16.size()) * 2 + p.local_id.size());
 }
 
 std::string SpmmPlan::explain() const {
@@ -351,17 +441,20 @@ std::string SpmmPlan::explain() const {
                         ? fmt::format("auto: TC share at f = {}, g = {} is {:.3f} {} min_tc_share {}", p.f, p.g,
                                       p.auto_share, p.auto_share >= th ? ">=" : "<", th)
                         : "asked for";
-  std::string out = fmt::format("spmm {}x{}, {} nonzeros, n = {}: path {} ({})\n", p.rows, p.cols, p.nnz, p.n,
-                                to_string(p.path), why);
+  std::string out = fmt::format("spmm {}x{}, {} nonzeros, n = {}, {}: path {} ({})\n", p.rows, p.cols, p.nnz, p.n,
+                                to_string(p.dtype), to_string(p.path), why);
+  const bool f32 = p.dtype == SpmmDtype::F32;
   out += fmt::format("  config ({}): {}{}; used: {}\n", to_string(p.config.source), p.config.params.dump(),
                      p.config.note.empty() ? "" : " — " + p.config.note, config_to_json(p.typed).dump());
   if (p.path == SpmmPath::Brp) {
     const BrpStats& s = p.stats;
     out += fmt::format(
-        "  BRP f = {}, g = {}: {} TC groups ({:.1f}% of the nonzeros, TF32 tensor cores, a block of {} warps per "
+        "  BRP f = {}, g = {}: {} TC groups ({:.1f}% of the nonzeros, {} tensor cores, a block of {} warps per "
         "16-row window and 64 columns, at most {} groups a window, {} more runs added atomically, A operands {}), {} residual rows "
-        "({} nonzeros, f32 CUDA cores)\n",
-        p.f, p.g, s.groups, 100.0 * s.tc_share, p.tc_warps, p.max_run, p.n_pieces,
+        "({} nonzeros, CUDA cores, f32 sums)\n",
+        p.f, p.g, s.groups, 100.0 * s.tc_share,
+        f32 ? "TF32 m16n8k8" : fmt::format("{} m16n8k16 (two blocks a mma)", to_string(p.dtype)), p.tc_warps,
+        p.max_run, p.n_pieces,
         p.afrag.size() ? "expanded once per plan" : "built per group in shared memory", s.residual_rows,
         s.residual_nnz);
     if (s.on_device)
@@ -374,13 +467,16 @@ std::string SpmmPlan::explain() const {
       out += fmt::format("  converted on the host by csr_to_brp in {:.1f} ms and uploaded (SpmmOptions::convert_on_host); "
                          "device {} bytes, {:.3f}x CSR\n",
                          s.convert_ms, device_bytes(), s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0);
+    if (!f32)
+      out += fmt::format("  converted in f32, then A's values rounded to {} on the host: the device bytes are the "
+                         "plan's, the x CSR ratio and the peak the f32 conversion's\n", to_string(p.dtype));
   } else {
-    out += fmt::format("  CSR on f32 CUDA cores, a warp per row (its first {} entries; {} more runs added atomically), "
-                       "{} lanes across N (float4) or {} (scalars), the rest of the warp over the entries; device {} "
+    out += fmt::format("  CSR on CUDA cores (f32 sums), a warp per row (its first {} entries; {} more runs added atomically), "
+                       "{} lanes across N (4 values a load) or {} (scalars), the rest of the warp over the entries; device {} "
                        "bytes\n", p.max_run, p.n_pieces, csr_lanes(p.n, 4), csr_lanes(p.n, 1), device_bytes());
   }
-  out += fmt::format("  columns per lane: {} (float4 needs n % 4 == 0 and 16-byte aligned B and C)\n",
-                     p.vec4 ? "4 where B and C are aligned, else 1" : "1");
+  out += fmt::format("  columns per lane: {} (4 a load needs n % 4 == 0 and B and C aligned to {} bytes)\n",
+                     p.vec4 ? "4 where B and C are aligned, else 1" : "1", 4 * spmm_value_bytes(p.dtype));
   for (const KernelInfo& k : p.kernels) out += fmt::format("  kernel {} ({})\n", k.key, k.origin);
   return out;
 }

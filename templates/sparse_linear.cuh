@@ -5,6 +5,7 @@
 #pragma once
 #include "dbs_common.cuh"
 #include "dbsparse/abi/abi_types.h"
+#include "value_types.cuh"
 
 namespace dbs {
 
@@ -16,36 +17,6 @@ __global__ void __launch_bounds__(BLOCK) sparsify_threshold(const T* __restrict_
     xs[i] = fabsf((float)v) >= tau ? v : T(0);
   }
 }
-
-// Storage types of the decoding path: fp16 and bf16 are kept as 16-bit words and converted with
-// single PTX instructions (no cuda_fp16.h: NVRTC then needs no toolkit headers); sums are fp32.
-struct ValF32 {
-  typedef float S;
-  static __device__ __forceinline__ float ld(S v) { return v; }
-  static __device__ __forceinline__ S st(float f) { return f; }
-};
-struct ValF16 {
-  typedef unsigned short S;
-  static __device__ __forceinline__ float ld(S v) {
-    float f;
-    asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(v));
-    return f;
-  }
-  static __device__ __forceinline__ S st(float f) {
-    unsigned short h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-    return h;
-  }
-};
-struct ValBF16 {
-  typedef unsigned short S;
-  static __device__ __forceinline__ float ld(S v) { return __uint_as_float((unsigned)v << 16); }
-  static __device__ __forceinline__ S st(float f) {
-    unsigned short h;
-    asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
-    return h;
-  }
-};
 
 // y = W · x in the column bitmap layout, x thresholded in the same kernel (no list pass, no count
 // to reset). Block (strip t, split s) owns strip t's 1024 rows and the columns [s, s + 1) * chunk;

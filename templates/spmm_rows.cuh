@@ -2,10 +2,13 @@
 // csr_spmm_rows (the whole product: the fallback path and the ablation's baseline), brp_residual
 // (the rows BRP leaves to CUDA cores, added into C after the TC kernel). A warp per row, lanes over N
 // (csr_spmm_rows: LANES lanes over N, 32 / LANES subgroups over the row's entries): VEC = 4 reads B
-// and C as float4 (n % 4 == 0 and 16-byte aligned B and C; the plan checks), VEC = 1 as scalars.
+// and C four values at a time (load4: float4, or 8 bytes in f16 / bf16; n % 4 == 0 and B and C
+// aligned to that size; the plan checks), VEC = 1 as scalars. V is the value type of A, B and C
+// (value_types.cuh); every sum is f32, and a 16-bit C is rounded once per store.
 #pragma once
 #include "dbs_common.cuh"
 #include "dbsparse/abi/spmm.h"
+#include "value_types.cuh"
 
 namespace dbs {
 
@@ -16,17 +19,20 @@ namespace dbs {
 // lanes ran at a third of cuSPARSE's CSR_ALG3 on RMAT-16, H200, 2026-11-30). The entries are read
 // 32 at a time, one per lane, and broadcast by shuffles: one coalesced load per 32 entries. The
 // subgroups' partial sums are left apart: warp_sum_subgroups adds them.
-template <int VEC, int LANES>
+template <typename V, int VEC, int LANES>
 __device__ __forceinline__ void row_times_b(const dbsparse::abi::SpmmArgs& a, int p0, int p1, int n, bool live,
                                             unsigned lane, float (&acc)[VEC]) {
+  typedef typename V::S T;
   constexpr int S = 32 / LANES;
   const int sub = (int)lane / LANES;
+  const T* vals = reinterpret_cast<const T*>(a.vals);
+  const T* bm = reinterpret_cast<const T*>(a.b);
 #pragma unroll
   for (int v = 0; v < VEC; ++v) acc[v] = 0.0f;
   for (int base = p0; base < p1; base += 32) {
     const int p = base + (int)lane;
     const int col = p < p1 ? a.col_idx[p] : 0;
-    const float val = p < p1 ? a.vals[p] : 0.0f;
+    const float val = p < p1 ? V::ld(vals[p]) : 0.0f;
     // Steps past the row's end read entry slots holding (col 0, val 0): harmless, and they keep
     // every lane's shuffles in step.
     const int steps = (min(32, p1 - base) + S - 1) / S;
@@ -35,15 +41,16 @@ __device__ __forceinline__ void row_times_b(const dbsparse::abi::SpmmArgs& a, in
       const int cj = __shfl_sync(kFull, col, j * S + sub);
       const float vj = __shfl_sync(kFull, val, j * S + sub);
       if (!live) continue;
-      const float* src = a.b + (size_t)cj * a.n + n;
+      const T* src = bm + (size_t)cj * a.n + n;
       if constexpr (VEC == 4) {
-        const float4 bv = __ldg(reinterpret_cast<const float4*>(src));
-        acc[0] += vj * bv.x;
-        acc[1] += vj * bv.y;
-        acc[2] += vj * bv.z;
-        acc[3] += vj * bv.w;
+        float bv[4];
+        load4<V>(src, bv);
+        acc[0] += vj * bv[0];
+        acc[1] += vj * bv[1];
+        acc[2] += vj * bv[2];
+        acc[3] += vj * bv[3];
       } else {
-        acc[0] += vj * __ldg(src);
+        acc[0] += vj * V::ld(__ldg(src));
       }
     }
   }
@@ -63,59 +70,63 @@ __device__ __forceinline__ void warp_sum_subgroups(float (&acc)[VEC]) {
 // PIECES: the second pass over long rows' entries past the first max_run (a.pieces: row, begin,
 // end), added with atomics after the first pass stored every row: a warp walking a 150000-entry
 // row alone took 10 ms (power-law 200K, H200, 2026-11-30).
-template <int WARPS, int VEC, int LANES, bool PIECES>
+template <typename V, int WARPS, int VEC, int LANES, bool PIECES>
 __global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows(const dbsparse::abi::SpmmArgs a) {
+  typedef typename V::S T;
   const unsigned lane = threadIdx.x & 31u;
   const int u = (int)blockIdx.x * WARPS + (int)(threadIdx.x >> 5);
   if (u >= (PIECES ? a.n_pieces : a.rows)) return;  // warp-uniform: the shuffles below see whole warps
   const int r = PIECES ? a.pieces[3 * u] : u;
   const int p0 = PIECES ? a.pieces[3 * u + 1] : a.row_ptr[r];
   const int p1 = PIECES ? a.pieces[3 * u + 2] : min(a.row_ptr[r + 1], p0 + a.max_run);
-  float* crow = a.c + (size_t)r * a.n;
+  T* crow = reinterpret_cast<T*>(a.c) + (size_t)r * a.n;
   const bool writer = (int)lane < LANES;
   for (int n0 = 0; n0 < a.n; n0 += LANES * VEC) {
     const int n = n0 + ((int)lane % LANES) * VEC;
     const bool live = n < a.n;
     float acc[VEC];
-    row_times_b<VEC, LANES>(a, p0, p1, n, live, lane, acc);
+    row_times_b<V, VEC, LANES>(a, p0, p1, n, live, lane, acc);
     warp_sum_subgroups<VEC, LANES>(acc);
     if (!live || !writer) continue;
     if constexpr (PIECES) {
 #pragma unroll
-      for (int v = 0; v < VEC; ++v) atomicAdd(crow + n + v, a.alpha * acc[v]);
+      for (int v = 0; v < VEC; ++v) atomic_add_value<V>(crow + n + v, a.alpha * acc[v]);
     } else if constexpr (VEC == 4) {
-      float4 out = make_float4(a.alpha * acc[0], a.alpha * acc[1], a.alpha * acc[2], a.alpha * acc[3]);
+      float out[4] = {a.alpha * acc[0], a.alpha * acc[1], a.alpha * acc[2], a.alpha * acc[3]};
       if (a.beta != 0.0f) {
-        const float4 old = *reinterpret_cast<const float4*>(crow + n);
-        out.x += a.beta * old.x;
-        out.y += a.beta * old.y;
-        out.z += a.beta * old.z;
-        out.w += a.beta * old.w;
+        float old[4];
+        load4_rw<V>(crow + n, old);
+#pragma unroll
+        for (int v = 0; v < 4; ++v) out[v] += a.beta * old[v];
       }
-      *reinterpret_cast<float4*>(crow + n) = out;
+      store4<V>(crow + n, out);
     } else {
-      axpby_store(crow + n, acc[0], a.alpha, a.beta);
+      // beta == 0 never reads C, so NaNs there do not survive.
+      crow[n] = V::st(a.beta == 0.0f ? a.alpha * acc[0] : a.alpha * acc[0] + a.beta * V::ld(crow[n]));
     }
   }
 }
 
 // C[row_id[r]] += alpha * (residual row r) * B, a warp per residual row, after brp_tc_windows has
 // written every C entry (same stream): each entry has one writer here, so no atomics.
-template <int WARPS, int VEC>
+// A 16-bit C, which the TC kernel has already rounded, is read, added to and rounded again: two
+// roundings of each entry of a residual row (2^-9 relative each in bf16, inside the 1e-2 tolerance).
+template <typename V, int WARPS, int VEC>
 __global__ void __launch_bounds__(WARPS * 32) brp_residual(const dbsparse::abi::SpmmArgs a) {
+  typedef typename V::S T;
   const unsigned lane = threadIdx.x & 31u;
   const int r = (int)blockIdx.x * WARPS + (int)(threadIdx.x >> 5);
   if (r >= a.rows) return;
   const int p0 = a.row_ptr[r], p1 = a.row_ptr[r + 1];
-  float* crow = a.c + (size_t)a.row_id[r] * a.n;
+  T* crow = reinterpret_cast<T*>(a.c) + (size_t)a.row_id[r] * a.n;
   for (int n0 = 0; n0 < a.n; n0 += 32 * VEC) {
     const int n = n0 + (int)lane * VEC;
     const bool live = n < a.n;
     float acc[VEC];
-    row_times_b<VEC, 32>(a, p0, p1, n, live, lane, acc);
+    row_times_b<V, VEC, 32>(a, p0, p1, n, live, lane, acc);
     if (live) {
 #pragma unroll
-      for (int v = 0; v < VEC; ++v) crow[n + v] += a.alpha * acc[v];
+      for (int v = 0; v < VEC; ++v) crow[n + v] = V::st(V::ld(crow[n + v]) + a.alpha * acc[v]);
     }
   }
 }

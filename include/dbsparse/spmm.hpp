@@ -1,8 +1,12 @@
 #pragma once
-// SpMM, C = alpha * A * B + beta * C with A sparse (CSR, M x K, f32) and B (K x n), C (M x n) dense,
-// row-major f32; n = 1 .. 4096. Two paths: BRP-SpMM (brp.hpp; brp-spmm-ipdps25-slides), the TC
-// groups on tensor cores in TF32 plus the residual rows on CUDA cores; or a CUDA-core CSR product
-// in f32 (the fallback, and the ablation's baseline). Plan once, run many times.
+// SpMM, C = alpha * A * B + beta * C with A sparse (CSR, M x K) and B (K x n), C (M x n) dense,
+// row-major; n = 1 .. 4096. Two paths: BRP-SpMM (brp.hpp; brp-spmm-ipdps25-slides), the TC
+// groups on tensor cores plus the residual rows on CUDA cores; or a CUDA-core CSR product (the
+// fallback, and the ablation's baseline). Plan once, run many times.
+// Value types (SpmmDtype): f32 (A, B, C f32; tensor cores in TF32, mma.m16n8k8), or f16 / bf16
+// (A, B and C all 16-bit; tensor cores mma.m16n8k16 with f32 accumulators, CUDA cores sum in f32;
+// C is rounded to the 16-bit type once per store, as cuSPARSE's SpMM with CUDA_R_16F / 16BF
+// matrices and compute type CUDA_R_32F does).
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -19,6 +23,14 @@ namespace dbsparse {
 
 enum class SpmmPath { Auto, Brp, CsrCudaCore };
 const char* to_string(SpmmPath p);
+
+// The values' type: of A (the plan rounds a CsrMatrix<float>'s values to it once, as the decoding
+// plans do: the library's 16-bit host values are uint16_t words, half.hpp), B and C.
+enum class SpmmDtype { F32, F16, BF16 };
+const char* to_string(SpmmDtype d);  // "f32", "f16", "bf16"
+// Also accepts "tf32" for F32 (the f32 plans' tensor core precision; `bench spmm --precision`).
+SpmmDtype spmm_dtype_from_string(const std::string& s);
+int spmm_value_bytes(SpmmDtype d);  // 4 or 2
 
 // The SpMM op's config (op_config.hpp): what the tuning DB stores and dbtune searches.
 struct SpmmConfig {
@@ -78,25 +90,32 @@ struct SpmmOptions {
   std::optional<int> f, g;         // BRP: nonzeros per slot, TC blocks per group (1, 2, 4 or 8 each)
   const Config* config = nullptr;  // instead of the tuning DB's
   // BRP: convert with csr_to_brp on the host and upload, instead of csr_to_brp_device (the
-  // default; same arrays, bitwise). For tests and ablations.
+  // default; same arrays, bitwise). For tests and ablations. f16 / bf16 convert in f32 either way
+  // (the GPU conversion has no 16-bit instantiation) and round the values on the host.
   bool convert_on_host = false;
+  // A, B and C's type. Not a tuned field: the caller's data decides it.
+  SpmmDtype dtype = SpmmDtype::F32;
 };
 
 class SpmmPlan {
  public:
-  // B: cols() x n_cols() and C: rows() x n_cols() floats on the device, row-major. beta == 0 never
-  // reads C. No allocation, no compilation, no host synchronisation (capturable). The BRP path adds
-  // into C with atomics, so its C is equal to the reference up to the order of f32 additions, not
-  // bitwise from run to run.
+  // B: cols() x n_cols() and C: rows() x n_cols() values of dtype() on the device, row-major (f16
+  // and bf16 as 16-bit words). beta == 0 never reads C. No allocation, no compilation, no host
+  // synchronisation (capturable). The BRP path adds into C with atomics, so its C is equal to the
+  // reference up to the order of f32 additions, not bitwise from run to run.
   void run(uint64_t b, uint64_t c, void* stream, float alpha = 1.0f, float beta = 0.0f) const;
-  // The same with sizes checked (UsageError naming them).
+  // The same with sizes and the value type checked (UsageError naming them): float buffers for an
+  // f32 plan, uint16_t (f16 or bf16 bits, half.hpp) for the others.
   void run(const DeviceBuffer<float>& b, DeviceBuffer<float>& c, const Stream& stream, float alpha = 1.0f,
+           float beta = 0.0f) const;
+  void run(const DeviceBuffer<uint16_t>& b, DeviceBuffer<uint16_t>& c, const Stream& stream, float alpha = 1.0f,
            float beta = 0.0f) const;
 
   int32_t rows() const;
   int32_t cols() const;
   int n_cols() const;
   SpmmPath path() const;  // Brp or CsrCudaCore: what Auto resolved to
+  SpmmDtype dtype() const;
   int f() const;          // the BRP parameters (also on the CSR path: those Auto weighed)
   int g() const;
   double tc_share() const;  // nonzeros in TC groups / nnz (0 on the CSR path)

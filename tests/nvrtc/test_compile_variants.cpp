@@ -158,6 +158,7 @@ TEST_CASE("SpgemmAnalysisKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
 TEST_CASE("SpmmKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
   size_t compiled = 0;
   for (const auto& key : spmm_search_space()) {
+    if (key.value != SpmmValue::F32) continue;  // SpmmHalfKernelsCompileForSm80AndSm90AndKeysRoundTrip
     CAPTURE(key.to_string());
     CHECK(SpmmKey::parse(key.to_string()) == key);
     const KernelSource ks = make_source(key);
@@ -177,6 +178,62 @@ TEST_CASE("SpmmKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
                           "spmm.coo.v1.w8", "spmv.brp.f1.g4.w4", "spmm.brp.f1.g4.wx"})
     CHECK_THROWS_AS(SpmmKey::parse(bad), UsageError);
   MESSAGE(compiled << " spmm modules compiled");
+}
+
+// The f16 and bf16 SpMM keys: every one in the search space round-trips and names its value type
+// after the path; a few per type (g = 1, padded to k16, and g = 8; CSR) compile for sm_80 and
+// sm_90 (mma.m16n8k16 .bf16 and cvt.rn.bf16.f32 need sm_80). Every key is compiled for sm_90 by
+// EveryVariantOfEveryOpCompiles already: compiling all of them twice more cost CI 10 minutes.
+TEST_CASE("SpmmHalfKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
+  std::vector<std::pair<KernelSource, std::string>> jobs;
+  size_t f16 = 0, bf16 = 0;
+  for (const auto& key : spmm_search_space()) {
+    if (key.value == SpmmValue::F32) continue;
+    CAPTURE(key.to_string());
+    CHECK(SpmmKey::parse(key.to_string()) == key);
+    const std::string text = key.to_string();
+    CHECK(text.rfind(key.path == SpmmKernelPath::Brp ? "spmm.brp." : "spmm.csr.", 0) == 0);
+    CHECK(text.find(key.value == SpmmValue::F16 ? ".f16." : ".bf16.") == 8);
+    (key.value == SpmmValue::F16 ? f16 : bf16)++;
+    const bool sample = key.path == SpmmKernelPath::Brp
+                            ? key.warps == 8 && ((key.f == 1 && key.g == 1) || (key.f == 8 && key.g == 8))
+                            : key.vec == 4 && (key.lanes == 8 || key.lanes == 32);
+    if (sample)
+      for (const char* arch : {"sm_80", "sm_90"}) jobs.emplace_back(make_source(key), arch);
+  }
+  CHECK(f16 == 64 + 12);
+  CHECK(bf16 == 64 + 12);
+  std::vector<std::future<CompiledKernel>> results(jobs.size());
+  std::vector<std::promise<CompiledKernel>> promises(jobs.size());
+  for (size_t i = 0; i < jobs.size(); ++i) results[i] = promises[i].get_future();
+  std::atomic<size_t> next{0};
+  std::vector<std::thread> pool;
+  for (size_t w = 0; w < std::max(1u, std::thread::hardware_concurrency()); ++w)
+    pool.emplace_back([&] {
+      for (size_t i; (i = next++) < jobs.size();) {
+        try {
+          promises[i].set_value(compile_to_cubin(jobs[i].first, jobs[i].second));
+        } catch (...) {
+          promises[i].set_exception(std::current_exception());
+        }
+      }
+    });
+  for (auto& t : pool) t.join();
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    CAPTURE(jobs[i].first.key);
+    CAPTURE(jobs[i].second);
+    CompiledKernel k;
+    REQUIRE_NOTHROW(k = results[i].get());
+    REQUIRE(k.lowered_names.size() == jobs[i].first.name_expressions.size());
+    for (const auto& [expr, lowered] : k.lowered_names) CHECK(lowered.rfind("_Z", 0) == 0);
+  }
+  CHECK(SpmmKey::parse("spmm.brp.f16.f1.g4.w8").to_string() == "spmm.brp.f16.f1.g4.w8");
+  CHECK(SpmmKey::parse("spmm.csr.bf16.v4.l8.w8").value == SpmmValue::BF16);
+  CHECK(SpmmKey{SpmmKernelPath::Brp, 2, 1, 4, 1, 32, SpmmValue::BF16}.to_string() == "spmm.brp.bf16.f2.g1.w4");
+  for (const char* bad : {"spmm.brp.f32.f1.g4.w4", "spmm.brp.f8.f1.g4.w4", "spmm.brp.f16.f1.g4", "spmm.csr.tf32.v4.l8.w8",
+                          "spmm.brp.f16.f3.g4.w4", "spmm.csr.bf16.v2.l8.w8"})
+    CHECK_THROWS_AS(SpmmKey::parse(bad), UsageError);
+  MESSAGE(jobs.size() << " f16 / bf16 spmm modules compiled");
 }
 
 // MCL's elementwise kernels are not an op of the registry: every key, both archs, all three entry points.

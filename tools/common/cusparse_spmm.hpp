@@ -1,6 +1,8 @@
 #pragma once
-// cuSPARSE's CSR SpMM as a baseline: C = alpha * A * B + beta * C with A CSR f32 and B, C dense
-// row-major (CUSPARSE_ORDER_ROW, leading dimension n), the layout SpmmPlan uses. Every algorithm's
+// cuSPARSE's CSR SpMM as a baseline: C = alpha * A * B + beta * C with A CSR and B, C dense
+// row-major (CUSPARSE_ORDER_ROW, leading dimension n), the layout SpmmPlan uses; A, B and C all
+// f32 (CUDA_R_32F), or all f16 / bf16 (CUDA_R_16F / CUDA_R_16BF) with compute type CUDA_R_32F, as
+// SpmmPlan's SpmmDtype. Every algorithm's
 // descriptor, buffer and preprocessing are set up ahead, so the timed loop measures cusparseSpMM
 // alone. An algorithm cuSPARSE refuses for this layout or shape (bufferSize or preprocess fails)
 // is marked unsupported, with its reason, and never run.
@@ -11,6 +13,7 @@
 
 #include "dbsparse/context.hpp"
 #include "dbsparse/matrix.hpp"
+#include "dbsparse/spmm.hpp"
 
 namespace dbsparse::tools {
 
@@ -21,11 +24,12 @@ const char* to_string(CusparseSpmmAlg a);  // "cusparse-default", "cusparse-csr-
 
 class CusparseSpmm {
  public:
-  // Uploads its own copy of A (cuSPARSE's descriptors point at it); B and C have n columns. Only
-  // the algorithms in `algs` are set up (the others are unsupported, "not set up"): a caller that
-  // times the setup of the one it runs (`dbsparse gcn`) pays for no other.
+  // Uploads its own copy of A (cuSPARSE's descriptors point at it; f16 / bf16: A's values rounded
+  // as SpmmPlan rounds them); B and C have n columns. Only the algorithms in `algs` are set up (the
+  // others are unsupported, "not set up"): a caller that times the setup of the one it runs
+  // (`dbsparse gcn`) pays for no other.
   CusparseSpmm(const CsrMatrix<float>& a, int n, void* stream,
-               std::span<const CusparseSpmmAlg> algs = kCusparseSpmmAlgs);
+               std::span<const CusparseSpmmAlg> algs = kCusparseSpmmAlgs, SpmmDtype dtype = SpmmDtype::F32);
   ~CusparseSpmm();
   CusparseSpmm(const CusparseSpmm&) = delete;
   CusparseSpmm& operator=(const CusparseSpmm&) = delete;

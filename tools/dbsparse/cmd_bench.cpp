@@ -93,9 +93,10 @@ Runner add_bench(CLI::App& sub_ref) {
   sub->add_flag("--no-baselines", a->no_baselines, "Skip cuSPARSE");
   sub->add_flag("--fused", a->fused,
                 "spmspv only: the dbsparse rows use one cooperative launch (mask pass, grid barrier, compute)");
-  sub->add_option("--precision", a->precisions, "f32, f64 or both (repeat or comma-separate)")
+  sub->add_option("--precision", a->precisions,
+                  "f32, f64 or both (repeat or comma-separate); spmm: f32 (alias tf32), f16, bf16")
       ->delimiter(',')
-      ->check(CLI::IsMember({"f32", "f64"}));
+      ->check(CLI::IsMember({"f32", "f64", "tf32", "f16", "bf16"}));
   sub->add_option("--density", a->densities,
                   "ops with a sparse x (spmspv): shares of x's entries that are nonzero (comma-separate); "
                   "default 0.1,0.01,0.001,0.0001")

@@ -1,7 +1,9 @@
 // The SpMM op's registry entry: BRP-SpMM (brp-spmm-ipdps25-slides; include/dbsparse/spmm.hpp), TC
-// groups in TF32 plus residual rows on CUDA cores, or the CUDA-core CSR product; against cuSPARSE.
+// groups in TF32 (f32) or f16 / bf16 plus residual rows on CUDA cores, or the CUDA-core CSR
+// product; against cuSPARSE in the same value type.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -10,6 +12,7 @@
 #include "codegen/brp_convert_key.hpp"
 #include "codegen/spmm_key.hpp"
 #include "dbsparse/brp.hpp"
+#include "dbsparse/half.hpp"
 #include "dbsparse/spmm.hpp"
 #include "tools/common/cusparse_spmm.hpp"
 #include "tools/common/random.hpp"
@@ -25,7 +28,8 @@ using tuner::Measurement;
 using tuner::ParamSpec;
 
 // The issue's tolerances, per entry, relative to sum |a||b| of that entry: TF32 tensor cores
-// (BRP) and f32 CUDA cores (CSR).
+// (BRP) and f32 CUDA cores (CSR); f16 and bf16, every path and cuSPARSE (the reference takes A and
+// B as rounded to 16 bits, so what remains is f32 summation and C's rounding: 2^-9 in bf16).
 constexpr double kTolTf32 = 2e-3;
 constexpr double kTolF32 = 1e-5;
 // The tuner's widths: one per bucket (spmm_tuning_bucket), both when no bucket is named.
@@ -35,6 +39,7 @@ std::vector<int> objective_widths(const std::string& bucket) {
   if (bucket == spmm_tuning_bucket(128)) return {128};
   throw UsageError("spmm: unknown tuning bucket '" + bucket + "' (n32, n128)");
 }
+constexpr double kTolHalf = 1e-2;
 const std::vector<int> kBenchN = {32, 64, 128, 256};
 
 tuner::SearchSpace make_space() {
@@ -52,25 +57,59 @@ tuner::SearchSpace make_space() {
   return s;
 }
 
-// One width's inputs: B on the host and the device, the reference C and sum |a||b| per entry.
+// x rounded to the 16-bit type and back (exact in f32), as a plan rounds A and a caller's B is.
+std::vector<float> rounded(const std::vector<float>& x, SpmmDtype d) {
+  if (d == SpmmDtype::F32) return x;
+  return d == SpmmDtype::F16 ? half_to_floats(floats_to_half(x)) : bf16_to_floats(floats_to_bf16(x));
+}
+
+// One width's inputs in one value type: B on the host and the device, the reference C and sum
+// |a||b| per entry. `a` is as the plans get it; the reference uses its values as a plan rounds them.
 struct SpmmCase {
   int n = 0;
-  DeviceBuffer<float> b, c;
+  SpmmDtype dtype = SpmmDtype::F32;
+  DeviceBuffer<float> b, c;         // f32
+  DeviceBuffer<uint16_t> b16, c16;  // f16 / bf16
   std::vector<float> ref, scale;
 
-  SpmmCase(const CsrMatrix<float>& a, const CsrMatrix<float>& abs_a, int n_cols, uint64_t seed) : n(n_cols) {
-    const auto hb = random_values<float>(size_t(a.cols) * size_t(n), seed);
-    b = DeviceBuffer<float>(std::span<const float>(hb));
-    c = DeviceBuffer<float>(size_t(a.rows) * size_t(n));
-    reference_spmm(a, hb, n, ref, 1.0f, 0.0f);  // accumulates in double
+  SpmmCase(const CsrMatrix<float>& a, const CsrMatrix<float>& abs_a, int n_cols, uint64_t seed,
+           SpmmDtype d = SpmmDtype::F32)
+      : n(n_cols), dtype(d) {
+    const auto hb = rounded(random_values<float>(size_t(a.cols) * size_t(n), seed), d);
+    if (d == SpmmDtype::F32) {
+      b = DeviceBuffer<float>(std::span<const float>(hb));
+      c = DeviceBuffer<float>(size_t(a.rows) * size_t(n));
+    } else {
+      const auto h = d == SpmmDtype::F16 ? floats_to_half(hb) : floats_to_bf16(hb);
+      b16 = DeviceBuffer<uint16_t>(std::span<const uint16_t>(h));
+      c16 = DeviceBuffer<uint16_t>(size_t(a.rows) * size_t(n));
+    }
+    CsrMatrix<float> ar = a, abs_ar = abs_a;
+    ar.values = rounded(a.values, d);
+    abs_ar.values = rounded(abs_a.values, d);
+    reference_spmm(ar, hb, n, ref, 1.0f, 0.0f);  // accumulates in double
     std::vector<float> abs_b(hb.size());
     for (size_t i = 0; i < hb.size(); ++i) abs_b[i] = std::fabs(hb[i]);
-    reference_spmm(abs_a, abs_b, n, scale, 1.0f, 0.0f);
+    reference_spmm(abs_ar, abs_b, n, scale, 1.0f, 0.0f);
+  }
+
+  uint64_t b_ptr() const { return dtype == SpmmDtype::F32 ? b.ptr() : b16.ptr(); }
+  uint64_t c_ptr() const { return dtype == SpmmDtype::F32 ? c.ptr() : c16.ptr(); }
+  // C = NaN everywhere (0xFF bytes in every type), so that an entry left unwritten shows.
+  void poison() {
+    if (dtype == SpmmDtype::F32) c.fill_bytes(0xFF);
+    else c16.fill_bytes(0xFF);
+  }
+  void run(const SpmmPlan& plan, const Stream& s) {
+    if (dtype == SpmmDtype::F32) plan.run(b, c, s);
+    else plan.run(b16, c16, s);
   }
 
   // The largest |C - ref| / sum |a||b| over the entries (C downloaded; waits for the stream's work).
   double error() const {
-    const auto got = c.download();
+    const auto got = dtype == SpmmDtype::F32     ? c.download()
+                     : dtype == SpmmDtype::F16 ? half_to_floats(c16.download())
+                                               : bf16_to_floats(c16.download());
     double worst = 0;
     for (size_t i = 0; i < got.size(); ++i) {
       const double d = std::fabs(double(got[i]) - double(ref[i]));
@@ -87,7 +126,10 @@ CsrMatrix<float> abs_of(const CsrMatrix<float>& a) {
   return out;
 }
 
-double tolerance(SpmmPath p) { return p == SpmmPath::Brp ? kTolTf32 : kTolF32; }
+double tolerance(SpmmPath p, SpmmDtype d = SpmmDtype::F32) {
+  if (d != SpmmDtype::F32) return kTolHalf;
+  return p == SpmmPath::Brp ? kTolTf32 : kTolF32;
+}
 
 // The tuner's time: plan.run (C = A B) at the bucket's N (the geomean over N = 32 and 128 with no
 // bucket), each checked against reference_spmm first.
@@ -111,8 +153,8 @@ struct SpmmObjective {
       std::string detail;
       for (auto& k : cases) {
         const SpmmPlan plan = ctx.plan_spmm(a, k->n, opt);
-        k->c.fill_bytes(0xFF);
-        plan.run(k->b, k->c, s);
+        k->poison();
+        k->run(plan, s);
         s.synchronize();
         const double err = k->error();
         if (!(err <= tolerance(plan.path())))
@@ -120,7 +162,7 @@ struct SpmmObjective {
                   fmt::format("n = {}, path {}: error {:.3e} relative to sum |a||b| (tolerance {:.0e})", k->n,
                               to_string(plan.path()), err, tolerance(plan.path()))};
         const double us = time_on_stream(s.handle(), objective_timing(samples), [&](int64_t) {
-                            plan.run(k->b, k->c, s);
+                            k->run(plan, s);
                           }).median_us;
         times.push_back(us);
         detail += fmt::format("{}n = {}: {:.1f} us ({})", detail.empty() ? "" : ", ", k->n, us, to_string(plan.path()));
@@ -140,7 +182,7 @@ struct BenchTime {
 template <class F>
 BenchTime time_impl(const std::string& impl, const Stream& stream, const TimingOptions& t, SpmmCase& k, F&& launch) {
   BenchTime r{impl};
-  k.c.fill_bytes(0xFF);
+  k.poison();
   launch();
   stream.synchronize();
   r.err = k.error();
@@ -148,114 +190,138 @@ BenchTime time_impl(const std::string& impl, const Stream& stream, const TimingO
   return r;
 }
 
+// --precision's words, in order, each once: f32 (tf32 is its alias: the f32 BRP path's tensor
+// core precision), f16, bf16.
+std::vector<SpmmDtype> bench_dtypes(const std::vector<std::string>& words) {
+  std::vector<SpmmDtype> out;
+  for (const auto& w : words) {
+    if (w == "f64") throw UsageError("bench spmm: no f64 SpMM kernels (--precision f32, tf32, f16, bf16)");
+    const SpmmDtype d = spmm_dtype_from_string(w);
+    if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+  }
+  return out;
+}
+
 nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) {
   if (!r.densities.empty()) throw UsageError("bench spmm: --density applies to ops with a sparse x (spmspv)");
   if (!r.strategies.empty()) throw UsageError("bench spmm: --strategy applies to spmv (spmm: --config)");
-  if (r.precisions != std::vector<std::string>{"f32"}) throw UsageError("bench spmm: f32 only (--precision f32)");
+  const std::vector<SpmmDtype> dtypes = bench_dtypes(r.precisions);
   const std::vector<int> widths = r.n_cols.empty() ? kBenchN : r.n_cols;
   std::optional<Config> given;
   if (r.config) given = Config{"spmm", *r.config, ConfigSource::Explicit, "--config"};
   (void)(given ? config_from_json<SpmmConfig>(given->params) : SpmmConfig{});  // a bad key fails before GPU work
-  fmt::print("{:<36} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7}  {}\n", "matrix", "N", "auto", "brp", "csr",
-             "cusparse", "GFLOP/s", "a/cs", "brp/csr", "auto path; best cuSPARSE algorithm");
+  fmt::print("{:<36} {:>4} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7}  {}\n", "matrix", "prec", "N", "auto",
+             "brp", "csr", "cusparse", "GFLOP/s", "a/cs", "brp/csr", "auto path; best cuSPARSE algorithm");
   nlohmann::json results = nlohmann::json::array();
-  std::map<int, std::vector<std::pair<double, std::string>>> speedups;  // N -> (auto over cuSPARSE, matrix)
-  std::vector<std::pair<std::string, BrpStats>> conversions;               // the BRP plans' formats
+  // (precision, N) -> (auto over cuSPARSE, matrix)
+  std::map<std::pair<SpmmDtype, int>, std::vector<std::pair<double, std::string>>> speedups;
+  std::vector<std::pair<std::string, BrpStats>> conversions;  // the BRP plans' formats
   for_each_matrix(r.specs, [&](const NamedMatrix& m, bool) {
     const CsrMatrix<float> a = m.csr.cast<float>();
     const CsrMatrix<float> abs_a = abs_of(a);
-    for (int n : widths) {
-      SpmmCase k(a, abs_a, n, 101 + n);
-      SpmmOptions auto_opt;
-      if (given) auto_opt.config = &*given;
-      const SpmmPlan plan = ctx.plan_spmm(a, n, auto_opt);
-      SpmmOptions brp_opt = auto_opt, csr_opt = auto_opt;
-      brp_opt.path = SpmmPath::Brp;
-      csr_opt.path = SpmmPath::CsrCudaCore;
-      const SpmmPlan brp = ctx.plan_spmm(a, n, brp_opt);
-      const SpmmPlan csr = ctx.plan_spmm(a, n, csr_opt);
-      std::vector<BenchTime> rows;
-      rows.push_back(time_impl("dbsparse-auto", stream, r.timing, k, [&] { plan.run(k.b, k.c, stream); }));
-      rows.back().note = to_string(plan.path());
-      rows.push_back(time_impl(fmt::format("dbsparse-brp-f{}-g{}", brp.f(), brp.g()), stream, r.timing, k,
-                               [&] { brp.run(k.b, k.c, stream); }));
-      rows.push_back(time_impl("dbsparse-csr", stream, r.timing, k, [&] { csr.run(k.b, k.c, stream); }));
-      const size_t best_of_ours = rows.size();
-      nlohmann::json unsupported = nlohmann::json::object();
-      if (r.baselines) {
-        CusparseSpmm cs(a, n, stream.handle());
-        for (CusparseSpmmAlg alg : kCusparseSpmmAlgs) {
-          if (!cs.supported(alg)) {
-            unsupported[to_string(alg)] = cs.why_unsupported(alg);
-            continue;
+    for (SpmmDtype dtype : dtypes)
+      for (int n : widths) {
+        SpmmCase k(a, abs_a, n, 101 + n, dtype);
+        SpmmOptions auto_opt;
+        if (given) auto_opt.config = &*given;
+        auto_opt.dtype = dtype;
+        const SpmmPlan plan = ctx.plan_spmm(a, n, auto_opt);
+        SpmmOptions brp_opt = auto_opt, csr_opt = auto_opt;
+        brp_opt.path = SpmmPath::Brp;
+        csr_opt.path = SpmmPath::CsrCudaCore;
+        const SpmmPlan brp = ctx.plan_spmm(a, n, brp_opt);
+        const SpmmPlan csr = ctx.plan_spmm(a, n, csr_opt);
+        std::vector<BenchTime> rows;
+        rows.push_back(time_impl("dbsparse-auto", stream, r.timing, k, [&] { k.run(plan, stream); }));
+        rows.back().note = to_string(plan.path());
+        rows.push_back(time_impl(fmt::format("dbsparse-brp-f{}-g{}", brp.f(), brp.g()), stream, r.timing, k,
+                                 [&] { k.run(brp, stream); }));
+        rows.push_back(time_impl("dbsparse-csr", stream, r.timing, k, [&] { k.run(csr, stream); }));
+        const size_t best_of_ours = rows.size();
+        nlohmann::json unsupported = nlohmann::json::object();
+        if (r.baselines) {
+          CusparseSpmm cs(a, n, stream.handle(), kCusparseSpmmAlgs, dtype);
+          for (CusparseSpmmAlg alg : kCusparseSpmmAlgs) {
+            if (!cs.supported(alg)) {
+              unsupported[to_string(alg)] = cs.why_unsupported(alg);
+              continue;
+            }
+            rows.push_back(time_impl(to_string(alg), stream, r.timing, k, [&] { cs.run(alg, k.b_ptr(), k.c_ptr()); }));
           }
-          rows.push_back(time_impl(to_string(alg), stream, r.timing, k, [&] { cs.run(alg, k.b.ptr(), k.c.ptr()); }));
         }
+        // cuSPARSE's rows are held to CSR's tolerance (f32 CUDA cores, or the 16-bit one).
+        const double tol_cs = tolerance(SpmmPath::CsrCudaCore, dtype);
+        const BenchTime* best_cs = nullptr;
+        for (size_t i = best_of_ours; i < rows.size(); ++i)
+          if (rows[i].err <= tol_cs && (!best_cs || rows[i].us < best_cs->us)) best_cs = &rows[i];
+        const double flops = 2.0 * double(a.nnz()) * double(n);
+        auto gflops = [&](double us) { return us > 0 ? flops / (us * 1e3) : 0.0; };
+        nlohmann::json rec;
+        rec["matrix"] = m.name;
+        rec["precision"] = to_string(dtype);
+        rec["rows"] = a.rows;
+        rec["cols"] = a.cols;
+        rec["nnz"] = a.nnz();
+        rec["n"] = n;
+        rec["auto_path"] = to_string(plan.path());
+        rec["config"] = config_to_json(plan.typed_config());
+        rec["config_source"] = to_string(plan.config().source);
+        rec["tc_share_brp"] = brp.tc_share();
+        // The preprocessing the issue bounds (4 nnz (index + value bytes) of extra device memory).
+        if (const auto st = brp.brp_stats()) {
+          rec["brp_convert"] = {{"on_device", st->on_device}, {"ms", st->convert_ms},
+                                {"peak_extra_bytes", st->peak_extra_bytes}, {"bound_bytes", st->peak_bound_bytes()},
+                                {"peak_bytes_per_nnz", a.nnz() ? double(st->peak_extra_bytes) / double(a.nnz()) : 0.0}};
+          conversions.push_back({m.name, *st});
+        }
+        rec["impls"] = nlohmann::json::array();
+        auto tol_of = [&](const BenchTime& t) {
+          if (t.impl.rfind("dbsparse-brp", 0) == 0) return tolerance(SpmmPath::Brp, dtype);
+          if (t.impl == "dbsparse-auto") return tolerance(plan.path(), dtype);
+          return tolerance(SpmmPath::CsrCudaCore, dtype);
+        };
+        for (const auto& t : rows)
+          rec["impls"].push_back({{"impl", t.impl}, {"us", t.us}, {"gflops", gflops(t.us)}, {"error", t.err},
+                                  {"tolerance", tol_of(t)}, {"correct", t.err <= tol_of(t)}});
+        if (!unsupported.empty()) rec["cusparse_unsupported"] = unsupported;
+        const double t_auto = rows[0].us, t_brp = rows[1].us, t_csr = rows[2].us;
+        double vs_cs = 0;
+        if (best_cs) {
+          vs_cs = best_cs->us / t_auto;
+          rec["cusparse_best"] = best_cs->impl;
+          rec["auto_over_cusparse"] = vs_cs;
+          speedups[{dtype, n}].push_back({vs_cs, m.name});
+        }
+        rec["brp_over_csr"] = t_csr / t_brp;
+        fmt::print("{:<36} {:>4} {:>5} {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>10.1f} {:>7.2f} {:>7.2f}  {}; {}\n",
+                   m.name.substr(0, 36), to_string(dtype), n, t_auto, t_brp, t_csr, best_cs ? best_cs->us : 0.0,
+                   gflops(t_auto), vs_cs, t_csr / t_brp, to_string(plan.path()),
+                   best_cs ? best_cs->impl : "none correct");
+        for (const auto& t : rows)
+          if (!(t.err <= tol_of(t)))
+            fmt::print("  WRONG: {} error {:.3e} relative to sum |a||b| (tolerance {:.0e})\n", t.impl, t.err, tol_of(t));
+        results.push_back(rec);
       }
-      const BenchTime* best_cs = nullptr;
-      for (size_t i = best_of_ours; i < rows.size(); ++i)
-        if (rows[i].err <= kTolF32 && (!best_cs || rows[i].us < best_cs->us)) best_cs = &rows[i];
-      const double flops = 2.0 * double(a.nnz()) * double(n);
-      auto gflops = [&](double us) { return us > 0 ? flops / (us * 1e3) : 0.0; };
-      nlohmann::json rec;
-      rec["matrix"] = m.name;
-      rec["rows"] = a.rows;
-      rec["cols"] = a.cols;
-      rec["nnz"] = a.nnz();
-      rec["n"] = n;
-      rec["auto_path"] = to_string(plan.path());
-      rec["config"] = config_to_json(plan.typed_config());
-      rec["config_source"] = to_string(plan.config().source);
-      rec["tc_share_brp"] = brp.tc_share();
-      // The preprocessing the issue bounds (4 nnz (index + value bytes) of extra device memory).
-      if (const auto st = brp.brp_stats()) {
-        rec["brp_convert"] = {{"on_device", st->on_device}, {"ms", st->convert_ms},
-                              {"peak_extra_bytes", st->peak_extra_bytes}, {"bound_bytes", st->peak_bound_bytes()},
-                              {"peak_bytes_per_nnz", a.nnz() ? double(st->peak_extra_bytes) / double(a.nnz()) : 0.0}};
-        conversions.push_back({m.name, *st});
-      }
-      rec["impls"] = nlohmann::json::array();
-      for (const auto& t : rows) {
-        const bool ok = t.err <= (t.impl.rfind("dbsparse-brp", 0) == 0 ||
-                                          (t.impl == "dbsparse-auto" && plan.path() == SpmmPath::Brp)
-                                      ? kTolTf32
-                                      : kTolF32);
-        rec["impls"].push_back({{"impl", t.impl}, {"us", t.us}, {"gflops", gflops(t.us)}, {"error", t.err},
-                                {"correct", ok}});
-      }
-      if (!unsupported.empty()) rec["cusparse_unsupported"] = unsupported;
-      const double t_auto = rows[0].us, t_brp = rows[1].us, t_csr = rows[2].us;
-      double vs_cs = 0;
-      if (best_cs) {
-        vs_cs = best_cs->us / t_auto;
-        rec["cusparse_best"] = best_cs->impl;
-        rec["auto_over_cusparse"] = vs_cs;
-        speedups[n].push_back({vs_cs, m.name});
-      }
-      rec["brp_over_csr"] = t_csr / t_brp;
-      fmt::print("{:<36} {:>5} {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>10.1f} {:>7.2f} {:>7.2f}  {}; {}\n",
-                 m.name.substr(0, 36), n, t_auto, t_brp, t_csr, best_cs ? best_cs->us : 0.0, gflops(t_auto), vs_cs,
-                 t_csr / t_brp, to_string(plan.path()), best_cs ? best_cs->impl : "none correct");
-      for (const auto& t : rows)
-        if (!(t.err <= kTolTf32)) fmt::print("  WRONG: {} error {:.3e} relative to sum |a||b|\n", t.impl, t.err);
-      results.push_back(rec);
-    }
   });
+  // f32 alone keeps the summary's old shape (keyed by N); with f16 or bf16 the key is "<precision> <N>".
+  const bool f32_only = dtypes == std::vector<SpmmDtype>{SpmmDtype::F32};
   nlohmann::json summary = nlohmann::json::object();
-  for (const auto& [n, v] : speedups) {
+  for (const auto& [key, v] : speedups) {
+    const auto& [dtype, n] = key;
     std::vector<double> xs;
     const std::pair<double, std::string>* worst = nullptr;
     for (const auto& p : v) {
       xs.push_back(p.first);
       if (!worst || p.first < worst->first) worst = &p;
     }
-    summary[std::to_string(n)] = {{"geomean_auto_over_best_cusparse", geomean(xs)},
-                                  {"worst", worst->first},
-                                  {"worst_matrix", worst->second},
-                                  {"matrices", xs.size()}};
-    fmt::print("N = {}: dbsparse auto over the best cuSPARSE algorithm: geomean {:.2f}x over {} matrices, worst "
+    const std::string name = f32_only ? std::to_string(n) : fmt::format("{} {}", to_string(dtype), n);
+    summary[name] = {{"geomean_auto_over_best_cusparse", geomean(xs)},
+                     {"worst", worst->first},
+                     {"worst_matrix", worst->second},
+                     {"matrices", xs.size()}};
+    fmt::print("{} N = {}: dbsparse auto over the best cuSPARSE algorithm: geomean {:.2f}x over {} matrices, worst "
                "{:.2f}x ({})\n",
-               n, geomean(xs), xs.size(), worst->first, worst->second);
+               to_string(dtype), n, geomean(xs), xs.size(), worst->first, worst->second);
   }
   // One line per matrix (the first N's plan; the format does not depend on N).
   std::string last;
@@ -274,15 +340,18 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   nlohmann::json j;
   j["results"] = results;
   j["summary"] = summary;
-  j["gflops"] = "2 * nnz * N / median time per call (C = A B, B and C row-major f32)";
-  j["tolerance"] = {{"tf32", kTolTf32}, {"f32", kTolF32}, {"relative_to", "sum |a||b| per entry of C"}};
+  j["gflops"] = "2 * nnz * N / median time per call (C = A B, B and C row-major in the record's precision)";
+  j["tolerance"] = {{"tf32", kTolTf32},
+                    {"f32", kTolF32},
+                    {"f16_bf16", kTolHalf},
+                    {"relative_to", "sum |a||b| per entry of C, A and B as rounded to the record's precision"}};
   return j;
 }
 
 OpDescriptor make() {
   OpDescriptor d;
   d.name = "spmm";
-  d.doc = "C = A B, A in CSR, B and C dense row-major: BRP-SpMM (TF32 tensor cores) or CUDA-core CSR";
+  d.doc = "C = A B, A in CSR, B and C dense row-major: BRP-SpMM (TF32, f16 or bf16 tensor cores) or CUDA-core CSR";
   d.config = config_info<SpmmConfig>();
   d.objective_doc = "plan.run time, geomean over N = 32 and 128";
   d.space = make_space();
@@ -302,7 +371,7 @@ OpDescriptor make() {
     return std::make_unique<tuner::Objective>([obj](const nlohmann::json& c, int n) { return (*obj)(c, n); });
   };
   d.buckets = {spmm_tuning_bucket(32), spmm_tuning_bucket(128)};
-  d.bench_options = {"--config", "--n"};
+  d.bench_options = {"--config", "--n", "--precision"};
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return ctx.plan_spmm(m.csr.cast<float>(), 128).explain(); };
   return d;

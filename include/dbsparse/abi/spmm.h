@@ -43,7 +43,41 @@ DBS_ABI_FN int brp_afrag_index(int local_id, int e, int f) {
   return ((e / (kSpmmBlockSlots * f)) * 32 + mma_a_lane(row, col)) * 4 + mma_a_reg(row, col);
 }
 
-// Every SpMM kernel's only argument, by value. C is m x n and B is k x n, both row-major f32.
+// mma.m16n8k16 with .f16 or .bf16 multiplicands and .f32 accumulators (PTX ISA §9.7.14.5.8,
+// "Matrix Fragments for mma.m16n8k16 with floating point type"): each .b32 register holds two
+// elements, the lower-numbered one in its low 16 bits, so a lane's A is 8 halves a0..a7 (4
+// registers) and its B 4 halves b0..b3 (2 registers); C and D are as in m16n8k8 above.
+//   A (16 x 16, row): a_i at row groupID + 8 * ((i >> 1) & 1), col 2 * threadID_in_group + (i & 1) + 8 * (i >> 2)
+//   B (16 x 8, col):  b_i at row 2 * threadID_in_group + (i & 1) + 8 * (i >> 1), col groupID
+// A BRP block is 16 x 8 (k = 8), so one k16 mma takes a pair of a group's blocks: block 2p in
+// k 0..7 and block 2p + 1 in k 8..15. g = 1 has no partner: its k 8..15 half is zero in A and
+// its B registers are not loaded (zero). So a group is ceil(g / 2) mma; the format stays the same
+// for every precision and the A tile of a pair is 32 lanes x 16 bytes, one 16-byte load per lane.
+constexpr int kSpmmK16 = 16;
+DBS_ABI_FN int spmm_k16_pairs(int g) { return (g + 1) / 2; }
+
+DBS_ABI_FN int mma16_a_row(int lane, int i) { return mma_group_id(lane) + 8 * ((i >> 1) & 1); }
+DBS_ABI_FN int mma16_a_col(int lane, int i) { return 2 * mma_thread_in_group(lane) + (i & 1) + 8 * (i >> 2); }
+// The inverse: which lane and which of its 8 halves hold A(row, col).
+DBS_ABI_FN int mma16_a_lane(int row, int col) { return (row & 7) * 4 + ((col & 7) >> 1); }
+DBS_ABI_FN int mma16_a_half(int row, int col) { return (col & 1) | ((row >> 3) << 1) | ((col >> 3) << 2); }
+
+DBS_ABI_FN int mma16_b_row(int lane, int i) { return 2 * mma_thread_in_group(lane) + (i & 1) + 8 * (i >> 1); }
+DBS_ABI_FN int mma16_b_col(int lane) { return mma_group_id(lane); }
+
+// The k16 counterpart of brp_afrag_index, in halves: a group's tile is ceil(g / 2) pairs of 32
+// lanes of 8 halves (one uint4 per lane). Entry e (local id row * 8 + slot) is in block
+// b = e / (8f): pair b / 2, k column 8 * (b % 2) + slot.
+DBS_ABI_FN int brp_afrag16_index(int local_id, int e, int f) {
+  const int row = local_id >> 3, block = e / (kSpmmBlockSlots * f);
+  const int col = (block & 1) * kSpmmBlockSlots + (local_id & 7);
+  return ((block >> 1) * 32 + mma16_a_lane(row, col)) * 8 + mma16_a_half(row, col);
+}
+
+// Every SpMM kernel's only argument, by value. C is m x n and B is k x n, both row-major, in the
+// key's value type: f32, or f16 / bf16 (then vals, group_vals, b and c point at 16-bit words, read
+// through the kernel's value type; the pointer types stay float so that the layout is one).
+// alpha and beta are f32 for every value type.
 struct SpmmArgs {
   // Row kernels: `rows` rows of a CSR (row_ptr, col_idx, vals); C's row of row r is row_id[r]
   // (the BRP residual rows) or r itself when row_id is null (csr_spmm_rows).
@@ -72,7 +106,8 @@ struct SpmmArgs {
   int32_t n_pieces, max_run;
   // BRP with pre-expanded A operands (brp_tc_windows<.., FRAGS = true>): group q's block b is
   // afrag[((q * g + b) * 32 + lane) * 4 .. + 3], tf32 bits in fragment order, zeros included
-  // (brp_expand_frags writes it once per plan).
+  // (brp_expand_frags writes it once per plan). f16 / bf16: pair p of group q is
+  // afrag[((q * ceil(g / 2) + p) * 32 + lane) * 4 .. + 3], 8 halves (brp_afrag16_index).
   const uint32_t* afrag;
 };
 static_assert(sizeof(SpmmArgs) == 144, "SpmmArgs layout");
