@@ -36,11 +36,10 @@ void check_key(const SpgemmKey& k, std::string_view text) {
   } else if (!is_pow2(k.table)) {
     bad(text, fmt::format("table {} is not a power of two", k.table));
   }
-  if (k.group == 0) {
-    if (!is_pow2(k.lanes) || k.lanes > 32 || k.block % k.lanes != 0)
-      bad(text, fmt::format("lanes {} is not a power of two <= 32 dividing the block", k.lanes));
-  } else if (k.lanes != k.block) {
-    bad(text, "lanes must equal the block outside group 0");
+  if (k.group == 3) {
+    if (k.lanes != k.block) bad(text, "group 3 runs a row per block: lanes must equal the block");
+  } else if (k.lanes != k.block && (!is_pow2(k.lanes) || k.lanes > 32 || k.block % k.lanes != 0)) {
+    bad(text, fmt::format("lanes {} is neither the block nor a power of two <= 32 dividing it", k.lanes));
   }
 }
 
@@ -51,7 +50,9 @@ const char* to_string(SpgemmPhase p) { return p == SpgemmPhase::Symbolic ? "symb
 std::string SpgemmKey::to_string() const {
   const std::string head = fmt::format("spgemm.{}.{}.g{}", codegen::to_string(value), codegen::to_string(phase), group);
   if (group == 3) return fmt::format("{}.global.b{}", head, block);
-  if (group == 0) return fmt::format("{}.t{}.l{}.b{}", head, table, lanes, block);
+  // Groups 1-2 name their lanes only when they are not the block (the article's mapping, whose
+  // texts predate the lanes1 / lanes2 keys).
+  if (group == 0 || lanes != block) return fmt::format("{}.t{}.l{}.b{}", head, table, lanes, block);
   return fmt::format("{}.t{}.b{}", head, table, block);
 }
 
@@ -67,7 +68,8 @@ SpgemmKey SpgemmKey::parse(std::string_view text) {
   else bad(text, fmt::format("unknown phase '{}'", p[2]));
   k.group = number_after(p[3], 'g');
   if (k.group < 0 || k.group > 3) bad(text, fmt::format("bad group '{}'", p[3]));
-  const size_t want = k.group == 0 ? 7 : 6;
+  const bool named_lanes = k.group == 0 || (k.group < 3 && p.size() == 7);
+  const size_t want = named_lanes ? 7 : 6;
   if (p.size() != want) bad(text, fmt::format("group {} takes {} words", k.group, want));
   if (k.group == 3) {
     if (p[4] != "global") bad(text, fmt::format("group 3 takes 'global', got '{}'", p[4]));
@@ -75,9 +77,9 @@ SpgemmKey SpgemmKey::parse(std::string_view text) {
   } else {
     k.table = number_after(p[4], 't');
   }
-  if (k.group == 0) k.lanes = number_after(p[5], 'l');
   k.block = number_after(p.back(), 'b');
-  if (k.group != 0) k.lanes = k.block;
+  k.lanes = named_lanes ? number_after(p[5], 'l') : k.block;
+  if (k.group != 0 && named_lanes && k.lanes == k.block) bad(text, "lanes equal to the block are left out of the text");
   check_key(k, text);
   return k;
 }
@@ -89,7 +91,7 @@ SpgemmKey spgemm_key(ValueType value, SpgemmPhase phase, int group, const Spgemm
   k.group = group;
   k.block = c.block(group);
   k.table = group < 3 ? c.table(group) : 0;
-  k.lanes = group == 0 ? c.lanes0 : k.block;
+  k.lanes = c.lanes(group);
   check_key(k, k.to_string());
   return k;
 }
@@ -98,11 +100,15 @@ KernelSource make_source(const SpgemmKey& key) {
   KernelSource ks;
   ks.key = key.to_string();
   ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spgemm.cuh\"\n", ks.key);
-  ks.options = {"-std=c++17"};
+  ks.options = {"-std=c++17", "-lineinfo"};  // line info: Nsight Compute's source view (no effect on the code)
   const char* v = cuda_type(key.value);
   const char* fn = key.phase == SpgemmPhase::Symbolic ? "symbolic" : "numeric";
   if (key.group == 3) {
-    ks.name_expressions = {fmt::format("dbs::spgemm_{}_global<{}, {}>", fn, v, key.block)};
+    // Then the tables' initialisation and, numeric, the sort into C (spgemm_global_init / _sort).
+    ks.name_expressions = {fmt::format("dbs::spgemm_{}_global<{}, {}>", fn, v, key.block),
+                           fmt::format("dbs::spgemm_global_init<{}, {}>", v, key.block)};
+    if (key.phase == SpgemmPhase::Numeric)
+      ks.name_expressions.push_back(fmt::format("dbs::spgemm_global_sort<{}, {}>", v, key.block));
   } else {
     ks.name_expressions = {
         fmt::format("dbs::spgemm_{}_shared<{}, {}, {}, {}>", fn, v, key.table, key.lanes, key.block)};
@@ -122,6 +128,12 @@ std::vector<SpgemmKey> spgemm_search_space() {
   c.block1 = 512;
   c.block3 = 512;
   configs.push_back(c);  // other lanes and blocks
+  c = SpgemmConfig{};
+  c.lanes1 = 32;
+  configs.push_back(c);  // a warp per row in group 1 (group 2's 8192-slot tables fit one row a block)
+  c.lanes1 = 16;
+  c.block1 = 128;
+  configs.push_back(c);
   std::vector<SpgemmKey> out;
   for (ValueType v : {ValueType::F32, ValueType::F64})
     for (SpgemmPhase ph : {SpgemmPhase::Symbolic, SpgemmPhase::Numeric})

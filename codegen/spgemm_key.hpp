@@ -1,7 +1,8 @@
 #pragma once
 // Hash SpGEMM's kernels (templates/spgemm.cuh), one variant per key, e.g.
 // "spgemm.f32.symbolic.g0.t64.l4.b512" (group 0: table slots, lanes per row, block),
-// "spgemm.f64.numeric.g1.t1024.b256" (groups 1-2: a block per row, lanes == block) and
+// "spgemm.f64.numeric.g1.t1024.b256" (groups 1-2: a block per row, lanes == block; with fewer
+// lanes they are named, "spgemm.f32.numeric.g1.t1024.l32.b256") and
 // "spgemm.f32.symbolic.g3.global.b1024" (group 3 and overflowed rows: global tables); and the
 // analysis kernels' "spgemm.analysis.b256" (templates/spgemm_analysis.cuh: indices only, so no
 // value type; the bounds and tables are kernel arguments, so one module serves every config).
@@ -24,7 +25,7 @@ struct SpgemmKey {
   SpgemmPhase phase = SpgemmPhase::Symbolic;
   int group = 0;     // 0..3
   int table = 64;    // shared slots per row (groups 0-2, a power of two); 0 for group 3
-  int lanes = 4;     // threads per row: group 0's lanes0 (a power of two <= 32); == block in groups 1-3
+  int lanes = 4;     // threads per row: a power of two <= 32 (several rows a block), or == block (groups 1-3)
   int block = 512;   // threads per block (a multiple of 32)
   std::string to_string() const;
   static SpgemmKey parse(std::string_view text);  // throws UsageError
@@ -35,8 +36,8 @@ struct SpgemmKey {
 SpgemmKey spgemm_key(ValueType value, SpgemmPhase phase, int group, const SpgemmConfig& c);
 
 // Entry points: the symbolic or numeric kernel of the key's group (spgemm_symbolic_shared /
-// spgemm_numeric_shared for groups 0-2, spgemm_symbolic_global / spgemm_numeric_global for group
-// 3).
+// spgemm_numeric_shared for groups 0-2; group 3: spgemm_symbolic_global / spgemm_numeric_global,
+// then spgemm_global_init and, numeric, spgemm_global_sort).
 KernelSource make_source(const SpgemmKey& key);
 // SpgemmConfig's defaults (both value types, both phases, every group) and a few alternatives:
 // tables twice the default, group 0 with 8 lanes, other blocks.

@@ -32,6 +32,12 @@ void SpgemmConfig::check() const {
       fail(key("t", g), fmt::format("must be a power of two (a key's slot is its hash & (slots - 1)), got {}", table(g)));
   if (!is_pow2(lanes0))
     fail("lanes0", fmt::format("must be a power of two up to 32 (a row's lanes share one warp), got {}", lanes0));
+  for (int g = 1; g < 3; ++g) {
+    const int l = g == 1 ? lanes1 : lanes2;
+    if (l != 0 && !is_pow2(l))
+      fail(key("lanes", g), fmt::format("must be a power of two up to 32 (a row's lanes share one warp) or 0 (the "
+                                        "whole block), got {}", l));
+  }
   for (int g = 0; g < kSpgemmGroups; ++g)
     if (block(g) % 32 != 0) fail(key("block", g), fmt::format("must be a multiple of 32 (whole warps), got {}", block(g)));
   // Without the fallback nothing catches a full table, so every row of the group must leave an
@@ -43,20 +49,22 @@ void SpgemmConfig::check() const {
                                       "have {} distinct columns and its table must keep an empty slot), got {}",
                                       key("b", g), bound(g), g, bound(g) - 1, table(g)));
   for (int g = 0; g < 3; ++g) {
-    const int64_t bytes = spgemm_shared_bytes(*this, g, 8);
+    // A block per row also keeps a chunk of A entries (two ints and a value each) in static shared memory.
+    const int64_t bytes = spgemm_shared_bytes(*this, g, 8) + (lanes(g) > 32 ? int64_t{block(g)} * 16 : 0);
     if (bytes > kSpgemmMaxSharedBytes)
       fail(key("t", g),
            fmt::format("= {} needs {} bytes of shared memory per block in group {} ({} table(s) per block, {} bytes a "
                        "slot in f64), over the {} a block can have on sm_90{}",
-                       table(g), bytes, g, g == 0 ? block0 / lanes0 : 1, kSpgemmSlotBytesF64, kSpgemmMaxSharedBytes,
-                       g == 0 ? ": lower 't0' or 'block0', or raise 'lanes0'" : ""));
+                       table(g), bytes, g, rows_per_block(g), kSpgemmSlotBytesF64, kSpgemmMaxSharedBytes,
+                       rows_per_block(g) > 1 ? fmt::format(": lower 't{0}' or 'block{0}', or raise 'lanes{0}'", g)
+                                             : std::string()));
   }
 }
 
 int64_t spgemm_shared_bytes(const SpgemmConfig& c, int group, int value_bytes) {
   if (group < 0 || group >= 3) return 0;
-  const int64_t tables = group == 0 ? c.block0 / c.lanes0 : 1;
-  return tables * c.table(group) * (4 + value_bytes);
+  const int rpb = c.rows_per_block(group);
+  return rpb * spgemm_table_stride(c.table(group), c.lanes(group)) * (4 + value_bytes);
 }
 
 template <class T>

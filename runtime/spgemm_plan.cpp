@@ -30,6 +30,7 @@ DeviceBuffer<U> upload(std::span<const U> host) {
 
 struct GroupKernels {
   CUfunction symbolic = nullptr, numeric = nullptr;
+  CUfunction init_symbolic = nullptr, init_numeric = nullptr, sort = nullptr;  // group 3 only
   int rows_per_block = 1;
   int64_t symbolic_smem = 0, numeric_smem = 0;  // dynamic shared bytes
   KernelInfo symbolic_info, numeric_info;
@@ -88,11 +89,14 @@ void SpgemmPlan<T>::Impl::launch_symbolic(CUstream h) {
                           params, nullptr));
   }
   if (analysis.global_rows() > 0) {
+    const GroupKernels& k = kernels[kSpgemmGlobalGroup];
     int n = analysis.global_rows(), always = static_cast<int>(analysis.count(kSpgemmGlobalGroup));
-    uint64_t list = analysis.global_list(), tables = analysis.tables(), keys = table_keys.ptr();
+    uint64_t list = analysis.global_list(), tables = analysis.tables(), keys = table_keys.ptr(), none = 0;
+    const auto split = static_cast<unsigned>(config.split3), block = static_cast<unsigned>(config.block3);
+    void* init[] = {&list, &n, &always, &tables, &ovf, &keys, &none};
+    DBS_CU(cuLaunchKernel(k.init_symbolic, static_cast<unsigned>(n), split, 1, block, 1, 1, 0, h, init, nullptr));
     void* params[] = {&list, &n, &always, &tables, &ap, &ac, &bp, &bc, &keys, &len, &ovf};
-    DBS_CU(cuLaunchKernel(kernels[kSpgemmGlobalGroup].symbolic, static_cast<unsigned>(n), 1, 1,
-                          static_cast<unsigned>(config.block3), 1, 1, 0, h, params, nullptr));
+    DBS_CU(cuLaunchKernel(k.symbolic, static_cast<unsigned>(n), split, 1, block, 1, 1, 0, h, params, nullptr));
   }
 }
 
@@ -125,12 +129,18 @@ void SpgemmPlan<T>::Impl::launch_numeric(CUstream h) {
                           params, nullptr));
   }
   if (analysis.global_rows() > 0) {
+    const GroupKernels& k = kernels[kSpgemmGlobalGroup];
     int n = analysis.global_rows(), always = static_cast<int>(analysis.count(kSpgemmGlobalGroup));
     uint64_t list = analysis.global_list(), tables = analysis.tables(), keys = table_keys.ptr(),
              vals = table_vals.ptr();
-    void* params[] = {&list, &n, &always, &tables, &ap, &ac, &av, &bp, &bc, &bv, &keys, &vals, &ovf, &cp, &cc, &cv};
-    DBS_CU(cuLaunchKernel(kernels[kSpgemmGlobalGroup].numeric, static_cast<unsigned>(n), 1, 1,
-                          static_cast<unsigned>(config.block3), 1, 1, 0, h, params, nullptr));
+    const auto rows = static_cast<unsigned>(n), split = static_cast<unsigned>(config.split3),
+               block = static_cast<unsigned>(config.block3);
+    void* init[] = {&list, &n, &always, &tables, &ovf, &keys, &vals};
+    DBS_CU(cuLaunchKernel(k.init_numeric, rows, split, 1, block, 1, 1, 0, h, init, nullptr));
+    void* params[] = {&list, &n, &always, &tables, &ap, &ac, &av, &bp, &bc, &bv, &keys, &vals, &ovf};
+    DBS_CU(cuLaunchKernel(k.numeric, rows, split, 1, block, 1, 1, 0, h, params, nullptr));
+    void* sort[] = {&list, &n, &always, &tables, &keys, &vals, &ovf, &cp, &cc, &cv};
+    DBS_CU(cuLaunchKernel(k.sort, rows, 1, 1, block, 1, 1, 0, h, sort, nullptr));
   }
 }
 
@@ -243,9 +253,9 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
     if (global ? an.global_rows() == 0 : an.count(g) == 0) continue;
     GroupKernels& k = p->kernels[g];
     if (!global) {
-      k.rows_per_block = g == 0 ? c.block0 / c.lanes0 : 1;
-      k.symbolic_smem = int64_t{k.rows_per_block} * c.table(g) * 4;
-      k.numeric_smem = int64_t{k.rows_per_block} * c.table(g) * (4 + static_cast<int64_t>(sizeof(T)));
+      k.rows_per_block = c.rows_per_block(g);
+      k.symbolic_smem = spgemm_shared_bytes(c, g, 0);
+      k.numeric_smem = spgemm_shared_bytes(c, g, static_cast<int>(sizeof(T)));
       if (k.numeric_smem > optin)
         throw UsageError(fmt::format("spgemm: group {} needs {} bytes of shared memory per block ({} table(s) of {} "
                                      "slots), over this device's {} ({}): lower 't{}'",
@@ -257,6 +267,11 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
                              info_.arch());
     k.symbolic = sym.fns.at(0);
     k.numeric = num.fns.at(0);
+    if (global) {
+      k.init_symbolic = sym.fns.at(1);
+      k.init_numeric = num.fns.at(1);
+      k.sort = num.fns.at(2);
+    }
     k.symbolic_info = sym.info;
     k.numeric_info = num.info;
     // Past 48 KiB a kernel must opt in to its dynamic shared memory.
@@ -413,8 +428,8 @@ std::string SpgemmPlan<T>::explain() const {
     const GroupKernels& k = p.kernels[g];
     const std::string where =
         g < 3 ? fmt::format("IP < {}, shared table {} slots, {} row(s) per block of {}", c.bound(g), c.table(g),
-                            g == 0 ? c.block0 / c.lanes0 : 1, c.block(g))
-              : fmt::format("IP >= {}, global tables, block {}", c.b2, c.block3);
+                            c.rows_per_block(g), c.block(g))
+              : fmt::format("IP >= {}, global tables, {} blocks of {} a row", c.b2, c.split3, c.block3);
     out += fmt::format("  group {}: {} rows, IP {} ({}); kernels {} / {}\n", g, st.rows[g], st.ip[g], where,
                        k.symbolic ? k.symbolic_info.key : "-", k.numeric ? k.numeric_info.key : "-");
   }

@@ -6,9 +6,9 @@
 // array of slots (abi::SpgemmTable per row of the global list, placed by spgemm_scatter_rows in
 // templates/spgemm_analysis.cuh; sizes are powers of two).
 //
-// Thread mapping (TPR threads per row): TPR <= 32, partial warp per row (group 0): a row's lanes
-// take its A nonzeros round-robin and walk each one's B row alone. TPR > 32, block per row: warps
-// take A's nonzeros, the lanes of a warp the nonzeros of B's row.
+// Thread mapping (TPR threads per row): TPR <= 32, part of a warp per row (group 0; groups 1-2
+// with lanes1 / lanes2), with warp barriers only; TPR == BLOCK, a block per row. Either way a row's
+// products are numbered flat over chunks of A entries and dealt out evenly (spgemm_products_*).
 #pragma once
 #include "dbs_common.cuh"
 #include "dbsparse/abi/abi_types.h"
@@ -42,21 +42,133 @@ __device__ __forceinline__ long long spgemm_insert(int* keys, unsigned mask, int
   }
 }
 
-// f(col, a value, b value) for the products of row i, split over the row's threads (t of TPR).
+// A row's lanes when it has TPR <= 32 threads: lanes [base, base + TPR) of one warp.
+template <int TPR>
+struct SpgemmLanes {
+  unsigned mask;
+  int t, base;
+  __device__ __forceinline__ SpgemmLanes() {
+    const int lane = threadIdx.x & 31;
+    base = lane & ~(TPR - 1);
+    t = lane - base;
+    mask = (TPR == 32 ? 0xffffffffu : ((1u << (TPR & 31)) - 1u)) << base;
+  }
+};
+
+// f(col, a value, b value) for every product of row i, over the row's TPR (<= 32) lanes: chunks of
+// TPR A entries whose products are numbered flat and dealt to the lanes in turn, so that a short B
+// row idles no lane and consecutive lanes read consecutive B entries (a lane per A entry left most
+// lanes idle on 3-entry road-network rows and serialised a power-law row on its hub). stop: the
+// row's full flag (symbolic phase), checked before each product; read and written atomically.
 template <int TPR, typename V, typename F>
-__device__ __forceinline__ void spgemm_products(int i, int t, const int32_t* __restrict__ a_ptr,
-                                                const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
-                                                const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
-                                                const V* __restrict__ b_val, int* stop, F f) {
-  const int outer = TPR <= 32 ? t : t >> 5, outer_step = TPR <= 32 ? TPR : TPR >> 5;
-  const int inner = TPR <= 32 ? 0 : (t & 31), inner_step = TPR <= 32 ? 1 : 32;
-  for (int p = a_ptr[i] + outer; p < a_ptr[i + 1]; p += outer_step) {
-    // The row's full flag, set by any of its threads: read and written atomically (a plain read
-    // was a benign race, but one racecheck reports).
-    if (stop && atomicOr(stop, 0)) return;
-    const int k = a_col[p];
-    const V av = a_val ? a_val[p] : V(0);
-    for (int q = b_ptr[k] + inner; q < b_ptr[k + 1]; q += inner_step) f(b_col[q], av, b_val ? b_val[q] : V(0));
+__device__ __forceinline__ void spgemm_products_lanes(const SpgemmLanes<TPR>& L, int i,
+                                                      const int32_t* __restrict__ a_ptr,
+                                                      const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
+                                                      const int32_t* __restrict__ b_ptr,
+                                                      const int32_t* __restrict__ b_col, const V* __restrict__ b_val,
+                                                      int* stop, F f) {
+  const int end = a_ptr[i + 1];
+  for (int p0 = a_ptr[i]; p0 < end; p0 += TPR) {
+    const int p = p0 + L.t;
+    int bs = 0, bl = 0;
+    V av = V(0);
+    if (p < end) {
+      const int k = a_col[p];
+      bs = b_ptr[k];
+      bl = b_ptr[k + 1] - bs;
+      if (a_val) av = a_val[p];
+    }
+    int incl = bl;
+#pragma unroll
+    for (int o = 1; o < TPR; o <<= 1) {
+      const int v = __shfl_up_sync(L.mask, incl, o, TPR);
+      if (L.t >= o) incl += v;
+    }
+    const int total = __shfl_sync(L.mask, incl, TPR - 1, TPR);
+    const int start = bs + bl - incl;  // product j of this entry reads B at start + j
+    for (int j0 = 0; j0 < total; j0 += TPR) {
+      const int j = j0 + L.t;
+      int e = 0;  // the entry of product j: the lanes whose inclusive count is <= j
+#pragma unroll
+      for (int step = TPR / 2; step > 0; step >>= 1)
+        if (__shfl_sync(L.mask, incl, e + step - 1, TPR) <= j) e += step;
+      const int q = __shfl_sync(L.mask, start, e, TPR) + j;
+      const V a = __shfl_sync(L.mask, av, e, TPR);
+      if (j < total && !(stop && atomicOr(stop, 0))) f(b_col[q], a, b_val ? b_val[q] : V(0));
+    }
+  }
+}
+
+// The same over a whole block (BLOCK > 32 threads), for the products numbered [from, to) of the
+// row whose A entries are [begin, end): chunks of BLOCK A entries numbered flat by a block scan;
+// warp w takes the w-th contiguous share of the chunk's products in range, its lanes every 32nd,
+// walking the entries forward (a warp per A entry left the block waiting on the warp that walked a
+// hub's B row). Every thread of the block calls it (barriers).
+template <int BLOCK, typename V, typename F>
+__device__ __forceinline__ void spgemm_products_block(int begin, int end, long long from, long long to,
+                                                      const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
+                                                      const int32_t* __restrict__ b_ptr,
+                                                      const int32_t* __restrict__ b_col, const V* __restrict__ b_val,
+                                                      int* stop, F f) {
+  constexpr int W = BLOCK / 32;
+  __shared__ int s_incl[BLOCK], s_start[BLOCK], s_warp[W];
+  __shared__ V s_av[BLOCK];
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  long long base = 0;  // products of the chunks before this one
+  for (int p0 = begin; p0 < end && base < to; p0 += BLOCK) {
+    const int p = p0 + t;
+    int bs = 0, bl = 0;
+    V av = V(0);
+    if (p < end) {
+      const int k = a_col[p];
+      bs = b_ptr[k];
+      bl = b_ptr[k + 1] - bs;
+      if (a_val) av = a_val[p];
+    }
+    int incl = bl;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int v = __shfl_up_sync(kFull, incl, o);
+      if (lane >= o) incl += v;
+    }
+    if (lane == 31) s_warp[warp] = incl;
+    __syncthreads();
+    if (warp == 0) {
+      int w = lane < W ? s_warp[lane] : 0;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(kFull, w, o);
+        if (lane >= o) w += v;
+      }
+      if (lane < W) s_warp[lane] = w;
+    }
+    __syncthreads();
+    if (warp) incl += s_warp[warp - 1];
+    const int total = s_warp[W - 1];
+    s_incl[t] = incl;
+    s_start[t] = bs + bl - incl;
+    s_av[t] = av;
+    __syncthreads();
+    const int first = (int)max(0ll, from - base), last = (int)min((long long)total, to - base);
+    base += total;
+    const int per = ((max(last - first, 0) + W - 1) / W + 31) & ~31;
+    const int hi = min(first + warp * per + per, last);
+    int j = first + warp * per + lane;
+    if (j < hi) {
+      int lo = 0, up = BLOCK - 1;  // the first entry whose inclusive count passes j (s_incl[BLOCK-1] = total > j)
+      while (lo < up) {
+        const int mid = (lo + up) >> 1;
+        if (s_incl[mid] <= j) lo = mid + 1;
+        else up = mid;
+      }
+      for (int e = lo; j < hi; j += 32) {
+        while (s_incl[e] <= j) ++e;
+        if (stop && atomicOr(stop, 0)) break;
+        const int q = s_start[e] + j;
+        f(b_col[q], s_av[e], b_val ? b_val[q] : V(0));
+      }
+    }
+    __syncthreads();  // the next chunk rewrites the arrays
   }
 }
 
@@ -121,9 +233,70 @@ __device__ void spgemm_sort_row(int* table, V* tv, unsigned slots, int len, int 
   }
 }
 
+// Each row's table of a warp sorted into C's row at `begin` (`write`: the row is active) by the
+// row's TPR (<= 32) lanes: the occupied slots compacted to the table's front in slot order, TPR at
+// a time (a key moves only down, onto a slot already read), then a bitonic sort of the next power
+// of two >= the warp's largest count. Every lane of the warp calls it and every loop runs the same
+// number of times on all of them, so the warp stays converged: with per-row trip counts the rows
+// of a warp ran one after another (6.8 active threads a warp, 0.17 ms on a 100K-row road network;
+// a block-wide sort of whole tables before that, 0.5 ms; H200, 2026-12-01).
+template <typename V, int TPR>
+__device__ void spgemm_sort_row_lanes(const SpgemmLanes<TPR>& L, int* table, V* tv, int slots, bool write,
+                                      int begin, int32_t* __restrict__ c_col, V* __restrict__ c_val) {
+  int n = 0;
+  for (int s0 = 0; s0 < slots; s0 += TPR) {
+    const int s = s0 + L.t;
+    int k = dbsparse::abi::kSpgemmEmptyKey;
+    V v = V(0);
+    if (s < slots) {
+      k = table[s];
+      v = tv[s];
+    }
+    const bool occupied = k != dbsparse::abi::kSpgemmEmptyKey;
+    const unsigned bits = (__ballot_sync(kFull, occupied) & L.mask) >> L.base;
+    const int at = n + __popc(bits & ((1u << L.t) - 1u));
+    __syncwarp();
+    if (occupied) {
+      table[at] = k;
+      tv[at] = v;
+    }
+    n += __popc(bits);
+    __syncwarp();
+  }
+  unsigned p2 = 1;
+  while (p2 < (unsigned)n) p2 <<= 1;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) p2 = max(p2, __shfl_xor_sync(kFull, p2, o));
+  for (unsigned s = n + L.t; s < p2; s += TPR) table[s] = dbsparse::abi::kSpgemmEmptyKey;
+  __syncwarp();
+  for (unsigned k = 2; k <= p2; k <<= 1)
+    for (unsigned j = k >> 1; j > 0; j >>= 1) {
+      for (unsigned x = L.t; x < p2; x += TPR) {
+        const unsigned l = x ^ j;
+        if (l > x) {
+          const unsigned a = (unsigned)table[x], b = (unsigned)table[l];
+          if ((a > b) == ((x & k) == 0)) {
+            table[x] = (int)b;
+            table[l] = (int)a;
+            const V w = tv[x];
+            tv[x] = tv[l];
+            tv[l] = w;
+          }
+        }
+      }
+      __syncwarp();
+    }
+  if (write)
+    for (int j = L.t; j < n; j += TPR) {
+      c_col[begin + j] = table[j];
+      c_val[begin + j] = tv[j];
+    }
+}
+
 // Symbolic phase, shared tables: rows[0..n) of one group, RPB = BLOCK / TPR rows per block, T
-// slots each. row_len[i] = the distinct columns; a row that does not fit gets overflow[i] = 1 and
-// is counted again by spgemm_symbolic_global (when the plan falls back; else it is an error).
+// slots each (rows spgemm_table_stride apart: include/dbsparse/spgemm.hpp). row_len[i] = the distinct columns; a row that does
+// not fit gets overflow[i] = 1 and is counted again by spgemm_symbolic_global (when the plan falls
+// back; else it is an error). TPR <= 32: a row's lanes of one warp; else TPR == BLOCK.
 template <typename V, int T, int TPR, int BLOCK>
 __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_shared(const int32_t* __restrict__ rows, int n,
                                                                 const int32_t* __restrict__ a_ptr,
@@ -131,29 +304,35 @@ __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_shared(const int32_t* _
                                                                 const int32_t* __restrict__ b_ptr,
                                                                 const int32_t* __restrict__ b_col, int32_t* row_len,
                                                                 int32_t* overflow) {
-  constexpr int RPB = BLOCK / TPR;
+  constexpr int RPB = BLOCK / TPR, S = TPR < 32 ? T + TPR : T;  // spgemm_table_stride
+  static_assert(TPR <= 32 || TPR == BLOCK, "a row's threads: part of one warp, or the whole block");
   extern __shared__ double spgemm_smem[];  // 8-byte aligned: values (f64) first
   int* keys = (int*)spgemm_smem;
   __shared__ int count[RPB], full[RPB];
-  const int r = threadIdx.x / TPR, t = threadIdx.x % TPR;
-  for (int s = threadIdx.x; s < RPB * T; s += BLOCK) keys[s] = dbsparse::abi::kSpgemmEmptyKey;
+  const int r = threadIdx.x / TPR;
+  for (int s = threadIdx.x; s < RPB * S; s += BLOCK) keys[s] = dbsparse::abi::kSpgemmEmptyKey;
   if (threadIdx.x < RPB) count[threadIdx.x] = full[threadIdx.x] = 0;
   __syncthreads();
   const int pos = blockIdx.x * RPB + r;
-  if (pos < n) {
+  if (pos < n) {  // uniform over the block when TPR == BLOCK
     const int i = rows[pos];
-    int* table = keys + r * T;
+    int* table = keys + r * S;
     int mine = 0;
-    spgemm_products<TPR, V>(i, t, a_ptr, a_col, (const V*)0, b_ptr, b_col, (const V*)0, full + r,
-                            [&](int col, V, V) {
-                              bool claimed;
-                              if (spgemm_insert(table, T - 1, col, &claimed) < 0) atomicExch(full + r, 1);
-                              mine += claimed;
-                            });
+    auto insert = [&](int col, V, V) {
+      bool claimed;
+      if (spgemm_insert(table, T - 1, col, &claimed) < 0) atomicExch(full + r, 1);
+      mine += claimed;
+    };
+    if constexpr (TPR <= 32)
+      spgemm_products_lanes<TPR, V>(SpgemmLanes<TPR>(), i, a_ptr, a_col, (const V*)0, b_ptr, b_col, (const V*)0,
+                                    full + r, insert);
+    else
+      spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], 0, 0x7fffffffffffffffll, a_col, (const V*)0, b_ptr, b_col,
+                                      (const V*)0, full + r, insert);
     atomicAdd(count + r, mine);
   }
   __syncthreads();
-  if (pos < n && t == 0) {
+  if (pos < n && threadIdx.x % TPR == 0) {
     const int i = rows[pos];
     if (full[r]) {
       overflow[i] = 1;
@@ -165,57 +344,86 @@ __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_shared(const int32_t* _
 }
 
 // Numeric phase, shared tables: the same rows and tables, A(i,k)·B(k,j) added into the key's slot,
-// then the table sorted by key (empties last) and its first row_len entries written at C's row_ptr.
-// Rows flagged in overflow are left to spgemm_numeric_global.
+// then the table sorted by key into C's row at c_ptr. Rows flagged in overflow are left to
+// spgemm_numeric_global. TPR <= 32: each row's lanes work alone (warp barriers only).
 template <typename V, int T, int TPR, int BLOCK>
 __global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared(
     const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
     const V* __restrict__ a_val, const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
     const V* __restrict__ b_val, const int32_t* __restrict__ overflow, const int32_t* __restrict__ c_ptr,
     int32_t* __restrict__ c_col, V* __restrict__ c_val) {
-  constexpr int RPB = BLOCK / TPR;
+  constexpr int RPB = BLOCK / TPR, S = TPR < 32 ? T + TPR : T;  // spgemm_table_stride
+  static_assert(TPR <= 32 || TPR == BLOCK, "a row's threads: part of one warp, or the whole block");
   extern __shared__ double spgemm_smem[];  // 8-byte aligned: values (f64) first
   V* vals = (V*)spgemm_smem;
-  int* keys = (int*)(vals + RPB * T);
-  __shared__ unsigned placed;
-  const int r = threadIdx.x / TPR, t = threadIdx.x % TPR;
-  for (int s = threadIdx.x; s < RPB * T; s += BLOCK) {
-    keys[s] = dbsparse::abi::kSpgemmEmptyKey;
-    vals[s] = V(0);
-  }
-  if (threadIdx.x == 0) placed = 0;
-  __syncthreads();
+  int* keys = (int*)(vals + RPB * S);
+  const int r = threadIdx.x / TPR;
   const int pos = blockIdx.x * RPB + r;
   const int i = pos < n ? rows[pos] : -1;
-  const bool active = i >= 0 && !overflow[i];
-  int* table = keys + r * T;
-  V* tv = vals + r * T;
-  if (active)
-    spgemm_products<TPR, V>(i, t, a_ptr, a_col, a_val, b_ptr, b_col, b_val, (int*)0,
-                            [&](int col, V av, V bv) {
-                              bool claimed;
-                              const long long s = spgemm_insert(table, T - 1, col, &claimed);
-                              if (s >= 0) atomicAdd(tv + s, av * bv);
-                            });
-  __syncthreads();
-  if constexpr (RPB == 1) {  // one row a block: `active` is uniform over the block
-    if (active) spgemm_sort_row<V>(table, tv, T, c_ptr[i + 1] - c_ptr[i], c_ptr[i], c_col, c_val, t, TPR, &placed);
-    return;
-  }
-  // Each row's TPR threads sort its table; barriers are block-wide, so every thread takes part.
-  spgemm_bitonic<V>(table, tv, T, t, TPR);
-  if (active) {
-    const int begin = c_ptr[i], len = c_ptr[i + 1] - begin;
-    for (int j = t; j < len; j += TPR) {
-      c_col[begin + j] = table[j];
-      c_val[begin + j] = tv[j];
+  const bool active = i >= 0 && !overflow[i];  // uniform over the row's threads
+  int* table = keys + r * S;
+  V* tv = vals + r * S;
+  auto add = [&](int col, V av, V bv) {
+    bool claimed;
+    const long long s = spgemm_insert(table, T - 1, col, &claimed);
+    if (s >= 0) atomicAdd(tv + s, av * bv);
+  };
+  if constexpr (TPR <= 32) {
+    // Idle rows go through the sort too (their tables empty), so that the warp stays converged.
+    const SpgemmLanes<TPR> L;
+    for (int s = L.t; s < T; s += TPR) {
+      table[s] = dbsparse::abi::kSpgemmEmptyKey;
+      tv[s] = V(0);
     }
+    __syncwarp();
+    if (active) spgemm_products_lanes<TPR, V>(L, i, a_ptr, a_col, a_val, b_ptr, b_col, b_val, (int*)0, add);
+    __syncwarp();
+    spgemm_sort_row_lanes<V, TPR>(L, table, tv, T, active, active ? c_ptr[i] : 0, c_col, c_val);
+  } else {
+    if (!active) return;  // uniform over the block (a row per block)
+    __shared__ unsigned placed;
+    for (int s = threadIdx.x; s < T; s += BLOCK) {
+      table[s] = dbsparse::abi::kSpgemmEmptyKey;
+      tv[s] = V(0);
+    }
+    if (threadIdx.x == 0) placed = 0;
+    __syncthreads();
+    spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], 0, 0x7fffffffffffffffll, a_col, a_val, b_ptr, b_col, b_val, (int*)0,
+                                    add);
+    __syncthreads();
+    spgemm_sort_row<V>(table, tv, T, c_ptr[i + 1] - c_ptr[i], c_ptr[i], c_col, c_val, threadIdx.x, BLOCK, &placed);
   }
 }
 
-// Symbolic phase in global tables, a block per row: rows[0..n), the first n_always of them (group
-// 3) always, the others (rows that may overflow their shared table) only where overflow[i] is set.
-// Row rows[p]'s table: tables[p].slots keys from keys[tables[p].offset].
+// Global tables (group 3 and the rows that overflowed a shared one) run with gridDim.y blocks a
+// row: each takes an even share of the row's products (SpgemmTable::ip), so that a power-law hub
+// row no longer waits on one block (2 rows took 0.46 ms of a 1.1 ms product, H200 2026-12-01).
+// Rows rows[0..n): the first n_always (group 3) always, the others where overflow[i] is set (a
+// uniform exit for the whole block). Row rows[p]'s table: tables[p].slots slots from
+// tables[p].offset.
+__device__ __forceinline__ bool spgemm_global_row_runs(const int32_t* __restrict__ rows, int n, int n_always,
+                                                       const int32_t* __restrict__ overflow, int p, int* i) {
+  if (p >= n) return false;
+  *i = rows[p];
+  return p < n_always || overflow[*i];
+}
+
+// The tables set empty (values zeroed when vals is not null), each by its row's gridDim.y blocks.
+template <typename V, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) spgemm_global_init(const int32_t* __restrict__ rows, int n, int n_always,
+                                                            const dbsparse::abi::SpgemmTable* __restrict__ tables,
+                                                            const int32_t* __restrict__ overflow, int* keys, V* vals) {
+  int i;
+  if (!spgemm_global_row_runs(rows, n, n_always, overflow, blockIdx.x, &i)) return;
+  const long long off = tables[blockIdx.x].offset, slots = tables[blockIdx.x].slots;
+  for (long long s = (long long)blockIdx.y * BLOCK + threadIdx.x; s < slots; s += (long long)gridDim.y * BLOCK) {
+    keys[off + s] = dbsparse::abi::kSpgemmEmptyKey;
+    if (vals) vals[off + s] = V(0);
+  }
+}
+
+// Symbolic phase in global tables: each block's newly claimed keys added to row_len[i] (zero from
+// the plan's memset, or from the shared kernel for a row that overflowed).
 template <typename V, int BLOCK>
 __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_global(const int32_t* __restrict__ rows, int n, int n_always,
                                                                 const dbsparse::abi::SpgemmTable* __restrict__ tables,
@@ -225,60 +433,65 @@ __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_global(const int32_t* _
                                                                 const int32_t* __restrict__ b_col, int* keys,
                                                                 int32_t* row_len, const int32_t* overflow) {
   __shared__ int count;
+  int i;
   const int p = blockIdx.x;
-  if (p >= n) return;
-  const int i = rows[p];
-  if (p >= n_always && !overflow[i]) return;  // uniform over the block
-  const long long off = tables[p].offset;
+  if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
+  int* table = keys + tables[p].offset;
   const unsigned slots = (unsigned)tables[p].slots;
-  int* table = keys + off;
-  for (unsigned s = threadIdx.x; s < slots; s += BLOCK) table[s] = dbsparse::abi::kSpgemmEmptyKey;
+  const long long ip = tables[p].ip;
   if (threadIdx.x == 0) count = 0;
   __syncthreads();
   int mine = 0;
-  spgemm_products<BLOCK, V>(i, threadIdx.x, a_ptr, a_col, (const V*)0, b_ptr, b_col, (const V*)0,
-                            (int*)0, [&](int col, V, V) {
-                              bool claimed;
-                              spgemm_insert(table, slots - 1u, col, &claimed);  // never full: slots >= 2 * distinct
-                              mine += claimed;
-                            });
+  spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], ip * blockIdx.y / gridDim.y, ip * (blockIdx.y + 1) / gridDim.y,
+                                  a_col, (const V*)0, b_ptr, b_col, (const V*)0, (int*)0, [&](int col, V, V) {
+                                    bool claimed;
+                                    spgemm_insert(table, slots - 1u, col, &claimed);  // never full: slots >= 2 * distinct
+                                    mine += claimed;
+                                  });
   atomicAdd(&count, mine);
   __syncthreads();
-  if (threadIdx.x == 0) row_len[i] = count;
+  if (threadIdx.x == 0 && count) atomicAdd(row_len + i, count);
 }
 
-// Numeric phase in global tables: as spgemm_numeric_shared, the table (keys and values) sorted in
-// place in global memory by the row's block.
+// Numeric phase in global tables: products added into the row's table by its gridDim.y blocks;
+// spgemm_global_sort then writes C's row.
 template <typename V, int BLOCK>
 __global__ void __launch_bounds__(BLOCK) spgemm_numeric_global(
     const int32_t* __restrict__ rows, int n, int n_always, const dbsparse::abi::SpgemmTable* __restrict__ tables,
     const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
     const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col, const V* __restrict__ b_val, int* keys,
-    V* vals, const int32_t* __restrict__ overflow, const int32_t* __restrict__ c_ptr, int32_t* __restrict__ c_col,
-    V* __restrict__ c_val) {
+    V* vals, const int32_t* __restrict__ overflow) {
+  int i;
   const int p = blockIdx.x;
-  if (p >= n) return;
-  const int i = rows[p];
-  if (p >= n_always && !overflow[i]) return;
-  const long long off = tables[p].offset;
+  if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
+  int* table = keys + tables[p].offset;
+  V* tv = vals + tables[p].offset;
   const unsigned slots = (unsigned)tables[p].slots;
-  int* table = keys + off;
-  V* tv = vals + off;
+  const long long ip = tables[p].ip;
+  spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], ip * blockIdx.y / gridDim.y, ip * (blockIdx.y + 1) / gridDim.y,
+                                  a_col, a_val, b_ptr, b_col, b_val, (int*)0, [&](int col, V av, V bv) {
+                                    bool claimed;
+                                    const long long s = spgemm_insert(table, slots - 1u, col, &claimed);
+                                    if (s >= 0) atomicAdd(tv + s, av * bv);
+                                  });
+}
+
+// Each global row's table sorted into C's row, a block per row.
+template <typename V, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) spgemm_global_sort(const int32_t* __restrict__ rows, int n, int n_always,
+                                                            const dbsparse::abi::SpgemmTable* __restrict__ tables,
+                                                            int* keys, V* vals, const int32_t* __restrict__ overflow,
+                                                            const int32_t* __restrict__ c_ptr,
+                                                            int32_t* __restrict__ c_col, V* __restrict__ c_val) {
   __shared__ unsigned placed;
-  for (unsigned s = threadIdx.x; s < slots; s += BLOCK) {
-    table[s] = dbsparse::abi::kSpgemmEmptyKey;
-    tv[s] = V(0);
-  }
+  int i;
+  const int p = blockIdx.x;
+  if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
   if (threadIdx.x == 0) placed = 0;
   __syncthreads();
-  spgemm_products<BLOCK, V>(i, threadIdx.x, a_ptr, a_col, a_val, b_ptr, b_col, b_val, (int*)0,
-                            [&](int col, V av, V bv) {
-                              bool claimed;
-                              const long long s = spgemm_insert(table, slots - 1u, col, &claimed);
-                              if (s >= 0) atomicAdd(tv + s, av * bv);
-                            });
-  __syncthreads();
-  spgemm_sort_row<V>(table, tv, slots, c_ptr[i + 1] - c_ptr[i], c_ptr[i], c_col, c_val, threadIdx.x, BLOCK, &placed);
+  const long long off = tables[p].offset;
+  spgemm_sort_row<V>(keys + off, vals + off, (unsigned)tables[p].slots, c_ptr[i + 1] - c_ptr[i], c_ptr[i], c_col,
+                     c_val, threadIdx.x, BLOCK, &placed);
 }
 
 }  // namespace dbs

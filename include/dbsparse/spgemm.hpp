@@ -60,10 +60,13 @@ struct SpgemmConfig {
   int t1 = 1024;    // group 1
   int t2 = 8192;    // group 2
   int lanes0 = 4;   // threads per row in group 0
+  int lanes1 = 0;   // threads per row in group 1: a power of two <= 32, or 0 for the whole block
+  int lanes2 = 0;   // group 2, as lanes1
   int block0 = 512;   // threads per block, group 0 (block0 / lanes0 rows per block)
-  int block1 = 256;   // group 1 (one row per block)
+  int block1 = 256;   // group 1 (block1 / lanes(1) rows per block)
   int block2 = 1024;  // group 2
   int block3 = 1024;  // group 3
+  int split3 = 16;             // blocks per row of a global table, each an even share of its products
   int global_scale = 2;        // global table slots: next power of two >= global_scale * min(IP, B's columns)
   int overflow_to_global = 1;  // 1: a row that overflows its shared table is redone in a global one
   int stage_b_ranges = 0;      // 1: stage each group's B row ranges before the phases (the article's AIA, in software)
@@ -77,10 +80,14 @@ struct SpgemmConfig {
     v.integer("t1", t1, 1, 1 << 16, "shared hash table slots per row in group 1 (a power of two)");
     v.integer("t2", t2, 1, 1 << 16, "shared hash table slots per row in group 2 (a power of two)");
     v.integer("lanes0", lanes0, 1, 32, "threads per row in group 0 (a power of two)");
+    v.integer("lanes1", lanes1, 0, 32, "threads per row in group 1 (a power of two up to 32; 0: the whole block)");
+    v.integer("lanes2", lanes2, 0, 32, "threads per row in group 2 (a power of two up to 32; 0: the whole block)");
     v.integer("block0", block0, 32, 1024, "threads per block in group 0 (a multiple of 32)");
     v.integer("block1", block1, 32, 1024, "threads per block in group 1 (a multiple of 32)");
     v.integer("block2", block2, 32, 1024, "threads per block in group 2 (a multiple of 32)");
     v.integer("block3", block3, 32, 1024, "threads per block in group 3 (a multiple of 32)");
+    v.integer("split3", split3, 1, 1024,
+              "blocks per row with a global table (group 3, overflowed rows), each an even share of its products");
     v.integer("global_scale", global_scale, 1, 8, "global table slots = next power of two >= this * min(IP, columns of B)");
     v.integer("overflow_to_global", overflow_to_global, 0, 1,
               "1: a row with more distinct columns than its shared table is redone in a global table");
@@ -96,9 +103,21 @@ struct SpgemmConfig {
   int bound(int group) const { return group == 0 ? b0 : group == 1 ? b1 : b2; }  // groups 0-2
   int table(int group) const { return group == 0 ? t0 : group == 1 ? t1 : t2; }   // groups 0-2
   int block(int group) const { return group == 0 ? block0 : group == 1 ? block1 : group == 2 ? block2 : block3; }
+  // Threads per row: group 0's lanes0, groups 1-2's lanes (0: the block), group 3 the block.
+  int lanes(int group) const {
+    const int l = group == 0 ? lanes0 : group == 1 ? lanes1 : group == 2 ? lanes2 : 0;
+    return l ? l : block(group);
+  }
+  int rows_per_block(int group) const { return block(group) / lanes(group); }
 };
 
-// Shared memory of one block's tables in group 0-2 (0 for group 3): rows per block * slots *
+// Slots between two rows' shared tables of a block: the table plus the row's lanes when a warp
+// holds several rows, so that the 32 lanes of a warp reading slots s .. s + lanes - 1 of their rows
+// hit 32 different banks (a stride of 64 slots put 8 rows of a warp on one bank: 8-way conflicts,
+// part of 0.5 ms on a 100K-row road network, H200 2026-12-01).
+constexpr int64_t spgemm_table_stride(int64_t slots, int lanes) { return slots + (lanes < 32 ? lanes : 0); }
+
+// Shared memory of one block's tables in group 0-2 (0 for group 3): rows per block * stride *
 // (4 + value_bytes).
 int64_t spgemm_shared_bytes(const SpgemmConfig& c, int group, int value_bytes);
 

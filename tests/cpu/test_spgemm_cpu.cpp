@@ -341,7 +341,10 @@ TEST_CASE("SpgemmConfigRejectsBadConfigsNamingTheKey") {
       {{{"block3", 2048}}, {"'block3'", "[32, 1024]"}},
       {{{"overflow_to_global", 0}, {"t1", 256}}, {"'t1'", "'b1' = 512", "overflow_to_global"}},
       {{{"t0", 4096}}, {"'t0'", "shared memory", "232448", "'block0'"}},
-      {{{"t2", 65536}}, {"'t2'", "786432 bytes"}},
+      {{{"t2", 65536}}, {"'t2'", "802816 bytes"}},  // 65536 12-byte slots + a chunk of 1024 A entries
+      {{{"lanes1", 3}}, {"'lanes1'", "power of two", "0 (the whole block)"}},
+      {{{"lanes2", 64}}, {"'lanes2'", "[0, 32]"}},
+      {{{"lanes1", 1}, {"t1", 8192}}, {"'t1'", "shared memory", "'lanes1'"}},
       {{{"stage_b_ranges", 2}}, {"'stage_b_ranges'"}},
       {{{"global_scale", 0}}, {"'global_scale'"}},
       {{{"t3", 64}}, {"'t3'", "not a spgemm parameter"}},
@@ -355,7 +358,13 @@ TEST_CASE("SpgemmConfigRejectsBadConfigsNamingTheKey") {
   SpgemmConfig c;
   c.t1 = 100;
   CHECK_THROWS_WITH_AS(hash_spgemm_cpu(CsrMatrix<double>{}, CsrMatrix<double>{}, c), doctest::Contains("'t1'"), UsageError);
-  CHECK(spgemm_shared_bytes(SpgemmConfig{}, 0, 8) == 128 * 64 * 12);
+  // Several rows a block: their tables a slot apart more than their size (bank conflicts).
+  CHECK(spgemm_shared_bytes(SpgemmConfig{}, 0, 8) == 128 * (64 + 4) * 12);
+  SpgemmConfig warp_rows;
+  warp_rows.lanes1 = 32;
+  CHECK(warp_rows.rows_per_block(1) == 8);
+  CHECK(spgemm_shared_bytes(warp_rows, 1, 4) == 8 * 1024 * 8);  // a warp a row: no two rows share a warp
+  CHECK(spgemm_shared_bytes(SpgemmConfig{}, 1, 4) == 1024 * 8);
   CHECK(spgemm_shared_bytes(SpgemmConfig{}, 2, 4) == 8192 * 8);
   CHECK(spgemm_shared_bytes(SpgemmConfig{}, 3, 8) == 0);
 }

@@ -112,6 +112,41 @@ TEST_CASE("SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup2") {
   check_both<float>(a, b);
 }
 
+// The mapping of a row onto part of a warp (lanes1 / lanes2 up to 32, several rows a block, warp
+// barriers only, tables a slot apart) in every shared group, and 1 and 32 lanes in group 0.
+TEST_CASE("SpgemmGpuMatchesReferenceWithAFewLanesPerRowInEachSharedGroup") {
+  for (int g = 0; g < 3; ++g) {
+    CAPTURE(g);
+    const auto [a, b, base] = dbs_test::one_group_case(g);
+    for (int lanes : {1, 8, 32}) {
+      // 8192-slot tables: one row (32 lanes) a block fits, 4 do not; 1024 slots: 8 rows, not 64.
+      if ((g == 2 && lanes != 32) || (g == 1 && lanes == 1)) continue;
+      CAPTURE(lanes);
+      SpgemmConfig cfg = base;
+      if (g == 0) {
+        cfg.lanes0 = lanes;
+        cfg.block0 = 64;  // 64 rows of 1 lane: 64 tables
+      } else if (g == 1) {
+        cfg.lanes1 = lanes;
+        cfg.block1 = 64;
+      } else {
+        cfg.lanes2 = lanes;
+        cfg.block2 = 32;  // one 8192-slot table a block
+      }
+      const auto plan = check_plan(a, b, cfg);
+      CHECK(plan.grouping().count(g) > 0);
+      check_both<float>(a, b, cfg);
+    }
+  }
+  // The same on a generated power-law graph, every group mixed.
+  const CsrMatrix<double> a = generate("powerlaw:n=3000,avg=6,alpha=1.5,max=600,seed=3");
+  SpgemmConfig cfg;
+  cfg.lanes1 = 32;
+  cfg.lanes2 = 32;
+  cfg.block2 = 64;
+  check_both<float>(a, a, cfg);
+}
+
 TEST_CASE("SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup3") {
   const auto [a, b, cfg] = dbs_test::one_group_case(3);  // IP 8192..11008
   const auto plan = check_plan(a, b);

@@ -128,6 +128,15 @@ TEST_CASE("SpgemmKeysOfTheSearchSpaceRoundTrip") {
   CHECK_THROWS_AS(SpgemmKey::parse("spgemm.f32.symbolic.g0.t63.l4.b512"), UsageError);
   CHECK_THROWS_AS(SpgemmKey::parse("spgemm.f32.numeric.g3.t64.b1024"), UsageError);
   CHECK_THROWS_AS(SpgemmKey::parse("spgemm.f16.numeric.g1.t1024.b256"), UsageError);
+  // Groups 1-2 name their lanes only when a row has fewer threads than the block.
+  CHECK(SpgemmKey::parse("spgemm.f32.numeric.g1.t1024.l32.b256").lanes == 32);
+  CHECK(SpgemmKey::parse("spgemm.f32.numeric.g1.t1024.b256").lanes == 256);
+  CHECK_THROWS_AS(SpgemmKey::parse("spgemm.f32.numeric.g1.t1024.l256.b256"), UsageError);
+  CHECK_THROWS_AS(SpgemmKey::parse("spgemm.f32.numeric.g3.global.l32.b256"), UsageError);
+  SpgemmConfig warp_rows;
+  warp_rows.lanes1 = 32;
+  CHECK(spgemm_key(ValueType::F32, SpgemmPhase::Numeric, 1, warp_rows).to_string() ==
+        "spgemm.f32.numeric.g1.t1024.l32.b256");
 }
 
 // The analysis kernels (templates/spgemm_analysis.cuh) are part of the spgemm op's variants too;

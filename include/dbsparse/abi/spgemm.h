@@ -71,8 +71,9 @@ DBS_ABI_FN int spgemm_row_code(int64_t ip, const SpgemmGroupRule& r) {
 struct SpgemmTable {
   int64_t offset;
   int64_t slots;
+  int64_t ip;  // the row's products: the global kernels' blocks split them evenly
 };
-static_assert(sizeof(SpgemmTable) == 16, "SpgemmTable is 16 bytes on both sides");
+static_assert(sizeof(SpgemmTable) == 24, "SpgemmTable is 24 bytes on both sides");
 
 // What the analysis and the symbolic phase count on the device, read back by the host in two
 // small copies (after the analysis: the groups; after the symbolic phase: nnz(C)). Everything up
