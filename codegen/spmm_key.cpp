@@ -119,11 +119,16 @@ KernelSource make_source(const SpmmKey& key) {
                            tc + ", false, true>",
                            tc + ", true, true>",
                            expand};
+    if (!f32) ks.name_expressions.push_back(fmt::format("dbs::spmm_finalize16<{}>", v));
   } else {
     ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spmm_rows.cuh\"\n", ks.key);
-    ks.name_expressions = {fmt::format("dbs::csr_spmm_rows<{}, {}, {}, {}, false>", v, key.warps, key.vec, key.lanes),
-                           fmt::format("dbs::csr_spmm_rows<{}, {}, {}, {}, true>", v, key.warps, key.vec, key.lanes),
-                           fmt::format("dbs::relu_inplace<{}>", key.warps)};
+    // f16 / bf16: csr_spmm_rows16, which also takes the cut rows' f32 workspace (abi::SpmmAcc).
+    const char* rows = key.value == SpmmValue::F32 ? "csr_spmm_rows" : "csr_spmm_rows16";
+    ks.name_expressions = {
+        fmt::format("dbs::{}<{}, {}, {}, {}, false>", rows, v, key.warps, key.vec, key.lanes),
+        fmt::format("dbs::{}<{}, {}, {}, {}, true>", rows, v, key.warps, key.vec, key.lanes),
+        fmt::format("dbs::relu_inplace<{}>", key.warps)};
+    if (key.value != SpmmValue::F32) ks.name_expressions.push_back(fmt::format("dbs::spmm_finalize16<{}>", v));
   }
   return ks;
 }

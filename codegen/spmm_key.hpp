@@ -41,10 +41,13 @@ struct SpmmKey {
 // Entry points, in order. Brp: brp_tc_windows<f, g, warps, false, false>, brp_residual<V, 8, 1>,
 // brp_residual<V, 8, 4>, brp_tc_windows<f, g, warps, true, false> (the long windows' pieces), the
 // two brp_tc_windows with FRAGS = true (A operands expanded ahead), brp_expand_frags<f, g, warps>
-// (f16 / bf16: brp_tc_windows16<V, ..> and brp_expand_frags16<V, ..>, same order). Csr:
-// csr_spmm_rows<V, warps, vec, lanes, false>, then <.., true> (the long rows' pieces), then
-// relu_inplace<warps> (x = max(x, 0) in place, f32; `dbsparse gcn`'s activation, for both its
-// pipelines). V is dbs::ValF32, ValF16 or ValBF16.
+// (f16 / bf16: brp_tc_windows16<V, ..> and brp_expand_frags16<V, ..>, same order, then an eighth,
+// spmm_finalize16<V>). Csr: csr_spmm_rows<V, warps, vec, lanes, false>, then <.., true> (the long
+// rows' pieces), then relu_inplace<warps> (x = max(x, 0) in place, f32; `dbsparse gcn`'s
+// activation, for both its pipelines); f16 / bf16: csr_spmm_rows16 in place of csr_spmm_rows, then a
+// fourth, spmm_finalize16<V>. V is dbs::ValF32, ValF16 or ValBF16. The 16-bit brp_tc_windows16,
+// csr_spmm_rows16 and spmm_finalize16 take (SpmmArgs, SpmmAcc), every other entry SpmmArgs alone
+// (abi/spmm.h): 16-bit plans sum the rows and windows cut into pieces in an f32 workspace.
 // Throws UsageError for a key parse would refuse.
 KernelSource make_source(const SpmmKey& key);
 

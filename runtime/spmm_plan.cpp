@@ -16,6 +16,7 @@
 #include "dbsparse/half.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/module_registry.hpp"
+#include "runtime/spmm_pieces.hpp"
 
 namespace dbsparse {
 
@@ -99,19 +100,6 @@ int32_t csr_max_run(const SpmmConfig& c, int lanes, int64_t nnz, int32_t rows) {
   return static_cast<int32_t>(std::clamp<int64_t>(twice_mean, 32 * (32 / lanes), int64_t{1} << 24));
 }
 
-// (unit, begin, end) for every unit whose run [ptr[u], ptr[u + 1]) is longer than max_run: the
-// part past the first max_run, in pieces of max_run.
-std::vector<int32_t> cut_pieces(const std::vector<int32_t>& ptr, int32_t max_run) {
-  std::vector<int32_t> out;
-  for (size_t u = 0; u + 1 < ptr.size(); ++u)
-    for (int64_t b = int64_t{ptr[u]} + max_run; b < ptr[u + 1]; b += max_run) {
-      out.push_back(static_cast<int32_t>(u));
-      out.push_back(static_cast<int32_t>(b));
-      out.push_back(static_cast<int32_t>(std::min<int64_t>(b + max_run, ptr[u + 1])));
-    }
-  return out;
-}
-
 template <class U>
 DeviceBuffer<U> upload(const std::vector<U>& v) {
   return DeviceBuffer<U>(std::span<const U>(v));
@@ -152,10 +140,43 @@ struct SpmmPlan::Impl {
   DeviceBuffer<int32_t> pieces;  // triples: see SpmmArgs::pieces
   int32_t n_pieces = 0, max_run = 0;
   int tc_warps = 4;
+  // f16 / bf16 with pieces: the cut rows' or windows' f32 sums (abi::SpmmAcc, spmm_pieces.hpp),
+  // rounded into C by `finalize` after the pieces pass.
+  DeviceBuffer<float> acc_w;
+  DeviceBuffer<int32_t> acc_slot, acc_units;
+  int32_t acc_n_units = 0, acc_unit_rows = 1;
+  CUfunction finalize = nullptr;
+  unsigned finalize_grid = 1;
   DeviceBuffer<int32_t> win_group;  // windows + 1: each window's group range
   unsigned tc_grid = 1, tc_pieces_grid = 1;
   bool vec4 = false;
   std::vector<KernelInfo> kernels;
+
+  abi::SpmmAcc acc() const {
+    abi::SpmmAcc w{};
+    if (acc_n_units == 0) return w;
+    w.w = reinterpret_cast<float*>(acc_w.ptr());
+    w.slot = dev(acc_slot);
+    w.units = dev(acc_units);
+    w.n_units = acc_n_units;
+    w.unit_rows = acc_unit_rows;
+    return w;
+  }
+  // 16 bits: the units (rows or windows of unit_rows rows) that `ptr` and max_run cut get an f32
+  // workspace; every part of such a unit is summed there and C rounded once (finalize).
+  void cut_into_workspace(const std::vector<int32_t>& ptr, int unit_rows) {
+    const SpmmCutUnits cut = spmm_cut_units(ptr, max_run);
+    if (cut.units.empty()) return;
+    acc_slot = upload(cut.slot);
+    acc_units = upload(cut.units);
+    acc_n_units = static_cast<int32_t>(cut.units.size());
+    acc_unit_rows = unit_rows;
+    const int64_t floats = spmm_workspace_floats(cut, unit_rows, n);
+    acc_w = DeviceBuffer<float>(static_cast<size_t>(floats));
+    // A grid-stride loop: a few blocks a SM cover any size.
+    finalize_grid = static_cast<unsigned>(
+        std::clamp<int64_t>((floats + abi::kSpmmFinalizeThreads - 1) / abi::kSpmmFinalizeThreads, 1, 4096));
+  }
 
   uint64_t vals_ptr() const { return dtype == SpmmDtype::F32 ? vals.ptr() : vals16.ptr(); }
   uint64_t group_vals_ptr() const { return dtype == SpmmDtype::F32 ? group_vals.ptr() : group_vals16.ptr(); }
@@ -224,6 +245,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
           load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 1, csr_lanes(n_cols, 1), value});
       p->rows1 = f1.at(0);
       p->rows1_pieces = f1.at(1);
+      if (!f32) p->finalize = f1.at(3);
       if (p->vec4) {
         const auto f4 =
             load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 4, csr_lanes(n_cols, 4), value});
@@ -233,9 +255,10 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       // One max_run serves both kernels (the pieces are cut once): the float4 kernel's lanes when
       // it is loaded, as it runs whenever B and C are aligned.
       p->max_run = csr_max_run(p->typed, csr_lanes(n_cols, p->vec4 ? 4 : 1), a.nnz(), a.rows);
-      const auto pc = cut_pieces(a.row_ptr, p->max_run);
+      const auto pc = spmm_cut_pieces(a.row_ptr, p->max_run);
       p->n_pieces = static_cast<int32_t>(pc.size() / 3);
       if (!pc.empty()) p->pieces = upload(pc);
+      if (!f32 && !pc.empty()) p->cut_into_workspace(a.row_ptr, 1);
     } else {
       // Each window's groups are found from the group windows, on the host (they are 4 bytes a group).
       std::vector<int32_t> group_window;
@@ -292,6 +315,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       const bool expand = p->f >= p->typed.expand_min_f && p->groups > 0;
       p->tc = fns.at(expand ? 4 : 0);
       p->tc_pieces = fns.at(expand ? 5 : 3);
+      if (!f32) p->finalize = fns.at(7);
       // Groups come in window order: win_group[w] is window w's first.
       const int64_t windows = (int64_t{a.rows} + abi::kSpmmWindowRows - 1) / abi::kSpmmWindowRows;
       std::vector<int32_t> wg(static_cast<size_t>(windows) + 1, 0);
@@ -299,9 +323,10 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       for (size_t i = 1; i < wg.size(); ++i) wg[i] += wg[i - 1];
       p->win_group = upload(wg);
       p->max_run = p->typed.tc_max_run;
-      const auto pc = cut_pieces(wg, p->max_run);
+      const auto pc = spmm_cut_pieces(wg, p->max_run);
       p->n_pieces = static_cast<int32_t>(pc.size() / 3);
       if (!pc.empty()) p->pieces = upload(pc);
+      if (!f32 && !pc.empty()) p->cut_into_workspace(wg, abi::kSpmmWindowRows);
       // A warp per (window, 64 columns of C): every window, so that C is written once.
       const int64_t chunks = ((n_cols + abi::kSpmmTileCols - 1) / abi::kSpmmTileCols + 7) / 8;
       p->tc_grid = static_cast<unsigned>(windows * chunks);
@@ -388,22 +413,36 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
   args.max_run = p.max_run;
   args.afrag = p.afrag.size() ? dev(p.afrag) : nullptr;
   void* params[] = {&args};
+  // The 16-bit row and TC kernels also take the workspace (all null when nothing is cut).
+  abi::SpmmAcc acc = p.acc();
+  void* params16[] = {&args, &acc};
+  const bool f32 = p.dtype == SpmmDtype::F32;
+  void** tc_params = f32 ? params : params16;
+  // 16 bits with pieces: the cut units' C, from their f32 sums, once the pieces are in.
+  auto finalize = [&] {
+    if (!f32 && p.acc_n_units)
+      DBS_CU(cuLaunchKernel(p.finalize, p.finalize_grid, 1, 1, abi::kSpmmFinalizeThreads, 1, 1, 0, h, params16,
+                            nullptr));
+  };
   const uint64_t vec_bytes = 4 * static_cast<uint64_t>(spmm_value_bytes(p.dtype));
   const bool v4 = p.vec4 && b % vec_bytes == 0 && c % vec_bytes == 0;
   const CUfunction rows_fn = v4 ? p.rows4 : p.rows1;
   if (p.path == SpmmPath::CsrCudaCore) {
     DBS_CU(cuLaunchKernel(rows_fn, static_cast<unsigned>((int64_t{p.csr_rows} + kCsrWarps - 1) / kCsrWarps), 1, 1,
-                          kCsrWarps * 32, 1, 1, 0, h, params, nullptr));
+                          kCsrWarps * 32, 1, 1, 0, h, tc_params, nullptr));
     if (p.n_pieces)
       DBS_CU(cuLaunchKernel(v4 ? p.rows4_pieces : p.rows1_pieces,
                             static_cast<unsigned>((int64_t{p.n_pieces} + kCsrWarps - 1) / kCsrWarps), 1, 1,
-                            kCsrWarps * 32, 1, 1, 0, h, params, nullptr));
+                            kCsrWarps * 32, 1, 1, 0, h, tc_params, nullptr));
+    finalize();
     return;
   }
-  // The TC kernel writes every entry of C (alpha * groups + beta * C); the residual rows add after it.
-  DBS_CU(cuLaunchKernel(p.tc, p.tc_grid, 1, 1, p.tc_warps * 32, 1, 1, 0, h, params, nullptr));
+  // The TC kernel writes every entry of C (alpha * groups + beta * C; in 16 bits a cut window's
+  // after finalize); the residual rows add after it.
+  DBS_CU(cuLaunchKernel(p.tc, p.tc_grid, 1, 1, p.tc_warps * 32, 1, 1, 0, h, tc_params, nullptr));
   if (p.n_pieces)
-    DBS_CU(cuLaunchKernel(p.tc_pieces, p.tc_pieces_grid, 1, 1, p.tc_warps * 32, 1, 1, 0, h, params, nullptr));
+    DBS_CU(cuLaunchKernel(p.tc_pieces, p.tc_pieces_grid, 1, 1, p.tc_warps * 32, 1, 1, 0, h, tc_params, nullptr));
+  finalize();
   if (p.csr_rows > 0)
     DBS_CU(cuLaunchKernel(rows_fn,
                           static_cast<unsigned>((int64_t{p.csr_rows} + abi::kSpmmRowWarps - 1) / abi::kSpmmRowWarps),
@@ -429,7 +468,8 @@ const SpmmConfig& SpmmPlan::typed_config() const { return impl_->typed; }
 int64_t SpmmPlan::device_bytes() const {
   const Impl& p = *impl_;
   return static_cast<int64_t>((p.row_ptr.size() + p.col_idx.size() + p.row_id.size() + p.window.size() +
-                               p.old_col.size() + p.win_group.size() + p.pieces.size() + p.afrag.size()) * 4 +
+                               p.old_col.size() + p.win_group.size() + p.pieces.size() + p.afrag.size() +
+                               p.acc_w.size() + p.acc_slot.size() + p.acc_units.size()) * 4 +
                               (p.vals.size() + p.group_vals.size()) * 4 +
                               (p.vals16.size() + p.group_vals16.size()) * 2 + p.local_id.size());
 }
@@ -474,6 +514,18 @@ std::string SpmmPlan::explain() const {
     out += fmt::format("  CSR on CUDA cores (f32 sums), a warp per row (its first {} entries; {} more runs added atomically), "
                        "{} lanes across N (4 values a load) or {} (scalars), the rest of the warp over the entries; device {} "
                        "bytes\n", p.max_run, p.n_pieces, csr_lanes(p.n, 4), csr_lanes(p.n, 1), device_bytes());
+  }
+  if (!f32) {
+    const bool brp = p.path == SpmmPath::Brp;
+    if (p.acc_n_units)
+      out += fmt::format("  {}: the {} {} cut into pieces are summed in f32 (first pass and pieces, f32 atomics, in a "
+                         "workspace of their {} rows x n = {} floats) and rounded to {} once by a finalize pass; ",
+                         to_string(p.dtype), p.acc_n_units, brp ? "windows" : "rows",
+                         int64_t{p.acc_n_units} * p.acc_unit_rows, p.acc_w.size(), to_string(p.dtype));
+    else
+      out += fmt::format("  {}: nothing cut into pieces; ", to_string(p.dtype));
+    out += brp ? "C is rounded once per entry, a residual row's entries twice (brp_residual adds after)\n"
+               : "C is rounded once per entry\n";
   }
   out += fmt::format("  columns per lane: {} (4 a load needs n % 4 == 0 and B and C aligned to {} bytes)\n",
                      p.vec4 ? "4 where B and C are aligned, else 1" : "1", 4 * spmm_value_bytes(p.dtype));

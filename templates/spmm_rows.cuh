@@ -1,6 +1,7 @@
 // SpMM's CUDA-core kernels, C = alpha * A * B + beta * C with A in CSR and B, C dense row-major:
-// csr_spmm_rows (the whole product: the fallback path and the ablation's baseline), brp_residual
-// (the rows BRP leaves to CUDA cores, added into C after the TC kernel). A warp per row, lanes over N
+// csr_spmm_rows (the whole product: the fallback path and the ablation's baseline; csr_spmm_rows16
+// in f16 / bf16), brp_residual (the rows BRP leaves to CUDA cores, added into C after the TC
+// kernel), spmm_finalize16 (16 bits: C of the rows and windows cut into pieces, from their f32 sums). A warp per row, lanes over N
 // (csr_spmm_rows: LANES lanes over N, 32 / LANES subgroups over the row's entries): VEC = 4 reads B
 // and C four values at a time (load4: float4, or 8 bytes in f16 / bf16; n % 4 == 0 and B and C
 // aligned to that size; the plan checks), VEC = 1 as scalars. V is the value type of A, B and C
@@ -70,9 +71,12 @@ __device__ __forceinline__ void warp_sum_subgroups(float (&acc)[VEC]) {
 // PIECES: the second pass over long rows' entries past the first max_run (a.pieces: row, begin,
 // end), added with atomics after the first pass stored every row: a warp walking a 150000-entry
 // row alone took 10 ms (power-law 200K, H200, 2026-11-30).
+// 16 bits (csr_spmm_rows16): a cut row's first pass and pieces go to its f32 workspace row
+// (abi::SpmmAcc) unscaled, and spmm_finalize16 writes C; f32 adds the pieces into C itself.
 template <typename V, int WARPS, int VEC, int LANES, bool PIECES>
-__global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows(const dbsparse::abi::SpmmArgs a) {
+__device__ __forceinline__ void csr_rows_body(const dbsparse::abi::SpmmArgs& a, const dbsparse::abi::SpmmAcc& w) {
   typedef typename V::S T;
+  constexpr bool kHalf = sizeof(T) == 2;
   const unsigned lane = threadIdx.x & 31u;
   const int u = (int)blockIdx.x * WARPS + (int)(threadIdx.x >> 5);
   if (u >= (PIECES ? a.n_pieces : a.rows)) return;  // warp-uniform: the shuffles below see whole warps
@@ -80,6 +84,11 @@ __global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows(const dbsparse::abi:
   const int p0 = PIECES ? a.pieces[3 * u + 1] : a.row_ptr[r];
   const int p1 = PIECES ? a.pieces[3 * u + 2] : min(a.row_ptr[r + 1], p0 + a.max_run);
   T* crow = reinterpret_cast<T*>(a.c) + (size_t)r * a.n;
+  float* wrow = nullptr;  // 16 bits: the row's workspace row when the row is cut (every piece's row is)
+  if constexpr (kHalf) {
+    const int s = w.slot ? w.slot[r] : -1;
+    if (s >= 0) wrow = w.w + (size_t)s * a.n;
+  }
   const bool writer = (int)lane < LANES;
   for (int n0 = 0; n0 < a.n; n0 += LANES * VEC) {
     const int n = n0 + ((int)lane % LANES) * VEC;
@@ -90,7 +99,13 @@ __global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows(const dbsparse::abi:
     if (!live || !writer) continue;
     if constexpr (PIECES) {
 #pragma unroll
-      for (int v = 0; v < VEC; ++v) atomic_add_value<V>(crow + n + v, a.alpha * acc[v]);
+      for (int v = 0; v < VEC; ++v) {
+        if constexpr (kHalf) atomicAdd(wrow + n + v, acc[v]);
+        else atomicAdd(crow + n + v, a.alpha * acc[v]);
+      }
+    } else if (kHalf && wrow) {
+#pragma unroll
+      for (int v = 0; v < VEC; ++v) wrow[n + v] = acc[v];  // the pieces pass adds to this, after it
     } else if constexpr (VEC == 4) {
       float out[4] = {a.alpha * acc[0], a.alpha * acc[1], a.alpha * acc[2], a.alpha * acc[3]};
       if (a.beta != 0.0f) {
@@ -104,6 +119,43 @@ __global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows(const dbsparse::abi:
       // beta == 0 never reads C, so NaNs there do not survive.
       crow[n] = V::st(a.beta == 0.0f ? a.alpha * acc[0] : a.alpha * acc[0] + a.beta * V::ld(crow[n]));
     }
+  }
+}
+
+// The f32 entry point: one argument, as f32 modules (and their cached cubins) have always had.
+template <typename V, int WARPS, int VEC, int LANES, bool PIECES>
+__global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows(const dbsparse::abi::SpmmArgs a) {
+  static_assert(sizeof(typename V::S) == 4, "16-bit values: csr_spmm_rows16");
+  csr_rows_body<V, WARPS, VEC, LANES, PIECES>(a, dbsparse::abi::SpmmAcc{});
+}
+
+// f16 / bf16: w says which rows are cut (all null when none is).
+template <typename V, int WARPS, int VEC, int LANES, bool PIECES>
+__global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows16(const dbsparse::abi::SpmmArgs a,
+                                                              const dbsparse::abi::SpmmAcc w) {
+  static_assert(sizeof(typename V::S) == 2, "f32 values: csr_spmm_rows");
+  csr_rows_body<V, WARPS, VEC, LANES, PIECES>(a, w);
+}
+
+// C = alpha * w + beta * C for the cut units' entries, after every pass that adds into w (same
+// stream): the one rounding of those entries to 16 bits, and the only place beta is applied to
+// them (the first pass left them alone). BRP's residual rows add into C after this.
+// beta == 0 never reads C, so NaNs there do not survive.
+template <typename V>
+__global__ void __launch_bounds__(dbsparse::abi::kSpmmFinalizeThreads) spmm_finalize16(const dbsparse::abi::SpmmArgs a,
+                                                                         const dbsparse::abi::SpmmAcc w) {
+  typedef typename V::S T;
+  T* cm = reinterpret_cast<T*>(a.c);
+  const long long total = (long long)w.n_units * w.unit_rows * a.n;
+  const long long stride = (long long)gridDim.x * blockDim.x;
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
+    const long long wr = i / a.n;
+    const int col = (int)(i - wr * a.n);
+    const int row = w.units[wr / w.unit_rows] * w.unit_rows + (int)(wr % w.unit_rows);
+    if (row >= a.m) continue;  // the last window's rows past m
+    T* out = cm + (size_t)row * a.n + col;
+    const float v = a.alpha * w.w[i];
+    *out = V::st(a.beta == 0.0f ? v : v + a.beta * V::ld(*out));
   }
 }
 

@@ -3,7 +3,9 @@
 // across warps, the long windows' second pass and the expanded operands are the same; what
 // differs is that one mma takes two of a group's 16 x 8 blocks (k 0..7 and 8..15, g = 1 padded
 // with zeros: abi/spmm.h, brp_afrag16_index), so a group is ceil(g / 2) mma, and A needs no
-// conversion (the format's values are already 16-bit). Sums are f32; C is rounded once per store.
+// conversion (the format's values are already 16-bit), and windows cut into pieces are summed in
+// an f32 workspace (abi::SpmmAcc) rather than added into C. Sums are f32; C is rounded once per
+// store (a residual row's entries, which brp_residual adds to later, twice).
 // Needs sm_80 or later (bf16 mma and cvt.rn.bf16.f32).
 #pragma once
 #include "dbs_common.cuh"
@@ -88,8 +90,11 @@ __device__ __forceinline__ unsigned pack16(unsigned short lo, unsigned short hi)
 // 2 tig and 2 tig + 1 of blocks 2p and 2p + 1 (b0..b3 of abi/spmm.h's mma16_b_row) at column
 // 8t + gid. With g = 1 the second block does not exist: b1 stays 0 and A's k 8..15 are zero, so
 // the padding adds exactly 0 (a B that is not loaded cannot bring an Inf or NaN into it).
+// Windows cut into pieces (acc.slot[w] >= 0) are summed in f32 in acc.w, not in C: the first pass
+// stores its partial there, PIECES adds with f32 atomics, spmm_finalize16 rounds C once.
 template <typename V, int F, int G, int WARPS, bool PIECES, bool FRAGS>
-__global__ void __launch_bounds__(WARPS * 32) brp_tc_windows16(const dbsparse::abi::SpmmArgs a) {
+__global__ void __launch_bounds__(WARPS * 32) brp_tc_windows16(const dbsparse::abi::SpmmArgs a,
+                                                               const dbsparse::abi::SpmmAcc acc) {
   using namespace dbsparse::abi;
   typedef typename V::S T;
   constexpr int kSlots = kSpmmBlockSlots * G, kChunk = 8, kPairs = (G + 1) / 2;
@@ -106,6 +111,7 @@ __global__ void __launch_bounds__(WARPS * 32) brp_tc_windows16(const dbsparse::a
   const int w = PIECES ? a.pieces[3 * unit] : unit;
   const int qb = PIECES ? a.pieces[3 * unit + 1] : a.win_group[w];
   const int q1 = PIECES ? a.pieces[3 * unit + 2] : min(a.win_group[w + 1], qb + a.max_run);
+  const int slot = acc.slot ? acc.slot[w] : -1;  // block-uniform; >= 0 for every piece
   float d[kChunk][4];
 #pragma unroll
   for (int t = 0; t < kChunk; ++t) d[t][0] = d[t][1] = d[t][2] = d[t][3] = 0.0f;
@@ -165,9 +171,11 @@ __global__ void __launch_bounds__(WARPS * 32) brp_tc_windows16(const dbsparse::a
       const int row = row0 + mma_c_row(lane, i), col = (t0 + t) * kSpmmTileCols + mma_c_col(lane, i);
       if (row < a.m && col < a.n) {
         T* out = cm + (size_t)row * a.n + col;
-        if (PIECES) {
-          if (d[t][i] != 0.0f) atomic_add_value<V>(out, a.alpha * d[t][i]);
-        } else {
+        if (slot >= 0) {
+          float* wout = acc.w + ((size_t)slot * kSpmmWindowRows + mma_c_row(lane, i)) * a.n + col;
+          if (!PIECES) *wout = d[t][i];  // every entry of the window: w needs no zeroing
+          else if (d[t][i] != 0.0f) atomicAdd(wout, d[t][i]);
+        } else if (!PIECES) {
           // beta == 0 never reads C, so NaNs there do not survive.
           *out = V::st(a.beta == 0.0f ? a.alpha * d[t][i] : a.alpha * d[t][i] + a.beta * V::ld(*out));
         }

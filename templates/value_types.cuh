@@ -70,27 +70,4 @@ __device__ __forceinline__ void store4(typename V::S* p, const float (&v)[4]) {
   }
 }
 
-// *p += v with an atomic: atomicAdd in f32; in 16 bits a compare-and-swap on the aligned word that
-// holds p, summed in f32 and rounded once per update. Why not red.add.f16 / .bf16: the bf16 one
-// needs sm_90, and the CAS serves both types on sm_80. Only the rare second passes (long rows and
-// windows) use it. The word's other half is rewritten unchanged (the CAS fails and retries if
-// another thread changed it); it is a neighbouring entry of C, or the 2 bytes past C's end, which
-// stay inside C's allocation (cuMemAlloc hands out whole 256-byte aligned granules).
-template <typename V>
-__device__ __forceinline__ void atomic_add_value(typename V::S* p, float v) {
-  if constexpr (sizeof(typename V::S) == 4) {
-    atomicAdd(p, v);
-  } else {
-    unsigned* word = reinterpret_cast<unsigned*>(reinterpret_cast<unsigned long long>(p) & ~3ull);
-    const unsigned shift = (reinterpret_cast<unsigned long long>(p) & 2ull) ? 16u : 0u;
-    unsigned old = *word, assumed;
-    do {
-      assumed = old;
-      const float sum = V::ld((typename V::S)((assumed >> shift) & 0xFFFFu)) + v;
-      const unsigned repl = (assumed & ~(0xFFFFu << shift)) | ((unsigned)V::st(sum) << shift);
-      old = atomicCAS(word, assumed, repl);
-    } while (old != assumed);
-  }
-}
-
 }  // namespace dbs

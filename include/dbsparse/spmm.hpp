@@ -6,7 +6,8 @@
 // Value types (SpmmDtype): f32 (A, B, C f32; tensor cores in TF32, mma.m16n8k8), or f16 / bf16
 // (A, B and C all 16-bit; tensor cores mma.m16n8k16 with f32 accumulators, CUDA cores sum in f32;
 // C is rounded to the 16-bit type once per store, as cuSPARSE's SpMM with CUDA_R_16F / 16BF
-// matrices and compute type CUDA_R_32F does).
+// matrices and compute type CUDA_R_32F does; rows and windows cut into pieces for the atomic
+// second pass are summed in an f32 workspace of the plan's and rounded once too).
 #include <cstdint>
 #include <memory>
 #include <optional>

@@ -19,6 +19,7 @@ constexpr int kSpmmBlockSlots = 8;   // k: the slots of a BRP TC block
 constexpr uint8_t kSpmmPadLocalId = 0xFF;
 constexpr int kSpmmRowWarps = 8;     // warps per block of brp_residual
 constexpr int kSpmmMaxCols = 4096;   // n_cols a plan accepts
+constexpr int kSpmmFinalizeThreads = 256;  // threads per block of spmm_finalize16
 
 DBS_ABI_FN int mma_group_id(int lane) { return lane >> 2; }
 DBS_ABI_FN int mma_thread_in_group(int lane) { return lane & 3; }
@@ -101,7 +102,7 @@ struct SpmmArgs {
   const int32_t* win_group;
   // Long windows (BRP) and long rows (CSR) are cut: the first pass takes at most max_run groups of
   // a window (entries of a row) and stores; the rest are n_pieces triples (window or row, begin,
-  // end) that a second pass adds with atomics.
+  // end) that a second pass adds with atomics (f32: into C; f16 / bf16: into SpmmAcc::w).
   const int32_t* pieces;
   int32_t n_pieces, max_run;
   // BRP with pre-expanded A operands (brp_tc_windows<.., FRAGS = true>): group q's block b is
@@ -118,5 +119,23 @@ static_assert(DBS_ABI_OFFSETOF(SpmmArgs, b) == 64 && DBS_ABI_OFFSETOF(SpmmArgs, 
 static_assert(DBS_ABI_OFFSETOF(SpmmArgs, rows) == 80 && DBS_ABI_OFFSETOF(SpmmArgs, n) == 88, "SpmmArgs layout");
 static_assert(DBS_ABI_OFFSETOF(SpmmArgs, value_stride) == 96 && DBS_ABI_OFFSETOF(SpmmArgs, beta) == 104,
               "SpmmArgs layout");
+
+// f16 / bf16 only, the 16-bit kernels' second argument (the f32 kernels take SpmmArgs alone): where
+// the rows (CSR) or windows (BRP) cut into pieces are summed. Adding each piece into a 16-bit C
+// rounded C at every add, and with many pieces the roundings compounded past bf16's 1e-2 budget
+// (rmat:scale=10,ef=8 at tc_max_run 1, H200, 2026-12-01); here every part of such a unit is an f32
+// sum in w, and spmm_finalize16 rounds C = alpha * w + beta * C once.
+//  - units: the cut units (row or window ids), ascending; slot[u]: u's index there, or -1. Both
+//    null (and n_units 0) when a plan cuts nothing: every unit then goes to C directly.
+//  - w: n_units * unit_rows rows of n floats, unit i's row r (unit_rows 1 for CSR, 16 for BRP's
+//    windows) at row i * unit_rows + r. The first pass stores its partial there (it covers every
+//    entry of the unit, so w needs no zeroing), the pieces add with f32 atomicAdd, both unscaled.
+struct SpmmAcc {
+  float* w;
+  const int32_t* slot;
+  const int32_t* units;
+  int32_t n_units, unit_rows;
+};
+static_assert(sizeof(SpmmAcc) == 32, "SpmmAcc layout");
 
 }  // namespace dbsparse::abi
