@@ -107,8 +107,10 @@ KernelSource make_source(const SpgemmKey& key) {
     // Then the tables' initialisation and, numeric, the sort into C (spgemm_global_init / _sort).
     ks.name_expressions = {fmt::format("dbs::spgemm_{}_global<{}, {}>", fn, v, key.block),
                            fmt::format("dbs::spgemm_global_init<{}, {}>", v, key.block)};
-    if (key.phase == SpgemmPhase::Numeric)
+    if (key.phase == SpgemmPhase::Numeric) {
       ks.name_expressions.push_back(fmt::format("dbs::spgemm_global_sort<{}, {}>", v, key.block));
+      ks.name_expressions.push_back(fmt::format("dbs::spgemm_global_count<{}, {}>", v, key.block));
+    }
   } else {
     ks.name_expressions = {
         fmt::format("dbs::spgemm_{}_shared<{}, {}, {}, {}>", fn, v, key.table, key.lanes, key.block)};

@@ -30,7 +30,7 @@ DeviceBuffer<U> upload(std::span<const U> host) {
 
 struct GroupKernels {
   CUfunction symbolic = nullptr, numeric = nullptr;
-  CUfunction init_symbolic = nullptr, init_numeric = nullptr, sort = nullptr;  // group 3 only
+  CUfunction init_symbolic = nullptr, init_numeric = nullptr, sort = nullptr, count = nullptr;  // group 3 only
   int rows_per_block = 1;
   int64_t symbolic_smem = 0, numeric_smem = 0;  // dynamic shared bytes
   KernelInfo symbolic_info, numeric_info;
@@ -57,6 +57,7 @@ struct SpgemmPlan<T>::Impl {
   DeviceBuffer<int32_t> table_keys;
   DeviceBuffer<T> table_vals;
   DeviceBuffer<int32_t> row_len, overflow;
+  DeviceBuffer<int32_t> seg_count;  // dense global rows: occupied slots per (row, column segment)
   std::array<GroupKernels, kSpgemmGroups> kernels;
   // C; its row_ptr is allocated with the plan, its columns and values by the first run.
   bool structured = false;
@@ -92,10 +93,11 @@ void SpgemmPlan<T>::Impl::launch_symbolic(CUstream h) {
     const GroupKernels& k = kernels[kSpgemmGlobalGroup];
     int n = analysis.global_rows(), always = static_cast<int>(analysis.count(kSpgemmGlobalGroup));
     uint64_t list = analysis.global_list(), tables = analysis.tables(), keys = table_keys.ptr(), none = 0;
+    int b_cols = cols;
     const auto split = static_cast<unsigned>(config.split3), block = static_cast<unsigned>(config.block3);
     void* init[] = {&list, &n, &always, &tables, &ovf, &keys, &none};
     DBS_CU(cuLaunchKernel(k.init_symbolic, static_cast<unsigned>(n), split, 1, block, 1, 1, 0, h, init, nullptr));
-    void* params[] = {&list, &n, &always, &tables, &ap, &ac, &bp, &bc, &keys, &len, &ovf};
+    void* params[] = {&list, &n, &always, &tables, &ap, &ac, &bp, &bc, &keys, &len, &ovf, &b_cols};
     DBS_CU(cuLaunchKernel(k.symbolic, static_cast<unsigned>(n), split, 1, block, 1, 1, 0, h, params, nullptr));
   }
 }
@@ -133,14 +135,18 @@ void SpgemmPlan<T>::Impl::launch_numeric(CUstream h) {
     int n = analysis.global_rows(), always = static_cast<int>(analysis.count(kSpgemmGlobalGroup));
     uint64_t list = analysis.global_list(), tables = analysis.tables(), keys = table_keys.ptr(),
              vals = table_vals.ptr();
+    int b_cols = cols;
     const auto rows = static_cast<unsigned>(n), split = static_cast<unsigned>(config.split3),
                block = static_cast<unsigned>(config.block3);
     void* init[] = {&list, &n, &always, &tables, &ovf, &keys, &vals};
     DBS_CU(cuLaunchKernel(k.init_numeric, rows, split, 1, block, 1, 1, 0, h, init, nullptr));
-    void* params[] = {&list, &n, &always, &tables, &ap, &ac, &av, &bp, &bc, &bv, &keys, &vals, &ovf};
+    void* params[] = {&list, &n, &always, &tables, &ap, &ac, &av, &bp, &bc, &bv, &keys, &vals, &ovf, &b_cols};
     DBS_CU(cuLaunchKernel(k.numeric, rows, split, 1, block, 1, 1, 0, h, params, nullptr));
-    void* sort[] = {&list, &n, &always, &tables, &keys, &vals, &ovf, &cp, &cc, &cv};
-    DBS_CU(cuLaunchKernel(k.sort, rows, 1, 1, block, 1, 1, 0, h, sort, nullptr));
+    uint64_t seg = seg_count.ptr();
+    void* count[] = {&list, &n, &always, &tables, &keys, &ovf, &b_cols, &seg};
+    DBS_CU(cuLaunchKernel(k.count, rows, split, 1, block, 1, 1, 0, h, count, nullptr));
+    void* sort[] = {&list, &n, &always, &tables, &keys, &vals, &ovf, &cp, &cc, &cv, &b_cols, &seg};
+    DBS_CU(cuLaunchKernel(k.sort, rows, split, 1, block, 1, 1, 0, h, sort, nullptr));
   }
 }
 
@@ -238,6 +244,7 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
 
   p->table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)));
   p->table_vals = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)));
+  p->seg_count = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(int64_t{an.global_rows()} * c.split3, 1)));
   p->row_len = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(a.rows, 1)));
   p->overflow = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(a.rows, 1)));
   p->c_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(a.rows) + 1);
@@ -271,6 +278,7 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
       k.init_symbolic = sym.fns.at(1);
       k.init_numeric = num.fns.at(1);
       k.sort = num.fns.at(2);
+      k.count = num.fns.at(3);
     }
     k.symbolic_info = sym.info;
     k.numeric_info = num.info;

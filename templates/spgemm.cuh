@@ -408,6 +408,21 @@ __device__ __forceinline__ bool spgemm_global_row_runs(const int32_t* __restrict
   return p < n_always || overflow[*i];
 }
 
+// A global row whose table has at least as many slots as B has columns keeps its keys densely,
+// slot = column: no probing, and spgemm_global_sort writes C's row by a scan in column order, with
+// no sort (a bitonic sort of a power-law hub's 65536-slot table in global memory by one block took
+// 0.42 ms of a 0.93 ms product, H200 2026-12-01). Costs no memory: the hashed table is as large.
+__device__ __forceinline__ bool spgemm_dense_row(long long slots, int b_cols) { return slots >= b_cols; }
+
+// The slot of `col` in a global table (dense or hashed); *claimed as spgemm_insert.
+__device__ __forceinline__ long long spgemm_global_slot(int* table, unsigned slots, bool dense, int col,
+                                                        bool* claimed) {
+  if (!dense) return spgemm_insert(table, slots - 1u, col, claimed);  // never full: slots >= 2 * distinct
+  *claimed = ((volatile int*)table)[col] == dbsparse::abi::kSpgemmEmptyKey &&
+             atomicCAS(table + col, dbsparse::abi::kSpgemmEmptyKey, col) == dbsparse::abi::kSpgemmEmptyKey;
+  return col;
+}
+
 // The tables set empty (values zeroed when vals is not null), each by its row's gridDim.y blocks.
 template <typename V, int BLOCK>
 __global__ void __launch_bounds__(BLOCK) spgemm_global_init(const int32_t* __restrict__ rows, int n, int n_always,
@@ -431,13 +446,14 @@ __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_global(const int32_t* _
                                                                 const int32_t* __restrict__ a_col,
                                                                 const int32_t* __restrict__ b_ptr,
                                                                 const int32_t* __restrict__ b_col, int* keys,
-                                                                int32_t* row_len, const int32_t* overflow) {
+                                                                int32_t* row_len, const int32_t* overflow, int b_cols) {
   __shared__ int count;
   int i;
   const int p = blockIdx.x;
   if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
   int* table = keys + tables[p].offset;
   const unsigned slots = (unsigned)tables[p].slots;
+  const bool dense = spgemm_dense_row(tables[p].slots, b_cols);
   const long long ip = tables[p].ip;
   if (threadIdx.x == 0) count = 0;
   __syncthreads();
@@ -445,7 +461,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_global(const int32_t* _
   spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], ip * blockIdx.y / gridDim.y, ip * (blockIdx.y + 1) / gridDim.y,
                                   a_col, (const V*)0, b_ptr, b_col, (const V*)0, (int*)0, [&](int col, V, V) {
                                     bool claimed;
-                                    spgemm_insert(table, slots - 1u, col, &claimed);  // never full: slots >= 2 * distinct
+                                    spgemm_global_slot(table, slots, dense, col, &claimed);
                                     mine += claimed;
                                   });
   atomicAdd(&count, mine);
@@ -460,33 +476,100 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_global(
     const int32_t* __restrict__ rows, int n, int n_always, const dbsparse::abi::SpgemmTable* __restrict__ tables,
     const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
     const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col, const V* __restrict__ b_val, int* keys,
-    V* vals, const int32_t* __restrict__ overflow) {
+    V* vals, const int32_t* __restrict__ overflow, int b_cols) {
   int i;
   const int p = blockIdx.x;
   if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
   int* table = keys + tables[p].offset;
   V* tv = vals + tables[p].offset;
   const unsigned slots = (unsigned)tables[p].slots;
+  const bool dense = spgemm_dense_row(tables[p].slots, b_cols);
   const long long ip = tables[p].ip;
   spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], ip * blockIdx.y / gridDim.y, ip * (blockIdx.y + 1) / gridDim.y,
                                   a_col, a_val, b_ptr, b_col, b_val, (int*)0, [&](int col, V av, V bv) {
                                     bool claimed;
-                                    const long long s = spgemm_insert(table, slots - 1u, col, &claimed);
+                                    const long long s = spgemm_global_slot(table, slots, dense, col, &claimed);
                                     if (s >= 0) atomicAdd(tv + s, av * bv);
                                   });
 }
 
-// Each global row's table sorted into C's row, a block per row.
+// Dense rows: the occupied slots of segment y of gridDim.y (columns split evenly) counted into
+// seg_count[p * gridDim.y + y], for spgemm_global_sort's offsets.
+template <typename V, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) spgemm_global_count(const int32_t* __restrict__ rows, int n, int n_always,
+                                                             const dbsparse::abi::SpgemmTable* __restrict__ tables,
+                                                             const int* __restrict__ keys,
+                                                             const int32_t* __restrict__ overflow, int b_cols,
+                                                             int32_t* __restrict__ seg_count) {
+  __shared__ int total;
+  int i;
+  const int p = blockIdx.x;
+  if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
+  if (!spgemm_dense_row(tables[p].slots, b_cols)) return;
+  const int* table = keys + tables[p].offset;
+  const int lo = (int)((long long)b_cols * blockIdx.y / gridDim.y),
+            hi = (int)((long long)b_cols * (blockIdx.y + 1) / gridDim.y);
+  if (threadIdx.x == 0) total = 0;
+  __syncthreads();
+  int mine = 0;
+  for (int c = lo + threadIdx.x; c < hi; c += BLOCK) mine += table[c] != dbsparse::abi::kSpgemmEmptyKey;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mine += __shfl_xor_sync(kFull, mine, o);
+  if ((threadIdx.x & 31) == 0 && mine) atomicAdd(&total, mine);
+  __syncthreads();
+  if (threadIdx.x == 0) seg_count[(long long)p * gridDim.y + blockIdx.y] = total;
+}
+
+// Each global row's table into C's row: a dense row by its gridDim.y blocks, each scanning its
+// segment of columns in order from the offset the segments before it counted (seg_count); a hashed
+// row sorted by block y = 0 alone.
 template <typename V, int BLOCK>
 __global__ void __launch_bounds__(BLOCK) spgemm_global_sort(const int32_t* __restrict__ rows, int n, int n_always,
                                                             const dbsparse::abi::SpgemmTable* __restrict__ tables,
                                                             int* keys, V* vals, const int32_t* __restrict__ overflow,
                                                             const int32_t* __restrict__ c_ptr,
-                                                            int32_t* __restrict__ c_col, V* __restrict__ c_val) {
+                                                            int32_t* __restrict__ c_col, V* __restrict__ c_val,
+                                                            int b_cols, const int32_t* __restrict__ seg_count) {
+  constexpr int W = BLOCK / 32;
   __shared__ unsigned placed;
+  __shared__ int warp_sum[W], base;
   int i;
   const int p = blockIdx.x;
   if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
+  if (spgemm_dense_row(tables[p].slots, b_cols)) {
+    const long long off = tables[p].offset;
+    const int lo = (int)((long long)b_cols * blockIdx.y / gridDim.y),
+              hi = (int)((long long)b_cols * (blockIdx.y + 1) / gridDim.y);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (threadIdx.x == 0) {
+      int b = c_ptr[i];
+      for (unsigned q = 0; q < blockIdx.y; ++q) b += seg_count[(long long)p * gridDim.y + q];
+      base = b;
+    }
+    __syncthreads();
+    for (int c0 = lo; c0 < hi; c0 += BLOCK) {
+      const int c = c0 + threadIdx.x;
+      const bool occupied = c < hi && keys[off + c] != dbsparse::abi::kSpgemmEmptyKey;
+      const unsigned bits = __ballot_sync(kFull, occupied);
+      if (lane == 0) warp_sum[warp] = __popc(bits);
+      __syncthreads();
+      int before = base, chunk = 0;
+      for (int w = 0; w < W; ++w) {
+        if (w < warp) before += warp_sum[w];
+        chunk += warp_sum[w];
+      }
+      if (occupied) {
+        const int at = before + __popc(bits & ((1u << lane) - 1u));
+        c_col[at] = c;
+        c_val[at] = vals[off + c];
+      }
+      __syncthreads();  // warp_sum and base are rewritten next
+      if (threadIdx.x == 0) base += chunk;
+      __syncthreads();
+    }
+    return;
+  }
+  if (blockIdx.y != 0) return;
   if (threadIdx.x == 0) placed = 0;
   __syncthreads();
   const long long off = tables[p].offset;

@@ -147,6 +147,27 @@ TEST_CASE("SpgemmGpuMatchesReferenceWithAFewLanesPerRowInEachSharedGroup") {
   check_both<float>(a, a, cfg);
 }
 
+// Global rows split over 1, 3 or 64 blocks, kept densely (B with 5000 columns: tables of 16384
+// slots, slot = column, C written by a scan) or hashed (B with 100000 columns: 32768 slots).
+TEST_CASE("SpgemmGpuMatchesReferenceOnDenseAndHashedGlobalRowsOverSeveralBlocks") {
+  const auto [a, b_dense, base] = dbs_test::one_group_case(3);  // IP 8192..11008
+  std::vector<int32_t> len;
+  for (int32_t i = 0; i < 12; ++i) len.push_back(32 + i);
+  const CsrMatrix<double> a_wide = dbs_test::csr_with_row_lengths<double>(200, len, 16);
+  const CsrMatrix<double> b_wide = dbs_test::csr_with_row_lengths<double>(100000, std::vector<int32_t>(200, 256), 17);
+  for (int split : {1, 3, 64}) {
+    CAPTURE(split);
+    SpgemmConfig cfg = base;
+    cfg.split3 = split;
+    CHECK(check_plan(a, b_dense, cfg).grouping().count(3) == 12);
+    check_both<float>(a, b_dense, cfg);
+    const auto hashed = check_plan(a_wide, b_wide, cfg);
+    CHECK(hashed.grouping().count(3) == 12);
+    CHECK(hashed.global_slots() < 12 * int64_t{100000});  // hashed: smaller than B's columns
+    check_both<float>(a_wide, b_wide, cfg);
+  }
+}
+
 TEST_CASE("SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup3") {
   const auto [a, b, cfg] = dbs_test::one_group_case(3);  // IP 8192..11008
   const auto plan = check_plan(a, b);
