@@ -119,7 +119,8 @@ KernelSource make_source(const SpgemmKey& key) {
 }
 
 std::vector<SpgemmKey> spgemm_search_space() {
-  std::vector<SpgemmConfig> configs(1);  // the defaults first
+  std::vector<SpgemmConfig> configs(1);  // the defaults first, then the article's
+  configs.push_back(SpgemmConfig::paper());
   SpgemmConfig c;
   c.t0 *= 2;
   c.t1 *= 2;

@@ -31,6 +31,8 @@ DeviceBuffer<U> upload(std::span<const U> host) {
 struct GroupKernels {
   CUfunction symbolic = nullptr, numeric = nullptr;
   CUfunction init_symbolic = nullptr, init_numeric = nullptr, sort = nullptr, count = nullptr;  // group 3 only
+  int sort_cap = 0;        // pairs a hashed global row may have to be sorted in shared memory
+  int64_t sort_smem = 0;   // sort_cap * (4 + value bytes)
   int rows_per_block = 1;
   int64_t symbolic_smem = 0, numeric_smem = 0;  // dynamic shared bytes
   KernelInfo symbolic_info, numeric_info;
@@ -84,7 +86,8 @@ void SpgemmPlan<T>::Impl::launch_symbolic(CUstream h) {
     if (n == 0) continue;
     const GroupKernels& k = kernels[g];
     uint64_t list = analysis.group_list(g);
-    void* params[] = {&list, &n, &ap, &ac, &bp, &bc, &len, &ovf};
+    int b_cols = cols;
+    void* params[] = {&list, &n, &ap, &ac, &bp, &bc, &len, &ovf, &b_cols};
     DBS_CU(cuLaunchKernel(k.symbolic, static_cast<unsigned>((n + k.rows_per_block - 1) / k.rows_per_block), 1, 1,
                           static_cast<unsigned>(config.block(g)), 1, 1, static_cast<unsigned>(k.symbolic_smem), h,
                           params, nullptr));
@@ -125,7 +128,8 @@ void SpgemmPlan<T>::Impl::launch_numeric(CUstream h) {
     if (n == 0) continue;
     const GroupKernels& k = kernels[g];
     uint64_t list = analysis.group_list(g);
-    void* params[] = {&list, &n, &ap, &ac, &av, &bp, &bc, &bv, &ovf, &cp, &cc, &cv};
+    int b_cols = cols;
+    void* params[] = {&list, &n, &ap, &ac, &av, &bp, &bc, &bv, &ovf, &cp, &cc, &cv, &b_cols};
     DBS_CU(cuLaunchKernel(k.numeric, static_cast<unsigned>((n + k.rows_per_block - 1) / k.rows_per_block), 1, 1,
                           static_cast<unsigned>(config.block(g)), 1, 1, static_cast<unsigned>(k.numeric_smem), h,
                           params, nullptr));
@@ -145,8 +149,9 @@ void SpgemmPlan<T>::Impl::launch_numeric(CUstream h) {
     uint64_t seg = seg_count.ptr();
     void* count[] = {&list, &n, &always, &tables, &keys, &ovf, &b_cols, &seg};
     DBS_CU(cuLaunchKernel(k.count, rows, split, 1, block, 1, 1, 0, h, count, nullptr));
-    void* sort[] = {&list, &n, &always, &tables, &keys, &vals, &ovf, &cp, &cc, &cv, &b_cols, &seg};
-    DBS_CU(cuLaunchKernel(k.sort, rows, split, 1, block, 1, 1, 0, h, sort, nullptr));
+    int cap = k.sort_cap;
+    void* sort[] = {&list, &n, &always, &tables, &keys, &vals, &ovf, &cp, &cc, &cv, &b_cols, &seg, &cap};
+    DBS_CU(cuLaunchKernel(k.sort, rows, split, 1, block, 1, 1, static_cast<unsigned>(k.sort_smem), h, sort, nullptr));
   }
 }
 
@@ -279,6 +284,13 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
       k.init_numeric = num.fns.at(1);
       k.sort = num.fns.at(2);
       k.count = num.fns.at(3);
+      // The largest power of two of (key, value) pairs that fits the opt-in shared memory, past the
+      // kernel's own few bytes (16384 in f32 and in f64 on sm_90).
+      const int64_t pair = 4 + static_cast<int64_t>(sizeof(T));
+      k.sort_cap = 1;
+      while (int64_t{k.sort_cap} * 2 * pair <= optin - 1024) k.sort_cap *= 2;
+      k.sort_smem = int64_t{k.sort_cap} * pair;
+      DBS_CU(cuFuncSetAttribute(k.sort, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(k.sort_smem)));
     }
     k.symbolic_info = sym.info;
     k.numeric_info = num.info;

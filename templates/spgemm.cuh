@@ -293,6 +293,52 @@ __device__ void spgemm_sort_row_lanes(const SpgemmLanes<TPR>& L, int* table, V* 
     }
 }
 
+// A global row whose table has at least as many slots as B has columns keeps its keys densely,
+// slot = column: no probing, and spgemm_global_sort writes C's row by a scan in column order, with
+// no sort (a bitonic sort of a power-law hub's 65536-slot table in global memory by one block took
+// 0.42 ms of a 0.93 ms product, H200 2026-12-01). Costs no memory: the hashed table is as large.
+__device__ __forceinline__ bool spgemm_dense_row(long long slots, int b_cols) { return slots >= b_cols; }
+
+// The slot of `col` in a table of `slots` (a power of two when hashed), dense (slot = column) or
+// hashed; *claimed as spgemm_insert.
+__device__ __forceinline__ long long spgemm_slot(int* table, unsigned slots, bool dense, int col, bool* claimed) {
+  if (!dense) return spgemm_insert(table, slots - 1u, col, claimed);  // never full: slots >= 2 * distinct
+  *claimed = ((volatile int*)table)[col] == dbsparse::abi::kSpgemmEmptyKey &&
+             atomicCAS(table + col, dbsparse::abi::kSpgemmEmptyKey, col) == dbsparse::abi::kSpgemmEmptyKey;
+  return col;
+}
+
+// A dense table's columns [lo, hi) written in order to C at c_col/c_val[base ..], by the whole
+// block (ballots and warp counts in shared memory; every thread calls it). Returns how many.
+template <typename V, int BLOCK>
+__device__ int spgemm_dense_write(const int* table, const V* tv, int lo, int hi, int base,
+                                  int32_t* __restrict__ c_col, V* __restrict__ c_val) {
+  constexpr int W = BLOCK / 32;
+  __shared__ int warp_sum[W];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int written = 0;
+  for (int c0 = lo; c0 < hi; c0 += BLOCK) {
+    const int c = c0 + threadIdx.x;
+    const bool occupied = c < hi && table[c] != dbsparse::abi::kSpgemmEmptyKey;
+    const unsigned bits = __ballot_sync(kFull, occupied);
+    if (lane == 0) warp_sum[warp] = __popc(bits);
+    __syncthreads();
+    int before = base + written, chunk = 0;
+    for (int w = 0; w < W; ++w) {
+      if (w < warp) before += warp_sum[w];
+      chunk += warp_sum[w];
+    }
+    if (occupied) {
+      const int at = before + __popc(bits & ((1u << lane) - 1u));
+      c_col[at] = c;
+      c_val[at] = tv[c];
+    }
+    written += chunk;
+    __syncthreads();  // warp_sum is rewritten next
+  }
+  return written;
+}
+
 // Symbolic phase, shared tables: rows[0..n) of one group, RPB = BLOCK / TPR rows per block, T
 // slots each (rows spgemm_table_stride apart: include/dbsparse/spgemm.hpp). row_len[i] = the distinct columns; a row that does
 // not fit gets overflow[i] = 1 and is counted again by spgemm_symbolic_global (when the plan falls
@@ -303,8 +349,10 @@ __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_shared(const int32_t* _
                                                                 const int32_t* __restrict__ a_col,
                                                                 const int32_t* __restrict__ b_ptr,
                                                                 const int32_t* __restrict__ b_col, int32_t* row_len,
-                                                                int32_t* overflow) {
+                                                                int32_t* overflow, int b_cols) {
   constexpr int RPB = BLOCK / TPR, S = TPR < 32 ? T + TPR : T;  // spgemm_table_stride
+  // A row per block with a table of B's columns: dense (slot = column, never full, no sort).
+  const bool dense = TPR == BLOCK && T >= b_cols;
   static_assert(TPR <= 32 || TPR == BLOCK, "a row's threads: part of one warp, or the whole block");
   extern __shared__ double spgemm_smem[];  // 8-byte aligned: values (f64) first
   int* keys = (int*)spgemm_smem;
@@ -320,7 +368,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_shared(const int32_t* _
     int mine = 0;
     auto insert = [&](int col, V, V) {
       bool claimed;
-      if (spgemm_insert(table, T - 1, col, &claimed) < 0) atomicExch(full + r, 1);
+      if (spgemm_slot(table, T, dense, col, &claimed) < 0) atomicExch(full + r, 1);
       mine += claimed;
     };
     if constexpr (TPR <= 32)
@@ -351,8 +399,9 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared(
     const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
     const V* __restrict__ a_val, const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
     const V* __restrict__ b_val, const int32_t* __restrict__ overflow, const int32_t* __restrict__ c_ptr,
-    int32_t* __restrict__ c_col, V* __restrict__ c_val) {
+    int32_t* __restrict__ c_col, V* __restrict__ c_val, int b_cols) {
   constexpr int RPB = BLOCK / TPR, S = TPR < 32 ? T + TPR : T;  // spgemm_table_stride
+  const bool dense = TPR == BLOCK && T >= b_cols;  // as in spgemm_symbolic_shared
   static_assert(TPR <= 32 || TPR == BLOCK, "a row's threads: part of one warp, or the whole block");
   extern __shared__ double spgemm_smem[];  // 8-byte aligned: values (f64) first
   V* vals = (V*)spgemm_smem;
@@ -365,7 +414,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared(
   V* tv = vals + r * S;
   auto add = [&](int col, V av, V bv) {
     bool claimed;
-    const long long s = spgemm_insert(table, T - 1, col, &claimed);
+    const long long s = spgemm_slot(table, T, dense, col, &claimed);
     if (s >= 0) atomicAdd(tv + s, av * bv);
   };
   if constexpr (TPR <= 32) {
@@ -391,7 +440,8 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared(
     spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], 0, 0x7fffffffffffffffll, a_col, a_val, b_ptr, b_col, b_val, (int*)0,
                                     add);
     __syncthreads();
-    spgemm_sort_row<V>(table, tv, T, c_ptr[i + 1] - c_ptr[i], c_ptr[i], c_col, c_val, threadIdx.x, BLOCK, &placed);
+    if (dense) spgemm_dense_write<V, BLOCK>(table, tv, 0, b_cols, c_ptr[i], c_col, c_val);
+    else spgemm_sort_row<V>(table, tv, T, c_ptr[i + 1] - c_ptr[i], c_ptr[i], c_col, c_val, threadIdx.x, BLOCK, &placed);
   }
 }
 
@@ -406,21 +456,6 @@ __device__ __forceinline__ bool spgemm_global_row_runs(const int32_t* __restrict
   if (p >= n) return false;
   *i = rows[p];
   return p < n_always || overflow[*i];
-}
-
-// A global row whose table has at least as many slots as B has columns keeps its keys densely,
-// slot = column: no probing, and spgemm_global_sort writes C's row by a scan in column order, with
-// no sort (a bitonic sort of a power-law hub's 65536-slot table in global memory by one block took
-// 0.42 ms of a 0.93 ms product, H200 2026-12-01). Costs no memory: the hashed table is as large.
-__device__ __forceinline__ bool spgemm_dense_row(long long slots, int b_cols) { return slots >= b_cols; }
-
-// The slot of `col` in a global table (dense or hashed); *claimed as spgemm_insert.
-__device__ __forceinline__ long long spgemm_global_slot(int* table, unsigned slots, bool dense, int col,
-                                                        bool* claimed) {
-  if (!dense) return spgemm_insert(table, slots - 1u, col, claimed);  // never full: slots >= 2 * distinct
-  *claimed = ((volatile int*)table)[col] == dbsparse::abi::kSpgemmEmptyKey &&
-             atomicCAS(table + col, dbsparse::abi::kSpgemmEmptyKey, col) == dbsparse::abi::kSpgemmEmptyKey;
-  return col;
 }
 
 // The tables set empty (values zeroed when vals is not null), each by its row's gridDim.y blocks.
@@ -461,7 +496,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_global(const int32_t* _
   spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], ip * blockIdx.y / gridDim.y, ip * (blockIdx.y + 1) / gridDim.y,
                                   a_col, (const V*)0, b_ptr, b_col, (const V*)0, (int*)0, [&](int col, V, V) {
                                     bool claimed;
-                                    spgemm_global_slot(table, slots, dense, col, &claimed);
+                                    spgemm_slot(table, slots, dense, col, &claimed);
                                     mine += claimed;
                                   });
   atomicAdd(&count, mine);
@@ -488,7 +523,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_global(
   spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], ip * blockIdx.y / gridDim.y, ip * (blockIdx.y + 1) / gridDim.y,
                                   a_col, a_val, b_ptr, b_col, b_val, (int*)0, [&](int col, V av, V bv) {
                                     bool claimed;
-                                    const long long s = spgemm_global_slot(table, slots, dense, col, &claimed);
+                                    const long long s = spgemm_slot(table, slots, dense, col, &claimed);
                                     if (s >= 0) atomicAdd(tv + s, av * bv);
                                   });
 }
@@ -522,59 +557,71 @@ __global__ void __launch_bounds__(BLOCK) spgemm_global_count(const int32_t* __re
 
 // Each global row's table into C's row: a dense row by its gridDim.y blocks, each scanning its
 // segment of columns in order from the offset the segments before it counted (seg_count); a hashed
-// row sorted by block y = 0 alone.
+// row by block y = 0 alone: its occupied slots gathered into dynamic shared memory (room for `cap`
+// pairs) and sorted there, or, longer than that, sorted in place in global memory (a bitonic sort
+// of 16384 slots in global memory by one block took 0.42 ms, H200 2026-12-01).
 template <typename V, int BLOCK>
 __global__ void __launch_bounds__(BLOCK) spgemm_global_sort(const int32_t* __restrict__ rows, int n, int n_always,
                                                             const dbsparse::abi::SpgemmTable* __restrict__ tables,
                                                             int* keys, V* vals, const int32_t* __restrict__ overflow,
                                                             const int32_t* __restrict__ c_ptr,
                                                             int32_t* __restrict__ c_col, V* __restrict__ c_val,
-                                                            int b_cols, const int32_t* __restrict__ seg_count) {
-  constexpr int W = BLOCK / 32;
+                                                            int b_cols, const int32_t* __restrict__ seg_count,
+                                                            int cap) {
+  extern __shared__ double spgemm_sort_smem[];  // 8-byte aligned: values (f64) first
   __shared__ unsigned placed;
-  __shared__ int warp_sum[W], base;
+  __shared__ int base;
   int i;
   const int p = blockIdx.x;
   if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
   if (spgemm_dense_row(tables[p].slots, b_cols)) {
     const long long off = tables[p].offset;
-    const int lo = (int)((long long)b_cols * blockIdx.y / gridDim.y),
-              hi = (int)((long long)b_cols * (blockIdx.y + 1) / gridDim.y);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     if (threadIdx.x == 0) {
       int b = c_ptr[i];
       for (unsigned q = 0; q < blockIdx.y; ++q) b += seg_count[(long long)p * gridDim.y + q];
       base = b;
     }
     __syncthreads();
-    for (int c0 = lo; c0 < hi; c0 += BLOCK) {
-      const int c = c0 + threadIdx.x;
-      const bool occupied = c < hi && keys[off + c] != dbsparse::abi::kSpgemmEmptyKey;
-      const unsigned bits = __ballot_sync(kFull, occupied);
-      if (lane == 0) warp_sum[warp] = __popc(bits);
-      __syncthreads();
-      int before = base, chunk = 0;
-      for (int w = 0; w < W; ++w) {
-        if (w < warp) before += warp_sum[w];
-        chunk += warp_sum[w];
-      }
-      if (occupied) {
-        const int at = before + __popc(bits & ((1u << lane) - 1u));
-        c_col[at] = c;
-        c_val[at] = vals[off + c];
-      }
-      __syncthreads();  // warp_sum and base are rewritten next
-      if (threadIdx.x == 0) base += chunk;
-      __syncthreads();
-    }
+    spgemm_dense_write<V, BLOCK>(keys + off, vals + off, (int)((long long)b_cols * blockIdx.y / gridDim.y),
+                                 (int)((long long)b_cols * (blockIdx.y + 1) / gridDim.y), base, c_col, c_val);
     return;
   }
   if (blockIdx.y != 0) return;
   if (threadIdx.x == 0) placed = 0;
   __syncthreads();
   const long long off = tables[p].offset;
-  spgemm_sort_row<V>(keys + off, vals + off, (unsigned)tables[p].slots, c_ptr[i + 1] - c_ptr[i], c_ptr[i], c_col,
-                     c_val, threadIdx.x, BLOCK, &placed);
+  const unsigned slots = (unsigned)tables[p].slots;
+  const int len = c_ptr[i + 1] - c_ptr[i], begin = c_ptr[i];
+  if (len > cap) {
+    spgemm_sort_row<V>(keys + off, vals + off, slots, len, begin, c_col, c_val, threadIdx.x, BLOCK, &placed);
+    return;
+  }
+  V* sv = (V*)spgemm_sort_smem;
+  int* sk = (int*)(sv + cap);
+  const int lane = threadIdx.x & 31;
+  for (unsigned s0 = 0; s0 < slots; s0 += BLOCK) {  // one atomic a warp
+    const unsigned s = s0 + threadIdx.x;
+    const int k = s < slots ? keys[off + s] : dbsparse::abi::kSpgemmEmptyKey;
+    const bool occupied = k != dbsparse::abi::kSpgemmEmptyKey;
+    const unsigned bits = __ballot_sync(kFull, occupied);
+    unsigned at = 0;
+    if (lane == 0 && bits) at = atomicAdd(&placed, (unsigned)__popc(bits));
+    at = __shfl_sync(kFull, at, 0) + __popc(bits & ((1u << lane) - 1u));
+    if (occupied) {
+      sk[at] = k;
+      sv[at] = vals[off + s];
+    }
+  }
+  __syncthreads();
+  unsigned p2 = 1;
+  while (p2 < (unsigned)len) p2 <<= 1;
+  for (unsigned s = len + threadIdx.x; s < p2; s += BLOCK) sk[s] = dbsparse::abi::kSpgemmEmptyKey;
+  __syncthreads();
+  spgemm_bitonic<V>(sk, sv, p2, threadIdx.x, BLOCK);
+  for (int j = threadIdx.x; j < len; j += BLOCK) {
+    c_col[begin + j] = sk[j];
+    c_val[begin + j] = sv[j];
+  }
 }
 
 }  // namespace dbs

@@ -104,6 +104,7 @@ TEST_CASE("SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup1") {
   const auto [a, b, cfg] = dbs_test::one_group_case(1);  // IP 32..496
   CHECK(check_plan(a, b).grouping().count(1) == 120);
   check_both<float>(a, b);
+  check_both<float>(a, b, SpgemmConfig::paper());  // a 256-thread block per row, not a warp
 }
 
 TEST_CASE("SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup2") {
@@ -166,6 +167,14 @@ TEST_CASE("SpgemmGpuMatchesReferenceOnDenseAndHashedGlobalRowsOverSeveralBlocks"
     CHECK(hashed.global_slots() < 12 * int64_t{100000});  // hashed: smaller than B's columns
     check_both<float>(a_wide, b_wide, cfg);
   }
+  // Hashed rows of ~17900 distinct columns: more than the 16384 pairs the sort kernel's shared
+  // memory holds, so they are sorted in global memory.
+  std::vector<int32_t> long_len(6, 70);
+  const CsrMatrix<double> a_long = dbs_test::csr_with_row_lengths<double>(200, long_len, 18);
+  const CsrMatrix<double> b_long = dbs_test::csr_with_row_lengths<double>(300000, std::vector<int32_t>(200, 256), 19);
+  const auto big = check_plan(a_long, b_long);
+  CHECK(big.grouping().count(3) == 6);
+  check_both<float>(a_long, b_long);
 }
 
 TEST_CASE("SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup3") {

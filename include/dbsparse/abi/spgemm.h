@@ -45,13 +45,16 @@ struct SpgemmGroupRule {
 static_assert(sizeof(SpgemmGroupRule) == 40, "SpgemmGroupRule is 40 bytes on both sides");
 
 // Slots of a row's global table: the next power of two >= global_scale * max(1, min(ip, b_cols)),
-// at most 2^31 (B has at most 2^31 - 1 columns, so that holds any row and slot numbers fit uint32).
+// at most 2^31 (B has at most 2^31 - 1 columns, so that holds any row and slot numbers fit uint32);
+// b_cols instead where that is at most twice as many, and then the table is dense (slot = column,
+// templates/spgemm.cuh: no hashing, C's row written in order without a sort).
 DBS_ABI_FN int64_t spgemm_table_slots(int64_t ip, int32_t b_cols, int32_t global_scale) {
   int64_t m = ip < b_cols ? ip : b_cols;
   if (m < 1) m = 1;
   const int64_t want = global_scale * m;
   int64_t slots = 1;
   while (slots < want && slots < (int64_t(1) << 31)) slots *= 2;
+  if (slots < b_cols && 2 * slots >= b_cols) slots = b_cols;
   return slots;
 }
 
