@@ -55,6 +55,16 @@ struct SpgemmLanes {
   }
 };
 
+// A entry p: where its B row starts (*bs), how long it is (*bl), its value (*av, when a_val).
+template <typename V>
+__device__ __forceinline__ void spgemm_a_entry(int p, const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
+                                               const int32_t* __restrict__ b_ptr, int* bs, int* bl, V* av) {
+  const int k = a_col[p];
+  *bs = b_ptr[k];
+  *bl = b_ptr[k + 1] - *bs;
+  if (a_val) *av = a_val[p];
+}
+
 // f(col, a value, b value) for every product of row i, over the row's TPR (<= 32) lanes: chunks of
 // TPR A entries whose products are numbered flat and dealt to the lanes in turn, so that a short B
 // row idles no lane and consecutive lanes read consecutive B entries (a lane per A entry left most
@@ -72,12 +82,7 @@ __device__ __forceinline__ void spgemm_products_lanes(const SpgemmLanes<TPR>& L,
     const int p = p0 + L.t;
     int bs = 0, bl = 0;
     V av = V(0);
-    if (p < end) {
-      const int k = a_col[p];
-      bs = b_ptr[k];
-      bl = b_ptr[k + 1] - bs;
-      if (a_val) av = a_val[p];
-    }
+    if (p < end) spgemm_a_entry(p, a_col, a_val, b_ptr, &bs, &bl, &av);
     int incl = bl;
 #pragma unroll
     for (int o = 1; o < TPR; o <<= 1) {
@@ -119,12 +124,7 @@ __device__ __forceinline__ void spgemm_products_block(int begin, int end, long l
     const int p = p0 + t;
     int bs = 0, bl = 0;
     V av = V(0);
-    if (p < end) {
-      const int k = a_col[p];
-      bs = b_ptr[k];
-      bl = b_ptr[k + 1] - bs;
-      if (a_val) av = a_val[p];
-    }
+    if (p < end) spgemm_a_entry(p, a_col, a_val, b_ptr, &bs, &bl, &av);
     int incl = bl;
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {
@@ -174,8 +174,8 @@ __device__ __forceinline__ void spgemm_products_block(int begin, int end, long l
 
 // Bitonic sort of n (a power of two) (key, value) pairs by key as unsigned, so the empty key (-1)
 // goes last and a row's n distinct keys end up sorted at the front. t of NT threads; every thread
-// of the block calls it the same number of times (block-wide barriers).
-template <typename V>
+// of the block (WARP: of the warp) calls it the same number of times (barriers).
+template <typename V, bool WARP = false>
 __device__ void spgemm_bitonic(int* keys, V* vals, unsigned n, unsigned t, unsigned nt) {
   for (unsigned k = 2; k <= n; k <<= 1)
     for (unsigned j = k >> 1; j > 0; j >>= 1) {
@@ -194,7 +194,8 @@ __device__ void spgemm_bitonic(int* keys, V* vals, unsigned n, unsigned t, unsig
           }
         }
       }
-      __syncthreads();
+      if (WARP) __syncwarp();
+      else __syncthreads();
     }
 }
 
@@ -269,23 +270,7 @@ __device__ void spgemm_sort_row_lanes(const SpgemmLanes<TPR>& L, int* table, V* 
   for (int o = 16; o > 0; o >>= 1) p2 = max(p2, __shfl_xor_sync(kFull, p2, o));
   for (unsigned s = n + L.t; s < p2; s += TPR) table[s] = dbsparse::abi::kSpgemmEmptyKey;
   __syncwarp();
-  for (unsigned k = 2; k <= p2; k <<= 1)
-    for (unsigned j = k >> 1; j > 0; j >>= 1) {
-      for (unsigned x = L.t; x < p2; x += TPR) {
-        const unsigned l = x ^ j;
-        if (l > x) {
-          const unsigned a = (unsigned)table[x], b = (unsigned)table[l];
-          if ((a > b) == ((x & k) == 0)) {
-            table[x] = (int)b;
-            table[l] = (int)a;
-            const V w = tv[x];
-            tv[x] = tv[l];
-            tv[l] = w;
-          }
-        }
-      }
-      __syncwarp();
-    }
+  spgemm_bitonic<V, true>(table, tv, p2, L.t, TPR);
   if (write)
     for (int j = L.t; j < n; j += TPR) {
       c_col[begin + j] = table[j];
@@ -352,7 +337,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_shared(const int32_t* _
                                                                 int32_t* overflow, int b_cols) {
   constexpr int RPB = BLOCK / TPR, S = TPR < 32 ? T + TPR : T;  // spgemm_table_stride
   // A row per block with a table of B's columns: dense (slot = column, never full, no sort).
-  const bool dense = TPR == BLOCK && T >= b_cols;
+  const bool dense = TPR == BLOCK && spgemm_dense_row(T, b_cols);
   static_assert(TPR <= 32 || TPR == BLOCK, "a row's threads: part of one warp, or the whole block");
   extern __shared__ double spgemm_smem[];  // 8-byte aligned: values (f64) first
   int* keys = (int*)spgemm_smem;
@@ -401,7 +386,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared(
     const V* __restrict__ b_val, const int32_t* __restrict__ overflow, const int32_t* __restrict__ c_ptr,
     int32_t* __restrict__ c_col, V* __restrict__ c_val, int b_cols) {
   constexpr int RPB = BLOCK / TPR, S = TPR < 32 ? T + TPR : T;  // spgemm_table_stride
-  const bool dense = TPR == BLOCK && T >= b_cols;  // as in spgemm_symbolic_shared
+  const bool dense = TPR == BLOCK && spgemm_dense_row(T, b_cols);  // as in spgemm_symbolic_shared
   static_assert(TPR <= 32 || TPR == BLOCK, "a row's threads: part of one warp, or the whole block");
   extern __shared__ double spgemm_smem[];  // 8-byte aligned: values (f64) first
   V* vals = (V*)spgemm_smem;
@@ -528,6 +513,11 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_global(
                                   });
 }
 
+// Where column segment y of a dense row's gridDim.y segments starts (y = gridDim.y: the end).
+__device__ __forceinline__ int spgemm_segment(int b_cols, unsigned y) {
+  return (int)((long long)b_cols * y / gridDim.y);
+}
+
 // Dense rows: the occupied slots of segment y of gridDim.y (columns split evenly) counted into
 // seg_count[p * gridDim.y + y], for spgemm_global_sort's offsets.
 template <typename V, int BLOCK>
@@ -542,8 +532,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_global_count(const int32_t* __re
   if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
   if (!spgemm_dense_row(tables[p].slots, b_cols)) return;
   const int* table = keys + tables[p].offset;
-  const int lo = (int)((long long)b_cols * blockIdx.y / gridDim.y),
-            hi = (int)((long long)b_cols * (blockIdx.y + 1) / gridDim.y);
+  const int lo = spgemm_segment(b_cols, blockIdx.y), hi = spgemm_segment(b_cols, blockIdx.y + 1);
   if (threadIdx.x == 0) total = 0;
   __syncthreads();
   int mine = 0;
@@ -582,8 +571,8 @@ __global__ void __launch_bounds__(BLOCK) spgemm_global_sort(const int32_t* __res
       base = b;
     }
     __syncthreads();
-    spgemm_dense_write<V, BLOCK>(keys + off, vals + off, (int)((long long)b_cols * blockIdx.y / gridDim.y),
-                                 (int)((long long)b_cols * (blockIdx.y + 1) / gridDim.y), base, c_col, c_val);
+    spgemm_dense_write<V, BLOCK>(keys + off, vals + off, spgemm_segment(b_cols, blockIdx.y),
+                                 spgemm_segment(b_cols, blockIdx.y + 1), base, c_col, c_val);
     return;
   }
   if (blockIdx.y != 0) return;

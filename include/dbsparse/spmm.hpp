@@ -31,6 +31,11 @@ enum class SpmmDtype { F32, F16, BF16 };
 const char* to_string(SpmmDtype d);  // "f32", "f16", "bf16"
 // Also accepts "tf32" for F32 (the f32 plans' tensor core precision; `bench spmm --precision`).
 SpmmDtype spmm_dtype_from_string(const std::string& s);
+// The absolute error a C of this type can carry from its own rounding however small the entry:
+// f16 below 2^-14 is subnormal, spaced 2^-24 apart (an entry cancelled to ~1e-6 of its sum |a||b|
+// showed 4e-2 "relative" error in every implementation, cuSPARSE's too: RMAT-16, H200 2026-12-01);
+// bf16 keeps f32's exponents, f32 C is checked relatively alone. Checks forgive this much of |C - ref|.
+inline double spmm_rounding_floor(SpmmDtype d) { return d == SpmmDtype::F16 ? 0x1p-24 : 0.0; }
 int spmm_value_bytes(SpmmDtype d);  // 4 or 2
 
 // The SpMM op's config (op_config.hpp): what the tuning DB stores and dbtune searches.

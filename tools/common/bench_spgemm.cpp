@@ -15,6 +15,7 @@
 #include "tools/common/cusparse_pipelines.hpp"
 #include "tools/common/cusparse_spgemm.hpp"
 #include "tools/common/random.hpp"
+#include "tools/common/spgemm_apps_check.hpp"
 #include "tools/common/stats.hpp"
 
 namespace dbsparse::tools {
@@ -94,6 +95,24 @@ void print_row(const nlohmann::json& r) {
     if (r.contains(key)) fmt::print("  {}: {}\n", key, r.at(key).get<std::string>());
   if (r.contains("cusparse_note") && !r.contains("cusparse_error"))
     fmt::print("  cusparse_note: {}\n", r.at("cusparse_note").get<std::string>());
+}
+
+// A product line's check columns: C against cuSPARSE's (record_check's fields and check_ok), or
+// why there is none ("-" without baselines).
+template <class T>
+void record_product_check(nlohmann::json& rec, bool baselines, bool have_ours, bool have_theirs,
+                          const CsrMatrix<T>& ours, CsrMatrix<T> theirs, const CsrMatrix<T>& scale,
+                          const std::string& precision) {
+  if (!baselines) {
+    rec["check"] = "-";
+  } else if (!have_ours || !have_theirs) {
+    rec["check"] = have_ours ? "no cuSPARSE C" : "no dbsparse C";
+    rec["check_ok"] = false;
+  } else {
+    const SpgemmCheck c = compare_spgemm(ours, std::move(theirs), scale, spgemm_tolerance(precision));
+    record_check(rec, c);
+    rec["check_ok"] = c.ok;
+  }
 }
 
 template <class T>
@@ -244,18 +263,7 @@ nlohmann::json bench_one(Context& ctx, const Stream& stream, const NamedMatrix& 
     }
   }
 
-  if (!opt.baselines) {
-    rec["check"] = "-";
-  } else if (!have_ours || !have_theirs) {
-    rec["check"] = have_ours ? "no cuSPARSE C" : "no dbsparse C";
-    rec["check_ok"] = false;
-  } else {
-    const SpgemmCheck c = compare_spgemm(ours, std::move(theirs), scale, spgemm_tolerance(precision));
-    rec["check"] = c.ok ? "ok" : "MISMATCH";
-    rec["check_ok"] = c.ok;
-    rec["check_note"] = c.note;
-    rec["check_max_error"] = c.max_error;
-  }
+  record_product_check(rec, opt.baselines, have_ours, have_theirs, ours, std::move(theirs), scale, precision);
   if (rec.contains("dbsparse_first_ms") && rec.contains("cusparse_ms")) {
     rec["speedup_first"] = num(rec, "cusparse_ms") / num(rec, "dbsparse_first_ms");
     if (num(rec, "dbsparse_steady_ms") > 0) rec["speedup_steady"] = num(rec, "cusparse_ms") / num(rec, "dbsparse_steady_ms");
@@ -322,18 +330,7 @@ nlohmann::json bench_contract(Context& ctx, const Stream& stream, const CsrMatri
       rec["cusparse_error"] = e.what();
     }
   }
-  if (!opt.baselines) {
-    rec["check"] = "-";
-  } else if (!have_ours || !have_theirs) {
-    rec["check"] = have_ours ? "no cuSPARSE C" : "no dbsparse C";
-    rec["check_ok"] = false;
-  } else {
-    const SpgemmCheck c = compare_spgemm(ours.c, std::move(theirs.c), scale, spgemm_tolerance(precision));
-    rec["check"] = c.ok ? "ok" : "MISMATCH";
-    rec["check_ok"] = c.ok;
-    rec["check_note"] = c.note;
-    rec["check_max_error"] = c.max_error;
-  }
+  record_product_check(rec, opt.baselines, have_ours, have_theirs, ours.c, std::move(theirs.c), scale, precision);
   return rec;
 }
 

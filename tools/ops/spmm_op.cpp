@@ -110,10 +110,7 @@ struct SpmmCase {
     const auto got = dtype == SpmmDtype::F32     ? c.download()
                      : dtype == SpmmDtype::F16 ? half_to_floats(c16.download())
                                                : bf16_to_floats(c16.download());
-    // f16 C below 2^-14 is subnormal, spaced 2^-24 apart: there its rounding is absolute, and an
-    // entry of C that small against its sum |a||b| (cancellation) showed 4e-2 "relative" error in
-    // every implementation, cuSPARSE's too (RMAT-16, H200 2026-12-01). bf16 keeps f32's exponents.
-    const double floor = dtype == SpmmDtype::F16 ? std::ldexp(1.0, -24) : 0.0;
+    const double floor = spmm_rounding_floor(dtype);
     double worst = 0;
     for (size_t i = 0; i < got.size(); ++i) {
       const double d = std::max(0.0, std::fabs(double(got[i]) - double(ref[i])) - floor);
