@@ -49,8 +49,10 @@ inline uint32_t spgemm_first_slot(int32_t key, uint32_t slots) {
 
 // Hash SpGEMM's config: the IP bounds of the groups, the table and block sizes per group. The
 // defaults are the article's (paper()) but for group 1's mapping: a warp per row (lanes1 = 32)
-// instead of a 256-thread block per row of 32-511 products (H200, 2026-12-01, quick suite: fresh
-// product 0.60x -> 0.73x cuSPARSE's geomean; uniform 100K steady 0.83 -> 0.39 ms).
+// instead of a 256-thread block per row of 32-511 products (H200, 2026-12-01, `bench spgemm --suite
+// quick --no-shared --precision f32 --mcl-iters 0` with and without {"lanes1":0}: fresh product
+// 0.63x -> 0.69x cuSPARSE's geomean; uniform 100K steady 0.83 -> 0.39 ms; power-law 100K steady
+// 0.81 -> 0.93 ms, the one that got slower).
 struct SpgemmConfig {
   static constexpr const char* kOp = "spgemm";
   // What predicts a good config is the IP distribution, not the 16x16 block histogram.
