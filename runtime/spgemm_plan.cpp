@@ -149,9 +149,11 @@ void SpgemmPlan<T>::Impl::launch_numeric(CUstream h) {
     uint64_t seg = seg_count.ptr();
     void* count[] = {&list, &n, &always, &tables, &keys, &ovf, &b_cols, &seg};
     DBS_CU(cuLaunchKernel(k.count, rows, split, 1, block, 1, 1, 0, h, count, nullptr));
-    int cap = k.sort_cap;
-    void* sort[] = {&list, &n, &always, &tables, &keys, &vals, &ovf, &cp, &cc, &cv, &b_cols, &seg, &cap};
-    DBS_CU(cuLaunchKernel(k.sort, rows, split, 1, block, 1, 1, static_cast<unsigned>(k.sort_smem), h, sort, nullptr));
+    int cap = k.sort_cap, hashed = 0;
+    void* sort[] = {&list, &n, &always, &tables, &keys, &vals, &ovf, &cp, &cc, &cv, &b_cols, &seg, &cap, &hashed};
+    DBS_CU(cuLaunchKernel(k.sort, rows, split, 1, block, 1, 1, 0, h, sort, nullptr));  // dense rows
+    hashed = 1;
+    DBS_CU(cuLaunchKernel(k.sort, rows, 1, 1, block, 1, 1, static_cast<unsigned>(k.sort_smem), h, sort, nullptr));
   }
 }
 
