@@ -104,12 +104,15 @@ KernelSource make_source(const SpgemmKey& key) {
   const char* v = cuda_type(key.value);
   const char* fn = key.phase == SpgemmPhase::Symbolic ? "symbolic" : "numeric";
   if (key.group == 3) {
-    // Then the tables' initialisation and, numeric, the sort into C (spgemm_global_init / _sort).
+    // Then the tables' initialisation and, numeric, C's rows written (spgemm_global_sort, _count,
+    // _scan, _scatter).
     ks.name_expressions = {fmt::format("dbs::spgemm_{}_global<{}, {}>", fn, v, key.block),
                            fmt::format("dbs::spgemm_global_init<{}, {}>", v, key.block)};
     if (key.phase == SpgemmPhase::Numeric) {
       ks.name_expressions.push_back(fmt::format("dbs::spgemm_global_sort<{}, {}>", v, key.block));
       ks.name_expressions.push_back(fmt::format("dbs::spgemm_global_count<{}, {}>", v, key.block));
+      ks.name_expressions.push_back(fmt::format("dbs::spgemm_global_scan<{}, {}>", v, key.block));
+      ks.name_expressions.push_back(fmt::format("dbs::spgemm_global_scatter<{}, {}>", v, key.block));
     }
   } else {
     ks.name_expressions = {

@@ -37,7 +37,7 @@ SpgemmKey spgemm_key(ValueType value, SpgemmPhase phase, int group, const Spgemm
 
 // Entry points: the symbolic or numeric kernel of the key's group (spgemm_symbolic_shared /
 // spgemm_numeric_shared for groups 0-2; group 3: spgemm_symbolic_global / spgemm_numeric_global,
-// then spgemm_global_init and, numeric, spgemm_global_sort and spgemm_global_count).
+// then spgemm_global_init and, numeric, spgemm_global_sort, _count, _scan and _scatter).
 KernelSource make_source(const SpgemmKey& key);
 // SpgemmConfig's defaults (both value types, both phases, every group) and a few alternatives:
 // tables twice the default, group 0 with 8 lanes, other blocks.

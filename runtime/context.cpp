@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "runtime/cuda_driver.hpp"
+#include "runtime/fork_join.hpp"
 #include "runtime/module_registry.hpp"
 
 namespace dbsparse {
@@ -62,9 +63,15 @@ Context::Context(int ordinal) : device_(ordinal) {
 }
 
 Context::~Context() {
+  fork_join_.reset();
   modules_.reset();  // modules belong to the context: unload before releasing it
   // Releasing the primary context is safe while cuSPARSE handles elsewhere retain it too.
   if (ctx_) cuda::driver().cuDevicePrimaryCtxRelease(static_cast<CUdevice>(device_));
+}
+
+detail::ForkJoin& Context::fork_join() const {
+  std::call_once(fork_join_once_, [this] { fork_join_ = std::make_unique<detail::ForkJoin>(*this); });
+  return *fork_join_;
 }
 
 void Context::make_current() const { DBS_CU(cuCtxSetCurrent(static_cast<CUcontext>(ctx_))); }

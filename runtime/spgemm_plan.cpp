@@ -14,6 +14,7 @@
 #include "dbsparse/spgemm.hpp"
 #include "dbsparse/tuning_db.hpp"
 #include "runtime/cuda_driver.hpp"
+#include "runtime/fork_join.hpp"
 #include "runtime/upload_nonempty.hpp"
 #include "runtime/module_registry.hpp"
 #include "runtime/spgemm_gpu_analysis.hpp"
@@ -30,9 +31,12 @@ DeviceBuffer<U> upload(std::span<const U> host) {
 
 struct GroupKernels {
   CUfunction symbolic = nullptr, numeric = nullptr;
-  CUfunction init_symbolic = nullptr, init_numeric = nullptr, sort = nullptr, count = nullptr;  // group 3 only
-  int sort_cap = 0;        // pairs a hashed global row may have to be sorted in shared memory
-  int64_t sort_smem = 0;   // sort_cap * (4 + value bytes)
+  // Group 3 only: hashed rows are written to C by column segments of sort_cap columns (segs of
+  // them), each sorted in sort_smem = sort_cap * (4 + value bytes) of dynamic shared memory.
+  CUfunction init_symbolic = nullptr, init_numeric = nullptr, sort = nullptr, count = nullptr, scan = nullptr,
+             scatter = nullptr;
+  int sort_cap = 0, segs = 0;
+  int64_t sort_smem = 0;
   int rows_per_block = 1;
   int64_t symbolic_smem = 0, numeric_smem = 0;  // dynamic shared bytes
   KernelInfo symbolic_info, numeric_info;
@@ -60,7 +64,10 @@ struct SpgemmPlan<T>::Impl {
   DeviceBuffer<T> table_vals;
   DeviceBuffer<int32_t> row_len, overflow;
   DeviceBuffer<int32_t> seg_count;  // dense global rows: occupied slots per (row, column segment)
+  DeviceBuffer<int32_t> seg_hist;   // hashed global rows: counts, then offsets, per (row, segment); then fill counters
   std::array<GroupKernels, kSpgemmGroups> kernels;
+  // The groups' launches of a phase run side by side, each on a branch of its own (the context's).
+  detail::ForkJoin* branches = nullptr;
   // C; its row_ptr is allocated with the plan, its columns and values by the first run.
   bool structured = false;
   int64_t nnz = -1;
@@ -72,6 +79,14 @@ struct SpgemmPlan<T>::Impl {
   void launch_symbolic(CUstream h);
   void launch_numeric(CUstream h);
   void size_c(CUstream h);
+  // Each group with rows its branch: lane[g], -1 for none; returns how many. Global rows run on a
+  // branch of their own unless `global_last`.
+  int lanes(std::array<int, kSpgemmGroups>& lane, bool global_last) const {
+    int n = 0;
+    for (int g = 0; g < kSpgemmGlobalGroup; ++g) lane[g] = analysis.count(g) > 0 ? n++ : -1;
+    lane[kSpgemmGlobalGroup] = analysis.global_rows() > 0 && !global_last ? n++ : -1;
+    return n;
+  }
 };
 
 template <class T>
@@ -81,6 +96,11 @@ void SpgemmPlan<T>::Impl::launch_symbolic(CUstream h) {
   DBS_CU(cuMemsetD32Async(overflow.ptr(), 0, overflow.size(), h));
   uint64_t ap = ptr_of(a.row_ptr), ac = ptr_of(a.col_idx), bp = ptr_of(b.row_ptr), bc = ptr_of(b.col_idx),
            len = row_len.ptr(), ovf = overflow.ptr();
+  // Rows of groups 0-2 that overflow their shared table are flagged by those groups' kernels and
+  // counted by the global ones, which then must come after them.
+  const bool global_last = analysis.global_rows() > analysis.count(kSpgemmGlobalGroup);
+  std::array<int, kSpgemmGroups> lane{};
+  detail::ForkJoin::Fork fork(*branches, h, lanes(lane, global_last));
   for (int g = 0; g < kSpgemmGlobalGroup; ++g) {
     int n = static_cast<int>(analysis.count(g));
     if (n == 0) continue;
@@ -89,20 +109,23 @@ void SpgemmPlan<T>::Impl::launch_symbolic(CUstream h) {
     int b_cols = cols;
     void* params[] = {&list, &n, &ap, &ac, &bp, &bc, &len, &ovf, &b_cols};
     DBS_CU(cuLaunchKernel(k.symbolic, static_cast<unsigned>((n + k.rows_per_block - 1) / k.rows_per_block), 1, 1,
-                          static_cast<unsigned>(config.block(g)), 1, 1, static_cast<unsigned>(k.symbolic_smem), h,
-                          params, nullptr));
+                          static_cast<unsigned>(config.block(g)), 1, 1, static_cast<unsigned>(k.symbolic_smem),
+                          fork.branch(lane[g]), params, nullptr));
   }
+  if (global_last) fork.join();
   if (analysis.global_rows() > 0) {
+    const CUstream gs = global_last ? h : fork.branch(lane[kSpgemmGlobalGroup]);
     const GroupKernels& k = kernels[kSpgemmGlobalGroup];
     int n = analysis.global_rows(), always = static_cast<int>(analysis.count(kSpgemmGlobalGroup));
     uint64_t list = analysis.global_list(), tables = analysis.tables(), keys = table_keys.ptr(), none = 0;
     int b_cols = cols;
     const auto split = static_cast<unsigned>(config.split3), block = static_cast<unsigned>(config.block3);
     void* init[] = {&list, &n, &always, &tables, &ovf, &keys, &none};
-    DBS_CU(cuLaunchKernel(k.init_symbolic, static_cast<unsigned>(n), split, 1, block, 1, 1, 0, h, init, nullptr));
+    DBS_CU(cuLaunchKernel(k.init_symbolic, static_cast<unsigned>(n), split, 1, block, 1, 1, 0, gs, init, nullptr));
     void* params[] = {&list, &n, &always, &tables, &ap, &ac, &bp, &bc, &keys, &len, &ovf, &b_cols};
-    DBS_CU(cuLaunchKernel(k.symbolic, static_cast<unsigned>(n), split, 1, block, 1, 1, 0, h, params, nullptr));
+    DBS_CU(cuLaunchKernel(k.symbolic, static_cast<unsigned>(n), split, 1, block, 1, 1, 0, gs, params, nullptr));
   }
+  fork.join();
 }
 
 template <class T>
@@ -123,6 +146,9 @@ void SpgemmPlan<T>::Impl::launch_numeric(CUstream h) {
   uint64_t ap = ptr_of(a.row_ptr), ac = ptr_of(a.col_idx), av = ptr_of(a.values), bp = ptr_of(b.row_ptr),
            bc = ptr_of(b.col_idx), bv = ptr_of(b.values), ovf = overflow.ptr(), cp = c_ptr.ptr(), cc = c_col.ptr(),
            cv = c_val.ptr();
+  std::array<int, kSpgemmGroups> lane{};
+  // Rows are in one group each and write their own rows of C.
+  detail::ForkJoin::Fork fork(*branches, h, lanes(lane, false));
   for (int g = 0; g < kSpgemmGlobalGroup; ++g) {
     int n = static_cast<int>(analysis.count(g));
     if (n == 0) continue;
@@ -131,10 +157,11 @@ void SpgemmPlan<T>::Impl::launch_numeric(CUstream h) {
     int b_cols = cols;
     void* params[] = {&list, &n, &ap, &ac, &av, &bp, &bc, &bv, &ovf, &cp, &cc, &cv, &b_cols};
     DBS_CU(cuLaunchKernel(k.numeric, static_cast<unsigned>((n + k.rows_per_block - 1) / k.rows_per_block), 1, 1,
-                          static_cast<unsigned>(config.block(g)), 1, 1, static_cast<unsigned>(k.numeric_smem), h,
-                          params, nullptr));
+                          static_cast<unsigned>(config.block(g)), 1, 1, static_cast<unsigned>(k.numeric_smem),
+                          fork.branch(lane[g]), params, nullptr));
   }
   if (analysis.global_rows() > 0) {
+    const CUstream gs = fork.branch(lane[kSpgemmGlobalGroup]);
     const GroupKernels& k = kernels[kSpgemmGlobalGroup];
     int n = analysis.global_rows(), always = static_cast<int>(analysis.count(kSpgemmGlobalGroup));
     uint64_t list = analysis.global_list(), tables = analysis.tables(), keys = table_keys.ptr(),
@@ -143,18 +170,28 @@ void SpgemmPlan<T>::Impl::launch_numeric(CUstream h) {
     const auto rows = static_cast<unsigned>(n), split = static_cast<unsigned>(config.split3),
                block = static_cast<unsigned>(config.block3);
     void* init[] = {&list, &n, &always, &tables, &ovf, &keys, &vals};
-    DBS_CU(cuLaunchKernel(k.init_numeric, rows, split, 1, block, 1, 1, 0, h, init, nullptr));
+    DBS_CU(cuLaunchKernel(k.init_numeric, rows, split, 1, block, 1, 1, 0, gs, init, nullptr));
     void* params[] = {&list, &n, &always, &tables, &ap, &ac, &av, &bp, &bc, &bv, &keys, &vals, &ovf, &b_cols};
-    DBS_CU(cuLaunchKernel(k.numeric, rows, split, 1, block, 1, 1, 0, h, params, nullptr));
-    uint64_t seg = seg_count.ptr();
-    void* count[] = {&list, &n, &always, &tables, &keys, &ovf, &b_cols, &seg};
-    DBS_CU(cuLaunchKernel(k.count, rows, split, 1, block, 1, 1, 0, h, count, nullptr));
-    int cap = k.sort_cap, hashed = 0;
-    void* sort[] = {&list, &n, &always, &tables, &keys, &vals, &ovf, &cp, &cc, &cv, &b_cols, &seg, &cap, &hashed};
-    DBS_CU(cuLaunchKernel(k.sort, rows, split, 1, block, 1, 1, 0, h, sort, nullptr));  // dense rows
+    DBS_CU(cuLaunchKernel(k.numeric, rows, split, 1, block, 1, 1, 0, gs, params, nullptr));
+    uint64_t seg = seg_count.ptr(), hist = seg_hist.ptr(),
+             fill = seg_hist.ptr() + sizeof(int32_t) * static_cast<uint64_t>(n) * k.segs;
+    int width = k.sort_cap, segs = k.segs;
+    DBS_CU(cuMemsetD32Async(hist, 0, static_cast<size_t>(n) * k.segs, gs));
+    void* count[] = {&list, &n, &always, &tables, &keys, &ovf, &b_cols, &seg, &width, &segs, &hist};
+    DBS_CU(cuLaunchKernel(k.count, rows, split, 1, block, 1, 1, 0, gs, count, nullptr));
+    void* scan[] = {&list, &n, &always, &tables, &ovf, &b_cols, &segs, &hist, &fill};
+    DBS_CU(cuLaunchKernel(k.scan, rows, 1, 1, block, 1, 1, 0, gs, scan, nullptr));
+    void* scatter[] = {&list, &n, &always, &tables, &keys, &vals, &ovf, &cp, &cc, &cv, &b_cols, &width, &segs, &hist, &fill};
+    DBS_CU(cuLaunchKernel(k.scatter, rows, split, 1, block, 1, 1, 0, gs, scatter, nullptr));
+    int hashed = 0;
+    void* sort[] = {&list, &n, &always, &tables, &keys, &vals, &ovf, &cp, &cc, &cv, &b_cols, &seg, &width, &segs, &hist, &hashed};
+    DBS_CU(cuLaunchKernel(k.sort, rows, split, 1, block, 1, 1, 0, gs, sort, nullptr));  // dense rows
     hashed = 1;
-    DBS_CU(cuLaunchKernel(k.sort, rows, 1, 1, block, 1, 1, static_cast<unsigned>(k.sort_smem), h, sort, nullptr));
+    const auto seg_blocks = static_cast<unsigned>(std::min(k.segs, 65535));
+    DBS_CU(cuLaunchKernel(k.sort, rows, seg_blocks, 1, block, 1, 1, static_cast<unsigned>(k.sort_smem), gs, sort,
+                          nullptr));
   }
+  fork.join();
 }
 
 namespace {
@@ -255,6 +292,7 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   p->row_len = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(a.rows, 1)));
   p->overflow = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(a.rows, 1)));
   p->c_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(a.rows) + 1);
+  p->branches = &fork_join();
 
   // Kernels of the groups that have rows; their tables' shared memory against the device's limit.
   CUdevice dev = 0;
@@ -286,12 +324,17 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
       k.init_numeric = num.fns.at(1);
       k.sort = num.fns.at(2);
       k.count = num.fns.at(3);
+      k.scan = num.fns.at(4);
+      k.scatter = num.fns.at(5);
       // The largest power of two of (key, value) pairs that fits the opt-in shared memory, past the
-      // kernel's own few bytes (16384 in f32 and in f64 on sm_90).
+      // kernel's own few bytes (16384 in f32 and in f64 on sm_90): a segment's columns.
       const int64_t pair = 4 + static_cast<int64_t>(sizeof(T));
       k.sort_cap = 1;
       while (int64_t{k.sort_cap} * 2 * pair <= optin - 1024) k.sort_cap *= 2;
       k.sort_smem = int64_t{k.sort_cap} * pair;
+      k.segs = static_cast<int>((int64_t{b.cols} + k.sort_cap - 1) / k.sort_cap);
+      const int64_t hist = 2 * int64_t{an.global_rows()} * k.segs;
+      p->seg_hist = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(hist, 1)));
       DBS_CU(cuFuncSetAttribute(k.sort, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(k.sort_smem)));
     }
     k.symbolic_info = sym.info;
@@ -430,8 +473,8 @@ template <class T>
 int64_t SpgemmPlan<T>::device_bytes() const {
   const Impl& p = *impl_;
   return p.a_own.device_bytes() + p.b_own.device_bytes() + p.analysis.device_bytes() + bytes_of(p.table_keys) +
-         bytes_of(p.table_vals) + bytes_of(p.row_len) + bytes_of(p.overflow) + bytes_of(p.c_ptr) + bytes_of(p.c_col) +
-         bytes_of(p.c_val);
+         bytes_of(p.table_vals) + bytes_of(p.seg_count) + bytes_of(p.seg_hist) + bytes_of(p.row_len) +
+         bytes_of(p.overflow) + bytes_of(p.c_ptr) + bytes_of(p.c_col) + bytes_of(p.c_val);
 }
 
 template <class T>

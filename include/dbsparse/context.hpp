@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -135,6 +136,7 @@ struct SpmmOptions;
 struct PatternGraph;
 namespace detail {
 class ModuleRegistry;
+class ForkJoin;
 }
 
 class Context {
@@ -200,6 +202,8 @@ class Context {
   SpmmPlan plan_spmm(const CsrMatrix<T>& a, int n_cols);
 
   detail::ModuleRegistry& modules() const { return *modules_; }
+  // Side streams for independent launches of one run (runtime/fork_join.hpp), made on first use.
+  detail::ForkJoin& fork_join() const;
 
  private:
   BfsPlan build_bfs(PatternGraph g, const BfsOptions& options, const Config& config);
@@ -208,6 +212,8 @@ class Context {
 
   DeviceInfo info_;
   std::unique_ptr<detail::ModuleRegistry> modules_;
+  mutable std::unique_ptr<detail::ForkJoin> fork_join_;
+  mutable std::once_flag fork_join_once_;
   int device_ = 0;
   void* ctx_ = nullptr;  // CUcontext
 };

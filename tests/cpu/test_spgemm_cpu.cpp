@@ -391,6 +391,7 @@ TEST_CASE("SpgemmGlobalTablesHoldTheirRows") {
   const SpgemmConfig cfg;
   CHECK(spgemm_global_table_slots(8192, 100000, cfg) == 16384);
   CHECK(spgemm_global_table_slots(9000, 100000, cfg) == 32768);
+  CHECK(spgemm_global_table_slots(9000, 60000, cfg) == 60000);  // dense: at most twice the hashed table
   CHECK(spgemm_global_table_slots(9000, 3000, cfg) == 8192);  // no row is longer than B is wide
   CHECK(spgemm_global_table_slots(0, 10, cfg) == 2);
   CHECK(spgemm_global_table_slots(int64_t{1} << 40, INT32_MAX, cfg) == int64_t{1} << 31);

@@ -149,13 +149,14 @@ TEST_CASE("SpgemmGpuMatchesReferenceWithAFewLanesPerRowInEachSharedGroup") {
 }
 
 // Global rows split over 1, 3 or 64 blocks, kept densely (B with 5000 columns: tables of 16384
-// slots, slot = column, C written by a scan) or hashed (B with 100000 columns: 32768 slots).
+// slots, slot = column, C written by a scan) or hashed (B with 200000 columns: 16384 or 32768
+// slots, under a quarter of them).
 TEST_CASE("SpgemmGpuMatchesReferenceOnDenseAndHashedGlobalRowsOverSeveralBlocks") {
   const auto [a, b_dense, base] = dbs_test::one_group_case(3);  // IP 8192..11008
   std::vector<int32_t> len;
   for (int32_t i = 0; i < 12; ++i) len.push_back(32 + i);
   const CsrMatrix<double> a_wide = dbs_test::csr_with_row_lengths<double>(200, len, 16);
-  const CsrMatrix<double> b_wide = dbs_test::csr_with_row_lengths<double>(100000, std::vector<int32_t>(200, 256), 17);
+  const CsrMatrix<double> b_wide = dbs_test::csr_with_row_lengths<double>(200000, std::vector<int32_t>(200, 256), 17);
   for (int split : {1, 3, 64}) {
     CAPTURE(split);
     SpgemmConfig cfg = base;
@@ -164,11 +165,11 @@ TEST_CASE("SpgemmGpuMatchesReferenceOnDenseAndHashedGlobalRowsOverSeveralBlocks"
     check_both<float>(a, b_dense, cfg);
     const auto hashed = check_plan(a_wide, b_wide, cfg);
     CHECK(hashed.grouping().count(3) == 12);
-    CHECK(hashed.global_slots() < 12 * int64_t{100000});  // hashed: smaller than B's columns
+    CHECK(hashed.global_slots() < 12 * int64_t{200000});  // hashed: smaller than B's columns
     check_both<float>(a_wide, b_wide, cfg);
   }
-  // Hashed rows of ~17900 distinct columns: more than the 16384 pairs the sort kernel's shared
-  // memory holds, so they are sorted in global memory.
+  // Hashed rows of ~17900 distinct columns, more than the 16384 pairs a block sorts in shared
+  // memory: written by column segments (19 of 16384 columns), each sorted by a block.
   std::vector<int32_t> long_len(6, 70);
   const CsrMatrix<double> a_long = dbs_test::csr_with_row_lengths<double>(200, long_len, 18);
   const CsrMatrix<double> b_long = dbs_test::csr_with_row_lengths<double>(300000, std::vector<int32_t>(200, 256), 19);
