@@ -165,6 +165,11 @@ CusparseSpgemm<T>::~CusparseSpgemm() {
 }
 
 template <class T>
+void CusparseSpgemm<T>::forget_stream() {
+  if (s_) s_->stream = nullptr;
+}
+
+template <class T>
 void CusparseSpgemm<T>::sequence(bool first) {
   State& s = *s_;
   const auto alg = native(s.alg);

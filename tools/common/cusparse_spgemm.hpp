@@ -57,6 +57,9 @@ class CusparseSpgemm {
   // C on the device, owned by this object (Error before a successful prepare()); columns within a
   // row as cuSPARSE wrote them. Writable: a pipeline may work on C in place.
   DeviceCsrView<T> result() const;
+  // The stream it ran on is gone, its owner having waited for it: the destructor must not
+  // synchronise it (cusparse_mcl: mcl()'s stream dies before the last Q).
+  void forget_stream();
 
  private:
   struct State;
