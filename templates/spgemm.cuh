@@ -11,6 +11,7 @@
 // products are numbered flat over chunks of A entries and dealt out evenly (spgemm_products_*).
 #pragma once
 #include "dbs_common.cuh"
+#include "spgemm_scan.cuh"
 #include "dbsparse/abi/abi_types.h"
 #include "dbsparse/abi/spgemm.h"
 
@@ -116,7 +117,7 @@ __device__ __forceinline__ void spgemm_products_block(int begin, int end, long l
                                                       const int32_t* __restrict__ b_col, const V* __restrict__ b_val,
                                                       int* stop, F f) {
   constexpr int W = BLOCK / 32;
-  __shared__ int s_incl[BLOCK], s_start[BLOCK], s_warp[W];
+  __shared__ int s_incl[BLOCK], s_start[BLOCK];
   __shared__ V s_av[BLOCK];
   const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
   long long base = 0;  // products of the chunks before this one
@@ -125,26 +126,9 @@ __device__ __forceinline__ void spgemm_products_block(int begin, int end, long l
     int bs = 0, bl = 0;
     V av = V(0);
     if (p < end) spgemm_a_entry(p, a_col, a_val, b_ptr, &bs, &bl, &av);
-    int incl = bl;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const int v = __shfl_up_sync(kFull, incl, o);
-      if (lane >= o) incl += v;
-    }
-    if (lane == 31) s_warp[warp] = incl;
-    __syncthreads();
-    if (warp == 0) {
-      int w = lane < W ? s_warp[lane] : 0;
-#pragma unroll
-      for (int o = 1; o < 32; o <<= 1) {
-        const int v = __shfl_up_sync(kFull, w, o);
-        if (lane >= o) w += v;
-      }
-      if (lane < W) s_warp[lane] = w;
-    }
-    __syncthreads();
-    if (warp) incl += s_warp[warp - 1];
-    const int total = s_warp[W - 1];
+    long long chunk;
+    const int incl = (int)spgemm_block_scan<BLOCK>(bl, &chunk) + bl;
+    const int total = (int)chunk;  // <= nnz(B): a row's A entries name distinct B rows
     s_incl[t] = incl;
     s_start[t] = bs + bl - incl;
     s_av[t] = av;
@@ -532,7 +516,8 @@ __device__ __forceinline__ int spgemm_segment(int b_cols, unsigned y) {
 // row (spgemm_global_scan), the keys scattered there unsorted (spgemm_global_scatter) and every
 // segment sorted by a block of its own (spgemm_global_sort). Why: one block sorting a row took
 // 290 us for two 9.5K-column hub rows, and a bitonic sort in global memory for rows past 16384
-// pairs made a 1M-row power-law graph's product 5.4 ms against cuSPARSE's 2.3 (H200, 2026-12-01).
+// pairs left a 1M-row power-law graph's numeric phase at 5.45 ms, cuSPARSE's whole product at 2.25
+// (H200, 2026-12-01).
 // seg_hist holds segs counts a row, then their offsets; seg_fill as many fill counters.
 
 // A slice of this block's share of `slots` (gridDim.y shares).
@@ -582,38 +567,22 @@ __global__ void __launch_bounds__(BLOCK) spgemm_global_scan(const int32_t* __res
                                                             const int32_t* __restrict__ overflow, int b_cols, int segs,
                                                             int32_t* __restrict__ seg_hist,
                                                             int32_t* __restrict__ seg_fill) {
-  constexpr int W = BLOCK / 32;
-  __shared__ int warp_sum[W];
   int i;
   const int p = blockIdx.x;
   if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
   if (spgemm_dense_row(tables[p].slots, b_cols)) return;
   int32_t* hist = seg_hist + (long long)p * segs;
   int32_t* fill = seg_fill + (long long)p * segs;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  int running = 0;
+  long long running = 0;
   for (int c0 = 0; c0 < segs; c0 += BLOCK) {
     const int c = c0 + threadIdx.x;
-    const int v = c < segs ? hist[c] : 0;
-    int incl = v;
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const int u = __shfl_up_sync(kFull, incl, o);
-      if (lane >= o) incl += u;
-    }
-    if (lane == 31) warp_sum[warp] = incl;
-    __syncthreads();
-    int before = running, chunk = 0;
-    for (int w = 0; w < W; ++w) {
-      if (w < warp) before += warp_sum[w];
-      chunk += warp_sum[w];
-    }
+    long long chunk;
+    const long long before = running + spgemm_block_scan<BLOCK>(c < segs ? hist[c] : 0, &chunk);
     if (c < segs) {
-      hist[c] = before + incl - v;
+      hist[c] = (int32_t)before;  // within C's row: an int32
       fill[c] = 0;
     }
     running += chunk;
-    __syncthreads();  // warp_sum is rewritten next
   }
 }
 
