@@ -131,6 +131,22 @@ bool spgemm_row_may_overflow(int64_t ip, int32_t b_cols, const SpgemmConfig& c) 
   return g >= 0 && g < 3 && std::min<int64_t>(ip, b_cols) > c.table(g);
 }
 
+SpgemmChunkLayout spgemm_chunk_layout(std::span<const int64_t> slots, int64_t budget_slots) {
+  SpgemmChunkLayout out;
+  out.offset.resize(slots.size());
+  int64_t at = 0;
+  for (size_t q = 0; q < slots.size(); ++q) {
+    if (q == 0 || (at > 0 && at + slots[q] > budget_slots)) {
+      out.first.push_back(static_cast<int32_t>(q));
+      at = 0;
+    }
+    out.offset[q] = at;
+    at += slots[q];
+    out.widest = std::max(out.widest, at);
+  }
+  return out;
+}
+
 int64_t check_nnz_fits(std::span<const int32_t> row_lengths) {
   constexpr int64_t kMax = std::numeric_limits<int32_t>::max();
   int64_t total = 0;

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <vector>
 
 #include "dbsparse/abi/spgemm.h"
 #include "dbsparse/context.hpp"
@@ -46,6 +47,10 @@ class SpgemmGpuAnalysis {
   int32_t global_rows() const { return stats_.rows[abi::kSpgemmGlobalGroup] + stats_.may_overflow; }
   uint64_t global_list() const { return global_list_.ptr(); }
   uint64_t tables() const { return tables_.ptr(); }
+  // The global list's tables, read back (after place_rows, the stream waited for) and rewritten
+  // (the plan lays them out again in chunks; synchronous).
+  std::vector<abi::SpgemmTable> download_tables() const { return tables_.download(); }
+  void upload_tables(const std::vector<abi::SpgemmTable>& t) { tables_.upload(t); }
   int64_t global_slots() const { return stats_.global_slots; }
 
   // Phase 4 on stream h, after the symbolic phase: C's row_ptr into c_ptr (rows + 1) from the

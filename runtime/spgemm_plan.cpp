@@ -62,6 +62,16 @@ struct SpgemmPlan<T>::Impl {
   // their shared table (run where the symbolic phase flagged them).
   DeviceBuffer<int32_t> table_keys;
   DeviceBuffer<T> table_vals;
+  // The global list in chunks whose tables fit table_budget bytes, run one after another through
+  // table_keys / table_vals: one chunk (the analysis's places) when all fit, else laid out by
+  // layout_chunks in the first run.
+  struct Chunk {
+    int first = 0, n = 0, always = 0;  // positions [first, first + n) of the global list; the first `always` of group 3
+    uint64_t list = 0, tables = 0;     // the chunk's part of the list and of the tables
+  };
+  std::vector<Chunk> chunks;
+  int64_t table_budget = 0;
+  bool chunked = false;  // the tables are laid out in chunks (once, in the first run)
   DeviceBuffer<int32_t> row_len, overflow;
   DeviceBuffer<int32_t> seg_count;  // dense global rows: occupied slots per (row, column segment)
   DeviceBuffer<int32_t> seg_hist;   // hashed global rows: counts, then offsets, per (row, segment); then fill counters
@@ -79,6 +89,8 @@ struct SpgemmPlan<T>::Impl {
   void launch_symbolic(CUstream h);
   void launch_numeric(CUstream h);
   void size_c(CUstream h);
+  void add_chunk(int first, int end);
+  void layout_chunks(CUstream h);
   // Each group with rows its branch: lane[g], -1 for none; returns how many. Global rows run on a
   // branch of their own unless `global_last`.
   int lanes(std::array<int, kSpgemmGroups>& lane, bool global_last) const {
@@ -88,6 +100,39 @@ struct SpgemmPlan<T>::Impl {
     return n;
   }
 };
+
+template <class T>
+void SpgemmPlan<T>::Impl::add_chunk(int first, int end) {
+  Chunk ch;
+  ch.first = first;
+  ch.n = end - first;
+  ch.always = std::clamp(static_cast<int>(analysis.count(kSpgemmGlobalGroup)) - first, 0, ch.n);
+  ch.list = analysis.global_list() + sizeof(int32_t) * static_cast<uint64_t>(first);
+  ch.tables = analysis.tables() + sizeof(abi::SpgemmTable) * static_cast<uint64_t>(first);
+  chunks.push_back(ch);
+}
+
+// The tables' places (the analysis gave each row one of its own) read back and given again from 0
+// within each chunk, a new chunk where the next table would pass the budget.
+template <class T>
+void SpgemmPlan<T>::Impl::layout_chunks(CUstream h) {
+  DBS_CU(cuStreamSynchronize(h));  // place_rows done
+  std::vector<abi::SpgemmTable> t = analysis.download_tables();
+  const int64_t budget_slots = std::max<int64_t>(table_budget / static_cast<int64_t>(4 + sizeof(T)), 1);
+  const int rows_in_list = analysis.global_rows();
+  std::vector<int64_t> slots(static_cast<size_t>(rows_in_list));
+  for (int q = 0; q < rows_in_list; ++q) slots[q] = t[q].slots;
+  const SpgemmChunkLayout layout = spgemm_chunk_layout(slots, budget_slots);
+  for (int q = 0; q < rows_in_list; ++q) t[q].offset = layout.offset[q];
+  chunks.clear();
+  for (size_t c = 0; c < layout.first.size(); ++c)
+    add_chunk(layout.first[c], c + 1 < layout.first.size() ? layout.first[c + 1] : rows_in_list);
+  const int64_t widest = layout.widest;
+  analysis.upload_tables(t);
+  table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(widest, 1)));
+  table_vals = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(widest, 1)));
+  chunked = false;  // laid out
+}
 
 template <class T>
 void SpgemmPlan<T>::Impl::launch_symbolic(CUstream h) {
@@ -116,14 +161,17 @@ void SpgemmPlan<T>::Impl::launch_symbolic(CUstream h) {
   if (analysis.global_rows() > 0) {
     const CUstream gs = global_last ? h : fork.branch(lane[kSpgemmGlobalGroup]);
     const GroupKernels& k = kernels[kSpgemmGlobalGroup];
-    int n = analysis.global_rows(), always = static_cast<int>(analysis.count(kSpgemmGlobalGroup));
-    uint64_t list = analysis.global_list(), tables = analysis.tables(), keys = table_keys.ptr(), none = 0;
+    uint64_t keys = table_keys.ptr(), none = 0;
     int b_cols = cols;
     const auto split = static_cast<unsigned>(config.split3), block = static_cast<unsigned>(config.block3);
-    void* init[] = {&list, &n, &always, &tables, &ovf, &keys, &none};
-    DBS_CU(cuLaunchKernel(k.init_symbolic, static_cast<unsigned>(n), split, 1, block, 1, 1, 0, gs, init, nullptr));
-    void* params[] = {&list, &n, &always, &tables, &ap, &ac, &bp, &bc, &keys, &len, &ovf, &b_cols};
-    DBS_CU(cuLaunchKernel(k.symbolic, static_cast<unsigned>(n), split, 1, block, 1, 1, 0, gs, params, nullptr));
+    for (const Chunk& ch : chunks) {
+      int n = ch.n, always = ch.always;
+      uint64_t list = ch.list, tables = ch.tables;
+      void* init[] = {&list, &n, &always, &tables, &ovf, &keys, &none};
+      DBS_CU(cuLaunchKernel(k.init_symbolic, static_cast<unsigned>(n), split, 1, block, 1, 1, 0, gs, init, nullptr));
+      void* params[] = {&list, &n, &always, &tables, &ap, &ac, &bp, &bc, &keys, &len, &ovf, &b_cols};
+      DBS_CU(cuLaunchKernel(k.symbolic, static_cast<unsigned>(n), split, 1, block, 1, 1, 0, gs, params, nullptr));
+    }
   }
   fork.join();
 }
@@ -163,33 +211,38 @@ void SpgemmPlan<T>::Impl::launch_numeric(CUstream h) {
   if (analysis.global_rows() > 0) {
     const CUstream gs = fork.branch(lane[kSpgemmGlobalGroup]);
     const GroupKernels& k = kernels[kSpgemmGlobalGroup];
-    int n = analysis.global_rows(), always = static_cast<int>(analysis.count(kSpgemmGlobalGroup));
-    uint64_t list = analysis.global_list(), tables = analysis.tables(), keys = table_keys.ptr(),
-             vals = table_vals.ptr();
-    int b_cols = cols;
-    const auto rows = static_cast<unsigned>(n), split = static_cast<unsigned>(config.split3),
-               block = static_cast<unsigned>(config.block3);
-    void* init[] = {&list, &n, &always, &tables, &ovf, &keys, &vals};
-    DBS_CU(cuLaunchKernel(k.init_numeric, rows, split, 1, block, 1, 1, 0, gs, init, nullptr));
-    void* params[] = {&list, &n, &always, &tables, &ap, &ac, &av, &bp, &bc, &bv, &keys, &vals, &ovf, &b_cols};
-    DBS_CU(cuLaunchKernel(k.numeric, rows, split, 1, block, 1, 1, 0, gs, params, nullptr));
-    uint64_t seg = seg_count.ptr(), hist = seg_hist.ptr(),
-             fill = seg_hist.ptr() + sizeof(int32_t) * static_cast<uint64_t>(n) * k.segs;
-    int width = k.sort_cap, segs = k.segs;
-    DBS_CU(cuMemsetD32Async(hist, 0, static_cast<size_t>(n) * k.segs, gs));
-    void* count[] = {&list, &n, &always, &tables, &keys, &ovf, &b_cols, &seg, &width, &segs, &hist};
-    DBS_CU(cuLaunchKernel(k.count, rows, split, 1, block, 1, 1, 0, gs, count, nullptr));
-    void* scan[] = {&list, &n, &always, &tables, &ovf, &b_cols, &segs, &hist, &fill};
-    DBS_CU(cuLaunchKernel(k.scan, rows, 1, 1, block, 1, 1, 0, gs, scan, nullptr));
-    void* scatter[] = {&list, &n, &always, &tables, &keys, &vals, &ovf, &cp, &cc, &cv, &b_cols, &width, &segs, &hist, &fill};
-    DBS_CU(cuLaunchKernel(k.scatter, rows, split, 1, block, 1, 1, 0, gs, scatter, nullptr));
-    int hashed = 0;
-    void* sort[] = {&list, &n, &always, &tables, &keys, &vals, &ovf, &cp, &cc, &cv, &b_cols, &seg, &width, &segs, &hist, &hashed};
-    DBS_CU(cuLaunchKernel(k.sort, rows, split, 1, block, 1, 1, 0, gs, sort, nullptr));  // dense rows
-    hashed = 1;
+    uint64_t keys = table_keys.ptr(), vals = table_vals.ptr();
+    int b_cols = cols, width = k.sort_cap, segs = k.segs;
+    const auto split = static_cast<unsigned>(config.split3), block = static_cast<unsigned>(config.block3);
     const auto seg_blocks = static_cast<unsigned>(std::min(k.segs, 65535));
-    DBS_CU(cuLaunchKernel(k.sort, rows, seg_blocks, 1, block, 1, 1, static_cast<unsigned>(k.sort_smem), gs, sort,
-                          nullptr));
+    const uint64_t hist_rows = static_cast<uint64_t>(analysis.global_rows()) * k.segs;
+    for (const Chunk& ch : chunks) {
+      int n = ch.n, always = ch.always;
+      const auto rows = static_cast<unsigned>(n);
+      const auto p0 = static_cast<uint64_t>(ch.first);
+      uint64_t list = ch.list, tables = ch.tables, seg = seg_count.ptr() + sizeof(int32_t) * p0 * config.split3,
+               hist = seg_hist.ptr() + sizeof(int32_t) * p0 * k.segs,
+               fill = seg_hist.ptr() + sizeof(int32_t) * (hist_rows + p0 * k.segs);
+      void* init[] = {&list, &n, &always, &tables, &ovf, &keys, &vals};
+      DBS_CU(cuLaunchKernel(k.init_numeric, rows, split, 1, block, 1, 1, 0, gs, init, nullptr));
+      void* params[] = {&list, &n, &always, &tables, &ap, &ac, &av, &bp, &bc, &bv, &keys, &vals, &ovf, &b_cols};
+      DBS_CU(cuLaunchKernel(k.numeric, rows, split, 1, block, 1, 1, 0, gs, params, nullptr));
+      DBS_CU(cuMemsetD32Async(hist, 0, static_cast<size_t>(n) * k.segs, gs));
+      void* count[] = {&list, &n, &always, &tables, &keys, &ovf, &b_cols, &seg, &width, &segs, &hist};
+      DBS_CU(cuLaunchKernel(k.count, rows, split, 1, block, 1, 1, 0, gs, count, nullptr));
+      void* scan[] = {&list, &n, &always, &tables, &ovf, &b_cols, &segs, &hist, &fill};
+      DBS_CU(cuLaunchKernel(k.scan, rows, 1, 1, block, 1, 1, 0, gs, scan, nullptr));
+      void* scatter[] = {&list, &n,     &always, &tables, &keys, &vals, &ovf,  &cp,
+                         &cc,   &cv,    &b_cols, &width,  &segs, &hist, &fill};
+      DBS_CU(cuLaunchKernel(k.scatter, rows, split, 1, block, 1, 1, 0, gs, scatter, nullptr));
+      int hashed = 0;
+      void* sort[] = {&list, &n,  &always, &tables, &keys, &vals,  &ovf,  &cp,
+                      &cc,   &cv, &b_cols, &seg,    &width, &segs, &hist, &hashed};
+      DBS_CU(cuLaunchKernel(k.sort, rows, split, 1, block, 1, 1, 0, gs, sort, nullptr));  // dense rows
+      hashed = 1;
+      DBS_CU(cuLaunchKernel(k.sort, rows, seg_blocks, 1, block, 1, 1, static_cast<unsigned>(k.sort_smem), gs, sort,
+                            nullptr));
+    }
   }
   fork.join();
 }
@@ -286,8 +339,13 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   p->analysis = detail::SpgemmGpuAnalysis(*this, ops, c, h);  // waits for h once
   const detail::SpgemmGpuAnalysis& an = p->analysis;
 
-  p->table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)));
-  p->table_vals = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)));
+  p->table_budget = opt.global_table_bytes > 0 ? opt.global_table_bytes : info_.memory_bytes / 16;
+  p->chunked = an.global_slots() * static_cast<int64_t>(4 + sizeof(T)) > p->table_budget;
+  if (!p->chunked) {  // else allocated by layout_chunks in the first run
+    p->table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)));
+    p->table_vals = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)));
+    if (an.global_rows() > 0) p->add_chunk(0, an.global_rows());
+  }
   p->seg_count = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(int64_t{an.global_rows()} * c.split3, 1)));
   p->row_len = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(a.rows, 1)));
   p->overflow = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(a.rows, 1)));
@@ -363,6 +421,7 @@ void SpgemmPlan<T>::run(void* stream) {
   const auto h = static_cast<CUstream>(stream);
   if (!p.structured) {
     p.analysis.place_rows(h);  // the group lists, on this run's stream
+    if (p.chunked) p.layout_chunks(h);
     p.launch_symbolic(h);
     p.size_c(h);  // waits for the stream
   }
@@ -502,6 +561,11 @@ std::string SpgemmPlan<T>::explain() const {
                      "overflow_to_global {}\n",
                      p.analysis.global_rows(), st.rows[kSpgemmGlobalGroup], st.may_overflow, st.global_slots,
                      c.overflow_to_global);
+  if (p.analysis.global_rows() > 0)
+    out += p.chunked ? fmt::format("  global tables over the budget of {} bytes: laid out in chunks by the first run\n",
+                                   p.table_budget)
+                     : fmt::format("  global tables in {} chunk(s) of at most {} bytes, run one after another\n",
+                                   p.chunks.size(), p.table_budget);
   if (p.structured)
     out += fmt::format("  C: {} nnz; {} row(s) overflowed to a global table\n", p.nnz, p.overflowed);
   else

@@ -157,6 +157,17 @@ int64_t spgemm_global_table_slots(int64_t ip, int32_t b_cols, const SpgemmConfig
 // such rows may need a global table besides group 3's, so a plan can reserve theirs up front.
 bool spgemm_row_may_overflow(int64_t ip, int32_t b_cols, const SpgemmConfig& c);
 
+// Global tables (of `slots` each, in list order) laid out in chunks run one after another through
+// one set of tables: a new chunk where the next table would take the chunk past budget_slots (a
+// table larger than that alone is a chunk of its own). first: each chunk's first position, in
+// order; offset: each table's place within its chunk; widest: the slots the largest chunk needs.
+struct SpgemmChunkLayout {
+  std::vector<int32_t> first;
+  std::vector<int64_t> offset;
+  int64_t widest = 0;
+};
+SpgemmChunkLayout spgemm_chunk_layout(std::span<const int64_t> slots, int64_t budget_slots);
+
 // nnz(C) from the symbolic phase's row lengths; UsageError naming the first row at which the
 // running count passes 2^31-1 (C's int32 indices), with that row's length and the count. Run it
 // before allocating C.
@@ -189,6 +200,12 @@ struct SpgemmOptions {
   // config for A on this device (tuned by `dbtune --op spgemm`, else predicted, else the article's
   // defaults); a plan from device CSR takes SpgemmConfig{} (the article's).
   std::optional<SpgemmConfig> config;
+  // The most bytes the global tables (keys and values) take at once. Past it their rows run in
+  // chunks, one after another, through one set of tables: the first run waits once more and reads
+  // the tables' places back to cut them. 0: a sixteenth of the device's memory. Why: an R-MAT 18
+  // product held 58 GB of tables at once, 68.8 GB at its peak against cuSPARSE ALG3's 39.8 (H200,
+  // 2026-12-01). A row larger than this alone gets a chunk of its own.
+  int64_t global_table_bytes = 0;
 };
 
 // C = A·B on the GPU by the phases above. ctx.plan_spgemm takes A and B as host CSR (uploaded into

@@ -387,6 +387,36 @@ TEST_CASE("SpgemmHashSlotIsTheContractsFormula") {
   CHECK(std::count(used.begin(), used.end(), 1) == 64);
 }
 
+TEST_CASE("SpgemmChunkLayoutKeepsEachChunkUnderItsBudget") {
+  std::mt19937_64 rng(7);
+  for (int64_t budget : {1, 100, 5000, 1 << 20}) {
+    std::vector<int64_t> slots(300);
+    for (auto& s : slots) s = int64_t{1} << std::uniform_int_distribution<int>(1, 13)(rng);
+    const SpgemmChunkLayout l = spgemm_chunk_layout(slots, budget);
+    REQUIRE(!l.first.empty());
+    CHECK(l.first.front() == 0);
+    int64_t widest = 0;
+    for (size_t c = 0; c < l.first.size(); ++c) {
+      const size_t end = c + 1 < l.first.size() ? static_cast<size_t>(l.first[c + 1]) : slots.size();
+      REQUIRE(static_cast<size_t>(l.first[c]) < end);
+      int64_t at = 0;
+      for (size_t q = static_cast<size_t>(l.first[c]); q < end; ++q) {
+        CHECK(l.offset[q] == at);  // packed from 0 in list order
+        at += slots[q];
+      }
+      // Under the budget, or one table alone; and the next table would not have fitted.
+      CHECK((at <= budget || end - static_cast<size_t>(l.first[c]) == 1));
+      if (end < slots.size()) CHECK(at + slots[end] > budget);
+      widest = std::max(widest, at);
+    }
+    CHECK(l.widest == widest);
+  }
+  CHECK(spgemm_chunk_layout(std::vector<int64_t>{}, 10).first.empty());
+  const SpgemmChunkLayout all = spgemm_chunk_layout(std::vector<int64_t>{4, 4, 8}, 16);
+  CHECK(all.first == std::vector<int32_t>{0});
+  CHECK(all.widest == 16);
+}
+
 TEST_CASE("SpgemmGlobalTablesHoldTheirRows") {
   const SpgemmConfig cfg;
   CHECK(spgemm_global_table_slots(8192, 100000, cfg) == 16384);

@@ -224,6 +224,37 @@ TEST_CASE("SpgemmGpuMatchesReferenceWhenARowOverflowsToTheGlobalTable") {
   check_both<float>(g, transpose(g), small);
 }
 
+// Global tables over a small budget: their rows run in chunks through one set of tables (group
+// 3's 12 rows of 16384 slots, three a chunk; with tiny shared tables, group 3's rows and the rows
+// that may overflow mixed in the chunks).
+TEST_CASE("SpgemmGpuMatchesReferenceWithGlobalTablesInChunks") {
+  const auto [a, b, cfg] = dbs_test::one_group_case(3);  // IP 8192..11008
+  SpgemmOptions o;
+  o.config = cfg;
+  o.global_table_bytes = 3 * 16384 * 8;
+  for (int run = 0; run < 2; ++run) {  // the first run lays the chunks out, the second reuses them
+    SpgemmPlan<float> plan = ctx().plan_spgemm(a.cast<float>(), b.cast<float>(), o);
+    Stream s(ctx());
+    plan.run(s.handle());
+    if (run) plan.run(s.handle());
+    check_values(plan.download(), a.cast<float>(), b.cast<float>());
+    CHECK(plan.explain().find("in 4 chunk(s)") != std::string::npos);
+  }
+  const SpgemmConfig small = dbs_test::tiny_tables_config();
+  const auto g = generate("rmat:scale=11,ef=8");
+  const auto gt = transpose(g);
+  SpgemmOptions tiny;
+  tiny.config = small;
+  tiny.global_table_bytes = 4096;  // a chunk a row, mostly
+  SpgemmPlan<double> plan = ctx().plan_spgemm(g, gt, tiny);
+  Stream s(ctx());
+  plan.run(s.handle());
+  CHECK(plan.overflow_rows() > 0);
+  check_values(plan.download(), g, gt);
+  plan.run(s.handle());
+  check_values(plan.download(), g, gt);
+}
+
 TEST_CASE("SpgemmGpuMatchesReferenceOnRectangularProducts") {
   const auto a = random_rows<double>(300, std::vector<int32_t>(170, 6), 1);  // 170 x 300
   const auto b = random_rows<double>(90, std::vector<int32_t>(300, 4), 2);   // 300 x 90
