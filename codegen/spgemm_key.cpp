@@ -147,6 +147,9 @@ std::vector<SpgemmKey> spgemm_search_space() {
   configs.push_back(c);
   c.lanes0 = 16;
   configs.push_back(c);
+  c = SpgemmConfig{};
+  c.block1 = 64;  // two warp-rows a block (lanes1 = 32)
+  configs.push_back(c);
   std::vector<SpgemmKey> out;
   for (ValueType v : {ValueType::F32, ValueType::F64})
     for (SpgemmPhase ph : {SpgemmPhase::Symbolic, SpgemmPhase::Numeric})
