@@ -140,6 +140,16 @@ std::vector<SpgemmKey> spgemm_search_space() {
   c.lanes1 = 16;
   c.block1 = 128;
   configs.push_back(c);
+  c = SpgemmConfig{};  // the tuner's seeds (tools/ops/spgemm_op.cpp): group 0 with 256-slot tables
+  c.b0 = 128;
+  c.t0 = 256;
+  c.lanes0 = 32;
+  configs.push_back(c);
+  c.lanes0 = 16;
+  configs.push_back(c);
+  c = SpgemmConfig{};
+  c.block1 = 64;  // two warp-rows a block (lanes1 = 32)
+  configs.push_back(c);
   std::vector<SpgemmKey> out;
   for (ValueType v : {ValueType::F32, ValueType::F64})
     for (SpgemmPhase ph : {SpgemmPhase::Symbolic, SpgemmPhase::Numeric})

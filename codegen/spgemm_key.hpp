@@ -40,7 +40,7 @@ SpgemmKey spgemm_key(ValueType value, SpgemmPhase phase, int group, const Spgemm
 // then spgemm_global_init and, numeric, spgemm_global_sort, _count, _scan and _scatter).
 KernelSource make_source(const SpgemmKey& key);
 // SpgemmConfig's defaults (both value types, both phases, every group) and a few alternatives:
-// tables twice the default, group 0 with 8 lanes, other blocks.
+// tables twice the default, group 0 with 8 lanes, other blocks, the tuner's seeds.
 std::vector<SpgemmKey> spgemm_search_space();
 
 struct SpgemmAnalysisKey {

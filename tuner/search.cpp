@@ -120,6 +120,20 @@ SearchResult search(const SearchSpace& space, const Objective& objective, const 
   r.result.default_us = r.time_of(defaults, options.base_samples * 4);
   nlohmann::json current = defaults;
   double current_us = r.result.default_us;
+  if (!space.seeds.empty()) {
+    std::vector<nlohmann::json> cands{defaults};
+    for (const auto& seed : space.seeds) {
+      nlohmann::json c = space.complete(seed);
+      if (c != defaults && space.can_implement(c)) cands.push_back(std::move(c));
+    }
+    const int i = cands.size() > 1 ? r.race(cands) : -1;
+    if (i > 0 && r.known(cands[i]) < current_us * (1.0 - options.min_gain)) {
+      current = cands[i];
+      current_us = r.known(cands[i]);
+    } else if (std::isfinite(r.known(current))) {
+      current_us = r.known(current);
+    }
+  }
 
   if (auto all = grid(space, options.max_exhaustive); !all.empty()) {
     r.result.strategy = "exhaustive";

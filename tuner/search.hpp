@@ -5,6 +5,7 @@
 //   coordinate descent from the defaults otherwise: one parameter at a time, its candidates raced
 //     by successive halving (all measured with few samples, the better half again with twice as
 //     many, ...), the winner kept when it beats the current config by more than min_gain.
+// Either strategy starts from the fastest of the defaults and the space's seeds (raced first).
 // Every strategy stops at the time budget and resumes: a config with a stored trial is recalled,
 // never measured again.
 #include <functional>

@@ -142,3 +142,33 @@ TEST_CASE("ExhaustiveSearchOnASmallSpaceAndFailuresAreRecorded") {
   CHECK(store.trials.size() == 8);  // 9 points minus (3,3), which breaks the constraint
   CHECK(store.trials.at(nlohmann::json{{"a", 3}, {"b", 1}}.dump()).status == TrialStatus::CompileFailed);
 }
+
+TEST_CASE("SeedsLetTheSearchMakeMovesOfSeveralParametersAtOnce") {
+  // Lowest at a = b = 3; a or b alone at 3 is worse than the defaults: one parameter at a time
+  // never leaves (1, 1, 1).
+  SearchSpace s{"toy", {}, {}, {{"a", 1}, {"b", 1}, {"c", 1}}};
+  s.params = {ParamSpec::choice("a", {1, 2, 3}, ""), ParamSpec::choice("b", {1, 2, 3}, ""),
+              ParamSpec::choice("c", {1, 2, 3}, "")};
+  s.constraints = {{"c < 3 or a < 3", [](const nlohmann::json& c) { return c["c"] != 3 || c["a"] != 3; }}};
+  Objective f = [](const nlohmann::json& c, int) {
+    const bool a3 = c["a"] == 3, b3 = c["b"] == 3;
+    const double t = a3 && b3 ? 1.0 : (a3 || b3 ? 20.0 : 10.0);
+    return Measurement{TrialStatus::Ok, t + 0.1 * std::abs(c["c"].get<int>() - 2), ""};
+  };
+  SearchOptions opt;
+  opt.budget_s = 1e9;
+  opt.max_exhaustive = 8;  // 24 points after the constraint: descend
+  Store plain;
+  const auto without = search(s, f, plain.recall(), plain.record(), opt);
+  CHECK(without.strategy == "coordinate descent");
+  CHECK(without.best["a"] == 1);
+  CHECK(without.best["b"] == 1);
+  s.seeds = {{{"a", 3}, {"c", 3}},  // breaks the constraint: skipped, never measured
+             {{"a", 3}, {"b", 3}}};
+  Store seeded;
+  const auto with = search(s, f, seeded.recall(), seeded.record(), opt);
+  CHECK(with.best == nlohmann::json{{"a", 3}, {"b", 3}, {"c", 2}});  // then the descent moved c
+  CHECK(with.best_us == doctest::Approx(1.0));
+  CHECK(seeded.trials.count(nlohmann::json{{"a", 3}, {"b", 1}, {"c", 3}}.dump()) == 0);
+  CHECK(with.default_us == doctest::Approx(10.1));
+}

@@ -31,11 +31,20 @@ tuner::SearchSpace make_space() {
       ParamSpec::choice("t1", {1024, 2048}, "shared table slots per row, group 1"),
       ParamSpec::choice("t2", {8192, 16384}, "shared table slots per row, group 2"),
       ParamSpec::choice("lanes0", {4, 8}, "threads per row, group 0"),
-      ParamSpec::choice("block1", {256, 512}, "threads per block, group 1"),
+      // 64: two warp-rows a block, so an SM refills as rows end (ncu, power-law 1M, 256: a block
+      // held by its slowest of 8 rows, achieved occupancy 14.8% of 37.5%, H200 2026-12-01).
+      ParamSpec::choice("block1", {64, 256, 512}, "threads per block, group 1"),
       ParamSpec::choice("lanes1", {0, 32}, "threads per row, group 1 (0: the whole block)"),
       ParamSpec::choice("block3", {512, 1024}, "threads per block, group 3 (global tables)"),
       ParamSpec::choice("split3", {4, 16, 64}, "blocks per row with a global table"),
   };
+  // Joint moves from a hand sweep (H200, 2026-12-01, docs/bench/2026-12-01-s11-bench_spgemm-configs.txt):
+  // group 0 up to 127 products a row with 256-slot tables (uniform 1M 4.48 -> 2.46 ms, power-law
+  // 1M 4.58 -> 3.83; the road network slower, hence seeds and not defaults), and groups 1-2 with
+  // lower bounds (power-law 100K 0.53 -> 0.41 ms).
+  s.seeds = {{{"b0", 128}, {"t0", 256}, {"lanes0", 32}},
+             {{"b0", 128}, {"t0", 256}, {"lanes0", 16}},
+             {{"b1", 256}, {"b2", 4096}}};
   return s;
 }
 
