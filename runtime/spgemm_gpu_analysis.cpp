@@ -24,7 +24,7 @@ constexpr int kScanTile = kBlock * 4;  // kSpgemmScanItems rows a thread (templa
 // B's columns are checked by the analysis grid striding over them; a grid of at least this many
 // blocks, so that an A of few rows does not leave a long B to a handful of threads.
 constexpr int64_t kCheckBlocks = 1024;
-constexpr size_t kStatsOnesAt = 120;  // the all-ones tail of SpgemmStats (first_bad_b, first_bad_a)
+constexpr size_t kStatsOnesAt = 136;  // the all-ones tail of SpgemmStats (first_bad_b, first_bad_a)
 static_assert(offsetof(SpgemmStats, first_bad_b) == kStatsOnesAt);
 
 unsigned blocks_for(int64_t n, int per_block) { return static_cast<unsigned>((n + per_block - 1) / per_block); }

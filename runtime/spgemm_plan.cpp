@@ -47,6 +47,8 @@ struct GroupKernels {
 template <class T>
 struct SpgemmPlan<T>::Impl {
   SpgemmConfig config;
+  // config with the shared groups' tables fitted to their rows (fit_tables): what the kernels use.
+  SpgemmConfig fitted;
   // Where config came from, for explain(): SpgemmOptions::config, or the tuning DB for A (tuned,
   // predicted or the defaults) when planning from host CSR.
   std::string config_source = "explicit (SpgemmOptions::config)";
@@ -352,6 +354,15 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   p->c_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(a.rows) + 1);
   p->branches = &fork_join();
 
+  // The tables a group's kernels use: fitted to its longest row (a table at most half full, with
+  // less to clear and compact, and more blocks an SM), else the config's.
+  p->fitted = c;
+  if (c.fit_tables) {
+    p->fitted.t0 = spgemm_fit_table(c.t0, an.stats().group_max_ip[0], b.cols);
+    p->fitted.t1 = spgemm_fit_table(c.t1, an.stats().group_max_ip[1], b.cols);
+    p->fitted.t2 = spgemm_fit_table(c.t2, an.stats().group_max_ip[2], b.cols);
+  }
+  const SpgemmConfig& kc = p->fitted;
   // Kernels of the groups that have rows; their tables' shared memory against the device's limit.
   CUdevice dev = 0;
   DBS_CU(cuDeviceGet(&dev, info_.ordinal));
@@ -363,17 +374,17 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
     if (global ? an.global_rows() == 0 : an.count(g) == 0) continue;
     GroupKernels& k = p->kernels[g];
     if (!global) {
-      k.rows_per_block = c.rows_per_block(g);
-      k.symbolic_smem = spgemm_shared_bytes(c, g, 0);
-      k.numeric_smem = spgemm_shared_bytes(c, g, static_cast<int>(sizeof(T)));
+      k.rows_per_block = kc.rows_per_block(g);
+      k.symbolic_smem = spgemm_shared_bytes(kc, g, 0);
+      k.numeric_smem = spgemm_shared_bytes(kc, g, static_cast<int>(sizeof(T)));
       if (k.numeric_smem > optin)
         throw UsageError(fmt::format("spgemm: group {} needs {} bytes of shared memory per block ({} table(s) of {} "
                                      "slots), over this device's {} ({}): lower 't{}'",
-                                     g, k.numeric_smem, k.rows_per_block, c.table(g), optin, info_.arch(), g));
+                                     g, k.numeric_smem, k.rows_per_block, kc.table(g), optin, info_.arch(), g));
     }
-    auto sym = modules_->get(codegen::make_source(codegen::spgemm_key(vt, codegen::SpgemmPhase::Symbolic, g, c)),
+    auto sym = modules_->get(codegen::make_source(codegen::spgemm_key(vt, codegen::SpgemmPhase::Symbolic, g, kc)),
                              info_.arch());
-    auto num = modules_->get(codegen::make_source(codegen::spgemm_key(vt, codegen::SpgemmPhase::Numeric, g, c)),
+    auto num = modules_->get(codegen::make_source(codegen::spgemm_key(vt, codegen::SpgemmPhase::Numeric, g, kc)),
                              info_.arch());
     k.symbolic = sym.fns.at(0);
     k.numeric = num.fns.at(0);
@@ -551,7 +562,9 @@ std::string SpgemmPlan<T>::explain() const {
   for (int g = 0; g < kSpgemmGroups; ++g) {
     const GroupKernels& k = p.kernels[g];
     const std::string where =
-        g < 3 ? fmt::format("IP < {}, shared table {} slots, {} row(s) per block of {}", c.bound(g), c.table(g),
+        g < 3 ? fmt::format("IP < {} (largest {}), shared table {} slots{}, {} row(s) per block of {}", c.bound(g),
+                            st.group_max_ip[g], p.fitted.table(g),
+                            p.fitted.table(g) != c.table(g) ? fmt::format(" (fitted; config {})", c.table(g)) : "",
                             c.rows_per_block(g), c.block(g))
               : fmt::format("IP >= {}, global tables, {} blocks of {} a row", c.b2, c.split3, c.block3);
     out += fmt::format("  group {}: {} rows, IP {} ({}); kernels {} / {}\n", g, st.rows[g], st.ip[g], where,

@@ -80,6 +80,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_analyse_rows(
   // Per warp: products of groups 0-3, the global tables' slots, the max IP.
   __shared__ long long part[6][W];
   __shared__ int counts[6][W];  // rows of groups 0-3, idle rows, rows that may overflow
+  __shared__ int gmax[3][W];    // the largest IP of groups 0-2 (< b2, an int)
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int i = blockIdx.x * BLOCK + threadIdx.x;
   int c = kSpgemmIdleRow;
@@ -109,6 +110,10 @@ __global__ void __launch_bounds__(BLOCK) spgemm_analyse_rows(
       part[q][warp] = s;
       counts[q][warp] = n;
     }
+    if (q < 3) {
+      const long long m = spgemm_warp_max(g == q ? ip : 0);
+      if (lane == 0) gmax[q][warp] = (int)m;
+    }
   }
   const long long sl = spgemm_warp_sum(slots), mx = spgemm_warp_max(ip);
   const int idle = __popc(__ballot_sync(kFull, i < rows && c < 0));
@@ -120,6 +125,12 @@ __global__ void __launch_bounds__(BLOCK) spgemm_analyse_rows(
     counts[5][warp] = may;
   }
   __syncthreads();
+  if (threadIdx.x >= 6 && threadIdx.x < 9) {  // beside the sums below (every block has 32 threads)
+    const int q = threadIdx.x - 6;
+    int m = 0;
+    for (int w = 0; w < W; ++w) m = gmax[q][w] > m ? gmax[q][w] : m;
+    if (m) atomicMax(&stats->group_max_ip[q], m);
+  }
   if (threadIdx.x < 6) {
     const int q = threadIdx.x;
     long long s = 0;

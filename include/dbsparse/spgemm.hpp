@@ -19,6 +19,7 @@
 //  5. Numeric: insert again into a table of the same size, adding A(i,k)·B(k,j) into the key's
 //     slot (atomicAdd on the GPU), in the value type T.
 //  6. Compaction: the occupied slots, in slot order, to C's row; then the row sorted by column.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -48,11 +49,20 @@ inline uint32_t spgemm_first_slot(int32_t key, uint32_t slots) {
 }
 
 // Hash SpGEMM's config: the IP bounds of the groups, the table and block sizes per group. The
-// defaults are the article's (paper()) but for group 1's mapping: a warp per row (lanes1 = 32)
-// instead of a 256-thread block per row of 32-511 products (H200, 2026-12-01, `bench spgemm --suite
-// quick --no-shared --precision f32 --mcl-iters 0` with and without {"lanes1":0}: fresh product
-// 0.63x -> 0.69x cuSPARSE's geomean; uniform 100K steady 0.83 -> 0.39 ms; power-law 100K steady
-// 0.81 -> 0.93 ms, the one that got slower).
+// defaults are the article's (paper()) but for three things, each measured on the H200
+// (2026-12-01, `bench spgemm ... --no-shared --precision f32 --mcl-iters 0 [--config]`):
+//  - group 1's mapping: a warp per row (lanes1 = 32) instead of a 256-thread block per row of
+//    32-511 products (fresh product 0.63x -> 0.69x cuSPARSE's geomean on the quick suite; uniform
+//    100K steady 0.83 -> 0.39 ms; power-law 100K steady 0.81 -> 0.93 ms, the one that got slower);
+//  - group 2's tables twice its bound (t2 = 16384): the article's 8192 slots for up to 8191
+//    distinct columns fill to a load near 1 on a power-law graph, and linear probing then walks
+//    thousands of slots a key (ncu, power-law 1M: SMs busy 32% of group 2's 1.77 ms, the last
+//    blocks holding it; symbolic 1.88 -> 0.14 ms, numeric 2.35 -> 1.16 ms with 16384);
+//  - fit_tables: a group whose longest row needs fewer slots gets smaller tables (a 27-point
+//    stencil's group-2 rows have at most 729 products: 16384-slot tables made it 1.09 -> 1.99 ms);
+//  - group 1 in blocks of 64 threads, two warp-rows (block1 = 64): with eight, a block held its
+//    1024-slot tables until its slowest row ended (achieved occupancy 14.8% of 37.5%); steady
+//    power-law 1M 4.27 -> 3.16 ms, uniform 1M 4.46 -> 2.61, none of 8 matrices slower.
 struct SpgemmConfig {
   static constexpr const char* kOp = "spgemm";
   // What predicts a good config is the IP distribution, not the 16x16 block histogram.
@@ -62,18 +72,19 @@ struct SpgemmConfig {
   int b2 = 8192;    // IP < b2: group 2 (block per row); IP >= b2: group 3 (global table)
   int t0 = 64;      // shared table slots per row, group 0
   int t1 = 1024;    // group 1
-  int t2 = 8192;    // group 2
+  int t2 = 16384;   // group 2: twice its bound, as t0 and t1 are (the article's 8192; see SpgemmConfig)
   int lanes0 = 4;   // threads per row in group 0
   int lanes1 = 32;  // threads per row in group 1: a power of two <= 32, or 0 for the whole block
   int lanes2 = 0;   // group 2, as lanes1
   int block0 = 512;   // threads per block, group 0 (block0 / lanes0 rows per block)
-  int block1 = 256;   // group 1 (block1 / lanes(1) rows per block)
+  int block1 = 64;    // group 1 (block1 / lanes(1) rows per block; the article's 256, see above)
   int block2 = 1024;  // group 2
   int block3 = 1024;  // group 3
   int split3 = 16;             // blocks per row of a global table, each an even share of its products
   int global_scale = 2;        // global table slots: next power of two >= global_scale * min(IP, B's columns)
   int overflow_to_global = 1;  // 1: a row that overflows its shared table is redone in a global one
   int stage_b_ranges = 0;      // 1: stage each group's B row ranges before the phases (the article's AIA, in software)
+  int fit_tables = 1;          // 1: a group's tables shrink to its longest row's need (spgemm_fit_table)
 
   template <class V>
   void visit(V& v) {
@@ -96,6 +107,8 @@ struct SpgemmConfig {
     v.integer("overflow_to_global", overflow_to_global, 0, 1,
               "1: a row with more distinct columns than its shared table is redone in a global table");
     v.integer("stage_b_ranges", stage_b_ranges, 0, 1, "1: gather each group's B row ranges into one array first");
+    v.integer("fit_tables", fit_tables, 0, 1,
+              "1: a group's shared tables shrink to the next power of two >= twice its longest row's products");
   }
   // The rules between fields; UsageError naming the key (runtime/spgemm_analysis.cpp).
   void check() const;
@@ -105,6 +118,9 @@ struct SpgemmConfig {
   static SpgemmConfig paper() {
     SpgemmConfig c;
     c.lanes1 = 0;
+    c.block1 = 256;
+    c.t2 = 8192;
+    c.fit_tables = 0;
     return c;
   }
 
@@ -124,6 +140,16 @@ struct SpgemmConfig {
 // hit 32 different banks (a stride of 64 slots put 8 rows of a warp on one bank: 8-way conflicts,
 // part of 0.5 ms on a 100K-row road network, H200 2026-12-01).
 constexpr int64_t spgemm_table_stride(int64_t slots, int lanes) { return slots + (lanes < 32 ? lanes : 0); }
+
+// The slots of a shared group's tables under config table size t: the next power of two >= twice
+// the group's largest distinct-column bound min(max_ip, b_cols) (at least 32), at most t. Then a
+// fitted table is at most half full, and a row overflows only where it would under t.
+inline int spgemm_fit_table(int t, int64_t max_ip, int64_t b_cols) {
+  const int64_t need = 2 * std::max<int64_t>(std::min(max_ip, b_cols), 1);
+  int64_t slots = 32;
+  while (slots < need && slots < t) slots *= 2;
+  return static_cast<int>(std::min<int64_t>(slots, t));
+}
 
 // Shared memory of one block's tables in group 0-2 (0 for group 3): rows per block * stride *
 // (4 + value_bytes).

@@ -318,10 +318,17 @@ TEST_CASE("SpgemmNnzCheckNamesTheRowWhereTheCountPasses2To31") {
 }
 
 TEST_CASE("SpgemmConfigRejectsBadConfigsNamingTheKey") {
-  // The defaults differ from the article's in group 1's mapping alone (a warp per row).
+  // The defaults differ from the article's in group 1's mapping (a warp per row, two a block),
+  // group 2's table (twice its bound) and fitted tables.
   SpgemmConfig article = SpgemmConfig::paper();
   CHECK(article.lanes1 == 0);
+  CHECK(article.t2 == 8192);
+  CHECK(article.fit_tables == 0);
+  CHECK(article.block1 == 256);
   article.lanes1 = SpgemmConfig{}.lanes1;
+  article.block1 = SpgemmConfig{}.block1;
+  article.t2 = SpgemmConfig{}.t2;
+  article.fit_tables = SpgemmConfig{}.fit_tables;
   CHECK(config_to_json(article) == config_to_json(SpgemmConfig{}));
   CHECK(config_to_json(config_from_json<SpgemmConfig>(config_to_json(SpgemmConfig{}))) == config_to_json(SpgemmConfig{}));
   CHECK(config_info<SpgemmConfig>().op == "spgemm");
@@ -366,10 +373,11 @@ TEST_CASE("SpgemmConfigRejectsBadConfigsNamingTheKey") {
   CHECK(spgemm_shared_bytes(SpgemmConfig{}, 0, 8) == 128 * (64 + 4) * 12);
   SpgemmConfig warp_rows;
   warp_rows.lanes1 = 32;
+  warp_rows.block1 = 256;
   CHECK(warp_rows.rows_per_block(1) == 8);
   CHECK(spgemm_shared_bytes(warp_rows, 1, 4) == 8 * 1024 * 8);  // a warp a row: no two rows share a warp
   CHECK(spgemm_shared_bytes(SpgemmConfig::paper(), 1, 4) == 1024 * 8);  // a block per row: one table
-  CHECK(spgemm_shared_bytes(SpgemmConfig{}, 2, 4) == 8192 * 8);
+  CHECK(spgemm_shared_bytes(SpgemmConfig{}, 2, 4) == 16384 * 8);
   CHECK(spgemm_shared_bytes(SpgemmConfig{}, 3, 8) == 0);
 }
 
@@ -385,6 +393,30 @@ TEST_CASE("SpgemmHashSlotIsTheContractsFormula") {
   std::vector<int> used(64, 0);
   for (int32_t key = 640; key < 704; ++key) ++used[spgemm_first_slot(key, 64)];
   CHECK(std::count(used.begin(), used.end(), 1) == 64);
+}
+
+TEST_CASE("SpgemmFittedTablesStayAtMostHalfFullAndUnderTheConfigs") {
+  // Twice the longest row's distinct-column bound, rounded up to a power of two, from 32 to t.
+  CHECK(spgemm_fit_table(16384, 729, 27000) == 2048);      // a 27-point stencil's group 2
+  CHECK(spgemm_fit_table(16384, 8191, 1000000) == 16384);  // a power-law graph's: the config's
+  CHECK(spgemm_fit_table(8192, 8191, 1000000) == 8192);    // never above t (rows may overflow, as under t)
+  CHECK(spgemm_fit_table(64, 5, 100) == 32);
+  CHECK(spgemm_fit_table(64, 0, 100) == 32);
+  CHECK(spgemm_fit_table(16, 31, 100) == 16);              // a t below 32 stays
+  CHECK(spgemm_fit_table(1024, 511, 40) == 128);           // B's columns bound the distinct keys
+  for (int64_t ip = 1; ip < 20000; ip += 37) {
+    const int t = spgemm_fit_table(16384, ip, 1 << 30);
+    CHECK((t & (t - 1)) == 0);
+    CHECK((t >= 2 * ip || t == 16384));
+  }
+  // The CPU spec runs with fitted tables by default and without: the same C.
+  const auto a = generate("powerlaw:n=3000,avg=6,alpha=1.5,max=600,seed=3");
+  SpgemmConfig off;
+  off.fit_tables = 0;
+  const auto fitted = hash_spgemm_cpu(a, a, SpgemmConfig{}).c, plain = hash_spgemm_cpu(a, a, off).c;
+  CHECK(fitted.row_ptr == plain.row_ptr);
+  CHECK(fitted.col_idx == plain.col_idx);
+  CHECK(fitted.values == plain.values);
 }
 
 TEST_CASE("SpgemmChunkLayoutKeepsEachChunkUnderItsBudget") {

@@ -145,7 +145,25 @@ TEST_CASE("SpgemmGpuMatchesReferenceWithAFewLanesPerRowInEachSharedGroup") {
   cfg.lanes1 = 32;
   cfg.lanes2 = 32;
   cfg.block2 = 64;
+  cfg.t2 = 8192;  // two 16384-slot tables a block pass sm_90's shared memory in f64
   check_both<float>(a, a, cfg);
+}
+
+// fit_tables: a group whose longest row needs fewer slots than its config's gets smaller tables
+// (a 27-point stencil's group-2 rows have at most 729 products: 2048 slots, not 16384), and the
+// plan says so; C is the same with the config's tables.
+TEST_CASE("SpgemmGpuMatchesReferenceWithTablesFittedToEachGroup") {
+  const CsrMatrix<double> a = generate("stencil3d:n=12,points=27");
+  const auto plan = check_plan(a, a);
+  CHECK(plan.grouping().count(2) > 0);
+  CHECK(plan.explain().find("shared table 2048 slots (fitted; config 16384)") != std::string::npos);
+  check_both<float>(a, a);
+  SpgemmConfig off;
+  off.fit_tables = 0;
+  check_both<float>(a, a, off);
+  const auto [b, c, base] = dbs_test::one_group_case(2);  // IP 512..7999: fitted to the config's 16384
+  CHECK(check_plan(b, c).explain().find("shared table 16384 slots,") != std::string::npos);
+  check_both<float>(b, c, SpgemmConfig::paper());  // the article's 8192, some rows near full
 }
 
 // Global rows split over 1, 3 or 64 blocks, kept densely (B with 5000 columns: tables of 16384

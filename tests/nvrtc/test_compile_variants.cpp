@@ -135,6 +135,7 @@ TEST_CASE("SpgemmKeysOfTheSearchSpaceRoundTrip") {
   CHECK_THROWS_AS(SpgemmKey::parse("spgemm.f32.numeric.g3.global.l32.b256"), UsageError);
   SpgemmConfig warp_rows;
   warp_rows.lanes1 = 32;
+  warp_rows.block1 = 256;
   CHECK(spgemm_key(ValueType::F32, SpgemmPhase::Numeric, 1, warp_rows).to_string() ==
         "spgemm.f32.numeric.g1.t1024.l32.b256");
 }

@@ -36,7 +36,8 @@ void print_table(const std::string& op_name, const std::vector<TuneRow>& rows) {
   std::vector<double> all, generated, over_paper, generated_over_paper;
   for (const auto& r : rows) {
     if (!(r.best_us > 0) || !(r.default_us > 0) || !std::isfinite(r.default_us)) {
-      fmt::print("{:<36} no valid measurement ({} failed)\n", r.matrix.substr(0, 36), r.failed);
+      fmt::print("{:<36} no valid measurement ({} trial(s) did not run{})\n", r.matrix.substr(0, 36), r.failed,
+                 r.why.empty() ? "" : ": " + r.why);
       continue;
     }
     const double s = r.default_us / r.best_us, sp = r.paper_us / r.best_us;
@@ -122,7 +123,15 @@ TuneRow tune_bucket(Context& ctx, TuningDb& db, const OpDescriptor& desc, const 
   auto r = tuner::search(space, *objective, recall, record, opt);
   TuneRow row{.matrix = row_name(m.name, bucket), .strategy = r.strategy, .best = r.best, .default_us = r.default_us,
               .best_us = r.best_us, .measured = r.measured, .recalled = r.recalled, .failed = r.failed};
-  if (!std::isfinite(r.best_us) || !(r.best_us > 0) || !std::isfinite(r.default_us)) return row;
+  if (!std::isfinite(r.best_us) || !(r.best_us > 0) || !std::isfinite(r.default_us)) {
+    const auto trials = db.trials(dev, fp, op);
+    for (auto it = trials.rbegin(); it != trials.rend(); ++it)
+      if (it->bucket == bucket && it->status != TrialStatus::Ok) {
+        row.why = fmt::format("{}, {}", to_string(it->status), it->detail);
+        break;
+      }
+    return row;
+  }
   // The search's best is the minimum over many noisy measurements: confirm it against the defaults
   // head to head (alternating, more samples) before it becomes the config, and report those times.
   const auto defaults = space.complete(nlohmann::json::object());

@@ -18,6 +18,7 @@ struct TuneRow {
   double default_us = 0, best_us = 0;
   double paper_us = INFINITY;  // the paper's defaults (paper_params), where the op has them
   int measured = 0, recalled = 0, failed = 0;
+  std::string why;  // when nothing ran: the last trial's status and detail (e.g. a skipped matrix)
   bool generated = false;  // the targets are stated over the generated suite
 };
 

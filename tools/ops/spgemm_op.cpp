@@ -37,6 +37,7 @@ tuner::SearchSpace make_space() {
       ParamSpec::choice("lanes1", {0, 32}, "threads per row, group 1 (0: the whole block)"),
       ParamSpec::choice("block3", {512, 1024}, "threads per block, group 3 (global tables)"),
       ParamSpec::choice("split3", {4, 16, 64}, "blocks per row with a global table"),
+      ParamSpec::choice("fit_tables", {0, 1}, "shared tables fitted to each group's longest row"),
   };
   // Joint moves from a hand sweep (H200, 2026-12-01, docs/bench/2026-12-01-s11-bench_spgemm-configs.txt):
   // group 0 up to 127 products a row with 256-slot tables (uniform 1M 4.48 -> 2.46 ms, power-law
@@ -175,6 +176,7 @@ OpDescriptor make() {
   d.name = "spgemm";
   d.doc = "C = A B, both CSR: hash SpGEMM, rows grouped by intermediate products, hash tables in shared or global memory";
   d.config = config_info<SpgemmConfig>();
+  d.paper = config_to_json(SpgemmConfig::paper());  // dbtune reports the tuned configs against the article's
   d.objective_doc = "plan.run time with C's structure known (numeric phase), A^2 or A A^T";
   d.space = make_space();
   d.bench_suite = spgemm_suite;

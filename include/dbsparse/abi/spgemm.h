@@ -95,11 +95,13 @@ struct SpgemmStats {
   int32_t overflowed;            // rows the symbolic phase found over their shared table
   int32_t bad_ptr;               // bit 0: A's row_ptr does not run 0..nnz(A); bit 1: B's
   int32_t pad;
+  int32_t group_max_ip[3];       // the largest IP of a row of groups 0-2 (< b2 <= 2^30): their tables' fit
+  int32_t pad3;
   uint64_t first_bad_b;          // the first position of B with a column outside [0, B's columns)
   uint32_t first_bad_a;          // the first row of A with a column outside [0, A's columns)
   uint32_t pad2;
 };
-static_assert(sizeof(SpgemmStats) == 136, "SpgemmStats is 136 bytes on both sides");
-static_assert(DBS_ABI_OFFSETOF(SpgemmStats, first_bad_b) == 120, "SpgemmStats: the all-ones tail starts at 120");
+static_assert(sizeof(SpgemmStats) == 152, "SpgemmStats is 152 bytes on both sides");
+static_assert(DBS_ABI_OFFSETOF(SpgemmStats, first_bad_b) == 136, "SpgemmStats: the all-ones tail starts at 136");
 
 }  // namespace dbsparse::abi
