@@ -70,7 +70,9 @@ __device__ __forceinline__ void spgemm_a_entry(int p, const int32_t* __restrict_
 // TPR A entries whose products are numbered flat and dealt to the lanes in turn, so that a short B
 // row idles no lane and consecutive lanes read consecutive B entries (a lane per A entry left most
 // lanes idle on 3-entry road-network rows and serialised a power-law row on its hub). stop: the
-// row's full flag (symbolic phase), checked before each product; read and written atomically.
+// row's full flag (symbolic phase), checked before each product by a plain volatile load: it is
+// only an early exit (a product after the table filled finds it full and sets the flag again),
+// and an atomicOr per product serialised the warp's 32 lanes on one shared word.
 template <int TPR, typename V, typename F>
 __device__ __forceinline__ void spgemm_products_lanes(const SpgemmLanes<TPR>& L, int i,
                                                       const int32_t* __restrict__ a_ptr,
@@ -100,7 +102,7 @@ __device__ __forceinline__ void spgemm_products_lanes(const SpgemmLanes<TPR>& L,
         if (__shfl_sync(L.mask, incl, e + step - 1, TPR) <= j) e += step;
       const int q = __shfl_sync(L.mask, start, e, TPR) + j;
       const V a = __shfl_sync(L.mask, av, e, TPR);
-      if (j < total && !(stop && atomicOr(stop, 0))) f(b_col[q], a, b_val ? b_val[q] : V(0));
+      if (j < total && !(stop && *(volatile int*)stop)) f(b_col[q], a, b_val ? b_val[q] : V(0));
     }
   }
 }
@@ -147,7 +149,7 @@ __device__ __forceinline__ void spgemm_products_block(int begin, int end, long l
       }
       for (int e = lo; j < hi; j += 32) {
         while (s_incl[e] <= j) ++e;
-        if (stop && atomicOr(stop, 0)) break;
+        if (stop && *(volatile int*)stop) break;
         const int q = s_start[e] + j;
         f(b_col[q], s_av[e], b_val ? b_val[q] : V(0));
       }
