@@ -3,6 +3,7 @@
 // follow hash_spgemm_cpu phase for phase.
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -27,6 +28,10 @@ using abi::kSpgemmGlobalGroup;
 template <class U>
 DeviceBuffer<U> upload(std::span<const U> host) {
   return detail::upload_nonempty(host);
+}
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
 }
 
 struct GroupKernels {
@@ -82,6 +87,7 @@ struct SpgemmPlan<T>::Impl {
   detail::ForkJoin* branches = nullptr;
   // C; its row_ptr is allocated with the plan, its columns and values by the first run.
   bool structured = false;
+  SpgemmFreshTimes times;
   int64_t nnz = -1;
   int64_t overflowed = 0;
   DeviceBuffer<int32_t> c_ptr, c_col;
@@ -181,6 +187,7 @@ void SpgemmPlan<T>::Impl::launch_symbolic(CUstream h) {
 template <class T>
 void SpgemmPlan<T>::Impl::size_c(CUstream h) {
   nnz = analysis.size_c(row_len.ptr(), overflow.ptr(), c_ptr.ptr(), h);  // waits for h, unless no products
+  const auto sized = std::chrono::steady_clock::now();
   overflowed = analysis.stats().overflowed;
   // Only rows that may overflow can, and each of those has a global table.
   if (overflowed > analysis.stats().may_overflow)
@@ -189,6 +196,7 @@ void SpgemmPlan<T>::Impl::size_c(CUstream h) {
   c_col = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(nnz, 1)));
   c_val = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(nnz, 1)));
   structured = true;
+  times.alloc_c_ms = ms_since(sized);
 }
 
 template <class T>
@@ -313,6 +321,7 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
                                    void* stream) {
   make_current();
   const auto h = static_cast<CUstream>(stream);
+  const auto plan_start = std::chrono::steady_clock::now();
   auto p = std::make_unique<typename SpgemmPlan<T>::Impl>();
   p->config = opt.config.value_or(SpgemmConfig{});
   if (!opt.config) p->config_source = "default (the article's; plans from device CSR do not look up the tuning DB)";
@@ -338,7 +347,9 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   ops.b_cols = b.cols;
   ops.a_nnz = a.nnz;
   ops.b_nnz = b.nnz;
+  const auto analysis_start = std::chrono::steady_clock::now();
   p->analysis = detail::SpgemmGpuAnalysis(*this, ops, c, h);  // waits for h once
+  p->times.analysis_wait_ms = ms_since(analysis_start);
   const detail::SpgemmGpuAnalysis& an = p->analysis;
 
   p->table_budget = opt.global_table_bytes > 0 ? opt.global_table_bytes : info_.memory_bytes / 16;
@@ -414,6 +425,7 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
     DBS_CU(cuFuncSetAttribute(k.numeric, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                               static_cast<int>(k.numeric_smem)));
   }
+  p->times.plan_ms = ms_since(plan_start);
   return SpgemmPlan<T>(std::move(p));
 }
 
@@ -431,10 +443,16 @@ void SpgemmPlan<T>::run(void* stream) {
   Impl& p = *impl_;
   const auto h = static_cast<CUstream>(stream);
   if (!p.structured) {
+    const auto t0 = std::chrono::steady_clock::now();
     p.analysis.place_rows(h);  // the group lists, on this run's stream
     if (p.chunked) p.layout_chunks(h);
     p.launch_symbolic(h);
     p.size_c(h);  // waits for the stream
+    p.times.symbolic_wait_ms = ms_since(t0) - p.times.alloc_c_ms;
+    const auto t1 = std::chrono::steady_clock::now();
+    p.launch_numeric(h);
+    p.times.numeric_launch_ms = ms_since(t1);
+    return;
   }
   p.launch_numeric(h);
 }
@@ -531,6 +549,8 @@ template <class T>
 int64_t SpgemmPlan<T>::overflow_rows() const { return impl_->overflowed; }
 template <class T>
 int64_t SpgemmPlan<T>::global_slots() const { return impl_->analysis.global_slots(); }
+template <class T>
+const SpgemmFreshTimes& SpgemmPlan<T>::fresh_times() const { return impl_->times; }
 
 namespace {
 template <class U>

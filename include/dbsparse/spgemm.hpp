@@ -248,6 +248,15 @@ struct SpgemmOptions {
 // reuse C's structure and launch the numeric phase only (no allocation, no host sync), so a plan
 // whose A and B change only in their values (MCL, GNN training) calls values_changed() and run()
 // (or, from device CSR, writes the new values into its arrays and calls run()).
+// Where a fresh product's host time goes (wall clock, ms), for tools that split it: planning
+// (allocations, kernel lookups; analysis_wait_ms of it waiting for the GPU analysis and reading
+// its counts back), then the first run: the symbolic phase launched and waited for with nnz(C)
+// read back (symbolic_wait_ms), C allocated (alloc_c_ms), the numeric phase launched
+// (numeric_launch_ms; the caller's sync waits for it). Zero until measured.
+struct SpgemmFreshTimes {
+  double plan_ms = 0, analysis_wait_ms = 0, symbolic_wait_ms = 0, alloc_c_ms = 0, numeric_launch_ms = 0;
+};
+
 template <class T>
 class SpgemmPlan {
  public:
@@ -283,6 +292,7 @@ class SpgemmPlan {
   int64_t max_row_products() const;  // the largest IP of a row
   int64_t overflow_rows() const;  // rows that overflowed their shared table (known after the first run)
   int64_t global_slots() const;   // the global tables' slots the plan holds
+  const SpgemmFreshTimes& fresh_times() const;  // the plan's and its first run's host time by part
   // Everything the plan holds on the device (DESIGN.md §12): its copies of A and B (none from
   // device CSR, unless values_changed made them), the analysis's codes, group lists and counters,
   // the global tables, the per-row counters, C's row_ptr and, once sized by the first run, C.

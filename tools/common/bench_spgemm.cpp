@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -95,6 +96,13 @@ void print_row(const nlohmann::json& r) {
     if (r.contains(key)) fmt::print("  {}: {}\n", key, r.at(key).get<std::string>());
   if (r.contains("cusparse_note") && !r.contains("cusparse_error"))
     fmt::print("  cusparse_note: {}\n", r.at("cusparse_note").get<std::string>());
+  if (r.contains("dbsparse_fresh_parts_ms")) {
+    const auto& f = r.at("dbsparse_fresh_parts_ms");
+    fmt::print("  fresh parts ms (medians): plan {:.3f} (analysis + wait {:.3f}), symbolic + wait {:.3f}, C alloc "
+               "{:.3f}, numeric launch {:.3f}, then the sync {:.3f}\n",
+               num(f, "plan"), num(f, "analysis_wait"), num(f, "symbolic_wait"), num(f, "alloc_c"),
+               num(f, "numeric_launch"), num(f, "rest"));
+  }
 }
 
 // A product line's check columns: C against cuSPARSE's (record_check's fields and check_ok), or
@@ -162,6 +170,7 @@ nlohmann::json bench_one(Context& ctx, const Stream& stream, const NamedMatrix& 
     });
     std::optional<SpgemmPlan<T>> plan;
     std::vector<double> first;
+    std::array<std::vector<double>, 6> parts;  // plan, analysis_wait, symbolic_wait, alloc_c, numeric_launch, rest
     int64_t measured = 0;
     const auto t0 = Clock::now();
     for (int i = 0; i < reps; ++i) {
@@ -173,12 +182,20 @@ nlohmann::json bench_one(Context& ctx, const Stream& stream, const NamedMatrix& 
         plan->run(h);
         stream.synchronize();
       }));
+      const SpgemmFreshTimes& ft = plan->fresh_times();
+      const double known[] = {ft.plan_ms, ft.analysis_wait_ms, ft.symbolic_wait_ms, ft.alloc_c_ms, ft.numeric_launch_ms};
+      for (int q = 0; q < 5; ++q) parts[q].push_back(known[q]);
+      parts[5].push_back(first.back() - ft.plan_ms - ft.symbolic_wait_ms - ft.alloc_c_ms - ft.numeric_launch_ms);
       if (i == 0) measured = before - device_free_bytes();  // nothing is freed before the plan is
       if (seconds_since(t0) > opt.product_budget_s) break;
     }
     const double first_ms = median(first);
     rec["dbsparse_first_ms"] = first_ms;
     rec["dbsparse_first_runs"] = first.size();
+    // Where the fresh product's wall clock goes (SpgemmFreshTimes), each part's median.
+    rec["dbsparse_fresh_parts_ms"] = {{"plan", median(parts[0])},          {"analysis_wait", median(parts[1])},
+                                      {"symbolic_wait", median(parts[2])}, {"alloc_c", median(parts[3])},
+                                      {"numeric_launch", median(parts[4])}, {"rest", median(parts[5])}};
     rec["dbsparse_first_gflops"] = gflops(first_ms);
     rec["nnz_c"] = plan->nnz();
     rec["dbsparse_overflow_rows"] = plan->overflow_rows();

@@ -141,6 +141,11 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
        "groups, lists and global tables' places, one wait and read-back of the counts; kernels already loaded) + "
        "the first run() (symbolic phase, C's row_ptr on the GPU, a second wait and read-back of nnz(C), C "
        "allocated, numeric phase) + stream sync; wall clock, median over up to --reps products, stopping after 3 s"},
+      {"dbsparse_fresh_parts_ms",
+       "dbsparse_first_ms split by SpgemmPlan::fresh_times() (host wall clock, medians over the same products): plan "
+       "(all of ctx.plan_spgemm), analysis_wait (its GPU analysis launched, waited for and read back), "
+       "symbolic_wait (place_rows + symbolic launches + C's row_ptr + the wait and nnz(C) read back), alloc_c, "
+       "numeric_launch, rest (the caller's sync: the numeric phase's GPU time past its launch)"},
       {"dbsparse_cold_ms", "the same for the first plan of the matrix, which also loads any kernel not yet loaded"},
       {"dbsparse_steady_ms", "plan.run() with C's structure known (numeric phase only), event-timed median per call"},
       {"dbsparse_from_host_ms",
