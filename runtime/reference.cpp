@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <queue>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -134,7 +135,10 @@ std::vector<double> spmm(const CsrMatrix<T>& a, std::span<const T> b, int32_t n)
 }
 
 // Gustavson's row-by-row product with a dense accumulator. A column is in the result when some
-// product term reaches it, even if the terms cancel to zero.
+// product term reaches it, even if the terms cancel to zero. Rows are split into contiguous ranges
+// of about equal products, one per hardware thread: each row is computed exactly as by one thread,
+// so the result does not depend on the split. Why: dbtune checks every SpGEMM candidate against it,
+// and one thread stopped that check at 200M products (R-MAT 16 was never tuned, 2026-12-01).
 template <class T>
 CsrMatrix<double> spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b) {
   if (a.cols != b.rows)
@@ -143,33 +147,76 @@ CsrMatrix<double> spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b) {
   c.rows = a.rows;
   c.cols = b.cols;
   c.row_ptr.assign(static_cast<size_t>(a.rows) + 1, 0);
-  std::vector<double> acc(static_cast<size_t>(b.cols), 0.0);
-  std::vector<bool> seen(static_cast<size_t>(b.cols), false);
-  std::vector<int32_t> cols;
+  // Products before each row, for the split.
+  std::vector<int64_t> before(static_cast<size_t>(a.rows) + 1, 0);
   for (int32_t i = 0; i < a.rows; ++i) {
-    cols.clear();
-    for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
-      const int32_t k = a.col_idx[p];
-      const double av = static_cast<double>(a.values[p]);
-      for (int32_t q = b.row_ptr[k]; q < b.row_ptr[k + 1]; ++q) {
-        const int32_t j = b.col_idx[q];
-        if (!seen[j]) {
-          seen[j] = true;
-          cols.push_back(j);
+    int64_t ip = 0;
+    for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) ip += b.row_ptr[a.col_idx[p] + 1] - b.row_ptr[a.col_idx[p]];
+    before[i + 1] = before[i] + ip + 1;  // + 1: empty rows cost something too
+  }
+  const int64_t total = before.back();
+  const int parts = static_cast<int>(std::clamp<int64_t>(
+      std::min<int64_t>(std::max(1u, std::thread::hardware_concurrency()), total / 1'000'000 + 1), 1, 64));
+  struct Part {
+    int32_t first = 0, end = 0;
+    std::vector<int32_t> len, cols;
+    std::vector<double> vals;
+  };
+  std::vector<Part> part(static_cast<size_t>(parts));
+  for (int t = 0; t < parts; ++t) {
+    auto at = [&](int q) {
+      return static_cast<int32_t>(std::lower_bound(before.begin(), before.end(), total * q / parts) - before.begin());
+    };
+    part[t].first = t == 0 ? 0 : std::min(at(t), a.rows);
+    part[t].end = t + 1 == parts ? a.rows : std::min(at(t + 1), a.rows);
+  }
+  auto run = [&](Part& pt) {
+    std::vector<double> acc(static_cast<size_t>(b.cols), 0.0);
+    std::vector<bool> seen(static_cast<size_t>(b.cols), false);
+    std::vector<int32_t> cols;
+    for (int32_t i = pt.first; i < pt.end; ++i) {
+      cols.clear();
+      for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
+        const int32_t k = a.col_idx[p];
+        const double av = static_cast<double>(a.values[p]);
+        for (int32_t q = b.row_ptr[k]; q < b.row_ptr[k + 1]; ++q) {
+          const int32_t j = b.col_idx[q];
+          if (!seen[j]) {
+            seen[j] = true;
+            cols.push_back(j);
+          }
+          acc[j] += av * static_cast<double>(b.values[q]);
         }
-        acc[j] += av * static_cast<double>(b.values[q]);
       }
+      std::sort(cols.begin(), cols.end());
+      for (int32_t j : cols) {
+        pt.cols.push_back(j);
+        pt.vals.push_back(acc[j]);
+        acc[j] = 0.0;
+        seen[j] = false;
+      }
+      pt.len.push_back(static_cast<int32_t>(cols.size()));
     }
-    std::sort(cols.begin(), cols.end());
-    for (int32_t j : cols) {
-      c.col_idx.push_back(j);
-      c.values.push_back(acc[j]);
-      acc[j] = 0.0;
-      seen[j] = false;
-    }
-    if (c.col_idx.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
-      throw UsageError("spgemm: the result has more than 2^31-1 nonzeros");
-    c.row_ptr[i + 1] = static_cast<int32_t>(c.col_idx.size());
+  };
+  if (parts == 1) {
+    run(part[0]);
+  } else {
+    std::vector<std::thread> threads;
+    for (int t = 1; t < parts; ++t) threads.emplace_back(run, std::ref(part[t]));
+    run(part[0]);
+    for (auto& th : threads) th.join();
+  }
+  size_t nnz = 0;
+  for (const Part& pt : part) nnz += pt.cols.size();
+  if (nnz > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+    throw UsageError("spgemm: the result has more than 2^31-1 nonzeros");
+  c.col_idx.reserve(nnz);
+  c.values.reserve(nnz);
+  for (const Part& pt : part) {
+    for (size_t r = 0; r < pt.len.size(); ++r)
+      c.row_ptr[static_cast<size_t>(pt.first) + r + 1] = c.row_ptr[static_cast<size_t>(pt.first) + r] + pt.len[r];
+    c.col_idx.insert(c.col_idx.end(), pt.cols.begin(), pt.cols.end());
+    c.values.insert(c.values.end(), pt.vals.begin(), pt.vals.end());
   }
   return c;
 }

@@ -244,6 +244,28 @@ TEST_CASE("HashSpgemmCpuMatchesReferenceUnderOtherConfigs") {
   check_matches_reference(a.cast<float>(), b.cast<float>(), small);
 }
 
+// reference::spgemm splits rows over threads (about a million products a part): the same C as
+// per-row sums in a std::map, on a matrix big enough to be split.
+TEST_CASE("ReferenceSpgemmSplitOverThreadsMatchesPerRowMaps") {
+  const CsrMatrix<double> a = generate("uniform:n=20000,d=16,seed=5");  // 5.1M products
+  const CsrMatrix<double> c = reference::spgemm(a, a);
+  REQUIRE(c.row_ptr.size() == 20001);
+  for (int32_t i = 0; i < a.rows; i += 97) {
+    std::map<int32_t, double> row;
+    for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+      for (int32_t q = a.row_ptr[a.col_idx[p]]; q < a.row_ptr[a.col_idx[p] + 1]; ++q)
+        row[a.col_idx[q]] += a.values[p] * a.values[q];
+    REQUIRE(c.row_ptr[i + 1] - c.row_ptr[i] == static_cast<int32_t>(row.size()));
+    int32_t at = c.row_ptr[i];
+    for (const auto& [col, v] : row) {
+      CHECK(c.col_idx[at] == col);
+      CHECK(c.values[at] == doctest::Approx(v).epsilon(1e-12));
+      ++at;
+    }
+  }
+  CHECK(c.row_ptr.back() == static_cast<int32_t>(c.col_idx.size()));
+}
+
 TEST_CASE("IntermediateProductsMatchBruteForce") {
   for (const char* spec : kGenerated) {
     CAPTURE(spec);
