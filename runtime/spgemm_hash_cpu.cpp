@@ -80,24 +80,22 @@ class HashSpgemm {
       }
     if (c_.stage_b_ranges != 0) stage(r);
     // The tables the kernels use: fitted to each group's longest row (fit_tables), as the plan does.
-    std::array<int, kSpgemmGlobalGroup> table{};
-    for (int g = 0; g < kSpgemmGlobalGroup; ++g) {
-      int64_t longest = 0;
-      for (int32_t i : r.grouping.rows[g]) longest = std::max(longest, r.ip[i]);
-      table[g] = c_.fit_tables ? spgemm_fit_table(c_.table(g), longest, b_.cols) : c_.table(g);
-    }
+    std::array<int64_t, 3> longest{};
+    for (int g = 0; g < kSpgemmGlobalGroup; ++g)
+      for (int32_t i : r.grouping.rows[g]) longest[g] = std::max(longest[g], r.ip[i]);
+    const SpgemmConfig fitted = spgemm_fitted(c_, longest, b_.cols);
 
     // Phase 3, a launch per shared group, then the global rows: group 3's and the overflowed.
     std::vector<int32_t> length(rows, 0);
     for (int g = 0; g < kSpgemmGlobalGroup; ++g)
       for (int32_t i : r.grouping.rows[g]) {
-        const int32_t n = count_row(i, g, table[g]);
+        const int32_t n = count_row(i, g, fitted.table(g));
         if (n >= 0) {
           length[i] = n;
         } else if (c_.overflow_to_global != 0) {
           r.overflowed[i] = 1;
         } else {  // check() made every table big enough for its group: cannot happen
-          throw std::logic_error(fmt::format("hash_spgemm_cpu: row {} overflowed a table of {} slots", i, table[g]));
+          throw std::logic_error(fmt::format("hash_spgemm_cpu: row {} overflowed a table of {} slots", i, fitted.table(g)));
         }
       }
     for (int32_t i = 0; i < a_.rows; ++i)
@@ -123,7 +121,7 @@ class HashSpgemm {
     // Phases 5 and 6, in the same tables as phase 3.
     for (int g = 0; g < kSpgemmGlobalGroup; ++g)
       for (int32_t i : r.grouping.rows[g])
-        if (!r.overflowed[i]) accumulate_row(i, g, table[g], out);
+        if (!r.overflowed[i]) accumulate_row(i, g, fitted.table(g), out);
     for (int32_t i : r.global_rows) accumulate_row(i, r.group[i], spgemm_global_table_slots(r.ip[i], b_.cols, c_), out);
     return r;
   }

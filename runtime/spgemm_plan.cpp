@@ -78,7 +78,8 @@ struct SpgemmPlan<T>::Impl {
   };
   std::vector<Chunk> chunks;
   int64_t table_budget = 0;
-  bool chunked = false;  // the tables are laid out in chunks (once, in the first run)
+  // Global tables past the budget wait for layout_chunks (the first run) to get their chunks.
+  bool chunks_pending() const { return analysis.global_rows() > 0 && chunks.empty(); }
   DeviceBuffer<int32_t> row_len, overflow;
   DeviceBuffer<int32_t> seg_count;  // dense global rows: occupied slots per (row, column segment)
   DeviceBuffer<int32_t> seg_hist;   // hashed global rows: counts, then offsets, per (row, segment); then fill counters
@@ -139,7 +140,6 @@ void SpgemmPlan<T>::Impl::layout_chunks(CUstream h) {
   analysis.upload_tables(t);
   table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(widest, 1)));
   table_vals = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(widest, 1)));
-  chunked = false;  // laid out
 }
 
 template <class T>
@@ -324,7 +324,7 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   const auto plan_start = std::chrono::steady_clock::now();
   auto p = std::make_unique<typename SpgemmPlan<T>::Impl>();
   p->config = opt.config.value_or(SpgemmConfig{});
-  if (!opt.config) p->config_source = "default (the article's; plans from device CSR do not look up the tuning DB)";
+  if (!opt.config) p->config_source = "default (SpgemmConfig{}; plans from device CSR do not look up the tuning DB)";
   const SpgemmConfig& c = p->config;
   c.check();
   if (a.cols != b.rows)
@@ -353,8 +353,8 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   const detail::SpgemmGpuAnalysis& an = p->analysis;
 
   p->table_budget = opt.global_table_bytes > 0 ? opt.global_table_bytes : info_.memory_bytes / 16;
-  p->chunked = an.global_slots() * static_cast<int64_t>(4 + sizeof(T)) > p->table_budget;
-  if (!p->chunked) {  // else allocated by layout_chunks in the first run
+  // Past the budget the tables are allocated, and their chunks made, by layout_chunks in the first run.
+  if (an.global_slots() * static_cast<int64_t>(4 + sizeof(T)) <= p->table_budget) {
     p->table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)));
     p->table_vals = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)));
     if (an.global_rows() > 0) p->add_chunk(0, an.global_rows());
@@ -367,12 +367,8 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
 
   // The tables a group's kernels use: fitted to its longest row (a table at most half full, with
   // less to clear and compact, and more blocks an SM), else the config's.
-  p->fitted = c;
-  if (c.fit_tables) {
-    p->fitted.t0 = spgemm_fit_table(c.t0, an.stats().group_max_ip[0], b.cols);
-    p->fitted.t1 = spgemm_fit_table(c.t1, an.stats().group_max_ip[1], b.cols);
-    p->fitted.t2 = spgemm_fit_table(c.t2, an.stats().group_max_ip[2], b.cols);
-  }
+  const auto& gm = an.stats().group_max_ip;
+  p->fitted = spgemm_fitted(c, {gm[0], gm[1], gm[2]}, b.cols);
   const SpgemmConfig& kc = p->fitted;
   // Kernels of the groups that have rows; their tables' shared memory against the device's limit.
   CUdevice dev = 0;
@@ -445,7 +441,7 @@ void SpgemmPlan<T>::run(void* stream) {
   if (!p.structured) {
     const auto t0 = std::chrono::steady_clock::now();
     p.analysis.place_rows(h);  // the group lists, on this run's stream
-    if (p.chunked) p.layout_chunks(h);
+    if (p.chunks_pending()) p.layout_chunks(h);
     p.launch_symbolic(h);
     p.size_c(h);  // waits for the stream
     p.times.symbolic_wait_ms = ms_since(t0) - p.times.alloc_c_ms;
@@ -595,7 +591,7 @@ std::string SpgemmPlan<T>::explain() const {
                      p.analysis.global_rows(), st.rows[kSpgemmGlobalGroup], st.may_overflow, st.global_slots,
                      c.overflow_to_global);
   if (p.analysis.global_rows() > 0)
-    out += p.chunked ? fmt::format("  global tables over the budget of {} bytes: laid out in chunks by the first run\n",
+    out += p.chunks_pending() ? fmt::format("  global tables over the budget of {} bytes: laid out in chunks by the first run\n",
                                    p.table_budget)
                      : fmt::format("  global tables in {} chunk(s) of at most {} bytes, run one after another\n",
                                    p.chunks.size(), p.table_budget);

@@ -151,6 +151,18 @@ inline int spgemm_fit_table(int t, int64_t max_ip, int64_t b_cols) {
   return static_cast<int>(std::min<int64_t>(slots, t));
 }
 
+// config with each shared group's table fitted to its longest row (group_max_ip[g], from the
+// analysis) when fit_tables is set; config itself otherwise. What the kernels and hash_spgemm_cpu use.
+inline SpgemmConfig spgemm_fitted(const SpgemmConfig& c, const std::array<int64_t, 3>& group_max_ip, int64_t b_cols) {
+  SpgemmConfig f = c;
+  if (c.fit_tables) {
+    f.t0 = spgemm_fit_table(c.t0, group_max_ip[0], b_cols);
+    f.t1 = spgemm_fit_table(c.t1, group_max_ip[1], b_cols);
+    f.t2 = spgemm_fit_table(c.t2, group_max_ip[2], b_cols);
+  }
+  return f;
+}
+
 // Shared memory of one block's tables in group 0-2 (0 for group 3): rows per block * stride *
 // (4 + value_bytes).
 int64_t spgemm_shared_bytes(const SpgemmConfig& c, int group, int value_bytes);
@@ -223,8 +235,8 @@ HashSpgemmResult<T> hash_spgemm_cpu(const CsrMatrix<T>& a, const CsrMatrix<T>& b
 
 struct SpgemmOptions {
   // The groups' bounds, tables and blocks. When empty: a plan from host CSR takes the tuning DB's
-  // config for A on this device (tuned by `dbtune --op spgemm`, else predicted, else the article's
-  // defaults); a plan from device CSR takes SpgemmConfig{} (the article's).
+  // config for A on this device (tuned by `dbtune --op spgemm`, else predicted, else
+  // SpgemmConfig{}); a plan from device CSR takes SpgemmConfig{} (SpgemmConfig::paper() is the article's).
   std::optional<SpgemmConfig> config;
   // The most bytes the global tables (keys and values) take at once. Past it their rows run in
   // chunks, one after another, through one set of tables: the first run waits once more and reads
