@@ -117,6 +117,10 @@ KernelSource make_source(const SpgemmKey& key) {
   } else {
     ks.name_expressions = {
         fmt::format("dbs::spgemm_{}_shared<{}, {}, {}, {}>", fn, v, key.table, key.lanes, key.block)};
+    // Numeric: then the one-pass first run's variant (no symbolic phase; writes row lengths).
+    if (key.phase == SpgemmPhase::Numeric)
+      ks.name_expressions.push_back(
+          fmt::format("dbs::spgemm_numeric_shared_first<{}, {}, {}, {}>", v, key.table, key.lanes, key.block));
   }
   return ks;
 }
@@ -184,7 +188,7 @@ KernelSource make_source(const SpgemmAnalysisKey& key) {
   ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spgemm_analysis.cuh\"\n", ks.key);
   ks.options = {"-std=c++17"};
   for (const char* fn : {"spgemm_analyse_rows", "spgemm_scatter_rows", "spgemm_tile_sums", "spgemm_scan_tiles",
-                         "spgemm_row_ptr"})
+                         "spgemm_row_ptr", "spgemm_compact_rows"})
     ks.name_expressions.push_back(fmt::format("dbs::{}<{}>", fn, key.block));
   return ks;
 }

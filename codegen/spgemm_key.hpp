@@ -36,7 +36,7 @@ struct SpgemmKey {
 SpgemmKey spgemm_key(ValueType value, SpgemmPhase phase, int group, const SpgemmConfig& c);
 
 // Entry points: the symbolic or numeric kernel of the key's group (spgemm_symbolic_shared /
-// spgemm_numeric_shared for groups 0-2; group 3: spgemm_symbolic_global / spgemm_numeric_global,
+// spgemm_numeric_shared for groups 0-2, numeric then spgemm_numeric_shared_first; group 3: spgemm_symbolic_global / spgemm_numeric_global,
 // then spgemm_global_init and, numeric, spgemm_global_sort, _count, _scan and _scatter).
 KernelSource make_source(const SpgemmKey& key);
 // SpgemmConfig's defaults (both value types, both phases, every group) and a few alternatives:
@@ -50,7 +50,7 @@ struct SpgemmAnalysisKey {
   auto operator<=>(const SpgemmAnalysisKey&) const = default;
 };
 // Entry points, in this order: spgemm_analyse_rows, spgemm_scatter_rows, spgemm_tile_sums,
-// spgemm_scan_tiles, spgemm_row_ptr (each <block>).
+// spgemm_scan_tiles, spgemm_row_ptr, spgemm_compact_rows (each <block>).
 KernelSource make_source(const SpgemmAnalysisKey& key);
 // The plan's block (256) and 128 and 512.
 std::vector<SpgemmAnalysisKey> spgemm_analysis_search_space();

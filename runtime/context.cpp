@@ -64,6 +64,8 @@ Context::Context(int ordinal) : device_(ordinal) {
 
 Context::~Context() {
   fork_join_.reset();
+  // Every pooled allocation is gone by now (plans must not outlive their context).
+  if (pool_) cuda::driver().cuMemPoolDestroy(static_cast<CUmemoryPool>(pool_));
   modules_.reset();  // modules belong to the context: unload before releasing it
   // Releasing the primary context is safe while cuSPARSE handles elsewhere retain it too.
   if (ctx_) cuda::driver().cuDevicePrimaryCtxRelease(static_cast<CUdevice>(device_));
@@ -72,6 +74,34 @@ Context::~Context() {
 detail::ForkJoin& Context::fork_join() const {
   std::call_once(fork_join_once_, [this] { fork_join_ = std::make_unique<detail::ForkJoin>(*this); });
   return *fork_join_;
+}
+
+PoolSlot Context::pool_on(void* stream) const {
+  std::call_once(pool_once_, [this] {
+    CUdevice dev = 0;
+    DBS_CU(cuDeviceGet(&dev, info_.ordinal));
+    int supported = 0;
+    DBS_CU(cuDeviceGetAttribute(&supported, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, dev));
+    if (!supported) return;
+    CUmemPoolProps props{};
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = info_.ordinal;
+    CUmemoryPool pool = nullptr;
+    DBS_CU(cuMemPoolCreate(&pool, &props));
+    // Freed memory above this stays with the device; below it, with the pool for the next plan.
+    cuuint64_t keep = static_cast<cuuint64_t>(info_.memory_bytes / 8);
+    DBS_CU(cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RELEASE_THRESHOLD, &keep));
+    pool_ = pool;
+  });
+  return {pool_, stream};
+}
+
+void Context::release_cached_memory() const {
+  if (!pool_) return;
+  make_current();
+  DBS_CU(cuCtxSynchronize());  // frees still queued reach the pool first
+  DBS_CU(cuMemPoolTrimTo(static_cast<CUmemoryPool>(pool_), 0));
 }
 
 void Context::make_current() const { DBS_CU(cuCtxSetCurrent(static_cast<CUcontext>(ctx_))); }
@@ -107,22 +137,55 @@ DeviceAllocation::DeviceAllocation(size_t bytes) : bytes_(bytes) {
   ptr_ = p;
 }
 
-DeviceAllocation::~DeviceAllocation() {
-  if (ptr_) cuda::driver().cuMemFree(static_cast<CUdeviceptr>(ptr_));
+DeviceAllocation::DeviceAllocation(size_t bytes, const PoolSlot& from) : bytes_(bytes) {
+  if (bytes == 0) return;
+  CUdeviceptr p = 0;
+  if (from.pool) {
+    DBS_CU(cuMemAllocFromPoolAsync(&p, bytes, static_cast<CUmemoryPool>(from.pool),
+                                   static_cast<CUstream>(from.stream)));
+    pooled_ = true;
+  } else {
+    DBS_CU(cuMemAlloc(&p, bytes));
+  }
+  ptr_ = p;
 }
 
-DeviceAllocation::DeviceAllocation(DeviceAllocation&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
+namespace {
+// Pooled: back to the pool on the legacy stream, without a wait (the owner has waited for its
+// users); plain: cuMemFree, which waits for the device itself.
+void free_allocation(uint64_t p, bool pooled) {
+  if (!p) return;
+  if (pooled) cuda::driver().cuMemFreeAsync(static_cast<CUdeviceptr>(p), CU_STREAM_LEGACY);
+  else cuda::driver().cuMemFree(static_cast<CUdeviceptr>(p));
+}
+}  // namespace
+
+DeviceAllocation::~DeviceAllocation() { free_allocation(ptr_, pooled_); }
+
+void DeviceAllocation::release(void* stream) {
+  if (ptr_ && pooled_) DBS_CU(cuMemFreeAsync(static_cast<CUdeviceptr>(ptr_), static_cast<CUstream>(stream)));
+  else free_allocation(ptr_, false);
+  ptr_ = 0;
+  bytes_ = 0;
+  pooled_ = false;
+}
+
+DeviceAllocation::DeviceAllocation(DeviceAllocation&& o) noexcept
+    : ptr_(o.ptr_), bytes_(o.bytes_), pooled_(o.pooled_) {
   o.ptr_ = 0;
   o.bytes_ = 0;
+  o.pooled_ = false;
 }
 
 DeviceAllocation& DeviceAllocation::operator=(DeviceAllocation&& o) noexcept {
   if (this != &o) {
-    if (ptr_) cuda::driver().cuMemFree(static_cast<CUdeviceptr>(ptr_));
+    free_allocation(ptr_, pooled_);
     ptr_ = o.ptr_;
     bytes_ = o.bytes_;
+    pooled_ = o.pooled_;
     o.ptr_ = 0;
     o.bytes_ = 0;
+    o.pooled_ = false;
   }
   return *this;
 }

@@ -22,7 +22,8 @@ namespace dbsparse::cuda {
   X(cuEventDestroy) X(cuEventRecord) X(cuStreamWaitEvent) X(cuEventSynchronize) X(cuEventElapsedTime)         \
   X(cuGetErrorName) X(cuGetErrorString) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)   \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) \
-  X(cuGraphExecDestroy) X(cuGraphDestroy)
+  X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolSetAttribute)   \
+  X(cuMemPoolTrimTo) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)
 
 // Entry points looked up at the ABI version whose signature cuda.h declares, where a lookup at
 // CUDA_VERSION would return a newer variant with another signature. cuCtxSynchronize: cuda.h

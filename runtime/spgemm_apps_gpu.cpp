@@ -2,6 +2,8 @@
 // (runtime/spgemm_plan.cpp) on matrices built on the host; contraction's S·G stays on the device.
 // Their CPU references are reference::spgemm and contract_cpu, which share no product code with
 // these.
+#include <chrono>
+
 #include <fmt/format.h>
 
 #include "dbsparse/error.hpp"
@@ -65,19 +67,32 @@ ContractResult<T> contract(Context& ctx, const CsrMatrix<T>& g, std::span<const 
   if (labels.size() != static_cast<size_t>(g.rows))
     throw UsageError(fmt::format("contract: {} labels for a graph of {} vertices", labels.size(), g.rows));
   if (k < 0) throw UsageError(fmt::format("contract: k must be >= 0, got {}", k));
-  auto [s, st] = contraction_factors<T>(g.rows, labels, k);
-
   ContractResult<T> r;
+  auto mark = std::chrono::steady_clock::now();
+  const auto lap = [&mark](double& into) {
+    const auto now = std::chrono::steady_clock::now();
+    into = std::chrono::duration<double, std::milli>(now - mark).count();
+    mark = now;
+  };
+  auto [s, st] = contraction_factors<T>(g.rows, labels, k);
+  lap(r.times.factors_ms);
+
   Stream stream(ctx);
   SpgemmPlan<T> sg = ctx.plan_spgemm(s, g, options);
+  lap(r.times.plan_sg_ms);
   sg.run(stream.handle());
   r.nnz_sg = sg.nnz();
+  lap(r.times.run_sg_ms);
   // (S·G)·Sᵀ planned from S·G where the first run left it: its analysis follows that run on the
   // same stream, and S·G is never downloaded.
   const DeviceCsr<T> st_dev(st);
+  lap(r.times.upload_st_ms);
   SpgemmPlan<T> c = ctx.plan_spgemm(sg.result(), st_dev.view(), options, stream.handle());
+  lap(r.times.plan_c_ms);
   c.run(stream.handle());
+  lap(r.times.run_c_ms);
   r.c = c.download();
+  lap(r.times.download_ms);
   r.flops = 2 * (g.nnz() + r.nnz_sg);
   return r;
 }

@@ -52,7 +52,7 @@ abi::SpgemmGroupRule spgemm_group_rule(const SpgemmConfig& c, int32_t b_cols) {
 
 
 SpgemmGpuAnalysis::SpgemmGpuAnalysis(Context& ctx, const SpgemmOperands& ops, const SpgemmConfig& c, CUstream h)
-    : rows_(ops.rows), ops_(ops), rule_(spgemm_group_rule(c, ops.b_cols)), stats_dev_(1) {
+    : rows_(ops.rows), ops_(ops), rule_(spgemm_group_rule(c, ops.b_cols)), stats_dev_(1, ctx.pool_on(h)) {
   stats_.first_bad_b = std::numeric_limits<uint64_t>::max();
   stats_.first_bad_a = std::numeric_limits<uint32_t>::max();
   if (ops.rows == 0) return;
@@ -66,17 +66,23 @@ SpgemmGpuAnalysis::SpgemmGpuAnalysis(Context& ctx, const SpgemmOperands& ops, co
   tile_sums_ = k.fns.at(2);
   scan_tiles_ = k.fns.at(3);
   row_ptr_ = k.fns.at(4);
-  code_ = DeviceBuffer<int8_t>(static_cast<size_t>(ops.rows));
-  tile_sum_ = DeviceBuffer<int64_t>(blocks_for(ops.rows, kScanTile));
+  compact_ = k.fns.at(5);
+  // From the context's pool, on h: a fresh product allocates a dozen buffers (H200, 2026-12-01:
+  // 0.1-0.3 ms of cuMemAlloc per product, a third of cuSPARSE's whole product on small graphs).
+  const PoolSlot pool = ctx.pool_on(h);
+  code_ = DeviceBuffer<int8_t>(static_cast<size_t>(ops.rows), pool);
+  tile_sum_ = DeviceBuffer<int64_t>(blocks_for(ops.rows, kScanTile), pool);
+  ip_row_ = DeviceBuffer<int32_t>(static_cast<size_t>(ops.rows), pool);
 
-  uint64_t st = stats_dev_.ptr(), code = code_.ptr(), ap = ops.a_ptr, ac = ops.a_col, bp = ops.b_ptr, bc = ops.b_col;
+  uint64_t st = stats_dev_.ptr(), code = code_.ptr(), ip_row = ip_row_.ptr(), ap = ops.a_ptr, ac = ops.a_col,
+           bp = ops.b_ptr, bc = ops.b_col;
   DBS_CU(cuMemsetD8Async(st, 0, kStatsOnesAt, h));
   DBS_CU(cuMemsetD8Async(st + kStatsOnesAt, 0xff, sizeof(SpgemmStats) - kStatsOnesAt, h));
   abi::SpgemmGroupRule rule = rule_;
   int rows = ops.rows, a_cols = ops.a_cols;
   long long a_nnz = ops.a_nnz, b_nnz = ops.b_nnz;
   {
-    void* params[] = {&ap, &ac, &rows, &a_cols, &a_nnz, &bp, &bc, &b_nnz, &rule, &code, &st};
+    void* params[] = {&ap, &ac, &rows, &a_cols, &a_nnz, &bp, &bc, &b_nnz, &rule, &code, &ip_row, &st};
     const unsigned grid =
         std::max(blocks_for(rows, kBlock), blocks_for(std::min(ops.b_nnz, kCheckBlocks * kBlock), kBlock));
     DBS_CU(cuLaunchKernel(analyse_, grid, 1, 1, kBlock, 1, 1, 0, h, params, nullptr));
@@ -86,9 +92,9 @@ SpgemmGpuAnalysis::SpgemmGpuAnalysis(Context& ctx, const SpgemmOperands& ops, co
   if (products() == 0) return;
 
   const int64_t n0 = count(0), n1 = count(1), n2 = count(2);
-  lists_ = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(n0 + n1 + n2, 1)));
-  global_list_ = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(global_rows(), 1)));
-  tables_ = DeviceBuffer<abi::SpgemmTable>(static_cast<size_t>(std::max(global_rows(), 1)));
+  lists_ = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(n0 + n1 + n2, 1)), pool);
+  global_list_ = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(global_rows(), 1)), pool);
+  tables_ = DeviceBuffer<abi::SpgemmTable>(static_cast<size_t>(std::max(global_rows(), 1)), pool);
 }
 
 void SpgemmGpuAnalysis::place_rows(CUstream h) {
@@ -150,16 +156,7 @@ int64_t SpgemmGpuAnalysis::size_c(uint64_t row_len, uint64_t overflow, uint64_t 
     stats_.nnz = 0;
     return 0;
   }
-  int rows = rows_, tiles = static_cast<int>(blocks_for(rows_, kScanTile));
-  uint64_t ts = tile_sum_.ptr(), st = stats_dev_.ptr();
-  // Zeroed again: a run after a failed sizing (nnz(C) too large) counts afresh.
-  DBS_CU(cuMemsetD32Async(st + offsetof(SpgemmStats, overflowed), 0, 1, h));
-  void* sums[] = {&row_len, &overflow, &rows, &ts, &st};
-  DBS_CU(cuLaunchKernel(tile_sums_, static_cast<unsigned>(tiles), 1, 1, kBlock, 1, 1, 0, h, sums, nullptr));
-  void* scan[] = {&ts, &tiles, &st};
-  DBS_CU(cuLaunchKernel(scan_tiles_, 1, 1, 1, kBlock, 1, 1, 0, h, scan, nullptr));
-  void* ptr[] = {&row_len, &rows, &ts, &c_ptr};
-  DBS_CU(cuLaunchKernel(row_ptr_, static_cast<unsigned>(tiles), 1, 1, kBlock, 1, 1, 0, h, ptr, nullptr));
+  scan_rows(row_len, overflow, c_ptr, h);
   read_stats(h);  // the second wait
   if (stats_.nnz > std::numeric_limits<int32_t>::max()) {
     const auto len = download_at<int32_t>(row_len, 0, rows_);
@@ -168,6 +165,36 @@ int64_t SpgemmGpuAnalysis::size_c(uint64_t row_len, uint64_t overflow, uint64_t 
                                        check_nnz_fits(len)));
   }
   return stats_.nnz;
+}
+
+// Row lengths to row pointers (stats' nnz the total, overflowed the flagged rows), not waited for.
+void SpgemmGpuAnalysis::scan_rows(uint64_t row_len, uint64_t overflow, uint64_t out_ptr, CUstream h) {
+  int rows = rows_, tiles = static_cast<int>(blocks_for(rows_, kScanTile));
+  uint64_t ts = tile_sum_.ptr(), st = stats_dev_.ptr();
+  // Zeroed again: a run after a failed sizing (nnz(C) too large) counts afresh.
+  DBS_CU(cuMemsetD32Async(st + offsetof(SpgemmStats, overflowed), 0, 1, h));
+  void* sums[] = {&row_len, &overflow, &rows, &ts, &st};
+  DBS_CU(cuLaunchKernel(tile_sums_, static_cast<unsigned>(tiles), 1, 1, kBlock, 1, 1, 0, h, sums, nullptr));
+  void* scan[] = {&ts, &tiles, &st};
+  DBS_CU(cuLaunchKernel(scan_tiles_, 1, 1, 1, kBlock, 1, 1, 0, h, scan, nullptr));
+  void* ptr[] = {&row_len, &rows, &ts, &out_ptr};
+  DBS_CU(cuLaunchKernel(row_ptr_, static_cast<unsigned>(tiles), 1, 1, kBlock, 1, 1, 0, h, ptr, nullptr));
+}
+
+void SpgemmGpuAnalysis::ip_offsets(uint64_t overflow, uint64_t ip_ptr, CUstream h) {
+  if (products() > std::numeric_limits<int32_t>::max())
+    throw std::logic_error(fmt::format("spgemm: a one-pass first run over {} products (int32 offsets)", products()));
+  scan_rows(ip_row_.ptr(), overflow, ip_ptr, h);
+}
+
+void SpgemmGpuAnalysis::compact(uint64_t ip_ptr, uint64_t c_ptr, uint64_t from_col, uint64_t from_val, uint64_t c_col,
+                                uint64_t c_val, int val_bytes, CUstream h) {
+  if (stats_.nnz == 0) return;
+  int rows = rows_;
+  void* params[] = {&rows, &ip_ptr, &c_ptr, &from_col, &from_val, &c_col, &c_val, &val_bytes};
+  constexpr int64_t kRowsPerBlock = kBlock / 8;  // 8 lanes a row (spgemm_compact_rows)
+  DBS_CU(cuLaunchKernel(compact_, static_cast<unsigned>((rows_ + kRowsPerBlock - 1) / kRowsPerBlock), 1, 1, kBlock, 1,
+                        1, 0, h, params, nullptr));
 }
 
 SpgemmGrouping SpgemmGpuAnalysis::grouping() const {
@@ -189,7 +216,7 @@ SpgemmGrouping SpgemmGpuAnalysis::grouping() const {
 
 int64_t SpgemmGpuAnalysis::device_bytes() const {
   return static_cast<int64_t>(stats_dev_.size() * sizeof(SpgemmStats) + code_.size() +
-                              (lists_.size() + global_list_.size()) * sizeof(int32_t) +
+                              (lists_.size() + global_list_.size() + ip_row_.size()) * sizeof(int32_t) +
                               tables_.size() * sizeof(abi::SpgemmTable) + tile_sum_.size() * sizeof(int64_t));
 }
 

@@ -58,6 +58,12 @@ class SpgemmGpuAnalysis {
   // (check_nnz_fits's, naming the row) when nnz(C) passes 2^31-1. Without products it only zeroes
   // c_ptr, and does not wait.
   int64_t size_c(uint64_t row_len, uint64_t overflow, uint64_t c_ptr, CUstream h);
+  // A one-pass first run (no symbolic phase), on stream h: each row's offset by IP into ip_ptr
+  // (rows + 1; overflow zeroed, as size_c reads it), not waited for; products() <= 2^31-1.
+  void ip_offsets(uint64_t overflow, uint64_t ip_ptr, CUstream h);
+  // Then, after size_c: the rows moved from their IP offsets in the scratch arrays into C.
+  void compact(uint64_t ip_ptr, uint64_t c_ptr, uint64_t from_col, uint64_t from_val, uint64_t c_col, uint64_t c_val,
+               int val_bytes, CUstream h);
 
   // Each group's rows downloaded and sorted (for SpgemmPlan::grouping()).
   SpgemmGrouping grouping() const;
@@ -71,10 +77,13 @@ class SpgemmGpuAnalysis {
   bool placed_ = false;
   SpgemmOperands ops_;
   abi::SpgemmGroupRule rule_{};
-  CUfunction analyse_ = nullptr, scatter_ = nullptr, tile_sums_ = nullptr, scan_tiles_ = nullptr, row_ptr_ = nullptr;
+  CUfunction analyse_ = nullptr, scatter_ = nullptr, tile_sums_ = nullptr, scan_tiles_ = nullptr, row_ptr_ = nullptr,
+             compact_ = nullptr;
+  void scan_rows(uint64_t row_len, uint64_t overflow, uint64_t out_ptr, CUstream h);
   abi::SpgemmStats stats_{};
   DeviceBuffer<abi::SpgemmStats> stats_dev_;
   DeviceBuffer<int8_t> code_;             // per row of A
+  DeviceBuffer<int32_t> ip_row_;          // per row of A: its IP (capped at 2^31-1)
   DeviceBuffer<int32_t> lists_;           // groups 0, 1, 2 one after the other
   DeviceBuffer<int32_t> global_list_;     // group 3, then the rows that may overflow
   DeviceBuffer<abi::SpgemmTable> tables_; // per position of the global list

@@ -36,6 +36,7 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 
 struct GroupKernels {
   CUfunction symbolic = nullptr, numeric = nullptr;
+  CUfunction numeric_first = nullptr;  // groups 0-2: the one-pass first run's (spgemm_numeric_shared_first)
   // Group 3 only: hashed rows are written to C by column segments of sort_cap columns (segs of
   // them), each sorted in sort_smem = sort_cap * (4 + value bytes) of dynamic shared memory.
   CUfunction init_symbolic = nullptr, init_numeric = nullptr, sort = nullptr, count = nullptr, scan = nullptr,
@@ -51,6 +52,13 @@ struct GroupKernels {
 
 template <class T>
 struct SpgemmPlan<T>::Impl {
+  // The buffers below come from the context's pool and go back to it without a wait: the work
+  // that uses them is waited for first (cuMemFree used to wait by itself).
+  ~Impl() {
+    if (pooled) cuda::driver().cuCtxSynchronize();  // a destructor does not throw; errors stay sticky
+  }
+  bool pooled = false;
+  PoolSlot pool;  // the context's, on the stream of the current step (plan, then each first run)
   SpgemmConfig config;
   // config with the shared groups' tables fitted to their rows (fit_tables): what the kernels use.
   SpgemmConfig fitted;
@@ -93,10 +101,18 @@ struct SpgemmPlan<T>::Impl {
   int64_t overflowed = 0;
   DeviceBuffer<int32_t> c_ptr, c_col;
   DeviceBuffer<T> c_val;
+  // The one-pass first run (SpgemmOptions::one_pass): rows at their offsets by IP in scratch, then
+  // copied into C; the scratch goes back to the pool in the run's stream order.
+  bool one_pass = false;
+  int64_t scratch_bytes = 0;  // what the scratch held, beside C, during the first run
+  DeviceBuffer<int32_t> ip_ptr, scratch_col;
+  DeviceBuffer<T> scratch_val;
 
   uint64_t ptr_of(const void* p) const { return reinterpret_cast<uint64_t>(p); }
   void launch_symbolic(CUstream h);
-  void launch_numeric(CUstream h);
+  // The numeric phase into C, or (first) the one-pass first run's into the scratch by IP offsets.
+  void launch_numeric(CUstream h, bool first = false);
+  void first_run_one_pass(CUstream h);
   void size_c(CUstream h);
   void add_chunk(int first, int end);
   void layout_chunks(CUstream h);
@@ -138,8 +154,8 @@ void SpgemmPlan<T>::Impl::layout_chunks(CUstream h) {
     add_chunk(layout.first[c], c + 1 < layout.first.size() ? layout.first[c + 1] : rows_in_list);
   const int64_t widest = layout.widest;
   analysis.upload_tables(t);
-  table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(widest, 1)));
-  table_vals = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(widest, 1)));
+  table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(widest, 1)), PoolSlot{pool.pool, h});
+  table_vals = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(widest, 1)), PoolSlot{pool.pool, h});
 }
 
 template <class T>
@@ -193,17 +209,23 @@ void SpgemmPlan<T>::Impl::size_c(CUstream h) {
   if (overflowed > analysis.stats().may_overflow)
     throw std::logic_error(fmt::format("spgemm plan: {} row(s) overflowed their shared table, {} have a global one",
                                        overflowed, analysis.stats().may_overflow));
-  c_col = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(nnz, 1)));
-  c_val = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(nnz, 1)));
+  // On h: the numeric phase follows there (and its branches fork from there).
+  c_col = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(nnz, 1)), PoolSlot{pool.pool, h});
+  c_val = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(nnz, 1)), PoolSlot{pool.pool, h});
   structured = true;
   times.alloc_c_ms = ms_since(sized);
 }
 
 template <class T>
-void SpgemmPlan<T>::Impl::launch_numeric(CUstream h) {
+void SpgemmPlan<T>::Impl::launch_numeric(CUstream h, bool first) {
   uint64_t ap = ptr_of(a.row_ptr), ac = ptr_of(a.col_idx), av = ptr_of(a.values), bp = ptr_of(b.row_ptr),
            bc = ptr_of(b.col_idx), bv = ptr_of(b.values), ovf = overflow.ptr(), cp = c_ptr.ptr(), cc = c_col.ptr(),
-           cv = c_val.ptr();
+           cv = c_val.ptr(), len = row_len.ptr();
+  if (first) {
+    cp = ip_ptr.ptr();
+    cc = scratch_col.ptr();
+    cv = scratch_val.ptr();
+  }
   std::array<int, kSpgemmGroups> lane{};
   // Rows are in one group each and write their own rows of C.
   detail::ForkJoin::Fork fork(*branches, h, lanes(lane, false));
@@ -213,12 +235,14 @@ void SpgemmPlan<T>::Impl::launch_numeric(CUstream h) {
     const GroupKernels& k = kernels[g];
     uint64_t list = analysis.group_list(g);
     int b_cols = cols;
-    void* params[] = {&list, &n, &ap, &ac, &av, &bp, &bc, &bv, &ovf, &cp, &cc, &cv, &b_cols};
-    DBS_CU(cuLaunchKernel(k.numeric, static_cast<unsigned>((n + k.rows_per_block - 1) / k.rows_per_block), 1, 1,
+    void* params[] = {&list, &n, &ap, &ac, &av, &bp, &bc, &bv, &ovf, &cp, &cc, &cv, &b_cols, &len};
+    DBS_CU(cuLaunchKernel(first ? k.numeric_first : k.numeric,
+                          static_cast<unsigned>((n + k.rows_per_block - 1) / k.rows_per_block), 1, 1,
                           static_cast<unsigned>(config.block(g)), 1, 1, static_cast<unsigned>(k.numeric_smem),
                           fork.branch(lane[g]), params, nullptr));
   }
   if (analysis.global_rows() > 0) {
+    if (first) throw std::logic_error("spgemm plan: a one-pass first run with global rows");
     const CUstream gs = fork.branch(lane[kSpgemmGlobalGroup]);
     const GroupKernels& k = kernels[kSpgemmGlobalGroup];
     uint64_t keys = table_keys.ptr(), vals = table_vals.ptr();
@@ -255,6 +279,35 @@ void SpgemmPlan<T>::Impl::launch_numeric(CUstream h) {
     }
   }
   fork.join();
+}
+
+// No symbolic phase: the numeric phase writes each row at its offset by IP into the scratch and
+// its length into row_len; C is sized from those (the one wait), then filled by a copy.
+template <class T>
+void SpgemmPlan<T>::Impl::first_run_one_pass(CUstream h) {
+  const auto t0 = std::chrono::steady_clock::now();
+  analysis.place_rows(h);
+  const PoolSlot on_h{pool.pool, h};
+  const auto ip = static_cast<size_t>(analysis.products());
+  ip_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(rows) + 1, on_h);
+  scratch_col = DeviceBuffer<int32_t>(ip, on_h);
+  scratch_val = DeviceBuffer<T>(ip, on_h);
+  DBS_CU(cuMemsetD32Async(overflow.ptr(), 0, overflow.size(), h));  // none can overflow; the kernels read it
+  DBS_CU(cuMemsetD32Async(row_len.ptr(), 0, row_len.size(), h));    // idle rows' lengths
+  analysis.ip_offsets(overflow.ptr(), ip_ptr.ptr(), h);
+  launch_numeric(h, true);
+  size_c(h);  // waits for the stream
+  times.symbolic_wait_ms = ms_since(t0) - times.alloc_c_ms;
+  const auto t1 = std::chrono::steady_clock::now();
+  scratch_bytes = static_cast<int64_t>(ip_ptr.size() * sizeof(int32_t) + scratch_col.size() * sizeof(int32_t) +
+                                       scratch_val.size() * sizeof(T));
+  analysis.compact(ip_ptr.ptr(), c_ptr.ptr(), scratch_col.ptr(), scratch_val.ptr(), c_col.ptr(), c_val.ptr(),
+                   static_cast<int>(sizeof(T)), h);
+  ip_ptr.release(h);
+  scratch_col.release(h);
+  scratch_val.release(h);
+  times.numeric_launch_ms = ms_since(t1);
+  times.one_pass = true;
 }
 
 namespace {
@@ -348,6 +401,9 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   ops.a_nnz = a.nnz;
   ops.b_nnz = b.nnz;
   const auto analysis_start = std::chrono::steady_clock::now();
+  p->pool = pool_on(h);
+  p->pooled = p->pool.pool != nullptr;
+  const PoolSlot& pool = p->pool;
   p->analysis = detail::SpgemmGpuAnalysis(*this, ops, c, h);  // waits for h once
   p->times.analysis_wait_ms = ms_since(analysis_start);
   const detail::SpgemmGpuAnalysis& an = p->analysis;
@@ -355,14 +411,15 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   p->table_budget = opt.global_table_bytes > 0 ? opt.global_table_bytes : info_.memory_bytes / 16;
   // Past the budget the tables are allocated, and their chunks made, by layout_chunks in the first run.
   if (an.global_slots() * static_cast<int64_t>(4 + sizeof(T)) <= p->table_budget) {
-    p->table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)));
-    p->table_vals = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)));
+    p->table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)), pool);
+    p->table_vals = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)), pool);
     if (an.global_rows() > 0) p->add_chunk(0, an.global_rows());
   }
-  p->seg_count = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(int64_t{an.global_rows()} * c.split3, 1)));
-  p->row_len = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(a.rows, 1)));
-  p->overflow = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(a.rows, 1)));
-  p->c_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(a.rows) + 1);
+  p->seg_count =
+      DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(int64_t{an.global_rows()} * c.split3, 1)), pool);
+  p->row_len = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(a.rows, 1)), pool);
+  p->overflow = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(a.rows, 1)), pool);
+  p->c_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(a.rows) + 1, pool);
   p->branches = &fork_join();
 
   // The tables a group's kernels use: fitted to its longest row (a table at most half full, with
@@ -395,6 +452,7 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
                              info_.arch());
     k.symbolic = sym.fns.at(0);
     k.numeric = num.fns.at(0);
+    if (!global) k.numeric_first = num.fns.at(1);
     if (global) {
       k.init_symbolic = sym.fns.at(1);
       k.init_numeric = num.fns.at(1);
@@ -410,7 +468,7 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
       k.sort_smem = int64_t{k.sort_cap} * pair;
       k.segs = static_cast<int>((int64_t{b.cols} + k.sort_cap - 1) / k.sort_cap);
       const int64_t hist = 2 * int64_t{an.global_rows()} * k.segs;
-      p->seg_hist = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(hist, 1)));
+      p->seg_hist = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(hist, 1)), pool);
       DBS_CU(cuFuncSetAttribute(k.sort, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(k.sort_smem)));
     }
     k.symbolic_info = sym.info;
@@ -420,7 +478,21 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
                               static_cast<int>(k.symbolic_smem)));
     DBS_CU(cuFuncSetAttribute(k.numeric, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                               static_cast<int>(k.numeric_smem)));
+    if (k.numeric_first)
+      DBS_CU(cuFuncSetAttribute(k.numeric_first, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                static_cast<int>(k.numeric_smem)));
   }
+  // One pass where no row can fill its shared table (a table at least as large as its group's
+  // longest row, or as B is wide) and none has a global one, and the scratch fits the budget.
+  bool fits = an.products() > 0 && an.global_rows() == 0 &&
+              an.products() <= std::numeric_limits<int32_t>::max() &&
+              an.products() * static_cast<int64_t>(4 + sizeof(T)) <= p->table_budget;
+  for (int g = 0; g < kSpgemmGlobalGroup; ++g)
+    if (an.count(g) > 0 && kc.table(g) < std::min<int64_t>(gm[g], b.cols)) fits = false;
+  p->one_pass = opt.one_pass && fits;
+  // The pool's allocations on h done, so that a run on any stream may use them. Nothing else is
+  // queued on h since the analysis's wait: this returns at once.
+  DBS_CU(cuStreamSynchronize(h));
   p->times.plan_ms = ms_since(plan_start);
   return SpgemmPlan<T>(std::move(p));
 }
@@ -438,6 +510,10 @@ template <class T>
 void SpgemmPlan<T>::run(void* stream) {
   Impl& p = *impl_;
   const auto h = static_cast<CUstream>(stream);
+  if (!p.structured && p.one_pass) {
+    p.first_run_one_pass(h);
+    return;
+  }
   if (!p.structured) {
     const auto t0 = std::chrono::steady_clock::now();
     p.analysis.place_rows(h);  // the group lists, on this run's stream
@@ -560,7 +636,13 @@ int64_t SpgemmPlan<T>::device_bytes() const {
   const Impl& p = *impl_;
   return p.a_own.device_bytes() + p.b_own.device_bytes() + p.analysis.device_bytes() + bytes_of(p.table_keys) +
          bytes_of(p.table_vals) + bytes_of(p.seg_count) + bytes_of(p.seg_hist) + bytes_of(p.row_len) +
-         bytes_of(p.overflow) + bytes_of(p.c_ptr) + bytes_of(p.c_col) + bytes_of(p.c_val);
+         bytes_of(p.overflow) + bytes_of(p.c_ptr) + bytes_of(p.c_col) + bytes_of(p.c_val) + bytes_of(p.ip_ptr) +
+         bytes_of(p.scratch_col) + bytes_of(p.scratch_val);
+}
+
+template <class T>
+int64_t SpgemmPlan<T>::peak_device_bytes() const {
+  return device_bytes() + impl_->scratch_bytes;
 }
 
 template <class T>
@@ -603,6 +685,10 @@ std::string SpgemmPlan<T>::explain() const {
   out += "  planning ran the analysis on the GPU and waited once (group counts read back); the first run() fills "
          "the group lists, then waits once more after the symbolic phase (nnz(C) read back, C's row_ptr already on "
          "the GPU, C allocated); later runs launch the numeric phase only, without a host sync\n";
+  out += p.one_pass ? fmt::format("  first run in one pass: no symbolic phase; the numeric phase writes rows at their "
+                                  "IP offsets into {} bytes of scratch, then C is sized and filled by a copy\n",
+                                  p.structured ? p.scratch_bytes : int64_t{-1})
+                    : "  first run in two passes: the symbolic phase sizes C before the numeric phase\n";
   return out;
 }
 

@@ -185,14 +185,14 @@ __device__ void spgemm_bitonic(int* keys, V* vals, unsigned n, unsigned t, unsig
     }
 }
 
-// One row's table (keys and values, `slots` of them, `len` distinct keys) sorted into C's row at
-// `begin` by the row's whole block: the occupied slots are first copied, unsorted, into C's row,
+// One row's table (keys and values, `slots` of them, `len` distinct keys; len < 0: not known yet,
+// counted here) sorted into C's row at `begin` by the row's whole block; returns len: the occupied slots are first copied, unsorted, into C's row,
 // read back to the table's front, and only the next power of two >= len is sorted. Why: sorting
 // every slot (8192 in group 2, 1024 in group 1, most of them empty) made the numeric phase 2-8x
 // cuSPARSE's whole product on the H200 (2026-11-30). counter: zero on entry.
 template <typename V>
-__device__ void spgemm_sort_row(int* table, V* tv, unsigned slots, int len, int begin, int32_t* c_col, V* c_val,
-                                unsigned t, unsigned nt, unsigned* counter) {
+__device__ int spgemm_sort_row(int* table, V* tv, unsigned slots, int len, int begin, int32_t* c_col, V* c_val,
+                               unsigned t, unsigned nt, unsigned* counter) {
   // One atomic a warp (nt is a multiple of 32, so every lane runs the loop equally often): an
   // atomic per key on one shared counter serialised the compaction of 8192-slot tables.
   const unsigned lane = t & 31u;
@@ -210,6 +210,7 @@ __device__ void spgemm_sort_row(int* table, V* tv, unsigned slots, int len, int 
     }
   }
   __syncthreads();  // also orders the global writes above before the reads below (same block)
+  if (len < 0) len = (int)*counter;  // a first pass without a symbolic phase: the count is the length
   unsigned p2 = 1;
   while (p2 < (unsigned)len) p2 <<= 1;
   for (unsigned s = t; s < p2; s += nt) {
@@ -226,6 +227,7 @@ __device__ void spgemm_sort_row(int* table, V* tv, unsigned slots, int len, int 
     c_col[begin + j] = table[j];
     c_val[begin + j] = tv[j];
   }
+  return len;
 }
 
 // Each row's table of a warp sorted into C's row at `begin` (`write`: the row is active) by the
@@ -234,9 +236,10 @@ __device__ void spgemm_sort_row(int* table, V* tv, unsigned slots, int len, int 
 // of two >= the warp's largest count. Every lane of the warp calls it and every loop runs the same
 // number of times on all of them, so the warp stays converged: with per-row trip counts the rows
 // of a warp ran one after another (6.8 active threads a warp, 0.17 ms on a 100K-row road network;
-// a block-wide sort of whole tables before that, 0.5 ms; H200, 2026-12-01).
+// a block-wide sort of whole tables before that, 0.5 ms; H200, 2026-12-01). Returns the row's
+// distinct keys.
 template <typename V, int TPR>
-__device__ void spgemm_sort_row_lanes(const SpgemmLanes<TPR>& L, int* table, V* tv, int slots, bool write,
+__device__ int spgemm_sort_row_lanes(const SpgemmLanes<TPR>& L, int* table, V* tv, int slots, bool write,
                                       int begin, int32_t* __restrict__ c_col, V* __restrict__ c_val) {
   int n = 0;
   for (int s0 = 0; s0 < slots; s0 += TPR) {
@@ -270,6 +273,7 @@ __device__ void spgemm_sort_row_lanes(const SpgemmLanes<TPR>& L, int* table, V* 
       c_col[begin + j] = table[j];
       c_val[begin + j] = tv[j];
     }
+  return n;
 }
 
 // A global row whose table has at least as many slots as B has columns keeps its keys densely,
@@ -373,12 +377,18 @@ __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_shared(const int32_t* _
 // Numeric phase, shared tables: the same rows and tables, A(i,k)·B(k,j) added into the key's slot,
 // then the table sorted by key into C's row at c_ptr. Rows flagged in overflow are left to
 // spgemm_numeric_global. TPR <= 32: each row's lanes work alone (warp barriers only).
-template <typename V, int T, int TPR, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared(
+// FIRST: a fresh product without a symbolic phase, where no row can overflow (tables fitted to
+// twice the group's longest row, no global rows): c_ptr holds each row's offset by IP (an upper
+// bound of its length) into scratch c_col / c_val, and the row's length goes to row_len, from
+// which the plan sizes C and compacts the rows into it (spgemm_compact_rows). It saves the
+// symbolic phase's pass over every product (0.1-0.9 ms of a 0.35-4.5 ms fresh product, H200,
+// 2026-12-01) for a copy of C.
+template <typename V, int T, int TPR, int BLOCK, bool FIRST>
+__device__ __forceinline__ void spgemm_numeric_shared_body(
     const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
     const V* __restrict__ a_val, const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
     const V* __restrict__ b_val, const int32_t* __restrict__ overflow, const int32_t* __restrict__ c_ptr,
-    int32_t* __restrict__ c_col, V* __restrict__ c_val, int b_cols) {
+    int32_t* __restrict__ c_col, V* __restrict__ c_val, int b_cols, int32_t* __restrict__ row_len) {
   constexpr int RPB = BLOCK / TPR, S = TPR < 32 ? T + TPR : T;  // spgemm_table_stride
   const bool dense = TPR == BLOCK && spgemm_dense_row(T, b_cols);  // as in spgemm_symbolic_shared
   static_assert(TPR <= 32 || TPR == BLOCK, "a row's threads: part of one warp, or the whole block");
@@ -406,7 +416,8 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared(
     __syncwarp();
     if (active) spgemm_products_lanes<TPR, V>(L, i, a_ptr, a_col, a_val, b_ptr, b_col, b_val, (int*)0, add);
     __syncwarp();
-    spgemm_sort_row_lanes<V, TPR>(L, table, tv, T, active, active ? c_ptr[i] : 0, c_col, c_val);
+    const int len = spgemm_sort_row_lanes<V, TPR>(L, table, tv, T, active, active ? c_ptr[i] : 0, c_col, c_val);
+    if (FIRST && active && L.t == 0) row_len[i] = len;
   } else {
     if (!active) return;  // uniform over the block (a row per block)
     __shared__ unsigned placed;
@@ -419,9 +430,32 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared(
     spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], 0, 0x7fffffffffffffffll, a_col, a_val, b_ptr, b_col, b_val, (int*)0,
                                     add);
     __syncthreads();
-    if (dense) spgemm_dense_write<V, BLOCK>(table, tv, 0, b_cols, c_ptr[i], c_col, c_val);
-    else spgemm_sort_row<V>(table, tv, T, c_ptr[i + 1] - c_ptr[i], c_ptr[i], c_col, c_val, threadIdx.x, BLOCK, &placed);
+    int len;
+    if (dense) len = spgemm_dense_write<V, BLOCK>(table, tv, 0, b_cols, c_ptr[i], c_col, c_val);
+    else len = spgemm_sort_row<V>(table, tv, T, FIRST ? -1 : c_ptr[i + 1] - c_ptr[i], c_ptr[i], c_col, c_val,
+                                  threadIdx.x, BLOCK, &placed);
+    if (FIRST && threadIdx.x == 0) row_len[i] = len;
   }
+}
+
+template <typename V, int T, int TPR, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared(
+    const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
+    const V* __restrict__ a_val, const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
+    const V* __restrict__ b_val, const int32_t* __restrict__ overflow, const int32_t* __restrict__ c_ptr,
+    int32_t* __restrict__ c_col, V* __restrict__ c_val, int b_cols) {
+  spgemm_numeric_shared_body<V, T, TPR, BLOCK, false>(rows, n, a_ptr, a_col, a_val, b_ptr, b_col, b_val, overflow,
+                                                      c_ptr, c_col, c_val, b_cols, nullptr);
+}
+
+template <typename V, int T, int TPR, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared_first(
+    const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
+    const V* __restrict__ a_val, const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
+    const V* __restrict__ b_val, const int32_t* __restrict__ overflow, const int32_t* __restrict__ c_ptr,
+    int32_t* __restrict__ c_col, V* __restrict__ c_val, int b_cols, int32_t* __restrict__ row_len) {
+  spgemm_numeric_shared_body<V, T, TPR, BLOCK, true>(rows, n, a_ptr, a_col, a_val, b_ptr, b_col, b_val, overflow,
+                                                     c_ptr, c_col, c_val, b_cols, row_len);
 }
 
 // Global tables (group 3 and the rows that overflowed a shared one) run with gridDim.y blocks a

@@ -7,7 +7,9 @@
 //  spgemm_scatter_rows   each row's id into its group's list and, for group 3 and the rows that
 //                        may overflow, into the global list with its table's place (SpgemmTable).
 //  spgemm_tile_sums, spgemm_scan_tiles, spgemm_row_ptr
-//                        C's row_ptr from the symbolic phase's row lengths, nnz(C) in int64.
+//                        C's row_ptr from the symbolic phase's row lengths, nnz(C) in int64
+//                        (and, for a one-pass first run, the rows' offsets by IP).
+//  spgemm_compact_rows   a one-pass first run's rows moved from their IP offsets into C.
 // Counters are warp- or block-aggregated: one atomic per warp (scatter) or per block (counts).
 // Rows land in a list in whatever order the atomics give; a row's values do not depend on where it
 // is in its list (one thread group computes the whole row), so C does not either.
@@ -74,7 +76,8 @@ template <int BLOCK>
 __global__ void __launch_bounds__(BLOCK) spgemm_analyse_rows(
     const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col, int rows, int a_cols, long long a_nnz,
     const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col, long long b_nnz,
-    dbsparse::abi::SpgemmGroupRule rule, int8_t* __restrict__ code, dbsparse::abi::SpgemmStats* stats) {
+    dbsparse::abi::SpgemmGroupRule rule, int8_t* __restrict__ code, int32_t* __restrict__ ip_row,
+    dbsparse::abi::SpgemmStats* stats) {
   using namespace dbsparse::abi;
   constexpr int W = BLOCK / 32;
   // Per warp: products of groups 0-3, the global tables' slots, the max IP.
@@ -90,6 +93,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_analyse_rows(
     if (bad) atomicMin(&stats->first_bad_a, (unsigned)i);
     c = spgemm_row_code(ip, rule);
     code[i] = (int8_t)c;
+    ip_row[i] = ip < 0x7fffffffll ? (int32_t)ip : 0x7fffffff;  // the one-pass first run's offsets (<= 2^31-1 then)
   }
   const long long stride = (long long)gridDim.x * BLOCK;
   for (long long q = i; q < b_nnz; q += stride)
@@ -281,4 +285,30 @@ __global__ void __launch_bounds__(BLOCK) spgemm_row_ptr(const int32_t* __restric
   if (blockIdx.x == 0 && threadIdx.x == 0) c_ptr[0] = 0;
 }
 
+// A one-pass first run's rows (spgemm_numeric_shared_first) moved from their offsets by IP in the
+// scratch arrays to C's (c_ptr from their lengths): 8 lanes a row, most rows being short. Values
+// move as raw words of val_bytes (4 or 8), so one module serves f32 and f64.
+template <int BLOCK>
+__global__ void __launch_bounds__(BLOCK) spgemm_compact_rows(int rows, const int32_t* __restrict__ from_ptr,
+                                                             const int32_t* __restrict__ c_ptr,
+                                                             const int32_t* __restrict__ from_col,
+                                                             const void* __restrict__ from_val,
+                                                             int32_t* __restrict__ c_col, void* __restrict__ c_val,
+                                                             int val_bytes) {
+  constexpr int kLanes = 8;
+  const long long t = (long long)blockIdx.x * BLOCK + threadIdx.x;
+  if (t / kLanes >= rows) return;
+  const int r = (int)(t / kLanes), lane = (int)(t % kLanes);
+  const int src = from_ptr[r], dst = c_ptr[r], len = c_ptr[r + 1] - dst;
+  for (int j = lane; j < len; j += kLanes) c_col[dst + j] = from_col[src + j];
+  if (val_bytes == 8) {
+    const unsigned long long* f = (const unsigned long long*)from_val;
+    unsigned long long* c = (unsigned long long*)c_val;
+    for (int j = lane; j < len; j += kLanes) c[dst + j] = f[src + j];
+  } else {
+    const unsigned* f = (const unsigned*)from_val;
+    unsigned* c = (unsigned*)c_val;
+    for (int j = lane; j < len; j += kLanes) c[dst + j] = f[src + j];
+  }
+}
 }  // namespace dbs

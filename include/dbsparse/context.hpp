@@ -47,11 +47,23 @@ class Stream {
   void* stream_ = nullptr;
 };
 
+// A stream-ordered allocation's source (Context::pool_on): the context's memory pool and the
+// stream the allocation is ordered on. pool == nullptr (a device without memory pools): a plain,
+// synchronous allocation.
+struct PoolSlot {
+  void* pool = nullptr;    // CUmemoryPool
+  void* stream = nullptr;  // CUstream; null: the legacy default stream
+};
+
 // Untyped RAII device allocation; DeviceBuffer<T> adds the element type.
 class DeviceAllocation {
  public:
   DeviceAllocation() = default;
   explicit DeviceAllocation(size_t bytes);
+  // From the pool, usable on from.stream after this point of its order (on other streams once they
+  // are ordered after it, e.g. by a synchronisation). Freed back to the pool without a wait: its
+  // owner must have waited for the work that uses it (a plain allocation's cuMemFree waits itself).
+  DeviceAllocation(size_t bytes, const PoolSlot& from);
   ~DeviceAllocation();
   DeviceAllocation(DeviceAllocation&& o) noexcept;
   DeviceAllocation& operator=(DeviceAllocation&& o) noexcept;
@@ -59,6 +71,9 @@ class DeviceAllocation {
   DeviceAllocation& operator=(const DeviceAllocation&) = delete;
   uint64_t ptr() const { return ptr_; }  // CUdeviceptr
   size_t bytes() const { return bytes_; }
+  // Freed now, in `stream`'s order: pooled memory goes back to the pool once the work queued on
+  // the stream so far is done; plain memory at once (cuMemFree waits for the device).
+  void release(void* stream);
   void upload(const void* src, size_t bytes, size_t offset = 0);
   void download(void* dst, size_t bytes, size_t offset = 0) const;
   void memset8(unsigned char v);
@@ -66,6 +81,7 @@ class DeviceAllocation {
  private:
   uint64_t ptr_ = 0;
   size_t bytes_ = 0;
+  bool pooled_ = false;
 };
 
 template <class T>
@@ -73,6 +89,7 @@ class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(size_t n) : alloc_(n * sizeof(T)), size_(n) {}
+  DeviceBuffer(size_t n, const PoolSlot& from) : alloc_(n * sizeof(T), from), size_(n) {}
   explicit DeviceBuffer(std::span<const T> host) : DeviceBuffer(host.size()) { upload(host); }
   size_t size() const { return size_; }
   uint64_t ptr() const { return alloc_.ptr(); }
@@ -87,6 +104,10 @@ class DeviceBuffer {
     return out;
   }
   void fill_bytes(unsigned char v) { if (size_) alloc_.memset8(v); }
+  void release(void* stream) {  // DeviceAllocation::release; the buffer is empty afterwards
+    alloc_.release(stream);
+    size_ = 0;
+  }
   // Part of the buffer, `bytes` from byte `offset` (synchronous, like download()).
   void download_bytes(void* dst, size_t bytes, size_t offset) const {
     if (offset + bytes > size_ * sizeof(T)) throw UsageError("DeviceBuffer::download_bytes: past the end");
@@ -204,6 +225,13 @@ class Context {
   detail::ModuleRegistry& modules() const { return *modules_; }
   // Side streams for independent launches of one run (runtime/fork_join.hpp), made on first use.
   detail::ForkJoin& fork_join() const;
+  // Stream-ordered allocations from this context's memory pool (made on first use), ordered on
+  // `stream`. The pool keeps freed memory up to an eighth of the device's for the next plan, so a
+  // fresh SpGEMM product (a dozen buffers, C among them) does not pay cuMemAlloc and cuMemFree
+  // each time; a device without memory pools gets plain allocations.
+  PoolSlot pool_on(void* stream) const;
+  // Returns the pool's cached (freed, kept) memory to the device.
+  void release_cached_memory() const;
 
  private:
   BfsPlan build_bfs(PatternGraph g, const BfsOptions& options, const Config& config);
@@ -214,6 +242,8 @@ class Context {
   std::unique_ptr<detail::ModuleRegistry> modules_;
   mutable std::unique_ptr<detail::ForkJoin> fork_join_;
   mutable std::once_flag fork_join_once_;
+  mutable void* pool_ = nullptr;  // CUmemoryPool; null until pool_on, or where pools are unsupported
+  mutable std::once_flag pool_once_;
   int device_ = 0;
   void* ctx_ = nullptr;  // CUcontext
 };

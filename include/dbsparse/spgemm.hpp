@@ -245,6 +245,12 @@ struct SpgemmOptions {
   // product held 58 GB of tables at once, 68.8 GB at its peak against cuSPARSE ALG3's 39.8 (H200,
   // 2026-12-01). A row larger than this alone gets a chunk of its own.
   int64_t global_table_bytes = 0;
+  // The first run without a symbolic phase where it can: where no row can fill its shared table
+  // (every group's table at least its longest row) and none has a global one, and the products'
+  // scratch (IP keys and values) fits global_table_bytes' budget, the numeric phase writes each
+  // row at its offset by IP and C is sized from the lengths it finds, then filled by a copy. false:
+  // always the symbolic phase first (for comparison and tests).
+  bool one_pass = true;
 };
 
 // C = A·B on the GPU by the phases above. ctx.plan_spgemm takes A and B as host CSR (uploaded into
@@ -268,6 +274,8 @@ struct SpgemmOptions {
 // (numeric_launch_ms; the caller's sync waits for it). Zero until measured.
 struct SpgemmFreshTimes {
   double plan_ms = 0, analysis_wait_ms = 0, symbolic_wait_ms = 0, alloc_c_ms = 0, numeric_launch_ms = 0;
+  bool one_pass = false;  // the first run had no symbolic phase (SpgemmOptions::one_pass); then
+                          // symbolic_wait_ms is the numeric phase and its wait, numeric_launch_ms the copy into C
 };
 
 template <class T>
@@ -310,6 +318,9 @@ class SpgemmPlan {
   // device CSR, unless values_changed made them), the analysis's codes, group lists and counters,
   // the global tables, the per-row counters, C's row_ptr and, once sized by the first run, C.
   int64_t device_bytes() const;
+  // The most it held at once: device_bytes() plus the one-pass first run's scratch (released by
+  // that run, in its stream's order), if it had one.
+  int64_t peak_device_bytes() const;
   std::string explain() const;
 
   SpgemmPlan(SpgemmPlan&&) noexcept;

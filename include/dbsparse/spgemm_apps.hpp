@@ -109,6 +109,14 @@ struct ContractResult {
   // 2 · IP of both products: IP(S·G) = nnz(G) and IP((S·G)·Sᵀ) = nnz(S·G), since every column of
   // S (and so every row of Sᵀ) holds exactly one entry.
   int64_t flops = 0;
+  // Host wall time of each step, in order (the plans wait for the work before them on the stream,
+  // so a run's GPU time shows in the next step that waits): the factors built, S·G planned from
+  // host CSR (S's config lookup, uploads, analysis), its first run, Sᵀ uploaded, (S·G)·Sᵀ planned,
+  // its first run, C downloaded.
+  struct Times {
+    double factors_ms = 0, plan_sg_ms = 0, run_sg_ms = 0, upload_st_ms = 0, plan_c_ms = 0, run_c_ms = 0,
+           download_ms = 0;
+  } times;
 };
 // C = S·G·Sᵀ on the GPU, as contract_cpu defines it: S (k x n, values 1) and Sᵀ built on the host
 // from the labels, then S·G by a plan from host CSR and (S·G)·Sᵀ by a plan from device CSR that

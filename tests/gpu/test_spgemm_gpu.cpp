@@ -450,3 +450,85 @@ TEST_CASE("SpgemmGpuFromDeviceCsrMatchesReference") {
                          doctest::Contains("B's row_ptr must start at 0 and end at nnz(B) = 3"), UsageError);
   }
 }
+
+// The plans' buffers come from the context's stream-ordered pool: a plan made on one stream and
+// run on another, plans destroyed with their runs still queued, and many fresh plans in a row
+// (each reusing what the last freed) all give the reference's C; so does a plan after the pool's
+// cached memory went back to the device.
+TEST_CASE("SpgemmGpuPooledPlansMatchReferenceAcrossStreamsAndReuse") {
+  ctx();  // the context current before the first DeviceCsr (the case may run alone: -tc)
+  const CsrMatrix<double> a = generate("powerlaw:n=3000,avg=8,alpha=1.5,max=1500");
+  const CsrMatrix<double> b = transpose(a);
+  const DeviceCsr<double> da(a), db(b);
+  Stream s1(ctx()), s2(ctx());
+  {
+    SpgemmPlan<double> plan = ctx().plan_spgemm(da.view(), db.view(), SpgemmOptions{}, s1.handle());
+    plan.run(s2.handle());
+    check_values(plan.download(), a, b);
+  }
+  CsrMatrix<double> first;
+  for (int rep = 0; rep < 6; ++rep) {
+    CAPTURE(rep);
+    // Destroyed at the end of each pass with its numeric phase possibly still on s2.
+    SpgemmPlan<double> plan = ctx().plan_spgemm(da.view(), db.view(), SpgemmOptions{}, rep % 2 ? s1.handle() : s2.handle());
+    plan.run(s2.handle());
+    const DeviceCsrView<double> c = plan.result();
+    CHECK(c.nnz == plan.nnz());
+    if (rep == 0) {
+      first = plan.download();
+      check_values(first, a, b);
+    } else if (rep == 5) {
+      const CsrMatrix<double> last = plan.download();
+      CHECK(last.row_ptr == first.row_ptr);
+      CHECK(last.col_idx == first.col_idx);
+      check_values(last, a, b);
+    }
+  }
+  ctx().release_cached_memory();
+  check_device_plan(a, b);
+  // A product of a different shape after the trim: fresh memory from the device again.
+  const CsrMatrix<double> g = generate("uniform:n=2000,d=8");
+  check_device_plan(g, transpose(g));
+}
+
+// The first run without a symbolic phase (SpgemmOptions::one_pass, where no row can overflow and
+// none has a global table) and with it give the same C, the reference's; the one-pass plan's peak
+// counts its scratch, and later (numeric-only) runs of both agree.
+TEST_CASE("SpgemmGpuOnePassFirstRunMatchesReferenceAndTheTwoPassRun") {
+  ctx();
+  for (const char* spec : kGenerated) {
+    CAPTURE(spec);
+    const CsrMatrix<double> g = generate(spec);
+    for (const bool one : {true, false}) {
+      CAPTURE(one);
+      const CsrMatrix<float> a = g.cast<float>(), b = transpose(g).cast<float>();
+      const DeviceCsr<float> da(a), db(b);
+      Stream s(ctx());
+      SpgemmOptions o;
+      o.one_pass = one;
+      SpgemmPlan<float> plan = ctx().plan_spgemm(da.view(), db.view(), o, s.handle());
+      plan.run(s.handle());
+      const bool global = plan.global_slots() > 0;
+      CHECK(plan.fresh_times().one_pass == (one && !global));
+      if (plan.fresh_times().one_pass) CHECK(plan.peak_device_bytes() > plan.device_bytes());
+      const CsrMatrix<float> c = plan.download();
+      check_values(c, a, b);
+      CHECK(plan.nnz() == c.nnz());
+      plan.run(s.handle());
+      const CsrMatrix<float> again = plan.download();
+      CHECK(again.col_idx == c.col_idx);
+      check_values(again, a, b);
+    }
+  }
+  // Each group alone, in f64, one pass.
+  for (int g = 0; g < kSpgemmGroups - 1; ++g) {
+    CAPTURE(g);
+    const auto [a, b, cfg] = dbs_test::one_group_case(g);
+    const DeviceCsr<double> da(a), db(b);
+    Stream s(ctx());
+    SpgemmPlan<double> plan = ctx().plan_spgemm(da.view(), db.view(), SpgemmOptions{}, s.handle());
+    plan.run(s.handle());
+    CHECK(plan.fresh_times().one_pass);
+    check_values(plan.download(), a, b);
+  }
+}

@@ -33,6 +33,7 @@ struct SpgemmBenchOptions {
   int32_t contract_k = 0;
   int mcl_iters = 5;
   int app_reps = 3;  // timed runs per side (fewer once product_budget_s has passed), the median reported
+  bool one_pass = true;  // SpgemmOptions::one_pass of dbsparse's square products
 };
 
 // k for a matrix of `rows` rows: `requested`, or max(1, rows / 64) when it is 0. UsageError for a

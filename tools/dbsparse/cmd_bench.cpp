@@ -35,6 +35,7 @@ struct BenchArgs {
   int32_t contract_k = 0;   // spgemm: k of the contraction rows (0: rows / 64)
   int mcl_iters = 5;        // spgemm: MCL expansions (0: no MCL rows)
   bool contract_k_set = false, mcl_iters_set = false;
+  bool two_pass = false;  // spgemm: SpgemmOptions::one_pass off
   bool explain = false;
   std::string config;  // JSON params for the dbsparse rows instead of the tuning DB's
   tools::TimingOptions timing;
@@ -127,6 +128,9 @@ Runner add_bench(CLI::App& sub_ref) {
                   "spgemm only: expansions of the MCL rows (fixed: tolerance 0); 0 leaves MCL out; default 5")
       ->check(CLI::Range(0, 1000))
       ->each([a](const std::string&) { a->mcl_iters_set = true; });
+  sub->add_flag("--two-pass", a->two_pass,
+                "spgemm only: every fresh product runs its symbolic phase before the numeric one (the "
+                "default skips it where no row can overflow: SpgemmOptions::one_pass)");
   sub->add_flag("--explain", a->explain, "spmv only: print each plan's bins and kernels to stderr");
   sub->add_option("--reps", a->timing.samples,
                   "Timed samples; the median is reported (spgemm: also the most fresh products timed)")
@@ -153,6 +157,7 @@ Runner add_bench(CLI::App& sub_ref) {
     given("--n", !a->n_cols.empty());
     given("--contract-k", a->contract_k_set);
     given("--mcl-iters", a->mcl_iters_set);
+    given("--two-pass", a->two_pass);
     if (a->set != "all") {
       if (op.suite_sets.empty())
         throw UsageError(fmt::format("--set does not apply to bench {} (its suite has no parts)", op.name));
@@ -170,6 +175,7 @@ Runner add_bench(CLI::App& sub_ref) {
     req.n_cols = a->n_cols;
     req.contract_k = a->contract_k;
     req.mcl_iters = a->mcl_iters;
+    req.two_pass = a->two_pass;
     if (!a->config.empty()) {
       req.config = parse_config(a->config);
       op.space.validate(*req.config);  // a bad key or value fails here, before any GPU work

@@ -38,6 +38,7 @@ struct BenchRequest {
   double copy_gbs = 0;
   int32_t contract_k = 0;  // spgemm: k of the contraction rows (0: rows / 64)
   int mcl_iters = 5;       // spgemm: expansions of the MCL rows (0: none)
+  bool two_pass = false;   // spgemm: every first run with its symbolic phase (SpgemmOptions::one_pass off)
 };
 
 struct ObjectiveOptions {

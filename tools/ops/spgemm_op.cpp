@@ -100,6 +100,7 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   if (r.config) opt.config = config_from_json<SpgemmConfig>(*r.config);  // a bad key fails before GPU work
   opt.contract_k = r.contract_k;
   opt.mcl_iters = r.mcl_iters;
+  opt.one_pass = !r.two_pass;
   (void)contract_k_for(1, opt.contract_k);  // a bad --contract-k fails before GPU work
   std::vector<nlohmann::json> records, contract_records, mcl_records;
   print_spgemm_header();
@@ -197,7 +198,7 @@ OpDescriptor make() {
     auto obj = std::make_shared<SpgemmObjective>(ctx, m);
     return std::make_unique<tuner::Objective>([obj](const nlohmann::json& c, int n) { return (*obj)(c, n); });
   };
-  d.bench_options = {"--config", "--contract-k", "--mcl-iters"};
+  d.bench_options = {"--config", "--contract-k", "--mcl-iters", "--two-pass"};
   d.bench = bench;
   d.explain = explain;
   // Plans from host CSR look their config up (SpgemmOptions), but A^2 of the default suite's
