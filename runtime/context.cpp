@@ -151,20 +151,19 @@ DeviceAllocation::DeviceAllocation(size_t bytes, const PoolSlot& from) : bytes_(
 }
 
 namespace {
-// Pooled: back to the pool on the legacy stream, without a wait (the owner has waited for its
-// users); plain: cuMemFree, which waits for the device itself.
-void free_allocation(uint64_t p, bool pooled) {
-  if (!p) return;
-  if (pooled) cuda::driver().cuMemFreeAsync(static_cast<CUdeviceptr>(p), CU_STREAM_LEGACY);
-  else cuda::driver().cuMemFree(static_cast<CUdeviceptr>(p));
+// Pooled: back to the pool in `stream`'s order, without a wait (the owner has waited for its users,
+// or they are queued on that stream); plain: cuMemFree, which waits for the device itself.
+CUresult free_allocation(uint64_t p, bool pooled, CUstream stream = CU_STREAM_LEGACY) {
+  if (!p) return CUDA_SUCCESS;
+  if (pooled) return cuda::driver().cuMemFreeAsync(static_cast<CUdeviceptr>(p), stream);
+  return cuda::driver().cuMemFree(static_cast<CUdeviceptr>(p));
 }
 }  // namespace
 
-DeviceAllocation::~DeviceAllocation() { free_allocation(ptr_, pooled_); }
+DeviceAllocation::~DeviceAllocation() { free_allocation(ptr_, pooled_); }  // no throw from a destructor
 
 void DeviceAllocation::release(void* stream) {
-  if (ptr_ && pooled_) DBS_CU(cuMemFreeAsync(static_cast<CUdeviceptr>(ptr_), static_cast<CUstream>(stream)));
-  else free_allocation(ptr_, false);
+  cuda::check(free_allocation(ptr_, pooled_, static_cast<CUstream>(stream)), "DeviceAllocation::release");
   ptr_ = 0;
   bytes_ = 0;
   pooled_ = false;

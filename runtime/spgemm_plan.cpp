@@ -55,10 +55,10 @@ struct SpgemmPlan<T>::Impl {
   // The buffers below come from the context's pool and go back to it without a wait: the work
   // that uses them is waited for first (cuMemFree used to wait by itself).
   ~Impl() {
-    if (pooled) cuda::driver().cuCtxSynchronize();  // a destructor does not throw; errors stay sticky
+    if (pool) cuda::driver().cuCtxSynchronize();  // a destructor does not throw; errors stay sticky
   }
-  bool pooled = false;
-  PoolSlot pool;  // the context's, on the stream of the current step (plan, then each first run)
+  void* pool = nullptr;  // the context's CUmemoryPool (null: plain allocations)
+  PoolSlot on(CUstream h) const { return {pool, h}; }
   SpgemmConfig config;
   // config with the shared groups' tables fitted to their rows (fit_tables): what the kernels use.
   SpgemmConfig fitted;
@@ -154,8 +154,8 @@ void SpgemmPlan<T>::Impl::layout_chunks(CUstream h) {
     add_chunk(layout.first[c], c + 1 < layout.first.size() ? layout.first[c + 1] : rows_in_list);
   const int64_t widest = layout.widest;
   analysis.upload_tables(t);
-  table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(widest, 1)), PoolSlot{pool.pool, h});
-  table_vals = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(widest, 1)), PoolSlot{pool.pool, h});
+  table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(widest, 1)), on(h));
+  table_vals = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(widest, 1)), on(h));
 }
 
 template <class T>
@@ -210,8 +210,8 @@ void SpgemmPlan<T>::Impl::size_c(CUstream h) {
     throw std::logic_error(fmt::format("spgemm plan: {} row(s) overflowed their shared table, {} have a global one",
                                        overflowed, analysis.stats().may_overflow));
   // On h: the numeric phase follows there (and its branches fork from there).
-  c_col = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(nnz, 1)), PoolSlot{pool.pool, h});
-  c_val = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(nnz, 1)), PoolSlot{pool.pool, h});
+  c_col = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(nnz, 1)), on(h));
+  c_val = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(nnz, 1)), on(h));
   structured = true;
   times.alloc_c_ms = ms_since(sized);
 }
@@ -287,11 +287,10 @@ template <class T>
 void SpgemmPlan<T>::Impl::first_run_one_pass(CUstream h) {
   const auto t0 = std::chrono::steady_clock::now();
   analysis.place_rows(h);
-  const PoolSlot on_h{pool.pool, h};
   const auto ip = static_cast<size_t>(analysis.products());
-  ip_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(rows) + 1, on_h);
-  scratch_col = DeviceBuffer<int32_t>(ip, on_h);
-  scratch_val = DeviceBuffer<T>(ip, on_h);
+  ip_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(rows) + 1, on(h));
+  scratch_col = DeviceBuffer<int32_t>(ip, on(h));
+  scratch_val = DeviceBuffer<T>(ip, on(h));
   DBS_CU(cuMemsetD32Async(overflow.ptr(), 0, overflow.size(), h));  // none can overflow; the kernels read it
   DBS_CU(cuMemsetD32Async(row_len.ptr(), 0, row_len.size(), h));    // idle rows' lengths
   analysis.ip_offsets(overflow.ptr(), ip_ptr.ptr(), h);
@@ -401,9 +400,8 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   ops.a_nnz = a.nnz;
   ops.b_nnz = b.nnz;
   const auto analysis_start = std::chrono::steady_clock::now();
-  p->pool = pool_on(h);
-  p->pooled = p->pool.pool != nullptr;
-  const PoolSlot& pool = p->pool;
+  p->pool = pool_on(h).pool;
+  const PoolSlot pool = p->on(h);
   p->analysis = detail::SpgemmGpuAnalysis(*this, ops, c, h);  // waits for h once
   p->times.analysis_wait_ms = ms_since(analysis_start);
   const detail::SpgemmGpuAnalysis& an = p->analysis;
