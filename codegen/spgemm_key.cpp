@@ -188,7 +188,8 @@ KernelSource make_source(const SpgemmAnalysisKey& key) {
   ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spgemm_analysis.cuh\"\n", ks.key);
   ks.options = {"-std=c++17"};
   for (const char* fn : {"spgemm_analyse_rows", "spgemm_scatter_rows", "spgemm_tile_sums", "spgemm_scan_tiles",
-                         "spgemm_row_ptr", "spgemm_compact_rows"})
+                         "spgemm_row_ptr", "spgemm_compact_rows", "contract_count", "contract_scatter",
+                         "contract_merge"})
     ks.name_expressions.push_back(fmt::format("dbs::{}<{}>", fn, key.block));
   return ks;
 }

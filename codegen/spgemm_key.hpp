@@ -50,7 +50,8 @@ struct SpgemmAnalysisKey {
   auto operator<=>(const SpgemmAnalysisKey&) const = default;
 };
 // Entry points, in this order: spgemm_analyse_rows, spgemm_scatter_rows, spgemm_tile_sums,
-// spgemm_scan_tiles, spgemm_row_ptr, spgemm_compact_rows (each <block>).
+// spgemm_scan_tiles, spgemm_row_ptr, spgemm_compact_rows, and graph contraction's factors:
+// contract_count, contract_scatter, contract_merge (each <block>).
 KernelSource make_source(const SpgemmAnalysisKey& key);
 // The plan's block (256) and 128 and 512.
 std::vector<SpgemmAnalysisKey> spgemm_analysis_search_space();

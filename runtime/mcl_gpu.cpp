@@ -128,6 +128,7 @@ class MclRunner {
     it.nnz = nnz;
     dev_ = std::move(nd);  // after the plan's last use of the old P (the change kernel, waited for above)
     p_current_ = false;
+    plan.reset();  // its release is part of the iteration
     it.ms = ms_since(t0);
     return it;
   }
@@ -147,15 +148,25 @@ class MclRunner {
 
 template <class T>
 MclResult mcl_loop(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o, MclExpand<T> expand) {
-  // mcl_start checks the options and the shape
-  MclRunner<T> run(ctx, o, mcl_start(g, o).template cast<T>(), std::move(expand));
   MclResult r;
+  auto mark = Clock::now();
+  const auto lap = [&mark](double& into) {
+    into = ms_since(mark);
+    mark = Clock::now();
+  };
+  // mcl_start checks the options and the shape
+  CsrMatrix<T> p0 = mcl_start(g, o).template cast<T>();
+  lap(r.times.start_ms);
+  MclRunner<T> run(ctx, o, std::move(p0), std::move(expand));
+  lap(r.times.setup_ms);
   while (r.iterations < o.max_iterations && !r.converged) {
     r.trace.push_back(run.step());
     ++r.iterations;
     r.converged = r.trace.back().change <= o.tolerance;
   }
+  lap(r.times.iterations_ms);
   MclResult l = mcl_labels(run.p().template cast<double>());
+  lap(r.times.labels_ms);
   r.labels = std::move(l.labels);
   r.clusters = l.clusters;
   return r;

@@ -1,5 +1,6 @@
-// Squaring and graph contraction on the GPU (include/dbsparse/spgemm_apps.hpp): hash SpGEMM
-// (runtime/spgemm_plan.cpp) on matrices built on the host; contraction's S·G stays on the device.
+// Squaring and graph contraction from host CSR on the GPU (include/dbsparse/spgemm_apps.hpp): hash
+// SpGEMM (runtime/spgemm_plan.cpp); contraction uploads G and the labels and runs on the device
+// (runtime/contract_gpu.cpp).
 // Their CPU references are reference::spgemm and contract_cpu, which share no product code with
 // these.
 #include <chrono>
@@ -8,6 +9,7 @@
 
 #include "dbsparse/error.hpp"
 #include "dbsparse/spgemm_apps.hpp"
+#include "runtime/upload_nonempty.hpp"
 
 namespace dbsparse {
 
@@ -68,31 +70,19 @@ ContractResult<T> contract(Context& ctx, const CsrMatrix<T>& g, std::span<const 
     throw UsageError(fmt::format("contract: {} labels for a graph of {} vertices", labels.size(), g.rows));
   if (k < 0) throw UsageError(fmt::format("contract: k must be >= 0, got {}", k));
   ContractResult<T> r;
-  auto mark = std::chrono::steady_clock::now();
-  const auto lap = [&mark](double& into) {
-    const auto now = std::chrono::steady_clock::now();
-    into = std::chrono::duration<double, std::milli>(now - mark).count();
-    mark = now;
-  };
-  auto [s, st] = contraction_factors<T>(g.rows, labels, k);
-  lap(r.times.factors_ms);
-
+  const auto t0 = std::chrono::steady_clock::now();
   Stream stream(ctx);
-  SpgemmPlan<T> sg = ctx.plan_spgemm(s, g, options);
-  lap(r.times.plan_sg_ms);
-  sg.run(stream.handle());
-  r.nnz_sg = sg.nnz();
-  lap(r.times.run_sg_ms);
-  // (S·G)·Sᵀ planned from S·G where the first run left it: its analysis follows that run on the
-  // same stream, and S·G is never downloaded.
-  const DeviceCsr<T> st_dev(st);
-  lap(r.times.upload_st_ms);
-  SpgemmPlan<T> c = ctx.plan_spgemm(sg.result(), st_dev.view(), options, stream.handle());
-  lap(r.times.plan_c_ms);
-  c.run(stream.handle());
-  lap(r.times.run_c_ms);
-  r.c = c.download();
-  lap(r.times.download_ms);
+  const DeviceCsr<T> dg(g);
+  const DeviceBuffer<int32_t> dl = detail::upload_nonempty(labels);
+  const double upload_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const DeviceContraction<T> d = contract(ctx, dg.view(), reinterpret_cast<const int32_t*>(dl.ptr()), k,
+                                          stream.handle(), options);
+  const auto t1 = std::chrono::steady_clock::now();
+  r.c = d.c.download();
+  r.times = d.times;
+  r.times.upload_ms = upload_ms;
+  r.times.download_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t1).count();
+  r.nnz_sg = d.sg.nnz();
   r.flops = 2 * (g.nnz() + r.nnz_sg);
   return r;
 }

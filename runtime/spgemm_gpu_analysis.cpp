@@ -181,6 +181,27 @@ void SpgemmGpuAnalysis::scan_rows(uint64_t row_len, uint64_t overflow, uint64_t 
   DBS_CU(cuLaunchKernel(row_ptr_, static_cast<unsigned>(tiles), 1, 1, kBlock, 1, 1, 0, h, ptr, nullptr));
 }
 
+void scan_lengths(Context& ctx, uint64_t row_len, int32_t rows, uint64_t out_ptr, CUstream h) {
+  if (rows == 0) {
+    DBS_CU(cuMemsetD32Async(out_ptr, 0, 1, h));
+    return;
+  }
+  const auto k = ctx.modules().get(codegen::make_source(codegen::SpgemmAnalysisKey{kBlock}), ctx.device().arch());
+  const PoolSlot pool = ctx.pool_on(h);
+  int tiles = static_cast<int>(blocks_for(rows, kScanTile));
+  DeviceBuffer<int64_t> tile_sum(static_cast<size_t>(tiles), pool);
+  DeviceBuffer<SpgemmStats> stats(1, pool);  // scan_tiles writes its nnz; nothing reads it
+  uint64_t ts = tile_sum.ptr(), st = stats.ptr(), no_overflow = 0;
+  void* sums[] = {&row_len, &no_overflow, &rows, &ts, &st};
+  DBS_CU(cuLaunchKernel(k.fns.at(2), static_cast<unsigned>(tiles), 1, 1, kBlock, 1, 1, 0, h, sums, nullptr));
+  void* scan[] = {&ts, &tiles, &st};
+  DBS_CU(cuLaunchKernel(k.fns.at(3), 1, 1, 1, kBlock, 1, 1, 0, h, scan, nullptr));
+  void* ptr[] = {&row_len, &rows, &ts, &out_ptr};
+  DBS_CU(cuLaunchKernel(k.fns.at(4), static_cast<unsigned>(tiles), 1, 1, kBlock, 1, 1, 0, h, ptr, nullptr));
+  tile_sum.release(h);
+  stats.release(h);
+}
+
 void SpgemmGpuAnalysis::ip_offsets(uint64_t overflow, uint64_t ip_ptr, CUstream h) {
   if (products() > std::numeric_limits<int32_t>::max())
     throw std::logic_error(fmt::format("spgemm: a one-pass first run over {} products (int32 offsets)", products()));

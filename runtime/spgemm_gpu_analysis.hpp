@@ -25,6 +25,11 @@ struct SpgemmOperands {
   int64_t a_nnz = 0, b_nnz = 0;
 };
 
+// Row pointers (rows + 1) from `rows` lengths on stream h by the analysis module's scan, for its
+// other users (contraction's factors); not waited for. Its scratch comes from ctx's pool on h and
+// goes back in h's order. The lengths must sum to at most 2^31-1.
+void scan_lengths(Context& ctx, uint64_t row_len, int32_t rows, uint64_t out_ptr, CUstream h);
+
 class SpgemmGpuAnalysis {
  public:
   SpgemmGpuAnalysis() = default;

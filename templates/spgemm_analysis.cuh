@@ -10,12 +10,15 @@
 //                        C's row_ptr from the symbolic phase's row lengths, nnz(C) in int64
 //                        (and, for a one-pass first run, the rows' offsets by IP).
 //  spgemm_compact_rows   a one-pass first run's rows moved from their IP offsets into C.
+//  contract_*            graph contraction's factors (templates/contract_factors.cuh), which
+//                        share the scan above.
 // Counters are warp- or block-aggregated: one atomic per warp (scatter) or per block (counts).
 // Rows land in a list in whatever order the atomics give; a row's values do not depend on where it
 // is in its list (one thread group computes the whole row), so C does not either.
 #pragma once
 #include "dbs_common.cuh"
 #include "spgemm_scan.cuh"
+#include "contract_factors.cuh"
 #include "dbsparse/abi/abi_types.h"
 #include "dbsparse/abi/spgemm.h"
 
@@ -227,7 +230,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_tile_sums(const int32_t* __restr
     const long long r = first + (long long)u * BLOCK + threadIdx.x;  // coalesced
     if (r < rows) {
       s += row_len[r];
-      ovf += overflow[r] != 0;
+      if (overflow) ovf += overflow[r] != 0;
     }
   }
   __shared__ int ovf_total;

@@ -67,6 +67,11 @@ struct MclResult {
   int32_t iterations = 0;       // expansions done
   bool converged = false;       // false: stopped at max_iterations
   std::vector<MclIteration> trace;  // per iteration, from the GPU version (mcl); empty from mcl_cpu
+  // Host wall time of the GPU version's steps outside the iterations: mcl_start on the host, the
+  // runner's setup (kernels, P uploaded), the iterations together, P downloaded and labelled.
+  struct Times {
+    double start_ms = 0, setup_ms = 0, iterations_ms = 0, labels_ms = 0;
+  } times;
 };
 
 // Clusters: vertex j is attracted to i when M(i, j) > 0 in the final matrix; a cluster is a
@@ -102,6 +107,15 @@ SpgemmPlan<T> plan_square(Context& ctx, const CsrMatrix<T>& a, bool transpose = 
 template <class T>
 CsrMatrix<T> square(Context& ctx, const CsrMatrix<T>& a, bool transpose = false, const SpgemmOptions& options = {});
 
+// Host wall time of a contraction's steps, in order (the plans wait for the work before them on
+// the stream, so a run's GPU time shows in the next step that waits): G and the labels uploaded
+// (host CSR only), the factors built on the device (one wait, for the labels' check), S·G planned
+// (GPU analysis, a read-back), its first run, (S·G)·Sᵀ planned, its first run and a wait, C
+// downloaded (host CSR only).
+struct ContractTimes {
+  double upload_ms = 0, factors_ms = 0, plan_sg_ms = 0, run_sg_ms = 0, plan_c_ms = 0, run_c_ms = 0, download_ms = 0;
+};
+
 template <class T>
 struct ContractResult {
   CsrMatrix<T> c;      // k x k, as contract_cpu's (the same pattern, explicit zeros included), in T
@@ -109,19 +123,12 @@ struct ContractResult {
   // 2 · IP of both products: IP(S·G) = nnz(G) and IP((S·G)·Sᵀ) = nnz(S·G), since every column of
   // S (and so every row of Sᵀ) holds exactly one entry.
   int64_t flops = 0;
-  // Host wall time of each step, in order (the plans wait for the work before them on the stream,
-  // so a run's GPU time shows in the next step that waits): the factors built, S·G planned from
-  // host CSR (S's config lookup, uploads, analysis), its first run, Sᵀ uploaded, (S·G)·Sᵀ planned,
-  // its first run, C downloaded.
-  struct Times {
-    double factors_ms = 0, plan_sg_ms = 0, run_sg_ms = 0, upload_st_ms = 0, plan_c_ms = 0, run_c_ms = 0,
-           download_ms = 0;
-  } times;
+  ContractTimes times;
 };
-// C = S·G·Sᵀ on the GPU, as contract_cpu defines it: S (k x n, values 1) and Sᵀ built on the host
-// from the labels, then S·G by a plan from host CSR and (S·G)·Sᵀ by a plan from device CSR that
-// reads the first plan's result() in place: S·G never comes back to the host. In T. The same
-// UsageErrors as contract_cpu.
+// C = S·G·Sᵀ on the GPU, as contract_cpu defines it (S k x n with values 1): G and the labels
+// uploaded, then the device overload below (factors built on the device, S·G and (S·G)·Sᵀ by plans
+// from device CSR; S·G never comes back to the host), C downloaded. In T. The same UsageErrors as
+// contract_cpu.
 template <class T>
 ContractResult<T> contract(Context& ctx, const CsrMatrix<T>& g, std::span<const int32_t> labels, int32_t k,
                            const SpgemmOptions& options = {});
@@ -131,6 +138,31 @@ ContractResult<T> contract(Context& ctx, const CsrMatrix<T>& g, std::span<const 
 // contract's, for k < 0 or a label outside [0, k) (naming the vertex).
 template <class T>
 std::pair<CsrMatrix<T>, CsrMatrix<T>> contraction_factors(int32_t n, std::span<const int32_t> labels, int32_t k);
+
+// The same factors built on the device from n labels on the device (stream `stream`, which the
+// result's work is queued on; one wait, for the labels' check): S's rows by a count, a scan, a
+// scatter and a merge sort inside each row (templates/contract_factors.cuh). UsageError as the
+// host overload's, naming the first vertex whose label is outside [0, k). Why: on a road network
+// of 1.4M vertices the host factors took 16 ms and their upload 7.5 ms, against ~0.5 ms for both
+// products (H200, 2026-12-01).
+template <class T>
+std::pair<DeviceCsr<T>, DeviceCsr<T>> contraction_factors(Context& ctx, const int32_t* labels, int32_t n, int32_t k,
+                                                          void* stream);
+
+// C = S·G·Sᵀ with G and the labels on the device, as a graph-coarsening step inside a GPU
+// pipeline would call it: the factors by the overload above, S·G and (S·G)·Sᵀ planned from device
+// CSR and run on `stream`; no array comes back to the host (only the plans' small counts). C is
+// result() (sorted rows; the same pattern and values as contract()'s), valid while this lives.
+template <class T>
+struct DeviceContraction {
+  DeviceCsr<T> s, st;    // the factors, read in place by the plans
+  SpgemmPlan<T> sg, c;   // S·G and C = (S·G)·Sᵀ, both run once
+  ContractTimes times;   // upload_ms and download_ms stay 0
+  DeviceCsrView<T> result() const { return c.result(); }
+};
+template <class T>
+DeviceContraction<T> contract(Context& ctx, const DeviceCsrView<T>& g, const int32_t* labels, int32_t k,
+                              void* stream, const SpgemmOptions& options = {});
 
 // Markov clustering on the GPU, iteration for iteration mcl_cpu's, in T: P = mcl_start(g) on the
 // host, uploaded once, then per iteration P·P by plan_spgemm from device CSR (a new plan each

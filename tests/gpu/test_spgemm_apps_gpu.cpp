@@ -9,6 +9,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include "dbsparse/dbsparse.hpp"
@@ -193,6 +194,88 @@ TEST_CASE("ContractGpuMatchesAHandMadeContractionAndRejectsWhatTheCpuRejects") {
                        doctest::Contains("vertex 2 has label 5, outside [0, 3)"), UsageError);
   CHECK_THROWS_WITH_AS(contract(ctx(), g, std::vector<int32_t>{0, 1}, 3),
                        doctest::Contains("2 labels for a graph of 6 vertices"), UsageError);
+}
+
+TEST_CASE("ContractionFactorsOnTheDeviceMatchTheHostFactors") {
+  // The merge passes (one per doubling of the longest row) on rows of 1 to n vertices, lengths
+  // that are not powers of two, labels left unused, and one label holding nearly every vertex.
+  struct Case {
+    int32_t n, k;
+    const char* kind;
+  };
+  uint64_t seed = 11;
+  for (const Case c : {Case{1, 1, "random"}, Case{5, 1, "random"}, Case{1000, 1, "random"}, Case{1000, 3, "random"},
+                       Case{4097, 64, "random"}, Case{70000, 7, "random"}, Case{3000, 3000, "random"},
+                       Case{3000, 5000, "random"}, Case{50000, 40, "skewed"}, Case{2000, 9, "descending"}}) {
+    CAPTURE(c.n);
+    CAPTURE(c.k);
+    CAPTURE(c.kind);
+    std::vector<int32_t> labels = tools::random_labels(c.n, std::min(c.k, 4096), seed++);
+    if (std::string(c.kind) == "skewed")  // 9 in 10 vertices in label 0, the rest spread
+      for (int32_t j = 0; j < c.n; ++j) labels[j] = j % 10 ? 0 : labels[j] % c.k;
+    if (std::string(c.kind) == "descending")
+      for (int32_t j = 0; j < c.n; ++j) labels[j] = (c.n - 1 - j) * c.k / c.n;
+    const auto [hs, hst] = contraction_factors<double>(c.n, labels, c.k);
+    Stream stream(ctx());
+    const DeviceBuffer<int32_t> dl(labels);
+    const auto [ds, dst] =
+        contraction_factors<double>(ctx(), reinterpret_cast<const int32_t*>(dl.ptr()), c.n, c.k, stream.handle());
+    stream.synchronize();
+    const CsrMatrix<double> s = download(ds.view()), st = download(dst.view());
+    CHECK(s.rows == hs.rows);
+    CHECK(s.cols == hs.cols);
+    CHECK(s.row_ptr == hs.row_ptr);
+    CHECK(s.col_idx == hs.col_idx);
+    CHECK(s.values == hs.values);
+    CHECK(st.rows == hst.rows);
+    CHECK(st.cols == hst.cols);
+    CHECK(st.row_ptr == hst.row_ptr);
+    CHECK(st.col_idx == hst.col_idx);
+    CHECK(st.values == hst.values);
+  }
+  Stream stream(ctx());
+  const DeviceBuffer<int32_t> bad(std::vector<int32_t>{0, 1, 2, -4, 7, 1});
+  const auto* bp = reinterpret_cast<const int32_t*>(bad.ptr());
+  CHECK_THROWS_WITH_AS(contraction_factors<float>(ctx(), bp, 6, 3, stream.handle()),
+                       doctest::Contains("vertex 3 has label -4, outside [0, 3)"), UsageError);
+  CHECK_THROWS_WITH_AS(contraction_factors<float>(ctx(), bp, 6, 0, stream.handle()),
+                       doctest::Contains("vertex 0 has label 0, outside [0, 0)"), UsageError);
+  CHECK_THROWS_AS(contraction_factors<float>(ctx(), nullptr, 6, 3, stream.handle()), UsageError);
+  // No vertices: S is k x 0, Sᵀ 0 x k, and nothing is launched.
+  const auto [es, est] = contraction_factors<float>(ctx(), nullptr, 0, 4, stream.handle());
+  stream.synchronize();
+  CHECK(download(es.view()).row_ptr == std::vector<int32_t>(5, 0));
+  CHECK(download(est.view()).row_ptr == std::vector<int32_t>{0});
+}
+
+TEST_CASE("ContractOnTheDeviceMatchesContractCpuAndLeavesCThere") {
+  uint64_t seed = 101;
+  for (const char* spec : {"roadnet:n=6000,seed=3", "powerlaw:n=3000,avg=8,alpha=1.5,max=1500"}) {
+    CAPTURE(spec);
+    const CsrMatrix<double> g = generate(spec);
+    for (int32_t k : {1, 64, g.rows / 8}) {
+      CAPTURE(k);
+      const std::vector<int32_t> labels = tools::random_labels(g.rows, k, seed++);
+      Stream stream(ctx());
+      const DeviceCsr<double> dg(g);
+      const DeviceBuffer<int32_t> dl(labels);
+      const DeviceContraction<double> d =
+          contract(ctx(), dg.view(), reinterpret_cast<const int32_t*>(dl.ptr()), k, stream.handle());
+      const CsrMatrix<double> c = download(d.result());
+      REQUIRE(c.rows == k);
+      validate(c);
+      const tools::SpgemmCheck chk = tools::check_contraction(c, g, labels, k, tolerance<double>());
+      CHECK_MESSAGE(chk.ok, chk.note);
+      CHECK(d.sg.nnz() >= c.nnz());
+      CHECK(d.times.upload_ms == 0);
+    }
+  }
+  const DeviceCsr<double> rect(random_matrix(3, 4, 2, 5));
+  const DeviceBuffer<int32_t> dl(std::vector<int32_t>{0, 0, 0});
+  Stream stream(ctx());
+  CHECK_THROWS_WITH_AS(
+      contract(ctx(), rect.view(), reinterpret_cast<const int32_t*>(dl.ptr()), 1, stream.handle()),
+      doctest::Contains("the graph must be square, is 3x4"), UsageError);
 }
 
 TEST_CASE("MclGpuFindsTheClustersMclCpuFinds") {

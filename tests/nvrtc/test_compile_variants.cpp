@@ -149,12 +149,12 @@ TEST_CASE("SpgemmAnalysisKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
     CAPTURE(key.to_string());
     CHECK(SpgemmAnalysisKey::parse(key.to_string()) == key);
     const KernelSource ks = make_source(key);
-    REQUIRE(ks.name_expressions.size() == 6);
+    REQUIRE(ks.name_expressions.size() == 9);
     for (const char* arch : {"sm_80", "sm_90"}) {
       CAPTURE(arch);
       CompiledKernel k;
       REQUIRE_NOTHROW(k = compile_to_cubin(ks, arch));
-      REQUIRE(k.lowered_names.size() == 6);
+      REQUIRE(k.lowered_names.size() == 9);
       for (const auto& [expr, lowered] : k.lowered_names) CHECK(lowered.rfind("_Z", 0) == 0);
     }
   }

@@ -310,6 +310,11 @@ double median_ms(int reps, double budget_s, F&& run, int* runs) {
   return median(ms);
 }
 
+nlohmann::json contract_parts(const ContractTimes& t) {
+  return {{"upload", t.upload_ms}, {"factors", t.factors_ms}, {"plan_sg", t.plan_sg_ms}, {"run_sg", t.run_sg_ms},
+          {"plan_c", t.plan_c_ms}, {"run_c", t.run_c_ms},     {"download", t.download_ms}};
+}
+
 template <class T>
 nlohmann::json bench_contract(Context& ctx, const Stream& stream, const CsrMatrix<T>& g, nlohmann::json rec,
                               const std::string& precision, const SpgemmBenchOptions& opt) {
@@ -329,10 +334,7 @@ nlohmann::json bench_contract(Context& ctx, const Stream& stream, const CsrMatri
     rec["nnz_sg"] = ours.nnz_sg;
     rec["nnz_c"] = ours.c.nnz();
     rec["flops"] = ours.flops;
-    const auto& t = ours.times;  // of the last timed contract()
-    rec["dbsparse_parts_ms"] = {{"factors", t.factors_ms}, {"plan_sg", t.plan_sg_ms},   {"run_sg", t.run_sg_ms},
-                                {"upload_st", t.upload_st_ms}, {"plan_c", t.plan_c_ms}, {"run_c", t.run_c_ms},
-                                {"download", t.download_ms}};
+    rec["dbsparse_parts_ms"] = contract_parts(ours.times);  // of the last timed contract()
     if (opt.baselines) {
       CsrMatrix<T> abs_g = g;
       for (auto& v : abs_g.values) v = std::fabs(v);
@@ -348,10 +350,10 @@ nlohmann::json bench_contract(Context& ctx, const Stream& stream, const CsrMatri
     try {
       CusparseHandle handle;
       void* h = stream.handle();
-      (void)cusparse_contract(g, labels, k, h, handle.get());  // warm-up
+      (void)cusparse_contract(ctx, g, labels, k, h, handle.get());  // warm-up
       int runs = 0;
       rec["cusparse_ms"] =
-          median_ms(reps, opt.product_budget_s, [&] { theirs = cusparse_contract(g, labels, k, h, handle.get()); }, &runs);
+          median_ms(reps, opt.product_budget_s, [&] { theirs = cusparse_contract(ctx, g, labels, k, h, handle.get()); }, &runs);
       rec["cusparse_runs"] = runs;
       rec["cusparse_algs"] = theirs.algs;
       if (!theirs.note.empty()) rec["cusparse_note"] = theirs.note;
@@ -363,6 +365,75 @@ nlohmann::json bench_contract(Context& ctx, const Stream& stream, const CsrMatri
   }
   record_product_check(rec, opt.baselines, have_ours, have_theirs, ours.c, std::move(theirs.c), scale, precision);
   return rec;
+}
+
+// Contraction inside a GPU pipeline: G and the labels already on the device (uploads untimed), C
+// left there; each timed run ends with a wait for the stream and frees the previous run's result.
+// C is downloaded once, untimed, for the check.
+template <class T>
+nlohmann::json bench_contract_device(Context& ctx, const Stream& stream, const CsrMatrix<T>& g, nlohmann::json rec,
+                                     const std::string& precision, const SpgemmBenchOptions& opt) {
+  const int32_t k = contract_k_for(g.rows, opt.contract_k);
+  const std::vector<int32_t> labels = contract_labels(g.rows, k);
+  rec["k"] = k;
+  rec["labels"] = "uniform random in [0, k), seed 1";
+  const int reps = std::max(1, opt.app_reps);
+  void* h = stream.handle();
+  const DeviceCsr<T> dg(g);
+  const DeviceBuffer<int32_t> dl_buf = labels.empty() ? DeviceBuffer<int32_t>(1) : DeviceBuffer<int32_t>(labels);
+  const auto* dl = reinterpret_cast<const int32_t*>(dl_buf.ptr());
+  CsrMatrix<T> ours_c, theirs_c, scale;
+  bool have_ours = false, have_theirs = false;
+  try {
+    std::optional<DeviceContraction<T>> ours;
+    ours.emplace(contract(ctx, dg.view(), dl, k, h));  // warm-up: loads the kernels
+    int runs = 0;
+    rec["dbsparse_ms"] = median_ms(reps, opt.product_budget_s, [&] {
+      ours.reset();
+      ours.emplace(contract(ctx, dg.view(), dl, k, h));  // waits for its stream
+    }, &runs);
+    rec["dbsparse_runs"] = runs;
+    rec["nnz_sg"] = ours->sg.nnz();
+    rec["nnz_c"] = ours->c.nnz();
+    rec["dbsparse_parts_ms"] = contract_parts(ours->times);
+    ours_c = ours->c.download();
+    if (opt.baselines) {
+      CsrMatrix<T> abs_g = g;
+      for (auto& v : abs_g.values) v = std::fabs(v);
+      scale = contract(ctx, abs_g, labels, k).c;  // sum |G(i, j)| per entry of C (S's entries are 1)
+    }
+    have_ours = true;
+  } catch (const Error& e) {
+    rec["dbsparse_error"] = e.what();
+  }
+  if (opt.baselines) {
+    try {
+      CusparseHandle handle;
+      std::optional<CusparseDeviceContraction<T>> theirs;
+      theirs.emplace(cusparse_contract(ctx, dg.view(), dl, k, h, handle.get()));  // warm-up
+      int runs = 0;
+      rec["cusparse_ms"] = median_ms(reps, opt.product_budget_s, [&] {
+        theirs.reset();
+        theirs.emplace(cusparse_contract(ctx, dg.view(), dl, k, h, handle.get()));  // prepare() waits
+      }, &runs);
+      rec["cusparse_runs"] = runs;
+      rec["cusparse_algs"] = theirs->algs;
+      if (!theirs->note.empty()) rec["cusparse_note"] = theirs->note;
+      rec["cusparse_nnz_sg"] = theirs->sg->nnz();
+      theirs_c = theirs->c->download();
+      have_theirs = true;
+    } catch (const Error& e) {
+      rec["cusparse_error"] = e.what();
+    }
+  }
+  record_product_check(rec, opt.baselines, have_ours, have_theirs, ours_c, std::move(theirs_c), scale, precision);
+  return rec;
+}
+
+// Of the last timed run.
+nlohmann::json mcl_parts(const MclResult& r) {
+  const auto& t = r.times;
+  return {{"start", t.start_ms}, {"setup", t.setup_ms}, {"iterations", t.iterations_ms}, {"labels", t.labels_ms}};
 }
 
 template <class T>
@@ -398,6 +469,7 @@ nlohmann::json bench_mcl(Context& ctx, const CsrMatrix<T>& g, nlohmann::json rec
     rec["dbsparse_iter_ms"] = median(iter_ms);
     rec["dbsparse_expand_ms"] = expand_ms(ours);
     rec["dbsparse_iterations"] = ours.iterations;
+    rec["dbsparse_parts_ms"] = mcl_parts(ours);
     rec["dbsparse_clusters"] = ours.clusters;
     nlohmann::json nnz = nlohmann::json::array();
     for (const auto& it : ours.trace) nnz.push_back({{"expanded", it.nnz_expanded}, {"pruned", it.nnz}});
@@ -423,6 +495,7 @@ nlohmann::json bench_mcl(Context& ctx, const CsrMatrix<T>& g, nlohmann::json rec
       rec["cusparse_iter_ms"] = median(iter_ms);
       rec["cusparse_expand_ms"] = expand_ms(theirs);
       rec["cusparse_iterations"] = theirs.iterations;
+      rec["cusparse_parts_ms"] = mcl_parts(theirs);
       rec["cusparse_clusters"] = theirs.clusters;
       rec["cusparse_alg3_products"] = stats.alg3_products;
       rec["cusparse_algs"] = stats.alg3_products == 0 ? "cusparse-default" : "cusparse-alg3 on some products";
@@ -458,20 +531,21 @@ void print_app_line(const nlohmann::json& r) {
   auto ms_text = [&](const char* key) { return r.contains(key) ? fmt::format("{:.3f}", num(r, key)) : std::string("-"); };
   const std::string app = r.at("app").get<std::string>();
   const std::string what =
-      app == "contract"
-          ? fmt::format("contract k={} nnz(C) {}", r.at("k").get<int32_t>(), r.value("nnz_c", int64_t{-1}))
+      app != "mcl"
+          ? fmt::format("{} k={} nnz(C) {}", app, r.at("k").get<int32_t>(), r.value("nnz_c", int64_t{-1}))
           : fmt::format("mcl {} it, per it dbs {} ms, cusp {} ms", r.value("dbsparse_iterations", 0),
                         ms_text("dbsparse_iter_ms"), ms_text("cusparse_iter_ms"));
   fmt::print("  {}: dbsparse {} ms, cuSPARSE {} ms{}, x {}  {}{}\n", what, ms_text("dbsparse_ms"), ms_text("cusparse_ms"),
              r.contains("cusparse_algs") ? " (" + r.at("cusparse_algs").get<std::string>() + ")" : "",
              r.contains("speedup") ? fmt::format("{:.2f}", num(r, "speedup")) : "-", r.value("check", std::string("-")),
              r.contains("check_note") ? "; " + r.at("check_note").get<std::string>() : "");
-  if (r.contains("dbsparse_parts_ms")) {
+  for (const char* side : {"dbsparse", "cusparse"}) {
+    const std::string key = std::string(side) + "_parts_ms";
+    if (!r.contains(key)) continue;
     std::string parts;
-    const auto& m = r.at("dbsparse_parts_ms");
-    for (const char* name : {"factors", "plan_sg", "run_sg", "upload_st", "plan_c", "run_c", "download"})
-      parts += fmt::format("{}{} {:.3f}", parts.empty() ? "" : ", ", name, m.value(name, 0.0));
-    fmt::print("    dbsparse parts ms (last run): {}\n", parts);
+    for (const auto& [name, ms] : r.at(key).items())
+      parts += fmt::format("{}{} {:.3f}", parts.empty() ? "" : ", ", name, ms.get<double>());
+    fmt::print("    {} parts ms (last run): {}\n", side, parts);
   }
   for (const char* key : {"dbsparse_error", "cusparse_error"})
     if (r.contains(key)) fmt::print("    {} {}: {}\n", app, key, r.at(key).get<std::string>());
@@ -498,6 +572,9 @@ nlohmann::json bench_apps(Context& ctx, const Stream& stream, const NamedMatrix&
   nlohmann::json c = base;
   c["app"] = "contract";
   out["contract"] = finish(bench_contract<T>(ctx, stream, g, std::move(c), precision, opt));
+  nlohmann::json cd = base;
+  cd["app"] = "contract_device";
+  out["contract_device"] = finish(bench_contract_device<T>(ctx, stream, g, std::move(cd), precision, opt));
   if (opt.mcl_iters > 0) {
     nlohmann::json r = base;
     r["app"] = "mcl";
@@ -541,7 +618,9 @@ nlohmann::json bench_spgemm_apps_matrix(Context& ctx, const Stream& stream, cons
 std::string spgemm_apps_text() {
   return "Applications (indented lines under each square matrix; wall clock of the whole pipeline, median of up to "
          "3 runs after a warm-up; cuSPARSE: the same pipeline with its SpGEMM for every product):\n"
-         "  contract  C = S G S^T, random labels, k = --contract-k (default rows/64); C checked against C\n"
+         "  contract  C = S G S^T, random labels, k = --contract-k (default rows/64); C checked against C;\n"
+         "            G and labels uploaded, S and S^T built on the device, C downloaded, all timed\n"
+         "  contract_device  the same with G and the labels already on the device and C left there\n"
          "  mcl       --mcl-iters expansions (default 5, tolerance 0); per-iteration times; labels checked equal\n";
 }
 

@@ -1,6 +1,7 @@
 #include "tools/common/cusparse_pipelines.hpp"
 
 #include <memory>
+#include <tuple>
 
 #include <cuda_runtime_api.h>
 #include <cusparse.h>
@@ -38,21 +39,36 @@ std::unique_ptr<CusparseSpgemm<T>> product(const DeviceCsrView<T>& a, const Devi
 }  // namespace
 
 template <class T>
-CusparseContractResult<T> cusparse_contract(const CsrMatrix<T>& g, std::span<const int32_t> labels, int32_t k,
-                                            void* stream, void* handle) {
-  // contract()'s checks and messages, then its factors.
+CusparseDeviceContraction<T> cusparse_contract(Context& ctx, const DeviceCsrView<T>& g, const int32_t* labels,
+                                               int32_t k, void* stream, void* handle) {
+  // contract()'s checks and messages, then its factors (the same device code).
   if (g.rows != g.cols) throw UsageError(fmt::format("contract: the graph must be square, is {}x{}", g.rows, g.cols));
-  auto [s, st] = contraction_factors<T>(g.rows, labels, k);
-  // Uploaded as contract()'s plans from host CSR upload S and G, and it uploads Sᵀ.
-  const DeviceCsr<T> ds(s), dg(g), dst(st);
-  CusparseContractResult<T> r;
-  const auto sg = product(ds.view(), dg.view(), stream, handle, "S*G");
-  r.nnz_sg = sg->nnz();
-  const auto c = product(sg->result(), dst.view(), stream, handle, "(S*G)*S^T");
-  r.algs = fmt::format("{}+{}", to_string(sg->alg()), to_string(c->alg()));
-  for (const auto* p : {sg.get(), c.get()})
+  CusparseDeviceContraction<T> r;
+  std::tie(r.s, r.st) = contraction_factors<T>(ctx, labels, g.rows, k, stream);
+  r.sg = product(r.s.view(), g, stream, handle, "S*G");
+  r.c = product(r.sg->result(), r.st.view(), stream, handle, "(S*G)*S^T");
+  r.algs = fmt::format("{}+{}", to_string(r.sg->alg()), to_string(r.c->alg()));
+  for (const auto* p : {r.sg.get(), r.c.get()})
     if (!p->why().empty()) r.note += (r.note.empty() ? "" : "; ") + p->why();
-  r.c = c->download();
+  return r;
+}
+
+template <class T>
+CusparseContractResult<T> cusparse_contract(Context& ctx, const CsrMatrix<T>& g, std::span<const int32_t> labels,
+                                            int32_t k, void* stream, void* handle) {
+  // contract()'s checks and messages; then, as it does, G and the labels uploaded.
+  if (g.rows != g.cols) throw UsageError(fmt::format("contract: the graph must be square, is {}x{}", g.rows, g.cols));
+  if (labels.size() != static_cast<size_t>(g.rows))
+    throw UsageError(fmt::format("contract: {} labels for a graph of {} vertices", labels.size(), g.rows));
+  const DeviceCsr<T> dg(g);
+  const DeviceBuffer<int32_t> dl = labels.empty() ? DeviceBuffer<int32_t>(1) : DeviceBuffer<int32_t>(labels);
+  const CusparseDeviceContraction<T> d =
+      cusparse_contract(ctx, dg.view(), reinterpret_cast<const int32_t*>(dl.ptr()), k, stream, handle);
+  CusparseContractResult<T> r;
+  r.nnz_sg = d.sg->nnz();
+  r.algs = d.algs;
+  r.note = d.note;
+  r.c = d.c->download();
   return r;
 }
 
@@ -93,10 +109,14 @@ MclResult cusparse_mcl(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o,
   return mcl(ctx, g, o, expand);
 }
 
-template CusparseContractResult<float> cusparse_contract(const CsrMatrix<float>&, std::span<const int32_t>, int32_t,
-                                                         void*, void*);
-template CusparseContractResult<double> cusparse_contract(const CsrMatrix<double>&, std::span<const int32_t>,
-                                                          int32_t, void*, void*);
+#define DBS_CUSPARSE_CONTRACT(T)                                                                                   \
+  template CusparseDeviceContraction<T> cusparse_contract(Context&, const DeviceCsrView<T>&, const int32_t*, int32_t, \
+                                                          void*, void*);                                             \
+  template CusparseContractResult<T> cusparse_contract(Context&, const CsrMatrix<T>&, std::span<const int32_t>,      \
+                                                       int32_t, void*, void*);
+DBS_CUSPARSE_CONTRACT(float)
+DBS_CUSPARSE_CONTRACT(double)
+#undef DBS_CUSPARSE_CONTRACT
 template MclResult cusparse_mcl(Context&, const CsrMatrix<float>&, const MclOptions&, void*, bool, CusparseMclStats*);
 template MclResult cusparse_mcl(Context&, const CsrMatrix<double>&, const MclOptions&, void*, bool,
                                 CusparseMclStats*);

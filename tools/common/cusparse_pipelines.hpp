@@ -1,21 +1,24 @@
 #pragma once
 // cuSPARSE-based versions of the SpGEMM applications (include/dbsparse/spgemm_apps.hpp), built the
 // same way as dbsparse's so that `bench spgemm` compares the products and nothing else:
-//  - contraction: S and Sᵀ by contraction_factors (contract()'s own code), S, G and Sᵀ uploaded,
-//    S·G and then (S·G)·Sᵀ by CusparseSpgemm (DEFAULT, ALG3 where DEFAULT runs out of memory), the
-//    second reading S·G in place on the device, C downloaded;
+//  - contraction: G and the labels on the device (uploaded by the host-CSR version), S and Sᵀ by
+//    contraction_factors' device overload (contract()'s own code), S·G and then (S·G)·Sᵀ by
+//    CusparseSpgemm (DEFAULT, ALG3 where DEFAULT runs out of memory), the second reading S·G in
+//    place on the device, C left there (or downloaded by the host-CSR version);
 //  - MCL: the library's mcl() loop (mcl_start on the host, inflation, pruning, normalisation and
 //    the change measure by templates/mcl.cuh on the device) with the expansion P·P by
 //    CusparseSpgemm instead of hash SpGEMM (mcl's MclExpand overload).
 // Each product is a fresh CusparseSpgemm (descriptors, size queries, buffers and C allocated, the
 // computation), as each of dbsparse's is a fresh plan; one cuSPARSE handle serves the pipeline.
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 
 #include "dbsparse/context.hpp"
 #include "dbsparse/matrix.hpp"
 #include "dbsparse/spgemm_apps.hpp"
+#include "tools/common/cusparse_spgemm.hpp"
 
 namespace dbsparse::tools {
 
@@ -44,8 +47,21 @@ struct CusparseContractResult {
 // C = S·G·Sᵀ as contract() defines it, by cuSPARSE on `stream` with `handle` (CusparseHandle::get).
 // The same UsageErrors as contract(); Error when a product fails (the messages of both algorithms).
 template <class T>
-CusparseContractResult<T> cusparse_contract(const CsrMatrix<T>& g, std::span<const int32_t> labels, int32_t k,
-                                            void* stream, void* handle);
+CusparseContractResult<T> cusparse_contract(Context& ctx, const CsrMatrix<T>& g, std::span<const int32_t> labels,
+                                            int32_t k, void* stream, void* handle);
+
+// The device version, as contract()'s device overload: G and the labels on the device, C there too
+// (result(), valid while this lives). Destroying it waits for `stream` (CusparseSpgemm's).
+template <class T>
+struct CusparseDeviceContraction {
+  DeviceCsr<T> s, st;
+  std::unique_ptr<CusparseSpgemm<T>> sg, c;  // S·G and C
+  std::string algs, note;                    // as CusparseContractResult's
+  DeviceCsrView<T> result() const { return c->result(); }
+};
+template <class T>
+CusparseDeviceContraction<T> cusparse_contract(Context& ctx, const DeviceCsrView<T>& g, const int32_t* labels,
+                                               int32_t k, void* stream, void* handle);
 
 struct CusparseMclStats {
   int alg3_products = 0;  // expansions that ran with ALG3 (DEFAULT out of memory)

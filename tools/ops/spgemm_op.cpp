@@ -102,7 +102,7 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   opt.mcl_iters = r.mcl_iters;
   opt.one_pass = !r.two_pass;
   (void)contract_k_for(1, opt.contract_k);  // a bad --contract-k fails before GPU work
-  std::vector<nlohmann::json> records, contract_records, mcl_records;
+  std::vector<nlohmann::json> records, contract_records, contract_device_records, mcl_records;
   print_spgemm_header();
   for_each_matrix(r.specs, [&](const NamedMatrix& m, bool generated) {
     for (const auto& p : r.precisions) {
@@ -110,6 +110,7 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
       // The applications under the matrix's A^2 row (square matrices only).
       const nlohmann::json apps = bench_spgemm_apps_matrix(ctx, stream, m, generated, p, opt);
       if (apps.contains("contract")) contract_records.push_back(apps.at("contract"));
+      if (apps.contains("contract_device")) contract_device_records.push_back(apps.at("contract_device"));
       if (apps.contains("mcl")) mcl_records.push_back(apps.at("mcl"));
     }
   });
@@ -119,16 +120,21 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   fmt::print("{}", spgemm_apps_text());
   j["contract"] = contract_records;
   j["summary_contract"] = spgemm_app_summary(contract_records, "contract");
+  j["contract_device"] = contract_device_records;
+  j["summary_contract_device"] = spgemm_app_summary(contract_device_records, "contract_device");
   j["mcl"] = mcl_records;
   j["summary_mcl"] = spgemm_app_summary(mcl_records, "mcl");
   j["apps_timings"] = {
       {"dbsparse_ms",
        "the whole pipeline, wall clock, median over up to 3 runs after an untimed warm-up (stopping after 3 s): "
-       "contract(ctx, G, labels, k) with C downloaded; mcl(ctx, G, options) with the labels on the host"},
+       "contract(ctx, G, labels, k) with G and the labels uploaded and C downloaded; contract_device: "
+       "contract(ctx, G on the device, labels on the device, k, stream) with C left there; mcl(ctx, G, options) "
+       "with the labels on the host"},
       {"cusparse_ms",
        "the same pipeline with every product by a fresh CusparseSpgemm (DEFAULT, ALG3 where DEFAULT runs out of "
        "memory), built the same way (tools/common/cusparse_pipelines.hpp): contraction's S and S^T by "
-       "contraction_factors, uploads and download included alike; MCL's loop and elementwise kernels the library's"},
+       "contraction_factors on the device, uploads and download included alike; MCL's loop and elementwise kernels "
+       "the library's"},
       {"dbsparse_iter_ms / cusparse_iter_ms",
        "MCL: the sum of the iterations' own times (expansion and elementwise steps, P on the device) / iterations, "
        "median over the runs"},
