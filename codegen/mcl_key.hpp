@@ -23,7 +23,9 @@ struct MclKey {
 
 // Entry points, in this order: mcl_prune<T, BLOCK> (inflation, pruning, normalisation of each row,
 // in place), mcl_gather<T, BLOCK> (the kept entries into the next P), mcl_change<T, BLOCK> (the
-// largest |difference| between two P's).
+// largest |difference| between two P's); the ends (templates/mcl_ends.cuh): mcl_start_count,
+// mcl_start_scatter, mcl_rows_merge, mcl_start_scale, mcl_cc_hook (each <T, BLOCK>),
+// mcl_cc_init, mcl_cc_compress, mcl_cc_label (each <BLOCK>).
 KernelSource make_source(const MclKey& key);
 // Both value types with blocks of 128, 256 (the library's) and 512 threads.
 std::vector<MclKey> mcl_search_space();

@@ -1,9 +1,10 @@
-// Markov clustering on the GPU (include/dbsparse/spgemm_apps.hpp): mcl_cpu's iteration with the
-// expansion by hash SpGEMM and the elementwise steps by templates/mcl.cuh. Per iteration: a plan
-// for P·P from P on the device (P's structure changes every iteration, so the plan is new each
-// time), Q = P·P left on the device, mcl_prune on Q in place, the kept counts read back (one host
-// sync) and summed into the new P's row pointers, mcl_gather into the new P, mcl_change against
-// the old P. P's columns and values stay on the device; the host copy is made when asked for.
+// Markov clustering on the GPU (include/dbsparse/spgemm_apps.hpp): mcl_cpu's loop with every step
+// on the device. The start (mcl_start's P) and the labels (mcl_labels' components) by
+// templates/mcl_ends.cuh; per iteration: a plan for P·P from P on the device (P's structure changes
+// every iteration, so the plan is new each time), Q = P·P left on the device, mcl_prune on Q in
+// place, the kept counts scanned into the new P's row pointers on the device (nnz read back: one
+// small wait), mcl_gather into the new P, mcl_change against the old P. Only the labels come back
+// to the host, and P when asked for.
 #include <algorithm>
 #include <chrono>
 #include <cstring>
@@ -17,6 +18,7 @@
 #include "runtime/cuda_driver.hpp"
 #include "runtime/upload_nonempty.hpp"
 #include "runtime/module_registry.hpp"
+#include "runtime/spgemm_gpu_analysis.hpp"
 
 namespace dbsparse {
 namespace {
@@ -36,20 +38,22 @@ DeviceBuffer<U> upload(std::span<const U> host) {
 template <class T>
 class MclRunner {
  public:
-  // expand: P·P by another library (MclExpand); empty: by hash SpGEMM.
-  MclRunner(Context& ctx, const MclOptions& o, CsrMatrix<T> p, MclExpand<T> expand = {})
-      : ctx_(ctx), o_(o), stream_(ctx), p_(std::move(p)), expand_(std::move(expand)) {
+  // From the graph (on the device: the start by mcl_start's rules there). expand: P·P by another
+  // library (MclExpand); empty: by hash SpGEMM.
+  MclRunner(Context& ctx, const MclOptions& o, const CsrMatrix<T>& g, MclExpand<T> expand)
+      : ctx_(ctx), o_(o), stream_(ctx), p_current_(false), expand_(std::move(expand)) {
     o_.check();
-    if (p_.rows != p_.cols)
-      throw UsageError(fmt::format("mcl: P must be square, is {}x{}", p_.rows, p_.cols));
-    const auto k = ctx.modules().get(codegen::make_source(codegen::MclKey{codegen::value_type_of<T>(), kMclBlock}),
-                                     ctx.device().arch());
-    prune_ = k.fns.at(0);
-    gather_ = k.fns.at(1);
-    change_ = k.fns.at(2);
+    if (g.rows != g.cols) throw UsageError(fmt::format("mcl: the graph must be square, is {}x{}", g.rows, g.cols));
+    load(g.rows);
+    start(DeviceCsr<T>(g));
+  }
+  // From a given P (square, rows sorted), as mcl_step's.
+  MclRunner(Context& ctx, const MclOptions& o, CsrMatrix<T> p)
+      : ctx_(ctx), o_(o), stream_(ctx), p_(std::move(p)) {
+    o_.check();
+    if (p_.rows != p_.cols) throw UsageError(fmt::format("mcl: P must be square, is {}x{}", p_.rows, p_.cols));
+    load(p_.rows);
     dev_ = DeviceCsr<T>(p_);
-    kept_len_ = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(p_.rows, 1)));
-    change_bits_ = DeviceBuffer<uint64_t>(1);
   }
 
   // P on the host, downloaded on the first call after a step.
@@ -98,19 +102,20 @@ class MclRunner {
       void* params[] = {&n, &qp, &qc, &qv, &r, &below, &top_k, &kl};
       DBS_CU(cuLaunchKernel(prune_, static_cast<unsigned>(n), 1, 1, kMclBlock, 1, 1, 0, h, params, nullptr));
     }
-    DBS_CU(cuStreamSynchronize(h));
-    const std::vector<int32_t> kept = kept_len_.download();
-    std::vector<int32_t> next_ptr(static_cast<size_t>(n) + 1, 0);
-    // Each row keeps at most its row of Q: the sum stays within nnz(Q), an int32.
-    for (int32_t i = 0; i < n; ++i) next_ptr[i + 1] = next_ptr[i] + kept[i];
-    const int32_t nnz = next_ptr[n];
+    // The new P's row pointers from the kept counts, on the device; nnz(new P) read back. Each row
+    // keeps at most its row of Q: the sum stays within nnz(Q), an int32.
+    const PoolSlot pool = ctx_.pool_on(h);
     DeviceCsr<T> nd;
     nd.rows = n;
     nd.cols = dev_.cols;
+    nd.row_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(n) + 1, pool);
+    detail::scan_lengths(ctx_, kl, n, nd.row_ptr.ptr(), h);
+    int32_t nnz = 0;
+    DBS_CU(cuStreamSynchronize(h));
+    DBS_CU(cuMemcpyDtoH(&nnz, nd.row_ptr.ptr() + static_cast<uint64_t>(n) * sizeof(int32_t), sizeof nnz));
     nd.nnz = nnz;
-    nd.row_ptr = upload(std::span<const int32_t>(next_ptr));
-    nd.col_idx = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(nnz, 1)));
-    nd.values = DeviceBuffer<T>(static_cast<size_t>(std::max(nnz, 1)));
+    nd.col_idx = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(nnz, 1)), pool);
+    nd.values = DeviceBuffer<T>(static_cast<size_t>(std::max(nnz, 1)), pool);
 
     uint64_t np = nd.row_ptr.ptr(), nc = nd.col_idx.ptr(), nv = nd.values.ptr(), op = dev_.row_ptr.ptr(),
              oc = dev_.col_idx.ptr(), ov = dev_.values.ptr(), out = change_bits_.ptr();
@@ -133,7 +138,125 @@ class MclRunner {
     return it;
   }
 
+  // The clusters of the current P on the device (mcl_labels' rule); only the labels come back.
+  MclResult labels() {
+    const auto h = static_cast<CUstream>(stream_.handle());
+    MclResult r;
+    int n = dev_.rows;
+    if (n == 0) return r;
+    const PoolSlot pool = ctx_.pool_on(h);
+    DeviceBuffer<int32_t> parent(static_cast<size_t>(n), pool), is_root(static_cast<size_t>(n), pool),
+        rank(static_cast<size_t>(n) + 1, pool), labels(static_cast<size_t>(n), pool);
+    DeviceBuffer<int32_t> changed(1, pool);
+    uint64_t pp = dev_.row_ptr.ptr(), pc = dev_.col_idx.ptr(), pv = dev_.values.ptr(), par = parent.ptr(),
+             root = is_root.ptr(), rk = rank.ptr(), lab = labels.ptr(), ch = changed.ptr();
+    {
+      void* params[] = {&n, &par};
+      DBS_CU(cuLaunchKernel(fns_[kInit], blocks(n), 1, 1, kMclBlock, 1, 1, 0, h, params, nullptr));
+    }
+    // Hook and compress until a pass hooks nothing: MCL's clusters are stars and small cliques,
+    // so this takes 2-3 passes.
+    for (int changed_host = 1; changed_host;) {
+      DBS_CU(cuMemsetD32Async(ch, 0, 1, h));
+      void* hp[] = {&n, &pp, &pc, &pv, &par, &ch};
+      DBS_CU(cuLaunchKernel(fns_[kHook], warps(n), 1, 1, kMclBlock, 1, 1, 0, h, hp, nullptr));
+      void* cp[] = {&n, &par, &root};
+      DBS_CU(cuLaunchKernel(fns_[kCompress], blocks(n), 1, 1, kMclBlock, 1, 1, 0, h, cp, nullptr));
+      DBS_CU(cuStreamSynchronize(h));
+      DBS_CU(cuMemcpyDtoH(&changed_host, ch, sizeof changed_host));
+    }
+    detail::scan_lengths(ctx_, root, n, rk, h);
+    void* lp[] = {&n, &par, &rk, &lab};
+    DBS_CU(cuLaunchKernel(fns_[kLabel], blocks(n), 1, 1, kMclBlock, 1, 1, 0, h, lp, nullptr));
+    DBS_CU(cuStreamSynchronize(h));
+    r.labels = labels.download();
+    DBS_CU(cuMemcpyDtoH(&r.clusters, rk + static_cast<uint64_t>(n) * sizeof(int32_t), sizeof r.clusters));
+    return r;
+  }
+
  private:
+  // Entry points of the MCL module (codegen/mcl_key.hpp).
+  enum { kPrune, kGather, kChange, kStartCount, kStartScatter, kRowsMerge, kStartScale, kHook, kInit, kCompress,
+         kLabel, kEntryPoints };
+  static unsigned blocks(int64_t n) { return static_cast<unsigned>((n + kMclBlock - 1) / kMclBlock); }
+  static unsigned warps(int64_t n) { return blocks(n * 32); }
+
+  void load(int32_t n) {
+    const auto k = ctx_.modules().get(
+        codegen::make_source(codegen::MclKey{codegen::value_type_of<T>(), kMclBlock}), ctx_.device().arch());
+    for (int f = 0; f < kEntryPoints; ++f) fns_[f] = k.fns.at(static_cast<size_t>(f));
+    prune_ = fns_[kPrune];
+    gather_ = fns_[kGather];
+    change_ = fns_[kChange];
+    kept_len_ = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(n, 1)));
+    change_bits_ = DeviceBuffer<uint64_t>(1);
+  }
+
+  // dev_ = mcl_start(g) on the device.
+  void start(const DeviceCsr<T>& g) {
+    const auto h = static_cast<CUstream>(stream_.handle());
+    const PoolSlot pool = ctx_.pool_on(h);
+    using U = std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>;
+    int n = g.rows, weighted = o_.weighted ? 1 : 0, loops = o_.add_self_loops ? 1 : 0;
+    dev_.rows = dev_.cols = n;
+    dev_.row_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(n) + 1, pool);
+    if (n == 0) {
+      DBS_CU(cuMemsetD32Async(dev_.row_ptr.ptr(), 0, 1, h));
+      dev_.col_idx = DeviceBuffer<int32_t>(1, pool);
+      dev_.values = DeviceBuffer<T>(1, pool);
+      DBS_CU(cuStreamSynchronize(h));
+      return;
+    }
+    DeviceBuffer<int32_t> counts(static_cast<size_t>(n), pool);
+    DeviceBuffer<U> colmax(static_cast<size_t>(n), pool);
+    DeviceBuffer<uint32_t> check(1, pool);
+    uint64_t gp = g.row_ptr.ptr(), gc = g.col_idx.ptr(), gv = g.values.ptr(), cn = counts.ptr(), cm = colmax.ptr(),
+             ck = check.ptr(), pp = dev_.row_ptr.ptr();
+    DBS_CU(cuMemsetD32Async(cn, 0, static_cast<size_t>(n), h));
+    DBS_CU(cuMemsetD8Async(cm, 0, static_cast<size_t>(n) * sizeof(U), h));
+    DBS_CU(cuMemsetD32Async(ck, 0, 1, h));
+    {
+      void* params[] = {&n, &gp, &gc, &gv, &weighted, &loops, &cn, &cm, &ck};
+      DBS_CU(cuLaunchKernel(fns_[kStartCount], warps(n), 1, 1, kMclBlock, 1, 1, 0, h, params, nullptr));
+    }
+    detail::scan_lengths(ctx_, cn, n, pp, h);
+    int32_t nnz = 0;
+    uint32_t longest = 0;
+    DBS_CU(cuStreamSynchronize(h));
+    DBS_CU(cuMemcpyDtoH(&nnz, pp + static_cast<uint64_t>(n) * sizeof(int32_t), sizeof nnz));
+    DBS_CU(cuMemcpyDtoH(&longest, ck, sizeof longest));
+    dev_.nnz = nnz;
+    const size_t nz = static_cast<size_t>(std::max(nnz, 1));
+    dev_.col_idx = DeviceBuffer<int32_t>(nz, pool);
+    dev_.values = DeviceBuffer<T>(nz, pool);
+    DeviceBuffer<int32_t> row_of(nz, pool), other_col(nz, pool);
+    DeviceBuffer<T> other_val(nz, pool);
+    DBS_CU(cuMemsetD32Async(cn, 0, static_cast<size_t>(n), h));  // the counts become the rows' cursors
+    uint64_t pc = dev_.col_idx.ptr(), pv = dev_.values.ptr(), ro = row_of.ptr();
+    {
+      void* params[] = {&n, &gp, &gc, &gv, &weighted, &loops, &pp, &cn, &cm, &pc, &pv, &ro};
+      DBS_CU(cuLaunchKernel(fns_[kStartScatter], warps(n), 1, 1, kMclBlock, 1, 1, 0, h, params, nullptr));
+    }
+    // Each row sorted by column: the scatter placed its entries in atomic order.
+    uint64_t in_c = pc, in_v = pv, out_c = other_col.ptr(), out_v = other_val.ptr();
+    for (int w = 1; static_cast<uint32_t>(w) < longest; w *= 2) {
+      void* params[] = {&nnz, &ro, &pp, &in_c, &in_v, &out_c, &out_v, &w};
+      DBS_CU(cuLaunchKernel(fns_[kRowsMerge], blocks(nnz), 1, 1, kMclBlock, 1, 1, 0, h, params, nullptr));
+      std::swap(in_c, out_c);
+      std::swap(in_v, out_v);
+    }
+    if (in_c != pc) {
+      std::swap(dev_.col_idx, other_col);
+      std::swap(dev_.values, other_val);
+    }
+    {
+      uint64_t vals = dev_.values.ptr();
+      void* params[] = {&n, &pp, &vals};
+      DBS_CU(cuLaunchKernel(fns_[kStartScale], warps(n), 1, 1, kMclBlock, 1, 1, 0, h, params, nullptr));
+    }
+    DBS_CU(cuStreamSynchronize(h));
+  }
+
   Context& ctx_;
   MclOptions o_;
   Stream stream_;
@@ -143,6 +266,7 @@ class MclRunner {
   DeviceBuffer<int32_t> kept_len_;
   DeviceBuffer<uint64_t> change_bits_;
   CUfunction prune_ = nullptr, gather_ = nullptr, change_ = nullptr;
+  CUfunction fns_[kEntryPoints] = {};
   MclExpand<T> expand_;
 };
 
@@ -154,18 +278,15 @@ MclResult mcl_loop(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o, Mcl
     into = ms_since(mark);
     mark = Clock::now();
   };
-  // mcl_start checks the options and the shape
-  CsrMatrix<T> p0 = mcl_start(g, o).template cast<T>();
+  MclRunner<T> run(ctx, o, g, std::move(expand));  // checks the options and the shape; the start
   lap(r.times.start_ms);
-  MclRunner<T> run(ctx, o, std::move(p0), std::move(expand));
-  lap(r.times.setup_ms);
   while (r.iterations < o.max_iterations && !r.converged) {
     r.trace.push_back(run.step());
     ++r.iterations;
     r.converged = r.trace.back().change <= o.tolerance;
   }
   lap(r.times.iterations_ms);
-  MclResult l = mcl_labels(run.p().template cast<double>());
+  MclResult l = run.labels();
   lap(r.times.labels_ms);
   r.labels = std::move(l.labels);
   r.clusters = l.clusters;
@@ -194,6 +315,22 @@ CsrMatrix<T> mcl_step(Context& ctx, const CsrMatrix<T>& p, const MclOptions& o, 
   return run.p();
 }
 
+template <class T>
+CsrMatrix<T> mcl_start(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o) {
+  MclRunner<T> run(ctx, o, g, {});
+  return run.p();
+}
+
+template <class T>
+MclResult mcl_labels(Context& ctx, const CsrMatrix<T>& p) {
+  MclRunner<T> run(ctx, MclOptions{}, p);
+  return run.labels();
+}
+
+template CsrMatrix<float> mcl_start(Context&, const CsrMatrix<float>&, const MclOptions&);
+template CsrMatrix<double> mcl_start(Context&, const CsrMatrix<double>&, const MclOptions&);
+template MclResult mcl_labels(Context&, const CsrMatrix<float>&);
+template MclResult mcl_labels(Context&, const CsrMatrix<double>&);
 template MclResult mcl(Context&, const CsrMatrix<float>&, const MclOptions&);
 template MclResult mcl(Context&, const CsrMatrix<double>&, const MclOptions&);
 template MclResult mcl(Context&, const CsrMatrix<float>&, const MclOptions&, const MclExpand<float>&);

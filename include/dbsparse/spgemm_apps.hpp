@@ -67,10 +67,10 @@ struct MclResult {
   int32_t iterations = 0;       // expansions done
   bool converged = false;       // false: stopped at max_iterations
   std::vector<MclIteration> trace;  // per iteration, from the GPU version (mcl); empty from mcl_cpu
-  // Host wall time of the GPU version's steps outside the iterations: mcl_start on the host, the
-  // runner's setup (kernels, P uploaded), the iterations together, P downloaded and labelled.
+  // Host wall time of the GPU version's parts: the start (G uploaded, kernels looked up, P built
+  // on the device), the iterations together, the labels (found on the device, downloaded).
   struct Times {
-    double start_ms = 0, setup_ms = 0, iterations_ms = 0, labels_ms = 0;
+    double start_ms = 0, iterations_ms = 0, labels_ms = 0;
   } times;
 };
 
@@ -164,11 +164,12 @@ template <class T>
 DeviceContraction<T> contract(Context& ctx, const DeviceCsrView<T>& g, const int32_t* labels, int32_t k,
                               void* stream, const SpgemmOptions& options = {});
 
-// Markov clustering on the GPU, iteration for iteration mcl_cpu's, in T: P = mcl_start(g) on the
-// host, uploaded once, then per iteration P·P by plan_spgemm from device CSR (a new plan each
-// time: pruning changes P's structure) and inflation, pruning, normalisation and the change
-// measure by the kernels of templates/mcl.cuh; P stays on the device between iterations and comes
-// back to the host once, at the end. Labels by mcl_labels on the final P, on the host. The values
+// Markov clustering on the GPU, iteration for iteration mcl_cpu's, in T: G uploaded, P =
+// mcl_start(g) built on the device (templates/mcl_ends.cuh), then per iteration P·P by
+// plan_spgemm from device CSR (a new plan each time: pruning changes P's structure) and inflation,
+// pruning, normalisation and the change measure by the kernels of templates/mcl.cuh; P stays on
+// the device. Labels by mcl_labels' rule (connected components of the final P's positive entries,
+// numbered by their smallest vertex), found on the device; only they come back. The values
 // differ from the CPU's in the last bits (other orders of addition, and in f32 the precision), so
 // a tie or a threshold met exactly on one side may fall otherwise on the other: compare the
 // labels, not the matrices. Options are checked (UsageError).
@@ -185,6 +186,12 @@ template <class T>
 using MclExpand = std::function<DeviceCsrView<T>(const DeviceCsrView<T>& p, void* stream)>;
 template <class T>
 MclResult mcl(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o, const MclExpand<T>& expand);
+// mcl()'s two ends alone: mcl_start's P built on the device (in T; the CPU's in double), and
+// mcl_labels' clusters of a P (square) found on the device.
+template <class T>
+CsrMatrix<T> mcl_start(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o = {});
+template <class T>
+MclResult mcl_labels(Context& ctx, const CsrMatrix<T>& p);
 // One iteration on the GPU from a given P (square, rows sorted), as mcl_step; *change, when given,
 // receives mcl_change(p, result) as the GPU measured it.
 template <class T>

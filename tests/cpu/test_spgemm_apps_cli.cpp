@@ -98,7 +98,10 @@ TEST_CASE("MclKeyRoundTripsAndRejectsMalformedText") {
   const auto ks = codegen::make_source(MclKey{});
   CHECK(ks.name_expressions ==
         std::vector<std::string>{"dbs::mcl_prune<double, 256>", "dbs::mcl_gather<double, 256>",
-                                 "dbs::mcl_change<double, 256>"});
+                                 "dbs::mcl_change<double, 256>", "dbs::mcl_start_count<double, 256>",
+                                 "dbs::mcl_start_scatter<double, 256>", "dbs::mcl_rows_merge<double, 256>",
+                                 "dbs::mcl_start_scale<double, 256>", "dbs::mcl_cc_hook<double, 256>",
+                                 "dbs::mcl_cc_init<256>", "dbs::mcl_cc_compress<256>", "dbs::mcl_cc_label<256>"});
 }
 
 TEST_CASE("ContractMclAndSquareRejectBadInputBeforeAnyGpuWork") {

@@ -278,6 +278,47 @@ TEST_CASE("ContractOnTheDeviceMatchesContractCpuAndLeavesCThere") {
       doctest::Contains("the graph must be square, is 3x4"), UsageError);
 }
 
+TEST_CASE("MclGpuStartAndLabelsMatchMclStartAndMclLabels") {
+  // The start: weights or not, loops or not, on graphs with loops of their own, zero and negative
+  // weights (a zero is no edge; |w| when weighted) and empty columns.
+  CsrMatrix<double> odd = dbs_test::csr_from_entries<double>(
+      6, 6, {{0, 0, 2}, {0, 1, -3}, {1, 0, 0.5}, {1, 2, 0}, {2, 2, -1}, {3, 1, 4}, {4, 4, 0}});
+  std::vector<CsrMatrix<double>> graphs = {odd, generate("roadnet:n=6000,seed=3"),
+                                           generate("powerlaw:n=3000,avg=8,alpha=1.5,max=1500"),
+                                           random_matrix(2000, 2000, 3, 9), CsrMatrix<double>{}};
+  for (size_t gi = 0; gi < graphs.size(); ++gi) {
+    for (int mode = 0; mode < 4; ++mode) {
+      CAPTURE(gi);
+      CAPTURE(mode);
+      MclOptions o;
+      o.weighted = mode & 1;
+      o.add_self_loops = mode & 2;
+      const CsrMatrix<double> want = mcl_start(graphs[gi], o);
+      const CsrMatrix<double> got = mcl_start(ctx(), graphs[gi], o);
+      REQUIRE(got.row_ptr == want.row_ptr);
+      REQUIRE(got.col_idx == want.col_idx);
+      for (size_t e = 0; e < want.values.size(); ++e)
+        REQUIRE(got.values[e] == doctest::Approx(want.values[e]).epsilon(1e-12));
+      const CsrMatrix<float> got32 = mcl_start(ctx(), graphs[gi].cast<float>(), o);
+      REQUIRE(got32.col_idx == want.col_idx);
+      for (size_t e = 0; e < want.values.size(); ++e)
+        REQUIRE(got32.values[e] == doctest::Approx(want.values[e]).epsilon(1e-6));
+    }
+  }
+  // The labels: components over the positive entries only (negative and zero ones join nothing),
+  // numbered by their smallest vertex; a grid's long paths take several hook passes.
+  for (const CsrMatrix<double>& p : {random_matrix(3000, 3000, 1, 21), random_matrix(3000, 3000, 2, 22),
+                                     generate("roadnet:n=6000,seed=3"), odd, CsrMatrix<double>{}}) {
+    CAPTURE(p.rows);
+    const MclResult want = mcl_labels(p);
+    const MclResult got = mcl_labels(ctx(), p);
+    CHECK(got.clusters == want.clusters);
+    CHECK(got.labels == want.labels);
+    const MclResult got32 = mcl_labels(ctx(), p.cast<float>());
+    CHECK(got32.labels == want.labels);
+  }
+}
+
 TEST_CASE("MclGpuFindsTheClustersMclCpuFinds") {
   // Two 5-cliques joined by one edge: two clusters.
   const auto two = cliques(10, {{0, 1, 2, 3, 4}, {5, 6, 7, 8, 9}}, {{4, 5}});
