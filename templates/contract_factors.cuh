@@ -7,13 +7,12 @@
 //                    and the largest count (how many merge passes S's rows need)
 //  contract_scatter  every vertex into its label's row of S in atomic order; Sᵀ's row pointers
 //                    and both value arrays
-//  contract_merge    one pass of a merge sort inside every row of S: sorted runs of w become runs
-//                    of 2w. Vertices are unique in a row, so an entry's place in the merged run is
-//                    its place in its own run plus the number of smaller entries in the other.
+//  contract_merge    one pass of a merge sort inside every row of S (templates/row_merge.cuh)
 // Why a merge and not a stable counting sort: the per-block prefix a stable scatter needs is a
 // k x blocks table, too large for k near n; the passes cost log2(the largest row) reads of S.
 #pragma once
 #include "dbs_common.cuh"
+#include "row_merge.cuh"
 
 namespace dbs {
 
@@ -67,16 +66,8 @@ __global__ void __launch_bounds__(BLOCK) contract_merge(int n, const int* __rest
                                                         int* __restrict__ out, int w) {
   const int e = blockIdx.x * BLOCK + threadIdx.x;
   if (e >= n) return;
-  const int x = in[e], l = labels[x], rs = s_ptr[l], len = s_ptr[l + 1] - rs, p = e - rs;
-  const int own = p & ~(w - 1), base = p & ~(2 * w - 1), other = own ^ w;
-  const int lo0 = min(other, len);
-  int lo = lo0, hi = min(other + w, len);
-  while (lo < hi) {  // the first entry of the other run not below x
-    const int mid = (lo + hi) >> 1;
-    if (in[rs + mid] < x) lo = mid + 1;
-    else hi = mid;
-  }
-  out[rs + base + (p - own) + (lo - lo0)] = x;
+  const int x = in[e], l = labels[x], rs = s_ptr[l];
+  out[rs + row_merge_target(in + rs, s_ptr[l + 1] - rs, e - rs, w, x)] = x;
 }
 
 }  // namespace dbs

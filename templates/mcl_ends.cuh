@@ -20,6 +20,7 @@
 //   (after no change: the roots' ranks by the scan; mcl_cc_label each vertex its root's rank)
 #pragma once
 #include "dbs_common.cuh"
+#include "row_merge.cuh"
 
 namespace dbs {
 
@@ -94,7 +95,7 @@ __global__ void __launch_bounds__(BLOCK)
   }
 }
 
-// Runs of w sorted entries become runs of 2w; columns are unique in a row (see contract_merge).
+// Runs of w sorted entries become runs of 2w (templates/row_merge.cuh); columns are unique in a row.
 template <typename T, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
     mcl_rows_merge(int nnz, const int32_t* __restrict__ row_of, const int32_t* __restrict__ ptr,
@@ -102,16 +103,8 @@ __global__ void __launch_bounds__(BLOCK)
                    T* __restrict__ out_val, int w) {
   const int e = blockIdx.x * BLOCK + threadIdx.x;
   if (e >= nnz) return;
-  const int x = in_col[e], r = row_of[e], rs = ptr[r], len = ptr[r + 1] - rs, p = e - rs;
-  const int own = p & ~(w - 1), base = p & ~(2 * w - 1), other = own ^ w;
-  const int lo0 = min(other, len);
-  int lo = lo0, hi = min(other + w, len);
-  while (lo < hi) {
-    const int mid = (lo + hi) >> 1;
-    if (in_col[rs + mid] < x) lo = mid + 1;
-    else hi = mid;
-  }
-  const int to = rs + base + (p - own) + (lo - lo0);
+  const int x = in_col[e], r = row_of[e], rs = ptr[r];
+  const int to = rs + row_merge_target(in_col + rs, ptr[r + 1] - rs, e - rs, w, x);
   out_col[to] = x;
   out_val[to] = in_val[e];
 }

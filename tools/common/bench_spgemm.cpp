@@ -310,6 +310,21 @@ double median_ms(int reps, double budget_s, F&& run, int* runs) {
   return median(ms);
 }
 
+// The contraction rows' labels (k recorded with them in rec).
+std::vector<int32_t> contract_bench_labels(int32_t n, int32_t k, nlohmann::json& rec) {
+  rec["k"] = k;
+  rec["labels"] = "uniform random in [0, k), seed 1";
+  return contract_labels(n, k);
+}
+
+// sum |G(i, j)| per entry of C (S's entries are 1): the check's tolerance scale.
+template <class T>
+CsrMatrix<T> contraction_scale(Context& ctx, const CsrMatrix<T>& g, std::span<const int32_t> labels, int32_t k) {
+  CsrMatrix<T> abs_g = g;
+  for (auto& v : abs_g.values) v = std::fabs(v);
+  return contract(ctx, abs_g, labels, k).c;
+}
+
 nlohmann::json contract_parts(const ContractTimes& t) {
   return {{"upload", t.upload_ms}, {"factors", t.factors_ms}, {"plan_sg", t.plan_sg_ms}, {"run_sg", t.run_sg_ms},
           {"plan_c", t.plan_c_ms}, {"run_c", t.run_c_ms},     {"download", t.download_ms}};
@@ -319,9 +334,7 @@ template <class T>
 nlohmann::json bench_contract(Context& ctx, const Stream& stream, const CsrMatrix<T>& g, nlohmann::json rec,
                               const std::string& precision, const SpgemmBenchOptions& opt) {
   const int32_t k = contract_k_for(g.rows, opt.contract_k);
-  const std::vector<int32_t> labels = contract_labels(g.rows, k);
-  rec["k"] = k;
-  rec["labels"] = "uniform random in [0, k), seed 1";
+  const std::vector<int32_t> labels = contract_bench_labels(g.rows, k, rec);
   const int reps = std::max(1, opt.app_reps);
   ContractResult<T> ours;
   CsrMatrix<T> scale;
@@ -335,11 +348,7 @@ nlohmann::json bench_contract(Context& ctx, const Stream& stream, const CsrMatri
     rec["nnz_c"] = ours.c.nnz();
     rec["flops"] = ours.flops;
     rec["dbsparse_parts_ms"] = contract_parts(ours.times);  // of the last timed contract()
-    if (opt.baselines) {
-      CsrMatrix<T> abs_g = g;
-      for (auto& v : abs_g.values) v = std::fabs(v);
-      scale = contract(ctx, abs_g, labels, k).c;  // sum |G(i, j)| per entry of C (S's entries are 1)
-    }
+    if (opt.baselines) scale = contraction_scale(ctx, g, labels, k);
     have_ours = true;
   } catch (const Error& e) {
     rec["dbsparse_error"] = e.what();
@@ -374,9 +383,7 @@ template <class T>
 nlohmann::json bench_contract_device(Context& ctx, const Stream& stream, const CsrMatrix<T>& g, nlohmann::json rec,
                                      const std::string& precision, const SpgemmBenchOptions& opt) {
   const int32_t k = contract_k_for(g.rows, opt.contract_k);
-  const std::vector<int32_t> labels = contract_labels(g.rows, k);
-  rec["k"] = k;
-  rec["labels"] = "uniform random in [0, k), seed 1";
+  const std::vector<int32_t> labels = contract_bench_labels(g.rows, k, rec);
   const int reps = std::max(1, opt.app_reps);
   void* h = stream.handle();
   const DeviceCsr<T> dg(g);
@@ -397,11 +404,7 @@ nlohmann::json bench_contract_device(Context& ctx, const Stream& stream, const C
     rec["nnz_c"] = ours->c.nnz();
     rec["dbsparse_parts_ms"] = contract_parts(ours->times);
     ours_c = ours->c.download();
-    if (opt.baselines) {
-      CsrMatrix<T> abs_g = g;
-      for (auto& v : abs_g.values) v = std::fabs(v);
-      scale = contract(ctx, abs_g, labels, k).c;  // sum |G(i, j)| per entry of C (S's entries are 1)
-    }
+    if (opt.baselines) scale = contraction_scale(ctx, g, labels, k);
     have_ours = true;
   } catch (const Error& e) {
     rec["dbsparse_error"] = e.what();
