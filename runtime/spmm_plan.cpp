@@ -1,5 +1,6 @@
 // SpMM plans (include/dbsparse/spmm.hpp): BRP-SpMM (C = beta * C, the TC groups, the residual
-// rows: up to three launches) or the CUDA-core CSR product (one launch), in f32, f16 or bf16.
+// rows: up to three launches), condensed TC windows (BRP's TC kernel on zero-padded tiles built on
+// the host, no residual) or the CUDA-core CSR product (one launch), in f32, f16 or bf16.
 #include "dbsparse/spmm.hpp"
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "dbsparse/brp_device.hpp"
 #include "dbsparse/features.hpp"
 #include "dbsparse/half.hpp"
+#include "dbsparse/tc_condensed.hpp"
 #include "runtime/cuda_driver.hpp"
 #include "runtime/module_registry.hpp"
 #include "runtime/spmm_pieces.hpp"
@@ -27,6 +29,7 @@ const char* to_string(SpmmPath p) {
     case SpmmPath::Auto: return "auto";
     case SpmmPath::Brp: return "brp";
     case SpmmPath::CsrCudaCore: return "csr-cuda-core";
+    case SpmmPath::Condensed: return "condensed";
   }
   return "?";
 }
@@ -122,6 +125,9 @@ struct SpmmPlan::Impl {
   Config config;      // as read (tuning DB or SpmmOptions::config)
   SpmmConfig typed;   // with SpmmOptions' explicit fields applied
   double auto_share = -1;  // brp_group_share, when Auto weighed it
+  double auto_fill = -1;   // condensed_fill, when Auto weighed it
+  double fill = 0;         // the condensed path's tile fill
+  double convert_ms = 0;   // the condensed path's host conversion
   BrpStats stats;          // BRP path
   // The row kernels' CSR: the residual rows (BRP; row_id maps them to C's rows) or all of A (CSR).
   DeviceBuffer<int32_t> row_ptr, col_idx, row_id;
@@ -178,6 +184,21 @@ struct SpmmPlan::Impl {
         std::clamp<int64_t>((floats + abi::kSpmmFinalizeThreads - 1) / abi::kSpmmFinalizeThreads, 1, 4096));
   }
 
+  // The TC kernels' launch shape from each window's group range wg (windows + 1): windows past
+  // tc_max_run groups are cut into pieces for the atomic pass, and a block takes a (window or
+  // piece, 64 columns of C), every window, so that C is written once.
+  void place_windows(const std::vector<int32_t>& wg, int n_cols, bool f32) {
+    max_run = typed.tc_max_run;
+    const auto pc = spmm_cut_pieces(wg, max_run);
+    n_pieces = static_cast<int32_t>(pc.size() / 3);
+    if (!pc.empty()) pieces = upload(pc);
+    if (!f32 && !pc.empty()) cut_into_workspace(wg, abi::kSpmmWindowRows);
+    const int64_t windows = static_cast<int64_t>(wg.size()) - 1;
+    const int64_t chunks = ((n_cols + abi::kSpmmTileCols - 1) / abi::kSpmmTileCols + 7) / 8;
+    tc_grid = static_cast<unsigned>(windows * chunks);
+    tc_pieces_grid = static_cast<unsigned>(n_pieces * chunks);
+  }
+
   uint64_t vals_ptr() const { return dtype == SpmmDtype::F32 ? vals.ptr() : vals16.ptr(); }
   uint64_t group_vals_ptr() const { return dtype == SpmmDtype::F32 ? group_vals.ptr() : group_vals16.ptr(); }
 };
@@ -211,6 +232,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
     if (opt.g) p->typed.g = *opt.g;
     if (opt.path == SpmmPath::Brp) p->typed.path = "brp";
     if (opt.path == SpmmPath::CsrCudaCore) p->typed.path = "csr";
+    if (opt.path == SpmmPath::Condensed) p->typed.path = "condensed";
     p->typed.check();
     p->rows = a.rows;
     p->cols = a.cols;
@@ -221,11 +243,19 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
     p->dtype = opt.dtype;
     const bool f32 = opt.dtype == SpmmDtype::F32;
     const auto value = static_cast<codegen::SpmmValue>(opt.dtype);
-    p->asked = p->typed.path == "brp" ? SpmmPath::Brp : p->typed.path == "csr" ? SpmmPath::CsrCudaCore : SpmmPath::Auto;
+    p->asked = p->typed.path == "brp"         ? SpmmPath::Brp
+               : p->typed.path == "csr"       ? SpmmPath::CsrCudaCore
+               : p->typed.path == "condensed" ? SpmmPath::Condensed
+                                              : SpmmPath::Auto;
     p->path = p->asked;
     if (p->asked == SpmmPath::Auto) {
-      p->auto_share = brp_group_share(a, p->f, p->g);
-      p->path = p->auto_share >= p->typed.min_tc_share ? SpmmPath::Brp : SpmmPath::CsrCudaCore;
+      p->auto_fill = condensed_fill(a, p->g);
+      if (a.nnz() > 0 && p->auto_fill >= p->typed.min_condensed_fill) {
+        p->path = SpmmPath::Condensed;
+      } else {
+        p->auto_share = brp_group_share(a, p->f, p->g);
+        p->path = p->auto_share >= p->typed.min_tc_share ? SpmmPath::Brp : SpmmPath::CsrCudaCore;
+      }
     }
     p->vec4 = wants_vec4(n_cols);
     const std::string arch = info_.arch();
@@ -259,6 +289,25 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       p->n_pieces = static_cast<int32_t>(pc.size() / 3);
       if (!pc.empty()) p->pieces = upload(pc);
       if (!f32 && !pc.empty()) p->cut_into_workspace(a.row_ptr, 1);
+    } else if (p->path == SpmmPath::Condensed) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const CondensedTc m = csr_to_condensed(a, p->g, opt.dtype);
+      p->convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      p->fill = m.fill();
+      p->groups = static_cast<int32_t>(m.groups());  // csr_to_condensed kept every array in int32
+      p->window = upload(m.group_window);
+      p->old_col = upload(m.old_col);
+      p->win_group = upload(m.win_group);
+      if (p->groups > 0) p->afrag = upload(m.afrag);
+      p->csr_rows = 0;  // no residual
+      p->tc_warps = p->typed.tc_warps;
+      // BRP's module at f = 1: its FRAGS kernels read afrag and old_col alone, which is all these
+      // tiles are (f only shapes the per-group tile build, not used here).
+      const auto fns = load(codegen::SpmmKey{codegen::SpmmKernelPath::Brp, 1, p->g, p->tc_warps, 1, 32, value});
+      p->tc = fns.at(4);
+      p->tc_pieces = fns.at(5);
+      if (!f32) p->finalize = fns.at(7);
+      p->place_windows(m.win_group, n_cols, f32);
     } else {
       // Each window's groups are found from the group windows, on the host (they are 4 bytes a group).
       std::vector<int32_t> group_window;
@@ -322,15 +371,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       for (int32_t w : group_window) ++wg[static_cast<size_t>(w) + 1];
       for (size_t i = 1; i < wg.size(); ++i) wg[i] += wg[i - 1];
       p->win_group = upload(wg);
-      p->max_run = p->typed.tc_max_run;
-      const auto pc = spmm_cut_pieces(wg, p->max_run);
-      p->n_pieces = static_cast<int32_t>(pc.size() / 3);
-      if (!pc.empty()) p->pieces = upload(pc);
-      if (!f32 && !pc.empty()) p->cut_into_workspace(wg, abi::kSpmmWindowRows);
-      // A warp per (window, 64 columns of C): every window, so that C is written once.
-      const int64_t chunks = ((n_cols + abi::kSpmmTileCols - 1) / abi::kSpmmTileCols + 7) / 8;
-      p->tc_grid = static_cast<unsigned>(windows * chunks);
-      p->tc_pieces_grid = static_cast<unsigned>(p->n_pieces * chunks);
+      p->place_windows(wg, n_cols, f32);
       if (expand) {
         // A group's operands: g m16n8k8 tiles in f32, ceil(g / 2) m16n8k16 tiles in 16 bits; 16 bytes a lane each.
         const int tiles = f32 ? p->g : abi::spmm_k16_pairs(p->g);
@@ -407,7 +448,7 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
   args.value_stride = p.value_stride;
   args.alpha = alpha;
   args.beta = beta;
-  args.win_group = p.path == SpmmPath::Brp ? dev(p.win_group) : nullptr;
+  args.win_group = p.path != SpmmPath::CsrCudaCore ? dev(p.win_group) : nullptr;
   args.pieces = p.n_pieces ? dev(p.pieces) : nullptr;
   args.n_pieces = p.n_pieces;
   args.max_run = p.max_run;
@@ -456,7 +497,11 @@ SpmmPath SpmmPlan::path() const { return impl_->path; }
 SpmmDtype SpmmPlan::dtype() const { return impl_->dtype; }
 int SpmmPlan::f() const { return impl_->f; }
 int SpmmPlan::g() const { return impl_->g; }
-double SpmmPlan::tc_share() const { return impl_->path == SpmmPath::Brp ? impl_->stats.tc_share : 0.0; }
+double SpmmPlan::tc_share() const {
+  if (impl_->path == SpmmPath::Condensed) return impl_->nnz > 0 ? 1.0 : 0.0;
+  return impl_->path == SpmmPath::Brp ? impl_->stats.tc_share : 0.0;
+}
+double SpmmPlan::condensed_fill() const { return impl_->path == SpmmPath::Condensed ? impl_->fill : 0.0; }
 std::optional<BrpStats> SpmmPlan::brp_stats() const {
   if (impl_->path != SpmmPath::Brp) return std::nullopt;
   return impl_->stats;
@@ -477,10 +522,15 @@ int64_t SpmmPlan::device_bytes() const {
 std::string SpmmPlan::explain() const {
   const Impl& p = *impl_;
   const double th = p.typed.min_tc_share;
-  std::string why = p.asked == SpmmPath::Auto
-                        ? fmt::format("auto: TC share at f = {}, g = {} is {:.3f} {} min_tc_share {}", p.f, p.g,
-                                      p.auto_share, p.auto_share >= th ? ">=" : "<", th)
-                        : "asked for";
+  const double th_fill = p.typed.min_condensed_fill;
+  std::string why = "asked for";
+  if (p.asked == SpmmPath::Auto) {
+    why = fmt::format("auto: condensed fill at g = {} is {:.3f} {} min_condensed_fill {}", p.g, p.auto_fill,
+                      p.auto_fill >= th_fill ? ">=" : "<", th_fill);
+    if (p.auto_share >= 0)
+      why += fmt::format("; TC share at f = {}, g = {} is {:.3f} {} min_tc_share {}", p.f, p.g, p.auto_share,
+                         p.auto_share >= th ? ">=" : "<", th);
+  }
   std::string out = fmt::format("spmm {}x{}, {} nonzeros, n = {}, {}: path {} ({})\n", p.rows, p.cols, p.nnz, p.n,
                                 to_string(p.dtype), to_string(p.path), why);
   const bool f32 = p.dtype == SpmmDtype::F32;
@@ -510,6 +560,16 @@ std::string SpmmPlan::explain() const {
     if (!f32)
       out += fmt::format("  converted in f32, then A's values rounded to {} on the host: the device bytes are the "
                          "plan's, the x CSR ratio and the peak the f32 conversion's\n", to_string(p.dtype));
+  } else if (p.path == SpmmPath::Condensed) {
+    out += fmt::format(
+        "  condensed TC windows, g = {}: {} groups of {} zero-padded 16 x 8 tiles ({} tensor cores, fill {:.3f}: "
+        "stored entries over tile capacity), A operands in fragment order, built on the host in {:.1f} ms; a block "
+        "of {} warps per 16-row window and 64 columns, at most {} groups a window, {} more runs added atomically; "
+        "no residual; device {} bytes ({:.3f}x CSR's {})\n",
+        p.g, p.groups, p.g, f32 ? "TF32 m16n8k8" : fmt::format("{} m16n8k16 (two tiles a mma)", to_string(p.dtype)),
+        p.fill, p.convert_ms, p.tc_warps, p.max_run, p.n_pieces, device_bytes(),
+        double(device_bytes()) / double(std::max<int64_t>(1, (p.nnz + p.rows + 1) * 4 + p.nnz * spmm_value_bytes(p.dtype))),
+        (p.nnz + p.rows + 1) * 4 + p.nnz * spmm_value_bytes(p.dtype));
   } else {
     out += fmt::format("  CSR on CUDA cores (f32 sums), a warp per row (its first {} entries; {} more runs added atomically), "
                        "{} lanes across N (4 values a load) or {} (scalars), the rest of the warp over the entries; device {} "
@@ -520,7 +580,7 @@ std::string SpmmPlan::explain() const {
     if (p.acc_n_units)
       out += fmt::format("  {}: the {} {} cut into pieces are summed in f32 (first pass and pieces, f32 atomics, in a "
                          "workspace of their {} rows x n = {} floats) and rounded to {} once by a finalize pass; ",
-                         to_string(p.dtype), p.acc_n_units, brp ? "windows" : "rows",
+                         to_string(p.dtype), p.acc_n_units, p.path != SpmmPath::CsrCudaCore ? "windows" : "rows",
                          int64_t{p.acc_n_units} * p.acc_unit_rows, p.acc_w.size(), to_string(p.dtype));
     else
       out += fmt::format("  {}: nothing cut into pieces; ", to_string(p.dtype));

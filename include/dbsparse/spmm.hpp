@@ -1,8 +1,9 @@
 #pragma once
 // SpMM, C = alpha * A * B + beta * C with A sparse (CSR, M x K) and B (K x n), C (M x n) dense,
-// row-major; n = 1 .. 4096. Two paths: BRP-SpMM (brp.hpp; brp-spmm-ipdps25-slides), the TC
-// groups on tensor cores plus the residual rows on CUDA cores; or a CUDA-core CSR product (the
-// fallback, and the ablation's baseline). Plan once, run many times.
+// row-major; n = 1 .. 4096. Three paths: BRP-SpMM (brp.hpp; brp-spmm-ipdps25-slides), the TC
+// groups on tensor cores plus the residual rows on CUDA cores; condensed TC windows
+// (tc_condensed.hpp), every entry on tensor cores in zero-padded tiles, for moderate sparsity; or
+// a CUDA-core CSR product (the fallback, and the ablation's baseline). Plan once, run many times.
 // Value types (SpmmDtype): f32 (A, B, C f32; tensor cores in TF32, mma.m16n8k8), or f16 / bf16
 // (A, B and C all 16-bit; tensor cores mma.m16n8k16 with f32 accumulators, CUDA cores sum in f32;
 // C is rounded to the 16-bit type once per store, as cuSPARSE's SpMM with CUDA_R_16F / 16BF
@@ -22,7 +23,7 @@
 
 namespace dbsparse {
 
-enum class SpmmPath { Auto, Brp, CsrCudaCore };
+enum class SpmmPath { Auto, Brp, CsrCudaCore, Condensed };
 const char* to_string(SpmmPath p);
 
 // The values' type: of A (the plan rounds a CsrMatrix<float>'s values to it once, as the decoding
@@ -42,13 +43,17 @@ int spmm_value_bytes(SpmmDtype d);  // 4 or 2
 struct SpmmConfig {
   static constexpr const char* kOp = "spmm";
   static constexpr bool kBlockFeatures = false;  // BRP's windows are 16 x 8g, not the 16x16 histogram's blocks
-  // auto: brp when brp_group_share(A, f, g) >= min_tc_share, else csr. The default is csr: it beat
-  // BRP (f = 1, g = 4) on every matrix and n of the first H200 runs (2026-11-30, NOTES.md); dbtune
-  // searches all three per matrix.
-  std::string path = "csr";
+  // auto, in order: condensed when condensed_fill(A, g) >= min_condensed_fill; brp when
+  // brp_group_share(A, f, g) >= min_tc_share; else csr. BRP (f = 1, g = 4) lost to CSR on every
+  // graph of the H200 runs (2026-11-30..12-01, NOTES.md), so min_tc_share is 1 by default: BRP
+  // only where every nonzero sits in a full group, or when asked or tuned. dbtune searches all four.
+  std::string path = "auto";
   int f = 1;                  // BRP: nonzeros per slot
   int g = 4;                  // BRP: TC blocks (mma.m16n8k8 A operands) per group
-  double min_tc_share = 0.5;  // auto's threshold on the share of nonzeros in TC groups
+  double min_tc_share = 1.0;  // auto's threshold on the share of nonzeros in TC groups
+  // auto's threshold on the condensed tiles' fill (stored entries / tile capacity). See
+  // docs/bench/2026-12-01-s15-* for the sweep that set it.
+  double min_condensed_fill = 0.2;
   // BRP: expand the groups' A operands into fragment order once per plan when f >= this (16:
   // never). They take 16 x 8 x 4 bytes a block against 8f values, so 2x at f = 8, 16x at f = 1.
   int expand_min_f = 4;
@@ -65,10 +70,14 @@ struct SpmmConfig {
 
   template <class V>
   void visit(V& v) {
-    v.choice("path", path, {"auto", "brp", "csr"}, "auto: brp when the TC share >= min_tc_share; brp; csr (CUDA cores)");
+    v.choice("path", path, {"auto", "brp", "csr", "condensed"},
+             "auto: condensed when its fill >= min_condensed_fill, else brp when the TC share >= min_tc_share, else "
+             "csr; brp; csr (CUDA cores); condensed (zero-padded TC windows)");
     v.integer("f", f, 1, 8, "BRP: nonzeros per slot (1, 2, 4 or 8)");
-    v.integer("g", g, 1, 8, "BRP: TC blocks per group (1, 2, 4 or 8)");
+    v.integer("g", g, 1, 8, "BRP and condensed: TC blocks per group (1, 2, 4 or 8)");
     v.number("min_tc_share", min_tc_share, 0.0, 1.0, "auto takes BRP when at least this share of nonzeros is in TC groups");
+    v.number("min_condensed_fill", min_condensed_fill, 0.0, 1.01,
+             "auto takes condensed TC windows when their tiles are at least this full (above 1: never)");
     v.integer("expand_min_f", expand_min_f, 1, 16, "BRP: expand A operands once per plan when f >= this (16: never)");
     v.integer("tc_warps", tc_warps, 1, 8, "BRP: TC kernel warps per block (1, 2, 4 or 8), splitting a window's groups");
     v.integer("tc_max_run", tc_max_run, 1, 1 << 20, "BRP: groups a block sums before the rest of a window goes to the atomic pass");
@@ -120,11 +129,12 @@ class SpmmPlan {
   int32_t rows() const;
   int32_t cols() const;
   int n_cols() const;
-  SpmmPath path() const;  // Brp or CsrCudaCore: what Auto resolved to
+  SpmmPath path() const;  // Brp, CsrCudaCore or Condensed: what Auto resolved to
   SpmmDtype dtype() const;
   int f() const;          // the BRP parameters (also on the CSR path: those Auto weighed)
   int g() const;
-  double tc_share() const;  // nonzeros in TC groups / nnz (0 on the CSR path)
+  double tc_share() const;  // nonzeros in TC groups / nnz (0 on the CSR path, 1 on the condensed one)
+  double condensed_fill() const;  // the condensed path's tile fill (0 on the others)
   // The BRP path's format figures: split, bytes, conversion time and (converted on the GPU) peak
   // extra device memory against its bound. Empty on the CSR path.
   std::optional<BrpStats> brp_stats() const;

@@ -17,6 +17,7 @@
 #include "dbsparse/brp.hpp"
 #include "dbsparse/dbsparse.hpp"
 #include "dbsparse/spmm.hpp"
+#include "dbsparse/tc_condensed.hpp"
 #include "spmm_cases.hpp"
 #include "test_support.hpp"
 
@@ -119,6 +120,60 @@ TEST_CASE("SpmmMatchesReferenceForEveryFAndG") {
   }
 }
 
+// Condensed TC windows (tc_condensed.hpp): every g, n and alpha / beta on the hand-made shapes and
+// generated matrices, a pruned weight matrix of moderate density (where auto must take them), one
+// to eight warps a window and first-pass runs so short that most windows go through the pieces.
+TEST_CASE("SpmmCondensedWindowsMatchReference") {
+  auto mats = test_matrices();
+  mats.emplace_back("pruned:rows=200,cols=300,density=0.3,block=1", generate("pruned:rows=200,cols=300,density=0.3,block=1").cast<float>());
+  for (const auto& [name, a] : mats) {
+    CAPTURE(name);
+    for (int n : kNs)
+      for (auto [alpha, beta] : kAlphaBeta) {
+        CAPTURE(n);
+        CAPTURE(alpha);
+        CAPTURE(beta);
+        const Expected x = expected(a, n, alpha, beta, 37 + n);
+        for (int g : {1, 2, 4, 8}) {
+          CAPTURE(g);
+          const SpmmPlan plan = ctx().plan_spmm(a, n, SpmmOptions{SpmmPath::Condensed, std::nullopt, g});
+          CAPTURE(plan.explain());
+          REQUIRE(plan.path() == SpmmPath::Condensed);
+          CHECK(plan.tc_share() == (a.nnz() > 0 ? 1.0 : 0.0));
+          CHECK(spmm_error(plan, x) <= kTolTf32);
+        }
+      }
+    for (int n : {8, 33, 128}) {
+      CAPTURE(n);
+      const Expected x = expected(a, n, 0.75f, -0.5f, 43 + n);
+      for (auto [warps, run] : {std::pair{1, 1}, std::pair{4, 2}, std::pair{8, 1}, std::pair{8, 32}}) {
+        CAPTURE(warps);
+        CAPTURE(run);
+        const Config cfg{"spmm", {{"path", "condensed"}, {"g", 2}, {"tc_warps", warps}, {"tc_max_run", run}},
+                         ConfigSource::Explicit, "test"};
+        SpmmOptions o;
+        o.config = &cfg;
+        const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+        CAPTURE(plan.explain());
+        CHECK(spmm_error(plan, x) <= kTolTf32);
+      }
+    }
+  }
+  // auto: the moderate-density matrix's tiles are well filled, a 5-point stencil's are not.
+  const Config defaults{"spmm", {}, ConfigSource::Explicit, ""};
+  SpmmOptions o;
+  o.config = &defaults;
+  const auto dense_ish = generate("pruned:rows=200,cols=300,density=0.5,block=1").cast<float>();
+  CHECK(condensed_fill(dense_ish, 4) >= SpmmConfig{}.min_condensed_fill);
+  const SpmmPlan by_fill = ctx().plan_spmm(dense_ish, 32, o);
+  CAPTURE(by_fill.explain());
+  CHECK(by_fill.path() == SpmmPath::Condensed);
+  CHECK(by_fill.condensed_fill() == doctest::Approx(condensed_fill(dense_ish, 4)));
+  const auto stencil = generate("stencil2d:n=40").cast<float>();
+  CHECK(condensed_fill(stencil, 4) < SpmmConfig{}.min_condensed_fill);
+  CHECK(ctx().plan_spmm(stencil, 32, o).path() != SpmmPath::Condensed);
+}
+
 TEST_CASE("SpmmCsrPathMatchesReference") {
   auto mats = test_matrices();
   for (const char* spec : {"rmat:scale=14,ef=8", "powerlaw:n=20000,avg=8,alpha=1.5,max=4000", "stencil2d:n=120"})
@@ -187,7 +242,7 @@ TEST_CASE("SpmmUnalignedBAndCUseScalarLanes") {
   const auto a = generate("rmat:scale=10,ef=8").cast<float>();
   const int n = 128;
   const Expected x = expected(a, n, 0.75f, -0.5f, 41);
-  for (SpmmPath path : {SpmmPath::CsrCudaCore, SpmmPath::Brp}) {
+  for (SpmmPath path : {SpmmPath::CsrCudaCore, SpmmPath::Brp, SpmmPath::Condensed}) {
     CAPTURE(to_string(path));
     const SpmmPlan plan = ctx().plan_spmm(a, n, SpmmOptions{path, 1, 1});
     Stream s(ctx());
@@ -201,7 +256,7 @@ TEST_CASE("SpmmUnalignedBAndCUseScalarLanes") {
     double worst = 0;
     for (size_t i = 0; i < got.size(); ++i)
       worst = std::max(worst, std::fabs(double(got[i]) - x.ref[i]) / std::max(x.scale[i], 1e-30));
-    CHECK(worst <= (path == SpmmPath::Brp ? kTolTf32 : kTolF32));
+    CHECK(worst <= (path == SpmmPath::CsrCudaCore ? kTolF32 : kTolTf32));
   }
 }
 
@@ -212,10 +267,11 @@ TEST_CASE("SpmmOnSharedMatrices") {
     for (int n : {32, 128}) {
       CAPTURE(n);
       const Expected x = expected(a, n, 0.75f, -0.5f, 53 + n);
-      for (SpmmOptions o : {SpmmOptions{}, SpmmOptions{SpmmPath::Brp, 1, 4}, SpmmOptions{SpmmPath::CsrCudaCore}}) {
+      for (SpmmOptions o : {SpmmOptions{}, SpmmOptions{SpmmPath::Brp, 1, 4}, SpmmOptions{SpmmPath::CsrCudaCore},
+                            SpmmOptions{SpmmPath::Condensed}}) {
         const SpmmPlan plan = ctx().plan_spmm(a, n, o);
         CAPTURE(plan.explain());
-        CHECK(spmm_error(plan, x) <= (plan.path() == SpmmPath::Brp ? kTolTf32 : tol_f32(a)));
+        CHECK(spmm_error(plan, x) <= (plan.path() == SpmmPath::CsrCudaCore ? tol_f32(a) : kTolTf32));
       }
     }
   }
@@ -241,13 +297,16 @@ TEST_CASE("SpmmRejectsWhatItCannotRun") {
   } catch (const UsageError& e) {
     CHECK(std::string(e.what()).find(std::to_string(a.rows * 8)) != std::string::npos);
   }
-  // The default config takes the CSR path; auto follows the TC share at the config's (f, g) against
-  // its min_tc_share; explicit options win.
+  // The default config is auto: condensed windows by their fill (a 5-point stencil's is low), then
+  // BRP only when every nonzero is in a full group (min_tc_share 1), else CSR; auto follows the
+  // TC share at the config's (f, g) against its min_tc_share; explicit options win.
   const Config defaults{"spmm", {}, ConfigSource::Explicit, ""};
   SpmmOptions with_defaults;
   with_defaults.config = &defaults;
-  CHECK(ctx().plan_spmm(a, 8, with_defaults).path() == SpmmPath::CsrCudaCore);
-  const Config weigh{"spmm", {{"path", "auto"}}, ConfigSource::Explicit, ""};
+  REQUIRE(condensed_fill(a, 4) < SpmmConfig{}.min_condensed_fill);
+  CHECK(ctx().plan_spmm(a, 8, with_defaults).path() ==
+        (brp_group_share(a, 1, 4) >= 1.0 ? SpmmPath::Brp : SpmmPath::CsrCudaCore));
+  const Config weigh{"spmm", {{"path", "auto"}, {"min_tc_share", 0.5}}, ConfigSource::Explicit, ""};
   SpmmOptions by_share;
   by_share.config = &weigh;
   CHECK(ctx().plan_spmm(a, 8, by_share).path() ==

@@ -149,6 +149,14 @@ TEST_CASE("SpmmHalfMatchesReference") {
             any_groups = any_groups || plan.tc_share() > 0;
             check_plan(plan);
           }
+        for (int g : {1, 2, 8}) {  // condensed TC windows: g = 1 leaves the k16 pair's upper half zero
+          CAPTURE(g);
+          SpmmOptions o{SpmmPath::Condensed, std::nullopt, g};
+          o.dtype = d;
+          const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+          REQUIRE(plan.path() == SpmmPath::Condensed);
+          check_plan(plan);
+        }
         SpmmOptions o{SpmmPath::CsrCudaCore};
         o.dtype = d;
         const SpmmPlan csr = ctx().plan_spmm(a, n, o);

@@ -14,6 +14,7 @@
 #include "dbsparse/brp.hpp"
 #include "dbsparse/half.hpp"
 #include "dbsparse/spmm.hpp"
+#include "dbsparse/tc_condensed.hpp"
 #include "tools/common/cusparse_spmm.hpp"
 #include "tools/common/random.hpp"
 #include "tools/common/suites.hpp"
@@ -45,10 +46,11 @@ const std::vector<int> kBenchN = {32, 64, 128, 256};
 tuner::SearchSpace make_space() {
   tuner::SearchSpace s{"spmm", {}, {}, config_to_json(SpmmConfig{}), tuner::validate_as<SpmmConfig>()};
   s.params = {
-      ParamSpec::choice("path", {"auto", "brp", "csr"}, "auto (TC share vs min_tc_share), BRP or CUDA-core CSR"),
+      ParamSpec::choice("path", {"auto", "brp", "csr", "condensed"},
+                        "auto (condensed fill, then TC share), BRP, CUDA-core CSR or condensed TC windows"),
       ParamSpec::choice("f", {1, 2, 4, 8}, "BRP: nonzeros per slot"),
       ParamSpec::choice("g", {1, 2, 4, 8}, "BRP: TC blocks per group"),
-      ParamSpec::choice("min_tc_share", {0.25, 0.5, 0.75}, "auto takes BRP at this TC share or above"),
+      ParamSpec::choice("min_tc_share", {0.25, 0.5, 0.75, 1.0}, "auto takes BRP at this TC share or above"),
       ParamSpec::choice("tc_warps", {1, 4, 8}, "BRP: warps per window's block"),
       ParamSpec::choice("expand_min_f", {4, 16}, "BRP: A operands expanded once per plan from this f (16: never)"),
       ParamSpec::choice("tc_max_run", {8, 32, 128}, "BRP: groups a block sums before the atomic pass"),
@@ -129,7 +131,7 @@ CsrMatrix<float> abs_of(const CsrMatrix<float>& a) {
 
 double tolerance(SpmmPath p, SpmmDtype d = SpmmDtype::F32) {
   if (d != SpmmDtype::F32) return kTolHalf;
-  return p == SpmmPath::Brp ? kTolTf32 : kTolF32;
+  return p == SpmmPath::Brp || p == SpmmPath::Condensed ? kTolTf32 : kTolF32;
 }
 
 // The tuner's time: plan.run (C = A B) at the bucket's N (the geomean over N = 32 and 128 with no
@@ -211,8 +213,9 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   std::optional<Config> given;
   if (r.config) given = Config{"spmm", *r.config, ConfigSource::Explicit, "--config"};
   (void)(given ? config_from_json<SpmmConfig>(given->params) : SpmmConfig{});  // a bad key fails before GPU work
-  fmt::print("{:<36} {:>4} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7}  {}\n", "matrix", "prec", "N", "auto",
-             "brp", "csr", "cusparse", "GFLOP/s", "a/cs", "brp/csr", "auto path; best cuSPARSE algorithm");
+  fmt::print("{:<36} {:>4} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7} {:>7}  {}\n", "matrix", "prec",
+             "N", "auto", "brp", "condensed", "csr", "cusparse", "GFLOP/s", "a/cs", "brp/csr", "cnd/cs",
+             "auto path; best cuSPARSE algorithm");
   nlohmann::json results = nlohmann::json::array();
   // (precision, N) -> (auto over cuSPARSE, matrix)
   std::map<std::pair<SpmmDtype, int>, std::vector<std::pair<double, std::string>>> speedups;
@@ -227,16 +230,28 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
         if (given) auto_opt.config = &*given;
         auto_opt.dtype = dtype;
         const SpmmPlan plan = ctx.plan_spmm(a, n, auto_opt);
-        SpmmOptions brp_opt = auto_opt, csr_opt = auto_opt;
+        SpmmOptions brp_opt = auto_opt, csr_opt = auto_opt, cnd_opt = auto_opt;
         brp_opt.path = SpmmPath::Brp;
         csr_opt.path = SpmmPath::CsrCudaCore;
+        cnd_opt.path = SpmmPath::Condensed;
         const SpmmPlan brp = ctx.plan_spmm(a, n, brp_opt);
         const SpmmPlan csr = ctx.plan_spmm(a, n, csr_opt);
+        // The condensed tiles take 512 bytes (f32) per 8 columns of a window: on a graph of 1% fill
+        // that is 50x CSR, so they are left out past 4 GB.
+        const double fill = condensed_fill(a, plan.g());
+        const double cnd_bytes = fill > 0 ? double(a.nnz()) / fill * spmm_value_bytes(dtype) : 0.0;
+        std::optional<SpmmPlan> cnd;
+        if (cnd_bytes <= 4e9) cnd.emplace(ctx.plan_spmm(a, n, cnd_opt));
         std::vector<BenchTime> rows;
         rows.push_back(time_impl("dbsparse-auto", stream, r.timing, k, [&] { k.run(plan, stream); }));
         rows.back().note = to_string(plan.path());
         rows.push_back(time_impl(fmt::format("dbsparse-brp-f{}-g{}", brp.f(), brp.g()), stream, r.timing, k,
                                  [&] { k.run(brp, stream); }));
+        if (cnd)
+          rows.push_back(time_impl(fmt::format("dbsparse-condensed-g{}", cnd->g()), stream, r.timing, k,
+                                   [&] { k.run(*cnd, stream); }));
+        else
+          rows.push_back(BenchTime{"dbsparse-condensed", 0, 0, fmt::format("left out: {:.1f} GB of tiles", cnd_bytes / 1e9)});
         rows.push_back(time_impl("dbsparse-csr", stream, r.timing, k, [&] { k.run(csr, stream); }));
         const size_t best_of_ours = rows.size();
         nlohmann::json unsupported = nlohmann::json::object();
@@ -268,6 +283,7 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
         rec["config"] = config_to_json(plan.typed_config());
         rec["config_source"] = to_string(plan.config().source);
         rec["tc_share_brp"] = brp.tc_share();
+        rec["condensed_fill"] = fill;
         // The preprocessing the issue bounds (4 nnz (index + value bytes) of extra device memory).
         if (const auto st = brp.brp_stats()) {
           rec["brp_convert"] = {{"on_device", st->on_device}, {"ms", st->convert_ms},
@@ -278,14 +294,20 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
         rec["impls"] = nlohmann::json::array();
         auto tol_of = [&](const BenchTime& t) {
           if (t.impl.rfind("dbsparse-brp", 0) == 0) return tolerance(SpmmPath::Brp, dtype);
+          if (t.impl.rfind("dbsparse-condensed", 0) == 0) return tolerance(SpmmPath::Condensed, dtype);
           if (t.impl == "dbsparse-auto") return tolerance(plan.path(), dtype);
           return tolerance(SpmmPath::CsrCudaCore, dtype);
         };
-        for (const auto& t : rows)
+        for (const auto& t : rows) {
+          if (t.us <= 0) {
+            rec["impls"].push_back({{"impl", t.impl}, {"note", t.note}});
+            continue;
+          }
           rec["impls"].push_back({{"impl", t.impl}, {"us", t.us}, {"gflops", gflops(t.us)}, {"error", t.err},
                                   {"tolerance", tol_of(t)}, {"correct", t.err <= tol_of(t)}});
+        }
         if (!unsupported.empty()) rec["cusparse_unsupported"] = unsupported;
-        const double t_auto = rows[0].us, t_brp = rows[1].us, t_csr = rows[2].us;
+        const double t_auto = rows[0].us, t_brp = rows[1].us, t_cnd = rows[2].us, t_csr = rows[3].us;
         double vs_cs = 0;
         if (best_cs) {
           vs_cs = best_cs->us / t_auto;
@@ -294,12 +316,15 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
           speedups[{dtype, n}].push_back({vs_cs, m.name});
         }
         rec["brp_over_csr"] = t_csr / t_brp;
-        fmt::print("{:<36} {:>4} {:>5} {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>10.1f} {:>7.2f} {:>7.2f}  {}; {}\n",
-                   m.name.substr(0, 36), to_string(dtype), n, t_auto, t_brp, t_csr, best_cs ? best_cs->us : 0.0,
-                   gflops(t_auto), vs_cs, t_csr / t_brp, to_string(plan.path()),
+        const double cnd_over_cs = best_cs && t_cnd > 0 ? best_cs->us / t_cnd : 0.0;
+        if (t_cnd > 0) rec["condensed_over_cusparse"] = cnd_over_cs;
+        fmt::print("{:<36} {:>4} {:>5} {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>10.1f} {:>7.2f} {:>7.2f} "
+                   "{:>7.2f}  {}; {}\n",
+                   m.name.substr(0, 36), to_string(dtype), n, t_auto, t_brp, t_cnd, t_csr, best_cs ? best_cs->us : 0.0,
+                   gflops(t_auto), vs_cs, t_csr / t_brp, cnd_over_cs, to_string(plan.path()),
                    best_cs ? best_cs->impl : "none correct");
         for (const auto& t : rows)
-          if (!(t.err <= tol_of(t)))
+          if (t.us > 0 && !(t.err <= tol_of(t)))
             fmt::print("  WRONG: {} error {:.3e} relative to sum |a||b| (tolerance {:.0e})\n", t.impl, t.err, tol_of(t));
         results.push_back(rec);
       }

@@ -1,0 +1,169 @@
+// Condensed tensor-core windows (include/dbsparse/tc_condensed.hpp): CSR to zero-padded 16 x 8
+// tiles in mma fragment order, on the host, in one pass over each window.
+#include "dbsparse/tc_condensed.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "dbsparse/abi/spmm.h"
+#include "dbsparse/brp.hpp"
+#include "dbsparse/error.hpp"
+#include "dbsparse/half.hpp"
+
+namespace dbsparse {
+
+namespace {
+
+constexpr int kRows = abi::kSpmmWindowRows, kSlots = abi::kSpmmBlockSlots;
+
+int32_t window_count(int32_t rows) { return (rows + kRows - 1) / kRows; }
+
+// 32-bit words a group's tiles take: g m16n8k8 operands (f32), ceil(g / 2) m16n8k16 ones (16 bits).
+int64_t group_words(int g, SpmmDtype d) {
+  return int64_t{d == SpmmDtype::F32 ? g : abi::spmm_k16_pairs(g)} * 32 * 4;
+}
+
+uint16_t to_16(float x, SpmmDtype d) { return d == SpmmDtype::F16 ? float_to_half(x) : float_to_bf16(x); }
+float from_16(uint16_t h, SpmmDtype d) { return d == SpmmDtype::F16 ? half_to_float(h) : bf16_to_float(h); }
+
+// Window w's distinct columns, ascending, into `cols`; `mark` (a.cols entries, all -1 outside a
+// call) is left as it was found.
+void window_columns(const CsrMatrix<float>& a, int32_t w, std::vector<int32_t>& mark, std::vector<int32_t>& cols) {
+  const int32_t r0 = w * kRows, r1 = std::min(a.rows, r0 + kRows);
+  cols.clear();
+  for (int32_t p = a.row_ptr[r0]; p < a.row_ptr[r1]; ++p) {
+    const int32_t c = a.col_idx[p];
+    if (mark[c] < 0) {
+      mark[c] = 0;
+      cols.push_back(c);
+    }
+  }
+  std::sort(cols.begin(), cols.end());
+}
+
+}  // namespace
+
+uint32_t tf32_bits(float x) {
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  if ((u & 0x7F800000u) == 0x7F800000u) return (u & 0x007FFFFFu) ? (u | 0x00400000u) & 0xFFFFE000u : u;
+  return (u + 0x1000u) & 0xFFFFE000u;  // magnitude rounded half up: ties away from zero
+}
+
+double condensed_fill(const CsrMatrix<float>& a, int g) {
+  validate(a);
+  validate(BrpParams{1, g});
+  std::vector<uint8_t> seen(static_cast<size_t>(a.cols), 0);
+  std::vector<int32_t> touched;
+  int64_t groups = 0;
+  for (int32_t w = 0; w < window_count(a.rows); ++w) {
+    const int32_t r0 = w * kRows, r1 = std::min(a.rows, r0 + kRows);
+    touched.clear();
+    for (int32_t p = a.row_ptr[r0]; p < a.row_ptr[r1]; ++p)
+      if (!seen[a.col_idx[p]]) {
+        seen[a.col_idx[p]] = 1;
+        touched.push_back(a.col_idx[p]);
+      }
+    for (int32_t c : touched) seen[c] = 0;
+    const int64_t per_group = int64_t{kSlots} * g;
+    groups += (static_cast<int64_t>(touched.size()) + per_group - 1) / per_group;
+  }
+  return groups ? double(a.nnz()) / (double(groups) * g * 128.0) : 0.0;
+}
+
+CondensedTc csr_to_condensed(const CsrMatrix<float>& a, int g, SpmmDtype dtype) {
+  validate(a);
+  validate(BrpParams{1, g});
+  CondensedTc m;
+  m.rows = a.rows;
+  m.cols = a.cols;
+  m.g = g;
+  m.dtype = dtype;
+  m.nnz = a.nnz();
+  const int32_t windows = window_count(a.rows);
+  const int per_group = kSlots * g;
+  const int64_t words = group_words(g, dtype);
+  m.win_group.assign(static_cast<size_t>(windows) + 1, 0);
+  std::vector<int32_t> slot_of(static_cast<size_t>(a.cols), -1), cols;
+  // First the group counts, so that every array is sized once (and checked against int32).
+  int64_t groups = 0;
+  for (int32_t w = 0; w < windows; ++w) {
+    window_columns(a, w, slot_of, cols);
+    for (int32_t c : cols) slot_of[c] = -1;
+    groups += (static_cast<int64_t>(cols.size()) + per_group - 1) / per_group;
+    m.win_group[static_cast<size_t>(w) + 1] = static_cast<int32_t>(std::min<int64_t>(groups, INT32_MAX));
+  }
+  const int64_t limit = std::numeric_limits<int32_t>::max();
+  if (groups * per_group > limit || groups * words > limit)
+    throw UsageError(fmt::format(
+        "condensed TC windows: {} groups of g = {} need {} slots and {} tile words, past int32 indexing; use the "
+        "BRP or CSR path", groups, g, groups * per_group, groups * words));
+  m.group_window.resize(static_cast<size_t>(groups));
+  m.old_col.resize(static_cast<size_t>(groups * per_group));
+  m.afrag.assign(static_cast<size_t>(groups * words), 0u);
+  // Per window: the tiles are summed in f32 first (duplicates add), then written as words.
+  std::vector<float> tile;
+  for (int32_t w = 0; w < windows; ++w) {
+    window_columns(a, w, slot_of, cols);
+    const int32_t q0 = m.win_group[w], nq = m.win_group[static_cast<size_t>(w) + 1] - q0;
+    for (size_t s = 0; s < cols.size(); ++s) slot_of[cols[s]] = static_cast<int32_t>(s);
+    const size_t slots = static_cast<size_t>(nq) * per_group;
+    for (size_t s = 0; s < slots; ++s)
+      m.old_col[static_cast<size_t>(q0) * per_group + s] = s < cols.size() ? cols[s] : cols.back();
+    for (int32_t q = q0; q < q0 + nq; ++q) m.group_window[q] = w;
+    tile.assign(slots * kRows, 0.0f);  // slot-major: tile[s * 16 + row]
+    const int32_t r0 = w * kRows, r1 = std::min(a.rows, r0 + kRows);
+    for (int32_t r = r0; r < r1; ++r)
+      for (int32_t p = a.row_ptr[r]; p < a.row_ptr[r + 1]; ++p)
+        tile[static_cast<size_t>(slot_of[a.col_idx[p]]) * kRows + (r - r0)] += a.values[p];
+    m.used_blocks += (static_cast<int64_t>(cols.size()) + kSlots - 1) / kSlots;
+    for (int32_t c : cols) slot_of[c] = -1;
+    uint16_t* halves = reinterpret_cast<uint16_t*>(m.afrag.data());
+    for (size_t s = 0; s < cols.size(); ++s) {
+      const int64_t q = q0 + static_cast<int64_t>(s / per_group);
+      const int b = static_cast<int>(s % per_group) / kSlots, k = static_cast<int>(s % kSlots);
+      for (int row = 0; row < kRows; ++row) {
+        const float v = tile[s * kRows + row];
+        if (v == 0.0f && !std::signbit(v)) continue;  // the array is zero already
+        const int lid = row * kSlots + k;
+        if (dtype == SpmmDtype::F32)
+          m.afrag[static_cast<size_t>(q * words + abi::brp_afrag_index(lid, b * kSlots, 1))] = tf32_bits(v);
+        else
+          halves[static_cast<size_t>(2 * q * words + abi::brp_afrag16_index(lid, b * kSlots, 1))] = to_16(v, dtype);
+      }
+    }
+  }
+  return m;
+}
+
+std::vector<float> condensed_to_dense(const CondensedTc& m) {
+  std::vector<float> d(static_cast<size_t>(m.rows) * static_cast<size_t>(m.cols), 0.0f);
+  const int per_group = kSlots * m.g;
+  const int64_t words = group_words(m.g, m.dtype);
+  const uint16_t* halves = reinterpret_cast<const uint16_t*>(m.afrag.data());
+  for (int64_t q = 0; q < m.groups(); ++q) {
+    const int32_t w = m.group_window[static_cast<size_t>(q)];
+    for (int s = 0; s < per_group; ++s) {
+      const int32_t col = m.old_col[static_cast<size_t>(q * per_group + s)];
+      const int b = s / kSlots, k = s % kSlots;
+      for (int row = 0; row < kRows && w * kRows + row < m.rows; ++row) {
+        const int lid = row * kSlots + k;
+        float v;
+        if (m.dtype == SpmmDtype::F32) {
+          const uint32_t u = m.afrag[static_cast<size_t>(q * words + abi::brp_afrag_index(lid, b * kSlots, 1))];
+          std::memcpy(&v, &u, 4);
+        } else {
+          v = from_16(halves[static_cast<size_t>(2 * q * words + abi::brp_afrag16_index(lid, b * kSlots, 1))], m.dtype);
+        }
+        // Padding slots repeat a column with zeros: adding keeps the real slot's value.
+        d[static_cast<size_t>(w * kRows + row) * static_cast<size_t>(m.cols) + col] += v;
+      }
+    }
+  }
+  return d;
+}
+
+}  // namespace dbsparse
