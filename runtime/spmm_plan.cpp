@@ -252,9 +252,11 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       p->auto_fill = condensed_fill(a, p->g);
       if (a.nnz() > 0 && p->auto_fill >= p->typed.min_condensed_fill) {
         p->path = SpmmPath::Condensed;
-      } else {
+      } else if (p->typed.min_tc_share <= 1.0) {
         p->auto_share = brp_group_share(a, p->f, p->g);
         p->path = p->auto_share >= p->typed.min_tc_share ? SpmmPath::Brp : SpmmPath::CsrCudaCore;
+      } else {
+        p->path = SpmmPath::CsrCudaCore;
       }
     }
     p->vec4 = wants_vec4(n_cols);

@@ -45,15 +45,18 @@ struct SpmmConfig {
   static constexpr bool kBlockFeatures = false;  // BRP's windows are 16 x 8g, not the 16x16 histogram's blocks
   // auto, in order: condensed when condensed_fill(A, g) >= min_condensed_fill; brp when
   // brp_group_share(A, f, g) >= min_tc_share; else csr. BRP (f = 1, g = 4) lost to CSR on every
-  // graph of the H200 runs (2026-11-30..12-01, NOTES.md), so min_tc_share is 1 by default: BRP
-  // only where every nonzero sits in a full group, or when asked or tuned. dbtune searches all four.
+  // matrix of the H200 runs, even at a TC share of 1 (pruned 4096^2 at density 0.1: 94 against 25
+  // us, n = 32, 2026-12-01), so auto leaves it out by default (min_tc_share above 1): BRP runs when
+  // asked or tuned. dbtune searches all four.
   std::string path = "auto";
   int f = 1;                  // BRP: nonzeros per slot
   int g = 4;                  // BRP: TC blocks (mma.m16n8k8 A operands) per group
-  double min_tc_share = 1.0;  // auto's threshold on the share of nonzeros in TC groups
-  // auto's threshold on the condensed tiles' fill (stored entries / tile capacity). See
-  // docs/bench/2026-12-01-s15-* for the sweep that set it.
-  double min_condensed_fill = 0.2;
+  double min_tc_share = 1.01;  // auto's threshold on the share of nonzeros in TC groups (above 1: never)
+  // auto's threshold on the condensed tiles' fill (stored entries / tile capacity). Condensed
+  // against CSR on pruned 4096^2 (H200, 2026-12-01, docs/bench/2026-12-01-s15-bench_spmm-sweep*):
+  // fill 0.12-0.21 lost 3x / 1.3-2.5x (n = 32 / 128), 0.27 lost 1.4x at n = 32 and won 1.3x at
+  // 128, 0.5 won 1.3x / 2.1x, 0.99 won 2.4x / 4.8x.
+  double min_condensed_fill = 0.3;
   // BRP: expand the groups' A operands into fragment order once per plan when f >= this (16:
   // never). They take 16 x 8 x 4 bytes a block against 8f values, so 2x at f = 8, 16x at f = 1.
   int expand_min_f = 4;
@@ -75,7 +78,8 @@ struct SpmmConfig {
              "csr; brp; csr (CUDA cores); condensed (zero-padded TC windows)");
     v.integer("f", f, 1, 8, "BRP: nonzeros per slot (1, 2, 4 or 8)");
     v.integer("g", g, 1, 8, "BRP and condensed: TC blocks per group (1, 2, 4 or 8)");
-    v.number("min_tc_share", min_tc_share, 0.0, 1.0, "auto takes BRP when at least this share of nonzeros is in TC groups");
+    v.number("min_tc_share", min_tc_share, 0.0, 1.01,
+             "auto takes BRP when at least this share of nonzeros is in TC groups (above 1: never)");
     v.number("min_condensed_fill", min_condensed_fill, 0.0, 1.01,
              "auto takes condensed TC windows when their tiles are at least this full (above 1: never)");
     v.integer("expand_min_f", expand_min_f, 1, 16, "BRP: expand A operands once per plan when f >= this (16: never)");

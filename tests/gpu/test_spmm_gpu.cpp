@@ -297,15 +297,14 @@ TEST_CASE("SpmmRejectsWhatItCannotRun") {
   } catch (const UsageError& e) {
     CHECK(std::string(e.what()).find(std::to_string(a.rows * 8)) != std::string::npos);
   }
-  // The default config is auto: condensed windows by their fill (a 5-point stencil's is low), then
-  // BRP only when every nonzero is in a full group (min_tc_share 1), else CSR; auto follows the
-  // TC share at the config's (f, g) against its min_tc_share; explicit options win.
+  // The default config is auto: condensed windows by their fill (a 5-point stencil's is low), else
+  // CSR (min_tc_share above 1 leaves BRP out); with a min_tc_share of 1 or less auto follows the
+  // TC share at the config's (f, g); explicit options win.
   const Config defaults{"spmm", {}, ConfigSource::Explicit, ""};
   SpmmOptions with_defaults;
   with_defaults.config = &defaults;
   REQUIRE(condensed_fill(a, 4) < SpmmConfig{}.min_condensed_fill);
-  CHECK(ctx().plan_spmm(a, 8, with_defaults).path() ==
-        (brp_group_share(a, 1, 4) >= 1.0 ? SpmmPath::Brp : SpmmPath::CsrCudaCore));
+  CHECK(ctx().plan_spmm(a, 8, with_defaults).path() == SpmmPath::CsrCudaCore);
   const Config weigh{"spmm", {{"path", "auto"}, {"min_tc_share", 0.5}}, ConfigSource::Explicit, ""};
   SpmmOptions by_share;
   by_share.config = &weigh;

@@ -50,7 +50,7 @@ tuner::SearchSpace make_space() {
                         "auto (condensed fill, then TC share), BRP, CUDA-core CSR or condensed TC windows"),
       ParamSpec::choice("f", {1, 2, 4, 8}, "BRP: nonzeros per slot"),
       ParamSpec::choice("g", {1, 2, 4, 8}, "BRP: TC blocks per group"),
-      ParamSpec::choice("min_tc_share", {0.25, 0.5, 0.75, 1.0}, "auto takes BRP at this TC share or above"),
+      ParamSpec::choice("min_tc_share", {0.25, 0.5, 0.75, 1.01}, "auto takes BRP at this TC share or above (1.01: never)"),
       ParamSpec::choice("tc_warps", {1, 4, 8}, "BRP: warps per window's block"),
       ParamSpec::choice("expand_min_f", {4, 16}, "BRP: A operands expanded once per plan from this f (16: never)"),
       ParamSpec::choice("tc_max_run", {8, 32, 128}, "BRP: groups a block sums before the atomic pass"),
