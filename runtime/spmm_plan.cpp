@@ -90,6 +90,7 @@ int csr_lanes(int n, int vec) {
 }
 
 constexpr int kCsrWarps = 8;
+constexpr int32_t kAutoFillWindows = 2048;  // auto's sample for condensed_fill (tc_condensed.hpp)
 
 // Runs past the config's tc_max_run / csr_max_run are cut into pieces for a second, atomic pass
 // (SpmmArgs::pieces). CSR's default: 32 entries per subgroup, so the longest warp of either pass
@@ -249,7 +250,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
                                               : SpmmPath::Auto;
     p->path = p->asked;
     if (p->asked == SpmmPath::Auto) {
-      p->auto_fill = condensed_fill(a, p->g);
+      p->auto_fill = condensed_fill(a, p->g, kAutoFillWindows);
       if (a.nnz() > 0 && p->auto_fill >= p->typed.min_condensed_fill) {
         p->path = SpmmPath::Condensed;
       } else if (p->typed.min_tc_share <= 1.0) {
@@ -527,7 +528,8 @@ std::string SpmmPlan::explain() const {
   const double th_fill = p.typed.min_condensed_fill;
   std::string why = "asked for";
   if (p.asked == SpmmPath::Auto) {
-    why = fmt::format("auto: condensed fill at g = {} is {:.3f} {} min_condensed_fill {}", p.g, p.auto_fill,
+    why = fmt::format("auto: condensed fill at g = {} (from up to {} windows) is {:.3f} {} min_condensed_fill {}", p.g,
+                      kAutoFillWindows, p.auto_fill,
                       p.auto_fill >= th_fill ? ">=" : "<", th_fill);
     if (p.auto_share >= 0)
       why += fmt::format("; TC share at f = {}, g = {} is {:.3f} {} min_tc_share {}", p.f, p.g, p.auto_share,

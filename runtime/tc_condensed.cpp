@@ -53,13 +53,16 @@ uint32_t tf32_bits(float x) {
   return (u + 0x1000u) & 0xFFFFE000u;  // magnitude rounded half up: ties away from zero
 }
 
-double condensed_fill(const CsrMatrix<float>& a, int g) {
+double condensed_fill(const CsrMatrix<float>& a, int g, int32_t max_windows) {
   validate(a);
   validate(BrpParams{1, g});
   std::vector<uint8_t> seen(static_cast<size_t>(a.cols), 0);
   std::vector<int32_t> touched;
-  int64_t groups = 0;
-  for (int32_t w = 0; w < window_count(a.rows); ++w) {
+  int64_t groups = 0, entries = 0;
+  const int32_t windows = window_count(a.rows);
+  const int64_t step = max_windows > 0 && windows > max_windows ? (windows + max_windows - 1) / max_windows : 1;
+  for (int64_t wl = 0; wl < windows; wl += step) {
+    const int32_t w = static_cast<int32_t>(wl);
     const int32_t r0 = w * kRows, r1 = std::min(a.rows, r0 + kRows);
     touched.clear();
     for (int32_t p = a.row_ptr[r0]; p < a.row_ptr[r1]; ++p)
@@ -70,8 +73,9 @@ double condensed_fill(const CsrMatrix<float>& a, int g) {
     for (int32_t c : touched) seen[c] = 0;
     const int64_t per_group = int64_t{kSlots} * g;
     groups += (static_cast<int64_t>(touched.size()) + per_group - 1) / per_group;
+    entries += a.row_ptr[r1] - a.row_ptr[r0];
   }
-  return groups ? double(a.nnz()) / (double(groups) * g * 128.0) : 0.0;
+  return groups ? double(entries) / (double(groups) * g * 128.0) : 0.0;
 }
 
 CondensedTc csr_to_condensed(const CsrMatrix<float>& a, int g, SpmmDtype dtype) {

@@ -86,6 +86,7 @@ TEST_CASE("CondensedTilesHoldEveryEntryOnceMatchesReference") {
         CHECK(dense == want);
         CHECK(m.fill() == doctest::Approx(a.nnz() ? double(a.nnz()) / (capacity_blocks * 128.0) : 0.0));
         CHECK(condensed_fill(a, g) == doctest::Approx(m.fill()));
+        CHECK(condensed_fill(a, g, 1 << 20) == doctest::Approx(m.fill()));  // more windows than there are: all
       }
   }
 }
@@ -114,6 +115,14 @@ TEST_CASE("CondensedTilesHandleEmptyAndRaggedShapes") {
   CHECK(dense[33 * 9 + 8] == 1.0f);
   CHECK_THROWS_AS(csr_to_condensed(late, 3), UsageError);
   CHECK_THROWS_AS(condensed_fill(late, 16), UsageError);
+}
+
+// A sample of windows estimates the fill of a uniform matrix closely, and reads only those windows.
+TEST_CASE("CondensedFillFromASampleOfWindows") {
+  const auto a = generate("pruned:rows=4096,cols=512,density=0.2,block=1").cast<float>();
+  const double all = condensed_fill(a, 4);
+  CHECK(condensed_fill(a, 4, 16) == doctest::Approx(all).epsilon(0.05));
+  CHECK(condensed_fill(a, 4, 1) == doctest::Approx(all).epsilon(0.1));
 }
 
 TEST_CASE("Tf32BitsRoundToNearestTiesAway") {
