@@ -5,11 +5,15 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <cstring>
 #include <limits>
 #include <set>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "dbsparse/error.hpp"
 #include "dbsparse/generators.hpp"
@@ -141,4 +145,27 @@ TEST_CASE("Tf32BitsRoundToNearestTiesAway") {
   CHECK(std::isinf(as_float(tf32_bits(std::numeric_limits<float>::infinity()))));
   CHECK(std::isnan(as_float(tf32_bits(std::numeric_limits<float>::quiet_NaN()))));
   CHECK(std::isnan(as_float(tf32_bits(as_float(0x7F800001u)))));  // a NaN whose payload is in the low bits alone
+}
+
+TEST_CASE("ConvertFormatCondensedPrintsFillAndBytes") {
+  const auto cli = dbs_test::sibling_binary("dbsparse");
+  REQUIRE_MESSAGE(!cli.empty(), "dbsparse binary not found");
+  auto run = [](const std::string& args) { return dbs_test::run_tool("dbsparse", args).second; };
+  const auto dir = dbs_test::temp_dir("convert-condensed");
+  const std::string json = (dir / "c.json").string();
+  const std::string spec = "pruned:rows=64,cols=64,density=0.5,block=1";
+  const std::string out = run("convert " + spec + " --format condensed --g 2 --json " + json);
+  CHECK(out.find("condensed TC windows, g = 2") != std::string::npos);
+  CHECK(out.find("fill") != std::string::npos);
+  CHECK(out.find("SpMM auto") != std::string::npos);
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  const CondensedTc m = csr_to_condensed(generate(spec).cast<float>(), 2);
+  CHECK(j["groups"] == m.groups());
+  CHECK(j["fill"].get<double>() == doctest::Approx(m.fill()));
+  CHECK(j["bytes"]["total"] == m.device_bytes());
+  CHECK(run("convert " + spec + " --format condensed --g 3").find("g = 3: allowed 1, 2, 4, 8") != std::string::npos);
+  CHECK(run("convert " + spec + " --format condensed --f 2").find("--format brp") != std::string::npos);
+  CHECK(run("convert " + spec + " --g 2").find("--format brp or condensed") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }

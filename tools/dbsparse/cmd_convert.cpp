@@ -1,7 +1,8 @@
 // `dbsparse convert MATRIX`: converts to the DB format (or, with --format brp, to BRP-SpMM's
-// format) and reports its size against CSR (and CSR+CSC), and the conversion time. The DB format
-// converts on the CPU; BRP on the GPU when there is one (with its peak extra device memory), else
-// on the CPU with a note. Needs no GPU.
+// format; with --format condensed, to SpMM's condensed TC windows) and reports its size against
+// CSR (and CSR+CSC), and the conversion time. The DB format and the condensed windows convert on
+// the CPU; BRP on the GPU when there is one (with its peak extra device memory), else on the CPU
+// with a note. Needs no GPU.
 #include <fmt/format.h>
 
 #include <chrono>
@@ -20,6 +21,8 @@
 #include "dbsparse/db_matrix.hpp"
 #include "dbsparse/error.hpp"
 #include "dbsparse/io.hpp"
+#include "dbsparse/spmm.hpp"
+#include "dbsparse/tc_condensed.hpp"
 #include "tools/dbsparse/commands.hpp"
 
 namespace dbsparse::cli {
@@ -71,6 +74,49 @@ bool same_brp(const BrpMatrix<T>& x, const BrpMatrix<T>& y) {
          bits(x.group_window_id, y.group_window_id) && bits(x.old_col_id, y.old_col_id) && bits(x.local_id, y.local_id) &&
          bits(x.values, y.values) && bits(x.res_rows_id, y.res_rows_id) && bits(x.res_row_offset, y.res_row_offset) &&
          bits(x.res_col_id, y.res_col_id) && bits(x.res_values, y.res_values);
+}
+
+// SpMM's condensed TC windows (tc_condensed.hpp) at g: groups, the tiles' fill and what SpMM's
+// auto path makes of it, bytes against CSR, the host conversion's time. f32 tiles (tf32 words):
+// --precision f64 is read as f32, as plan_spmm takes it.
+int run_convert_condensed(const ConvertArgs& a, const NamedMatrix& m) {
+  const CsrMatrix<float> csr = m.csr.cast<float>();
+  const auto t0 = std::chrono::steady_clock::now();
+  const CondensedTc c = csr_to_condensed(csr, a.brp.g);
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const int64_t bytes_csr = (int64_t{csr.rows} + 1 + csr.nnz()) * 4 + csr.nnz() * 4;
+  const double th = SpmmConfig{}.min_condensed_fill;
+  const int64_t windows = static_cast<int64_t>(c.win_group.size()) - 1;
+  fmt::print("{} (f32 tiles): {}x{}, {} nnz -> condensed TC windows, g = {}: {} windows, {} groups of {} tiles of 16 x 8 "
+             "({} used), fill {:.3f} (stored entries / tile capacity); {:.2f} MB, CSR {:.2f} MB ({:.3f}x); "
+             "conversion on the host {:.1f} ms\n",
+             m.name, csr.rows, csr.cols, c.nnz, c.g, windows, c.groups(), c.g, c.used_blocks, c.fill(),
+             c.device_bytes() / 1e6, bytes_csr / 1e6, bytes_csr ? double(c.device_bytes()) / double(bytes_csr) : 0.0, ms);
+  fmt::print("SpMM auto with the default config: {} (fill {:.3f} {} min_condensed_fill {})\n",
+             c.fill() >= th && c.nnz > 0 ? "condensed TC windows" : "not the condensed windows", c.fill(),
+             c.fill() >= th ? ">=" : "<", th);
+  if (!a.json_path.empty()) {
+    const nlohmann::json j = {{"tool", "dbsparse convert --format condensed"},
+                              {"version", DBSPARSE_VERSION},
+                              {"matrix", m.name},
+                              {"rows", csr.rows},
+                              {"cols", csr.cols},
+                              {"nnz", c.nnz},
+                              {"g", c.g},
+                              {"windows", windows},
+                              {"groups", c.groups()},
+                              {"used_blocks", c.used_blocks},
+                              {"fill", c.fill()},
+                              {"bytes", {{"total", c.device_bytes()}, {"csr", bytes_csr}}},
+                              {"ratio_condensed_csr", bytes_csr ? double(c.device_bytes()) / double(bytes_csr) : 0.0},
+                              {"converted_on", "host"},
+                              {"convert_ms", ms}};
+    std::ofstream out(a.json_path);
+    out << j.dump(2) << "\n";
+    if (!out) throw UsageError("cannot write " + a.json_path);
+    fmt::print("wrote {}\n", a.json_path);
+  }
+  return 0;
 }
 
 // BRP-SpMM's format (brp.hpp): the TC / residual split for (f, g), bytes against CSR, and the
@@ -238,21 +284,27 @@ Runner add_convert(CLI::App& sub_ref) {
                 "Instead of the DB format: the storage of a BFS plan on this graph (adjacency views, masks, "
                 "lists) against CSR");
   sub->add_flag("--transpose", a->transpose, "With --bfs: A(u,v) != 0 is an edge u -> v (default: v -> u, y = A x)");
-  sub->add_option("--format", a->format, "db: the DB format (SpMSpV); brp: BRP-SpMM's TC groups + residual rows")
+  sub->add_option("--format", a->format,
+                  "db: the DB format (SpMSpV); brp: BRP-SpMM's TC groups + residual rows; condensed: SpMM's "
+                  "zero-padded TC windows (--g)")
       ->capture_default_str()
-      ->check(CLI::IsMember({"db", "brp"}));
+      ->check(CLI::IsMember({"db", "brp", "condensed"}));
   // No range check here: BrpParams' validation gives the allowed set in the error.
   auto* opt_f = sub->add_option("--f", a->brp.f, "With --format brp: nonzeros per slot (1, 2, 4, 8)")->capture_default_str();
-  auto* opt_g = sub->add_option("--g", a->brp.g, "With --format brp: TC blocks per group (1, 2, 4, 8)")->capture_default_str();
+  auto* opt_g = sub->add_option("--g", a->brp.g, "With --format brp or condensed: TC blocks per group (1, 2, 4, 8)")
+                    ->capture_default_str();
   sub->add_flag("--host", a->host, "With --format brp: convert on the host (csr_to_brp) even when there is a GPU");
   sub->add_flag("--check", a->check, "With --format brp on the GPU: compare the arrays with csr_to_brp's, bitwise (exit 1 if not equal)");
   return [a, opt_f, opt_g]() {
-    const bool brp_params = opt_f->count() > 0 || opt_g->count() > 0 || a->host || a->check;
-    if (brp_params && a->format != "brp") throw UsageError("convert: --f, --g, --host and --check need --format brp");
-    if (a->bfs && a->format == "brp") throw UsageError("convert: --bfs and --format brp are two different reports; give one");
-    if (a->format == "brp") validate(a->brp);  // before loading: a bad --f / --g is reported at once
+    const bool brp_params = opt_f->count() > 0 || a->host || a->check;
+    if (brp_params && a->format != "brp") throw UsageError("convert: --f, --host and --check need --format brp");
+    if (opt_g->count() > 0 && a->format == "db") throw UsageError("convert: --g needs --format brp or condensed");
+    if (a->bfs && a->format != "db")
+      throw UsageError("convert: --bfs and --format " + a->format + " are two different reports; give one");
+    if (a->format != "db") validate(a->brp);  // before loading: a bad --f / --g is reported at once
     NamedMatrix m = load_matrix(a->matrix);
     if (a->bfs) return run_convert_bfs(*a, m);
+    if (a->format == "condensed") return run_convert_condensed(*a, m);
     if (a->format == "brp") return a->precision == "f64" ? run_convert_brp<double>(*a, m) : run_convert_brp<float>(*a, m);
     return a->precision == "f64" ? run_convert<double>(*a, m) : run_convert<float>(*a, m);
   };
