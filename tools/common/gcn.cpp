@@ -170,8 +170,8 @@ double gcn_max_error(std::span<const float> got, std::span<const double> want, s
   return max_error(got, want, scale);
 }
 
-double gcn_tolerance(const CsrMatrix<float>& a_hat, bool brp) {
-  if (brp) return kGcnTolTf32;
+double gcn_tolerance(const CsrMatrix<float>& a_hat, bool tensor_cores) {
+  if (tensor_cores) return kGcnTolTf32;
   int64_t longest = 0;
   for (int32_t r = 0; r < a_hat.rows; ++r) longest = std::max<int64_t>(longest, a_hat.row_ptr[r + 1] - a_hat.row_ptr[r]);
   return std::max(kGcnTolF32, 4 * 0x1p-24 * std::sqrt(static_cast<double>(longest)));
@@ -297,8 +297,10 @@ SpmmOptions spmm_options(const std::string& path) {
     o.path = SpmmPath::Brp;
   } else if (path == "csr") {
     o.path = SpmmPath::CsrCudaCore;
+  } else if (path == "condensed") {
+    o.path = SpmmPath::Condensed;
   } else if (path != "config") {
-    throw UsageError(fmt::format("gcn: --path '{}' (expected config, auto, brp or csr)", path));
+    throw UsageError(fmt::format("gcn: --path '{}' (expected config, auto, brp, csr or condensed)", path));
   }
   return o;
 }
@@ -346,7 +348,7 @@ nlohmann::json bench_gcn(Context& ctx, const Stream& stream, const NamedMatrix& 
   std::vector<SpmmPlan> plans;
   nlohmann::json ours = nlohmann::json::object();
   ours["layers"] = nlohmann::json::array();
-  bool any_brp = false;
+  bool any_tc = false;  // a layer on tensor cores (BRP or condensed windows): TF32's tolerance
   double plan_ms_total = 0, replan_ms_total = 0;
   for (int layer = 0; layer < 2; ++layer) {
     stream.synchronize();
@@ -358,7 +360,7 @@ nlohmann::json bench_gcn(Context& ctx, const Stream& stream, const NamedMatrix& 
     const double replan_ms = ms_since(t0);
     plan_ms_total += plan_ms;
     replan_ms_total += replan_ms;
-    any_brp = any_brp || again.path() == SpmmPath::Brp;
+    any_tc = any_tc || again.path() != SpmmPath::CsrCudaCore;
     nlohmann::json kernels = nlohmann::json::array();
     std::string kernel_text;
     for (const KernelInfo& k : first.kernels()) {
@@ -367,9 +369,10 @@ nlohmann::json bench_gcn(Context& ctx, const Stream& stream, const NamedMatrix& 
     }
     fmt::print("dbsparse layer {} (n = {}): plan_spmm {:.1f} ms first ({}), {:.1f} ms again; path {}{}\n", layer + 1,
                widths[layer], plan_ms, kernel_text, replan_ms, to_string(again.path()),
-               again.path() == SpmmPath::Brp ? fmt::format(" (f {}, g {}, TC share {:.3f})", again.f(), again.g(),
-                                                          again.tc_share())
-                                              : "");
+               again.path() == SpmmPath::Brp         ? fmt::format(" (f {}, g {}, TC share {:.3f})", again.f(), again.g(),
+                                                                  again.tc_share())
+               : again.path() == SpmmPath::Condensed ? fmt::format(" (g {}, fill {:.3f})", again.g(), again.condensed_fill())
+                                                      : "");
     ours["layers"].push_back({{"n", widths[layer]},
                               {"plan_ms", plan_ms},
                               {"plan_again_ms", replan_ms},
@@ -450,7 +453,7 @@ nlohmann::json bench_gcn(Context& ctx, const Stream& stream, const NamedMatrix& 
   pipe.forward(cus);
   const std::vector<float> scale = pipe.download_output();
   pipe.set_inputs(in);
-  const double tol = gcn_tolerance(a, any_brp);
+  const double tol = gcn_tolerance(a, any_tc);
   const double err = gcn_max_error(h_ours, h_theirs, scale);
   bool ok = err <= tol;
   nlohmann::json check = {{"max_error", err},
@@ -458,7 +461,7 @@ nlohmann::json bench_gcn(Context& ctx, const Stream& stream, const NamedMatrix& 
                           {"relative_to", "sum of |terms| per entry of H2 (the pipeline on |X|, |W1|, |W2|)"},
                           {"ok", ok}};
   fmt::print("check: dbsparse against cuSPARSE, max error {:.3e} of sum |terms| (tolerance {:.1e}, {}): {}\n", err,
-             tol, any_brp ? "TF32, a layer is on BRP" : "f32", ok ? "ok" : "DIFFERENT");
+             tol, any_tc ? "TF32, a layer is on tensor cores" : "f32", ok ? "ok" : "DIFFERENT");
   if (opt.cpu_check) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<double> ref = gcn_forward_reference(a, in, d);

@@ -100,12 +100,12 @@ struct GcnBenchOptions {
   bool cpu_check = false;    // also compare both outputs with gcn_forward_reference
 };
 
-// The check's tolerance relative to sum |terms|: TF32's 2e-3 when a layer's plan takes the BRP
-// path; else f32's 1e-5, or, for rows past ~20000 entries, the drift of an f32 sum along Â's
+// The check's tolerance relative to sum |terms|: TF32's 2e-3 when a layer's plan runs on tensor
+// cores (BRP or the condensed windows); else f32's 1e-5, or, for rows past ~20000 entries, the drift of an f32 sum along Â's
 // longest row with a margin of 4 (4 * 2^-24 * sqrt(length)), the rule of the SpMM gpu tests.
 inline constexpr double kGcnTolTf32 = 2e-3;
 inline constexpr double kGcnTolF32 = 1e-5;
-double gcn_tolerance(const CsrMatrix<float>& a_hat, bool brp);
+double gcn_tolerance(const CsrMatrix<float>& a_hat, bool tensor_cores);
 
 // Builds Â (host, timed), plans both sides (plan_spmm, and cuSPARSE's descriptors, buffers and
 // preprocessing, timed apart), checks the outputs against each other and times them. Prints a

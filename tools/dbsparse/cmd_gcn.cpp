@@ -36,8 +36,9 @@ Runner add_gcn(CLI::App& sub_ref) {
   sub->add_option("--warmup", a->opt.warmup, "Untimed passes first")->check(CLI::Range(0, 1000));
   sub->add_option("--seed", a->opt.seed, "Seed of X, W1 and W2");
   sub->add_option("--path", a->opt.path,
-                  "dbsparse's SpMM path: config (the tuning DB's or the default), auto (by the TC share), brp or csr")
-      ->check(CLI::IsMember({"config", "auto", "brp", "csr"}));
+                  "dbsparse's SpMM path: config (the tuning DB's or the default), auto (by the condensed windows' fill), "
+                  "brp, csr or condensed")
+      ->check(CLI::IsMember({"config", "auto", "brp", "csr", "condensed"}));
   sub->add_flag("--cpu-check", a->opt.cpu_check,
                 "Also check both outputs against a double-precision forward pass on the CPU (slow on large graphs)");
   sub->add_option("--json", a->json_path, "Write the record (setup, per-stage and end-to-end times, check) as JSON");
