@@ -1,5 +1,6 @@
 // Condensed tensor-core windows (include/dbsparse/tc_condensed.hpp): CSR to zero-padded 16 x 8
-// tiles in mma fragment order, on the host, in one pass over each window.
+// tiles in mma fragment order, on the host, in two passes over each window (its columns, then its
+// entries).
 #include "dbsparse/tc_condensed.hpp"
 
 #include <algorithm>
@@ -92,11 +93,16 @@ CondensedTc csr_to_condensed(const CsrMatrix<float>& a, int g, SpmmDtype dtype) 
   const int64_t words = group_words(g, dtype);
   m.win_group.assign(static_cast<size_t>(windows) + 1, 0);
   std::vector<int32_t> slot_of(static_cast<size_t>(a.cols), -1), cols;
-  // First the group counts, so that every array is sized once (and checked against int32).
+  // First each window's columns (kept for the second pass, ~1 int a slot) and the group counts,
+  // so that every array is sized once and checked against int32.
+  std::vector<int32_t> all_cols;
+  std::vector<int64_t> col_at(static_cast<size_t>(windows) + 1, 0);
   int64_t groups = 0;
   for (int32_t w = 0; w < windows; ++w) {
     window_columns(a, w, slot_of, cols);
     for (int32_t c : cols) slot_of[c] = -1;
+    all_cols.insert(all_cols.end(), cols.begin(), cols.end());
+    col_at[static_cast<size_t>(w) + 1] = static_cast<int64_t>(all_cols.size());
     groups += (static_cast<int64_t>(cols.size()) + per_group - 1) / per_group;
     m.win_group[static_cast<size_t>(w) + 1] = static_cast<int32_t>(std::min<int64_t>(groups, INT32_MAX));
   }
@@ -108,37 +114,32 @@ CondensedTc csr_to_condensed(const CsrMatrix<float>& a, int g, SpmmDtype dtype) 
   m.group_window.resize(static_cast<size_t>(groups));
   m.old_col.resize(static_cast<size_t>(groups * per_group));
   m.afrag.assign(static_cast<size_t>(groups * words), 0u);
-  // Per window: the tiles are summed in f32 first (duplicates add), then written as words.
-  std::vector<float> tile;
+  uint16_t* halves = reinterpret_cast<uint16_t*>(m.afrag.data());
+  // Then every entry straight to its word: validate() made a row's columns unique, so no two
+  // entries share a place and there is nothing to sum.
   for (int32_t w = 0; w < windows; ++w) {
-    window_columns(a, w, slot_of, cols);
+    const int32_t* wc = all_cols.data() + col_at[w];
+    const size_t ncols = static_cast<size_t>(col_at[static_cast<size_t>(w) + 1] - col_at[w]);
     const int32_t q0 = m.win_group[w], nq = m.win_group[static_cast<size_t>(w) + 1] - q0;
-    for (size_t s = 0; s < cols.size(); ++s) slot_of[cols[s]] = static_cast<int32_t>(s);
+    for (size_t s = 0; s < ncols; ++s) slot_of[wc[s]] = static_cast<int32_t>(s);
     const size_t slots = static_cast<size_t>(nq) * per_group;
     for (size_t s = 0; s < slots; ++s)
-      m.old_col[static_cast<size_t>(q0) * per_group + s] = s < cols.size() ? cols[s] : cols.back();
+      m.old_col[static_cast<size_t>(q0) * per_group + s] = s < ncols ? wc[s] : wc[ncols - 1];
     for (int32_t q = q0; q < q0 + nq; ++q) m.group_window[q] = w;
-    tile.assign(slots * kRows, 0.0f);  // slot-major: tile[s * 16 + row]
+    m.used_blocks += (static_cast<int64_t>(ncols) + kSlots - 1) / kSlots;
     const int32_t r0 = w * kRows, r1 = std::min(a.rows, r0 + kRows);
     for (int32_t r = r0; r < r1; ++r)
-      for (int32_t p = a.row_ptr[r]; p < a.row_ptr[r + 1]; ++p)
-        tile[static_cast<size_t>(slot_of[a.col_idx[p]]) * kRows + (r - r0)] += a.values[p];
-    m.used_blocks += (static_cast<int64_t>(cols.size()) + kSlots - 1) / kSlots;
-    for (int32_t c : cols) slot_of[c] = -1;
-    uint16_t* halves = reinterpret_cast<uint16_t*>(m.afrag.data());
-    for (size_t s = 0; s < cols.size(); ++s) {
-      const int64_t q = q0 + static_cast<int64_t>(s / per_group);
-      const int b = static_cast<int>(s % per_group) / kSlots, k = static_cast<int>(s % kSlots);
-      for (int row = 0; row < kRows; ++row) {
-        const float v = tile[s * kRows + row];
-        if (v == 0.0f && !std::signbit(v)) continue;  // the array is zero already
-        const int lid = row * kSlots + k;
+      for (int32_t p = a.row_ptr[r]; p < a.row_ptr[r + 1]; ++p) {
+        const int32_t s = slot_of[a.col_idx[p]];
+        const int64_t q = q0 + s / per_group;
+        const int b = (s % per_group) / kSlots, lid = (r - r0) * kSlots + s % kSlots;
         if (dtype == SpmmDtype::F32)
-          m.afrag[static_cast<size_t>(q * words + abi::brp_afrag_index(lid, b * kSlots, 1))] = tf32_bits(v);
+          m.afrag[static_cast<size_t>(q * words + abi::brp_afrag_index(lid, b * kSlots, 1))] = tf32_bits(a.values[p]);
         else
-          halves[static_cast<size_t>(2 * q * words + abi::brp_afrag16_index(lid, b * kSlots, 1))] = to_16(v, dtype);
+          halves[static_cast<size_t>(2 * q * words + abi::brp_afrag16_index(lid, b * kSlots, 1))] =
+              to_16(a.values[p], dtype);
       }
-    }
+    for (size_t s = 0; s < ncols; ++s) slot_of[wc[s]] = -1;
   }
   return m;
 }

@@ -17,7 +17,6 @@
 //    mma fragment order (abi/spmm.h: brp_afrag_index for f32, brp_afrag16_index for 16 bits),
 //    which is what BRP's expanded operands (SpmmConfig::expand_min_f) are: the plan runs
 //    brp_tc_windows<.., FRAGS = true> on these arrays unchanged.
-//  - Entries of one row and column given twice in the CSR are summed (in f32).
 // As with BRP's zero-filled tiles, a non-finite value in a row of B that a window's slot names
 // reaches every row of that window (0 * inf is NaN), not only the rows with an entry there.
 #include <cstdint>
@@ -38,7 +37,7 @@ struct CondensedTc {
   // f32: groups * g * 32 lanes * 4 tf32 words (brp_afrag_index); f16 / bf16: groups * ceil(g / 2)
   // * 32 lanes * 4 words of two halves (brp_afrag16_index, little-endian halves).
   std::vector<uint32_t> afrag;
-  int64_t nnz = 0;          // A's stored entries (duplicates counted once each)
+  int64_t nnz = 0;          // A's stored entries
   int64_t used_blocks = 0;  // blocks with at least one slot that is a condensed column
 
   int64_t groups() const { return static_cast<int64_t>(group_window.size()); }
