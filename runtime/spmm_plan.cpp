@@ -129,6 +129,7 @@ struct SpmmPlan::Impl {
   double auto_fill = -1;   // condensed_fill, when Auto weighed it
   double fill = 0;         // the condensed path's tile fill
   double convert_ms = 0;   // the condensed path's host conversion
+  int64_t csr_bytes = 0;   // the condensed path: A in CSR, what its tiles are weighed against
   BrpStats stats;          // BRP path
   // The row kernels' CSR: the residual rows (BRP; row_id maps them to C's rows) or all of A (CSR).
   DeviceBuffer<int32_t> row_ptr, col_idx, row_id;
@@ -297,6 +298,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       const CondensedTc m = csr_to_condensed(a, p->g, opt.dtype);
       p->convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       p->fill = m.fill();
+      p->csr_bytes = m.csr_bytes();
       p->groups = static_cast<int32_t>(m.groups());  // csr_to_condensed kept every array in int32
       p->window = upload(m.group_window);
       p->old_col = upload(m.old_col);
@@ -572,8 +574,7 @@ std::string SpmmPlan::explain() const {
         "no residual; device {} bytes ({:.3f}x CSR's {})\n",
         p.g, p.groups, p.g, f32 ? "TF32 m16n8k8" : fmt::format("{} m16n8k16 (two tiles a mma)", to_string(p.dtype)),
         p.fill, p.convert_ms, p.tc_warps, p.max_run, p.n_pieces, device_bytes(),
-        double(device_bytes()) / double(std::max<int64_t>(1, (p.nnz + p.rows + 1) * 4 + p.nnz * spmm_value_bytes(p.dtype))),
-        (p.nnz + p.rows + 1) * 4 + p.nnz * spmm_value_bytes(p.dtype));
+        double(device_bytes()) / double(std::max<int64_t>(1, p.csr_bytes)), p.csr_bytes);
   } else {
     out += fmt::format("  CSR on CUDA cores (f32 sums), a warp per row (its first {} entries; {} more runs added atomically), "
                        "{} lanes across N (4 values a load) or {} (scalars), the rest of the warp over the entries; device {} "

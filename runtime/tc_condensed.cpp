@@ -30,19 +30,23 @@ int64_t group_words(int g, SpmmDtype d) {
 uint16_t to_16(float x, SpmmDtype d) { return d == SpmmDtype::F16 ? float_to_half(x) : float_to_bf16(x); }
 float from_16(uint16_t h, SpmmDtype d) { return d == SpmmDtype::F16 ? half_to_float(h) : bf16_to_float(h); }
 
-// Window w's distinct columns, ascending, into `cols`; `mark` (a.cols entries, all -1 outside a
-// call) is left as it was found.
-void window_columns(const CsrMatrix<float>& a, int32_t w, std::vector<int32_t>& mark, std::vector<int32_t>& cols) {
+// Window w's distinct columns, in the order first met, into `cols`; `mark` (a.cols entries, all
+// zero outside a call) is left as it was found.
+void window_distinct(const CsrMatrix<float>& a, int32_t w, std::vector<uint8_t>& mark, std::vector<int32_t>& cols) {
   const int32_t r0 = w * kRows, r1 = std::min(a.rows, r0 + kRows);
   cols.clear();
   for (int32_t p = a.row_ptr[r0]; p < a.row_ptr[r1]; ++p) {
     const int32_t c = a.col_idx[p];
-    if (mark[c] < 0) {
-      mark[c] = 0;
+    if (!mark[c]) {
+      mark[c] = 1;
       cols.push_back(c);
     }
   }
-  std::sort(cols.begin(), cols.end());
+  for (int32_t c : cols) mark[c] = 0;
+}
+
+int64_t window_entries(const CsrMatrix<float>& a, int32_t w) {
+  return a.row_ptr[std::min(a.rows, w * kRows + kRows)] - a.row_ptr[w * kRows];
 }
 
 }  // namespace
@@ -62,19 +66,12 @@ double condensed_fill(const CsrMatrix<float>& a, int g, int32_t max_windows) {
   int64_t groups = 0, entries = 0;
   const int32_t windows = window_count(a.rows);
   const int64_t step = max_windows > 0 && windows > max_windows ? (windows + max_windows - 1) / max_windows : 1;
+  const int64_t per_group = int64_t{kSlots} * g;
   for (int64_t wl = 0; wl < windows; wl += step) {
     const int32_t w = static_cast<int32_t>(wl);
-    const int32_t r0 = w * kRows, r1 = std::min(a.rows, r0 + kRows);
-    touched.clear();
-    for (int32_t p = a.row_ptr[r0]; p < a.row_ptr[r1]; ++p)
-      if (!seen[a.col_idx[p]]) {
-        seen[a.col_idx[p]] = 1;
-        touched.push_back(a.col_idx[p]);
-      }
-    for (int32_t c : touched) seen[c] = 0;
-    const int64_t per_group = int64_t{kSlots} * g;
+    window_distinct(a, w, seen, touched);
     groups += (static_cast<int64_t>(touched.size()) + per_group - 1) / per_group;
-    entries += a.row_ptr[r1] - a.row_ptr[r0];
+    entries += window_entries(a, w);
   }
   return groups ? double(entries) / (double(groups) * g * 128.0) : 0.0;
 }
@@ -93,14 +90,15 @@ CondensedTc csr_to_condensed(const CsrMatrix<float>& a, int g, SpmmDtype dtype) 
   const int64_t words = group_words(g, dtype);
   m.win_group.assign(static_cast<size_t>(windows) + 1, 0);
   std::vector<int32_t> slot_of(static_cast<size_t>(a.cols), -1), cols;
+  std::vector<uint8_t> seen(static_cast<size_t>(a.cols), 0);
   // First each window's columns (kept for the second pass, ~1 int a slot) and the group counts,
   // so that every array is sized once and checked against int32.
   std::vector<int32_t> all_cols;
   std::vector<int64_t> col_at(static_cast<size_t>(windows) + 1, 0);
   int64_t groups = 0;
   for (int32_t w = 0; w < windows; ++w) {
-    window_columns(a, w, slot_of, cols);
-    for (int32_t c : cols) slot_of[c] = -1;
+    window_distinct(a, w, seen, cols);
+    std::sort(cols.begin(), cols.end());
     all_cols.insert(all_cols.end(), cols.begin(), cols.end());
     col_at[static_cast<size_t>(w) + 1] = static_cast<int64_t>(all_cols.size());
     groups += (static_cast<int64_t>(cols.size()) + per_group - 1) / per_group;

@@ -47,6 +47,8 @@ struct CondensedTc {
   int64_t device_bytes() const {
     return static_cast<int64_t>(win_group.size() + group_window.size() + old_col.size() + afrag.size()) * 4;
   }
+  // The same matrix in CSR, int32 indices and values of dtype: what the tiles are weighed against.
+  int64_t csr_bytes() const { return (int64_t{rows} + 1) * 4 + nnz * (4 + spmm_value_bytes(dtype)); }
 };
 
 // The fill csr_to_condensed would reach at this g, from per-window distinct-column counts alone:

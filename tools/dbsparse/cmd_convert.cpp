@@ -41,6 +41,14 @@ struct ConvertArgs {
   bool check = false;  // --format brp on the GPU: compare with csr_to_brp, bitwise
 };
 
+// --json's file: the report's numbers, indented; a path that cannot be written is a UsageError.
+void write_json(const std::string& path, const nlohmann::json& j) {
+  std::ofstream out(path);
+  out << j.dump(2) << "\n";
+  if (!out) throw UsageError("cannot write " + path);
+  fmt::print("wrote {}\n", path);
+}
+
 // The BFS plan's storage for this graph (bfs.hpp): both views or one, against CSR.
 int run_convert_bfs(const ConvertArgs& a, const NamedMatrix& m) {
   if (m.csr.rows != m.csr.cols)
@@ -57,10 +65,7 @@ int run_convert_bfs(const ConvertArgs& a, const NamedMatrix& m) {
                         {"vertices", s.vertices}, {"entries", s.entries}, {"symmetric", s.symmetric},
                         {"bytes_format", s.bytes_format}, {"bytes_device", s.bytes_device}, {"bytes_csr", s.bytes_csr},
                         {"task_capacity", s.task_capacity}, {"convert_ms", s.convert_ms}};
-    std::ofstream out(a.json_path);
-    out << j.dump(2) << "\n";
-    if (!out) throw UsageError("cannot write " + a.json_path);
-    fmt::print("wrote {}\n", a.json_path);
+    write_json(a.json_path, j);
   }
   return 0;
 }
@@ -84,7 +89,7 @@ int run_convert_condensed(const ConvertArgs& a, const NamedMatrix& m) {
   const auto t0 = std::chrono::steady_clock::now();
   const CondensedTc c = csr_to_condensed(csr, a.brp.g);
   const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  const int64_t bytes_csr = (int64_t{csr.rows} + 1 + csr.nnz()) * 4 + csr.nnz() * 4;
+  const int64_t bytes_csr = c.csr_bytes();
   const double th = SpmmConfig{}.min_condensed_fill;
   const int64_t windows = static_cast<int64_t>(c.win_group.size()) - 1;
   fmt::print("{} (f32 tiles): {}x{}, {} nnz -> condensed TC windows, g = {}: {} windows, {} groups of {} tiles of 16 x 8 "
@@ -111,10 +116,7 @@ int run_convert_condensed(const ConvertArgs& a, const NamedMatrix& m) {
                               {"ratio_condensed_csr", bytes_csr ? double(c.device_bytes()) / double(bytes_csr) : 0.0},
                               {"converted_on", "host"},
                               {"convert_ms", ms}};
-    std::ofstream out(a.json_path);
-    out << j.dump(2) << "\n";
-    if (!out) throw UsageError("cannot write " + a.json_path);
-    fmt::print("wrote {}\n", a.json_path);
+    write_json(a.json_path, j);
   }
   return 0;
 }
@@ -181,10 +183,7 @@ int run_convert_brp(const ConvertArgs& a, const NamedMatrix& m) {
     j["peak_extra_bytes"] = s.on_device ? nlohmann::json(s.peak_extra_bytes) : nlohmann::json(nullptr);
     j["peak_bound_bytes"] = s.peak_bound_bytes();
     if (!check.empty()) j["check_equal_to_host"] = check == "equal";
-    std::ofstream out(a.json_path);
-    out << j.dump(2) << "\n";
-    if (!out) throw UsageError("cannot write " + a.json_path);
-    fmt::print("wrote {}\n", a.json_path);
+    write_json(a.json_path, j);
   }
   return check == "DIFFERENT" ? 1 : 0;
 }
@@ -246,10 +245,7 @@ int run_convert(const ConvertArgs& a, const NamedMatrix& m) {
     j["nnz"] = db.nnz;
     j["blocks"] = db.blocks();
     j["thresholds"] = {{"th0", a.th.th0}, {"th1", a.th.th1}, {"th2", a.th.th2}, {"residual_below", db.thresholds.residual_below}};
-    std::ofstream out(a.json_path);
-    out << j.dump(2) << "\n";
-    if (!out) throw UsageError("cannot write " + a.json_path);
-    fmt::print("wrote {}\n", a.json_path);
+    write_json(a.json_path, j);
   }
   return 0;
 }
