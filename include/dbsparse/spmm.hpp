@@ -54,7 +54,7 @@ struct SpmmConfig {
   double min_tc_share = 1.01;  // auto's threshold on the share of nonzeros in TC groups (above 1: never)
   // auto's threshold on the condensed tiles' fill (stored entries / tile capacity). Condensed
   // against CSR on pruned 4096^2 (H200, 2026-12-01, docs/bench/2026-12-01-s15-bench_spmm-sweep*):
-  // fill 0.12-0.21 lost 3x / 1.3-2.5x (n = 32 / 128), 0.27 lost 1.4x at n = 32 and won 1.3x at
+  // fill 0.07-0.21 lost 1.8-3.7x / 1.3-2.9x (n = 32 / 128), 0.27 lost 1.4x at n = 32 and won 1.3x at
   // 128, 0.5 won 1.3x / 2.1x, 0.99 won 2.4x / 4.8x.
   double min_condensed_fill = 0.3;
   // BRP: expand the groups' A operands into fragment order once per plan when f >= this (16:
