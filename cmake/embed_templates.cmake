@@ -1,14 +1,23 @@
-# Writes every templates/*.cuh (under its file name) and every include/dbsparse/abi/*.h (as
-# dbsparse/abi/<file>, the name the host includes it by) into one C++ file as raw string
-# literals, so the library carries its kernel sources and NVRTC needs nothing from disk at run
-# time. NVRTC matches an #include string against these names exactly.
-file(GLOB templates ${DIR}/*.cuh)
-list(SORT templates)
+cmake_minimum_required(VERSION 3.25)  # run with -P: policies (IN_LIST) as in the project
+# Writes every templates/**/*.cuh (under its file name alone: the folders group templates by op for
+# readers, while NVRTC and the generated sources know a template by its name) and every
+# include/dbsparse/abi/*.h (as dbsparse/abi/<file>, the name the host includes it by) into one C++
+# file as raw string literals, so the library carries its kernel sources and NVRTC needs nothing
+# from disk at run time. NVRTC matches an #include string against these names exactly, so two
+# templates of the same name in different folders are an error here, not a silent shadowing.
+file(GLOB_RECURSE templates ${DIR}/*.cuh)
 set(entries)
+set(names)
 foreach(f ${templates})
   get_filename_component(name ${f} NAME)
+  if(name IN_LIST names)
+    message(FATAL_ERROR "embed_templates: two templates are named ${name}; names must be unique across templates/")
+  endif()
+  list(APPEND names ${name})
   list(APPEND entries "${name}|${f}")
 endforeach()
+# Sorted by name, so the embedded order (and the templates hash) does not depend on the folders.
+list(SORT entries)
 if(ABI_DIR)
   file(GLOB abi_headers ${ABI_DIR}/*.h)
   list(SORT abi_headers)

@@ -1,5 +1,5 @@
 #pragma once
-// The templates/*.cuh sources, compiled into the library by cmake/embed_templates.cmake.
+// The templates/<op>/*.cuh sources (by file name), compiled into the library by cmake/embed_templates.cmake.
 #include <string>
 #include <vector>
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Configures and builds into build/ (Release with debug info). Safe to run repeatedly.
+# Configures and builds into build/ (Release, what `cmake --install build` installs, stripped).
+# Safe to run repeatedly. For symbols, a folder of your own: -B build-dev -DCMAKE_BUILD_TYPE=RelWithDebInfo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 jobs=$(nproc 2>/dev/null || echo 2)
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$jobs"

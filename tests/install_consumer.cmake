@@ -40,6 +40,17 @@ foreach(f include/dbsparse/dbsparse.hpp ${LIBDIR}/libdbsparse.a ${LIBDIR}/cmake/
   endif()
 endforeach()
 
+# Installed binaries carry no debug info and no symbol table, whatever the build type.
+find_program(READELF readelf)
+if(READELF)
+  foreach(exe dbsparse dbtune)
+    step("readelf ${exe}" ${READELF} -S --wide "${prefix}/bin/${exe}")
+    if(step_output MATCHES "\\.debug_info|\\.symtab")
+      message(FATAL_ERROR "install_consumer: bin/${exe} was installed unstripped")
+    endif()
+  endforeach()
+endif()
+
 string(REPLACE "|" ";" prefix_path "${PREFIX_PATH}")
 list(PREPEND prefix_path "${prefix}")
 # Through an initial cache, because a list would be split on its ';' on a command line.

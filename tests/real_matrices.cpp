@@ -3,7 +3,7 @@
 // so this test carries it to the summary as a skip (exit 77).
 #include <cstdio>
 
-#include "tools/common/suites.hpp"
+#include "tools/bench/suites.hpp"
 
 int main() {
   const auto files = dbsparse::tools::shared_matrix_files();

@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
-#include "runtime/cuda_driver.hpp"
+#include "runtime/gpu/cuda_driver.hpp"
 
 int main(int argc, char** argv) {
   if (std::strcmp(DBS_TEST_TIER, "gpu") == 0) {

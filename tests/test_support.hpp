@@ -19,8 +19,8 @@
 
 #include "dbsparse/matrix.hpp"
 
-#include "tools/common/random.hpp"
-#include "tools/common/suites.hpp"
+#include "tools/bench/random.hpp"
+#include "tools/bench/suites.hpp"
 
 namespace dbs_test {
 
@@ -36,7 +36,7 @@ inline std::vector<std::string> shared_matrices() {
   return out;
 }
 
-// The tools' seeded source (tools/common/random.hpp): tests, benches and the tuner draw alike.
+// The tools' seeded source (tools/bench/random.hpp): tests, benches and the tuner draw alike.
 template <class T>
 std::vector<T> random_vector(size_t n, uint64_t seed) {
   return dbsparse::tools::random_values<T>(n, seed);

@@ -215,15 +215,16 @@ class Context {
   template <class T>
   SpgemmPlan<T> plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrView<T>& b, const SpgemmOptions& options,
                             void* stream = nullptr);
-  // SpMM C = alpha * A * B + beta * C for B and C with n_cols columns (spmm.hpp): BRP-SpMM or the
-  // CUDA-core CSR product. f32 only: A in f64 is a UsageError, as is n_cols outside 1 .. 4096.
+  // SpMM C = alpha * A * B + beta * C for B and C with n_cols columns (spmm.hpp): BRP-SpMM,
+  // condensed tensor-core windows or the CUDA-core CSR product, in f32, f16 or bf16
+  // (SpmmOptions' dtype). A in f64 is a UsageError, as is n_cols outside 1 .. 4096.
   template <class T>
   SpmmPlan plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions& options);
   template <class T>
   SpmmPlan plan_spmm(const CsrMatrix<T>& a, int n_cols);
 
   detail::ModuleRegistry& modules() const { return *modules_; }
-  // Side streams for independent launches of one run (runtime/fork_join.hpp), made on first use.
+  // Side streams for independent launches of one run (runtime/gpu/fork_join.hpp), made on first use.
   detail::ForkJoin& fork_join() const;
   // Stream-ordered allocations from this context's memory pool (made on first use), ordered on
   // `stream`. The pool keeps freed memory up to an eighth of the device's for the next plan, so a

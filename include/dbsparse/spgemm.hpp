@@ -4,7 +4,7 @@
 // follow: the analysis (intermediate products per row, rows grouped by them, the nnz(C) check) and
 // hash_spgemm_cpu, which runs the kernels' phases on the CPU and is their executable spec.
 //
-// Phases, per row i of A (the same on the GPU, templates/spgemm_analysis.cuh and spgemm.cuh, and in
+// Phases, per row i of A (the same on the GPU, templates/spgemm/spgemm_analysis.cuh and spgemm.cuh, and in
 // hash_spgemm_cpu):
 //  1. IP(i) = sum over k in row i of A of nnz(B row k): the products the row takes.
 //  2. Group by IP (SpgemmConfig: IP < b0 group 0, < b1 group 1, < b2 group 2, else group 3). Rows
@@ -111,7 +111,7 @@ struct SpgemmConfig {
     v.integer("fit_tables", fit_tables, 0, 1,
               "1: a group's shared tables shrink to the next power of two >= twice its longest row's products");
   }
-  // The rules between fields; UsageError naming the key (runtime/spgemm_analysis.cpp).
+  // The rules between fields; UsageError naming the key (runtime/spgemm/spgemm_analysis.cpp).
   void check() const;
   // The article's table (hash-spgemm-summary.md): 32 / 512 / 8192, tables 64 / 1024 / 8192, four
   // lanes per row in group 0, blocks 512 / 256 / 1024 / 1024, rows that do not fit fall back to
@@ -232,7 +232,7 @@ struct HashSpgemmResult {
 template <class T>
 HashSpgemmResult<T> hash_spgemm_cpu(const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmConfig& c = {});
 
-// --- on the GPU (runtime/spgemm_plan.cpp, templates/spgemm.cuh) ------------------------------
+// --- on the GPU (runtime/spgemm/spgemm_plan.cpp, templates/spgemm/spgemm.cuh) ------------------------------
 
 struct SpgemmOptions {
   // The groups' bounds, tables and blocks. When empty: a plan from host CSR takes the tuning DB's
@@ -255,7 +255,7 @@ struct SpgemmOptions {
 
 // C = A·B on the GPU by the phases above. ctx.plan_spgemm takes A and B as host CSR (uploaded into
 // the plan) or as device CSR (DeviceCsrView: read in place, not copied). It analyses the structure
-// once on the GPU (templates/spgemm_analysis.cuh: IP and group per row, rows and products per
+// once on the GPU (templates/spgemm/spgemm_analysis.cuh: IP and group per row, rows and products per
 // group, the rows that may overflow, A's and B's columns checked), waits for that and reads back
 // one small struct of counts (abi::SpgemmStats), allocates the group lists and global tables and
 // loads the kernels; groups without rows launch nothing, and an A without products launches

@@ -1,7 +1,7 @@
 #pragma once
 // The applications of hash SpGEMM in the article (hash-spgemm-summary.md): squaring, graph
 // contraction and Markov clustering. Each has a GPU version (square, contract, mcl: the products
-// by plan_spgemm, MCL's elementwise steps by the kernels of templates/mcl.cuh) and a CPU
+// by plan_spgemm, MCL's elementwise steps by the kernels of templates/apps/mcl.cuh) and a CPU
 // reference it is checked against (reference::spgemm for squaring, contract_cpu, mcl_cpu).
 // spgemm_flops gives the GFLOP count of a product.
 //
@@ -90,7 +90,7 @@ CsrMatrix<double> mcl_step(const CsrMatrix<double>& p, const MclOptions& o);
 double mcl_change(const CsrMatrix<double>& a, const CsrMatrix<double>& b);
 MclResult mcl_labels(const CsrMatrix<double>& p);
 
-// --- on the GPU (runtime/spgemm_apps_gpu.cpp, runtime/mcl_gpu.cpp, templates/mcl.cuh) ----------
+// --- on the GPU (runtime/apps/spgemm_apps_gpu.cpp, runtime/apps/mcl_gpu.cpp, templates/apps/mcl.cuh) ----------
 
 // Whether square() multiplies by Aᵀ: when asked to, or when A is not square (A² does not exist).
 template <class T>
@@ -141,7 +141,7 @@ std::pair<CsrMatrix<T>, CsrMatrix<T>> contraction_factors(int32_t n, std::span<c
 
 // The same factors built on the device from n labels on the device (stream `stream`, which the
 // result's work is queued on; one wait, for the labels' check): S's rows by a count, a scan, a
-// scatter and a merge sort inside each row (templates/contract_factors.cuh). UsageError as the
+// scatter and a merge sort inside each row (templates/apps/contract_factors.cuh). UsageError as the
 // host overload's, naming the first vertex whose label is outside [0, k). Why: on a road network
 // of 1.4M vertices the host factors took 16 ms and their upload 7.5 ms, against ~0.5 ms for both
 // products (H200, 2026-12-01).
@@ -165,9 +165,9 @@ DeviceContraction<T> contract(Context& ctx, const DeviceCsrView<T>& g, const int
                               void* stream, const SpgemmOptions& options = {});
 
 // Markov clustering on the GPU, iteration for iteration mcl_cpu's, in T: G uploaded, P =
-// mcl_start(g) built on the device (templates/mcl_ends.cuh), then per iteration P·P by
+// mcl_start(g) built on the device (templates/apps/mcl_ends.cuh), then per iteration P·P by
 // plan_spgemm from device CSR (a new plan each time: pruning changes P's structure) and inflation,
-// pruning, normalisation and the change measure by the kernels of templates/mcl.cuh; P stays on
+// pruning, normalisation and the change measure by the kernels of templates/apps/mcl.cuh; P stays on
 // the device. Labels by mcl_labels' rule (connected components of the final P's positive entries,
 // numbered by their smallest vertex), found on the device; only they come back. The values
 // differ from the CPU's in the last bits (other orders of addition, and in f32 the precision), so

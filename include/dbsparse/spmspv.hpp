@@ -62,7 +62,7 @@ struct SpmspvConfig {
     v.number("residual_push_below", residual_push_below, 0.0, 2.0,
              "with residual_pull by_density: the residual pushes while x's nonzeros / cols is below this");
   }
-  void check() const;  // no rule between fields (runtime/spmspv_plan.cpp says why)
+  void check() const;  // no rule between fields (runtime/spmspv/spmspv_plan.cpp says why)
   DbThresholds thresholds() const { return DbThresholds{th0, th1, th2, residual_below, residual_pull != "off"}; }
   // The paper's published defaults (db-spmspv-icpp26 §3.2-3.3): th3 = 0.01 compared with xb.
   static SpmspvConfig paper();

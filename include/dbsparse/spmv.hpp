@@ -12,7 +12,7 @@
 namespace dbsparse {
 
 // SpMV's config: the strategy and the row-length cutoffs between strategies. Why each default is
-// what it is: runtime/spmv_strategy.hpp (measured on the H200).
+// what it is: runtime/spmv/spmv_strategy.hpp (measured on the H200).
 struct SpmvConfig {
   static constexpr const char* kOp = "spmv";
   static constexpr bool kBlockFeatures = false;

@@ -1,5 +1,5 @@
 // CSR -> BRP on the GPU (csr_to_brp_device) against csr_to_brp: the eight arrays bitwise at every
-// (f, g) on the shared cases (tests/brp_convert_cases.hpp: generated matrices, empty rows and
+// (f, g) on the shared cases (tests/cases/brp_convert_cases.hpp: generated matrices, empty rows and
 // windows, M not a multiple of 16, K not a multiple of 8, windows with thousands of distinct
 // columns, hypersparse, empty), the peak extra device memory within 4 * nnz * (4 + sizeof(T)),
 // and plan_spmm's default (device) conversion against its host one.
@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "brp_convert_cases.hpp"
+#include "cases/brp_convert_cases.hpp"
 #include "dbsparse/brp.hpp"
 #include "dbsparse/brp_device.hpp"
 #include "dbsparse/dbsparse.hpp"

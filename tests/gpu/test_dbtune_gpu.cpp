@@ -75,3 +75,41 @@ TEST_CASE("DbtuneWritesTrialsAndBestConfigsThatPlansThenUse") {
   CAPTURE(plan.explain());
   CHECK(plan.explain().find("config (tuned") != std::string::npos);
 }
+
+// `dbsparse explore` over a parameter given by name (spmv's strategy) and one given by number
+// (spmspv's th3): every value is timed, stored as a trial in bucket "explore" and drawn.
+TEST_CASE("ExploreSweepsNamedAndNumericParametersAndStoresTrials") {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("dbsparse-explore-gpu-{}", getpid());
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string db_path = (dir / "t.db").string(), spec = "stencil2d:n=40";
+  struct Sweep {
+    const char* op;
+    const char* param;
+    const char* values;
+    std::vector<nlohmann::json> want;
+  };
+  const std::vector<Sweep> sweeps{{"spmv", "strategy", "classified,uniform,scalar", {"classified", "uniform", "scalar"}},
+                                  {"spmspv", "th3", "0.01,0.4", {0.01, 0.4}}};
+  for (const auto& sw : sweeps) {
+    CAPTURE(sw.param);
+    const fs::path svg = dir / fmt::format("{}.svg", sw.param);
+    auto [code, out] = dbs_test::run_tool(
+        "dbsparse", fmt::format("explore {} --op {} --param {} --values {} --samples 2 --svg '{}' --db '{}'", spec,
+                                sw.op, sw.param, sw.values, svg.string(), db_path));
+    CAPTURE(out);
+    REQUIRE(code == 0);
+    CHECK(out.find(fmt::format("{} points stored", sw.want.size())) != std::string::npos);
+    CHECK(fs::file_size(svg) > 0);
+    Context ctx;
+    auto db = TuningDb::open(db_path, /*read_only=*/true);
+    std::vector<nlohmann::json> got;
+    for (const auto& t : db->trials(ctx.device().record().fingerprint, structure_fingerprint(generate(spec)), sw.op)) {
+      CHECK(t.bucket == "explore");
+      CHECK(t.status == TrialStatus::Ok);
+      got.push_back(t.params.at(sw.param));
+    }
+    CHECK(got == sw.want);
+  }
+  fs::remove_all(dir);
+}

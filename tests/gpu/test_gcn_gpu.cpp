@@ -1,4 +1,4 @@
-// `dbsparse gcn`'s GPU pipeline (tools/common/gcn.hpp) against the CPU's double forward pass: with
+// `dbsparse gcn`'s GPU pipeline (tools/apps/gcn.hpp) against the CPU's double forward pass: with
 // dbsparse's SpMM on each path and with cuSPARSE SpMM, on a graph whose sizes leave a ReLU tail
 // (nodes * hidden not a multiple of 4) and odd widths; then bench_gcn end to end on a small graph.
 #include <doctest/doctest.h>
@@ -9,8 +9,8 @@
 
 #include "dbsparse/dbsparse.hpp"
 #include "dbsparse/spmm.hpp"
-#include "tools/common/cusparse_spmm.hpp"
-#include "tools/common/gcn.hpp"
+#include "tools/apps/gcn.hpp"
+#include "tools/baselines/cusparse_spmm.hpp"
 
 using namespace dbsparse;
 

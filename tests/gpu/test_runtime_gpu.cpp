@@ -4,10 +4,10 @@
 #include <chrono>
 
 #include "codegen/kernel_cache.hpp"
-#include "codegen/spmv_key.hpp"
+#include "codegen/keys/spmv_key.hpp"
 #include "dbsparse/context.hpp"
-#include "runtime/cuda_driver.hpp"
-#include "runtime/module_registry.hpp"
+#include "runtime/gpu/cuda_driver.hpp"
+#include "runtime/gpu/module_registry.hpp"
 #include "test_support.hpp"
 
 using namespace dbsparse;

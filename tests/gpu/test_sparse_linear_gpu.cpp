@@ -221,7 +221,7 @@ TEST_CASE("DecodeLinearTopKMatchesTheCpuThreshold") {
 }
 
 // The row-block mapping on small odd shapes, with top-k and a clone: small enough for the
-// sanitizers (device-check decode runs memcheck and racecheck over it).
+// sanitizers (tools/device/check.sh decode runs memcheck and racecheck over it).
 TEST_CASE("DecodeLinearRowBlocksMatchReferenceOnOddShapes") {
   Stream s(ctx());
   for (auto [rows, cols] : {std::pair{1, 1}, {31, 5000}, {33, 4097}, {200, 9000}, {1025, 64}})

@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "cases/spgemm_cases.hpp"
 #include "dbsparse/dbsparse.hpp"
 #include "dbsparse/spgemm_apps.hpp"
-#include "spgemm_cases.hpp"
 #include "test_support.hpp"
-#include "tools/common/random.hpp"
-#include "tools/common/spgemm_apps_check.hpp"
+#include "tools/bench/random.hpp"
+#include "tools/bench/spgemm_apps_check.hpp"
 
 using namespace dbsparse;
 

@@ -1,4 +1,4 @@
-// Hash SpGEMM on the GPU (spgemm.hpp, templates/spgemm.cuh) against reference::spgemm (a dense
+// Hash SpGEMM on the GPU (spgemm.hpp, templates/spgemm/spgemm.cuh) against reference::spgemm (a dense
 // accumulator in double): the same structure exactly, values within 1e-5 (f32) / 1e-12 (f64) of
 // sum |a||b| per entry; the plan's groups and overflows against hash_spgemm_cpu, the kernels' spec.
 #include <doctest/doctest.h>
@@ -10,9 +10,9 @@
 #include <tuple>
 #include <vector>
 
+#include "cases/spgemm_cases.hpp"
 #include "dbsparse/dbsparse.hpp"
 #include "dbsparse/spgemm.hpp"
-#include "spgemm_cases.hpp"
 #include "test_support.hpp"
 
 using namespace dbsparse;

@@ -14,11 +14,11 @@
 #include <utility>
 #include <vector>
 
+#include "cases/spmm_cases.hpp"
 #include "dbsparse/brp.hpp"
 #include "dbsparse/dbsparse.hpp"
 #include "dbsparse/spmm.hpp"
 #include "dbsparse/tc_condensed.hpp"
-#include "spmm_cases.hpp"
 #include "test_support.hpp"
 
 using namespace dbsparse;

@@ -14,11 +14,11 @@
 
 #include <fmt/format.h>
 
+#include "cases/spmm_cases.hpp"
 #include "dbsparse/brp.hpp"
 #include "dbsparse/dbsparse.hpp"
 #include "dbsparse/half.hpp"
 #include "dbsparse/spmm.hpp"
-#include "spmm_cases.hpp"
 #include "test_support.hpp"
 
 using namespace dbsparse;

@@ -8,14 +8,14 @@
 #include <thread>
 #include <vector>
 
+#include "codegen/keys/brp_convert_key.hpp"
+#include "codegen/keys/decode_key.hpp"
+#include "codegen/keys/mcl_key.hpp"
+#include "codegen/keys/sparse_linear_key.hpp"
+#include "codegen/keys/spgemm_key.hpp"
+#include "codegen/keys/spmm_key.hpp"
+#include "codegen/keys/spmv_key.hpp"
 #include "codegen/nvrtc_compiler.hpp"
-#include "codegen/brp_convert_key.hpp"
-#include "codegen/decode_key.hpp"
-#include "codegen/mcl_key.hpp"
-#include "codegen/sparse_linear_key.hpp"
-#include "codegen/spgemm_key.hpp"
-#include "codegen/spmm_key.hpp"
-#include "codegen/spmv_key.hpp"
 #include "dbsparse/error.hpp"
 #include "tools/ops/registry.hpp"
 
@@ -140,7 +140,7 @@ TEST_CASE("SpgemmKeysOfTheSearchSpaceRoundTrip") {
         "spgemm.f32.numeric.g1.t1024.l32.b256");
 }
 
-// The analysis kernels (templates/spgemm_analysis.cuh) are part of the spgemm op's variants too;
+// The analysis kernels (templates/spgemm/spgemm_analysis.cuh) are part of the spgemm op's variants too;
 // this compiles them on their own, so a break there is named as theirs.
 TEST_CASE("SpgemmAnalysisKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
   const auto space = spgemm_analysis_search_space();

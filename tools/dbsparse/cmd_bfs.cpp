@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dbsparse/io.hpp"
-#include "tools/common/bench_bfs.hpp"
+#include "tools/bench/bench_bfs.hpp"
 #include "tools/dbsparse/commands.hpp"
 
 namespace dbsparse::cli {

@@ -16,8 +16,8 @@
 
 #include "dbsparse/io.hpp"
 #include "dbsparse/spgemm_apps.hpp"
-#include "tools/common/spgemm_apps_check.hpp"
-#include "tools/common/stats.hpp"
+#include "tools/bench/spgemm_apps_check.hpp"
+#include "tools/bench/stats.hpp"
 #include "tools/dbsparse/commands.hpp"
 
 namespace dbsparse::cli {

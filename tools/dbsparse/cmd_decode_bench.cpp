@@ -19,10 +19,10 @@
 #include "dbsparse/reference.hpp"
 #include "dbsparse/safetensors.hpp"
 #include "dbsparse/sparse_linear.hpp"
-#include "tools/common/cublas_gemv.hpp"
-#include "tools/common/cusparse_spmv.hpp"
-#include "tools/common/stats.hpp"
-#include "tools/common/timing.hpp"
+#include "tools/baselines/cublas_gemv.hpp"
+#include "tools/baselines/cusparse_spmv.hpp"
+#include "tools/bench/stats.hpp"
+#include "tools/bench/timing.hpp"
 #include "tools/dbsparse/commands.hpp"
 
 namespace dbsparse::cli {
@@ -261,7 +261,7 @@ Runner add_decode_bench(CLI::App& sub_ref) {
   sub->add_option("--layer", a->layer, "With --weights: the transformer block whose linear layers are timed")->check(CLI::NonNegativeNumber);
   sub->add_option("--weight-sparsity", a->weight_sparsity, "Share of each row's weights pruned")->check(CLI::Range(0.0, 0.99));
   sub->add_option("--act-density", a->act_density, "Share of activations kept (tau per layer from a synthetic x)")->check(CLI::Range(1e-4, 1.0));
-  sub->add_option("--dtype", a->dtype, "The dense baseline's dtype (dbsparse rows are f32 until fp16 lands)")->check(CLI::IsMember({"f16", "bf16", "f32"}));
+  sub->add_option("--dtype", a->dtype, "Weights' dtype of the dense cuBLAS baseline and the column-bitmap rows (the SpMSpV rows are f32)")->check(CLI::IsMember({"f16", "bf16", "f32"}));
   sub->add_option("--prune", a->prune, "wanda (|W| x |x| of the synthetic activation) or magnitude")->check(CLI::IsMember({"wanda", "magnitude"}));
   sub->add_option("--json", a->json_path, "Write every layer's record as JSON");
   sub->add_flag("--no-fuse", a->no_fuse, "Leave out the stacked q|k|v and gate|up rows (one plan and one launch each)");

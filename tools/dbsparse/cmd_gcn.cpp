@@ -1,5 +1,5 @@
 // `dbsparse gcn GRAPH`: a 2-layer GCN forward pass with dbsparse's SpMM against the same pipeline
-// with cuSPARSE SpMM (tools/common/gcn.hpp); end-to-end and per-stage times, setup apart, a check.
+// with cuSPARSE SpMM (tools/apps/gcn.hpp); end-to-end and per-stage times, setup apart, a check.
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
@@ -9,8 +9,8 @@
 #include <nlohmann/json.hpp>
 
 #include "dbsparse/io.hpp"
-#include "tools/common/gcn.hpp"
-#include "tools/common/suites.hpp"
+#include "tools/apps/gcn.hpp"
+#include "tools/bench/suites.hpp"
 #include "tools/dbsparse/commands.hpp"
 
 namespace dbsparse::cli {

@@ -8,11 +8,11 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/kernel_cache.hpp"
+#include "codegen/keys/spmv_key.hpp"
 #include "codegen/nvrtc_compiler.hpp"
-#include "codegen/spmv_key.hpp"
 #include "dbsparse/context.hpp"
 #include "dbsparse/tuning_db.hpp"
-#include "runtime/module_registry.hpp"
+#include "runtime/gpu/module_registry.hpp"
 #include "tools/dbsparse/commands.hpp"
 
 namespace dbsparse::cli {

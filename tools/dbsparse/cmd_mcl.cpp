@@ -1,5 +1,5 @@
 // `dbsparse mcl GRAPH`: Markov clustering on the GPU by mcl() (expansion by hash SpGEMM, inflation,
-// pruning and the convergence measure by templates/mcl.cuh): time per iteration and in total,
+// pruning and the convergence measure by templates/apps/mcl.cuh): time per iteration and in total,
 // clusters, iterations, converged; the labels checked against mcl_cpu's when the graph is small.
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -14,7 +14,7 @@
 
 #include "dbsparse/io.hpp"
 #include "dbsparse/spgemm_apps.hpp"
-#include "tools/common/spgemm_apps_check.hpp"
+#include "tools/bench/spgemm_apps_check.hpp"
 #include "tools/dbsparse/commands.hpp"
 
 namespace dbsparse::cli {

@@ -18,7 +18,7 @@
 
 #include "codegen/kernel_cache.hpp"
 #include "dbsparse/dbsparse.hpp"
-#include "tools/common/suites.hpp"
+#include "tools/bench/suites.hpp"
 #include "tools/dbtune/tune_op.hpp"
 #include "tools/ops/registry.hpp"
 #include "tuner/search.hpp"

@@ -9,7 +9,7 @@
 #include <map>
 
 #include "dbsparse/io.hpp"
-#include "tools/common/stats.hpp"
+#include "tools/bench/stats.hpp"
 #include "tools/ops/registry.hpp"
 #include "tuner/search.hpp"
 

@@ -2,11 +2,11 @@
 // every level, the whole search one cooperative launch.
 #include <fmt/format.h>
 
-#include "codegen/bfs_key.hpp"
+#include "codegen/keys/bfs_key.hpp"
 #include "dbsparse/bfs.hpp"
 #include "dbsparse/graph.hpp"
-#include "tools/common/bench_bfs.hpp"
-#include "tools/common/stats.hpp"
+#include "tools/bench/bench_bfs.hpp"
+#include "tools/bench/stats.hpp"
 #include "tools/ops/op_support.hpp"
 #include "tools/ops/registry.hpp"
 

@@ -7,8 +7,8 @@
 
 #include "dbsparse/error.hpp"
 #include "dbsparse/io.hpp"
-#include "tools/common/bench_spmv.hpp"
-#include "tools/common/timing.hpp"
+#include "tools/bench/bench_spmv.hpp"
+#include "tools/bench/timing.hpp"
 #include "tuner/search.hpp"
 
 namespace dbsparse::tools {

@@ -16,7 +16,7 @@
 #include "dbsparse/context.hpp"
 #include "dbsparse/io.hpp"
 #include "dbsparse/op_config.hpp"
-#include "tools/common/timing.hpp"
+#include "tools/bench/timing.hpp"
 #include "tuner/search.hpp"
 #include "tuner/search_space.hpp"
 

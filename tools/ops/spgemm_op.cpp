@@ -4,11 +4,11 @@
 
 #include <cmath>
 
-#include "codegen/spgemm_key.hpp"
+#include "codegen/keys/spgemm_key.hpp"
 #include "dbsparse/reference.hpp"
 #include "dbsparse/spgemm.hpp"
-#include "tools/common/bench_spgemm.hpp"
-#include "tools/common/suites.hpp"
+#include "tools/bench/bench_spgemm.hpp"
+#include "tools/bench/suites.hpp"
 #include "tools/ops/op_support.hpp"
 #include "tools/ops/registry.hpp"
 
@@ -132,7 +132,7 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
        "with the labels on the host"},
       {"cusparse_ms",
        "the same pipeline with every product by a fresh CusparseSpgemm (DEFAULT, ALG3 where DEFAULT runs out of "
-       "memory), built the same way (tools/common/cusparse_pipelines.hpp): contraction's S and S^T by "
+       "memory), built the same way (tools/baselines/cusparse_pipelines.hpp): contraction's S and S^T by "
        "contraction_factors on the device, uploads and download included alike; MCL's loop and elementwise kernels "
        "the library's"},
       {"dbsparse_iter_ms / cusparse_iter_ms",

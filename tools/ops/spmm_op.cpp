@@ -9,16 +9,16 @@
 #include <map>
 #include <optional>
 
-#include "codegen/brp_convert_key.hpp"
-#include "codegen/spmm_key.hpp"
+#include "codegen/keys/brp_convert_key.hpp"
+#include "codegen/keys/spmm_key.hpp"
 #include "dbsparse/brp.hpp"
 #include "dbsparse/half.hpp"
 #include "dbsparse/spmm.hpp"
 #include "dbsparse/tc_condensed.hpp"
-#include "tools/common/cusparse_spmm.hpp"
-#include "tools/common/random.hpp"
-#include "tools/common/suites.hpp"
-#include "tools/common/stats.hpp"
+#include "tools/baselines/cusparse_spmm.hpp"
+#include "tools/bench/random.hpp"
+#include "tools/bench/stats.hpp"
+#include "tools/bench/suites.hpp"
 #include "tools/ops/op_support.hpp"
 #include "tools/ops/registry.hpp"
 

@@ -3,12 +3,12 @@
 
 #include <list>
 
-#include "codegen/spmspv_key.hpp"
+#include "codegen/keys/spmspv_key.hpp"
 #include "dbsparse/reference.hpp"
 #include "dbsparse/spmspv.hpp"
-#include "tools/common/bench_spmspv.hpp"
-#include "tools/common/stats.hpp"
-#include "tools/common/suites.hpp"
+#include "tools/bench/bench_spmspv.hpp"
+#include "tools/bench/stats.hpp"
+#include "tools/bench/suites.hpp"
 #include "tools/ops/op_support.hpp"
 #include "tools/ops/registry.hpp"
 

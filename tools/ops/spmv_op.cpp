@@ -4,12 +4,12 @@
 #include <cmath>
 #include <set>
 
-#include "codegen/spmv_key.hpp"
+#include "codegen/keys/spmv_key.hpp"
 #include "dbsparse/reference.hpp"
 #include "dbsparse/spmv.hpp"
-#include "tools/common/bench_spmv.hpp"
-#include "tools/common/random.hpp"
-#include "tools/common/suites.hpp"
+#include "tools/bench/bench_spmv.hpp"
+#include "tools/bench/random.hpp"
+#include "tools/bench/suites.hpp"
 #include "tools/ops/op_support.hpp"
 #include "tools/ops/registry.hpp"
 

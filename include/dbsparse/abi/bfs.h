@@ -1,5 +1,5 @@
-// DB-BFS's host/kernel contract (DESIGN.md §10): compiled by the host (runtime/bfs_plan.cpp) and
-// by NVRTC with templates/bfs.cuh. Plain structs only; sizes are asserted in both compilers.
+// DB-BFS's host/kernel contract (DESIGN.md §10): compiled by the host (runtime/bfs/bfs_plan.cpp) and
+// by NVRTC with templates/bfs/bfs.cuh. Plain structs only; sizes are asserted in both compilers.
 //
 // The search state is bit masks: visited and three rotating frontiers, one bit per vertex, read as
 // 16-bit masks per 16-vertex block (the DB format's vector blocks) and as 32-bit words by atomics.

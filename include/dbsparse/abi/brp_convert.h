@@ -1,5 +1,5 @@
 // The GPU conversion CSR -> BRP's host/kernel contract (DESIGN.md §10): compiled by the host
-// (runtime/brp_device.cpp) and by NVRTC with templates/brp_convert.cuh.
+// (runtime/formats/brp_device.cpp) and by NVRTC with templates/formats/brp_convert.cuh.
 //
 // The conversion keeps no per-window or per-row scratch, only arrays over the nonzeros, so that its
 // peak extra memory is a multiple of nnz whatever the shape (a hypersparse matrix with millions of

@@ -1,5 +1,5 @@
 // Hash SpGEMM's host/kernel contract (DESIGN.md §10): the constants of the per-row hash tables,
-// shared by the CPU spec (runtime/spgemm_hash_cpu.cpp) and the kernels, so that both probe the
+// shared by the CPU spec (runtime/spgemm/spgemm_hash_cpu.cpp) and the kernels, so that both probe the
 // same slots in the same order; and the analysis's rules and counters, shared by the plan and
 // the analysis kernels.
 //
@@ -25,7 +25,7 @@ constexpr int32_t kSpgemmEmptyKey = -1;
 constexpr int kSpgemmGroups = 4;
 constexpr int kSpgemmGlobalGroup = 3;
 
-// --- the analysis on the GPU (templates/spgemm_analysis.cuh) ---------------------------------
+// --- the analysis on the GPU (templates/spgemm/spgemm_analysis.cuh) ---------------------------------
 
 // A row's code, one byte per row of A: -1 when IP == 0 (no group, no launch), else its group, with
 // kSpgemmMayOverflow added for a row of groups 0-2 that may overflow its shared table and so also
@@ -47,7 +47,7 @@ static_assert(sizeof(SpgemmGroupRule) == 40, "SpgemmGroupRule is 40 bytes on bot
 // Slots of a row's global table: the next power of two >= global_scale * max(1, min(ip, b_cols)),
 // at most 2^31 (B has at most 2^31 - 1 columns, so that holds any row and slot numbers fit uint32);
 // b_cols instead where that is at most twice as many, and then the table is dense (slot = column,
-// templates/spgemm.cuh: no hashing, C's row written in order without a sort).
+// templates/spgemm/spgemm.cuh: no hashing, C's row written in order without a sort).
 DBS_ABI_FN int64_t spgemm_table_slots(int64_t ip, int32_t b_cols, int32_t global_scale) {
   int64_t m = ip < b_cols ? ip : b_cols;
   if (m < 1) m = 1;

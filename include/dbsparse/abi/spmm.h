@@ -1,5 +1,5 @@
-// SpMM's host/kernel contract (DESIGN.md §10): compiled by the host (runtime/spmm_plan.cpp, the
-// BRP format, a cpu test) and by NVRTC with templates/spmm_tc.cuh and spmm_rows.cuh.
+// SpMM's host/kernel contract (DESIGN.md §10): compiled by the host (runtime/spmm/spmm_plan.cpp, the
+// BRP format, a cpu test) and by NVRTC with templates/spmm/spmm_tc.cuh and spmm_rows.cuh.
 //
 // The mma.m16n8k8 .tf32 fragment layouts are here as functions, so that the kernel and a cpu test
 // that emulates one mma on the host run the same index math. They are the PTX ISA's (§9.7.14.5.7

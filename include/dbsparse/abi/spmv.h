@@ -1,5 +1,5 @@
 #pragma once
-// The SpMV host/kernel contract (DESIGN.md §10). runtime/spmv_plan.cpp includes it, and so do the
+// The SpMV host/kernel contract (DESIGN.md §10). runtime/spmv/spmv_plan.cpp includes it, and so do the
 // SpMV templates under NVRTC: what both sides must agree on is written once. The static_asserts
 // run in both compilers, so a layout that differs between them fails to build, not at run time.
 // Device pointers are typed pointers on both sides (the host fills them from CUdeviceptr); sizes
@@ -8,7 +8,7 @@
 
 namespace dbsparse::abi {
 
-// The classifier (templates/spmv_classify.cuh) puts each row in the first bin whose max_len is
+// The classifier (templates/spmv/spmv_classify.cuh) puts each row in the first bin whose max_len is
 // at least its length; it has room for this many bins.
 constexpr int kSpmvClassifyMaxBins = 8;
 

@@ -1,0 +1,33 @@
+#pragma once
+// The DB-BFS kernel variant, e.g. "bfs.auto.or_and.w8": direction policy (auto compiles both
+// level kinds and chooses on the GPU; push / pull compile one), the semiring (or-and: structure
+// only) and warps per thread block.
+#include <compare>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/kernel_source.hpp"
+#include "codegen/keys/spmspv_key.hpp"
+#include "dbsparse/semiring.hpp"
+
+namespace dbsparse::codegen {
+
+struct BfsKey {
+  Direction direction = Direction::Auto;
+  Semiring semiring = Semiring::OrAnd;
+  int warps = 8;
+
+  std::string to_string() const;
+  static BfsKey parse(std::string_view text);  // throws UsageError
+  auto operator<=>(const BfsKey&) const = default;
+};
+
+// Entry points, in this order: bfs_search (the search), bfs_dense_update (the cuSPARSE-loop
+// baseline's frontier update).
+KernelSource make_source(const BfsKey& key);
+
+// Every variant: the three direction policies, 8 or 32 warps per block.
+std::vector<BfsKey> bfs_search_space();
+
+}  // namespace dbsparse::codegen

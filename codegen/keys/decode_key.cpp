@@ -1,0 +1,60 @@
+#include "codegen/keys/decode_key.hpp"
+
+#include <fmt/format.h>
+
+#include "codegen/keys/key_text.hpp"
+#include "dbsparse/error.hpp"
+
+namespace dbsparse::codegen {
+namespace {
+const char* tag(DecodeDtype d) {
+  switch (d) {
+    case DecodeDtype::F16: return "dbs::ValF16";
+    case DecodeDtype::BF16: return "dbs::ValBF16";
+    case DecodeDtype::F32: return "dbs::ValF32";
+  }
+  return "?";
+}
+}  // namespace
+
+const char* to_string(DecodeDtype d) {
+  switch (d) {
+    case DecodeDtype::F16: return "f16";
+    case DecodeDtype::BF16: return "bf16";
+    case DecodeDtype::F32: return "f32";
+  }
+  return "?";
+}
+
+std::string DecodeKey::to_string() const { return fmt::format("decode_linear.colbitmap.{}.w8x8", codegen::to_string(dtype)); }
+
+DecodeKey DecodeKey::parse(std::string_view text) {
+  auto p = split_key(text, '.');
+  if (p.size() != 4 || p[0] != "decode_linear" || p[1] != "colbitmap" || p[3] != "w8x8")
+    throw UsageError(fmt::format("bad decode kernel key '{}' (form: decode_linear.colbitmap.f16.w8x8)", text));
+  DecodeKey k;
+  if (p[2] == "f16") k.dtype = DecodeDtype::F16;
+  else if (p[2] == "bf16") k.dtype = DecodeDtype::BF16;
+  else if (p[2] == "f32") k.dtype = DecodeDtype::F32;
+  else throw UsageError(fmt::format("bad decode kernel key '{}': unknown dtype '{}' (f16, bf16, f32)", text, p[2]));
+  return k;
+}
+
+KernelSource make_source(const DecodeKey& key) {
+  KernelSource ks;
+  ks.key = key.to_string();
+  ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"sparse_linear.cuh\"\n", ks.key);
+  ks.options = {"-std=c++17"};
+  ks.name_expressions = {fmt::format("dbs::decode_fused<{}, 8, 8>", tag(key.dtype)),
+                         fmt::format("dbs::decode_topk_list<{}>", tag(key.dtype)),
+                         fmt::format("dbs::decode_rows<{}, 8, 1>", tag(key.dtype)),
+                         fmt::format("dbs::decode_rows<{}, 8, 2>", tag(key.dtype)),
+                         fmt::format("dbs::decode_rows<{}, 8, 4>", tag(key.dtype))};
+  return ks;
+}
+
+std::vector<DecodeKey> decode_search_space() {
+  return {DecodeKey{DecodeDtype::F16}, DecodeKey{DecodeDtype::BF16}, DecodeKey{DecodeDtype::F32}};
+}
+
+}  // namespace dbsparse::codegen

@@ -1,0 +1,201 @@
+#include "codegen/keys/spgemm_key.hpp"
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "codegen/keys/key_text.hpp"
+#include "dbsparse/error.hpp"
+
+namespace dbsparse::codegen {
+namespace {
+
+bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
+
+// "<prefix><int>" -> int, or -1 when the text is not of that form.
+int number_after(std::string_view word, char prefix) {
+  if (word.size() < 2 || word[0] != prefix) return -1;
+  int v = -1;
+  const auto [ptr, ec] = std::from_chars(word.data() + 1, word.data() + word.size(), v);
+  if (ec != std::errc() || ptr != word.data() + word.size() || v < 0) return -1;
+  return v;
+}
+
+[[noreturn]] void bad(std::string_view text, const std::string& why) {
+  throw UsageError(fmt::format("bad spgemm kernel key '{}': {} (form: spgemm.f32.symbolic.g0.t64.l4.b512, "
+                               "spgemm.f64.numeric.g1.t1024.b256, spgemm.f32.numeric.g3.global.b1024)",
+                               text, why));
+}
+
+void check_key(const SpgemmKey& k, std::string_view text) {
+  if (k.group < 0 || k.group > 3) bad(text, fmt::format("group {} is not 0..3", k.group));
+  if (k.block < 32 || k.block > 1024 || k.block % 32 != 0)
+    bad(text, fmt::format("block {} is not a multiple of 32 in [32, 1024]", k.block));
+  if (k.group == 3) {
+    if (k.table != 0) bad(text, "group 3 has no shared table");
+  } else if (!is_pow2(k.table)) {
+    bad(text, fmt::format("table {} is not a power of two", k.table));
+  }
+  if (k.group == 3) {
+    if (k.lanes != k.block) bad(text, "group 3 runs a row per block: lanes must equal the block");
+  } else if (k.lanes != k.block && (!is_pow2(k.lanes) || k.lanes > 32 || k.block % k.lanes != 0)) {
+    bad(text, fmt::format("lanes {} is neither the block nor a power of two <= 32 dividing it", k.lanes));
+  }
+}
+
+}  // namespace
+
+const char* to_string(SpgemmPhase p) { return p == SpgemmPhase::Symbolic ? "symbolic" : "numeric"; }
+
+std::string SpgemmKey::to_string() const {
+  const std::string head = fmt::format("spgemm.{}.{}.g{}", codegen::to_string(value), codegen::to_string(phase), group);
+  if (group == 3) return fmt::format("{}.global.b{}", head, block);
+  // Groups 1-2 name their lanes only when they are not the block (the article's mapping, whose
+  // texts predate the lanes1 / lanes2 keys).
+  if (group == 0 || lanes != block) return fmt::format("{}.t{}.l{}.b{}", head, table, lanes, block);
+  return fmt::format("{}.t{}.b{}", head, table, block);
+}
+
+SpgemmKey SpgemmKey::parse(std::string_view text) {
+  const auto p = split_key(text, '.');
+  if (p.size() < 6 || p[0] != "spgemm") bad(text, "not a spgemm key");
+  SpgemmKey k;
+  if (p[1] == "f32") k.value = ValueType::F32;
+  else if (p[1] == "f64") k.value = ValueType::F64;
+  else bad(text, fmt::format("unknown value type '{}'", p[1]));
+  if (p[2] == "symbolic") k.phase = SpgemmPhase::Symbolic;
+  else if (p[2] == "numeric") k.phase = SpgemmPhase::Numeric;
+  else bad(text, fmt::format("unknown phase '{}'", p[2]));
+  k.group = number_after(p[3], 'g');
+  if (k.group < 0 || k.group > 3) bad(text, fmt::format("bad group '{}'", p[3]));
+  const bool named_lanes = k.group == 0 || (k.group < 3 && p.size() == 7);
+  const size_t want = named_lanes ? 7 : 6;
+  if (p.size() != want) bad(text, fmt::format("group {} takes {} words", k.group, want));
+  if (k.group == 3) {
+    if (p[4] != "global") bad(text, fmt::format("group 3 takes 'global', got '{}'", p[4]));
+    k.table = 0;
+  } else {
+    k.table = number_after(p[4], 't');
+  }
+  k.block = number_after(p.back(), 'b');
+  k.lanes = named_lanes ? number_after(p[5], 'l') : k.block;
+  if (k.group != 0 && named_lanes && k.lanes == k.block) bad(text, "lanes equal to the block are left out of the text");
+  check_key(k, text);
+  return k;
+}
+
+SpgemmKey spgemm_key(ValueType value, SpgemmPhase phase, int group, const SpgemmConfig& c) {
+  SpgemmKey k;
+  k.value = value;
+  k.phase = phase;
+  k.group = group;
+  k.block = c.block(group);
+  k.table = group < 3 ? c.table(group) : 0;
+  k.lanes = c.lanes(group);
+  check_key(k, k.to_string());
+  return k;
+}
+
+KernelSource make_source(const SpgemmKey& key) {
+  KernelSource ks;
+  ks.key = key.to_string();
+  ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spgemm.cuh\"\n", ks.key);
+  ks.options = {"-std=c++17", "-lineinfo"};  // line info: Nsight Compute's source view (no effect on the code)
+  const char* v = cuda_type(key.value);
+  const char* fn = key.phase == SpgemmPhase::Symbolic ? "symbolic" : "numeric";
+  if (key.group == 3) {
+    // Then the tables' initialisation and, numeric, C's rows written (spgemm_global_sort, _count,
+    // _scan, _scatter).
+    ks.name_expressions = {fmt::format("dbs::spgemm_{}_global<{}, {}>", fn, v, key.block),
+                           fmt::format("dbs::spgemm_global_init<{}, {}>", v, key.block)};
+    if (key.phase == SpgemmPhase::Numeric) {
+      ks.name_expressions.push_back(fmt::format("dbs::spgemm_global_sort<{}, {}>", v, key.block));
+      ks.name_expressions.push_back(fmt::format("dbs::spgemm_global_count<{}, {}>", v, key.block));
+      ks.name_expressions.push_back(fmt::format("dbs::spgemm_global_scan<{}, {}>", v, key.block));
+      ks.name_expressions.push_back(fmt::format("dbs::spgemm_global_scatter<{}, {}>", v, key.block));
+    }
+  } else {
+    ks.name_expressions = {
+        fmt::format("dbs::spgemm_{}_shared<{}, {}, {}, {}>", fn, v, key.table, key.lanes, key.block)};
+    // Numeric: then the one-pass first run's variant (no symbolic phase; writes row lengths).
+    if (key.phase == SpgemmPhase::Numeric)
+      ks.name_expressions.push_back(
+          fmt::format("dbs::spgemm_numeric_shared_first<{}, {}, {}, {}>", v, key.table, key.lanes, key.block));
+  }
+  return ks;
+}
+
+std::vector<SpgemmKey> spgemm_search_space() {
+  std::vector<SpgemmConfig> configs(1);  // the defaults first, then the article's
+  configs.push_back(SpgemmConfig::paper());
+  SpgemmConfig c;
+  c.t0 *= 2;
+  c.t1 *= 2;
+  c.t2 = std::min(c.t2 * 2, 16384);  // 32768 f64 slots pass sm_90's shared memory
+  configs.push_back(c);  // tables 2x
+  c = SpgemmConfig{};
+  c.lanes0 = 8;
+  c.block1 = 512;
+  c.block3 = 512;
+  configs.push_back(c);  // other lanes and blocks
+  c = SpgemmConfig{};
+  c.lanes1 = 32;
+  configs.push_back(c);  // a warp per row in group 1 (group 2's 8192-slot tables fit one row a block)
+  c.lanes1 = 16;
+  c.block1 = 128;
+  configs.push_back(c);
+  c = SpgemmConfig{};  // the tuner's seeds (tools/ops/spgemm_op.cpp): group 0 with 256-slot tables
+  c.b0 = 128;
+  c.t0 = 256;
+  c.lanes0 = 32;
+  configs.push_back(c);
+  c.lanes0 = 16;
+  configs.push_back(c);
+  c = SpgemmConfig{};
+  c.block1 = 256;  // eight warp-rows a block (the default before 2026-12-01)
+  configs.push_back(c);
+  std::vector<SpgemmKey> out;
+  for (ValueType v : {ValueType::F32, ValueType::F64})
+    for (SpgemmPhase ph : {SpgemmPhase::Symbolic, SpgemmPhase::Numeric})
+      for (const auto& cfg : configs)
+        for (int g = 0; g < 4; ++g) {
+          const SpgemmKey k = spgemm_key(v, ph, g, cfg);
+          bool seen = false;
+          for (const auto& o : out) seen |= o == k;
+          if (!seen) out.push_back(k);
+        }
+  return out;
+}
+
+std::string SpgemmAnalysisKey::to_string() const { return fmt::format("spgemm.analysis.b{}", block); }
+
+SpgemmAnalysisKey SpgemmAnalysisKey::parse(std::string_view text) {
+  const auto p = split_key(text, '.');
+  auto fail = [&](const std::string& why) {
+    throw UsageError(fmt::format("bad spgemm analysis key '{}': {} (form: spgemm.analysis.b256)", text, why));
+  };
+  if (p.size() != 3 || p[0] != "spgemm" || p[1] != "analysis") fail("expected spgemm.analysis.b<threads>");
+  SpgemmAnalysisKey k;
+  k.block = number_after(p[2], 'b');
+  if (k.block < 32 || k.block > 1024 || k.block % 32 != 0)
+    fail(fmt::format("block '{}' is not b<a multiple of 32 in [32, 1024]>", p[2]));
+  return k;
+}
+
+KernelSource make_source(const SpgemmAnalysisKey& key) {
+  KernelSource ks;
+  ks.key = key.to_string();
+  ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spgemm_analysis.cuh\"\n", ks.key);
+  ks.options = {"-std=c++17"};
+  for (const char* fn : {"spgemm_analyse_rows", "spgemm_scatter_rows", "spgemm_tile_sums", "spgemm_scan_tiles",
+                         "spgemm_row_ptr", "spgemm_compact_rows", "contract_count", "contract_scatter",
+                         "contract_merge"})
+    ks.name_expressions.push_back(fmt::format("dbs::{}<{}>", fn, key.block));
+  return ks;
+}
+
+std::vector<SpgemmAnalysisKey> spgemm_analysis_search_space() {
+  return {SpgemmAnalysisKey{256}, SpgemmAnalysisKey{128}, SpgemmAnalysisKey{512}};
+}
+
+}  // namespace dbsparse::codegen

@@ -1,0 +1,148 @@
+#include "codegen/keys/spmm_key.hpp"
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+#include "codegen/keys/key_text.hpp"
+#include "dbsparse/error.hpp"
+
+namespace dbsparse::codegen {
+namespace {
+
+[[noreturn]] void bad_key(std::string_view text, const std::string& why) {
+  throw UsageError(fmt::format(
+      "bad spmm kernel key '{}': {} (form: spmm.brp.f1.g4.w4, spmm.csr.v4.l8.w8; f16 / bf16: spmm.brp.f16.f1.g4.w4, "
+      "spmm.csr.bf16.v4.l8.w8)",
+      text, why));
+}
+
+const char* value_template(SpmmValue v) {
+  switch (v) {
+    case SpmmValue::F32: return "dbs::ValF32";
+    case SpmmValue::F16: return "dbs::ValF16";
+    case SpmmValue::BF16: return "dbs::ValBF16";
+  }
+  return "?";
+}
+
+bool power_of_two_to_8(int v) { return v == 1 || v == 2 || v == 4 || v == 8; }
+
+int parse_number(std::string_view text, std::string_view part, char prefix, const char* what) {
+  int v = 0;
+  if (part.size() < 2 || part[0] != prefix) bad_key(text, fmt::format("{} part must be {}<number>", what, prefix));
+  auto [p, ec] = std::from_chars(part.data() + 1, part.data() + part.size(), v);
+  if (ec != std::errc() || p != part.data() + part.size()) bad_key(text, fmt::format("{} is not a number", what));
+  return v;
+}
+
+void check(const SpmmKey& k, std::string_view text) {
+  if (!power_of_two_to_8(k.warps)) bad_key(text, fmt::format("warps {}: allowed 1, 2, 4, 8", k.warps));
+  if (k.path == SpmmKernelPath::Brp) {
+    if (!power_of_two_to_8(k.f)) bad_key(text, fmt::format("f {}: allowed 1, 2, 4, 8", k.f));
+    if (!power_of_two_to_8(k.g)) bad_key(text, fmt::format("g {}: allowed 1, 2, 4, 8", k.g));
+  } else {
+    if (k.vec != 1 && k.vec != 4) bad_key(text, fmt::format("vec {}: allowed 1, 4", k.vec));
+    if (k.lanes < 1 || k.lanes > 32 || (k.lanes & (k.lanes - 1)) != 0)
+      bad_key(text, fmt::format("lanes {}: allowed 1, 2, 4, 8, 16, 32", k.lanes));
+  }
+}
+
+}  // namespace
+
+const char* to_string(SpmmValue v) {
+  switch (v) {
+    case SpmmValue::F32: return "f32";
+    case SpmmValue::F16: return "f16";
+    case SpmmValue::BF16: return "bf16";
+  }
+  return "?";
+}
+
+std::string SpmmKey::to_string() const {
+  // f32 keys name no value type (spmm_key.hpp).
+  const std::string v = value == SpmmValue::F32 ? "" : fmt::format(".{}", codegen::to_string(value));
+  if (path == SpmmKernelPath::Brp) return fmt::format("spmm.brp{}.f{}.g{}.w{}", v, f, g, warps);
+  return fmt::format("spmm.csr{}.v{}.l{}.w{}", v, vec, lanes, warps);
+}
+
+SpmmKey SpmmKey::parse(std::string_view text) {
+  auto p = split_key(text, '.');
+  if (p.size() < 2 || p[0] != "spmm") bad_key(text, "op must be 'spmm'");
+  SpmmKey k;
+  // A sixth part is the value type, after the path; "f32" is never written (to_string) and so
+  // never read, which keeps one text per key.
+  if (p.size() == 6) {
+    if (p[2] == "f16") k.value = SpmmValue::F16;
+    else if (p[2] == "bf16") k.value = SpmmValue::BF16;
+    else bad_key(text, fmt::format("value type '{}': allowed f16, bf16 (f32 keys name none)", p[2]));
+    p.erase(p.begin() + 2);
+  }
+  if (p[1] == "brp") {
+    if (p.size() != 5) bad_key(text, "brp keys are spmm.brp[.f16|.bf16].f<f>.g<g>.w<warps>");
+    k.path = SpmmKernelPath::Brp;
+    k.f = parse_number(text, p[2], 'f', "f");
+    k.g = parse_number(text, p[3], 'g', "g");
+    k.warps = parse_number(text, p[4], 'w', "warps");
+  } else if (p[1] == "csr") {
+    if (p.size() != 5) bad_key(text, "csr keys are spmm.csr[.f16|.bf16].v<vec>.l<lanes>.w<warps>");
+    k.path = SpmmKernelPath::Csr;
+    k.vec = parse_number(text, p[2], 'v', "vec");
+    k.lanes = parse_number(text, p[3], 'l', "lanes");
+    k.warps = parse_number(text, p[4], 'w', "warps");
+  } else {
+    bad_key(text, fmt::format("unknown path '{}' (brp, csr)", p[1]));
+  }
+  check(k, text);
+  return k;
+}
+
+KernelSource make_source(const SpmmKey& key) {
+  KernelSource ks;
+  ks.key = key.to_string();
+  check(key, ks.key);
+  ks.options = {"-std=c++17"};
+  const char* v = value_template(key.value);
+  if (key.path == SpmmKernelPath::Brp) {
+    const bool f32 = key.value == SpmmValue::F32;
+    ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"{}\"\n#include \"spmm_rows.cuh\"\n", ks.key,
+                            f32 ? "spmm_tc.cuh" : "spmm_tc_half.cuh");
+    // f32: brp_tc_windows<f, g, warps, ..>; f16 / bf16: brp_tc_windows16<V, f, g, warps, ..>.
+    const std::string tc = f32 ? fmt::format("dbs::brp_tc_windows<{}, {}, {}", key.f, key.g, key.warps)
+                               : fmt::format("dbs::brp_tc_windows16<{}, {}, {}, {}", v, key.f, key.g, key.warps);
+    const std::string expand = f32 ? fmt::format("dbs::brp_expand_frags<{}, {}, {}>", key.f, key.g, key.warps)
+                                   : fmt::format("dbs::brp_expand_frags16<{}, {}, {}, {}>", v, key.f, key.g, key.warps);
+    ks.name_expressions = {tc + ", false, false>",
+                           fmt::format("dbs::brp_residual<{}, dbsparse::abi::kSpmmRowWarps, 1>", v),
+                           fmt::format("dbs::brp_residual<{}, dbsparse::abi::kSpmmRowWarps, 4>", v),
+                           tc + ", true, false>",
+                           tc + ", false, true>",
+                           tc + ", true, true>",
+                           expand};
+    if (!f32) ks.name_expressions.push_back(fmt::format("dbs::spmm_finalize16<{}>", v));
+  } else {
+    ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spmm_rows.cuh\"\n", ks.key);
+    // f16 / bf16: csr_spmm_rows16, which also takes the cut rows' f32 workspace (abi::SpmmAcc).
+    const char* rows = key.value == SpmmValue::F32 ? "csr_spmm_rows" : "csr_spmm_rows16";
+    ks.name_expressions = {
+        fmt::format("dbs::{}<{}, {}, {}, {}, false>", rows, v, key.warps, key.vec, key.lanes),
+        fmt::format("dbs::{}<{}, {}, {}, {}, true>", rows, v, key.warps, key.vec, key.lanes),
+        fmt::format("dbs::relu_inplace<{}>", key.warps)};
+    if (key.value != SpmmValue::F32) ks.name_expressions.push_back(fmt::format("dbs::spmm_finalize16<{}>", v));
+  }
+  return ks;
+}
+
+std::vector<SpmmKey> spmm_search_space() {
+  std::vector<SpmmKey> out;
+  for (SpmmValue t : {SpmmValue::F32, SpmmValue::F16, SpmmValue::BF16}) {
+    for (int f : {1, 2, 4, 8})
+      for (int g : {1, 2, 4, 8})
+        for (int w : {1, 2, 4, 8}) out.push_back(SpmmKey{SpmmKernelPath::Brp, f, g, w, 1, 32, t});
+    for (int v : {1, 4})
+      for (int l : {1, 2, 4, 8, 16, 32}) out.push_back(SpmmKey{SpmmKernelPath::Csr, 1, 4, 8, v, l, t});
+  }
+  return out;
+}
+
+}  // namespace dbsparse::codegen

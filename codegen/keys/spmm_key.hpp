@@ -1,0 +1,58 @@
+#pragma once
+// The SpMM kernel variants, e.g. "spmm.brp.f1.g4.w4" or "spmm.csr.v4.l8.w8" (f32: TF32 tensor
+// cores, f32 CUDA cores), "spmm.brp.f16.f1.g4.w4" or "spmm.csr.bf16.v4.l8.w8" (A, B and C in f16 or
+// bf16, mma.m16n8k16 and f32 sums). The f32 texts name no value type: they are the texts tuning
+// databases and kernel caches written before f16 hold.
+//  - Brp: BRP-SpMM with f nonzeros per slot and g TC blocks per group (brp.hpp), `warps` warps per
+//    window's thread block (templates/spmm/spmm_tc.cuh); the module also holds the residual rows and
+//    the C = beta * C kernels (templates/spmm/spmm_rows.cuh), which do not depend on (f, g).
+//  - Csr: the CUDA-core CSR product, a warp per row, `warps` warps per block, `vec` columns per
+//    lane and load (1 or 4), `lanes` lanes across N (the warp's 32 / lanes subgroups split the
+//    row's entries; a plan takes the fewest lanes whose lanes * vec covers N, up to 32).
+// Fields a path's text does not name keep their defaults, so parse(to_string(k)) == k holds for
+// every key of spmm_search_space().
+#include <compare>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "codegen/kernel_source.hpp"
+
+namespace dbsparse::codegen {
+
+enum class SpmmKernelPath { Brp, Csr };
+// include/dbsparse/spmm.hpp's SpmmDtype, enumerator for enumerator (spmm_plan.cpp checks).
+enum class SpmmValue { F32, F16, BF16 };
+const char* to_string(SpmmValue v);  // "f32", "f16", "bf16"
+
+struct SpmmKey {
+  SpmmKernelPath path = SpmmKernelPath::Brp;
+  int f = 1, g = 4;  // Brp: 1, 2, 4 or 8 each
+  int warps = 4;     // 1, 2, 4 or 8
+  int vec = 1;       // Csr: 1 or 4
+  int lanes = 32;    // Csr: 1, 2, 4, 8, 16 or 32
+  SpmmValue value = SpmmValue::F32;  // last, so that positional initialisers of the f32 keys stay valid
+
+  std::string to_string() const;
+  static SpmmKey parse(std::string_view text);  // throws UsageError naming the bad part
+  auto operator<=>(const SpmmKey&) const = default;
+};
+
+// Entry points, in order. Brp: brp_tc_windows<f, g, warps, false, false>, brp_residual<V, 8, 1>,
+// brp_residual<V, 8, 4>, brp_tc_windows<f, g, warps, true, false> (the long windows' pieces), the
+// two brp_tc_windows with FRAGS = true (A operands expanded ahead), brp_expand_frags<f, g, warps>
+// (f16 / bf16: brp_tc_windows16<V, ..> and brp_expand_frags16<V, ..>, same order, then an eighth,
+// spmm_finalize16<V>). Csr: csr_spmm_rows<V, warps, vec, lanes, false>, then <.., true> (the long
+// rows' pieces), then relu_inplace<warps> (x = max(x, 0) in place, f32; `dbsparse gcn`'s
+// activation, for both its pipelines); f16 / bf16: csr_spmm_rows16 in place of csr_spmm_rows, then a
+// fourth, spmm_finalize16<V>. V is dbs::ValF32, ValF16 or ValBF16. The 16-bit brp_tc_windows16,
+// csr_spmm_rows16 and spmm_finalize16 take (SpmmArgs, SpmmAcc), every other entry SpmmArgs alone
+// (abi/spmm.h): 16-bit plans sum the rows and windows cut into pieces in an f32 workspace.
+// Throws UsageError for a key parse would refuse.
+KernelSource make_source(const SpmmKey& key);
+
+// Brp: every (f, g) in {1, 2, 4, 8}^2 with 1, 2, 4 and 8 warps; Csr: vec 1 and 4, every lanes, 8
+// warps; each in f32, f16 and bf16.
+std::vector<SpmmKey> spmm_search_space();
+
+}  // namespace dbsparse::codegen

@@ -1,0 +1,373 @@
+// DB-BFS plans (include/dbsparse/bfs.hpp): the graph's adjacency views on the device, the search
+// state, and the launch of templates/bfs/bfs.cuh.
+#include "dbsparse/bfs.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+
+#include <fmt/format.h>
+
+#include "codegen/keys/bfs_key.hpp"
+#include "dbsparse/abi/bfs.h"
+#include "dbsparse/features.hpp"
+#include "runtime/gpu/cuda_driver.hpp"
+#include "runtime/gpu/module_registry.hpp"
+
+namespace dbsparse {
+
+const char* to_string(BfsLaunch l) {
+  switch (l) {
+    case BfsLaunch::Auto: return "auto";
+    case BfsLaunch::Cooperative: return "cooperative (one launch, a grid barrier per level)";
+    case BfsLaunch::HostLoop: return "host loop (a launch and a host wait per level)";
+  }
+  return "?";
+}
+
+std::string BfsRunStats::to_text() const {
+  std::string s = fmt::format("source {}: {} levels, {}\n", source, levels, dbsparse::to_string(launch));
+  s += "level  dir   frontier    blocks       out-edges        ms\n";
+  for (const auto& l : per_level)
+    s += fmt::format("{:>5}  {:<4} {:>9} {:>9} {:>15} {:>9}\n", l.level, dbsparse::to_string(l.direction), l.frontier,
+                     l.blocks, l.edges, l.ms < 0 ? std::string("-") : fmt::format("{:.4f}", l.ms));
+  if (levels > static_cast<int32_t>(per_level.size()))
+    s += fmt::format("({} more levels not logged)\n", levels - static_cast<int32_t>(per_level.size()));
+  return s;
+}
+
+BfsStats bfs_storage(const PatternGraph& g) {
+  const auto t0 = std::chrono::steady_clock::now();
+  BfsStats s;
+  s.vertices = g.n;
+  s.entries = g.entries();
+  s.symmetric = is_symmetric(g);
+  // Out-pieces of every vertex, from the push view's row lengths (g's column counts when g is not
+  // symmetric): what one frontier can list at most, since each vertex joins one frontier.
+  int64_t cap = 0;
+  if (s.symmetric) {
+    for (int32_t v = 0; v < g.n; ++v) cap += (g.row_ptr[v + 1] - g.row_ptr[v] + abi::kBfsPiece - 1) / abi::kBfsPiece;
+  } else {
+    std::vector<int32_t> out(static_cast<size_t>(g.n), 0);
+    for (int32_t j : g.col_idx) ++out[static_cast<size_t>(j)];
+    for (int32_t d : out) cap += (d + abi::kBfsPiece - 1) / abi::kBfsPiece;
+  }
+  s.task_capacity = std::max<int64_t>(cap, 1);
+  const int64_t n1 = static_cast<int64_t>(g.n) + 1, views = s.symmetric ? 1 : 2;
+  s.bytes_format = views * (n1 + std::max<int64_t>(s.entries, 1)) * 4;
+  const int64_t words = std::max<int64_t>((g.n + 31) / 32, 1), blocks = std::max<int64_t>((g.n + 15) / 16, 1);
+  s.bytes_device = s.bytes_format + 4 * words * 4 + 3 * blocks * 4 +
+                   2 * s.task_capacity * static_cast<int64_t>(sizeof(abi::BfsTask)) +
+                   static_cast<int64_t>(sizeof(abi::BfsState)) +
+                   int64_t{abi::kBfsLogLevels} * static_cast<int64_t>(sizeof(abi::BfsLevelLog));
+  s.bytes_csr = n1 * 4 + s.entries * 8;
+  s.convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  return s;
+}
+
+std::string BfsStats::to_text() const {
+  const double e = static_cast<double>(std::max<int64_t>(entries, 1));
+  return fmt::format(
+      "bfs storage: {} vertices, {} entries ({})\n"
+      "  adjacency views   {:>14} bytes  {:.2f} per entry\n"
+      "  device total      {:>14} bytes  {:.2f} per entry (masks, block and task lists, state, level log)\n"
+      "  CSR, f32 values   {:>14} bytes  {:.2f} per entry; device / CSR = {:.3f}\n"
+      "  push task capacity {} per frontier; planning work {:.1f} ms\n",
+      vertices, entries, symmetric ? "symmetric: one view serves push and pull" : "not symmetric: push and pull views",
+      bytes_format, static_cast<double>(bytes_format) / e, bytes_device, static_cast<double>(bytes_device) / e, bytes_csr,
+      static_cast<double>(bytes_csr) / e, bytes_csr ? static_cast<double>(bytes_device) / static_cast<double>(bytes_csr) : 0.0,
+      task_capacity, convert_ms);
+}
+
+struct BfsPlan::Impl {
+  int32_t n = 0, blocks = 0, words = 0;
+  BfsStats stats;
+  Config config;
+  BfsConfig typed;
+  BfsDirection direction = BfsDirection::Auto;
+  BfsLaunch launch = BfsLaunch::Cooperative;
+  bool profile = false;
+  KernelInfo kernel;
+  CUfunction search = nullptr;
+  unsigned coop_grid = 0, loop_grid = 0, threads = abi::kBfsWarps * 32;
+  uint64_t total_edges = 0;
+  int64_t held_bytes = 0;  // every allocation, summed from the buffers
+  DeviceBuffer<int32_t> push_ptr, push_idx, pull_ptr, pull_idx;  // pull_* empty when symmetric
+  DeviceBuffer<uint32_t> visited, frontier;
+  DeviceBuffer<int32_t> queue;
+  DeviceBuffer<abi::BfsTask> tasks;
+  DeviceBuffer<uint8_t> state;
+  DeviceBuffer<abi::BfsLevelLog> log;
+  // The last run, for last_stats(): its source, the launch path and (profiling) per-level times.
+  mutable int32_t last_source = -1;
+  mutable void* last_stream = nullptr;
+  mutable std::vector<double> level_ms;
+  std::unique_ptr<Event> level_start, level_stop;  // profiling only, made with the plan
+  mutable bool ran = false;
+
+  abi::BfsArgs args(int32_t source, uint64_t levels, uint64_t parents) const {
+    abi::BfsArgs a{};
+    a.push_ptr = push_ptr.data();
+    a.push_idx = push_idx.data();
+    a.pull_ptr = stats.symmetric ? push_ptr.data() : pull_ptr.data();
+    a.pull_idx = stats.symmetric ? push_idx.data() : pull_idx.data();
+    a.visited = visited.data();
+    a.frontier = frontier.data();
+    a.queue = queue.data();
+    a.tasks = tasks.data();
+    a.levels = reinterpret_cast<int32_t*>(static_cast<uintptr_t>(levels));
+    a.parents = reinterpret_cast<int32_t*>(static_cast<uintptr_t>(parents));
+    a.state = reinterpret_cast<abi::BfsState*>(state.data());
+    a.log = log.data();
+    a.total_edges = total_edges;
+    a.n = n;
+    a.blocks = blocks;
+    a.words = words;
+    a.source = source;
+    a.task_capacity = static_cast<uint32_t>(stats.task_capacity);
+    a.alpha = static_cast<float>(typed.alpha);
+    a.beta = static_cast<float>(typed.beta);
+    a.th3 = static_cast<float>(typed.bfs_th3);
+    a.solo_tasks = static_cast<uint32_t>(typed.solo_tasks);
+    return a;
+  }
+
+  void launch_steps(abi::BfsArgs a, int begin, int end, bool cooperative, void* stream) const {
+    a.step_begin = begin;
+    a.step_end = end;
+    a.cooperative = cooperative ? 1 : 0;
+    void* params[] = {&a};
+    if (cooperative)
+      DBS_CU(cuLaunchCooperativeKernel(search, coop_grid, 1, 1, threads, 1, 1, 0, static_cast<CUstream>(stream), params));
+    else
+      DBS_CU(cuLaunchKernel(search, loop_grid, 1, 1, threads, 1, 1, 0, static_cast<CUstream>(stream), params, nullptr));
+  }
+
+  int32_t read_done(void* stream) const {
+    DBS_CU(cuStreamSynchronize(static_cast<CUstream>(stream)));
+    int32_t done = 0;
+    state.download_bytes(&done, sizeof done, offsetof(abi::BfsState, done));
+    return done;
+  }
+};
+
+namespace {
+
+template <class U>
+DeviceBuffer<U> upload(const std::vector<U>& v) {
+  return v.empty() ? DeviceBuffer<U>(1) : DeviceBuffer<U>(std::span<const U>(v));
+}
+
+}  // namespace
+
+template <class T>
+BfsPlan Context::plan_bfs(const CsrMatrix<T>& a) {
+  return plan_bfs(a, BfsOptions{});
+}
+
+template <class T>
+BfsPlan Context::plan_bfs(const CsrMatrix<T>& a, const BfsOptions& opt) {
+  if (a.rows != a.cols)
+    throw UsageError(fmt::format("plan_bfs: the adjacency matrix must be square, is {}x{}", a.rows, a.cols));
+  Config config = opt.config ? *opt.config
+                             : lookup_config(info_.record().fingerprint, structure_fingerprint(a),
+                                             config_info<BfsConfig>(), "", [&] { return compute_features(a); });
+  return build_bfs(pattern_of(a, opt.transpose), opt, config);
+}
+
+BfsPlan Context::plan_bfs(const PatternGraph& g, const BfsOptions& opt) {
+  if (g.row_ptr.size() != static_cast<size_t>(g.n) + 1 || g.row_ptr.back() != g.entries())
+    throw UsageError("plan_bfs: the pattern graph's row_ptr must have n + 1 entries ending at entries()");
+  Config config;
+  if (opt.config) {
+    config = *opt.config;
+  } else {
+    // The features (wanted only for a prediction) read a CsrMatrix: the copy is made only then.
+    config = lookup_config(info_.record().fingerprint, structure_fingerprint(g.n, g.n, g.row_ptr, g.col_idx),
+                           config_info<BfsConfig>(), "", [&] {
+                             CsrMatrix<float> shape;  // structure only: the features read no values
+                             shape.rows = shape.cols = g.n;
+                             shape.row_ptr = g.row_ptr;
+                             shape.col_idx = g.col_idx;
+                             return compute_features(shape);
+                           });
+  }
+  return build_bfs(opt.transpose ? transpose(g) : g, opt, config);
+}
+
+BfsPlan Context::build_bfs(PatternGraph g, const BfsOptions& opt, const Config& config) {
+  make_current();
+  if (static_cast<int64_t>(g.n) + 32 > INT32_MAX) throw UsageError("plan_bfs: too many vertices for int32 indices");
+  auto p = std::make_unique<BfsPlan::Impl>();
+  p->config = config;
+  p->typed = config_from_json<BfsConfig>(config.params);
+  p->config.params = config_to_json(p->typed);
+  p->direction = opt.direction;
+  p->profile = opt.profile;
+  if (opt.profile) p->level_start = std::make_unique<Event>(), p->level_stop = std::make_unique<Event>();
+  p->n = g.n;
+  p->blocks = (g.n + 15) / 16;
+  p->words = (g.n + 31) / 32;
+
+  // The views: pull reads row i of A (i's in-neighbours), push column j (j's out-neighbours). A
+  // symmetric pattern is its own transpose: one copy serves both.
+  const auto t0 = std::chrono::steady_clock::now();
+  auto& s = p->stats;
+  s = bfs_storage(g);
+  PatternGraph push = s.symmetric ? PatternGraph{} : transpose(g);
+  const PatternGraph& pv = s.symmetric ? g : push;
+  s.convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  p->total_edges = static_cast<uint64_t>(pv.entries());
+
+  p->push_ptr = upload(pv.row_ptr);
+  p->push_idx = upload(pv.col_idx);
+  if (!s.symmetric) {
+    p->pull_ptr = upload(g.row_ptr);
+    p->pull_idx = upload(g.col_idx);
+  }
+  const size_t words = static_cast<size_t>(std::max(p->words, 1));
+  p->visited = DeviceBuffer<uint32_t>(words);
+  p->frontier = DeviceBuffer<uint32_t>(3 * words);
+  p->queue = DeviceBuffer<int32_t>(3 * static_cast<size_t>(std::max(p->blocks, 1)));
+  p->tasks = DeviceBuffer<abi::BfsTask>(2 * static_cast<size_t>(s.task_capacity));
+  p->state = DeviceBuffer<uint8_t>(sizeof(abi::BfsState));
+  p->state.fill_bytes(0);  // the grid barrier's counters start at zero
+  p->log = DeviceBuffer<abi::BfsLevelLog>(abi::kBfsLogLevels);
+  // bfs_storage's figures are the allocations above, counted the same way (a gpu test compares them).
+  const int64_t held = static_cast<int64_t>((p->push_ptr.size() + p->push_idx.size() + p->pull_ptr.size() +
+                                             p->pull_idx.size() + p->visited.size() + p->frontier.size() +
+                                             p->queue.size()) * 4 +
+                                            p->tasks.size() * sizeof(abi::BfsTask) + p->state.size() +
+                                            p->log.size() * sizeof(abi::BfsLevelLog));
+  p->held_bytes = held;
+
+  // Problem -> key -> kernel.
+  codegen::BfsKey key;
+  key.direction = static_cast<codegen::Direction>(static_cast<int>(opt.direction));
+  key.warps = p->typed.block_warps;
+  p->threads = static_cast<unsigned>(key.warps * 32);
+  auto loaded = modules_->get(codegen::make_source(key), info_.arch());
+  p->kernel = loaded.info;
+  p->search = loaded.fns.at(0);
+
+  int coop = 0, occ = 0;
+  DBS_CU(cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, device_));
+  DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, p->search, static_cast<int>(p->threads), 0));
+  // Every block must be resident at once for the grid barrier: exactly what fits, no more.
+  p->coop_grid = static_cast<unsigned>(std::max(occ, 0) * info_.sm_count);
+  p->loop_grid = static_cast<unsigned>(std::max(occ, 1) * info_.sm_count);
+  const bool can_coop = coop && occ > 0;
+  if (opt.launch == BfsLaunch::Cooperative && !can_coop)
+    throw UsageError("plan_bfs: cooperative launch asked for, but this device does not support it");
+  p->launch = (opt.profile || opt.launch == BfsLaunch::HostLoop || !can_coop) ? BfsLaunch::HostLoop
+                                                                               : BfsLaunch::Cooperative;
+  return BfsPlan(std::move(p));
+}
+
+BfsPlan::BfsPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+BfsPlan::BfsPlan(BfsPlan&&) noexcept = default;
+BfsPlan& BfsPlan::operator=(BfsPlan&&) noexcept = default;
+BfsPlan::~BfsPlan() = default;
+
+void BfsPlan::run(int32_t source, DeviceBuffer<int32_t>& levels, const Stream& stream) const {
+  if (levels.size() != static_cast<size_t>(impl_->n))
+    throw UsageError(fmt::format("BfsPlan::run: levels has {} elements, the graph {} vertices", levels.size(), impl_->n));
+  run(source, levels.ptr(), 0, stream.handle());
+}
+
+void BfsPlan::run(int32_t source, DeviceBuffer<int32_t>& levels, DeviceBuffer<int32_t>& parents,
+                  const Stream& stream) const {
+  if (levels.size() != static_cast<size_t>(impl_->n) || parents.size() != static_cast<size_t>(impl_->n))
+    throw UsageError(fmt::format("BfsPlan::run: levels and parents need {} elements each, have {} and {}", impl_->n,
+                                 levels.size(), parents.size()));
+  run(source, levels.ptr(), parents.ptr(), stream.handle());
+}
+
+void BfsPlan::run(int32_t source, uint64_t levels, uint64_t parents, void* stream) const {
+  const Impl& p = *impl_;
+  if (source < 0 || source >= p.n)
+    throw UsageError(fmt::format("BfsPlan::run: source {} is not a vertex (the graph has {})", source, p.n));
+  if (!levels) throw UsageError("BfsPlan::run: levels is null");
+  p.last_source = source;
+  p.last_stream = stream;
+  p.ran = true;
+  p.level_ms.clear();
+  const abi::BfsArgs a = p.args(source, levels, parents);
+  if (p.launch == BfsLaunch::Cooperative) {
+    p.launch_steps(a, 0, INT_MAX, true, stream);
+    return;
+  }
+  // The host loop: clear and seed, then a level per launch until a level finds the frontier empty.
+  p.launch_steps(a, 0, 1, false, stream);
+  p.launch_steps(a, 1, 2, false, stream);
+  for (int level = 0; level <= p.n; ++level) {
+    if (p.profile) p.level_start->record(stream);
+    p.launch_steps(a, 2 + level, 3 + level, false, stream);
+    if (p.profile) p.level_stop->record(stream);
+    if (p.read_done(stream)) break;
+    if (p.profile) p.level_ms.push_back(p.level_stop->elapsed_ms_since(*p.level_start));
+  }
+}
+
+BfsRunStats BfsPlan::last_stats() const {
+  const Impl& p = *impl_;
+  BfsRunStats r;
+  if (!p.ran) return r;
+  r.source = p.last_source;
+  r.launch = p.launch;
+  DBS_CU(cuStreamSynchronize(static_cast<CUstream>(p.last_stream)));
+  abi::BfsState st{};
+  p.state.download_bytes(&st, sizeof st, 0);
+  r.levels = st.levels;
+  const int logged = std::min(r.levels, abi::kBfsLogLevels);
+  std::vector<abi::BfsLevelLog> log(static_cast<size_t>(logged));
+  if (logged) p.log.download_bytes(log.data(), log.size() * sizeof(abi::BfsLevelLog), 0);
+  for (int l = 0; l < logged; ++l) {
+    BfsLevelStats s;
+    s.level = l;
+    s.direction = log[l].dir == abi::kBfsPull ? BfsDirection::Pull : BfsDirection::Push;
+    s.frontier = log[l].vertices;
+    s.blocks = log[l].blocks;
+    s.edges = static_cast<int64_t>(log[l].edges);
+    if (l < static_cast<int>(p.level_ms.size())) s.ms = p.level_ms[l];
+    r.per_level.push_back(s);
+  }
+  return r;
+}
+
+int32_t BfsPlan::vertices() const { return impl_->n; }
+int64_t BfsPlan::device_bytes_held() const { return impl_->held_bytes; }
+BfsDirection BfsPlan::direction() const { return impl_->direction; }
+BfsLaunch BfsPlan::launch() const { return impl_->launch; }
+const BfsStats& BfsPlan::stats() const { return impl_->stats; }
+const Config& BfsPlan::config() const { return impl_->config; }
+const BfsConfig& BfsPlan::typed_config() const { return impl_->typed; }
+const KernelInfo& BfsPlan::kernel() const { return impl_->kernel; }
+
+std::string BfsPlan::explain() const {
+  const Impl& p = *impl_;
+  const BfsStats& s = p.stats;
+  std::string out = fmt::format("bfs plan: {} vertices, {} adjacency entries ({})\n", s.vertices, s.entries,
+                                s.symmetric ? "symmetric: one view for push and pull" : "push and pull views");
+  out += fmt::format("  kernel {} ({}), direction policy {}\n", p.kernel.key, p.kernel.origin, to_string(p.direction));
+  out += fmt::format("  levels driven by: {}{}; {} threads per block{}\n", to_string(p.launch),
+                     p.profile ? ", profiling every level" : "", p.threads,
+                     p.typed.solo_tasks && p.launch == BfsLaunch::Cooperative
+                         ? fmt::format(", push levels of <= {} tasks on one block", p.typed.solo_tasks)
+                         : std::string());
+  out += fmt::format("  config ({}): {}{}\n", to_string(p.config.source), p.config.params.dump(),
+                     p.config.note.empty() ? "" : " — " + p.config.note);
+  out += fmt::format("  device bytes {} (views {}, {:.2f} bytes/entry; CSR with f32 values {}: {:.2f}x)\n",
+                     s.bytes_device, s.bytes_format,
+                     s.entries ? static_cast<double>(s.bytes_format) / static_cast<double>(s.entries) : 0.0, s.bytes_csr,
+                     s.bytes_csr ? static_cast<double>(s.bytes_device) / static_cast<double>(s.bytes_csr) : 0.0);
+  out += fmt::format("  push task capacity {}, conversion {:.1f} ms\n", s.task_capacity, s.convert_ms);
+  return out;
+}
+
+template BfsPlan Context::plan_bfs(const CsrMatrix<float>&, const BfsOptions&);
+template BfsPlan Context::plan_bfs(const CsrMatrix<double>&, const BfsOptions&);
+template BfsPlan Context::plan_bfs(const CsrMatrix<float>&);
+template BfsPlan Context::plan_bfs(const CsrMatrix<double>&);
+
+}  // namespace dbsparse

@@ -1,0 +1,210 @@
+// Decoding layers in the model's dtype (include/dbsparse/decode_linear.hpp).
+#include "dbsparse/decode_linear.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "codegen/keys/decode_key.hpp"
+#include "dbsparse/column_bitmap.hpp"
+#include "dbsparse/half.hpp"
+#include "runtime/gpu/cuda_driver.hpp"
+#include "runtime/gpu/module_registry.hpp"
+
+namespace dbsparse {
+
+// decode_fused's warps per block and columns per warp window (the key's w8x8): a block reads
+// 64 columns of x, a warp 8 at a time (~one kept column at 10% density).
+constexpr int kDecodeWarps = 8, kDecodeWindow = 8;
+
+const char* to_string(DecodeMapping m) {
+  return m == DecodeMapping::RowBlocks ? "row-blocks" : m == DecodeMapping::Columns ? "columns" : "auto";
+}
+
+DecodeMapping choose_decode_mapping(int32_t rows, int32_t cols) {
+  return cols <= 4096 && rows <= 12288 ? DecodeMapping::RowBlocks : DecodeMapping::Columns;
+}
+
+// The public dtype is the key's, enumerator for enumerator.
+static_assert(static_cast<int>(DecodeDtype::F16) == static_cast<int>(codegen::DecodeDtype::F16) &&
+              static_cast<int>(DecodeDtype::BF16) == static_cast<int>(codegen::DecodeDtype::BF16) &&
+              static_cast<int>(DecodeDtype::F32) == static_cast<int>(codegen::DecodeDtype::F32));
+const char* to_string(DecodeDtype d) { return codegen::to_string(static_cast<codegen::DecodeDtype>(d)); }
+
+// What a plan is besides its device buffers: copied as a whole by clone().
+struct DecodeSetup {
+  DecodeDtype dtype = DecodeDtype::F16;
+  int32_t rows = 0, cols = 0;
+  int strips = 0, splits = 1;
+  float tau = 0;
+  CUfunction fused = nullptr, topk = nullptr, rows_fn = nullptr;
+  DecodeMapping mapping = DecodeMapping::Columns;
+  int row_words = 1;
+  int keep_k = 0;  // > 0: top-k threshold per call
+  KernelInfo kernel;
+  int64_t weight_bytes = 0;
+};
+
+struct DecodeLinearPlan::Impl : DecodeSetup {
+  DeviceBuffer<float> tau_dev;  // the threshold the top-k pass found
+  DeviceAllocation values;      // dtype elements
+  DeviceBuffer<uint32_t> masks, tickets;
+  DeviceBuffer<int32_t> seg_ptr;
+  DeviceBuffer<uint16_t> word_off;
+  DeviceBuffer<float> acc;  // fp32 sums per row, zero between calls
+};
+
+DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const DecodeLinearOptions& opt) {
+  if (!(opt.tau >= 0)) throw UsageError(fmt::format("plan_decode_linear: tau must be >= 0, got {}", opt.tau));
+  if (!(opt.keep >= 0 && opt.keep <= 1))
+    throw UsageError(fmt::format("plan_decode_linear: keep must be in [0, 1], got {}", opt.keep));
+  if (opt.keep > 0 && w.cols > 16384)
+    throw UsageError(fmt::format("plan_decode_linear: top-k listing handles up to 16384 activations, the layer has {}; "
+                                 "give tau instead",
+                                 w.cols));
+  if (opt.row_block_words != 1 && opt.row_block_words != 2 && opt.row_block_words != 4)
+    throw UsageError(fmt::format("plan_decode_linear: row_block_words must be 1, 2 or 4, got {}", opt.row_block_words));
+  make_current();
+  auto p = std::make_unique<DecodeLinearPlan::Impl>();
+  p->mapping = opt.mapping == DecodeMapping::Auto ? choose_decode_mapping(w.rows, w.cols) : opt.mapping;
+  p->row_words = opt.row_block_words;
+  p->dtype = opt.dtype;
+  p->tau = opt.tau;
+  p->rows = w.rows;
+  p->cols = w.cols;
+  const ColumnBitmapMatrix<float> m = csr_to_column_bitmap(w);
+  p->strips = m.strips;
+  p->splits = std::max(1, (w.cols + kDecodeWarps * kDecodeWindow - 1) / (kDecodeWarps * kDecodeWindow));
+  const size_t esize = opt.dtype == DecodeDtype::F32 ? 4 : 2;
+  // Values in the dtype: rounded once here, at load.
+  p->values = DeviceAllocation(std::max<size_t>(m.values.size(), 1) * esize);
+  if (!m.values.empty()) {
+    if (opt.dtype == DecodeDtype::F32) {
+      p->values.upload(m.values.data(), m.values.size() * 4);
+    } else {
+      const auto h = opt.dtype == DecodeDtype::F16 ? floats_to_half(m.values) : floats_to_bf16(m.values);
+      p->values.upload(h.data(), h.size() * 2);
+    }
+  }
+  p->masks = DeviceBuffer<uint32_t>(std::span<const uint32_t>(m.masks.empty() ? std::vector<uint32_t>{0} : m.masks));
+  p->seg_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(m.seg_ptr));
+  p->word_off =
+      DeviceBuffer<uint16_t>(std::span<const uint16_t>(m.word_off.empty() ? std::vector<uint16_t>{0} : m.word_off));
+  p->tickets = DeviceBuffer<uint32_t>(static_cast<size_t>(std::max(m.strips, 1)));
+  p->tickets.fill_bytes(0);
+  p->acc = DeviceBuffer<float>(static_cast<size_t>(std::max(w.rows, 1)));
+  p->acc.fill_bytes(0);
+  p->weight_bytes =
+      static_cast<int64_t>(m.masks.size() * 4 + m.seg_ptr.size() * 4 + m.word_off.size() * 2 + m.values.size() * esize);
+  codegen::DecodeKey key;
+  key.dtype = static_cast<codegen::DecodeDtype>(static_cast<int>(opt.dtype));
+  auto loaded = modules_->get(codegen::make_source(key), info_.arch());
+  p->fused = loaded.fns.at(0);
+  p->topk = loaded.fns.at(1);
+  p->rows_fn = loaded.fns.at(p->row_words == 1 ? 2 : p->row_words == 2 ? 3 : 4);
+  p->tau_dev = DeviceBuffer<float>(1);
+  p->tau_dev.fill_bytes(0);
+  if (opt.keep > 0) p->keep_k = std::max(1, static_cast<int>(std::ceil(opt.keep * w.cols - 1e-9)));
+  p->kernel = loaded.info;
+  return DecodeLinearPlan(std::move(p));
+}
+
+DecodeLinearPlan::DecodeLinearPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+DecodeLinearPlan::DecodeLinearPlan(DecodeLinearPlan&&) noexcept = default;
+DecodeLinearPlan& DecodeLinearPlan::operator=(DecodeLinearPlan&&) noexcept = default;
+DecodeLinearPlan::~DecodeLinearPlan() = default;
+
+void DecodeLinearPlan::run(uint64_t x, uint64_t y, void* stream) const {
+  const Impl& p = *impl_;
+  if (p.rows == 0) return;
+  if (!x || !y) throw UsageError("DecodeLinearPlan::run: x and y must be device pointers");
+  const auto h = static_cast<CUstream>(stream);
+  int n = p.cols;
+  float tau = p.tau;
+  uint64_t tau_dev = 0;
+  if (p.keep_k > 0 && n > 0) {
+    int k = p.keep_k;
+    uint64_t none = 0;
+    tau_dev = p.tau_dev.ptr();
+    void* topk_params[] = {&x, &n, &k, &none, &none, &none, &tau_dev};
+    DBS_CU(cuLaunchKernel(p.topk, 1, 1, 1, 1024, 1, 1, 0, h, topk_params, nullptr));
+  }
+  uint64_t masks = p.masks.ptr(), seg = p.seg_ptr.ptr(), vals = p.values.ptr(), acc = p.acc.ptr(),
+           tick = p.tickets.ptr();
+  int rows = p.rows, strips = p.strips, splits = p.splits;
+  if (p.mapping == DecodeMapping::RowBlocks) {
+    uint64_t woff = p.word_off.ptr();
+    void* params[] = {&masks, &seg, &woff, &vals, &x, &n, &tau, &tau_dev, &y, &rows, &strips};
+    const int block_rows = 32 * p.row_words;
+    DBS_CU(cuLaunchKernel(p.rows_fn, static_cast<unsigned>((rows + block_rows - 1) / block_rows), 1, 1, 256, 1, 1, 0,
+                          h, params, nullptr));
+    return;
+  }
+  void* params[] = {&masks, &seg, &vals, &x, &n, &tau, &tau_dev, &acc, &tick, &y, &rows, &strips, &splits};
+  DBS_CU(cuLaunchKernel(p.fused, static_cast<unsigned>(strips * splits), 1, 1, kDecodeWarps * 32, 1, 1, 0, h, params,
+                        nullptr));
+}
+
+namespace {
+DeviceAllocation copy_of(const DeviceAllocation& a) {
+  DeviceAllocation b(a.bytes());
+  if (a.bytes()) DBS_CU(cuMemcpyDtoDAsync(b.ptr(), a.ptr(), a.bytes(), nullptr));
+  return b;
+}
+template <class U>
+DeviceBuffer<U> copy_of(const DeviceBuffer<U>& a) {
+  DeviceBuffer<U> b(a.size());
+  if (a.size()) DBS_CU(cuMemcpyDtoDAsync(b.ptr(), a.ptr(), a.size() * sizeof(U), nullptr));
+  return b;
+}
+}  // namespace
+
+DecodeLinearPlan DecodeLinearPlan::clone() const {
+  const Impl& p = *impl_;
+  auto q = std::make_unique<Impl>();
+  static_cast<DecodeSetup&>(*q) = static_cast<const DecodeSetup&>(p);
+  q->tau_dev = DeviceBuffer<float>(1);
+  q->values = copy_of(p.values);
+  q->masks = copy_of(p.masks);
+  q->seg_ptr = copy_of(p.seg_ptr);
+  q->word_off = copy_of(p.word_off);
+  q->tickets = DeviceBuffer<uint32_t>(p.tickets.size());
+  q->acc = DeviceBuffer<float>(p.acc.size());
+  DBS_CU(cuCtxSynchronize());  // the copies above ran on the legacy stream
+  q->tickets.fill_bytes(0);
+  q->acc.fill_bytes(0);
+  return DecodeLinearPlan(std::move(q));
+}
+
+void DecodeLinearPlan::set_tau(float tau) {
+  if (!(tau >= 0)) throw UsageError(fmt::format("DecodeLinearPlan::set_tau: tau must be >= 0, got {}", tau));
+  impl_->tau = tau;
+}
+float DecodeLinearPlan::tau() const { return impl_->tau; }
+float DecodeLinearPlan::last_tau(void* stream) const {
+  DBS_CU(cuStreamSynchronize(static_cast<CUstream>(stream)));
+  return impl_->keep_k > 0 ? impl_->tau_dev.download()[0] : impl_->tau;
+}
+int32_t DecodeLinearPlan::rows() const { return impl_->rows; }
+int32_t DecodeLinearPlan::cols() const { return impl_->cols; }
+DecodeDtype DecodeLinearPlan::dtype() const { return impl_->dtype; }
+int64_t DecodeLinearPlan::weight_bytes() const { return impl_->weight_bytes; }
+int64_t DecodeLinearPlan::device_bytes() const {
+  const Impl& p = *impl_;
+  return static_cast<int64_t>(p.values.bytes() + (p.masks.size() + p.tickets.size() + p.seg_ptr.size() + p.acc.size()) * 4 +
+                              p.word_off.size() * 2);
+}
+std::string DecodeLinearPlan::explain() const {
+  const Impl& p = *impl_;
+  const std::string cut = p.mapping == DecodeMapping::RowBlocks
+                              ? fmt::format("row blocks of {} rows", 32 * p.row_words)
+                              : fmt::format("{} strips x {} splits", p.strips, p.splits);
+  return fmt::format("decode linear {}x{} {}: column bitmap, {}, weights {} bytes ({:.3f}x dense "
+                     "fp16), x kept where |x| >= {}; kernel {} ({})\n",
+                     p.rows, p.cols, to_string(p.dtype), cut, p.weight_bytes,
+                     static_cast<double>(p.weight_bytes) / (2.0 * p.rows * std::max(p.cols, 1)), p.tau, p.kernel.key,
+                     p.kernel.origin);
+}
+
+}  // namespace dbsparse

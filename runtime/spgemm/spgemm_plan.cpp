@@ -1,0 +1,715 @@
+// Hash SpGEMM on the GPU (include/dbsparse/spgemm.hpp, templates/spgemm/spgemm.cuh): the analysis on the
+// GPU (runtime/spgemm/spgemm_gpu_analysis.cpp) decides the groups and the global tables once; the kernels
+// follow hash_spgemm_cpu phase for phase.
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "codegen/keys/spgemm_key.hpp"
+#include "dbsparse/features.hpp"
+#include "dbsparse/spgemm.hpp"
+#include "dbsparse/tuning_db.hpp"
+#include "runtime/gpu/cuda_driver.hpp"
+#include "runtime/gpu/fork_join.hpp"
+#include "runtime/gpu/module_registry.hpp"
+#include "runtime/gpu/upload_nonempty.hpp"
+#include "runtime/spgemm/spgemm_gpu_analysis.hpp"
+
+namespace dbsparse {
+namespace {
+
+using abi::kSpgemmGlobalGroup;
+
+template <class U>
+DeviceBuffer<U> upload(std::span<const U> host) {
+  return detail::upload_nonempty(host);
+}
+
+double ms_since(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t).count();
+}
+
+struct GroupKernels {
+  CUfunction symbolic = nullptr, numeric = nullptr;
+  CUfunction numeric_first = nullptr;  // groups 0-2: the one-pass first run's (spgemm_numeric_shared_first)
+  // Group 3 only: hashed rows are written to C by column segments of sort_cap columns (segs of
+  // them), each sorted in sort_smem = sort_cap * (4 + value bytes) of dynamic shared memory.
+  CUfunction init_symbolic = nullptr, init_numeric = nullptr, sort = nullptr, count = nullptr, scan = nullptr,
+             scatter = nullptr;
+  int sort_cap = 0, segs = 0;
+  int64_t sort_smem = 0;
+  int rows_per_block = 1;
+  int64_t symbolic_smem = 0, numeric_smem = 0;  // dynamic shared bytes
+  KernelInfo symbolic_info, numeric_info;
+};
+
+}  // namespace
+
+template <class T>
+struct SpgemmPlan<T>::Impl {
+  // The buffers below come from the context's pool and go back to it without a wait: the work
+  // that uses them is waited for first (cuMemFree used to wait by itself).
+  ~Impl() {
+    if (pool) cuda::driver().cuCtxSynchronize();  // a destructor does not throw; errors stay sticky
+  }
+  void* pool = nullptr;  // the context's CUmemoryPool (null: plain allocations)
+  PoolSlot on(CUstream h) const { return {pool, h}; }
+  SpgemmConfig config;
+  // config with the shared groups' tables fitted to their rows (fit_tables): what the kernels use.
+  SpgemmConfig fitted;
+  // Where config came from, for explain(): SpgemmOptions::config, or the tuning DB for A (tuned,
+  // predicted or the defaults) when planning from host CSR.
+  std::string config_source = "explicit (SpgemmOptions::config)";
+  int32_t rows = 0, cols = 0;
+  // What the kernels read: the caller's arrays (a plan from device CSR) or a_own / b_own.
+  DeviceCsrView<T> a, b;
+  // Host inputs uploaded; from device CSR only the values of values_changed() (if ever called).
+  DeviceCsr<T> a_own, b_own;
+  bool inputs_owned = false;  // planned from host CSR
+  detail::SpgemmGpuAnalysis analysis;
+  mutable std::optional<SpgemmGrouping> grouping;  // downloaded on the first grouping() call
+  // Global tables: group 3's rows first (always run), then the rows of groups 0-2 that may overflow
+  // their shared table (run where the symbolic phase flagged them).
+  DeviceBuffer<int32_t> table_keys;
+  DeviceBuffer<T> table_vals;
+  // The global list in chunks whose tables fit table_budget bytes, run one after another through
+  // table_keys / table_vals: one chunk (the analysis's places) when all fit, else laid out by
+  // layout_chunks in the first run.
+  struct Chunk {
+    int first = 0, n = 0, always = 0;  // positions [first, first + n) of the global list; the first `always` of group 3
+    uint64_t list = 0, tables = 0;     // the chunk's part of the list and of the tables
+  };
+  std::vector<Chunk> chunks;
+  int64_t table_budget = 0;
+  // Global tables past the budget wait for layout_chunks (the first run) to get their chunks.
+  bool chunks_pending() const { return analysis.global_rows() > 0 && chunks.empty(); }
+  DeviceBuffer<int32_t> row_len, overflow;
+  DeviceBuffer<int32_t> seg_count;  // dense global rows: occupied slots per (row, column segment)
+  DeviceBuffer<int32_t> seg_hist;   // hashed global rows: counts, then offsets, per (row, segment); then fill counters
+  std::array<GroupKernels, kSpgemmGroups> kernels;
+  // The groups' launches of a phase run side by side, each on a branch of its own (the context's).
+  detail::ForkJoin* branches = nullptr;
+  // C; its row_ptr is allocated with the plan, its columns and values by the first run.
+  bool structured = false;
+  SpgemmFreshTimes times;
+  int64_t nnz = -1;
+  int64_t overflowed = 0;
+  DeviceBuffer<int32_t> c_ptr, c_col;
+  DeviceBuffer<T> c_val;
+  // The one-pass first run (SpgemmOptions::one_pass): rows at their offsets by IP in scratch, then
+  // copied into C; the scratch goes back to the pool in the run's stream order.
+  bool one_pass = false;
+  int64_t scratch_bytes = 0;  // what the scratch held, beside C, during the first run
+  DeviceBuffer<int32_t> ip_ptr, scratch_col;
+  DeviceBuffer<T> scratch_val;
+
+  uint64_t ptr_of(const void* p) const { return reinterpret_cast<uint64_t>(p); }
+  void launch_symbolic(CUstream h);
+  // The numeric phase into C, or (first) the one-pass first run's into the scratch by IP offsets.
+  void launch_numeric(CUstream h, bool first = false);
+  void first_run_one_pass(CUstream h);
+  void size_c(CUstream h);
+  void add_chunk(int first, int end);
+  void layout_chunks(CUstream h);
+  // Each group with rows its branch: lane[g], -1 for none; returns how many. Global rows run on a
+  // branch of their own unless `global_last`.
+  int lanes(std::array<int, kSpgemmGroups>& lane, bool global_last) const {
+    int n = 0;
+    for (int g = 0; g < kSpgemmGlobalGroup; ++g) lane[g] = analysis.count(g) > 0 ? n++ : -1;
+    lane[kSpgemmGlobalGroup] = analysis.global_rows() > 0 && !global_last ? n++ : -1;
+    return n;
+  }
+};
+
+template <class T>
+void SpgemmPlan<T>::Impl::add_chunk(int first, int end) {
+  Chunk ch;
+  ch.first = first;
+  ch.n = end - first;
+  ch.always = std::clamp(static_cast<int>(analysis.count(kSpgemmGlobalGroup)) - first, 0, ch.n);
+  ch.list = analysis.global_list() + sizeof(int32_t) * static_cast<uint64_t>(first);
+  ch.tables = analysis.tables() + sizeof(abi::SpgemmTable) * static_cast<uint64_t>(first);
+  chunks.push_back(ch);
+}
+
+// The tables' places (the analysis gave each row one of its own) read back and given again from 0
+// within each chunk, a new chunk where the next table would pass the budget.
+template <class T>
+void SpgemmPlan<T>::Impl::layout_chunks(CUstream h) {
+  DBS_CU(cuStreamSynchronize(h));  // place_rows done
+  std::vector<abi::SpgemmTable> t = analysis.download_tables();
+  const int64_t budget_slots = std::max<int64_t>(table_budget / static_cast<int64_t>(4 + sizeof(T)), 1);
+  const int rows_in_list = analysis.global_rows();
+  std::vector<int64_t> slots(static_cast<size_t>(rows_in_list));
+  for (int q = 0; q < rows_in_list; ++q) slots[q] = t[q].slots;
+  const SpgemmChunkLayout layout = spgemm_chunk_layout(slots, budget_slots);
+  for (int q = 0; q < rows_in_list; ++q) t[q].offset = layout.offset[q];
+  chunks.clear();
+  for (size_t c = 0; c < layout.first.size(); ++c)
+    add_chunk(layout.first[c], c + 1 < layout.first.size() ? layout.first[c + 1] : rows_in_list);
+  const int64_t widest = layout.widest;
+  analysis.upload_tables(t);
+  table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(widest, 1)), on(h));
+  table_vals = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(widest, 1)), on(h));
+}
+
+template <class T>
+void SpgemmPlan<T>::Impl::launch_symbolic(CUstream h) {
+  if (analysis.products() == 0) return;  // every row idle: nothing to count
+  DBS_CU(cuMemsetD32Async(row_len.ptr(), 0, row_len.size(), h));
+  DBS_CU(cuMemsetD32Async(overflow.ptr(), 0, overflow.size(), h));
+  uint64_t ap = ptr_of(a.row_ptr), ac = ptr_of(a.col_idx), bp = ptr_of(b.row_ptr), bc = ptr_of(b.col_idx),
+           len = row_len.ptr(), ovf = overflow.ptr();
+  // Rows of groups 0-2 that overflow their shared table are flagged by those groups' kernels and
+  // counted by the global ones, which then must come after them.
+  const bool global_last = analysis.global_rows() > analysis.count(kSpgemmGlobalGroup);
+  std::array<int, kSpgemmGroups> lane{};
+  detail::ForkJoin::Fork fork(*branches, h, lanes(lane, global_last));
+  for (int g = 0; g < kSpgemmGlobalGroup; ++g) {
+    int n = static_cast<int>(analysis.count(g));
+    if (n == 0) continue;
+    const GroupKernels& k = kernels[g];
+    uint64_t list = analysis.group_list(g);
+    int b_cols = cols;
+    void* params[] = {&list, &n, &ap, &ac, &bp, &bc, &len, &ovf, &b_cols};
+    DBS_CU(cuLaunchKernel(k.symbolic, static_cast<unsigned>((n + k.rows_per_block - 1) / k.rows_per_block), 1, 1,
+                          static_cast<unsigned>(config.block(g)), 1, 1, static_cast<unsigned>(k.symbolic_smem),
+                          fork.branch(lane[g]), params, nullptr));
+  }
+  if (global_last) fork.join();
+  if (analysis.global_rows() > 0) {
+    const CUstream gs = global_last ? h : fork.branch(lane[kSpgemmGlobalGroup]);
+    const GroupKernels& k = kernels[kSpgemmGlobalGroup];
+    uint64_t keys = table_keys.ptr(), none = 0;
+    int b_cols = cols;
+    const auto split = static_cast<unsigned>(config.split3), block = static_cast<unsigned>(config.block3);
+    for (const Chunk& ch : chunks) {
+      int n = ch.n, always = ch.always;
+      uint64_t list = ch.list, tables = ch.tables;
+      void* init[] = {&list, &n, &always, &tables, &ovf, &keys, &none};
+      DBS_CU(cuLaunchKernel(k.init_symbolic, static_cast<unsigned>(n), split, 1, block, 1, 1, 0, gs, init, nullptr));
+      void* params[] = {&list, &n, &always, &tables, &ap, &ac, &bp, &bc, &keys, &len, &ovf, &b_cols};
+      DBS_CU(cuLaunchKernel(k.symbolic, static_cast<unsigned>(n), split, 1, block, 1, 1, 0, gs, params, nullptr));
+    }
+  }
+  fork.join();
+}
+
+template <class T>
+void SpgemmPlan<T>::Impl::size_c(CUstream h) {
+  nnz = analysis.size_c(row_len.ptr(), overflow.ptr(), c_ptr.ptr(), h);  // waits for h, unless no products
+  const auto sized = std::chrono::steady_clock::now();
+  overflowed = analysis.stats().overflowed;
+  // Only rows that may overflow can, and each of those has a global table.
+  if (overflowed > analysis.stats().may_overflow)
+    throw std::logic_error(fmt::format("spgemm plan: {} row(s) overflowed their shared table, {} have a global one",
+                                       overflowed, analysis.stats().may_overflow));
+  // On h: the numeric phase follows there (and its branches fork from there).
+  c_col = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(nnz, 1)), on(h));
+  c_val = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(nnz, 1)), on(h));
+  structured = true;
+  times.alloc_c_ms = ms_since(sized);
+}
+
+template <class T>
+void SpgemmPlan<T>::Impl::launch_numeric(CUstream h, bool first) {
+  uint64_t ap = ptr_of(a.row_ptr), ac = ptr_of(a.col_idx), av = ptr_of(a.values), bp = ptr_of(b.row_ptr),
+           bc = ptr_of(b.col_idx), bv = ptr_of(b.values), ovf = overflow.ptr(), cp = c_ptr.ptr(), cc = c_col.ptr(),
+           cv = c_val.ptr(), len = row_len.ptr();
+  if (first) {
+    cp = ip_ptr.ptr();
+    cc = scratch_col.ptr();
+    cv = scratch_val.ptr();
+  }
+  std::array<int, kSpgemmGroups> lane{};
+  // Rows are in one group each and write their own rows of C.
+  detail::ForkJoin::Fork fork(*branches, h, lanes(lane, false));
+  for (int g = 0; g < kSpgemmGlobalGroup; ++g) {
+    int n = static_cast<int>(analysis.count(g));
+    if (n == 0) continue;
+    const GroupKernels& k = kernels[g];
+    uint64_t list = analysis.group_list(g);
+    int b_cols = cols;
+    void* params[] = {&list, &n, &ap, &ac, &av, &bp, &bc, &bv, &ovf, &cp, &cc, &cv, &b_cols, &len};
+    DBS_CU(cuLaunchKernel(first ? k.numeric_first : k.numeric,
+                          static_cast<unsigned>((n + k.rows_per_block - 1) / k.rows_per_block), 1, 1,
+                          static_cast<unsigned>(config.block(g)), 1, 1, static_cast<unsigned>(k.numeric_smem),
+                          fork.branch(lane[g]), params, nullptr));
+  }
+  if (analysis.global_rows() > 0) {
+    if (first) throw std::logic_error("spgemm plan: a one-pass first run with global rows");
+    const CUstream gs = fork.branch(lane[kSpgemmGlobalGroup]);
+    const GroupKernels& k = kernels[kSpgemmGlobalGroup];
+    uint64_t keys = table_keys.ptr(), vals = table_vals.ptr();
+    int b_cols = cols, width = k.sort_cap, segs = k.segs;
+    const auto split = static_cast<unsigned>(config.split3), block = static_cast<unsigned>(config.block3);
+    const auto seg_blocks = static_cast<unsigned>(std::min(k.segs, 65535));
+    const uint64_t hist_rows = static_cast<uint64_t>(analysis.global_rows()) * k.segs;
+    for (const Chunk& ch : chunks) {
+      int n = ch.n, always = ch.always;
+      const auto rows = static_cast<unsigned>(n);
+      const auto p0 = static_cast<uint64_t>(ch.first);
+      uint64_t list = ch.list, tables = ch.tables, seg = seg_count.ptr() + sizeof(int32_t) * p0 * config.split3,
+               hist = seg_hist.ptr() + sizeof(int32_t) * p0 * k.segs,
+               fill = seg_hist.ptr() + sizeof(int32_t) * (hist_rows + p0 * k.segs);
+      void* init[] = {&list, &n, &always, &tables, &ovf, &keys, &vals};
+      DBS_CU(cuLaunchKernel(k.init_numeric, rows, split, 1, block, 1, 1, 0, gs, init, nullptr));
+      void* params[] = {&list, &n, &always, &tables, &ap, &ac, &av, &bp, &bc, &bv, &keys, &vals, &ovf, &b_cols};
+      DBS_CU(cuLaunchKernel(k.numeric, rows, split, 1, block, 1, 1, 0, gs, params, nullptr));
+      DBS_CU(cuMemsetD32Async(hist, 0, static_cast<size_t>(n) * k.segs, gs));
+      void* count[] = {&list, &n, &always, &tables, &keys, &ovf, &b_cols, &seg, &width, &segs, &hist};
+      DBS_CU(cuLaunchKernel(k.count, rows, split, 1, block, 1, 1, 0, gs, count, nullptr));
+      void* scan[] = {&list, &n, &always, &tables, &ovf, &b_cols, &segs, &hist, &fill};
+      DBS_CU(cuLaunchKernel(k.scan, rows, 1, 1, block, 1, 1, 0, gs, scan, nullptr));
+      void* scatter[] = {&list, &n,     &always, &tables, &keys, &vals, &ovf,  &cp,
+                         &cc,   &cv,    &b_cols, &width,  &segs, &hist, &fill};
+      DBS_CU(cuLaunchKernel(k.scatter, rows, split, 1, block, 1, 1, 0, gs, scatter, nullptr));
+      int hashed = 0;
+      void* sort[] = {&list, &n,  &always, &tables, &keys, &vals,  &ovf,  &cp,
+                      &cc,   &cv, &b_cols, &seg,    &width, &segs, &hist, &hashed};
+      DBS_CU(cuLaunchKernel(k.sort, rows, split, 1, block, 1, 1, 0, gs, sort, nullptr));  // dense rows
+      hashed = 1;
+      DBS_CU(cuLaunchKernel(k.sort, rows, seg_blocks, 1, block, 1, 1, static_cast<unsigned>(k.sort_smem), gs, sort,
+                            nullptr));
+    }
+  }
+  fork.join();
+}
+
+// No symbolic phase: the numeric phase writes each row at its offset by IP into the scratch and
+// its length into row_len; C is sized from those (the one wait), then filled by a copy.
+template <class T>
+void SpgemmPlan<T>::Impl::first_run_one_pass(CUstream h) {
+  const auto t0 = std::chrono::steady_clock::now();
+  analysis.place_rows(h);
+  const auto ip = static_cast<size_t>(analysis.products());
+  ip_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(rows) + 1, on(h));
+  scratch_col = DeviceBuffer<int32_t>(ip, on(h));
+  scratch_val = DeviceBuffer<T>(ip, on(h));
+  DBS_CU(cuMemsetD32Async(overflow.ptr(), 0, overflow.size(), h));  // none can overflow; the kernels read it
+  DBS_CU(cuMemsetD32Async(row_len.ptr(), 0, row_len.size(), h));    // idle rows' lengths
+  analysis.ip_offsets(overflow.ptr(), ip_ptr.ptr(), h);
+  launch_numeric(h, true);
+  size_c(h);  // waits for the stream
+  times.symbolic_wait_ms = ms_since(t0) - times.alloc_c_ms;
+  const auto t1 = std::chrono::steady_clock::now();
+  scratch_bytes = static_cast<int64_t>(ip_ptr.size() * sizeof(int32_t) + scratch_col.size() * sizeof(int32_t) +
+                                       scratch_val.size() * sizeof(T));
+  analysis.compact(ip_ptr.ptr(), c_ptr.ptr(), scratch_col.ptr(), scratch_val.ptr(), c_col.ptr(), c_val.ptr(),
+                   static_cast<int>(sizeof(T)), h);
+  ip_ptr.release(h);
+  scratch_col.release(h);
+  scratch_val.release(h);
+  times.numeric_launch_ms = ms_since(t1);
+  times.one_pass = true;
+}
+
+namespace {
+
+template <class T>
+void check_host_csr(const CsrMatrix<T>& m, const char* name) {
+  if (m.row_ptr.size() != static_cast<size_t>(m.rows) + 1)
+    throw UsageError(fmt::format("spgemm: row_ptr must have rows + 1 entries: {} has {} for {} rows", name,
+                                 m.row_ptr.size(), m.rows));
+  if (m.values.size() != m.col_idx.size())
+    throw UsageError(fmt::format("spgemm: {} has {} column indices but {} values", name, m.col_idx.size(),
+                                 m.values.size()));
+}
+
+template <class T>
+void check_view(const DeviceCsrView<T>& m, const char* name) {
+  if (m.rows < 0 || m.cols < 0 || m.nnz < 0 || m.nnz > std::numeric_limits<int32_t>::max())
+    throw UsageError(fmt::format("spgemm: {} is {}x{} with {} nonzeros (int32 indices)", name, m.rows, m.cols, m.nnz));
+  if (!m.row_ptr && m.rows > 0)
+    throw UsageError(fmt::format("spgemm: {} has {} rows and a null row_ptr", name, m.rows));
+  if ((!m.col_idx || !m.values) && m.nnz > 0)
+    throw UsageError(fmt::format("spgemm: {} has {} nonzeros and a null col_idx or values", name, m.nnz));
+}
+
+}  // namespace
+
+template <class T>
+SpgemmPlan<T> Context::plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b) {
+  return plan_spgemm(a, b, SpgemmOptions{});
+}
+
+template <class T>
+SpgemmPlan<T> Context::plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmOptions& opt) {
+  make_current();
+  if (a.cols != b.rows)  // before the uploads
+    throw UsageError(fmt::format("spgemm: A is {}x{} but B is {}x{}: A's columns must equal B's rows", a.rows, a.cols,
+                                 b.rows, b.cols));
+  check_host_csr(a, "A");
+  check_host_csr(b, "B");
+  // No config given: the tuning DB's for A's structure on this device (dbtune --op spgemm tunes A^2
+  // or A A^T, so A names the product), else the prediction from the nearest tuned matrix, else the
+  // article's defaults.
+  SpgemmOptions o = opt;
+  std::string source;
+  if (!o.config) {
+    const Config cfg = lookup_config(info_.record().fingerprint, structure_fingerprint(a),
+                                     config_info<SpgemmConfig>(), "", [&] { return compute_features(a); });
+    o.config = config_from_json<SpgemmConfig>(cfg.params);
+    source = fmt::format("{}{}", to_string(cfg.source), cfg.note.empty() ? "" : " — " + cfg.note);
+  }
+  o.config->check();
+  DeviceCsr<T> da(a), db(b);
+  // Synchronous uploads on the legacy stream, so the analysis there follows them.
+  SpgemmPlan<T> plan = plan_spgemm(da.view(), db.view(), o, nullptr);
+  if (!source.empty()) plan.impl_->config_source = source;
+  plan.impl_->a_own = std::move(da);
+  plan.impl_->b_own = std::move(db);
+  plan.impl_->inputs_owned = true;
+  return plan;
+}
+
+template <class T>
+SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrView<T>& b, const SpgemmOptions& opt,
+                                   void* stream) {
+  make_current();
+  const auto h = static_cast<CUstream>(stream);
+  const auto plan_start = std::chrono::steady_clock::now();
+  auto p = std::make_unique<typename SpgemmPlan<T>::Impl>();
+  p->config = opt.config.value_or(SpgemmConfig{});
+  if (!opt.config) p->config_source = "default (SpgemmConfig{}; plans from device CSR do not look up the tuning DB)";
+  const SpgemmConfig& c = p->config;
+  c.check();
+  if (a.cols != b.rows)
+    throw UsageError(fmt::format("spgemm: A is {}x{} but B is {}x{}: A's columns must equal B's rows", a.rows, a.cols,
+                                 b.rows, b.cols));
+  check_view(a, "A");
+  check_view(b, "B");
+  if (a.nnz > 0 && !b.row_ptr) throw UsageError("spgemm: A has nonzeros but B's row_ptr is null");
+  p->a = a;
+  p->b = b;
+  p->rows = a.rows;
+  p->cols = b.cols;
+  detail::SpgemmOperands ops;
+  ops.a_ptr = p->ptr_of(a.row_ptr);
+  ops.a_col = p->ptr_of(a.col_idx);
+  ops.b_ptr = p->ptr_of(b.row_ptr);
+  ops.b_col = p->ptr_of(b.col_idx);
+  ops.rows = a.rows;
+  ops.a_cols = a.cols;
+  ops.b_cols = b.cols;
+  ops.a_nnz = a.nnz;
+  ops.b_nnz = b.nnz;
+  const auto analysis_start = std::chrono::steady_clock::now();
+  p->pool = pool_on(h).pool;
+  const PoolSlot pool = p->on(h);
+  p->analysis = detail::SpgemmGpuAnalysis(*this, ops, c, h);  // waits for h once
+  p->times.analysis_wait_ms = ms_since(analysis_start);
+  const detail::SpgemmGpuAnalysis& an = p->analysis;
+
+  p->table_budget = opt.global_table_bytes > 0 ? opt.global_table_bytes : info_.memory_bytes / 16;
+  // Past the budget the tables are allocated, and their chunks made, by layout_chunks in the first run.
+  if (an.global_slots() * static_cast<int64_t>(4 + sizeof(T)) <= p->table_budget) {
+    p->table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)), pool);
+    p->table_vals = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)), pool);
+    if (an.global_rows() > 0) p->add_chunk(0, an.global_rows());
+  }
+  p->seg_count =
+      DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(int64_t{an.global_rows()} * c.split3, 1)), pool);
+  p->row_len = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(a.rows, 1)), pool);
+  p->overflow = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(a.rows, 1)), pool);
+  p->c_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(a.rows) + 1, pool);
+  p->branches = &fork_join();
+
+  // The tables a group's kernels use: fitted to its longest row (a table at most half full, with
+  // less to clear and compact, and more blocks an SM), else the config's.
+  const auto& gm = an.stats().group_max_ip;
+  p->fitted = spgemm_fitted(c, {gm[0], gm[1], gm[2]}, b.cols);
+  const SpgemmConfig& kc = p->fitted;
+  // Kernels of the groups that have rows; their tables' shared memory against the device's limit.
+  CUdevice dev = 0;
+  DBS_CU(cuDeviceGet(&dev, info_.ordinal));
+  int optin = 0;
+  DBS_CU(cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev));
+  const auto vt = codegen::value_type_of<T>();
+  for (int g = 0; g < kSpgemmGroups; ++g) {
+    const bool global = g == kSpgemmGlobalGroup;
+    if (global ? an.global_rows() == 0 : an.count(g) == 0) continue;
+    GroupKernels& k = p->kernels[g];
+    if (!global) {
+      k.rows_per_block = kc.rows_per_block(g);
+      k.symbolic_smem = spgemm_shared_bytes(kc, g, 0);
+      k.numeric_smem = spgemm_shared_bytes(kc, g, static_cast<int>(sizeof(T)));
+      if (k.numeric_smem > optin)
+        throw UsageError(fmt::format("spgemm: group {} needs {} bytes of shared memory per block ({} table(s) of {} "
+                                     "slots), over this device's {} ({}): lower 't{}'",
+                                     g, k.numeric_smem, k.rows_per_block, kc.table(g), optin, info_.arch(), g));
+    }
+    auto sym = modules_->get(codegen::make_source(codegen::spgemm_key(vt, codegen::SpgemmPhase::Symbolic, g, kc)),
+                             info_.arch());
+    auto num = modules_->get(codegen::make_source(codegen::spgemm_key(vt, codegen::SpgemmPhase::Numeric, g, kc)),
+                             info_.arch());
+    k.symbolic = sym.fns.at(0);
+    k.numeric = num.fns.at(0);
+    if (!global) k.numeric_first = num.fns.at(1);
+    if (global) {
+      k.init_symbolic = sym.fns.at(1);
+      k.init_numeric = num.fns.at(1);
+      k.sort = num.fns.at(2);
+      k.count = num.fns.at(3);
+      k.scan = num.fns.at(4);
+      k.scatter = num.fns.at(5);
+      // The largest power of two of (key, value) pairs that fits the opt-in shared memory, past the
+      // kernel's own few bytes (16384 in f32 and in f64 on sm_90): a segment's columns.
+      const int64_t pair = 4 + static_cast<int64_t>(sizeof(T));
+      k.sort_cap = 1;
+      while (int64_t{k.sort_cap} * 2 * pair <= optin - 1024) k.sort_cap *= 2;
+      k.sort_smem = int64_t{k.sort_cap} * pair;
+      k.segs = static_cast<int>((int64_t{b.cols} + k.sort_cap - 1) / k.sort_cap);
+      const int64_t hist = 2 * int64_t{an.global_rows()} * k.segs;
+      p->seg_hist = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(hist, 1)), pool);
+      DBS_CU(cuFuncSetAttribute(k.sort, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(k.sort_smem)));
+    }
+    k.symbolic_info = sym.info;
+    k.numeric_info = num.info;
+    // Past 48 KiB a kernel must opt in to its dynamic shared memory.
+    DBS_CU(cuFuncSetAttribute(k.symbolic, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                              static_cast<int>(k.symbolic_smem)));
+    DBS_CU(cuFuncSetAttribute(k.numeric, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                              static_cast<int>(k.numeric_smem)));
+    if (k.numeric_first)
+      DBS_CU(cuFuncSetAttribute(k.numeric_first, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                static_cast<int>(k.numeric_smem)));
+  }
+  // One pass where no row can fill its shared table (a table at least as large as its group's
+  // longest row, or as B is wide) and none has a global one, and the scratch fits the budget.
+  bool fits = an.products() > 0 && an.global_rows() == 0 &&
+              an.products() <= std::numeric_limits<int32_t>::max() &&
+              an.products() * static_cast<int64_t>(4 + sizeof(T)) <= p->table_budget;
+  for (int g = 0; g < kSpgemmGlobalGroup; ++g)
+    if (an.count(g) > 0 && kc.table(g) < std::min<int64_t>(gm[g], b.cols)) fits = false;
+  p->one_pass = opt.one_pass && fits;
+  // The pool's allocations on h done, so that a run on any stream may use them. Nothing else is
+  // queued on h since the analysis's wait: this returns at once.
+  DBS_CU(cuStreamSynchronize(h));
+  p->times.plan_ms = ms_since(plan_start);
+  return SpgemmPlan<T>(std::move(p));
+}
+
+template <class T>
+SpgemmPlan<T>::SpgemmPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+template <class T>
+SpgemmPlan<T>::SpgemmPlan(SpgemmPlan&&) noexcept = default;
+template <class T>
+SpgemmPlan<T>& SpgemmPlan<T>::operator=(SpgemmPlan&&) noexcept = default;
+template <class T>
+SpgemmPlan<T>::~SpgemmPlan() = default;
+
+template <class T>
+void SpgemmPlan<T>::run(void* stream) {
+  Impl& p = *impl_;
+  const auto h = static_cast<CUstream>(stream);
+  if (!p.structured && p.one_pass) {
+    p.first_run_one_pass(h);
+    return;
+  }
+  if (!p.structured) {
+    const auto t0 = std::chrono::steady_clock::now();
+    p.analysis.place_rows(h);  // the group lists, on this run's stream
+    if (p.chunks_pending()) p.layout_chunks(h);
+    p.launch_symbolic(h);
+    p.size_c(h);  // waits for the stream
+    p.times.symbolic_wait_ms = ms_since(t0) - p.times.alloc_c_ms;
+    const auto t1 = std::chrono::steady_clock::now();
+    p.launch_numeric(h);
+    p.times.numeric_launch_ms = ms_since(t1);
+    return;
+  }
+  p.launch_numeric(h);
+}
+
+template <class T>
+void SpgemmPlan<T>::values_changed(std::span<const T> a_values, std::span<const T> b_values) {
+  Impl& p = *impl_;
+  if (static_cast<int64_t>(a_values.size()) != p.a.nnz || static_cast<int64_t>(b_values.size()) != p.b.nnz)
+    throw UsageError(fmt::format("SpgemmPlan::values_changed: the plan's A has {} and B {} nonzeros, got {} and {} "
+                                 "values (only the values may change)",
+                                 p.a.nnz, p.b.nnz, a_values.size(), b_values.size()));
+  DBS_CU(cuCtxSynchronize());  // every stream done with the old values (the last run's may be gone)
+  p.a_own.values = upload(a_values);
+  p.b_own.values = upload(b_values);
+  p.a.values = reinterpret_cast<const T*>(p.a_own.values.ptr());
+  p.b.values = reinterpret_cast<const T*>(p.b_own.values.ptr());
+}
+
+template <class T>
+bool SpgemmPlan<T>::structure_known() const { return impl_->structured; }
+template <class T>
+int32_t SpgemmPlan<T>::rows() const { return impl_->rows; }
+template <class T>
+int32_t SpgemmPlan<T>::cols() const { return impl_->cols; }
+template <class T>
+int64_t SpgemmPlan<T>::nnz() const { return impl_->nnz; }
+
+namespace {
+void require_structure(bool structured, const char* what) {
+  if (!structured) throw UsageError(fmt::format("SpgemmPlan::{}: C is known after the first run()", what));
+}
+}  // namespace
+
+template <class T>
+uint64_t SpgemmPlan<T>::row_ptr() const {
+  require_structure(impl_->structured, "row_ptr");
+  return impl_->c_ptr.ptr();
+}
+template <class T>
+uint64_t SpgemmPlan<T>::col_idx() const {
+  require_structure(impl_->structured, "col_idx");
+  return impl_->c_col.ptr();
+}
+template <class T>
+uint64_t SpgemmPlan<T>::values() const {
+  require_structure(impl_->structured, "values");
+  return impl_->c_val.ptr();
+}
+
+template <class T>
+CsrMatrix<T> SpgemmPlan<T>::download() const {
+  const Impl& p = *impl_;
+  require_structure(p.structured, "download");
+  DBS_CU(cuCtxSynchronize());  // the runs done, on whichever stream (it may be gone by now)
+  CsrMatrix<T> c;
+  c.rows = p.rows;
+  c.cols = p.cols;
+  c.row_ptr = p.c_ptr.download();
+  auto col = p.c_col.download();
+  auto val = p.c_val.download();
+  col.resize(static_cast<size_t>(p.nnz));
+  val.resize(static_cast<size_t>(p.nnz));
+  c.col_idx = std::move(col);
+  c.values = std::move(val);
+  return c;
+}
+
+template <class T>
+const SpgemmConfig& SpgemmPlan<T>::config() const { return impl_->config; }
+template <class T>
+DeviceCsrView<T> SpgemmPlan<T>::result() const {
+  const Impl& p = *impl_;
+  require_structure(p.structured, "result");
+  return {p.rows, p.cols, p.nnz, reinterpret_cast<const int32_t*>(p.c_ptr.ptr()),
+          reinterpret_cast<const int32_t*>(p.c_col.ptr()), reinterpret_cast<const T*>(p.c_val.ptr())};
+}
+
+template <class T>
+const SpgemmGrouping& SpgemmPlan<T>::grouping() const {
+  if (!impl_->grouping) {
+    if (!impl_->analysis.placed()) {  // before the first run: the lists filled here, once
+      impl_->analysis.place_rows(nullptr);
+      DBS_CU(cuStreamSynchronize(nullptr));
+    }
+    impl_->grouping = impl_->analysis.grouping();
+  }
+  return *impl_->grouping;
+}
+template <class T>
+int64_t SpgemmPlan<T>::products() const { return impl_->analysis.products(); }
+template <class T>
+int64_t SpgemmPlan<T>::max_row_products() const { return impl_->analysis.stats().max_ip; }
+template <class T>
+int64_t SpgemmPlan<T>::overflow_rows() const { return impl_->overflowed; }
+template <class T>
+int64_t SpgemmPlan<T>::global_slots() const { return impl_->analysis.global_slots(); }
+template <class T>
+const SpgemmFreshTimes& SpgemmPlan<T>::fresh_times() const { return impl_->times; }
+
+namespace {
+template <class U>
+int64_t bytes_of(const DeviceBuffer<U>& d) {
+  return static_cast<int64_t>(d.size() * sizeof(U));
+}
+}  // namespace
+
+template <class T>
+int64_t SpgemmPlan<T>::device_bytes() const {
+  const Impl& p = *impl_;
+  return p.a_own.device_bytes() + p.b_own.device_bytes() + p.analysis.device_bytes() + bytes_of(p.table_keys) +
+         bytes_of(p.table_vals) + bytes_of(p.seg_count) + bytes_of(p.seg_hist) + bytes_of(p.row_len) +
+         bytes_of(p.overflow) + bytes_of(p.c_ptr) + bytes_of(p.c_col) + bytes_of(p.c_val) + bytes_of(p.ip_ptr) +
+         bytes_of(p.scratch_col) + bytes_of(p.scratch_val);
+}
+
+template <class T>
+int64_t SpgemmPlan<T>::peak_device_bytes() const {
+  return device_bytes() + impl_->scratch_bytes;
+}
+
+template <class T>
+std::string SpgemmPlan<T>::explain() const {
+  const Impl& p = *impl_;
+  const SpgemmConfig& c = p.config;
+  const auto& st = p.analysis.stats();
+  const int64_t ip = p.analysis.products();
+  std::string out = fmt::format(
+      "spgemm {}x{} = A ({} nnz{}) * B ({} nnz{}), {}: IP {} (GFLOP {:.3f}, largest row {}), idle rows {}\n", p.rows,
+      p.cols, p.a.nnz, p.inputs_owned ? "" : ", read in place", p.b.nnz, p.inputs_owned ? "" : ", read in place",
+      sizeof(T) == 4 ? "f32" : "f64", ip,
+      2 * ip * 1e-9, st.max_ip, st.idle);
+  out += fmt::format("  config ({}): {}\n", p.config_source, config_to_json(c).dump());
+  for (int g = 0; g < kSpgemmGroups; ++g) {
+    const GroupKernels& k = p.kernels[g];
+    const std::string where =
+        g < 3 ? fmt::format("IP < {} (largest {}), shared table {} slots{}, {} row(s) per block of {}", c.bound(g),
+                            st.group_max_ip[g], p.fitted.table(g),
+                            p.fitted.table(g) != c.table(g) ? fmt::format(" (fitted; config {})", c.table(g)) : "",
+                            c.rows_per_block(g), c.block(g))
+              : fmt::format("IP >= {}, global tables, {} blocks of {} a row", c.b2, c.split3, c.block3);
+    out += fmt::format("  group {}: {} rows, IP {} ({}); kernels {} / {}\n", g, st.rows[g], st.ip[g], where,
+                       k.symbolic ? k.symbolic_info.key : "-", k.numeric ? k.numeric_info.key : "-");
+  }
+  out += fmt::format("  global tables: {} rows ({} of group 3, {} that may overflow a shared table), {} slots; "
+                     "overflow_to_global {}\n",
+                     p.analysis.global_rows(), st.rows[kSpgemmGlobalGroup], st.may_overflow, st.global_slots,
+                     c.overflow_to_global);
+  if (p.analysis.global_rows() > 0)
+    out += p.chunks_pending() ? fmt::format("  global tables over the budget of {} bytes: laid out in chunks by the first run\n",
+                                   p.table_budget)
+                     : fmt::format("  global tables in {} chunk(s) of at most {} bytes, run one after another\n",
+                                   p.chunks.size(), p.table_budget);
+  if (p.structured)
+    out += fmt::format("  C: {} nnz; {} row(s) overflowed to a global table\n", p.nnz, p.overflowed);
+  else
+    out += "  C: not yet sized\n";
+  out += fmt::format("  device: {} bytes held{}\n", device_bytes(), p.structured ? ", C included" : "");
+  out += "  planning ran the analysis on the GPU and waited once (group counts read back); the first run() fills "
+         "the group lists, then waits once more after the symbolic phase (nnz(C) read back, C's row_ptr already on "
+         "the GPU, C allocated); later runs launch the numeric phase only, without a host sync\n";
+  out += p.one_pass ? fmt::format("  first run in one pass: no symbolic phase; the numeric phase writes rows at their "
+                                  "IP offsets into {} bytes of scratch, then C is sized and filled by a copy\n",
+                                  p.structured ? p.scratch_bytes : int64_t{-1})
+                    : "  first run in two passes: the symbolic phase sizes C before the numeric phase\n";
+  return out;
+}
+
+template <class T>
+CsrMatrix<T> spgemm(Context& ctx, const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmOptions& options) {
+  SpgemmPlan<T> plan = ctx.plan_spgemm(a, b, options);
+  Stream s(ctx);
+  plan.run(s.handle());
+  return plan.download();
+}
+
+template class SpgemmPlan<float>;
+template class SpgemmPlan<double>;
+template SpgemmPlan<float> Context::plan_spgemm(const CsrMatrix<float>&, const CsrMatrix<float>&);
+template SpgemmPlan<double> Context::plan_spgemm(const CsrMatrix<double>&, const CsrMatrix<double>&);
+template SpgemmPlan<float> Context::plan_spgemm(const CsrMatrix<float>&, const CsrMatrix<float>&, const SpgemmOptions&);
+template SpgemmPlan<double> Context::plan_spgemm(const CsrMatrix<double>&, const CsrMatrix<double>&,
+                                                 const SpgemmOptions&);
+template SpgemmPlan<float> Context::plan_spgemm(const DeviceCsrView<float>&, const DeviceCsrView<float>&,
+                                                const SpgemmOptions&, void*);
+template SpgemmPlan<double> Context::plan_spgemm(const DeviceCsrView<double>&, const DeviceCsrView<double>&,
+                                                 const SpgemmOptions&, void*);
+template CsrMatrix<float> spgemm(Context&, const CsrMatrix<float>&, const CsrMatrix<float>&, const SpgemmOptions&);
+template CsrMatrix<double> spgemm(Context&, const CsrMatrix<double>&, const CsrMatrix<double>&, const SpgemmOptions&);
+
+}  // namespace dbsparse

@@ -1,0 +1,606 @@
+// SpMM plans (include/dbsparse/spmm.hpp): BRP-SpMM (C = beta * C, the TC groups, the residual
+// rows: up to three launches), condensed TC windows (BRP's TC kernel on zero-padded tiles built on
+// the host, no residual) or the CUDA-core CSR product (one launch), in f32, f16 or bf16.
+#include "dbsparse/spmm.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+#include "codegen/keys/spmm_key.hpp"
+#include "dbsparse/abi/spmm.h"
+#include "dbsparse/brp.hpp"
+#include "dbsparse/brp_device.hpp"
+#include "dbsparse/features.hpp"
+#include "dbsparse/half.hpp"
+#include "dbsparse/tc_condensed.hpp"
+#include "runtime/gpu/cuda_driver.hpp"
+#include "runtime/gpu/module_registry.hpp"
+#include "runtime/spmm/spmm_pieces.hpp"
+
+namespace dbsparse {
+
+std::string spmm_tuning_bucket(int n_cols) { return n_cols <= 64 ? "n32" : "n128"; }
+
+const char* to_string(SpmmPath p) {
+  switch (p) {
+    case SpmmPath::Auto: return "auto";
+    case SpmmPath::Brp: return "brp";
+    case SpmmPath::CsrCudaCore: return "csr-cuda-core";
+    case SpmmPath::Condensed: return "condensed";
+  }
+  return "?";
+}
+
+const char* to_string(SpmmDtype d) {
+  switch (d) {
+    case SpmmDtype::F32: return "f32";
+    case SpmmDtype::F16: return "f16";
+    case SpmmDtype::BF16: return "bf16";
+  }
+  return "?";
+}
+
+SpmmDtype spmm_dtype_from_string(const std::string& s) {
+  if (s == "f32" || s == "tf32") return SpmmDtype::F32;
+  if (s == "f16") return SpmmDtype::F16;
+  if (s == "bf16") return SpmmDtype::BF16;
+  throw UsageError(fmt::format("unknown SpMM value type '{}' (f32 or its alias tf32, f16, bf16)", s));
+}
+
+int spmm_value_bytes(SpmmDtype d) { return d == SpmmDtype::F32 ? 4 : 2; }
+
+static_assert(static_cast<int>(SpmmDtype::F32) == static_cast<int>(codegen::SpmmValue::F32) &&
+                  static_cast<int>(SpmmDtype::F16) == static_cast<int>(codegen::SpmmValue::F16) &&
+                  static_cast<int>(SpmmDtype::BF16) == static_cast<int>(codegen::SpmmValue::BF16),
+              "SpmmDtype and codegen::SpmmValue name the same types in the same order");
+
+namespace {
+
+// Four values a load whenever n % 4 == 0 (and B and C are aligned to 4 values, checked per run):
+// below n = 128 the CSR kernel puts fewer lanes across N and more subgroups over the entries
+// (csr_lanes).
+bool wants_vec4(int n) { return n % 4 == 0; }
+
+std::vector<uint16_t> to_16(std::span<const float> x, SpmmDtype d) {
+  return d == SpmmDtype::F16 ? floats_to_half(x) : floats_to_bf16(x);
+}
+
+// The BRP groups' values, converted in f32 (stride `from` floats a group), rounded to 16 bits at
+// the 16-bit stride `to` (each run starts 128 bytes apart, as brp.hpp defines it for 2-byte
+// values; the padding is 0).
+std::vector<uint16_t> group_values_16(const std::vector<float>& v, int64_t groups, int32_t from, int32_t to,
+                                      int64_t run, SpmmDtype d) {
+  std::vector<uint16_t> out(static_cast<size_t>(groups) * static_cast<size_t>(to), 0);
+  for (int64_t q = 0; q < groups; ++q) {
+    const auto h = to_16(std::span<const float>(v.data() + q * from, static_cast<size_t>(run)), d);
+    std::copy(h.begin(), h.end(), out.begin() + q * to);
+  }
+  return out;
+}
+
+// The CSR kernel's lanes across N: the fewest (a power of two up to 32) whose lanes * vec columns
+// cover n; the rest of the warp splits the row's entries.
+int csr_lanes(int n, int vec) {
+  int lanes = 1;
+  while (lanes < 32 && lanes * vec < n) lanes *= 2;
+  return lanes;
+}
+
+constexpr int kCsrWarps = 8;
+constexpr int32_t kAutoFillWindows = 2048;  // auto's sample for condensed_fill (tc_condensed.hpp)
+
+// Runs past the config's tc_max_run / csr_max_run are cut into pieces for a second, atomic pass
+// (SpmmArgs::pieces). CSR's default: 32 entries per subgroup, so the longest warp of either pass
+// takes 32 steps (max_run 256 at every n let a 2000-entry row's warps set the time of
+// powerlaw:n=20000 at n = 128: 99 us against cuSPARSE's 25, H200, 2026-11-30).
+// But never below twice the mean row: rows of equal length need no second pass (32 entries a
+// warp at n = 128 sent pruned 4096^2 at density 0.5, 2048 entries a row, from 341 to 466 us).
+int32_t csr_max_run(const SpmmConfig& c, int lanes, int64_t nnz, int32_t rows) {
+  if (c.csr_max_run > 0) return c.csr_max_run;
+  const int64_t twice_mean = rows > 0 ? (2 * nnz + rows - 1) / rows : 0;
+  return static_cast<int32_t>(std::clamp<int64_t>(twice_mean, 32 * (32 / lanes), int64_t{1} << 24));
+}
+
+template <class U>
+DeviceBuffer<U> upload(const std::vector<U>& v) {
+  return DeviceBuffer<U>(std::span<const U>(v));
+}
+
+template <class U>
+const U* dev(const DeviceBuffer<U>& b) {
+  return reinterpret_cast<const U*>(b.ptr());
+}
+
+}  // namespace
+
+struct SpmmPlan::Impl {
+  int32_t rows = 0, cols = 0;
+  int64_t nnz = 0;
+  int n = 1;
+  SpmmPath asked = SpmmPath::Auto, path = SpmmPath::Brp;
+  SpmmDtype dtype = SpmmDtype::F32;
+  int f = 1, g = 4;
+  Config config;      // as read (tuning DB or SpmmOptions::config)
+  SpmmConfig typed;   // with SpmmOptions' explicit fields applied
+  double auto_share = -1;  // brp_group_share, when Auto weighed it
+  double auto_fill = -1;   // condensed_fill, when Auto weighed it
+  double fill = 0;         // the condensed path's tile fill
+  double convert_ms = 0;   // the condensed path's host conversion
+  int64_t csr_bytes = 0;   // the condensed path: A in CSR, what its tiles are weighed against
+  BrpStats stats;          // BRP path
+  // The row kernels' CSR: the residual rows (BRP; row_id maps them to C's rows) or all of A (CSR).
+  DeviceBuffer<int32_t> row_ptr, col_idx, row_id;
+  DeviceBuffer<float> vals;
+  DeviceBuffer<uint16_t> vals16;  // instead of vals in f16 / bf16
+  int32_t csr_rows = 0;
+  // The TC groups.
+  DeviceBuffer<int32_t> window, old_col;
+  DeviceBuffer<uint8_t> local_id;
+  DeviceBuffer<float> group_vals;
+  DeviceBuffer<uint16_t> group_vals16;  // instead of group_vals in f16 / bf16
+  int32_t local_stride = 0, value_stride = 0, groups = 0;
+  CUfunction tc = nullptr, rows1 = nullptr, rows4 = nullptr;
+  DeviceBuffer<uint32_t> afrag;  // the groups' A operands in fragment order, when expanded (SpmmArgs::afrag)
+  CUfunction tc_pieces = nullptr, rows1_pieces = nullptr, rows4_pieces = nullptr;
+  DeviceBuffer<int32_t> pieces;  // triples: see SpmmArgs::pieces
+  int32_t n_pieces = 0, max_run = 0;
+  int tc_warps = 4;
+  // f16 / bf16 with pieces: the cut rows' or windows' f32 sums (abi::SpmmAcc, spmm_pieces.hpp),
+  // rounded into C by `finalize` after the pieces pass.
+  DeviceBuffer<float> acc_w;
+  DeviceBuffer<int32_t> acc_slot, acc_units;
+  int32_t acc_n_units = 0, acc_unit_rows = 1;
+  CUfunction finalize = nullptr;
+  unsigned finalize_grid = 1;
+  DeviceBuffer<int32_t> win_group;  // windows + 1: each window's group range
+  unsigned tc_grid = 1, tc_pieces_grid = 1;
+  bool vec4 = false;
+  std::vector<KernelInfo> kernels;
+
+  abi::SpmmAcc acc() const {
+    abi::SpmmAcc w{};
+    if (acc_n_units == 0) return w;
+    w.w = reinterpret_cast<float*>(acc_w.ptr());
+    w.slot = dev(acc_slot);
+    w.units = dev(acc_units);
+    w.n_units = acc_n_units;
+    w.unit_rows = acc_unit_rows;
+    return w;
+  }
+  // 16 bits: the units (rows or windows of unit_rows rows) that `ptr` and max_run cut get an f32
+  // workspace; every part of such a unit is summed there and C rounded once (finalize).
+  void cut_into_workspace(const std::vector<int32_t>& ptr, int unit_rows) {
+    const SpmmCutUnits cut = spmm_cut_units(ptr, max_run);
+    if (cut.units.empty()) return;
+    acc_slot = upload(cut.slot);
+    acc_units = upload(cut.units);
+    acc_n_units = static_cast<int32_t>(cut.units.size());
+    acc_unit_rows = unit_rows;
+    const int64_t floats = spmm_workspace_floats(cut, unit_rows, n);
+    acc_w = DeviceBuffer<float>(static_cast<size_t>(floats));
+    // A grid-stride loop: a few blocks a SM cover any size.
+    finalize_grid = static_cast<unsigned>(
+        std::clamp<int64_t>((floats + abi::kSpmmFinalizeThreads - 1) / abi::kSpmmFinalizeThreads, 1, 4096));
+  }
+
+  // The TC kernels' launch shape from each window's group range wg (windows + 1): windows past
+  // tc_max_run groups are cut into pieces for the atomic pass, and a block takes a (window or
+  // piece, 64 columns of C), every window, so that C is written once.
+  void place_windows(const std::vector<int32_t>& wg, int n_cols, bool f32) {
+    max_run = typed.tc_max_run;
+    const auto pc = spmm_cut_pieces(wg, max_run);
+    n_pieces = static_cast<int32_t>(pc.size() / 3);
+    if (!pc.empty()) pieces = upload(pc);
+    if (!f32 && !pc.empty()) cut_into_workspace(wg, abi::kSpmmWindowRows);
+    const int64_t windows = static_cast<int64_t>(wg.size()) - 1;
+    const int64_t chunks = ((n_cols + abi::kSpmmTileCols - 1) / abi::kSpmmTileCols + 7) / 8;
+    tc_grid = static_cast<unsigned>(windows * chunks);
+    tc_pieces_grid = static_cast<unsigned>(n_pieces * chunks);
+  }
+
+  uint64_t vals_ptr() const { return dtype == SpmmDtype::F32 ? vals.ptr() : vals16.ptr(); }
+  uint64_t group_vals_ptr() const { return dtype == SpmmDtype::F32 ? group_vals.ptr() : group_vals16.ptr(); }
+};
+
+template <class T>
+SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols) {
+  return plan_spmm(a, n_cols, SpmmOptions{});
+}
+
+template <class T>
+SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions& opt) {
+  if constexpr (!std::is_same_v<T, float>) {
+    throw UsageError(
+        "plan_spmm: A must be a CsrMatrix<float> (there are no f64 SpMM kernels): convert it with a.cast<float>(); "
+        "for f16 or bf16 data set SpmmOptions::dtype, and the plan rounds A's values once");
+  } else {
+    if (n_cols < 1 || n_cols > abi::kSpmmMaxCols)
+      throw UsageError(fmt::format("plan_spmm: n_cols must be in 1 .. {}, got {}", abi::kSpmmMaxCols, n_cols));
+    if (opt.f || opt.g) validate(BrpParams{opt.f.value_or(1), opt.g.value_or(1)});
+    validate(a);
+    make_current();
+    auto p = std::make_unique<SpmmPlan::Impl>();
+    // The config: SpmmOptions::config, else the tuning DB's; then the explicit options over it.
+    p->config = opt.config ? *opt.config
+                           : lookup_config(info_.record().fingerprint, structure_fingerprint(a),
+                                           config_info<SpmmConfig>(), spmm_tuning_bucket(n_cols),
+                                           [&] { return compute_features(a); });
+    p->typed = config_from_json<SpmmConfig>(p->config.params);
+    p->config.params = config_to_json(p->typed);
+    if (opt.f) p->typed.f = *opt.f;
+    if (opt.g) p->typed.g = *opt.g;
+    if (opt.path == SpmmPath::Brp) p->typed.path = "brp";
+    if (opt.path == SpmmPath::CsrCudaCore) p->typed.path = "csr";
+    if (opt.path == SpmmPath::Condensed) p->typed.path = "condensed";
+    p->typed.check();
+    p->rows = a.rows;
+    p->cols = a.cols;
+    p->nnz = a.nnz();
+    p->n = n_cols;
+    p->f = p->typed.f;
+    p->g = p->typed.g;
+    p->dtype = opt.dtype;
+    const bool f32 = opt.dtype == SpmmDtype::F32;
+    const auto value = static_cast<codegen::SpmmValue>(opt.dtype);
+    p->asked = p->typed.path == "brp"         ? SpmmPath::Brp
+               : p->typed.path == "csr"       ? SpmmPath::CsrCudaCore
+               : p->typed.path == "condensed" ? SpmmPath::Condensed
+                                              : SpmmPath::Auto;
+    p->path = p->asked;
+    if (p->asked == SpmmPath::Auto) {
+      p->auto_fill = condensed_fill(a, p->g, kAutoFillWindows);
+      if (a.nnz() > 0 && p->auto_fill >= p->typed.min_condensed_fill) {
+        p->path = SpmmPath::Condensed;
+      } else if (p->typed.min_tc_share <= 1.0) {
+        p->auto_share = brp_group_share(a, p->f, p->g);
+        p->path = p->auto_share >= p->typed.min_tc_share ? SpmmPath::Brp : SpmmPath::CsrCudaCore;
+      } else {
+        p->path = SpmmPath::CsrCudaCore;
+      }
+    }
+    p->vec4 = wants_vec4(n_cols);
+    const std::string arch = info_.arch();
+    auto load = [&](const codegen::SpmmKey& key) {
+      auto loaded = modules_->get(codegen::make_source(key), arch);
+      p->kernels.push_back(loaded.info);
+      return loaded.fns;
+    };
+    if (p->path == SpmmPath::CsrCudaCore) {
+      p->row_ptr = upload(a.row_ptr);
+      p->col_idx = upload(a.col_idx);
+      if (f32) p->vals = upload(a.values);
+      else p->vals16 = upload(to_16(a.values, opt.dtype));
+      p->csr_rows = a.rows;
+      // The scalar kernel always: it also serves B or C that are not aligned to 4 values.
+      const auto f1 =
+          load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 1, csr_lanes(n_cols, 1), value});
+      p->rows1 = f1.at(0);
+      p->rows1_pieces = f1.at(1);
+      if (!f32) p->finalize = f1.at(3);
+      if (p->vec4) {
+        const auto f4 =
+            load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 4, csr_lanes(n_cols, 4), value});
+        p->rows4 = f4.at(0);
+        p->rows4_pieces = f4.at(1);
+      }
+      // One max_run serves both kernels (the pieces are cut once): the float4 kernel's lanes when
+      // it is loaded, as it runs whenever B and C are aligned.
+      p->max_run = csr_max_run(p->typed, csr_lanes(n_cols, p->vec4 ? 4 : 1), a.nnz(), a.rows);
+      const auto pc = spmm_cut_pieces(a.row_ptr, p->max_run);
+      p->n_pieces = static_cast<int32_t>(pc.size() / 3);
+      if (!pc.empty()) p->pieces = upload(pc);
+      if (!f32 && !pc.empty()) p->cut_into_workspace(a.row_ptr, 1);
+    } else if (p->path == SpmmPath::Condensed) {
+      const auto t0 = std::chrono::steady_clock::now();
+      const CondensedTc m = csr_to_condensed(a, p->g, opt.dtype);
+      p->convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      p->fill = m.fill();
+      p->csr_bytes = m.csr_bytes();
+      p->groups = static_cast<int32_t>(m.groups());  // csr_to_condensed kept every array in int32
+      p->window = upload(m.group_window);
+      p->old_col = upload(m.old_col);
+      p->win_group = upload(m.win_group);
+      if (p->groups > 0) p->afrag = upload(m.afrag);
+      p->csr_rows = 0;  // no residual
+      p->tc_warps = p->typed.tc_warps;
+      // BRP's module at f = 1: its FRAGS kernels read afrag and old_col alone, which is all these
+      // tiles are (f only shapes the per-group tile build, not used here).
+      const auto fns = load(codegen::SpmmKey{codegen::SpmmKernelPath::Brp, 1, p->g, p->tc_warps, 1, 32, value});
+      p->tc = fns.at(4);
+      p->tc_pieces = fns.at(5);
+      if (!f32) p->finalize = fns.at(7);
+      p->place_windows(m.win_group, n_cols, f32);
+    } else {
+      // Each window's groups are found from the group windows, on the host (they are 4 bytes a group).
+      std::vector<int32_t> group_window;
+      if (opt.convert_on_host) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const BrpMatrix<float> m = csr_to_brp(a, BrpParams{p->f, p->g});
+        p->stats = brp_stats(m);
+        p->stats.convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        p->window = upload(m.group_window_id);
+        p->old_col = upload(m.old_col_id);
+        p->local_id = upload(m.local_id);
+        p->row_ptr = upload(m.res_row_offset);
+        p->col_idx = upload(m.res_col_id);
+        p->row_id = upload(m.res_rows_id);
+        if (f32) {
+          p->group_vals = upload(m.values);
+          p->vals = upload(m.res_values);
+        } else {
+          p->group_vals16 = upload(group_values_16(m.values, m.groups(), m.value_stride,
+                                                   brp_value_stride(p->f, p->g, 2), m.group_nnz(), opt.dtype));
+          p->vals16 = upload(to_16(m.res_values, opt.dtype));
+        }
+        group_window = m.group_window_id;
+      } else {
+        BrpDeviceMatrix<float> m = csr_to_brp_device(*this, a, BrpParams{p->f, p->g});
+        p->stats = brp_stats(m);
+        group_window = m.group_window_id.download();
+        p->window = std::move(m.group_window_id);
+        p->old_col = std::move(m.old_col_id);
+        p->local_id = std::move(m.local_id);
+        p->row_ptr = std::move(m.res_row_offset);
+        p->col_idx = std::move(m.res_col_id);
+        p->row_id = std::move(m.res_rows_id);
+        if (f32) {
+          p->group_vals = std::move(m.values);
+          p->vals = std::move(m.res_values);
+        } else {
+          // Rounded on the host: a round trip of the values, once per plan.
+          const int64_t groups = static_cast<int64_t>(group_window.size());
+          p->group_vals16 = upload(group_values_16(m.values.download(), groups, brp_value_stride(p->f, p->g, 4),
+                                                   brp_value_stride(p->f, p->g, 2),
+                                                   int64_t{abi::kSpmmBlockSlots} * p->g * p->f, opt.dtype));
+          p->vals16 = upload(to_16(m.res_values.download(), opt.dtype));
+        }
+      }
+      p->local_stride = brp_local_stride(p->f, p->g);
+      p->value_stride = brp_value_stride(p->f, p->g, spmm_value_bytes(opt.dtype));
+      p->groups = static_cast<int32_t>(p->stats.groups);  // check_brp_counts kept it in int32
+      p->csr_rows = static_cast<int32_t>(p->stats.residual_rows);
+      p->tc_warps = p->typed.tc_warps;
+      const auto fns = load(codegen::SpmmKey{codegen::SpmmKernelPath::Brp, p->f, p->g, p->tc_warps, 1, 32, value});
+      p->rows1 = fns.at(1);
+      p->rows4 = fns.at(2);
+      const bool expand = p->f >= p->typed.expand_min_f && p->groups > 0;
+      p->tc = fns.at(expand ? 4 : 0);
+      p->tc_pieces = fns.at(expand ? 5 : 3);
+      if (!f32) p->finalize = fns.at(7);
+      // Groups come in window order: win_group[w] is window w's first.
+      const int64_t windows = (int64_t{a.rows} + abi::kSpmmWindowRows - 1) / abi::kSpmmWindowRows;
+      std::vector<int32_t> wg(static_cast<size_t>(windows) + 1, 0);
+      for (int32_t w : group_window) ++wg[static_cast<size_t>(w) + 1];
+      for (size_t i = 1; i < wg.size(); ++i) wg[i] += wg[i - 1];
+      p->win_group = upload(wg);
+      p->place_windows(wg, n_cols, f32);
+      if (expand) {
+        // A group's operands: g m16n8k8 tiles in f32, ceil(g / 2) m16n8k16 tiles in 16 bits; 16 bytes a lane each.
+        const int tiles = f32 ? p->g : abi::spmm_k16_pairs(p->g);
+        p->afrag = DeviceBuffer<uint32_t>(static_cast<size_t>(p->groups) * tiles * 32 * 4);
+        abi::SpmmArgs args{};
+        args.local_id = dev(p->local_id);
+        args.group_vals = reinterpret_cast<const float*>(p->group_vals_ptr());
+        args.local_stride = p->local_stride;
+        args.value_stride = p->value_stride;
+        uint64_t out = p->afrag.ptr();
+        int32_t groups = p->groups;
+        void* params[] = {&args, &out, &groups};
+        DBS_CU(cuLaunchKernel(fns.at(6), static_cast<unsigned>((int64_t{groups} + p->tc_warps - 1) / p->tc_warps), 1, 1,
+                              p->tc_warps * 32, 1, 1, 0, nullptr, params, nullptr));
+        DBS_CU(cuCtxSynchronize());
+      }
+    }
+    return SpmmPlan(std::move(p));
+  }
+}
+
+SpmmPlan::SpmmPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+SpmmPlan::SpmmPlan(SpmmPlan&&) noexcept = default;
+SpmmPlan& SpmmPlan::operator=(SpmmPlan&&) noexcept = default;
+SpmmPlan::~SpmmPlan() = default;
+
+namespace {
+void check_sizes(const SpmmPlan::Impl& p, size_t b, size_t c, const char* what) {
+  const size_t want_b = static_cast<size_t>(p.cols) * static_cast<size_t>(p.n);
+  const size_t want_c = static_cast<size_t>(p.rows) * static_cast<size_t>(p.n);
+  if (b != want_b || c != want_c)
+    throw UsageError(fmt::format("SpmmPlan::run: B has {} {} (need {} x {} = {}), C has {} (need {} x {} = {})", b,
+                                 what, p.cols, p.n, want_b, c, p.rows, p.n, want_c));
+}
+}  // namespace
+
+void SpmmPlan::run(const DeviceBuffer<float>& b, DeviceBuffer<float>& c, const Stream& stream, float alpha,
+                   float beta) const {
+  if (impl_->dtype != SpmmDtype::F32)
+    throw UsageError(fmt::format("SpmmPlan::run: the plan is {}, so B and C are uint16_t buffers, not float",
+                                 to_string(impl_->dtype)));
+  check_sizes(*impl_, b.size(), c.size(), "floats");
+  run(b.ptr(), c.ptr(), stream.handle(), alpha, beta);
+}
+
+void SpmmPlan::run(const DeviceBuffer<uint16_t>& b, DeviceBuffer<uint16_t>& c, const Stream& stream, float alpha,
+                   float beta) const {
+  if (impl_->dtype == SpmmDtype::F32)
+    throw UsageError("SpmmPlan::run: the plan is f32, so B and C are float buffers, not uint16_t");
+  check_sizes(*impl_, b.size(), c.size(), to_string(impl_->dtype));
+  run(b.ptr(), c.ptr(), stream.handle(), alpha, beta);
+}
+
+void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta) const {
+  const Impl& p = *impl_;
+  if (p.rows == 0) return;
+  if (!c || (!b && p.cols > 0)) throw UsageError("SpmmPlan::run: B and C must be device pointers");
+  const auto h = static_cast<CUstream>(stream);
+  abi::SpmmArgs args{};
+  args.row_ptr = dev(p.row_ptr);
+  args.col_idx = dev(p.col_idx);
+  args.vals = reinterpret_cast<const float*>(p.vals_ptr());
+  args.row_id = p.path == SpmmPath::Brp ? dev(p.row_id) : nullptr;
+  args.group_window = dev(p.window);
+  args.old_col = dev(p.old_col);
+  args.local_id = dev(p.local_id);
+  args.group_vals = reinterpret_cast<const float*>(p.group_vals_ptr());
+  args.b = reinterpret_cast<const float*>(b);
+  args.c = reinterpret_cast<float*>(c);
+  args.rows = p.csr_rows;
+  args.m = p.rows;
+  args.n = p.n;
+  args.local_stride = p.local_stride;
+  args.value_stride = p.value_stride;
+  args.alpha = alpha;
+  args.beta = beta;
+  args.win_group = p.path != SpmmPath::CsrCudaCore ? dev(p.win_group) : nullptr;
+  args.pieces = p.n_pieces ? dev(p.pieces) : nullptr;
+  args.n_pieces = p.n_pieces;
+  args.max_run = p.max_run;
+  args.afrag = p.afrag.size() ? dev(p.afrag) : nullptr;
+  void* params[] = {&args};
+  // The 16-bit row and TC kernels also take the workspace (all null when nothing is cut).
+  abi::SpmmAcc acc = p.acc();
+  void* params16[] = {&args, &acc};
+  const bool f32 = p.dtype == SpmmDtype::F32;
+  void** tc_params = f32 ? params : params16;
+  // 16 bits with pieces: the cut units' C, from their f32 sums, once the pieces are in.
+  auto finalize = [&] {
+    if (!f32 && p.acc_n_units)
+      DBS_CU(cuLaunchKernel(p.finalize, p.finalize_grid, 1, 1, abi::kSpmmFinalizeThreads, 1, 1, 0, h, params16,
+                            nullptr));
+  };
+  const uint64_t vec_bytes = 4 * static_cast<uint64_t>(spmm_value_bytes(p.dtype));
+  const bool v4 = p.vec4 && b % vec_bytes == 0 && c % vec_bytes == 0;
+  const CUfunction rows_fn = v4 ? p.rows4 : p.rows1;
+  if (p.path == SpmmPath::CsrCudaCore) {
+    DBS_CU(cuLaunchKernel(rows_fn, static_cast<unsigned>((int64_t{p.csr_rows} + kCsrWarps - 1) / kCsrWarps), 1, 1,
+                          kCsrWarps * 32, 1, 1, 0, h, tc_params, nullptr));
+    if (p.n_pieces)
+      DBS_CU(cuLaunchKernel(v4 ? p.rows4_pieces : p.rows1_pieces,
+                            static_cast<unsigned>((int64_t{p.n_pieces} + kCsrWarps - 1) / kCsrWarps), 1, 1,
+                            kCsrWarps * 32, 1, 1, 0, h, tc_params, nullptr));
+    finalize();
+    return;
+  }
+  // The TC kernel writes every entry of C (alpha * groups + beta * C; in 16 bits a cut window's
+  // after finalize); the residual rows add after it.
+  DBS_CU(cuLaunchKernel(p.tc, p.tc_grid, 1, 1, p.tc_warps * 32, 1, 1, 0, h, tc_params, nullptr));
+  if (p.n_pieces)
+    DBS_CU(cuLaunchKernel(p.tc_pieces, p.tc_pieces_grid, 1, 1, p.tc_warps * 32, 1, 1, 0, h, tc_params, nullptr));
+  finalize();
+  if (p.csr_rows > 0)
+    DBS_CU(cuLaunchKernel(rows_fn,
+                          static_cast<unsigned>((int64_t{p.csr_rows} + abi::kSpmmRowWarps - 1) / abi::kSpmmRowWarps),
+                          1, 1, abi::kSpmmRowWarps * 32, 1, 1, 0, h, params, nullptr));
+}
+
+int32_t SpmmPlan::rows() const { return impl_->rows; }
+int32_t SpmmPlan::cols() const { return impl_->cols; }
+int SpmmPlan::n_cols() const { return impl_->n; }
+SpmmPath SpmmPlan::path() const { return impl_->path; }
+SpmmDtype SpmmPlan::dtype() const { return impl_->dtype; }
+int SpmmPlan::f() const { return impl_->f; }
+int SpmmPlan::g() const { return impl_->g; }
+double SpmmPlan::tc_share() const {
+  if (impl_->path == SpmmPath::Condensed) return impl_->nnz > 0 ? 1.0 : 0.0;
+  return impl_->path == SpmmPath::Brp ? impl_->stats.tc_share : 0.0;
+}
+double SpmmPlan::condensed_fill() const { return impl_->path == SpmmPath::Condensed ? impl_->fill : 0.0; }
+std::optional<BrpStats> SpmmPlan::brp_stats() const {
+  if (impl_->path != SpmmPath::Brp) return std::nullopt;
+  return impl_->stats;
+}
+const std::vector<KernelInfo>& SpmmPlan::kernels() const { return impl_->kernels; }
+const Config& SpmmPlan::config() const { return impl_->config; }
+const SpmmConfig& SpmmPlan::typed_config() const { return impl_->typed; }
+
+int64_t SpmmPlan::device_bytes() const {
+  const Impl& p = *impl_;
+  return static_cast<int64_t>((p.row_ptr.size() + p.col_idx.size() + p.row_id.size() + p.window.size() +
+                               p.old_col.size() + p.win_group.size() + p.pieces.size() + p.afrag.size() +
+                               p.acc_w.size() + p.acc_slot.size() + p.acc_units.size()) * 4 +
+                              (p.vals.size() + p.group_vals.size()) * 4 +
+                              (p.vals16.size() + p.group_vals16.size()) * 2 + p.local_id.size());
+}
+
+std::string SpmmPlan::explain() const {
+  const Impl& p = *impl_;
+  const double th = p.typed.min_tc_share;
+  const double th_fill = p.typed.min_condensed_fill;
+  std::string why = "asked for";
+  if (p.asked == SpmmPath::Auto) {
+    why = fmt::format("auto: condensed fill at g = {} (from up to {} windows) is {:.3f} {} min_condensed_fill {}", p.g,
+                      kAutoFillWindows, p.auto_fill,
+                      p.auto_fill >= th_fill ? ">=" : "<", th_fill);
+    if (p.auto_share >= 0)
+      why += fmt::format("; TC share at f = {}, g = {} is {:.3f} {} min_tc_share {}", p.f, p.g, p.auto_share,
+                         p.auto_share >= th ? ">=" : "<", th);
+  }
+  std::string out = fmt::format("spmm {}x{}, {} nonzeros, n = {}, {}: path {} ({})\n", p.rows, p.cols, p.nnz, p.n,
+                                to_string(p.dtype), to_string(p.path), why);
+  const bool f32 = p.dtype == SpmmDtype::F32;
+  out += fmt::format("  config ({}): {}{}; used: {}\n", to_string(p.config.source), p.config.params.dump(),
+                     p.config.note.empty() ? "" : " — " + p.config.note, config_to_json(p.typed).dump());
+  if (p.path == SpmmPath::Brp) {
+    const BrpStats& s = p.stats;
+    out += fmt::format(
+        "  BRP f = {}, g = {}: {} TC groups ({:.1f}% of the nonzeros, {} tensor cores, a block of {} warps per "
+        "16-row window and 64 columns, at most {} groups a window, {} more runs added atomically, A operands {}), {} residual rows "
+        "({} nonzeros, CUDA cores, f32 sums)\n",
+        p.f, p.g, s.groups, 100.0 * s.tc_share,
+        f32 ? "TF32 m16n8k8" : fmt::format("{} m16n8k16 (two blocks a mma)", to_string(p.dtype)), p.tc_warps,
+        p.max_run, p.n_pieces,
+        p.afrag.size() ? "expanded once per plan" : "built per group in shared memory", s.residual_rows,
+        s.residual_nnz);
+    if (s.on_device)
+      out += fmt::format(
+          "  converted on the GPU by csr_to_brp_device in {:.2f} ms, peak extra device memory {} bytes (bound "
+          "4 * nnz * 8 = {}); device {} bytes, {:.3f}x CSR\n",
+          s.convert_ms, s.peak_extra_bytes, s.peak_bound_bytes(), device_bytes(),
+          s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0);
+    else
+      out += fmt::format("  converted on the host by csr_to_brp in {:.1f} ms and uploaded (SpmmOptions::convert_on_host); "
+                         "device {} bytes, {:.3f}x CSR\n",
+                         s.convert_ms, device_bytes(), s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0);
+    if (!f32)
+      out += fmt::format("  converted in f32, then A's values rounded to {} on the host: the device bytes are the "
+                         "plan's, the x CSR ratio and the peak the f32 conversion's\n", to_string(p.dtype));
+  } else if (p.path == SpmmPath::Condensed) {
+    out += fmt::format(
+        "  condensed TC windows, g = {}: {} groups of {} zero-padded 16 x 8 tiles ({} tensor cores, fill {:.3f}: "
+        "stored entries over tile capacity), A operands in fragment order, built on the host in {:.1f} ms; a block "
+        "of {} warps per 16-row window and 64 columns, at most {} groups a window, {} more runs added atomically; "
+        "no residual; device {} bytes ({:.3f}x CSR's {})\n",
+        p.g, p.groups, p.g, f32 ? "TF32 m16n8k8" : fmt::format("{} m16n8k16 (two tiles a mma)", to_string(p.dtype)),
+        p.fill, p.convert_ms, p.tc_warps, p.max_run, p.n_pieces, device_bytes(),
+        double(device_bytes()) / double(std::max<int64_t>(1, p.csr_bytes)), p.csr_bytes);
+  } else {
+    out += fmt::format("  CSR on CUDA cores (f32 sums), a warp per row (its first {} entries; {} more runs added atomically), "
+                       "{} lanes across N (4 values a load) or {} (scalars), the rest of the warp over the entries; device {} "
+                       "bytes\n", p.max_run, p.n_pieces, csr_lanes(p.n, 4), csr_lanes(p.n, 1), device_bytes());
+  }
+  if (!f32) {
+    const bool brp = p.path == SpmmPath::Brp;
+    if (p.acc_n_units)
+      out += fmt::format("  {}: the {} {} cut into pieces are summed in f32 (first pass and pieces, f32 atomics, in a "
+                         "workspace of their {} rows x n = {} floats) and rounded to {} once by a finalize pass; ",
+                         to_string(p.dtype), p.acc_n_units, p.path != SpmmPath::CsrCudaCore ? "windows" : "rows",
+                         int64_t{p.acc_n_units} * p.acc_unit_rows, p.acc_w.size(), to_string(p.dtype));
+    else
+      out += fmt::format("  {}: nothing cut into pieces; ", to_string(p.dtype));
+    out += brp ? "C is rounded once per entry, a residual row's entries twice (brp_residual adds after)\n"
+               : "C is rounded once per entry\n";
+  }
+  out += fmt::format("  columns per lane: {} (4 a load needs n % 4 == 0 and B and C aligned to {} bytes)\n",
+                     p.vec4 ? "4 where B and C are aligned, else 1" : "1", 4 * spmm_value_bytes(p.dtype));
+  for (const KernelInfo& k : p.kernels) out += fmt::format("  kernel {} ({})\n", k.key, k.origin);
+  return out;
+}
+
+template SpmmPlan Context::plan_spmm(const CsrMatrix<float>&, int);
+template SpmmPlan Context::plan_spmm(const CsrMatrix<double>&, int);
+template SpmmPlan Context::plan_spmm(const CsrMatrix<float>&, int, const SpmmOptions&);
+template SpmmPlan Context::plan_spmm(const CsrMatrix<double>&, int, const SpmmOptions&);
+
+}  // namespace dbsparse

@@ -1,0 +1,516 @@
+// The DB-SpMSpV plan: conversion, config look-up, pull segments, push task space, JIT; then the
+// two-launch hot path (prep, compute) with the direction chosen on the device.
+#include "dbsparse/spmspv.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "codegen/keys/spmspv_key.hpp"
+#include "dbsparse/features.hpp"
+#include "runtime/gpu/cuda_driver.hpp"
+#include "runtime/gpu/module_registry.hpp"
+
+namespace dbsparse {
+namespace {
+
+using abi::kWarps;
+using abi::kPushChunk;
+using abi::kSegmentWeight;
+
+// Index bytes the pull path reads for a visited block: patched CSR is read by its row walk
+// (row_ptr + row_mask), never through its column part.
+int64_t aux_bytes_read(const BlockMeta& m) {
+  switch (static_cast<BlockType>(m.type)) {
+    case BlockType::Coo: return m.nnz;
+    case BlockType::Dense: return 0;
+    case BlockType::ForceCsr:
+    case BlockType::ForceCsc: return 66;
+  }
+  return 0;
+}
+
+// A device buffer of n elements, all bytes zero (an allocation and a synchronous memset: set-up only).
+template <class U>
+DeviceBuffer<U> zeroed(size_t n) {
+  DeviceBuffer<U> b(n);
+  b.fill_bytes(0);
+  return b;
+}
+
+}  // namespace
+
+// No rule between fields: th0 >= th1 is legal (COO is tested first), and the tests use it to make
+// every block COO or every block Dense. The search leaves such points out (tools/ops/spmspv_op.cpp).
+void SpmspvConfig::check() const {}
+
+SpmspvConfig SpmspvConfig::paper() {
+  SpmspvConfig c;
+  c.th3 = 0.01;
+  c.th3_scale = "none";
+  c.residual_below = 0;  // the paper keeps every nonzero in a block
+  return c;
+}
+
+const char* to_string(SpmspvDirection d) {
+  switch (d) {
+    case SpmspvDirection::Auto: return "auto";
+    case SpmspvDirection::Push: return "push";
+    case SpmspvDirection::Pull: return "pull";
+  }
+  return "?";
+}
+
+template <class T>
+struct SpmspvPlan<T>::Impl {
+  int32_t rows = 0, cols = 0, block_cols = 0;
+  int64_t nnz = 0;
+  SpmspvStats stats;
+  Config config;
+  SpmspvConfig typed;
+  Semiring semiring = Semiring::PlusTimes;
+  KernelInfo kernel;
+  DeviceBuffer<int32_t> blk_col_idx, blk_col_ptr, csc2csr;
+  DeviceBuffer<BlockMeta> meta;
+  DeviceBuffer<T> values;
+  DeviceBuffer<uint8_t> aux;
+  DeviceBuffer<uint32_t> res_rc, res_cr;
+  DeviceBuffer<T> res_row_val, res_col_val;
+  DeviceBuffer<int32_t> res_col_ptr;
+  DeviceBuffer<abi::Segment> segments;
+  int32_t block_segments = 0;
+  int64_t block_task_capacity = 0, residual_task_capacity = 0, small_task_capacity = 0;
+  int64_t block_nnz = 0, residual_nnz = 0;
+  mutable SpmspvWorkspace<T> own;  // the plan's own workspace (see SpmspvWorkspace)
+  CUfunction prep = nullptr, compute = nullptr, scatter = nullptr, unscatter = nullptr, fused = nullptr,
+             sparse_prep = nullptr, sparse_finish = nullptr;
+  SpmspvDirection direction = SpmspvDirection::Auto;
+  int32_t block_rows = 0;
+  unsigned sm_count = 1;
+  unsigned prep_grid = 1, compute_grid = 1;
+  unsigned fused_grid = 0;  // 0: no cooperative launch on this device; two launches instead
+  // Host copies for pull_bytes_visited (not used on the hot path).
+  std::vector<BlockMeta> host_meta;
+  std::vector<uint32_t> host_res_cr;
+  std::vector<int32_t> host_res_col_ptr;
+
+  // The per-call buffers every path uses, at this plan's sizes; `what` names the caller.
+  void check_workspace(const SpmspvWorkspace<T>& ws, const char* what) const {
+    if (ws.xmask_.size() != static_cast<size_t>(std::max(block_cols, 1)) ||
+        ws.state_.size() != sizeof(abi::SpmspvState) ||
+        ws.block_tasks_.size() != static_cast<size_t>(std::max<int64_t>(block_task_capacity, 1)) ||
+        ws.residual_tasks_.size() != static_cast<size_t>(std::max<int64_t>(residual_task_capacity, 1)) ||
+        ws.small_tasks_.size() != static_cast<size_t>(std::max<int64_t>(small_task_capacity, 1)))
+      throw UsageError(fmt::format("{}: the workspace is empty or another plan's (make it with plan.make_workspace())",
+                                   what));
+  }
+
+  // run_sparse's dense x (all-zero between calls), allocated by the first call through a workspace
+  // that lacks it (not capturable), else checked against this plan's size.
+  void ensure_sparse_x(SpmspvWorkspace<T>& ws, const char* what) const {
+    if (ws.x_scatter_.size() == 0) ws.x_scatter_ = zeroed<T>(static_cast<size_t>(std::max(cols, 1)));
+    if (ws.x_scatter_.size() != static_cast<size_t>(std::max(cols, 1)))
+      throw UsageError(fmt::format("{}: the workspace is another plan's (make it with plan.make_workspace())", what));
+  }
+
+  // The kernels' argument for one call: the plan's arrays, the workspace, x and y.
+  abi::SpmspvArgs<T> args(uint64_t x, uint64_t y, SpmspvWorkspace<T>& ws) const {
+    abi::SpmspvArgs<T> a{};
+    a.blk_col_idx = blk_col_idx.data();
+    a.blk_col_ptr = blk_col_ptr.data();
+    a.csc2csr = csc2csr.data();
+    a.meta = meta.data();
+    a.values = values.data();
+    a.aux = aux.data();
+    a.segments = segments.data();
+    a.res_rc = res_rc.data();
+    a.res_row_val = res_row_val.data();
+    a.res_col_ptr = res_col_ptr.data();
+    a.res_cr = res_cr.data();
+    a.res_col_val = res_col_val.data();
+    a.block_tasks = ws.block_tasks_.data();
+    a.residual_tasks = ws.residual_tasks_.data();
+    a.small_tasks = ws.small_tasks_.data();
+    a.state = reinterpret_cast<abi::SpmspvState*>(ws.state_.data());
+    a.xmask = ws.xmask_.data();
+    a.x = reinterpret_cast<const T*>(static_cast<uintptr_t>(x));
+    a.y = reinterpret_cast<T*>(static_cast<uintptr_t>(y));
+    a.ytouched = nullptr;
+    a.ylist = nullptr;
+    a.rows = rows;
+    a.cols = cols;
+    a.block_cols = block_cols;
+    a.nsegments = static_cast<int32_t>(stats.pull_segments);
+    a.nblock_segments = block_segments;
+    a.xb_threshold = static_cast<float>(stats.xb_threshold);
+    a.res_threshold = static_cast<float>(stats.residual_push_below);
+    a.block_rows = block_rows;
+    return a;
+  }
+
+  void launch(CUfunction f, unsigned grid, void** params, void* stream) const {
+    DBS_CU(cuLaunchKernel(f, grid, 1, 1, kWarps * 32, 1, 1, 0, static_cast<CUstream>(stream), params,
+                          nullptr));
+  }
+};
+
+template <class T>
+SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a) {
+  return plan_spmspv(a, SpmspvOptions{});
+}
+
+template <class T>
+SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& opt) {
+  make_current();
+  if (opt.semiring != Semiring::PlusTimes)
+    throw UsageError(fmt::format("plan_spmspv: semiring {} has no SpMSpV kernels; BFS (or_and) is ctx.plan_bfs",
+                                 to_string(opt.semiring)));
+  auto p = std::make_unique<typename SpmspvPlan<T>::Impl>();
+  p->rows = a.rows;
+  p->cols = a.cols;
+  p->nnz = a.nnz();
+  p->config = opt.config ? *opt.config
+                         : lookup_config(info_.record().fingerprint, structure_fingerprint(a),
+                                         config_info<SpmspvConfig>(), "", [&] { return compute_features(a); });
+  // Keys a config leaves out take SpmspvConfig's defaults; wrong kinds and unknown keys are
+  // UsageErrors naming the key.
+  p->typed = config_from_json<SpmspvConfig>(p->config.params);
+  p->config.params = config_to_json(p->typed);
+  p->semiring = opt.semiring;
+  const SpmspvConfig& cfg = p->typed;
+  const DbThresholds th = cfg.thresholds();
+
+  auto t0 = std::chrono::steady_clock::now();
+  DbMatrix<T> db = csr_to_db(a, th);
+  // Pull segments (blocks, then residual) and the push lists' capacities; the statistics count them.
+  DbLayout layout = make_db_layout(db);
+  p->stats.storage = db_stats(db, layout);
+  p->stats.storage.convert_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  p->block_cols = db.block_cols;
+  p->residual_nnz = db.residual_nnz();
+  p->block_nnz = db.nnz - p->residual_nnz;
+  const double nnz_per_block =
+      db.blocks() > 0 ? static_cast<double>(p->block_nnz) / static_cast<double>(db.blocks()) : 1.0;
+  // Stored as the kernel compares it (a float), so explain() shows the threshold actually used.
+  p->stats.xb_threshold =
+      static_cast<float>(cfg.th3_scale == "none" ? cfg.th3 : cfg.th3 / std::max(1.0, nnz_per_block));
+
+  p->block_segments = layout.block_segments;
+  p->stats.pull_segments = static_cast<int64_t>(layout.segments.size());
+  p->block_task_capacity = layout.block_task_capacity;
+  p->residual_task_capacity = layout.residual_task_capacity;
+  p->small_task_capacity = layout.small_task_capacity;
+  p->stats.push_tasks_max =
+      layout.block_task_capacity + layout.residual_task_capacity + layout.small_task_capacity;
+  // Without the row view the residual cannot pull: a threshold above any density.
+  p->stats.residual_push_below = cfg.residual_pull == "off" ? 2.0 : static_cast<float>(cfg.residual_push_below);
+
+  // Problem -> key: direction, value type and the block types present.
+  codegen::SpmspvKey key;
+  key.direction = static_cast<codegen::Direction>(static_cast<int>(opt.direction));
+  key.value = codegen::value_type_of<T>();
+  key.semiring = opt.semiring;
+  key.pull_coo = cfg.pull_coo == "warp" ? codegen::PullCoo::Warp : codegen::PullCoo::Lane;
+  key.types = 0;
+  for (int t = 0; t < kBlockTypes; ++t)
+    if (p->stats.storage.blocks_by_type[t] > 0) key.types |= static_cast<uint8_t>(1u << t);
+  auto loaded = modules_->get(codegen::make_source(key), info_.arch());
+  p->kernel = loaded.info;
+  p->prep = loaded.fns.at(0);
+  p->compute = loaded.fns.at(1);
+  p->scatter = loaded.fns.at(2);
+  p->unscatter = loaded.fns.at(3);
+  p->fused = loaded.fns.at(4);
+  p->sparse_prep = loaded.fns.at(5);
+  p->sparse_finish = loaded.fns.at(6);
+  p->direction = opt.direction;
+  p->block_rows = db.block_rows;
+  p->sm_count = static_cast<unsigned>(std::max(1, info_.sm_count));
+
+  p->blk_col_idx = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_idx));
+  p->blk_col_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_ptr));
+  p->csc2csr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.csc2csr));
+  p->meta = DeviceBuffer<BlockMeta>(std::span<const BlockMeta>(db.meta));
+  p->values = DeviceBuffer<T>(std::span<const T>(db.values));
+  p->aux = DeviceBuffer<uint8_t>(std::span<const uint8_t>(db.aux));
+  p->res_rc = DeviceBuffer<uint32_t>(std::span<const uint32_t>(db.res_rc));
+  p->res_row_val = DeviceBuffer<T>(std::span<const T>(db.res_row_val));
+  p->res_col_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.res_col_ptr));
+  p->res_cr = DeviceBuffer<uint32_t>(std::span<const uint32_t>(db.res_cr));
+  p->host_res_col_ptr = db.res_col_ptr;
+  p->res_col_val = DeviceBuffer<T>(std::span<const T>(db.res_col_val));
+  if (layout.segments.empty()) layout.segments.push_back({0, 0, 0, 0});  // a valid pointer; count 0
+  p->segments = DeviceBuffer<abi::Segment>(std::span<const abi::Segment>(layout.segments));
+  p->host_meta = std::move(db.meta);
+  p->host_res_cr = std::move(db.res_cr);
+  SpmspvPlan<T> plan(std::move(p));
+  // Without run_sparse's dense x (cols elements): the first run_sparse adds it (see spmspv.hpp).
+  plan.impl_->own = plan.make_workspace_without_sparse_x();
+  auto& q = *plan.impl_;
+  // Every allocation the plan holds, from the buffers themselves.
+  q.stats.device_bytes = static_cast<int64_t>(
+      (q.blk_col_idx.size() + q.blk_col_ptr.size() + q.csc2csr.size()) * 4 + q.meta.size() * sizeof(BlockMeta) +
+      q.values.size() * sizeof(T) + q.aux.size() + (q.res_rc.size() + q.res_cr.size() + q.res_col_ptr.size()) * 4 +
+      (q.res_row_val.size() + q.res_col_val.size()) * sizeof(T) + q.segments.size() * sizeof(abi::Segment) +
+      q.own.bytes());
+
+  auto& pp = plan.impl_;
+  int occ = 0;
+  DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, pp->compute, kWarps * 32, 0));
+  pp->compute_grid = static_cast<unsigned>(std::max(1, occ) * info_.sm_count);
+  int coop = 0, occ_fused = 0;
+  DBS_CU(cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, device_));
+  DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ_fused, pp->fused, kWarps * 32, 0));
+  // Every block must be resident at once for the grid barrier: exactly what fits, no more.
+  if (opt.fused && coop && occ_fused > 0) pp->fused_grid = static_cast<unsigned>(occ_fused * info_.sm_count);
+  // The mask pass: a thread per x block; at most four thread blocks per SM, looping beyond that.
+  const int64_t threads = kWarps * 32;
+  pp->prep_grid = static_cast<unsigned>(
+      std::clamp<int64_t>((int64_t{pp->block_cols} + threads - 1) / threads, 1, int64_t(info_.sm_count) * 4));
+  return plan;
+}
+
+template <class T>
+SpmspvPlan<T>::SpmspvPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+template <class T>
+SpmspvPlan<T>::SpmspvPlan(SpmspvPlan&&) noexcept = default;
+template <class T>
+SpmspvPlan<T>& SpmspvPlan<T>::operator=(SpmspvPlan&&) noexcept = default;
+template <class T>
+SpmspvPlan<T>::~SpmspvPlan() = default;
+
+template <class T>
+SpmspvWorkspace<T> SpmspvPlan<T>::make_workspace() const {
+  SpmspvWorkspace<T> ws = make_workspace_without_sparse_x();
+  impl_->ensure_sparse_x(ws, "SpmspvPlan::make_workspace");
+  return ws;
+}
+
+template <class T>
+SpmspvWorkspace<T> SpmspvPlan<T>::make_workspace_without_sparse_x() const {
+  SpmspvWorkspace<T> ws;
+  ws.state_ = zeroed<uint8_t>(sizeof(abi::SpmspvState));
+  ws.xmask_ = DeviceBuffer<uint16_t>(static_cast<size_t>(std::max(impl_->block_cols, 1)));
+  ws.block_tasks_ = DeviceBuffer<abi::PushTask>(static_cast<size_t>(std::max<int64_t>(impl_->block_task_capacity, 1)));
+  ws.residual_tasks_ =
+      DeviceBuffer<abi::ResidualTask>(static_cast<size_t>(std::max<int64_t>(impl_->residual_task_capacity, 1)));
+  ws.small_tasks_ =
+      DeviceBuffer<abi::ResidualTask>(static_cast<size_t>(std::max<int64_t>(impl_->small_task_capacity, 1)));
+  return ws;
+}
+
+template <class T>
+void SpmspvPlan<T>::run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream) const {
+  run(x, y, stream, impl_->own);
+}
+
+template <class T>
+void SpmspvPlan<T>::run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream,
+                        SpmspvWorkspace<T>& ws) const {
+  if (x.size() != static_cast<size_t>(impl_->cols) || y.size() != static_cast<size_t>(impl_->rows))
+    throw UsageError(fmt::format("SpmspvPlan::run: x has {} elements (need {}), y has {} (need {})",
+                                 x.size(), impl_->cols, y.size(), impl_->rows));
+  run(x.ptr(), y.ptr(), stream.handle(), ws);
+}
+
+template <class T>
+void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream) const {
+  run(x, y, stream, impl_->own);
+}
+
+template <class T>
+void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws) const {
+  const Impl& p = *impl_;
+  p.check_workspace(ws, "SpmspvPlan::run");
+  abi::SpmspvArgs<T> args = p.args(x, y, ws);
+  void* params[] = {&args};
+  if (p.fused_grid) {
+    DBS_CU(cuLaunchCooperativeKernel(p.fused, p.fused_grid, 1, 1, kWarps * 32, 1, 1, 0,
+                                     static_cast<CUstream>(stream), params));
+    return;
+  }
+  p.launch(p.prep, p.prep_grid, params, stream);
+  p.launch(p.compute, p.compute_grid, params, stream);
+}
+
+template <class T>
+void SpmspvPlan<T>::run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz,
+                               DeviceBuffer<T>& y, const Stream& stream) const {
+  run_sparse(x_idx, x_val, x_nnz, y, stream, impl_->own);
+}
+
+template <class T>
+void SpmspvPlan<T>::run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val,
+                               int32_t x_nnz, DeviceBuffer<T>& y, const Stream& stream,
+                               SpmspvWorkspace<T>& ws) const {
+  const Impl& p = *impl_;
+  if (x_nnz < 0 || x_idx.size() < static_cast<size_t>(x_nnz) || x_val.size() < static_cast<size_t>(x_nnz))
+    throw UsageError("SpmspvPlan::run_sparse: x_nnz exceeds the index or value buffer");
+  if (y.size() != static_cast<size_t>(p.rows)) throw UsageError("SpmspvPlan::run_sparse: y has the wrong size");
+  p.ensure_sparse_x(ws, "SpmspvPlan::run_sparse");
+  uint64_t idx = x_idx.ptr(), val = x_val.ptr(), xd = ws.x_scatter_.ptr();
+  int n = x_nnz;
+  const unsigned grid = static_cast<unsigned>(std::clamp((n + 127) / 128, 1, 1024));
+  void* scatter_params[] = {&idx, &val, &n, &xd};
+  if (n) p.launch(p.scatter, grid, scatter_params, stream.handle());
+  run(xd, y.ptr(), stream.handle(), ws);
+  void* unscatter_params[] = {&idx, &n, &xd};
+  if (n) p.launch(p.unscatter, grid, unscatter_params, stream.handle());
+}
+
+template <class T>
+void SpmspvPlan<T>::run_sparse_out(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz,
+                                   DeviceBuffer<int32_t>& y_idx, DeviceBuffer<T>& y_val, DeviceBuffer<int32_t>& y_nnz,
+                                   const Stream& stream) const {
+  run_sparse_out(x_idx, x_val, x_nnz, y_idx, y_val, y_nnz, stream, impl_->own);
+}
+
+template <class T>
+void SpmspvPlan<T>::run_sparse_out(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz,
+                                   DeviceBuffer<int32_t>& y_idx, DeviceBuffer<T>& y_val, DeviceBuffer<int32_t>& y_nnz,
+                                   const Stream& stream, SpmspvWorkspace<T>& ws) const {
+  const Impl& p = *impl_;
+  if (p.direction == SpmspvDirection::Pull)
+    throw UsageError("SpmspvPlan::run_sparse_out: the plan was made pull-only; sparse output needs push");
+  if (x_nnz < 0 || x_idx.size() < static_cast<size_t>(x_nnz) || x_val.size() < static_cast<size_t>(x_nnz))
+    throw UsageError("SpmspvPlan::run_sparse_out: x_nnz exceeds the index or value buffer");
+  if (y_idx.size() < static_cast<size_t>(p.rows) || y_val.size() < static_cast<size_t>(p.rows) || y_nnz.size() < 1)
+    throw UsageError(fmt::format("SpmspvPlan::run_sparse_out: y_idx and y_val need room for {} pairs (have {} and "
+                                 "{}), y_nnz for one count (has {})",
+                                 p.rows, y_idx.size(), y_val.size(), y_nnz.size()));
+  p.check_workspace(ws, "SpmspvPlan::run_sparse_out");
+  p.ensure_sparse_x(ws, "SpmspvPlan::run_sparse_out");
+  const size_t words = (static_cast<size_t>(std::max(p.block_rows, 1)) + 31) / 32;
+  if (ws.y_acc_.size() == 0) {  // first call through this workspace: allocate (not capturable)
+    ws.sparse_xmask_ = zeroed<uint16_t>((static_cast<size_t>(std::max(p.block_cols, 1)) + 1) / 2 * 2);
+    ws.y_acc_ = zeroed<T>(static_cast<size_t>(std::max(p.rows, 1)));
+    ws.ytouched_ = zeroed<uint32_t>(words);
+    ws.ylist_ = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(p.block_rows, 1)));
+  }
+  if (ws.y_acc_.size() != static_cast<size_t>(std::max(p.rows, 1)) || ws.ytouched_.size() != words)
+    throw UsageError("SpmspvPlan::run_sparse_out: the workspace is another plan's (make it with plan.make_workspace())");
+  abi::SpmspvArgs<T> args = p.args(ws.x_scatter_.ptr(), ws.y_acc_.ptr(), ws);
+  args.xmask = ws.sparse_xmask_.data();
+  args.ytouched = ws.ytouched_.data();
+  args.ylist = ws.ylist_.data();
+  const int* idx = x_idx.data();
+  const T* val = x_val.data();
+  int* yi = y_idx.data();
+  T* yv = y_val.data();
+  int* yn = y_nnz.data();
+  int n = x_nnz;
+  void* h = stream.handle();
+  const unsigned xgrid = static_cast<unsigned>(std::clamp<int64_t>((int64_t{n} + 127) / 128, 1, int64_t{p.sm_count} * 4));
+  void* prep_params[] = {&args, &idx, &val, &n};
+  p.launch(p.sparse_prep, xgrid, prep_params, h);
+  void* params[] = {&args};
+  p.launch(p.compute, p.compute_grid, params, h);
+  void* finish_params[] = {&args, &idx, &n, &yi, &yv, &yn};
+  p.launch(p.sparse_finish, p.sm_count * 4, finish_params, h);
+}
+
+namespace {
+abi::SpmspvState read_state(const DeviceBuffer<uint8_t>& state, const Stream& stream) {
+  stream.synchronize();
+  auto bytes = state.download();
+  abi::SpmspvState s{};
+  std::memcpy(&s, bytes.data(), sizeof s);
+  return s;
+}
+}  // namespace
+
+template <class T>
+SpmspvDirection SpmspvPlan<T>::last_direction(const Stream& stream) const {
+  return last_direction(stream, impl_->own);
+}
+
+template <class T>
+SpmspvDirection SpmspvPlan<T>::last_direction(const Stream& stream, const SpmspvWorkspace<T>& ws) const {
+  // The direction of the part holding more of the nonzeros (the blocks and the residual choose
+  // their own: last_directions() gives both).
+  const auto st = read_state(ws.state_, stream);
+  const uint32_t d = impl_->residual_nnz > impl_->block_nnz ? st.last_res_direction : st.last_direction;
+  return d == abi::kDirPush ? SpmspvDirection::Push : SpmspvDirection::Pull;
+}
+
+template <class T>
+double SpmspvPlan<T>::last_xb(const Stream& stream) const {
+  const auto s = read_state(impl_->own.state_, stream);
+  return impl_->block_cols ? static_cast<double>(s.last_nonempty) / impl_->block_cols : 0.0;
+}
+
+template <class T>
+int64_t SpmspvPlan<T>::pull_bytes_visited(std::span<const int32_t> x_indices) const {
+  const Impl& p = *impl_;
+  std::vector<uint8_t> active(static_cast<size_t>(p.block_cols), 0);
+  for (int32_t i : x_indices)
+    if (i >= 0 && i < p.cols) active[i / 16] = 1;
+  // Every block's column index and x mask are read; a visited block adds metadata and payload.
+  int64_t bytes = static_cast<int64_t>(p.host_meta.size()) * 6;
+  for (const auto& m : p.host_meta) {
+    if (!active[m.col]) continue;
+    const int64_t nvals = m.type == static_cast<uint8_t>(BlockType::Dense) ? 256 : m.nnz;
+    bytes += static_cast<int64_t>(sizeof(BlockMeta)) + nvals * static_cast<int64_t>(sizeof(T)) + aux_bytes_read(m);
+  }
+  // The residual as it is pushed: the active column blocks' entries (index; the value where the
+  // column is active).
+  for (int32_t J = 0; J + 1 < static_cast<int32_t>(p.host_res_col_ptr.size()); ++J) {
+    if (!active[J]) continue;
+    bytes += static_cast<int64_t>(p.host_res_col_ptr[J + 1] - p.host_res_col_ptr[J]) * 4;
+  }
+  std::vector<uint8_t> col_active(static_cast<size_t>(p.cols), 0);
+  for (int32_t i : x_indices)
+    if (i >= 0 && i < p.cols) col_active[i] = 1;
+  for (int32_t J = 0; J + 1 < static_cast<int32_t>(p.host_res_col_ptr.size()); ++J)
+    for (int32_t k = p.host_res_col_ptr[J]; active[J] && k < p.host_res_col_ptr[J + 1]; ++k)
+      if (col_active[16 * J + (p.host_res_cr[k] >> abi::kResidualLocalShift)]) bytes += static_cast<int64_t>(sizeof(T));
+  // x read by prep, the active x entries, y zeroed by prep and written by pull, segments.
+  bytes += static_cast<int64_t>(p.cols) * sizeof(T) + static_cast<int64_t>(x_indices.size()) * sizeof(T);
+  bytes += 2 * static_cast<int64_t>(p.rows) * sizeof(T) + p.stats.pull_segments * 16;
+  return bytes;
+}
+
+template <class T>
+int32_t SpmspvPlan<T>::rows() const { return impl_->rows; }
+template <class T>
+int32_t SpmspvPlan<T>::cols() const { return impl_->cols; }
+template <class T>
+int64_t SpmspvPlan<T>::nnz() const { return impl_->nnz; }
+template <class T>
+const SpmspvStats& SpmspvPlan<T>::stats() const { return impl_->stats; }
+template <class T>
+const Config& SpmspvPlan<T>::config() const { return impl_->config; }
+template <class T>
+const KernelInfo& SpmspvPlan<T>::kernel() const { return impl_->kernel; }
+template <class T>
+const SpmspvConfig& SpmspvPlan<T>::typed_config() const { return impl_->typed; }
+template <class T>
+Semiring SpmspvPlan<T>::semiring() const { return impl_->semiring; }
+
+template <class T>
+std::string SpmspvPlan<T>::explain() const {
+  const Impl& p = *impl_;
+  return fmt::format(
+      "spmspv plan ({}): {} x {}, nnz {}, {} blocks + {} residual entries, {} pull segments, up to {} push tasks; "
+      "push while xb < {:.4g}\n"
+      "  device bytes {} (format, segments, workspace)\n"
+      "  config ({}): {}{}\n  kernel: {} (binary from {}: {:.2f} ms; module load {:.2f} ms)\n{}",
+      to_string(p.semiring), p.rows, p.cols, p.nnz, p.host_meta.size(), p.host_res_cr.size(), p.stats.pull_segments,
+      p.stats.push_tasks_max,
+      p.stats.xb_threshold, p.stats.device_bytes,
+      to_string(p.config.source), p.config.params.dump(),
+      p.config.note.empty() ? "" : "  [" + p.config.note + "]", p.kernel.key, p.kernel.origin,
+      p.kernel.acquire_ms, p.kernel.load_ms, p.stats.storage.to_text());
+}
+
+template class SpmspvPlan<float>;
+template class SpmspvPlan<double>;
+template SpmspvPlan<float> Context::plan_spmspv(const CsrMatrix<float>&);
+template SpmspvPlan<double> Context::plan_spmspv(const CsrMatrix<double>&);
+template SpmspvPlan<float> Context::plan_spmspv(const CsrMatrix<float>&, const SpmspvOptions&);
+template SpmspvPlan<double> Context::plan_spmspv(const CsrMatrix<double>&, const SpmspvOptions&);
+
+}  // namespace dbsparse

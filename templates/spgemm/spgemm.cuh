@@ -1,0 +1,718 @@
+// Hash SpGEMM's kernels (include/dbsparse/spgemm.hpp lists the phases; runtime/spgemm/spgemm_hash_cpu.cpp
+// is their executable spec): C = A·B row by row, each row of C built in an open-addressing hash
+// table (abi/spgemm.h: first slot (uint32(key) * 107) & (slots - 1), linear probing, empty = -1,
+// claimed by atomicCAS). Tables of groups 0-2 live in dynamic shared memory (the plan sets the
+// opt-in limit); group 3 and the rows that overflow their shared table use a region of one global
+// array of slots (abi::SpgemmTable per row of the global list, placed by spgemm_scatter_rows in
+// templates/spgemm/spgemm_analysis.cuh; sizes are powers of two).
+//
+// Thread mapping (TPR threads per row): TPR <= 32, part of a warp per row (group 0; groups 1-2
+// with lanes1 / lanes2), with warp barriers only; TPR == BLOCK, a block per row. Either way a row's
+// products are numbered flat over chunks of A entries and dealt out evenly (spgemm_products_*).
+#pragma once
+#include "dbs_common.cuh"
+#include "spgemm_scan.cuh"
+#include "dbsparse/abi/abi_types.h"
+#include "dbsparse/abi/spgemm.h"
+
+namespace dbs {
+
+__device__ __forceinline__ unsigned spgemm_first(int key, unsigned mask) {
+  return ((unsigned)key * dbsparse::abi::kSpgemmHashMultiplier) & mask;
+}
+
+// The slot that holds `key` after the call, or -1 when every slot holds another key (the row has
+// more distinct keys than slots). *claimed: this call took an empty slot. A lost CAS to the same
+// key uses that slot; to another key probes on, so the keys a row ends with do not depend on order.
+__device__ __forceinline__ long long spgemm_insert(int* keys, unsigned mask, int key, bool* claimed) {
+  unsigned s = spgemm_first(key, mask);
+  *claimed = false;
+  for (unsigned step = 0;; ++step) {
+    const int k = ((volatile int*)keys)[s];
+    if (k == key) return s;
+    if (k == dbsparse::abi::kSpgemmEmptyKey) {
+      const int old = atomicCAS(keys + s, dbsparse::abi::kSpgemmEmptyKey, key);
+      if (old == dbsparse::abi::kSpgemmEmptyKey) {
+        *claimed = true;
+        return s;
+      }
+      if (old == key) return s;
+    }
+    if (step == mask) return -1;
+    s = (s + 1u) & mask;
+  }
+}
+
+// A row's lanes when it has TPR <= 32 threads: lanes [base, base + TPR) of one warp.
+template <int TPR>
+struct SpgemmLanes {
+  unsigned mask;
+  int t, base;
+  __device__ __forceinline__ SpgemmLanes() {
+    const int lane = threadIdx.x & 31;
+    base = lane & ~(TPR - 1);
+    t = lane - base;
+    mask = (TPR == 32 ? 0xffffffffu : ((1u << (TPR & 31)) - 1u)) << base;
+  }
+};
+
+// A entry p: where its B row starts (*bs), how long it is (*bl), its value (*av, when a_val).
+template <typename V>
+__device__ __forceinline__ void spgemm_a_entry(int p, const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
+                                               const int32_t* __restrict__ b_ptr, int* bs, int* bl, V* av) {
+  const int k = a_col[p];
+  *bs = b_ptr[k];
+  *bl = b_ptr[k + 1] - *bs;
+  if (a_val) *av = a_val[p];
+}
+
+// f(col, a value, b value) for every product of row i, over the row's TPR (<= 32) lanes: chunks of
+// TPR A entries whose products are numbered flat and dealt to the lanes in turn, so that a short B
+// row idles no lane and consecutive lanes read consecutive B entries (a lane per A entry left most
+// lanes idle on 3-entry road-network rows and serialised a power-law row on its hub). stop: the
+// row's full flag (symbolic phase), checked before each product by a plain volatile load: it is
+// only an early exit (a product after the table filled finds it full and sets the flag again),
+// and an atomicOr per product serialised the warp's 32 lanes on one shared word.
+template <int TPR, typename V, typename F>
+__device__ __forceinline__ void spgemm_products_lanes(const SpgemmLanes<TPR>& L, int i,
+                                                      const int32_t* __restrict__ a_ptr,
+                                                      const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
+                                                      const int32_t* __restrict__ b_ptr,
+                                                      const int32_t* __restrict__ b_col, const V* __restrict__ b_val,
+                                                      int* stop, F f) {
+  const int end = a_ptr[i + 1];
+  for (int p0 = a_ptr[i]; p0 < end; p0 += TPR) {
+    const int p = p0 + L.t;
+    int bs = 0, bl = 0;
+    V av = V(0);
+    if (p < end) spgemm_a_entry(p, a_col, a_val, b_ptr, &bs, &bl, &av);
+    int incl = bl;
+#pragma unroll
+    for (int o = 1; o < TPR; o <<= 1) {
+      const int v = __shfl_up_sync(L.mask, incl, o, TPR);
+      if (L.t >= o) incl += v;
+    }
+    const int total = __shfl_sync(L.mask, incl, TPR - 1, TPR);
+    const int start = bs + bl - incl;  // product j of this entry reads B at start + j
+    for (int j0 = 0; j0 < total; j0 += TPR) {
+      const int j = j0 + L.t;
+      int e = 0;  // the entry of product j: the lanes whose inclusive count is <= j
+#pragma unroll
+      for (int step = TPR / 2; step > 0; step >>= 1)
+        if (__shfl_sync(L.mask, incl, e + step - 1, TPR) <= j) e += step;
+      const int q = __shfl_sync(L.mask, start, e, TPR) + j;
+      const V a = __shfl_sync(L.mask, av, e, TPR);
+      if (j < total && !(stop && *(volatile int*)stop)) f(b_col[q], a, b_val ? b_val[q] : V(0));
+    }
+  }
+}
+
+// The same over a whole block (BLOCK > 32 threads), for the products numbered [from, to) of the
+// row whose A entries are [begin, end): chunks of BLOCK A entries numbered flat by a block scan;
+// warp w takes the w-th contiguous share of the chunk's products in range, its lanes every 32nd,
+// walking the entries forward (a warp per A entry left the block waiting on the warp that walked a
+// hub's B row). Every thread of the block calls it (barriers).
+template <int BLOCK, typename V, typename F>
+__device__ __forceinline__ void spgemm_products_block(int begin, int end, long long from, long long to,
+                                                      const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
+                                                      const int32_t* __restrict__ b_ptr,
+                                                      const int32_t* __restrict__ b_col, const V* __restrict__ b_val,
+                                                      int* stop, F f) {
+  constexpr int W = BLOCK / 32;
+  __shared__ int s_incl[BLOCK], s_start[BLOCK];
+  __shared__ V s_av[BLOCK];
+  const int t = threadIdx.x, lane = t & 31, warp = t >> 5;
+  long long base = 0;  // products of the chunks before this one
+  for (int p0 = begin; p0 < end && base < to; p0 += BLOCK) {
+    const int p = p0 + t;
+    int bs = 0, bl = 0;
+    V av = V(0);
+    if (p < end) spgemm_a_entry(p, a_col, a_val, b_ptr, &bs, &bl, &av);
+    long long chunk;
+    const int incl = (int)spgemm_block_scan<BLOCK>(bl, &chunk) + bl;
+    const int total = (int)chunk;  // <= nnz(B): a row's A entries name distinct B rows
+    s_incl[t] = incl;
+    s_start[t] = bs + bl - incl;
+    s_av[t] = av;
+    __syncthreads();
+    const int first = (int)max(0ll, from - base), last = (int)min((long long)total, to - base);
+    base += total;
+    const int per = ((max(last - first, 0) + W - 1) / W + 31) & ~31;
+    const int hi = min(first + warp * per + per, last);
+    int j = first + warp * per + lane;
+    if (j < hi) {
+      int lo = 0, up = BLOCK - 1;  // the first entry whose inclusive count passes j (s_incl[BLOCK-1] = total > j)
+      while (lo < up) {
+        const int mid = (lo + up) >> 1;
+        if (s_incl[mid] <= j) lo = mid + 1;
+        else up = mid;
+      }
+      for (int e = lo; j < hi; j += 32) {
+        while (s_incl[e] <= j) ++e;
+        if (stop && *(volatile int*)stop) break;
+        const int q = s_start[e] + j;
+        f(b_col[q], s_av[e], b_val ? b_val[q] : V(0));
+      }
+    }
+    __syncthreads();  // the next chunk rewrites the arrays
+  }
+}
+
+// Bitonic sort of n (a power of two) (key, value) pairs by key as unsigned, so the empty key (-1)
+// goes last and a row's n distinct keys end up sorted at the front. t of NT threads; every thread
+// of the block (WARP: of the warp) calls it the same number of times (barriers).
+template <typename V, bool WARP = false>
+__device__ void spgemm_bitonic(int* keys, V* vals, unsigned n, unsigned t, unsigned nt) {
+  for (unsigned k = 2; k <= n; k <<= 1)
+    for (unsigned j = k >> 1; j > 0; j >>= 1) {
+      for (unsigned i = t; i < n; i += nt) {
+        const unsigned l = i ^ j;
+        if (l > i) {
+          const unsigned x = (unsigned)keys[i], y = (unsigned)keys[l];
+          if ((x > y) == ((i & k) == 0)) {
+            keys[i] = (int)y;
+            keys[l] = (int)x;
+            if (vals) {
+              const V v = vals[i];
+              vals[i] = vals[l];
+              vals[l] = v;
+            }
+          }
+        }
+      }
+      if (WARP) __syncwarp();
+      else __syncthreads();
+    }
+}
+
+// One row's table (keys and values, `slots` of them, `len` distinct keys; len < 0: not known yet,
+// counted here) sorted into C's row at `begin` by the row's whole block; returns len: the occupied slots are first copied, unsorted, into C's row,
+// read back to the table's front, and only the next power of two >= len is sorted. Why: sorting
+// every slot (8192 in group 2, 1024 in group 1, most of them empty) made the numeric phase 2-8x
+// cuSPARSE's whole product on the H200 (2026-11-30). counter: zero on entry.
+template <typename V>
+__device__ int spgemm_sort_row(int* table, V* tv, unsigned slots, int len, int begin, int32_t* c_col, V* c_val,
+                               unsigned t, unsigned nt, unsigned* counter) {
+  // One atomic a warp (nt is a multiple of 32, so every lane runs the loop equally often): an
+  // atomic per key on one shared counter serialised the compaction of 8192-slot tables.
+  const unsigned lane = t & 31u;
+  for (unsigned s0 = 0; s0 < slots; s0 += nt) {
+    const unsigned s = s0 + t;
+    const int k = s < slots ? table[s] : dbsparse::abi::kSpgemmEmptyKey;
+    const bool occupied = k != dbsparse::abi::kSpgemmEmptyKey;
+    const unsigned bits = __ballot_sync(kFull, occupied);
+    unsigned j = 0;
+    if (lane == 0 && bits) j = atomicAdd(counter, (unsigned)__popc(bits));
+    j = __shfl_sync(kFull, j, 0) + __popc(bits & ((1u << lane) - 1u));
+    if (occupied) {
+      c_col[begin + j] = k;
+      c_val[begin + j] = tv[s];
+    }
+  }
+  __syncthreads();  // also orders the global writes above before the reads below (same block)
+  if (len < 0) len = (int)*counter;  // a first pass without a symbolic phase: the count is the length
+  unsigned p2 = 1;
+  while (p2 < (unsigned)len) p2 <<= 1;
+  for (unsigned s = t; s < p2; s += nt) {
+    if (s < (unsigned)len) {
+      table[s] = c_col[begin + s];
+      tv[s] = c_val[begin + s];
+    } else {
+      table[s] = dbsparse::abi::kSpgemmEmptyKey;
+    }
+  }
+  __syncthreads();
+  spgemm_bitonic<V>(table, tv, p2, t, nt);
+  for (int j = (int)t; j < len; j += (int)nt) {
+    c_col[begin + j] = table[j];
+    c_val[begin + j] = tv[j];
+  }
+  return len;
+}
+
+// Each row's table of a warp sorted into C's row at `begin` (`write`: the row is active) by the
+// row's TPR (<= 32) lanes: the occupied slots compacted to the table's front in slot order, TPR at
+// a time (a key moves only down, onto a slot already read), then a bitonic sort of the next power
+// of two >= the warp's largest count. Every lane of the warp calls it and every loop runs the same
+// number of times on all of them, so the warp stays converged: with per-row trip counts the rows
+// of a warp ran one after another (6.8 active threads a warp, 0.17 ms on a 100K-row road network;
+// a block-wide sort of whole tables before that, 0.5 ms; H200, 2026-12-01). Returns the row's
+// distinct keys.
+template <typename V, int TPR>
+__device__ int spgemm_sort_row_lanes(const SpgemmLanes<TPR>& L, int* table, V* tv, int slots, bool write,
+                                      int begin, int32_t* __restrict__ c_col, V* __restrict__ c_val) {
+  int n = 0;
+  for (int s0 = 0; s0 < slots; s0 += TPR) {
+    const int s = s0 + L.t;
+    int k = dbsparse::abi::kSpgemmEmptyKey;
+    V v = V(0);
+    if (s < slots) {
+      k = table[s];
+      v = tv[s];
+    }
+    const bool occupied = k != dbsparse::abi::kSpgemmEmptyKey;
+    const unsigned bits = (__ballot_sync(kFull, occupied) & L.mask) >> L.base;
+    const int at = n + __popc(bits & ((1u << L.t) - 1u));
+    __syncwarp();
+    if (occupied) {
+      table[at] = k;
+      tv[at] = v;
+    }
+    n += __popc(bits);
+    __syncwarp();
+  }
+  unsigned p2 = 1;
+  while (p2 < (unsigned)n) p2 <<= 1;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) p2 = max(p2, __shfl_xor_sync(kFull, p2, o));
+  for (unsigned s = n + L.t; s < p2; s += TPR) table[s] = dbsparse::abi::kSpgemmEmptyKey;
+  __syncwarp();
+  spgemm_bitonic<V, true>(table, tv, p2, L.t, TPR);
+  if (write)
+    for (int j = L.t; j < n; j += TPR) {
+      c_col[begin + j] = table[j];
+      c_val[begin + j] = tv[j];
+    }
+  return n;
+}
+
+// A global row whose table has at least as many slots as B has columns keeps its keys densely,
+// slot = column: no probing, and spgemm_global_sort writes C's row by a scan in column order, with
+// no sort (a bitonic sort of a power-law hub's 65536-slot table in global memory by one block took
+// 0.42 ms of a 0.93 ms product, H200 2026-12-01). Costs no memory: the hashed table is as large.
+__device__ __forceinline__ bool spgemm_dense_row(long long slots, int b_cols) { return slots >= b_cols; }
+
+// The slot of `col` in a table of `slots` (a power of two when hashed), dense (slot = column) or
+// hashed; *claimed as spgemm_insert.
+__device__ __forceinline__ long long spgemm_slot(int* table, unsigned slots, bool dense, int col, bool* claimed) {
+  if (!dense) return spgemm_insert(table, slots - 1u, col, claimed);  // never full: slots >= 2 * distinct
+  *claimed = ((volatile int*)table)[col] == dbsparse::abi::kSpgemmEmptyKey &&
+             atomicCAS(table + col, dbsparse::abi::kSpgemmEmptyKey, col) == dbsparse::abi::kSpgemmEmptyKey;
+  return col;
+}
+
+// A dense table's columns [lo, hi) written in order to C at c_col/c_val[base ..], by the whole
+// block (ballots and warp counts in shared memory; every thread calls it). Returns how many.
+template <typename V, int BLOCK>
+__device__ int spgemm_dense_write(const int* table, const V* tv, int lo, int hi, int base,
+                                  int32_t* __restrict__ c_col, V* __restrict__ c_val) {
+  constexpr int W = BLOCK / 32;
+  __shared__ int warp_sum[W];
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  int written = 0;
+  for (int c0 = lo; c0 < hi; c0 += BLOCK) {
+    const int c = c0 + threadIdx.x;
+    const bool occupied = c < hi && table[c] != dbsparse::abi::kSpgemmEmptyKey;
+    const unsigned bits = __ballot_sync(kFull, occupied);
+    if (lane == 0) warp_sum[warp] = __popc(bits);
+    __syncthreads();
+    int before = base + written, chunk = 0;
+    for (int w = 0; w < W; ++w) {
+      if (w < warp) before += warp_sum[w];
+      chunk += warp_sum[w];
+    }
+    if (occupied) {
+      const int at = before + __popc(bits & ((1u << lane) - 1u));
+      c_col[at] = c;
+      c_val[at] = tv[c];
+    }
+    written += chunk;
+    __syncthreads();  // warp_sum is rewritten next
+  }
+  return written;
+}
+
+// Symbolic phase, shared tables: rows[0..n) of one group, RPB = BLOCK / TPR rows per block, T
+// slots each (rows spgemm_table_stride apart: include/dbsparse/spgemm.hpp). row_len[i] = the distinct columns; a row that does
+// not fit gets overflow[i] = 1 and is counted again by spgemm_symbolic_global (when the plan falls
+// back; else it is an error). TPR <= 32: a row's lanes of one warp; else TPR == BLOCK.
+template <typename V, int T, int TPR, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) spgemm_symbolic_shared(const int32_t* __restrict__ rows, int n,
+                                                                const int32_t* __restrict__ a_ptr,
+                                                                const int32_t* __restrict__ a_col,
+                                                                const int32_t* __restrict__ b_ptr,
+                                                                const int32_t* __restrict__ b_col, int32_t* row_len,
+                                                                int32_t* overflow, int b_cols) {
+  constexpr int RPB = BLOCK / TPR, S = TPR < 32 ? T + TPR : T;  // spgemm_table_stride
+  // A row per block with a table of B's columns: dense (slot = column, never full, no sort).
+  const bool dense = TPR == BLOCK && spgemm_dense_row(T, b_cols);
+  static_assert(TPR <= 32 || TPR == BLOCK, "a row's threads: part of one warp, or the whole block");
+  extern __shared__ double spgemm_smem[];  // 8-byte aligned: values (f64) first
+  int* keys = (int*)spgemm_smem;
+  __shared__ int count[RPB], full[RPB];
+  const int r = threadIdx.x / TPR;
+  for (int s = threadIdx.x; s < RPB * S; s += BLOCK) keys[s] = dbsparse::abi::kSpgemmEmptyKey;
+  if (threadIdx.x < RPB) count[threadIdx.x] = full[threadIdx.x] = 0;
+  __syncthreads();
+  const int pos = blockIdx.x * RPB + r;
+  if (pos < n) {  // uniform over the block when TPR == BLOCK
+    const int i = rows[pos];
+    int* table = keys + r * S;
+    int mine = 0;
+    auto insert = [&](int col, V, V) {
+      bool claimed;
+      if (spgemm_slot(table, T, dense, col, &claimed) < 0) atomicExch(full + r, 1);
+      mine += claimed;
+    };
+    if constexpr (TPR <= 32)
+      spgemm_products_lanes<TPR, V>(SpgemmLanes<TPR>(), i, a_ptr, a_col, (const V*)0, b_ptr, b_col, (const V*)0,
+                                    full + r, insert);
+    else
+      spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], 0, 0x7fffffffffffffffll, a_col, (const V*)0, b_ptr, b_col,
+                                      (const V*)0, full + r, insert);
+    atomicAdd(count + r, mine);
+  }
+  __syncthreads();
+  if (pos < n && threadIdx.x % TPR == 0) {
+    const int i = rows[pos];
+    if (full[r]) {
+      overflow[i] = 1;
+      row_len[i] = 0;
+    } else {
+      row_len[i] = count[r];
+    }
+  }
+}
+
+// Numeric phase, shared tables: the same rows and tables, A(i,k)·B(k,j) added into the key's slot,
+// then the table sorted by key into C's row at c_ptr. Rows flagged in overflow are left to
+// spgemm_numeric_global. TPR <= 32: each row's lanes work alone (warp barriers only).
+// FIRST: a fresh product without a symbolic phase, where no row can overflow (tables fitted to
+// twice the group's longest row, no global rows): c_ptr holds each row's offset by IP (an upper
+// bound of its length) into scratch c_col / c_val, and the row's length goes to row_len, from
+// which the plan sizes C and compacts the rows into it (spgemm_compact_rows). It saves the
+// symbolic phase's pass over every product (0.1-0.9 ms of a 0.35-4.5 ms fresh product, H200,
+// 2026-12-01) for a copy of C.
+template <typename V, int T, int TPR, int BLOCK, bool FIRST>
+__device__ __forceinline__ void spgemm_numeric_shared_body(
+    const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
+    const V* __restrict__ a_val, const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
+    const V* __restrict__ b_val, const int32_t* __restrict__ overflow, const int32_t* __restrict__ c_ptr,
+    int32_t* __restrict__ c_col, V* __restrict__ c_val, int b_cols, int32_t* __restrict__ row_len) {
+  constexpr int RPB = BLOCK / TPR, S = TPR < 32 ? T + TPR : T;  // spgemm_table_stride
+  const bool dense = TPR == BLOCK && spgemm_dense_row(T, b_cols);  // as in spgemm_symbolic_shared
+  static_assert(TPR <= 32 || TPR == BLOCK, "a row's threads: part of one warp, or the whole block");
+  extern __shared__ double spgemm_smem[];  // 8-byte aligned: values (f64) first
+  V* vals = (V*)spgemm_smem;
+  int* keys = (int*)(vals + RPB * S);
+  const int r = threadIdx.x / TPR;
+  const int pos = blockIdx.x * RPB + r;
+  const int i = pos < n ? rows[pos] : -1;
+  const bool active = i >= 0 && !overflow[i];  // uniform over the row's threads
+  int* table = keys + r * S;
+  V* tv = vals + r * S;
+  auto add = [&](int col, V av, V bv) {
+    bool claimed;
+    const long long s = spgemm_slot(table, T, dense, col, &claimed);
+    if (s >= 0) atomicAdd(tv + s, av * bv);
+  };
+  if constexpr (TPR <= 32) {
+    // Idle rows go through the sort too (their tables empty), so that the warp stays converged.
+    const SpgemmLanes<TPR> L;
+    for (int s = L.t; s < T; s += TPR) {
+      table[s] = dbsparse::abi::kSpgemmEmptyKey;
+      tv[s] = V(0);
+    }
+    __syncwarp();
+    if (active) spgemm_products_lanes<TPR, V>(L, i, a_ptr, a_col, a_val, b_ptr, b_col, b_val, (int*)0, add);
+    __syncwarp();
+    const int len = spgemm_sort_row_lanes<V, TPR>(L, table, tv, T, active, active ? c_ptr[i] : 0, c_col, c_val);
+    if (FIRST && active && L.t == 0) row_len[i] = len;
+  } else {
+    if (!active) return;  // uniform over the block (a row per block)
+    __shared__ unsigned placed;
+    for (int s = threadIdx.x; s < T; s += BLOCK) {
+      table[s] = dbsparse::abi::kSpgemmEmptyKey;
+      tv[s] = V(0);
+    }
+    if (threadIdx.x == 0) placed = 0;
+    __syncthreads();
+    spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], 0, 0x7fffffffffffffffll, a_col, a_val, b_ptr, b_col, b_val, (int*)0,
+                                    add);
+    __syncthreads();
+    int len;
+    if (dense) len = spgemm_dense_write<V, BLOCK>(table, tv, 0, b_cols, c_ptr[i], c_col, c_val);
+    else len = spgemm_sort_row<V>(table, tv, T, FIRST ? -1 : c_ptr[i + 1] - c_ptr[i], c_ptr[i], c_col, c_val,
+                                  threadIdx.x, BLOCK, &placed);
+    if (FIRST && threadIdx.x == 0) row_len[i] = len;
+  }
+}
+
+template <typename V, int T, int TPR, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared(
+    const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
+    const V* __restrict__ a_val, const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
+    const V* __restrict__ b_val, const int32_t* __restrict__ overflow, const int32_t* __restrict__ c_ptr,
+    int32_t* __restrict__ c_col, V* __restrict__ c_val, int b_cols) {
+  spgemm_numeric_shared_body<V, T, TPR, BLOCK, false>(rows, n, a_ptr, a_col, a_val, b_ptr, b_col, b_val, overflow,
+                                                      c_ptr, c_col, c_val, b_cols, nullptr);
+}
+
+template <typename V, int T, int TPR, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared_first(
+    const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
+    const V* __restrict__ a_val, const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
+    const V* __restrict__ b_val, const int32_t* __restrict__ overflow, const int32_t* __restrict__ c_ptr,
+    int32_t* __restrict__ c_col, V* __restrict__ c_val, int b_cols, int32_t* __restrict__ row_len) {
+  spgemm_numeric_shared_body<V, T, TPR, BLOCK, true>(rows, n, a_ptr, a_col, a_val, b_ptr, b_col, b_val, overflow,
+                                                     c_ptr, c_col, c_val, b_cols, row_len);
+}
+
+// Global tables (group 3 and the rows that overflowed a shared one) run with gridDim.y blocks a
+// row: each takes an even share of the row's products (SpgemmTable::ip), so that a power-law hub
+// row no longer waits on one block (2 rows took 0.46 ms of a 1.1 ms product, H200 2026-12-01).
+// Rows rows[0..n): the first n_always (group 3) always, the others where overflow[i] is set (a
+// uniform exit for the whole block). Row rows[p]'s table: tables[p].slots slots from
+// tables[p].offset.
+__device__ __forceinline__ bool spgemm_global_row_runs(const int32_t* __restrict__ rows, int n, int n_always,
+                                                       const int32_t* __restrict__ overflow, int p, int* i) {
+  if (p >= n) return false;
+  *i = rows[p];
+  return p < n_always || overflow[*i];
+}
+
+// The tables set empty (values zeroed when vals is not null), each by its row's gridDim.y blocks.
+template <typename V, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) spgemm_global_init(const int32_t* __restrict__ rows, int n, int n_always,
+                                                            const dbsparse::abi::SpgemmTable* __restrict__ tables,
+                                                            const int32_t* __restrict__ overflow, int* keys, V* vals) {
+  int i;
+  if (!spgemm_global_row_runs(rows, n, n_always, overflow, blockIdx.x, &i)) return;
+  const long long off = tables[blockIdx.x].offset, slots = tables[blockIdx.x].slots;
+  for (long long s = (long long)blockIdx.y * BLOCK + threadIdx.x; s < slots; s += (long long)gridDim.y * BLOCK) {
+    keys[off + s] = dbsparse::abi::kSpgemmEmptyKey;
+    if (vals) vals[off + s] = V(0);
+  }
+}
+
+// Symbolic phase in global tables: each block's newly claimed keys added to row_len[i] (zero from
+// the plan's memset, or from the shared kernel for a row that overflowed).
+template <typename V, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) spgemm_symbolic_global(const int32_t* __restrict__ rows, int n, int n_always,
+                                                                const dbsparse::abi::SpgemmTable* __restrict__ tables,
+                                                                const int32_t* __restrict__ a_ptr,
+                                                                const int32_t* __restrict__ a_col,
+                                                                const int32_t* __restrict__ b_ptr,
+                                                                const int32_t* __restrict__ b_col, int* keys,
+                                                                int32_t* row_len, const int32_t* overflow, int b_cols) {
+  __shared__ int count;
+  int i;
+  const int p = blockIdx.x;
+  if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
+  int* table = keys + tables[p].offset;
+  const unsigned slots = (unsigned)tables[p].slots;
+  const bool dense = spgemm_dense_row(tables[p].slots, b_cols);
+  const long long ip = tables[p].ip;
+  if (threadIdx.x == 0) count = 0;
+  __syncthreads();
+  int mine = 0;
+  spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], ip * blockIdx.y / gridDim.y, ip * (blockIdx.y + 1) / gridDim.y,
+                                  a_col, (const V*)0, b_ptr, b_col, (const V*)0, (int*)0, [&](int col, V, V) {
+                                    bool claimed;
+                                    spgemm_slot(table, slots, dense, col, &claimed);
+                                    mine += claimed;
+                                  });
+  atomicAdd(&count, mine);
+  __syncthreads();
+  if (threadIdx.x == 0 && count) atomicAdd(row_len + i, count);
+}
+
+// Numeric phase in global tables: products added into the row's table by its gridDim.y blocks;
+// spgemm_global_sort then writes C's row.
+template <typename V, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) spgemm_numeric_global(
+    const int32_t* __restrict__ rows, int n, int n_always, const dbsparse::abi::SpgemmTable* __restrict__ tables,
+    const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
+    const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col, const V* __restrict__ b_val, int* keys,
+    V* vals, const int32_t* __restrict__ overflow, int b_cols) {
+  int i;
+  const int p = blockIdx.x;
+  if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
+  int* table = keys + tables[p].offset;
+  V* tv = vals + tables[p].offset;
+  const unsigned slots = (unsigned)tables[p].slots;
+  const bool dense = spgemm_dense_row(tables[p].slots, b_cols);
+  const long long ip = tables[p].ip;
+  spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], ip * blockIdx.y / gridDim.y, ip * (blockIdx.y + 1) / gridDim.y,
+                                  a_col, a_val, b_ptr, b_col, b_val, (int*)0, [&](int col, V av, V bv) {
+                                    bool claimed;
+                                    const long long s = spgemm_slot(table, slots, dense, col, &claimed);
+                                    if (s >= 0) atomicAdd(tv + s, av * bv);
+                                  });
+}
+
+// Where column segment y of a dense row's gridDim.y segments starts (y = gridDim.y: the end).
+__device__ __forceinline__ int spgemm_segment(int b_cols, unsigned y) {
+  return (int)((long long)b_cols * y / gridDim.y);
+}
+
+// Hashed global rows are written to C by a partition on columns, then sorts in shared memory: the
+// columns fall into segments of `width` columns (at most what a block sorts in shared memory), each
+// row's slots are counted by segment (spgemm_global_count), the counts scanned into offsets in C's
+// row (spgemm_global_scan), the keys scattered there unsorted (spgemm_global_scatter) and every
+// segment sorted by a block of its own (spgemm_global_sort). Why: one block sorting a row took
+// 290 us for two 9.5K-column hub rows, and a bitonic sort in global memory for rows past 16384
+// pairs left a 1M-row power-law graph's numeric phase at 5.45 ms, cuSPARSE's whole product at 2.25
+// (H200, 2026-12-01).
+// seg_hist holds segs counts a row, then their offsets; seg_fill as many fill counters.
+
+// A slice of this block's share of `slots` (gridDim.y shares).
+__device__ __forceinline__ long long spgemm_share(long long slots, unsigned y) { return slots * y / gridDim.y; }
+
+// Dense rows: the occupied slots of segment y of gridDim.y (columns split evenly) counted into
+// seg_count[p * gridDim.y + y], for spgemm_global_sort's offsets. Hashed rows: block y's share of
+// the slots counted by column segment into seg_hist (zero on entry).
+template <typename V, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) spgemm_global_count(const int32_t* __restrict__ rows, int n, int n_always,
+                                                             const dbsparse::abi::SpgemmTable* __restrict__ tables,
+                                                             const int* __restrict__ keys,
+                                                             const int32_t* __restrict__ overflow, int b_cols,
+                                                             int32_t* __restrict__ seg_count, int width, int segs,
+                                                             int32_t* __restrict__ seg_hist) {
+  __shared__ int total;
+  int i;
+  const int p = blockIdx.x;
+  if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
+  const int* table = keys + tables[p].offset;
+  if (!spgemm_dense_row(tables[p].slots, b_cols)) {
+    int32_t* hist = seg_hist + (long long)p * segs;
+    const long long hi = spgemm_share(tables[p].slots, blockIdx.y + 1);
+    for (long long s = spgemm_share(tables[p].slots, blockIdx.y) + threadIdx.x; s < hi; s += BLOCK) {
+      const int k = table[s];
+      if (k != dbsparse::abi::kSpgemmEmptyKey) atomicAdd(hist + k / width, 1);
+    }
+    return;
+  }
+  const int lo = spgemm_segment(b_cols, blockIdx.y), hi = spgemm_segment(b_cols, blockIdx.y + 1);
+  if (threadIdx.x == 0) total = 0;
+  __syncthreads();
+  int mine = 0;
+  for (int c = lo + threadIdx.x; c < hi; c += BLOCK) mine += table[c] != dbsparse::abi::kSpgemmEmptyKey;
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) mine += __shfl_xor_sync(kFull, mine, o);
+  if ((threadIdx.x & 31) == 0 && mine) atomicAdd(&total, mine);
+  __syncthreads();
+  if (threadIdx.x == 0) seg_count[(long long)p * gridDim.y + blockIdx.y] = total;
+}
+
+// Hashed rows, a block each: the segment counts turned into offsets in C's row (exclusive scan, in
+// place) and the fill counters zeroed.
+template <typename V, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) spgemm_global_scan(const int32_t* __restrict__ rows, int n, int n_always,
+                                                            const dbsparse::abi::SpgemmTable* __restrict__ tables,
+                                                            const int32_t* __restrict__ overflow, int b_cols, int segs,
+                                                            int32_t* __restrict__ seg_hist,
+                                                            int32_t* __restrict__ seg_fill) {
+  int i;
+  const int p = blockIdx.x;
+  if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
+  if (spgemm_dense_row(tables[p].slots, b_cols)) return;
+  int32_t* hist = seg_hist + (long long)p * segs;
+  int32_t* fill = seg_fill + (long long)p * segs;
+  long long running = 0;
+  for (int c0 = 0; c0 < segs; c0 += BLOCK) {
+    const int c = c0 + threadIdx.x;
+    long long chunk;
+    const long long before = running + spgemm_block_scan<BLOCK>(c < segs ? hist[c] : 0, &chunk);
+    if (c < segs) {
+      hist[c] = (int32_t)before;  // within C's row: an int32
+      fill[c] = 0;
+    }
+    running += chunk;
+  }
+}
+
+// Hashed rows: block y's share of the slots scattered into C's row, each key into its segment's
+// range (in no order within it).
+template <typename V, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) spgemm_global_scatter(const int32_t* __restrict__ rows, int n, int n_always,
+                                                               const dbsparse::abi::SpgemmTable* __restrict__ tables,
+                                                               const int* __restrict__ keys, const V* __restrict__ vals,
+                                                               const int32_t* __restrict__ overflow,
+                                                               const int32_t* __restrict__ c_ptr,
+                                                               int32_t* __restrict__ c_col, V* __restrict__ c_val,
+                                                               int b_cols, int width, int segs,
+                                                               const int32_t* __restrict__ seg_hist,
+                                                               int32_t* __restrict__ seg_fill) {
+  int i;
+  const int p = blockIdx.x;
+  if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
+  if (spgemm_dense_row(tables[p].slots, b_cols)) return;
+  const long long off = tables[p].offset;
+  const int32_t* hist = seg_hist + (long long)p * segs;
+  int32_t* fill = seg_fill + (long long)p * segs;
+  const int begin = c_ptr[i];
+  const long long hi = spgemm_share(tables[p].slots, blockIdx.y + 1);
+  for (long long s = spgemm_share(tables[p].slots, blockIdx.y) + threadIdx.x; s < hi; s += BLOCK) {
+    const int k = keys[off + s];
+    if (k == dbsparse::abi::kSpgemmEmptyKey) continue;
+    const int seg = k / width;
+    const int at = begin + hist[seg] + atomicAdd(fill + seg, 1);
+    c_col[at] = k;
+    c_val[at] = vals[off + s];
+  }
+}
+
+// Each global row's table into C's row. hashed_pass 0: a dense row by its gridDim.y blocks, each
+// scanning its segment of columns in order from the offset the segments before it counted
+// (seg_count). hashed_pass 1: a hashed row's segments (spgemm_global_scatter put them in C's row),
+// each sorted in dynamic shared memory (room for `width` pairs) by block y, y + gridDim.y, ...
+template <typename V, int BLOCK>
+__global__ void __launch_bounds__(BLOCK) spgemm_global_sort(const int32_t* __restrict__ rows, int n, int n_always,
+                                                            const dbsparse::abi::SpgemmTable* __restrict__ tables,
+                                                            const int* __restrict__ keys, const V* __restrict__ vals,
+                                                            const int32_t* __restrict__ overflow,
+                                                            const int32_t* __restrict__ c_ptr,
+                                                            int32_t* __restrict__ c_col, V* __restrict__ c_val,
+                                                            int b_cols, const int32_t* __restrict__ seg_count,
+                                                            int width, int segs, const int32_t* __restrict__ seg_hist,
+                                                            int hashed_pass) {
+  extern __shared__ double spgemm_sort_smem[];  // 8-byte aligned: values (f64) first
+  __shared__ int base;
+  int i;
+  const int p = blockIdx.x;
+  if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
+  // Two launches: the dense rows' segments without dynamic shared memory (asking 196 KB for the
+  // hashed rows' sort left one block per SM for them: RMAT-14 425 -> 663 us, H200 2026-12-01), then
+  // the hashed rows with it.
+  if (spgemm_dense_row(tables[p].slots, b_cols) == (hashed_pass != 0)) return;
+  if (!hashed_pass) {
+    const long long off = tables[p].offset;
+    if (threadIdx.x == 0) {
+      int b = c_ptr[i];
+      for (unsigned q = 0; q < blockIdx.y; ++q) b += seg_count[(long long)p * gridDim.y + q];
+      base = b;
+    }
+    __syncthreads();
+    spgemm_dense_write<V, BLOCK>(keys + off, vals + off, spgemm_segment(b_cols, blockIdx.y),
+                                 spgemm_segment(b_cols, blockIdx.y + 1), base, c_col, c_val);
+    return;
+  }
+  V* sv = (V*)spgemm_sort_smem;
+  int* sk = (int*)(sv + width);
+  const int32_t* hist = seg_hist + (long long)p * segs;
+  const int begin = c_ptr[i], len = c_ptr[i + 1] - begin;
+  for (int seg = blockIdx.y; seg < segs; seg += gridDim.y) {
+    const int lo = hist[seg], cnt = (seg + 1 < segs ? hist[seg + 1] : len) - lo;  // <= width: distinct columns
+    if (cnt <= 1) continue;  // the same on every thread
+    unsigned p2 = 1;
+    while (p2 < (unsigned)cnt) p2 <<= 1;
+    for (unsigned s = threadIdx.x; s < p2; s += BLOCK) {
+      if (s < (unsigned)cnt) {
+        sk[s] = c_col[begin + lo + s];
+        sv[s] = c_val[begin + lo + s];
+      } else {
+        sk[s] = dbsparse::abi::kSpgemmEmptyKey;
+      }
+    }
+    __syncthreads();
+    spgemm_bitonic<V>(sk, sv, p2, threadIdx.x, BLOCK);
+    for (int j = threadIdx.x; j < cnt; j += BLOCK) {
+      c_col[begin + lo + j] = sk[j];
+      c_val[begin + lo + j] = sv[j];
+    }
+    __syncthreads();  // sk/sv are refilled for the next segment
+  }
+}
+
+}  // namespace dbs

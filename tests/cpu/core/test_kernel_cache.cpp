@@ -1,0 +1,138 @@
+// The persistent kernel cache: hits, misses, atomic writes and corrupt entries. Uses the real NVRTC
+// (no GPU needed), compiling for sm_90.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "codegen/kernel_cache.hpp"
+#include "codegen/keys/spmspv_key.hpp"
+#include "codegen/keys/spmv_key.hpp"
+#include "test_support.hpp"
+
+using namespace dbsparse::codegen;
+namespace fs = std::filesystem;
+
+namespace {
+const KernelSource& sample() {
+  static const KernelSource ks = make_source(SpmvKey{ValueType::F32, SpmvStrategy::Scalar, 256});
+  return ks;
+}
+int count_files(const fs::path& dir) {
+  int n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) n += e.is_regular_file();
+  return n;
+}
+}  // namespace
+
+TEST_CASE("KernelCacheCompilesThenServesFromMemoryAndDisk") {
+  auto dir = dbs_test::temp_dir("cache-basic");
+  KernelCache first(dir.string());
+  auto a = first.get(sample(), "sm_90");
+  CHECK(a.origin == CacheOrigin::Compiled);
+  REQUIRE(a.kernel->cubin.size() > 4);
+  CHECK(a.kernel->cubin[0] == 0x7f);  // ELF
+  CHECK(first.get(sample(), "sm_90").origin == CacheOrigin::Memory);
+  CHECK(fs::exists(first.entry_path(sample(), "sm_90")));
+  CHECK(count_files(dir) == 1);  // no temp file left behind
+
+  KernelCache second(dir.string());  // as a new process would see it
+  auto b = second.get(sample(), "sm_90");
+  CHECK(b.origin == CacheOrigin::Disk);
+  CHECK(b.kernel->cubin == a.kernel->cubin);
+  CHECK(b.kernel->lowered_names == a.kernel->lowered_names);
+  CHECK(second.stats().disk_hits == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("KernelCacheKeyCoversArchAndSource") {
+  auto dir = dbs_test::temp_dir("cache-key");
+  KernelCache cache(dir.string());
+  CHECK(cache.full_key(sample(), "sm_90") != cache.full_key(sample(), "sm_80"));
+  auto other = make_source(SpmvKey{ValueType::F32, SpmvStrategy::Scalar, 512});
+  CHECK(cache.full_key(sample(), "sm_90") != cache.full_key(other, "sm_90"));
+  CHECK(cache.entry_path(sample(), "sm_90") != cache.entry_path(sample(), "sm_80"));
+  // Changing only the options changes the key: options can change the binary.
+  auto opt = sample();
+  opt.options.push_back("-lineinfo");
+  CHECK(cache.full_key(sample(), "sm_90") != cache.full_key(opt, "sm_90"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("KernelCacheDropsCorruptOrTruncatedEntries") {
+  auto dir = dbs_test::temp_dir("cache-corrupt");
+  std::vector<char> good;
+  {
+    KernelCache c(dir.string());
+    good = c.get(sample(), "sm_90").kernel->cubin;
+  }
+  auto path = KernelCache(dir.string()).entry_path(sample(), "sm_90");
+  auto size = fs::file_size(path);
+
+  SUBCASE("a flipped byte") {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    char ch = 0;
+    f.read(&ch, 1);
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    ch = static_cast<char>(ch ^ 0x5a);
+    f.write(&ch, 1);
+  }
+  SUBCASE("truncated") { fs::resize_file(path, size / 3); }
+  SUBCASE("garbage") { std::ofstream(path, std::ios::binary | std::ios::trunc) << "not a cubin"; }
+
+  KernelCache c(dir.string());
+  auto k = c.get(sample(), "sm_90");
+  CHECK(k.origin == CacheOrigin::Compiled);
+  CHECK(c.stats().dropped_corrupt == 1);
+  CHECK(k.kernel->cubin == good);
+  // The rebuilt entry is whole again.
+  KernelCache d(dir.string());
+  CHECK(d.get(sample(), "sm_90").origin == CacheOrigin::Disk);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("KernelCacheIsSafeUnderConcurrentGets") {
+  auto dir = dbs_test::temp_dir("cache-threads");
+  KernelCache cache(dir.string());
+  std::vector<std::thread> threads;
+  std::vector<std::vector<char>> bins(4);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] { bins[t] = cache.get(sample(), "sm_90").kernel->cubin; });
+  for (auto& th : threads) th.join();
+  for (int t = 1; t < 4; ++t) CHECK(bins[t] == bins[0]);
+  CHECK(count_files(dir) == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("KernelCacheKeepsWorkingWhenItsDirectoryIsUnwritable") {
+  auto dir = dbs_test::temp_dir("cache-ro");
+  fs::path file = dir / "not-a-dir";
+  std::ofstream(file) << "x";
+  KernelCache cache((file / "sub").string());  // cannot be created: a file is in the way
+  auto k = cache.get(sample(), "sm_90");
+  CHECK(k.origin == CacheOrigin::Compiled);
+  CHECK(cache.stats().write_failures == 1);
+  CHECK(cache.get(sample(), "sm_90").origin == CacheOrigin::Memory);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("KernelCacheKeepsEntryPointOrderThroughDisk") {
+  // The entry points' order is how plans find their kernels: it must survive a disk round trip
+  // even when the names do not sort in that order.
+  auto dir = dbs_test::temp_dir("cache-order");
+  auto ks = make_source(SpmspvKey{Direction::Pull, ValueType::F32, Semiring::PlusTimes, 1});
+  std::vector<std::pair<std::string, std::string>> first;
+  {
+    KernelCache c(dir.string());
+    first = c.get(ks, "sm_90").kernel->lowered_names;
+  }
+  KernelCache c(dir.string());
+  auto k = c.get(ks, "sm_90");
+  CHECK(k.origin == CacheOrigin::Disk);
+  CHECK(k.kernel->lowered_names == first);
+  REQUIRE(first.size() == ks.name_expressions.size());
+  for (size_t i = 0; i < first.size(); ++i) CHECK(first[i].first == ks.name_expressions[i]);
+  fs::remove_all(dir);
+}

@@ -1,0 +1,114 @@
+// Problem -> key(s) for SpMV: the strategy named by the config, the uniform choice by mean row
+// length, or the classified bins, with every cutoff taken from the config.
+#include <doctest/doctest.h>
+
+#include "dbsparse/error.hpp"
+#include "dbsparse/tuning_db.hpp"
+#include "runtime/spmv/spmv_strategy.hpp"
+
+using namespace dbsparse;
+using codegen::SpmvStrategy;
+using codegen::ValueType;
+
+// The config as JSON, as the tuning DB and --config give it: read through SpmvConfig.
+static dbsparse::codegen::SpmvKey key_of(const nlohmann::json& j, int64_t rows, int64_t nnz,
+                                         dbsparse::codegen::ValueType v) {
+  return dbsparse::choose_spmv_key(dbsparse::config_from_json<dbsparse::SpmvConfig>(j), rows, nnz, v);
+}
+static dbsparse::SpmvLayout layout_of(const nlohmann::json& j, int64_t rows, int64_t nnz,
+                                      dbsparse::codegen::ValueType v) {
+  return dbsparse::choose_spmv_layout(dbsparse::config_from_json<dbsparse::SpmvConfig>(j), rows, nnz, v);
+}
+
+TEST_CASE("SpmvKeyFollowsTheNamedStrategy") {
+  auto k = key_of({{"strategy", "scalar"}, {"block_size", 128}}, 1000, 5000, ValueType::F64);
+  CHECK(k.to_string() == "spmv.scalar.f64.b128");
+  CHECK(key_of({{"strategy", "vector"}, {"lanes", 4}}, 10, 1000, ValueType::F32).to_string() ==
+        "spmv.vector.f32.b256.l4");
+  CHECK(key_of({{"strategy", "block"}}, 10, 1000, ValueType::F32).strategy == SpmvStrategy::Block);
+  CHECK(key_of({{"strategy", "longrow"}}, 10, 10, ValueType::F32).strategy == SpmvStrategy::LongRow);
+  CHECK_THROWS_AS(key_of({{"strategy", "classified"}}, 10, 10, ValueType::F32), UsageError);
+  CHECK_THROWS_AS(key_of({{"strategy", "warp"}}, 10, 10, ValueType::F32), UsageError);
+  CHECK_THROWS_AS(key_of({{"strategy", "vector"}, {"lanes", 3}}, 10, 10, ValueType::F32), UsageError);
+  CHECK_THROWS_AS(key_of({{"strategy", "scalar"}, {"block_size", 100}}, 10, 10, ValueType::F32),
+                  UsageError);
+  // A value of the wrong kind names its key instead of leaking a JSON type error.
+  CHECK_THROWS_WITH_AS(key_of({{"strategy", "scalar"}, {"block_size", "big"}}, 10, 10, ValueType::F32),
+                       doctest::Contains("block_size"), UsageError);
+  CHECK_THROWS_WITH_AS(key_of({{"strategy", 3}}, 10, 10, ValueType::F32), doctest::Contains("strategy"),
+                       UsageError);
+}
+
+TEST_CASE("SpmvUniformChoiceFollowsMeanRowLength") {
+  const nlohmann::json conf = {{"strategy", "uniform"}};
+  auto pick = [&](int64_t rows, int64_t nnz, ValueType v = ValueType::F32) {
+    return key_of(conf, rows, nnz, v);
+  };
+  // f32: 8 entries per lane.
+  CHECK(pick(1000, 3000).strategy == SpmvStrategy::Scalar);   // mean 3
+  CHECK(pick(1000, 8000).strategy == SpmvStrategy::Scalar);   // mean 8: the cutoff is inclusive
+  auto v = pick(1000, 27000);                                 // mean 27: 4 lanes x 8 entries cover it
+  CHECK(v.strategy == SpmvStrategy::Vector);
+  CHECK(v.lanes == 4);
+  CHECK(pick(1000, 9000).lanes == 2);
+  CHECK(pick(1000, 64000).lanes == 8);
+  CHECK(pick(1000, 256000).lanes == 32);
+  CHECK(pick(1000, 257000).strategy == SpmvStrategy::Block);
+  CHECK(pick(0, 0).strategy == SpmvStrategy::Scalar);         // no rows: nothing to share
+  // f64: 4 entries per lane.
+  CHECK(pick(1000, 5000, ValueType::F64).lanes == 2);
+  CHECK(pick(1000, 27000, ValueType::F64).lanes == 8);
+  // The cutoffs are data: the tuner moves them.
+  auto moved = key_of({{"strategy", "uniform"}, {"lane_entries_f32", 1}}, 1000, 3000, ValueType::F32);
+  CHECK(moved.strategy == SpmvStrategy::Vector);
+  CHECK(moved.lanes == 4);
+  CHECK_THROWS_AS(key_of({{"strategy", "uniform"}, {"lane_entries_f32", 0}}, 10, 10, ValueType::F32),
+                  UsageError);
+}
+
+TEST_CASE("SpmvClassifiedLayoutComesFromTheConfig") {
+  auto l = layout_of(config_to_json(SpmvConfig{}), 1000, 5000, ValueType::F32);
+  REQUIRE(l.classified);
+  REQUIRE(l.bins.size() == 7);
+  CHECK(l.bins[0].key.to_string() == "spmv.scalar.f32.b256");
+  CHECK(l.bins[0].max_len == 8);
+  CHECK(l.bins[1].key.to_string() == "spmv.vector.f32.b256.l2");
+  CHECK(l.bins[1].max_len == 16);
+  CHECK(l.bins[2].key.to_string() == "spmv.vector.f32.b256.l4");
+  CHECK(l.bins[3].key.to_string() == "spmv.vector.f32.b256.l8");
+  CHECK(l.bins[4].key.to_string() == "spmv.vector.f32.b256.l32");
+  CHECK(l.bins[4].max_len == 256);
+  CHECK(l.bins[5].key.strategy == SpmvStrategy::Block);
+  CHECK(l.bins[5].max_len == 4096);
+  CHECK(l.bins[6].key.strategy == SpmvStrategy::LongRow);
+  CHECK(l.longrow_chunk == 2048);
+  CHECK(l.fuse_bins);
+  CHECK(l.fused_key.to_string() == "spmv.classified.f32.b256.l2.l4.l8.l32");
+  auto d = layout_of(config_to_json(SpmvConfig{}), 1000, 5000, ValueType::F64);
+  CHECK(d.bins[0].max_len == 4);
+  CHECK(d.bins[4].max_len == 128);
+  CHECK(codegen::SpmvKey::parse("spmv.classified.f64.b128.l2.l4.l16.l32").lanes3 == 16);
+  CHECK_THROWS_AS(codegen::SpmvKey::parse("spmv.classified.f32.b256.l4.l8.l32"), UsageError);
+  CHECK_THROWS_AS(codegen::SpmvKey::parse("spmv.classified.f32.b256.l2.l4.l8.l3"), UsageError);
+  auto p = config_to_json(SpmvConfig{});
+  p["v3_lanes"] = 16;
+  p["block_max_len"] = 8192;
+  auto m = layout_of(p, 1000, 5000, ValueType::F64);
+  CHECK(m.bins[3].key.to_string() == "spmv.vector.f64.b256.l16");
+  CHECK(m.bins[5].max_len == 8192);
+  p["v4_lanes"] = 8;  // narrower than v3: cutoffs must not decrease
+  CHECK_THROWS_AS(layout_of(p, 1000, 5000, ValueType::F32), UsageError);
+  auto q = config_to_json(SpmvConfig{});
+  q["longrow_chunk"] = 10;
+  CHECK_THROWS_AS(layout_of(q, 1000, 5000, ValueType::F32), UsageError);
+  auto single = layout_of({{"strategy", "uniform"}}, 1000, 27000, ValueType::F32);
+  CHECK_FALSE(single.classified);
+  CHECK(single.bins.size() == 1);
+}
+
+TEST_CASE("SpmvGridCoversEveryRow") {
+  CHECK(spmv_grid(codegen::SpmvKey{ValueType::F32, SpmvStrategy::Scalar, 256}, 1000) == 4);
+  CHECK(spmv_grid(codegen::SpmvKey{ValueType::F32, SpmvStrategy::Vector, 256, 8}, 1000) == 32);
+  CHECK(spmv_grid(codegen::SpmvKey{ValueType::F32, SpmvStrategy::Vector, 256, 32}, 9) == 2);
+  CHECK(spmv_grid(codegen::SpmvKey{ValueType::F32, SpmvStrategy::Block, 256}, 1000) == 1000);
+}

@@ -1,0 +1,52 @@
+#pragma once
+// The SpMV benchmark: dbsparse's plan against cuSPARSE CSR ALG1 and ALG2, on one stream, each
+// result checked against the CPU reference before it is timed.
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dbsparse/context.hpp"
+#include "dbsparse/matrix.hpp"
+#include "tools/bench/timing.hpp"
+
+namespace dbsparse::tools {
+
+struct BenchRow {
+  std::string matrix, precision, impl, key, config_source, kernel_origin;
+  int64_t rows = 0, cols = 0, nnz = 0;
+  double time_us = 0, min_us = 0, max_us = 0, gflops = 0, gbps = 0, pct_bw = 0, rel_err = 0;
+  double acquire_ms = 0, load_ms = 0;
+  int copies = 1;
+  nlohmann::json to_json() const;
+};
+
+struct SpmvBenchOptions {
+  std::vector<std::string> precisions{"f32"};
+  TimingOptions timing;
+  bool baselines = true;  // cuSPARSE ALG1 and ALG2
+  // Forced dbsparse strategies (classified, uniform, scalar, vector, block, longrow), one row
+  // each, named dbsparse-<strategy>, for ablation; empty: one row from the config look-up.
+  std::vector<std::string> strategies;
+  bool explain = false;  // print each dbsparse plan's explain() (bins, kernels) to stderr
+};
+
+// Appends one row per implementation and precision for this matrix.
+void bench_spmv_matrix(Context& ctx, const Stream& stream, const NamedMatrix& m,
+                       const SpmvBenchOptions& opt, double copy_gbs, std::vector<BenchRow>& out);
+
+// Geometric means over the generated matrices, per precision and dbsparse impl: speed-up over the
+// better cuSPARSE algorithm (all, regular, irregular), % of copy bandwidth on regular matrices
+// with >= 10M nonzeros, and classified over uniform on the power-law and RMAT matrices.
+nlohmann::json spmv_summary(const std::vector<BenchRow>& rows, const std::set<std::string>& generated);
+void print_spmv_summary(const nlohmann::json& summary);
+
+// The matrix name cut to the table's 34-character column.
+std::string short_name(const std::string& s);
+
+// Prints the table header and one line per row.
+void print_bench_header();
+void print_bench_row(const BenchRow& r);
+
+}  // namespace dbsparse::tools

@@ -1,0 +1,95 @@
+#include "tools/bench/timing.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include "dbsparse/context.hpp"
+#include "runtime/gpu/cuda_driver.hpp"
+
+namespace dbsparse::tools {
+
+namespace {
+
+// The batch's calls captured from the stream into one instantiated graph.
+struct CapturedBatch {
+  CUgraph graph = nullptr;
+  CUgraphExec exec = nullptr;
+  CapturedBatch(void* stream, int batch, int64_t& call, const std::function<void(int64_t)>& launch) {
+    auto s = static_cast<CUstream>(stream);
+    DBS_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    try {
+      for (int b = 0; b < batch; ++b) launch(call++);
+    } catch (...) {
+      CUgraph g = nullptr;
+      cuda::driver().cuStreamEndCapture(s, &g);  // leave the stream usable; the first error wins
+      if (g) cuda::driver().cuGraphDestroy(g);
+      throw;
+    }
+    DBS_CU(cuStreamEndCapture(s, &graph));
+    DBS_CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
+  }
+  ~CapturedBatch() {
+    if (exec) cuda::driver().cuGraphExecDestroy(exec);
+    if (graph) cuda::driver().cuGraphDestroy(graph);
+  }
+  CapturedBatch(const CapturedBatch&) = delete;
+  CapturedBatch& operator=(const CapturedBatch&) = delete;
+};
+
+}  // namespace
+
+TimingResult time_on_stream(void* stream, const TimingOptions& opt,
+                            const std::function<void(int64_t)>& launch) {
+  int64_t call = 0;
+  for (int i = 0; i < opt.warmup; ++i) launch(call++);
+  std::vector<Event> starts(opt.samples), stops(opt.samples);
+  if (opt.graph) {
+    CapturedBatch g(stream, opt.batch, call, launch);
+    DBS_CU(cuGraphLaunch(g.exec, static_cast<CUstream>(stream)));  // the first replay uploads the graph
+    for (int s = 0; s < opt.samples; ++s) {
+      starts[s].record(stream);
+      DBS_CU(cuGraphLaunch(g.exec, static_cast<CUstream>(stream)));
+      stops[s].record(stream);
+    }
+    for (int s = 0; s < opt.samples; ++s) stops[s].synchronize();
+  } else {
+    for (int s = 0; s < opt.samples; ++s) {
+      starts[s].record(stream);
+      for (int b = 0; b < opt.batch; ++b) launch(call++);
+      stops[s].record(stream);
+    }
+  }
+  std::vector<double> per_call;
+  for (int s = 0; s < opt.samples; ++s) {
+    stops[s].synchronize();
+    per_call.push_back(1000.0 * stops[s].elapsed_ms_since(starts[s]) / opt.batch);
+  }
+  std::sort(per_call.begin(), per_call.end());
+  TimingResult r;
+  r.samples = opt.samples;
+  r.min_us = per_call.front();
+  r.max_us = per_call.back();
+  size_t n = per_call.size();
+  r.median_us = n % 2 ? per_call[n / 2] : 0.5 * (per_call[n / 2 - 1] + per_call[n / 2]);
+  return r;
+}
+
+int rotation_copies(size_t footprint, int64_t l2_bytes, size_t budget) {
+  if (footprint == 0) return 1;
+  size_t want = (3 * static_cast<size_t>(l2_bytes) + footprint - 1) / footprint;
+  size_t fit = std::max<size_t>(1, budget / footprint);
+  return static_cast<int>(std::clamp<size_t>(want, 1, std::min<size_t>(fit, 64)));
+}
+
+double measure_copy_bandwidth(void* stream, size_t bytes) {
+  DeviceAllocation a(bytes), b(bytes);
+  a.memset8(1);
+  TimingOptions opt{2, 9, 3};
+  auto r = time_on_stream(stream, opt, [&](int64_t i) {
+    auto src = i % 2 ? a.ptr() : b.ptr(), dst = i % 2 ? b.ptr() : a.ptr();
+    DBS_CU(cuMemcpyDtoDAsync(dst, src, bytes, static_cast<CUstream>(stream)));
+  });
+  return 2.0 * static_cast<double>(bytes) / (r.median_us * 1e3);
+}
+
+}  // namespace dbsparse::tools
