@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "codegen/keys/key_text.hpp"
+#include "dbsparse/abi/decode.h"
 #include "dbsparse/error.hpp"
 
 namespace dbsparse::codegen {
@@ -43,13 +44,14 @@ DecodeKey DecodeKey::parse(std::string_view text) {
 KernelSource make_source(const DecodeKey& key) {
   KernelSource ks;
   ks.key = key.to_string();
-  ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"sparse_linear.cuh\"\n", ks.key);
+  ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"decode_bitmap.cuh\"\n", ks.key);
   ks.options = {"-std=c++17"};
   ks.name_expressions = {fmt::format("dbs::decode_fused<{}, 8, 8>", tag(key.dtype)),
                          fmt::format("dbs::decode_topk_list<{}>", tag(key.dtype)),
                          fmt::format("dbs::decode_rows<{}, 8, 1>", tag(key.dtype)),
                          fmt::format("dbs::decode_rows<{}, 8, 2>", tag(key.dtype)),
-                         fmt::format("dbs::decode_rows<{}, 8, 4>", tag(key.dtype))};
+                         fmt::format("dbs::decode_rows<{}, 8, 4>", tag(key.dtype)),
+                         fmt::format("dbs::decode_lanes<{}, {}>", tag(key.dtype), abi::kDecodeLanesWarps)};
   return ks;
 }
 

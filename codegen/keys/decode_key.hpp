@@ -1,7 +1,7 @@
 #pragma once
 // The decoding layer's kernels in a storage type, e.g. "decode_linear.colbitmap.f16.w8x8": the
-// column bitmap product by columns and by row blocks, and the top-k threshold
-// (templates/decode/sparse_linear.cuh).
+// column bitmap product with lanes across rows, by columns and by row blocks, and the top-k
+// threshold (templates/decode/decode_bitmap.cuh).
 #include <compare>
 #include <string>
 #include <string_view>
@@ -22,7 +22,7 @@ struct DecodeKey {
 };
 
 // Entry points: decode_fused<8 warps, 8-column windows>, decode_topk_list, decode_rows<8 warps, R>
-// for R = 1, 2, 4 (in that order).
+// for R = 1, 2, 4, decode_lanes<8 warps> (in that order).
 KernelSource make_source(const DecodeKey& key);
 std::vector<DecodeKey> decode_search_space();
 

@@ -14,15 +14,12 @@ namespace dbsparse {
 enum class DecodeDtype { F16, BF16, F32 };
 const char* to_string(DecodeDtype d);
 
-// How the product's work is cut: Columns (decode_fused: a block per 1024-row strip and 64 columns,
-// block sums added across blocks) or RowBlocks (decode_rows: a block per 32 * row_block_words rows
-// and every kept column, each y row written once).
-// Auto picks one of the two by shape (choose_decode_mapping).
-enum class DecodeMapping { Auto, Columns, RowBlocks };
+// How the product's work is cut. Lanes (decode_lanes: a block per 1024-row strip and a share of the
+// columns, lanes across the rows of each mask word, so a warp's value loads are consecutive), Columns
+// (decode_fused: lanes across the mask words) or RowBlocks (decode_rows: a block per 32 *
+// row_block_words rows and every kept column, each y row written once). Auto takes Lanes.
+enum class DecodeMapping { Auto, Columns, RowBlocks, Lanes };
 const char* to_string(DecodeMapping m);
-// Auto's rule, from decode-bench on the H200 (2026-11-30, NOTES.md): row blocks won every layer of
-// the three models but the wide ones (down: 8192 and 8960 columns, each of a few row blocks then
-// walks ~800 kept columns) and the tallest stacked gate|up (16384 and 17920 rows).
 DecodeMapping choose_decode_mapping(int32_t rows, int32_t cols);
 
 struct DecodeLinearOptions {
@@ -30,6 +27,7 @@ struct DecodeLinearOptions {
   float tau = 0.0f;   // x_i kept where |x_i| >= tau ...
   DecodeMapping mapping = DecodeMapping::Auto;
   int row_block_words = 1;  // RowBlocks: 1, 2 or 4 mask words (32 rows each) per block
+  int blocks_per_sm = 2;    // Lanes: thread blocks to aim for per SM (splits of the columns per strip)
   double keep = 0.0;  // ... or, when > 0, the ceil(keep * cols) largest |x_i| (exact, ties all kept), found
                       // on the GPU per call; needs cols <= 16384
 };
@@ -49,7 +47,7 @@ class DecodeLinearPlan {
   int32_t rows() const;
   int32_t cols() const;
   DecodeDtype dtype() const;
-  int64_t weight_bytes() const;  // W in the column bitmap layout
+  int64_t weight_bytes() const;  // W as the plan's mapping reads it (Lanes and Columns: no word offsets)
   int64_t device_bytes() const;  // everything the plan holds
   std::string explain() const;
 

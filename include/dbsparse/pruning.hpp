@@ -48,7 +48,8 @@ struct ModelShapes {
   std::vector<LayerShape> linear;  // in the order q, k, v, o, gate, up, down
 };
 
-// "llama-3.2-1b", "qwen2.5-1.5b", "qwen3-0.6b"; UsageError naming the known ones otherwise.
+// "llama-3.2-1b", "qwen2.5-1.5b", "qwen3-0.6b", "llama-3.1-8b", "qwen2.5-7b"; UsageError naming the
+// known ones otherwise.
 ModelShapes model_shapes(const std::string& name);
 std::vector<std::string> known_models();
 

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "codegen/keys/decode_key.hpp"
+#include "dbsparse/abi/decode.h"
 #include "dbsparse/column_bitmap.hpp"
 #include "dbsparse/half.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
@@ -18,13 +19,22 @@ namespace dbsparse {
 // 64 columns of x, a warp 8 at a time (~one kept column at 10% density).
 constexpr int kDecodeWarps = 8, kDecodeWindow = 8;
 
+// decode_lanes: the fewest columns a block takes (each block sums its strip's 1024 rows into the
+// accumulator with one red per row, which a block over too few columns would not earn back).
+constexpr int kLanesWarps = abi::kDecodeLanesWarps, kLanesMinChunk = 64, kLanesMaxChunk = abi::kDecodeLanesMaxChunk;
+static_assert(abi::kDecodeStripRows == kBitmapStripRows, "the kernels' strips are the layout's");
+
 const char* to_string(DecodeMapping m) {
-  return m == DecodeMapping::RowBlocks ? "row-blocks" : m == DecodeMapping::Columns ? "columns" : "auto";
+  switch (m) {
+    case DecodeMapping::RowBlocks: return "row-blocks";
+    case DecodeMapping::Columns: return "columns";
+    case DecodeMapping::Lanes: return "lanes";
+    case DecodeMapping::Auto: break;
+  }
+  return "auto";
 }
 
-DecodeMapping choose_decode_mapping(int32_t rows, int32_t cols) {
-  return cols <= 4096 && rows <= 12288 ? DecodeMapping::RowBlocks : DecodeMapping::Columns;
-}
+DecodeMapping choose_decode_mapping(int32_t, int32_t) { return DecodeMapping::Lanes; }
 
 // The public dtype is the key's, enumerator for enumerator.
 static_assert(static_cast<int>(DecodeDtype::F16) == static_cast<int>(codegen::DecodeDtype::F16) &&
@@ -38,7 +48,7 @@ struct DecodeSetup {
   int32_t rows = 0, cols = 0;
   int strips = 0, splits = 1;
   float tau = 0;
-  CUfunction fused = nullptr, topk = nullptr, rows_fn = nullptr;
+  CUfunction fused = nullptr, topk = nullptr, rows_fn = nullptr, lanes = nullptr;
   DecodeMapping mapping = DecodeMapping::Columns;
   int row_words = 1;
   int keep_k = 0;  // > 0: top-k threshold per call
@@ -65,6 +75,8 @@ DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const De
                                  w.cols));
   if (opt.row_block_words != 1 && opt.row_block_words != 2 && opt.row_block_words != 4)
     throw UsageError(fmt::format("plan_decode_linear: row_block_words must be 1, 2 or 4, got {}", opt.row_block_words));
+  if (opt.blocks_per_sm < 1 || opt.blocks_per_sm > 64)
+    throw UsageError(fmt::format("plan_decode_linear: blocks_per_sm must be in 1 .. 64, got {}", opt.blocks_per_sm));
   make_current();
   auto p = std::make_unique<DecodeLinearPlan::Impl>();
   p->mapping = opt.mapping == DecodeMapping::Auto ? choose_decode_mapping(w.rows, w.cols) : opt.mapping;
@@ -75,7 +87,16 @@ DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const De
   p->cols = w.cols;
   const ColumnBitmapMatrix<float> m = csr_to_column_bitmap(w);
   p->strips = m.strips;
-  p->splits = std::max(1, (w.cols + kDecodeWarps * kDecodeWindow - 1) / (kDecodeWarps * kDecodeWindow));
+  if (p->mapping == DecodeMapping::Lanes) {
+    // Enough blocks for blocks_per_sm on every SM, no block over more than kLanesMaxChunk columns
+    // (its list) nor, where the columns allow, under kLanesMinChunk.
+    const int64_t want = (int64_t{opt.blocks_per_sm} * std::max(info_.sm_count, 1) + m.strips - 1) / std::max(m.strips, 1);
+    const int64_t most = std::max<int64_t>(1, (w.cols + kLanesMinChunk - 1) / kLanesMinChunk);
+    const int64_t least = (w.cols + kLanesMaxChunk - 1) / kLanesMaxChunk;
+    p->splits = static_cast<int>(std::max<int64_t>({1, least, std::min(want, most)}));
+  } else {
+    p->splits = std::max(1, (w.cols + kDecodeWarps * kDecodeWindow - 1) / (kDecodeWarps * kDecodeWindow));
+  }
   const size_t esize = opt.dtype == DecodeDtype::F32 ? 4 : 2;
   // Values in the dtype: rounded once here, at load.
   p->values = DeviceAllocation(std::max<size_t>(m.values.size(), 1) * esize);
@@ -89,20 +110,23 @@ DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const De
   }
   p->masks = DeviceBuffer<uint32_t>(std::span<const uint32_t>(m.masks.empty() ? std::vector<uint32_t>{0} : m.masks));
   p->seg_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(m.seg_ptr));
-  p->word_off =
-      DeviceBuffer<uint16_t>(std::span<const uint16_t>(m.word_off.empty() ? std::vector<uint16_t>{0} : m.word_off));
+  // Only the row-block mapping reads the words' offsets (the others scan the counts of a segment's
+  // words): left on the host otherwise, half a bit a weight the plan need not hold.
+  const bool word_offsets = p->mapping == DecodeMapping::RowBlocks && !m.word_off.empty();
+  p->word_off = DeviceBuffer<uint16_t>(std::span<const uint16_t>(word_offsets ? m.word_off : std::vector<uint16_t>{0}));
   p->tickets = DeviceBuffer<uint32_t>(static_cast<size_t>(std::max(m.strips, 1)));
   p->tickets.fill_bytes(0);
   p->acc = DeviceBuffer<float>(static_cast<size_t>(std::max(w.rows, 1)));
   p->acc.fill_bytes(0);
-  p->weight_bytes =
-      static_cast<int64_t>(m.masks.size() * 4 + m.seg_ptr.size() * 4 + m.word_off.size() * 2 + m.values.size() * esize);
+  p->weight_bytes = static_cast<int64_t>(m.masks.size() * 4 + m.seg_ptr.size() * 4 +
+                                         (word_offsets ? m.word_off.size() * 2 : 0) + m.values.size() * esize);
   codegen::DecodeKey key;
   key.dtype = static_cast<codegen::DecodeDtype>(static_cast<int>(opt.dtype));
   auto loaded = modules_->get(codegen::make_source(key), info_.arch());
   p->fused = loaded.fns.at(0);
   p->topk = loaded.fns.at(1);
   p->rows_fn = loaded.fns.at(p->row_words == 1 ? 2 : p->row_words == 2 ? 3 : 4);
+  p->lanes = loaded.fns.at(5);
   p->tau_dev = DeviceBuffer<float>(1);
   p->tau_dev.fill_bytes(0);
   if (opt.keep > 0) p->keep_k = std::max(1, static_cast<int>(std::ceil(opt.keep * w.cols - 1e-9)));
@@ -142,8 +166,9 @@ void DecodeLinearPlan::run(uint64_t x, uint64_t y, void* stream) const {
     return;
   }
   void* params[] = {&masks, &seg, &vals, &x, &n, &tau, &tau_dev, &acc, &tick, &y, &rows, &strips, &splits};
-  DBS_CU(cuLaunchKernel(p.fused, static_cast<unsigned>(strips * splits), 1, 1, kDecodeWarps * 32, 1, 1, 0, h, params,
-                        nullptr));
+  const bool lanes = p.mapping == DecodeMapping::Lanes;
+  DBS_CU(cuLaunchKernel(lanes ? p.lanes : p.fused, static_cast<unsigned>(strips * splits), 1, 1,
+                        (lanes ? kLanesWarps : kDecodeWarps) * 32, 1, 1, 0, h, params, nullptr));
 }
 
 namespace {
@@ -199,7 +224,7 @@ std::string DecodeLinearPlan::explain() const {
   const Impl& p = *impl_;
   const std::string cut = p.mapping == DecodeMapping::RowBlocks
                               ? fmt::format("row blocks of {} rows", 32 * p.row_words)
-                              : fmt::format("{} strips x {} splits", p.strips, p.splits);
+                              : fmt::format("{}: {} strips x {} splits", to_string(p.mapping), p.strips, p.splits);
   return fmt::format("decode linear {}x{} {}: column bitmap, {}, weights {} bytes ({:.3f}x dense "
                      "fp16), x kept where |x| >= {}; kernel {} ({})\n",
                      p.rows, p.cols, to_string(p.dtype), cut, p.weight_bytes,

@@ -108,7 +108,7 @@ TEST_CASE("DecodeKernelsCompileForSm80AndSm90InEveryDtype") {
       CAPTURE(key.to_string());
       CAPTURE(arch);
       const CompiledKernel k = compile_to_cubin(make_source(key), arch);
-      CHECK(k.lowered_names.size() == 5);
+      CHECK(k.lowered_names.size() == 6);
       CHECK(DecodeKey::parse(key.to_string()) == key);
     }
 }

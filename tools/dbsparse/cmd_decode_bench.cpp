@@ -1,6 +1,7 @@
 // `dbsparse decode-bench`: one transformer block's linear layers at batch 1, pruned and with
-// sparsified activations (DB-Decoding), against dense cuBLAS GEMV and cuSPARSE CSR SpMV on the same
-// stream, every row timed by CUDA graph replay with the weights rotated past the L2.
+// activations thresholded at several densities, in the model's dtype: dbsparse's column bitmap
+// layers (each mapping) against dense cuBLAS GEMV and cuSPARSE CSR SpMV on the same stream, every
+// row timed by CUDA graph replay with the weights rotated past the L2.
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
@@ -10,6 +11,9 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -30,11 +34,16 @@ namespace {
 
 struct DecodeArgs {
   std::string model, weights, dtype = "f16", prune = "wanda", json_path;
-  double weight_sparsity = 0.5, act_density = 0.1;
+  double weight_sparsity = 0.5;
+  std::vector<double> act_densities{1.0, 0.5, 0.3, 0.1};
   int layer = 0;
-  bool ablation = false;  // also push-only, pull-only and the f32 column bitmap
+  bool ablation = false;  // also the f32 SpMSpV engine: auto, push-only, pull-only
   bool no_fuse = false;   // leave out the stacked q|k|v and gate|up rows
 };
+
+// The column bitmap plans the bench times, by the name of their row.
+const std::vector<std::pair<std::string, DecodeMapping>> kMappings{
+    {"lanes", DecodeMapping::Lanes}, {"columns", DecodeMapping::Columns}, {"rowblocks", DecodeMapping::RowBlocks}};
 
 // The dense weights in the benchmark's dtype, as device bytes.
 DeviceBuffer<uint16_t> dense16(const std::vector<float>& w, tools::DenseType t) {
@@ -42,212 +51,168 @@ DeviceBuffer<uint16_t> dense16(const std::vector<float>& w, tools::DenseType t) 
   return DeviceBuffer<uint16_t>(std::span<const uint16_t>(h));
 }
 
+// One layer at every activation density: dense cuBLAS (once: it reads all of W whatever x is),
+// cuSPARSE f32 CSR SpMV (once, at the first density), and each column bitmap mapping in the dtype at
+// each density, its y checked against the CPU on the same rounded inputs. Returns the layer's record
+// with one entry per density under "at".
 nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, const LayerShape& shape,
                            std::vector<float> w, double copy_gbs, tools::CublasGemv& cublas) {
   const tools::DenseType dt = tools::dense_type_from_string(a.dtype);
   const int32_t rows = shape.out, cols = shape.in;
-  // A synthetic activation (normal), its per-layer tau for the target density, the sparsified x.
-  std::vector<float> x = synthetic_weights(1, cols, 1000 + static_cast<uint64_t>(shape.in) * 7 + shape.out);
-  const float tau = topk_threshold(x, a.act_density);
-  const std::vector<float> xs = threshold_activations(x, tau);
+  // A synthetic activation (normal); Wanda scores |W| by its magnitudes (a one-token calibration).
+  const std::vector<float> x = synthetic_weights(1, cols, 1000 + static_cast<uint64_t>(shape.in) * 7 + shape.out);
   std::vector<float> norms(static_cast<size_t>(cols));
   for (int32_t j = 0; j < cols; ++j) norms[static_cast<size_t>(j)] = std::fabs(x[static_cast<size_t>(j)]);
   const CsrMatrix<float> pw = a.prune == "wanda" ? prune_wanda(w, rows, cols, norms, a.weight_sparsity)
                                                  : prune_magnitude(w, rows, cols, a.weight_sparsity);
-  const size_t dense_bytes = static_cast<size_t>(rows) * cols * static_cast<size_t>(tools::dense_type_bytes(dt));
+  const int64_t esize = tools::dense_type_bytes(dt), strips = (rows + 1023) / 1024;
+  const size_t dense_bytes = static_cast<size_t>(rows) * cols * static_cast<size_t>(esize);
   // Dense rows read all of W: copies until W x copies is three times the L2 (rotation_copies, <= 64).
   const int copies = std::max(1, tools::rotation_copies(dense_bytes, ctx.device().l2_bytes, size_t(8) << 30));
-  // The f32 SpMSpV rows convert each copy (no clone yet): at most 8, recorded with the row.
-  const int sp_copies = std::min(copies, 8);
   tools::TimingOptions timing;
   timing.graph = true;
   timing.samples = 15;
   timing.batch = 20;
-  nlohmann::json rec{{"layer", shape.kind}, {"rows", rows}, {"cols", cols}, {"tau", tau}, {"copies", copies},
-                     {"weight_nnz", pw.nnz()}};
-  int64_t kept = 0;
-  for (float v : xs) kept += v != 0.0f;
-  rec["act_kept"] = kept;
-  // The kept columns' stored weights: what any push over the active columns must read. The column
-  // bitmap layout reads, per kept column, each 1024-row strip's 32 mask words and its offset too.
-  int64_t kept_nnz = 0;
-  {
-    std::vector<int64_t> col_nnz(static_cast<size_t>(cols), 0);
-    for (int32_t j : pw.col_idx) ++col_nnz[static_cast<size_t>(j)];
-    for (int32_t j = 0; j < cols; ++j)
-      if (xs[static_cast<size_t>(j)] != 0.0f) kept_nnz += col_nnz[static_cast<size_t>(j)];
-  }
-  const int64_t esize = tools::dense_type_bytes(dt), strips = (rows + 1023) / 1024;
-  const int64_t touched = kept * strips * (32 * 4 + 4) + kept_nnz * esize;
-
-  // Dense cuBLAS in the dtype (f32 uses the float data directly).
-  DeviceBuffer<float> xd{std::span<const float>(x)}, yd{static_cast<size_t>(rows)};
-  std::vector<DeviceBuffer<uint16_t>> w16;
-  std::vector<DeviceBuffer<float>> w32;
-  DeviceBuffer<uint16_t> x16, y16(static_cast<size_t>(rows));
-  if (dt == tools::DenseType::F32) {
-    for (int c = 0; c < copies; ++c) w32.emplace_back(std::span<const float>(w));
-  } else {
-    for (int c = 0; c < copies; ++c) w16.push_back(dense16(w, dt));
-    x16 = dense16(x, dt);
-  }
-  auto dense_call = [&](int64_t i) {
-    const int c = static_cast<int>(i % copies);
-    if (dt == tools::DenseType::F32) cublas.run(dt, rows, cols, w32[c].ptr(), xd.ptr(), yd.ptr());
-    else cublas.run(dt, rows, cols, w16[c].ptr(), x16.ptr(), y16.ptr());
+  nlohmann::json rec{{"layer", shape.kind}, {"rows", rows}, {"cols", cols}, {"copies", copies}, {"weight_nnz", pw.nnz()},
+                     {"dense_bytes", static_cast<int64_t>(dense_bytes)}};
+  auto round = [&](float v) {
+    return dt == tools::DenseType::F16 ? half_to_float(float_to_half(v))
+           : dt == tools::DenseType::BF16 ? bf16_to_float(float_to_bf16(v))
+                                          : v;
   };
-  const double dense_us = tools::time_on_stream(s.handle(), timing, dense_call).median_us;
-  w16.clear();
-  w32.clear();
+  std::vector<float> xr(x.size());
+  for (size_t i = 0; i < x.size(); ++i) xr[i] = round(x[i]);
 
-  // cuSPARSE CSR SpMV on the pruned W with the sparsified x (dense, zeros kept): f32.
-  DeviceBuffer<float> xsd{std::span<const float>(xs)}, ys{static_cast<size_t>(rows)};
-  double cusparse_us = NAN;
+  DeviceBuffer<float> xd{std::span<const float>(x)}, yd{static_cast<size_t>(rows)};
+  DeviceBuffer<uint16_t> x16 = dt == tools::DenseType::F32 ? DeviceBuffer<uint16_t>(1) : dense16(x, dt),
+                         y16(static_cast<size_t>(rows));
   {
+    std::vector<DeviceBuffer<uint16_t>> w16;
+    std::vector<DeviceBuffer<float>> w32;
+    for (int c = 0; c < copies; ++c) {
+      if (dt == tools::DenseType::F32) w32.emplace_back(std::span<const float>(w));
+      else w16.push_back(dense16(w, dt));
+    }
+    rec["dense_us"] = tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
+                        const auto c = static_cast<size_t>(i % copies);
+                        if (dt == tools::DenseType::F32) cublas.run(dt, rows, cols, w32[c].ptr(), xd.ptr(), yd.ptr());
+                        else cublas.run(dt, rows, cols, w16[c].ptr(), x16.ptr(), y16.ptr());
+                      }).median_us;
+  }
+  w.clear();
+  w.shrink_to_fit();
+  const double dense_us = rec["dense_us"].get<double>();
+  {
+    // cuSPARSE CSR SpMV (f32, ALG1) on the pruned W, x dense: what a user without dbsparse runs.
+    const int sp_copies = std::min(copies, 8);
     std::vector<std::unique_ptr<tools::CusparseSpmv<float>>> cs;
     for (int c = 0; c < sp_copies; ++c) cs.push_back(std::make_unique<tools::CusparseSpmv<float>>(pw, s.handle()));
-    cusparse_us = tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
-                    cs[static_cast<size_t>(i % sp_copies)]->run(tools::CusparseSpmvAlg::CsrAlg1, xsd.ptr(), ys.ptr());
-                  }).median_us;
+    DeviceBuffer<float> ys{static_cast<size_t>(rows)};
+    rec["cusparse_f32_us"] = tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
+                               cs[static_cast<size_t>(i % sp_copies)]->run(tools::CusparseSpmvAlg::CsrAlg1, xd.ptr(),
+                                                                           ys.ptr());
+                             }).median_us;
   }
+  std::vector<int64_t> col_nnz(static_cast<size_t>(cols), 0);
+  for (int32_t j : pw.col_idx) ++col_nnz[static_cast<size_t>(j)];
 
-  // dbsparse: auto, push-only, pull-only; the first auto plan's y is checked against the CPU.
-  const std::vector<double> ref = reference::spmv(pw, std::span<const float>(xs));
-  double scale = 0;  // sum |w| |x| per row, the error's yardstick
-  nlohmann::json rows_json = nlohmann::json::object();
-  struct Variant {
-    const char* name;
-    SparseLinearLayout layout;
-    SpmspvDirection direction;
+  // The plans, with copies enough that the bytes of a call at the sparsest density, summed over
+  // the copies, pass three times the L2 (a whole model's weights never sit in the L2 either).
+  const double min_density = *std::min_element(a.act_densities.begin(), a.act_densities.end());
+  const auto touched_at = [&](const std::vector<float>& xs) {
+    int64_t kept = 0, nnz = 0;
+    for (int32_t j = 0; j < cols; ++j)
+      if (xs[static_cast<size_t>(j)] != 0.0f) ++kept, nnz += col_nnz[static_cast<size_t>(j)];
+    // Per kept column: each strip's 32 mask words and its offset; then its values; then x and y.
+    return std::pair{kept, kept * strips * (32 * 4 + 4) + nnz * esize + (int64_t{cols} + rows) * esize};
   };
-  std::vector<Variant> variants{Variant{"auto", SparseLinearLayout::Spmspv, SpmspvDirection::Auto}};
-  if (a.ablation) {
-    variants.push_back(Variant{"push", SparseLinearLayout::Spmspv, SpmspvDirection::Push});
-    variants.push_back(Variant{"pull", SparseLinearLayout::Spmspv, SpmspvDirection::Pull});
-    variants.push_back(Variant{"colbitmap", SparseLinearLayout::ColumnBitmap, SpmspvDirection::Auto});
-  }
-  for (const Variant& var : variants) {
-    SparseLinearOptions o;
-    o.tau = tau;
-    o.direction = var.direction;
-    o.layout = var.layout;
-    std::vector<SparseLinearPlan<float>> plans;
-    for (int c = 0; c < sp_copies; ++c) plans.push_back(ctx.plan_sparse_linear(pw, o));
-    DeviceBuffer<float> y(static_cast<size_t>(rows));
-    plans[0].run(xd, y, s);
-    s.synchronize();
-    const auto got = y.download();
-    double err = 0;
-    for (int32_t i = 0; i < rows; ++i) {
-      double si = 0;
-      for (int32_t p = pw.row_ptr[i]; p < pw.row_ptr[i + 1]; ++p) si += std::fabs(pw.values[p] * xs[pw.col_idx[p]]);
-      scale = std::max(scale, si);
-      err = std::max(err, std::fabs(got[static_cast<size_t>(i)] - ref[static_cast<size_t>(i)]) / std::max(si, 1e-30));
-    }
-    const double us = tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
-                        plans[static_cast<size_t>(i % sp_copies)].run(xd, y, s);
-                      }).median_us;
-    rows_json[var.name] = {{"us", us}, {"max_rel_err", err}, {"speedup_over_dense", dense_us / us}, {"copies", sp_copies},
-                           {"device_bytes", plans[0].device_bytes()},
-                           {"direction", var.layout == SparseLinearLayout::Spmspv
-                                             ? to_string(plans[0].spmspv().last_direction(s))
-                                             : "push"}};
-  }
-  // The column bitmap layout in the benchmark's dtype, cut by columns (decode_fused) and by row
-  // blocks (decode_rows): the rows the targets are about. Their error is against the CPU
-  // on the same rounded inputs (accumulation in fp32 on both sides).
-  for (const auto& [row_name, mapping] : {std::pair{std::string("colbitmap_"), DecodeMapping::Columns},
-                                          std::pair{std::string("rowblocks_"), DecodeMapping::RowBlocks}}) {
+  std::map<std::string, std::vector<DecodeLinearPlan>> plans;
+  for (const auto& [name, mapping] : kMappings) {
     DecodeLinearOptions o;
     o.dtype = static_cast<DecodeDtype>(static_cast<int>(dt));
-    o.tau = tau;
     o.mapping = mapping;
-    std::vector<DecodeLinearPlan> plans;
-    plans.push_back(ctx.plan_decode_linear(pw, o));
-    // A call reads only the active columns' weights: enough copies that those bytes, summed over
-    // the copies, are three times the L2 (a whole model's weights never sit in the L2 either).
-    const int64_t budget = int64_t{16} << 30;
-    const int cb_copies = static_cast<int>(std::clamp<int64_t>(
+    auto& v = plans[name];
+    v.push_back(ctx.plan_decode_linear(pw, o));
+    const float tau_min = min_density >= 1.0 ? 0.0f : topk_threshold(xr, min_density);
+    const int64_t touched = touched_at(threshold_activations(xr, tau_min)).second;
+    const int64_t budget = int64_t{12} << 30;
+    const int n = static_cast<int>(std::clamp<int64_t>(
         (3 * ctx.device().l2_bytes + std::max<int64_t>(touched, 1) - 1) / std::max<int64_t>(touched, 1), 1,
-        std::max<int64_t>(1, std::min<int64_t>(1024, budget / std::max<int64_t>(plans[0].device_bytes(), 1)))));
-    for (int c = 1; c < cb_copies; ++c) plans.push_back(plans[0].clone());
-    auto round = [&](float v) {
-      return dt == tools::DenseType::F16 ? half_to_float(float_to_half(v))
-             : dt == tools::DenseType::BF16 ? bf16_to_float(float_to_bf16(v))
-                                            : v;
-    };
-    const uint64_t xin = dt == tools::DenseType::F32 ? xd.ptr() : x16.ptr();
-    const uint64_t yout = dt == tools::DenseType::F32 ? yd.ptr() : y16.ptr();
-    plans[0].run(xin, yout, s.handle());
-    s.synchronize();
-    std::vector<float> got(static_cast<size_t>(rows));
-    if (dt == tools::DenseType::F32) {
-      got = yd.download();
-    } else {
-      const auto h = y16.download();
-      got = dt == tools::DenseType::F16 ? half_to_floats(h) : bf16_to_floats(h);
-    }
-    double err = 0;
-    for (int32_t i = 0; i < rows; ++i) {
-      double ref = 0, si = 0;
+        std::max<int64_t>(1, std::min<int64_t>(256, budget / std::max<int64_t>(v[0].device_bytes(), 1)))));
+    for (int c = 1; c < n; ++c) v.push_back(v[0].clone());
+    rec["weight_bytes"][name] = v[0].weight_bytes();
+    rec["plan"][name] = v[0].explain();
+  }
+  const uint64_t xin = dt == tools::DenseType::F32 ? xd.ptr() : x16.ptr();
+  const uint64_t yout = dt == tools::DenseType::F32 ? yd.ptr() : y16.ptr();
+  for (double density : a.act_densities) {
+    const float tau = density >= 1.0 ? 0.0f : topk_threshold(xr, density);
+    const std::vector<float> xs = threshold_activations(xr, tau);
+    const auto [kept, touched] = touched_at(xs);
+    // The reference on the rounded inputs, and sum |w||x| per row: the error's yardstick.
+    std::vector<double> ref(static_cast<size_t>(rows)), scale(static_cast<size_t>(rows));
+    for (int32_t i = 0; i < rows; ++i)
       for (int32_t p = pw.row_ptr[i]; p < pw.row_ptr[i + 1]; ++p) {
-        const float xr = round(x[static_cast<size_t>(pw.col_idx[p])]);
-        if (!(std::fabs(xr) >= tau) || xr == 0.0f) continue;
-        ref += double(round(pw.values[p])) * xr;
-        si += std::fabs(double(round(pw.values[p])) * xr);
+        const float xv = xs[static_cast<size_t>(pw.col_idx[p])];
+        if (xv == 0.0f) continue;
+        ref[static_cast<size_t>(i)] += double(round(pw.values[p])) * xv;
+        scale[static_cast<size_t>(i)] += std::fabs(double(round(pw.values[p])) * xv);
       }
-      err = std::max(err, std::fabs(got[static_cast<size_t>(i)] - ref) / std::max(si, 1e-30));
+    nlohmann::json at{{"density", density}, {"tau", tau}, {"act_kept", kept}, {"touched_bytes", touched}};
+    for (auto& [name, v] : plans) {
+      for (auto& plan : v) plan.set_tau(tau);
+      v[0].run(xin, yout, s.handle());
+      s.synchronize();
+      std::vector<float> got;
+      if (dt == tools::DenseType::F32) {
+        got = yd.download();
+      } else {
+        const auto h = y16.download();
+        got = dt == tools::DenseType::F16 ? half_to_floats(h) : bf16_to_floats(h);
+      }
+      double err = 0;
+      for (int32_t i = 0; i < rows; ++i)
+        err = std::max(err, std::fabs(got[static_cast<size_t>(i)] - ref[static_cast<size_t>(i)]) /
+                                std::max(scale[static_cast<size_t>(i)], 1e-30));
+      const double us = tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
+                          v[static_cast<size_t>(i % static_cast<int64_t>(v.size()))].run(xin, yout, s.handle());
+                        }).median_us;
+      at[name] = {{"us", us},
+                  {"speedup_over_dense", dense_us / us},
+                  {"max_rel_err", err},
+                  {"copies", v.size()},
+                  {"pct_copy_bw", 100.0 * (static_cast<double>(touched) / (us * 1e-6)) / (copy_gbs * 1e9)}};
     }
-    const double us = tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
-                        plans[static_cast<size_t>(i % cb_copies)].run(xin, yout, s.handle());
-                      }).median_us;
-    rows_json[row_name + a.dtype] = {{"us", us}, {"max_rel_err", err}, {"speedup_over_dense", dense_us / us},
-                                          {"copies", cb_copies}, {"touched_bytes_per_call", touched},
-                                          {"weight_bytes", plans[0].weight_bytes()},
-                                          {"weight_over_dense_fp16", double(plans[0].weight_bytes()) / (2.0 * rows * cols)}};
-    if (mapping == DecodeMapping::RowBlocks) {
-      // The same kernel with no column kept: it still reads x and writes y, so this is the floor of
-      // any one-launch layer in this harness (launch, the x round trip, the y write).
-      for (auto& p : plans) p.set_tau(std::numeric_limits<float>::infinity());
-      rows_json["rowblocks_floor"] = {{"us", tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
-                                                plans[static_cast<size_t>(i % cb_copies)].run(xin, yout, s.handle());
-                                              }).median_us}};
+    if (a.ablation) {
+      // The f32 SpMSpV engine (DB format), auto and forced directions, on the f32 x.
+      const std::vector<float> xs32 = threshold_activations(x, density >= 1.0 ? 0.0f : topk_threshold(x, density));
+      for (auto [name, dir] : {std::pair{"spmspv_auto", SpmspvDirection::Auto}, {"spmspv_push", SpmspvDirection::Push},
+                               {"spmspv_pull", SpmspvDirection::Pull}}) {
+        SparseLinearOptions o;
+        o.tau = density >= 1.0 ? 0.0f : topk_threshold(x, density);
+        o.direction = dir;
+        auto plan = ctx.plan_sparse_linear(pw, o);
+        DeviceBuffer<float> y(static_cast<size_t>(rows));
+        at[name] = {{"us", tools::time_on_stream(s.handle(), timing, [&](int64_t) { plan.run(xd, y, s); }).median_us},
+                    {"note", "one copy: the L2 may serve part of W"}};
+      }
     }
+    // What a plan with the default mapping runs.
+    const std::string chosen = to_string(choose_decode_mapping(rows, cols));
+    at["auto"] = at[chosen == "row-blocks" ? "rowblocks" : chosen];
+    at["auto"]["mapping"] = chosen;
+    rec["at"].push_back(at);
+    fmt::print("{:<6} {:>5}x{:<5} {:>5.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f}x {:>7.2f}x {:>6.1f}% {:>6.3f} {:>9.1e}\n",
+               shape.kind, rows, cols, density, dense_us, rec["cusparse_f32_us"].get<double>(),
+               at["lanes"]["us"].get<double>(), at["columns"]["us"].get<double>(), at["rowblocks"]["us"].get<double>(),
+               at["auto"]["speedup_over_dense"].get<double>(),
+               dense_us / std::min({at["lanes"]["us"].get<double>(), at["columns"]["us"].get<double>(),
+                                    at["rowblocks"]["us"].get<double>()}),
+               at["auto"]["pct_copy_bw"].get<double>(),
+               double(rec["weight_bytes"]["lanes"].get<int64_t>()) / (2.0 * rows * cols),
+               at["auto"]["max_rel_err"].get<double>());
+    std::fflush(stdout);
   }
-  // The bytes a push over the active columns needs: their entries (4-byte index, value) and x.
-  const int64_t needed = static_cast<int64_t>(cols) * 4 + static_cast<int64_t>(rows) * 4 + kept_nnz * 8;
-  const double auto_us = rows_json["auto"]["us"].get<double>();
-  rec["dense_us"] = dense_us;
-  rec["cusparse_us"] = cusparse_us;
-  {
-    // What a plan with the default mapping (Auto) runs: one of the two rows above.
-    const DecodeMapping chosen = choose_decode_mapping(rows, cols);
-    rows_json["auto_mapping"] = {
-        {"mapping", to_string(chosen)},
-        {"us", rows_json[(chosen == DecodeMapping::RowBlocks ? "rowblocks_" : "colbitmap_") + a.dtype]["us"]}};
-  }
-  rec["dbsparse"] = rows_json;
-  rec["needed_bytes"] = needed;
-  rec["needed_pct_copy_bw"] = 100.0 * (static_cast<double>(needed) / (auto_us * 1e-6)) / (copy_gbs * 1e9);
-  {
-    // The column bitmap row needs the active columns' mask words and values (dtype) and x, y.
-    const int64_t cb_needed = (static_cast<int64_t>(cols) + rows) * esize + touched;
-    const double cb_us = rows_json["colbitmap_" + a.dtype]["us"].get<double>();
-    rec["colbitmap_needed_bytes"] = cb_needed;
-    rec["colbitmap_pct_copy_bw"] = 100.0 * (static_cast<double>(cb_needed) / (cb_us * 1e-6)) / (copy_gbs * 1e9);
-  }
-  rec["dense_fp16_bytes"] = static_cast<int64_t>(rows) * cols * 2;
-  rec["converted_over_dense_fp16"] = rows_json["auto"]["device_bytes"].get<double>() / (double(rows) * cols * 2);
-  const auto& cb = rows_json["colbitmap_" + a.dtype];
-  const double rb_us = rows_json["rowblocks_" + a.dtype]["us"].get<double>();
-  fmt::print("{:<6} {:>5}x{:<5} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f} {:>7.2f}x {:>7.2f}x {:>7.2f}x {:<5} {:>8.1f}% {:>6.2f} {:>9.1e} {:>9.1e}\n",
-             shape.kind, rows, cols, dense_us, cusparse_us, auto_us, rows_json.value("push", nlohmann::json{{"us", NAN}})["us"].get<double>(),
-             rows_json.value("pull", nlohmann::json{{"us", NAN}})["us"].get<double>(),
-             rows_json.value("colbitmap", nlohmann::json{{"us", NAN}})["us"].get<double>(), cb["us"].get<double>(), rb_us,
-             rows_json["rowblocks_floor"]["us"].get<double>(), dense_us / auto_us, dense_us / cb["us"].get<double>(), dense_us / rb_us,
-             rows_json["auto"]["direction"].get<std::string>(), rec["colbitmap_pct_copy_bw"].get<double>(),
-             cb["weight_over_dense_fp16"].get<double>(), rows_json["auto"]["max_rel_err"].get<double>(),
-             cb["max_rel_err"].get<double>());
   return rec;
 }
 
@@ -260,12 +225,16 @@ Runner add_decode_bench(CLI::App& sub_ref) {
   sub->add_option("--weights", a->weights, "Directory of the model's .safetensors files (default: synthetic weights, normal(0, 0.02), seeded)");
   sub->add_option("--layer", a->layer, "With --weights: the transformer block whose linear layers are timed")->check(CLI::NonNegativeNumber);
   sub->add_option("--weight-sparsity", a->weight_sparsity, "Share of each row's weights pruned")->check(CLI::Range(0.0, 0.99));
-  sub->add_option("--act-density", a->act_density, "Share of activations kept (tau per layer from a synthetic x)")->check(CLI::Range(1e-4, 1.0));
-  sub->add_option("--dtype", a->dtype, "Weights' dtype of the dense cuBLAS baseline and the column-bitmap rows (the SpMSpV rows are f32)")->check(CLI::IsMember({"f16", "bf16", "f32"}));
+  sub->add_option("--act-density", a->act_densities,
+                  "Shares of activations kept, each timed (default 1,0.5,0.3,0.1; tau per layer from a synthetic x)")
+      ->delimiter(',')
+      ->check(CLI::Range(1e-4, 1.0));
+  sub->add_option("--dtype", a->dtype, "Weights' and activations' dtype, of the dense cuBLAS baseline and of dbsparse's layers")
+      ->check(CLI::IsMember({"f16", "bf16", "f32"}));
   sub->add_option("--prune", a->prune, "wanda (|W| x |x| of the synthetic activation) or magnitude")->check(CLI::IsMember({"wanda", "magnitude"}));
   sub->add_option("--json", a->json_path, "Write every layer's record as JSON");
   sub->add_flag("--no-fuse", a->no_fuse, "Leave out the stacked q|k|v and gate|up rows (one plan and one launch each)");
-  sub->add_flag("--ablation", a->ablation, "Also time the f32 SpMSpV forced to push and to pull, and the f32 column bitmap");
+  sub->add_flag("--ablation", a->ablation, "Also time the f32 SpMSpV engine (DB format): auto, push-only, pull-only");
   return [a]() {
     const ModelShapes m = model_shapes(a->model);
     std::vector<LinearLayerRef> refs;
@@ -274,15 +243,13 @@ Runner add_decode_bench(CLI::App& sub_ref) {
     Stream s(ctx);
     const double copy_gbs = tools::measure_copy_bandwidth(s.handle());
     tools::CublasGemv cublas(s.handle());
-    fmt::print("device {}, copy bandwidth {:.0f} GB/s; {} ({} layers), weights {}, {:.0f}% pruned ({}), activations "
-               "{:.0f}% kept; dense baseline {}; CUDA graph replay, median of 15 x 20\n",
+    fmt::print("device {}, copy bandwidth {:.0f} GB/s; {} ({} layers), weights {}, {:.0f}% pruned ({}); dtype {}; "
+               "CUDA graph replay, median of 15 x 20, weights rotated past the L2\n",
                ctx.device().name, copy_gbs, m.name, m.layers, a->weights.empty() ? "synthetic" : a->weights,
-               100 * a->weight_sparsity, a->prune, 100 * a->act_density, a->dtype);
-    fmt::print("{:<6} {:>11} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>7} {:>8} {:>8} {:>8} {:<5} {:>9} {:>6} {:>9} {:>9}\n",
-               "layer", "shape", "dense us", "cusparse", "auto f32", "push", "pull", "cb f32", "cb dtype", "rows dt",
-               "floor", "auto x", "cb x", "rows x", "dir", "%BW need", "cb/f16", "err auto", "err cb");
+               100 * a->weight_sparsity, a->prune, a->dtype);
+    fmt::print("{:<6} {:>11} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>6} {:>9}\n", "layer", "shape",
+               "act", "dense us", "cusp f32", "lanes", "columns", "rowblks", "auto x", "best x", "%BW", "w/f16", "err");
     nlohmann::json layers = nlohmann::json::array();
-    double sum_dense = 0, sum_auto = 0, sum_cb = 0, sum_rb = 0, sum_am = 0;
     std::map<std::string, std::vector<float>> kept_w;  // dense weights of the layers stacked below
     std::map<std::string, nlohmann::json> by_kind;
     for (const LayerShape& shape : m.linear) {
@@ -298,11 +265,6 @@ Runner add_decode_bench(CLI::App& sub_ref) {
       }
       if (!a->no_fuse && shape.kind != "o" && shape.kind != "down") kept_w[shape.kind] = w;
       nlohmann::json rec = bench_layer(ctx, s, *a, shape, std::move(w), copy_gbs, cublas);
-      sum_dense += rec["dense_us"].get<double>();
-      sum_auto += rec["dbsparse"]["auto"]["us"].get<double>();
-      sum_cb += rec["dbsparse"]["colbitmap_" + a->dtype]["us"].get<double>();
-      sum_rb += rec["dbsparse"]["rowblocks_" + a->dtype]["us"].get<double>();
-      sum_am += rec["dbsparse"]["auto_mapping"]["us"].get<double>();
       by_kind[shape.kind] = rec;
       layers.push_back(std::move(rec));
     }
@@ -325,33 +287,43 @@ Runner add_decode_bench(CLI::App& sub_ref) {
         for (const auto& kind : kinds) kept_w.erase(kind);
         fused[name] = bench_layer(ctx, s, *a, st, std::move(w), copy_gbs, cublas);
       }
-      const auto block = [&](const std::string& key) {
-        const auto us = [&](const nlohmann::json& r) { return r[key].get<double>(); };
-        const auto sp = [&](const nlohmann::json& r) { return r["dbsparse"][key]["us"].get<double>(); };
-        return key == "dense_us" ? us(fused["qkv"]) + us(by_kind["o"]) + us(fused["gateup"]) + us(by_kind["down"])
-                                 : sp(fused["qkv"]) + sp(by_kind["o"]) + sp(fused["gateup"]) + sp(by_kind["down"]);
-      };
-      const double fd = block("dense_us"), fc = block("colbitmap_" + a->dtype), fr = block("rowblocks_" + a->dtype),
-                   fa = block("auto_mapping");
-      fused["block_dense_stacked_us"] = fd;
-      fused["block_auto_mapping_stacked_us"] = fa;
-      fused["block_colbitmap_stacked_us"] = fc;
-      fused["block_rowblocks_stacked_us"] = fr;
-      fmt::print("block  stacked (q|k|v, o, gate|up, down): dense {:.2f} us; column bitmap ({}) by columns {:.2f} us, "
-                 "by row blocks {:.2f} us, auto mapping {:.2f} us: {:.2f}x dense per layer, {:.2f}x dense stacked\n",
-                 fd, a->dtype, fc, fr, fa, sum_dense / fa, fd / fa);
     }
-    fmt::print("block  sum: dense {} {:.2f} us; dbsparse auto (f32) {:.2f} us: {:.2f}x; column bitmap ({}) by columns "
-               "{:.2f} us: {:.2f}x, by row blocks {:.2f} us: {:.2f}x, auto mapping {:.2f} us: {:.2f}x\n",
-               a->dtype, sum_dense, sum_auto, sum_dense / sum_auto, a->dtype, sum_cb, sum_dense / sum_cb, sum_rb,
-               sum_dense / sum_rb, sum_am, sum_dense / sum_am);
+    // The whole block per density: the seven layers one by one, and stacked (q|k|v, o, gate|up, down).
+    nlohmann::json blocks = nlohmann::json::array();
+    for (size_t d = 0; d < a->act_densities.size(); ++d) {
+      nlohmann::json b{{"density", a->act_densities[d]}};
+      const auto sum = [&](const std::vector<const nlohmann::json*>& recs, const std::string& row) {
+        double t = 0;
+        for (const auto* r : recs) t += row == "dense" ? (*r)["dense_us"].get<double>() : (*r)["at"][d][row]["us"].get<double>();
+        return t;
+      };
+      std::vector<const nlohmann::json*> one;
+      for (const auto& l : layers) one.push_back(&l);
+      for (const std::string row : {"dense", "lanes", "columns", "rowblocks", "auto"}) b["layers_us"][row] = sum(one, row);
+      std::string line = fmt::format("block  act {:.2f}: seven layers dense {:.1f} us, auto {:.1f} us ({:.2f}x)", a->act_densities[d],
+                                     b["layers_us"]["dense"].get<double>(), b["layers_us"]["auto"].get<double>(),
+                                     b["layers_us"]["dense"].get<double>() / b["layers_us"]["auto"].get<double>());
+      if (!a->no_fuse) {
+        const std::vector<const nlohmann::json*> st{&fused["qkv"], &by_kind["o"], &fused["gateup"], &by_kind["down"]};
+        for (const std::string row : {"dense", "lanes", "columns", "rowblocks", "auto"}) b["stacked_us"][row] = sum(st, row);
+        line += fmt::format("; stacked dense {:.1f} us, auto {:.1f} us ({:.2f}x)", b["stacked_us"]["dense"].get<double>(),
+                            b["stacked_us"]["auto"].get<double>(),
+                            b["stacked_us"]["dense"].get<double>() / b["stacked_us"]["auto"].get<double>());
+      }
+      double worst = INFINITY;
+      std::string worst_name;
+      for (const auto& l : layers)
+        if (const double x = l["at"][d]["auto"]["speedup_over_dense"].get<double>(); x < worst)
+          worst = x, worst_name = l["layer"].get<std::string>();
+      b["worst_layer"] = {{"layer", worst_name}, {"speedup_over_dense", worst}};
+      fmt::print("{}; worst layer {} {:.2f}x\n", line, worst_name, worst);
+      blocks.push_back(std::move(b));
+    }
     if (!a->json_path.empty()) {
       nlohmann::json j{{"tool", "dbsparse decode-bench"}, {"model", m.name}, {"dtype", a->dtype},
-                       {"weight_sparsity", a->weight_sparsity}, {"act_density", a->act_density}, {"prune", a->prune},
+                       {"weight_sparsity", a->weight_sparsity}, {"act_densities", a->act_densities}, {"prune", a->prune},
                        {"device", ctx.device().name}, {"copy_bandwidth_gbs", copy_gbs}, {"layers", layers},
-                       {"block_dense_us", sum_dense}, {"block_auto_us", sum_auto}, {"block_colbitmap_us", sum_cb},
-                       {"block_rowblocks_us", sum_rb}, {"block_auto_mapping_us", sum_am},
-                       {"stacked", fused},
+                       {"stacked", fused}, {"blocks", blocks},
                        {"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)))}};
       std::ofstream(a->json_path) << j.dump(2) << "\n";
       fmt::print("wrote {}\n", a->json_path);

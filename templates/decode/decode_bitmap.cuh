@@ -1,0 +1,394 @@
+// Batch-1 decoding on the column bitmap layout (include/dbsparse/column_bitmap.hpp) in fp16, bf16
+// or f32, x thresholded (|x_i| >= tau) inside the kernel that reads it: decode_lanes (lanes across
+// rows, the default), decode_fused (lanes across mask words), decode_rows (a block per row block),
+// and decode_topk_list (a per-call top-k threshold).
+#pragma once
+#include "dbs_common.cuh"
+#include "dbsparse/abi/abi_types.h"
+#include "dbsparse/abi/decode.h"
+#include "value_types.cuh"
+
+namespace dbs {
+
+constexpr int kLanesMaxChunk = dbsparse::abi::kDecodeLanesMaxChunk;
+
+// y = W · x with lanes across rows: block (strip t, split s) owns strip t's 1024 rows and a chunk of
+// the columns; it lists the chunk's kept columns (|x_j| >= tau) in shared memory, and its warps
+// take them in turn. For a kept column, lane l reads mask word l of the segment (one 128-byte load)
+// and the warp scans the words' counts; then, word by word, lane l takes bit l (row 32p + l of the
+// strip): its value sits at the word's base plus the set bits below it, so the warp's loads of one
+// word are ~16 consecutive values, one or two sectors, and lane l sums row 32p + l in a[p] (static
+// indices: registers). Why not lanes across words (decode_fused): there lane l walks word l's 32
+// bits, each lane's values 32 bytes from its neighbour's, so one load instruction touches 32
+// sectors; the column mapping reached 33% of the copy bandwidth on an 8B gate layer (H200,
+// 2026-12-02, issue 31). The next column's words and base are loaded before this column's values.
+// Block sums: the strip's 1024 rows summed over the warps in shared memory, then one red per row
+// into the fp32 accumulator; the last block of the strip rounds it into y and zeroes it.
+template <typename V, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32) decode_lanes(const uint32_t* __restrict__ masks,
+                                                           const int32_t* __restrict__ seg_ptr,
+                                                           const typename V::S* __restrict__ vals,
+                                                           const typename V::S* __restrict__ x, int cols, float tau,
+                                                           const float* __restrict__ tau_dev, float* acc,
+                                                           unsigned* tickets, typename V::S* y, int rows, int strips,
+                                                           int splits) {
+  typedef typename V::S S;
+  static_assert(WARPS * 1024 >= 2 * kLanesMaxChunk, "the column list lives in the reduction buffer");
+  __shared__ float buf[WARPS * 1024];  // the kept-column list while computing, then the warps' sums
+  __shared__ uint2 words[WARPS][32];   // per warp: (mask word, values before it) of its segment
+  __shared__ unsigned nl;
+  __shared__ bool last;
+  int* lj = reinterpret_cast<int*>(buf);
+  float* lx = buf + kLanesMaxChunk;
+  const int t = blockIdx.x % strips, split = blockIdx.x / strips;
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const float th = tau_dev ? *tau_dev : tau;
+  const int chunk = (cols + splits - 1) / splits;
+  const int c0 = split * chunk, c1 = min(cols, c0 + chunk);
+  if (threadIdx.x == 0) nl = 0;
+  __syncthreads();
+  for (int c = c0 + (int)threadIdx.x; c - (int)lane < c1; c += WARPS * 32) {
+    const float xf = c < c1 ? V::ld(x[c]) : 0.0f;
+    const bool keep = c < c1 && fabsf(xf) >= th && xf != 0.0f;
+    const unsigned ballot = __ballot_sync(kFull, keep);
+    unsigned at = 0;
+    if (lane == 0 && ballot) at = atomicAdd(&nl, (unsigned)__popc(ballot));
+    at = __shfl_sync(kFull, at, 0) + (unsigned)__popc(ballot & ((1u << lane) - 1u));
+    if (keep) {
+      lj[at] = c;
+      lx[at] = xf;
+    }
+  }
+  __syncthreads();
+  const int n_kept = (int)nl;
+  const unsigned shift = 31u - lane;  // bit l of a word to the sign bit, the bits below it kept
+  float a[32];
+#pragma unroll
+  for (int p = 0; p < 32; ++p) a[p] = 0.0f;
+  int k = (int)warp;
+  uint32_t m = 0;
+  int off = 0;
+  if (k < n_kept) {
+    const size_t seg = (size_t)lj[k] * strips + t;
+    m = masks[seg * 32 + lane];
+    off = seg_ptr[seg];
+  }
+  for (; k < n_kept; k += WARPS) {
+    const float xv = lx[k];
+    int total;
+    const int pre = warp_exclusive_prefix(__popc(m), (int)lane, total);
+    words[warp][lane] = make_uint2(m, (unsigned)pre);
+    const S* v = vals + off - 1;  // - 1: the rank below counts this lane's own bit
+    // The next column's words, in flight while this one's values load.
+    const int kn = k + WARPS;
+    if (kn < n_kept) {
+      const size_t seg = (size_t)lj[kn] * strips + t;
+      m = masks[seg * 32 + lane];
+      off = seg_ptr[seg];
+    }
+    __syncwarp();
+    if (total) {
+#pragma unroll
+      for (int p = 0; p < 32; ++p) {
+        const uint2 w = words[warp][p];
+        const unsigned tt = w.x << shift;
+        if ((int)tt < 0) a[p] += V::ld(v[w.y + (unsigned)__popc(tt)]) * xv;
+      }
+    }
+    __syncwarp();
+  }
+  __syncthreads();  // the list is dead: buf takes the sums
+  const int row0 = t * 1024, n = min(1024, rows - row0);
+  if (n_kept > 0) {
+#pragma unroll
+    for (int p = 0; p < 32; ++p) buf[warp * 1024 + p * 32 + lane] = a[p];
+    __syncthreads();
+    for (int r = threadIdx.x; r < n; r += WARPS * 32) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int w = 0; w < WARPS; ++w) sum += buf[w * 1024 + r];
+      if (sum != 0.0f) atomicAdd(&acc[row0 + r], sum);
+    }
+    __threadfence();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&tickets[t], 1u) == (unsigned)splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int r = threadIdx.x; r < n; r += WARPS * 32) {
+    y[row0 + r] = V::st(__ldcg(&acc[row0 + r]));
+    acc[row0 + r] = 0.0f;
+  }
+  if (threadIdx.x == 0) tickets[t] = 0;
+}
+
+// y = W · x in the column bitmap layout, x thresholded in the same kernel (no list pass, no count
+// to reset). Block (strip t, split s) owns strip t's 1024 rows and the columns [s, s + 1) * chunk;
+// a warp reads WINDOW of x at a time, ballots the kept ones, and walks up to four kept columns together,
+// a lane per mask word: lane l owns rows l * 32 + b of the strip in 32 registers, so the hot loop has
+// no shared-memory atomics (lane * 32 + b put every lane of a warp on one bank). The first version
+// walked one column at a time with a dependent value load per set bit: 0.3 us per active column,
+// 65 us for a 2048x2048 layer on the H200 (2026-11-30). Here a column costs a mask round trip and
+// a value round trip, and four columns' round trips overlap (values prefetched to L1 first).
+// A warp's walk of one column is ~300 dependent instructions: with 32-column windows, 4 warps a
+// block and one block per 128 columns, a 2048x1024 layer ran 16 blocks at 6% occupancy, 11.8
+// cycles per issued instruction, 14.4 us (Nsight Compute, H200, 2026-11-30). 8-column windows and
+// 8 warps a block put ~one kept column on each warp: 4x the warps on 2x the SMs.
+// Block partials go to an fp32 accumulator in global memory (one red per row); the last block of a
+// strip rounds it into y and zeroes it for the next call.
+template <typename V, int WARPS, int WINDOW>
+__global__ void __launch_bounds__(WARPS * 32) decode_fused(const uint32_t* __restrict__ masks,
+                                                           const int32_t* __restrict__ seg_ptr,
+                                                           const typename V::S* __restrict__ vals,
+                                                           const typename V::S* __restrict__ x, int cols, float tau,
+                                                           const float* __restrict__ tau_dev, float* acc,
+                                                           unsigned* tickets, typename V::S* y, int rows, int strips,
+                                                           int splits) {
+  typedef typename V::S S;
+  __shared__ float red[WARPS][32 * 33];  // [b][lane] padded: conflict-free both ways
+  __shared__ bool last;
+  const int t = blockIdx.x % strips, split = blockIdx.x / strips;
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const float th = tau_dev ? *tau_dev : tau;
+  const int chunk = (cols + splits - 1) / splits;
+  const int c0 = split * chunk, c1 = min(cols, c0 + chunk);
+  float a[32];
+#pragma unroll
+  for (int b = 0; b < 32; ++b) a[b] = 0.0f;
+  bool any = false;
+  for (int base = c0 + (int)warp * WINDOW; base < c1; base += WARPS * WINDOW) {
+    const int c = base + (int)lane;
+    const float xf = lane < (unsigned)WINDOW && c < c1 ? V::ld(x[c]) : 0.0f;
+    unsigned act = __ballot_sync(kFull, fabsf(xf) >= th && xf != 0.0f);
+    any |= act != 0;
+    while (act) {
+      uint32_t m[4];
+      int off[4];
+      float xv[4];
+      const int batch = min(__popc(act), 4);  // warp-uniform: empty slots cost a branch, not 32 steps
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        m[q] = 0;
+        off[q] = 0;
+        xv[q] = 0.0f;
+        if (q < batch) {
+          const int b = __ffs(act) - 1;
+          act &= act - 1;
+          xv[q] = __shfl_sync(kFull, xf, b);
+          const size_t seg = (size_t)(base + b) * strips + t;
+          m[q] = masks[seg * 32 + lane];
+          off[q] = seg_ptr[seg];
+        }
+      }
+      const S* v[4];
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        if (q >= batch) break;
+        int total;
+        const int pre = warp_exclusive_prefix(__popc(m[q]), (int)lane, total);
+        v[q] = vals + off[q] + pre;
+        if (m[q]) {
+          asm volatile("prefetch.global.L1 [%0];" ::"l"(v[q]));
+          asm volatile("prefetch.global.L1 [%0];" ::"l"(v[q] + (__popc(m[q]) - 1)));
+        }
+      }
+#pragma unroll
+      for (int q = 0; q < 4; ++q) {
+        if (q >= batch) break;
+#pragma unroll
+        for (int b = 0; b < 32; ++b)
+          if ((m[q] >> b) & 1u) a[b] += V::ld(v[q][__popc(m[q] & ((1u << b) - 1u))]) * xv[q];
+      }
+    }
+  }
+  const bool block_any = __syncthreads_or(any);
+  const int row0 = t * 1024, n = min(1024, rows - row0);
+  if (block_any) {
+#pragma unroll
+    for (int b = 0; b < 32; ++b) red[warp][b * 33 + lane] = a[b];
+    __syncthreads();
+    for (int r = threadIdx.x; r < n; r += WARPS * 32) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int w = 0; w < WARPS; ++w) sum += red[w][(r & 31) * 33 + (r >> 5)];
+      if (sum != 0.0f) atomicAdd(&acc[row0 + r], sum);
+    }
+    __threadfence();
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&tickets[t], 1u) == (unsigned)splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int r = threadIdx.x; r < n; r += WARPS * 32) {
+    y[row0 + r] = V::st(__ldcg(&acc[row0 + r]));
+    acc[row0 + r] = 0.0f;
+  }
+  if (threadIdx.x == 0) tickets[t] = 0;
+}
+
+// One step of a warp transpose-reduce: lanes differing in bit S swap halves of a[0..2S) and add,
+// so a[0..S) keeps the half named by the lane's bit S. A template per step keeps every index a
+// constant (a loop over S left a[] in local memory: a 128-byte stack frame).
+template <int S, int R>
+__device__ __forceinline__ void transpose_reduce_step(float (&a)[32], unsigned lane) {
+  if constexpr (S >= R) {
+    const bool upper = (lane & (unsigned)S) != 0;
+#pragma unroll
+    for (int q = 0; q < S; ++q) {
+      const float send = upper ? a[q] : a[q + S];
+      const float keep = upper ? a[q + S] : a[q];
+      a[q] = keep + __shfl_xor_sync(kFull, send, S);
+    }
+  }
+}
+
+// y = W · x with a block per 32·R rows (R mask words of a strip), the row-block mapping: no
+// cross-block sums, so no accumulator, no tickets and no second pass; each y row is written once.
+// The block lists x's kept columns in shared memory (4096 columns a pass, one load of 16 per thread
+// in flight), then a thread takes (kept column, one of the R words): it reads the word, the
+// segment's start and the word's offset in one round trip, then its <= 32 values, into 32
+// register sums. Lanes with the same word are summed by a transpose-reduce over the lane bits
+// above R (31 shuffles at R = 1), then across warps in shared memory. Why: the column mapping
+// (decode_fused) costs 6-10 us per layer on the H200, most of it a chain of round trips
+// (x, words, values, reds, ticket, the last block's pass); here the chain is x, words, values.
+template <typename V, int WARPS, int R>
+__global__ void __launch_bounds__(WARPS * 32) decode_rows(const uint32_t* __restrict__ masks,
+                                                          const int32_t* __restrict__ seg_ptr,
+                                                          const uint16_t* __restrict__ word_off,
+                                                          const typename V::S* __restrict__ vals,
+                                                          const typename V::S* __restrict__ x, int cols, float tau,
+                                                          const float* __restrict__ tau_dev, typename V::S* y,
+                                                          int rows, int strips) {
+  typedef typename V::S S;
+  constexpr int kThreads = WARPS * 32, kPer = 16, kChunk = kThreads * kPer;
+  static_assert(kThreads % R == 0 && 32 % R == 0, "a thread keeps one word: R divides the warp");
+  __shared__ int lj[kChunk];
+  __shared__ float lx[kChunk];
+  __shared__ unsigned nl;
+  __shared__ float red[WARPS][R * 32];
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const float th = tau_dev ? *tau_dev : tau;
+  const int r = (int)threadIdx.x % R;
+  const int gw = (int)blockIdx.x * R + r;  // this thread's word: rows gw * 32 .. + 32
+  const int strip = gw >> 5, wd = gw & 31;
+  const bool live = gw * 32 < rows;
+  float a[32];
+#pragma unroll
+  for (int b = 0; b < 32; ++b) a[b] = 0.0f;
+  for (int c0 = 0; c0 < cols; c0 += kChunk) {
+    if (threadIdx.x == 0) nl = 0;
+    float xf[kPer];
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) {
+      const int c = c0 + e * kThreads + (int)threadIdx.x;
+      xf[e] = c < cols ? V::ld(x[c]) : 0.0f;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int e = 0; e < kPer; ++e) {
+      const bool keep = fabsf(xf[e]) >= th && xf[e] != 0.0f;
+      const unsigned ballot = __ballot_sync(kFull, keep);
+      unsigned at = 0;
+      if (lane == 0 && ballot) at = atomicAdd(&nl, (unsigned)__popc(ballot));
+      at = __shfl_sync(kFull, at, 0) + (unsigned)__popc(ballot & ((1u << lane) - 1u));
+      if (keep) {
+        lj[at] = c0 + e * kThreads + (int)threadIdx.x;
+        lx[at] = xf[e];
+      }
+    }
+    __syncthreads();
+    const int items = (int)nl * R;
+    if (live)
+      for (int i = (int)threadIdx.x; i < items; i += kThreads) {
+        const int k = i / R;  // i % R == r: kThreads is a multiple of R
+        const size_t seg = (size_t)lj[k] * strips + strip;
+        const uint32_t m = masks[seg * 32 + wd];
+        const S* v = vals + seg_ptr[seg] + word_off[seg * 32 + wd];
+        const float xv = lx[k];
+#pragma unroll
+        for (int b = 0; b < 32; ++b)
+          if ((m >> b) & 1u) a[b] += V::ld(v[__popc(m & ((1u << b) - 1u))]) * xv;
+      }
+    __syncthreads();  // lj, lx and nl are rewritten by the next pass
+  }
+  // Transpose-reduce over lane bits >= R: afterwards lane l holds, in a[0..R), its warp's sums of
+  // rows (l & ~(R - 1)) + q of word r = l % R.
+  transpose_reduce_step<16, R>(a, lane);
+  transpose_reduce_step<8, R>(a, lane);
+  transpose_reduce_step<4, R>(a, lane);
+  transpose_reduce_step<2, R>(a, lane);
+  transpose_reduce_step<1, R>(a, lane);
+  const int base = (int)(lane & ~(unsigned)(R - 1));
+#pragma unroll
+  for (int q = 0; q < R; ++q) red[warp][r * 32 + base + q] = a[q];
+  __syncthreads();
+  for (int t = (int)threadIdx.x; t < R * 32; t += kThreads) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) sum += red[w][t];
+    const int row = ((int)blockIdx.x * R + t / 32) * 32 + t % 32;
+    if (row < rows) y[row] = V::st(sum);
+  }
+}
+
+// Top-k activations without a host round trip: one block of 1024 threads finds the k-th largest
+// |x_i| exactly (radix select over the bits of |x| as a float, which order like the values), then
+// lists every x_i with |x_i| at least that (ties are all kept, as topk_threshold on the CPU does).
+// A decoding activation has at most a few thousand entries: n <= 16 * 1024 here.
+template <typename V>
+__global__ void __launch_bounds__(1024) decode_topk_list(const typename V::S* __restrict__ x, int n, int k,
+                                                         int* __restrict__ act_idx, typename V::S* __restrict__ act_val,
+                                                         unsigned* count, float* tau_out) {
+  constexpr int kPer = 16;
+  __shared__ unsigned hist[256];
+  __shared__ unsigned prefix, want;
+  unsigned key[kPer];
+#pragma unroll
+  for (int e = 0; e < kPer; ++e) {
+    const int i = threadIdx.x + e * 1024;
+    key[e] = i < n ? (__float_as_uint(fabsf(V::ld(x[i]))) & 0x7fffffffu) : 0u;
+  }
+  if (threadIdx.x == 0) {
+    prefix = 0;
+    want = (unsigned)(k < 1 ? 1 : k);
+  }
+  for (int shift = 24; shift >= 0; shift -= 8) {
+    if (threadIdx.x < 256) hist[threadIdx.x] = 0;
+    __syncthreads();
+    const unsigned mask_hi = shift == 24 ? 0u : (0xffffffffu << (shift + 8));
+#pragma unroll
+    for (int e = 0; e < kPer; ++e)
+      if (threadIdx.x + e * 1024 < n && (key[e] & mask_hi) == prefix) atomicAdd(&hist[(key[e] >> shift) & 255u], 1u);
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      // From the top bin down: the bin holding the want-th largest key among those with the prefix.
+      unsigned left = want;
+      int b = 255;
+      for (; b > 0 && hist[b] < left; --b) left -= hist[b];
+      prefix |= (unsigned)b << shift;
+      want = left;
+    }
+    __syncthreads();
+  }
+  const float tau = __uint_as_float(prefix);
+  if (threadIdx.x == 0 && tau_out) *tau_out = tau;
+  const unsigned lane = threadIdx.x & 31u;
+#pragma unroll
+  for (int e = 0; e < kPer; ++e) {
+    const int i = threadIdx.x + e * 1024;
+    if (!act_idx) break;  // threshold only: decode_fused applies it
+    const bool keep = i < n && key[e] >= prefix && key[e] != 0u;
+    const unsigned ballot = __ballot_sync(0xffffffffu, keep);
+    unsigned at = 0;
+    if (lane == 0 && ballot) at = atomicAdd(count, (unsigned)__popc(ballot));
+    at = __shfl_sync(0xffffffffu, at, 0) + (unsigned)__popc(ballot & ((1u << lane) - 1u));
+    if (keep) {
+      act_idx[at] = i;
+      act_val[at] = x[i];
+    }
+  }
+}
+
+}  // namespace dbs
