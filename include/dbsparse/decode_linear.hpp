@@ -27,7 +27,7 @@ struct DecodeLinearOptions {
   float tau = 0.0f;   // x_i kept where |x_i| >= tau ...
   DecodeMapping mapping = DecodeMapping::Auto;
   int row_block_words = 1;  // RowBlocks: 1, 2 or 4 mask words (32 rows each) per block
-  int blocks_per_sm = 2;    // Lanes: thread blocks to aim for per SM (splits of the columns per strip)
+  int blocks_per_sm = 3;    // Lanes: thread blocks to aim for per SM (splits of the columns per strip)
   double keep = 0.0;  // ... or, when > 0, the ceil(keep * cols) largest |x_i| (exact, ties all kept), found
                       // on the GPU per call; needs cols <= 16384
 };

@@ -99,7 +99,8 @@ DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const De
   }
   const size_t esize = opt.dtype == DecodeDtype::F32 ? 4 : 2;
   // Values in the dtype: rounded once here, at load.
-  p->values = DeviceAllocation(std::max<size_t>(m.values.size(), 1) * esize);
+  // 16 bytes past the last value: decode_lanes reads a segment in whole 16-byte chunks.
+  p->values = DeviceAllocation(std::max<size_t>(m.values.size(), 1) * esize + 16);
   if (!m.values.empty()) {
     if (opt.dtype == DecodeDtype::F32) {
       p->values.upload(m.values.data(), m.values.size() * 4);

@@ -14,18 +14,24 @@ constexpr int kLanesMaxChunk = dbsparse::abi::kDecodeLanesMaxChunk;
 
 // y = W · x with lanes across rows: block (strip t, split s) owns strip t's 1024 rows and a chunk of
 // the columns; it lists the chunk's kept columns (|x_j| >= tau) in shared memory, and its warps
-// take them in turn. For a kept column, lane l reads mask word l of the segment (one 128-byte load)
-// and the warp scans the words' counts; then, word by word, lane l takes bit l (row 32p + l of the
-// strip): its value sits at the word's base plus the set bits below it, so the warp's loads of one
-// word are ~16 consecutive values, one or two sectors, and lane l sums row 32p + l in a[p] (static
-// indices: registers). Why not lanes across words (decode_fused): there lane l walks word l's 32
-// bits, each lane's values 32 bytes from its neighbour's, so one load instruction touches 32
-// sectors; the column mapping reached 33% of the copy bandwidth on an 8B gate layer (H200,
-// 2026-12-02, issue 31). The next column's words and base are loaded before this column's values.
-// Block sums: the strip's 1024 rows summed over the warps in shared memory, then one red per row
-// into the fp32 accumulator; the last block of the strip rounds it into y and zeroes it.
+// take them in turn. A kept column's segment (32 mask words, then its values in row order) is read
+// with 16-byte loads, the values into a per-warp stage in shared memory; lane l then takes, word by
+// word, bit l (row 32p + l of the strip): its value sits at the word's base plus the set bits below
+// it, so lane l sums row 32p + l in a[p] (static indices: registers) and the warp's reads of one word
+// are consecutive halves of the stage. Loads run two columns ahead of the sums: while column k is
+// summed from the stage, column k + 1's words and values are in flight into registers and column
+// k + 2's offsets too, so a warp has about a segment (~1 KB at 50%) in flight at all times.
+// Why: lanes across mask words (decode_fused) put each lane's values 32 bytes from its
+// neighbour's, one load instruction touching 32 sectors; its best was 33% of the copy bandwidth on
+// an 8B gate layer. A first version of this kernel loaded each word's values straight from global
+// memory, 32 two-byte loads a column, and ptxas issued them two at a time (63 registers): 7-11%
+// (H200, 2026-12-02); this one, at 97 registers and two blocks an SM, 36% on the 8B gate layer at
+// half the activations kept: three blocks an SM (80 registers, 40 bytes spilled) for 16-bit values.
+// Block sums: the strip's 1024 rows summed over the warps in shared memory, then
+// one red per row into the fp32 accumulator; the last block of the strip rounds it into y and
+// zeroes it.
 template <typename V, int WARPS>
-__global__ void __launch_bounds__(WARPS * 32) decode_lanes(const uint32_t* __restrict__ masks,
+__global__ void __launch_bounds__(WARPS * 32, sizeof(typename V::S) == 2 ? 3 : 2) decode_lanes(const uint32_t* __restrict__ masks,
                                                            const int32_t* __restrict__ seg_ptr,
                                                            const typename V::S* __restrict__ vals,
                                                            const typename V::S* __restrict__ x, int cols, float tau,
@@ -33,15 +39,23 @@ __global__ void __launch_bounds__(WARPS * 32) decode_lanes(const uint32_t* __res
                                                            unsigned* tickets, typename V::S* y, int rows, int strips,
                                                            int splits) {
   typedef typename V::S S;
-  static_assert(WARPS * 1024 >= 2 * kLanesMaxChunk, "the column list lives in the reduction buffer");
-  __shared__ float buf[WARPS * 1024];  // the kept-column list while computing, then the warps' sums
-  __shared__ uint2 words[WARPS][32];   // per warp: (mask word, values before it) of its segment
+  constexpr int kPer = 16 / (int)sizeof(S);                       // values in a 16-byte chunk
+  constexpr int kChunks = (1024 + kPer - 1) / kPer + 1;           // a segment's chunks, unaligned start
+  constexpr int kLaneChunks = (kChunks + 31) / 32;                // of them a lane loads
+  constexpr int kStageBytes = kLaneChunks * 32 * 16;              // per warp
+  constexpr int kListBytes = kLanesMaxChunk * 8;                  // column and x per kept column
+  constexpr int kSumBytes = WARPS * 1024 * 4;
+  constexpr int kRawBytes = kSumBytes > kListBytes + WARPS * kStageBytes ? kSumBytes : kListBytes + WARPS * kStageBytes;
+  // The list and the stages while summing, then the warps' sums: one buffer.
+  __shared__ uint4 raw[kRawBytes / 16];
+  __shared__ uint2 words[WARPS][32];  // per warp: (mask word, values before it) of its segment
   __shared__ unsigned nl;
   __shared__ bool last;
-  int* lj = reinterpret_cast<int*>(buf);
-  float* lx = buf + kLanesMaxChunk;
+  int* lj = reinterpret_cast<int*>(raw);
+  float* lx = reinterpret_cast<float*>(raw) + kLanesMaxChunk;
   const int t = blockIdx.x % strips, split = blockIdx.x / strips;
   const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  uint4* stage = raw + (kListBytes + (int)warp * kStageBytes) / 16;
   const float th = tau_dev ? *tau_dev : tau;
   const int chunk = (cols + splits - 1) / splits;
   const int c0 = split * chunk, c1 = min(cols, c0 + chunk);
@@ -65,49 +79,78 @@ __global__ void __launch_bounds__(WARPS * 32) decode_lanes(const uint32_t* __res
   float a[32];
 #pragma unroll
   for (int p = 0; p < 32; ++p) a[p] = 0.0f;
-  int k = (int)warp;
+  // Entry k's segment: [off, end) of vals, its 16-byte chunks from first = off rounded down.
+  auto seg_of = [&](int k) { return (size_t)lj[k] * strips + t; };
+  int k = (int)warp, off = 0, end = 0, off_n = 0, end_n = 0;
   uint32_t m = 0;
-  int off = 0;
+  uint4 r[kLaneChunks];
+  auto load_segment = [&](int kk, int o, int e) {  // words and values of entry kk into m, r
+    m = masks[seg_of(kk) * 32 + lane];
+    const int first = o & ~(kPer - 1), nch = e > o ? (e - first + kPer - 1) / kPer : 0;
+    const uint4* src = reinterpret_cast<const uint4*>(vals + first);
+#pragma unroll
+    for (int i = 0; i < kLaneChunks; ++i) {
+      const int ch = (int)lane + 32 * i;
+      if (ch < nch) r[i] = __ldg(src + ch);
+    }
+  };
   if (k < n_kept) {
-    const size_t seg = (size_t)lj[k] * strips + t;
-    m = masks[seg * 32 + lane];
+    const size_t seg = seg_of(k);
     off = seg_ptr[seg];
+    end = seg_ptr[seg + 1];
+    load_segment(k, off, end);
+    if (k + WARPS < n_kept) {
+      const size_t sn = seg_of(k + WARPS);
+      off_n = seg_ptr[sn];
+      end_n = seg_ptr[sn + 1];
+    }
   }
   for (; k < n_kept; k += WARPS) {
     const float xv = lx[k];
+    const int first = off & ~(kPer - 1), nch = end > off ? (end - first + kPer - 1) / kPer : 0;
+#pragma unroll
+    for (int i = 0; i < kLaneChunks; ++i)
+      if ((int)lane + 32 * i < nch) stage[lane + 32 * i] = r[i];
     int total;
     const int pre = warp_exclusive_prefix(__popc(m), (int)lane, total);
     words[warp][lane] = make_uint2(m, (unsigned)pre);
-    const S* v = vals + off - 1;  // - 1: the rank below counts this lane's own bit
-    // The next column's words, in flight while this one's values load.
-    const int kn = k + WARPS;
-    if (kn < n_kept) {
-      const size_t seg = (size_t)lj[kn] * strips + t;
-      m = masks[seg * 32 + lane];
-      off = seg_ptr[seg];
-    }
     __syncwarp();
+    // Column k + 1's words and values, and column k + 2's offsets, in flight during the sums.
+    const int off_k = off;
+    if (k + WARPS < n_kept) {
+      load_segment(k + WARPS, off_n, end_n);
+      off = off_n;
+      end = end_n;
+      if (k + 2 * WARPS < n_kept) {
+        const size_t sn = seg_of(k + 2 * WARPS);
+        off_n = seg_ptr[sn];
+        end_n = seg_ptr[sn + 1];
+      }
+    }
     if (total) {
+      // - 1: the rank below counts this lane's own bit.
+      const S* sv = reinterpret_cast<const S*>(stage) + (off_k - first) - 1;
 #pragma unroll
       for (int p = 0; p < 32; ++p) {
         const uint2 w = words[warp][p];
         const unsigned tt = w.x << shift;
-        if ((int)tt < 0) a[p] += V::ld(v[w.y + (unsigned)__popc(tt)]) * xv;
+        if ((int)tt < 0) a[p] += V::ld(sv[w.y + (unsigned)__popc(tt)]) * xv;
       }
     }
-    __syncwarp();
+    __syncwarp();  // the stage and words are rewritten for the next column
   }
-  __syncthreads();  // the list is dead: buf takes the sums
+  __syncthreads();  // the list and stages are dead: raw takes the sums
+  float* sums = reinterpret_cast<float*>(raw);
   const int row0 = t * 1024, n = min(1024, rows - row0);
   if (n_kept > 0) {
 #pragma unroll
-    for (int p = 0; p < 32; ++p) buf[warp * 1024 + p * 32 + lane] = a[p];
+    for (int p = 0; p < 32; ++p) sums[warp * 1024 + p * 32 + lane] = a[p];
     __syncthreads();
-    for (int r = threadIdx.x; r < n; r += WARPS * 32) {
+    for (int r2 = threadIdx.x; r2 < n; r2 += WARPS * 32) {
       float sum = 0.0f;
 #pragma unroll
-      for (int w = 0; w < WARPS; ++w) sum += buf[w * 1024 + r];
-      if (sum != 0.0f) atomicAdd(&acc[row0 + r], sum);
+      for (int w = 0; w < WARPS; ++w) sum += sums[w * 1024 + r2];
+      if (sum != 0.0f) atomicAdd(&acc[row0 + r2], sum);
     }
     __threadfence();
   }
@@ -116,9 +159,9 @@ __global__ void __launch_bounds__(WARPS * 32) decode_lanes(const uint32_t* __res
   __syncthreads();
   if (!last) return;
   __threadfence();
-  for (int r = threadIdx.x; r < n; r += WARPS * 32) {
-    y[row0 + r] = V::st(__ldcg(&acc[row0 + r]));
-    acc[row0 + r] = 0.0f;
+  for (int r2 = threadIdx.x; r2 < n; r2 += WARPS * 32) {
+    y[row0 + r2] = V::st(__ldcg(&acc[row0 + r2]));
+    acc[row0 + r2] = 0.0f;
   }
   if (threadIdx.x == 0) tickets[t] = 0;
 }

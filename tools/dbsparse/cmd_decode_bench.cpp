@@ -37,6 +37,7 @@ struct DecodeArgs {
   double weight_sparsity = 0.5;
   std::vector<double> act_densities{1.0, 0.5, 0.3, 0.1};
   int layer = 0;
+  int blocks_per_sm = DecodeLinearOptions{}.blocks_per_sm;
   bool ablation = false;  // also the f32 SpMSpV engine: auto, push-only, pull-only
   bool no_fuse = false;   // leave out the stacked q|k|v and gate|up rows
 };
@@ -131,6 +132,7 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     DecodeLinearOptions o;
     o.dtype = static_cast<DecodeDtype>(static_cast<int>(dt));
     o.mapping = mapping;
+    o.blocks_per_sm = a.blocks_per_sm;
     auto& v = plans[name];
     v.push_back(ctx.plan_decode_linear(pw, o));
     const float tau_min = min_density >= 1.0 ? 0.0f : topk_threshold(xr, min_density);
@@ -233,6 +235,8 @@ Runner add_decode_bench(CLI::App& sub_ref) {
       ->check(CLI::IsMember({"f16", "bf16", "f32"}));
   sub->add_option("--prune", a->prune, "wanda (|W| x |x| of the synthetic activation) or magnitude")->check(CLI::IsMember({"wanda", "magnitude"}));
   sub->add_option("--json", a->json_path, "Write every layer's record as JSON");
+  sub->add_option("--blocks-per-sm", a->blocks_per_sm, "The lanes mapping's thread blocks per SM (column splits)")
+      ->check(CLI::Range(1, 64));
   sub->add_flag("--no-fuse", a->no_fuse, "Leave out the stacked q|k|v and gate|up rows (one plan and one launch each)");
   sub->add_flag("--ablation", a->ablation, "Also time the f32 SpMSpV engine (DB format): auto, push-only, pull-only");
   return [a]() {

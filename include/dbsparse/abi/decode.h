@@ -9,7 +9,7 @@ namespace dbsparse::abi {
 constexpr int kDecodeStripRows = 1024;
 // decode_lanes: the most columns one block takes (it lists its kept ones in shared memory); the
 // plan picks its splits of the columns so that no block passes it.
-constexpr int kDecodeLanesMaxChunk = 2048;
+constexpr int kDecodeLanesMaxChunk = 1024;
 // decode_lanes' warps per block.
 constexpr int kDecodeLanesWarps = 8;
 
