@@ -17,7 +17,8 @@ const char* to_string(DecodeDtype d);
 // How the product's work is cut. Lanes (decode_lanes: a block per 1024-row strip and a share of the
 // columns, lanes across the rows of each mask word, so a warp's value loads are consecutive), Columns
 // (decode_fused: lanes across the mask words) or RowBlocks (decode_rows: a block per 32 *
-// row_block_words rows and every kept column, each y row written once). Auto takes Lanes.
+// row_block_words rows and every kept column, each y row written once). Auto takes row blocks for
+// layers of at most 1024 columns and 4096 rows, lanes otherwise (choose_decode_mapping).
 enum class DecodeMapping { Auto, Columns, RowBlocks, Lanes };
 const char* to_string(DecodeMapping m);
 DecodeMapping choose_decode_mapping(int32_t rows, int32_t cols);

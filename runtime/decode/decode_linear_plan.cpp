@@ -34,7 +34,13 @@ const char* to_string(DecodeMapping m) {
   return "auto";
 }
 
-DecodeMapping choose_decode_mapping(int32_t, int32_t) { return DecodeMapping::Lanes; }
+// From decode-bench on the H200 (2026-12-02, docs/bench/2026-12-02-s16-decode-*-v4.txt): lanes won
+// every Llama-3.1-8B layer at activation densities 0.5 and below (k 1024x4096 at 0.5: 11.4 us
+// against row blocks' 26.0) and all of Qwen3-0.6B's but those of 1024 columns and at most 4096 rows,
+// where row blocks, with no sums across blocks, won (q|k|v 4096x1024 at 0.5: 9.5 against 11.0 us).
+DecodeMapping choose_decode_mapping(int32_t rows, int32_t cols) {
+  return cols <= 1024 && rows <= 4096 ? DecodeMapping::RowBlocks : DecodeMapping::Lanes;
+}
 
 // The public dtype is the key's, enumerator for enumerator.
 static_assert(static_cast<int>(DecodeDtype::F16) == static_cast<int>(codegen::DecodeDtype::F16) &&

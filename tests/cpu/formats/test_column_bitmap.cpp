@@ -63,11 +63,15 @@ TEST_CASE("ColumnBitmapWordOffsetsPointAtEachWordsFirstValue") {
   CHECK(checked > 1000);
 }
 
-TEST_CASE("AutoDecodeMappingTakesRowBlocksExceptForWideOrVeryTallLayers") {
+TEST_CASE("AutoDecodeMappingTakesLanesExceptForSmallNarrowLayers") {
   using dbsparse::DecodeMapping;
-  CHECK(dbsparse::choose_decode_mapping(2048, 1024) == DecodeMapping::RowBlocks);   // qwen3 q
-  CHECK(dbsparse::choose_decode_mapping(8192, 2048) == DecodeMapping::RowBlocks);   // llama gate
-  CHECK(dbsparse::choose_decode_mapping(2048, 8192) == DecodeMapping::Columns);     // llama down
-  CHECK(dbsparse::choose_decode_mapping(17920, 1536) == DecodeMapping::Columns);    // qwen2.5 gate|up
+  CHECK(dbsparse::choose_decode_mapping(2048, 1024) == DecodeMapping::RowBlocks);  // qwen3 q
+  CHECK(dbsparse::choose_decode_mapping(4096, 1024) == DecodeMapping::RowBlocks);  // qwen3 q|k|v
+  CHECK(dbsparse::choose_decode_mapping(6144, 1024) == DecodeMapping::Lanes);      // qwen3 gate|up
+  CHECK(dbsparse::choose_decode_mapping(1024, 2048) == DecodeMapping::Lanes);      // qwen3 o
+  CHECK(dbsparse::choose_decode_mapping(1024, 4096) == DecodeMapping::Lanes);      // llama-3.1-8b k
+  CHECK(dbsparse::choose_decode_mapping(28672, 4096) == DecodeMapping::Lanes);     // llama-3.1-8b gate|up
+  CHECK(dbsparse::choose_decode_mapping(4096, 14336) == DecodeMapping::Lanes);     // llama-3.1-8b down
   CHECK(std::string(dbsparse::to_string(DecodeMapping::Auto)) == "auto");
+  CHECK(std::string(dbsparse::to_string(DecodeMapping::Lanes)) == "lanes");
 }
