@@ -147,6 +147,7 @@ class SparseLinearPlan;
 struct SparseLinearOptions;
 class DecodeLinearPlan;
 struct DecodeLinearOptions;
+struct CompactLayer;
 template <class T>
 class SpgemmPlan;
 struct SpgemmOptions;
@@ -158,6 +159,7 @@ struct PatternGraph;
 namespace detail {
 class ModuleRegistry;
 class ForkJoin;
+struct DecodeSource;
 }
 
 class Context {
@@ -202,6 +204,9 @@ class Context {
   SparseLinearPlan<T> plan_sparse_linear(const CsrMatrix<T>& w, const SparseLinearOptions& options);
   // The same layer in the model's dtype (fp16, bf16, f32) on the column bitmap layout (decode_linear.hpp).
   DecodeLinearPlan plan_decode_linear(const CsrMatrix<float>& w, const DecodeLinearOptions& options);
+  // The same from a layer `dbsparse prune` saved (compact_weights.hpp): no pruning, no conversion;
+  // the values keep the layer's dtype, so options.dtype must match it (UsageError otherwise).
+  DecodeLinearPlan plan_decode_linear(const CompactLayer& w, const DecodeLinearOptions& options);
 
   // Hash SpGEMM, C = A·B (spgemm.hpp): A and B uploaded, the structure analysed on the GPU once
   // (one small read-back), kernels loaded; the first plan.run() sizes C (one host synchronisation),
@@ -236,6 +241,7 @@ class Context {
 
  private:
   BfsPlan build_bfs(PatternGraph g, const BfsOptions& options, const Config& config);
+  DecodeLinearPlan build_decode_linear(const detail::DecodeSource& w, const DecodeLinearOptions& options);
   template <class T>
   SpmvPlan<T> build_spmv(const CsrMatrix<T>& a, const Config& config, std::string fingerprint);
 

@@ -2,7 +2,8 @@
 // The safetensors format (huggingface/safetensors), which LLM checkpoints are shipped in:
 // 8 bytes little-endian header length N, N bytes of JSON describing each tensor (dtype, shape,
 // data_offsets [begin, end) relative to the data buffer) and an optional "__metadata__" object of
-// strings, then the data buffer. Only the float types that sparse decoding consumes are supported.
+// strings, then the data buffer. The float types that sparse decoding consumes are supported, and
+// I32 / U32 for the index arrays of compact weights (compact_weights.hpp).
 #include <cstdint>
 #include <map>
 #include <string>
@@ -11,9 +12,9 @@
 
 namespace dbsparse {
 
-enum class DType { F16, BF16, F32 };
+enum class DType { F16, BF16, F32, I32, U32 };
 
-std::string_view to_string(DType t);  // "F16", "BF16", "F32" as the header spells them
+std::string_view to_string(DType t);  // "F16", "BF16", "F32", "I32", "U32" as the header spells them
 int64_t dtype_bytes(DType t);
 
 struct TensorInfo {
@@ -30,7 +31,7 @@ struct TensorInfo {
 class SafetensorsFile {
  public:
   // Rejects: a file too short for the length field, a header running past the end, JSON that does
-  // not parse or has the wrong shape, a dtype other than F16/BF16/F32 (naming tensor and dtype),
+  // not parse or has the wrong shape, a dtype other than F16/BF16/F32/I32/U32 (naming tensor and dtype),
   // data_offsets past the buffer or not matching shape * dtype size, and tensors that overlap.
   static SafetensorsFile open(const std::string& path);
 
@@ -41,9 +42,11 @@ class SafetensorsFile {
   // InputError naming the file and the missing tensor, with up to three close names.
   const TensorInfo& info(const std::string& name) const;
 
-  std::vector<float> read_f32(const std::string& name) const;  // any supported dtype, converted
+  std::vector<float> read_f32(const std::string& name) const;  // F16/BF16/F32, converted; UsageError for I32/U32
   // F16/BF16 bits as stored; UsageError for an F32 tensor (its bits do not fit).
   std::vector<uint16_t> read_raw16(const std::string& name) const;
+  // I32/U32/F32 bits as stored; UsageError for a 16-bit tensor.
+  std::vector<uint32_t> read_raw32(const std::string& name) const;
 
  private:
   const TensorInfo* find(const std::string& name) const;  // null when absent
@@ -60,6 +63,9 @@ struct TensorToWrite {
   DType dtype = DType::F32;
   std::vector<int64_t> shape;
   std::vector<float> data;  // converted to dtype (round to nearest even) when written
+  // Or the stored bytes as they are (shape's elements x the dtype's size), with data empty: how
+  // I32 and U32 tensors are given, and 16-bit values already rounded.
+  std::string raw;
 };
 
 // Writes atomically: readers see the old file or the whole new one (support/atomic_file.hpp).

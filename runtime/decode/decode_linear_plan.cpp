@@ -9,6 +9,7 @@
 #include "codegen/keys/decode_key.hpp"
 #include "dbsparse/abi/decode.h"
 #include "dbsparse/column_bitmap.hpp"
+#include "dbsparse/compact_weights.hpp"
 #include "dbsparse/half.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
 #include "runtime/gpu/module_registry.hpp"
@@ -71,62 +72,88 @@ struct DecodeLinearPlan::Impl : DecodeSetup {
   DeviceBuffer<float> acc;  // fp32 sums per row, zero between calls
 };
 
+// A layer in the column bitmap layout, its values already in the plan's dtype: what both entry
+// points (a CSR matrix converted here, a compact layer read from a file) hand to the one builder.
+namespace detail {
+struct DecodeSource {
+  int32_t rows = 0, cols = 0, strips = 0;
+  const std::vector<uint32_t>* masks = nullptr;
+  const std::vector<int32_t>* seg_ptr = nullptr;
+  const std::vector<uint16_t>* word_off = nullptr;
+  const void* values = nullptr;
+  size_t nnz = 0;
+};
+}  // namespace detail
+
 DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const DecodeLinearOptions& opt) {
+  const ColumnBitmapMatrix<float> m = csr_to_column_bitmap(w);
+  detail::DecodeSource src{m.rows, m.cols, m.strips, &m.masks, &m.seg_ptr, &m.word_off, m.values.data(), m.values.size()};
+  // Values in the dtype: rounded once here, at load.
+  std::vector<uint16_t> h;
+  if (opt.dtype != DecodeDtype::F32) {
+    h = opt.dtype == DecodeDtype::F16 ? floats_to_half(m.values) : floats_to_bf16(m.values);
+    src.values = h.data();
+  }
+  return build_decode_linear(src, opt);
+}
+
+DecodeLinearPlan Context::plan_decode_linear(const CompactLayer& w, const DecodeLinearOptions& opt) {
+  if (opt.dtype != w.dtype)
+    throw UsageError(fmt::format("plan_decode_linear: layer {} holds {} values, the options ask for {}", w.name,
+                                 to_string(w.dtype), to_string(opt.dtype)));
+  detail::DecodeSource src{w.w.rows, w.w.cols, w.w.strips, &w.w.masks, &w.w.seg_ptr, &w.w.word_off,
+                           w.w.values.data(), w.w.values.size()};
+  return build_decode_linear(src, opt);
+}
+
+DecodeLinearPlan Context::build_decode_linear(const detail::DecodeSource& m, const DecodeLinearOptions& opt) {
+  const int32_t rows = m.rows, cols = m.cols;
   if (!(opt.tau >= 0)) throw UsageError(fmt::format("plan_decode_linear: tau must be >= 0, got {}", opt.tau));
   if (!(opt.keep >= 0 && opt.keep <= 1))
     throw UsageError(fmt::format("plan_decode_linear: keep must be in [0, 1], got {}", opt.keep));
-  if (opt.keep > 0 && w.cols > 16384)
+  if (opt.keep > 0 && cols > 16384)
     throw UsageError(fmt::format("plan_decode_linear: top-k listing handles up to 16384 activations, the layer has {}; "
                                  "give tau instead",
-                                 w.cols));
+                                 cols));
   if (opt.row_block_words != 1 && opt.row_block_words != 2 && opt.row_block_words != 4)
     throw UsageError(fmt::format("plan_decode_linear: row_block_words must be 1, 2 or 4, got {}", opt.row_block_words));
   if (opt.blocks_per_sm < 1 || opt.blocks_per_sm > 64)
     throw UsageError(fmt::format("plan_decode_linear: blocks_per_sm must be in 1 .. 64, got {}", opt.blocks_per_sm));
   make_current();
   auto p = std::make_unique<DecodeLinearPlan::Impl>();
-  p->mapping = opt.mapping == DecodeMapping::Auto ? choose_decode_mapping(w.rows, w.cols) : opt.mapping;
+  p->mapping = opt.mapping == DecodeMapping::Auto ? choose_decode_mapping(rows, cols) : opt.mapping;
   p->row_words = opt.row_block_words;
   p->dtype = opt.dtype;
   p->tau = opt.tau;
-  p->rows = w.rows;
-  p->cols = w.cols;
-  const ColumnBitmapMatrix<float> m = csr_to_column_bitmap(w);
+  p->rows = rows;
+  p->cols = cols;
   p->strips = m.strips;
   if (p->mapping == DecodeMapping::Lanes) {
     // Enough blocks for blocks_per_sm on every SM, no block over more than kLanesMaxChunk columns
     // (its list) nor, where the columns allow, under kLanesMinChunk.
     const int64_t want = (int64_t{opt.blocks_per_sm} * std::max(info_.sm_count, 1) + m.strips - 1) / std::max(m.strips, 1);
-    const int64_t most = std::max<int64_t>(1, (w.cols + kLanesMinChunk - 1) / kLanesMinChunk);
-    const int64_t least = (w.cols + kLanesMaxChunk - 1) / kLanesMaxChunk;
+    const int64_t most = std::max<int64_t>(1, (cols + kLanesMinChunk - 1) / kLanesMinChunk);
+    const int64_t least = (cols + kLanesMaxChunk - 1) / kLanesMaxChunk;
     p->splits = static_cast<int>(std::max<int64_t>({1, least, std::min(want, most)}));
   } else {
-    p->splits = std::max(1, (w.cols + kDecodeWarps * kDecodeWindow - 1) / (kDecodeWarps * kDecodeWindow));
+    p->splits = std::max(1, (cols + kDecodeWarps * kDecodeWindow - 1) / (kDecodeWarps * kDecodeWindow));
   }
   const size_t esize = opt.dtype == DecodeDtype::F32 ? 4 : 2;
-  // Values in the dtype: rounded once here, at load.
   // 16 bytes past the last value: decode_lanes reads a segment in whole 16-byte chunks.
-  p->values = DeviceAllocation(std::max<size_t>(m.values.size(), 1) * esize + 16);
-  if (!m.values.empty()) {
-    if (opt.dtype == DecodeDtype::F32) {
-      p->values.upload(m.values.data(), m.values.size() * 4);
-    } else {
-      const auto h = opt.dtype == DecodeDtype::F16 ? floats_to_half(m.values) : floats_to_bf16(m.values);
-      p->values.upload(h.data(), h.size() * 2);
-    }
-  }
-  p->masks = DeviceBuffer<uint32_t>(std::span<const uint32_t>(m.masks.empty() ? std::vector<uint32_t>{0} : m.masks));
-  p->seg_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(m.seg_ptr));
+  p->values = DeviceAllocation(std::max<size_t>(m.nnz, 1) * esize + 16);
+  if (m.nnz) p->values.upload(m.values, m.nnz * esize);
+  p->masks = DeviceBuffer<uint32_t>(std::span<const uint32_t>(m.masks->empty() ? std::vector<uint32_t>{0} : *m.masks));
+  p->seg_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(*m.seg_ptr));
   // Only the row-block mapping reads the words' offsets (the others scan the counts of a segment's
   // words): left on the host otherwise, half a bit a weight the plan need not hold.
-  const bool word_offsets = p->mapping == DecodeMapping::RowBlocks && !m.word_off.empty();
-  p->word_off = DeviceBuffer<uint16_t>(std::span<const uint16_t>(word_offsets ? m.word_off : std::vector<uint16_t>{0}));
+  const bool word_offsets = p->mapping == DecodeMapping::RowBlocks && !m.word_off->empty();
+  p->word_off = DeviceBuffer<uint16_t>(std::span<const uint16_t>(word_offsets ? *m.word_off : std::vector<uint16_t>{0}));
   p->tickets = DeviceBuffer<uint32_t>(static_cast<size_t>(std::max(m.strips, 1)));
   p->tickets.fill_bytes(0);
-  p->acc = DeviceBuffer<float>(static_cast<size_t>(std::max(w.rows, 1)));
+  p->acc = DeviceBuffer<float>(static_cast<size_t>(std::max(rows, 1)));
   p->acc.fill_bytes(0);
-  p->weight_bytes = static_cast<int64_t>(m.masks.size() * 4 + m.seg_ptr.size() * 4 +
-                                         (word_offsets ? m.word_off.size() * 2 : 0) + m.values.size() * esize);
+  p->weight_bytes = static_cast<int64_t>(m.masks->size() * 4 + m.seg_ptr->size() * 4 +
+                                         (word_offsets ? m.word_off->size() * 2 : 0) + m.nnz * esize);
   codegen::DecodeKey key;
   key.dtype = static_cast<codegen::DecodeDtype>(static_cast<int>(opt.dtype));
   auto loaded = modules_->get(codegen::make_source(key), info_.arch());
@@ -136,7 +163,7 @@ DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const De
   p->lanes = loaded.fns.at(5);
   p->tau_dev = DeviceBuffer<float>(1);
   p->tau_dev.fill_bytes(0);
-  if (opt.keep > 0) p->keep_k = std::max(1, static_cast<int>(std::ceil(opt.keep * w.cols - 1e-9)));
+  if (opt.keep > 0) p->keep_k = std::max(1, static_cast<int>(std::ceil(opt.keep * cols - 1e-9)));
   p->kernel = loaded.info;
   return DecodeLinearPlan(std::move(p));
 }

@@ -32,6 +32,8 @@ std::optional<DType> parse_dtype(const std::string& s) {
   if (s == "F16") return DType::F16;
   if (s == "BF16") return DType::BF16;
   if (s == "F32") return DType::F32;
+  if (s == "I32") return DType::I32;
+  if (s == "U32") return DType::U32;
   return std::nullopt;
 }
 
@@ -83,9 +85,18 @@ std::optional<std::pair<int, size_t>> parse_linear_name(const std::string& name)
 
 }  // namespace
 
-std::string_view to_string(DType t) { return t == DType::F16 ? "F16" : t == DType::BF16 ? "BF16" : "F32"; }
+std::string_view to_string(DType t) {
+  switch (t) {
+    case DType::F16: return "F16";
+    case DType::BF16: return "BF16";
+    case DType::F32: return "F32";
+    case DType::I32: return "I32";
+    case DType::U32: return "U32";
+  }
+  return "?";
+}
 
-int64_t dtype_bytes(DType t) { return t == DType::F32 ? 4 : 2; }
+int64_t dtype_bytes(DType t) { return t == DType::F16 || t == DType::BF16 ? 2 : 4; }
 
 int64_t TensorInfo::elements() const {
   return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
@@ -141,7 +152,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
       throw bad("an object with dtype, shape and data_offsets");
     const json& dt = v["dtype"];
     const auto dtype = dt.is_string() ? parse_dtype(dt.get<std::string>()) : std::nullopt;
-    if (!dtype) throw bad(fmt::format("dtype F16, BF16 or F32 (found dtype {})", dt.dump()));
+    if (!dtype) throw bad(fmt::format("dtype F16, BF16, F32, I32 or U32 (found dtype {})", dt.dump()));
     TensorInfo t{name, *dtype, {}, 0, 0};
     if (!v["shape"].is_array()) throw bad("shape as an array of non-negative integers");
     int64_t elements = 1;
@@ -218,6 +229,9 @@ std::string SafetensorsFile::read_bytes(const TensorInfo& t) const {
 
 std::vector<float> SafetensorsFile::read_f32(const std::string& name) const {
   const TensorInfo& t = info(name);
+  if (t.dtype == DType::I32 || t.dtype == DType::U32)
+    throw UsageError(fmt::format("read_f32: tensor '{}' in {} is {}, not a float; use read_raw32", name, path_,
+                                 to_string(t.dtype)));
   const std::string raw = read_bytes(t);
   std::vector<float> out(static_cast<size_t>(t.elements()));
   if (t.dtype == DType::F32) {
@@ -233,10 +247,21 @@ std::vector<float> SafetensorsFile::read_f32(const std::string& name) const {
 
 std::vector<uint16_t> SafetensorsFile::read_raw16(const std::string& name) const {
   const TensorInfo& t = info(name);
-  if (t.dtype == DType::F32)
-    throw UsageError(fmt::format("read_raw16: tensor '{}' in {} is F32; use read_f32", name, path_));
+  if (dtype_bytes(t.dtype) != 2)
+    throw UsageError(fmt::format("read_raw16: tensor '{}' in {} is {}; use read_f32 or read_raw32", name, path_,
+                                 to_string(t.dtype)));
   const std::string raw = read_bytes(t);
   std::vector<uint16_t> out(static_cast<size_t>(t.elements()));
+  std::copy(raw.begin(), raw.end(), reinterpret_cast<char*>(out.data()));
+  return out;
+}
+
+std::vector<uint32_t> SafetensorsFile::read_raw32(const std::string& name) const {
+  const TensorInfo& t = info(name);
+  if (dtype_bytes(t.dtype) != 4)
+    throw UsageError(fmt::format("read_raw32: tensor '{}' in {} is {}; use read_raw16", name, path_, to_string(t.dtype)));
+  const std::string raw = read_bytes(t);
+  std::vector<uint32_t> out(static_cast<size_t>(t.elements()));
   std::copy(raw.begin(), raw.end(), reinterpret_cast<char*>(out.data()));
   return out;
 }
@@ -254,11 +279,13 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
       throw UsageError(fmt::format("write_safetensors {}: tensor name '{}' is empty, reserved or repeated", path, t.name));
     int64_t elements = 1;
     for (int64_t d : t.shape) elements *= d;
-    if (std::any_of(t.shape.begin(), t.shape.end(), [](int64_t d) { return d < 0; }) ||
-        elements != static_cast<int64_t>(t.data.size()))
-      throw UsageError(fmt::format("write_safetensors {}: tensor '{}' has shape {} but {} values", path, t.name,
-                                   json(t.shape).dump(), t.data.size()));
+    const bool raw = !t.raw.empty() || t.dtype == DType::I32 || t.dtype == DType::U32;
     const int64_t bytes = elements * dtype_bytes(t.dtype);
+    if (std::any_of(t.shape.begin(), t.shape.end(), [](int64_t d) { return d < 0; }) ||
+        (raw ? !t.data.empty() || static_cast<int64_t>(t.raw.size()) != bytes
+             : elements != static_cast<int64_t>(t.data.size())))
+      throw UsageError(fmt::format("write_safetensors {}: tensor '{}' has shape {} but {} values ({} raw bytes)", path,
+                                   t.name, json(t.shape).dump(), t.data.size(), t.raw.size()));
     header[t.name] = {{"dtype", to_string(t.dtype)}, {"shape", t.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
@@ -276,6 +303,10 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   out.write({reinterpret_cast<const char*>(&length), 8});
   out.write(text);
   for (const TensorToWrite* t : order) {
+    if (!t->raw.empty() || t->dtype == DType::I32 || t->dtype == DType::U32) {
+      out.write(t->raw);
+      continue;
+    }
     if (t->dtype == DType::F32) {
       out.write({reinterpret_cast<const char*>(t->data.data()), t->data.size() * 4});
       continue;

@@ -7,11 +7,13 @@
 #include <utility>
 #include <vector>
 
+#include "dbsparse/compact_weights.hpp"
 #include "dbsparse/dbsparse.hpp"
 #include "dbsparse/decode_linear.hpp"
 #include "dbsparse/half.hpp"
 #include "dbsparse/pruning.hpp"
 #include "dbsparse/sparse_linear.hpp"
+#include "test_support.hpp"
 
 using namespace dbsparse;
 
@@ -347,6 +349,44 @@ TEST_CASE("DecodeLinearMatchesReferenceOn8bShapes") {
       }
       CHECK(worst <= 1e-3);
     }
+  }
+}
+
+// A layer `dbsparse prune` saved, read back and planned without pruning or converting: the same
+// weight bytes and y as the plan from the pruned CSR (same values, same kernel), in f16 and bf16,
+// on every mapping; a dtype that does not match the file's is refused.
+TEST_CASE("DecodeLinearFromCompactLayerEqualsThePlanFromCsr") {
+  Stream s(ctx());
+  const std::string path = (dbs_test::temp_dir("compact-gpu") / "w.safetensors").string();
+  const int32_t rows = 2100, cols = 900;
+  const CsrMatrix<float> pw = prune_magnitude(synthetic_weights(rows, cols, 81), rows, cols, 0.5);
+  std::vector<float> x = synthetic_weights(1, cols, 82);
+  for (DecodeDtype dt : {DecodeDtype::F16, DecodeDtype::BF16}) {
+    CAPTURE(to_string(dt));
+    write_compact_weights(path, {make_compact_layer("w", pw, dt)});
+    const CompactLayer layer = read_compact_weights(path).at(0);
+    const auto xh = dt == DecodeDtype::F16 ? floats_to_half(x) : floats_to_bf16(x);
+    DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, ya{static_cast<size_t>(rows)}, yb{static_cast<size_t>(rows)};
+    for (DecodeMapping mapping : {DecodeMapping::Lanes, DecodeMapping::Columns, DecodeMapping::RowBlocks}) {
+      CAPTURE(to_string(mapping));
+      DecodeLinearOptions o;
+      o.dtype = dt;
+      o.mapping = mapping;
+      o.tau = topk_threshold(x, 0.5);
+      DecodeLinearPlan from_csr = ctx().plan_decode_linear(pw, o), from_file = ctx().plan_decode_linear(layer, o);
+      CHECK(from_file.weight_bytes() == from_csr.weight_bytes());
+      from_csr.run(xd.ptr(), ya.ptr(), s.handle());
+      from_file.run(xd.ptr(), yb.ptr(), s.handle());
+      s.synchronize();
+      // Sums cross blocks by atomics in an order that varies: equal to fp32 rounding, not bitwise.
+      const auto a = dt == DecodeDtype::F16 ? half_to_floats(ya.download()) : bf16_to_floats(ya.download());
+      const auto b = dt == DecodeDtype::F16 ? half_to_floats(yb.download()) : bf16_to_floats(yb.download());
+      for (int32_t i = 0; i < rows; ++i)
+        CHECK(std::fabs(a[static_cast<size_t>(i)] - b[static_cast<size_t>(i)]) <= 8e-3f * (1e-3f + std::fabs(a[static_cast<size_t>(i)])));
+    }
+    DecodeLinearOptions wrong;
+    wrong.dtype = dt == DecodeDtype::F16 ? DecodeDtype::BF16 : DecodeDtype::F16;
+    CHECK_THROWS_AS(ctx().plan_decode_linear(layer, wrong), UsageError);
   }
 }
 

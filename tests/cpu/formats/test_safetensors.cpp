@@ -172,10 +172,10 @@ TEST_CASE("SafetensorsRejectsBadJsonAndWrongDataOffsets") {
 
 TEST_CASE("SafetensorsRejectsAnUnknownDtypeNamingTheTensor") {
   const std::string header = R"({"ok":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
-                             R"("counts":{"dtype":"I32","shape":[1],"data_offsets":[4,8]}})";
-  const auto path = write_raw("i32.safetensors", header, std::string(8, '\0'));
+                             R"("counts":{"dtype":"I64","shape":[1],"data_offsets":[4,12]}})";
+  const auto path = write_raw("i64.safetensors", header, std::string(12, '\0'));
   // The byte offset points at the key of the offending tensor.
-  expect_open_error(path, {"'counts'", "I32", "header byte " + std::to_string(8 + header.find("\"counts\""))});
+  expect_open_error(path, {"'counts'", "I64", "header byte " + std::to_string(8 + header.find("\"counts\""))});
   expect_open_error(write_raw("f64.safetensors", R"({"d":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})",
                               std::string(8, '\0')),
                     {"'d'", "F64"});
