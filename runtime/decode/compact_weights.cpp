@@ -53,16 +53,16 @@ int64_t CompactLayer::file_bytes() const {
 CompactLayer make_compact_layer(std::string name, const CsrMatrix<float>& pruned, DecodeDtype dtype) {
   if (dtype != DecodeDtype::F16 && dtype != DecodeDtype::BF16)
     throw UsageError(fmt::format("make_compact_layer {}: values are stored as f16 or bf16, not {}", name, to_string(dtype)));
-  const ColumnBitmapMatrix<float> f = csr_to_column_bitmap(pruned);
+  ColumnBitmapMatrix<float> f = csr_to_column_bitmap(pruned);
   CompactLayer l;
   l.name = std::move(name);
   l.dtype = dtype;
   l.w.rows = f.rows;
   l.w.cols = f.cols;
   l.w.strips = f.strips;
-  l.w.masks = f.masks;
-  l.w.seg_ptr = f.seg_ptr;
-  l.w.word_off = f.word_off;
+  l.w.masks = std::move(f.masks);
+  l.w.seg_ptr = std::move(f.seg_ptr);
+  l.w.word_off = std::move(f.word_off);
   l.w.values = dtype == DecodeDtype::F16 ? floats_to_half(f.values) : floats_to_bf16(f.values);
   return l;
 }

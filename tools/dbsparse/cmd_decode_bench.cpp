@@ -127,6 +127,9 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     // Per kept column: each strip's 32 mask words and its offset; then its values; then x and y.
     return std::pair{kept, kept * strips * (32 * 4 + 4) + nnz * esize + (int64_t{cols} + rows) * esize};
   };
+  // The bytes a call reads at the sparsest density: what the plans' copies must outgrow the L2 by.
+  const float tau_min = min_density >= 1.0 ? 0.0f : topk_threshold(xr, min_density);
+  const int64_t touched_min = touched_at(threshold_activations(xr, tau_min)).second;
   std::map<std::string, std::vector<DecodeLinearPlan>> plans;
   for (const auto& [name, mapping] : kMappings) {
     DecodeLinearOptions o;
@@ -135,8 +138,7 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     o.blocks_per_sm = a.blocks_per_sm;
     auto& v = plans[name];
     v.push_back(ctx.plan_decode_linear(pw, o));
-    const float tau_min = min_density >= 1.0 ? 0.0f : topk_threshold(xr, min_density);
-    const int64_t touched = touched_at(threshold_activations(xr, tau_min)).second;
+    const int64_t touched = touched_min;
     const int64_t budget = int64_t{12} << 30;
     const int n = static_cast<int>(std::clamp<int64_t>(
         (3 * ctx.device().l2_bytes + std::max<int64_t>(touched, 1) - 1) / std::max<int64_t>(touched, 1), 1,
@@ -187,11 +189,11 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     }
     if (a.ablation) {
       // The f32 SpMSpV engine (DB format), auto and forced directions, on the f32 x.
-      const std::vector<float> xs32 = threshold_activations(x, density >= 1.0 ? 0.0f : topk_threshold(x, density));
+      const float tau32 = density >= 1.0 ? 0.0f : topk_threshold(x, density);
       for (auto [name, dir] : {std::pair{"spmspv_auto", SpmspvDirection::Auto}, {"spmspv_push", SpmspvDirection::Push},
                                {"spmspv_pull", SpmspvDirection::Pull}}) {
         SparseLinearOptions o;
-        o.tau = density >= 1.0 ? 0.0f : topk_threshold(x, density);
+        o.tau = tau32;
         o.direction = dir;
         auto plan = ctx.plan_sparse_linear(pw, o);
         DeviceBuffer<float> y(static_cast<size_t>(rows));
@@ -200,9 +202,10 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
       }
     }
     // What a plan with the default mapping runs.
-    const std::string chosen = to_string(choose_decode_mapping(rows, cols));
-    at["auto"] = at[chosen == "row-blocks" ? "rowblocks" : chosen];
-    at["auto"]["mapping"] = chosen;
+    const DecodeMapping chosen = choose_decode_mapping(rows, cols);
+    const auto row = std::find_if(kMappings.begin(), kMappings.end(), [&](const auto& m) { return m.second == chosen; });
+    at["auto"] = at[row->first];
+    at["auto"]["mapping"] = to_string(chosen);
     rec["at"].push_back(at);
     fmt::print("{:<6} {:>5}x{:<5} {:>5.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f}x {:>7.2f}x {:>6.1f}% {:>6.3f} {:>9.1e}\n",
                shape.kind, rows, cols, density, dense_us, rec["cusparse_f32_us"].get<double>(),
