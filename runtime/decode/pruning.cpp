@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "dbsparse/calibration.hpp"
 #include "dbsparse/error.hpp"
 
 namespace dbsparse {
@@ -133,11 +134,8 @@ float topk_threshold(std::span<const float> x, double keep) {
     if (std::isnan(x[i])) throw UsageError(fmt::format("topk_threshold: x[{}] is NaN", i));
     a[i] = std::fabs(x[i]);
   }
-  // keep * n just above an integer (0.3 * 10 = 3.0000000000000004) means that integer, not one more.
-  const double want = keep * static_cast<double>(x.size());
-  const double nearest = std::round(want);
-  const double k = std::fabs(want - nearest) <= 1e-9 * std::max(1.0, want) ? nearest : std::ceil(want);
-  const auto kk = static_cast<size_t>(std::clamp<double>(k, 1, static_cast<double>(x.size())));
+  // kept_count: keep * n just above an integer (0.3 * 10 = 3.0000000000000004) means that integer.
+  const auto kk = static_cast<size_t>(kept_count(keep, static_cast<int64_t>(x.size())));
   std::nth_element(a.begin(), a.begin() + (kk - 1), a.end(), std::greater<>());
   return a[kk - 1];
 }

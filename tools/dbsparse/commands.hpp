@@ -18,6 +18,7 @@ Runner add_explore(CLI::App& sub);
 Runner add_bfs(CLI::App& sub);
 Runner add_decode_bench(CLI::App& sub);
 Runner add_prune(CLI::App& sub);
+Runner add_calibrate(CLI::App& sub);
 Runner add_gcn(CLI::App& sub);
 Runner add_square(CLI::App& sub);
 Runner add_contract(CLI::App& sub);

@@ -32,6 +32,8 @@ int main(int argc, char** argv) {
       dbsparse::cli::add_decode_bench);
   add("prune", "Prune a checkpoint's linear layers per row and save them in the compact column bitmap layout",
       dbsparse::cli::add_prune);
+  add("calibrate", "Per linear weight, from recorded calibration activations: Wanda's input norms and TEAL's activation thresholds",
+      dbsparse::cli::add_calibrate);
   add("gcn", "A 2-layer GCN forward pass: dbsparse SpMM against cuSPARSE SpMM in the same cuBLAS pipeline",
       dbsparse::cli::add_gcn);
   add("square", "C = A^2 (or A*A^T) by hash SpGEMM: first and steady run, GFLOP/s, nnz(C), checked against the CPU",
