@@ -18,8 +18,12 @@ const char* to_string(DecodeDtype d);
 // columns, lanes across the rows of each mask word, so a warp's value loads are consecutive), Columns
 // (decode_fused: lanes across the mask words) or RowBlocks (decode_rows: a block per 32 *
 // row_block_words rows and every kept column, each y row written once). Auto takes row blocks for
-// layers of at most 1024 columns and 4096 rows, lanes otherwise (choose_decode_mapping).
-enum class DecodeMapping { Auto, Columns, RowBlocks, Lanes };
+// layers of at most 1024 columns and 4096 rows, lanes otherwise (choose_decode_mapping). Ring is
+// lanes with each warp's segments brought in by cp.async through a ring of stages (more bytes in
+// flight, no registers holding them). Dense holds W as a dense row-major matrix (zeros where pruned)
+// and reads all of it with tensor-core mma whatever x is: f16 and bf16 only, and the columns a
+// multiple of 8.
+enum class DecodeMapping { Auto, Columns, RowBlocks, Lanes, Ring, Dense };
 const char* to_string(DecodeMapping m);
 DecodeMapping choose_decode_mapping(int32_t rows, int32_t cols);
 
@@ -28,7 +32,8 @@ struct DecodeLinearOptions {
   float tau = 0.0f;   // x_i kept where |x_i| >= tau ...
   DecodeMapping mapping = DecodeMapping::Auto;
   int row_block_words = 1;  // RowBlocks: 1, 2 or 4 mask words (32 rows each) per block
-  int blocks_per_sm = 3;    // Lanes: thread blocks to aim for per SM (splits of the columns per strip)
+  int blocks_per_sm = 0;    // Lanes, Ring: thread blocks to aim for per SM (splits of the columns per strip);
+                            // 0: as many as fit (registers and shared memory)
   double keep = 0.0;  // ... or, when > 0, the ceil(keep * cols) largest |x_i| (exact, ties all kept), found
                       // on the GPU per call; needs cols <= 16384
 };

@@ -2,6 +2,7 @@
 #include "dbsparse/decode_linear.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -30,6 +31,8 @@ const char* to_string(DecodeMapping m) {
     case DecodeMapping::RowBlocks: return "row-blocks";
     case DecodeMapping::Columns: return "columns";
     case DecodeMapping::Lanes: return "lanes";
+    case DecodeMapping::Ring: return "ring";
+    case DecodeMapping::Dense: return "dense";
     case DecodeMapping::Auto: break;
   }
   return "auto";
@@ -55,7 +58,10 @@ struct DecodeSetup {
   int32_t rows = 0, cols = 0;
   int strips = 0, splits = 1;
   float tau = 0;
-  CUfunction fused = nullptr, topk = nullptr, rows_fn = nullptr, lanes = nullptr;
+  CUfunction fused = nullptr, topk = nullptr, rows_fn = nullptr, lanes = nullptr;  // lanes: Lanes' or Ring's
+  CUfunction dense_fn = nullptr;
+  int stage_chunks = 0;   // Ring: the largest segment in 16-byte chunks
+  unsigned smem = 0;      // Ring: dynamic shared memory a block
   DecodeMapping mapping = DecodeMapping::Columns;
   int row_words = 1;
   int keep_k = 0;  // > 0: top-k threshold per call
@@ -70,6 +76,7 @@ struct DecodeLinearPlan::Impl : DecodeSetup {
   DeviceBuffer<int32_t> seg_ptr;
   DeviceBuffer<uint16_t> word_off;
   DeviceBuffer<float> acc;  // fp32 sums per row, zero between calls
+  DeviceAllocation dense;   // Dense: W row-major in the dtype (the bitmap buffers then stay empty)
 };
 
 // A layer in the column bitmap layout, its values already in the plan's dtype: what both entry
@@ -84,6 +91,26 @@ struct DecodeSource {
   size_t nnz = 0;
 };
 }  // namespace detail
+
+namespace {
+// The layer as a dense row-major matrix of 16-bit values (zeros where pruned), from its column
+// bitmap: the dense path's weights.
+std::vector<uint16_t> expand_dense16(const detail::DecodeSource& m) {
+  std::vector<uint16_t> d(static_cast<size_t>(m.rows) * static_cast<size_t>(m.cols), 0);
+  const auto* v = static_cast<const uint16_t*>(m.values);
+  for (int32_t j = 0; j < m.cols; ++j)
+    for (int32_t t = 0; t < m.strips; ++t) {
+      const size_t seg = static_cast<size_t>(j) * m.strips + t;
+      int64_t at = (*m.seg_ptr)[seg];
+      for (int p = 0; p < 32; ++p)
+        for (uint32_t word = (*m.masks)[seg * 32 + p]; word; word &= word - 1) {
+          const int64_t row = int64_t{t} * kBitmapStripRows + p * 32 + std::countr_zero(word);
+          d[static_cast<size_t>(row) * m.cols + j] = v[at++];
+        }
+    }
+  return d;
+}
+}  // namespace
 
 DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const DecodeLinearOptions& opt) {
   const ColumnBitmapMatrix<float> m = csr_to_column_bitmap(w);
@@ -117,8 +144,13 @@ DecodeLinearPlan Context::build_decode_linear(const detail::DecodeSource& m, con
                                  cols));
   if (opt.row_block_words != 1 && opt.row_block_words != 2 && opt.row_block_words != 4)
     throw UsageError(fmt::format("plan_decode_linear: row_block_words must be 1, 2 or 4, got {}", opt.row_block_words));
-  if (opt.blocks_per_sm < 1 || opt.blocks_per_sm > 64)
-    throw UsageError(fmt::format("plan_decode_linear: blocks_per_sm must be in 1 .. 64, got {}", opt.blocks_per_sm));
+  if (opt.blocks_per_sm < 0 || opt.blocks_per_sm > 64)
+    throw UsageError(fmt::format("plan_decode_linear: blocks_per_sm must be in 0 .. 64 (0: as many as fit), got {}",
+                                 opt.blocks_per_sm));
+  if (opt.mapping == DecodeMapping::Dense && opt.dtype == DecodeDtype::F32)
+    throw UsageError("plan_decode_linear: the dense path takes f16 or bf16 values, not f32");
+  if (opt.mapping == DecodeMapping::Dense && cols % 8 != 0)
+    throw UsageError(fmt::format("plan_decode_linear: the dense path needs the columns a multiple of 8, got {}", cols));
   make_current();
   auto p = std::make_unique<DecodeLinearPlan::Impl>();
   p->mapping = opt.mapping == DecodeMapping::Auto ? choose_decode_mapping(rows, cols) : opt.mapping;
@@ -128,39 +160,87 @@ DecodeLinearPlan Context::build_decode_linear(const detail::DecodeSource& m, con
   p->rows = rows;
   p->cols = cols;
   p->strips = m.strips;
-  if (p->mapping == DecodeMapping::Lanes) {
-    // Enough blocks for blocks_per_sm on every SM, no block over more than kLanesMaxChunk columns
-    // (its list) nor, where the columns allow, under kLanesMinChunk.
-    const int64_t want = (int64_t{opt.blocks_per_sm} * std::max(info_.sm_count, 1) + m.strips - 1) / std::max(m.strips, 1);
-    const int64_t most = std::max<int64_t>(1, (cols + kLanesMinChunk - 1) / kLanesMinChunk);
-    const int64_t least = (cols + kLanesMaxChunk - 1) / kLanesMaxChunk;
-    p->splits = static_cast<int>(std::max<int64_t>({1, least, std::min(want, most)}));
-  } else {
-    p->splits = std::max(1, (cols + kDecodeWarps * kDecodeWindow - 1) / (kDecodeWarps * kDecodeWindow));
-  }
   const size_t esize = opt.dtype == DecodeDtype::F32 ? 4 : 2;
-  // 16 bytes past the last value: decode_lanes reads a segment in whole 16-byte chunks.
-  p->values = DeviceAllocation(std::max<size_t>(m.nnz, 1) * esize + 16);
-  if (m.nnz) p->values.upload(m.values, m.nnz * esize);
-  p->masks = DeviceBuffer<uint32_t>(std::span<const uint32_t>(m.masks->empty() ? std::vector<uint32_t>{0} : *m.masks));
-  p->seg_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(*m.seg_ptr));
+  const bool dense = p->mapping == DecodeMapping::Dense;
+  if (dense) {
+    // The dense path holds W alone, row-major; the bitmap buffers stay empty.
+    const std::vector<uint16_t> d = expand_dense16(m);
+    p->dense = DeviceAllocation(std::max<size_t>(d.size(), 1) * 2);
+    if (!d.empty()) p->dense.upload(d.data(), d.size() * 2);
+    p->weight_bytes = static_cast<int64_t>(d.size() * 2);
+  } else {
+    // 16 bytes past the last value: decode_lanes reads a segment in whole 16-byte chunks.
+    p->values = DeviceAllocation(std::max<size_t>(m.nnz, 1) * esize + 16);
+    if (m.nnz) p->values.upload(m.values, m.nnz * esize);
+  }
+  p->masks = DeviceBuffer<uint32_t>(
+      std::span<const uint32_t>(m.masks->empty() || dense ? std::vector<uint32_t>{0} : *m.masks));
+  p->seg_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(dense ? std::vector<int32_t>{0} : *m.seg_ptr));
   // Only the row-block mapping reads the words' offsets (the others scan the counts of a segment's
   // words): left on the host otherwise, half a bit a weight the plan need not hold.
   const bool word_offsets = p->mapping == DecodeMapping::RowBlocks && !m.word_off->empty();
   p->word_off = DeviceBuffer<uint16_t>(std::span<const uint16_t>(word_offsets ? *m.word_off : std::vector<uint16_t>{0}));
-  p->tickets = DeviceBuffer<uint32_t>(static_cast<size_t>(std::max(m.strips, 1)));
+  // A ticket per strip (the dense path: per 16-row tile).
+  p->tickets = DeviceBuffer<uint32_t>(static_cast<size_t>(std::max(dense ? (rows + 15) / 16 : m.strips, 1)));
   p->tickets.fill_bytes(0);
   p->acc = DeviceBuffer<float>(static_cast<size_t>(std::max(rows, 1)));
   p->acc.fill_bytes(0);
-  p->weight_bytes = static_cast<int64_t>(m.masks->size() * 4 + m.seg_ptr->size() * 4 +
-                                         (word_offsets ? m.word_off->size() * 2 : 0) + m.nnz * esize);
+  if (!dense)
+    p->weight_bytes = static_cast<int64_t>(m.masks->size() * 4 + m.seg_ptr->size() * 4 +
+                                           (word_offsets ? m.word_off->size() * 2 : 0) + m.nnz * esize);
   codegen::DecodeKey key;
   key.dtype = static_cast<codegen::DecodeDtype>(static_cast<int>(opt.dtype));
   auto loaded = modules_->get(codegen::make_source(key), info_.arch());
   p->fused = loaded.fns.at(0);
   p->topk = loaded.fns.at(1);
   p->rows_fn = loaded.fns.at(p->row_words == 1 ? 2 : p->row_words == 2 ? 3 : 4);
-  p->lanes = loaded.fns.at(5);
+  const bool ring = p->mapping == DecodeMapping::Ring;
+  p->lanes = loaded.fns.at(ring ? 6 : 5);
+  if (p->mapping == DecodeMapping::Lanes || ring) {
+    if (ring) {
+      const int per = static_cast<int>(16 / esize);
+      for (size_t sgi = 0; sgi + 1 < m.seg_ptr->size(); ++sgi) {
+        const int32_t o = (*m.seg_ptr)[sgi], e = (*m.seg_ptr)[sgi + 1], first = o & ~(per - 1);
+        if (e > o) p->stage_chunks = std::max(p->stage_chunks, (e - first + per - 1) / per);
+      }
+    }
+    // The ring's shared memory: the list (16 bytes a column of the chunk), the warps' stages, or at
+    // the end the warps' sums, whichever is larger.
+    const auto ring_smem = [&](int64_t chunk) {
+      return static_cast<unsigned>(std::max<int64_t>(
+          chunk * 16 + int64_t{kLanesWarps} * abi::kDecodeRingStages * (128 + 16 * int64_t{p->stage_chunks}),
+          int64_t{kLanesWarps} * 1024 * 4));
+    };
+    int fit = opt.blocks_per_sm;
+    if (fit == 0) {
+      if (ring) DBS_CU(cuFuncSetAttribute(p->lanes, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                          static_cast<int>(ring_smem(kLanesMaxChunk))));
+      DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, p->lanes, kLanesWarps * 32,
+                                                         ring ? ring_smem(kLanesMaxChunk) : 0));
+      fit = std::max(fit, 1);
+    }
+    // Enough blocks for `fit` on every SM, no block over more than kLanesMaxChunk columns (its
+    // list) nor, where the columns allow, under kLanesMinChunk.
+    const int64_t want = (int64_t{fit} * std::max(info_.sm_count, 1) + m.strips - 1) / std::max(m.strips, 1);
+    const int64_t most = std::max<int64_t>(1, (cols + kLanesMinChunk - 1) / kLanesMinChunk);
+    const int64_t least = (cols + kLanesMaxChunk - 1) / kLanesMaxChunk;
+    p->splits = static_cast<int>(std::max<int64_t>({1, least, std::min(want, most)}));
+    if (ring) {
+      p->smem = ring_smem((cols + p->splits - 1) / p->splits);
+      DBS_CU(cuFuncSetAttribute(p->lanes, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(p->smem)));
+    }
+  } else if (dense) {
+    p->dense_fn = loaded.fns.at(7);
+    int fit = opt.blocks_per_sm;
+    if (fit == 0) DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, p->dense_fn, kLanesWarps * 32, 0));
+    // Enough blocks for `fit` on every SM; each warp at least a full unroll of 32-column steps.
+    const int64_t tiles = (rows + 15) / 16, steps = (cols + 31) / 32;
+    const int64_t want = (int64_t{std::max(fit, 1)} * std::max(info_.sm_count, 1) + tiles - 1) / tiles;
+    const int64_t most = std::max<int64_t>(1, steps / (int64_t{kLanesWarps} * abi::kDecodeDenseUnroll));
+    p->splits = static_cast<int>(std::clamp<int64_t>(want, 1, most));
+  } else {
+    p->splits = std::max(1, (cols + kDecodeWarps * kDecodeWindow - 1) / (kDecodeWarps * kDecodeWindow));
+  }
   p->tau_dev = DeviceBuffer<float>(1);
   p->tau_dev.fill_bytes(0);
   if (opt.keep > 0) p->keep_k = std::max(1, static_cast<int>(std::ceil(opt.keep * cols - 1e-9)));
@@ -191,6 +271,13 @@ void DecodeLinearPlan::run(uint64_t x, uint64_t y, void* stream) const {
   uint64_t masks = p.masks.ptr(), seg = p.seg_ptr.ptr(), vals = p.values.ptr(), acc = p.acc.ptr(),
            tick = p.tickets.ptr();
   int rows = p.rows, strips = p.strips, splits = p.splits;
+  if (p.mapping == DecodeMapping::Dense) {
+    uint64_t wd = p.dense.ptr();
+    void* params[] = {&wd, &x, &rows, &n, &tau, &tau_dev, &splits, &acc, &tick, &y};
+    DBS_CU(cuLaunchKernel(p.dense_fn, static_cast<unsigned>((rows + 15) / 16 * splits), 1, 1, kLanesWarps * 32, 1, 1, 0,
+                          h, params, nullptr));
+    return;
+  }
   if (p.mapping == DecodeMapping::RowBlocks) {
     uint64_t woff = p.word_off.ptr();
     void* params[] = {&masks, &seg, &woff, &vals, &x, &n, &tau, &tau_dev, &y, &rows, &strips};
@@ -199,10 +286,11 @@ void DecodeLinearPlan::run(uint64_t x, uint64_t y, void* stream) const {
                           h, params, nullptr));
     return;
   }
-  void* params[] = {&masks, &seg, &vals, &x, &n, &tau, &tau_dev, &acc, &tick, &y, &rows, &strips, &splits};
-  const bool lanes = p.mapping == DecodeMapping::Lanes;
+  int stage_chunks = p.stage_chunks;
+  void* params[] = {&masks, &seg, &vals, &x, &n, &tau, &tau_dev, &acc, &tick, &y, &rows, &strips, &splits, &stage_chunks};
+  const bool lanes = p.mapping == DecodeMapping::Lanes || p.mapping == DecodeMapping::Ring;
   DBS_CU(cuLaunchKernel(lanes ? p.lanes : p.fused, static_cast<unsigned>(strips * splits), 1, 1,
-                        (lanes ? kLanesWarps : kDecodeWarps) * 32, 1, 1, 0, h, params, nullptr));
+                        (lanes ? kLanesWarps : kDecodeWarps) * 32, 1, 1, p.smem, h, params, nullptr));
 }
 
 namespace {

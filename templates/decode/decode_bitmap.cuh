@@ -6,6 +6,7 @@
 #include "dbs_common.cuh"
 #include "dbsparse/abi/abi_types.h"
 #include "dbsparse/abi/decode.h"
+#include "decode_strip.cuh"
 #include "value_types.cuh"
 
 namespace dbs {
@@ -140,30 +141,9 @@ __global__ void __launch_bounds__(WARPS * 32, sizeof(typename V::S) == 2 ? 3 : 2
     __syncwarp();  // the stage and words are rewritten for the next column
   }
   __syncthreads();  // the list and stages are dead: raw takes the sums
-  float* sums = reinterpret_cast<float*>(raw);
   const int row0 = t * 1024, n = min(1024, rows - row0);
-  if (n_kept > 0) {
-#pragma unroll
-    for (int p = 0; p < 32; ++p) sums[warp * 1024 + p * 32 + lane] = a[p];
-    __syncthreads();
-    for (int r2 = threadIdx.x; r2 < n; r2 += WARPS * 32) {
-      float sum = 0.0f;
-#pragma unroll
-      for (int w = 0; w < WARPS; ++w) sum += sums[w * 1024 + r2];
-      if (sum != 0.0f) atomicAdd(&acc[row0 + r2], sum);
-    }
-    __threadfence();
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(&tickets[t], 1u) == (unsigned)splits - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  for (int r2 = threadIdx.x; r2 < n; r2 += WARPS * 32) {
-    y[row0 + r2] = V::st(__ldcg(&acc[row0 + r2]));
-    acc[row0 + r2] = 0.0f;
-  }
-  if (threadIdx.x == 0) tickets[t] = 0;
+  if (n_kept > 0) red_strip_sums<WARPS>(a, reinterpret_cast<float*>(raw), acc, row0, n, lane, warp);
+  finish_strip<V, WARPS * 32>(acc, tickets, y, t, row0, n, splits, &last);
 }
 
 // y = W · x in the column bitmap layout, x thresholded in the same kernel (no list pass, no count
@@ -259,16 +239,7 @@ __global__ void __launch_bounds__(WARPS * 32) decode_fused(const uint32_t* __res
     }
     __threadfence();
   }
-  __syncthreads();
-  if (threadIdx.x == 0) last = atomicAdd(&tickets[t], 1u) == (unsigned)splits - 1;
-  __syncthreads();
-  if (!last) return;
-  __threadfence();
-  for (int r = threadIdx.x; r < n; r += WARPS * 32) {
-    y[row0 + r] = V::st(__ldcg(&acc[row0 + r]));
-    acc[row0 + r] = 0.0f;
-  }
-  if (threadIdx.x == 0) tickets[t] = 0;
+  finish_strip<V, WARPS * 32>(acc, tickets, y, t, row0, n, splits, &last);
 }
 
 // One step of a warp transpose-reduce: lanes differing in bit S swap halves of a[0..2S) and add,

@@ -10,32 +10,10 @@
 #pragma once
 #include "dbs_common.cuh"
 #include "dbsparse/abi/spmm.h"
+#include "mma16.cuh"
 #include "value_types.cuh"
 
 namespace dbs {
-
-template <typename V>
-struct MmaK16;
-template <>
-struct MmaK16<ValF16> {
-  static __device__ __forceinline__ void run(float (&d)[4], const uint4& a, unsigned b0, unsigned b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
-  }
-};
-template <>
-struct MmaK16<ValBF16> {
-  static __device__ __forceinline__ void run(float (&d)[4], const uint4& a, unsigned b0, unsigned b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a.x), "r"(a.y), "r"(a.z), "r"(a.w), "r"(b0), "r"(b1));
-  }
-};
 
 // Group q's ceil(g / 2) A operands, 16-bit in fragment order (zeros where no entry), into the
 // warp's `afrag` (ceil(g / 2) * 32 uint4): entries come four at a time (8 bytes of values, four

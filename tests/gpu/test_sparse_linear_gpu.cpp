@@ -60,6 +60,27 @@ double check_layer(int32_t rows, int32_t cols, const std::vector<double>& densit
   }
   return worst;
 }
+
+// Max over rows of |y - ref| / sum_j |w_ij x_j| for y = W (x where |x| >= tau), W's values rounded
+// to the 16-bit dtype as the plan holds them (x is already in it): the decoding plans' yardstick.
+double masked_rel_err(const CsrMatrix<float>& pw, const std::vector<float>& x, float tau, const std::vector<float>& got,
+                      DecodeDtype dt) {
+  double worst = 0;
+  for (int32_t i = 0; i < pw.rows; ++i) {
+    double ref = 0, scale = 0;
+    for (int32_t p = pw.row_ptr[i]; p < pw.row_ptr[i + 1]; ++p) {
+      const float xv = x[static_cast<size_t>(pw.col_idx[p])];
+      if (!(std::fabs(xv) >= tau) || xv == 0.0f) continue;
+      const double wv = dt == DecodeDtype::F16    ? half_to_float(float_to_half(pw.values[p]))
+                        : dt == DecodeDtype::BF16 ? bf16_to_float(float_to_bf16(pw.values[p]))
+                                                  : pw.values[p];
+      ref += wv * xv;
+      scale += std::fabs(wv * xv);
+    }
+    worst = std::max(worst, std::fabs(got[static_cast<size_t>(i)] - ref) / std::max(scale, 1e-30));
+  }
+  return worst;
+}
 }  // namespace
 
 // The distinct (out, in) shapes of the small models' linear layers (k/v and gate/up repeat). The
@@ -117,7 +138,7 @@ TEST_CASE("DecodeLinearMatchesReferenceInEveryDtype") {
       for (auto& v : x) v = round(v);
       // Both mappings (row blocks of 1 and 4 words) on the same inputs and the same reference.
       std::vector<DecodeLinearPlan> plans;
-      for (auto [mapping, words] : {std::pair{DecodeMapping::Auto, 1}, {DecodeMapping::Lanes, 1}, {DecodeMapping::Columns, 1},
+      for (auto [mapping, words] : {std::pair{DecodeMapping::Auto, 1}, {DecodeMapping::Lanes, 1}, {DecodeMapping::Ring, 1}, {DecodeMapping::Columns, 1},
                                     {DecodeMapping::RowBlocks, 1}, {DecodeMapping::RowBlocks, 4}}) {
         DecodeLinearOptions o;
         o.dtype = dt;
@@ -270,15 +291,17 @@ TEST_CASE("DecodeLinearRowBlocksMatchReferenceOnOddShapes") {
 TEST_CASE("DecodeLinearLanesMatchReferenceOnOddShapes") {
   Stream s(ctx());
   for (auto [rows, cols] : {std::pair{1, 1}, {31, 5000}, {33, 4097}, {200, 9000}, {1025, 64}, {3000, 1537}, {2049, 20000}})
-    for (int per_sm : {1, 2, 16}) {
+    for (auto [mapping, per_sm] : {std::pair{DecodeMapping::Lanes, 1}, {DecodeMapping::Lanes, 2}, {DecodeMapping::Lanes, 16},
+                                   {DecodeMapping::Ring, 0}, {DecodeMapping::Ring, 1}, {DecodeMapping::Ring, 16}}) {
       CAPTURE(rows);
       CAPTURE(cols);
+      CAPTURE(to_string(mapping));
       CAPTURE(per_sm);
       const std::vector<float> x = synthetic_weights(1, cols, 61);
       const CsrMatrix<float> pw = prune_magnitude(synthetic_weights(rows, cols, 60), rows, cols, 0.5);
       DecodeLinearOptions o;
       o.dtype = DecodeDtype::F32;
-      o.mapping = DecodeMapping::Lanes;
+      o.mapping = mapping;
       o.blocks_per_sm = per_sm;
       o.keep = cols <= 16384 ? 0.3 : 0.0;
       o.tau = cols <= 16384 ? 0.0f : topk_threshold(x, 0.3);
@@ -303,7 +326,9 @@ TEST_CASE("DecodeLinearLanesMatchReferenceOnOddShapes") {
       }
     }
   DecodeLinearOptions bad;
-  bad.blocks_per_sm = 0;
+  bad.blocks_per_sm = -1;
+  CHECK_THROWS_AS(ctx().plan_decode_linear(prune_magnitude(synthetic_weights(4, 4, 1), 4, 4, 0.5), bad), UsageError);
+  bad.blocks_per_sm = 65;
   CHECK_THROWS_AS(ctx().plan_decode_linear(prune_magnitude(synthetic_weights(4, 4, 1), 4, 4, 0.5), bad), UsageError);
 }
 
@@ -317,8 +342,11 @@ TEST_CASE("DecodeLinearMatchesReferenceOn8bShapes") {
     const CsrMatrix<float> pw = prune_magnitude(synthetic_weights(rows, cols, 71), rows, cols, 0.5);
     std::vector<float> x = synthetic_weights(1, cols, 72);
     for (auto& v : x) v = half_to_float(float_to_half(v));
+    for (DecodeMapping mapping : {DecodeMapping::Auto, DecodeMapping::Ring}) {
+    CAPTURE(to_string(mapping));
     DecodeLinearOptions o;
     o.dtype = DecodeDtype::F16;
+    o.mapping = mapping;
     DecodeLinearPlan plan = ctx().plan_decode_linear(pw, o);
     CAPTURE(plan.explain());
     // What the plan holds: the kept fp16 values, a bit per weight of 1024-row strips (the last one
@@ -335,21 +363,55 @@ TEST_CASE("DecodeLinearMatchesReferenceOn8bShapes") {
       plan.run(xd.ptr(), yd.ptr(), s.handle());
       s.synchronize();
       const auto got = half_to_floats(yd.download());
-      double worst = 0;
-      for (int32_t i = 0; i < rows; ++i) {
-        double ref = 0, scale = 0;
-        for (int32_t p = pw.row_ptr[i]; p < pw.row_ptr[i + 1]; ++p) {
-          const float xv = x[static_cast<size_t>(pw.col_idx[p])];
-          if (!(std::fabs(xv) >= tau) || xv == 0.0f) continue;
-          const double wv = half_to_float(float_to_half(pw.values[p]));
-          ref += wv * xv;
-          scale += std::fabs(wv * xv);
-        }
-        worst = std::max(worst, std::fabs(got[static_cast<size_t>(i)] - ref) / std::max(scale, 1e-30));
-      }
+      const double worst = masked_rel_err(pw, x, tau, got, DecodeDtype::F16);
       CHECK(worst <= 1e-3);
     }
+    }
   }
+}
+
+// The dense path (tensor-core mma on W held dense) against the CPU on the same rounded inputs, x
+// thresholded as in the sparse mappings: odd rows (tiles of 16 cut), columns a multiple of 8 but
+// not of 32, one block a tile and split columns (tickets), f16 and bf16; and its limits.
+TEST_CASE("DecodeLinearDenseMatchesReference") {
+  Stream s(ctx());
+  for (auto [rows, cols] : {std::pair{1, 8}, {33, 1032}, {1000, 4096}, {4096, 1024}, {3000, 14336}})
+    for (DecodeDtype dt : {DecodeDtype::F16, DecodeDtype::BF16})
+      for (int per_sm : {0, 1, 16}) {
+        CAPTURE(rows);
+        CAPTURE(cols);
+        CAPTURE(to_string(dt));
+        CAPTURE(per_sm);
+        const CsrMatrix<float> pw = prune_magnitude(synthetic_weights(rows, cols, 91), rows, cols, 0.5);
+        std::vector<float> x = synthetic_weights(1, cols, 92);
+        for (auto& v : x) v = dt == DecodeDtype::F16 ? half_to_float(float_to_half(v)) : bf16_to_float(float_to_bf16(v));
+        DecodeLinearOptions o;
+        o.dtype = dt;
+        o.mapping = DecodeMapping::Dense;
+        o.blocks_per_sm = per_sm;
+        DecodeLinearPlan plan = ctx().plan_decode_linear(pw, o);
+        CAPTURE(plan.explain());
+        CHECK(plan.weight_bytes() == int64_t{2} * rows * cols);
+        const auto xh = dt == DecodeDtype::F16 ? floats_to_half(x) : floats_to_bf16(x);
+        DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, yd{static_cast<size_t>(rows)};
+        for (double d : {1.0, 0.5}) {
+          CAPTURE(d);
+          const float tau = d >= 1.0 ? 0.0f : topk_threshold(x, d);
+          plan.set_tau(tau);
+          plan.run(xd.ptr(), yd.ptr(), s.handle());  // twice: the split path resets its sums itself
+          plan.run(xd.ptr(), yd.ptr(), s.handle());
+          s.synchronize();
+          const auto h = yd.download();
+          const auto got = dt == DecodeDtype::F16 ? half_to_floats(h) : bf16_to_floats(h);
+          CHECK(masked_rel_err(pw, x, tau, got, dt) <= (dt == DecodeDtype::F16 ? 1e-3 : 8e-3));
+        }
+      }
+  const CsrMatrix<float> small = prune_magnitude(synthetic_weights(16, 12, 1), 16, 12, 0.5);
+  DecodeLinearOptions o;
+  o.mapping = DecodeMapping::Dense;
+  CHECK_THROWS_AS(ctx().plan_decode_linear(small, o), UsageError);  // 12 columns: not a multiple of 8
+  o.dtype = DecodeDtype::F32;
+  CHECK_THROWS_AS(ctx().plan_decode_linear(prune_magnitude(synthetic_weights(16, 16, 1), 16, 16, 0.5), o), UsageError);
 }
 
 // A layer `dbsparse prune` saved, read back and planned without pruning or converting: the same
@@ -367,7 +429,7 @@ TEST_CASE("DecodeLinearFromCompactLayerEqualsThePlanFromCsr") {
     const CompactLayer layer = read_compact_weights(path).at(0);
     const auto xh = dt == DecodeDtype::F16 ? floats_to_half(x) : floats_to_bf16(x);
     DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, ya{static_cast<size_t>(rows)}, yb{static_cast<size_t>(rows)};
-    for (DecodeMapping mapping : {DecodeMapping::Lanes, DecodeMapping::Columns, DecodeMapping::RowBlocks}) {
+    for (DecodeMapping mapping : {DecodeMapping::Lanes, DecodeMapping::Ring, DecodeMapping::Columns, DecodeMapping::RowBlocks}) {
       CAPTURE(to_string(mapping));
       DecodeLinearOptions o;
       o.dtype = dt;

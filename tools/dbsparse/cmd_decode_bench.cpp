@@ -40,11 +40,16 @@ struct DecodeArgs {
   int blocks_per_sm = DecodeLinearOptions{}.blocks_per_sm;
   bool ablation = false;  // also the f32 SpMSpV engine: auto, push-only, pull-only
   bool no_fuse = false;   // leave out the stacked q|k|v and gate|up rows
+  std::vector<std::string> only;  // time only these layer kinds (no block sums): for profiling one kernel
 };
 
 // The column bitmap plans the bench times, by the name of their row.
 const std::vector<std::pair<std::string, DecodeMapping>> kMappings{
-    {"lanes", DecodeMapping::Lanes}, {"columns", DecodeMapping::Columns}, {"rowblocks", DecodeMapping::RowBlocks}};
+    {"lanes", DecodeMapping::Lanes},
+    {"ring", DecodeMapping::Ring},
+    {"columns", DecodeMapping::Columns},
+    {"rowblocks", DecodeMapping::RowBlocks},
+    {"dbdense", DecodeMapping::Dense}};
 
 // The dense weights in the benchmark's dtype, as device bytes.
 DeviceBuffer<uint16_t> dense16(const std::vector<float>& w, tools::DenseType t) {
@@ -132,6 +137,7 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
   const int64_t touched_min = touched_at(threshold_activations(xr, tau_min)).second;
   std::map<std::string, std::vector<DecodeLinearPlan>> plans;
   for (const auto& [name, mapping] : kMappings) {
+    if (mapping == DecodeMapping::Dense && dt == tools::DenseType::F32) continue;  // 16-bit only
     DecodeLinearOptions o;
     o.dtype = static_cast<DecodeDtype>(static_cast<int>(dt));
     o.mapping = mapping;
@@ -207,12 +213,13 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     at["auto"] = at[row->first];
     at["auto"]["mapping"] = to_string(chosen);
     rec["at"].push_back(at);
-    fmt::print("{:<6} {:>5}x{:<5} {:>5.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f}x {:>7.2f}x {:>6.1f}% {:>6.3f} {:>9.1e}\n",
+    double best = INFINITY;
+    for (const auto& pl : plans) best = std::min(best, at[pl.first]["us"].get<double>());
+    fmt::print("{:<6} {:>5}x{:<5} {:>5.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f}x {:>7.2f}x {:>6.1f}% {:>6.3f} {:>9.1e}\n",
                shape.kind, rows, cols, density, dense_us, rec["cusparse_f32_us"].get<double>(),
-               at["lanes"]["us"].get<double>(), at["columns"]["us"].get<double>(), at["rowblocks"]["us"].get<double>(),
-               at["auto"]["speedup_over_dense"].get<double>(),
-               dense_us / std::min({at["lanes"]["us"].get<double>(), at["columns"]["us"].get<double>(),
-                                    at["rowblocks"]["us"].get<double>()}),
+               at["lanes"]["us"].get<double>(), at["ring"]["us"].get<double>(), at["columns"]["us"].get<double>(),
+               at["rowblocks"]["us"].get<double>(), at.contains("dbdense") ? at["dbdense"]["us"].get<double>() : NAN,
+               at["auto"]["speedup_over_dense"].get<double>(), dense_us / best,
                at["auto"]["pct_copy_bw"].get<double>(),
                double(rec["weight_bytes"]["lanes"].get<int64_t>()) / (2.0 * rows * cols),
                at["auto"]["max_rel_err"].get<double>());
@@ -241,6 +248,9 @@ Runner add_decode_bench(CLI::App& sub_ref) {
   sub->add_option("--blocks-per-sm", a->blocks_per_sm, "The lanes mapping's thread blocks per SM (column splits)")
       ->check(CLI::Range(1, 64));
   sub->add_flag("--no-fuse", a->no_fuse, "Leave out the stacked q|k|v and gate|up rows (one plan and one launch each)");
+  sub->add_option("--only", a->only, "Time only these layers (q,k,v,o,gate,up,down); no stacked rows or block sums")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"q", "k", "v", "o", "gate", "up", "down"}));
   sub->add_flag("--ablation", a->ablation, "Also time the f32 SpMSpV engine (DB format): auto, push-only, pull-only");
   return [a]() {
     const ModelShapes m = model_shapes(a->model);
@@ -254,12 +264,15 @@ Runner add_decode_bench(CLI::App& sub_ref) {
                "CUDA graph replay, median of 15 x 20, weights rotated past the L2\n",
                ctx.device().name, copy_gbs, m.name, m.layers, a->weights.empty() ? "synthetic" : a->weights,
                100 * a->weight_sparsity, a->prune, a->dtype);
-    fmt::print("{:<6} {:>11} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>6} {:>9}\n", "layer", "shape",
-               "act", "dense us", "cusp f32", "lanes", "columns", "rowblks", "auto x", "best x", "%BW", "w/f16", "err");
+    fmt::print("{:<6} {:>11} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>6} {:>9}\n", "layer", "shape",
+               "act", "dense us", "cusp f32", "lanes", "ring", "columns", "rowblks", "dbdense", "auto x", "best x", "%BW", "w/f16", "err");
     nlohmann::json layers = nlohmann::json::array();
     std::map<std::string, std::vector<float>> kept_w;  // dense weights of the layers stacked below
     std::map<std::string, nlohmann::json> by_kind;
+    const bool partial = !a->only.empty();
+    if (partial) a->no_fuse = true;
     for (const LayerShape& shape : m.linear) {
+      if (partial && std::find(a->only.begin(), a->only.end(), shape.kind) == a->only.end()) continue;
       std::vector<float> w;
       if (refs.empty()) {
         w = synthetic_weights(shape.out, shape.in, 17 + static_cast<uint64_t>(layers.size()));
@@ -297,22 +310,25 @@ Runner add_decode_bench(CLI::App& sub_ref) {
     }
     // The whole block per density: the seven layers one by one, and stacked (q|k|v, o, gate|up, down).
     nlohmann::json blocks = nlohmann::json::array();
-    for (size_t d = 0; d < a->act_densities.size(); ++d) {
+    for (size_t d = 0; d < a->act_densities.size() && !partial; ++d) {
       nlohmann::json b{{"density", a->act_densities[d]}};
       const auto sum = [&](const std::vector<const nlohmann::json*>& recs, const std::string& row) {
         double t = 0;
-        for (const auto* r : recs) t += row == "dense" ? (*r)["dense_us"].get<double>() : (*r)["at"][d][row]["us"].get<double>();
+        for (const auto* r : recs) {
+          if (row != "dense" && !(*r)["at"][d].contains(row)) return double(NAN);  // no such row in this dtype
+          t += row == "dense" ? (*r)["dense_us"].get<double>() : (*r)["at"][d][row]["us"].get<double>();
+        }
         return t;
       };
       std::vector<const nlohmann::json*> one;
       for (const auto& l : layers) one.push_back(&l);
-      for (const std::string row : {"dense", "lanes", "columns", "rowblocks", "auto"}) b["layers_us"][row] = sum(one, row);
+      for (const std::string row : {"dense", "lanes", "ring", "columns", "rowblocks", "dbdense", "auto"}) b["layers_us"][row] = sum(one, row);
       std::string line = fmt::format("block  act {:.2f}: seven layers dense {:.1f} us, auto {:.1f} us ({:.2f}x)", a->act_densities[d],
                                      b["layers_us"]["dense"].get<double>(), b["layers_us"]["auto"].get<double>(),
                                      b["layers_us"]["dense"].get<double>() / b["layers_us"]["auto"].get<double>());
       if (!a->no_fuse) {
         const std::vector<const nlohmann::json*> st{&fused["qkv"], &by_kind["o"], &fused["gateup"], &by_kind["down"]};
-        for (const std::string row : {"dense", "lanes", "columns", "rowblocks", "auto"}) b["stacked_us"][row] = sum(st, row);
+        for (const std::string row : {"dense", "lanes", "ring", "columns", "rowblocks", "dbdense", "auto"}) b["stacked_us"][row] = sum(st, row);
         line += fmt::format("; stacked dense {:.1f} us, auto {:.1f} us ({:.2f}x)", b["stacked_us"]["dense"].get<double>(),
                             b["stacked_us"]["auto"].get<double>(),
                             b["stacked_us"]["dense"].get<double>() / b["stacked_us"]["auto"].get<double>());

@@ -12,5 +12,9 @@ constexpr int kDecodeStripRows = 1024;
 constexpr int kDecodeLanesMaxChunk = 1024;
 // decode_lanes' warps per block.
 constexpr int kDecodeLanesWarps = 8;
+// decode_lanes_ring's stages a warp (STAGES - 1 segments in flight while one is summed).
+constexpr int kDecodeRingStages = 4;
+// decode_dense's 32-column steps a warp loads before their mma.
+constexpr int kDecodeDenseUnroll = 4;
 
 }  // namespace dbsparse::abi

@@ -1,0 +1,43 @@
+// The end of a decoding block that shares its rows with other blocks (decode_bitmap.cuh,
+// decode_lanes_ring.cuh, decode_dense.cuh): partial sums into an fp32 accumulator, and the last
+// block of a row range (by ticket) rounds it into y.
+#pragma once
+#include "dbs_common.cuh"
+
+namespace dbs {
+
+// The lanes kernels' end of a block: a[p] holds row 32p + lane of the strip; the warps' sums meet in
+// shared memory (sums: WARPS * 1024 floats) and each row takes one red into the fp32 accumulator.
+template <int WARPS>
+__device__ __forceinline__ void red_strip_sums(const float (&a)[32], float* sums, float* acc, int row0, int n,
+                                               unsigned lane, unsigned warp) {
+#pragma unroll
+  for (int p = 0; p < 32; ++p) sums[warp * 1024 + p * 32 + lane] = a[p];
+  __syncthreads();
+  for (int r = threadIdx.x; r < n; r += WARPS * 32) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < WARPS; ++w) sum += sums[w * 1024 + r];
+    if (sum != 0.0f) atomicAdd(&acc[row0 + r], sum);
+  }
+  __threadfence();
+}
+
+// The strip's last block to finish (by ticket) rounds the accumulator into y and zeroes it (and the
+// ticket) for the next call. Every thread of the block calls it.
+template <typename V, int THREADS>
+__device__ __forceinline__ void finish_strip(float* acc, unsigned* tickets, typename V::S* y, int t, int row0, int n,
+                                             int splits, bool* last) {
+  __syncthreads();
+  if (threadIdx.x == 0) *last = atomicAdd(&tickets[t], 1u) == (unsigned)splits - 1;
+  __syncthreads();
+  if (!*last) return;
+  __threadfence();
+  for (int r = threadIdx.x; r < n; r += THREADS) {
+    y[row0 + r] = V::st(__ldcg(&acc[row0 + r]));
+    acc[row0 + r] = 0.0f;
+  }
+  if (threadIdx.x == 0) tickets[t] = 0;
+}
+
+}  // namespace dbs
