@@ -313,6 +313,7 @@ DecodeLinearPlan DecodeLinearPlan::clone() const {
   static_cast<DecodeSetup&>(*q) = static_cast<const DecodeSetup&>(p);
   q->tau_dev = DeviceBuffer<float>(1);
   q->values = copy_of(p.values);
+  q->dense = copy_of(p.dense);
   q->masks = copy_of(p.masks);
   q->seg_ptr = copy_of(p.seg_ptr);
   q->word_off = copy_of(p.word_off);

@@ -405,6 +405,14 @@ TEST_CASE("DecodeLinearDenseMatchesReference") {
           const auto got = dt == DecodeDtype::F16 ? half_to_floats(h) : bf16_to_floats(h);
           CHECK(masked_rel_err(pw, x, tau, got, dt) <= (dt == DecodeDtype::F16 ? 1e-3 : 8e-3));
         }
+        // A clone holds its own copy of the dense weights and computes the same product.
+        DecodeLinearPlan copy = plan.clone();
+        CHECK(copy.weight_bytes() == plan.weight_bytes());
+        copy.run(xd.ptr(), yd.ptr(), s.handle());
+        s.synchronize();
+        const auto h = yd.download();
+        CHECK(masked_rel_err(pw, x, plan.tau(), dt == DecodeDtype::F16 ? half_to_floats(h) : bf16_to_floats(h), dt) <=
+              (dt == DecodeDtype::F16 ? 1e-3 : 8e-3));
       }
   const CsrMatrix<float> small = prune_magnitude(synthetic_weights(16, 12, 1), 16, 12, 0.5);
   DecodeLinearOptions o;
