@@ -343,29 +343,29 @@ TEST_CASE("DecodeLinearMatchesReferenceOn8bShapes") {
     std::vector<float> x = synthetic_weights(1, cols, 72);
     for (auto& v : x) v = half_to_float(float_to_half(v));
     for (DecodeMapping mapping : {DecodeMapping::Auto, DecodeMapping::Ring}) {
-    CAPTURE(to_string(mapping));
-    DecodeLinearOptions o;
-    o.dtype = DecodeDtype::F16;
-    o.mapping = mapping;
-    DecodeLinearPlan plan = ctx().plan_decode_linear(pw, o);
-    CAPTURE(plan.explain());
-    // What the plan holds: the kept fp16 values, a bit per weight of 1024-row strips (the last one
-    // whole), an offset per strip of a column; no word offsets. Llama's shapes: 0.5645x dense fp16.
-    const int64_t strips = (rows + 1023) / 1024;
-    CHECK(plan.weight_bytes() == pw.nnz() * 2 + int64_t{cols} * strips * (32 * 4 + 4) + 4);
-    if (rows % 1024 == 0) CHECK(plan.weight_bytes() <= static_cast<int64_t>(0.565 * 2.0 * rows * cols));
-    const auto xh = floats_to_half(x);
-    DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, yd{static_cast<size_t>(rows)};
-    for (double d : {1.0, 0.5, 0.3, 0.1}) {
-      CAPTURE(d);
-      const float tau = d >= 1.0 ? 0.0f : topk_threshold(x, d);
-      plan.set_tau(tau);
-      plan.run(xd.ptr(), yd.ptr(), s.handle());
-      s.synchronize();
-      const auto got = half_to_floats(yd.download());
-      const double worst = masked_rel_err(pw, x, tau, got, DecodeDtype::F16);
-      CHECK(worst <= 1e-3);
-    }
+      CAPTURE(to_string(mapping));
+      DecodeLinearOptions o;
+      o.dtype = DecodeDtype::F16;
+      o.mapping = mapping;
+      DecodeLinearPlan plan = ctx().plan_decode_linear(pw, o);
+      CAPTURE(plan.explain());
+      // What the plan holds: the kept fp16 values, a bit per weight of 1024-row strips (the last one
+      // whole), an offset per strip of a column; no word offsets. Llama's shapes: 0.5645x dense fp16.
+      const int64_t strips = (rows + 1023) / 1024;
+      CHECK(plan.weight_bytes() == pw.nnz() * 2 + int64_t{cols} * strips * (32 * 4 + 4) + 4);
+      if (rows % 1024 == 0) CHECK(plan.weight_bytes() <= static_cast<int64_t>(0.565 * 2.0 * rows * cols));
+      const auto xh = floats_to_half(x);
+      DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, yd{static_cast<size_t>(rows)};
+      for (double d : {1.0, 0.5, 0.3, 0.1}) {
+        CAPTURE(d);
+        const float tau = d >= 1.0 ? 0.0f : topk_threshold(x, d);
+        plan.set_tau(tau);
+        plan.run(xd.ptr(), yd.ptr(), s.handle());
+        s.synchronize();
+        const auto got = half_to_floats(yd.download());
+        const double worst = masked_rel_err(pw, x, tau, got, DecodeDtype::F16);
+        CHECK(worst <= 1e-3);
+      }
     }
   }
 }
