@@ -44,17 +44,19 @@ DecodeKey DecodeKey::parse(std::string_view text) {
 KernelSource make_source(const DecodeKey& key) {
   KernelSource ks;
   ks.key = key.to_string();
-  ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"decode_lanes_ring.cuh\"\n{}", ks.key,
-                          key.dtype == DecodeDtype::F32 ? "" : "#include \"decode_dense.cuh\"\n");
+  ks.source = fmt::format(
+      "// dbsparse generated kernel: {}\n#include \"decode_lanes_ring.cuh\"\n#include \"decode_dense_cols.cuh\"\n{}",
+      ks.key, key.dtype == DecodeDtype::F32 ? "" : "#include \"decode_dense.cuh\"\n");
   ks.options = {"-std=c++17"};
   ks.name_expressions = {fmt::format("dbs::decode_fused<{}, 8, 8>", tag(key.dtype)),
                          fmt::format("dbs::decode_topk_list<{}>", tag(key.dtype)),
                          fmt::format("dbs::decode_rows<{}, 8, 1>", tag(key.dtype)),
                          fmt::format("dbs::decode_rows<{}, 8, 2>", tag(key.dtype)),
                          fmt::format("dbs::decode_rows<{}, 8, 4>", tag(key.dtype)),
-                         fmt::format("dbs::decode_lanes<{}, {}>", tag(key.dtype), abi::kDecodeLanesWarps),
                          fmt::format("dbs::decode_lanes_ring<{}, {}, {}>", tag(key.dtype), abi::kDecodeLanesWarps,
-                                     abi::kDecodeRingStages)};
+                                     abi::kDecodeRingStages),
+                         fmt::format("dbs::decode_dense_cols<{}, {}, {}, {}>", tag(key.dtype), abi::kDecodeLanesWarps,
+                                     abi::kDecodeColsChunks, abi::kDecodeColsUnroll)};
   // The dense path (mma) takes 16-bit values only.
   if (key.dtype != DecodeDtype::F32)
     ks.name_expressions.push_back(

@@ -14,26 +14,44 @@ namespace dbsparse {
 enum class DecodeDtype { F16, BF16, F32 };
 const char* to_string(DecodeDtype d);
 
-// How the product's work is cut. Lanes (decode_lanes: a block per 1024-row strip and a share of the
-// columns, lanes across the rows of each mask word, so a warp's value loads are consecutive), Columns
-// (decode_fused: lanes across the mask words) or RowBlocks (decode_rows: a block per 32 *
-// row_block_words rows and every kept column, each y row written once). Auto takes row blocks for
-// layers of at most 1024 columns and 4096 rows, lanes otherwise (choose_decode_mapping). Ring is
-// lanes with each warp's segments brought in by cp.async through a ring of stages (more bytes in
-// flight, no registers holding them). Dense holds W as a dense row-major matrix (zeros where pruned)
-// and reads all of it with tensor-core mma whatever x is: f16 and bf16 only, and the columns a
-// multiple of 8.
-enum class DecodeMapping { Auto, Columns, RowBlocks, Lanes, Ring, Dense };
+// How the product's work is cut, and so how the plan holds W. On the column bitmap (1 bit of index a
+// weight plus the kept values): Ring (decode_lanes_ring: a block per 1024-row strip and a share of
+// the columns, lanes across the rows of each mask word, each warp's segments brought in by cp.async
+// through a ring of stages), Lanes (the same kernel: the name of the mapping it replaced), Columns
+// (decode_fused: lanes across the mask words) and RowBlocks (decode_rows: a block per
+// 32 * row_block_words rows and every kept column, each y row written once). Dense layouts (zeros
+// where pruned, twice the bytes of the kept values at 50%): DenseColumns (decode_dense_cols: W
+// column-major, only the kept activations' columns read, each contiguous, as TEAL does) and Dense
+// (decode_dense: W row-major, all of it read with tensor-core mma whatever x is; f16 and bf16 only,
+// the columns a multiple of 8). Auto estimates each one's time from the layer's bytes and the
+// expected share of activations kept (estimate_decode_costs) and takes the cheapest.
+enum class DecodeMapping { Auto, Columns, RowBlocks, Lanes, Ring, Dense, DenseColumns };
 const char* to_string(DecodeMapping m);
-DecodeMapping choose_decode_mapping(int32_t rows, int32_t cols);
+
+// Estimated time of one call in us on an H200-class GPU (fitted to decode-bench, see the .cpp), by
+// mapping: what Auto compares and what explain() prints. NaN where a mapping does not apply.
+struct DecodeCosts {
+  double ring_us = 0, dense_columns_us = 0, dense_us = 0;
+};
+DecodeCosts estimate_decode_costs(int32_t rows, int32_t cols, DecodeDtype dtype, double weight_density,
+                                  double act_density);
+// The cheapest mapping by estimate_decode_costs; with allow_dense false, only the column bitmap ones.
+DecodeMapping choose_decode_mapping(int32_t rows, int32_t cols, DecodeDtype dtype, double weight_density,
+                                    double act_density, bool allow_dense = true);
 
 struct DecodeLinearOptions {
   DecodeDtype dtype = DecodeDtype::F16;
   float tau = 0.0f;   // x_i kept where |x_i| >= tau ...
   DecodeMapping mapping = DecodeMapping::Auto;
   int row_block_words = 1;  // RowBlocks: 1, 2 or 4 mask words (32 rows each) per block
-  int blocks_per_sm = 0;    // Lanes, Ring: thread blocks to aim for per SM (splits of the columns per strip);
-                            // 0: as many as fit (registers and shared memory)
+  int blocks_per_sm = 0;    // Lanes, Ring, Dense, DenseColumns: thread blocks to aim for per SM (splits of
+                            // the columns); 0: as many as fit (registers and shared memory)
+  // Auto: the share of activations expected to be kept, which decides between the layouts (0: keep
+  // when given, else 1 with tau = 0, else 0.5, what TEAL-style thresholds are calibrated to).
+  double act_density = 0.0;
+  // Auto may hold W dense (DenseColumns, Dense) where that is estimated faster: ~1.8x the device
+  // memory of the bitmap at 50% pruned. false keeps the column bitmap whatever the cost.
+  bool allow_dense = true;
   double keep = 0.0;  // ... or, when > 0, the ceil(keep * cols) largest |x_i| (exact, ties all kept), found
                       // on the GPU per call; needs cols <= 16384
 };
@@ -53,7 +71,8 @@ class DecodeLinearPlan {
   int32_t rows() const;
   int32_t cols() const;
   DecodeDtype dtype() const;
-  int64_t weight_bytes() const;  // W as the plan's mapping reads it (Lanes and Columns: no word offsets)
+  int64_t weight_bytes() const;  // W as the plan holds it (bitmap: no word offsets but for RowBlocks; dense: padded)
+  DecodeMapping mapping() const;  // the one Auto chose, or the one asked for
   int64_t device_bytes() const;  // everything the plan holds
   std::string explain() const;
 

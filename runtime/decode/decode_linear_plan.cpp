@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <cmath>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -33,17 +34,58 @@ const char* to_string(DecodeMapping m) {
     case DecodeMapping::Lanes: return "lanes";
     case DecodeMapping::Ring: return "ring";
     case DecodeMapping::Dense: return "dense";
+    case DecodeMapping::DenseColumns: return "dense-columns";
     case DecodeMapping::Auto: break;
   }
   return "auto";
 }
 
-// From decode-bench on the H200 (2026-12-02, docs/bench/2026-12-02-s16-decode-*-v4.txt): lanes won
-// every Llama-3.1-8B layer at activation densities 0.5 and below (k 1024x4096 at 0.5: 11.4 us
-// against row blocks' 26.0) and all of Qwen3-0.6B's but those of 1024 columns and at most 4096 rows,
-// where row blocks, with no sums across blocks, won (q|k|v 4096x1024 at 0.5: 9.5 against 11.0 us).
-DecodeMapping choose_decode_mapping(int32_t rows, int32_t cols) {
-  return cols <= 1024 && rows <= 4096 ? DecodeMapping::RowBlocks : DecodeMapping::Lanes;
+// The cost model Auto decides by. Fitted to decode-bench on the H200 (copy bandwidth 4.2 TB/s; f16,
+// 50% Wanda; docs/bench/2026-12-02-s17-decode-ring-*.txt and 2026-12-03-s18-decode-*.txt): a fixed
+// cost (launch, list, the sums' atomics and tickets) plus the bytes read over a share of the copy
+// bandwidth, less where the grid has fewer blocks than SMs. Fitted, not derived: refit when the
+// kernels change.
+namespace {
+constexpr double kModelBandwidth = 4200e9;     // bytes/s (H200 copy bandwidth, measured)
+constexpr double kSms = 132;                   // of the GPU the constants were fitted on
+constexpr double kRingFixedUs = 5.5, kRingShare = 0.40;
+constexpr double kColsFixedUs = 3.0, kColsShare = 0.85;
+constexpr double kDenseFixedUs = 2.5, kDenseShare = 0.88;
+constexpr int kColsMinChunk = 32;  // decode_dense_cols: the fewest columns a block takes
+
+double us(double bytes, double share, double blocks) {
+  return bytes / (share * std::min(1.0, blocks / kSms) * kModelBandwidth) * 1e6;
+}
+}  // namespace
+
+DecodeCosts estimate_decode_costs(int32_t rows, int32_t cols, DecodeDtype dtype, double weight_density,
+                                  double act_density) {
+  const double esize = dtype == DecodeDtype::F32 ? 4 : 2, r = rows, c = cols;
+  const double rho = std::clamp(act_density, 0.0, 1.0), omega = std::clamp(weight_density, 0.0, 1.0);
+  const double strips = std::ceil(r / kBitmapStripRows);
+  DecodeCosts k;
+  // Ring: per kept column, each strip's 32 mask words and its offset, then its values.
+  const double ring_blocks = strips * std::max(1.0, std::ceil(c / kLanesMinChunk));
+  k.ring_us = kRingFixedUs + us(rho * (c * strips * 132 + r * c * omega * esize), kRingShare, ring_blocks);
+  const double slab = abi::decode_cols_slab_rows(static_cast<int>(esize));
+  const double slabs = std::ceil(r / slab);
+  k.dense_columns_us = kColsFixedUs + us(rho * slabs * slab * c * esize, kColsShare,
+                                         slabs * std::max(1.0, std::ceil(c / kColsMinChunk)));
+  k.dense_us = dtype == DecodeDtype::F32 || cols % 8 != 0
+                   ? std::nan("")
+                   : kDenseFixedUs + us(r * c * esize, kDenseShare, std::ceil(r / 16) * std::max(1.0, c / 128));
+  return k;
+}
+
+DecodeMapping choose_decode_mapping(int32_t rows, int32_t cols, DecodeDtype dtype, double weight_density,
+                                    double act_density, bool allow_dense) {
+  const DecodeCosts k = estimate_decode_costs(rows, cols, dtype, weight_density, act_density);
+  if (!allow_dense) return DecodeMapping::Ring;
+  DecodeMapping best = DecodeMapping::Ring;
+  double t = k.ring_us;
+  if (k.dense_columns_us < t) best = DecodeMapping::DenseColumns, t = k.dense_columns_us;
+  if (k.dense_us < t) best = DecodeMapping::Dense;  // false for NaN
+  return best;
 }
 
 // The public dtype is the key's, enumerator for enumerator.
@@ -59,7 +101,11 @@ struct DecodeSetup {
   int strips = 0, splits = 1;
   float tau = 0;
   CUfunction fused = nullptr, topk = nullptr, rows_fn = nullptr, lanes = nullptr;  // lanes: Lanes' or Ring's
-  CUfunction dense_fn = nullptr;
+  CUfunction dense_fn = nullptr;  // Dense's or DenseColumns'
+  int rows_pad = 0;               // DenseColumns: each column's rows, padded to whole slabs
+  DecodeMapping asked = DecodeMapping::Auto;
+  double act_density = 1;         // what Auto assumed
+  DecodeCosts costs;
   int stage_chunks = 0;   // Ring: the largest segment in 16-byte chunks
   unsigned smem = 0;      // Ring: dynamic shared memory a block
   DecodeMapping mapping = DecodeMapping::Columns;
@@ -76,7 +122,7 @@ struct DecodeLinearPlan::Impl : DecodeSetup {
   DeviceBuffer<int32_t> seg_ptr;
   DeviceBuffer<uint16_t> word_off;
   DeviceBuffer<float> acc;  // fp32 sums per row, zero between calls
-  DeviceAllocation dense;   // Dense: W row-major in the dtype (the bitmap buffers then stay empty)
+  DeviceAllocation dense;   // Dense: W row-major, DenseColumns: column-major, in the dtype (the bitmap buffers then stay empty)
 };
 
 // A layer in the column bitmap layout, its values already in the plan's dtype: what both entry
@@ -106,6 +152,25 @@ std::vector<uint16_t> expand_dense16(const detail::DecodeSource& m) {
         for (uint32_t word = (*m.masks)[seg * 32 + p]; word; word &= word - 1) {
           const int64_t row = int64_t{t} * kBitmapStripRows + p * 32 + std::countr_zero(word);
           d[static_cast<size_t>(row) * m.cols + j] = v[at++];
+        }
+    }
+  return d;
+}
+
+// The layer column-major, each column padded to rows_pad, esize-byte values (zeros where pruned):
+// the dense-columns path's weights. A column's strips follow each other, so its values are in row
+// order already.
+std::vector<uint8_t> expand_dense_cols(const detail::DecodeSource& m, size_t esize, int32_t rows_pad) {
+  std::vector<uint8_t> d(static_cast<size_t>(rows_pad) * static_cast<size_t>(m.cols) * esize, 0);
+  const auto* v = static_cast<const uint8_t*>(m.values);
+  for (int32_t j = 0; j < m.cols; ++j)
+    for (int32_t t = 0; t < m.strips; ++t) {
+      const size_t seg = static_cast<size_t>(j) * m.strips + t;
+      int64_t at = (*m.seg_ptr)[seg];
+      for (int p = 0; p < 32; ++p)
+        for (uint32_t word = (*m.masks)[seg * 32 + p]; word; word &= word - 1) {
+          const int64_t row = int64_t{t} * kBitmapStripRows + p * 32 + std::countr_zero(word);
+          std::memcpy(&d[(static_cast<size_t>(j) * rows_pad + row) * esize], v + at++ * esize, esize);
         }
     }
   return d;
@@ -147,13 +212,25 @@ DecodeLinearPlan Context::build_decode_linear(const detail::DecodeSource& m, con
   if (opt.blocks_per_sm < 0 || opt.blocks_per_sm > 64)
     throw UsageError(fmt::format("plan_decode_linear: blocks_per_sm must be in 0 .. 64 (0: as many as fit), got {}",
                                  opt.blocks_per_sm));
+  if (!(opt.act_density >= 0 && opt.act_density <= 1))
+    throw UsageError(fmt::format("plan_decode_linear: act_density must be in [0, 1] (0: from keep or tau), got {}",
+                                 opt.act_density));
   if (opt.mapping == DecodeMapping::Dense && opt.dtype == DecodeDtype::F32)
     throw UsageError("plan_decode_linear: the dense path takes f16 or bf16 values, not f32");
   if (opt.mapping == DecodeMapping::Dense && cols % 8 != 0)
     throw UsageError(fmt::format("plan_decode_linear: the dense path needs the columns a multiple of 8, got {}", cols));
   make_current();
   auto p = std::make_unique<DecodeLinearPlan::Impl>();
-  p->mapping = opt.mapping == DecodeMapping::Auto ? choose_decode_mapping(rows, cols) : opt.mapping;
+  p->asked = opt.mapping;
+  p->act_density = opt.act_density > 0 ? opt.act_density : opt.keep > 0 ? opt.keep : opt.tau == 0 ? 1.0 : 0.5;
+  const double weight_density =
+      static_cast<double>(m.nnz) / std::max(1.0, static_cast<double>(rows) * static_cast<double>(cols));
+  p->costs = estimate_decode_costs(rows, cols, opt.dtype, weight_density, p->act_density);
+  // Lanes names the mapping the ring kernel replaced.
+  p->mapping = opt.mapping == DecodeMapping::Auto
+                   ? choose_decode_mapping(rows, cols, opt.dtype, weight_density, p->act_density, opt.allow_dense)
+               : opt.mapping == DecodeMapping::Lanes ? DecodeMapping::Ring
+                                                     : opt.mapping;
   p->row_words = opt.row_block_words;
   p->dtype = opt.dtype;
   p->tau = opt.tau;
@@ -161,8 +238,17 @@ DecodeLinearPlan Context::build_decode_linear(const detail::DecodeSource& m, con
   p->cols = cols;
   p->strips = m.strips;
   const size_t esize = opt.dtype == DecodeDtype::F32 ? 4 : 2;
-  const bool dense = p->mapping == DecodeMapping::Dense;
-  if (dense) {
+  const bool dense_cols = p->mapping == DecodeMapping::DenseColumns;
+  const bool dense = p->mapping == DecodeMapping::Dense || dense_cols;
+  const int slab = abi::decode_cols_slab_rows(static_cast<int>(esize));
+  if (dense_cols) {
+    // W alone, column-major, each column padded to whole slabs; the bitmap buffers stay empty.
+    p->rows_pad = (rows + slab - 1) / slab * slab;
+    const std::vector<uint8_t> d = expand_dense_cols(m, esize, p->rows_pad);
+    p->dense = DeviceAllocation(std::max<size_t>(d.size(), 1));
+    if (!d.empty()) p->dense.upload(d.data(), d.size());
+    p->weight_bytes = static_cast<int64_t>(d.size());
+  } else if (dense) {
     // The dense path holds W alone, row-major; the bitmap buffers stay empty.
     const std::vector<uint16_t> d = expand_dense16(m);
     p->dense = DeviceAllocation(std::max<size_t>(d.size(), 1) * 2);
@@ -180,8 +266,9 @@ DecodeLinearPlan Context::build_decode_linear(const detail::DecodeSource& m, con
   // words): left on the host otherwise, half a bit a weight the plan need not hold.
   const bool word_offsets = p->mapping == DecodeMapping::RowBlocks && !m.word_off->empty();
   p->word_off = DeviceBuffer<uint16_t>(std::span<const uint16_t>(word_offsets ? *m.word_off : std::vector<uint16_t>{0}));
-  // A ticket per strip (the dense path: per 16-row tile).
-  p->tickets = DeviceBuffer<uint32_t>(static_cast<size_t>(std::max(dense ? (rows + 15) / 16 : m.strips, 1)));
+  // A ticket per strip (the dense path: per 16-row tile; dense columns: per slab).
+  const int row_ranges = dense_cols ? p->rows_pad / slab : dense ? (rows + 15) / 16 : m.strips;
+  p->tickets = DeviceBuffer<uint32_t>(static_cast<size_t>(std::max(row_ranges, 1)));
   p->tickets.fill_bytes(0);
   p->acc = DeviceBuffer<float>(static_cast<size_t>(std::max(rows, 1)));
   p->acc.fill_bytes(0);
@@ -195,14 +282,12 @@ DecodeLinearPlan Context::build_decode_linear(const detail::DecodeSource& m, con
   p->topk = loaded.fns.at(1);
   p->rows_fn = loaded.fns.at(p->row_words == 1 ? 2 : p->row_words == 2 ? 3 : 4);
   const bool ring = p->mapping == DecodeMapping::Ring;
-  p->lanes = loaded.fns.at(ring ? 6 : 5);
-  if (p->mapping == DecodeMapping::Lanes || ring) {
-    if (ring) {
-      const int per = static_cast<int>(16 / esize);
-      for (size_t sgi = 0; sgi + 1 < m.seg_ptr->size(); ++sgi) {
-        const int32_t o = (*m.seg_ptr)[sgi], e = (*m.seg_ptr)[sgi + 1], first = o & ~(per - 1);
-        if (e > o) p->stage_chunks = std::max(p->stage_chunks, (e - first + per - 1) / per);
-      }
+  p->lanes = loaded.fns.at(5);
+  if (ring) {
+    const int per = static_cast<int>(16 / esize);
+    for (size_t sgi = 0; sgi + 1 < m.seg_ptr->size(); ++sgi) {
+      const int32_t o = (*m.seg_ptr)[sgi], e = (*m.seg_ptr)[sgi + 1], first = o & ~(per - 1);
+      if (e > o) p->stage_chunks = std::max(p->stage_chunks, (e - first + per - 1) / per);
     }
     // The ring's shared memory: the list (16 bytes a column of the chunk), the warps' stages, or at
     // the end the warps' sums, whichever is larger.
@@ -213,10 +298,9 @@ DecodeLinearPlan Context::build_decode_linear(const detail::DecodeSource& m, con
     };
     int fit = opt.blocks_per_sm;
     if (fit == 0) {
-      if (ring) DBS_CU(cuFuncSetAttribute(p->lanes, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                          static_cast<int>(ring_smem(kLanesMaxChunk))));
-      DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, p->lanes, kLanesWarps * 32,
-                                                         ring ? ring_smem(kLanesMaxChunk) : 0));
+      DBS_CU(cuFuncSetAttribute(p->lanes, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                static_cast<int>(ring_smem(kLanesMaxChunk))));
+      DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, p->lanes, kLanesWarps * 32, ring_smem(kLanesMaxChunk)));
       fit = std::max(fit, 1);
     }
     // Enough blocks for `fit` on every SM, no block over more than kLanesMaxChunk columns (its
@@ -225,10 +309,19 @@ DecodeLinearPlan Context::build_decode_linear(const detail::DecodeSource& m, con
     const int64_t most = std::max<int64_t>(1, (cols + kLanesMinChunk - 1) / kLanesMinChunk);
     const int64_t least = (cols + kLanesMaxChunk - 1) / kLanesMaxChunk;
     p->splits = static_cast<int>(std::max<int64_t>({1, least, std::min(want, most)}));
-    if (ring) {
-      p->smem = ring_smem((cols + p->splits - 1) / p->splits);
-      DBS_CU(cuFuncSetAttribute(p->lanes, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(p->smem)));
-    }
+    p->smem = ring_smem((cols + p->splits - 1) / p->splits);
+    DBS_CU(cuFuncSetAttribute(p->lanes, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(p->smem)));
+  } else if (dense_cols) {
+    p->dense_fn = loaded.fns.at(6);
+    int fit = opt.blocks_per_sm;
+    if (fit == 0) DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, p->dense_fn, kLanesWarps * 32, 0));
+    // Enough blocks for `fit` on every SM, no block over kLanesMaxChunk columns (its list) nor,
+    // where the columns allow, under kColsMinChunk.
+    const int64_t slabs = p->rows_pad / slab;
+    const int64_t want = (int64_t{std::max(fit, 1)} * std::max(info_.sm_count, 1) + slabs - 1) / std::max<int64_t>(slabs, 1);
+    const int64_t most = std::max<int64_t>(1, (cols + kColsMinChunk - 1) / kColsMinChunk);
+    const int64_t least = (cols + kLanesMaxChunk - 1) / kLanesMaxChunk;
+    p->splits = static_cast<int>(std::max<int64_t>({1, least, std::min(want, most)}));
   } else if (dense) {
     p->dense_fn = loaded.fns.at(7);
     int fit = opt.blocks_per_sm;
@@ -271,6 +364,15 @@ void DecodeLinearPlan::run(uint64_t x, uint64_t y, void* stream) const {
   uint64_t masks = p.masks.ptr(), seg = p.seg_ptr.ptr(), vals = p.values.ptr(), acc = p.acc.ptr(),
            tick = p.tickets.ptr();
   int rows = p.rows, strips = p.strips, splits = p.splits;
+  if (p.mapping == DecodeMapping::DenseColumns) {
+    uint64_t wt = p.dense.ptr();
+    int rows_pad = p.rows_pad;
+    void* params[] = {&wt, &x, &rows, &rows_pad, &n, &tau, &tau_dev, &splits, &acc, &tick, &y};
+    const int slabs = rows_pad / abi::decode_cols_slab_rows(p.dtype == DecodeDtype::F32 ? 4 : 2);
+    DBS_CU(cuLaunchKernel(p.dense_fn, static_cast<unsigned>(slabs * splits), 1, 1, kLanesWarps * 32, 1, 1, 0, h, params,
+                          nullptr));
+    return;
+  }
   if (p.mapping == DecodeMapping::Dense) {
     uint64_t wd = p.dense.ptr();
     void* params[] = {&wd, &x, &rows, &n, &tau, &tau_dev, &splits, &acc, &tick, &y};
@@ -288,7 +390,7 @@ void DecodeLinearPlan::run(uint64_t x, uint64_t y, void* stream) const {
   }
   int stage_chunks = p.stage_chunks;
   void* params[] = {&masks, &seg, &vals, &x, &n, &tau, &tau_dev, &acc, &tick, &y, &rows, &strips, &splits, &stage_chunks};
-  const bool lanes = p.mapping == DecodeMapping::Lanes || p.mapping == DecodeMapping::Ring;
+  const bool lanes = p.mapping == DecodeMapping::Ring;
   DBS_CU(cuLaunchKernel(lanes ? p.lanes : p.fused, static_cast<unsigned>(strips * splits), 1, 1,
                         (lanes ? kLanesWarps : kDecodeWarps) * 32, 1, 1, p.smem, h, params, nullptr));
 }
@@ -340,19 +442,35 @@ DecodeDtype DecodeLinearPlan::dtype() const { return impl_->dtype; }
 int64_t DecodeLinearPlan::weight_bytes() const { return impl_->weight_bytes; }
 int64_t DecodeLinearPlan::device_bytes() const {
   const Impl& p = *impl_;
-  return static_cast<int64_t>(p.values.bytes() + (p.masks.size() + p.tickets.size() + p.seg_ptr.size() + p.acc.size()) * 4 +
+  return static_cast<int64_t>(p.values.bytes() + p.dense.bytes() +
+                              (p.masks.size() + p.tickets.size() + p.seg_ptr.size() + p.acc.size()) * 4 +
                               p.word_off.size() * 2);
 }
+DecodeMapping DecodeLinearPlan::mapping() const { return impl_->mapping; }
 std::string DecodeLinearPlan::explain() const {
   const Impl& p = *impl_;
-  const std::string cut = p.mapping == DecodeMapping::RowBlocks
-                              ? fmt::format("row blocks of {} rows", 32 * p.row_words)
-                              : fmt::format("{}: {} strips x {} splits", to_string(p.mapping), p.strips, p.splits);
-  return fmt::format("decode linear {}x{} {}: column bitmap, {}, weights {} bytes ({:.3f}x dense "
-                     "fp16), x kept where |x| >= {}; kernel {} ({})\n",
+  std::string cut;
+  switch (p.mapping) {
+    case DecodeMapping::RowBlocks: cut = fmt::format("column bitmap, row blocks of {} rows", 32 * p.row_words); break;
+    case DecodeMapping::DenseColumns:
+      cut = fmt::format("dense column-major (rows padded to {}), dense-columns: {} slabs x {} splits", p.rows_pad,
+                        p.rows_pad / abi::decode_cols_slab_rows(p.dtype == DecodeDtype::F32 ? 4 : 2), p.splits);
+      break;
+    case DecodeMapping::Dense:
+      cut = fmt::format("dense row-major, dense (mma): {} tiles x {} splits", (p.rows + 15) / 16, p.splits);
+      break;
+    default: cut = fmt::format("column bitmap, {}: {} strips x {} splits", to_string(p.mapping), p.strips, p.splits);
+  }
+  const std::string why =
+      p.asked == DecodeMapping::Auto
+          ? fmt::format("auto at {:.2f} of activations kept, estimated us: ring {:.1f}, dense-columns {:.1f}, dense {:.1f}",
+                        p.act_density, p.costs.ring_us, p.costs.dense_columns_us, p.costs.dense_us)
+          : fmt::format("mapping {} as asked", to_string(p.asked));
+  return fmt::format("decode linear {}x{} {}: {}, weights {} bytes ({:.3f}x dense "
+                     "fp16), x kept where |x| >= {}; {}; kernel {} ({})\n",
                      p.rows, p.cols, to_string(p.dtype), cut, p.weight_bytes,
-                     static_cast<double>(p.weight_bytes) / (2.0 * p.rows * std::max(p.cols, 1)), p.tau, p.kernel.key,
-                     p.kernel.origin);
+                     static_cast<double>(p.weight_bytes) / (2.0 * p.rows * std::max(p.cols, 1)), p.tau, why,
+                     p.kernel.key, p.kernel.origin);
 }
 
 }  // namespace dbsparse

@@ -1,6 +1,7 @@
-// decode_lanes_ring: decode_lanes (decode_bitmap.cuh) with each warp's segments brought into shared
-// memory by cp.async through a ring of STAGES stages, so a warp has STAGES - 1 segments in flight
-// while it sums one, and no registers hold loads in flight.
+// decode_lanes_ring: lanes across rows on the column bitmap layout, each warp's segments brought into
+// shared memory by cp.async through a ring of STAGES stages, so a warp has STAGES - 1 segments in
+// flight while it sums one, and no registers hold loads in flight. It replaced decode_lanes (one
+// segment in flight a warp, in registers), which it beat on every layer measured.
 #pragma once
 #include "decode_bitmap.cuh"
 
@@ -21,7 +22,7 @@ __device__ __forceinline__ float lds_at<float>(unsigned addr) {
   return v;
 }
 
-// y = W · x, lanes across rows as in decode_lanes: block (strip t, split s) lists its chunk's kept
+// y = W · x, lanes across rows: block (strip t, split s) lists its chunk's kept
 // columns with their segments' bounds (one round trip: x and seg_ptr are read together), then each
 // warp takes every WARPS-th kept column. A column's 32 mask words and its values (whole 16-byte
 // chunks) go by cp.async into one of the warp's STAGES stages; the warp sums column k from its stage
@@ -56,26 +57,13 @@ __global__ void __launch_bounds__(WARPS * 32, 4) decode_lanes_ring(const uint32_
   const int stage_bytes = 128 + 16 * stage_chunks;
   const unsigned ring = (unsigned)__cvta_generic_to_shared(dyn) + (unsigned)(chunk * 16) +
                         warp * (unsigned)(STAGES * stage_bytes);
-  if (threadIdx.x == 0) nl = 0;
-  __syncthreads();
-  for (int c = c0 + (int)threadIdx.x; c - (int)lane < c1; c += WARPS * 32) {
-    float xf = 0.0f;
-    int o = 0, e = 0;
-    if (c < c1) {
-      const size_t seg = (size_t)c * strips + t;
-      xf = V::ld(x[c]);
-      o = seg_ptr[seg];
-      e = seg_ptr[seg + 1];
-    }
-    const bool keep = c < c1 && fabsf(xf) >= th && xf != 0.0f && e > o;  // an empty segment adds nothing
-    const unsigned ballot = __ballot_sync(kFull, keep);
-    unsigned at = 0;
-    if (lane == 0 && ballot) at = atomicAdd(&nl, (unsigned)__popc(ballot));
-    at = __shfl_sync(kFull, at, 0) + (unsigned)__popc(ballot & ((1u << lane) - 1u));
-    if (keep) list[at] = make_int4(c, o, e, __float_as_int(xf));
-  }
-  __syncthreads();
-  const int n_kept = (int)nl;
+  const int n_kept = list_kept<WARPS>(c0, c1, list, &nl, [&](int c, int4& en) {
+    const size_t seg = (size_t)c * strips + t;
+    const float xf = V::ld(x[c]);
+    const int o = seg_ptr[seg], e = seg_ptr[seg + 1];
+    en = make_int4(c, o, e, __float_as_int(xf));
+    return fabsf(xf) >= th && xf != 0.0f && e > o;  // an empty segment adds nothing
+  });
   const unsigned shift = 31u - lane;  // bit l of a word to the sign bit, the bits below it kept
   float a[32];
 #pragma unroll

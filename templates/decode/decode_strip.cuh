@@ -1,10 +1,32 @@
-// The end of a decoding block that shares its rows with other blocks (decode_bitmap.cuh,
-// decode_lanes_ring.cuh, decode_dense.cuh): partial sums into an fp32 accumulator, and the last
-// block of a row range (by ticket) rounds it into y.
+// What the decoding kernels that list kept columns and share rows across blocks have in common
+// (decode_bitmap.cuh, decode_lanes_ring.cuh, decode_dense.cuh, decode_dense_cols.cuh): the list of
+// kept columns, partial sums into an fp32 accumulator, and the last block of a row range (by
+// ticket) rounding it into y.
 #pragma once
 #include "dbs_common.cuh"
 
 namespace dbs {
+
+// The kept columns of [c0, c1) listed in shared memory by the whole block (ballot, then one
+// atomic a warp): probe(c, entry) fills column c's entry and says whether it is kept. Returns the
+// count; list order follows the warps' arrival. Every thread of the block calls it.
+template <int WARPS, typename E, typename Probe>
+__device__ __forceinline__ int list_kept(int c0, int c1, E* list, unsigned* nl, Probe probe) {
+  const unsigned lane = threadIdx.x & 31u;
+  if (threadIdx.x == 0) *nl = 0;
+  __syncthreads();
+  for (int c = c0 + (int)threadIdx.x; c - (int)lane < c1; c += WARPS * 32) {
+    E en;
+    const bool keep = c < c1 && probe(c, en);
+    const unsigned ballot = __ballot_sync(kFull, keep);
+    unsigned at = 0;
+    if (lane == 0 && ballot) at = atomicAdd(nl, (unsigned)__popc(ballot));
+    at = __shfl_sync(kFull, at, 0) + (unsigned)__popc(ballot & ((1u << lane) - 1u));
+    if (keep) list[at] = en;
+  }
+  __syncthreads();
+  return (int)*nl;
+}
 
 // The lanes kernels' end of a block: a[p] holds row 32p + lane of the strip; the warps' sums meet in
 // shared memory (sums: WARPS * 1024 floats) and each row takes one red into the fp32 accumulator.

@@ -136,17 +136,18 @@ TEST_CASE("DecodeLinearMatchesReferenceInEveryDtype") {
       };
       std::vector<float> x = x0;
       for (auto& v : x) v = round(v);
-      // Both mappings (row blocks of 1 and 4 words) on the same inputs and the same reference.
+      // Every mapping (row blocks of 1 and 4 words) on the same inputs and the same reference.
       std::vector<DecodeLinearPlan> plans;
-      for (auto [mapping, words] : {std::pair{DecodeMapping::Auto, 1}, {DecodeMapping::Lanes, 1}, {DecodeMapping::Ring, 1}, {DecodeMapping::Columns, 1},
-                                    {DecodeMapping::RowBlocks, 1}, {DecodeMapping::RowBlocks, 4}}) {
+      for (auto [mapping, words] : {std::pair{DecodeMapping::Ring, 1}, {DecodeMapping::Auto, 1}, {DecodeMapping::Lanes, 1},
+                                    {DecodeMapping::Columns, 1}, {DecodeMapping::RowBlocks, 1}, {DecodeMapping::RowBlocks, 4},
+                                    {DecodeMapping::DenseColumns, 1}}) {
         DecodeLinearOptions o;
         o.dtype = dt;
         o.mapping = mapping;
         o.row_block_words = words;
         plans.push_back(ctx().plan_decode_linear(pw, o));
       }
-      // Saves memory against the dense matrix in the same dtype (tiny shapes pay 128 B of masks per column).
+      // The bitmap saves memory against the dense matrix in the same dtype (tiny shapes pay 128 B of masks per column).
       if (rows >= 512) CHECK(plans[0].weight_bytes() < int64_t{2} * rows * cols * (dt == DecodeDtype::F32 ? 2 : 1));
       const auto xh = dt == DecodeDtype::F16 ? floats_to_half(x) : floats_to_bf16(x);
       DeviceBuffer<float> xf{std::span<const float>(x)}, yf{static_cast<size_t>(rows)};
@@ -285,14 +286,16 @@ TEST_CASE("DecodeLinearRowBlocksMatchReferenceOnOddShapes") {
   CHECK_THROWS_AS(ctx().plan_decode_linear(prune_magnitude(synthetic_weights(4, 4, 1), 4, 4, 0.5), bad), UsageError);
 }
 
-// The lanes mapping on odd shapes (strips cut short, a row, columns past one block's list), with
-// blocks_per_sm from 1 to 16 so that the column splits differ, top-k, a clone and two calls (the
-// second finds the sums and tickets the first left at zero): small enough for the sanitizers.
-TEST_CASE("DecodeLinearLanesMatchReferenceOnOddShapes") {
+// The ring and dense-columns mappings on odd shapes (strips and slabs cut short, a row, columns past
+// one block's list), with blocks_per_sm from 1 to 16 so that the column splits differ, top-k, a
+// clone and two calls (the second finds the sums and tickets the first left at zero): small enough
+// for the sanitizers.
+TEST_CASE("DecodeLinearRingAndDenseColumnsMatchReferenceOnOddShapes") {
   Stream s(ctx());
   for (auto [rows, cols] : {std::pair{1, 1}, {31, 5000}, {33, 4097}, {200, 9000}, {1025, 64}, {3000, 1537}, {2049, 20000}})
-    for (auto [mapping, per_sm] : {std::pair{DecodeMapping::Lanes, 1}, {DecodeMapping::Lanes, 2}, {DecodeMapping::Lanes, 16},
-                                   {DecodeMapping::Ring, 0}, {DecodeMapping::Ring, 1}, {DecodeMapping::Ring, 16}}) {
+    for (auto [mapping, per_sm] : {std::pair{DecodeMapping::DenseColumns, 0}, {DecodeMapping::DenseColumns, 1},
+                                   {DecodeMapping::DenseColumns, 16}, {DecodeMapping::Ring, 0}, {DecodeMapping::Ring, 1},
+                                   {DecodeMapping::Ring, 16}}) {
       CAPTURE(rows);
       CAPTURE(cols);
       CAPTURE(to_string(mapping));
@@ -342,18 +345,23 @@ TEST_CASE("DecodeLinearMatchesReferenceOn8bShapes") {
     const CsrMatrix<float> pw = prune_magnitude(synthetic_weights(rows, cols, 71), rows, cols, 0.5);
     std::vector<float> x = synthetic_weights(1, cols, 72);
     for (auto& v : x) v = half_to_float(float_to_half(v));
-    for (DecodeMapping mapping : {DecodeMapping::Auto, DecodeMapping::Ring}) {
+    for (DecodeMapping mapping : {DecodeMapping::Auto, DecodeMapping::Ring, DecodeMapping::DenseColumns}) {
       CAPTURE(to_string(mapping));
       DecodeLinearOptions o;
       o.dtype = DecodeDtype::F16;
       o.mapping = mapping;
       DecodeLinearPlan plan = ctx().plan_decode_linear(pw, o);
       CAPTURE(plan.explain());
-      // What the plan holds: the kept fp16 values, a bit per weight of 1024-row strips (the last one
-      // whole), an offset per strip of a column; no word offsets. Llama's shapes: 0.5645x dense fp16.
+      // What a bitmap plan holds: the kept fp16 values, a bit per weight of 1024-row strips (the last
+      // one whole), an offset per strip of a column; no word offsets. Llama's shapes: 0.5645x dense
+      // fp16. A dense plan (auto with every activation kept takes one): W whole, columns padded to 512 rows.
       const int64_t strips = (rows + 1023) / 1024;
-      CHECK(plan.weight_bytes() == pw.nnz() * 2 + int64_t{cols} * strips * (32 * 4 + 4) + 4);
-      if (rows % 1024 == 0) CHECK(plan.weight_bytes() <= static_cast<int64_t>(0.565 * 2.0 * rows * cols));
+      if (plan.mapping() == DecodeMapping::Ring) {
+        CHECK(plan.weight_bytes() == pw.nnz() * 2 + int64_t{cols} * strips * (32 * 4 + 4) + 4);
+        if (rows % 1024 == 0) CHECK(plan.weight_bytes() <= static_cast<int64_t>(0.565 * 2.0 * rows * cols));
+      } else {
+        CHECK(plan.weight_bytes() == int64_t{2} * ((rows + 511) / 512 * 512) * cols);
+      }
       const auto xh = floats_to_half(x);
       DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, yd{static_cast<size_t>(rows)};
       for (double d : {1.0, 0.5, 0.3, 0.1}) {
@@ -437,7 +445,8 @@ TEST_CASE("DecodeLinearFromCompactLayerEqualsThePlanFromCsr") {
     const CompactLayer layer = read_compact_weights(path).at(0);
     const auto xh = dt == DecodeDtype::F16 ? floats_to_half(x) : floats_to_bf16(x);
     DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, ya{static_cast<size_t>(rows)}, yb{static_cast<size_t>(rows)};
-    for (DecodeMapping mapping : {DecodeMapping::Lanes, DecodeMapping::Ring, DecodeMapping::Columns, DecodeMapping::RowBlocks}) {
+    for (DecodeMapping mapping : {DecodeMapping::Ring, DecodeMapping::Columns, DecodeMapping::RowBlocks,
+                                  DecodeMapping::DenseColumns}) {
       CAPTURE(to_string(mapping));
       DecodeLinearOptions o;
       o.dtype = dt;

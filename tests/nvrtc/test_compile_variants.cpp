@@ -108,7 +108,7 @@ TEST_CASE("DecodeKernelsCompileForSm80AndSm90InEveryDtype") {
       CAPTURE(key.to_string());
       CAPTURE(arch);
       const CompiledKernel k = compile_to_cubin(make_source(key), arch);
-      // fused, top-k, three row blocks, lanes, ring; and in 16 bits the dense path.
+      // fused, top-k, three row blocks, ring, dense columns; and in 16 bits the dense (mma) path.
       CHECK(k.lowered_names.size() == (key.dtype == DecodeDtype::F32 ? 7u : 8u));
       CHECK(DecodeKey::parse(key.to_string()) == key);
     }

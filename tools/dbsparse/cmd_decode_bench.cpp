@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dbsparse/abi/decode.h"
 #include "dbsparse/decode_linear.hpp"
 #include "dbsparse/half.hpp"
 #include "dbsparse/pruning.hpp"
@@ -45,8 +46,8 @@ struct DecodeArgs {
 
 // The column bitmap plans the bench times, by the name of their row.
 const std::vector<std::pair<std::string, DecodeMapping>> kMappings{
-    {"lanes", DecodeMapping::Lanes},
     {"ring", DecodeMapping::Ring},
+    {"dbcols", DecodeMapping::DenseColumns},
     {"columns", DecodeMapping::Columns},
     {"rowblocks", DecodeMapping::RowBlocks},
     {"dbdense", DecodeMapping::Dense}};
@@ -187,11 +188,18 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
       const double us = tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
                           v[static_cast<size_t>(i % static_cast<int64_t>(v.size()))].run(xin, yout, s.handle());
                         }).median_us;
+      // The bytes this row reads: the bitmap's touched segments; a dense-columns plan the kept columns
+      // whole (padded); the dense (mma) one all of W.
+      const int64_t slab = abi::decode_cols_slab_rows(static_cast<int>(esize)), rows_pad = (rows + slab - 1) / slab * slab;
+      const int64_t read = name == "dbcols"    ? kept * rows_pad * esize + (int64_t{cols} + rows) * esize
+                           : name == "dbdense" ? static_cast<int64_t>(dense_bytes) + (int64_t{cols} + rows) * esize
+                                               : touched;
       at[name] = {{"us", us},
+                  {"read_bytes", read},
                   {"speedup_over_dense", dense_us / us},
                   {"max_rel_err", err},
                   {"copies", v.size()},
-                  {"pct_copy_bw", 100.0 * (static_cast<double>(touched) / (us * 1e-6)) / (copy_gbs * 1e9)}};
+                  {"pct_copy_bw", 100.0 * (static_cast<double>(read) / (us * 1e-6)) / (copy_gbs * 1e9)}};
     }
     if (a.ablation) {
       // The f32 SpMSpV engine (DB format), auto and forced directions, on the f32 x.
@@ -207,8 +215,10 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
                     {"note", "one copy: the L2 may serve part of W"}};
       }
     }
-    // What a plan with the default mapping runs.
-    const DecodeMapping chosen = choose_decode_mapping(rows, cols);
+    // What a plan with the default mapping runs when told the density it will see.
+    const DecodeMapping chosen =
+        choose_decode_mapping(rows, cols, static_cast<DecodeDtype>(static_cast<int>(dt)),
+                              static_cast<double>(pw.nnz()) / (static_cast<double>(rows) * cols), density);
     const auto row = std::find_if(kMappings.begin(), kMappings.end(), [&](const auto& m) { return m.second == chosen; });
     at["auto"] = at[row->first];
     at["auto"]["mapping"] = to_string(chosen);
@@ -217,11 +227,11 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     for (const auto& pl : plans) best = std::min(best, at[pl.first]["us"].get<double>());
     fmt::print("{:<6} {:>5}x{:<5} {:>5.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f}x {:>7.2f}x {:>6.1f}% {:>6.3f} {:>9.1e}\n",
                shape.kind, rows, cols, density, dense_us, rec["cusparse_f32_us"].get<double>(),
-               at["lanes"]["us"].get<double>(), at["ring"]["us"].get<double>(), at["columns"]["us"].get<double>(),
+               at["ring"]["us"].get<double>(), at["dbcols"]["us"].get<double>(), at["columns"]["us"].get<double>(),
                at["rowblocks"]["us"].get<double>(), at.contains("dbdense") ? at["dbdense"]["us"].get<double>() : NAN,
                at["auto"]["speedup_over_dense"].get<double>(), dense_us / best,
                at["auto"]["pct_copy_bw"].get<double>(),
-               double(rec["weight_bytes"]["lanes"].get<int64_t>()) / (2.0 * rows * cols),
+               double(rec["weight_bytes"]["ring"].get<int64_t>()) / (2.0 * rows * cols),
                at["auto"]["max_rel_err"].get<double>());
     std::fflush(stdout);
   }
@@ -265,7 +275,7 @@ Runner add_decode_bench(CLI::App& sub_ref) {
                ctx.device().name, copy_gbs, m.name, m.layers, a->weights.empty() ? "synthetic" : a->weights,
                100 * a->weight_sparsity, a->prune, a->dtype);
     fmt::print("{:<6} {:>11} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>6} {:>9}\n", "layer", "shape",
-               "act", "dense us", "cusp f32", "lanes", "ring", "columns", "rowblks", "dbdense", "auto x", "best x", "%BW", "w/f16", "err");
+               "act", "dense us", "cusp f32", "ring", "dbcols", "columns", "rowblks", "dbdense", "auto x", "best x", "%BW", "w/f16", "err");
     nlohmann::json layers = nlohmann::json::array();
     std::map<std::string, std::vector<float>> kept_w;  // dense weights of the layers stacked below
     std::map<std::string, nlohmann::json> by_kind;
@@ -322,13 +332,13 @@ Runner add_decode_bench(CLI::App& sub_ref) {
       };
       std::vector<const nlohmann::json*> one;
       for (const auto& l : layers) one.push_back(&l);
-      for (const std::string row : {"dense", "lanes", "ring", "columns", "rowblocks", "dbdense", "auto"}) b["layers_us"][row] = sum(one, row);
+      for (const std::string row : {"dense", "ring", "dbcols", "columns", "rowblocks", "dbdense", "auto"}) b["layers_us"][row] = sum(one, row);
       std::string line = fmt::format("block  act {:.2f}: seven layers dense {:.1f} us, auto {:.1f} us ({:.2f}x)", a->act_densities[d],
                                      b["layers_us"]["dense"].get<double>(), b["layers_us"]["auto"].get<double>(),
                                      b["layers_us"]["dense"].get<double>() / b["layers_us"]["auto"].get<double>());
       if (!a->no_fuse) {
         const std::vector<const nlohmann::json*> st{&fused["qkv"], &by_kind["o"], &fused["gateup"], &by_kind["down"]};
-        for (const std::string row : {"dense", "lanes", "ring", "columns", "rowblocks", "dbdense", "auto"}) b["stacked_us"][row] = sum(st, row);
+        for (const std::string row : {"dense", "ring", "dbcols", "columns", "rowblocks", "dbdense", "auto"}) b["stacked_us"][row] = sum(st, row);
         line += fmt::format("; stacked dense {:.1f} us, auto {:.1f} us ({:.2f}x)", b["stacked_us"]["dense"].get<double>(),
                             b["stacked_us"]["auto"].get<double>(),
                             b["stacked_us"]["dense"].get<double>() / b["stacked_us"]["auto"].get<double>());

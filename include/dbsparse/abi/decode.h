@@ -7,14 +7,20 @@ namespace dbsparse::abi {
 
 // Rows of a column bitmap strip: 32 mask words of 32 rows (include/dbsparse/column_bitmap.hpp).
 constexpr int kDecodeStripRows = 1024;
-// decode_lanes: the most columns one block takes (it lists its kept ones in shared memory); the
+// decode_lanes_ring and decode_dense_cols: the most columns one block takes (it lists its kept ones in shared memory); the
 // plan picks its splits of the columns so that no block passes it.
 constexpr int kDecodeLanesMaxChunk = 1024;
-// decode_lanes' warps per block.
+// decode_lanes_ring's (and decode_dense_cols', decode_dense's) warps per block.
 constexpr int kDecodeLanesWarps = 8;
 // decode_lanes_ring's stages a warp (STAGES - 1 segments in flight while one is summed).
 constexpr int kDecodeRingStages = 4;
 // decode_dense's 32-column steps a warp loads before their mma.
 constexpr int kDecodeDenseUnroll = 4;
+// decode_dense_cols: 16-byte chunks a lane loads from each column (a slab is 32 lanes times that,
+// 512 rows in 16 bits, 256 in f32; every column is padded to whole slabs) and columns a warp has
+// in flight.
+constexpr int kDecodeColsChunks = 2;
+constexpr int kDecodeColsUnroll = 4;
+constexpr int decode_cols_slab_rows(int value_bytes) { return 32 * (16 / value_bytes) * kDecodeColsChunks; }
 
 }  // namespace dbsparse::abi

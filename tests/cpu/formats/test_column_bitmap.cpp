@@ -3,7 +3,6 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
-
 #include <string>
 
 #include "dbsparse/column_bitmap.hpp"
@@ -63,15 +62,27 @@ TEST_CASE("ColumnBitmapWordOffsetsPointAtEachWordsFirstValue") {
   CHECK(checked > 1000);
 }
 
-TEST_CASE("AutoDecodeMappingTakesLanesExceptForSmallNarrowLayers") {
+TEST_CASE("AutoDecodeMappingTakesTheCheapestEstimate") {
+  using dbsparse::DecodeDtype;
   using dbsparse::DecodeMapping;
-  CHECK(dbsparse::choose_decode_mapping(2048, 1024) == DecodeMapping::RowBlocks);  // qwen3 q
-  CHECK(dbsparse::choose_decode_mapping(4096, 1024) == DecodeMapping::RowBlocks);  // qwen3 q|k|v
-  CHECK(dbsparse::choose_decode_mapping(6144, 1024) == DecodeMapping::Lanes);      // qwen3 gate|up
-  CHECK(dbsparse::choose_decode_mapping(1024, 2048) == DecodeMapping::Lanes);      // qwen3 o
-  CHECK(dbsparse::choose_decode_mapping(1024, 4096) == DecodeMapping::Lanes);      // llama-3.1-8b k
-  CHECK(dbsparse::choose_decode_mapping(28672, 4096) == DecodeMapping::Lanes);     // llama-3.1-8b gate|up
-  CHECK(dbsparse::choose_decode_mapping(4096, 14336) == DecodeMapping::Lanes);     // llama-3.1-8b down
+  using dbsparse::choose_decode_mapping;
+  // Llama-3.1-8B gate, half the weights kept: all activations kept reads W whole (dense mma); half
+  // kept reads half of the dense columns, cheaper than a quarter of W at the bitmap kernel's rate.
+  CHECK(choose_decode_mapping(14336, 4096, DecodeDtype::F16, 0.5, 1.0) == DecodeMapping::Dense);
+  CHECK(choose_decode_mapping(14336, 4096, DecodeDtype::F16, 0.5, 0.5) == DecodeMapping::DenseColumns);
+  // 80% pruned: the bitmap's bytes win.
+  CHECK(choose_decode_mapping(14336, 4096, DecodeDtype::F16, 0.2, 0.5) == DecodeMapping::Ring);
+  // Dense layouts refused: the bitmap whatever the cost.
+  CHECK(choose_decode_mapping(14336, 4096, DecodeDtype::F16, 0.5, 0.5, false) == DecodeMapping::Ring);
+  // f32 has no mma path.
+  CHECK(choose_decode_mapping(4096, 4096, DecodeDtype::F32, 0.5, 1.0) != DecodeMapping::Dense);
+  const auto lo = dbsparse::estimate_decode_costs(4096, 14336, DecodeDtype::F16, 0.5, 0.1);
+  const auto hi = dbsparse::estimate_decode_costs(4096, 14336, DecodeDtype::F16, 0.5, 0.9);
+  CHECK(lo.ring_us < hi.ring_us);
+  CHECK(lo.dense_columns_us < hi.dense_columns_us);
+  CHECK(lo.dense_us == hi.dense_us);  // reads all of W whatever x is
+  CHECK(std::isnan(dbsparse::estimate_decode_costs(64, 64, DecodeDtype::F32, 0.5, 1).dense_us));
+  CHECK(std::isnan(dbsparse::estimate_decode_costs(64, 60, DecodeDtype::F16, 0.5, 1).dense_us));
   CHECK(std::string(dbsparse::to_string(DecodeMapping::Auto)) == "auto");
-  CHECK(std::string(dbsparse::to_string(DecodeMapping::Lanes)) == "lanes");
+  CHECK(std::string(dbsparse::to_string(DecodeMapping::DenseColumns)) == "dense-columns");
 }
