@@ -21,6 +21,6 @@ constexpr int kDecodeDenseUnroll = 4;
 // in flight.
 constexpr int kDecodeColsChunks = 2;
 constexpr int kDecodeColsUnroll = 4;
-constexpr int decode_cols_slab_rows(int value_bytes) { return 32 * (16 / value_bytes) * kDecodeColsChunks; }
+DBS_ABI_FN int decode_cols_slab_rows(int value_bytes) { return 32 * (16 / value_bytes) * kDecodeColsChunks; }
 
 }  // namespace dbsparse::abi
