@@ -49,8 +49,12 @@ namespace {
 constexpr double kModelBandwidth = 4200e9;     // bytes/s (H200 copy bandwidth, measured)
 constexpr double kSms = 132;                   // of the GPU the constants were fitted on
 constexpr double kRingFixedUs = 5.5, kRingShare = 0.40;
-constexpr double kColsFixedUs = 3.0, kColsShare = 0.85;
-constexpr double kDenseFixedUs = 2.5, kDenseShare = 0.88;
+// From s18 (Llama-3.1-8B shapes, 2026-12-03): dense-columns 9.0 / 24.6 / 18.4 us at half the
+// activations on q, gate, down (model 9.0 / 21.4 / 21.4); dense (mma) 14.0 / 32.6 / 35.1 with all
+// kept (model 12.6 / 34.3 / 34.3). The model misses the wide down layer (dense-columns 30.7 us with
+// every activation kept, model 38.8: it picks dense there, 14% slower).
+constexpr double kColsFixedUs = 4.0, kColsShare = 0.80;
+constexpr double kDenseFixedUs = 4.0, kDenseShare = 0.92;
 constexpr int kColsMinChunk = 32;  // decode_dense_cols: the fewest columns a block takes
 
 double us(double bytes, double share, double blocks) {
@@ -305,7 +309,8 @@ DecodeLinearPlan Context::build_decode_linear(const detail::DecodeSource& m, con
     }
     // Enough blocks for `fit` on every SM, no block over more than kLanesMaxChunk columns (its
     // list) nor, where the columns allow, under kLanesMinChunk.
-    const int64_t want = (int64_t{fit} * std::max(info_.sm_count, 1) + m.strips - 1) / std::max(m.strips, 1);
+    // Rounded down: a block past a full wave costs a whole block's time.
+    const int64_t want = std::max<int64_t>(1, int64_t{fit} * std::max(info_.sm_count, 1) / std::max(m.strips, 1));
     const int64_t most = std::max<int64_t>(1, (cols + kLanesMinChunk - 1) / kLanesMinChunk);
     const int64_t least = (cols + kLanesMaxChunk - 1) / kLanesMaxChunk;
     p->splits = static_cast<int>(std::max<int64_t>({1, least, std::min(want, most)}));
@@ -318,7 +323,10 @@ DecodeLinearPlan Context::build_decode_linear(const detail::DecodeSource& m, con
     // Enough blocks for `fit` on every SM, no block over kLanesMaxChunk columns (its list) nor,
     // where the columns allow, under kColsMinChunk.
     const int64_t slabs = p->rows_pad / slab;
-    const int64_t want = (int64_t{std::max(fit, 1)} * std::max(info_.sm_count, 1) + slabs - 1) / std::max<int64_t>(slabs, 1);
+    // Rounded down (the 8B gate layer's 28 slabs at 2 blocks an SM: rounded up, 10 splits made 280
+    // blocks for 264 places).
+    const int64_t want =
+        std::max<int64_t>(1, int64_t{std::max(fit, 1)} * std::max(info_.sm_count, 1) / std::max<int64_t>(slabs, 1));
     const int64_t most = std::max<int64_t>(1, (cols + kColsMinChunk - 1) / kColsMinChunk);
     const int64_t least = (cols + kLanesMaxChunk - 1) / kLanesMaxChunk;
     p->splits = static_cast<int>(std::max<int64_t>({1, least, std::min(want, most)}));
