@@ -5,5 +5,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/deps.sh
 jobs=$(nproc 2>/dev/null || echo 2)
-cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+# DBSPARSE_CMAKE_ARGS: extra cache settings (scripts/test.sh turns the Python extension on).
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release ${DBSPARSE_CMAKE_ARGS:-} >/dev/null
 cmake --build build -j "$jobs"

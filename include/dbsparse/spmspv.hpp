@@ -142,6 +142,9 @@ class SpmspvPlan {
                   DeviceBuffer<T>& y, const Stream& stream) const;
   void run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz,
                   DeviceBuffer<T>& y, const Stream& stream, SpmspvWorkspace<T>& ws) const;
+  // The same on raw device pointers (x_idx: x_nnz int32, x_val: x_nnz T, y: rows() T) and a
+  // CUstream, for callers that own their memory (the Python package); the plan's own workspace.
+  void run_sparse(uint64_t x_idx, uint64_t x_val, int32_t x_nnz, uint64_t y, void* stream) const;
 
   // y = A·x with x and y both sparse: x as x_nnz (index, value) pairs (indices unique, in
   // [0, cols())), y written as (index, value) pairs of its nonzero rows, in no particular order, and
@@ -198,6 +201,7 @@ class SpmspvPlan {
   struct Impl;
   explicit SpmspvPlan(std::unique_ptr<Impl> impl);
   SpmspvWorkspace<T> make_workspace_without_sparse_x() const;
+  void sparse_in(uint64_t x_idx, uint64_t x_val, int32_t x_nnz, uint64_t y, void* stream, SpmspvWorkspace<T>& ws) const;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -346,19 +346,33 @@ template <class T>
 void SpmspvPlan<T>::run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val,
                                int32_t x_nnz, DeviceBuffer<T>& y, const Stream& stream,
                                SpmspvWorkspace<T>& ws) const {
-  const Impl& p = *impl_;
   if (x_nnz < 0 || x_idx.size() < static_cast<size_t>(x_nnz) || x_val.size() < static_cast<size_t>(x_nnz))
     throw UsageError("SpmspvPlan::run_sparse: x_nnz exceeds the index or value buffer");
-  if (y.size() != static_cast<size_t>(p.rows)) throw UsageError("SpmspvPlan::run_sparse: y has the wrong size");
+  if (y.size() != static_cast<size_t>(impl_->rows)) throw UsageError("SpmspvPlan::run_sparse: y has the wrong size");
+  sparse_in(x_idx.ptr(), x_val.ptr(), x_nnz, y.ptr(), stream.handle(), ws);
+}
+
+template <class T>
+void SpmspvPlan<T>::run_sparse(uint64_t x_idx, uint64_t x_val, int32_t x_nnz, uint64_t y, void* stream) const {
+  if (x_nnz < 0) throw UsageError("SpmspvPlan::run_sparse: x_nnz must be >= 0");
+  if (!y || (x_nnz > 0 && (!x_idx || !x_val))) throw UsageError("SpmspvPlan::run_sparse: null device pointer");
+  sparse_in(x_idx, x_val, x_nnz, y, stream, impl_->own);
+}
+
+// x scattered into the workspace's dense x, the dense run, x's entries zeroed again.
+template <class T>
+void SpmspvPlan<T>::sparse_in(uint64_t idx, uint64_t val, int32_t x_nnz, uint64_t y, void* stream,
+                              SpmspvWorkspace<T>& ws) const {
+  const Impl& p = *impl_;
   p.ensure_sparse_x(ws, "SpmspvPlan::run_sparse");
-  uint64_t idx = x_idx.ptr(), val = x_val.ptr(), xd = ws.x_scatter_.ptr();
+  uint64_t xd = ws.x_scatter_.ptr();
   int n = x_nnz;
   const unsigned grid = static_cast<unsigned>(std::clamp((n + 127) / 128, 1, 1024));
   void* scatter_params[] = {&idx, &val, &n, &xd};
-  if (n) p.launch(p.scatter, grid, scatter_params, stream.handle());
-  run(xd, y.ptr(), stream.handle(), ws);
+  if (n) p.launch(p.scatter, grid, scatter_params, stream);
+  run(xd, y, stream, ws);
   void* unscatter_params[] = {&idx, &n, &xd};
-  if (n) p.launch(p.unscatter, grid, unscatter_params, stream.handle());
+  if (n) p.launch(p.unscatter, grid, unscatter_params, stream);
 }
 
 template <class T>

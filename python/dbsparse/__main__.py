@@ -1,0 +1,5 @@
+import sys
+
+from ._tools import main
+
+sys.exit(main())

@@ -1,0 +1,97 @@
+"""SpGEMM and its applications (A², graph contraction, Markov clustering)."""
+import sys
+
+from ._errors import UsageError
+from . import _arrays as arr
+from . import _core
+from . import _matrix as mat
+from ._ops import context
+
+
+class SpgemmResult:
+    """C = A B computed from device CSR: C's arrays stay in the plan and leave through DLPack views
+    (zero copy) that keep it alive."""
+
+    def __init__(self, plan, keep, framework, dtype, device):
+        self._plan, self._keep, self.framework, self.dtype, self.device = plan, keep, framework, dtype, device
+
+    def arrays(self):
+        """(indptr, indices, data) as device arrays of the inputs' framework (int32, int32, dtype)."""
+        p = self._plan
+        views = [_core.device_view(p.row_ptr, p.rows + 1, "i4", self.device, self),
+                 _core.device_view(p.col_idx, p.nnz, "i4", self.device, self),
+                 _core.device_view(p.values, p.nnz, "f4" if self.dtype == "f32" else "f8", self.device, self)]
+        if self.framework == "torch":
+            torch = sys.modules["torch"]
+            return tuple(torch.from_dlpack(v) for v in views)
+        cupy = sys.modules["cupy"]
+        return tuple(cupy.from_dlpack(v) for v in views)
+
+    def matrix(self):
+        """C as a torch sparse CSR tensor or a CuPy csr_matrix (no copy)."""
+        ip, ix, v = self.arrays()
+        shape = (self._plan.rows, self._plan.cols)
+        if self.framework == "torch":
+            torch = sys.modules["torch"]
+            return torch.sparse_csr_tensor(ip, ix, v, size=shape)
+        import cupyx.scipy.sparse as csp
+        return csp.csr_matrix((v, ix, ip), shape=shape)
+
+    def explain(self):
+        return {"op": "spgemm", "text": self._plan.explain()}
+
+
+def spgemm(a, b, stream=None):
+    """C = A B by hash SpGEMM. Device CSR inputs (torch sparse CSR CUDA tensors, CuPy csr_matrix)
+    give a device result in the same framework, the inputs read in place; SciPy inputs give a SciPy
+    result (uploaded and downloaded once). Example::
+
+        C = dbsparse.spgemm(A, A)          # torch.sparse_csr CUDA tensor in, same out
+    """
+    da, db = mat.device_csr(a, "A"), mat.device_csr(b, "B")
+    if (da is None) != (db is None):
+        raise UsageError("A and B: give both on the device (torch / CuPy CSR) or both on the host (SciPy)")
+    if da is None:
+        dt = "f64" if "f64" in (mat.value_dtype(a), mat.value_dtype(b)) else "f32"
+        ha, hb = mat.host_csr(a, dt, "A"), mat.host_csr(b, dt, "B")
+        if ha.cols != hb.rows:
+            raise UsageError(f"A is {ha.rows}x{ha.cols}, B {hb.rows}x{hb.cols}: inner sizes differ")
+        return mat.to_scipy((_core.spgemm_hostF32 if dt == "f32" else _core.spgemm_hostF64)(context(0), ha, hb))
+    if da[1] != db[0]:
+        raise UsageError(f"A is {da[0]}x{da[1]}, B {db[0]}x{db[1]}: inner sizes differ")
+    if da[8] != db[8]:
+        raise UsageError(f"A holds {da[8]} values, B {db[8]}: give both the same dtype")
+    if da[9] != db[9]:
+        raise UsageError(f"A is on cuda:{da[9]}, B on cuda:{db[9]}")
+    ctx = context(da[9] or 0)
+    s = arr.stream_of(stream, da[7], da[9])
+    make = _core.plan_spgemm_deviceF32 if da[8] == "f32" else _core.plan_spgemm_deviceF64
+    plan = make(ctx, *da[:6], *db[:6], s)
+    plan.run(s)
+    return SpgemmResult(plan, (da[6], db[6]), da[7], da[8], da[9] or 0).matrix()
+
+
+def square(a, transpose=False):
+    """A·A (A·Aᵀ with transpose, or when A is not square) for a SciPy matrix: SciPy out."""
+    dt = mat.value_dtype(a)
+    return mat.to_scipy((_core.squareF32 if dt == "f32" else _core.squareF64)(context(0), mat.host_csr(a, dt), transpose))
+
+
+def contract(g, labels, k):
+    """S·G·Sᵀ: the k x k graph of clusters (labels[v] in 0..k-1) of a SciPy graph: SciPy out."""
+    import numpy as np
+    lab = np.ascontiguousarray(labels, dtype=np.int32)
+    if lab.ndim != 1 or lab.shape[0] != g.shape[0]:
+        raise UsageError(f"labels: expected {g.shape[0]} entries (one per vertex), got shape {lab.shape}")
+    if lab.size and (lab.min() < 0 or lab.max() >= k):
+        raise UsageError(f"labels: values must be in 0 .. {k - 1}")
+    dt = mat.value_dtype(g)
+    return mat.to_scipy((_core.contractF32 if dt == "f32" else _core.contractF64)(context(0), mat.host_csr(g, dt), lab, int(k)))
+
+
+def mcl(g, inflation=2.0, prune_below=1e-4, keep_top_k=50, max_iterations=100, weighted=False):
+    """Markov clustering of a SciPy graph on the GPU: (labels, clusters, iterations, converged)."""
+    dt = mat.value_dtype(g)
+    return (_core.mclF32 if dt == "f32" else _core.mclF64)(context(0), mat.host_csr(g, dt), float(inflation),
+                                                          float(prune_below), int(keep_top_k), int(max_iterations),
+                                                          bool(weighted))

@@ -1,0 +1,113 @@
+"""Arrays in, arrays out, without copies: the device pointer, shape and dtype of a torch tensor, a
+CuPy array, anything with ``__cuda_array_interface__`` or ``__dlpack__``; outputs allocated in the
+caller's framework; the caller's current stream."""
+import sys
+
+from ._errors import UsageError
+from . import _core
+
+# dtype names the C++ side uses, from each framework's spelling.
+_TYPESTR = {"<f4": "f32", "<f8": "f64", "<f2": "f16", "<i4": "i32", "<i8": "i64"}
+_DLPACK = {(2, 32): "f32", (2, 64): "f64", (2, 16): "f16", (4, 16): "bf16", (0, 32): "i32", (0, 64): "i64"}
+_ITEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8}
+
+
+def _torch():
+    return sys.modules.get("torch")
+
+
+def _cupy():
+    return sys.modules.get("cupy")
+
+
+def _torch_dtype_name(dt):
+    torch = _torch()
+    return {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16",
+            torch.int32: "i32", torch.int64: "i64"}.get(dt, str(dt))
+
+
+def device_array(x, name):
+    """(pointer, shape, dtype name, device index, framework) of a contiguous CUDA array.
+
+    UsageError naming ``name`` for a host array, a non-contiguous one or an unknown kind."""
+    torch = _torch()
+    if torch is not None and isinstance(x, torch.Tensor):
+        if not x.is_cuda:
+            raise UsageError(f"{name}: expected a CUDA tensor, got one on {x.device}")
+        if x.layout != torch.strided:
+            raise UsageError(f"{name}: expected a dense (strided) tensor, got layout {x.layout}")
+        if not x.is_contiguous():
+            raise UsageError(f"{name}: the tensor is not contiguous (call .contiguous())")
+        return x.data_ptr(), tuple(x.shape), _torch_dtype_name(x.dtype), x.device.index, "torch"
+    cai = getattr(x, "__cuda_array_interface__", None)
+    if cai is not None:
+        shape = tuple(cai["shape"])
+        dt = _TYPESTR.get(cai["typestr"], cai["typestr"])
+        strides = cai.get("strides")
+        if strides is not None:
+            expect, step = [], _ITEMSIZE.get(dt, 1)
+            for n in reversed(shape):
+                expect.insert(0, step)
+                step *= n
+            if tuple(strides) != tuple(expect) and 0 not in shape:
+                raise UsageError(f"{name}: the array is not C-contiguous (strides {tuple(strides)})")
+        cupy = _cupy()
+        dev = x.device.id if cupy is not None and isinstance(x, cupy.ndarray) else 0
+        return cai["data"][0], shape, dt, dev, "cupy" if cupy is not None and isinstance(x, cupy.ndarray) else "cai"
+    if hasattr(x, "__array_interface__") or (hasattr(x, "__dlpack_device__") and x.__dlpack_device__()[0] == 1):
+        raise UsageError(f"{name}: a host array; dbsparse takes device arrays (torch CUDA tensors, CuPy arrays)")
+    if hasattr(x, "__dlpack__"):
+        if hasattr(x, "__dlpack_device__") and x.__dlpack_device__()[0] != 2:
+            raise UsageError(f"{name}: expected a CUDA array, got one on DLPack device {x.__dlpack_device__()}")
+        ptr, shape, strides, code, bits, devtype, devid = _core.dlpack_info(x)
+        dt = _DLPACK.get((code, bits), f"dlpack({code},{bits})")
+        step = 1
+        for n, s in zip(reversed(shape), reversed(strides)):
+            if n > 1 and s != step:
+                raise UsageError(f"{name}: the array is not C-contiguous")
+            step *= n
+        return ptr, tuple(shape), dt, devid, "dlpack"
+    raise UsageError(f"{name}: expected a CUDA array (torch, CuPy, __cuda_array_interface__ or DLPack), got {type(x).__name__}")
+
+
+def check(name, got, shape, dtype):
+    """UsageError unless the array (ptr, shape, dtype, ...) has this shape and dtype."""
+    if tuple(got[1]) != tuple(shape):
+        raise UsageError(f"{name}: expected shape {tuple(shape)}, got {tuple(got[1])}")
+    if got[2] != dtype:
+        raise UsageError(f"{name}: expected dtype {dtype}, got {got[2]}")
+
+
+def empty(shape, dtype, like_fw, device):
+    """A new device array in the caller's framework (torch if it is loaded, else CuPy)."""
+    torch, cupy = _torch(), _cupy()
+    if like_fw == "torch" or (like_fw != "cupy" and torch is not None):
+        t = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
+             "i32": torch.int32}[dtype]
+        return torch.empty(shape, dtype=t, device=f"cuda:{device or 0}")
+    if cupy is not None:
+        if dtype == "bf16":
+            raise UsageError("CuPy has no bfloat16: pass out=")
+        with cupy.cuda.Device(device or 0):
+            return cupy.empty(shape, dtype={"f32": "float32", "f64": "float64", "f16": "float16", "i32": "int32"}[dtype])
+    raise UsageError("no framework to allocate the output in (import torch or cupy, or pass out=)")
+
+
+def stream_of(stream, fw, device):
+    """The CUstream to run on: `stream` (an int, a torch.cuda.Stream, a CuPy stream) or the caller's
+    framework's current stream on `device`."""
+    if stream is not None:
+        if isinstance(stream, int):
+            return stream
+        for attr in ("cuda_stream", "ptr", "handle"):
+            h = getattr(stream, attr, None)
+            if isinstance(h, int):
+                return h
+        raise UsageError(f"stream: expected an int, a torch.cuda.Stream or a CuPy stream, got {type(stream).__name__}")
+    if fw == "torch":
+        torch = _torch()
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        return raw(device or 0) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+    if fw == "cupy":
+        return _cupy().cuda.get_current_stream().ptr
+    return 0

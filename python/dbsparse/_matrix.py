@@ -1,0 +1,86 @@
+"""Sparse matrices in: SciPy (host), torch sparse CSR/COO tensors and CuPy CSR (device). Plans
+analyse A once on the host (formats are built there), so a device matrix is read back once at
+planning; SpGEMM from device CSR reads the arrays in place."""
+import sys
+
+import numpy as np
+
+from ._errors import UsageError
+from . import _core
+
+_NP = {"f32": np.float32, "f64": np.float64}
+
+
+def _scipy_like(a):
+    """A SciPy or CuPy sparse matrix or array, any format (converted to CSR)."""
+    mod = type(a).__module__
+    return (mod.startswith("scipy.sparse") or mod.startswith("cupyx.scipy.sparse")) and hasattr(a, "tocsr")
+
+
+def host_csr(a, dtype, name="A"):
+    """A as the C++ CsrF32 / CsrF64 (indices int32; values in `dtype`: 'f32' or 'f64')."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(a, torch.Tensor):
+        if a.layout == torch.sparse_coo:
+            a = a.coalesce().to_sparse_csr()
+        if a.layout != torch.sparse_csr:
+            raise UsageError(f"{name}: expected a sparse CSR or COO tensor, got layout {a.layout}")
+        rows, cols = a.shape
+        indptr, indices, data = (a.crow_indices().cpu().numpy(), a.col_indices().cpu().numpy(),
+                                 a.values().float().cpu().numpy() if a.dtype in (torch.float16, torch.bfloat16)
+                                 else a.values().cpu().numpy())
+    elif _scipy_like(a):
+        if type(a).__module__.startswith("cupyx"):  # CuPy: to SciPy (one copy to the host)
+            a = a.get()
+        if getattr(a, "format", "csr") != "csr":
+            a = a.tocsr()
+        rows, cols = a.shape
+        indptr, indices, data = a.indptr, a.indices, a.data
+    else:
+        raise UsageError(f"{name}: expected a SciPy / CuPy sparse matrix or a torch sparse tensor, got {type(a).__name__}")
+    if len(indptr) and int(indptr[-1]) > 2**31 - 1:
+        raise UsageError(f"{name}: {int(indptr[-1])} entries; dbsparse's indices are 32-bit (at most 2^31 - 1)")
+    make = _core.make_CsrF32 if dtype == "f32" else _core.make_CsrF64
+    return make(int(rows), int(cols), np.ascontiguousarray(indptr, dtype=np.int32),
+                np.ascontiguousarray(indices, dtype=np.int32), np.ascontiguousarray(data, dtype=_NP[dtype]))
+
+
+def value_dtype(a, default="f32"):
+    """'f64' for a double matrix, else `default`."""
+    dt = getattr(a, "dtype", None)
+    return "f64" if str(dt) in ("float64", "torch.float64") else default
+
+
+def to_scipy(c):
+    """A C++ CsrF32/CsrF64 result as a SciPy csr_matrix (imported on use)."""
+    import scipy.sparse as sp
+    return sp.csr_matrix((c.data(), c.indices(), c.indptr()), shape=(c.rows, c.cols))
+
+
+def device_csr(a, name):
+    """(rows, cols, nnz, indptr, indices, data, keep, framework, dtype) of a device CSR matrix whose
+    arrays the plan reads in place (int64 indices are narrowed to int32: a copy, kept in `keep`)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(a, torch.Tensor):
+        if a.layout != torch.sparse_csr or not a.is_cuda:
+            return None
+        ip, ix, v = a.crow_indices(), a.col_indices(), a.values()
+        if ip.dtype != torch.int32:
+            ip, ix = ip.to(torch.int32), ix.to(torch.int32)
+        dt = {torch.float32: "f32", torch.float64: "f64"}.get(v.dtype)
+        if dt is None:
+            raise UsageError(f"{name}: values {v.dtype}; SpGEMM takes float32 or float64")
+        v = v.contiguous()
+        return (a.shape[0], a.shape[1], v.numel(), ip.data_ptr(), ix.data_ptr(), v.data_ptr(), (ip, ix, v), "torch", dt,
+                a.device.index)
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and type(a).__module__.startswith("cupyx") and _scipy_like(a):
+        if a.format != "csr":
+            a = a.tocsr()
+        ip, ix, v = a.indptr.astype(cupy.int32, copy=False), a.indices.astype(cupy.int32, copy=False), a.data
+        dt = {"float32": "f32", "float64": "f64"}.get(str(v.dtype))
+        if dt is None:
+            raise UsageError(f"{name}: values {v.dtype}; SpGEMM takes float32 or float64")
+        return (a.shape[0], a.shape[1], int(v.size), ip.data.ptr, ix.data.ptr, v.data.ptr, (ip, ix, v, a), "cupy", dt,
+                v.device.id)
+    return None

@@ -1,0 +1,224 @@
+"""The ops and their plans. A plan does the analysis, the upload and the JIT once; calling it runs
+the kernels on the caller's stream with no allocation (unless `out` is omitted) and no host sync."""
+import json
+import threading
+
+from ._errors import UsageError
+from . import _arrays as arr
+from . import _core
+from . import _matrix as mat
+
+_contexts = {}
+_lock = threading.Lock()
+
+
+def context(device=0):
+    """The dbsparse device context of CUDA device `device` (made on first use; DeviceError without a GPU)."""
+    ctx = _contexts.get(device)
+    if ctx is None:
+        with _lock:
+            ctx = _contexts.get(device)
+            if ctx is None:
+                ctx = _contexts[device] = _core.Context(device)
+    return ctx
+
+
+def _dev(device):
+    return 0 if device is None else int(device)
+
+
+class _Plan:
+    """Common parts: the C++ plan, its context, and explain()."""
+
+    def __init__(self, op, plan, ctx, device):
+        self._op, self._plan, self._ctx, self.device = op, plan, ctx, device
+
+    def explain(self):
+        """The plan's config as a dict (op, source: tuned / predicted / default, params) plus its text."""
+        d = json.loads(self._plan.config_json()) if hasattr(self._plan, "config_json") else {"op": self._op}
+        d["text"] = self._plan.explain()
+        return d
+
+    def __repr__(self):
+        return f"<dbsparse {type(self).__name__} {self._plan.explain().splitlines()[0]}>"
+
+
+class SpmvPlan(_Plan):
+    """y = alpha * A @ x + beta * y with adaptive CSR. Example::
+
+        plan = dbsparse.plan_spmv(A)          # SciPy / torch / CuPy sparse matrix
+        y = plan(x)                           # x: a CUDA tensor/array of A.shape[1] values
+        plan(x, out=y, alpha=2.0, beta=1.0)   # y = 2 A x + y, in place
+    """
+
+    def __call__(self, x, out=None, alpha=1.0, beta=0.0, stream=None):
+        p = self._plan
+        xa = arr.device_array(x, "x")
+        arr.check("x", xa, (p.cols,), self.dtype)
+        if out is None:
+            out = arr.empty((p.rows,), self.dtype, xa[4], xa[3])
+        ya = arr.device_array(out, "out")
+        arr.check("out", ya, (p.rows,), self.dtype)
+        self._ctx.make_current()
+        p.run(xa[0], ya[0], arr.stream_of(stream, xa[4], xa[3]), alpha, beta)
+        return out
+
+    @property
+    def shape(self):
+        return (self._plan.rows, self._plan.cols)
+
+
+def plan_spmv(a, dtype=None, device=None):
+    """Plans SpMV for A (a SciPy, CuPy or torch sparse matrix; analysed once on the host). dtype:
+    'f32' or 'f64' (default: A's)."""
+    dt = dtype or mat.value_dtype(a)
+    if dt not in ("f32", "f64"):
+        raise UsageError(f"dtype: SpMV takes f32 or f64, got {dt}")
+    ctx = context(_dev(device))
+    p = (_core.plan_spmvF32 if dt == "f32" else _core.plan_spmvF64)(ctx, mat.host_csr(a, dt))
+    plan = SpmvPlan("spmv", p, ctx, _dev(device))
+    plan.dtype = dt
+    return plan
+
+
+def spmv(a, x, out=None, alpha=1.0, beta=0.0, stream=None):
+    """y = alpha A x + beta y, planning A each call (keep a plan_spmv for repeated calls)."""
+    return plan_spmv(a, dtype=arr.device_array(x, "x")[2])(x, out, alpha, beta, stream)
+
+
+class SpmspvPlan(_Plan):
+    """y = A @ x for a sparse x (DB format, push or pull chosen on the GPU per call). Example::
+
+        plan = dbsparse.plan_spmspv(A)
+        y = plan(x)                                   # dense x, zeros inactive
+        y = plan(indices=idx, values=vals)            # x as int32 indices + values
+    """
+
+    def __call__(self, x=None, out=None, *, indices=None, values=None, stream=None):
+        p = self._plan
+        if (x is None) == (indices is None):
+            raise UsageError("give either x (dense) or indices and values (sparse)")
+        if x is not None:
+            xa = arr.device_array(x, "x")
+            arr.check("x", xa, (p.cols,), self.dtype)
+            fw, dev = xa[4], xa[3]
+        else:
+            if values is None:
+                raise UsageError("indices given without values")
+            ia, va = arr.device_array(indices, "indices"), arr.device_array(values, "values")
+            if len(ia[1]) != 1 or ia[2] != "i32":
+                raise UsageError(f"indices: expected a 1-D int32 array, got shape {ia[1]} {ia[2]}")
+            arr.check("values", va, ia[1], self.dtype)
+            fw, dev = ia[4], ia[3]
+        if out is None:
+            out = arr.empty((p.rows,), self.dtype, fw, dev)
+        ya = arr.device_array(out, "out")
+        arr.check("out", ya, (p.rows,), self.dtype)
+        s = arr.stream_of(stream, fw, dev)
+        self._ctx.make_current()
+        if x is not None:
+            p.run(xa[0], ya[0], s)
+        else:
+            p.run_sparse(ia[0], va[0], ia[1][0], ya[0], s)
+        return out
+
+
+def plan_spmspv(a, dtype=None, direction="auto", device=None):
+    """Plans SpMSpV for A (DB format). direction: 'auto' (per call, on the GPU), 'push' or 'pull'."""
+    if direction not in ("auto", "push", "pull"):
+        raise UsageError(f"direction: expected auto, push or pull, got {direction!r}")
+    dt = dtype or mat.value_dtype(a)
+    if dt not in ("f32", "f64"):
+        raise UsageError(f"dtype: SpMSpV takes f32 or f64, got {dt}")
+    ctx = context(_dev(device))
+    p = (_core.plan_spmspvF32 if dt == "f32" else _core.plan_spmspvF64)(ctx, mat.host_csr(a, dt), direction)
+    plan = SpmspvPlan("spmspv", p, ctx, _dev(device))
+    plan.dtype = dt
+    return plan
+
+
+def spmspv(a, x=None, *, indices=None, values=None, out=None, stream=None):
+    """y = A x for a sparse x, planning A each call (keep a plan_spmspv for repeated calls)."""
+    probe = x if x is not None else values
+    return plan_spmspv(a, dtype=arr.device_array(probe, "x")[2])(x, out, indices=indices, values=values, stream=stream)
+
+
+class SpmmPlan(_Plan):
+    """C = alpha * A @ B + beta * C for B with n_cols columns (row-major). Example::
+
+        plan = dbsparse.plan_spmm(A, 64)              # f32; dtype='f16' / 'bf16' for Tensor-Core inputs
+        C = plan(B)                                   # B: (A.shape[1], 64) CUDA tensor
+    """
+
+    def __call__(self, b, out=None, alpha=1.0, beta=0.0, stream=None):
+        p = self._plan
+        ba = arr.device_array(b, "B")
+        arr.check("B", ba, (p.cols, p.n_cols), self.dtype)
+        if out is None:
+            out = arr.empty((p.rows, p.n_cols), self.dtype, ba[4], ba[3])
+        ca = arr.device_array(out, "out")
+        arr.check("out", ca, (p.rows, p.n_cols), self.dtype)
+        self._ctx.make_current()
+        p.run(ba[0], ca[0], arr.stream_of(stream, ba[4], ba[3]), alpha, beta)
+        return out
+
+    def explain(self):
+        return {"op": "spmm", "path": self._plan.path, "dtype": self._plan.dtype, "text": self._plan.explain()}
+
+
+def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None):
+    """Plans SpMM for A and B of n_cols columns. dtype: 'f32', 'f16' or 'bf16' (B's and C's);
+    path: 'auto', 'brp', 'csr' or 'condensed'."""
+    if dtype not in ("f32", "f16", "bf16"):
+        raise UsageError(f"dtype: SpMM takes f32, f16 or bf16, got {dtype!r}")
+    ctx = context(_dev(device))
+    plan = SpmmPlan("spmm", _core.plan_spmm(ctx, mat.host_csr(a, "f32"), int(n_cols), dtype, path), ctx, _dev(device))
+    plan.dtype = dtype
+    return plan
+
+
+def spmm(a, b, out=None, alpha=1.0, beta=0.0, stream=None):
+    """C = A B, planning A each call (keep a plan_spmm for repeated calls)."""
+    ba = arr.device_array(b, "B")
+    if len(ba[1]) != 2:
+        raise UsageError(f"B: expected a 2-D array, got shape {ba[1]}")
+    return plan_spmm(a, ba[1][1], dtype=ba[2])(b, out, alpha, beta, stream)
+
+
+class BfsPlan(_Plan):
+    """Breadth-first search from a source vertex (DB-BFS, direction-optimising). Example::
+
+        plan = dbsparse.plan_bfs(G)
+        levels = plan(0)                          # int32, -1 where unreached
+        levels, parents = plan(0, parents=True)
+    """
+
+    def __call__(self, source, parents=False, out=None, stream=None, framework="torch"):
+        p = self._plan
+        n = p.vertices
+        if out is None:
+            lv = arr.empty((n,), "i32", framework, self.device)
+            pa = arr.empty((n,), "i32", framework, self.device) if parents else None
+        else:
+            lv, pa = (out if isinstance(out, tuple) else (out, None))
+        la = arr.device_array(lv, "levels")
+        arr.check("levels", la, (n,), "i32")
+        pptr = 0
+        if pa is not None:
+            paa = arr.device_array(pa, "parents")
+            arr.check("parents", paa, (n,), "i32")
+            pptr = paa[0]
+        self._ctx.make_current()
+        p.run(int(source), la[0], pptr, arr.stream_of(stream, la[4], la[3]))
+        return (lv, pa) if pa is not None else lv
+
+
+def plan_bfs(a, transpose=False, device=None):
+    """Plans BFS on the graph of A (square; A[u, v] != 0 is an edge v -> u unless transpose)."""
+    ctx = context(_dev(device))
+    return BfsPlan("bfs", _core.plan_bfs(ctx, mat.host_csr(a, "f32"), transpose), ctx, _dev(device))
+
+
+def bfs(a, source, parents=False, framework="torch"):
+    """Levels (and parents) of a BFS from `source`; planning A each call."""
+    return plan_bfs(a)(source, parents=parents, framework=framework)

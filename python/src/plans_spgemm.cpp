@@ -1,0 +1,89 @@
+// Hash SpGEMM for Python: from device CSR (the caller's arrays read in place; C stays in the plan and
+// leaves through DLPack views that keep the plan alive) or host CSR, and its applications.
+#include "bind.hpp"
+#include "dbsparse/device_csr.hpp"
+#include "dbsparse/spgemm.hpp"
+#include "dbsparse/spgemm_apps.hpp"
+
+namespace dbs_py {
+namespace {
+using dbsparse::Context;
+using dbsparse::CsrMatrix;
+
+template <class T>
+dbsparse::DeviceCsrView<T> view(int32_t rows, int32_t cols, int64_t nnz, uint64_t rp, uint64_t ci, uint64_t v) {
+  dbsparse::DeviceCsrView<T> d;
+  d.rows = rows;
+  d.cols = cols;
+  d.nnz = nnz;
+  d.row_ptr = reinterpret_cast<const int32_t*>(static_cast<uintptr_t>(rp));
+  d.col_idx = reinterpret_cast<const int32_t*>(static_cast<uintptr_t>(ci));
+  d.values = reinterpret_cast<const T*>(static_cast<uintptr_t>(v));
+  return d;
+}
+
+template <class T>
+void bind_one(nb::module_& m, const char* suffix) {
+  using Plan = dbsparse::SpgemmPlan<T>;
+  const nb::call_guard<nb::gil_scoped_release> nogil;
+  nb::class_<Plan>(m, (std::string("SpgemmPlan") + suffix).c_str())
+      .def("run", [](Plan& p, uint64_t s) { p.run(stream_ptr(s)); }, nb::arg("stream"), nogil)
+      .def_prop_ro("rows", &Plan::rows)
+      .def_prop_ro("cols", &Plan::cols)
+      .def_prop_ro("nnz", &Plan::nnz)
+      .def_prop_ro("row_ptr", &Plan::row_ptr)
+      .def_prop_ro("col_idx", &Plan::col_idx)
+      .def_prop_ro("values", &Plan::values)
+      .def("download", &Plan::download, nogil)
+      .def("explain", &Plan::explain);
+  m.def((std::string("plan_spgemm_device") + suffix).c_str(),
+        [](Context& ctx, int32_t ar, int32_t ac, int64_t an, uint64_t arp, uint64_t aci, uint64_t av, int32_t br,
+           int32_t bc, int64_t bn, uint64_t brp, uint64_t bci, uint64_t bv, uint64_t s) {
+          return ctx.plan_spgemm(view<T>(ar, ac, an, arp, aci, av), view<T>(br, bc, bn, brp, bci, bv),
+                                 dbsparse::SpgemmOptions{}, stream_ptr(s));
+        },
+        nb::keep_alive<0, 1>(), nogil);
+  m.def((std::string("spgemm_host") + suffix).c_str(),
+        [](Context& ctx, const CsrMatrix<T>& a, const CsrMatrix<T>& b) {
+          auto p = ctx.plan_spgemm(a, b);
+          p.run(nullptr);
+          return p.download();
+        },
+        nogil);
+  m.def((std::string("square") + suffix).c_str(),
+        [](Context& ctx, const CsrMatrix<T>& a, bool transpose) { return dbsparse::square(ctx, a, transpose); },
+        nb::arg("ctx"), nb::arg("a"), nb::arg("transpose") = false, nogil);
+  m.def((std::string("contract") + suffix).c_str(),
+        [](Context& ctx, const CsrMatrix<T>& g, HostVec<int32_t> labels, int32_t k) {
+          std::span<const int32_t> l(labels.data(), labels.shape(0));
+          nb::gil_scoped_release release;
+          return dbsparse::contract(ctx, g, l, k).c;
+        },
+        nb::arg("ctx"), nb::arg("g"), nb::arg("labels"), nb::arg("k"));
+  m.def((std::string("mcl") + suffix).c_str(),
+        [](Context& ctx, const CsrMatrix<T>& g, double inflation, double prune_below, int32_t keep_top_k,
+           int32_t max_iterations, bool weighted) {
+          dbsparse::MclOptions o;
+          o.inflation = inflation;
+          o.prune_below = prune_below;
+          o.keep_top_k = keep_top_k;
+          o.max_iterations = max_iterations;
+          o.weighted = weighted;
+          dbsparse::MclResult r;
+          {
+            nb::gil_scoped_release release;
+            r = dbsparse::mcl(ctx, g, o);
+          }
+          return nb::make_tuple(to_numpy(std::move(r.labels)), r.clusters, r.iterations, r.converged);
+        },
+        nb::arg("ctx"), nb::arg("g"), nb::arg("inflation"), nb::arg("prune_below"), nb::arg("keep_top_k"),
+        nb::arg("max_iterations"), nb::arg("weighted"));
+}
+}  // namespace
+
+void bind_spgemm(nb::module_& m) {
+  bind_one<float>(m, "F32");
+  bind_one<double>(m, "F64");
+}
+
+}  // namespace dbs_py

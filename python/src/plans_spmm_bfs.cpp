@@ -1,0 +1,72 @@
+// SpMM (BRP / CSR / condensed tensor-core windows) and BFS plans for Python.
+#include <fmt/format.h>
+
+#include "bind.hpp"
+#include "dbsparse/bfs.hpp"
+#include "dbsparse/error.hpp"
+#include "dbsparse/spmm.hpp"
+
+namespace dbs_py {
+namespace {
+using dbsparse::Context;
+using dbsparse::CsrMatrix;
+using dbsparse::UsageError;
+
+dbsparse::SpmmPath spmm_path(const std::string& s) {
+  if (s == "auto") return dbsparse::SpmmPath::Auto;
+  if (s == "brp") return dbsparse::SpmmPath::Brp;
+  if (s == "csr") return dbsparse::SpmmPath::CsrCudaCore;
+  if (s == "condensed") return dbsparse::SpmmPath::Condensed;
+  throw UsageError(fmt::format("path '{}': expected auto, brp, csr or condensed", s));
+}
+}  // namespace
+
+void bind_spmm_bfs(nb::module_& m) {
+  using dbsparse::SpmmPlan;
+  const nb::call_guard<nb::gil_scoped_release> nogil;
+  nb::class_<SpmmPlan>(m, "SpmmPlan")
+      .def(
+          "run",
+          [](const SpmmPlan& p, uint64_t b, uint64_t c, uint64_t s, float alpha, float beta) {
+            p.run(b, c, stream_ptr(s), alpha, beta);
+          },
+          nb::arg("b"), nb::arg("c"), nb::arg("stream"), nb::arg("alpha"), nb::arg("beta"), nogil)
+      .def_prop_ro("rows", &SpmmPlan::rows)
+      .def_prop_ro("cols", &SpmmPlan::cols)
+      .def_prop_ro("n_cols", &SpmmPlan::n_cols)
+      .def_prop_ro("path", [](const SpmmPlan& p) { return std::string(dbsparse::to_string(p.path())); })
+      .def_prop_ro("dtype", [](const SpmmPlan& p) { return std::string(dbsparse::to_string(p.dtype())); })
+      .def("explain", &SpmmPlan::explain);
+  m.def(
+      "plan_spmm",
+      [](Context& ctx, const CsrMatrix<float>& a, int n_cols, const std::string& dtype, const std::string& path) {
+        dbsparse::SpmmOptions o;
+        o.dtype = dbsparse::spmm_dtype_from_string(dtype);
+        o.path = spmm_path(path);
+        return ctx.plan_spmm(a, n_cols, o);
+      },
+      nb::arg("ctx"), nb::arg("a"), nb::arg("n_cols"), nb::arg("dtype"), nb::arg("path"), nb::keep_alive<0, 1>(), nogil);
+
+  using dbsparse::BfsPlan;
+  nb::class_<BfsPlan>(m, "BfsPlan")
+      .def(
+          "run",
+          [](const BfsPlan& p, int32_t source, uint64_t levels, uint64_t parents, uint64_t s) {
+            if (source < 0 || source >= p.vertices())
+              throw UsageError(fmt::format("source {} is outside 0 .. {}", source, p.vertices() - 1));
+            p.run(source, levels, parents, stream_ptr(s));
+          },
+          nb::arg("source"), nb::arg("levels"), nb::arg("parents"), nb::arg("stream"), nogil)
+      .def_prop_ro("vertices", &BfsPlan::vertices)
+      .def("explain", &BfsPlan::explain);
+  m.def(
+      "plan_bfs",
+      [](Context& ctx, const CsrMatrix<float>& a, bool transpose) {
+        dbsparse::BfsOptions o;
+        o.transpose = transpose;
+        return ctx.plan_bfs(a, o);
+      },
+      nb::arg("ctx"), nb::arg("a"), nb::arg("transpose") = false, nb::keep_alive<0, 1>(), nogil);
+}
+
+}  // namespace dbs_py

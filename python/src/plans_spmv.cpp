@@ -1,0 +1,68 @@
+// SpMV (adaptive CSR) and SpMSpV (DB format, push/pull) plans for Python.
+#include <nlohmann/json.hpp>
+
+#include "bind.hpp"
+#include "dbsparse/spmspv.hpp"
+#include "dbsparse/spmv.hpp"
+
+namespace dbs_py {
+namespace {
+using dbsparse::Config;
+using dbsparse::Context;
+using dbsparse::CsrMatrix;
+
+// {"op", "source", "params"} as JSON text: dbsparse.explain() turns it into a dict.
+std::string config_json(const Config& c) {
+  return nlohmann::json{{"op", c.op}, {"source", dbsparse::to_string(c.source)}, {"params", c.params}, {"note", c.note}}
+      .dump();
+}
+
+template <class T>
+void bind_one(nb::module_& m, const char* suffix) {
+  using Spmv = dbsparse::SpmvPlan<T>;
+  using Spmspv = dbsparse::SpmspvPlan<T>;
+  const nb::call_guard<nb::gil_scoped_release> nogil;
+  nb::class_<Spmv>(m, (std::string("SpmvPlan") + suffix).c_str())
+      .def(
+          "run", [](const Spmv& p, uint64_t x, uint64_t y, uint64_t s, T alpha, T beta) { p.run(x, y, stream_ptr(s), alpha, beta); },
+          nb::arg("x"), nb::arg("y"), nb::arg("stream"), nb::arg("alpha"), nb::arg("beta"), nogil)
+      .def_prop_ro("rows", &Spmv::rows)
+      .def_prop_ro("cols", &Spmv::cols)
+      .def_prop_ro("nnz", &Spmv::nnz)
+      .def("explain", &Spmv::explain)
+      .def("config_json", [](const Spmv& p) { return config_json(p.config()); });
+  m.def((std::string("plan_spmv") + suffix).c_str(),
+        [](Context& ctx, const CsrMatrix<T>& a) { return ctx.plan_spmv(a); }, nb::keep_alive<0, 1>(), nogil);
+
+  nb::class_<Spmspv>(m, (std::string("SpmspvPlan") + suffix).c_str())
+      .def(
+          "run", [](const Spmspv& p, uint64_t x, uint64_t y, uint64_t s) { p.run(x, y, stream_ptr(s)); }, nb::arg("x"),
+          nb::arg("y"), nb::arg("stream"), nogil)
+      .def(
+          "run_sparse",
+          [](const Spmspv& p, uint64_t idx, uint64_t val, int32_t nnz, uint64_t y, uint64_t s) {
+            p.run_sparse(idx, val, nnz, y, stream_ptr(s));
+          },
+          nb::arg("indices"), nb::arg("values"), nb::arg("nnz"), nb::arg("y"), nb::arg("stream"), nogil)
+      .def_prop_ro("rows", &Spmspv::rows)
+      .def_prop_ro("cols", &Spmspv::cols)
+      .def("explain", &Spmspv::explain)
+      .def("config_json", [](const Spmspv& p) { return config_json(p.config()); });
+  m.def((std::string("plan_spmspv") + suffix).c_str(),
+        [](Context& ctx, const CsrMatrix<T>& a, const std::string& direction) {
+          dbsparse::SpmspvOptions o;
+          o.direction = direction == "push"   ? dbsparse::SpmspvDirection::Push
+                        : direction == "pull" ? dbsparse::SpmspvDirection::Pull
+                                              : dbsparse::SpmspvDirection::Auto;
+          return ctx.plan_spmspv(a, o);
+        },
+        nb::arg("ctx"), nb::arg("a"), nb::arg("direction") = "auto", nb::keep_alive<0, 1>(), nogil);
+}
+}  // namespace
+
+void bind_spmv(nb::module_& m) {
+  bind_one<float>(m, "F32");
+  bind_one<double>(m, "F64");
+}
+
+}  // namespace dbs_py

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The install test: a fresh virtual environment, `pip install <source>`, import, one call (the
+# bundled `dbsparse` program precompiles a kernel; no GPU needed). $1: the source tree, $2: a work
+# folder (its build/ is kept, so a rerun compiles only what changed).
+set -euo pipefail
+src=$1 work=$2
+rm -rf "$work/venv" && mkdir -p "$work"
+python3 -m venv "$work/venv"
+V=$work/venv/bin
+"$V/pip" install -q --disable-pip-version-check scikit-build-core nanobind numpy
+"$V/pip" install -q --disable-pip-version-check --no-build-isolation -C build-dir="$work/build" "$src"
+cd "$work"
+"$V/python" - <<'PY'
+import os, tempfile
+import dbsparse
+print("dbsparse", dbsparse.__version__, "from", os.path.dirname(dbsparse.__file__))
+assert "site-packages" in dbsparse.__file__
+os.environ["DBSPARSE_CACHE_DIR"] = tempfile.mkdtemp()
+log = dbsparse.precompile(arch="sm_90", ops=["spmv"])
+assert "kernels ready" in log, log
+print("one call: precompiled spmv for sm_90 with the installed package")
+PY

@@ -1,0 +1,223 @@
+"""Every op against SciPy / torch on the H200 (skipped without a GPU and torch)."""
+import threading
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+import scipy.sparse.csgraph as csg
+
+import dbsparse
+from conftest import gpu, cupy_gpu, torch
+
+
+def rand(n, m, density, seed, dtype=np.float32):
+    return sp.random(n, m, density=density, format="csr", dtype=dtype, random_state=seed)
+
+
+def cuda(a):
+    return torch.as_tensor(a).cuda()
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_spmv_matches_scipy_and_writes_out_in_place(dtype):
+    a = rand(3000, 2000, 0.01, 1, dtype)
+    x = np.random.default_rng(2).standard_normal(2000).astype(dtype)
+    plan = dbsparse.plan_spmv(a)
+    y = plan(cuda(x))
+    np.testing.assert_allclose(y.cpu().numpy(), a @ x, rtol=1e-4, atol=1e-4)
+    out = torch.ones(3000, dtype=y.dtype, device="cuda")
+    ptr = out.data_ptr()
+    got = plan(cuda(x), out=out, alpha=2.0, beta=1.0)
+    assert got.data_ptr() == ptr  # zero copy: the caller's buffer
+    np.testing.assert_allclose(out.cpu().numpy(), 2 * (a @ x) + 1, rtol=1e-4, atol=1e-4)
+    assert plan.explain()["op"] == "spmv"
+
+
+@gpu
+def test_spmv_from_torch_sparse_csr_and_bad_arguments():
+    a = rand(500, 400, 0.05, 3)
+    t = torch.sparse_csr_tensor(torch.as_tensor(a.indptr, dtype=torch.int64), torch.as_tensor(a.indices, dtype=torch.int64),
+                                torch.as_tensor(a.data), size=a.shape).cuda()
+    plan = dbsparse.plan_spmv(t)
+    x = torch.randn(400, device="cuda")
+    np.testing.assert_allclose(plan(x).cpu().numpy(), a @ x.cpu().numpy(), rtol=1e-4, atol=1e-4)
+    with pytest.raises(dbsparse.UsageError, match="x: expected shape"):
+        plan(torch.randn(401, device="cuda"))
+    with pytest.raises(dbsparse.UsageError, match="x: expected dtype f32"):
+        plan(torch.randn(400, device="cuda", dtype=torch.float64))
+    with pytest.raises(dbsparse.UsageError, match="x: expected a CUDA tensor"):
+        plan(torch.randn(400))
+    with pytest.raises(dbsparse.UsageError, match="not contiguous"):
+        plan(torch.randn(400, 2, device="cuda")[:, 0])
+
+
+@gpu
+def test_current_stream_rule_orders_after_prior_work_on_a_side_stream():
+    a = rand(20000, 20000, 5e-4, 4)
+    plan = dbsparse.plan_spmv(a)
+    side = torch.cuda.Stream()
+    x = torch.zeros(20000, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(side):
+        torch.cuda._sleep(5_000_000)  # ~ms of work ahead on the side stream
+        x.fill_(1.0)                  # ... then x is written
+        y = plan(x)                   # must run after the fill: the same (current) stream
+    side.synchronize()
+    np.testing.assert_allclose(y.cpu().numpy(), a @ np.ones(20000, np.float32), rtol=1e-4, atol=1e-4)
+    y2 = torch.empty_like(y)
+    plan(x, out=y2, stream=side)      # an explicit stream
+    side.synchronize()
+    assert torch.equal(y, y2)
+
+
+@gpu
+def test_graph_capture_and_replay():
+    a = rand(4000, 4000, 2e-3, 5)
+    plan = dbsparse.plan_spmv(a)
+    x = torch.randn(4000, device="cuda")
+    y = torch.empty(4000, device="cuda")
+    plan(x, out=y)  # warm (JIT and module load happen at plan time; this is the first launch)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        plan(x, out=y)
+    x.copy_(torch.randn(4000, device="cuda"))
+    g.replay()
+    torch.cuda.synchronize()
+    np.testing.assert_allclose(y.cpu().numpy(), a @ x.cpu().numpy(), rtol=1e-4, atol=1e-4)
+
+
+@gpu
+def test_plans_reused_from_two_threads():
+    a = rand(3000, 3000, 3e-3, 6)
+    plan = dbsparse.plan_spmv(a)
+    xs = [torch.randn(3000, device="cuda") for _ in range(2)]
+    outs, errors = [None, None], []
+
+    def work(i):
+        try:
+            s = torch.cuda.Stream()
+            with torch.cuda.stream(s):
+                for _ in range(50):
+                    outs[i] = plan(xs[i])
+            s.synchronize()
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    ts = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    assert not errors
+    for i in range(2):
+        np.testing.assert_allclose(outs[i].cpu().numpy(), a @ xs[i].cpu().numpy(), rtol=1e-4, atol=1e-4)
+
+
+@gpu
+def test_spmspv_dense_and_sparse_x_match_scipy():
+    a = rand(5000, 5000, 1e-3, 7)
+    plan = dbsparse.plan_spmspv(a)
+    idx = np.sort(np.random.default_rng(8).choice(5000, 40, replace=False)).astype(np.int32)
+    val = np.random.default_rng(9).standard_normal(40).astype(np.float32)
+    x = np.zeros(5000, np.float32)
+    x[idx] = val
+    ref = a @ x
+    np.testing.assert_allclose(plan(cuda(x)).cpu().numpy(), ref, rtol=1e-4, atol=1e-5)
+    got = plan(indices=cuda(idx), values=cuda(val))
+    np.testing.assert_allclose(got.cpu().numpy(), ref, rtol=1e-4, atol=1e-5)
+    with pytest.raises(dbsparse.UsageError, match="indices: expected a 1-D int32"):
+        plan(indices=cuda(idx.astype(np.int64)), values=cuda(val))
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["f32", "f16", "bf16"])
+def test_spmm_matches_torch_sparse(dtype):
+    a = rand(2000, 1500, 4e-3, 10)
+    tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+    b = torch.randn(1500, 64, device="cuda").to(tdt)
+    c = dbsparse.plan_spmm(a, 64, dtype=dtype)(b)
+    ref = torch.as_tensor(a.toarray()).cuda() @ b.float()
+    tol = 1e-3 if dtype == "f32" else 3e-2
+    assert torch.allclose(c.float(), ref, rtol=tol, atol=tol * ref.abs().max().item())
+    assert dbsparse.spmm(a, b).shape == (2000, 64)
+
+
+@gpu
+def test_bfs_levels_and_parents_match_scipy():
+    g = rand(3000, 3000, 2e-3, 11)
+    g = ((g + g.T) > 0).astype(np.float32).tocsr()
+    levels, parents = dbsparse.bfs(g, 0, parents=True)
+    dist = csg.shortest_path(g, unweighted=True, indices=0)
+    ref = np.where(np.isinf(dist), -1, dist).astype(np.int32)
+    lv, pa = levels.cpu().numpy(), parents.cpu().numpy()
+    np.testing.assert_array_equal(lv, ref)
+    for v in np.nonzero(lv > 0)[0]:  # a parent sits one level up, across an edge
+        assert lv[pa[v]] == lv[v] - 1 and g[pa[v], v] != 0
+    with pytest.raises(dbsparse.UsageError, match="source"):
+        dbsparse.plan_bfs(g)(3000)
+
+
+@gpu
+def test_spgemm_on_device_matches_scipy_without_copying_inputs():
+    a = rand(2000, 1500, 3e-3, 12)
+    b = rand(1500, 1800, 3e-3, 13)
+    ta = torch.sparse_csr_tensor(torch.as_tensor(a.indptr), torch.as_tensor(a.indices), torch.as_tensor(a.data),
+                                 size=a.shape).cuda()
+    tb = torch.sparse_csr_tensor(torch.as_tensor(b.indptr), torch.as_tensor(b.indices), torch.as_tensor(b.data),
+                                 size=b.shape).cuda()
+    c = dbsparse.spgemm(ta, tb)
+    assert c.layout == torch.sparse_csr and c.is_cuda
+    np.testing.assert_allclose(c.to_dense().cpu().numpy(), (a @ b).toarray(), rtol=1e-4, atol=1e-5)
+    host = dbsparse.spgemm(a, b)
+    np.testing.assert_allclose(host.toarray(), (a @ b).toarray(), rtol=1e-4, atol=1e-5)
+
+
+@gpu
+def test_square_contract_and_mcl_match_scipy():
+    a = rand(800, 800, 5e-3, 14)
+    np.testing.assert_allclose(dbsparse.square(a).toarray(), (a @ a).toarray(), rtol=1e-4, atol=1e-5)
+    labels = np.random.default_rng(15).integers(0, 20, 800).astype(np.int32)
+    s = sp.csr_matrix((np.ones(800, np.float32), (labels, np.arange(800))), shape=(20, 800))
+    np.testing.assert_allclose(dbsparse.contract(a, labels, 20).toarray(), (s @ a @ s.T).toarray(), rtol=1e-4, atol=1e-4)
+    # two cliques joined by one edge: two clusters
+    blocks = sp.block_diag([np.ones((6, 6)), np.ones((6, 6))]).tolil()
+    blocks[0, 6] = blocks[6, 0] = 1
+    lab, clusters, iters, converged = dbsparse.mcl(blocks.tocsr().astype(np.float32))
+    assert clusters == 2 and converged and len(set(lab[:6])) == 1 and len(set(lab[6:])) == 1
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32] if torch else [])
+def test_sparse_linear_equals_dense_layer_on_masked_weights(dtype):
+    from dbsparse.nn import SparseLinear, replace_linear
+    torch.manual_seed(0)
+    lin = torch.nn.Linear(1024, 3072, bias=True).to(device="cuda", dtype=dtype)
+    layer = SparseLinear.from_linear(lin, sparsity=0.5, keep=0.5)
+    x = torch.randn(1, 1024, device="cuda", dtype=dtype)
+    y = layer(x)
+    w = lin.weight.float()
+    keep_w = torch.zeros_like(w, dtype=torch.bool).scatter_(1, w.abs().topk(512, dim=1).indices, True)
+    xs = torch.zeros_like(x.float())
+    top = x.float().abs().topk(512, dim=1).indices
+    xs[0, top[0]] = x.float()[0, top[0]]
+    ref = (w * keep_w) @ xs.T + lin.bias.float()[:, None]
+    tol = 2e-2 if dtype != torch.float32 else 1e-3
+    assert torch.allclose(y.float().T, ref, rtol=tol, atol=tol * ref.abs().max().item())
+    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.ReLU(), torch.nn.Linear(512, 256)).cuda().to(dtype)
+    names = replace_linear(model, sparsity=0.5)
+    assert names == ["0", "2"] and model(torch.randn(1, 256, device="cuda", dtype=dtype)).shape == (1, 256)
+    with pytest.raises(dbsparse.UsageError, match="features"):
+        layer(torch.randn(1, 1000, device="cuda", dtype=dtype))
+
+
+@cupy_gpu
+def test_cupy_arrays_in_and_out():
+    import cupy
+    import cupyx.scipy.sparse as csp
+    a = rand(1000, 900, 0.01, 16)
+    x = cupy.random.standard_normal(900, dtype=cupy.float32)
+    y = dbsparse.plan_spmv(csp.csr_matrix(a))(x)
+    assert isinstance(y, cupy.ndarray)
+    np.testing.assert_allclose(cupy.asnumpy(y), a @ cupy.asnumpy(x), rtol=1e-4, atol=1e-4)
+    c = dbsparse.spgemm(csp.csr_matrix(a), csp.csr_matrix(a.T.tocsr()))
+    np.testing.assert_allclose(c.toarray().get(), (a @ a.T).toarray(), rtol=1e-4, atol=1e-5)

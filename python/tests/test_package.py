@@ -1,0 +1,96 @@
+"""What works on a machine with no GPU: import, errors, argument checks, kernel precompilation."""
+import os
+import shutil
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import dbsparse
+from dbsparse import _arrays, _core, _matrix
+from conftest import HAVE_GPU
+
+
+def test_imports_and_reports_version():
+    assert dbsparse.__version__.count(".") == 2
+    ok, why = dbsparse.device_available()
+    assert isinstance(ok, bool) and (ok or why)
+
+
+def test_errors_are_python_classes():
+    assert issubclass(dbsparse.UsageError, ValueError)
+    assert issubclass(dbsparse.DeviceError, RuntimeError)
+    assert issubclass(dbsparse.InputError, dbsparse.UsageError)
+    assert issubclass(dbsparse.CompileError, dbsparse.DeviceError)
+
+
+def test_bad_csr_arrays_raise_usage_error_naming_the_argument():
+    ip = np.array([0, 1, 2], dtype=np.int32)
+    with pytest.raises(dbsparse.UsageError, match="indptr"):
+        _core.make_CsrF32(3, 3, ip, np.array([0, 1], dtype=np.int32), np.ones(2, np.float32))
+    with pytest.raises(dbsparse.UsageError, match="indices\\[1\\]"):
+        _core.make_CsrF32(2, 3, ip, np.array([0, 7], dtype=np.int32), np.ones(2, np.float32))
+    with pytest.raises(dbsparse.UsageError, match="decreases"):
+        _core.make_CsrF32(2, 3, np.array([0, 2, 1], dtype=np.int32), np.array([0], dtype=np.int32),
+                          np.ones(1, np.float32))
+    with pytest.raises(dbsparse.UsageError, match="must match"):
+        _core.make_CsrF32(2, 3, ip, np.array([0, 1], dtype=np.int32), np.ones(3, np.float32))
+
+
+def test_scipy_matrix_converts_with_the_same_entries():
+    a = sp.random(50, 40, density=0.1, format="csr", dtype=np.float64, random_state=1)
+    c = _matrix.host_csr(a, "f64")
+    assert (c.rows, c.cols, c.nnz) == (50, 40, a.nnz)
+    back = _matrix.to_scipy(c)
+    assert (back != a).nnz == 0
+    coo = _matrix.host_csr(a.tocoo(), "f32")
+    assert coo.nnz == a.nnz
+
+
+def test_wrong_kinds_of_input_are_refused():
+    with pytest.raises(dbsparse.UsageError, match="A: expected"):
+        _matrix.host_csr([[1, 2]], "f32")
+    with pytest.raises(dbsparse.UsageError, match="x: a host array"):
+        _arrays.device_array(np.ones(4, np.float32), "x")
+    with pytest.raises(dbsparse.UsageError, match="y: expected a CUDA array"):
+        _arrays.device_array(object(), "y")
+    with pytest.raises(dbsparse.UsageError, match="direction"):
+        dbsparse.plan_spmspv(sp.eye(4, format="csr"), direction="sideways")
+    with pytest.raises(dbsparse.UsageError, match="dtype"):
+        dbsparse.plan_spmm(sp.eye(4, format="csr"), 8, dtype="f64")
+    with pytest.raises(dbsparse.UsageError, match="op"):
+        dbsparse.explain(sp.eye(4, format="csr"), op="fft")
+
+
+def test_pruning_keeps_the_largest_weights():
+    w = np.arange(1, 13, dtype=np.float32).reshape(3, 4)
+    c = _core.prune(w, 0.5, "magnitude", None)
+    assert c.nnz == 6 and list(c.indices()[:2]) == [2, 3]
+    with pytest.raises(dbsparse.UsageError, match="norms"):
+        _core.prune(w, 0.5, "wanda", None)
+    with pytest.raises(dbsparse.UsageError, match="method"):
+        _core.prune(w, 0.5, "random", None)
+
+
+@pytest.mark.skipif(HAVE_GPU, reason="checks the no-GPU error")
+def test_planning_without_a_gpu_raises_device_error():
+    with pytest.raises(dbsparse.DeviceError):
+        dbsparse.plan_spmv(sp.eye(8, format="csr", dtype=np.float32))
+
+
+def test_precompiles_kernels_without_a_gpu(tmp_path, monkeypatch):
+    try:
+        dbsparse._tools._program("dbsparse")
+    except dbsparse.UsageError:
+        pytest.fail("the dbsparse program is neither installed with the package nor on PATH")
+    monkeypatch.setenv("DBSPARSE_CACHE_DIR", str(tmp_path))
+    log = dbsparse.precompile(arch="sm_90", ops=["spmv"])
+    assert "kernels ready" in log
+    assert any(os.scandir(tmp_path))
+
+
+def test_cli_help_and_unknown_command(capsys):
+    from dbsparse._tools import main
+    assert main(["--help"]) == 0
+    assert "tune" in capsys.readouterr().out
+    assert main(["frobnicate"]) == 2

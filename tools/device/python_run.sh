@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (prepare.sh --python packed .device/py):
+# builds dbsparse._core for the machine's Python 3.12 (torch, CuPy, SciPy) against the static library
+# built here, then runs pytest over python/tests, the examples and `python -m dbsparse.bench`.
+#   tools/device/python_run.sh [build] [tests] [examples] [bench]
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+D=$PWD/.device
+P=$D/py
+OUT=${OUT:-/tmp/dbsparse-out}; mkdir -p "$OUT"
+export DBSPARSE_MATRICES=$D/matrices DBSPARSE_CACHE_DIR=$D/cache DBSPARSE_DB=/tmp/dbsparse-tuning.db
+export DBSPARSE_DBSPARSE=$D/bin/dbsparse DBSPARSE_DBTUNE=$D/bin/dbtune
+PY=${PY:-/opt/torch/.venv/bin/python}
+[ -x "$PY" ] || PY=python3
+export PATH=/opt/torch/.venv/bin:$PATH
+B=/tmp/dbs-pyb
+export PYTHONPATH=$B/python:$P/site
+for mode in "$@"; do
+  t0=$(date +%s)
+  case $mode in
+    build)
+      cmake -S tools/device/py_ext -B $B -G Ninja -DDBS_PACK=$P -DDBS_VERSION="$(cat $P/version)" \
+        -DPython_EXECUTABLE=$PY -Dnanobind_DIR=$P/site/nanobind/cmake >"$OUT/py-build.log" 2>&1 &&
+      cmake --build $B -j 16 >>"$OUT/py-build.log" 2>&1; echo "build rc $?"; tail -3 "$OUT/py-build.log" ;;
+    tests) $PY -m pytest -q -rs python/tests >"$OUT/pytest.log" 2>&1; echo "pytest rc $?"; tail -15 "$OUT/pytest.log" ;;
+    examples)
+      for e in gcn_torch bfs_scipy sparse_mlp; do
+        $PY python/examples/$e.py >"$OUT/example-$e.log" 2>&1; echo "$e rc $?"; tail -4 "$OUT/example-$e.log"
+      done ;;
+    bench) $PY -m dbsparse.bench --json "$OUT/py-bench.json" >"$OUT/py-bench.txt" 2>&1; echo "bench rc $?"; cat "$OUT/py-bench.txt" ;;
+    *) echo "unknown mode $mode"; exit 2 ;;
+  esac
+  echo "== $mode $(( $(date +%s) - t0 )) s"
+done
