@@ -3,7 +3,7 @@
 # bundled `dbsparse` program precompiles a kernel; no GPU needed). $1: the source tree, $2: a work
 # folder (its build/ is kept, so a rerun compiles only what changed).
 set -euo pipefail
-src=$1 work=$2
+src=$(realpath "$1") work=$(realpath -m "$2")
 rm -rf "$work/venv" && mkdir -p "$work"
 python3 -m venv "$work/venv"
 V=$work/venv/bin
