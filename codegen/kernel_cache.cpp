@@ -24,6 +24,7 @@ constexpr char kMagic[8] = {'D', 'B', 'S', 'K', 'C', 'A', 'C', 'H'};
 constexpr uint32_t kFormat = 2;  // 2: lowered names as an ordered array
 // magic, format, meta length, cubin length, crc32 of meta+cubin
 constexpr size_t kHeaderBytes = 8 + 4 + 4 + 8 + 4;
+constexpr uint64_t kMaxEntryBytes = uint64_t{256} << 20;
 
 std::string env_or(const char* name, const std::string& fallback) {
   const char* v = std::getenv(name);
@@ -129,6 +130,48 @@ void KernelCache::clear_memory() {
   memory_.clear();
 }
 
+std::optional<CompiledKernel> decode_cache_entry(std::span<const char> buf, const std::string& full_key,
+                                                const char** why) {
+  const auto bad = [&](const char* w) {
+    *why = w;
+    return std::nullopt;
+  };
+  *why = nullptr;
+  const uint64_t size = buf.size();
+  if (size < kHeaderBytes || std::memcmp(buf.data(), kMagic, 8) != 0) return bad("bad magic");
+  uint32_t format = 0, meta_len = 0, crc = 0;
+  uint64_t cubin_len = 0;
+  std::memcpy(&format, buf.data() + 8, 4);
+  std::memcpy(&meta_len, buf.data() + 12, 4);
+  std::memcpy(&cubin_len, buf.data() + 16, 8);
+  std::memcpy(&crc, buf.data() + 24, 4);
+  if (format != kFormat) return bad("unknown format version");
+  // Each length against what is left, never their sum: a crafted cubin_len near 2^64 wrapped the
+  // sum around to the file size and sent the metadata read past the buffer (issue 36, valgrind).
+  if (meta_len > size - kHeaderBytes || cubin_len != size - kHeaderBytes - meta_len)
+    return bad("truncated or padded");
+  const auto* body = reinterpret_cast<const Bytef*>(buf.data() + kHeaderBytes);
+  if (crc32_z(0L, body, static_cast<z_size_t>(size - kHeaderBytes)) != crc) return bad("checksum mismatch");
+  nlohmann::json meta;
+  try {
+    meta = nlohmann::json::parse(buf.begin() + kHeaderBytes, buf.begin() + kHeaderBytes + meta_len);
+  } catch (const std::exception&) {
+    return bad("unreadable metadata");
+  }
+  // Same file name but another key: a hash collision, so a miss that the next write replaces.
+  if (!meta.is_object() || meta.value("full_key", "") != full_key) return std::nullopt;
+  CompiledKernel k;
+  try {
+    // An array of [expression, lowered] pairs: the order is the name expressions' order.
+    for (const auto& pair : meta.at("lowered_names"))
+      k.lowered_names.emplace_back(pair.at(0).get<std::string>(), pair.at(1).get<std::string>());
+  } catch (const std::exception&) {
+    return bad("unreadable metadata");
+  }
+  k.cubin.assign(buf.begin() + kHeaderBytes + meta_len, buf.end());
+  return k;
+}
+
 std::shared_ptr<const CompiledKernel> KernelCache::read_entry(const fs::path& p,
                                                               const std::string& full_key) {
   std::error_code ec;
@@ -141,38 +184,15 @@ std::shared_ptr<const CompiledKernel> KernelCache::read_entry(const fs::path& p,
     ++stats_.dropped_corrupt;
     return nullptr;
   };
+  // A cubin is a few MB at most: a larger entry is not one of ours (and would be read whole).
+  if (size > kMaxEntryBytes) return drop("larger than any kernel");
   std::ifstream in(p, std::ios::binary);
   std::vector<char> buf(size);
   if (!in.read(buf.data(), static_cast<std::streamsize>(size))) return drop("short read");
-  if (size < kHeaderBytes || std::memcmp(buf.data(), kMagic, 8) != 0) return drop("bad magic");
-  uint32_t format = 0, meta_len = 0, crc = 0;
-  uint64_t cubin_len = 0;
-  std::memcpy(&format, buf.data() + 8, 4);
-  std::memcpy(&meta_len, buf.data() + 12, 4);
-  std::memcpy(&cubin_len, buf.data() + 16, 8);
-  std::memcpy(&crc, buf.data() + 24, 4);
-  if (format != kFormat) return drop("unknown format version");
-  if (kHeaderBytes + meta_len + cubin_len != size) return drop("truncated or padded");
-  const auto* body = reinterpret_cast<const Bytef*>(buf.data() + kHeaderBytes);
-  if (crc32(0L, body, static_cast<uInt>(meta_len + cubin_len)) != crc) return drop("checksum mismatch");
-  nlohmann::json meta;
-  try {
-    meta = nlohmann::json::parse(buf.begin() + kHeaderBytes, buf.begin() + kHeaderBytes + meta_len);
-  } catch (const std::exception&) {
-    return drop("unreadable metadata");
-  }
-  // Same file name but another key: a hash collision, so a miss that the next write replaces.
-  if (meta.value("full_key", "") != full_key) return nullptr;
-  auto k = std::make_shared<CompiledKernel>();
-  try {
-    // An array of [expression, lowered] pairs: the order is the name expressions' order.
-    for (const auto& pair : meta.at("lowered_names"))
-      k->lowered_names.emplace_back(pair.at(0).get<std::string>(), pair.at(1).get<std::string>());
-  } catch (const std::exception&) {
-    return drop("unreadable metadata");
-  }
-  k->cubin.assign(buf.begin() + kHeaderBytes + meta_len, buf.end());
-  return k;
+  const char* why = nullptr;
+  auto k = decode_cache_entry(buf, full_key, &why);
+  if (!k) return why ? drop(why) : nullptr;
+  return std::make_shared<const CompiledKernel>(std::move(*k));
 }
 
 void KernelCache::write_entry(const fs::path& p, const std::string& full_key, const CompiledKernel& k) {

@@ -8,6 +8,8 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
+#include <span>
 #include <string>
 
 #include "codegen/kernel_source.hpp"
@@ -32,6 +34,11 @@ struct CacheStats {
 struct DiskUsage {
   int64_t entries = 0, bytes = 0;
 };
+
+// One cache entry's bytes decoded (pure: the fuzz harness calls it): the kernel, or nullopt with
+// *why set when the bytes are damaged (why stays null for an intact entry of another key).
+std::optional<CompiledKernel> decode_cache_entry(std::span<const char> bytes, const std::string& full_key,
+                                                const char** why);
 
 class KernelCache {
  public:

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <thread>
 
+#include <zlib.h>
+
 #include "codegen/kernel_cache.hpp"
 #include "codegen/keys/spmspv_key.hpp"
 #include "codegen/keys/spmv_key.hpp"
@@ -135,4 +137,37 @@ TEST_CASE("KernelCacheKeepsEntryPointOrderThroughDisk") {
   REQUIRE(first.size() == ks.name_expressions.size());
   for (size_t i = 0; i < first.size(); ++i) CHECK(first[i].first == ks.name_expressions[i]);
   fs::remove_all(dir);
+}
+
+// Lengths crafted so that their sum wraps around to the entry's size, with a valid checksum: the
+// decoder refuses them (it read past its buffer before; issue 36), and the same bytes written as
+// a cache entry are dropped and rebuilt.
+TEST_CASE("KernelCacheRefusesEntriesWhoseLengthsWrapAround") {
+  const std::string key = "k";
+  std::string meta = R"({"full_key":"k","lowered_names":[]})";
+  std::string body = meta + "CUBIN";
+  std::string bytes("DBSKCACH", 8);
+  const auto put = [&](auto v) { bytes.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
+  const uint32_t format = 2;
+  const uint32_t meta_len = 0xFFFFFFF0u;  // far past the buffer
+  const uint64_t cubin_len = uint64_t(body.size()) - meta_len;  // wraps: 28 + meta_len + cubin_len == size
+  put(format);
+  put(meta_len);
+  put(cubin_len);
+  put(static_cast<uint32_t>(crc32(0L, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size()))));
+  bytes += body;
+  const char* why = nullptr;
+  CHECK_FALSE(decode_cache_entry(bytes, key, &why).has_value());
+  REQUIRE(why != nullptr);
+  CHECK(std::string(why) == "truncated or padded");
+  // The same header with honest lengths decodes.
+  std::string ok = bytes.substr(0, 12);
+  const uint32_t real_meta = static_cast<uint32_t>(meta.size());
+  const uint64_t real_cubin = 5;
+  ok.append(reinterpret_cast<const char*>(&real_meta), 4);
+  ok.append(reinterpret_cast<const char*>(&real_cubin), 8);
+  ok += bytes.substr(24);
+  auto k = decode_cache_entry(ok, key, &why);
+  REQUIRE(k.has_value());
+  CHECK(std::string(k->cubin.begin(), k->cubin.end()) == "CUBIN");
 }
