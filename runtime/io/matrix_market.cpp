@@ -45,10 +45,13 @@ class ByteSource {
       if (!gz_) throw InputError(path, 0, "a readable file");
       gzbuffer(gz_, 1 << 20);
     } else {
-      std::rewind(f);
+      // The two bytes read are served first, not rewound: a pipe or a process substitution cannot
+      // seek (such a file was refused before: issue 36).
+      pending_.assign(reinterpret_cast<const char*>(magic), got);
       file_ = f;
     }
   }
+  const std::string& path() const { return path_; }
   ~ByteSource() {
     if (file_) std::fclose(file_);
     if (gz_) gzclose(gz_);
@@ -69,19 +72,29 @@ class ByteSource {
         throw InputError(path_, line, "a complete gzip stream (the file is truncated)");
       return static_cast<size_t>(got);
     }
-    size_t got = std::fread(dst, 1, n, file_);
+    size_t from_pending = 0;
+    if (!pending_.empty() && n > 0) {
+      from_pending = std::min(n, pending_.size());
+      std::memcpy(dst, pending_.data(), from_pending);
+      pending_.erase(0, from_pending);
+      if (from_pending == n) return n;
+    }
+    size_t got = std::fread(dst + from_pending, 1, n - from_pending, file_);
     if (got == 0 && std::ferror(file_)) throw InputError(path_, line, "a readable file");
-    return got;
+    return from_pending + got;
   }
 
  private:
   std::string path_;
+  std::string pending_;  // bytes read to sniff the format, not yet handed out
   FILE* file_ = nullptr;
   gzFile gz_ = nullptr;
 };
 
 // Yields physical lines (without "\n" or "\r\n") from a refillable buffer; a line longer than
-// the buffer grows it.
+// the buffer grows it, up to kMaxLineBytes (a Matrix Market line is a few dozen bytes; /dev/zero
+// grew the buffer until the host ran out: issue 36).
+constexpr size_t kMaxLineBytes = size_t{64} << 20;
 class LineReader {
  public:
   explicit LineReader(ByteSource& src) : src_(src), buf_(4 << 20) {}
@@ -117,7 +130,11 @@ class LineReader {
     std::memmove(buf_.data(), buf_.data() + begin_, end_ - begin_);
     end_ -= begin_;
     begin_ = 0;
-    if (end_ == buf_.size()) buf_.resize(buf_.size() * 2);
+    if (end_ == buf_.size()) {
+      if (buf_.size() >= kMaxLineBytes)
+        throw InputError(src_.path(), number_ + 1, fmt::format("a line of at most {} MiB", kMaxLineBytes >> 20));
+      buf_.resize(buf_.size() * 2);
+    }
     size_t got = src_.read(buf_.data() + end_, buf_.size() - end_, number_ + 1);
     if (got == 0) eof_ = true;
     end_ += got;
@@ -327,7 +344,14 @@ CsrMatrix<double> read_matrix_market(const std::string& path) {
                                  in.number(), count, size.entries));
   if (static_cast<int64_t>(coo.row.size()) > kInt32Max)
     throw InputError(path, size_line, fmt::format("at most {} entries after symmetric expansion", kInt32Max));
-  return coo_to_csr(coo);
+  try {
+    return coo_to_csr(coo);
+  } catch (const std::bad_alloc&) {
+    // The entries fit (they were read), the declared shape's row pointers did not.
+    throw InputError(path, size_line,
+                     fmt::format("a shape this host can hold: {} x {} needs {:.1f} GB of row pointers", size.rows,
+                                 size.cols, (static_cast<double>(size.rows) + 1) * 4 / 1e9));
+  }
 }
 
 void write_matrix_market(const std::string& path, const CsrMatrix<double>& a, bool pattern) {

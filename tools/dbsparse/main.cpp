@@ -56,6 +56,10 @@ int main(int argc, char** argv) {
   } catch (const dbsparse::Error& e) {
     std::fprintf(stderr, "dbsparse: error: %s\n", e.what());
     return 1;
+  } catch (const std::bad_alloc&) {
+    // Readers name the file when its declared sizes cannot be held; this is what is left over.
+    std::fprintf(stderr, "dbsparse: error: out of host memory (an input larger than this machine can hold)\n");
+    return 1;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "dbsparse: internal error: %s\n", e.what());
     return 1;

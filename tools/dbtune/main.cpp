@@ -113,7 +113,7 @@ int run(const Args& a) {
   const double total = a.total_s > 0 ? a.total_s : a.quick ? 100.0 : 540.0;
   std::map<std::string, std::vector<tools::TuneRow>> rows;
   const size_t units = specs.size() * a.ops.size();
-  size_t done = 0;
+  size_t done = 0, skipped = 0;
   for (size_t i = 0; i < specs.size() && !g_stop; ++i) {
     try {
       NamedMatrix m = load_matrix(specs[i]);
@@ -145,10 +145,20 @@ int run(const Args& a) {
       }
     } catch (const InputError& e) {
       fmt::print(stderr, "\n  skipped: {}\n", e.what());
+      ++skipped;
+    } catch (const std::bad_alloc&) {
+      // A matrix larger than this host can hold: named, skipped, the run goes on (issue 36).
+      fmt::print(stderr, "\n  skipped: {}: out of host memory (larger than this machine can hold)\n", specs[i]);
+      ++skipped;
     }
   }
   fmt::print(stderr, "\n");
   if (g_stop) fmt::print("interrupted: every finished trial is in the DB; run dbtune again to resume\n");
+  // Nothing to tune is a failure, not a quiet success (issue 36).
+  if (!specs.empty() && skipped == specs.size()) {
+    fmt::print(stderr, "dbtune: error: every matrix was skipped ({}); nothing was tuned\n", skipped);
+    return 1;
+  }
   auto c = db->counts();
   fmt::print("DB now holds {} devices, {} matrices, {} trials, {} configs ({:.0f} s)\n", c.devices, c.matrices,
              c.trials, c.configs, now_s() - t0);
@@ -192,5 +202,12 @@ int main(int argc, char** argv) {
   } catch (const Error& e) {
     std::fprintf(stderr, "dbtune: error: %s\n", e.what());
     return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "dbtune: error: out of host memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    // Never an abort: whatever escaped is reported and the tuning DB is left as the last commit left it.
+    std::fprintf(stderr, "dbtune: internal error: %s\n", e.what());
+    return 70;
   }
 }

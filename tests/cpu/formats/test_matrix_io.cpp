@@ -2,11 +2,14 @@
 #include <doctest/doctest.h>
 #include <zlib.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -463,4 +466,37 @@ TEST_CASE("real matrices in ../shared/matrices read with the catalogue's sizes")
     auto a = dbsparse::read_matrix_market(f);
     CHECK(same(dbsparse::transpose(a), a));
   }
+}
+
+// Issue 36: a file read through a pipe (what `<(zcat m.mtx.gz)` gives) is read, not refused; a
+// line with no end (/dev/zero) stops at a named limit instead of growing until the host runs out.
+TEST_CASE("matrix market: a pipe reads and an endless line is a named InputError") {
+  const fs::path fifo = dir() / "pipe.mtx";
+  fs::remove(fifo);
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  std::thread writer([&] {
+    std::ofstream(fifo) << "%%MatrixMarket matrix coordinate real general\n2 3 2\n1 1 1.5\n2 3 -2\n";
+  });
+  const CsrMatrix<double> a = dbsparse::read_matrix_market(fifo.string());
+  writer.join();
+  CHECK(a.rows == 2);
+  CHECK(a.cols == 3);
+  CHECK(a.values == std::vector<double>{1.5, -2.0});
+
+  const fs::path endless = dir() / "endless.mtx";
+  {
+    std::ofstream out(endless, std::ios::binary);
+    out << "%%MatrixMarket matrix coordinate real general\n2 2 1\n";
+    const std::string chunk(1 << 20, '1');
+    for (int i = 0; i < 65; ++i) out << chunk;
+  }
+  try {
+    dbsparse::read_matrix_market(endless.string());
+    FAIL("expected an InputError");
+  } catch (const dbsparse::InputError& e) {
+    CHECK(e.file() == endless.string());
+    CHECK(e.line() == 3);
+    CHECK(std::string(e.what()).find("64 MiB") != std::string::npos);
+  }
+  fs::remove(endless);
 }
