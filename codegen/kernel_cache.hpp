@@ -39,6 +39,8 @@ struct DiskUsage {
 // *why set when the bytes are damaged (why stays null for an intact entry of another key).
 std::optional<CompiledKernel> decode_cache_entry(std::span<const char> bytes, const std::string& full_key,
                                                 const char** why);
+// The bytes decode_cache_entry reads back (codegen/kernel_cache_entry.cpp).
+std::string encode_cache_entry(const std::string& full_key, const CompiledKernel& k);
 
 class KernelCache {
  public:

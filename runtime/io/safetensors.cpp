@@ -135,7 +135,10 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   if (!j.is_object())
     throw InputError(path, 0, fmt::format("a JSON object as the header at bytes 8..{}", f.data_start_));
 
-  for (const auto& [name, v] : j.items()) {
+  for (const auto& item : j.items()) {
+    // Not a structured binding: clang before 16 (the fuzz build's) cannot capture one in a lambda.
+    const std::string& name = item.key();
+    const auto& v = item.value();
     auto bad = [&](const std::string& what) {
       return InputError(path, 0, fmt::format("{} for tensor '{}' (header byte {})", what, name,
                                              key_offset(header, name)));
