@@ -319,6 +319,10 @@ CsrMatrix<double> read_matrix_market(const std::string& path) {
   coo.values.reserve(reserve);
 
   int64_t count = 0;
+  // A symmetric file stores one triangle. Entries on both sides are read, but an entry and its
+  // mirror both given would be summed without a word (issue 36): checked once both sides are seen.
+  bool below = false, above = false;
+  std::vector<uint64_t> offdiag;  // (min, max, side) of each off-diagonal entry
   std::string_view line;
   while (in.next(line)) {
     if (is_comment_or_blank(line)) continue;
@@ -326,6 +330,11 @@ CsrMatrix<double> read_matrix_market(const std::string& path) {
     if (count == size.entries)
       throw InputError(path, ln, fmt::format("no more than the {} entries the size line declares", size.entries));
     const Entry e = parse_entry(path, ln, line, h, size);
+    if (h.symmetry != Symmetry::general && e.row != e.col) {
+      (e.row > e.col ? below : above) = true;
+      const uint64_t lo = static_cast<uint64_t>(std::min(e.row, e.col)), hi = static_cast<uint64_t>(std::max(e.row, e.col));
+      offdiag.push_back(lo << 33 | hi << 1 | (e.row > e.col ? 1u : 0u));
+    }
     coo.row.push_back(e.row);
     coo.col.push_back(e.col);
     coo.values.push_back(e.value);
@@ -342,6 +351,18 @@ CsrMatrix<double> read_matrix_market(const std::string& path) {
     throw InputError(path, in.number(),
                      fmt::format("{} entries, but the file ends at line {} after {} of {} entries", size.entries,
                                  in.number(), count, size.entries));
+  if (below && above) {
+    std::sort(offdiag.begin(), offdiag.end());
+    for (size_t k = 1; k < offdiag.size(); ++k)
+      if ((offdiag[k] >> 1) == (offdiag[k - 1] >> 1) && (offdiag[k] & 1) != (offdiag[k - 1] & 1)) {
+        const uint64_t lo = (offdiag[k] >> 33) + 1, hi = ((offdiag[k] >> 1) & 0xFFFFFFFFu) + 1;
+        throw InputError(path, size_line,
+                         fmt::format("one of ({}, {}) and ({}, {}) in a symmetric file: both are given, and each "
+                                     "mirrors onto the other",
+                                     lo, hi, hi, lo));
+      }
+  }
+  offdiag = {};
   if (static_cast<int64_t>(coo.row.size()) > kInt32Max)
     throw InputError(path, size_line, fmt::format("at most {} entries after symmetric expansion", kInt32Max));
   try {
@@ -394,7 +415,15 @@ NamedMatrix load_matrix(const std::string& spec) {
   if (name.ends_with(".mtx.gz")) name.resize(name.size() - 7);
   else if (name.ends_with(".mtx")) name.resize(name.size() - 4);
   else name = fs::path(spec).stem().string();
-  return NamedMatrix{name, read_matrix_market(spec)};
+  NamedMatrix m{name, read_matrix_market(spec)};
+  // The tools run in f32: say so when a value would become inf there (a file's own "inf" is
+  // refused by the reader; an overflow was silent: issue 36).
+  int64_t over = 0;
+  for (double v : m.csr.values) over += std::fabs(v) > static_cast<double>(std::numeric_limits<float>::max());
+  if (over)
+    std::fprintf(stderr, "dbsparse: warning: %s: %lld values exceed float32's range and become inf in f32 runs\n",
+                 spec.c_str(), static_cast<long long>(over));
+  return m;
 }
 
 }  // namespace dbsparse

@@ -7,6 +7,7 @@
 
 #include "dbsparse/reference.hpp"
 #include "tools/bench/random.hpp"
+#include "support/atomic_file.hpp"
 
 namespace dbsparse::tools {
 namespace {
@@ -94,7 +95,7 @@ void print_check(const nlohmann::json& rec, std::string_view against) {
 
 void write_record(const std::string& json_path, const nlohmann::json& rec) {
   if (json_path.empty()) return;
-  std::ofstream(json_path) << rec.dump(2) << "\n";
+  support::write_file_atomic(json_path, rec.dump(2) + "\n");  // an unwritable path is an error, not exit 0
   fmt::print("wrote {}\n", json_path);
 }
 

@@ -19,6 +19,7 @@
 #include "tools/bench/suites.hpp"
 #include "tools/dbsparse/commands.hpp"
 #include "tools/ops/registry.hpp"
+#include "support/atomic_file.hpp"
 
 namespace dbsparse::cli {
 
@@ -207,7 +208,7 @@ Runner add_bench(CLI::App& sub_ref) {
                      {"warmup", a->timing.warmup}, {"statistic", "median per call"},
                      {"launch", a->timing.graph ? "graph" : "stream"}};
       j.update(results);
-      std::ofstream(a->json_path) << j.dump(2) << "\n";
+      support::write_file_atomic(a->json_path, j.dump(2) + "\n");  // an unwritable path is an error, not exit 0
       fmt::print("wrote {}\n", a->json_path);
     }
     return 0;

@@ -11,6 +11,7 @@
 #include "dbsparse/io.hpp"
 #include "tools/bench/bench_bfs.hpp"
 #include "tools/dbsparse/commands.hpp"
+#include "support/atomic_file.hpp"
 
 namespace dbsparse::cli {
 
@@ -85,7 +86,7 @@ Runner add_bfs(CLI::App& sub_ref) {
       rec["tool"] = "dbsparse bfs";
       rec["date"] = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)));
       rec["device"] = ctx.device().name;
-      std::ofstream(a->json_path) << rec.dump(2) << "\n";
+      support::write_file_atomic(a->json_path, rec.dump(2) + "\n");  // an unwritable path is an error, not exit 0
       fmt::print("wrote {}\n", a->json_path);
     }
     return failed ? 4 : 0;

@@ -29,6 +29,7 @@
 #include "tools/bench/stats.hpp"
 #include "tools/bench/timing.hpp"
 #include "tools/dbsparse/commands.hpp"
+#include "support/atomic_file.hpp"
 
 namespace dbsparse::cli {
 namespace {
@@ -358,7 +359,7 @@ Runner add_decode_bench(CLI::App& sub_ref) {
                        {"device", ctx.device().name}, {"copy_bandwidth_gbs", copy_gbs}, {"layers", layers},
                        {"stacked", fused}, {"blocks", blocks},
                        {"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)))}};
-      std::ofstream(a->json_path) << j.dump(2) << "\n";
+      support::write_file_atomic(a->json_path, j.dump(2) + "\n");  // an unwritable path is an error, not exit 0
       fmt::print("wrote {}\n", a->json_path);
     }
     return 0;

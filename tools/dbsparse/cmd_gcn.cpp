@@ -12,6 +12,7 @@
 #include "tools/apps/gcn.hpp"
 #include "tools/bench/suites.hpp"
 #include "tools/dbsparse/commands.hpp"
+#include "support/atomic_file.hpp"
 
 namespace dbsparse::cli {
 
@@ -56,7 +57,7 @@ Runner add_gcn(CLI::App& sub_ref) {
       rec["version"] = DBSPARSE_VERSION;
       rec["date"] = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)));
       rec["device"] = {{"name", ctx.device().name}, {"arch", ctx.device().arch()}};
-      std::ofstream(a->json_path) << rec.dump(2) << "\n";
+      support::write_file_atomic(a->json_path, rec.dump(2) + "\n");  // an unwritable path is an error, not exit 0
       fmt::print("wrote {}\n", a->json_path);
     }
     return rec["ok"].get<bool>() ? 0 : 4;

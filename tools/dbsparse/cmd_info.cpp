@@ -14,6 +14,7 @@
 #include "dbsparse/tuning_db.hpp"
 #include "runtime/gpu/module_registry.hpp"
 #include "tools/dbsparse/commands.hpp"
+#include "support/atomic_file.hpp"
 
 namespace dbsparse::cli {
 namespace {
@@ -122,7 +123,7 @@ Runner add_info(CLI::App& sub_ref) {
       report["jit_timing"] = rows;
     }
     if (!json_path->empty()) {
-      std::ofstream(*json_path) << report.dump(2) << "\n";
+      support::write_file_atomic(*json_path, report.dump(2) + "\n");  // an unwritable path is an error, not exit 0
     }
     return 0;
   };

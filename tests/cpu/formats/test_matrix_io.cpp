@@ -500,3 +500,19 @@ TEST_CASE("matrix market: a pipe reads and an endless line is a named InputError
   }
   fs::remove(endless);
 }
+
+// Issue 36: in a symmetric file an entry and its mirror both given were summed silently; entries
+// of both triangles at distinct places still read (the cases above).
+TEST_CASE("matrix market: a symmetric entry given with its mirror is an InputError") {
+  const auto p = write_text("both.mtx", "%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n2 1 1\n3 3 2\n1 2 4\n");
+  try {
+    dbsparse::read_matrix_market(p);
+    FAIL("expected an InputError");
+  } catch (const dbsparse::InputError& e) {
+    CHECK(e.line() == 2);
+    CHECK(std::string(e.what()).find("(1, 2) and (2, 1)") != std::string::npos);
+  }
+  const auto up = write_text("upper.mtx", "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n1 2 5\n2 2 1\n");
+  const CsrMatrix<double> a = dbsparse::read_matrix_market(up);
+  CHECK(a.nnz() == 3);
+}
