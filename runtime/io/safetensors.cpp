@@ -12,6 +12,7 @@
 #include <numeric>
 #include <optional>
 #include <regex>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -126,8 +127,17 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   f.data_start_ = 8 + static_cast<int64_t>(n);
   const int64_t buffer = size - f.data_start_;
   json j;
+  // A tensor named twice: json keeps the last one silently (issue 36). Top-level keys are checked
+  // as the parser meets them.
+  std::set<std::string> names;
+  const json::parser_callback_t unique_names = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::key && depth == 1 && !names.insert(parsed.get<std::string>()).second)
+      throw InputError(path, 0, fmt::format("tensor names that appear once in the header; '{}' appears twice",
+                                            parsed.get<std::string>()));
+    return true;
+  };
   try {
-    j = json::parse(header);
+    j = json::parse(header, unique_names);
   } catch (const json::parse_error& e) {
     throw InputError(path, 0, fmt::format("a JSON header at bytes 8..{}; it does not parse at byte {}: {}",
                                           f.data_start_, 8 + std::max<size_t>(e.byte, 1) - 1, e.what()));

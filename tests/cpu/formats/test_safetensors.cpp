@@ -280,3 +280,10 @@ TEST_CASE("SafetensorsFindLinearLayersAcrossShardsInLayerAndKindOrder") {
   CHECK_THROWS_AS(find_linear_layers(empty.string()), InputError);
   CHECK_THROWS_AS(find_linear_layers((dir() / "does-not-exist").string()), InputError);
 }
+
+// Issue 36: a tensor named twice in the header was read as its last entry, silently.
+TEST_CASE("SafetensorsRejectsATensorNamedTwice") {
+  const std::string h =
+      R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
+  expect_open_error(write_raw("twice.safetensors", h, std::string(8, '\0')), {"'w' appears twice"});
+}
