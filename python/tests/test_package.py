@@ -94,3 +94,31 @@ def test_cli_help_and_unknown_command(capsys):
     assert main(["--help"]) == 0
     assert "tune" in capsys.readouterr().out
     assert main(["frobnicate"]) == 2
+
+
+def test_random_csr_arguments_give_a_matrix_or_usage_error():
+    """The Python argument conversion under random (mostly wrong) CSR arrays: a matrix whose
+    invariants hold, or UsageError; never another exception or a crash (issue 36's Python part)."""
+    rng = np.random.default_rng(36)
+    ok = bad = 0
+    for _ in range(3000):
+        rows, cols = (int(v) for v in rng.integers(-2, 8, 2))
+        n = int(rng.integers(0, 10))
+        indptr = rng.integers(-1, 10, int(rng.integers(0, 10))).astype(np.int32)
+        if rng.random() < 0.5 and rows >= 0:  # often a plausible indptr, to get past the first checks
+            indptr = np.sort(rng.integers(0, n + 1, rows + 1)).astype(np.int32)
+            indptr[0] = 0
+            if rows >= 0:
+                indptr[-1] = n
+        indices = rng.integers(-1, max(cols, 1) + 1, n).astype(np.int32)
+        data = rng.standard_normal(int(rng.integers(0, 10)) if rng.random() < 0.2 else n).astype(np.float32)
+        try:
+            c = _core.make_CsrF32(rows, cols, indptr, indices, data)
+        except dbsparse.UsageError:
+            bad += 1
+            continue
+        ok += 1
+        ip, ix = c.indptr(), c.indices()
+        assert ip[0] == 0 and (np.diff(ip) >= 0).all() and ip[-1] == c.nnz
+        assert ((ix >= 0) & (ix < c.cols)).all()
+    assert ok > 0 and bad > 0
