@@ -143,40 +143,36 @@ struct DecodeSource {
 }  // namespace detail
 
 namespace {
-// The layer as a dense row-major matrix of 16-bit values (zeros where pruned), from its column
-// bitmap: the dense path's weights.
-std::vector<uint16_t> expand_dense16(const detail::DecodeSource& m) {
-  std::vector<uint16_t> d(static_cast<size_t>(m.rows) * static_cast<size_t>(m.cols), 0);
-  const auto* v = static_cast<const uint16_t*>(m.values);
+// Calls f(row, column, index of the value) for every kept weight of the column bitmap, column by
+// column, rows ascending within a column.
+template <class F>
+void for_each_weight(const detail::DecodeSource& m, F&& f) {
   for (int32_t j = 0; j < m.cols; ++j)
     for (int32_t t = 0; t < m.strips; ++t) {
       const size_t seg = static_cast<size_t>(j) * m.strips + t;
       int64_t at = (*m.seg_ptr)[seg];
       for (int p = 0; p < 32; ++p)
-        for (uint32_t word = (*m.masks)[seg * 32 + p]; word; word &= word - 1) {
-          const int64_t row = int64_t{t} * kBitmapStripRows + p * 32 + std::countr_zero(word);
-          d[static_cast<size_t>(row) * m.cols + j] = v[at++];
-        }
+        for (uint32_t word = (*m.masks)[seg * 32 + p]; word; word &= word - 1)
+          f(int64_t{t} * kBitmapStripRows + p * 32 + std::countr_zero(word), j, at++);
     }
+}
+
+// The layer as a dense row-major matrix of 16-bit values (zeros where pruned): the dense path's weights.
+std::vector<uint16_t> expand_dense16(const detail::DecodeSource& m) {
+  std::vector<uint16_t> d(static_cast<size_t>(m.rows) * static_cast<size_t>(m.cols), 0);
+  const auto* v = static_cast<const uint16_t*>(m.values);
+  for_each_weight(m, [&](int64_t row, int32_t j, int64_t at) { d[static_cast<size_t>(row) * m.cols + j] = v[at]; });
   return d;
 }
 
 // The layer column-major, each column padded to rows_pad, esize-byte values (zeros where pruned):
-// the dense-columns path's weights. A column's strips follow each other, so its values are in row
-// order already.
+// the dense-columns path's weights.
 std::vector<uint8_t> expand_dense_cols(const detail::DecodeSource& m, size_t esize, int32_t rows_pad) {
   std::vector<uint8_t> d(static_cast<size_t>(rows_pad) * static_cast<size_t>(m.cols) * esize, 0);
   const auto* v = static_cast<const uint8_t*>(m.values);
-  for (int32_t j = 0; j < m.cols; ++j)
-    for (int32_t t = 0; t < m.strips; ++t) {
-      const size_t seg = static_cast<size_t>(j) * m.strips + t;
-      int64_t at = (*m.seg_ptr)[seg];
-      for (int p = 0; p < 32; ++p)
-        for (uint32_t word = (*m.masks)[seg * 32 + p]; word; word &= word - 1) {
-          const int64_t row = int64_t{t} * kBitmapStripRows + p * 32 + std::countr_zero(word);
-          std::memcpy(&d[(static_cast<size_t>(j) * rows_pad + row) * esize], v + at++ * esize, esize);
-        }
-    }
+  for_each_weight(m, [&](int64_t row, int32_t j, int64_t at) {
+    std::memcpy(&d[(static_cast<size_t>(j) * rows_pad + row) * esize], v + at * esize, esize);
+  });
   return d;
 }
 }  // namespace
