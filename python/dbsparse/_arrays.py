@@ -20,10 +20,17 @@ def _cupy():
     return sys.modules.get("cupy")
 
 
+_TORCH_NAMES = None
+
+
 def _torch_dtype_name(dt):
-    torch = _torch()
-    return {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16",
-            torch.int32: "i32", torch.int64: "i64"}.get(dt, str(dt))
+    # Built once: this runs on every call, inside the <= 5 us a planned call may add.
+    global _TORCH_NAMES
+    if _TORCH_NAMES is None:
+        torch = _torch()
+        _TORCH_NAMES = {torch.float32: "f32", torch.float64: "f64", torch.float16: "f16", torch.bfloat16: "bf16",
+                        torch.int32: "i32", torch.int64: "i64"}
+    return _TORCH_NAMES.get(dt) or str(dt)
 
 
 def device_array(x, name):
@@ -93,6 +100,9 @@ def empty(shape, dtype, like_fw, device):
     raise UsageError("no framework to allocate the output in (import torch or cupy, or pass out=)")
 
 
+_RAW_STREAM = None
+
+
 def stream_of(stream, fw, device):
     """The CUstream to run on: `stream` (an int, a torch.cuda.Stream, a CuPy stream) or the caller's
     framework's current stream on `device`."""
@@ -105,9 +115,12 @@ def stream_of(stream, fw, device):
                 return h
         raise UsageError(f"stream: expected an int, a torch.cuda.Stream or a CuPy stream, got {type(stream).__name__}")
     if fw == "torch":
-        torch = _torch()
-        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        return raw(device or 0) if raw is not None else torch.cuda.current_stream(device).cuda_stream
+        global _RAW_STREAM
+        if _RAW_STREAM is None:
+            torch = _torch()
+            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+            _RAW_STREAM = raw or (lambda d: torch.cuda.current_stream(d).cuda_stream)
+        return _RAW_STREAM(device or 0)
     if fw == "cupy":
         return _cupy().cuda.get_current_stream().ptr
     return 0
