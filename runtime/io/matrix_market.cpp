@@ -324,28 +324,35 @@ CsrMatrix<double> read_matrix_market(const std::string& path) {
   bool below = false, above = false;
   std::vector<uint64_t> offdiag;  // (min, max, side) of each off-diagonal entry
   std::string_view line;
-  while (in.next(line)) {
-    if (is_comment_or_blank(line)) continue;
-    const long ln = in.number();
-    if (count == size.entries)
-      throw InputError(path, ln, fmt::format("no more than the {} entries the size line declares", size.entries));
-    const Entry e = parse_entry(path, ln, line, h, size);
-    if (h.symmetry != Symmetry::general && e.row != e.col) {
-      (e.row > e.col ? below : above) = true;
-      const uint64_t lo = static_cast<uint64_t>(std::min(e.row, e.col)), hi = static_cast<uint64_t>(std::max(e.row, e.col));
-      offdiag.push_back(lo << 33 | hi << 1 | (e.row > e.col ? 1u : 0u));
+  // A gzip bomb can declare and hold 2^31 - 1 real entries: when the host runs out, say which file.
+  try {
+    while (in.next(line)) {
+      if (is_comment_or_blank(line)) continue;
+      const long ln = in.number();
+      if (count == size.entries)
+        throw InputError(path, ln, fmt::format("no more than the {} entries the size line declares", size.entries));
+      const Entry e = parse_entry(path, ln, line, h, size);
+      if (h.symmetry != Symmetry::general && e.row != e.col) {
+        (e.row > e.col ? below : above) = true;
+        const uint64_t lo = static_cast<uint64_t>(std::min(e.row, e.col)), hi = static_cast<uint64_t>(std::max(e.row, e.col));
+        offdiag.push_back(lo << 33 | hi << 1 | (e.row > e.col ? 1u : 0u));
+      }
+      coo.row.push_back(e.row);
+      coo.col.push_back(e.col);
+      coo.values.push_back(e.value);
+      if (h.symmetry != Symmetry::general && e.row != e.col) {
+        coo.row.push_back(e.col);
+        coo.col.push_back(e.row);
+        coo.values.push_back(h.symmetry == Symmetry::skew ? -e.value : e.value);
+      } else if (h.symmetry == Symmetry::skew) {
+        throw InputError(path, ln, "no diagonal entry in a skew-symmetric file");
+      }
+      ++count;
     }
-    coo.row.push_back(e.row);
-    coo.col.push_back(e.col);
-    coo.values.push_back(e.value);
-    if (h.symmetry != Symmetry::general && e.row != e.col) {
-      coo.row.push_back(e.col);
-      coo.col.push_back(e.row);
-      coo.values.push_back(h.symmetry == Symmetry::skew ? -e.value : e.value);
-    } else if (h.symmetry == Symmetry::skew) {
-      throw InputError(path, ln, "no diagonal entry in a skew-symmetric file");
-    }
-    ++count;
+  } catch (const std::bad_alloc&) {
+    throw InputError(path, in.number(),
+                     fmt::format("no more entries than this host can hold ({} read of the {} declared)", count,
+                                 size.entries));
   }
   if (count < size.entries)
     throw InputError(path, in.number(),
