@@ -416,7 +416,11 @@ bool is_generator_spec(const std::string& spec) {
 NamedMatrix load_matrix(const std::string& spec) {
   if (is_generator_spec(spec)) {
     GeneratorSpec g = parse_generator_spec(spec);
-    return NamedMatrix{g.to_string(), generate(g)};
+    try {
+      return NamedMatrix{g.to_string(), generate(g)};
+    } catch (const std::bad_alloc&) {
+      throw InputError(spec, 0, "a generated matrix this host can hold (it ran out of memory while generating)");
+    }
   }
   std::string name = fs::path(spec).filename().string();
   if (name.ends_with(".mtx.gz")) name.resize(name.size() - 7);
