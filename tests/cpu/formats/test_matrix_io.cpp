@@ -2,7 +2,10 @@
 #include <doctest/doctest.h>
 #include <zlib.h>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -515,4 +518,31 @@ TEST_CASE("matrix market: a symmetric entry given with its mirror is an InputErr
   const auto up = write_text("upper.mtx", "%%MatrixMarket matrix coordinate real symmetric\n2 2 2\n1 2 5\n2 2 1\n");
   const CsrMatrix<double> a = dbsparse::read_matrix_market(up);
   CHECK(a.nnz() == 3);
+}
+
+// Issue 36: out of host memory while generating or reading is an InputError naming the input (it
+// was "internal error: std::bad_alloc"). Run in a child process under a 2 GB address-space limit.
+TEST_CASE("matrix loading out of host memory names the input") {
+  const auto in_child = [](const std::string& spec, const std::string& needle) {
+    const pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      rlimit lim{size_t{2} << 30, size_t{2} << 30};
+      setrlimit(RLIMIT_AS, &lim);
+      try {
+        dbsparse::load_matrix(spec);
+      } catch (const dbsparse::InputError& e) {
+        _exit(std::string(e.what()).find(needle) != std::string::npos && std::string(e.what()).find(spec) == 0 ? 0 : 2);
+      } catch (...) {
+        _exit(3);
+      }
+      _exit(4);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  CHECK(in_child("uniform:n=500000000,d=4", "this host can hold") == 0);
+  const auto huge = write_text("huge-shape.mtx", "%%MatrixMarket matrix coordinate real general\n2147483647 2147483647 1\n1 1 1\n");
+  CHECK(in_child(huge, "row pointers") == 0);
 }
