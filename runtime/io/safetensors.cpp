@@ -141,6 +141,11 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   } catch (const json::parse_error& e) {
     throw InputError(path, 0, fmt::format("a JSON header at bytes 8..{}; it does not parse at byte {}: {}",
                                           f.data_start_, 8 + std::max<size_t>(e.byte, 1) - 1, e.what()));
+  } catch (const json::exception& e) {
+    // Not a parse_error: a number past double's range (out_of_range 406) ended the process through
+    // an uncaught exception (found by fuzz_safetensors, 2026-12-03).
+    throw InputError(path, 0, fmt::format("a JSON header at bytes 8..{} with numbers in range: {}", f.data_start_,
+                                          e.what()));
   }
   if (!j.is_object())
     throw InputError(path, 0, fmt::format("a JSON object as the header at bytes 8..{}", f.data_start_));

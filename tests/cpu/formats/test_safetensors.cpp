@@ -287,3 +287,11 @@ TEST_CASE("SafetensorsRejectsATensorNamedTwice") {
       R"({"w":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"w":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})";
   expect_open_error(write_raw("twice.safetensors", h, std::string(8, '\0')), {"'w' appears twice"});
 }
+
+// Found by fuzz_safetensors (2026-12-03): a header number past double's range threw a JSON
+// out_of_range that nothing caught, ending the process.
+TEST_CASE("SafetensorsHeaderNumberOutOfRangeIsAnInputError") {
+  expect_open_error(write_raw("overflow.safetensors", R"({"w":{"dtype":"F32","shape":[1e999],"data_offsets":[0,4]}})",
+                              std::string(4, '\0')),
+                    {"numbers in range"});
+}
