@@ -86,9 +86,9 @@ def check(name, got, shape, dtype):
 
 
 def empty(shape, dtype, like_fw, device):
-    """A new device array in the caller's framework (torch if it is loaded, else CuPy)."""
+    """A new device array in `like_fw` ('torch' or 'cupy') when it is loaded, else in whichever is."""
     torch, cupy = _torch(), _cupy()
-    if like_fw == "torch" or (like_fw != "cupy" and torch is not None):
+    if torch is not None and (like_fw != "cupy" or cupy is None):
         t = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
              "i32": torch.int32}[dtype]
         return torch.empty(shape, dtype=t, device=f"cuda:{device or 0}")

@@ -193,7 +193,7 @@ class BfsPlan(_Plan):
         levels, parents = plan(0, parents=True)
     """
 
-    def __call__(self, source, parents=False, out=None, stream=None, framework="torch"):
+    def __call__(self, source, parents=False, out=None, stream=None, framework=None):
         p = self._plan
         n = p.vertices
         if out is None:
@@ -219,6 +219,7 @@ def plan_bfs(a, transpose=False, device=None):
     return BfsPlan("bfs", _core.plan_bfs(ctx, mat.host_csr(a, "f32"), transpose), ctx, _dev(device))
 
 
-def bfs(a, source, parents=False, framework="torch"):
-    """Levels (and parents) of a BFS from `source`; planning A each call."""
+def bfs(a, source, parents=False, framework=None):
+    """Levels (and parents) of a BFS from `source` as int32 device arrays (framework: 'torch' or
+    'cupy'; default whichever is imported, torch first); planning A each call."""
     return plan_bfs(a)(source, parents=parents, framework=framework)
