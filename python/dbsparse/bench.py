@@ -67,6 +67,15 @@ def overhead(torch, calls=20000):
     return res
 
 
+def maybe(torch, fn, **kw):
+    """timed(), or None when the baseline refuses the input (its error printed once)."""
+    try:
+        return timed(torch, fn, **kw)
+    except Exception as e:  # noqa: BLE001 - a baseline's failure is reported, not fatal
+        print(f"  baseline failed: {type(e).__name__}: {str(e).splitlines()[0][:120]}", flush=True)
+        return None
+
+
 def side_by_side(torch, n, n_cols):
     try:
         import cupy
@@ -83,23 +92,23 @@ def side_by_side(torch, n, n_cols):
         c = torch.empty(a.shape[0], n_cols, device="cuda")
         pv, pm = dbsparse.plan_spmv(a), dbsparse.plan_spmm(a, n_cols)
         r = {"matrix": name, "rows": a.shape[0], "nnz": int(a.nnz)}
-        r["spmv"] = {"dbsparse": timed(torch, lambda: pv(x, out=y)), "torch": timed(torch, lambda: torch.mv(ta, x))}
-        r["spmm"] = {"dbsparse": timed(torch, lambda: pm(b, out=c)), "torch": timed(torch, lambda: torch.sparse.mm(ta, b))}
+        r["spmv"] = {"dbsparse": timed(torch, lambda: pv(x, out=y)), "torch": maybe(torch, lambda: torch.mv(ta, x))}
+        r["spmm"] = {"dbsparse": timed(torch, lambda: pm(b, out=c)), "torch": maybe(torch, lambda: torch.sparse.mm(ta, b))}
         r["spgemm"] = {"dbsparse": timed(torch, lambda: dbsparse.spgemm(ta, ta), reps=5, batch=2),
-                       "torch": timed(torch, lambda: torch.sparse.mm(ta, ta), reps=5, batch=2)}
+                       "torch": maybe(torch, lambda: torch.sparse.mm(ta, ta), reps=5, batch=2)}
         if cupy is not None:
             ca = csp.csr_matrix(a)
             cx, cb = cupy.asarray(x.cpu().numpy()), cupy.asarray(b.cpu().numpy())
-            r["spmv"]["cupy"] = timed(torch, lambda: ca @ cx)
-            r["spmm"]["cupy"] = timed(torch, lambda: ca @ cb)
-            r["spgemm"]["cupy"] = timed(torch, lambda: ca @ ca, reps=5, batch=2)
+            r["spmv"]["cupy"] = maybe(torch, lambda: ca @ cx)
+            r["spmm"]["cupy"] = maybe(torch, lambda: ca @ cb)
+            r["spgemm"]["cupy"] = maybe(torch, lambda: ca @ ca, reps=5, batch=2)
         for op in ("spmv", "spmm", "spgemm"):
             for other in ("torch", "cupy"):
-                if other in r[op]:
+                if r[op].get(other):
                     r[op][f"x_over_{other}"] = r[op][other] / r[op]["dbsparse"]
         rows.append(r)
         print(f"{name:<9} nnz {a.nnz:>9}  " + "  ".join(
-            f"{op} {r[op]['dbsparse']:.1f} us (torch {r[op]['x_over_torch']:.2f}x"
+            f"{op} {r[op]['dbsparse']:.1f} us (torch " + (f"{r[op]['x_over_torch']:.2f}x" if "x_over_torch" in r[op] else "failed")
             + (f", cupy {r[op]['x_over_cupy']:.2f}x" if "x_over_cupy" in r[op] else "") + ")"
             for op in ("spmv", "spmm", "spgemm")), flush=True)
     return rows
