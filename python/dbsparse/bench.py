@@ -24,7 +24,7 @@ def suite(n, seed=0):
     cols = rng.integers(0, n, rows.size)
     pl = sp.csr_matrix((rng.standard_normal(rows.size).astype(np.float32), (rows, cols)), shape=(n, n))
     pl.sum_duplicates()
-    uni = sp.random(n, n, density=16 / n, format="csr", dtype=np.float32, random_state=seed)
+    uni = sp.random(n, n, density=16 / n, format="csr", dtype=np.float32, random_state=np.random.default_rng(seed))
     return {"uniform": uni, "stencil": lap, "powerlaw": pl}
 
 
@@ -45,7 +45,7 @@ def timed(torch, fn, reps=20, batch=10):
 
 
 def overhead(torch, calls=20000):
-    a = sp.random(1000, 1000, density=5e-3, format="csr", dtype=np.float32, random_state=1)
+    a = sp.random(1000, 1000, density=5e-3, format="csr", dtype=np.float32, random_state=np.random.default_rng(1))
     plan = dbsparse.plan_spmv(a)
     x, y = torch.randn(1000, device="cuda"), torch.empty(1000, device="cuda")
     core, s = plan._plan, torch.cuda.current_stream().cuda_stream

@@ -9,7 +9,7 @@ import dbsparse
 
 
 def main(n=200_000, degree=8):
-    g = sp.random(n, n, density=degree / n, format="csr", dtype=np.float32, random_state=3)
+    g = sp.random(n, n, density=degree / n, format="csr", dtype=np.float32, random_state=np.random.default_rng(3))
     g = ((g + g.T) > 0).astype(np.float32).tocsr()
     plan = dbsparse.plan_bfs(g)              # converted once; reuse for every source
     levels = plan(0).cpu().numpy()           # a torch tensor when torch is installed

@@ -11,7 +11,7 @@ import dbsparse
 
 def normalized_adjacency(n, avg_degree, seed):
     """D^-1/2 (A + I) D^-1/2 of a random undirected graph, float32 SciPy CSR."""
-    a = sp.random(n, n, density=avg_degree / n, format="csr", dtype=np.float32, random_state=seed)
+    a = sp.random(n, n, density=avg_degree / n, format="csr", dtype=np.float32, random_state=np.random.default_rng(seed))
     a = ((a + a.T) > 0).astype(np.float32) + sp.eye(n, dtype=np.float32, format="csr")
     d = np.asarray(a.sum(axis=1)).ravel() ** -0.5
     return (sp.diags(d) @ a @ sp.diags(d)).astype(np.float32).tocsr()

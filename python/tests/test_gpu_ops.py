@@ -11,7 +11,7 @@ from conftest import gpu, cupy_gpu, torch
 
 
 def rand(n, m, density, seed, dtype=np.float32):
-    return sp.random(n, m, density=density, format="csr", dtype=dtype, random_state=seed)
+    return sp.random(n, m, density=density, format="csr", dtype=dtype, random_state=np.random.default_rng(seed))
 
 
 def cuda(a):

@@ -38,7 +38,7 @@ def test_bad_csr_arrays_raise_usage_error_naming_the_argument():
 
 
 def test_scipy_matrix_converts_with_the_same_entries():
-    a = sp.random(50, 40, density=0.1, format="csr", dtype=np.float64, random_state=1)
+    a = sp.random(50, 40, density=0.1, format="csr", dtype=np.float64, random_state=np.random.default_rng(1))
     c = _matrix.host_csr(a, "f64")
     assert (c.rows, c.cols, c.nnz) == (50, 40, a.nnz)
     back = _matrix.to_scipy(c)
