@@ -133,8 +133,10 @@ NB_MODULE(_core, m) {
                                : dtype == "f8" ? nb::dtype<double>()
                                                : nb::dlpack::dtype{static_cast<uint8_t>(dtype == "bf2" ? 4 : 2), 16, 1};
         size_t shape[1] = {n};
-        return nb::ndarray<>(reinterpret_cast<void*>(static_cast<uintptr_t>(ptr)), 1, shape, owner, nullptr, dt,
-                             nb::device::cuda::value, device);
+        // array_api: an object with __dlpack__ / __dlpack_device__ (a bare capsule is what a
+        // framework-less ndarray returns, and CuPy's from_dlpack takes no capsule).
+        return nb::ndarray<nb::array_api>(reinterpret_cast<void*>(static_cast<uintptr_t>(ptr)), 1, shape, owner,
+                                          nullptr, dt, nb::device::cuda::value, device);
       },
       nb::arg("ptr"), nb::arg("n"), nb::arg("dtype"), nb::arg("device"), nb::arg("owner"));
   // Fields of a DLPack object that has neither data_ptr() nor __cuda_array_interface__ (JAX, ...).
