@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bind.hpp"
+#include "dbsparse/error.hpp"
 #include "dbsparse/spmspv.hpp"
 #include "dbsparse/spmv.hpp"
 
@@ -51,6 +52,8 @@ void bind_one(nb::module_& m, const char* suffix) {
   m.def((std::string("plan_spmspv") + suffix).c_str(),
         [](Context& ctx, const CsrMatrix<T>& a, const std::string& direction) {
           dbsparse::SpmspvOptions o;
+          if (direction != "auto" && direction != "push" && direction != "pull")
+            throw dbsparse::UsageError("direction '" + direction + "': expected auto, push or pull");
           o.direction = direction == "push"   ? dbsparse::SpmspvDirection::Push
                         : direction == "pull" ? dbsparse::SpmspvDirection::Pull
                                               : dbsparse::SpmspvDirection::Auto;
