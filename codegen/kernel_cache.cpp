@@ -1,15 +1,11 @@
 #include "codegen/kernel_cache.hpp"
 
-#include <zlib.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <fstream>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "codegen/embedded_templates.hpp"
 #include "dbsparse/error.hpp"
