@@ -20,6 +20,17 @@ def _cupy():
     return sys.modules.get("cupy")
 
 
+def _import_any():
+    import importlib
+    for name in ("torch", "cupy"):
+        try:
+            importlib.import_module(name)
+            break
+        except ImportError:
+            pass
+    return _torch(), _cupy()
+
+
 _TORCH_NAMES = None
 
 
@@ -86,8 +97,11 @@ def check(name, got, shape, dtype):
 
 
 def empty(shape, dtype, like_fw, device):
-    """A new device array in `like_fw` ('torch' or 'cupy') when it is loaded, else in whichever is."""
+    """A new device array in `like_fw` ('torch' or 'cupy') when it is loaded, else in whichever is; when
+    neither is loaded (a SciPy caller), torch or else CuPy is imported if installed."""
     torch, cupy = _torch(), _cupy()
+    if torch is None and cupy is None:
+        torch, cupy = _import_any()
     if torch is not None and (like_fw != "cupy" or cupy is None):
         t = {"f32": torch.float32, "f64": torch.float64, "f16": torch.float16, "bf16": torch.bfloat16,
              "i32": torch.int32}[dtype]

@@ -213,52 +213,86 @@ __global__ void __launch_bounds__(WARPS * 32) decode_rows(const uint32_t* __rest
 }
 
 // Top-k activations without a host round trip: one block of 1024 threads finds the k-th largest
-// |x_i| exactly (radix select over the bits of |x| as a float, which order like the values), then
-// lists every x_i with |x_i| at least that (ties are all kept, as topk_threshold on the CPU does).
-// A decoding activation has at most a few thousand entries: n <= 16 * 1024 here.
+// |x_i| exactly (radix select over the bits of |x| in its own width: 16-bit keys take 2 passes of
+// 8 bits, f32 4), then lists every x_i with |x_i| at least that (ties are all kept, as
+// topk_threshold on the CPU does). A decoding activation has at most a few thousand entries:
+// n <= 16 * 1024 here. Two costs set this kernel's time (27 us for 14336 values before): activations
+// cluster in a few exponent bins, so histogram atomics collide (a warp adds once per distinct bin,
+// via match_any), and the bin search is one warp's scan, not a thread's walk over 256 bins.
+template <typename V>
+__device__ __forceinline__ unsigned topk_abs_key(typename V::S v) {
+  if constexpr (sizeof(typename V::S) == 2) return (unsigned)v & 0x7fffu;
+  else return __float_as_uint(v) & 0x7fffffffu;
+}
 template <typename V>
 __global__ void __launch_bounds__(1024) decode_topk_list(const typename V::S* __restrict__ x, int n, int k,
                                                          int* __restrict__ act_idx, typename V::S* __restrict__ act_val,
                                                          unsigned* count, float* tau_out) {
   constexpr int kPer = 16;
+  constexpr int kBits = sizeof(typename V::S) * 8;
   __shared__ unsigned hist[256];
   __shared__ unsigned prefix, want;
+  const unsigned lane = threadIdx.x & 31u;
   unsigned key[kPer];
 #pragma unroll
   for (int e = 0; e < kPer; ++e) {
     const int i = threadIdx.x + e * 1024;
-    key[e] = i < n ? (__float_as_uint(fabsf(V::ld(x[i]))) & 0x7fffffffu) : 0u;
+    key[e] = i < n ? topk_abs_key<V>(x[i]) : 0u;
   }
   if (threadIdx.x == 0) {
     prefix = 0;
     want = (unsigned)(k < 1 ? 1 : k);
   }
-  for (int shift = 24; shift >= 0; shift -= 8) {
+#pragma unroll 1  // unrolled, f32's four passes spill under the 64 registers 1024 threads allow
+  for (int shift = kBits - 8; shift >= 0; shift -= 8) {
     if (threadIdx.x < 256) hist[threadIdx.x] = 0;
     __syncthreads();
-    const unsigned mask_hi = shift == 24 ? 0u : (0xffffffffu << (shift + 8));
+    const unsigned mask_hi = shift == kBits - 8 ? 0u : (0xffffffffu << (shift + 8));
+    const unsigned pre = prefix;
 #pragma unroll
-    for (int e = 0; e < kPer; ++e)
-      if (threadIdx.x + e * 1024 < n && (key[e] & mask_hi) == prefix) atomicAdd(&hist[(key[e] >> shift) & 255u], 1u);
+    for (int e = 0; e < kPer; ++e) {
+      const bool in = threadIdx.x + e * 1024 < n && (key[e] & mask_hi) == pre;
+      const int bin = in ? (int)((key[e] >> shift) & 255u) : -1;
+      const unsigned peers = __match_any_sync(0xffffffffu, bin);
+      if (in && (unsigned)(__ffs(peers) - 1) == lane) atomicAdd(&hist[bin], (unsigned)__popc(peers));
+    }
     __syncthreads();
-    if (threadIdx.x == 0) {
-      // From the top bin down: the bin holding the want-th largest key among those with the prefix.
-      unsigned left = want;
-      int b = 255;
-      for (; b > 0 && hist[b] < left; --b) left -= hist[b];
-      prefix |= (unsigned)b << shift;
-      want = left;
+    if (threadIdx.x < 32) {
+      // Lane l holds bins 255-8l down to 248-8l; the lane whose descending prefix count reaches
+      // `want` walks its eight bins.
+      unsigned c[8], sum = 0;
+#pragma unroll
+      for (int j = 0; j < 8; ++j) sum += c[j] = hist[255 - 8 * (int)lane - j];
+      unsigned incl = sum;
+#pragma unroll
+      for (int d = 1; d < 32; d <<= 1) {
+        const unsigned t = __shfl_up_sync(0xffffffffu, incl, d);
+        if (lane >= (unsigned)d) incl += t;
+      }
+      const unsigned w = want;
+      const unsigned hit = __ballot_sync(0xffffffffu, incl >= w);
+      // No lane reaches it only when fewer than k keys carry the prefix (k > n): take bin 0.
+      const unsigned owner = hit ? (unsigned)(__ffs(hit) - 1) : 31u;
+      if (lane == owner) {
+        unsigned left = w - (incl - sum);
+        int j = 0;
+        for (; j < 7 && c[j] < left; ++j) left -= c[j];
+        prefix = pre | ((unsigned)(255 - 8 * (int)lane - j) << shift);
+        want = left;
+      }
     }
     __syncthreads();
   }
-  const float tau = __uint_as_float(prefix);
+  float tau;
+  if constexpr (sizeof(typename V::S) == 2) tau = V::ld((typename V::S)prefix);
+  else tau = __uint_as_float(prefix);
   if (threadIdx.x == 0 && tau_out) *tau_out = tau;
-  const unsigned lane = threadIdx.x & 31u;
+  const unsigned cut = prefix;
+  if (!act_idx) return;  // threshold only: the consuming kernel applies it
 #pragma unroll
   for (int e = 0; e < kPer; ++e) {
     const int i = threadIdx.x + e * 1024;
-    if (!act_idx) break;  // threshold only: decode_fused applies it
-    const bool keep = i < n && key[e] >= prefix && key[e] != 0u;
+    const bool keep = i < n && key[e] >= cut && key[e] != 0u;
     const unsigned ballot = __ballot_sync(0xffffffffu, keep);
     unsigned at = 0;
     if (lane == 0 && ballot) at = atomicAdd(count, (unsigned)__popc(ballot));

@@ -240,6 +240,36 @@ TEST_CASE("DecodeLinearTopKMatchesTheCpuThreshold") {
       }
       CHECK(worst <= 1e-5);
     }
+  // 16-bit activations select on 16-bit keys (two radix passes): the same threshold as the CPU on
+  // the rounded values, for fp16 and bf16, with ties and a long run of equal exponents.
+  for (DecodeDtype dt : {DecodeDtype::F16, DecodeDtype::BF16})
+    for (int32_t cols : {5, 4096, 14336})
+      for (double keep : {1.0, 0.5, 0.1}) {
+        CAPTURE(to_string(dt));
+        CAPTURE(cols);
+        CAPTURE(keep);
+        const int32_t rows = 512;
+        std::vector<float> x = synthetic_weights(1, cols, 43);
+        if (cols > 100) x[7] = x[8] = x[9];
+        auto round = [&](float v) {
+          return dt == DecodeDtype::F16 ? half_to_float(float_to_half(v)) : bf16_to_float(float_to_bf16(v));
+        };
+        for (auto& v : x) v = round(v);
+        DecodeLinearOptions o;
+        o.dtype = dt;
+        o.keep = keep;
+        o.mapping = DecodeMapping::Ring;
+        const CsrMatrix<float> pw = prune_magnitude(synthetic_weights(rows, cols, 44), rows, cols, 0.5);
+        DecodeLinearPlan plan = ctx().plan_decode_linear(pw, o);
+        const auto xh = dt == DecodeDtype::F16 ? floats_to_half(x) : floats_to_bf16(x);
+        DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, yd{static_cast<size_t>(rows)};
+        plan.run(xd.ptr(), yd.ptr(), s.handle());
+        const float tau = topk_threshold(x, keep);
+        CHECK(plan.last_tau(s.handle()) == tau);
+        const auto yh = yd.download();
+        const auto got = dt == DecodeDtype::F16 ? half_to_floats(yh) : bf16_to_floats(yh);
+        CHECK(masked_rel_err(pw, x, tau, got, dt) <= (dt == DecodeDtype::F16 ? 1e-3 : 8e-3));
+      }
   DecodeLinearOptions too_wide;
   too_wide.keep = 0.1;
   CHECK_THROWS_AS(ctx().plan_decode_linear(prune_magnitude(synthetic_weights(4, 16385, 1), 4, 16385, 0.5), too_wide),
