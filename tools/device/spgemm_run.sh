@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (issue 33's calls): the SpGEMM gpu tests,
+# the fresh-product bench on the quick and full suites against cuSPARSE, and Nsight Compute timings of
+# every kernel of one fresh product (power-law 1M, R-MAT 14 by default; SPGEMM_NCU_MATRICES overrides).
+#   tools/device/spgemm_run.sh tests|quick|full|shared|ncu ...   (several modes in order)
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+D=$PWD/.device
+OUT=${OUT:-/tmp/dbsparse-out}; mkdir -p "$OUT"
+export DBSPARSE_MATRICES=$D/matrices DBSPARSE_CACHE_DIR=$D/cache DBSPARSE_DB=/tmp/dbsparse-tuning.db
+B=$D/bin
+NCU_M=${SPGEMM_NCU_MATRICES:-powerlaw:alpha=1.5,avg=5,max=5000,n=1000000,seed=1 rmat:ef=8,scale=14,scramble=0,seed=1}
+for mode in "$@"; do
+  t0=$(date +%s)
+  case $mode in
+    tests)
+      "$B/test_gpu" -tc='Spgemm*,Square*,Contract*,Mcl*,Triangle*' >"$OUT/spgemm-tests.log" 2>&1; echo "tests rc $?"
+      tail -3 "$OUT/spgemm-tests.log" ;;
+    quick|full)
+      "$B/dbsparse" bench spgemm --suite $mode --no-shared --precision f32 --mcl-iters 3 \
+        --json "$OUT/spgemm-$mode.json" >"$OUT/spgemm-$mode.txt" 2>&1; echo "$mode rc $?"
+      grep -E "summary|fresh parts" "$OUT/spgemm-$mode.txt" | cut -c1-230 ;;
+    shared)
+      "$B/dbsparse" bench spgemm --suite none --precision f32 --mcl-iters 0 \
+        --json "$OUT/spgemm-shared.json" >"$OUT/spgemm-shared.txt" 2>&1; echo "shared rc $?"
+      grep -E "summary" "$OUT/spgemm-shared.txt" | cut -c1-230 ;;
+    ncu)
+      i=0
+      for m in $NCU_M; do
+        i=$((i + 1))
+        ncu --clock-control none -k regex:spgemm --metrics gpu__time_duration.sum \
+          "$B/dbsparse" square "$m" --no-check --reps 1 >"$OUT/spgemm-ncu-$i.txt" 2>&1
+        echo "== $m"
+        awk '/spgemm_[a-z_]*</{match($0,/spgemm_[a-z_]*<[^(]*/); k=substr($0,RSTART,RLENGTH)}
+             /gpu__time_duration/{v=$NF; if ($(NF-1)=="ms") v*=1000; if ($(NF-1)=="ns") v/=1000; t[k]+=v; c[k]++}
+             END{for (k in t) printf "%10.1f us %4d x %s\n", t[k], c[k], k}' "$OUT/spgemm-ncu-$i.txt" | sort -rn | head -24
+      done ;;
+    *) echo "unknown mode $mode"; exit 2 ;;
+  esac
+  echo "== $mode $(( $(date +%s) - t0 )) s"
+done
