@@ -1,5 +1,6 @@
 #pragma once
 // Helpers shared by the key parsers: keys are dot-separated words.
+#include <charconv>
 #include <string_view>
 #include <vector>
 
@@ -15,6 +16,15 @@ inline std::vector<std::string_view> split_key(std::string_view s, char sep) {
     }
   }
   return parts;
+}
+
+// "<prefix><int>" -> int, or -1 when the text is not of that form.
+inline int number_after(std::string_view word, char prefix) {
+  if (word.size() < 2 || word[0] != prefix) return -1;
+  int v = -1;
+  const auto [ptr, ec] = std::from_chars(word.data() + 1, word.data() + word.size(), v);
+  if (ec != std::errc() || ptr != word.data() + word.size() || v < 0) return -1;
+  return v;
 }
 
 }  // namespace dbsparse::codegen

@@ -12,15 +12,6 @@ namespace {
 
 bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
-// "<prefix><int>" -> int, or -1 when the text is not of that form.
-int number_after(std::string_view word, char prefix) {
-  if (word.size() < 2 || word[0] != prefix) return -1;
-  int v = -1;
-  const auto [ptr, ec] = std::from_chars(word.data() + 1, word.data() + word.size(), v);
-  if (ec != std::errc() || ptr != word.data() + word.size() || v < 0) return -1;
-  return v;
-}
-
 [[noreturn]] void bad(std::string_view text, const std::string& why) {
   throw UsageError(fmt::format("bad spgemm kernel key '{}': {} (form: spgemm.f32.symbolic.g0.t64.l4.b512, "
                                "spgemm.f64.numeric.g1.t1024.b256, spgemm.f32.numeric.g3.global.b1024)",

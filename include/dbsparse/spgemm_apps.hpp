@@ -197,4 +197,24 @@ MclResult mcl_labels(Context& ctx, const CsrMatrix<T>& p);
 template <class T>
 CsrMatrix<T> mcl_step(Context& ctx, const CsrMatrix<T>& p, const MclOptions& o, double* change = nullptr);
 
+// Triangle counting, the SpGEMM benchmark of GraphBLAS suites: the triangles of the undirected
+// graph whose edges are A's entries below the diagonal (L = tril(A, -1); a graph stored with both
+// directions, a symmetric pattern, has each triangle counted once), as the sum of the masked
+// product C<L> = L·L. The CPU reference marks row i's columns and walks L(k, :) for each k in
+// L(i, :); it shares no code with the GPU version. UsageError for a non-square A.
+template <class T>
+int64_t triangle_count_cpu(const CsrMatrix<T>& a);
+// On the GPU from device CSR (values unused), on `stream`, one wait (the count comes back): no L
+// built and no C written (templates/apps/triangles.cuh). A's rows must be sorted with distinct
+// columns in [0, n): UsageError naming the first row that is not (checked in the same pass), or
+// for a non-square A. The host overload uploads A first.
+template <class T>
+int64_t triangle_count(Context& ctx, const DeviceCsrView<T>& a, void* stream);
+template <class T>
+int64_t triangle_count(Context& ctx, const CsrMatrix<T>& a);
+// The mask step of the SpGEMM-then-mask way (for baselines): the sum of C(i, j) over j in
+// L(i, :), C = L·L from any SpGEMM (rows in any order), L sorted; on `stream`, one wait.
+template <class T>
+double triangle_mask_sum(Context& ctx, const DeviceCsrView<T>& c, const DeviceCsrView<T>& l, void* stream);
+
 }  // namespace dbsparse

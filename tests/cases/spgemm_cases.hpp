@@ -1,11 +1,14 @@
 #pragma once
 // SpGEMM problems shared by the cpu tests (hash_spgemm_cpu) and the gpu tests (the plan), so that
 // both tiers check the same rows against the same groups, bounds and overflows.
+#include <cmath>
 #include <cstdint>
 #include <utility>
 #include <vector>
 
+#include "dbsparse/graph.hpp"
 #include "dbsparse/matrix.hpp"
+#include "dbsparse/reference.hpp"
 #include "dbsparse/spgemm.hpp"
 #include "test_support.hpp"
 
@@ -110,6 +113,38 @@ inline dbsparse::CsrMatrix<double> cliques(int32_t n, const std::vector<std::vec
     e.emplace_back(v, u, 1.0);
   }
   return csr_from_entries<double>(n, n, e);
+}
+
+// The undirected graph of a generated matrix: the pattern of A + Aᵀ without loops, values 1.
+inline dbsparse::CsrMatrix<double> undirected(const dbsparse::CsrMatrix<double>& a) {
+  const dbsparse::PatternGraph g = dbsparse::symmetrize(dbsparse::pattern_of(a), true);
+  dbsparse::CsrMatrix<double> m;
+  m.rows = m.cols = g.n;
+  m.row_ptr = g.row_ptr;
+  m.col_idx = g.col_idx;
+  m.values.assign(g.col_idx.size(), 1.0);
+  return m;
+}
+
+// L = tril(A, -1), values 1.
+inline dbsparse::CsrMatrix<double> lower(const dbsparse::CsrMatrix<double>& a) {
+  std::vector<Entry> e;
+  for (int32_t i = 0; i < a.rows; ++i)
+    for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+      if (a.col_idx[p] < i) e.emplace_back(i, a.col_idx[p], 1.0);
+  return csr_from_entries<double>(a.rows, a.cols, e);
+}
+
+// The definition itself, sum over L of (L·L) by dbsparse::reference::spgemm: shares nothing with either count.
+inline int64_t masked_product_sum(const dbsparse::CsrMatrix<double>& a) {
+  const dbsparse::CsrMatrix<double> l = lower(a);
+  const dbsparse::CsrMatrix<double> c = dbsparse::reference::spgemm(l, l);
+  double s = 0;
+  for (int32_t i = 0; i < l.rows; ++i)
+    for (int32_t p = l.row_ptr[i]; p < l.row_ptr[i + 1]; ++p)
+      for (int32_t q = c.row_ptr[i]; q < c.row_ptr[i + 1]; ++q)
+        if (c.col_idx[q] == l.col_idx[p]) s += c.values[q];
+  return static_cast<int64_t>(std::llround(s));
 }
 
 }  // namespace dbs_test

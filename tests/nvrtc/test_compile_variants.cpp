@@ -11,6 +11,7 @@
 #include "codegen/keys/brp_convert_key.hpp"
 #include "codegen/keys/decode_key.hpp"
 #include "codegen/keys/mcl_key.hpp"
+#include "codegen/keys/triangle_key.hpp"
 #include "codegen/keys/sparse_linear_key.hpp"
 #include "codegen/keys/spgemm_key.hpp"
 #include "codegen/keys/spmm_key.hpp"
@@ -267,6 +268,25 @@ TEST_CASE("MclKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
       }
     }
   }
+}
+
+// Triangle counting's kernels (an application, not an op of the registry): every key, both archs,
+// the three entry points; and the key text.
+TEST_CASE("TriangleKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
+  for (const auto& key : triangle_search_space()) {
+    CAPTURE(key.to_string());
+    CHECK(TriangleKey::parse(key.to_string()) == key);
+    const KernelSource ks = make_source(key);
+    for (const char* arch : {"sm_80", "sm_90"}) {
+      CAPTURE(arch);
+      CompiledKernel k;
+      REQUIRE_NOTHROW(k = compile_to_cubin(ks, arch));
+      REQUIRE(k.lowered_names.size() == 3);
+    }
+  }
+  CHECK(TriangleKey{}.to_string() == "triangles.b256");
+  for (const char* bad : {"triangles", "triangles.b48", "triangles.b2048", "triangle.b256", "triangles.b256.x"})
+    CHECK_THROWS_AS(TriangleKey::parse(bad), UsageError);
 }
 
 // The GPU conversion CSR -> BRP: keys round trip and bad ones are refused; the f32 keys are spmm

@@ -4,7 +4,9 @@
 
 #include <cmath>
 
+#include "codegen/keys/mcl_key.hpp"
 #include "codegen/keys/spgemm_key.hpp"
+#include "codegen/keys/triangle_key.hpp"
 #include "dbsparse/reference.hpp"
 #include "dbsparse/spgemm.hpp"
 #include "tools/bench/bench_spgemm.hpp"
@@ -197,6 +199,10 @@ OpDescriptor make() {
     std::vector<codegen::KernelSource> out;
     for (const auto& k : codegen::spgemm_search_space()) out.push_back(codegen::make_source(k));
     for (const auto& k : codegen::spgemm_analysis_search_space()) out.push_back(codegen::make_source(k));
+    // The applications' modules ride along, so that precompile covers them too.
+    out.push_back(codegen::make_source(codegen::TriangleKey{}));
+    out.push_back(codegen::make_source(codegen::MclKey{codegen::ValueType::F32, 256}));
+    out.push_back(codegen::make_source(codegen::MclKey{codegen::ValueType::F64, 256}));
     return out;
   };
   d.objective = [](Context& ctx, const NamedMatrix& m, const ObjectiveOptions& o) -> std::unique_ptr<tuner::Objective> {

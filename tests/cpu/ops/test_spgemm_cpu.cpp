@@ -685,3 +685,18 @@ TEST_CASE("RoadnetGeneratorLooksLikeRoadNetTx") {
   CHECK_THROWS_AS(generate("roadnet:n=0"), InputError);
   CHECK(generate("roadnet:n=1").nnz() == 0);
 }
+
+// Triangle counting's CPU reference (the GPU version is checked against it in test_spgemm_apps_gpu)
+// against cliques and the definition, the masked product summed.
+TEST_CASE("TriangleCountCpuMatchesTheMaskedProductAndCliques") {
+  // K_n has n(n-1)(n-2)/6 triangles; two cliques of 5 and 4 sharing nothing: 10 + 4.
+  CHECK(triangle_count_cpu(dbs_test::undirected(dbs_test::cliques(9, {{0, 1, 2, 3, 4}, {5, 6, 7, 8}}, {}))) == 14);
+  CHECK(triangle_count_cpu(dbs_test::undirected(dbs_test::cliques(30, {}, {{0, 1}, {1, 2}}))) == 0);
+  CHECK(triangle_count_cpu(dbs_test::undirected(dbs_test::cliques(30, {}, {{0, 1}, {1, 2}, {2, 0}}))) == 1);
+  for (const char* spec : {"roadnet:n=3000,seed=2", "rmat:scale=10,ef=8,seed=3", "uniform:n=2000,d=6,seed=4"}) {
+    CAPTURE(spec);
+    const CsrMatrix<double> g = dbs_test::undirected(generate(spec));
+    CHECK(triangle_count_cpu(g) == dbs_test::masked_product_sum(g));
+  }
+}
+
