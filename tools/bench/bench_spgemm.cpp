@@ -27,36 +27,12 @@ namespace {
 constexpr double kBatchMs = 20;
 constexpr double kSteadyBudgetMs = 2000;
 
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
-
-template <class F>
-double wall_ms(F&& f) {
-  const auto t0 = Clock::now();
-  f();
-  return 1e3 * seconds_since(t0);
-}
-
 // Free device memory now (cuMemGetInfo): the difference across an implementation's allocations is
 // what it took, allocation granularity and library workspaces included.
 int64_t device_free_bytes() {
   size_t free = 0, total = 0;
   DBS_CU(cuMemGetInfo(&free, &total));
   return static_cast<int64_t>(free);
-}
-
-// `product` (which returns once the host has its result) up to `reps` times, stopping once
-// `budget_s` has passed; the wall times in ms.
-template <class F>
-std::vector<double> time_products(int reps, double budget_s, F&& product) {
-  std::vector<double> ms;
-  const auto t0 = Clock::now();
-  for (int i = 0; i < std::max(reps, 1); ++i) {
-    ms.push_back(wall_ms(product));
-    if (seconds_since(t0) > budget_s) break;
-  }
-  return ms;
 }
 
 template <class T>
@@ -534,7 +510,10 @@ void print_app_line(const nlohmann::json& r) {
   auto ms_text = [&](const char* key) { return r.contains(key) ? fmt::format("{:.3f}", num(r, key)) : std::string("-"); };
   const std::string app = r.at("app").get<std::string>();
   const std::string what =
-      app != "mcl"
+      app == "triangles"
+          ? fmt::format("triangles {} (nnz(L) {}, products {})", r.value("triangles", int64_t{-1}),
+                        r.value("nnz_l", int64_t{-1}), r.value("products", int64_t{-1}))
+      : app != "mcl"
           ? fmt::format("{} k={} nnz(C) {}", app, r.at("k").get<int32_t>(), r.value("nnz_c", int64_t{-1}))
           : fmt::format("mcl {} it, per it dbs {} ms, cusp {} ms", r.value("dbsparse_iterations", 0),
                         ms_text("dbsparse_iter_ms"), ms_text("cusparse_iter_ms"));
@@ -578,6 +557,9 @@ nlohmann::json bench_apps(Context& ctx, const Stream& stream, const NamedMatrix&
   nlohmann::json cd = base;
   cd["app"] = "contract_device";
   out["contract_device"] = finish(bench_contract_device<T>(ctx, stream, g, std::move(cd), precision, opt));
+  nlohmann::json t = base;
+  t["app"] = "triangles";
+  out["triangles"] = finish(bench_triangles<T>(ctx, stream, g, std::move(t), opt));
   if (opt.mcl_iters > 0) {
     nlohmann::json r = base;
     r["app"] = "mcl";
@@ -624,6 +606,8 @@ std::string spgemm_apps_text() {
          "  contract  C = S G S^T, random labels, k = --contract-k (default rows/64); C checked against C;\n"
          "            G and labels uploaded, S and S^T built on the device, C downloaded, all timed\n"
          "  contract_device  the same with G and the labels already on the device and C left there\n"
+         "  triangles triangle counting on the undirected graph of A: dbsparse's masked product (no L or C built) from A\n"
+         "            on the device, against cuSPARSE SpGEMM L*L (fresh, buffers preallocated) + mask and sum; counts equal\n"
          "  mcl       --mcl-iters expansions (default 5, tolerance 0); per-iteration times; labels checked equal\n";
 }
 

@@ -84,6 +84,13 @@ nlohmann::json spgemm_summary(const std::vector<nlohmann::json>& records);
 // not thrown.
 nlohmann::json bench_spgemm_apps_matrix(Context& ctx, const Stream& stream, const NamedMatrix& m, bool generated,
                                         const std::string& precision, const SpgemmBenchOptions& opt);
+// Triangle counting's record for a square matrix (tools/bench/bench_triangles.cpp): dbsparse's
+// masked product on the undirected graph of A against cuSPARSE SpGEMM L·L plus the mask and sum;
+// "app": "triangles", the counts checked equal.
+template <class T>
+nlohmann::json bench_triangles(Context& ctx, const Stream& stream, const CsrMatrix<T>& a, nlohmann::json rec,
+                               const SpgemmBenchOptions& opt);
+
 // The summary of one app's records ("contract" or "mcl") per precision: geomean and worst speedup
 // over the records whose check passed, mismatches and failures; one line printed per precision.
 // What the application lines' times include, printed before their summaries.

@@ -1,9 +1,12 @@
 #pragma once
 // Event timing on a stream, per METHOD.md: warm up, then the median over samples, each sample a
 // batch of back-to-back calls between two events, inputs rotated so the L2 cannot serve them.
+#include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <vector>
 
 namespace dbsparse::tools {
 
@@ -32,5 +35,27 @@ int rotation_copies(size_t footprint, int64_t l2_bytes, size_t budget);
 
 // Device-to-device copy bandwidth in GB/s, counting bytes read plus bytes written.
 double measure_copy_bandwidth(void* stream, size_t bytes = size_t(1) << 30);
+
+// Wall-clock timing of whole pipelines (fresh products, applications), which wait for their results.
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+template <class F>
+double wall_ms(F&& f) {
+  const auto t0 = Clock::now();
+  f();
+  return 1e3 * seconds_since(t0);
+}
+// `product` (which returns once the host has its result) up to `reps` times, stopping once
+// `budget_s` has passed; the wall times in ms.
+template <class F>
+std::vector<double> time_products(int reps, double budget_s, F&& product) {
+  std::vector<double> ms;
+  const auto t0 = Clock::now();
+  for (int i = 0; i < std::max(reps, 1); ++i) {
+    ms.push_back(wall_ms(product));
+    if (seconds_since(t0) > budget_s) break;
+  }
+  return ms;
+}
 
 }  // namespace dbsparse::tools

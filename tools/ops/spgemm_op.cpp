@@ -104,7 +104,7 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   opt.mcl_iters = r.mcl_iters;
   opt.one_pass = !r.two_pass;
   (void)contract_k_for(1, opt.contract_k);  // a bad --contract-k fails before GPU work
-  std::vector<nlohmann::json> records, contract_records, contract_device_records, mcl_records;
+  std::vector<nlohmann::json> records, contract_records, contract_device_records, mcl_records, triangle_records;
   print_spgemm_header();
   for_each_matrix(r.specs, [&](const NamedMatrix& m, bool generated) {
     for (const auto& p : r.precisions) {
@@ -114,6 +114,7 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
       if (apps.contains("contract")) contract_records.push_back(apps.at("contract"));
       if (apps.contains("contract_device")) contract_device_records.push_back(apps.at("contract_device"));
       if (apps.contains("mcl")) mcl_records.push_back(apps.at("mcl"));
+      if (apps.contains("triangles")) triangle_records.push_back(apps.at("triangles"));
     }
   });
   nlohmann::json j;
@@ -126,6 +127,8 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   j["summary_contract_device"] = spgemm_app_summary(contract_device_records, "contract_device");
   j["mcl"] = mcl_records;
   j["summary_mcl"] = spgemm_app_summary(mcl_records, "mcl");
+  j["triangles"] = triangle_records;
+  j["summary_triangles"] = spgemm_app_summary(triangle_records, "triangles");
   j["apps_timings"] = {
       {"dbsparse_ms",
        "the whole pipeline, wall clock, median over up to 3 runs after an untimed warm-up (stopping after 3 s): "
