@@ -238,7 +238,20 @@ __device__ int spgemm_sort_row(int* table, V* tv, unsigned slots, int len, int b
 // of a warp ran one after another (6.8 active threads a warp, 0.17 ms on a 100K-row road network;
 // a block-wide sort of whole tables before that, 0.5 ms; H200, 2026-12-01). Returns the row's
 // distinct keys.
-template <typename V, int TPR>
+//
+// When every row of the warp has at most E * TPR keys (always, with tables fitted to twice the
+// row's products and E = T / (2 TPR)), a rank sort replaces the bitonic one: each lane keeps its E
+// keys in registers, counts the row's keys below each (one broadcast shared load per key of the
+// row), and writes each entry straight to its place in C. For n keys that is n loads and n * E
+// compares a lane, against the bitonic sort's log2(p2)^2 / 2 passes of p2 / TPR compare-exchanges
+// through shared memory with a warp barrier each (p2 = 128: 28 passes; its ~1,300 instructions a
+// lane made the sort most of group 0's and group 1's numeric time on power-law rows, ncu on the
+// H200, 2026-12-03).
+// E for a table of T slots: the keys a fitted table can hold per lane, at most 16 (registers).
+__host__ __device__ constexpr int spgemm_rank_keys(int T, int TPR) {
+  return (T / 2 + TPR - 1) / TPR < 16 ? (T / 2 + TPR - 1) / TPR : 16;
+}
+template <typename V, int TPR, int E>
 __device__ int spgemm_sort_row_lanes(const SpgemmLanes<TPR>& L, int* table, V* tv, int slots, bool write,
                                       int begin, int32_t* __restrict__ c_col, V* __restrict__ c_val) {
   int n = 0;
@@ -261,10 +274,35 @@ __device__ int spgemm_sort_row_lanes(const SpgemmLanes<TPR>& L, int* table, V* t
     n += __popc(bits);
     __syncwarp();
   }
-  unsigned p2 = 1;
-  while (p2 < (unsigned)n) p2 <<= 1;
+  int most = n;  // over the warp's rows: the loops below run alike on every lane
 #pragma unroll
-  for (int o = 16; o > 0; o >>= 1) p2 = max(p2, __shfl_xor_sync(kFull, p2, o));
+  for (int o = 16; o > 0; o >>= 1) most = max(most, __shfl_xor_sync(kFull, most, o));
+  if (most <= E * TPR) {
+    int key[E], rank[E];
+    V val[E];
+#pragma unroll
+    for (int e = 0; e < E; ++e) {
+      const int at = L.t + e * TPR;
+      key[e] = at < n ? table[at] : 0x7fffffff;
+      val[e] = at < n ? tv[at] : V(0);
+      rank[e] = 0;
+    }
+    for (int q = 0; q < most; ++q) {
+      const int x = q < n ? table[q] : 0x7fffffff;  // past n: stale slots
+#pragma unroll
+      for (int e = 0; e < E; ++e) rank[e] += x < key[e];
+    }
+    if (write)
+#pragma unroll
+      for (int e = 0; e < E; ++e)
+        if (L.t + e * TPR < n) {
+          c_col[begin + rank[e]] = key[e];
+          c_val[begin + rank[e]] = val[e];
+        }
+    return n;
+  }
+  unsigned p2 = 1;
+  while (p2 < (unsigned)most) p2 <<= 1;
   for (unsigned s = n + L.t; s < p2; s += TPR) table[s] = dbsparse::abi::kSpgemmEmptyKey;
   __syncwarp();
   spgemm_bitonic<V, true>(table, tv, p2, L.t, TPR);
@@ -416,7 +454,7 @@ __device__ __forceinline__ void spgemm_numeric_shared_body(
     __syncwarp();
     if (active) spgemm_products_lanes<TPR, V>(L, i, a_ptr, a_col, a_val, b_ptr, b_col, b_val, (int*)0, add);
     __syncwarp();
-    const int len = spgemm_sort_row_lanes<V, TPR>(L, table, tv, T, active, active ? c_ptr[i] : 0, c_col, c_val);
+    const int len = spgemm_sort_row_lanes<V, TPR, spgemm_rank_keys(T, TPR)>(L, table, tv, T, active, active ? c_ptr[i] : 0, c_col, c_val);
     if (FIRST && active && L.t == 0) row_len[i] = len;
   } else {
     if (!active) return;  // uniform over the block (a row per block)

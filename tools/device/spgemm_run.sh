@@ -17,7 +17,7 @@ for mode in "$@"; do
       "$B/test_gpu" -tc='Spgemm*,Square*,Contract*,Mcl*,Triangle*' >"$OUT/spgemm-tests.log" 2>&1; echo "tests rc $?"
       tail -3 "$OUT/spgemm-tests.log" ;;
     quick|full)
-      "$B/dbsparse" bench spgemm --suite $mode --no-shared --precision f32 --mcl-iters 3 \
+      "$B/dbsparse" bench spgemm --suite $mode --no-shared --precision f32 --mcl-iters ${SPGEMM_MCL_ITERS:-3} \
         --json "$OUT/spgemm-$mode.json" >"$OUT/spgemm-$mode.txt" 2>&1; echo "$mode rc $?"
       grep -E "summary|fresh parts" "$OUT/spgemm-$mode.txt" | cut -c1-230 ;;
     shared)
