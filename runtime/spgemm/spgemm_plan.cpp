@@ -242,7 +242,9 @@ void SpgemmPlan<T>::Impl::launch_numeric(CUstream h, bool first) {
                           fork.branch(lane[g]), params, nullptr));
   }
   if (analysis.global_rows() > 0) {
-    if (first) throw std::logic_error("spgemm plan: a one-pass first run with global rows");
+    // A one-pass first run's global rows (group 3 only: no shared table can overflow) write at their
+    // IP offsets too, and their lengths come from spgemm_global_scan / _sort into row_len.
+    if (first && chunks.size() != 1) throw std::logic_error("spgemm plan: a one-pass first run with chunked tables");
     const CUstream gs = fork.branch(lane[kSpgemmGlobalGroup]);
     const GroupKernels& k = kernels[kSpgemmGlobalGroup];
     uint64_t keys = table_keys.ptr(), vals = table_vals.ptr();
@@ -264,14 +266,14 @@ void SpgemmPlan<T>::Impl::launch_numeric(CUstream h, bool first) {
       DBS_CU(cuMemsetD32Async(hist, 0, static_cast<size_t>(n) * k.segs, gs));
       void* count[] = {&list, &n, &always, &tables, &keys, &ovf, &b_cols, &seg, &width, &segs, &hist};
       DBS_CU(cuLaunchKernel(k.count, rows, split, 1, block, 1, 1, 0, gs, count, nullptr));
-      void* scan[] = {&list, &n, &always, &tables, &ovf, &b_cols, &segs, &hist, &fill};
+      void* scan[] = {&list, &n, &always, &tables, &ovf, &b_cols, &segs, &hist, &fill, &len};
       DBS_CU(cuLaunchKernel(k.scan, rows, 1, 1, block, 1, 1, 0, gs, scan, nullptr));
       void* scatter[] = {&list, &n,     &always, &tables, &keys, &vals, &ovf,  &cp,
                          &cc,   &cv,    &b_cols, &width,  &segs, &hist, &fill};
       DBS_CU(cuLaunchKernel(k.scatter, rows, split, 1, block, 1, 1, 0, gs, scatter, nullptr));
       int hashed = 0;
-      void* sort[] = {&list, &n,  &always, &tables, &keys, &vals,  &ovf,  &cp,
-                      &cc,   &cv, &b_cols, &seg,    &width, &segs, &hist, &hashed};
+      void* sort[] = {&list, &n,  &always, &tables, &keys,   &vals, &ovf, &cp,  &cc,
+                      &cv,   &b_cols, &seg, &width,  &segs, &hist,   &hashed, &len};
       DBS_CU(cuLaunchKernel(k.sort, rows, split, 1, block, 1, 1, 0, gs, sort, nullptr));  // dense rows
       hashed = 1;
       DBS_CU(cuLaunchKernel(k.sort, rows, seg_blocks, 1, block, 1, 1, static_cast<unsigned>(k.sort_smem), gs, sort,
@@ -481,10 +483,11 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
                                 static_cast<int>(k.numeric_smem)));
   }
   // One pass where no row can fill its shared table (a table at least as large as its group's
-  // longest row, or as B is wide) and none has a global one, and the scratch fits the budget.
-  bool fits = an.products() > 0 && an.global_rows() == 0 &&
-              an.products() <= std::numeric_limits<int32_t>::max() &&
-              an.products() * static_cast<int64_t>(4 + sizeof(T)) <= p->table_budget;
+  // longest row, or as B is wide), so that the global rows are group 3's alone, their tables fit
+  // the budget in one chunk, and the scratch fits the budget too.
+  bool fits = an.products() > 0 && an.products() <= std::numeric_limits<int32_t>::max() &&
+              an.products() * static_cast<int64_t>(4 + sizeof(T)) <= p->table_budget &&
+              an.global_rows() == an.count(kSpgemmGlobalGroup) && (an.global_rows() == 0 || p->chunks.size() == 1);
   for (int g = 0; g < kSpgemmGlobalGroup; ++g)
     if (an.count(g) > 0 && kc.table(g) < std::min<int64_t>(gm[g], b.cols)) fits = false;
   p->one_pass = opt.one_pass && fits;

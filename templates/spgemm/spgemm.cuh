@@ -640,7 +640,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_global_scan(const int32_t* __res
                                                             const dbsparse::abi::SpgemmTable* __restrict__ tables,
                                                             const int32_t* __restrict__ overflow, int b_cols, int segs,
                                                             int32_t* __restrict__ seg_hist,
-                                                            int32_t* __restrict__ seg_fill) {
+                                                            int32_t* __restrict__ seg_fill, int32_t* row_len) {
   int i;
   const int p = blockIdx.x;
   if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
@@ -658,6 +658,9 @@ __global__ void __launch_bounds__(BLOCK) spgemm_global_scan(const int32_t* __res
     }
     running += chunk;
   }
+  // The row's length: what the symbolic phase counted, or, in a one-pass first run (c_ptr then holds
+  // offsets by IP), the only count there is.
+  if (threadIdx.x == 0) row_len[i] = (int32_t)running;
 }
 
 // Hashed rows: block y's share of the slots scattered into C's row, each key into its segment's
@@ -704,7 +707,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_global_sort(const int32_t* __res
                                                             int32_t* __restrict__ c_col, V* __restrict__ c_val,
                                                             int b_cols, const int32_t* __restrict__ seg_count,
                                                             int width, int segs, const int32_t* __restrict__ seg_hist,
-                                                            int hashed_pass) {
+                                                            int hashed_pass, int32_t* row_len) {
   extern __shared__ double spgemm_sort_smem[];  // 8-byte aligned: values (f64) first
   __shared__ int base;
   int i;
@@ -720,6 +723,8 @@ __global__ void __launch_bounds__(BLOCK) spgemm_global_sort(const int32_t* __res
       int b = c_ptr[i];
       for (unsigned q = 0; q < blockIdx.y; ++q) b += seg_count[(long long)p * gridDim.y + q];
       base = b;
+      // The row's length (as spgemm_global_scan's for hashed rows), from the last segment's block.
+      if (blockIdx.y + 1 == gridDim.y) row_len[i] = b - c_ptr[i] + seg_count[(long long)p * gridDim.y + blockIdx.y];
     }
     __syncthreads();
     spgemm_dense_write<V, BLOCK>(keys + off, vals + off, spgemm_segment(b_cols, blockIdx.y),
@@ -729,7 +734,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_global_sort(const int32_t* __res
   V* sv = (V*)spgemm_sort_smem;
   int* sk = (int*)(sv + width);
   const int32_t* hist = seg_hist + (long long)p * segs;
-  const int begin = c_ptr[i], len = c_ptr[i + 1] - begin;
+  const int begin = c_ptr[i], len = row_len[i];  // c_ptr[i + 1] - begin but in a one-pass first run
   for (int seg = blockIdx.y; seg < segs; seg += gridDim.y) {
     const int lo = hist[seg], cnt = (seg + 1 < segs ? hist[seg + 1] : len) - lo;  // <= width: distinct columns
     if (cnt <= 1) continue;  // the same on every thread

@@ -2,7 +2,7 @@
 # Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (issue 33's calls): the SpGEMM gpu tests,
 # the fresh-product bench on the quick and full suites against cuSPARSE, and Nsight Compute timings of
 # every kernel of one fresh product (power-law 1M, R-MAT 14 by default; SPGEMM_NCU_MATRICES overrides).
-#   tools/device/spgemm_run.sh tests|quick|full|shared|ncu ...   (several modes in order)
+#   tools/device/spgemm_run.sh tests|quick|full|shared|ncu|sanitize ...   (several modes in order)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 D=$PWD/.device
@@ -35,6 +35,15 @@ for mode in "$@"; do
              /gpu__time_duration/{v=$NF; if ($(NF-1)=="ms") v*=1000; if ($(NF-1)=="ns") v/=1000; t[k]+=v; c[k]++}
              END{for (k in t) printf "%10.1f us %4d x %s\n", t[k], c[k], k}' "$OUT/spgemm-ncu-$i.txt" | sort -rn | head -24
       done ;;
+    sanitize)
+      "$B/test_gpu" -tc='Triangle*' >/dev/null 2>&1  # kernels into the cache first
+      compute-sanitizer --tool memcheck --error-exitcode 9 "$B/test_gpu" \
+        -tc='Triangle*,SpgemmGpuOnePassFirstRunMatchesReferenceAndTheTwoPassRun' >"$OUT/spgemm-memcheck.log" 2>&1
+      echo "memcheck rc $? $(grep 'ERROR SUMMARY' "$OUT/spgemm-memcheck.log" | tail -1)"
+      compute-sanitizer --tool racecheck --error-exitcode 9 "$B/test_gpu" \
+        -tc='SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup0,SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup1' \
+        >"$OUT/spgemm-racecheck.log" 2>&1
+      echo "racecheck rc $? $(grep 'RACECHECK SUMMARY' "$OUT/spgemm-racecheck.log" | tail -1)" ;;
     *) echo "unknown mode $mode"; exit 2 ;;
   esac
   echo "== $mode $(( $(date +%s) - t0 )) s"
