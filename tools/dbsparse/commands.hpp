@@ -23,5 +23,6 @@ Runner add_gcn(CLI::App& sub);
 Runner add_square(CLI::App& sub);
 Runner add_contract(CLI::App& sub);
 Runner add_mcl(CLI::App& sub);
+Runner add_triangles(CLI::App& sub);
 
 }  // namespace dbsparse::cli

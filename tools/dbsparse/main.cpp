@@ -36,6 +36,8 @@ int main(int argc, char** argv) {
       dbsparse::cli::add_calibrate);
   add("gcn", "A 2-layer GCN forward pass: dbsparse SpMM against cuSPARSE SpMM in the same cuBLAS pipeline",
       dbsparse::cli::add_gcn);
+  add("triangles", "Triangle counting on the GPU (masked product C<L> = L*L, no L or C built), checked against the CPU",
+      dbsparse::cli::add_triangles);
   add("square", "C = A^2 (or A*A^T) by hash SpGEMM: first and steady run, GFLOP/s, nnz(C), checked against the CPU",
       dbsparse::cli::add_square);
   add("contract", "Graph contraction C = S*G*S^T for vertex labels (a file or random) by two hash SpGEMM products",

@@ -1,5 +1,5 @@
 // The applications' host side without a GPU: the labels file (read_labels: each bad line named),
-// seeded random labels, the MCL kernel key, and `dbsparse contract` / `mcl` / `square` rejecting
+// seeded random labels, the MCL kernel key, and `dbsparse contract` / `mcl` / `square` / `triangles` rejecting
 // bad input before any GPU work (exit 1, one line naming the file, line or option).
 #include <doctest/doctest.h>
 
@@ -104,7 +104,7 @@ TEST_CASE("MclKeyRoundTripsAndRejectsMalformedText") {
                                  "dbs::mcl_cc_init<256>", "dbs::mcl_cc_compress<256>", "dbs::mcl_cc_label<256>"});
 }
 
-TEST_CASE("ContractMclAndSquareRejectBadInputBeforeAnyGpuWork") {
+TEST_CASE("ContractMclSquareAndTrianglesRejectBadInputBeforeAnyGpuWork") {
   REQUIRE_MESSAGE(!dbs_test::sibling_binary("dbsparse").empty(), "dbsparse binary not found beside the test binary");
   const fs::path dir = dbs_test::temp_dir("apps-cli");
   auto check_error = [](const std::string& args, const std::string& needle) {
@@ -125,12 +125,17 @@ TEST_CASE("ContractMclAndSquareRejectBadInputBeforeAnyGpuWork") {
   check_error("mcl stencil2d:n=4 --inflation 0.5", "'inflation'");
   check_error("mcl stencil2d:n=4 --top-k 0", "'keep_top_k'");
   check_error("square no-such-file.mtx", "no-such-file.mtx");
+  check_error("triangles no-such-file.mtx", "no-such-file.mtx");
+  const fs::path rect = write_file(dir, "rect.mtx", "%%MatrixMarket matrix coordinate real general\n2 3 1\n1 3 1.0\n");
+  check_error("triangles " + rect.string(), "2x3; a graph's adjacency matrix is square");
   {
     auto [code, out] = dbs_test::run_tool("dbsparse", "contract stencil2d:n=2 --labels x --random-labels 3");
     CHECK(code != 0);  // CLI11: the two exclude each other
   }
   // With the input fine and no GPU: the no-device exit (3); with a GPU that is the gpu tier's business.
-  auto [code, out] = dbs_test::run_tool("dbsparse", "square stencil2d:n=4");
-  if (out.find("no CUDA device") != std::string::npos) CHECK(code == 3);
+  for (const char* args : {"square stencil2d:n=4", "triangles stencil2d:n=4"}) {
+    auto [code, out] = dbs_test::run_tool("dbsparse", args);
+    if (out.find("no CUDA device") != std::string::npos) CHECK(code == 3);
+  }
   fs::remove_all(dir);
 }
