@@ -247,7 +247,8 @@ struct SpgemmOptions {
   int64_t global_table_bytes = 0;
   // The first run without a symbolic phase where it can: where no row can fill its shared table
   // (every group's table at least its longest row; global tables only for group 3's rows, all in
-  // one chunk) and the products' scratch (IP keys and values) fits global_table_bytes' budget, the
+  // one chunk, holding at least a quarter of the products: see the plan for the measurements) and
+  // the products' scratch (IP keys and values) fits global_table_bytes' budget, the
   // numeric phase writes each row at its offset by IP and C is sized from the lengths it finds,
   // then filled by a copy. Why group 3 too: a power-law graph's 29 hub rows sent all of its 1M rows
   // through the symbolic phase, 0.71 of a 3.65 ms fresh product (H200, 2026-12-03). false:

@@ -484,10 +484,18 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   }
   // One pass where no row can fill its shared table (a table at least as large as its group's
   // longest row, or as B is wide), so that the global rows are group 3's alone, their tables fit
-  // the budget in one chunk, and the scratch fits the budget too.
+  // the budget in one chunk, and the scratch fits the budget too. With global rows, only where they
+  // hold at least a quarter of the products: R-MAT 14 (68% in 1606 global rows) went from 1.02x to
+  // 1.15x cuSPARSE in one pass, but power-law graphs with a few hubs (0.8% in 2 rows, 2% in 29) from
+  // 0.92x to 0.80x and 0.63x to 0.56x (H200, 2026-12-03): the copy into C gives each row 8 lanes,
+  // and a hub's 25K entries then make its tail (0.8 ms of a 4 ms product), while the symbolic pass
+  // it saves is cheap when the hubs' products are few. A copy balanced over C's entries would lift
+  // this rule.
+  const bool global_share = an.global_rows() == 0 || 4 * an.stats().ip[kSpgemmGlobalGroup] >= an.products();
   bool fits = an.products() > 0 && an.products() <= std::numeric_limits<int32_t>::max() &&
               an.products() * static_cast<int64_t>(4 + sizeof(T)) <= p->table_budget &&
-              an.global_rows() == an.count(kSpgemmGlobalGroup) && (an.global_rows() == 0 || p->chunks.size() == 1);
+              an.global_rows() == an.count(kSpgemmGlobalGroup) && (an.global_rows() == 0 || p->chunks.size() == 1) &&
+              global_share;
   for (int g = 0; g < kSpgemmGlobalGroup; ++g)
     if (an.count(g) > 0 && kc.table(g) < std::min<int64_t>(gm[g], b.cols)) fits = false;
   p->one_pass = opt.one_pass && fits;
