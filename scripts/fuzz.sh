@@ -11,7 +11,7 @@ if ! command -v clang++ >/dev/null; then
 fi
 cmake -S tests/fuzz -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null
 cmake --build build-fuzz -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
-for h in matrix_market cache_entry safetensors; do
+for h in matrix_market cache_entry safetensors configs kernel_keys; do
   mkdir -p build-fuzz/corpus/$h build-fuzz/findings
   if ! (cd build-fuzz/findings && ../fuzz_$h -max_total_time="$secs" -rss_limit_mb=2048 -max_len=4096 \
           ../corpus/$h ../../tests/fuzz/corpus/$h >../fuzz_$h.log 2>&1); then

@@ -30,48 +30,46 @@ namespace fs = std::filesystem;
 constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 
 // Plain or gzip bytes. Gzip is recognised by its magic bytes, so the name need not end in .gz.
+// Gzip is inflated here from the open FILE (zlib's gzopen would reopen the path: a pipe or a
+// process substitution has then lost the two bytes read to sniff it), member after member as
+// gzip(1) reads them; bytes after the last member that do not start another are an error, where
+// gzread ignored them silently (issue 36).
 class ByteSource {
  public:
   explicit ByteSource(const std::string& path) : path_(path) {
     std::error_code ec;
     if (fs::is_directory(path, ec)) throw InputError(path, 0, "a readable file");
-    FILE* f = std::fopen(path.c_str(), "rb");
-    if (!f) throw InputError(path, 0, "a readable file");
+    file_ = std::fopen(path.c_str(), "rb");
+    if (!file_) throw InputError(path, 0, "a readable file");
     unsigned char magic[2] = {0, 0};
-    size_t got = std::fread(magic, 1, 2, f);
+    const size_t got = std::fread(magic, 1, 2, file_);
+    // The two bytes read are served first, not rewound: a pipe cannot seek.
+    pending_.assign(reinterpret_cast<const char*>(magic), got);
     if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
-      std::fclose(f);
-      gz_ = gzopen(path.c_str(), "rb");
-      if (!gz_) throw InputError(path, 0, "a readable file");
-      gzbuffer(gz_, 1 << 20);
-    } else {
-      // The two bytes read are served first, not rewound: a pipe or a process substitution cannot
-      // seek (such a file was refused before: issue 36).
-      pending_.assign(reinterpret_cast<const char*>(magic), got);
-      file_ = f;
+      gzip_ = true;
+      in_.resize(size_t{1} << 20);
+      if (inflateInit2(&zs_, 15 + 16) != Z_OK) throw InputError(path, 0, "memory for a gzip stream");
+      zs_live_ = true;
     }
   }
   const std::string& path() const { return path_; }
   ~ByteSource() {
+    if (zs_live_) inflateEnd(&zs_);
     if (file_) std::fclose(file_);
-    if (gz_) gzclose(gz_);
   }
   ByteSource(const ByteSource&) = delete;
   ByteSource& operator=(const ByteSource&) = delete;
 
-  bool is_gzip() const { return gz_ != nullptr; }
+  bool is_gzip() const { return gzip_; }
 
-  // Returns 0 at the end; throws on a read error or a corrupt/truncated gzip stream.
+  // Returns 0 at the end; throws on a read error or a corrupt, truncated or trailed gzip stream.
   size_t read(char* dst, size_t n, long line) {
-    if (gz_) {
-      int got = gzread(gz_, dst, static_cast<unsigned>(std::min<size_t>(n, 1u << 30)));
-      if (got < 0) throw InputError(path_, line, "an uncorrupted gzip stream");
-      // zlib reports a stream cut short as a plain end with Z_BUF_ERROR pending.
-      int err = Z_OK;
-      if (got == 0 && (gzerror(gz_, &err), err == Z_BUF_ERROR))
-        throw InputError(path_, line, "a complete gzip stream (the file is truncated)");
-      return static_cast<size_t>(got);
-    }
+    if (gzip_) return inflate_into(dst, n, line);
+    return raw(dst, n, line);
+  }
+
+ private:
+  size_t raw(char* dst, size_t n, long line) {
     size_t from_pending = 0;
     if (!pending_.empty() && n > 0) {
       from_pending = std::min(n, pending_.size());
@@ -83,12 +81,52 @@ class ByteSource {
     if (got == 0 && std::ferror(file_)) throw InputError(path_, line, "a readable file");
     return from_pending + got;
   }
+  // More compressed input into in_; false at the end of the file.
+  bool refill(long line) {
+    const size_t got = raw(in_.data(), in_.size(), line);
+    zs_.next_in = reinterpret_cast<Bytef*>(in_.data());
+    zs_.avail_in = static_cast<uInt>(got);
+    return got > 0;
+  }
+  size_t inflate_into(char* dst, size_t n, long line) {
+    zs_.next_out = reinterpret_cast<Bytef*>(dst);
+    zs_.avail_out = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
+    const uInt want = zs_.avail_out;
+    while (zs_.avail_out == want && !done_) {
+      if (zs_.avail_in == 0 && !refill(line)) {
+        if (in_member_) throw InputError(path_, line, "a complete gzip stream (the file is truncated)");
+        done_ = true;
+        break;
+      }
+      if (!in_member_) {
+        // Past a member's end: another member, or the end of the file; anything else is trailing
+        // bytes (two bytes may straddle a refill: compare what there is).
+        const unsigned char c0 = zs_.next_in[0];
+        unsigned char c1 = 0x8b;
+        if (zs_.avail_in > 1) c1 = zs_.next_in[1];
+        if (c0 != 0x1f || c1 != 0x8b)
+          throw InputError(path_, line, "nothing after the gzip stream (trailing bytes follow its end)");
+        inflateReset(&zs_);
+        in_member_ = true;
+      }
+      const int rc = inflate(&zs_, Z_NO_FLUSH);
+      if (rc == Z_STREAM_END) {
+        in_member_ = false;
+      } else if (rc == Z_MEM_ERROR) {
+        throw InputError(path_, line, "memory for a gzip stream");
+      } else if (rc != Z_OK && rc != Z_BUF_ERROR) {
+        throw InputError(path_, line, "an uncorrupted gzip stream");
+      }
+    }
+    return want - zs_.avail_out;
+  }
 
- private:
   std::string path_;
   std::string pending_;  // bytes read to sniff the format, not yet handed out
   FILE* file_ = nullptr;
-  gzFile gz_ = nullptr;
+  bool gzip_ = false, zs_live_ = false, in_member_ = true, done_ = false;
+  z_stream zs_{};
+  std::vector<char> in_;
 };
 
 // Yields physical lines (without "\n" or "\r\n") from a refillable buffer; a line longer than

@@ -504,6 +504,55 @@ TEST_CASE("matrix market: a pipe reads and an endless line is a named InputError
   fs::remove(endless);
 }
 
+// Issue 36: gzip bytes after the stream were ignored (zlib's gzread does); now an InputError naming
+// the file. Members one after another (what `cat a.gz b.gz` gives, and gzip reads) are one file,
+// and a gzip file through a pipe reads (gzopen reopened the path, and a pipe had lost its first
+// two bytes to the format check).
+TEST_CASE("matrix market: gzip members read in turn, trailing bytes refused, a gzip pipe reads") {
+  const std::string head = "%%MatrixMarket matrix coordinate real general\n2 3 2\n";
+  const auto whole = write_text("gz-whole.mtx", head + "1 1 1.5\n2 3 -2\n");
+  const auto gz = (dir() / "gz-whole.mtx.gz").string();
+  gzip_file(whole, gz);
+  const CsrMatrix<double> want = dbsparse::read_matrix_market(whole);
+
+  const auto trailed = (dir() / "gz-trailed.mtx.gz").string();
+  fs::copy_file(gz, trailed, fs::copy_options::overwrite_existing);
+  std::ofstream(trailed, std::ios::app | std::ios::binary) << "garbage";
+  try {
+    dbsparse::read_matrix_market(trailed);
+    FAIL("expected an InputError");
+  } catch (const dbsparse::InputError& e) {
+    CHECK(e.file() == trailed);
+    CHECK(std::string(e.what()).find("trailing bytes") != std::string::npos);
+  }
+
+  const auto part1 = write_text("gz-part1.mtx", head + "1 1 1.5\n"), part2 = write_text("gz-part2.mtx", "2 3 -2\n");
+  gzip_file(part1, part1 + ".gz");
+  gzip_file(part2, part2 + ".gz");
+  const auto joined = (dir() / "gz-joined.mtx.gz").string();
+  {
+    std::ofstream out(joined, std::ios::binary);
+    for (const auto& f : {part1 + ".gz", part2 + ".gz"}) {
+      std::ifstream in(f, std::ios::binary);
+      out << in.rdbuf();
+    }
+  }
+  CHECK(same(dbsparse::read_matrix_market(joined), want));
+
+  const fs::path fifo = dir() / "gz-pipe.mtx";
+  fs::remove(fifo);
+  REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+  std::thread writer([&] {
+    std::ifstream in(gz, std::ios::binary);
+    std::ofstream(fifo, std::ios::binary) << in.rdbuf();
+  });
+  const CsrMatrix<double> piped = dbsparse::read_matrix_market(fifo.string());
+  writer.join();
+  CHECK(same(piped, want));
+  for (const auto& f : {trailed, joined, part1 + ".gz", part2 + ".gz"}) fs::remove(f);
+  fs::remove(fifo);
+}
+
 // Issue 36: in a symmetric file an entry and its mirror both given were summed silently; entries
 // of both triangles at distinct places still read (the cases above).
 TEST_CASE("matrix market: a symmetric entry given with its mirror is an InputError") {
