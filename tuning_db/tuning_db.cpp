@@ -79,6 +79,26 @@ std::string TuningDb::default_path() {
   return "dbsparse-tuning.db";  // no home at all (a bare container): the working directory
 }
 
+namespace {
+
+// The file as an immutable read-only URI (file:...?mode=ro&immutable=1), or null when it will not open.
+sqlite3* open_immutable(const std::string& path) {
+  std::string uri = "file:";
+  for (char c : std::filesystem::absolute(path).string()) {
+    if (c == '%' || c == '?' || c == '#') uri += fmt::format("%{:02x}", static_cast<unsigned char>(c));
+    else uri += c;
+  }
+  uri += "?mode=ro&immutable=1";
+  sqlite3* raw = nullptr;
+  if (sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) != SQLITE_OK) {
+    sqlite3_close_v2(raw);
+    return nullptr;
+  }
+  return raw;
+}
+
+}  // namespace
+
 TuningDb::TuningDb(std::string path, void* handle) : path_(std::move(path)), db_(handle) {}
 
 TuningDb::~TuningDb() { sqlite3_close_v2(handle(db_)); }
@@ -99,8 +119,17 @@ std::unique_ptr<TuningDb> TuningDb::open(const std::string& path, bool read_only
   sqlite3_busy_timeout(raw, 10000);
 
   // Everything up to here only reads, so a file that is not ours (or is newer) stays byte-identical.
-  if (auto check = schema::quick_check(raw); check != "ok")
-    throw DbError(fmt::format("{}: not a usable database: {}", path, check));
+  if (auto check = schema::quick_check(raw); check != "ok") {
+    // A WAL database that we may only read, in a directory we may not write (a shared install's
+    // DB): SQLite cannot make its -shm file and refuses even to read. Read it as immutable then (no
+    // locks, no -shm): a read-only command must work on a read-only DB (issue 36).
+    sqlite3* ro = read_only ? open_immutable(path) : nullptr;
+    if (!ro) throw DbError(fmt::format("{}: not a usable database: {}", path, check));
+    db.reset(ro);
+    raw = ro;
+    if (auto again = schema::quick_check(raw); again != "ok")
+      throw DbError(fmt::format("{}: not a usable database: {}", path, again));
+  }
   int version = schema::user_version(raw);
   if (version > kSchemaVersion)
     throw DbError(fmt::format("{}: written by a newer dbsparse (schema v{}; this build reads up to v{})",

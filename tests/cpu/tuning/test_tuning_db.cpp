@@ -619,3 +619,36 @@ TEST_CASE("tuning_db: an unseen matrix gets the nearest tuned matrix's config on
   CHECK(cf.params == SPMSPV.defaults);
   CHECK(cf.note.find("nothing tuned near") != std::string::npos);
 }
+
+// Issue 36: a WAL database that may only be read, in a directory that may not be written (a shared
+// install's DB), is read by the read-only commands; SQLite alone refused it ("attempt to write a
+// readonly database": it could not make the -shm file). Root ignores file modes, so as root the
+// opening runs in a child that drops to an unprivileged uid first.
+TEST_CASE("tuning_db: a read-only WAL database in a read-only directory opens read-only") {
+  const auto dir = dbs_test::temp_dir("db-readonly");
+  const auto path = (dir / "tuning.db").string();
+  { auto db = dbsparse::TuningDb::open(path); }
+  for (const char* side : {"-shm", "-wal"}) std::filesystem::remove(path + side);
+  namespace fsp = std::filesystem;
+  fsp::permissions(path, fsp::perms::owner_read | fsp::perms::group_read | fsp::perms::others_read);
+  fsp::permissions(dir, fsp::perms::owner_read | fsp::perms::owner_exec | fsp::perms::group_read |
+                            fsp::perms::group_exec | fsp::perms::others_read | fsp::perms::others_exec);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    if (geteuid() == 0 && (setgid(65534) != 0 || setuid(65534) != 0)) _exit(2);
+    try {
+      auto db = dbsparse::TuningDb::open(path, /*read_only=*/true);
+      _exit(db && db->counts().trials == 0 ? 0 : 3);
+    } catch (...) {
+      _exit(1);
+    }
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  fsp::permissions(dir, fsp::perms::owner_all, fsp::perm_options::add);
+  REQUIRE(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(!fsp::exists(path + "-shm"));  // nothing written beside it
+  fsp::remove_all(dir);
+}
