@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <span>
@@ -125,19 +126,47 @@ nlohmann::json MatrixFeatures::to_json() const {
           {"nonempty_blocks", nonempty_blocks}};
 }
 
+namespace {
+
+// Stored features are counts and statistics this build wrote; a DB edited by hand or by another
+// version may hold anything, and nlohmann's get<int64_t> of 1e300 is undefined behaviour (found by
+// tests/fuzz/fuzz_tuning_db_rows): each field is checked for its kind and range first.
+[[noreturn]] void bad_feature(const std::string& key, const nlohmann::json& v, const char* want) {
+  throw InputError("matrix features JSON", 0, fmt::format("'{}' {}, got {}", key, want, v.dump()));
+}
+int64_t count_value(const nlohmann::json& v, const std::string& key) {
+  if (v.is_number_unsigned()) {
+    if (v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) bad_feature(key, v, "a count below 2^63");
+    return static_cast<int64_t>(v.get<uint64_t>());
+  }
+  if (!v.is_number_integer() || v.get<int64_t>() < 0) bad_feature(key, v, "a whole count >= 0");
+  return v.get<int64_t>();
+}
+int64_t count_field(const nlohmann::json& j, const std::string& key) { return count_value(j.at(key), key); }
+double real_field(const nlohmann::json& j, const std::string& key) {
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_number() || !std::isfinite(v.get<double>())) bad_feature(key, v, "a finite number");
+  return v.get<double>();
+}
+
+}  // namespace
+
 MatrixFeatures MatrixFeatures::from_json(const nlohmann::json& j) {
   MatrixFeatures f;
   try {
-    j.at("rows").get_to(f.rows);
-    j.at("cols").get_to(f.cols);
-    j.at("nnz").get_to(f.nnz);
-    j.at("row_mean").get_to(f.row_mean);
-    j.at("row_std").get_to(f.row_std);
-    j.at("row_max").get_to(f.row_max);
-    j.at("empty_rows").get_to(f.empty_rows);
-    j.at("bandwidth").get_to(f.bandwidth);
-    j.at("block_nnz_hist").get_to(f.block_nnz_hist);
-    j.at("nonempty_blocks").get_to(f.nonempty_blocks);
+    if (!j.is_object()) bad_feature("features", j, "an object");
+    f.rows = count_field(j, "rows");
+    f.cols = count_field(j, "cols");
+    f.nnz = count_field(j, "nnz");
+    f.row_mean = real_field(j, "row_mean");
+    f.row_std = real_field(j, "row_std");
+    f.row_max = count_field(j, "row_max");
+    f.empty_rows = count_field(j, "empty_rows");
+    f.bandwidth = count_field(j, "bandwidth");
+    const nlohmann::json& h = j.at("block_nnz_hist");
+    if (!h.is_array() || h.size() != f.block_nnz_hist.size()) bad_feature("block_nnz_hist", h, "an array of 9 counts");
+    for (size_t b = 0; b < f.block_nnz_hist.size(); ++b) f.block_nnz_hist[b] = count_value(h[b], fmt::format("block_nnz_hist[{}]", b));
+    f.nonempty_blocks = count_field(j, "nonempty_blocks");
   } catch (const nlohmann::json::exception& e) {
     throw InputError("matrix features JSON", 0, fmt::format("every feature field ({})", e.what()));
   }

@@ -474,6 +474,22 @@ TEST_CASE("features of a small hand-made matrix match a brute-force count") {
   CHECK(back.to_json() == f.to_json());
   CHECK(back.block_nnz_hist == f.block_nnz_hist);
   CHECK_THROWS_AS(MatrixFeatures::from_json(nlohmann::json{{"rows", 1}}), InputError);
+  // Issue 36 (fuzz_tuning_db_rows): fields of the wrong kind or range in a stored row are named
+  // errors, not undefined conversions (1e300 into an int64 was one).
+  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
+           {"rows", 1e300}, {"nnz", -3}, {"cols", 2.5}, {"row_mean", "x"}, {"row_std", nullptr},
+           {"block_nnz_hist", nlohmann::json::array({1, 2})}, {"bandwidth", 18446744073709551615ull}}) {
+    CAPTURE(key);
+    nlohmann::json j = f.to_json();
+    j[key] = value;
+    try {
+      (void)MatrixFeatures::from_json(j);
+      FAIL("accepted");
+    } catch (const InputError& e) {
+      CHECK(std::string(e.what()).find(key) != std::string::npos);
+    }
+  }
+  CHECK_THROWS_AS(MatrixFeatures::from_json(nlohmann::json::array()), InputError);
 }
 
 TEST_CASE("a dense 16x16 block lands in the last histogram bin") {
