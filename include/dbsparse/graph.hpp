@@ -32,6 +32,16 @@ struct PatternGraph {
 template <class T>
 PatternGraph pattern_of(const CsrMatrix<T>& a, bool transpose = false);
 PatternGraph transpose(const PatternGraph& g);
+// The graph as a CSR matrix with every stored entry 1 (what a library that takes values needs).
+template <class T>
+CsrMatrix<T> ones_matrix(const PatternGraph& g) {
+  CsrMatrix<T> a;
+  a.rows = a.cols = g.n;
+  a.row_ptr = g.row_ptr;
+  a.col_idx = g.col_idx;
+  a.values.assign(g.col_idx.size(), T(1));
+  return a;
+}
 bool is_symmetric(const PatternGraph& g);
 // Pattern of A + A^T, sorted and unique; self loops dropped when asked (Graph500 generators drop
 // them). UsageError if the result would exceed 2^31-1 entries.

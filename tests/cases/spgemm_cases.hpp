@@ -117,13 +117,7 @@ inline dbsparse::CsrMatrix<double> cliques(int32_t n, const std::vector<std::vec
 
 // The undirected graph of a generated matrix: the pattern of A + Aᵀ without loops, values 1.
 inline dbsparse::CsrMatrix<double> undirected(const dbsparse::CsrMatrix<double>& a) {
-  const dbsparse::PatternGraph g = dbsparse::symmetrize(dbsparse::pattern_of(a), true);
-  dbsparse::CsrMatrix<double> m;
-  m.rows = m.cols = g.n;
-  m.row_ptr = g.row_ptr;
-  m.col_idx = g.col_idx;
-  m.values.assign(g.col_idx.size(), 1.0);
-  return m;
+  return dbsparse::ones_matrix<double>(dbsparse::symmetrize(dbsparse::pattern_of(a), true));
 }
 
 // L = tril(A, -1), values 1.

@@ -228,13 +228,7 @@ TEST_CASE("BfsMatchesReferenceOnRealMatrices") {
     std::vector<int32_t> sources = pick_sources(g, 2, 11);
     check_bfs(file, a, sources);
     if (!is_symmetric(g)) {
-      PatternGraph sym = symmetrize(g, false);
-      CsrMatrix<float> s;
-      s.rows = s.cols = sym.n;
-      s.row_ptr = sym.row_ptr;
-      s.col_idx = sym.col_idx;
-      s.values.assign(sym.col_idx.size(), 1.0f);
-      check_bfs(file + " (symmetrised)", s, sources);
+      check_bfs(file + " (symmetrised)", ones_matrix<float>(symmetrize(g, false)), sources);
     }
   }
 }

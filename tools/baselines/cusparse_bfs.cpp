@@ -21,22 +21,11 @@ struct CusparseBfs::State {
   unsigned grid = 1;
 };
 
-namespace {
-CsrMatrix<float> ones(const PatternGraph& g) {
-  CsrMatrix<float> a;
-  a.rows = a.cols = g.n;
-  a.row_ptr = g.row_ptr;
-  a.col_idx = g.col_idx;
-  a.values.assign(g.col_idx.size(), 1.0f);
-  return a;
-}
-}  // namespace
-
 CusparseBfs::CusparseBfs(Context& ctx, const PatternGraph& g, const Stream& stream) : s_(std::make_unique<State>()) {
   ctx.make_current();
   s_->n = g.n;
   s_->stream = static_cast<CUstream>(stream.handle());
-  s_->spmv = std::make_unique<CusparseSpmv<float>>(ones(g), stream.handle());
+  s_->spmv = std::make_unique<CusparseSpmv<float>>(ones_matrix<float>(g), stream.handle());
   s_->f = DeviceBuffer<float>(static_cast<size_t>(std::max(g.n, 1)));
   s_->y = DeviceBuffer<float>(static_cast<size_t>(std::max(g.n, 1)));
   s_->count = DeviceBuffer<uint32_t>(1);

@@ -24,11 +24,8 @@ namespace {
 template <class T>
 std::pair<CsrMatrix<T>, CsrMatrix<T>> graph_and_lower(const CsrMatrix<T>& a) {
   const PatternGraph g = symmetrize(pattern_of(a), true);
-  CsrMatrix<T> u, l;
-  u.rows = u.cols = l.rows = l.cols = g.n;
-  u.row_ptr = g.row_ptr;
-  u.col_idx = g.col_idx;
-  u.values.assign(g.col_idx.size(), T(1));
+  CsrMatrix<T> u = ones_matrix<T>(g), l;
+  l.rows = l.cols = g.n;
   l.row_ptr.assign(static_cast<size_t>(g.n) + 1, 0);
   for (int32_t i = 0; i < g.n; ++i) {
     for (int32_t p = g.row_ptr[i]; p < g.row_ptr[i + 1] && g.col_idx[p] < i; ++p) l.col_idx.push_back(g.col_idx[p]);

@@ -29,12 +29,7 @@ struct TriangleArgs {
 };
 
 int run_triangles(const TriangleArgs& a, const NamedMatrix& m) {
-  const PatternGraph pg = symmetrize(pattern_of(m.csr), true);
-  CsrMatrix<float> g;
-  g.rows = g.cols = pg.n;
-  g.row_ptr = pg.row_ptr;
-  g.col_idx = pg.col_idx;
-  g.values.assign(pg.col_idx.size(), 1.0f);
+  const CsrMatrix<float> g = ones_matrix<float>(symmetrize(pattern_of(m.csr), true));
   Context ctx;
   Stream stream(ctx);
   fmt::print("device {} ({})\n", ctx.device().name, ctx.device().arch());
