@@ -89,6 +89,7 @@ class ByteSource {
     return got > 0;
   }
   size_t inflate_into(char* dst, size_t n, long line) {
+    if (n == 0) return 0;  // the loop below waits for output
     zs_.next_out = reinterpret_cast<Bytef*>(dst);
     zs_.avail_out = static_cast<uInt>(std::min<size_t>(n, 1u << 30));
     const uInt want = zs_.avail_out;
