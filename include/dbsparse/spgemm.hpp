@@ -250,8 +250,8 @@ struct SpgemmOptions {
   // one chunk, holding at least a quarter of the products: see the plan for the measurements) and
   // the products' scratch (IP keys and values) fits global_table_bytes' budget, the
   // numeric phase writes each row at its offset by IP and C is sized from the lengths it finds,
-  // then filled by a copy. Why group 3 too: a power-law graph's 29 hub rows sent all of its 1M rows
-  // through the symbolic phase, 0.71 of a 3.65 ms fresh product (H200, 2026-12-03). false:
+  // then filled by a copy. Why group 3 too: R-MAT 14's 1606 global rows sent the whole product
+  // through the symbolic phase, 1.0 of a 4.1 ms fresh product (H200, 2026-12-03). false:
   // always the symbolic phase first (for comparison and tests).
   bool one_pass = true;
 };

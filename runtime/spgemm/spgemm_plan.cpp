@@ -491,11 +491,11 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   // and a hub's 25K entries then make its tail (0.8 ms of a 4 ms product), while the symbolic pass
   // it saves is cheap when the hubs' products are few. A copy balanced over C's entries would lift
   // this rule.
-  const bool global_share = an.global_rows() == 0 || 4 * an.stats().ip[kSpgemmGlobalGroup] >= an.products();
+  const bool global_fits = an.global_rows() == 0 ||
+                          (an.global_rows() == an.count(kSpgemmGlobalGroup) && p->chunks.size() == 1 &&
+                           4 * an.stats().ip[kSpgemmGlobalGroup] >= an.products());
   bool fits = an.products() > 0 && an.products() <= std::numeric_limits<int32_t>::max() &&
-              an.products() * static_cast<int64_t>(4 + sizeof(T)) <= p->table_budget &&
-              an.global_rows() == an.count(kSpgemmGlobalGroup) && (an.global_rows() == 0 || p->chunks.size() == 1) &&
-              global_share;
+              an.products() * static_cast<int64_t>(4 + sizeof(T)) <= p->table_budget && global_fits;
   for (int g = 0; g < kSpgemmGlobalGroup; ++g)
     if (an.count(g) > 0 && kc.table(g) < std::min<int64_t>(gm[g], b.cols)) fits = false;
   p->one_pass = opt.one_pass && fits;

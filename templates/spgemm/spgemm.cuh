@@ -230,6 +230,12 @@ __device__ int spgemm_sort_row(int* table, V* tv, unsigned slots, int len, int b
   return len;
 }
 
+// E of spgemm_sort_row_lanes for a table of T slots: the keys a fitted table (at most half full)
+// holds per lane, at most 16 (registers).
+__host__ __device__ constexpr int spgemm_rank_keys(int T, int TPR) {
+  return (T / 2 + TPR - 1) / TPR < 16 ? (T / 2 + TPR - 1) / TPR : 16;
+}
+
 // Each row's table of a warp sorted into C's row at `begin` (`write`: the row is active) by the
 // row's TPR (<= 32) lanes: the occupied slots compacted to the table's front in slot order, TPR at
 // a time (a key moves only down, onto a slot already read), then a bitonic sort of the next power
@@ -246,11 +252,7 @@ __device__ int spgemm_sort_row(int* table, V* tv, unsigned slots, int len, int b
 // compares a lane, against the bitonic sort's log2(p2)^2 / 2 passes of p2 / TPR compare-exchanges
 // through shared memory with a warp barrier each (p2 = 128: 28 passes; its ~1,300 instructions a
 // lane made the sort most of group 0's and group 1's numeric time on power-law rows, ncu on the
-// H200, 2026-12-03).
-// E for a table of T slots: the keys a fitted table can hold per lane, at most 16 (registers).
-__host__ __device__ constexpr int spgemm_rank_keys(int T, int TPR) {
-  return (T / 2 + TPR - 1) / TPR < 16 ? (T / 2 + TPR - 1) / TPR : 16;
-}
+// H200, 2026-12-03). E comes from spgemm_rank_keys.
 template <typename V, int TPR, int E>
 __device__ int spgemm_sort_row_lanes(const SpgemmLanes<TPR>& L, int* table, V* tv, int slots, bool write,
                                       int begin, int32_t* __restrict__ c_col, V* __restrict__ c_val) {

@@ -7,9 +7,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 mode=${1:-all}; shift || true
-D=$PWD/.device
-OUT=${OUT:-/tmp/dbsparse-out}; mkdir -p "$OUT"
-export DBSPARSE_MATRICES=$D/matrices DBSPARSE_CACHE_DIR=$D/cache DBSPARSE_DB=/tmp/dbsparse-tuning.db
+. tools/device/device_env.sh
 log=$OUT/tests.log
 status=0
 # memcheck and racecheck over the gpu test cases named in $1; logs to $OUT/<tool>.log.

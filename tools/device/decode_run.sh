@@ -4,9 +4,7 @@
 #   tools/device/decode_run.sh tests|bench8b|benchsmall|bench7b|ncu|sanitize ...   (several modes in order)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-D=$PWD/.device
-OUT=${OUT:-/tmp/dbsparse-out}; mkdir -p "$OUT"
-export DBSPARSE_MATRICES=$D/matrices DBSPARSE_CACHE_DIR=$D/cache DBSPARSE_DB=/tmp/dbsparse-tuning.db
+. tools/device/device_env.sh
 B=$D/bin
 for mode in "$@"; do
   t0=$(date +%s)

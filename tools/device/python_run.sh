@@ -5,10 +5,8 @@
 #   tools/device/python_run.sh [build] [tests] [examples] [bench]
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-D=$PWD/.device
+. tools/device/device_env.sh
 P=$D/py
-OUT=${OUT:-/tmp/dbsparse-out}; mkdir -p "$OUT"
-export DBSPARSE_MATRICES=$D/matrices DBSPARSE_CACHE_DIR=$D/cache DBSPARSE_DB=/tmp/dbsparse-tuning.db
 export DBSPARSE_DBSPARSE=$D/bin/dbsparse DBSPARSE_DBTUNE=$D/bin/dbtune
 PY=${PY:-/opt/torch/.venv/bin/python}
 [ -x "$PY" ] || PY=python3

@@ -5,9 +5,7 @@
 #   tools/device/spgemm_run.sh tests|quick|full|shared|ncu|sanitize ...   (several modes in order)
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-D=$PWD/.device
-OUT=${OUT:-/tmp/dbsparse-out}; mkdir -p "$OUT"
-export DBSPARSE_MATRICES=$D/matrices DBSPARSE_CACHE_DIR=$D/cache DBSPARSE_DB=/tmp/dbsparse-tuning.db
+. tools/device/device_env.sh
 B=$D/bin
 NCU_M=${SPGEMM_NCU_MATRICES:-powerlaw:alpha=1.5,avg=5,max=5000,n=1000000,seed=1 rmat:ef=8,scale=14,scramble=0,seed=1}
 for mode in "$@"; do
