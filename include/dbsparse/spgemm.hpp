@@ -86,6 +86,7 @@ struct SpgemmConfig {
   int overflow_to_global = 1;  // 1: a row that overflows its shared table is redone in a global one
   int stage_b_ranges = 0;      // 1: stage each group's B row ranges before the phases (the article's AIA, in software)
   int fit_tables = 1;          // 1: a group's tables shrink to its longest row's need (spgemm_fit_table)
+  int narrow_dense = 1;        // 1: no global rows where B's columns fit group 2's table (spgemm_for_width)
 
   template <class V>
   void visit(V& v) {
@@ -110,6 +111,9 @@ struct SpgemmConfig {
     v.integer("stage_b_ranges", stage_b_ranges, 0, 1, "1: gather each group's B row ranges into one array first");
     v.integer("fit_tables", fit_tables, 0, 1,
               "1: a group's shared tables shrink to the next power of two >= twice its longest row's products");
+    v.integer("narrow_dense", narrow_dense, 0, 1,
+              "1: where B has at most t2 columns (and group 2 has a block a row), group 2 takes every row from b1 "
+              "up, in a dense shared table (slot = column): no global tables");
   }
   // The rules between fields; UsageError naming the key (runtime/spgemm/spgemm_analysis.cpp).
   void check() const;
@@ -161,6 +165,19 @@ inline SpgemmConfig spgemm_fitted(const SpgemmConfig& c, const std::array<int64_
     f.t1 = spgemm_fit_table(c.t1, group_max_ip[1], b_cols);
     f.t2 = spgemm_fit_table(c.t2, group_max_ip[2], b_cols);
   }
+  return f;
+}
+
+// config for a product whose B has b_cols columns. With narrow_dense, where group 2 has a block a
+// row and B's columns fit its table (t2 >= b_cols), b2 rises past any row's IP (2^30): group 2
+// takes every row from b1 up, in a table that is dense once fitted (slot = column: never full, no
+// sort), and group 3 (global tables in L2: their atomics, init and sort) is left to rows of 2^30
+// products. R-MAT 14 (16384 columns) kept 68% of its products in 1606 global rows: numeric 0.96 ms,
+// sort 0.48, count 0.18 and init 0.12 of a 4.1 ms fresh product (ncu, H200, 2026-12-03). Called
+// after check() (b2 past t2 would fail its overflow rule, which a dense table cannot break).
+inline SpgemmConfig spgemm_for_width(const SpgemmConfig& c, int64_t b_cols) {
+  SpgemmConfig f = c;
+  if (c.narrow_dense && c.lanes2 == 0 && b_cols <= c.t2 && c.b2 < (1 << 30)) f.b2 = 1 << 30;
   return f;
 }
 
@@ -221,6 +238,10 @@ struct HashSpgemmResult {
   std::vector<uint8_t> overflowed;  // per row: 1 when its distinct columns did not fit its shared table
   std::vector<int32_t> global_rows;  // rows whose phases ran in a global table (group 3 and overflowed), ascending
   int64_t global_slots = 0;         // the slots of their tables together (what a plan allocates)
+  // Table slots the numeric phase reads to place its products (phases 5-6: one per product in a
+  // dense table, slot = column; the probes of linear probing otherwise). Over IP: the accesses a
+  // product, OpSparse's measure of a hash SpGEMM's table traffic.
+  int64_t table_accesses = 0;
   int64_t overflow_rows() const;
 };
 
@@ -247,9 +268,8 @@ struct SpgemmOptions {
   int64_t global_table_bytes = 0;
   // The first run without a symbolic phase where it can: where no row can fill its shared table
   // (every group's table at least its longest row; global tables only for group 3's rows, all in
-  // one chunk, holding at least a quarter of the products: see the plan for the measurements) and
-  // the products' scratch (IP keys and values) fits global_table_bytes' budget, the
-  // numeric phase writes each row at its offset by IP and C is sized from the lengths it finds,
+  // one chunk: see the plan for the measurements) and the products' scratch (IP keys and values)
+  // fits global_table_bytes' budget, the numeric phase writes each row at its offset by IP and C is sized from the lengths it finds,
   // then filled by a copy. Why group 3 too: R-MAT 14's 1606 global rows sent the whole product
   // through the symbolic phase, 1.0 of a 4.1 ms fresh product (H200, 2026-12-03). false:
   // always the symbolic phase first (for comparison and tests).

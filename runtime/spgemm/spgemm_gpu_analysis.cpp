@@ -212,10 +212,12 @@ void SpgemmGpuAnalysis::compact(uint64_t ip_ptr, uint64_t c_ptr, uint64_t from_c
                                 uint64_t c_val, int val_bytes, CUstream h) {
   if (stats_.nnz == 0) return;
   int rows = rows_;
-  void* params[] = {&rows, &ip_ptr, &c_ptr, &from_col, &from_val, &c_col, &c_val, &val_bytes};
-  constexpr int64_t kRowsPerBlock = kBlock / 8;  // 8 lanes a row (spgemm_compact_rows)
-  DBS_CU(cuLaunchKernel(compact_, static_cast<unsigned>((rows_ + kRowsPerBlock - 1) / kRowsPerBlock), 1, 1, kBlock, 1,
-                        1, 0, h, params, nullptr));
+  int nnz = static_cast<int>(stats_.nnz);
+  void* params[] = {&rows, &nnz, &ip_ptr, &c_ptr, &from_col, &from_val, &c_col, &c_val, &val_bytes};
+  // A warp per 256 of C's entries (kSpgemmCompactPerWarp in spgemm_compact_rows).
+  constexpr int64_t kEntriesPerBlock = kBlock / 32 * 256;
+  DBS_CU(cuLaunchKernel(compact_, static_cast<unsigned>((stats_.nnz + kEntriesPerBlock - 1) / kEntriesPerBlock), 1, 1,
+                        kBlock, 1, 1, 0, h, params, nullptr));
 }
 
 SpgemmGrouping SpgemmGpuAnalysis::grouping() const {

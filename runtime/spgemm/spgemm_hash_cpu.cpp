@@ -21,10 +21,12 @@ using abi::kSpgemmGlobalGroup;
 template <class T>
 class RowTable {
  public:
-  void reset(int64_t slots) {
+  // dense: slot = column, as a kernel keeps a table of at least B's width (spgemm_dense_row).
+  void reset(int64_t slots, bool dense) {
     keys_.assign(static_cast<size_t>(slots), kSpgemmEmptyKey);
     vals_.assign(static_cast<size_t>(slots), T(0));
     mask_ = static_cast<uint32_t>(slots - 1);
+    dense_ = dense;
   }
   // The slot that holds `key` after the call (claimed when it was empty: `claimed` says so), or -1
   // when all slots hold other keys. On the GPU the claim is atomicCAS(empty -> key); a lost race
@@ -32,9 +34,16 @@ class RowTable {
   // with, and whether one found no slot, do not depend on the threads' order.
   int64_t insert(int32_t key, bool& claimed) {
     claimed = false;
+    if (dense_) {
+      ++accesses_;
+      claimed = keys_[key] == kSpgemmEmptyKey;
+      keys_[key] = key;
+      return key;
+    }
     const uint32_t first = spgemm_first_slot(key, mask_ + 1u);
     for (uint64_t step = 0; step <= mask_; ++step) {
       const uint32_t s = static_cast<uint32_t>((first + step) & mask_);
+      ++accesses_;
       if (keys_[s] == key) return s;
       if (keys_[s] == kSpgemmEmptyKey) {
         keys_[s] = key;
@@ -47,8 +56,12 @@ class RowTable {
   T& value(int64_t slot) { return vals_[static_cast<size_t>(slot)]; }
   int64_t slots() const { return static_cast<int64_t>(keys_.size()); }
   int32_t key(int64_t slot) const { return keys_[static_cast<size_t>(slot)]; }
+  // Slots read by insert() since the last take_accesses().
+  int64_t take_accesses() { return std::exchange(accesses_, 0); }
 
  private:
+  int64_t accesses_ = 0;
+  bool dense_ = false;
   std::vector<int32_t> keys_;
   std::vector<T> vals_;
   uint32_t mask_ = 0;
@@ -61,6 +74,7 @@ class HashSpgemm {
 
   HashSpgemmResult<T> run() {
     c_.check();
+    c_ = spgemm_for_width(c_, b_.cols);  // as the plan does
     HashSpgemmResult<T> r;
     r.ip = intermediate_products(a_, b_);  // phase 1
     // A key below 0 would read as the empty slot's -1.
@@ -89,7 +103,7 @@ class HashSpgemm {
     std::vector<int32_t> length(rows, 0);
     for (int g = 0; g < kSpgemmGlobalGroup; ++g)
       for (int32_t i : r.grouping.rows[g]) {
-        const int32_t n = count_row(i, g, fitted.table(g));
+        const int32_t n = count_row(i, g, fitted.table(g), shared_dense(fitted, g));
         if (n >= 0) {
           length[i] = n;
         } else if (c_.overflow_to_global != 0) {
@@ -103,7 +117,7 @@ class HashSpgemm {
     for (int32_t i : r.global_rows) {
       const int64_t slots = spgemm_global_table_slots(r.ip[i], b_.cols, c_);
       r.global_slots += slots;
-      length[i] = count_row(i, r.group[i], slots);
+      length[i] = count_row(i, r.group[i], slots, slots >= b_.cols);
       if (length[i] < 0)
         throw std::logic_error(fmt::format("hash_spgemm_cpu: row {} overflowed its global table", i));
     }
@@ -121,8 +135,15 @@ class HashSpgemm {
     // Phases 5 and 6, in the same tables as phase 3.
     for (int g = 0; g < kSpgemmGlobalGroup; ++g)
       for (int32_t i : r.grouping.rows[g])
-        if (!r.overflowed[i]) accumulate_row(i, g, fitted.table(g), out);
-    for (int32_t i : r.global_rows) accumulate_row(i, r.group[i], spgemm_global_table_slots(r.ip[i], b_.cols, c_), out);
+        if (!r.overflowed[i]) {
+          accumulate_row(i, g, fitted.table(g), shared_dense(fitted, g), out);
+          r.table_accesses += table_.take_accesses();
+        }
+    for (int32_t i : r.global_rows) {
+      const int64_t slots = spgemm_global_table_slots(r.ip[i], b_.cols, c_);
+      accumulate_row(i, r.group[i], slots, slots >= b_.cols, out);
+      r.table_accesses += table_.take_accesses();
+    }
     return r;
   }
 
@@ -161,9 +182,15 @@ class HashSpgemm {
     }
   }
 
+  // A shared group's rows keep slot = column where a block holds one row and its table is as wide
+  // as B (spgemm_dense_row in the kernels).
+  bool shared_dense(const SpgemmConfig& fitted, int g) const {
+    return fitted.rows_per_block(g) == 1 && fitted.table(g) >= b_.cols;
+  }
+
   // Phase 3 for one row in a table of `slots`: its distinct columns, or -1 when they do not fit.
-  int32_t count_row(int32_t i, int g, int64_t slots) {
-    table_.reset(slots);
+  int32_t count_row(int32_t i, int g, int64_t slots, bool dense) {
+    table_.reset(slots, dense);
     int32_t count = 0;
     bool full = false;
     for_each_product(i, g, [&](int32_t col, T, T) {
@@ -178,8 +205,9 @@ class HashSpgemm {
   }
 
   // Phases 5 and 6 for one row.
-  void accumulate_row(int32_t i, int g, int64_t slots, CsrMatrix<T>& out) {
-    table_.reset(slots);
+  void accumulate_row(int32_t i, int g, int64_t slots, bool dense, CsrMatrix<T>& out) {
+    table_.reset(slots, dense);
+    (void)table_.take_accesses();
     for_each_product(i, g, [&](int32_t col, T av, T bv) {
       bool claimed = false;
       const int64_t s = table_.insert(col, claimed);
@@ -204,7 +232,7 @@ class HashSpgemm {
 
   const CsrMatrix<T>& a_;
   const CsrMatrix<T>& b_;
-  const SpgemmConfig& c_;
+  SpgemmConfig c_;
   std::vector<int32_t> position_;  // a row's place in its group's row list
   std::array<std::vector<std::pair<int32_t, int32_t>>, kSpgemmGroups> staged_;
   std::array<std::vector<int64_t>, kSpgemmGroups> staged_offset_;

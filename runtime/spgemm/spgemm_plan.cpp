@@ -65,6 +65,7 @@ struct SpgemmPlan<T>::Impl {
   // Where config came from, for explain(): SpgemmOptions::config, or the tuning DB for A (tuned,
   // predicted or the defaults) when planning from host CSR.
   std::string config_source = "explicit (SpgemmOptions::config)";
+  bool narrowed = false;  // spgemm_for_width raised b2 (B fits group 2's dense table)
   int32_t rows = 0, cols = 0;
   // What the kernels read: the caller's arrays (a plan from device CSR) or a_own / b_own.
   DeviceCsrView<T> a, b;
@@ -379,11 +380,13 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   auto p = std::make_unique<typename SpgemmPlan<T>::Impl>();
   p->config = opt.config.value_or(SpgemmConfig{});
   if (!opt.config) p->config_source = "default (SpgemmConfig{}; plans from device CSR do not look up the tuning DB)";
-  const SpgemmConfig& c = p->config;
-  c.check();
+  p->config.check();
   if (a.cols != b.rows)
     throw UsageError(fmt::format("spgemm: A is {}x{} but B is {}x{}: A's columns must equal B's rows", a.rows, a.cols,
                                  b.rows, b.cols));
+  p->narrowed = spgemm_for_width(p->config, b.cols).b2 != p->config.b2;
+  p->config = spgemm_for_width(p->config, b.cols);
+  const SpgemmConfig& c = p->config;
   check_view(a, "A");
   check_view(b, "B");
   if (a.nnz > 0 && !b.row_ptr) throw UsageError("spgemm: A has nonzeros but B's row_ptr is null");
@@ -484,16 +487,13 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   }
   // One pass where no row can fill its shared table (a table at least as large as its group's
   // longest row, or as B is wide), so that the global rows are group 3's alone, their tables fit
-  // the budget in one chunk, and the scratch fits the budget too. With global rows, only where they
-  // hold at least a quarter of the products: R-MAT 14 (68% in 1606 global rows) went from 1.02x to
-  // 1.15x cuSPARSE in one pass, but power-law graphs with a few hubs (0.8% in 2 rows, 2% in 29) from
-  // 0.92x to 0.80x and 0.63x to 0.56x (H200, 2026-12-03): the copy into C gives each row 8 lanes,
-  // and a hub's 25K entries then make its tail (0.8 ms of a 4 ms product), while the symbolic pass
-  // it saves is cheap when the hubs' products are few. A copy balanced over C's entries would lift
-  // this rule.
+  // the budget in one chunk, and the scratch fits the budget too. Global rows included: R-MAT 14
+  // (68% of its products in 1606 global rows) went from 1.02x to 1.15x cuSPARSE in one pass (H200,
+  // 2026-12-03). Power-law graphs with a few hubs lost in one pass (0.92x to 0.80x) while the copy
+  // into C gave each row 8 lanes (a hub's 25K entries made a 0.8 ms tail); the copy is balanced
+  // over C's entries now (spgemm_compact_rows).
   const bool global_fits = an.global_rows() == 0 ||
-                          (an.global_rows() == an.count(kSpgemmGlobalGroup) && p->chunks.size() == 1 &&
-                           4 * an.stats().ip[kSpgemmGlobalGroup] >= an.products());
+                          (an.global_rows() == an.count(kSpgemmGlobalGroup) && p->chunks.size() == 1);
   bool fits = an.products() > 0 && an.products() <= std::numeric_limits<int32_t>::max() &&
               an.products() * static_cast<int64_t>(4 + sizeof(T)) <= p->table_budget && global_fits;
   for (int g = 0; g < kSpgemmGlobalGroup; ++g)
@@ -666,6 +666,9 @@ std::string SpgemmPlan<T>::explain() const {
       sizeof(T) == 4 ? "f32" : "f64", ip,
       2 * ip * 1e-9, st.max_ip, st.idle);
   out += fmt::format("  config ({}): {}\n", p.config_source, config_to_json(c).dump());
+  if (p.narrowed)
+    out += fmt::format("  B's {} columns fit group 2's table (narrow_dense): b2 raised to {}, no global tables\n",
+                       p.cols, c.b2);
   for (int g = 0; g < kSpgemmGroups; ++g) {
     const GroupKernels& k = p.kernels[g];
     const std::string where =

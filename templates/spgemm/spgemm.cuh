@@ -230,10 +230,54 @@ __device__ int spgemm_sort_row(int* table, V* tv, unsigned slots, int len, int b
   return len;
 }
 
-// E of spgemm_sort_row_lanes for a table of T slots: the keys a fitted table (at most half full)
-// holds per lane, at most 16 (registers).
+// The largest E of spgemm_sort_row_lanes for a table of T slots: the keys a fitted table (at most
+// half full) holds per lane, at most 8 (past 8 keys a lane the bitonic sort is cheaper).
 __host__ __device__ constexpr int spgemm_rank_keys(int T, int TPR) {
-  return (T / 2 + TPR - 1) / TPR < 16 ? (T / 2 + TPR - 1) / TPR : 16;
+  return (T / 2 + TPR - 1) / TPR < 8 ? (T / 2 + TPR - 1) / TPR : 8;
+}
+
+// The rank sort of spgemm_sort_row_lanes for rows of at most E * TPR keys (n of this row, most of
+// the warp's rows), the keys at the table's front: each lane keeps E keys in registers and counts
+// the row's keys below each, four keys a shared load where VEC4 (the table 16-byte aligned; it has
+// at least twice most's slots), then writes each entry straight to its place in C.
+template <typename V, int TPR, int E, bool VEC4>
+__device__ __forceinline__ void spgemm_rank_write(const SpgemmLanes<TPR>& L, const int* table, const V* tv, int n,
+                                                  int most, bool write, int begin, int32_t* __restrict__ c_col,
+                                                  V* __restrict__ c_val) {
+  int key[E], rank[E];
+  V val[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const int at = L.t + e * TPR;
+    key[e] = at < n ? table[at] : 0x7fffffff;
+    val[e] = at < n ? tv[at] : V(0);
+    rank[e] = 0;
+  }
+  if constexpr (VEC4) {
+    for (int q = 0; q < most; q += 4) {
+      const int4 x4 = *reinterpret_cast<const int4*>(table + q);
+      // Past n: stale slots (the 0x7fffffff of a lane without a key counts nothing either).
+      const int x[4] = {q < n ? x4.x : 0x7fffffff, q + 1 < n ? x4.y : 0x7fffffff, q + 2 < n ? x4.z : 0x7fffffff,
+                        q + 3 < n ? x4.w : 0x7fffffff};
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+#pragma unroll
+        for (int e = 0; e < E; ++e) rank[e] += x[u] < key[e];
+    }
+  } else {
+    for (int q = 0; q < most; ++q) {
+      const int x = q < n ? table[q] : 0x7fffffff;
+#pragma unroll
+      for (int e = 0; e < E; ++e) rank[e] += x < key[e];
+    }
+  }
+  if (write)
+#pragma unroll
+    for (int e = 0; e < E; ++e)
+      if (L.t + e * TPR < n) {
+        c_col[begin + rank[e]] = key[e];
+        c_val[begin + rank[e]] = val[e];
+      }
 }
 
 // Each row's table of a warp sorted into C's row at `begin` (`write`: the row is active) by the
@@ -245,15 +289,14 @@ __host__ __device__ constexpr int spgemm_rank_keys(int T, int TPR) {
 // a block-wide sort of whole tables before that, 0.5 ms; H200, 2026-12-01). Returns the row's
 // distinct keys.
 //
-// When every row of the warp has at most E * TPR keys (always, with tables fitted to twice the
-// row's products and E = T / (2 TPR)), a rank sort replaces the bitonic one: each lane keeps its E
-// keys in registers, counts the row's keys below each (one broadcast shared load per key of the
-// row), and writes each entry straight to its place in C. For n keys that is n loads and n * E
-// compares a lane, against the bitonic sort's log2(p2)^2 / 2 passes of p2 / TPR compare-exchanges
-// through shared memory with a warp barrier each (p2 = 128: 28 passes; its ~1,300 instructions a
-// lane made the sort most of group 0's and group 1's numeric time on power-law rows, ncu on the
-// H200, 2026-12-03). E comes from spgemm_rank_keys.
-template <typename V, int TPR, int E>
+// When every row of the warp has at most E * TPR keys (E from spgemm_rank_keys, at most 8), a rank
+// sort (spgemm_rank_write) replaces the bitonic one: n loads and n * E' compares a lane for n keys,
+// against the bitonic sort's log2(p2)^2 / 2 passes of p2 / TPR compare-exchanges through shared
+// memory with a warp barrier each (p2 = 128: 28 passes; its ~1,300 instructions a lane made the
+// sort most of group 0's and group 1's numeric time on power-law rows, ncu on the H200,
+// 2026-12-03). Past 8 keys a lane (n * E' ~ 16n compares against ~8.6K instructions for a bitonic
+// sort of 512) the bitonic sort is the cheaper.
+template <typename V, int TPR, int E, bool VEC4>
 __device__ int spgemm_sort_row_lanes(const SpgemmLanes<TPR>& L, int* table, V* tv, int slots, bool write,
                                       int begin, int32_t* __restrict__ c_col, V* __restrict__ c_val) {
   int n = 0;
@@ -279,30 +322,28 @@ __device__ int spgemm_sort_row_lanes(const SpgemmLanes<TPR>& L, int* table, V* t
   int most = n;  // over the warp's rows: the loops below run alike on every lane
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) most = max(most, __shfl_xor_sync(kFull, most, o));
-  if (most <= E * TPR) {
-    int key[E], rank[E];
-    V val[E];
-#pragma unroll
-    for (int e = 0; e < E; ++e) {
-      const int at = L.t + e * TPR;
-      key[e] = at < n ? table[at] : 0x7fffffff;
-      val[e] = at < n ? tv[at] : V(0);
-      rank[e] = 0;
-    }
-    for (int q = 0; q < most; ++q) {
-      const int x = q < n ? table[q] : 0x7fffffff;  // past n: stale slots
-#pragma unroll
-      for (int e = 0; e < E; ++e) rank[e] += x < key[e];
-    }
-    if (write)
-#pragma unroll
-      for (int e = 0; e < E; ++e)
-        if (L.t + e * TPR < n) {
-          c_col[begin + rank[e]] = key[e];
-          c_val[begin + rank[e]] = val[e];
-        }
+  // E' = the fewest keys a lane that hold the warp's largest row: a lane compares each of the row's
+  // keys with E' of its own, so a fixed E of 16 made a 100-key row cost 1,600 compares a lane
+  // (group 1 of power-law 1M: 1.22 ms of a 2.97 ms numeric run, ncu on the H200, 2026-12-03).
+  if (most <= TPR) {
+    spgemm_rank_write<V, TPR, 1, VEC4>(L, table, tv, n, most, write, begin, c_col, c_val);
     return n;
   }
+  if constexpr (E >= 2)
+    if (most <= 2 * TPR) {
+      spgemm_rank_write<V, TPR, 2, VEC4>(L, table, tv, n, most, write, begin, c_col, c_val);
+      return n;
+    }
+  if constexpr (E >= 4)
+    if (most <= 4 * TPR) {
+      spgemm_rank_write<V, TPR, 4, VEC4>(L, table, tv, n, most, write, begin, c_col, c_val);
+      return n;
+    }
+  if constexpr (E >= 8)
+    if (most <= 8 * TPR) {
+      spgemm_rank_write<V, TPR, 8, VEC4>(L, table, tv, n, most, write, begin, c_col, c_val);
+      return n;
+    }
   unsigned p2 = 1;
   while (p2 < (unsigned)most) p2 <<= 1;
   for (unsigned s = n + L.t; s < p2; s += TPR) table[s] = dbsparse::abi::kSpgemmEmptyKey;
@@ -331,33 +372,59 @@ __device__ __forceinline__ long long spgemm_slot(int* table, unsigned slots, boo
   return col;
 }
 
-// A dense table's columns [lo, hi) written in order to C at c_col/c_val[base ..], by the whole
-// block (ballots and warp counts in shared memory; every thread calls it). Returns how many.
+// A dense table's columns [lo, hi) (lo a multiple of 4; the table 16-byte aligned with slots up to
+// the next multiple of 4 past hi) written in order to C at c_col/c_val[base ..], by the whole
+// block; every thread calls it. Returns how many. Four slots a thread a pass (one 16-byte load of
+// keys) and a block scan by warp shuffles: a slot a thread with every thread summing the W warps'
+// counts from shared memory cost 32 shared loads a thread per 1024 slots, 512 for a 16384-slot
+// row (R-MAT 14's dense group-2 rows: 1.0 ms of a 4 ms product, H200 2026-12-03).
 template <typename V, int BLOCK>
 __device__ int spgemm_dense_write(const int* table, const V* tv, int lo, int hi, int base,
                                   int32_t* __restrict__ c_col, V* __restrict__ c_val) {
   constexpr int W = BLOCK / 32;
-  __shared__ int warp_sum[W];
+  __shared__ int warp_sum[W], chunk_total;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   int written = 0;
-  for (int c0 = lo; c0 < hi; c0 += BLOCK) {
-    const int c = c0 + threadIdx.x;
-    const bool occupied = c < hi && table[c] != dbsparse::abi::kSpgemmEmptyKey;
-    const unsigned bits = __ballot_sync(kFull, occupied);
-    if (lane == 0) warp_sum[warp] = __popc(bits);
+  for (int c0 = lo; c0 < hi; c0 += 4 * BLOCK) {
+    const int c = c0 + 4 * (int)threadIdx.x;
+    int4 k4 = make_int4(-1, -1, -1, -1);
+    if (c < hi) k4 = *reinterpret_cast<const int4*>(table + c);
+    const int kk[4] = {k4.x, k4.y, k4.z, k4.w};
+    unsigned occ = 0;
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (c + u < hi && kk[u] != dbsparse::abi::kSpgemmEmptyKey) occ |= 1u << u;
+    const int mine = __popc(occ);
+    int incl = mine;  // inclusive scan over the warp
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int x = __shfl_up_sync(kFull, incl, o);
+      if (lane >= o) incl += x;
+    }
+    if (lane == 31) warp_sum[warp] = incl;
     __syncthreads();
-    int before = base + written, chunk = 0;
-    for (int w = 0; w < W; ++w) {
-      if (w < warp) before += warp_sum[w];
-      chunk += warp_sum[w];
+    if (warp == 0) {
+      const int w = lane < W ? warp_sum[lane] : 0;
+      int wi = w;
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const int x = __shfl_up_sync(kFull, wi, o);
+        if (lane >= o) wi += x;
+      }
+      if (lane < W) warp_sum[lane] = wi - w;  // exclusive
+      if (lane == W - 1) chunk_total = wi;
     }
-    if (occupied) {
-      const int at = before + __popc(bits & ((1u << lane) - 1u));
-      c_col[at] = c;
-      c_val[at] = tv[c];
-    }
-    written += chunk;
-    __syncthreads();  // warp_sum is rewritten next
+    __syncthreads();
+    int at = base + written + warp_sum[warp] + incl - mine;
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (occ & (1u << u)) {
+        c_col[at] = c + u;
+        c_val[at] = tv[c + u];
+        ++at;
+      }
+    written += chunk_total;
+    __syncthreads();  // warp_sum and chunk_total are rewritten next
   }
   return written;
 }
@@ -377,7 +444,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_shared(const int32_t* _
   // A row per block with a table of B's columns: dense (slot = column, never full, no sort).
   const bool dense = TPR == BLOCK && spgemm_dense_row(T, b_cols);
   static_assert(TPR <= 32 || TPR == BLOCK, "a row's threads: part of one warp, or the whole block");
-  extern __shared__ double spgemm_smem[];  // 8-byte aligned: values (f64) first
+  extern __shared__ __align__(16) double spgemm_smem[];  // values (f64) first; 16: the rank sort's int4 loads
   int* keys = (int*)spgemm_smem;
   __shared__ int count[RPB], full[RPB];
   const int r = threadIdx.x / TPR;
@@ -432,7 +499,7 @@ __device__ __forceinline__ void spgemm_numeric_shared_body(
   constexpr int RPB = BLOCK / TPR, S = TPR < 32 ? T + TPR : T;  // spgemm_table_stride
   const bool dense = TPR == BLOCK && spgemm_dense_row(T, b_cols);  // as in spgemm_symbolic_shared
   static_assert(TPR <= 32 || TPR == BLOCK, "a row's threads: part of one warp, or the whole block");
-  extern __shared__ double spgemm_smem[];  // 8-byte aligned: values (f64) first
+  extern __shared__ __align__(16) double spgemm_smem[];  // values (f64) first; 16: the rank sort's int4 loads
   V* vals = (V*)spgemm_smem;
   int* keys = (int*)(vals + RPB * S);
   const int r = threadIdx.x / TPR;
@@ -456,7 +523,8 @@ __device__ __forceinline__ void spgemm_numeric_shared_body(
     __syncwarp();
     if (active) spgemm_products_lanes<TPR, V>(L, i, a_ptr, a_col, a_val, b_ptr, b_col, b_val, (int*)0, add);
     __syncwarp();
-    const int len = spgemm_sort_row_lanes<V, TPR, spgemm_rank_keys(T, TPR)>(L, table, tv, T, active, active ? c_ptr[i] : 0, c_col, c_val);
+    const int len = spgemm_sort_row_lanes<V, TPR, spgemm_rank_keys(T, TPR), S % 4 == 0>(L, table, tv, T, active,
+                                                                                    active ? c_ptr[i] : 0, c_col, c_val);
     if (FIRST && active && L.t == 0) row_len[i] = len;
   } else {
     if (!active) return;  // uniform over the block (a row per block)

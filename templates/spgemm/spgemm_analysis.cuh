@@ -9,7 +9,8 @@
 //  spgemm_tile_sums, spgemm_scan_tiles, spgemm_row_ptr
 //                        C's row_ptr from the symbolic phase's row lengths, nnz(C) in int64
 //                        (and, for a one-pass first run, the rows' offsets by IP).
-//  spgemm_compact_rows   a one-pass first run's rows moved from their IP offsets into C.
+//  spgemm_compact_rows   a one-pass first run's rows moved from their IP offsets into C, a warp per
+//                        256 of C's entries.
 //  contract_*            graph contraction's factors (templates/apps/contract_factors.cuh), which
 //                        share the scan above.
 // Counters are warp- or block-aggregated: one atomic per warp (scatter) or per block (counts).
@@ -289,29 +290,50 @@ __global__ void __launch_bounds__(BLOCK) spgemm_row_ptr(const int32_t* __restric
 }
 
 // A one-pass first run's rows (spgemm_numeric_shared_first) moved from their offsets by IP in the
-// scratch arrays to C's (c_ptr from their lengths): 8 lanes a row, most rows being short. Values
-// move as raw words of val_bytes (4 or 8), so one module serves f32 and f64.
+// scratch arrays to C's (c_ptr from their lengths), balanced over C's entries: a warp per
+// kSpgemmCompactPerWarp entries, so a hub row is spread over as many warps as its length asks. A
+// group of 8 lanes a row left a power-law hub's 25K entries to one group: a 0.8 ms tail of a 4 ms
+// product (H200, 2026-12-03). An entry's row is the last r with c_ptr[r] <= e (empty rows share
+// their offset with the next row, so the last is the one that holds e): two lanes search all of
+// c_ptr for the warp's first and last rows, then each lane searches that span, starting from its
+// previous entry's row (the entries of a lane ascend). Values move as raw words of val_bytes (4 or
+// 8), so one module serves f32 and f64.
+constexpr int kSpgemmCompactPerWarp = 256;
+
 template <int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_compact_rows(int rows, const int32_t* __restrict__ from_ptr,
+__global__ void __launch_bounds__(BLOCK) spgemm_compact_rows(int rows, int nnz, const int32_t* __restrict__ from_ptr,
                                                              const int32_t* __restrict__ c_ptr,
                                                              const int32_t* __restrict__ from_col,
                                                              const void* __restrict__ from_val,
                                                              int32_t* __restrict__ c_col, void* __restrict__ c_val,
                                                              int val_bytes) {
-  constexpr int kLanes = 8;
-  const long long t = (long long)blockIdx.x * BLOCK + threadIdx.x;
-  if (t / kLanes >= rows) return;
-  const int r = (int)(t / kLanes), lane = (int)(t % kLanes);
-  const int src = from_ptr[r], dst = c_ptr[r], len = c_ptr[r + 1] - dst;
-  for (int j = lane; j < len; j += kLanes) c_col[dst + j] = from_col[src + j];
-  if (val_bytes == 8) {
-    const unsigned long long* f = (const unsigned long long*)from_val;
-    unsigned long long* c = (unsigned long long*)c_val;
-    for (int j = lane; j < len; j += kLanes) c[dst + j] = f[src + j];
-  } else {
-    const unsigned* f = (const unsigned*)from_val;
-    unsigned* c = (unsigned*)c_val;
-    for (int j = lane; j < len; j += kLanes) c[dst + j] = f[src + j];
+  const int lane = threadIdx.x & 31;
+  const long long base = (((long long)blockIdx.x * BLOCK + threadIdx.x) >> 5) * kSpgemmCompactPerWarp;
+  if (base >= nnz) return;
+  const int last = (int)min((long long)nnz, base + kSpgemmCompactPerWarp) - 1;
+  int lo = 0;
+  if (lane < 2) {
+    const int e = lane == 0 ? (int)base : last;
+    int hi = rows - 1;
+    while (lo < hi) {
+      const int mid = (lo + hi + 1) >> 1;
+      if (c_ptr[mid] <= e) lo = mid; else hi = mid - 1;
+    }
+  }
+  int r = __shfl_sync(0xffffffffu, lo, 0);
+  const int r_last = __shfl_sync(0xffffffffu, lo, 1);
+  for (int e = (int)base + lane; e <= last; e += 32) {
+    int hi = r_last;
+    while (r < hi) {
+      const int mid = (r + hi + 1) >> 1;
+      if (c_ptr[mid] <= e) r = mid; else hi = mid - 1;
+    }
+    const int j = from_ptr[r] + (e - c_ptr[r]);
+    c_col[e] = from_col[j];
+    if (val_bytes == 8)
+      ((unsigned long long*)c_val)[e] = ((const unsigned long long*)from_val)[j];
+    else
+      ((unsigned*)c_val)[e] = ((const unsigned*)from_val)[j];
   }
 }
 }  // namespace dbs

@@ -34,15 +34,19 @@ inline SpgemmCase one_group_case(int g, int32_t rows = 0) {
   const Shape& s = shapes[g];
   std::vector<int32_t> len;
   for (int32_t i = 0; i < (rows ? rows : s.rows); ++i) len.push_back(s.base + (s.period ? i % s.period : i) * s.step);
+  // Group 3 with B 5000 columns wide needs narrow_dense off (B would fit group 2's dense table).
+  dbsparse::SpgemmConfig cfg;
+  if (g == 3) cfg.narrow_dense = 0;
   return {csr_with_row_lengths<double>(s.a_cols, len, s.seed),
           csr_with_row_lengths<double>(s.b_cols, std::vector<int32_t>(static_cast<size_t>(s.a_cols), s.d), s.seed + 1),
-          {}};
+          cfg};
 }
 
 // B's row k has the k-th of the lengths below; A's row i takes B's row i alone, then rows that add
 // up to a bound from two B rows (31 + 1 = 32, 511 + 1 = 512, 8191 + 1 = 8192).
 inline SpgemmCase bound_case() {
   SpgemmCase c;
+  c.cfg.narrow_dense = 0;  // B's 9000 columns would put IP b2 in group 2
   const dbsparse::SpgemmConfig& cfg = c.cfg;
   c.b = csr_with_row_lengths<double>(9000, {cfg.b0 - 1, cfg.b0, cfg.b1 - 1, cfg.b1, cfg.b2 - 1, cfg.b2, 1}, 20);
   std::vector<Entry> e;

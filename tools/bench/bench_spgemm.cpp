@@ -22,6 +22,9 @@
 namespace dbsparse::tools {
 namespace {
 
+// Past this many products the table-access count (a single-threaded CPU pass) is left out.
+constexpr int64_t kAccessesMaxProducts = 200'000'000;
+
 // The steady run: a sample holds about kBatchMs of runs, and the samples about kSteadyBudgetMs, so
 // that a product of seconds is not repeated hundreds of times.
 constexpr double kBatchMs = 20;
@@ -72,6 +75,9 @@ void print_row(const nlohmann::json& r) {
     if (r.contains(key)) fmt::print("  {}: {}\n", key, r.at(key).get<std::string>());
   if (r.contains("cusparse_note") && !r.contains("cusparse_error"))
     fmt::print("  cusparse_note: {}\n", r.at("cusparse_note").get<std::string>());
+  if (r.contains("dbsparse_accesses_per_product"))
+    fmt::print("  table accesses a product (numeric phase, CPU spec of the kernels): {:.3f}\n",
+               r.at("dbsparse_accesses_per_product").get<double>());
   if (r.contains("dbsparse_fresh_parts_ms")) {
     const auto& f = r.at("dbsparse_fresh_parts_ms");
     if (r.value("dbsparse_one_pass", false))
@@ -186,6 +192,14 @@ nlohmann::json bench_one(Context& ctx, const Stream& stream, const NamedMatrix& 
     nlohmann::json groups = nlohmann::json::array();
     for (int g = 0; g < kSpgemmGroups; ++g) groups.push_back(plan->grouping().count(g));
     rec["dbsparse_group_rows"] = groups;
+    // Table slots read a product (OpSparse's measure), from the kernels' CPU spec with the plan's
+    // config: one CPU pass over the products, so only up to kAccessesMaxProducts.
+    if (rec.at("ip").get<int64_t>() <= kAccessesMaxProducts) {
+      const HashSpgemmResult<T> spec = hash_spgemm_cpu(a, b, plan->config());
+      rec["dbsparse_table_accesses"] = spec.table_accesses;
+      rec["dbsparse_accesses_per_product"] =
+          static_cast<double>(spec.table_accesses) / static_cast<double>(std::max<int64_t>(plan->products(), 1));
+    }
     // The plan reads A and B in place: they count as cuSPARSE's inputs do.
     rec["dbsparse_input_bytes"] = input_bytes;
     rec["dbsparse_device_bytes"] = plan->device_bytes() + input_bytes;

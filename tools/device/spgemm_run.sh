@@ -2,7 +2,10 @@
 # Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (issue 33's calls): the SpGEMM gpu tests,
 # the fresh-product bench on the quick and full suites against cuSPARSE, and Nsight Compute timings of
 # every kernel of one fresh product (power-law 1M, R-MAT 14 by default; SPGEMM_NCU_MATRICES overrides).
-#   tools/device/spgemm_run.sh tests|quick|full|shared|ncu|sanitize ...   (several modes in order)
+#   tools/device/spgemm_run.sh tests|quick|full|two-pass|shared|ncu|sanitize|dbtune ...   (several modes in order)
+# dbtune: the default dbtune job on the quick suite (every op tuned by default, spgemm among them).
+# two-pass: the quick suite and the full suite's three smaller matrices with --two-pass (every first
+# run does its symbolic phase), to set against the default one-pass rows of quick/full.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/device/device_env.sh
@@ -18,6 +21,13 @@ for mode in "$@"; do
       "$B/dbsparse" bench spgemm --suite $mode --no-shared --precision f32 --mcl-iters ${SPGEMM_MCL_ITERS:-3} \
         --json "$OUT/spgemm-$mode.json" >"$OUT/spgemm-$mode.txt" 2>&1; echo "$mode rc $?"
       grep -E "summary|fresh parts" "$OUT/spgemm-$mode.txt" | cut -c1-230 ;;
+    two-pass)
+      "$B/dbsparse" bench spgemm --no-shared --precision f32 --mcl-iters 0 --two-pass \
+        roadnet:n=100000,seed=1 powerlaw:alpha=1.5,avg=5,max=2000,n=100000,seed=1 stencil3d:n=30,points=27 \
+        rmat:ef=8,scale=14,scramble=0,seed=1 uniform:d=8,n=100000,seed=1 roadnet:n=1393383,seed=1 \
+        powerlaw:alpha=1.5,avg=5,max=5000,n=1000000,seed=1 uniform:d=8,n=1000000,seed=1 \
+        --json "$OUT/spgemm-two-pass.json" >"$OUT/spgemm-two-pass.txt" 2>&1; echo "two-pass rc $?"
+      grep -E "summary" "$OUT/spgemm-two-pass.txt" | cut -c1-230 ;;
     shared)
       "$B/dbsparse" bench spgemm --suite none --precision f32 --mcl-iters 0 \
         --json "$OUT/spgemm-shared.json" >"$OUT/spgemm-shared.txt" 2>&1; echo "shared rc $?"
@@ -42,6 +52,9 @@ for mode in "$@"; do
         -tc='SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup0,SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup1' \
         >"$OUT/spgemm-racecheck.log" 2>&1
       echo "racecheck rc $? $(grep 'RACECHECK SUMMARY' "$OUT/spgemm-racecheck.log" | tail -1)" ;;
+    dbtune)
+      "$B/dbtune" --quick --no-shared --db /tmp/dbtune-quick.db >"$OUT/dbtune-quick.txt" 2>&1; echo "dbtune rc $?"
+      grep -vE "^\s*$" "$OUT/dbtune-quick.txt" | grep -iE "spgemm|DB now|kernels:|skipped|error" | cut -c1-200 | head -30 ;;
     *) echo "unknown mode $mode"; exit 2 ;;
   esac
   echo "== $mode $(( $(date +%s) - t0 )) s"

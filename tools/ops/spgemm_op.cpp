@@ -22,8 +22,9 @@ using tuner::ParamSpec;
 
 // The objective checks every candidate against the CPU reference (and its |A||B| twin), computed
 // once per matrix on every hardware thread; past this many products that would take the host
-// longer than the search itself (R-MAT 16 at edge factor 8 needs more than the 200M of one thread).
-constexpr int64_t kObjectiveMaxProducts = 1'000'000'000;
+// longer than the search itself, and dbtune's default run tunes spgemm too: a matrix past it is a
+// skipped row (R-MAT 14 at edge factor 8 has 5.3e7, R-MAT 18 2.9e9).
+constexpr int64_t kObjectiveMaxProducts = 400'000'000;
 
 // The axes of codegen::spgemm_search_space (tables doubled, group 0's lanes, other blocks), so that
 // `precompile` has every candidate's kernels; the group bounds stay the article's.
@@ -41,6 +42,7 @@ tuner::SearchSpace make_space() {
       ParamSpec::choice("block3", {512, 1024}, "threads per block, group 3 (global tables)"),
       ParamSpec::choice("split3", {4, 16, 64}, "blocks per row with a global table"),
       ParamSpec::choice("fit_tables", {0, 1}, "shared tables fitted to each group's longest row"),
+      ParamSpec::choice("narrow_dense", {0, 1}, "no global rows where B fits group 2's dense table"),
   };
   // Joint moves from a hand sweep (H200, 2026-12-01, docs/bench/2026-12-01-s11-bench_spgemm-configs.txt):
   // group 0 up to 127 products a row with 256-slot tables (uniform 1M 4.48 -> 2.46 ms, power-law
@@ -161,6 +163,10 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
        "numeric_launch, rest (the caller's sync: the numeric phase's GPU time past its launch)"},
       {"dbsparse_cold_ms", "the same for the first plan of the matrix, which also loads any kernel not yet loaded"},
       {"dbsparse_steady_ms", "plan.run() with C's structure known (numeric phase only), event-timed median per call"},
+      {"dbsparse_accesses_per_product",
+       "hash-table slots the numeric phase reads to place a product (1 in a dense table, the linear probes "
+       "otherwise), counted by hash_spgemm_cpu (the kernels' CPU spec) with the plan's config; left out past 2e8 "
+       "products"},
       {"dbsparse_from_host_ms",
        "ctx.plan_spgemm from host CSR (uploads of A and B included) + the first run() + stream sync; one run"},
       {"dbsparse_oneshot_ms",
@@ -216,9 +222,9 @@ OpDescriptor make() {
   d.bench_options = {"--config", "--contract-k", "--mcl-iters", "--two-pass"};
   d.bench = bench;
   d.explain = explain;
-  // Plans from host CSR look their config up (SpgemmOptions), but A^2 of the default suite's
-  // larger graphs has not been timed on the H200: `dbtune --op spgemm` until it has.
-  d.tuned_by_default = false;
+  // Tuned by default (issue 33): plans look their config up in the DB. The objective skips a matrix
+  // whose A^2 passes kObjectiveMaxProducts (its CPU reference would outlast the search).
+  d.tuned_by_default = true;
   return d;
 }
 

@@ -77,12 +77,13 @@ HashSpgemmResult<T> check_matches_reference(const CsrMatrix<T>& a, const CsrMatr
   REQUIRE(r.ip.size() == static_cast<size_t>(a.rows));
   std::vector<int32_t> global;
   int64_t slots = 0;
+  const SpgemmConfig eff = spgemm_for_width(cfg, b.cols);  // the bounds the spec and the plan use
   for (int32_t i = 0; i < a.rows; ++i) {
-    REQUIRE(r.group[i] == spgemm_group_of(r.ip[i], cfg));
-    if (r.overflowed[i]) REQUIRE(spgemm_row_may_overflow(r.ip[i], b.cols, cfg));
+    REQUIRE(r.group[i] == spgemm_group_of(r.ip[i], eff));
+    if (r.overflowed[i]) REQUIRE(spgemm_row_may_overflow(r.ip[i], b.cols, eff));
     if (r.group[i] == 3 || r.overflowed[i]) {
       global.push_back(i);
-      slots += spgemm_global_table_slots(r.ip[i], b.cols, cfg);
+      slots += spgemm_global_table_slots(r.ip[i], b.cols, eff);
     }
   }
   CHECK(r.global_rows == global);
@@ -109,11 +110,14 @@ const char* const kGenerated[] = {"rmat:scale=10,ef=8",        "uniform:n=2000,d
 
 TEST_CASE("HashSpgemmCpuMatchesReferenceOnGeneratedMatrices") {
   std::array<int64_t, kSpgemmGroups> rows_in_group{};
+  SpgemmConfig global;  // these graphs fit group 2's dense tables: group 3 needs narrow_dense off
+  global.narrow_dense = 0;
   for (const char* spec : kGenerated) {
     CAPTURE(spec);
     const CsrMatrix<double> a = generate(spec);
     const CsrMatrix<double> at = transpose(a);
-    const auto sq = check_matches_reference(a, a);         // A²
+    const auto sq = check_matches_reference(a, a, global);  // A²
+    check_matches_reference(a, a);
     check_matches_reference(a, at);                        // A·Aᵀ
     check_matches_reference(a.cast<float>(), a.cast<float>());
     check_matches_reference(a.cast<float>(), at.cast<float>());
@@ -178,13 +182,56 @@ TEST_CASE("HashSpgemmCpuMatchesReferenceWhenEveryRowIsInGroup2") {
 
 TEST_CASE("HashSpgemmCpuMatchesReferenceWhenEveryRowIsInGroup3") {
   const auto [a, b, cfg] = dbs_test::one_group_case(3);
-  const auto r = check_matches_reference(a, b);
+  const auto r = check_matches_reference(a, b, cfg);
   CHECK(r.grouping.count(3) == 12);
   CHECK(r.global_rows.size() == 12);
   CHECK(r.overflow_rows() == 0);
   // Global tables of 2 * min(IP, 5000) rounded up to a power of two: 16384 slots for every row.
   CHECK(r.global_slots == 12 * 16384);
   check_matches_reference(a.cast<float>(), b.cast<float>());
+}
+
+// B no wider than group 2's table (narrow_dense, the default): the same rows in group 2, dense,
+// no global table; one table access a product.
+TEST_CASE("HashSpgemmCpuMatchesReferenceWhenBFitsGroup2sDenseTable") {
+  const auto [a, b, cfg] = dbs_test::one_group_case(3);
+  const auto r = check_matches_reference(a, b);
+  CHECK(r.grouping.count(2) == 12);
+  CHECK(r.grouping.count(3) == 0);
+  CHECK(r.global_rows.empty());
+  int64_t ip = 0;
+  for (int64_t v : r.ip) ip += v;
+  CHECK(r.table_accesses == ip);
+  // Wider than t2: group 3 as before.
+  const auto wide = dbs_test::csr_with_row_lengths<double>(20000, std::vector<int32_t>(200, 256), 40);
+  CHECK(check_matches_reference(a, wide).grouping.count(3) == 12);
+  SpgemmConfig warp_rows;
+  warp_rows.lanes2 = 32;  // group 2 not a block a row: not narrowed
+  CHECK(spgemm_for_width(warp_rows, 5000).b2 == warp_rows.b2);
+  CHECK(spgemm_for_width(SpgemmConfig{}, 16384).b2 == 1 << 30);
+  CHECK(spgemm_for_width(SpgemmConfig{}, 16385).b2 == SpgemmConfig{}.b2);
+}
+
+// Table accesses as the kernels make them: a probe per slot read, one per product in a dense table.
+TEST_CASE("HashSpgemmCpuCountsTableAccessesAsTheKernelsProbe") {
+  // Columns 0 and 64 share a first slot in any table of at most 64 slots ((64 * 107) & (slots - 1)
+  // = 0): the second product reads two slots.
+  const auto a = from_entries<double>(1, 1, {{0, 0, 1}});
+  const auto b = from_entries<double>(1, 100, {{0, 0, 1}, {0, 64, 2}});
+  CHECK(check_matches_reference(a, b).table_accesses == 3);
+  // Group 3's tables as wide as B (5000 columns, 16384 slots): slot = column, one access a product.
+  const auto [a3, b3, cfg3] = dbs_test::one_group_case(3);
+  const auto r3 = check_matches_reference(a3, b3, cfg3);
+  int64_t ip3 = 0;
+  for (int64_t v : r3.ip) ip3 += v;
+  CHECK(r3.table_accesses == ip3);
+  // Hashed tables at most half full: at least one access a product, and few more.
+  const auto g = generate("powerlaw:n=3000,avg=8,alpha=1.5,max=1500");
+  const auto rg = check_matches_reference(g, g);
+  int64_t ip = 0;
+  for (int64_t v : rg.ip) ip += v;
+  CHECK(rg.table_accesses >= ip);
+  CHECK(rg.table_accesses < 2 * ip);
 }
 
 TEST_CASE("HashSpgemmCpuMatchesReferenceWithIpExactlyOnEachBound") {
