@@ -372,13 +372,14 @@ __device__ __forceinline__ long long spgemm_slot(int* table, unsigned slots, boo
   return col;
 }
 
-// A dense table's columns [lo, hi) (lo a multiple of 4; the table 16-byte aligned with slots up to
-// the next multiple of 4 past hi) written in order to C at c_col/c_val[base ..], by the whole
-// block; every thread calls it. Returns how many. Four slots a thread a pass (one 16-byte load of
-// keys) and a block scan by warp shuffles: a slot a thread with every thread summing the W warps'
-// counts from shared memory cost 32 shared loads a thread per 1024 slots, 512 for a 16384-slot
-// row (R-MAT 14's dense group-2 rows: 1.0 ms of a 4 ms product, H200 2026-12-03).
-template <typename V, int BLOCK>
+// A dense table's columns [lo, hi) written in order to C at c_col/c_val[base ..], by the whole
+// block; every thread calls it. Returns how many. VEC4: lo a multiple of 4 and the table 16-byte
+// aligned with slots up to the next multiple of 4 past hi (a shared table; a global row's column
+// segments are neither). Four slots a thread a pass (one 16-byte load of keys where VEC4) and a
+// block scan by warp shuffles: a slot a thread with every thread summing the W warps' counts from
+// shared memory cost 32 shared loads a thread per 1024 slots, 512 for a 16384-slot row (R-MAT
+// 14's dense group-2 rows: 1.0 ms of a 4 ms product, H200 2026-12-03).
+template <typename V, int BLOCK, bool VEC4>
 __device__ int spgemm_dense_write(const int* table, const V* tv, int lo, int hi, int base,
                                   int32_t* __restrict__ c_col, V* __restrict__ c_val) {
   constexpr int W = BLOCK / 32;
@@ -387,9 +388,17 @@ __device__ int spgemm_dense_write(const int* table, const V* tv, int lo, int hi,
   int written = 0;
   for (int c0 = lo; c0 < hi; c0 += 4 * BLOCK) {
     const int c = c0 + 4 * (int)threadIdx.x;
-    int4 k4 = make_int4(-1, -1, -1, -1);
-    if (c < hi) k4 = *reinterpret_cast<const int4*>(table + c);
-    const int kk[4] = {k4.x, k4.y, k4.z, k4.w};
+    int kk[4] = {-1, -1, -1, -1};
+    if constexpr (VEC4) {
+      if (c < hi) {
+        const int4 k4 = *reinterpret_cast<const int4*>(table + c);
+        kk[0] = k4.x, kk[1] = k4.y, kk[2] = k4.z, kk[3] = k4.w;
+      }
+    } else {
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        if (c + u < hi) kk[u] = table[c + u];
+    }
     unsigned occ = 0;
 #pragma unroll
     for (int u = 0; u < 4; ++u)
@@ -539,7 +548,7 @@ __device__ __forceinline__ void spgemm_numeric_shared_body(
                                     add);
     __syncthreads();
     int len;
-    if (dense) len = spgemm_dense_write<V, BLOCK>(table, tv, 0, b_cols, c_ptr[i], c_col, c_val);
+    if (dense) len = spgemm_dense_write<V, BLOCK, true>(table, tv, 0, b_cols, c_ptr[i], c_col, c_val);
     else len = spgemm_sort_row<V>(table, tv, T, FIRST ? -1 : c_ptr[i + 1] - c_ptr[i], c_ptr[i], c_col, c_val,
                                   threadIdx.x, BLOCK, &placed);
     if (FIRST && threadIdx.x == 0) row_len[i] = len;
@@ -797,7 +806,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_global_sort(const int32_t* __res
       if (blockIdx.y + 1 == gridDim.y) row_len[i] = b - c_ptr[i] + seg_count[(long long)p * gridDim.y + blockIdx.y];
     }
     __syncthreads();
-    spgemm_dense_write<V, BLOCK>(keys + off, vals + off, spgemm_segment(b_cols, blockIdx.y),
+    spgemm_dense_write<V, BLOCK, false>(keys + off, vals + off, spgemm_segment(b_cols, blockIdx.y),
                                  spgemm_segment(b_cols, blockIdx.y + 1), base, c_col, c_val);
     return;
   }

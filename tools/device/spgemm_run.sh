@@ -46,10 +46,11 @@ for mode in "$@"; do
     sanitize)
       "$B/test_gpu" -tc='Triangle*' >/dev/null 2>&1  # kernels into the cache first
       compute-sanitizer --tool memcheck --error-exitcode 9 "$B/test_gpu" \
-        -tc='Triangle*,SpgemmGpuOnePassFirstRunMatchesReferenceAndTheTwoPassRun' >"$OUT/spgemm-memcheck.log" 2>&1
+        -tc='Triangle*,SpgemmGpuOnePassFirstRunMatchesReferenceAndTheTwoPassRun,SpgemmGpuMatchesReferenceWhenBFitsGroup2sDenseTable,SpgemmGpuMatchesReferenceOnDenseAndHashedGlobalRowsOverSeveralBlocks' \
+        >"$OUT/spgemm-memcheck.log" 2>&1
       echo "memcheck rc $? $(grep 'ERROR SUMMARY' "$OUT/spgemm-memcheck.log" | tail -1)"
       compute-sanitizer --tool racecheck --error-exitcode 9 "$B/test_gpu" \
-        -tc='SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup0,SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup1' \
+        -tc='SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup0,SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup1,SpgemmGpuMatchesReferenceWhenBFitsGroup2sDenseTable' \
         >"$OUT/spgemm-racecheck.log" 2>&1
       echo "racecheck rc $? $(grep 'RACECHECK SUMMARY' "$OUT/spgemm-racecheck.log" | tail -1)" ;;
     dbtune)
