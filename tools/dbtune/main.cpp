@@ -177,10 +177,10 @@ int main(int argc, char** argv) {
   CLI::App app{"dbtune: tune dbsparse's kernels for this GPU (run once per device)"};
   app.set_version_flag("--version", std::string("dbtune ") + DBSPARSE_VERSION);
   Args a;
-  app.add_flag("--quick", a.quick, "Small suite and 2 s per (matrix, op): about two minutes");
+  app.add_flag("--quick", a.quick, "Small suite and 2 s per (matrix, op): about two minutes of search, four with a cold kernel cache");
   app.add_option("--matrices", a.matrices, "Matrix files or generator strings instead of the suite");
   app.add_flag("--no-shared", a.no_shared, "Leave out ../shared/matrices ($DBSPARSE_MATRICES)");
-  app.add_option("--ops", a.ops, "Ops to tune (comma-separate); default every op that is tuned by default (all of them; spgemm skips matrices whose A^2 passes 4e8 products)")
+  app.add_option("--ops", a.ops, "Ops to tune (comma-separate); default every op that is tuned by default (all of them; spgemm skips matrices whose A^2 passes 6e8 products)")
       ->delimiter(',')
       ->check(CLI::IsMember(tools::op_names()));
   app.add_option("--budget", a.budget_s, "Seconds of search per (matrix, op); default 2 with --quick, else 6")

@@ -4,6 +4,7 @@
 # every kernel of one fresh product (power-law 1M, R-MAT 14 by default; SPGEMM_NCU_MATRICES overrides).
 #   tools/device/spgemm_run.sh tests|quick|full|two-pass|shared|ncu|sanitize|dbtune ...   (several modes in order)
 # dbtune: the default dbtune job on the quick suite (every op tuned by default, spgemm among them).
+# configs: the quick suite (no applications) under each config of $SPGEMM_CONFIGS (';'-separated JSON).
 # two-pass: the quick suite and the full suite's three smaller matrices with --two-pass (every first
 # run does its symbolic phase), to set against the default one-pass rows of quick/full.
 set -uo pipefail
@@ -53,6 +54,17 @@ for mode in "$@"; do
         -tc='SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup0,SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup1,SpgemmGpuMatchesReferenceWhenBFitsGroup2sDenseTable' \
         >"$OUT/spgemm-racecheck.log" 2>&1
       echo "racecheck rc $? $(grep 'RACECHECK SUMMARY' "$OUT/spgemm-racecheck.log" | tail -1)" ;;
+    configs)
+      default_cfgs='{"b1":1024,"t1":2048};{"b1":1024,"t1":2048,"b0":64,"t0":128}'
+      IFS=';' read -ra cfgs <<<"${SPGEMM_CONFIGS:-$default_cfgs}"
+      n=0
+      for c in "${cfgs[@]}"; do
+        n=$((n + 1))
+        "$B/dbsparse" bench spgemm --suite quick --no-shared --precision f32 --mcl-iters 0 --config "$c" \
+          >"$OUT/spgemm-config-$n.txt" 2>&1; echo "config $n $c rc $?"
+        awk '/^[a-z]+[0-9]*:/{print "  " $1, "first", $7, "steady", $8, "x", $10}' "$OUT/spgemm-config-$n.txt"
+        grep -E "^f32 summary" "$OUT/spgemm-config-$n.txt" | cut -c1-160
+      done ;;
     dbtune)
       "$B/dbtune" --quick --no-shared --db /tmp/dbtune-quick.db >"$OUT/dbtune-quick.txt" 2>&1; echo "dbtune rc $?"
       grep -vE "^\s*$" "$OUT/dbtune-quick.txt" | grep -iE "spgemm|DB now|kernels:|skipped|error" | cut -c1-200 | head -30 ;;
