@@ -145,6 +145,11 @@ std::vector<SpgemmKey> spgemm_search_space() {
   c = SpgemmConfig{};
   c.block1 = 256;  // eight warp-rows a block (the default before 2026-12-01)
   configs.push_back(c);
+  for (int b2 : {256, 512}) {  // group 2's block rows narrower (the tuner's block2)
+    c = SpgemmConfig{};
+    c.block2 = b2;
+    configs.push_back(c);
+  }
   std::vector<SpgemmKey> out;
   for (ValueType v : {ValueType::F32, ValueType::F64})
     for (SpgemmPhase ph : {SpgemmPhase::Symbolic, SpgemmPhase::Numeric})

@@ -62,7 +62,7 @@ for mode in "$@"; do
         n=$((n + 1))
         "$B/dbsparse" bench spgemm --suite quick --no-shared --precision f32 --mcl-iters 0 --config "$c" \
           >"$OUT/spgemm-config-$n.txt" 2>&1; echo "config $n $c rc $?"
-        awk '/^[a-z]+[0-9]*:/{print "  " $1, "first", $7, "steady", $8, "x", $10}' "$OUT/spgemm-config-$n.txt"
+        awk '/^[a-z0-9]+:/{print "  " $1, "first", $7, "steady", $8, "x", $10}' "$OUT/spgemm-config-$n.txt"
         grep -E "^f32 summary" "$OUT/spgemm-config-$n.txt" | cut -c1-160
       done ;;
     dbtune)

@@ -39,6 +39,9 @@ tuner::SearchSpace make_space() {
       // held by its slowest of 8 rows, achieved occupancy 14.8% of 37.5%, H200 2026-12-01).
       ParamSpec::choice("block1", {64, 256, 512}, "threads per block, group 1"),
       ParamSpec::choice("lanes1", {0, 32}, "threads per row, group 1 (0: the whole block)"),
+      // Block rows of group 2 with few distinct columns (a 27-point stencil's 729 products make 125)
+      // leave most of 1024 threads idle through the sort's barriers.
+      ParamSpec::choice("block2", {256, 512, 1024}, "threads per block (and row), group 2"),
       ParamSpec::choice("block3", {512, 1024}, "threads per block, group 3 (global tables)"),
       ParamSpec::choice("split3", {4, 16, 64}, "blocks per row with a global table"),
       ParamSpec::choice("fit_tables", {0, 1}, "shared tables fitted to each group's longest row"),
