@@ -2,6 +2,7 @@
 // The whole public API. Users include this (or the single headers it lists).
 #include "dbsparse/bfs.hpp"
 #include "dbsparse/context.hpp"
+#include "dbsparse/cuda_graph.hpp"
 #include "dbsparse/device_csr.hpp"
 #include "dbsparse/error.hpp"
 #include "dbsparse/features.hpp"

@@ -21,7 +21,7 @@ namespace dbsparse::cuda {
   X(cuModuleGetFunction) X(cuLaunchKernel) X(cuLaunchCooperativeKernel) X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuEventCreate)        \
   X(cuEventDestroy) X(cuEventRecord) X(cuStreamWaitEvent) X(cuEventSynchronize) X(cuEventElapsedTime)         \
   X(cuGetErrorName) X(cuGetErrorString) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)   \
-  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) \
+  X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphGetNodes) \
   X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolSetAttribute)   \
   X(cuMemPoolTrimTo) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)
 

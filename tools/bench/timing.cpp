@@ -4,39 +4,10 @@
 #include <vector>
 
 #include "dbsparse/context.hpp"
+#include "dbsparse/cuda_graph.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
 
 namespace dbsparse::tools {
-
-namespace {
-
-// The batch's calls captured from the stream into one instantiated graph.
-struct CapturedBatch {
-  CUgraph graph = nullptr;
-  CUgraphExec exec = nullptr;
-  CapturedBatch(void* stream, int batch, int64_t& call, const std::function<void(int64_t)>& launch) {
-    auto s = static_cast<CUstream>(stream);
-    DBS_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
-    try {
-      for (int b = 0; b < batch; ++b) launch(call++);
-    } catch (...) {
-      CUgraph g = nullptr;
-      cuda::driver().cuStreamEndCapture(s, &g);  // leave the stream usable; the first error wins
-      if (g) cuda::driver().cuGraphDestroy(g);
-      throw;
-    }
-    DBS_CU(cuStreamEndCapture(s, &graph));
-    DBS_CU(cuGraphInstantiateWithFlags(&exec, graph, 0));
-  }
-  ~CapturedBatch() {
-    if (exec) cuda::driver().cuGraphExecDestroy(exec);
-    if (graph) cuda::driver().cuGraphDestroy(graph);
-  }
-  CapturedBatch(const CapturedBatch&) = delete;
-  CapturedBatch& operator=(const CapturedBatch&) = delete;
-};
-
-}  // namespace
 
 TimingResult time_on_stream(void* stream, const TimingOptions& opt,
                             const std::function<void(int64_t)>& launch) {
@@ -44,11 +15,14 @@ TimingResult time_on_stream(void* stream, const TimingOptions& opt,
   for (int i = 0; i < opt.warmup; ++i) launch(call++);
   std::vector<Event> starts(opt.samples), stops(opt.samples);
   if (opt.graph) {
-    CapturedBatch g(stream, opt.batch, call, launch);
-    DBS_CU(cuGraphLaunch(g.exec, static_cast<CUstream>(stream)));  // the first replay uploads the graph
+    // The batch's calls captured from the stream into one graph (dbsparse::CudaGraph).
+    const CudaGraph g = CudaGraph::capture(stream, [&] {
+      for (int b = 0; b < opt.batch; ++b) launch(call++);
+    });
+    g.replay(stream);  // the first replay uploads the graph
     for (int s = 0; s < opt.samples; ++s) {
       starts[s].record(stream);
-      DBS_CU(cuGraphLaunch(g.exec, static_cast<CUstream>(stream)));
+      g.replay(stream);
       stops[s].record(stream);
     }
     for (int s = 0; s < opt.samples; ++s) stops[s].synchronize();
