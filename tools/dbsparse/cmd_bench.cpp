@@ -194,6 +194,9 @@ Runner add_bench(CLI::App& sub_ref) {
                d.name, d.arch(), copy_gbs, a->timing.samples, a->timing.batch,
                a->timing.graph ? "each sample one CUDA graph replay" : "stream launches");
     nlohmann::json results = op.bench(ctx, stream, req);
+    // The op's smallest calls next to an empty launch, in the same harness (issue 34).
+    if (op.fixed_cost_calls)
+      results["fixed_cost"] = tools::fixed_cost_section(ctx, stream, req.timing, op.fixed_cost_calls(ctx, stream));
     if (!a->json_path.empty()) {
       nlohmann::json j;
       j["tool"] = "dbsparse bench";

@@ -8,6 +8,7 @@
 #include "tools/bench/bench_bfs.hpp"
 #include "tools/bench/stats.hpp"
 #include "tools/ops/op_support.hpp"
+#include "tools/ops/fixed_cost_calls.hpp"
 #include "tools/ops/registry.hpp"
 
 namespace dbsparse::tools {
@@ -110,6 +111,7 @@ OpDescriptor make() {
   d.bench_options = {"--config"};
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return ctx.plan_bfs(m.csr).explain(); };
+  d.fixed_cost_calls = bfs_fixed_cost_calls;
   return d;
 }
 

@@ -16,6 +16,7 @@
 #include "dbsparse/context.hpp"
 #include "dbsparse/io.hpp"
 #include "dbsparse/op_config.hpp"
+#include "tools/bench/fixed_cost.hpp"
 #include "tools/bench/timing.hpp"
 #include "tuner/search.hpp"
 #include "tuner/search_space.hpp"
@@ -75,6 +76,9 @@ struct OpDescriptor {
   // Problem classes tuned and stored apart (the tuning DB's bucket; plans look theirs up), e.g.
   // spmm's N classes. Empty: one config per matrix, bucket "".
   std::vector<std::string> buckets;
+  // The op's smallest calls (issue 34: its fixed cost), set up on this context: every `bench` of
+  // the op times them next to an empty kernel's launch (tools/bench/fixed_cost.hpp). Empty: none.
+  std::function<std::vector<FixedCostCall>(Context&, const Stream&)> fixed_cost_calls;
   // dbtune tunes it unless --ops leaves it out; false for an op whose plan does not read the DB yet,
   // so that a default run spends none of its budget on configs nothing would use.
   bool tuned_by_default = true;

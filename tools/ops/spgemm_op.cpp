@@ -12,6 +12,7 @@
 #include "tools/bench/bench_spgemm.hpp"
 #include "tools/bench/suites.hpp"
 #include "tools/ops/op_support.hpp"
+#include "tools/ops/fixed_cost_calls.hpp"
 #include "tools/ops/registry.hpp"
 
 namespace dbsparse::tools {
@@ -228,6 +229,7 @@ OpDescriptor make() {
   // Tuned by default (issue 33): plans look their config up in the DB. The objective skips a matrix
   // whose A^2 passes kObjectiveMaxProducts (its CPU reference would outlast the search).
   d.tuned_by_default = true;
+  d.fixed_cost_calls = spgemm_fixed_cost_calls;
   return d;
 }
 

@@ -20,6 +20,7 @@
 #include "tools/bench/stats.hpp"
 #include "tools/bench/suites.hpp"
 #include "tools/ops/op_support.hpp"
+#include "tools/ops/fixed_cost_calls.hpp"
 #include "tools/ops/registry.hpp"
 
 namespace dbsparse::tools {
@@ -405,6 +406,7 @@ OpDescriptor make() {
   d.bench_options = {"--config", "--n", "--precision"};
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return ctx.plan_spmm(m.csr.cast<float>(), 128).explain(); };
+  d.fixed_cost_calls = spmm_fixed_cost_calls;
   return d;
 }
 

@@ -10,6 +10,7 @@
 #include "tools/bench/stats.hpp"
 #include "tools/bench/suites.hpp"
 #include "tools/ops/op_support.hpp"
+#include "tools/ops/fixed_cost_calls.hpp"
 #include "tools/ops/registry.hpp"
 
 namespace dbsparse::tools {
@@ -157,6 +158,7 @@ OpDescriptor make() {
   d.bench_options = {"--density", "--config", "--fused"};
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return ctx.plan_spmspv(m.csr.cast<float>()).explain(); };
+  d.fixed_cost_calls = spmspv_fixed_cost_calls;
   return d;
 }
 

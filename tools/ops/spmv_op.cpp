@@ -11,6 +11,7 @@
 #include "tools/bench/random.hpp"
 #include "tools/bench/suites.hpp"
 #include "tools/ops/op_support.hpp"
+#include "tools/ops/fixed_cost_calls.hpp"
 #include "tools/ops/registry.hpp"
 
 namespace dbsparse::tools {
@@ -142,6 +143,7 @@ OpDescriptor make() {
   d.bench_options = {"--strategy", "--explain"};
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return ctx.plan_spmv(m.csr.cast<float>()).explain(); };
+  d.fixed_cost_calls = spmv_fixed_cost_calls;
   return d;
 }
 

@@ -46,6 +46,7 @@ TEST_CASE("EveryRegisteredOpDeclaresItsSpaceDefaultsAndVariants") {
     CHECK(op->config.op == op->name);
     CHECK(op->space.defaults == op->config.defaults);  // one set of defaults, the typed config's
     CHECK(op->space.can_implement(op->space.defaults));
+    CHECK(op->fixed_cost_calls);  // `bench` reports every op's fixed cost (issue 34)
     // Every searched parameter is a config key, and its default is one of its values, so the
     // search starts on the grid.
     for (const auto& p : op->space.params) {

@@ -1,0 +1,29 @@
+#pragma once
+// The fixed cost of a call (issue 34): an op's smallest calls timed by the same harness as an
+// empty kernel's launch, each by stream launches and by one CUDA graph replay a batch, so that
+// every `dbsparse bench` run prints how far a call sits above an empty launch.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "dbsparse/context.hpp"
+#include "tools/bench/timing.hpp"
+
+namespace dbsparse::tools {
+
+// One of an op's smallest calls: what it is, and its launch on the bench's stream (owning
+// whatever it needs: plans, buffers).
+struct FixedCostCall {
+  std::string what;
+  std::function<void(int64_t)> launch;
+  double per = 1;  // the times reported are a call's over this (a BFS's levels: the cost a level)
+};
+
+// Times the empty kernel and each call (stream launches, then graph replays), prints one line
+// each, and returns {"empty_kernel": {...}, "calls": [...]}, times in us a call.
+nlohmann::json fixed_cost_section(Context& ctx, const Stream& stream, const TimingOptions& timing,
+                                  const std::vector<FixedCostCall>& calls);
+
+}  // namespace dbsparse::tools
