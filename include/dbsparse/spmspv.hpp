@@ -44,6 +44,7 @@ struct SpmspvConfig {
   int residual_below = kDefaultResidualBelow;
   double residual_push_below = 0.5;
   std::string residual_pull = "off";
+  int pdl = 1;
 
   template <class V>
   void visit(V& v) {
@@ -61,6 +62,9 @@ struct SpmspvConfig {
              "its rows and pulls once x's density reaches residual_push_below");
     v.number("residual_push_below", residual_push_below, 0.0, 2.0,
              "with residual_pull by_density: the residual pushes while x's nonzeros / cols is below this");
+    v.integer("pdl", pdl, 0, 1,
+              "1: a call's kernels after the first start by programmatic dependent launch (sm_90+), "
+              "overlapping each launch with the previous kernel's run");
   }
   void check() const;  // no rule between fields (runtime/spmspv/spmspv_plan.cpp says why)
   DbThresholds thresholds() const { return DbThresholds{th0, th1, th2, residual_below, residual_pull != "off"}; }

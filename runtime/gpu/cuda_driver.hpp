@@ -18,7 +18,7 @@ namespace dbsparse::cuda {
   X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuMemAlloc) X(cuMemFree) \
   X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuMemsetD8) X(cuMemsetD8Async)  \
   X(cuMemsetD32Async) X(cuMemGetInfo) X(cuModuleLoadData) X(cuModuleUnload)              \
-  X(cuModuleGetFunction) X(cuLaunchKernel) X(cuLaunchCooperativeKernel) X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuEventCreate)        \
+  X(cuModuleGetFunction) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuLaunchCooperativeKernel) X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuEventCreate)        \
   X(cuEventDestroy) X(cuEventRecord) X(cuStreamWaitEvent) X(cuEventSynchronize) X(cuEventElapsedTime)         \
   X(cuGetErrorName) X(cuGetErrorString) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)   \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphGetNodes) \

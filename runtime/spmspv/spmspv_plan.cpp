@@ -89,6 +89,7 @@ struct SpmspvPlan<T>::Impl {
   SpmspvDirection direction = SpmspvDirection::Auto;
   int32_t block_rows = 0;
   unsigned sm_count = 1;
+  bool pdl = false;  // launch() by programmatic dependent launch
   unsigned prep_grid = 1, compute_grid = 1;
   unsigned fused_grid = 0;  // 0: no cooperative launch on this device; two launches instead
   // Host copies for pull_bytes_visited (not used on the hot path).
@@ -150,9 +151,28 @@ struct SpmspvPlan<T>::Impl {
     return a;
   }
 
+  // With pdl (SpmspvConfig::pdl on sm_90+), every kernel of a call starts by programmatic
+  // dependent launch: its blocks may be scheduled while the stream's previous kernel still runs,
+  // and wait in dbs_pdl_wait() (templates/common/dbs_common.cuh) for its results. Every kernel
+  // launched here calls it first, so the first kernel of a call waits for the caller's work too.
   void launch(CUfunction f, unsigned grid, void** params, void* stream) const {
-    DBS_CU(cuLaunchKernel(f, grid, 1, 1, kWarps * 32, 1, 1, 0, static_cast<CUstream>(stream), params,
-                          nullptr));
+    if (!pdl) {
+      DBS_CU(cuLaunchKernel(f, grid, 1, 1, kWarps * 32, 1, 1, 0, static_cast<CUstream>(stream), params,
+                            nullptr));
+      return;
+    }
+    CUlaunchAttribute attr{};
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = grid;
+    cfg.gridDimY = cfg.gridDimZ = 1;
+    cfg.blockDimX = kWarps * 32;
+    cfg.blockDimY = cfg.blockDimZ = 1;
+    cfg.hStream = static_cast<CUstream>(stream);
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    DBS_CU(cuLaunchKernelEx(&cfg, f, params, nullptr));
   }
 };
 
@@ -229,6 +249,7 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->direction = opt.direction;
   p->block_rows = db.block_rows;
   p->sm_count = static_cast<unsigned>(std::max(1, info_.sm_count));
+  p->pdl = cfg.pdl != 0 && info_.cc_major >= 9;
 
   p->blk_col_idx = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_idx));
   p->blk_col_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_ptr));

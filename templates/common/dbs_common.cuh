@@ -3,6 +3,23 @@
 
 namespace dbs {
 
+// Programmatic dependent launch (Hopper; issue 34). A kernel that a plan may launch with the
+// programmatic-serialization attribute calls dbs_pdl_wait() before it touches memory an earlier
+// kernel of the stream writes or reads (it returns once those grids have finished and their
+// writes are visible; without the attribute it returns at once), then dbs_pdl_trigger() so that
+// the next kernel's launch overlaps this one's run. Both are no-ops before sm_90.
+__device__ __forceinline__ void dbs_pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void dbs_pdl_trigger() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#endif
+}
+
+
 // An enumerator, not a constexpr variable: NVRTC emits a namespace-scope constant as an internal
 // symbol named with a per-compilation random id, which made every cubin including this header differ
 // from a rebuild of itself (the kernel cache test compares them).

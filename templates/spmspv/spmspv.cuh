@@ -54,6 +54,8 @@ template <typename T>
 __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_compute(SpmspvArgs<T> a) {
   __shared__ ComputeShared<T> sh;
   __shared__ RunInfo run;
+  dbs_pdl_wait();  // prep's counts (a launch with PDL: runtime/spmspv/spmspv_plan.cpp)
+  dbs_pdl_trigger();
   if (threadIdx.x == 0) {
     const volatile SpmspvState* st = a.state;
     run = RunInfo{st->direction, st->res_direction, st->run.block_tasks, st->run.residual_tasks, st->run.small_tasks};
@@ -97,10 +99,14 @@ __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_fused
 // runs); spmspv_unscatter restores the zeros afterwards.
 template <typename T>
 __global__ void spmspv_scatter(const int* idx, const T* val, int n, T* xd) {
+  dbs_pdl_wait();
+  dbs_pdl_trigger();
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) xd[idx[i]] = val[i];
 }
 template <typename T>
 __global__ void spmspv_unscatter(const int* idx, int n, T* xd) {
+  dbs_pdl_wait();
+  dbs_pdl_trigger();
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) xd[idx[i]] = T(0);
 }
 

@@ -239,6 +239,8 @@ __device__ __forceinline__ RunInfo run_info(const SpmspvArgs<T>& a, const volati
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32) spmspv_prep(SpmspvArgs<T> a) {
   __shared__ PrepShared sh;
+  dbs_pdl_wait();
+  dbs_pdl_trigger();
   SpmspvState* st = a.state;
   prep_body(a, sh, &st->acc);
   if (threadIdx.x == 0 && last_block_to_arrive(&st->prep_ticket)) publish_run(st, run_info(a, &st->acc));

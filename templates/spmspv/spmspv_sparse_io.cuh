@@ -11,6 +11,8 @@ namespace dbs {
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_prep(SpmspvArgs<T> a, const int* idx, const T* val,
                                                                   int n) {
+  dbs_pdl_wait();
+  dbs_pdl_trigger();
   SpmspvState* st = a.state;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const int c = idx[i], b = c >> 4;
@@ -47,6 +49,8 @@ __global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_prep(SpmspvArgs<T> 
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_finish(SpmspvArgs<T> a, const int* xidx, int n,
                                                                     int* yidx, T* yval, int* ynnz) {
+  dbs_pdl_wait();
+  dbs_pdl_trigger();
   SpmspvState* st = a.state;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const int c = xidx[i];

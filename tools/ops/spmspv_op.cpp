@@ -37,6 +37,7 @@ tuner::SearchSpace make_space() {
       // blocks; 257 (the default) makes all of it residual.
       ParamSpec::choice("residual_below", {0, 4, 16, 257}, "blocks with fewer nonzeros go to the residual"),
       ParamSpec::choice("residual_pull", {"off", "by_density"}, "whether the residual stores its rows and pulls"),
+      ParamSpec::choice("pdl", {0, 1}, "programmatic dependent launch between a call's kernels"),
   };
   // th0 >= th1 makes the COO / Dense split degenerate: legal, but not worth a trial.
   s.constraints = {{"th0 < th1", [](const nlohmann::json& c) { return c.at("th0").get<int>() < c.at("th1").get<int>(); }}};
