@@ -24,5 +24,6 @@ Runner add_square(CLI::App& sub);
 Runner add_contract(CLI::App& sub);
 Runner add_mcl(CLI::App& sub);
 Runner add_triangles(CLI::App& sub);
+Runner add_reorder(CLI::App& sub);
 
 }  // namespace dbsparse::cli

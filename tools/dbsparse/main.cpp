@@ -38,6 +38,8 @@ int main(int argc, char** argv) {
       dbsparse::cli::add_gcn);
   add("triangles", "Triangle counting on the GPU (masked product C<L> = L*L, no L or C built), checked against the CPU",
       dbsparse::cli::add_triangles);
+  add("reorder", "Vertex orderings (degree, RCM, community) on the CPU: their time and how local each makes the pattern",
+      dbsparse::cli::add_reorder);
   add("square", "C = A^2 (or A*A^T) by hash SpGEMM: first and steady run, GFLOP/s, nnz(C), checked against the CPU",
       dbsparse::cli::add_square);
   add("contract", "Graph contraction C = S*G*S^T for vertex labels (a file or random) by two hash SpGEMM products",

@@ -1,0 +1,138 @@
+// Vertex orderings (reorder.hpp): each a permutation; RCM brings a scrambled grid back to a narrow
+// band; community keeps planted communities contiguous; degree sorts hubs first; P A P^T with P x
+// gives P (A x), and the inverse undoes it.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <span>
+
+#include "dbsparse/error.hpp"
+#include "dbsparse/generators.hpp"
+#include "dbsparse/reference.hpp"
+#include "dbsparse/reorder.hpp"
+#include "test_support.hpp"
+
+using namespace dbsparse;
+
+namespace {
+
+const Reorder kAll[] = {Reorder::None, Reorder::Degree, Reorder::Rcm, Reorder::Community};
+
+Permutation shuffled(int32_t n, uint64_t seed) {
+  std::vector<int32_t> order(static_cast<size_t>(n));
+  std::iota(order.begin(), order.end(), 0);
+  std::mt19937_64 rng(seed);
+  std::shuffle(order.begin(), order.end(), rng);
+  return permutation_from_order(order);
+}
+
+void check_bijection(const Permutation& p, int32_t n) {
+  REQUIRE(p.size() == n);
+  REQUIRE(p.old_of_new.size() == static_cast<size_t>(n));
+  std::vector<int> seen(static_cast<size_t>(n), 0);
+  for (int32_t v = 0; v < n; ++v) {
+    const int32_t k = p.new_of_old[static_cast<size_t>(v)];
+    REQUIRE(k >= 0);
+    REQUIRE(k < n);
+    CHECK(seen[static_cast<size_t>(k)]++ == 0);
+    CHECK(p.old_of_new[static_cast<size_t>(k)] == v);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("EveryReorderingIsAPermutationAndPermutedSpmvMatchesReference") {
+  for (const char* spec : {"powerlaw:n=3000,avg=8,alpha=1.5,max=1500", "rmat:scale=11,ef=8,scramble=1",
+                           "roadnet:n=4000,seed=2", "stencil3d:n=12,points=7", "uniform:n=2000,d=6"}) {
+    CAPTURE(spec);
+    const CsrMatrix<double> a = generate(spec);
+    const auto x = dbs_test::random_vector<double>(static_cast<size_t>(a.cols), 5);
+    const std::vector<double> y = reference::spmv(a, std::span<const double>(x));
+    for (const Reorder how : kAll) {
+      CAPTURE(to_string(how));
+      const Permutation p = reorder(a, how);
+      check_bijection(p, a.rows);
+      if (how == Reorder::None) CHECK(p.identity());
+      const CsrMatrix<double> b = permute_symmetric(a, p);
+      CHECK(b.nnz() == a.nnz());
+      // (P A P^T)(P x) = P (A x): inputs and outputs go through the permutation and back.
+      const std::vector<double> yb = reference::spmv(b, std::span<const double>(permute_vector(x, p)));
+      const std::vector<double> back = unpermute_vector(yb, p);
+      CHECK(reference::relative_error(std::span<const double>(y), std::span<const double>(back)) < 1e-12);
+      // The inverse permutation restores A exactly.
+      const CsrMatrix<double> again = permute_symmetric(b, permutation_from_order(p.new_of_old));
+      CHECK(again.row_ptr == a.row_ptr);
+      CHECK(again.col_idx == a.col_idx);
+      CHECK(again.values == a.values);
+    }
+  }
+}
+
+TEST_CASE("RcmBringsAScrambledGridBackToANarrowBand") {
+  const int32_t side = 60;
+  const CsrMatrix<double> grid = generate("stencil2d:n=60");
+  const CsrMatrix<double> scrambled = permute_symmetric(grid, shuffled(grid.rows, 11));
+  const LocalityStats before = locality(scrambled);
+  const CsrMatrix<double> ordered = permute_symmetric(scrambled, reorder(scrambled, Reorder::Rcm));
+  const LocalityStats after = locality(ordered);
+  CHECK(before.bandwidth > 20 * side);
+  CHECK(after.bandwidth <= 2 * side);  // RCM on a grid: about one diagonal's width
+  // As few lines of x a row as the grid's own order (rows i - 60, i, i + 60: three) gives.
+  CHECK(after.lines_per_row <= 1.05 * locality(grid).lines_per_row);
+  CHECK(after.lines_per_row < 0.65 * before.lines_per_row);
+  MESSAGE("grid 60x60 bandwidth ", before.bandwidth, " -> ", after.bandwidth, ", lines a row ", before.lines_per_row,
+          " -> ", after.lines_per_row);
+}
+
+TEST_CASE("CommunityOrderKeepsPlantedCommunitiesContiguous") {
+  // Eight cliques of 25 vertices, one edge between consecutive cliques, vertex ids shuffled.
+  const int32_t k = 8, size = 25, n = k * size;
+  std::vector<dbs_test::Entry> e;
+  for (int32_t c = 0; c < k; ++c) {
+    for (int32_t i = 0; i < size; ++i)
+      for (int32_t j = 0; j < size; ++j)
+        if (i != j) e.emplace_back(c * size + i, c * size + j, 1.0);
+    if (c + 1 < k) {
+      e.emplace_back(c * size, (c + 1) * size, 1.0);
+      e.emplace_back((c + 1) * size, c * size, 1.0);
+    }
+  }
+  const CsrMatrix<double> planted = dbs_test::csr_from_entries<double>(n, n, e);
+  const Permutation scramble = shuffled(n, 3);
+  const CsrMatrix<double> a = permute_symmetric(planted, scramble);
+  const Permutation p = reorder(a, Reorder::Community);
+  check_bijection(p, n);
+  // Each planted clique's vertices occupy size consecutive positions of the new order.
+  for (int32_t c = 0; c < k; ++c) {
+    int32_t lo = n, hi = -1;
+    for (int32_t i = 0; i < size; ++i) {
+      const int32_t now = p.new_of_old[static_cast<size_t>(scramble.new_of_old[static_cast<size_t>(c * size + i)])];
+      lo = std::min(lo, now);
+      hi = std::max(hi, now);
+    }
+    CAPTURE(c);
+    CHECK(hi - lo == size - 1);
+  }
+}
+
+TEST_CASE("DegreeOrderPutsHubsFirstAndReorderRejectsBadInput") {
+  const CsrMatrix<double> a = generate("powerlaw:n=3000,avg=8,alpha=1.5,max=1500");
+  const PatternGraph g = symmetrize(pattern_of(a), true);
+  const Permutation p = reorder(a, Reorder::Degree);
+  for (int32_t k = 1; k < a.rows; ++k) {
+    const int32_t u = p.old_of_new[static_cast<size_t>(k - 1)], v = p.old_of_new[static_cast<size_t>(k)];
+    REQUIRE(g.row_ptr[u + 1] - g.row_ptr[u] >= g.row_ptr[v + 1] - g.row_ptr[v]);
+  }
+  CHECK(parse_reorder("rcm") == Reorder::Rcm);
+  CHECK_THROWS_WITH_AS(parse_reorder("rabbit"), doctest::Contains("none, degree, rcm, community"), UsageError);
+  const CsrMatrix<double> rect = dbs_test::csr_with_row_lengths<double>(10, std::vector<int32_t>(4, 2), 1);
+  CHECK_THROWS_WITH_AS(reorder(rect, Reorder::Rcm), doctest::Contains("4x10"), UsageError);
+  CHECK_THROWS_AS(permutation_from_order({0, 2, 2}), UsageError);
+  CHECK_THROWS_AS(permute_symmetric(a, identity_permutation(5)), UsageError);
+  // Empty graphs and isolated vertices.
+  const CsrMatrix<double> empty = dbs_test::csr_from_entries<double>(5, 5, {});
+  for (const Reorder how : kAll) check_bijection(reorder(empty, how), 5);
+  check_bijection(reorder(CsrMatrix<double>{}, Reorder::Rcm), 0);
+}

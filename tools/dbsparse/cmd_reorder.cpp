@@ -1,0 +1,86 @@
+// `dbsparse reorder MATRIX`: the vertex orderings of reorder.hpp on the CPU, each with its time and
+// how local the permuted pattern is (bandwidth, mean |i - j|, lines of x a row gathers), so that
+// their cost can be set against what they save a call (issue 35). No GPU needed.
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+
+#include <ctime>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "dbsparse/error.hpp"
+#include "dbsparse/io.hpp"
+#include "dbsparse/reorder.hpp"
+#include "support/atomic_file.hpp"
+#include "tools/bench/spgemm_apps_check.hpp"
+#include "tools/bench/timing.hpp"
+#include "tools/dbsparse/commands.hpp"
+
+namespace dbsparse::cli {
+namespace {
+
+struct ReorderArgs {
+  std::string matrix, json_path, permutation_path;
+  std::vector<std::string> methods{"none", "degree", "rcm", "community"};
+};
+
+nlohmann::json locality_json(const LocalityStats& s) {
+  return {{"bandwidth", s.bandwidth}, {"mean_distance", s.mean_distance}, {"lines_per_row", s.lines_per_row}};
+}
+
+int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
+  const CsrMatrix<float> csr = m.csr.cast<float>();
+  fmt::print("{}: {} x {}, {} entries\n", m.name, csr.rows, csr.cols, csr.nnz());
+  fmt::print("{:<10} {:>10} {:>12} {:>14} {:>14}\n", "order", "cpu ms", "bandwidth", "mean |i-j|", "x lines/row");
+  nlohmann::json rec = {{"tool", "dbsparse reorder"},
+                        {"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)))},
+                        {"matrix", m.name},
+                        {"rows", csr.rows},
+                        {"nnz", csr.nnz()},
+                        {"orders", nlohmann::json::array()}};
+  for (const auto& name : a.methods) {
+    const Reorder how = parse_reorder(name);
+    Permutation p;
+    const double ms = tools::wall_ms([&] { p = reorder(csr, how); });
+    const LocalityStats s = locality(how == Reorder::None ? csr : permute_symmetric(csr, p));
+    fmt::print("{:<10} {:>10.1f} {:>12} {:>14.1f} {:>14.2f}\n", name, ms, s.bandwidth, s.mean_distance,
+               s.lines_per_row);
+    nlohmann::json o = locality_json(s);
+    o["order"] = name;
+    o["cpu_ms"] = ms;
+    rec["orders"].push_back(o);
+    if (!a.permutation_path.empty() && &name == &a.methods.back()) {
+      // The last method's permutation, one new index a line for each old vertex (new_of_old).
+      std::string text;
+      for (const int32_t k : p.new_of_old) text += fmt::format("{}\n", k);
+      support::write_file_atomic(a.permutation_path, text);
+      fmt::print("wrote {} ({} order: line v holds vertex v's new index)\n", a.permutation_path, name);
+    }
+  }
+  tools::write_record(a.json_path, rec);
+  return 0;
+}
+
+}  // namespace
+
+Runner add_reorder(CLI::App& sub_ref) {
+  auto* sub = &sub_ref;
+  auto a = std::make_shared<ReorderArgs>();
+  sub->add_option("matrix", a->matrix, "Matrix Market file (.mtx, .mtx.gz) or a generator string; square")->required();
+  sub->add_option("--methods", a->methods, "Orders to compute (comma-separate): none, degree, rcm, community")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"none", "degree", "rcm", "community"}));
+  sub->add_option("--permutation", a->permutation_path,
+                  "Write the last method's permutation (new index of each vertex, a line each)");
+  sub->add_option("--json", a->json_path, "Write times and locality per order as JSON");
+  return [a]() {
+    const NamedMatrix m = load_matrix(a->matrix);  // InputError names the file and line
+    if (m.csr.rows != m.csr.cols)
+      throw UsageError(fmt::format("reorder: {} is {}x{}; a symmetric reordering needs a square matrix", m.name,
+                                   m.csr.rows, m.csr.cols));
+    return run_reorder(*a, m);
+  };
+}
+
+}  // namespace dbsparse::cli
