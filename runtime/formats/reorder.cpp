@@ -13,9 +13,17 @@ namespace {
 
 int32_t degree(const PatternGraph& g, int32_t v) { return g.row_ptr[v + 1] - g.row_ptr[v]; }
 
-// Breadth-first levels from `root` over the vertices with in_set[v] (all when in_set is empty);
-// returns the vertices in visit order, neighbours of each in increasing degree (Cuthill-McKee).
-// mark[v] == stamp: seen in this search.
+// Increasing degree, ties by index: Cuthill-McKee's neighbour order and RCM's start order.
+void sort_by_degree(const PatternGraph& g, std::vector<int32_t>& v) {
+  std::sort(v.begin(), v.end(), [&](int32_t x, int32_t y) {
+    const int32_t dx = degree(g, x), dy = degree(g, y);
+    return dx != dy ? dx < dy : x < y;
+  });
+}
+
+// Breadth-first levels from `root` over the vertices with label[v] == want (all when label is
+// empty); returns the vertices in visit order, neighbours of each in increasing degree
+// (Cuthill-McKee). mark[v] == stamp: seen in this search.
 std::vector<int32_t> cm_order(const PatternGraph& g, int32_t root, const std::vector<int32_t>& label, int32_t want,
                               std::vector<int32_t>& mark, int32_t stamp, int32_t* last_level_start = nullptr,
                               int32_t* depth = nullptr) {
@@ -37,10 +45,7 @@ std::vector<int32_t> cm_order(const PatternGraph& g, int32_t root, const std::ve
         mark[u] = stamp;
         next.push_back(u);
       }
-      std::sort(next.begin(), next.end(), [&](int32_t x, int32_t y) {
-        const int32_t dx = degree(g, x), dy = degree(g, y);
-        return dx != dy ? dx < dy : x < y;
-      });
+      sort_by_degree(g, next);
       order.insert(order.end(), next.begin(), next.end());
     }
     level_begin = level_end;
@@ -73,10 +78,7 @@ void rcm_append(const PatternGraph& g, const std::vector<int32_t>& members, cons
                 int32_t want, std::vector<int32_t>& mark, int32_t& stamp, std::vector<uint8_t>& placed,
                 std::vector<int32_t>& out) {
   std::vector<int32_t> by_degree = members;
-  std::sort(by_degree.begin(), by_degree.end(), [&](int32_t x, int32_t y) {
-    const int32_t dx = degree(g, x), dy = degree(g, y);
-    return dx != dy ? dx < dy : x < y;
-  });
+  sort_by_degree(g, by_degree);
   for (const int32_t s : by_degree) {
     if (placed[s]) continue;
     const int32_t root = pseudo_peripheral(g, s, label, want, mark, stamp);
@@ -184,7 +186,6 @@ Permutation reorder(const PatternGraph& g, Reorder how) {
     case Reorder::Community: {
       const std::vector<int32_t> label = label_propagation(g, 5);
       // Communities in order of their first vertex, each as a list of members.
-      std::vector<int32_t> first(static_cast<size_t>(g.n), -1);
       std::vector<std::vector<int32_t>> members;
       std::vector<int32_t> slot(static_cast<size_t>(g.n), -1);
       for (int32_t v = 0; v < g.n; ++v) {

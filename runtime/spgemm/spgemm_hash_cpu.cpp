@@ -27,6 +27,7 @@ class RowTable {
     vals_.assign(static_cast<size_t>(slots), T(0));
     mask_ = static_cast<uint32_t>(slots - 1);
     dense_ = dense;
+    accesses_ = 0;
   }
   // The slot that holds `key` after the call (claimed when it was empty: `claimed` says so), or -1
   // when all slots hold other keys. On the GPU the claim is atomicCAS(empty -> key); a lost race
@@ -56,7 +57,7 @@ class RowTable {
   T& value(int64_t slot) { return vals_[static_cast<size_t>(slot)]; }
   int64_t slots() const { return static_cast<int64_t>(keys_.size()); }
   int32_t key(int64_t slot) const { return keys_[static_cast<size_t>(slot)]; }
-  // Slots read by insert() since the last take_accesses().
+  // Slots read by insert() since reset() or the last take_accesses().
   int64_t take_accesses() { return std::exchange(accesses_, 0); }
 
  private:
@@ -207,7 +208,6 @@ class HashSpgemm {
   // Phases 5 and 6 for one row.
   void accumulate_row(int32_t i, int g, int64_t slots, bool dense, CsrMatrix<T>& out) {
     table_.reset(slots, dense);
-    (void)table_.take_accesses();
     for_each_product(i, g, [&](int32_t col, T av, T bv) {
       bool claimed = false;
       const int64_t s = table_.insert(col, claimed);
