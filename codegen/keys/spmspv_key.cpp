@@ -103,7 +103,7 @@ KernelSource make_source(const SpmspvKey& key) {
   ks.source = std::move(src);
   ks.options = {"-std=c++17"};
   for (const char* k : {"spmspv_prep", "spmspv_compute", "spmspv_scatter", "spmspv_unscatter", "spmspv_fused",
-                        "spmspv_sparse_prep", "spmspv_sparse_finish"})
+                        "spmspv_sparse_prep", "spmspv_sparse_finish", "spmspv_sparse_tiny"})
     ks.name_expressions.push_back(fmt::format("dbs::{}<{}>", k, t));
   return ks;
 }

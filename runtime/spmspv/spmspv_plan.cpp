@@ -14,6 +14,11 @@
 #include "runtime/gpu/module_registry.hpp"
 
 namespace dbsparse {
+
+// run_sparse_out's one-launch path: at most this many x nonzeros, and at most this many entries of
+// A in their column blocks (one block of kWarps warps does all of it).
+constexpr int kSparseTinyX = 64;
+constexpr int64_t kSparseTinyWork = 4096;
 namespace {
 
 using abi::kWarps;
@@ -85,7 +90,9 @@ struct SpmspvPlan<T>::Impl {
   int64_t block_nnz = 0, residual_nnz = 0;
   mutable SpmspvWorkspace<T> own;  // the plan's own workspace (see SpmspvWorkspace)
   CUfunction prep = nullptr, compute = nullptr, scatter = nullptr, unscatter = nullptr, fused = nullptr,
-             sparse_prep = nullptr, sparse_finish = nullptr;
+             sparse_prep = nullptr, sparse_finish = nullptr, sparse_tiny = nullptr;
+  // The most entries of A in one 16-column block: bounds a sparse x's push work on the host.
+  int64_t max_colblock_entries = 0;
   SpmspvDirection direction = SpmspvDirection::Auto;
   int32_t block_rows = 0;
   unsigned sm_count = 1;
@@ -246,6 +253,12 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->fused = loaded.fns.at(4);
   p->sparse_prep = loaded.fns.at(5);
   p->sparse_finish = loaded.fns.at(6);
+  p->sparse_tiny = loaded.fns.at(7);
+  {
+    std::vector<int64_t> per_block((static_cast<size_t>(a.cols) + 15) / 16 + 1, 0);
+    for (const int32_t c : a.col_idx) ++per_block[static_cast<size_t>(c) >> 4];
+    for (const int64_t e : per_block) p->max_colblock_entries = std::max(p->max_colblock_entries, e);
+  }
   p->direction = opt.direction;
   p->block_rows = db.block_rows;
   p->sm_count = static_cast<unsigned>(std::max(1, info_.sm_count));
@@ -439,6 +452,13 @@ void SpmspvPlan<T>::run_sparse_out(const DeviceBuffer<int32_t>& x_idx, const Dev
   int n = x_nnz;
   void* h = stream.handle();
   const unsigned xgrid = static_cast<unsigned>(std::clamp<int64_t>((int64_t{n} + 127) / 128, 1, int64_t{p.sm_count} * 4));
+  // A tiny x (its push work bounded by x's nonzeros times the fullest column block) in one launch
+  // of one block: spmspv_sparse_tiny says why.
+  if (n > 0 && n <= kSparseTinyX && int64_t{n} * p.max_colblock_entries <= kSparseTinyWork) {
+    void* tiny_params[] = {&args, &idx, &val, &n, &yi, &yv, &yn};
+    p.launch(p.sparse_tiny, 1, tiny_params, h);
+    return;
+  }
   void* prep_params[] = {&args, &idx, &val, &n};
   p.launch(p.sparse_prep, xgrid, prep_params, h);
   void* params[] = {&args};

@@ -95,6 +95,32 @@ __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_fused
   compute_body(a, csh, run);
 }
 
+// run_sparse_out in one launch of one block, for an x whose push work the host bounds as tiny
+// (x's nonzeros times the most entries a column block holds): the three launches' bodies in turn,
+// with __syncthreads() between them (one block: its global writes are visible to its own threads
+// past the barrier, and every ticket's "last block" is this one). Three launches with full-GPU
+// grids cost 10.5 us a call even replayed from a graph, for a one-entry x on 1M rows (H200,
+// 2026-12-03); the work itself is a few column blocks.
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_sparse_tiny(SpmspvArgs<T> a, const int* idx,
+                                                                                     const T* val, int n, int* yidx,
+                                                                                     T* yval, int* ynnz) {
+  __shared__ ComputeShared<T> sh;
+  __shared__ RunInfo run;
+  dbs_pdl_wait();
+  dbs_pdl_trigger();
+  sparse_prep_body(a, idx, val, n);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const volatile SpmspvState* st = a.state;
+    run = RunInfo{st->direction, st->res_direction, st->run.block_tasks, st->run.residual_tasks, st->run.small_tasks};
+  }
+  __syncthreads();
+  compute_body(a, sh, run);
+  __syncthreads();
+  sparse_finish_body(a, idx, n, yidx, yval, ynnz);
+}
+
 // Scatter for x given as (index, value) pairs, into the plan's dense x (kept all-zero between
 // runs); spmspv_unscatter restores the zeros afterwards.
 template <typename T>

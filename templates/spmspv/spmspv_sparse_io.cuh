@@ -9,10 +9,7 @@ namespace dbs {
 // sets the first bit of the block, lists the block's push work. Both parts push: the cost follows
 // x's nonzeros, with no pass over all columns. The last block publishes the counts (as spmspv_prep).
 template <typename T>
-__global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_prep(SpmspvArgs<T> a, const int* idx, const T* val,
-                                                                  int n) {
-  dbs_pdl_wait();
-  dbs_pdl_trigger();
+__device__ __forceinline__ void sparse_prep_body(const SpmspvArgs<T>& a, const int* idx, const T* val, int n) {
   SpmspvState* st = a.state;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const int c = idx[i], b = c >> 4;
@@ -43,14 +40,20 @@ __global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_prep(SpmspvArgs<T> 
   }
 }
 
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_prep(SpmspvArgs<T> a, const int* idx, const T* val,
+                                                                  int n) {
+  dbs_pdl_wait();
+  dbs_pdl_trigger();
+  sparse_prep_body(a, idx, val, n);
+}
+
 // run_sparse_out, last launch: a warp per row block that push touched writes its nonzero rows as
 // (index, value) pairs (in no particular order) and resets them in the dense accumulator; x, its
 // masks and the touched bits go back to zero. The last block writes the count.
 template <typename T>
-__global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_finish(SpmspvArgs<T> a, const int* xidx, int n,
-                                                                    int* yidx, T* yval, int* ynnz) {
-  dbs_pdl_wait();
-  dbs_pdl_trigger();
+__device__ __forceinline__ void sparse_finish_body(const SpmspvArgs<T>& a, const int* xidx, int n, int* yidx, T* yval,
+                                                   int* ynnz) {
   SpmspvState* st = a.state;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const int c = xidx[i];
@@ -77,6 +80,14 @@ __global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_finish(SpmspvArgs<T
   }
   __syncthreads();
   if (threadIdx.x == 0 && last_block_to_arrive(&st->prep_ticket)) *ynnz = (int)*(volatile unsigned*)&st->yout;
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_finish(SpmspvArgs<T> a, const int* xidx, int n,
+                                                                    int* yidx, T* yval, int* ynnz) {
+  dbs_pdl_wait();
+  dbs_pdl_trigger();
+  sparse_finish_body(a, xidx, n, yidx, yval, ynnz);
 }
 
 }  // namespace dbs

@@ -270,6 +270,29 @@ TEST_CASE("SpmspvSparseOutputMatchesReference") {
   CHECK_THROWS_WITH_AS(plan.run_sparse_out(di, dv, 0, small, yv, yn, s), doctest::Contains("room"), UsageError);
 }
 
+// run_sparse_out's one-launch path (at most 64 x nonzeros whose column blocks hold at most 4096
+// entries together: spmspv_sparse_tiny) and the three-launch path, alternating call after call
+// through one workspace: each leaves x, its masks, the touched bits and the accumulator clean.
+TEST_CASE("SpmspvSparseOutputOfATinyXMatchesReferenceCallAfterCall") {
+  const auto ad = generate("uniform:n=50000,d=4");  // about 64 entries a column block
+  const auto a = ad.cast<float>();
+  auto plan = ctx().plan_spmspv(a);
+  uint64_t seed = 500;
+  for (int round = 0; round < 2; ++round)
+    for (int64_t k : {1, 2, 8, 40, 64, 65, 300}) {
+      CAPTURE(round);
+      CAPTURE(k);
+      tools::Lcg rng(seed);
+      check_sparse_out(a, plan, tools::sample_indices(a.cols, k, rng), seed++);
+    }
+  auto plan64 = ctx().plan_spmspv(ad);
+  auto ws = plan64.make_workspace();
+  for (int64_t k : {1, 30, 1, 1000, 3}) {
+    tools::Lcg rng(seed);
+    check_sparse_out(ad, plan64, tools::sample_indices(ad.cols, k, rng), seed++, &ws);
+  }
+}
+
 TEST_CASE("SpmspvDeviceFootprintIsTheSumOfThePlansAllocations") {
   // device_bytes is summed from the plan's buffers; the format's statistics predict it from the
   // layout alone (what `dbsparse convert --stats` prints without a GPU). The two must agree.
