@@ -76,6 +76,24 @@ __device__ __forceinline__ unsigned warp_reserve(unsigned* counter, unsigned n) 
   return __shfl_sync(kFull, base, 0) + (unsigned)pre;
 }
 
+// warp_reserve of blocks and tasks at once: one 64-bit atomic on the counts' first word (blocks in
+// its low half, tasks in its high half; neither passes 2^32), so push pays one L2 round trip for
+// both lists instead of two in a row.
+struct BlockTaskSlots {
+  unsigned block, task;
+};
+__device__ __forceinline__ BlockTaskSlots warp_reserve_pair(BfsFrontierCounts* c, unsigned nblocks, unsigned ntasks) {
+  int tb, tt;
+  const int pb = warp_exclusive_prefix((int)nblocks, (int)bfs_lane(), tb);
+  const int pt = warp_exclusive_prefix((int)ntasks, (int)bfs_lane(), tt);
+  unsigned long long base = 0;
+  if (bfs_lane() == 0 && (tb | tt))
+    base = atomicAdd(reinterpret_cast<unsigned long long*>(&c->blocks),
+                     (unsigned long long)(unsigned)tb | ((unsigned long long)(unsigned)tt << 32));
+  base = __shfl_sync(kFull, base, 0);
+  return BlockTaskSlots{(unsigned)base + (unsigned)pb, (unsigned)(base >> 32) + (unsigned)pt};
+}
+
 // Piece i of vertex u's out-edges [first, first + deg).
 __device__ __forceinline__ BfsTask piece_task(int u, int first, unsigned deg, unsigned i) {
   BfsTask t;
@@ -128,35 +146,39 @@ __device__ __forceinline__ void push_level(const BfsArgs& a, int level, const Bf
         from[r] = __shfl_sync(kFull, t.vertex, k);
         u[r] = p < total ? a.push_idx[first + (p - excl)] : -1;
       }
+      // A candidate not yet visited loads its out-edge range in the same round trip as the atomic
+      // that decides whether it wins (the range is wasted on a loser: one more L2 hit).
       bool won[4];
+      int first[4], last[4];
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         won[r] = false;
+        first[r] = last[r] = 0;
         if (u[r] < 0) continue;
         const uint32_t bit = 1u << (u[r] & 31);
         if (a.visited[u[r] >> 5] & bit) continue;  // may be stale: the atomic decides
+        first[r] = a.push_ptr[u[r]];
+        last[r] = a.push_ptr[u[r] + 1];
         won[r] = !(atomicOr(&a.visited[u[r] >> 5], bit) & bit);
       }
       // The winners join frontier L + 1; the block list and the task list are reserved warp-wide.
       unsigned new_blocks = 0, pieces = 0, deg[4];
-      int first[4];
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         deg[r] = 0;
-        first[r] = 0;
         if (!won[r]) continue;
         a.levels[u[r]] = level + 1;
         if (a.parents) a.parents[u[r]] = from[r];
         const uint32_t old = atomicOr(&fnext[u[r] >> 5], 1u << (u[r] & 31));
         if (((old >> (u[r] & 16)) & 0xffffu) == 0) new_blocks |= 1u << r;
-        first[r] = a.push_ptr[u[r]];
-        deg[r] = (unsigned)(a.push_ptr[u[r] + 1] - first[r]);
+        deg[r] = (unsigned)(last[r] - first[r]);
         pieces += pieces_of(deg[r]);
         ++found;
         edges += deg[r];
       }
-      const unsigned qat = warp_reserve(&cn->blocks, __popc(new_blocks));
-      unsigned tat = warp_reserve(&cn->tasks, pieces);
+      const BlockTaskSlots at = warp_reserve_pair(cn, __popc(new_blocks), pieces);
+      const unsigned qat = at.block;
+      unsigned tat = at.task;
       unsigned q = 0;
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
@@ -336,7 +358,11 @@ __device__ __forceinline__ void expand_level(const BfsArgs& a, int level, const 
   const int cur = level % 3, next = (level + 1) % 3, old = (level + 2) % 3;
   uint16_t* fold = masks16(a.frontier + (size_t)old * a.words);
   const int32_t* qold = a.queue + (size_t)old * a.blocks;
-  for (unsigned i = (unsigned)team.thread; i < li.old_blocks; i += (unsigned)team.threads) fold[qold[i]] = 0;
+  // The thread's first old block is loaded now and cleared after the expansion, so its load
+  // overlaps the expansion's first loads instead of adding a round trip before them (nothing in
+  // this level reads frontier L - 1).
+  const unsigned first_old = (unsigned)team.thread;
+  const int q0 = first_old < li.old_blocks ? qold[first_old] : -1;
 
   uint32_t* fnext = a.frontier + (size_t)next * a.words;
   int32_t* qnext = a.queue + (size_t)next * a.blocks;
@@ -350,6 +376,8 @@ __device__ __forceinline__ void expand_level(const BfsArgs& a, int level, const 
   if (li.choice.dir == kBfsPull) pull_level(a, level, a.frontier + (size_t)cur * a.words, fnext, qnext, tnext, cn, team);
 #endif
   (void)cur;
+  if (q0 >= 0) fold[q0] = 0;
+  for (unsigned i = first_old + (unsigned)team.threads; i < li.old_blocks; i += (unsigned)team.threads) fold[qold[i]] = 0;
 }
 
 __device__ __forceinline__ bool solo_level(const BfsArgs& a, const LevelInfo& li) {
@@ -406,7 +434,7 @@ __global__ void __launch_bounds__(WARPS * 32, 32 / WARPS) bfs_search(BfsArgs a) 
         expand_level(a, step - 2, li, grid_team());
       } else {
         if (blockIdx.x == 0) run_solo(a, step - 2, li, sh, grid_levels * gridDim.x);
-        grid_barrier(&a.state->bar_count, &a.state->bar_gen);
+        grid_barrier(&a.state->bar_count);
         if (threadIdx.x == 0) resume = *(volatile int*)&a.state->resume;
         __syncthreads();
         if (resume < 0) return;
@@ -414,7 +442,7 @@ __global__ void __launch_bounds__(WARPS * 32, 32 / WARPS) bfs_search(BfsArgs a) 
         continue;  // level `resume` starts without another barrier: block 0's writes are published
       }
     }
-    if (a.cooperative && next < a.step_end) grid_barrier(&a.state->bar_count, &a.state->bar_gen);
+    if (a.cooperative && next < a.step_end) grid_barrier(&a.state->bar_count);
     step = next;
   }
 }

@@ -56,10 +56,7 @@ __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_compu
   __shared__ RunInfo run;
   dbs_pdl_wait();  // prep's counts (a launch with PDL: runtime/spmspv/spmspv_plan.cpp)
   dbs_pdl_trigger();
-  if (threadIdx.x == 0) {
-    const volatile SpmspvState* st = a.state;
-    run = RunInfo{st->direction, st->res_direction, st->run.block_tasks, st->run.residual_tasks, st->run.small_tasks};
-  }
+  if (threadIdx.x == 0) run = begin_compute(a);
   __syncthreads();
   compute_body(a, sh, run);
 }
@@ -75,22 +72,11 @@ __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_fused
   if (threadIdx.x == 0) gen = *(volatile unsigned*)&a.state->gen;
   __syncthreads();
   const unsigned g = gen;
-  prep_body(a, psh, &a.state->slot[g]);
-  grid_barrier(&a.state->bar_count, &a.state->bar_gen);
+  prep_body(a, psh, a.state->slot, gen);
+  clear_next_slot(a.state, g);  // the slot no block of this run touches
+  grid_barrier(&a.state->bar_count);
   __shared__ RunInfo run;  // read by one thread (see spmspv_compute)
-  if (threadIdx.x == 0) {
-    const volatile SpmspvCounters* c = &a.state->slot[g];
-    run = run_info(a, c);
-    if (blockIdx.x == 0) {
-      a.state->last_direction = run.dir;
-      a.state->last_res_direction = run.res_dir;
-      a.state->last_nonempty = c->nonempty;
-      // The next run's slot; no block of this run touches it.
-      SpmspvCounters* next = &a.state->slot[g ^ 1u];
-      next->nonempty = next->xnnz = next->block_tasks = next->residual_tasks = next->small_tasks = 0;
-      a.state->gen = g ^ 1u;  // every block read gen before the barrier
-    }
-  }
+  if (threadIdx.x == 0) run = begin_compute(a);  // every block read gen before the barrier
   __syncthreads();
   compute_body(a, csh, run);
 }
@@ -111,10 +97,7 @@ __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_spars
   dbs_pdl_trigger();
   sparse_prep_body(a, idx, val, n);
   __syncthreads();
-  if (threadIdx.x == 0) {
-    const volatile SpmspvState* st = a.state;
-    run = RunInfo{st->direction, st->res_direction, st->run.block_tasks, st->run.residual_tasks, st->run.small_tasks};
-  }
+  if (threadIdx.x == 0) run = begin_compute(a);
   __syncthreads();
   compute_body(a, sh, run);
   __syncthreads();

@@ -129,21 +129,28 @@ __device__ __forceinline__ bool last_block_to_arrive(unsigned* ticket) {
   return true;
 }
 
-// The last block of a listing kernel: the call's directions and list lengths for spmspv_compute,
-// the figures the host reads back, and the accumulators cleared for the next call (every other
-// block's atomics precede its ticket).
-__device__ __forceinline__ void publish_run(SpmspvState* st, const RunInfo& r) {
-  volatile SpmspvCounters* acc = &st->acc;
-  st->direction = r.dir;
-  st->res_direction = r.res_dir;
-  st->run.block_tasks = r.block_tasks;
-  st->run.residual_tasks = r.residual_tasks;
-  st->run.small_tasks = r.small_tasks;
-  st->last_direction = r.dir;
-  st->last_res_direction = r.res_dir;
-  st->last_nonempty = acc->nonempty;
-  acc->nonempty = acc->xnnz = acc->block_tasks = acc->residual_tasks = acc->small_tasks = 0;
-  __threadfence();
+// The call's counts live in state->slot[gen]. A listing kernel (the mask pass, run_sparse_out's
+// first launch) adds into slot[gen] and its block 0 clears slot[gen ^ 1], which the previous call
+// used and the next call will use; the compute that follows reads both slots (one is all zero, so
+// their sum is this call's counts) and flips gen. So no listing kernel needs a last-block ticket and
+// no compute block reads gen: every step is ordered by the kernel boundaries (or, with PDL, by
+// griddepcontrol.wait, which waits for the previous kernel to complete).
+__device__ __forceinline__ void clear_next_slot(SpmspvState* st, unsigned g) {
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    SpmspvCounters* next = &st->slot[g ^ 1u];
+    next->nonempty = next->xnnz = next->block_tasks = next->residual_tasks = next->small_tasks = 0;
+  }
+}
+// This call's counts: both slots summed (thread 0 of a compute block, after the listing kernel).
+__device__ __forceinline__ SpmspvCounters call_counts(const SpmspvState* state) {
+  const volatile SpmspvCounters* s = state->slot;
+  SpmspvCounters c{};
+  c.nonempty = s[0].nonempty + s[1].nonempty;
+  c.xnnz = s[0].xnnz + s[1].xnnz;
+  c.block_tasks = s[0].block_tasks + s[1].block_tasks;
+  c.residual_tasks = s[0].residual_tasks + s[1].residual_tasks;
+  c.small_tasks = s[0].small_tasks + s[1].small_tasks;
+  return c;
 }
 
 // The mask pass: x block masks, y = 0, the counts of non-empty x blocks and of x nonzeros and,
@@ -160,8 +167,11 @@ __device__ __forceinline__ void publish_run(SpmspvState* st, const RunInfo& r) {
 // wrote its tasks and the lists are whole. Rounds that did not write still added their task counts,
 // but then that part does not push and its list is never read; no round writes past the capacity,
 // since each x block adds its tasks once.
+// g is the call's slot, written to shared memory by thread 0 before the call: it is first read after
+// a barrier of the first round (so its load overlaps y's stores and x's loads).
 template <typename T>
-__device__ __forceinline__ void prep_body(const SpmspvArgs<T>& a, PrepShared& sh, SpmspvCounters* cnt) {
+__device__ __forceinline__ void prep_body(const SpmspvArgs<T>& a, PrepShared& sh, SpmspvCounters* slots,
+                                          const unsigned& g) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   // y starts at zero: push adds into it and pull adds where a row block spans segments. Issued
   // first, so the stores drain while the x loads are in flight; 16-byte stores where y is aligned.
@@ -209,6 +219,7 @@ __device__ __forceinline__ void prep_body(const SpmspvArgs<T>& a, PrepShared& sh
     if (lane == 0) atomicAdd(&sh.base[0], nx);
     __syncthreads();
     if (threadIdx.x == 0) {
+      SpmspvCounters* cnt = slots + g;
       const unsigned tx = sh.base[0], tb = sh.total[0], tr = sh.total[1], ts = sh.total[2];
       const unsigned before_n = atomicAdd(&cnt->nonempty, tn);
       const unsigned before_x = atomicAdd(&cnt->xnnz, tx);
@@ -228,22 +239,41 @@ __device__ __forceinline__ void prep_body(const SpmspvArgs<T>& a, PrepShared& sh
   }
 }
 
-// The call's directions and list lengths from its counts (prep's last block, or every block of the
-// fused kernel after its barrier).
+// The call's directions and list lengths from its counts.
 template <typename T>
-__device__ __forceinline__ RunInfo run_info(const SpmspvArgs<T>& a, const volatile SpmspvCounters* c) {
-  return RunInfo{block_direction(a, c->nonempty), residual_direction(a, c->xnnz), c->block_tasks,
-                 c->residual_tasks, c->small_tasks};
+__device__ __forceinline__ RunInfo run_info(const SpmspvArgs<T>& a, const SpmspvCounters& c) {
+  return RunInfo{block_direction(a, c.nonempty), residual_direction(a, c.xnnz), c.block_tasks, c.residual_tasks,
+                 c.small_tasks};
 }
 
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32) spmspv_prep(SpmspvArgs<T> a) {
   __shared__ PrepShared sh;
+  __shared__ unsigned g;
   dbs_pdl_wait();
   dbs_pdl_trigger();
   SpmspvState* st = a.state;
-  prep_body(a, sh, &st->acc);
-  if (threadIdx.x == 0 && last_block_to_arrive(&st->prep_ticket)) publish_run(st, run_info(a, &st->acc));
+  if (threadIdx.x == 0) g = *(volatile unsigned*)&st->gen;
+  prep_body(a, sh, st->slot, g);
+  __syncthreads();  // g, where the block had no round
+  clear_next_slot(st, g);
+}
+
+// Thread 0 of each compute block: this call's run (run_sparse_out pushes both parts); block 0 keeps
+// the figures the host reads back and flips gen for the next call (no compute block reads it).
+template <typename T>
+__device__ __forceinline__ RunInfo begin_compute(const SpmspvArgs<T>& a) {
+  const SpmspvCounters c = call_counts(a.state);
+  RunInfo r = run_info(a, c);
+  if (a.ytouched != nullptr) r.dir = r.res_dir = kDirPush;
+  if (blockIdx.x == 0) {
+    SpmspvState* st = a.state;
+    st->last_direction = r.dir;
+    st->last_res_direction = r.res_dir;
+    st->last_nonempty = c.nonempty;
+    st->gen ^= 1u;
+  }
+  return r;
 }
 
 // run_sparse_out: the first add into a row block lists it, so the output pass visits only the

@@ -7,37 +7,35 @@ namespace dbs {
 // run_sparse_out, first launch: x's (index, value) pairs into the workspace's dense x and x masks
 // (both all-zero between such calls); the first index of each x block, found by the atomicOr that
 // sets the first bit of the block, lists the block's push work. Both parts push: the cost follows
-// x's nonzeros, with no pass over all columns. The last block publishes the counts (as spmspv_prep).
+// x's nonzeros, with no pass over all columns. The counts go to the call's slot (as spmspv_prep).
 template <typename T>
 __device__ __forceinline__ void sparse_prep_body(const SpmspvArgs<T>& a, const int* idx, const T* val, int n) {
   SpmspvState* st = a.state;
+  __shared__ unsigned g;
+  if (threadIdx.x == 0) g = *(volatile unsigned*)&st->gen;
+  __syncthreads();
+  SpmspvCounters* cnt = st->slot + g;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
     const int c = idx[i], b = c >> 4;
     const_cast<T*>(a.x)[c] = val[i];
     const unsigned shift = 16u * (unsigned)(b & 1);
     const unsigned old = atomicOr(reinterpret_cast<unsigned*>(a.xmask) + (b >> 1), 1u << ((c & 15) + shift));
     if (((old >> shift) & 0xffffu) != 0u) continue;
-    atomicAdd(&st->acc.nonempty, 1u);
+    atomicAdd(&cnt->nonempty, 1u);
 #if DBS_DIR != 2
     const unsigned bfirst = (unsigned)a.blk_col_ptr[b], bend = (unsigned)a.blk_col_ptr[b + 1];
     const unsigned nb = (bend - bfirst + kPushChunk - 1) / kPushChunk;
-    if (nb) write_block_tasks(a, b, bfirst, bend, atomicAdd(&st->acc.block_tasks, nb));
+    if (nb) write_block_tasks(a, b, bfirst, bend, atomicAdd(&cnt->block_tasks, nb));
 #endif
     const unsigned rcount = (unsigned)(a.res_col_ptr[b + 1] - a.res_col_ptr[b]);
     if (rcount != 0u && rcount <= (unsigned)kResidualSmall) {
-      write_residual_tasks(a.small_tasks, b, 1u, atomicAdd(&st->acc.small_tasks, 1u));
+      write_residual_tasks(a.small_tasks, b, 1u, atomicAdd(&cnt->small_tasks, 1u));
     } else if (rcount) {
       const unsigned nr = (rcount + kResidualChunk - 1) / kResidualChunk;
-      write_residual_tasks(a.residual_tasks, b, nr, atomicAdd(&st->acc.residual_tasks, nr));
+      write_residual_tasks(a.residual_tasks, b, nr, atomicAdd(&cnt->residual_tasks, nr));
     }
   }
-  __syncthreads();
-  if (threadIdx.x == 0 && last_block_to_arrive(&st->prep_ticket)) {
-    st->ycount = 0;
-    st->yout = 0;
-    const volatile SpmspvCounters* acc = &st->acc;
-    publish_run(st, RunInfo{kDirPush, kDirPush, acc->block_tasks, acc->residual_tasks, acc->small_tasks});
-  }
+  clear_next_slot(st, g);
 }
 
 template <typename T>
@@ -79,7 +77,12 @@ __device__ __forceinline__ void sparse_finish_body(const SpmspvArgs<T>& a, const
     }
   }
   __syncthreads();
-  if (threadIdx.x == 0 && last_block_to_arrive(&st->prep_ticket)) *ynnz = (int)*(volatile unsigned*)&st->yout;
+  // The last block writes the count and resets the output counters for the next call.
+  if (threadIdx.x == 0 && last_block_to_arrive(&st->prep_ticket)) {
+    *ynnz = (int)*(volatile unsigned*)&st->yout;
+    st->ycount = 0;
+    st->yout = 0;
+  }
 }
 
 template <typename T>

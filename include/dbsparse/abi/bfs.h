@@ -28,9 +28,10 @@ static_assert(sizeof(BfsTask) == 16, "BfsTask is 16 bytes on both sides");
 // One frontier's figures, accumulated by the level that discovers it (slot (L + 1) % 4 during
 // level L; four slots so that the one being zeroed is never one being read).
 struct BfsFrontierCounts {
-  uint32_t vertices;       // vertices in the frontier
+  // blocks and tasks first, as one aligned 64-bit word: push reserves both with one atomic.
   uint32_t blocks;         // 16-vertex blocks with at least one (the length of its block list)
   uint32_t tasks;          // push tasks listed for it
+  uint32_t vertices;       // vertices in the frontier
   int32_t prev_dir;        // the direction of the level that discovered it
   uint64_t edges;          // out-edges of its vertices (the work of pushing it)
   uint64_t explored;       // out-edges of every vertex discovered before it
@@ -49,7 +50,7 @@ struct BfsLevelLog {
 static_assert(sizeof(BfsLevelLog) == 24, "BfsLevelLog is 24 bytes on both sides");
 
 struct BfsState {
-  uint32_t bar_count, bar_gen;  // the grid barrier's
+  uint64_t bar_count;           // the grid barrier's arrivals (grid_barrier: monotonic)
   int32_t levels;               // frontiers expanded (the deepest level + 1), set when done
   int32_t done;
   BfsFrontierCounts slot[4];

@@ -84,11 +84,12 @@ struct SpmspvCounters {
 };
 static_assert(sizeof(SpmspvCounters) == 32, "SpmspvCounters layout");
 
-// Per-call device state. The two-launch path: prep accumulates into acc, and its last block copies
-// what spmspv_compute needs into run, then clears acc for the next call. The fused kernel (one
-// cooperative launch) alternates between two slots by call, so the slot a call uses is never the
-// one being cleared for the next; bar_* is its grid barrier. One per workspace: calls that share
-// one must be ordered (include/dbsparse/spmspv.hpp).
+// Per-call device state. Every path alternates between two count slots by call (gen): the listing
+// kernel adds into slot[gen] and clears slot[gen ^ 1], the compute reads both (their sum is the
+// call's) and flips gen (templates/spmspv/spmspv_prep.cuh says why: no last-block ticket). acc, run,
+// direction and res_direction are no longer written (kept for the layout). prep_ticket is
+// run_sparse_out's output pass's; bar_count the fused kernel's grid barrier. One per workspace:
+// calls that share one must be ordered (include/dbsparse/spmspv.hpp).
 struct SpmspvState {
   SpmspvCounters acc;
   SpmspvCounters run;  // this call's counts, for spmspv_compute
@@ -99,15 +100,16 @@ struct SpmspvState {
   uint32_t last_res_direction;
   uint32_t last_nonempty;
   uint32_t gen;
-  uint32_t bar_count;
-  uint32_t bar_gen;
   uint32_t ycount;  // run_sparse_out: row blocks listed in ylist by this call (reset by its prep)
   uint32_t yout;  // run_sparse_out: pairs written so far by this call's output pass
-  uint32_t pad[5];
+  uint32_t pad0;
+  uint64_t bar_count;  // the fused kernel's grid barrier: arrivals, monotonic (8-byte aligned)
+  uint32_t pad[4];
   SpmspvCounters slot[2];
 };
 static_assert(sizeof(SpmspvState) == 192, "SpmspvState layout");
-static_assert(DBS_ABI_OFFSETOF(SpmspvState, last_direction) == 76 && DBS_ABI_OFFSETOF(SpmspvState, slot) == 128,
+static_assert(DBS_ABI_OFFSETOF(SpmspvState, last_direction) == 76 && DBS_ABI_OFFSETOF(SpmspvState, slot) == 128 &&
+                  DBS_ABI_OFFSETOF(SpmspvState, bar_count) == 104,
               "SpmspvState layout");
 constexpr uint32_t kDirPush = 1, kDirPull = 2;
 
