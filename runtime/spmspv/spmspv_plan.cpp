@@ -16,9 +16,13 @@
 namespace dbsparse {
 
 // run_sparse_out's one-launch path: at most this many x nonzeros, and at most this many entries of
-// A in their column blocks (one block of kWarps warps does all of it).
+// A in their column blocks (one block of kWarps warps does all of it). Its chain of ~20 dependent
+// L2 round trips costs ~7 us (Nsight Compute, H200, 2026-12-03: 9.4 us for a one-entry x), and its
+// output pass on 4 warps grows with the row blocks touched: at 4096 entries it was 1.5-2.5x slower
+// than the three launches (quick suite at 1e-4: uniform 100K 37.7 us against 15), so it is kept
+// to the few-entry calls where the three launches' own floor (11.9 us) dominates.
 constexpr int kSparseTinyX = 64;
-constexpr int64_t kSparseTinyWork = 4096;
+constexpr int64_t kSparseTinyWork = 256;
 namespace {
 
 using abi::kWarps;

@@ -270,8 +270,8 @@ TEST_CASE("SpmspvSparseOutputMatchesReference") {
   CHECK_THROWS_WITH_AS(plan.run_sparse_out(di, dv, 0, small, yv, yn, s), doctest::Contains("room"), UsageError);
 }
 
-// run_sparse_out's one-launch path (at most 64 x nonzeros whose column blocks hold at most 4096
-// entries together: spmspv_sparse_tiny) and the three-launch path, alternating call after call
+// run_sparse_out's one-launch path (at most 64 x nonzeros whose column blocks hold at most 256
+// entries together: spmspv_sparse_tiny; here k = 1 and 2) and the three-launch path, alternating call after call
 // through one workspace: each leaves x, its masks, the touched bits and the accumulator clean.
 TEST_CASE("SpmspvSparseOutputOfATinyXMatchesReferenceCallAfterCall") {
   const auto ad = generate("uniform:n=50000,d=4");  // about 64 entries a column block

@@ -3,7 +3,7 @@
 # and SpMSpV gpu tests, SpMSpV's bench with and without programmatic dependent launch (each bench
 # ends with the op's fixed-cost lines: smallest calls next to an empty kernel launch), the BFS
 # fixed cost, and compute-sanitizer over the captured and PDL paths.
-#   tools/device/fixed_cost_run.sh tests|spmspv|spmspv-nopdl|spmspv-fused|spmspv-full|bfs|bfs-big|spmv|ncu|sanitize ...
+#   tools/device/fixed_cost_run.sh tests|spmspv|spmspv-nopdl|spmspv-fused|spmspv-full|bfs|bfs-big|spmv|spmm|spgemm|ncu|ncu-compute|sanitize ...
 # (in order). spmspv-full: the full suite (the issue's ratios); bfs-big: the 2048^2 grid's level and
 # RMAT-22's GTEPS; ncu: each kernel's device time for the one-entry SpMSpV calls and a BFS search.
 set -uo pipefail
@@ -42,13 +42,21 @@ for mode in "$@"; do
              /gpu__time_duration/{v=$NF; if ($(NF-1)=="ms") v*=1000; if ($(NF-1)=="ns") v/=1000; t[k]+=v; c[k]++; if (c[k]<=1 || v<m[k]) m[k]=v}
              END{for (k in t) printf "%10.2f us total %5d x  min %8.2f us  %s\n", t[k], c[k], m[k], k}' "$OUT/$f.txt" | sort -rn | head
       done ;;
+    ncu-compute)
+      # One spmspv_compute launch at 1e-4 in detail: where its microseconds go with almost no work.
+      $T ncu --clock-control none -k regex:spmspv_compute --launch-skip 8 --launch-count 1 \
+        --section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats \
+        --section SchedulerStats "$B/dbsparse" bench spmspv uniform:n=1000000,d=8 --density 0.0001 --no-shared \
+        --no-baselines --reps 1 --batch 1 --warmup 1 >"$OUT/ncu-compute.txt" 2>&1
+      grep -E "Duration|Registers|Block Limit|Achieved Occupancy|Grid Size|Waves|Stall|Issued Warp|No Eligible" \
+        "$OUT/ncu-compute.txt" | head -30 ;;
     bfs|spmv|spmm|spgemm)
       $T "$B/dbsparse" bench $mode stencil2d:n=300 --no-shared --json "$OUT/$mode-fixed.json" >"$OUT/$mode-fixed.txt" 2>&1
       echo "$mode rc $?"; grep -A4 "fixed cost" "$OUT/$mode-fixed.txt" | cut -c1-200 ;;
     sanitize)
       for tool in memcheck racecheck; do
         compute-sanitizer --tool $tool --error-exitcode 9 "$B/test_gpu" \
-          -tc='*Captured*,CudaGraph*,SpmspvSparseOutputCapturedInACudaGraphMatchesReferenceOnEveryReplay' \
+          -tc="${SAN_TESTS:-*Captured*,CudaGraph*,SpmspvSparseOutputCapturedInACudaGraphMatchesReferenceOnEveryReplay}" \
           >"$OUT/fixed-$tool.log" 2>&1
         echo "$tool rc $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/fixed-$tool.log" | tail -1)"
       done ;;
