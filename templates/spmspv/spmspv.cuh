@@ -1,6 +1,6 @@
 // DB-SpMSpV: the global half of the two-level adaptivity. spmspv_prep builds the x block masks on
-// the GPU, lists the push work of the non-empty x blocks, zeroes y and, in its last block, picks
-// the direction; spmspv_compute reads that device-side flag and runs push or pull, over the blocks
+// the GPU, lists the push work of the non-empty x blocks, zeroes y and counts into the call's slot;
+// spmspv_compute picks the direction from those counts and runs push or pull, over the blocks
 // and then over the residual (db_matrix.hpp). No host round trip between them, so plan.run()
 // never synchronises.
 //
