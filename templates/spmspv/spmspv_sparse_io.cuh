@@ -78,7 +78,7 @@ __device__ __forceinline__ void sparse_finish_body(const SpmspvArgs<T>& a, const
   }
   __syncthreads();
   // The last block writes the count and resets the output counters for the next call.
-  if (threadIdx.x == 0 && last_block_to_arrive(&st->prep_ticket)) {
+  if (threadIdx.x == 0 && last_block_to_arrive(&st->finish_ticket)) {
     *ynnz = (int)*(volatile unsigned*)&st->yout;
     st->ycount = 0;
     st->yout = 0;

@@ -86,30 +86,23 @@ static_assert(sizeof(SpmspvCounters) == 32, "SpmspvCounters layout");
 
 // Per-call device state. Every path alternates between two count slots by call (gen): the listing
 // kernel adds into slot[gen] and clears slot[gen ^ 1], the compute reads both (their sum is the
-// call's) and flips gen (templates/spmspv/spmspv_prep.cuh says why: no last-block ticket). acc, run,
-// direction and res_direction are no longer written (kept for the layout). prep_ticket is
-// run_sparse_out's output pass's; bar_count the fused kernel's grid barrier. One per workspace:
-// calls that share one must be ordered (include/dbsparse/spmspv.hpp).
+// call's) and flips gen (templates/spmspv/spmspv_prep.cuh says why: no last-block ticket).
+// finish_ticket is run_sparse_out's output pass's; bar_count the fused kernel's grid barrier. One
+// per workspace: calls that share one must be ordered (include/dbsparse/spmspv.hpp).
 struct SpmspvState {
-  SpmspvCounters acc;
-  SpmspvCounters run;  // this call's counts, for spmspv_compute
-  uint32_t direction;      // blocks: 1 push, 2 pull; written by prep's last block
-  uint32_t res_direction;  // the residual's, chosen on its own (x nonzeros, not x blocks)
-  uint32_t prep_ticket;
+  SpmspvCounters slot[2];
+  uint64_t bar_count;  // the fused kernel's grid barrier: arrivals, monotonic (8-byte aligned)
+  uint32_t gen;
+  uint32_t finish_ticket;
   uint32_t last_direction;  // kept for the host to read back
   uint32_t last_res_direction;
   uint32_t last_nonempty;
-  uint32_t gen;
-  uint32_t ycount;  // run_sparse_out: row blocks listed in ylist by this call (reset by its prep)
-  uint32_t yout;  // run_sparse_out: pairs written so far by this call's output pass
-  uint32_t pad0;
-  uint64_t bar_count;  // the fused kernel's grid barrier: arrivals, monotonic (8-byte aligned)
-  uint32_t pad[4];
-  SpmspvCounters slot[2];
+  uint32_t ycount;  // run_sparse_out: row blocks listed in ylist by this call (reset by its output pass)
+  uint32_t yout;    // run_sparse_out: pairs written so far by this call's output pass
+  uint32_t pad[3];
 };
-static_assert(sizeof(SpmspvState) == 192, "SpmspvState layout");
-static_assert(DBS_ABI_OFFSETOF(SpmspvState, last_direction) == 76 && DBS_ABI_OFFSETOF(SpmspvState, slot) == 128 &&
-                  DBS_ABI_OFFSETOF(SpmspvState, bar_count) == 104,
+static_assert(sizeof(SpmspvState) == 112, "SpmspvState layout");
+static_assert(DBS_ABI_OFFSETOF(SpmspvState, bar_count) == 64 && DBS_ABI_OFFSETOF(SpmspvState, last_direction) == 80,
               "SpmspvState layout");
 constexpr uint32_t kDirPush = 1, kDirPull = 2;
 
