@@ -45,6 +45,7 @@ struct SpmspvConfig {
   double residual_push_below = 0.5;
   std::string residual_pull = "off";
   int pdl = 1;
+  int compute_blocks_per_sm = 0;  // 0: as many as fit (abi::kComputeBlocksPerSm at most)
 
   template <class V>
   void visit(V& v) {
@@ -65,6 +66,9 @@ struct SpmspvConfig {
     v.integer("pdl", pdl, 0, 1,
               "1: a call's kernels after the first start by programmatic dependent launch (sm_90+), "
               "overlapping each launch with the previous kernel's run");
+    v.integer("compute_blocks_per_sm", compute_blocks_per_sm, 0, 12,
+              "thread blocks a SM of the compute launch (0: as many as fit); fewer start faster where "
+              "a call has little work, more hide pull's latency where it has much");
   }
   void check() const;  // no rule between fields (runtime/spmspv/spmspv_plan.cpp says why)
   DbThresholds thresholds() const { return DbThresholds{th0, th1, th2, residual_below, residual_pull != "off"}; }

@@ -298,7 +298,8 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   auto& pp = plan.impl_;
   int occ = 0;
   DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, pp->compute, kWarps * 32, 0));
-  pp->compute_grid = static_cast<unsigned>(std::max(1, occ) * info_.sm_count);
+  const int per_sm = pp->typed.compute_blocks_per_sm > 0 ? std::min(occ, pp->typed.compute_blocks_per_sm) : occ;
+  pp->compute_grid = static_cast<unsigned>(std::max(1, per_sm) * info_.sm_count);
   int coop = 0, occ_fused = 0;
   DBS_CU(cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, device_));
   DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ_fused, pp->fused, kWarps * 32, 0));

@@ -3,7 +3,7 @@
 # and SpMSpV gpu tests, SpMSpV's bench with and without programmatic dependent launch (each bench
 # ends with the op's fixed-cost lines: smallest calls next to an empty kernel launch), the BFS
 # fixed cost, and compute-sanitizer over the captured and PDL paths.
-#   tools/device/fixed_cost_run.sh tests|spmspv|spmspv-nopdl|spmspv-fused|spmspv-full|bfs|bfs-big|spmv|spmm|spgemm|ncu|ncu-compute|sanitize ...
+#   tools/device/fixed_cost_run.sh tests|spmspv|spmspv-nopdl|spmspv-fused|spmspv-configs|spmspv-full|bfs|bfs-big|spmv|spmm|spgemm|ncu|ncu-compute|sanitize ...
 # (in order). spmspv-full: the full suite (the issue's ratios); bfs-big: the 2048^2 grid's level and
 # RMAT-22's GTEPS; ncu: each kernel's device time for the one-entry SpMSpV calls and a BFS search.
 set -uo pipefail
@@ -22,6 +22,15 @@ for mode in "$@"; do
       extra=(); [ "$mode" = spmspv-nopdl ] && extra=(--config '{"pdl":0}'); [ "$mode" = spmspv-fused ] && extra=(--fused)
       $T "$B/dbsparse" bench spmspv --suite quick --no-shared "${extra[@]}" --json "$OUT/$mode.json" >"$OUT/$mode.txt" 2>&1
       echo "$mode rc $?"; grep -E "summary|geomean|fixed cost|^  (empty|spmspv)" "$OUT/$mode.txt" | cut -c1-200 | head -20 ;;
+    spmspv-configs)
+      # The quick suite under each config of $SPMSPV_CONFIGS (';'-separated JSON), e.g. compute grid sizes.
+      i=0; IFS=';' read -ra cfgs <<< "${SPMSPV_CONFIGS:-}"
+      for c in "${cfgs[@]}"; do
+        i=$((i + 1))
+        $T "$B/dbsparse" bench spmspv --suite "${SPMSPV_SUITE:-quick}" --no-shared --config "$c" \
+          --json "$OUT/spmspv-config-$i.json" >"$OUT/spmspv-config-$i.txt" 2>&1
+        echo "config $i $c rc $?"; grep -A6 "^summary" "$OUT/spmspv-config-$i.txt" | cut -c1-120
+      done ;;
     spmspv-full)
       $T "$B/dbsparse" bench spmspv --suite full --no-shared --json "$OUT/spmspv-full.json" >"$OUT/spmspv-full.txt" 2>&1
       echo "$mode rc $?"; grep -E "summary|geomean|worst|fixed cost|^  (empty|spmspv)" "$OUT/spmspv-full.txt" | cut -c1-200 | head -24 ;;

@@ -137,7 +137,8 @@ TEST_CASE("TypedConfigsRoundTripAndNameTheKeyOnBadInput") {
   const json sp = dbsparse::config_to_json(dbsparse::SpmspvConfig{});
   CHECK(sp == json{{"th0", 32}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.4}, {"th3_scale", "nnz_per_block"},
                    {"pull_coo", "lane"}, {"residual_below", 257},
-                   {"residual_push_below", 0.5}, {"residual_pull", "off"}, {"pdl", 1}});
+                   {"residual_push_below", 0.5}, {"residual_pull", "off"}, {"pdl", 1},
+                   {"compute_blocks_per_sm", 0}});
   // th0..th2 live once: the format's thresholds and the config's defaults are the same numbers.
   const dbsparse::DbThresholds th;
   CHECK(sp["th0"] == th.th0);
