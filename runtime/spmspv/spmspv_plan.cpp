@@ -102,6 +102,18 @@ struct SpmspvPlan<T>::Impl {
   unsigned sm_count = 1;
   bool pdl = false;  // launch() by programmatic dependent launch
   unsigned prep_grid = 1, compute_grid = 1;
+  int compute_occ = 1;  // compute blocks a SM that fit
+  // The compute launch for an x of x_nnz nonzeros, where the caller knows it (run_sparse,
+  // run_sparse_out; run() does not: the full grid). Its blocks cost their start even when a call
+  // has little work: on the quick suite at density 1e-4, 2 blocks a SM instead of 12 took a call
+  // from 9.5-11.5 to 6.5-9.2 us, while at 0.1 it lost 27% (H200, 2026-12-03, compute_blocks_per_sm
+  // sweep, docs/bench/2026-12-03-s21-run3-*). A config's compute_blocks_per_sm wins over this.
+  unsigned compute_grid_for(int64_t x_nnz) const {
+    if (typed.compute_blocks_per_sm > 0 || cols <= 0) return compute_grid;
+    const double density = static_cast<double>(x_nnz) / cols;
+    const int per_sm = density <= 0.001 ? 2 : density <= 0.01 ? 4 : compute_occ;
+    return static_cast<unsigned>(std::min(per_sm, compute_occ)) * sm_count;
+  }
   unsigned fused_grid = 0;  // 0: no cooperative launch on this device; two launches instead
   // Host copies for pull_bytes_visited (not used on the hot path).
   std::vector<BlockMeta> host_meta;
@@ -300,6 +312,7 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, pp->compute, kWarps * 32, 0));
   const int per_sm = pp->typed.compute_blocks_per_sm > 0 ? std::min(occ, pp->typed.compute_blocks_per_sm) : occ;
   pp->compute_grid = static_cast<unsigned>(std::max(1, per_sm) * info_.sm_count);
+  pp->compute_occ = std::max(1, occ);
   int coop = 0, occ_fused = 0;
   DBS_CU(cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, device_));
   DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ_fused, pp->fused, kWarps * 32, 0));
@@ -364,6 +377,13 @@ template <class T>
 void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws) const {
   const Impl& p = *impl_;
   p.check_workspace(ws, "SpmspvPlan::run");
+  dense_in(x, y, stream, ws, p.compute_grid);
+}
+
+// The mask pass and the compute (or the fused kernel) over a dense x, the compute on `grid` blocks.
+template <class T>
+void SpmspvPlan<T>::dense_in(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws, unsigned grid) const {
+  const Impl& p = *impl_;
   abi::SpmspvArgs<T> args = p.args(x, y, ws);
   void* params[] = {&args};
   if (p.fused_grid) {
@@ -372,7 +392,7 @@ void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>
     return;
   }
   p.launch(p.prep, p.prep_grid, params, stream);
-  p.launch(p.compute, p.compute_grid, params, stream);
+  p.launch(p.compute, grid, params, stream);
 }
 
 template <class T>
@@ -409,7 +429,8 @@ void SpmspvPlan<T>::sparse_in(uint64_t idx, uint64_t val, int32_t x_nnz, uint64_
   const unsigned grid = static_cast<unsigned>(std::clamp((n + 127) / 128, 1, 1024));
   void* scatter_params[] = {&idx, &val, &n, &xd};
   if (n) p.launch(p.scatter, grid, scatter_params, stream);
-  run(xd, y, stream, ws);
+  p.check_workspace(ws, "SpmspvPlan::run_sparse");
+  dense_in(xd, y, stream, ws, p.compute_grid_for(n));
   void* unscatter_params[] = {&idx, &n, &xd};
   if (n) p.launch(p.unscatter, grid, unscatter_params, stream);
 }
@@ -467,7 +488,7 @@ void SpmspvPlan<T>::run_sparse_out(const DeviceBuffer<int32_t>& x_idx, const Dev
   void* prep_params[] = {&args, &idx, &val, &n};
   p.launch(p.sparse_prep, xgrid, prep_params, h);
   void* params[] = {&args};
-  p.launch(p.compute, p.compute_grid, params, h);
+  p.launch(p.compute, p.compute_grid_for(n), params, h);
   void* finish_params[] = {&args, &idx, &n, &yi, &yv, &yn};
   p.launch(p.sparse_finish, p.sm_count * 4, finish_params, h);
 }
