@@ -84,6 +84,26 @@ class DeviceAllocation {
   bool pooled_ = false;
 };
 
+// Page-locked host memory mapped into the device's address space (one address on both sides
+// under unified addressing): a kernel writes a few words of feedback that the host reads later
+// without a synchronisation (SpmspvWorkspace: the last call's x blocks, which size the next grid).
+class MappedHostAllocation {
+ public:
+  MappedHostAllocation() = default;
+  explicit MappedHostAllocation(size_t bytes);  // zero-filled
+  ~MappedHostAllocation();
+  MappedHostAllocation(MappedHostAllocation&& o) noexcept;
+  MappedHostAllocation& operator=(MappedHostAllocation&& o) noexcept;
+  MappedHostAllocation(const MappedHostAllocation&) = delete;
+  MappedHostAllocation& operator=(const MappedHostAllocation&) = delete;
+  void* data() const { return host_; }  // also the device address
+  size_t bytes() const { return bytes_; }
+
+ private:
+  void* host_ = nullptr;
+  size_t bytes_ = 0;
+};
+
 template <class T>
 class DeviceBuffer {
  public:

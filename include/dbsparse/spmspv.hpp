@@ -133,6 +133,9 @@ class SpmspvWorkspace {
   DeviceBuffer<T> y_acc_;
   DeviceBuffer<uint32_t> ytouched_;
   DeviceBuffer<int32_t> ylist_;
+  // The last run()'s x nonzeros, written by its compute kernel (all ones before the first):
+  // run() sizes the next compute grid from it without reading anything back.
+  MappedHostAllocation feedback_;
 };
 
 template <class T>
@@ -210,7 +213,8 @@ class SpmspvPlan {
   explicit SpmspvPlan(std::unique_ptr<Impl> impl);
   SpmspvWorkspace<T> make_workspace_without_sparse_x() const;
   void sparse_in(uint64_t x_idx, uint64_t x_val, int32_t x_nnz, uint64_t y, void* stream, SpmspvWorkspace<T>& ws) const;
-  void dense_in(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws, unsigned compute_grid) const;
+  void dense_in(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws, unsigned compute_grid,
+                uint32_t* feedback = nullptr) const;
   std::unique_ptr<Impl> impl_;
 };
 

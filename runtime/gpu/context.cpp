@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstring>
+
 #include "runtime/gpu/cuda_driver.hpp"
 #include "runtime/gpu/fork_join.hpp"
 #include "runtime/gpu/module_registry.hpp"
@@ -185,6 +187,34 @@ DeviceAllocation& DeviceAllocation::operator=(DeviceAllocation&& o) noexcept {
     o.ptr_ = 0;
     o.bytes_ = 0;
     o.pooled_ = false;
+  }
+  return *this;
+}
+
+// --- MappedHostAllocation ------------------------------------------------------------------------
+
+MappedHostAllocation::MappedHostAllocation(size_t bytes) : bytes_(bytes) {
+  if (bytes == 0) return;
+  DBS_CU(cuMemHostAlloc(&host_, bytes, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE));
+  std::memset(host_, 0, bytes);
+}
+
+MappedHostAllocation::~MappedHostAllocation() {
+  if (host_) cuda::driver().cuMemFreeHost(host_);
+}
+
+MappedHostAllocation::MappedHostAllocation(MappedHostAllocation&& o) noexcept : host_(o.host_), bytes_(o.bytes_) {
+  o.host_ = nullptr;
+  o.bytes_ = 0;
+}
+
+MappedHostAllocation& MappedHostAllocation::operator=(MappedHostAllocation&& o) noexcept {
+  if (this != &o) {
+    if (host_) cuda::driver().cuMemFreeHost(host_);
+    host_ = o.host_;
+    bytes_ = o.bytes_;
+    o.host_ = nullptr;
+    o.bytes_ = 0;
   }
   return *this;
 }

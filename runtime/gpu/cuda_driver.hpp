@@ -23,7 +23,8 @@ namespace dbsparse::cuda {
   X(cuGetErrorName) X(cuGetErrorString) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)   \
   X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphGetNodes) \
   X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolSetAttribute)   \
-  X(cuMemPoolTrimTo) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)
+  X(cuMemPoolTrimTo) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync) X(cuMemHostAlloc) X(cuMemFreeHost) \
+  X(cuStreamIsCapturing)
 
 // Entry points looked up at the ABI version whose signature cuda.h declares, where a lookup at
 // CUDA_VERSION would return a newer variant with another signature. cuCtxSynchronize: cuda.h

@@ -103,17 +103,29 @@ struct SpmspvPlan<T>::Impl {
   bool pdl = false;  // launch() by programmatic dependent launch
   unsigned prep_grid = 1, compute_grid = 1;
   int compute_occ = 1;  // compute blocks a SM that fit
-  // The compute launch for an x of x_nnz nonzeros, where the caller knows it (run_sparse,
-  // run_sparse_out; run() does not: the full grid). Its blocks cost their start even when a call
-  // has little work: on the quick suite at density 1e-4, 2 blocks a SM instead of 12 took a call
-  // from 9.5-11.5 to 6.5-9.2 us, while at 0.1 it lost 27% (H200, 2026-12-03, compute_blocks_per_sm
-  // sweep, docs/bench/2026-12-03-s21-run3-*). A config's compute_blocks_per_sm wins over this.
+  // The compute launch for an x of about x_nnz nonzeros. Its blocks cost their start even when a
+  // call has little work, and the work follows x's nonzeros, not its density: on the quick suite
+  // (about 100K columns) 1 block a SM won at 10-100 nonzeros, 4 at 1000; on the full suite (1-3.4M
+  // columns) 2 a SM won at 1000-3400 and lost a third at 10K+ (H200, 2026-12-03,
+  // compute_blocks_per_sm sweep, docs/bench/2026-12-03-s21-run3-*). A config's
+  // compute_blocks_per_sm wins over this.
   unsigned compute_grid_for(int64_t x_nnz) const {
     if (typed.compute_blocks_per_sm > 0 || cols <= 0) return compute_grid;
-    const double density = static_cast<double>(x_nnz) / cols;
-    const int per_sm = density <= 0.001 ? 2 : density <= 0.01 ? 4 : compute_occ;
+    const int per_sm = x_nnz <= 128 ? 1 : x_nnz <= 1024 ? 2 : x_nnz <= 4096 ? 4 : compute_occ;
     return static_cast<unsigned>(std::min(per_sm, compute_occ)) * sm_count;
   }
+  // run()'s grid: from the workspace's last call (x is on the device; a graph replays whatever
+  // was captured, so a capture gets the full grid). A wrong guess costs time, never correctness:
+  // every path strides over its tasks by the grid's size.
+  unsigned compute_grid_for_run(const SpmspvWorkspace<T>& ws, void* stream) const {
+    if (ws.feedback_.data() == nullptr) return compute_grid;
+    CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    DBS_CU(cuStreamIsCapturing(static_cast<CUstream>(stream), &capture));
+    if (capture != CU_STREAM_CAPTURE_STATUS_NONE) return compute_grid;
+    const uint32_t last = *static_cast<const volatile uint32_t*>(ws.feedback_.data());
+    return last == kFeedbackUnknown ? compute_grid : compute_grid_for(last);
+  }
+  static constexpr uint32_t kFeedbackUnknown = 0xffffffffu;
   unsigned fused_grid = 0;  // 0: no cooperative launch on this device; two launches instead
   // Host copies for pull_bytes_visited (not used on the hot path).
   std::vector<BlockMeta> host_meta;
@@ -345,6 +357,8 @@ template <class T>
 SpmspvWorkspace<T> SpmspvPlan<T>::make_workspace_without_sparse_x() const {
   SpmspvWorkspace<T> ws;
   ws.state_ = zeroed<uint8_t>(sizeof(abi::SpmspvState));
+  ws.feedback_ = MappedHostAllocation(sizeof(uint32_t));
+  *static_cast<volatile uint32_t*>(ws.feedback_.data()) = Impl::kFeedbackUnknown;
   ws.xmask_ = DeviceBuffer<uint16_t>(static_cast<size_t>(std::max(impl_->block_cols, 1)));
   ws.block_tasks_ = DeviceBuffer<abi::PushTask>(static_cast<size_t>(std::max<int64_t>(impl_->block_task_capacity, 1)));
   ws.residual_tasks_ =
@@ -377,14 +391,16 @@ template <class T>
 void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws) const {
   const Impl& p = *impl_;
   p.check_workspace(ws, "SpmspvPlan::run");
-  dense_in(x, y, stream, ws, p.compute_grid);
+  dense_in(x, y, stream, ws, p.compute_grid_for_run(ws, stream), static_cast<uint32_t*>(ws.feedback_.data()));
 }
 
 // The mask pass and the compute (or the fused kernel) over a dense x, the compute on `grid` blocks.
 template <class T>
-void SpmspvPlan<T>::dense_in(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws, unsigned grid) const {
+void SpmspvPlan<T>::dense_in(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws, unsigned grid,
+                             uint32_t* feedback) const {
   const Impl& p = *impl_;
   abi::SpmspvArgs<T> args = p.args(x, y, ws);
+  args.feedback = feedback;
   void* params[] = {&args};
   if (p.fused_grid) {
     DBS_CU(cuLaunchCooperativeKernel(p.fused, p.fused_grid, 1, 1, kWarps * 32, 1, 1, 0,

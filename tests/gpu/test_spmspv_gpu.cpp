@@ -143,6 +143,16 @@ TEST_CASE("SpmspvMatchesReferenceOnGeneratedMatrices") {
   }
 }
 
+// run() sizes its compute grid from the previous call's x (SpmspvWorkspace::feedback_): a full
+// x right after a one-entry x runs on the small grid the one entry asked for, and must still
+// cover every task.
+TEST_CASE("SpmspvRunOnAGridSizedForTheLastXMatchesReference") {
+  for (const char* spec : {"uniform:n=200000,d=8", "powerlaw:n=100000,avg=8,alpha=1.5,max=20000"}) {
+    const auto ad = generate(spec);
+    check_all_directions<float>(ad, nullptr, spec, {0.00001, 1, 0.0001, 0.5, 0, 0.1, 0.001, 1});
+  }
+}
+
 TEST_CASE("SpmspvWarpWideCooWalkMatchesReference") {
   // pull_coo = warp: the pull path's COO entries spread over the warp (coo_by_warp). Every block
   // COO (up to 256 entries a block), the defaults' mix, and the shapes that leave partial blocks.

@@ -133,13 +133,16 @@ struct SpmspvArgs {
   // of those row blocks, so the output pass costs the touched rows, not all of y.
   uint32_t* ytouched;
   int32_t* ylist;
+  // Mapped host memory (null where the host knows x's nonzeros): compute writes the call's
+  // x nonzeros there, and run() sizes the next call's compute grid from it.
+  uint32_t* feedback;
   int32_t rows, cols, block_cols, nsegments, nblock_segments;
   float xb_threshold;   // blocks: push while non-empty x blocks < xb_threshold * block_cols
   float res_threshold;  // residual: push while x nonzeros < res_threshold * cols
   int32_t block_rows;
 };
-static_assert(sizeof(SpmspvArgs<float>) == 200 && sizeof(SpmspvArgs<double>) == 200, "SpmspvArgs layout");
-static_assert(DBS_ABI_OFFSETOF(SpmspvArgs<float>, rows) == 168 && DBS_ABI_OFFSETOF(SpmspvArgs<float>, res_threshold) == 192,
+static_assert(sizeof(SpmspvArgs<float>) == 208 && sizeof(SpmspvArgs<double>) == 208, "SpmspvArgs layout");
+static_assert(DBS_ABI_OFFSETOF(SpmspvArgs<float>, rows) == 176 && DBS_ABI_OFFSETOF(SpmspvArgs<float>, res_threshold) == 200,
               "SpmspvArgs layout");
 
 }  // namespace dbsparse::abi
