@@ -45,6 +45,10 @@ Permutation reorder(const PatternGraph& g, Reorder how);  // g symmetric (symmet
 // P A P^T: row and column v of A become row and column p.new_of_old[v]; columns sorted.
 template <class T>
 CsrMatrix<T> permute_symmetric(const CsrMatrix<T>& a, const Permutation& p);
+// P A: row v of A becomes row p.new_of_old[v], columns as they were (A may be rectangular with
+// p over its rows). SpMM's reordered plans walk this and write C's rows back by old index.
+template <class T>
+CsrMatrix<T> permute_rows(const CsrMatrix<T>& a, const Permutation& p);
 // y_new[p.new_of_old[v]] = x[v], and back.
 template <class T>
 std::vector<T> permute_vector(const std::vector<T>& x, const Permutation& p);

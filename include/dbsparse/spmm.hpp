@@ -19,6 +19,7 @@
 #include "dbsparse/context.hpp"
 #include "dbsparse/op_config.hpp"
 #include "dbsparse/plan_info.hpp"
+#include "dbsparse/reorder.hpp"
 #include "dbsparse/tuning_db.hpp"
 
 namespace dbsparse {
@@ -70,6 +71,11 @@ struct SpmmConfig {
   // CSR: a warp takes at most this many of a row's entries (0: 32 per subgroup, i.e. 32 * 32 /
   // lanes); the rest of the row goes to a second, atomic pass in runs of this length.
   int csr_max_run = 0;
+  // CSR: the order the kernel walks A's rows in (reorder.hpp; square A only). B and C stay in the
+  // user's order: the plan keeps A's rows permuted and each row writes C's row by its old index,
+  // so no pass is added; rows of one community or RCM band, walked together, share B's rows in L1
+  // and L2. Computed on the host once per plan (explain prints its time).
+  std::string reorder = "none";
 
   template <class V>
   void visit(V& v) {
@@ -86,6 +92,9 @@ struct SpmmConfig {
     v.integer("tc_warps", tc_warps, 1, 8, "BRP: TC kernel warps per block (1, 2, 4 or 8), splitting a window's groups");
     v.integer("tc_max_run", tc_max_run, 1, 1 << 20, "BRP: groups a block sums before the rest of a window goes to the atomic pass");
     v.integer("csr_max_run", csr_max_run, 0, 1 << 24, "CSR: entries a warp takes before the rest of a row goes to the atomic pass (0: 32 per subgroup)");
+    v.choice("reorder", reorder, {"none", "degree", "rcm", "community"},
+             "CSR: the order A's rows are walked in (none, degree, rcm, community; square A only), B and C in the "
+             "user's order");
   }
   void check() const {
     auto pow2 = [](int x) { return x == 1 || x == 2 || x == 4 || x == 8; };
@@ -93,6 +102,8 @@ struct SpmmConfig {
     if (!pow2(g)) throw UsageError("spmm config: 'g' (TC blocks per BRP group) must be 1, 2, 4 or 8, got " + std::to_string(g));
     if (!pow2(tc_warps))
       throw UsageError("spmm config: 'tc_warps' (TC kernel warps per block) must be 1, 2, 4 or 8, got " + std::to_string(tc_warps));
+    if (reorder != "none" && (path == "brp" || path == "condensed"))
+      throw UsageError("spmm config: 'reorder' " + reorder + " applies to the CSR path (path auto or csr), not " + path);
   }
 };
 
@@ -114,6 +125,9 @@ struct SpmmOptions {
   bool convert_on_host = false;
   // A, B and C's type. Not a tuned field: the caller's data decides it.
   SpmmDtype dtype = SpmmDtype::F32;
+  // The rows' order (SpmmConfig::reorder) instead of the config's; Reorder::None on a config that
+  // asks for one turns it off. Needs the CSR path (Auto takes it): UsageError with BRP or condensed.
+  std::optional<Reorder> reorder;
 };
 
 class SpmmPlan {
@@ -139,6 +153,10 @@ class SpmmPlan {
   int g() const;
   double tc_share() const;  // nonzeros in TC groups / nnz (0 on the CSR path, 1 on the condensed one)
   double condensed_fill() const;  // the condensed path's tile fill (0 on the others)
+  Reorder reorder() const;        // the rows' order the plan walks (None: A's own)
+  double reorder_ms() const;      // its host time at plan creation (0 for None)
+  // old_of_new of the rows' order (empty for None): the kernel's row k is A's row row_order()[k].
+  const std::vector<int32_t>& row_order() const;
   // The BRP path's format figures: split, bytes, conversion time and (converted on the GPU) peak
   // extra device memory against its bound. Empty on the CSR path.
   std::optional<BrpStats> brp_stats() const;

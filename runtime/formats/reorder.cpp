@@ -238,6 +238,25 @@ CsrMatrix<T> permute_symmetric(const CsrMatrix<T>& a, const Permutation& p) {
 }
 
 template <class T>
+CsrMatrix<T> permute_rows(const CsrMatrix<T>& a, const Permutation& p) {
+  if (p.size() != a.rows)
+    throw UsageError(fmt::format("permute_rows: the permutation has {} entries, A has {} rows", p.size(), a.rows));
+  CsrMatrix<T> out;
+  out.rows = a.rows;
+  out.cols = a.cols;
+  out.row_ptr.assign(static_cast<size_t>(a.rows) + 1, 0);
+  out.col_idx.reserve(a.col_idx.size());
+  out.values.reserve(a.values.size());
+  for (int32_t r = 0; r < a.rows; ++r) {
+    const int32_t old = p.old_of_new[static_cast<size_t>(r)];
+    out.col_idx.insert(out.col_idx.end(), a.col_idx.begin() + a.row_ptr[old], a.col_idx.begin() + a.row_ptr[old + 1]);
+    out.values.insert(out.values.end(), a.values.begin() + a.row_ptr[old], a.values.begin() + a.row_ptr[old + 1]);
+    out.row_ptr[r + 1] = static_cast<int32_t>(out.col_idx.size());
+  }
+  return out;
+}
+
+template <class T>
 std::vector<T> permute_vector(const std::vector<T>& x, const Permutation& p) {
   if (x.size() != p.new_of_old.size()) throw UsageError("permute_vector: sizes differ");
   std::vector<T> out(x.size());
@@ -276,6 +295,7 @@ LocalityStats locality(const CsrMatrix<T>& a) {
 #define DBS_REORDER(T)                                                                      \
   template Permutation reorder(const CsrMatrix<T>&, Reorder);                               \
   template CsrMatrix<T> permute_symmetric(const CsrMatrix<T>&, const Permutation&);        \
+  template CsrMatrix<T> permute_rows(const CsrMatrix<T>&, const Permutation&);             \
   template std::vector<T> permute_vector(const std::vector<T>&, const Permutation&);       \
   template std::vector<T> unpermute_vector(const std::vector<T>&, const Permutation&);     \
   template LocalityStats locality(const CsrMatrix<T>&);

@@ -130,6 +130,9 @@ struct SpmmPlan::Impl {
   double fill = 0;         // the condensed path's tile fill
   double convert_ms = 0;   // the condensed path's host conversion
   int64_t csr_bytes = 0;   // the condensed path: A in CSR, what its tiles are weighed against
+  Reorder order = Reorder::None;  // the CSR path's row order (SpmmConfig::reorder)
+  double reorder_ms = 0;
+  std::vector<int32_t> row_order;  // old_of_new; on the device as row_id
   BrpStats stats;          // BRP path
   // The row kernels' CSR: the residual rows (BRP; row_id maps them to C's rows) or all of A (CSR).
   DeviceBuffer<int32_t> row_ptr, col_idx, row_id;
@@ -235,6 +238,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
     if (opt.path == SpmmPath::Brp) p->typed.path = "brp";
     if (opt.path == SpmmPath::CsrCudaCore) p->typed.path = "csr";
     if (opt.path == SpmmPath::Condensed) p->typed.path = "condensed";
+    if (opt.reorder) p->typed.reorder = to_string(*opt.reorder);
     p->typed.check();
     p->rows = a.rows;
     p->cols = a.cols;
@@ -250,7 +254,14 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
                : p->typed.path == "condensed" ? SpmmPath::Condensed
                                               : SpmmPath::Auto;
     p->path = p->asked;
-    if (p->asked == SpmmPath::Auto) {
+    p->order = parse_reorder(p->typed.reorder);  // check() kept it to the CSR path
+    if (p->order != Reorder::None) {
+      if (a.rows != a.cols)
+        throw UsageError(fmt::format("plan_spmm: reorder '{}' orders a graph's vertices and needs a square A, got {} x {}",
+                                     to_string(p->order), a.rows, a.cols));
+      p->path = SpmmPath::CsrCudaCore;
+    }
+    if (p->path == SpmmPath::Auto) {
       p->auto_fill = condensed_fill(a, p->g, kAutoFillWindows);
       if (a.nnz() > 0 && p->auto_fill >= p->typed.min_condensed_fill) {
         p->path = SpmmPath::Condensed;
@@ -269,10 +280,21 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       return loaded.fns;
     };
     if (p->path == SpmmPath::CsrCudaCore) {
-      p->row_ptr = upload(a.row_ptr);
-      p->col_idx = upload(a.col_idx);
-      if (f32) p->vals = upload(a.values);
-      else p->vals16 = upload(to_16(a.values, opt.dtype));
+      // Reordered: the kernel walks P A and its row k writes C's row row_order[k] (SpmmArgs::row_id).
+      CsrMatrix<float> permuted;
+      if (p->order != Reorder::None) {
+        const auto t0 = std::chrono::steady_clock::now();
+        Permutation perm = dbsparse::reorder(a, p->order);
+        permuted = permute_rows(a, perm);
+        p->reorder_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        p->row_order = std::move(perm.old_of_new);
+        p->row_id = upload(p->row_order);
+      }
+      const CsrMatrix<float>& w = p->order != Reorder::None ? permuted : a;
+      p->row_ptr = upload(w.row_ptr);
+      p->col_idx = upload(w.col_idx);
+      if (f32) p->vals = upload(w.values);
+      else p->vals16 = upload(to_16(w.values, opt.dtype));
       p->csr_rows = a.rows;
       // The scalar kernel always: it also serves B or C that are not aligned to 4 values.
       const auto f1 =
@@ -289,10 +311,10 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       // One max_run serves both kernels (the pieces are cut once): the float4 kernel's lanes when
       // it is loaded, as it runs whenever B and C are aligned.
       p->max_run = csr_max_run(p->typed, csr_lanes(n_cols, p->vec4 ? 4 : 1), a.nnz(), a.rows);
-      const auto pc = spmm_cut_pieces(a.row_ptr, p->max_run);
+      const auto pc = spmm_cut_pieces(w.row_ptr, p->max_run);
       p->n_pieces = static_cast<int32_t>(pc.size() / 3);
       if (!pc.empty()) p->pieces = upload(pc);
-      if (!f32 && !pc.empty()) p->cut_into_workspace(a.row_ptr, 1);
+      if (!f32 && !pc.empty()) p->cut_into_workspace(w.row_ptr, 1);
     } else if (p->path == SpmmPath::Condensed) {
       const auto t0 = std::chrono::steady_clock::now();
       const CondensedTc m = csr_to_condensed(a, p->g, opt.dtype);
@@ -439,7 +461,7 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
   args.row_ptr = dev(p.row_ptr);
   args.col_idx = dev(p.col_idx);
   args.vals = reinterpret_cast<const float*>(p.vals_ptr());
-  args.row_id = p.path == SpmmPath::Brp ? dev(p.row_id) : nullptr;
+  args.row_id = p.row_id.size() ? dev(p.row_id) : nullptr;  // BRP's residual rows, or CSR's order
   args.group_window = dev(p.window);
   args.old_col = dev(p.old_col);
   args.local_id = dev(p.local_id);
@@ -506,6 +528,9 @@ double SpmmPlan::tc_share() const {
   if (impl_->path == SpmmPath::Condensed) return impl_->nnz > 0 ? 1.0 : 0.0;
   return impl_->path == SpmmPath::Brp ? impl_->stats.tc_share : 0.0;
 }
+Reorder SpmmPlan::reorder() const { return impl_->order; }
+double SpmmPlan::reorder_ms() const { return impl_->reorder_ms; }
+const std::vector<int32_t>& SpmmPlan::row_order() const { return impl_->row_order; }
 double SpmmPlan::condensed_fill() const { return impl_->path == SpmmPath::Condensed ? impl_->fill : 0.0; }
 std::optional<BrpStats> SpmmPlan::brp_stats() const {
   if (impl_->path != SpmmPath::Brp) return std::nullopt;
@@ -579,6 +604,10 @@ std::string SpmmPlan::explain() const {
     out += fmt::format("  CSR on CUDA cores (f32 sums), a warp per row (its first {} entries; {} more runs added atomically), "
                        "{} lanes across N (4 values a load) or {} (scalars), the rest of the warp over the entries; device {} "
                        "bytes\n", p.max_run, p.n_pieces, csr_lanes(p.n, 4), csr_lanes(p.n, 1), device_bytes());
+    if (p.order != Reorder::None)
+      out += fmt::format("  rows walked in {} order (computed on the host in {:.1f} ms at plan time), each writing C's row by "
+                         "its old index: B and C in the user's order, no extra pass\n",
+                         to_string(p.order), p.reorder_ms);
   }
   if (!f32) {
     const bool brp = p.path == SpmmPath::Brp;

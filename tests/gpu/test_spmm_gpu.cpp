@@ -193,6 +193,61 @@ TEST_CASE("SpmmCsrPathMatchesReference") {
   }
 }
 
+// Rows walked in another order (SpmmConfig::reorder), C's rows written back by their old index:
+// C in the user's order equals the reference, with and without the pieces pass (csr_max_run 8 cuts
+// most rows), with beta reading the old C through the same map.
+TEST_CASE("SpmmReorderedCsrMatchesReference") {
+  std::vector<std::pair<std::string, CsrMatrix<float>>> mats;
+  for (const char* spec : {"powerlaw:n=20000,avg=8,alpha=1.5,max=4000", "rmat:scale=12,ef=8", "stencil2d:n=60"})
+    mats.emplace_back(spec, generate(spec).cast<float>());
+  for (auto& m : test_matrices())
+    if (m.second.rows == m.second.cols && m.second.rows > 0) mats.push_back(std::move(m));
+  for (const auto& [name, a] : mats) {
+    CAPTURE(name);
+    for (Reorder order : {Reorder::Degree, Reorder::Rcm, Reorder::Community})
+      for (int n : {8, 32, 33, 128})
+        for (int run : {0, 8}) {
+          CAPTURE(to_string(order));
+          CAPTURE(n);
+          CAPTURE(run);
+          const Config cfg{"spmm", {{"csr_max_run", run}}, ConfigSource::Explicit, "test"};
+          SpmmOptions o;
+          o.config = &cfg;
+          o.reorder = order;
+          const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+          CAPTURE(plan.explain());
+          REQUIRE(plan.path() == SpmmPath::CsrCudaCore);  // auto takes CSR when a reorder is asked
+          CHECK(plan.reorder() == order);
+          CHECK(permutation_from_order(plan.row_order()).size() == a.rows);  // throws unless a permutation
+          for (auto [alpha, beta] : kAlphaBeta)
+            CHECK(spmm_error(plan, expected(a, n, alpha, beta, 71 + n)) <= tol_f32(a));
+        }
+  }
+}
+
+TEST_CASE("SpmmReorderIsRefusedWhereItCannotApply") {
+  const auto a = generate("rmat:scale=8,ef=8").cast<float>();
+  SpmmOptions brp{SpmmPath::Brp};
+  brp.reorder = Reorder::Rcm;
+  CHECK_THROWS_AS(ctx().plan_spmm(a, 32, brp), UsageError);
+  SpmmOptions cnd{SpmmPath::Condensed};
+  cnd.reorder = Reorder::Degree;
+  CHECK_THROWS_AS(ctx().plan_spmm(a, 32, cnd), UsageError);
+  CsrMatrix<float> wide = a;
+  wide.cols += 5;
+  SpmmOptions o;
+  o.reorder = Reorder::Community;
+  CHECK_THROWS_AS(ctx().plan_spmm(wide, 32, o), UsageError);
+  // A config's reorder turned off by the option: the plain plan.
+  const Config cfg{"spmm", {{"reorder", "rcm"}}, ConfigSource::Explicit, "test"};
+  SpmmOptions off;
+  off.config = &cfg;
+  off.reorder = Reorder::None;
+  CHECK(ctx().plan_spmm(a, 32, off).reorder() == Reorder::None);
+  off.reorder.reset();
+  CHECK(ctx().plan_spmm(a, 32, off).reorder() == Reorder::Rcm);
+}
+
 // The knobs the tuner turns that change which code runs: A operands expanded ahead or built per
 // group (expand_min_f 1 / 16), 1 to 8 warps sharing a window, and first-pass runs so short that most of every window and row goes
 // through the atomic pieces pass (tc_max_run, csr_max_run).

@@ -221,6 +221,30 @@ TEST_CASE("SpmmHalfPiecesExpandedOperandsAndHostConversionMatchReference") {
   }
 }
 
+// A reordered CSR plan in 16 bits: the cut rows' f32 workspace is indexed by the walked row and
+// finalize writes C's row through the order's map.
+TEST_CASE("SpmmHalfReorderedCsrMatchesReference") {
+  const auto a = generate("powerlaw:n=6000,avg=8,alpha=1.5,max=1500").cast<float>();
+  for (SpmmDtype d : kHalfTypes)
+    for (Reorder order : {Reorder::Degree, Reorder::Community})
+      for (int run : {0, 8})
+        for (int n : {8, 128}) {
+          CAPTURE(to_string(d));
+          CAPTURE(to_string(order));
+          CAPTURE(run);
+          CAPTURE(n);
+          const Config cfg{"spmm", {{"path", "csr"}, {"csr_max_run", run}}, ConfigSource::Explicit, "test"};
+          SpmmOptions o;
+          o.config = &cfg;
+          o.dtype = d;
+          o.reorder = order;
+          const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+          CAPTURE(plan.explain());
+          CHECK(spmm_error16(plan, expected16(a, d, n, 0.75f, -0.5f, 83 + n)) <= kTolHalf);
+          CHECK(spmm_error16(plan, expected16(a, d, n, 1.0f, 0.0f, 89 + n)) <= kTolHalf);
+        }
+}
+
 // B and C one value (2 bytes) past an 8-byte boundary: the 4-value kernels must not be used
 // (n = 128 asks for them), on either path.
 TEST_CASE("SpmmHalfUnalignedBAndCUseScalarLanes") {

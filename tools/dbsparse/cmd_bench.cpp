@@ -33,6 +33,7 @@ struct BenchArgs {
   std::vector<double> densities;  // empty: the op's own
   std::vector<std::string> strategies;
   std::vector<int> n_cols;  // spmm: widths of B and C
+  std::vector<std::string> reorders;  // spmm: the row orders timed beside the CSR row
   int32_t contract_k = 0;   // spgemm: k of the contraction rows (0: rows / 64)
   int mcl_iters = 5;        // spgemm: MCL expansions (0: no MCL rows)
   bool contract_k_set = false, mcl_iters_set = false;
@@ -120,6 +121,11 @@ Runner add_bench(CLI::App& sub_ref) {
                   "default 32,64,128,256")
       ->delimiter(',')
       ->check(CLI::Range(1, 4096));
+  sub->add_option("--reorder", a->reorders,
+                  "spmm only: also time the CSR path with A's rows walked in these orders (comma-separate: degree, "
+                  "rcm, community), one row each with the ordering's host time and the calls that pay it back")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"degree", "rcm", "community"}));
   sub->add_option("--contract-k", a->contract_k,
                   "spgemm only: k, the classes of the contraction rows' random labels (C = S G S^T is k x k); "
                   "default rows/64")
@@ -156,6 +162,7 @@ Runner add_bench(CLI::App& sub_ref) {
     given("--explain", a->explain);
     given("--fused", a->fused);
     given("--n", !a->n_cols.empty());
+    given("--reorder", !a->reorders.empty());
     given("--contract-k", a->contract_k_set);
     given("--mcl-iters", a->mcl_iters_set);
     given("--two-pass", a->two_pass);
@@ -174,6 +181,7 @@ Runner add_bench(CLI::App& sub_ref) {
     req.densities = a->densities;
     req.strategies = a->strategies;
     req.n_cols = a->n_cols;
+    req.reorders = a->reorders;
     req.contract_k = a->contract_k;
     req.mcl_iters = a->mcl_iters;
     req.two_pass = a->two_pass;

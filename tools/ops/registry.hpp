@@ -36,6 +36,7 @@ struct BenchRequest {
   bool fused = false;  // spmspv: plans made with SpmspvOptions::fused (one cooperative launch)
   bool explain = false;
   std::vector<int> n_cols;  // spmm: the widths N of B and C (empty: the op's own, 32,64,128,256)
+  std::vector<std::string> reorders;  // spmm: row orders timed beside the CSR row (reorder.hpp names)
   double copy_gbs = 0;
   int32_t contract_k = 0;  // spgemm: k of the contraction rows (0: rows / 64)
   int mcl_iters = 5;       // spgemm: expansions of the MCL rows (0: none)

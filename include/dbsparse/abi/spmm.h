@@ -81,7 +81,8 @@ DBS_ABI_FN int brp_afrag16_index(int local_id, int e, int f) {
 // alpha and beta are f32 for every value type.
 struct SpmmArgs {
   // Row kernels: `rows` rows of a CSR (row_ptr, col_idx, vals); C's row of row r is row_id[r]
-  // (the BRP residual rows) or r itself when row_id is null (csr_spmm_rows).
+  // (the BRP residual rows, or a reordered CSR plan's rows: SpmmConfig::reorder) or r itself when
+  // row_id is null.
   const int32_t* row_ptr;
   const int32_t* col_idx;
   const float* vals;

@@ -136,3 +136,20 @@ TEST_CASE("DegreeOrderPutsHubsFirstAndReorderRejectsBadInput") {
   for (const Reorder how : kAll) check_bijection(reorder(empty, how), 5);
   check_bijection(reorder(CsrMatrix<double>{}, Reorder::Rcm), 0);
 }
+
+// P A alone (SpMM's reordered plans): row k of the result is A's row old_of_new[k], so (P A) x
+// read back through the order is A x; a permutation of the wrong size is a UsageError.
+TEST_CASE("PermutedRowsTimesXReadBackThroughTheOrderMatchReference") {
+  const auto a = generate("powerlaw:n=3000,avg=6,alpha=1.6,max=400");
+  const auto x = dbs_test::random_vector<double>(static_cast<size_t>(a.cols), 5);
+  const auto want = reference::spmv(a, std::span<const double>(x));
+  for (Reorder how : kAll) {
+    CAPTURE(to_string(how));
+    const Permutation p = reorder(a, how);
+    const auto pa = permute_rows(a, p);
+    CHECK(pa.nnz() == a.nnz());
+    const auto got = reference::spmv(pa, std::span<const double>(x));
+    for (int32_t k = 0; k < a.rows; ++k) CHECK(got[static_cast<size_t>(k)] == want[static_cast<size_t>(p.old_of_new[k])]);
+  }
+  CHECK_THROWS_AS(permute_rows(a, identity_permutation(a.rows - 1)), UsageError);
+}

@@ -261,3 +261,19 @@ TEST_CASE("SpmmTuningBucketsAreTheNClassesPlansLookUp") {
   for (const auto* op : tools::ops())
     if (op->name != "spmm") CHECK(op->buckets.empty());  // one config per matrix
 }
+
+// reorder is a CSR-path setting: with path brp or condensed the config is refused (so dbtune never
+// times such a point), with auto or csr it parses, and an unknown order names the four.
+TEST_CASE("SpmmConfigKeepsReorderToTheCsrPath") {
+  for (const char* order : {"none", "degree", "rcm", "community"})
+    for (const char* path : {"auto", "csr"}) {
+      const auto c = config_from_json<SpmmConfig>({{"path", path}, {"reorder", order}});
+      CHECK_NOTHROW(c.check());
+      CHECK(parse_reorder(c.reorder) == parse_reorder(order));
+    }
+  for (const char* path : {"brp", "condensed"}) {
+    CHECK_NOTHROW(config_from_json<SpmmConfig>({{"path", path}}).check());
+    CHECK_THROWS_AS(config_from_json<SpmmConfig>({{"path", path}, {"reorder", "rcm"}}).check(), UsageError);
+  }
+  CHECK_THROWS_AS(config_from_json<SpmmConfig>({{"reorder", "rabbit"}}), UsageError);
+}
