@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (issue 35's calls): SpMM and SpMV on
+# irregular graphs with and without a row order, their gpu tests, and Nsight Compute on the CSR
+# kernel of one graph.
+#   tools/device/locality_run.sh tests|spmm|spmm-full|spmv|ncu|sanitize ...   (in order)
+# tests: every Spmm* / Spmv* gpu test; spmm: the graphs set (quick) plus ../shared/matrices at
+# N = 32 and 128 with --reorder degree,rcm,community; spmm-full: the full graphs set, N = 32 and 128;
+# ncu: every csr_spmm_rows launch on the scrambled R-MAT 17 at N = 32, plain and in community order.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. tools/device/device_env.sh
+B=$D/bin
+T="timeout ${LOCALITY_TIMEOUT:-300}"
+for mode in "$@"; do
+  t0=$(date +%s)
+  case $mode in
+    tests)
+      $T "$B/test_gpu" -tc="${LOCALITY_TESTS:-Spmm*,Spmv*}" >"$OUT/locality-tests.log" 2>&1; echo "tests rc $?"
+      grep -B3 -A8 "ERROR" "$OUT/locality-tests.log" | head -40; tail -3 "$OUT/locality-tests.log" ;;
+    spmm)
+      $T "$B/dbsparse" bench spmm --suite quick --set graphs --n 32,128 --reorder "${REORDERS:-degree,rcm,community}" \
+        --json "$OUT/spmm-graphs.json" >"$OUT/spmm-graphs.txt" 2>&1
+      echo "$mode rc $?"; grep -E "geomean|WRONG" "$OUT/spmm-graphs.txt" | cut -c1-200 | head -30 ;;
+    spmm-full)
+      $T "$B/dbsparse" bench spmm --suite full --set graphs --no-shared --n 32,128 \
+        --reorder "${REORDERS:-degree,rcm,community}" --json "$OUT/spmm-graphs-full.json" >"$OUT/spmm-graphs-full.txt" 2>&1
+      echo "$mode rc $?"; grep -E "geomean|WRONG" "$OUT/spmm-graphs-full.txt" | cut -c1-200 | head -30 ;;
+    spmv)
+      $T "$B/dbsparse" bench spmv rmat:scale=20,ef=16,scramble=1 powerlaw:n=1000000,avg=16,alpha=1.5,max=100000 \
+        uniform:n=2000000,d=16 --no-shared --json "$OUT/spmv-irregular.json" >"$OUT/spmv-irregular.txt" 2>&1
+      echo "$mode rc $?"; grep -E "geomean|worst|WRONG" "$OUT/spmv-irregular.txt" | cut -c1-200 | head -20 ;;
+    ncu)
+      # Every csr_spmm_rows launch of one bench: auto, csr and csr-community, 2 calls each (and their
+      # pieces passes); the log names each launch's grid, so plain and reordered are told apart.
+      $T ncu --clock-control none -k regex:csr_spmm_rows \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
+        "$B/dbsparse" bench spmm ${NCU_MATRIX:-rmat:scale=17,ef=16,scramble=1} --no-shared --no-baselines --n 32 \
+        --reorder community --reps 1 --batch 1 --warmup 1 >"$OUT/ncu-spmm.txt" 2>&1
+      echo "ncu rc $?"
+      grep -E "csr_spmm_rows|Duration|L1/TEX Hit|L2 Hit|Achieved Occupancy|Compute \(SM\) Throughput|DRAM Throughput" \
+        "$OUT/ncu-spmm.txt" | cut -c1-150 | head -60 ;;
+    sanitize)
+      compute-sanitizer --tool memcheck --error-exitcode 9 "$B/test_gpu" -tc="${SAN_TESTS:-*Reorder*}" \
+        >"$OUT/locality-memcheck.log" 2>&1
+      echo "memcheck rc $? $(grep -E 'ERROR SUMMARY' "$OUT/locality-memcheck.log" | tail -1)" ;;
+    *) echo "unknown mode $mode"; exit 2 ;;
+  esac
+  echo "== $mode $(( $(date +%s) - t0 )) s"
+done
