@@ -56,8 +56,10 @@ struct SpmmConfig {
   // auto's threshold on the condensed tiles' fill (stored entries / tile capacity). Condensed
   // against CSR on pruned 4096^2 (H200, 2026-12-01, docs/bench/2026-12-01-s15-bench_spmm-sweep*):
   // fill 0.07-0.21 lost 1.8-3.7x / 1.3-2.9x (n = 32 / 128), 0.27 lost 1.4x at n = 32 and won 1.3x at
-  // 128, 0.5 won 1.3x / 2.1x, 0.99 won 2.4x / 4.8x.
-  double min_condensed_fill = 0.3;
+  // 128, 0.5 won 1.3x / 2.1x, 0.99 won 2.4x / 4.8x. On small real matrices fill 0.32-0.42 lost 1.3-2.3x
+  // at both widths (bcsstk16 / 28, mhd3200a, orani678: too few windows to fill the GPU; H200,
+  // 2026-12-04, docs/bench/2026-12-04-s22-run2-spmm-graphs.*), so auto asks for 0.45.
+  double min_condensed_fill = 0.45;
   // BRP: expand the groups' A operands into fragment order once per plan when f >= this (16:
   // never). They take 16 x 8 x 4 bytes a block against 8f values, so 2x at f = 8, 16x at f = 1.
   int expand_min_f = 4;
@@ -76,6 +78,9 @@ struct SpmmConfig {
   // so no pass is added; rows of one community or RCM band, walked together, share B's rows in L1
   // and L2. Computed on the host once per plan (explain prints its time).
   std::string reorder = "none";
+  // CSR: 0 launches a warp per row (and per piece); k > 0 launches k blocks of 8 warps a SM that
+  // stride over the rows, so no block holds its registers while one long row finishes.
+  int csr_blocks_per_sm = 0;
 
   template <class V>
   void visit(V& v) {
@@ -92,6 +97,8 @@ struct SpmmConfig {
     v.integer("tc_warps", tc_warps, 1, 8, "BRP: TC kernel warps per block (1, 2, 4 or 8), splitting a window's groups");
     v.integer("tc_max_run", tc_max_run, 1, 1 << 20, "BRP: groups a block sums before the rest of a window goes to the atomic pass");
     v.integer("csr_max_run", csr_max_run, 0, 1 << 24, "CSR: entries a warp takes before the rest of a row goes to the atomic pass (0: 32 per subgroup)");
+    v.integer("csr_blocks_per_sm", csr_blocks_per_sm, 0, 64,
+              "CSR: 0 a warp per row; k > 0 k blocks a SM striding over the rows");
     v.choice("reorder", reorder, {"none", "degree", "rcm", "community"},
              "CSR: the order A's rows are walked in (none, degree, rcm, community; square A only), B and C in the "
              "user's order");

@@ -150,6 +150,7 @@ struct SpmmPlan::Impl {
   CUfunction tc_pieces = nullptr, rows1_pieces = nullptr, rows4_pieces = nullptr;
   DeviceBuffer<int32_t> pieces;  // triples: see SpmmArgs::pieces
   int32_t n_pieces = 0, max_run = 0;
+  unsigned csr_grid = 1, csr_pieces_grid = 1;  // the CSR path's launches (SpmmConfig::csr_blocks_per_sm)
   int tc_warps = 4;
   // f16 / bf16 with pieces: the cut rows' or windows' f32 sums (abi::SpmmAcc, spmm_pieces.hpp),
   // rounded into C by `finalize` after the pieces pass.
@@ -315,6 +316,13 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       p->n_pieces = static_cast<int32_t>(pc.size() / 3);
       if (!pc.empty()) p->pieces = upload(pc);
       if (!f32 && !pc.empty()) p->cut_into_workspace(w.row_ptr, 1);
+      auto grid_for = [&](int64_t units) {
+        const int64_t one_each = std::max<int64_t>(1, (units + kCsrWarps - 1) / kCsrWarps);
+        const int64_t resident = int64_t{p->typed.csr_blocks_per_sm} * std::max(info_.sm_count, 1);
+        return static_cast<unsigned>(p->typed.csr_blocks_per_sm > 0 ? std::min(one_each, resident) : one_each);
+      };
+      p->csr_grid = grid_for(a.rows);
+      p->csr_pieces_grid = grid_for(p->n_pieces);
     } else if (p->path == SpmmPath::Condensed) {
       const auto t0 = std::chrono::steady_clock::now();
       const CondensedTc m = csr_to_condensed(a, p->g, opt.dtype);
@@ -496,12 +504,10 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
   const bool v4 = p.vec4 && b % vec_bytes == 0 && c % vec_bytes == 0;
   const CUfunction rows_fn = v4 ? p.rows4 : p.rows1;
   if (p.path == SpmmPath::CsrCudaCore) {
-    DBS_CU(cuLaunchKernel(rows_fn, static_cast<unsigned>((int64_t{p.csr_rows} + kCsrWarps - 1) / kCsrWarps), 1, 1,
-                          kCsrWarps * 32, 1, 1, 0, h, tc_params, nullptr));
+    DBS_CU(cuLaunchKernel(rows_fn, p.csr_grid, 1, 1, kCsrWarps * 32, 1, 1, 0, h, tc_params, nullptr));
     if (p.n_pieces)
-      DBS_CU(cuLaunchKernel(v4 ? p.rows4_pieces : p.rows1_pieces,
-                            static_cast<unsigned>((int64_t{p.n_pieces} + kCsrWarps - 1) / kCsrWarps), 1, 1,
-                            kCsrWarps * 32, 1, 1, 0, h, tc_params, nullptr));
+      DBS_CU(cuLaunchKernel(v4 ? p.rows4_pieces : p.rows1_pieces, p.csr_pieces_grid, 1, 1, kCsrWarps * 32, 1, 1, 0, h,
+                            tc_params, nullptr));
     finalize();
     return;
   }
@@ -602,8 +608,9 @@ std::string SpmmPlan::explain() const {
         double(device_bytes()) / double(std::max<int64_t>(1, p.csr_bytes)), p.csr_bytes);
   } else {
     out += fmt::format("  CSR on CUDA cores (f32 sums), a warp per row (its first {} entries; {} more runs added atomically), "
-                       "{} lanes across N (4 values a load) or {} (scalars), the rest of the warp over the entries; device {} "
-                       "bytes\n", p.max_run, p.n_pieces, csr_lanes(p.n, 4), csr_lanes(p.n, 1), device_bytes());
+                       "{} lanes across N (4 values a load) or {} (scalars), the rest of the warp over the entries; {} blocks of "
+                       "{} warps{}; device {} bytes\n", p.max_run, p.n_pieces, csr_lanes(p.n, 4), csr_lanes(p.n, 1), p.csr_grid,
+                       kCsrWarps, p.typed.csr_blocks_per_sm > 0 ? " striding over the rows" : "", device_bytes());
     if (p.order != Reorder::None)
       out += fmt::format("  rows walked in {} order (computed on the host in {:.1f} ms at plan time), each writing C's row by "
                          "its old index: B and C in the user's order, no extra pass\n",

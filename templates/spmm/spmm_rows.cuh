@@ -74,12 +74,10 @@ __device__ __forceinline__ void warp_sum_subgroups(float (&acc)[VEC]) {
 // 16 bits (csr_spmm_rows16): a cut row's first pass and pieces go to its f32 workspace row
 // (abi::SpmmAcc) unscaled, and spmm_finalize16 writes C; f32 adds the pieces into C itself.
 template <typename V, int WARPS, int VEC, int LANES, bool PIECES>
-__device__ __forceinline__ void csr_rows_body(const dbsparse::abi::SpmmArgs& a, const dbsparse::abi::SpmmAcc& w) {
+__device__ __forceinline__ void csr_unit(const dbsparse::abi::SpmmArgs& a, const dbsparse::abi::SpmmAcc& w, int u,
+                                         unsigned lane) {
   typedef typename V::S T;
   constexpr bool kHalf = sizeof(T) == 2;
-  const unsigned lane = threadIdx.x & 31u;
-  const int u = (int)blockIdx.x * WARPS + (int)(threadIdx.x >> 5);
-  if (u >= (PIECES ? a.n_pieces : a.rows)) return;  // warp-uniform: the shuffles below see whole warps
   const int r = PIECES ? a.pieces[3 * u] : u;
   const int p0 = PIECES ? a.pieces[3 * u + 1] : a.row_ptr[r];
   const int p1 = PIECES ? a.pieces[3 * u + 2] : min(a.row_ptr[r + 1], p0 + a.max_run);
@@ -121,6 +119,21 @@ __device__ __forceinline__ void csr_rows_body(const dbsparse::abi::SpmmArgs& a, 
       crow[n] = V::st(a.beta == 0.0f ? a.alpha * acc[0] : a.alpha * acc[0] + a.beta * V::ld(crow[n]));
     }
   }
+}
+
+// A warp per unit (row, or piece), units strided by the grid's warps: a grid of one warp a unit
+// runs each once; a grid sized to what is resident (SpmmConfig::csr_blocks_per_sm) keeps every
+// warp busy to the end instead of holding a block's registers while its one long row finishes
+// (on the scrambled R-MAT 17 at N = 32, 47% achieved occupancy of 75%: Nsight Compute, H200,
+// 2026-12-04, docs/bench/2026-12-04-s22-run2-ncu-spmm.txt).
+template <typename V, int WARPS, int VEC, int LANES, bool PIECES>
+__device__ __forceinline__ void csr_rows_body(const dbsparse::abi::SpmmArgs& a, const dbsparse::abi::SpmmAcc& w) {
+  const unsigned lane = threadIdx.x & 31u;
+  const int units = PIECES ? a.n_pieces : a.rows;
+  const int stride = (int)gridDim.x * WARPS;
+  // warp-uniform bounds: the shuffles inside see whole warps
+  for (int u = (int)blockIdx.x * WARPS + (int)(threadIdx.x >> 5); u < units; u += stride)
+    csr_unit<V, WARPS, VEC, LANES, PIECES>(a, w, u, lane);
 }
 
 // The f32 entry point: one argument, as f32 modules (and their cached cubins) have always had.

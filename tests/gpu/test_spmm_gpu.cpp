@@ -210,7 +210,8 @@ TEST_CASE("SpmmReorderedCsrMatchesReference") {
           CAPTURE(to_string(order));
           CAPTURE(n);
           CAPTURE(run);
-          const Config cfg{"spmm", {{"csr_max_run", run}}, ConfigSource::Explicit, "test"};
+          const Config cfg{"spmm", {{"csr_max_run", run}, {"csr_blocks_per_sm", run ? 1 : 0}}, ConfigSource::Explicit,
+                           "test"};
           SpmmOptions o;
           o.config = &cfg;
           o.reorder = order;
@@ -280,12 +281,17 @@ TEST_CASE("SpmmPiecesAndExpandedOperandsMatchReference") {
               CAPTURE(plan.explain());
               CHECK(spmm_error(plan, x) <= kTolTf32);
             }
-        const Config cfg{"spmm", {{"path", "csr"}, {"csr_max_run", run}}, ConfigSource::Explicit, "test"};
-        SpmmOptions o;
-        o.config = &cfg;
-        const SpmmPlan plan = ctx().plan_spmm(a, n, o);
-        CAPTURE(plan.explain());
-        CHECK(spmm_error(plan, x) <= tol_f32(a));
+        // csr_blocks_per_sm 1: 132 blocks stride over every row and piece.
+        for (int bps : {0, 1, 6}) {
+          CAPTURE(bps);
+          const Config cfg{"spmm", {{"path", "csr"}, {"csr_max_run", run}, {"csr_blocks_per_sm", bps}},
+                           ConfigSource::Explicit, "test"};
+          SpmmOptions o;
+          o.config = &cfg;
+          const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+          CAPTURE(plan.explain());
+          CHECK(spmm_error(plan, x) <= tol_f32(a));
+        }
       }
     }
   }

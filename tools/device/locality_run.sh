@@ -2,7 +2,7 @@
 # Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (issue 35's calls): SpMM and SpMV on
 # irregular graphs with and without a row order, their gpu tests, and Nsight Compute on the CSR
 # kernel of one graph.
-#   tools/device/locality_run.sh tests|spmm|spmm-full|spmv|ncu|sanitize ...   (in order)
+#   tools/device/locality_run.sh tests|spmm|spmm-configs|spmm-full|spmv|ncu|sanitize ...   (in order)
 # tests: every Spmm* / Spmv* gpu test; spmm: the graphs set (quick) plus ../shared/matrices at
 # N = 32 and 128 with --reorder degree,rcm,community; spmm-full: the full graphs set, N = 32 and 128;
 # ncu: every csr_spmm_rows launch on the scrambled R-MAT 17 at N = 32, plain and in community order.
@@ -21,6 +21,16 @@ for mode in "$@"; do
       $T "$B/dbsparse" bench spmm --suite quick --set graphs --n 32,128 --reorder "${REORDERS:-degree,rcm,community}" \
         --json "$OUT/spmm-graphs.json" >"$OUT/spmm-graphs.txt" 2>&1
       echo "$mode rc $?"; grep -E "geomean|WRONG" "$OUT/spmm-graphs.txt" | cut -c1-200 | head -30 ;;
+    spmm-configs)
+      # The graphs set and the shared matrices under each config of $SPMM_CONFIGS (';'-separated JSON),
+      # with the degree order beside the plain CSR rows.
+      i=0; IFS=';' read -ra cfgs <<< "${SPMM_CONFIGS:-}"
+      for c in "${cfgs[@]}"; do
+        i=$((i + 1))
+        $T "$B/dbsparse" bench spmm --suite quick --set graphs --n 32,128 --reorder degree --config "$c" \
+          --json "$OUT/spmm-config-$i.json" >"$OUT/spmm-config-$i.txt" 2>&1
+        echo "config $i $c rc $?"; grep -E "geomean|WRONG" "$OUT/spmm-config-$i.txt" | cut -c1-160
+      done ;;
     spmm-full)
       $T "$B/dbsparse" bench spmm --suite full --set graphs --no-shared --n 32,128 \
         --reorder "${REORDERS:-degree,rcm,community}" --json "$OUT/spmm-graphs-full.json" >"$OUT/spmm-graphs-full.txt" 2>&1
