@@ -81,6 +81,12 @@ struct SpmmConfig {
   // CSR: 0 launches a warp per row (and per piece); k > 0 launches k blocks of 8 warps a SM that
   // stride over the rows, so no block holds its registers while one long row finishes.
   int csr_blocks_per_sm = 0;
+  // CSR: warps a block (1, 2, 4 or 8). A block keeps its registers until its slowest row is done,
+  // so rows of unequal length waste less of the SM in small blocks.
+  int csr_warps = 8;
+  // CSR: 1 adds a block's pieces of one row in shared memory before the atomic add into C (a hub
+  // row's pieces otherwise all add into the same n values).
+  int csr_piece_reduce = 0;
 
   template <class V>
   void visit(V& v) {
@@ -99,6 +105,9 @@ struct SpmmConfig {
     v.integer("csr_max_run", csr_max_run, 0, 1 << 24, "CSR: entries a warp takes before the rest of a row goes to the atomic pass (0: 32 per subgroup)");
     v.integer("csr_blocks_per_sm", csr_blocks_per_sm, 0, 64,
               "CSR: 0 a warp per row; k > 0 k blocks a SM striding over the rows");
+    v.integer("csr_warps", csr_warps, 1, 8, "CSR: warps a block (1, 2, 4 or 8)");
+    v.integer("csr_piece_reduce", csr_piece_reduce, 0, 1,
+              "CSR: 1 sums a block's pieces of one row in shared memory before adding them into C");
     v.choice("reorder", reorder, {"none", "degree", "rcm", "community"},
              "CSR: the order A's rows are walked in (none, degree, rcm, community; square A only), B and C in the "
              "user's order");
@@ -109,6 +118,8 @@ struct SpmmConfig {
     if (!pow2(g)) throw UsageError("spmm config: 'g' (TC blocks per BRP group) must be 1, 2, 4 or 8, got " + std::to_string(g));
     if (!pow2(tc_warps))
       throw UsageError("spmm config: 'tc_warps' (TC kernel warps per block) must be 1, 2, 4 or 8, got " + std::to_string(tc_warps));
+    if (!pow2(csr_warps))
+      throw UsageError("spmm config: 'csr_warps' (CSR kernel warps per block) must be 1, 2, 4 or 8, got " + std::to_string(csr_warps));
     if (reorder != "none" && (path == "brp" || path == "condensed"))
       throw UsageError("spmm config: 'reorder' " + reorder + " applies to the CSR path (path auto or csr), not " + path);
   }

@@ -89,7 +89,6 @@ int csr_lanes(int n, int vec) {
   return lanes;
 }
 
-constexpr int kCsrWarps = 8;
 constexpr int32_t kAutoFillWindows = 2048;  // auto's sample for condensed_fill (tc_condensed.hpp)
 
 // Runs past the config's tc_max_run / csr_max_run are cut into pieces for a second, atomic pass
@@ -150,7 +149,8 @@ struct SpmmPlan::Impl {
   CUfunction tc_pieces = nullptr, rows1_pieces = nullptr, rows4_pieces = nullptr;
   DeviceBuffer<int32_t> pieces;  // triples: see SpmmArgs::pieces
   int32_t n_pieces = 0, max_run = 0;
-  unsigned csr_grid = 1, csr_pieces_grid = 1;  // the CSR path's launches (SpmmConfig::csr_blocks_per_sm)
+  unsigned csr_grid = 1, csr_pieces_grid = 1;
+  int csr_warps = 8;  // the CSR path's launches (SpmmConfig::csr_blocks_per_sm)
   int tc_warps = 4;
   // f16 / bf16 with pieces: the cut rows' or windows' f32 sums (abi::SpmmAcc, spmm_pieces.hpp),
   // rounded into C by `finalize` after the pieces pass.
@@ -298,14 +298,15 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       else p->vals16 = upload(to_16(w.values, opt.dtype));
       p->csr_rows = a.rows;
       // The scalar kernel always: it also serves B or C that are not aligned to 4 values.
+      p->csr_warps = p->typed.csr_warps;
       const auto f1 =
-          load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 1, csr_lanes(n_cols, 1), value});
+          load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, p->csr_warps, 1, csr_lanes(n_cols, 1), value});
       p->rows1 = f1.at(0);
       p->rows1_pieces = f1.at(1);
       if (!f32) p->finalize = f1.at(3);
       if (p->vec4) {
         const auto f4 =
-            load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kCsrWarps, 4, csr_lanes(n_cols, 4), value});
+            load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, p->csr_warps, 4, csr_lanes(n_cols, 4), value});
         p->rows4 = f4.at(0);
         p->rows4_pieces = f4.at(1);
       }
@@ -317,7 +318,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       if (!pc.empty()) p->pieces = upload(pc);
       if (!f32 && !pc.empty()) p->cut_into_workspace(w.row_ptr, 1);
       auto grid_for = [&](int64_t units) {
-        const int64_t one_each = std::max<int64_t>(1, (units + kCsrWarps - 1) / kCsrWarps);
+        const int64_t one_each = std::max<int64_t>(1, (units + p->csr_warps - 1) / p->csr_warps);
         const int64_t resident = int64_t{p->typed.csr_blocks_per_sm} * std::max(info_.sm_count, 1);
         return static_cast<unsigned>(p->typed.csr_blocks_per_sm > 0 ? std::min(one_each, resident) : one_each);
       };
@@ -486,6 +487,7 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
   args.win_group = p.path != SpmmPath::CsrCudaCore ? dev(p.win_group) : nullptr;
   args.pieces = p.n_pieces ? dev(p.pieces) : nullptr;
   args.n_pieces = p.n_pieces;
+  args.piece_reduce = p.path == SpmmPath::CsrCudaCore && p.typed.csr_piece_reduce ? 1 : 0;
   args.max_run = p.max_run;
   args.afrag = p.afrag.size() ? dev(p.afrag) : nullptr;
   void* params[] = {&args};
@@ -504,9 +506,9 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
   const bool v4 = p.vec4 && b % vec_bytes == 0 && c % vec_bytes == 0;
   const CUfunction rows_fn = v4 ? p.rows4 : p.rows1;
   if (p.path == SpmmPath::CsrCudaCore) {
-    DBS_CU(cuLaunchKernel(rows_fn, p.csr_grid, 1, 1, kCsrWarps * 32, 1, 1, 0, h, tc_params, nullptr));
+    DBS_CU(cuLaunchKernel(rows_fn, p.csr_grid, 1, 1, p.csr_warps * 32, 1, 1, 0, h, tc_params, nullptr));
     if (p.n_pieces)
-      DBS_CU(cuLaunchKernel(v4 ? p.rows4_pieces : p.rows1_pieces, p.csr_pieces_grid, 1, 1, kCsrWarps * 32, 1, 1, 0, h,
+      DBS_CU(cuLaunchKernel(v4 ? p.rows4_pieces : p.rows1_pieces, p.csr_pieces_grid, 1, 1, p.csr_warps * 32, 1, 1, 0, h,
                             tc_params, nullptr));
     finalize();
     return;
@@ -610,7 +612,7 @@ std::string SpmmPlan::explain() const {
     out += fmt::format("  CSR on CUDA cores (f32 sums), a warp per row (its first {} entries; {} more runs added atomically), "
                        "{} lanes across N (4 values a load) or {} (scalars), the rest of the warp over the entries; {} blocks of "
                        "{} warps{}; device {} bytes\n", p.max_run, p.n_pieces, csr_lanes(p.n, 4), csr_lanes(p.n, 1), p.csr_grid,
-                       kCsrWarps, p.typed.csr_blocks_per_sm > 0 ? " striding over the rows" : "", device_bytes());
+                       p.csr_warps, p.typed.csr_blocks_per_sm > 0 ? " striding over the rows" : "", device_bytes());
     if (p.order != Reorder::None)
       out += fmt::format("  rows walked in {} order (computed on the host in {:.1f} ms at plan time), each writing C's row by "
                          "its old index: B and C in the user's order, no extra pass\n",

@@ -126,8 +126,69 @@ __device__ __forceinline__ void csr_unit(const dbsparse::abi::SpmmArgs& a, const
 // warp busy to the end instead of holding a block's registers while its one long row finishes
 // (on the scrambled R-MAT 17 at N = 32, 47% achieved occupancy of 75%: Nsight Compute, H200,
 // 2026-12-04, docs/bench/2026-12-04-s22-run2-ncu-spmm.txt).
+// The pieces pass with a.piece_reduce: a block's warps take consecutive pieces (a hub row's come
+// together: spmm_cut_pieces cuts row by row), add their sums in shared memory by row, and the
+// first warp of each row's run adds the total to C (or the 16-bit workspace) once. Block-uniform
+// loops: every warp reaches each __syncthreads, those past the last piece with an empty range.
+template <typename V, int WARPS, int VEC, int LANES>
+__device__ __forceinline__ void csr_pieces_reduced(const dbsparse::abi::SpmmArgs& a, const dbsparse::abi::SpmmAcc& w) {
+  typedef typename V::S T;
+  constexpr bool kHalf = sizeof(T) == 2;
+  constexpr int kCols = LANES * VEC;
+  __shared__ float part[WARPS][kCols];
+  __shared__ int prow[WARPS];
+  const unsigned lane = threadIdx.x & 31u;
+  const int warp = (int)(threadIdx.x >> 5);
+  for (int base = (int)blockIdx.x * WARPS; base < a.n_pieces; base += (int)gridDim.x * WARPS) {
+    const int u = base + warp;
+    const bool has = u < a.n_pieces;
+    const int r = has ? a.pieces[3 * u] : -1;
+    const int p0 = has ? a.pieces[3 * u + 1] : 0, p1 = has ? a.pieces[3 * u + 2] : 0;
+    if (lane == 0) prow[warp] = r;
+    T* crow = nullptr;
+    float* wrow = nullptr;
+    if (has) {
+      crow = reinterpret_cast<T*>(a.c) + (size_t)(a.row_id ? a.row_id[r] : r) * a.n;
+      if constexpr (kHalf) wrow = w.w + (size_t)w.slot[r] * a.n;  // every piece's row is cut
+    }
+    for (int n0 = 0; n0 < a.n; n0 += kCols) {
+      const int col = ((int)lane % LANES) * VEC;
+      const int n = n0 + col;
+      const bool live = n < a.n;
+      float acc[VEC];
+      row_times_b<V, VEC, LANES>(a, p0, p1, n, live, lane, acc);
+      warp_sum_subgroups<VEC, LANES>(acc);
+      if ((int)lane < LANES) {
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) part[warp][col + v] = acc[v];
+      }
+      __syncthreads();
+      if (has && (int)lane < LANES && live && (warp == 0 || prow[warp - 1] != r)) {
+        float sum[VEC];
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) sum[v] = part[warp][col + v];
+        for (int k = warp + 1; k < WARPS && prow[k] == r; ++k)
+#pragma unroll
+          for (int v = 0; v < VEC; ++v) sum[v] += part[k][col + v];
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) {
+          if constexpr (kHalf) atomicAdd(wrow + n + v, sum[v]);
+          else atomicAdd(crow + n + v, a.alpha * sum[v]);
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+
 template <typename V, int WARPS, int VEC, int LANES, bool PIECES>
 __device__ __forceinline__ void csr_rows_body(const dbsparse::abi::SpmmArgs& a, const dbsparse::abi::SpmmAcc& w) {
+  if constexpr (PIECES) {
+    if (a.piece_reduce) {
+      csr_pieces_reduced<V, WARPS, VEC, LANES>(a, w);
+      return;
+    }
+  }
   const unsigned lane = threadIdx.x & 31u;
   const int units = PIECES ? a.n_pieces : a.rows;
   const int stride = (int)gridDim.x * WARPS;

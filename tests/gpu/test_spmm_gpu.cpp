@@ -210,8 +210,8 @@ TEST_CASE("SpmmReorderedCsrMatchesReference") {
           CAPTURE(to_string(order));
           CAPTURE(n);
           CAPTURE(run);
-          const Config cfg{"spmm", {{"csr_max_run", run}, {"csr_blocks_per_sm", run ? 1 : 0}}, ConfigSource::Explicit,
-                           "test"};
+          const Config cfg{"spmm", {{"csr_max_run", run}, {"csr_blocks_per_sm", run ? 1 : 0}, {"csr_piece_reduce", 1}},
+                           ConfigSource::Explicit, "test"};
           SpmmOptions o;
           o.config = &cfg;
           o.reorder = order;
@@ -281,17 +281,23 @@ TEST_CASE("SpmmPiecesAndExpandedOperandsMatchReference") {
               CAPTURE(plan.explain());
               CHECK(spmm_error(plan, x) <= kTolTf32);
             }
-        // csr_blocks_per_sm 1: 132 blocks stride over every row and piece.
-        for (int bps : {0, 1, 6}) {
-          CAPTURE(bps);
-          const Config cfg{"spmm", {{"path", "csr"}, {"csr_max_run", run}, {"csr_blocks_per_sm", bps}},
-                           ConfigSource::Explicit, "test"};
-          SpmmOptions o;
-          o.config = &cfg;
-          const SpmmPlan plan = ctx().plan_spmm(a, n, o);
-          CAPTURE(plan.explain());
-          CHECK(spmm_error(plan, x) <= tol_f32(a));
-        }
+        // csr_blocks_per_sm 1: 132 blocks stride over every row and piece; blocks of 1 to 8 warps.
+        // csr_piece_reduce 1: a block's pieces of one row summed in shared memory first.
+        for (auto [bps, warps] : {std::pair{0, 8}, std::pair{1, 8}, std::pair{6, 2}, std::pair{0, 4}, std::pair{0, 1}})
+          for (int reduce : {0, 1}) {
+            CAPTURE(bps);
+            CAPTURE(warps);
+            CAPTURE(reduce);
+            const Config cfg{"spmm",
+                             {{"path", "csr"}, {"csr_max_run", run}, {"csr_blocks_per_sm", bps}, {"csr_warps", warps},
+                              {"csr_piece_reduce", reduce}},
+                             ConfigSource::Explicit, "test"};
+            SpmmOptions o;
+            o.config = &cfg;
+            const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+            CAPTURE(plan.explain());
+            CHECK(spmm_error(plan, x) <= tol_f32(a));
+          }
       }
     }
   }

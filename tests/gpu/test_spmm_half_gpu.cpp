@@ -233,7 +233,9 @@ TEST_CASE("SpmmHalfReorderedCsrMatchesReference") {
           CAPTURE(to_string(order));
           CAPTURE(run);
           CAPTURE(n);
-          const Config cfg{"spmm", {{"path", "csr"}, {"csr_max_run", run}, {"csr_blocks_per_sm", run ? 1 : 0}},
+          const Config cfg{"spmm",
+                           {{"path", "csr"}, {"csr_max_run", run}, {"csr_blocks_per_sm", run ? 1 : 0},
+                            {"csr_piece_reduce", run ? 1 : 0}},
                            ConfigSource::Explicit, "test"};
           SpmmOptions o;
           o.config = &cfg;

@@ -98,7 +98,9 @@ struct SpmmArgs {
   int32_t m, n;
   int32_t local_stride, value_stride;
   float alpha, beta;
-  int32_t pad;
+  // CSR pieces pass: 1 sums the pieces of one row within a block in shared memory first, so a hub
+  // row cut into many pieces takes one atomic add per block instead of one per piece.
+  int32_t piece_reduce;
   // BRP: window w's groups are [win_group[w], win_group[w + 1]) (windows + 1 entries).
   const int32_t* win_group;
   // Long windows (BRP) and long rows (CSR) are cut: the first pass takes at most max_run groups of
