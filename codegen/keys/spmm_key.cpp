@@ -140,7 +140,8 @@ std::vector<SpmmKey> spmm_search_space() {
       for (int g : {1, 2, 4, 8})
         for (int w : {1, 2, 4, 8}) out.push_back(SpmmKey{SpmmKernelPath::Brp, f, g, w, 1, 32, t});
     for (int v : {1, 4})
-      for (int l : {1, 2, 4, 8, 16, 32}) out.push_back(SpmmKey{SpmmKernelPath::Csr, 1, 4, 8, v, l, t});
+      for (int l : {1, 2, 4, 8, 16, 32})
+        for (int w : {2, 4, 8}) out.push_back(SpmmKey{SpmmKernelPath::Csr, 1, 4, w, v, l, t});  // SpmmConfig::csr_warps
   }
   return out;
 }

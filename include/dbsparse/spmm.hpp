@@ -82,11 +82,13 @@ struct SpmmConfig {
   // stride over the rows, so no block holds its registers while one long row finishes.
   int csr_blocks_per_sm = 0;
   // CSR: warps a block (1, 2, 4 or 8). A block keeps its registers until its slowest row is done,
-  // so rows of unequal length waste less of the SM in small blocks.
-  int csr_warps = 8;
+  // so rows of unequal length waste less of the SM in small blocks; 2 lost (H200, 2026-12-04).
   // CSR: 1 adds a block's pieces of one row in shared memory before the atomic add into C (a hub
-  // row's pieces otherwise all add into the same n values).
-  int csr_piece_reduce = 0;
+  // row's pieces otherwise all add into the same n values). 4 warps with the sums: geomean 1.01x
+  // plain over 22 graphs and matrices at N = 32 and 128, up to 1.06x (R-MAT 16 and 17), worst
+  // 0.92x (ex10hs at 128) (docs/bench/2026-12-04-s22-run4-spmm-config-*).
+  int csr_warps = 4;
+  int csr_piece_reduce = 1;
 
   template <class V>
   void visit(V& v) {

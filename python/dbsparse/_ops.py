@@ -163,16 +163,23 @@ class SpmmPlan(_Plan):
         return out
 
     def explain(self):
-        return {"op": "spmm", "path": self._plan.path, "dtype": self._plan.dtype, "text": self._plan.explain()}
+        return {"op": "spmm", "path": self._plan.path, "dtype": self._plan.dtype, "reorder": self._plan.reorder,
+                "reorder_ms": self._plan.reorder_ms, "text": self._plan.explain()}
 
 
-def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None):
+def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None):
     """Plans SpMM for A and B of n_cols columns. dtype: 'f32', 'f16' or 'bf16' (B's and C's);
-    path: 'auto', 'brp', 'csr' or 'condensed'."""
+    path: 'auto', 'brp', 'csr' or 'condensed'. reorder: the order the CSR path walks A's rows in
+    ('none', 'degree', 'rcm' or 'community'; square A only; None: the tuning DB's); B and C stay in
+    your order, and plan.explain() gives the ordering's host time."""
     if dtype not in ("f32", "f16", "bf16"):
         raise UsageError(f"dtype: SpMM takes f32, f16 or bf16, got {dtype!r}")
+    if reorder not in (None, "none", "degree", "rcm", "community"):
+        raise UsageError(f"reorder: none, degree, rcm or community, got {reorder!r}")
     ctx = context(_dev(device))
-    plan = SpmmPlan("spmm", _core.plan_spmm(ctx, mat.host_csr(a, "f32"), int(n_cols), dtype, path), ctx, _dev(device))
+    core = _core.plan_spmm(ctx, mat.host_csr(a, "f32"), int(n_cols), dtype, path,
+                           "config" if reorder is None else reorder)
+    plan = SpmmPlan("spmm", core, ctx, _dev(device))
     plan.dtype = dtype
     return plan
 

@@ -36,16 +36,21 @@ void bind_spmm_bfs(nb::module_& m) {
       .def_prop_ro("n_cols", &SpmmPlan::n_cols)
       .def_prop_ro("path", [](const SpmmPlan& p) { return std::string(dbsparse::to_string(p.path())); })
       .def_prop_ro("dtype", [](const SpmmPlan& p) { return std::string(dbsparse::to_string(p.dtype())); })
+      .def_prop_ro("reorder", [](const SpmmPlan& p) { return std::string(dbsparse::to_string(p.reorder())); })
+      .def_prop_ro("reorder_ms", &SpmmPlan::reorder_ms)
       .def("explain", &SpmmPlan::explain);
   m.def(
       "plan_spmm",
-      [](Context& ctx, const CsrMatrix<float>& a, int n_cols, const std::string& dtype, const std::string& path) {
+      [](Context& ctx, const CsrMatrix<float>& a, int n_cols, const std::string& dtype, const std::string& path,
+         const std::string& reorder) {
         dbsparse::SpmmOptions o;
         o.dtype = dbsparse::spmm_dtype_from_string(dtype);
         o.path = spmm_path(path);
+        if (reorder != "config") o.reorder = dbsparse::parse_reorder(reorder);
         return ctx.plan_spmm(a, n_cols, o);
       },
-      nb::arg("ctx"), nb::arg("a"), nb::arg("n_cols"), nb::arg("dtype"), nb::arg("path"), nb::keep_alive<0, 1>(), nogil);
+      nb::arg("ctx"), nb::arg("a"), nb::arg("n_cols"), nb::arg("dtype"), nb::arg("path"), nb::arg("reorder") = "config",
+      nb::keep_alive<0, 1>(), nogil);
 
   using dbsparse::BfsPlan;
   nb::class_<BfsPlan>(m, "BfsPlan")

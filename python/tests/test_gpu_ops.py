@@ -143,6 +143,21 @@ def test_spmm_matches_torch_sparse(dtype):
 
 
 @gpu
+@pytest.mark.parametrize("reorder", ["degree", "rcm", "community"])
+def test_spmm_in_a_row_order_matches_torch_in_the_users_order(reorder):
+    a = rand(3000, 3000, 3e-3, 12)
+    b = torch.randn(3000, 32, device="cuda")
+    plan = dbsparse.plan_spmm(a, 32, reorder=reorder)
+    assert plan.explain()["reorder"] == reorder and plan.explain()["reorder_ms"] >= 0
+    ref = torch.as_tensor(a.toarray()).cuda() @ b
+    assert torch.allclose(plan(b), ref, rtol=1e-4, atol=1e-4 * ref.abs().max().item())
+    with pytest.raises(dbsparse.UsageError, match="square"):
+        dbsparse.plan_spmm(rand(3000, 2000, 3e-3, 13), 32, reorder=reorder)
+    with pytest.raises(dbsparse.UsageError, match="reorder"):
+        dbsparse.plan_spmm(a, 32, reorder="rabbit")
+
+
+@gpu
 def test_bfs_levels_and_parents_match_scipy():
     g = rand(3000, 3000, 2e-3, 11)
     g = ((g + g.T) > 0).astype(np.float32).tocsr()

@@ -40,6 +40,10 @@ Runner add_gcn(CLI::App& sub_ref) {
                   "dbsparse's SpMM path: config (the tuning DB's or the default), auto (by the condensed windows' fill), "
                   "brp, csr or condensed")
       ->check(CLI::IsMember({"config", "auto", "brp", "csr", "condensed"}));
+  sub->add_option("--reorder", a->opt.reorder,
+                  "dbsparse's row order for the SpMMs: config (the tuning DB's or the default), none, degree, rcm or "
+                  "community (its host time is reported and amortised over 100 passes)")
+      ->check(CLI::IsMember({"config", "none", "degree", "rcm", "community"}));
   sub->add_flag("--cpu-check", a->opt.cpu_check,
                 "Also check both outputs against a double-precision forward pass on the CPU (slow on large graphs)");
   sub->add_option("--json", a->json_path, "Write the record (setup, per-stage and end-to-end times, check) as JSON");

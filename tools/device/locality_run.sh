@@ -2,7 +2,7 @@
 # Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (issue 35's calls): SpMM and SpMV on
 # irregular graphs with and without a row order, their gpu tests, and Nsight Compute on the CSR
 # kernel of one graph.
-#   tools/device/locality_run.sh tests|spmm|spmm-configs|spmm-full|spmv|ncu|sanitize ...   (in order)
+#   tools/device/locality_run.sh tests|spmm|spmm-configs|spmm-full|spmv|gcn|ncu|sanitize ...   (in order)
 # tests: every Spmm* / Spmv* gpu test; spmm: the graphs set (quick) plus ../shared/matrices at
 # N = 32 and 128 with --reorder degree,rcm,community; spmm-full: the full graphs set, N = 32 and 128;
 # ncu: every csr_spmm_rows launch on the scrambled R-MAT 17 at N = 32, plain and in community order.
@@ -49,10 +49,22 @@ for mode in "$@"; do
       echo "ncu rc $?"
       grep -E "csr_spmm_rows|Duration|L1/TEX Hit|L2 Hit|Achieved Occupancy|Compute \(SM\) Throughput|DRAM Throughput" \
         "$OUT/ncu-spmm.txt" | cut -c1-150 | head -60 ;;
+    gcn)
+      # The GCN forward pass, plain and with the rows in degree and community order (the order's
+      # host time amortised over 100 passes).
+      for g in ${GCN_GRAPHS:-rmat:scale=17,ef=16,scramble=1 powerlaw:n=200000,avg=16,alpha=1.5,max=20000 cit-HepPh}; do
+        for order in none degree community; do
+          f="$OUT/gcn-$(echo "$g" | tr ':=,' '___')-$order"
+          $T "$B/dbsparse" gcn "$g" --reorder $order --json "$f.json" >"$f.txt" 2>&1
+          echo "gcn $g $order rc $? $(grep -E 'forward \(end to end\)|amortised' "$f.txt" | tr -s ' ' | tr '\n' ' ')"
+        done
+      done ;;
     sanitize)
-      compute-sanitizer --tool memcheck --error-exitcode 9 "$B/test_gpu" -tc="${SAN_TESTS:-*Reorder*}" \
-        >"$OUT/locality-memcheck.log" 2>&1
-      echo "memcheck rc $? $(grep -E 'ERROR SUMMARY' "$OUT/locality-memcheck.log" | tail -1)" ;;
+      for tool in memcheck racecheck; do
+        compute-sanitizer --tool $tool --error-exitcode 9 "$B/test_gpu" -tc="${SAN_TESTS:-*Reorder*}" \
+          >"$OUT/locality-$tool.log" 2>&1
+        echo "$tool rc $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/locality-$tool.log" | tail -1)"
+      done ;;
     *) echo "unknown mode $mode"; exit 2 ;;
   esac
   echo "== $mode $(( $(date +%s) - t0 )) s"

@@ -56,6 +56,8 @@ tuner::SearchSpace make_space() {
       ParamSpec::choice("expand_min_f", {4, 16}, "BRP: A operands expanded once per plan from this f (16: never)"),
       ParamSpec::choice("tc_max_run", {8, 32, 128}, "BRP: groups a block sums before the atomic pass"),
       ParamSpec::choice("csr_max_run", {0, 64, 1024}, "CSR: entries a warp takes before the atomic pass (0: auto)"),
+      ParamSpec::choice("csr_warps", {2, 4, 8}, "CSR: warps a block"),
+      ParamSpec::choice("csr_piece_reduce", {0, 1}, "CSR: a block's pieces of one row summed before the atomic add"),
       ParamSpec::choice("reorder", {"none", "degree", "rcm", "community"},
                         "CSR: the order A's rows are walked in (with path auto or csr)"),
   };
