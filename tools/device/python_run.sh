@@ -20,7 +20,9 @@ for mode in "$@"; do
       cmake -S tools/device/py_ext -B $B -G Ninja -DDBS_PACK=$P -DDBS_VERSION="$(cat $P/version)" \
         -DPython_EXECUTABLE=$PY -Dnanobind_DIR=$P/site/nanobind/cmake >"$OUT/py-build.log" 2>&1 &&
       cmake --build $B -j 16 >>"$OUT/py-build.log" 2>&1; echo "build rc $?"; tail -3 "$OUT/py-build.log" ;;
-    tests) $PY -m pytest -q -rs python/tests >"$OUT/pytest.log" 2>&1; echo "pytest rc $?"; tail -15 "$OUT/pytest.log" ;;
+    tests)  # PYTEST_K: only the tests pytest -k selects
+      $PY -m pytest -q -rs python/tests ${PYTEST_K:+-k "$PYTEST_K"} >"$OUT/pytest.log" 2>&1; echo "pytest rc $?"
+      tail -15 "$OUT/pytest.log" ;;
     examples)
       for e in gcn_torch bfs_scipy sparse_mlp; do
         $PY python/examples/$e.py >"$OUT/example-$e.log" 2>&1; echo "$e rc $?"; tail -4 "$OUT/example-$e.log"
