@@ -73,10 +73,12 @@ struct SpmmConfig {
   // CSR: a warp takes at most this many of a row's entries (0: 32 per subgroup, i.e. 32 * 32 /
   // lanes); the rest of the row goes to a second, atomic pass in runs of this length.
   int csr_max_run = 0;
-  // CSR: the order the kernel walks A's rows in (reorder.hpp; square A only). B and C stay in the
-  // user's order: the plan keeps A's rows permuted and each row writes C's row by its old index,
-  // so no pass is added; rows of one community or RCM band, walked together, share B's rows in L1
-  // and L2. Computed on the host once per plan (explain prints its time).
+  // CSR: the order the warps take A's rows in (reorder.hpp's rcm and community; degree here is
+  // A's rows by decreasing length, O(rows)). Square A only. Nothing is moved: warp k takes row
+  // order[k] and writes that row of C, so no pass is added. Degree puts rows of equal length in
+  // one block (a block holds its registers until its slowest row is done) and the longest first;
+  // rcm and community put rows that share B's rows together (L1 and L2 reuse). Computed on the
+  // host once per plan (explain prints its time).
   std::string reorder = "none";
   // CSR: 0 launches a warp per row (and per piece); k > 0 launches k blocks of 8 warps a SM that
   // stride over the rows, so no block holds its registers while one long row finishes.
@@ -111,8 +113,8 @@ struct SpmmConfig {
     v.integer("csr_piece_reduce", csr_piece_reduce, 0, 1,
               "CSR: 1 sums a block's pieces of one row in shared memory before adding them into C");
     v.choice("reorder", reorder, {"none", "degree", "rcm", "community"},
-             "CSR: the order A's rows are walked in (none, degree, rcm, community; square A only), B and C in the "
-             "user's order");
+             "CSR: the order warps take A's rows in (none, degree: by decreasing length, rcm, community; square A "
+             "only); A, B and C as given");
   }
   void check() const {
     auto pow2 = [](int x) { return x == 1 || x == 2 || x == 4 || x == 8; };
@@ -175,7 +177,7 @@ class SpmmPlan {
   double condensed_fill() const;  // the condensed path's tile fill (0 on the others)
   Reorder reorder() const;        // the rows' order the plan walks (None: A's own)
   double reorder_ms() const;      // its host time at plan creation (0 for None)
-  // old_of_new of the rows' order (empty for None): the kernel's row k is A's row row_order()[k].
+  // The rows' order (empty for None): warp k takes A's row row_order()[k].
   const std::vector<int32_t>& row_order() const;
   // The BRP path's format figures: split, bytes, conversion time and (converted on the GPU) peak
   // extra device memory against its bound. Empty on the CSR path.

@@ -78,11 +78,12 @@ __device__ __forceinline__ void csr_unit(const dbsparse::abi::SpmmArgs& a, const
                                          unsigned lane) {
   typedef typename V::S T;
   constexpr bool kHalf = sizeof(T) == 2;
-  const int r = PIECES ? a.pieces[3 * u] : u;
+  // A reordered plan's warp u takes row a.row_id[u] (SpmmConfig::reorder): the work's order
+  // changes, A and C stay as they are.
+  const int r = PIECES ? a.pieces[3 * u] : a.row_id ? a.row_id[u] : u;
   const int p0 = PIECES ? a.pieces[3 * u + 1] : a.row_ptr[r];
   const int p1 = PIECES ? a.pieces[3 * u + 2] : min(a.row_ptr[r + 1], p0 + a.max_run);
-  // A reordered plan walks P A: its row r is C's row a.row_id[r] (SpmmConfig::reorder).
-  T* crow = reinterpret_cast<T*>(a.c) + (size_t)(a.row_id ? a.row_id[r] : r) * a.n;
+  T* crow = reinterpret_cast<T*>(a.c) + (size_t)r * a.n;
   float* wrow = nullptr;  // 16 bits: the row's workspace row when the row is cut (every piece's row is)
   if constexpr (kHalf) {
     const int s = w.slot ? w.slot[r] : -1;
@@ -148,7 +149,7 @@ __device__ __forceinline__ void csr_pieces_reduced(const dbsparse::abi::SpmmArgs
     T* crow = nullptr;
     float* wrow = nullptr;
     if (has) {
-      crow = reinterpret_cast<T*>(a.c) + (size_t)(a.row_id ? a.row_id[r] : r) * a.n;
+      crow = reinterpret_cast<T*>(a.c) + (size_t)r * a.n;
       if constexpr (kHalf) wrow = w.w + (size_t)w.slot[r] * a.n;  // every piece's row is cut
     }
     for (int n0 = 0; n0 < a.n; n0 += kCols) {
@@ -226,11 +227,8 @@ __global__ void __launch_bounds__(dbsparse::abi::kSpmmFinalizeThreads) spmm_fina
   for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
     const long long wr = i / a.n;
     const int col = (int)(i - wr * a.n);
-    int row = w.units[wr / w.unit_rows] * w.unit_rows + (int)(wr % w.unit_rows);
+    const int row = w.units[wr / w.unit_rows] * w.unit_rows + (int)(wr % w.unit_rows);
     if (row >= a.m) continue;  // the last window's rows past m
-    // CSR's units are rows of the walked matrix, C's row through a reordered plan's map; BRP's
-    // units are windows of C itself (its row_id maps the residual rows, not these).
-    if (w.unit_rows == 1 && a.row_id) row = a.row_id[row];
     T* out = cm + (size_t)row * a.n + col;
     const float v = a.alpha * w.w[i];
     *out = V::st(a.beta == 0.0f ? v : v + a.beta * V::ld(*out));

@@ -80,9 +80,9 @@ DBS_ABI_FN int brp_afrag16_index(int local_id, int e, int f) {
 // through the kernel's value type; the pointer types stay float so that the layout is one).
 // alpha and beta are f32 for every value type.
 struct SpmmArgs {
-  // Row kernels: `rows` rows of a CSR (row_ptr, col_idx, vals); C's row of row r is row_id[r]
-  // (the BRP residual rows, or a reordered CSR plan's rows: SpmmConfig::reorder) or r itself when
-  // row_id is null.
+  // Row kernels: `rows` rows of a CSR (row_ptr, col_idx, vals). BRP's residual rows: C's row of
+  // row r is row_id[r]. A reordered CSR plan (SpmmConfig::reorder): warp u takes A's row
+  // row_id[u] (and writes that row of C). Null: row r, C's row r.
   const int32_t* row_ptr;
   const int32_t* col_idx;
   const float* vals;
