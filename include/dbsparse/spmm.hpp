@@ -74,12 +74,13 @@ struct SpmmConfig {
   // lanes); the rest of the row goes to a second, atomic pass in runs of this length.
   int csr_max_run = 0;
   // CSR: the order the warps take A's rows in (reorder.hpp's rcm and community; degree here is
-  // A's rows by decreasing length, O(rows)). Square A only. Nothing is moved: warp k takes row
+  // A's rows by decreasing length, O(rows); rcm and community need a square A). Nothing is moved: warp k takes row
   // order[k] and writes that row of C, so no pass is added. Degree puts rows of equal length in
   // one block (a block holds its registers until its slowest row is done) and the longest first;
   // rcm and community put rows that share B's rows together (L1 and L2 reuse). Computed on the
   // host once per plan (explain prints its time).
-  std::string reorder = "none";
+  // auto: degree where the rows' lengths vary (CV >= 0.6), else A's own order.
+  std::string reorder = "auto";
   // CSR: 0 launches a warp per row (and per piece); k > 0 launches k blocks of 8 warps a SM that
   // stride over the rows, so no block holds its registers while one long row finishes.
   int csr_blocks_per_sm = 0;
@@ -112,9 +113,9 @@ struct SpmmConfig {
     v.integer("csr_warps", csr_warps, 1, 8, "CSR: warps a block (1, 2, 4 or 8)");
     v.integer("csr_piece_reduce", csr_piece_reduce, 0, 1,
               "CSR: 1 sums a block's pieces of one row in shared memory before adding them into C");
-    v.choice("reorder", reorder, {"none", "degree", "rcm", "community"},
-             "CSR: the order warps take A's rows in (none, degree: by decreasing length, rcm, community; square A "
-             "only); A, B and C as given");
+    v.choice("reorder", reorder, {"auto", "none", "degree", "rcm", "community"},
+             "CSR: the order warps take A's rows in (auto: degree where row lengths vary, none, degree: by decreasing "
+             "length, rcm, community: square A only); A, B and C as given");
   }
   void check() const {
     auto pow2 = [](int x) { return x == 1 || x == 2 || x == 4 || x == 8; };
@@ -124,7 +125,7 @@ struct SpmmConfig {
       throw UsageError("spmm config: 'tc_warps' (TC kernel warps per block) must be 1, 2, 4 or 8, got " + std::to_string(tc_warps));
     if (!pow2(csr_warps))
       throw UsageError("spmm config: 'csr_warps' (CSR kernel warps per block) must be 1, 2, 4 or 8, got " + std::to_string(csr_warps));
-    if (reorder != "none" && (path == "brp" || path == "condensed"))
+    if (reorder != "none" && reorder != "auto" && (path == "brp" || path == "condensed"))
       throw UsageError("spmm config: 'reorder' " + reorder + " applies to the CSR path (path auto or csr), not " + path);
   }
 };

@@ -169,16 +169,17 @@ class SpmmPlan(_Plan):
 
 def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None):
     """Plans SpMM for A and B of n_cols columns. dtype: 'f32', 'f16' or 'bf16' (B's and C's);
-    path: 'auto', 'brp', 'csr' or 'condensed'. reorder: the order the CSR path walks A's rows in
-    ('none', 'degree', 'rcm' or 'community'; square A only; None: the tuning DB's); B and C stay in
-    your order, and plan.explain() gives the ordering's host time."""
+    path: 'auto', 'brp', 'csr' or 'condensed'. reorder: the order the CSR path's warps take A's rows
+    in (None or 'auto': the tuning DB's, by default auto, the degree order where row lengths vary;
+    'none'; 'degree': by decreasing length; 'rcm' or 'community': square A only). A, B and C stay
+    as given, and plan.explain() gives the ordering's host time."""
     if dtype not in ("f32", "f16", "bf16"):
         raise UsageError(f"dtype: SpMM takes f32, f16 or bf16, got {dtype!r}")
-    if reorder not in (None, "none", "degree", "rcm", "community"):
-        raise UsageError(f"reorder: none, degree, rcm or community, got {reorder!r}")
+    if reorder not in (None, "auto", "none", "degree", "rcm", "community"):
+        raise UsageError(f"reorder: auto, none, degree, rcm or community, got {reorder!r}")
     ctx = context(_dev(device))
     core = _core.plan_spmm(ctx, mat.host_csr(a, "f32"), int(n_cols), dtype, path,
-                           "config" if reorder is None else reorder)
+                           "config" if reorder in (None, "auto") else reorder)
     plan = SpmmPlan("spmm", core, ctx, _dev(device))
     plan.dtype = dtype
     return plan

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -119,6 +120,24 @@ std::vector<int32_t> rows_by_length(const CsrMatrix<float>& a) {
   return order;
 }
 
+// reorder auto: the degree order where A's row lengths vary this much (standard deviation over
+// mean). On the H200 (2026-12-04, docs/bench/2026-12-04-s22-run6-spmm-graphs.*) it gained 1.10-1.28x
+// at N = 32 on power-law, R-MAT, cit-HepPh and bayer10 (CV 0.7 and up) and was within noise on the
+// other CV >= 0.6 matrices; it lost up to 1.35x where rows are alike (community at N = 128, CV
+// about 0.2; road graph, uniform, mhd3200a: 0.2-0.3).
+constexpr double kAutoDegreeCv = 0.6;
+
+double row_length_cv(const CsrMatrix<float>& a) {
+  if (a.rows <= 0 || a.nnz() == 0) return 0.0;
+  const double mean = double(a.nnz()) / a.rows;
+  double var = 0;
+  for (int32_t r = 0; r < a.rows; ++r) {
+    const double d = double(a.row_ptr[r + 1] - a.row_ptr[r]) - mean;
+    var += d * d;
+  }
+  return std::sqrt(var / a.rows) / mean;
+}
+
 template <class U>
 DeviceBuffer<U> upload(const std::vector<U>& v) {
   return DeviceBuffer<U>(std::span<const U>(v));
@@ -146,6 +165,7 @@ struct SpmmPlan::Impl {
   double convert_ms = 0;   // the condensed path's host conversion
   int64_t csr_bytes = 0;   // the condensed path: A in CSR, what its tiles are weighed against
   Reorder order = Reorder::None;  // the CSR path's row order (SpmmConfig::reorder)
+  double auto_cv = -1;             // the rows' length CV, when reorder auto weighed it
   double reorder_ms = 0;
   std::vector<int32_t> row_order;  // old_of_new; on the device as row_id
   BrpStats stats;          // BRP path
@@ -271,9 +291,12 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
                : p->typed.path == "condensed" ? SpmmPath::Condensed
                                               : SpmmPath::Auto;
     p->path = p->asked;
-    p->order = parse_reorder(p->typed.reorder);  // check() kept it to the CSR path
+    // An explicit order takes the CSR path (check() refused it with brp or condensed); auto decides
+    // once the path is known.
+    const bool auto_order = p->typed.reorder == "auto";
+    p->order = auto_order ? Reorder::None : parse_reorder(p->typed.reorder);
     if (p->order != Reorder::None) {
-      if (a.rows != a.cols)
+      if (p->order != Reorder::Degree && a.rows != a.cols)
         throw UsageError(fmt::format("plan_spmm: reorder '{}' orders a graph's vertices and needs a square A, got {} x {}",
                                      to_string(p->order), a.rows, a.cols));
       p->path = SpmmPath::CsrCudaCore;
@@ -296,6 +319,10 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       p->kernels.push_back(loaded.info);
       return loaded.fns;
     };
+    if (p->path == SpmmPath::CsrCudaCore && auto_order) {
+      p->auto_cv = row_length_cv(a);
+      p->order = p->auto_cv >= kAutoDegreeCv ? Reorder::Degree : Reorder::None;
+    }
     if (p->path == SpmmPath::CsrCudaCore) {
       // Reordered: warp k takes A's row row_order[k] (SpmmArgs::row_id); A and C are not moved.
       if (p->order != Reorder::None) {
@@ -625,6 +652,10 @@ std::string SpmmPlan::explain() const {
                        "{} lanes across N (4 values a load) or {} (scalars), the rest of the warp over the entries; {} blocks of "
                        "{} warps{}; device {} bytes\n", p.max_run, p.n_pieces, csr_lanes(p.n, 4), csr_lanes(p.n, 1), p.csr_grid,
                        p.csr_warps, p.typed.csr_blocks_per_sm > 0 ? " striding over the rows" : "", device_bytes());
+    if (p.auto_cv >= 0)
+      out += fmt::format("  reorder auto: the rows' length CV is {:.2f}, {} {} ({})\n", p.auto_cv,
+                         p.auto_cv >= kAutoDegreeCv ? ">=" : "<", kAutoDegreeCv,
+                         p.order == Reorder::Degree ? "degree order" : "A's own order");
     if (p.order != Reorder::None)
       out += fmt::format("  rows taken in {} order ({}computed on the host in {:.1f} ms at plan time): warp k takes A's row "
                          "order[k]; A, B and C as given, no extra pass\n",

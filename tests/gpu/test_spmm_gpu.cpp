@@ -239,6 +239,8 @@ TEST_CASE("SpmmReorderIsRefusedWhereItCannotApply") {
   SpmmOptions o;
   o.reorder = Reorder::Community;
   CHECK_THROWS_AS(ctx().plan_spmm(wide, 32, o), UsageError);
+  o.reorder = Reorder::Degree;  // the rows' own lengths: any shape
+  CHECK(ctx().plan_spmm(wide, 32, o).reorder() == Reorder::Degree);
   // A config's reorder turned off by the option: the plain plan.
   const Config cfg{"spmm", {{"reorder", "rcm"}}, ConfigSource::Explicit, "test"};
   SpmmOptions off;
@@ -247,6 +249,24 @@ TEST_CASE("SpmmReorderIsRefusedWhereItCannotApply") {
   CHECK(ctx().plan_spmm(a, 32, off).reorder() == Reorder::None);
   off.reorder.reset();
   CHECK(ctx().plan_spmm(a, 32, off).reorder() == Reorder::Rcm);
+}
+
+// reorder auto (the default): the degree order where row lengths vary, A's own order where rows
+// are alike; the product matches the reference either way.
+TEST_CASE("SpmmAutoOrderFollowsTheRowLengthsAndMatchesReference") {
+  const Config defaults{"spmm", {{"path", "csr"}}, ConfigSource::Explicit, "test"};
+  SpmmOptions o;
+  o.config = &defaults;
+  const auto skewed = generate("powerlaw:n=20000,avg=8,alpha=1.5,max=4000").cast<float>();
+  const auto even = generate("stencil2d:n=100").cast<float>();
+  const SpmmPlan ps = ctx().plan_spmm(skewed, 32, o);
+  const SpmmPlan pe = ctx().plan_spmm(even, 32, o);
+  CAPTURE(ps.explain());
+  CAPTURE(pe.explain());
+  CHECK(ps.reorder() == Reorder::Degree);
+  CHECK(pe.reorder() == Reorder::None);
+  CHECK(spmm_error(ps, expected(skewed, 32, 0.75f, -0.5f, 5)) <= tol_f32(skewed));
+  CHECK(spmm_error(pe, expected(even, 32, 1.0f, 0.0f, 6)) <= tol_f32(even));
 }
 
 // The knobs the tuner turns that change which code runs: A operands expanded ahead or built per

@@ -58,8 +58,8 @@ tuner::SearchSpace make_space() {
       ParamSpec::choice("csr_max_run", {0, 64, 1024}, "CSR: entries a warp takes before the atomic pass (0: auto)"),
       ParamSpec::choice("csr_warps", {2, 4, 8}, "CSR: warps a block"),
       ParamSpec::choice("csr_piece_reduce", {0, 1}, "CSR: a block's pieces of one row summed before the atomic add"),
-      ParamSpec::choice("reorder", {"none", "degree", "rcm", "community"},
-                        "CSR: the order A's rows are walked in (with path auto or csr)"),
+      ParamSpec::choice("reorder", {"auto", "none", "degree", "rcm", "community"},
+                        "CSR: the order warps take A's rows in (with path auto or csr)"),
   };
   return s;
 }
@@ -240,6 +240,7 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
         SpmmOptions brp_opt = auto_opt, csr_opt = auto_opt, cnd_opt = auto_opt;
         brp_opt.path = SpmmPath::Brp;
         csr_opt.path = SpmmPath::CsrCudaCore;
+        csr_opt.reorder = Reorder::None;  // the plain CSR row: auto's order shows in the auto row
         cnd_opt.path = SpmmPath::Condensed;
         const SpmmPlan brp = ctx.plan_spmm(a, n, brp_opt);
         const SpmmPlan csr = ctx.plan_spmm(a, n, csr_opt);

@@ -271,8 +271,10 @@ TEST_CASE("SpmmConfigKeepsReorderToTheCsrPath") {
       CHECK_NOTHROW(c.check());
       CHECK(parse_reorder(c.reorder) == parse_reorder(order));
     }
+  CHECK(SpmmConfig{}.reorder == "auto");
   for (const char* path : {"brp", "condensed"}) {
     CHECK_NOTHROW(config_from_json<SpmmConfig>({{"path", path}}).check());
+    CHECK_NOTHROW(config_from_json<SpmmConfig>({{"path", path}, {"reorder", "auto"}}).check());
     CHECK_THROWS_AS(config_from_json<SpmmConfig>({{"path", path}, {"reorder", "rcm"}}).check(), UsageError);
   }
   CHECK_THROWS_AS(config_from_json<SpmmConfig>({{"reorder", "rabbit"}}), UsageError);
