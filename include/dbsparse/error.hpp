@@ -61,6 +61,21 @@ class DbError : public Error {
   explicit DbError(const std::string& what) : Error("tuning db: " + what) {}
 };
 
+// The host cannot hold what an input asks for (checked before allocating, against the host's
+// physical memory or DBSPARSE_HOST_MEMORY): names what, the bytes needed and the bytes there are.
+// Readers catch it and name the file and line (InputError).
+class HostMemoryError : public Error {
+ public:
+  HostMemoryError(std::string what, double needed_bytes, double host_bytes);
+  const std::string& what_needs() const { return what_; }
+  double needed_bytes() const { return needed_; }
+  double host_bytes() const { return host_; }
+
+ private:
+  std::string what_;
+  double needed_, host_;
+};
+
 // Misuse of the API: wrong sizes, a plan run with buffers of the wrong length, and so on.
 class UsageError : public Error {
  public:

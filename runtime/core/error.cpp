@@ -25,4 +25,11 @@ CudaError::CudaError(std::string call, int result, std::string result_name)
       call_(std::move(call)),
       result_(result) {}
 
+HostMemoryError::HostMemoryError(std::string what, double needed_bytes, double host_bytes)
+    : Error(fmt::format("{} needs {:.1f} GB of host memory; this host has {:.1f} GB", what, needed_bytes / 1e9,
+                        host_bytes / 1e9)),
+      what_(std::move(what)),
+      needed_(needed_bytes),
+      host_(host_bytes) {}
+
 }  // namespace dbsparse

@@ -8,6 +8,7 @@
 
 #include "dbsparse/error.hpp"
 #include "dbsparse/matrix.hpp"
+#include "runtime/core/host_memory.hpp"
 
 namespace dbsparse {
 namespace {
@@ -67,6 +68,9 @@ CsrMatrix<T> coo_to_csr(const CooMatrix<T>& coo) {
   if (static_cast<int64_t>(n) > kMaxNnz)
     throw UsageError(fmt::format("coo_to_csr: {} entries exceed the int32 limit", n));
 
+  // Row and column pointers, the column-sorted copy and the result, before any of them exists.
+  require_host_bytes(4.0 * (double(coo.rows) + 1) + 8.0 * (double(coo.cols) + 1) + 2.0 * double(n) * (4 + sizeof(T)),
+                     fmt::format("a {} x {} matrix with {} entries in CSR", coo.rows, coo.cols, n));
   CsrMatrix<T> out;
   out.rows = coo.rows;
   out.cols = coo.cols;

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "dbsparse/error.hpp"
+#include "runtime/core/host_memory.hpp"
 
 namespace dbsparse::gen {
 namespace {
@@ -106,6 +107,8 @@ void sample_distinct(std::mt19937_64& rng, int64_t m, int64_t d, std::vector<int
 struct CsrBuilder {
   CsrMatrix<double> m;
   CsrBuilder(int32_t rows, int32_t cols, int64_t nnz) {
+    require_host_bytes(4.0 * (double(rows) + 1) + 12.0 * double(nnz),
+                       fmt::format("a {} x {} matrix with {} entries", rows, cols, nnz));
     m.rows = rows;
     m.cols = cols;
     m.row_ptr.reserve(static_cast<size_t>(rows) + 1);
@@ -307,6 +310,9 @@ CsrMatrix<double> rmat(int scale, int32_t ef, uint64_t seed, bool scramble) {
   std::vector<uint8_t> quadrant(1 << 16);
   for (uint32_t u = 0; u < quadrant.size(); ++u)
     quadrant[u] = static_cast<uint8_t>((u >= kAB) << 1 | ((u >= kA) ^ (u >= kAB) ^ (u >= kABC)));
+  // The edge list, then (symmetric_from_edges or the CSR build) twice as many entries.
+  require_host_bytes(8.0 * double(edges) + 4.0 * (double(n) + 1) + 2 * 12.0 * double(edges),
+                     fmt::format("an R-MAT graph of {} vertices and {} edges", n, edges));
   std::vector<int32_t> src(static_cast<size_t>(edges)), dst(static_cast<size_t>(edges));
   for (int64_t e = 0; e < edges; ++e) {
     uint32_t r = 0, c = 0;

@@ -304,7 +304,7 @@ CsrMatrix<double> generate(const GeneratorSpec& spec) { return generate(spec.to_
 
 CsrMatrix<double> generate(const std::string& text) {
   const GeneratorSpec s = parse_generator_spec(text);
-  return build(s, text);
+  return build(s, text);  // HostMemoryError past the host's memory: load_matrix names the spec
 }
 
 std::string generator_help() {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dbsparse/error.hpp"
+#include "runtime/core/host_memory.hpp"
 #include "dbsparse/generators.hpp"
 #include "dbsparse/io.hpp"
 #include "support/atomic_file.hpp"
@@ -341,6 +342,15 @@ CsrMatrix<double> read_matrix_market(const std::string& path) {
   const Header h = parse_banner(path, in);
   const Size size = parse_size_line(path, in, h);
   const long size_line = in.number();
+  // The shape alone can ask for more than the host has (row and column pointers while converting):
+  // say so now, not after minutes of paging.
+  try {
+    require_host_bytes(4.0 * (double(size.rows) + 1) + 8.0 * (double(size.cols) + 1),
+                       fmt::format("the row pointers of a {} x {} matrix (and its column pointers while converting)",
+                                   size.rows, size.cols));
+  } catch (const HostMemoryError& e) {
+    throw InputError(path, size_line, fmt::format("a shape this host can hold ({})", e.what()));
+  }
 
   CooMatrix<double> coo;
   coo.rows = static_cast<int32_t>(size.rows);
@@ -413,6 +423,8 @@ CsrMatrix<double> read_matrix_market(const std::string& path) {
     throw InputError(path, size_line, fmt::format("at most {} entries after symmetric expansion", kInt32Max));
   try {
     return coo_to_csr(coo);
+  } catch (const HostMemoryError& e) {
+    throw InputError(path, size_line, fmt::format("a matrix this host can hold ({})", e.what()));
   } catch (const std::bad_alloc&) {
     // The entries fit (they were read), the declared shape's row pointers did not.
     throw InputError(path, size_line,
@@ -457,6 +469,8 @@ NamedMatrix load_matrix(const std::string& spec) {
     GeneratorSpec g = parse_generator_spec(spec);
     try {
       return NamedMatrix{g.to_string(), generate(g)};
+    } catch (const HostMemoryError& e) {  // checked before generating
+      throw InputError(spec, 0, fmt::format("a generated matrix this host can hold ({})", e.what()));
     } catch (const std::bad_alloc&) {
       throw InputError(spec, 0, "a generated matrix this host can hold (it ran out of memory while generating)");
     }
