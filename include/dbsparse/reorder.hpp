@@ -46,7 +46,8 @@ Permutation reorder(const PatternGraph& g, Reorder how);  // g symmetric (symmet
 template <class T>
 CsrMatrix<T> permute_symmetric(const CsrMatrix<T>& a, const Permutation& p);
 // P A: row v of A becomes row p.new_of_old[v], columns as they were (A may be rectangular with
-// p over its rows). SpMM's reordered plans walk this and write C's rows back by old index.
+// p over its rows), for users who keep their rows permuted. (SpMM's reordered plans move
+// nothing: their warps take A's rows in the order, SpmmConfig::reorder.)
 template <class T>
 CsrMatrix<T> permute_rows(const CsrMatrix<T>& a, const Permutation& p);
 // y_new[p.new_of_old[v]] = x[v], and back.
