@@ -9,9 +9,13 @@ secs=${1:-30}
 if ! command -v clang++ >/dev/null; then
   echo "fuzz: clang++ not found (apt-get install clang)"; exit 77
 fi
-cmake -S tests/fuzz -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ >/dev/null
-cmake --build build-fuzz -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
-for h in matrix_market cache_entry safetensors configs kernel_keys; do
+mkdir -p build-fuzz
+# Quiet when it works, the whole log when it does not: a link error must not fail CI in silence.
+if ! cmake -S tests/fuzz -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ >build-fuzz/build.log 2>&1 ||
+   ! cmake --build build-fuzz -j "$(nproc 2>/dev/null || echo 2)" >>build-fuzz/build.log 2>&1; then
+  echo "fuzz: building the harnesses failed:"; grep -E "error|undefined" build-fuzz/build.log | head -40; exit 1
+fi
+for h in matrix_market cache_entry safetensors configs kernel_keys tuning_db_rows; do
   mkdir -p build-fuzz/corpus/$h build-fuzz/findings
   if ! (cd build-fuzz/findings && ../fuzz_$h -max_total_time="$secs" -rss_limit_mb=2048 -max_len=4096 \
           ../corpus/$h ../../tests/fuzz/corpus/$h >../fuzz_$h.log 2>&1); then
