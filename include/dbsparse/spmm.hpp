@@ -92,6 +92,11 @@ struct SpmmConfig {
   // 0.92x (ex10hs at 128) (docs/bench/2026-12-04-s22-run4-spmm-config-*).
   int csr_warps = 4;
   int csr_piece_reduce = 1;
+  // CSR, f32: 1 cuts a long row whole into parts that run in the same launch as the other rows
+  // (each part's sum to a workspace, the row's last part to finish adds them in order and writes
+  // C): no second launch, no atomics on C, and a long row's sum in a fixed order. 0: the row's
+  // first max_run entries with the rows, the rest in a second, atomic pass (f16 / bf16 always).
+  int csr_split = 1;
 
   template <class V>
   void visit(V& v) {
@@ -113,6 +118,8 @@ struct SpmmConfig {
     v.integer("csr_warps", csr_warps, 1, 8, "CSR: warps a block (1, 2, 4 or 8)");
     v.integer("csr_piece_reduce", csr_piece_reduce, 0, 1,
               "CSR: 1 sums a block's pieces of one row in shared memory before adding them into C");
+    v.integer("csr_split", csr_split, 0, 1,
+              "CSR, f32: 1 sums a long row's parts in the same launch as the other rows; 0 a second, atomic pass");
     v.choice("reorder", reorder, {"auto", "none", "degree", "rcm", "community"},
              "CSR: the order warps take A's rows in (auto: degree where row lengths vary, none, degree: by decreasing "
              "length, rcm, community: square A only); A, B and C as given");

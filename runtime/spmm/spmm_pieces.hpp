@@ -21,6 +21,30 @@ inline std::vector<int32_t> spmm_cut_pieces(const std::vector<int32_t>& ptr, int
   return out;
 }
 
+// The split form (SpmmArgs::parts, SpmmConfig::csr_split): every unit longer than max_run cut
+// whole, its first max_run included, into parts of max_run; parts are quadruples (unit, begin,
+// end, slot) with slots 0, 1, ... in unit order, and first[s] .. first[s + 1] are slot s's parts
+// (first has one entry past the last slot).
+struct SpmmSplitParts {
+  std::vector<int32_t> parts;
+  std::vector<int32_t> first{0};
+  int32_t slots() const { return static_cast<int32_t>(first.size()) - 1; }
+  int32_t count() const { return static_cast<int32_t>(parts.size() / 4); }
+};
+
+inline SpmmSplitParts spmm_split_parts(const std::vector<int32_t>& ptr, int32_t max_run) {
+  SpmmSplitParts out;
+  for (size_t u = 0; u + 1 < ptr.size(); ++u) {
+    if (int64_t{ptr[u + 1]} - ptr[u] <= max_run) continue;
+    const int32_t slot = out.slots();
+    for (int64_t b = ptr[u]; b < ptr[u + 1]; b += max_run)
+      out.parts.insert(out.parts.end(), {static_cast<int32_t>(u), static_cast<int32_t>(b),
+                                         static_cast<int32_t>(std::min<int64_t>(b + max_run, ptr[u + 1])), slot});
+    out.first.push_back(out.count());
+  }
+  return out;
+}
+
 // The units spmm_cut_pieces cuts (those with at least one piece), ascending, and each unit's
 // index among them (-1: not cut): abi::SpmmAcc's units and slot.
 struct SpmmCutUnits {

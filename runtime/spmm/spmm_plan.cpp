@@ -185,6 +185,11 @@ struct SpmmPlan::Impl {
   CUfunction tc_pieces = nullptr, rows1_pieces = nullptr, rows4_pieces = nullptr;
   DeviceBuffer<int32_t> pieces;  // triples: see SpmmArgs::pieces
   int32_t n_pieces = 0, max_run = 0;
+  // CSR f32 split (SpmmConfig::csr_split): long rows' parts in the rows' launch (SpmmArgs::parts).
+  DeviceBuffer<int32_t> parts, part_first;
+  DeviceBuffer<float> part_sum;
+  DeviceBuffer<uint32_t> part_count;
+  int32_t n_parts = 0, split_rows = 0;
   unsigned csr_grid = 1, csr_pieces_grid = 1;
   int csr_warps = 8;  // the CSR path's launches (SpmmConfig::csr_blocks_per_sm)
   int tc_warps = 4;
@@ -352,16 +357,33 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       // One max_run serves both kernels (the pieces are cut once): the float4 kernel's lanes when
       // it is loaded, as it runs whenever B and C are aligned.
       p->max_run = csr_max_run(p->typed, csr_lanes(n_cols, p->vec4 ? 4 : 1), a.nnz(), a.rows);
-      const auto pc = spmm_cut_pieces(a.row_ptr, p->max_run);
-      p->n_pieces = static_cast<int32_t>(pc.size() / 3);
-      if (!pc.empty()) p->pieces = upload(pc);
-      if (!f32 && !pc.empty()) p->cut_into_workspace(a.row_ptr, 1);
+      // Every part's sum is kept (n floats each) until the row's last part adds them: at most
+      // 2 nnz / max_run parts, and the default max_run is at least twice the mean row, so at most
+      // C's size. A small csr_max_run of the user's could ask for far more: the atomic pass then.
+      SpmmSplitParts sp;
+      if (f32 && p->typed.csr_split) sp = spmm_split_parts(a.row_ptr, p->max_run);
+      const bool split = f32 && p->typed.csr_split && int64_t{sp.count()} <= std::max<int64_t>(a.rows, 1 << 16);
+      if (split) {
+        if (sp.count() > 0) {
+          p->n_parts = sp.count();
+          p->split_rows = sp.slots();
+          p->parts = upload(sp.parts);
+          p->part_first = upload(sp.first);
+          p->part_sum = DeviceBuffer<float>(static_cast<size_t>(sp.count()) * static_cast<size_t>(n_cols));
+          p->part_count = upload(std::vector<uint32_t>(static_cast<size_t>(sp.slots()), 0u));
+        }
+      } else {
+        const auto pc = spmm_cut_pieces(a.row_ptr, p->max_run);
+        p->n_pieces = static_cast<int32_t>(pc.size() / 3);
+        if (!pc.empty()) p->pieces = upload(pc);
+        if (!f32 && !pc.empty()) p->cut_into_workspace(a.row_ptr, 1);
+      }
       auto grid_for = [&](int64_t units) {
         const int64_t one_each = std::max<int64_t>(1, (units + p->csr_warps - 1) / p->csr_warps);
         const int64_t resident = int64_t{p->typed.csr_blocks_per_sm} * std::max(info_.sm_count, 1);
         return static_cast<unsigned>(p->typed.csr_blocks_per_sm > 0 ? std::min(one_each, resident) : one_each);
       };
-      p->csr_grid = grid_for(a.rows);
+      p->csr_grid = grid_for(int64_t{a.rows} + p->n_parts);
       p->csr_pieces_grid = grid_for(p->n_pieces);
     } else if (p->path == SpmmPath::Condensed) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -529,6 +551,13 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
   args.piece_reduce = p.path == SpmmPath::CsrCudaCore && p.typed.csr_piece_reduce ? 1 : 0;
   args.max_run = p.max_run;
   args.afrag = p.afrag.size() ? dev(p.afrag) : nullptr;
+  if (p.n_parts) {
+    args.parts = dev(p.parts);
+    args.part_first = dev(p.part_first);
+    args.part_sum = reinterpret_cast<float*>(p.part_sum.ptr());
+    args.part_count = reinterpret_cast<uint32_t*>(p.part_count.ptr());
+    args.n_parts = p.n_parts;
+  }
   void* params[] = {&args};
   // The 16-bit row and TC kernels also take the workspace (all null when nothing is cut).
   abi::SpmmAcc acc = p.acc();
@@ -591,7 +620,8 @@ int64_t SpmmPlan::device_bytes() const {
   const Impl& p = *impl_;
   return static_cast<int64_t>((p.row_ptr.size() + p.col_idx.size() + p.row_id.size() + p.window.size() +
                                p.old_col.size() + p.win_group.size() + p.pieces.size() + p.afrag.size() +
-                               p.acc_w.size() + p.acc_slot.size() + p.acc_units.size()) * 4 +
+                               p.acc_w.size() + p.acc_slot.size() + p.acc_units.size() + p.parts.size() +
+                               p.part_first.size() + p.part_sum.size() + p.part_count.size()) * 4 +
                               (p.vals.size() + p.group_vals.size()) * 4 +
                               (p.vals16.size() + p.group_vals16.size()) * 2 + p.local_id.size());
 }
@@ -648,9 +678,15 @@ std::string SpmmPlan::explain() const {
         p.fill, p.convert_ms, p.tc_warps, p.max_run, p.n_pieces, device_bytes(),
         double(device_bytes()) / double(std::max<int64_t>(1, p.csr_bytes)), p.csr_bytes);
   } else {
-    out += fmt::format("  CSR on CUDA cores (f32 sums), a warp per row (its first {} entries; {} more runs added atomically), "
+    const std::string long_rows =
+        p.n_parts ? fmt::format("rows longer than {} entries ({}) cut into {} parts of a warp each in the same launch, "
+                                "the last part of a row to finish adding them in order",
+                                p.max_run, p.split_rows, p.n_parts)
+                  : fmt::format("its first {} entries; {} more runs added atomically in a second launch", p.max_run,
+                                p.n_pieces);
+    out += fmt::format("  CSR on CUDA cores (f32 sums), a warp per row ({}), "
                        "{} lanes across N (4 values a load) or {} (scalars), the rest of the warp over the entries; {} blocks of "
-                       "{} warps{}; device {} bytes\n", p.max_run, p.n_pieces, csr_lanes(p.n, 4), csr_lanes(p.n, 1), p.csr_grid,
+                       "{} warps{}; device {} bytes\n", long_rows, csr_lanes(p.n, 4), csr_lanes(p.n, 1), p.csr_grid,
                        p.csr_warps, p.typed.csr_blocks_per_sm > 0 ? " striding over the rows" : "", device_bytes());
     if (p.auto_cv >= 0)
       out += fmt::format("  reorder auto: the rows' length CV is {:.2f}, {} {} ({})\n", p.auto_cv,

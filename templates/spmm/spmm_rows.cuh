@@ -34,25 +34,37 @@ __device__ __forceinline__ void row_times_b(const dbsparse::abi::SpmmArgs& a, in
     const int p = base + (int)lane;
     const int col = p < p1 ? a.col_idx[p] : 0;
     const float val = p < p1 ? V::ld(vals[p]) : 0.0f;
-    // Steps past the row's end read entry slots holding (col 0, val 0): harmless, and they keep
-    // every lane's shuffles in step.
-    const int steps = (min(32, p1 - base) + S - 1) / S;
-#pragma unroll 8
-    for (int j = 0; j < steps; ++j) {
-      const int cj = __shfl_sync(kFull, col, j * S + sub);
-      const float vj = __shfl_sync(kFull, val, j * S + sub);
-      if (!live) continue;
-      const T* src = bm + (size_t)cj * a.n + n;
-      if constexpr (VEC == 4) {
-        float bv[4];
-        load4<V>(src, bv);
-        acc[0] += vj * bv[0];
-        acc[1] += vj * bv[1];
-        acc[2] += vj * bv[2];
-        acc[3] += vj * bv[3];
-      } else {
-        acc[0] += vj * V::ld(__ldg(src));
+    const int here = min(32, p1 - base);
+    const int steps = (here + S - 1) / S;
+    // Batches of KB steps, every load of a batch issued before its first FMA: a row of fewer than
+    // 8 steps used to run `#pragma unroll 8`'s remainder loop, one B load in flight a warp and
+    // an L2 round trip a step (the CSR kernel waited on L1TEX 8.8 of every 15.4 cycles, Nsight
+    // Compute, R-MAT 17 scrambled at n = 32, H200, 2026-12-04). Slots past the row's end load
+    // nothing and add exact zeros (not 0 * B[0][n], which is NaN where B holds an inf).
+    constexpr int KB = VEC == 4 ? 4 : 8;
+    for (int j0 = 0; j0 < steps; j0 += KB) {
+      float bv[KB][VEC];
+      float vk[KB];
+#pragma unroll
+      for (int k = 0; k < KB; ++k) {
+        const int j = j0 + k;
+        const int e = j * S + sub;  // the entry's slot in this chunk of 32
+        const int cj = __shfl_sync(kFull, col, e & 31);
+        const float vj = __shfl_sync(kFull, val, e & 31);
+        const bool on = live && e < here;
+        vk[k] = on ? vj : 0.0f;
+        const T* src = bm + (size_t)(on ? cj : 0) * a.n + (on ? n : 0);
+        if constexpr (VEC == 4) {
+          if (on) load4<V>(src, bv[k]);
+          else bv[k][0] = bv[k][1] = bv[k][2] = bv[k][3] = 0.0f;
+        } else {
+          bv[k][0] = on ? V::ld(__ldg(src)) : 0.0f;
+        }
       }
+#pragma unroll
+      for (int k = 0; k < KB; ++k)
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) acc[v] += vk[k] * bv[k][v];
     }
   }
 }
@@ -82,7 +94,9 @@ __device__ __forceinline__ void csr_unit(const dbsparse::abi::SpmmArgs& a, const
   // changes, A and C stay as they are.
   const int r = PIECES ? a.pieces[3 * u] : a.row_id ? a.row_id[u] : u;
   const int p0 = PIECES ? a.pieces[3 * u + 1] : a.row_ptr[r];
-  const int p1 = PIECES ? a.pieces[3 * u + 2] : min(a.row_ptr[r + 1], p0 + a.max_run);
+  const int end = PIECES ? a.pieces[3 * u + 2] : a.row_ptr[r + 1];
+  if (!PIECES && a.n_parts && end - p0 > a.max_run) return;  // split: the row's parts take it
+  const int p1 = min(end, p0 + a.max_run);
   T* crow = reinterpret_cast<T*>(a.c) + (size_t)r * a.n;
   float* wrow = nullptr;  // 16 bits: the row's workspace row when the row is cut (every piece's row is)
   if constexpr (kHalf) {
@@ -182,6 +196,42 @@ __device__ __forceinline__ void csr_pieces_reduced(const dbsparse::abi::SpmmArgs
   }
 }
 
+// Part q of a split row (SpmmArgs::parts, f32): its sum to part_sum, and the row's last part to
+// arrive adds every part's sum in part order and writes C. The fences make each part's sums
+// visible before its count (the writer's) and the count before the reads (the last arriver's);
+// the reads go around L1 (__ldcg), which is not coherent across SMs.
+template <typename V, int VEC, int LANES>
+__device__ __forceinline__ void csr_part(const dbsparse::abi::SpmmArgs& a, int q, unsigned lane) {
+  typedef typename V::S T;
+  const int r = a.parts[4 * q], p0 = a.parts[4 * q + 1], p1 = a.parts[4 * q + 2], s = a.parts[4 * q + 3];
+  float* mine = a.part_sum + (size_t)q * a.n;
+  for (int n0 = 0; n0 < a.n; n0 += LANES * VEC) {
+    const int n = n0 + ((int)lane % LANES) * VEC;
+    const bool live = n < a.n;
+    float acc[VEC];
+    row_times_b<V, VEC, LANES>(a, p0, p1, n, live, lane, acc);
+    warp_sum_subgroups<VEC, LANES>(acc);
+    if (live && (int)lane < LANES) {
+#pragma unroll
+      for (int v = 0; v < VEC; ++v) mine[n + v] = acc[v];
+    }
+  }
+  __threadfence();
+  __syncwarp();
+  const int first = a.part_first[s], count = a.part_first[s + 1] - first;
+  unsigned last = 0;
+  if (lane == 0) last = atomicAdd(a.part_count + s, 1u) == (unsigned)(count - 1);
+  if (!__shfl_sync(kFull, last, 0)) return;
+  __threadfence();
+  T* crow = reinterpret_cast<T*>(a.c) + (size_t)r * a.n;
+  for (int n = (int)lane; n < a.n; n += 32) {
+    float sum = 0.0f;
+    for (int k = 0; k < count; ++k) sum += __ldcg(a.part_sum + (size_t)(first + k) * a.n + n);
+    crow[n] = V::st(a.beta == 0.0f ? a.alpha * sum : a.alpha * sum + a.beta * V::ld(crow[n]));
+  }
+  if (lane == 0) a.part_count[s] = 0;  // ready for the next call (the stream orders calls)
+}
+
 template <typename V, int WARPS, int VEC, int LANES, bool PIECES>
 __device__ __forceinline__ void csr_rows_body(const dbsparse::abi::SpmmArgs& a, const dbsparse::abi::SpmmAcc& w) {
   if constexpr (PIECES) {
@@ -191,11 +241,20 @@ __device__ __forceinline__ void csr_rows_body(const dbsparse::abi::SpmmArgs& a, 
     }
   }
   const unsigned lane = threadIdx.x & 31u;
-  const int units = PIECES ? a.n_pieces : a.rows;
+  // Split (f32): the parts of long rows first, so that the longest work starts first.
+  const int parts = PIECES ? 0 : a.n_parts;
+  const int units = PIECES ? a.n_pieces : parts + a.rows;
   const int stride = (int)gridDim.x * WARPS;
   // warp-uniform bounds: the shuffles inside see whole warps
-  for (int u = (int)blockIdx.x * WARPS + (int)(threadIdx.x >> 5); u < units; u += stride)
-    csr_unit<V, WARPS, VEC, LANES, PIECES>(a, w, u, lane);
+  for (int u = (int)blockIdx.x * WARPS + (int)(threadIdx.x >> 5); u < units; u += stride) {
+    if constexpr (!PIECES) {
+      if (u < parts) {
+        csr_part<V, VEC, LANES>(a, u, lane);
+        continue;
+      }
+    }
+    csr_unit<V, WARPS, VEC, LANES, PIECES>(a, w, u - parts, lane);
+  }
 }
 
 // The f32 entry point: one argument, as f32 modules (and their cached cubins) have always had.

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <tuple>
@@ -303,14 +304,16 @@ TEST_CASE("SpmmPiecesAndExpandedOperandsMatchReference") {
             }
         // csr_blocks_per_sm 1: 132 blocks stride over every row and piece; blocks of 1 to 8 warps.
         // csr_piece_reduce 1: a block's pieces of one row summed in shared memory first.
+        // csr_split 1: long rows cut whole into parts in the rows' launch (reduce does not apply).
         for (auto [bps, warps] : {std::pair{0, 8}, std::pair{1, 8}, std::pair{6, 2}, std::pair{0, 4}, std::pair{0, 1}})
-          for (int reduce : {0, 1}) {
+          for (auto [split, reduce] : {std::pair{0, 0}, std::pair{0, 1}, std::pair{1, 0}}) {
             CAPTURE(bps);
             CAPTURE(warps);
+            CAPTURE(split);
             CAPTURE(reduce);
             const Config cfg{"spmm",
                              {{"path", "csr"}, {"csr_max_run", run}, {"csr_blocks_per_sm", bps}, {"csr_warps", warps},
-                              {"csr_piece_reduce", reduce}},
+                              {"csr_piece_reduce", reduce}, {"csr_split", split}},
                              ConfigSource::Explicit, "test"};
             SpmmOptions o;
             o.config = &cfg;
@@ -320,6 +323,47 @@ TEST_CASE("SpmmPiecesAndExpandedOperandsMatchReference") {
           }
       }
     }
+  }
+}
+
+// csr_split: a long row's parts run with the other rows and its last part to finish writes C.
+// The counts must be back at 0 after every call (calls 2.. would skip or double a row), the sums
+// go in part order (so two calls give the same bits), and a part past a row's end adds nothing:
+// an inf in B's row 0 stays out of rows that do not hold column 0.
+TEST_CASE("SpmmSplitLongRowsMatchReferenceCallAfterCall") {
+  for (const char* spec : {"powerlaw:n=20000,avg=8,alpha=1.5,max=4000", "rmat:scale=12,ef=8"}) {
+    CAPTURE(spec);
+    const auto a = generate(spec).cast<float>();
+    for (int n : {8, 32, 33, 128})
+      for (const char* order : {"none", "degree"}) {
+        CAPTURE(n);
+        CAPTURE(order);
+        const Config cfg{"spmm", {{"path", "csr"}, {"csr_split", 1}, {"reorder", order}}, ConfigSource::Explicit, "test"};
+        SpmmOptions o;
+        o.config = &cfg;
+        const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+        CAPTURE(plan.explain());
+        REQUIRE(plan.explain().find("parts of a warp each in the same launch") != std::string::npos);
+        for (int call = 0; call < 3; ++call)
+          for (auto [alpha, beta] : kAlphaBeta) CHECK(spmm_error(plan, expected(a, n, alpha, beta, 90 + call)) <= tol_f32(a));
+        Expected x = expected(a, n, 1.0f, 0.0f, 97);
+        for (int j = 0; j < n; ++j) x.b[static_cast<size_t>(j)] = std::numeric_limits<float>::infinity();
+        Stream s(ctx());
+        DeviceBuffer<float> b{std::span<const float>(x.b)}, c1{std::span<const float>(x.c0)}, c2{std::span<const float>(x.c0)};
+        plan.run(b, c1, s, 1.0f, 0.0f);
+        plan.run(b, c2, s, 1.0f, 0.0f);
+        s.synchronize();
+        const auto g1 = c1.download(), g2 = c2.download();
+        CHECK(std::memcmp(g1.data(), g2.data(), g1.size() * sizeof(float)) == 0);
+        size_t wrong = 0;
+        for (int32_t r = 0; r < a.rows; ++r) {
+          bool has0 = false;
+          for (int32_t p = a.row_ptr[r]; p < a.row_ptr[r + 1]; ++p) has0 = has0 || a.col_idx[p] == 0;
+          if (!has0)
+            for (int j = 0; j < n; ++j) wrong += std::isfinite(g1[static_cast<size_t>(r) * n + j]) ? 0 : 1;
+        }
+        CHECK(wrong == 0);
+      }
   }
 }
 

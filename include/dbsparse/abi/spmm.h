@@ -113,8 +113,23 @@ struct SpmmArgs {
   // (brp_expand_frags writes it once per plan). f16 / bf16: pair p of group q is
   // afrag[((q * ceil(g / 2) + p) * 32 + lane) * 4 .. + 3], 8 halves (brp_afrag16_index).
   const uint32_t* afrag;
+  // CSR f32 with SpmmConfig::csr_split = 1: a long row is cut whole into n_parts parts, in the same
+  // launch as the other rows (units [0, n_parts) are the parts, then the rows; a row longer than
+  // max_run is skipped as a row). parts: quadruples (row, begin, end, slot); slot s's parts are
+  // [part_first[s], part_first[s + 1]). Part q stores its unscaled sum to part_sum[q * n ..], and
+  // the last of a row's parts to count itself in part_count[s] adds them in part order and writes
+  // C = alpha * sum + beta * C, then sets the count back to 0 for the next call. No atomics on C,
+  // no second launch, and the sum's order is fixed. Null / 0 when nothing is cut or the plan
+  // takes the second, atomic pass (pieces above).
+  const int32_t* parts;
+  const int32_t* part_first;
+  float* part_sum;
+  uint32_t* part_count;
+  int32_t n_parts, unused0;
 };
-static_assert(sizeof(SpmmArgs) == 144, "SpmmArgs layout");
+static_assert(sizeof(SpmmArgs) == 184, "SpmmArgs layout");
+static_assert(DBS_ABI_OFFSETOF(SpmmArgs, parts) == 144 && DBS_ABI_OFFSETOF(SpmmArgs, n_parts) == 176,
+              "SpmmArgs layout");
 static_assert(DBS_ABI_OFFSETOF(SpmmArgs, win_group) == 112 && DBS_ABI_OFFSETOF(SpmmArgs, pieces) == 120,
               "SpmmArgs layout");
 static_assert(DBS_ABI_OFFSETOF(SpmmArgs, afrag) == 136, "SpmmArgs layout");

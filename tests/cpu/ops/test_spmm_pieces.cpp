@@ -70,3 +70,39 @@ TEST_CASE("SpmmWorkspaceHoldsOnlyTheCutUnitsRows") {
   CHECK(spmm_workspace_floats(cut, abi::kSpmmWindowRows, 128) == 2 * 16 * 128);
   CHECK(spmm_workspace_floats(spmm_cut_units(ptr, 64), 1, 128) == 0);  // nothing cut: no workspace
 }
+
+// The split form (SpmmArgs::parts): a cut unit's parts tile all of [ptr[u], ptr[u + 1]), first
+// max_run included, each at most max_run long; slots count the cut units in order and first[]
+// bounds each slot's parts; uncut units have none. The kernel's last-arriver sum trusts all of it.
+TEST_CASE("SpmmSplitPartsTileEveryLongUnitWhole") {
+  auto check_split = [](const std::vector<int32_t>& ptr, int32_t max_run) {
+    CAPTURE(max_run);
+    const SpmmSplitParts sp = spmm_split_parts(ptr, max_run);
+    const SpmmCutUnits cut = spmm_cut_units(ptr, max_run);
+    REQUIRE(sp.slots() == static_cast<int32_t>(cut.units.size()));
+    REQUIRE(sp.first.size() == cut.units.size() + 1);
+    for (int32_t s = 0; s < sp.slots(); ++s) {
+      const int32_t u = cut.units[static_cast<size_t>(s)];
+      int64_t next = ptr[static_cast<size_t>(u)];
+      REQUIRE(sp.first[static_cast<size_t>(s)] < sp.first[static_cast<size_t>(s) + 1]);
+      for (int32_t q = sp.first[static_cast<size_t>(s)]; q < sp.first[static_cast<size_t>(s) + 1]; ++q) {
+        const int32_t* part = &sp.parts[4 * static_cast<size_t>(q)];
+        CHECK(part[0] == u);
+        CHECK(part[1] == next);
+        CHECK(part[2] > part[1]);
+        CHECK(part[2] - part[1] <= max_run);
+        CHECK(part[3] == s);
+        next = part[2];
+      }
+      CHECK(next == ptr[static_cast<size_t>(u) + 1]);
+    }
+    CHECK(sp.first.back() == sp.count());
+  };
+  const std::vector<int32_t> edge = {0, 0, 4, 9, 9, 30};
+  for (int32_t run : {1, 2, 4, 5, 21, 100}) check_split(edge, run);
+  check_split({0}, 1);
+  const auto a = generate("rmat:scale=10,ef=8");
+  for (int32_t run : {1, 3, 32, 256}) check_split(a.row_ptr, run);
+  const SpmmSplitParts sp = spmm_split_parts({0, 3, 3, 40, 41, 90}, 8);
+  CHECK(sp.first == std::vector<int32_t>{0, 5, 12});  // 37 entries in 5 parts, 49 in 7
+}
