@@ -19,6 +19,15 @@ namespace dbsparse {
 // True when libcuda loads, cuInit succeeds and a device exists; otherwise *why says which failed.
 bool cuda_device_available(std::string* why = nullptr);
 
+// Throws DeviceOutOfMemory naming `what` when the current context's device has fewer than
+// `bytes` free: a plan checks its estimated peak here before it allocates anything.
+void require_device_bytes(const std::string& what, int64_t bytes);
+// A CSR's device bytes (row pointers, column indices, values of value_bytes each): the least a
+// plan of it uploads, which its check above weighs.
+inline int64_t csr_device_bytes(int64_t rows, int64_t nnz, int value_bytes) {
+  return (rows + 1) * 4 + nnz * (4 + value_bytes);
+}
+
 struct DeviceInfo {
   int ordinal = 0;
   std::string name;

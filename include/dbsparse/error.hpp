@@ -44,9 +44,33 @@ class CudaError : public Error {
   const std::string& call() const { return call_; }
   int result() const { return result_; }
 
+ protected:
+  struct Message {
+    std::string text;  // the whole what(), for a kind that words its own
+  };
+  CudaError(Message message, std::string call, int result);
+
  private:
   std::string call_;
   int result_;
+};
+
+// The device has too little free memory for an allocation, or a plan's estimate of its peak:
+// names what needed it, the bytes needed (0 where the driver refused a call that names no size)
+// and the bytes free and in all at that moment. A CudaError with CUDA_ERROR_OUT_OF_MEMORY, so
+// code that catches that still does; nothing is left allocated by the plan that threw, and the
+// context stays usable.
+class DeviceOutOfMemory : public CudaError {
+ public:
+  DeviceOutOfMemory(std::string what, long long needed_bytes, long long free_bytes, long long total_bytes);
+  const std::string& what_needs() const { return what_; }
+  long long needed_bytes() const { return needed_; }
+  long long free_bytes() const { return free_; }
+  long long total_bytes() const { return total_; }
+
+ private:
+  std::string what_;
+  long long needed_, free_, total_;
 };
 
 // A GPU was needed but there is no driver or no device. Everything CPU-side still works.

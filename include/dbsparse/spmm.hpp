@@ -166,6 +166,9 @@ class SpmmPlan {
   // and bf16 as 16-bit words). beta == 0 never reads C. No allocation, no compilation, no host
   // synchronisation (capturable). The BRP path adds into C with atomics, so its C is equal to the
   // reference up to the order of f32 additions, not bitwise from run to run.
+  // Several streams: a plan that cuts long rows (the CSR path's split parts, or a 16-bit plan's
+  // f32 sums) keeps per-call sums and counts on the device, so its calls must be ordered (one
+  // stream, or streams joined by events); give each concurrent stream its own plan.
   void run(uint64_t b, uint64_t c, void* stream, float alpha = 1.0f, float beta = 0.0f) const;
   // The same with sizes and the value type checked (UsageError naming them): float buffers for an
   // f32 plan, uint16_t (f16 or bf16 bits, half.hpp) for the others.

@@ -198,6 +198,9 @@ BfsPlan Context::plan_bfs(const PatternGraph& g, const BfsOptions& opt) {
 BfsPlan Context::build_bfs(PatternGraph g, const BfsOptions& opt, const Config& config) {
   make_current();
   if (static_cast<int64_t>(g.n) + 32 > INT32_MAX) throw UsageError("plan_bfs: too many vertices for int32 indices");
+  require_device_bytes(fmt::format("plan_bfs of a graph of {} vertices and {} edges (its pattern, at least)", g.n,
+                                   g.entries()),
+                       csr_device_bytes(g.n, g.entries(), 0));
   auto p = std::make_unique<BfsPlan::Impl>();
   p->config = config;
   p->typed = config_from_json<BfsConfig>(config.params);

@@ -25,6 +25,27 @@ CudaError::CudaError(std::string call, int result, std::string result_name)
       call_(std::move(call)),
       result_(result) {}
 
+namespace {
+std::string oom_message(const std::string& what, long long needed, long long free, long long total) {
+  const std::string need = needed > 0 ? fmt::format("needs {} bytes ({:.2f} GB)", needed, needed / 1e9)
+                                      : std::string("was refused memory");
+  return fmt::format("device out of memory: {} {}; {} bytes ({:.2f} GB) of the device's {:.2f} GB are free", what, need,
+                     free, free / 1e9, total / 1e9);
+}
+}  // namespace
+
+// CUDA_ERROR_OUT_OF_MEMORY is 2 (cuda.h; this file is built without it).
+DeviceOutOfMemory::DeviceOutOfMemory(std::string what, long long needed_bytes, long long free_bytes,
+                                     long long total_bytes)
+    : CudaError(Message{oom_message(what, needed_bytes, free_bytes, total_bytes)}, what, 2),
+      what_(std::move(what)),
+      needed_(needed_bytes),
+      free_(free_bytes),
+      total_(total_bytes) {}
+
+CudaError::CudaError(Message message, std::string call, int result)
+    : Error(message.text), call_(std::move(call)), result_(result) {}
+
 HostMemoryError::HostMemoryError(std::string what, double needed_bytes, double host_bytes)
     : Error(fmt::format("{} needs {:.1f} GB of host memory; this host has {:.1f} GB", what, needed_bytes / 1e9,
                         host_bytes / 1e9)),

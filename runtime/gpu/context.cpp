@@ -132,10 +132,23 @@ void Stream::synchronize() const { DBS_CU(cuStreamSynchronize(static_cast<CUstre
 
 // --- DeviceAllocation ----------------------------------------------------------------------------
 
+namespace {
+// An allocation the driver refused for want of memory names its size and what is free.
+void check_alloc(CUresult r, const char* call, size_t bytes) {
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    size_t free = 0, total = 0;
+    cuda::driver().cuMemGetInfo(&free, &total);
+    throw DeviceOutOfMemory(fmt::format("{} of {} bytes", call, bytes), static_cast<long long>(bytes),
+                            static_cast<long long>(free), static_cast<long long>(total));
+  }
+  cuda::check(r, call);
+}
+}  // namespace
+
 DeviceAllocation::DeviceAllocation(size_t bytes) : bytes_(bytes) {
   if (bytes == 0) return;
   CUdeviceptr p = 0;
-  DBS_CU(cuMemAlloc(&p, bytes));
+  check_alloc(cuda::driver().cuMemAlloc(&p, bytes), "cuMemAlloc", bytes);
   ptr_ = p;
 }
 
@@ -143,13 +156,22 @@ DeviceAllocation::DeviceAllocation(size_t bytes, const PoolSlot& from) : bytes_(
   if (bytes == 0) return;
   CUdeviceptr p = 0;
   if (from.pool) {
-    DBS_CU(cuMemAllocFromPoolAsync(&p, bytes, static_cast<CUmemoryPool>(from.pool),
-                                   static_cast<CUstream>(from.stream)));
+    check_alloc(cuda::driver().cuMemAllocFromPoolAsync(&p, bytes, static_cast<CUmemoryPool>(from.pool),
+                                                       static_cast<CUstream>(from.stream)),
+                "cuMemAllocFromPoolAsync", bytes);
     pooled_ = true;
   } else {
-    DBS_CU(cuMemAlloc(&p, bytes));
+    check_alloc(cuda::driver().cuMemAlloc(&p, bytes), "cuMemAlloc", bytes);
   }
   ptr_ = p;
+}
+
+void require_device_bytes(const std::string& what, int64_t bytes) {
+  if (bytes <= 0) return;
+  size_t free = 0, total = 0;
+  DBS_CU(cuMemGetInfo(&free, &total));
+  if (static_cast<uint64_t>(bytes) > free)
+    throw DeviceOutOfMemory(what, bytes, static_cast<long long>(free), static_cast<long long>(total));
 }
 
 namespace {

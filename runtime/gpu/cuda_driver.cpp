@@ -140,8 +140,13 @@ DeviceStatus classify_device(bool library_loaded, CUresult init_result, int devi
 
 void check(CUresult r, const char* call) {
   if (r == CUDA_SUCCESS) return;
-  const char* name = nullptr;
   const auto& api = loaded().api;
+  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+    size_t free = 0, total = 0;
+    if (api.cuMemGetInfo) api.cuMemGetInfo(&free, &total);
+    throw DeviceOutOfMemory(call, 0, static_cast<long long>(free), static_cast<long long>(total));
+  }
+  const char* name = nullptr;
   if (api.cuGetErrorName) api.cuGetErrorName(r, &name);
   throw CudaError(call, static_cast<int>(r), name ? name : "unknown CUresult");
 }

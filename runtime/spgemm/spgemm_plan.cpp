@@ -349,6 +349,10 @@ SpgemmPlan<T> Context::plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b,
                                  b.rows, b.cols));
   check_host_csr(a, "A");
   check_host_csr(b, "B");
+  // A and B on the device; C's size is known after the analysis, whose allocations name it.
+  require_device_bytes(fmt::format("plan_spgemm of a {} x {} A ({} nonzeros) and a {} x {} B ({})", a.rows, a.cols,
+                                   a.nnz(), b.rows, b.cols, b.nnz()),
+                       csr_device_bytes(a.rows, a.nnz(), sizeof(T)) + csr_device_bytes(b.rows, b.nnz(), sizeof(T)));
   // No config given: the tuning DB's for A's structure on this device (dbtune --op spgemm tunes A^2
   // or A A^T, so A names the product), else the prediction from the nearest tuned matrix, else the
   // article's defaults.

@@ -267,6 +267,8 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
     if (opt.f || opt.g) validate(BrpParams{opt.f.value_or(1), opt.g.value_or(1)});
     validate(a);
     make_current();
+    require_device_bytes(fmt::format("plan_spmm of a {} x {} matrix with {} nonzeros (A, at least)", a.rows, a.cols, a.nnz()),
+                         csr_device_bytes(a.rows, a.nnz(), spmm_value_bytes(opt.dtype)));
     auto p = std::make_unique<SpmmPlan::Impl>();
     // The config: SpmmOptions::config, else the tuning DB's; then the explicit options over it.
     p->config = opt.config ? *opt.config

@@ -222,6 +222,10 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   if (opt.semiring != Semiring::PlusTimes)
     throw UsageError(fmt::format("plan_spmspv: semiring {} has no SpMSpV kernels; BFS (or_and) is ctx.plan_bfs",
                                  to_string(opt.semiring)));
+  // The dual view holds A twice (rows and columns), at least.
+  require_device_bytes(fmt::format("plan_spmspv of a {} x {} matrix with {} nonzeros (A's two views, at least)", a.rows,
+                                   a.cols, a.nnz()),
+                       2 * csr_device_bytes(a.rows, a.nnz(), sizeof(T)));
   auto p = std::make_unique<typename SpmspvPlan<T>::Impl>();
   p->rows = a.rows;
   p->cols = a.cols;

@@ -133,6 +133,8 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
   using codegen::SpmvStrategy;
   using Kind = typename SpmvPlan<T>::LaunchKind;
   make_current();
+  require_device_bytes(fmt::format("plan_spmv of a {} x {} matrix with {} nonzeros (A, at least)", a.rows, a.cols, a.nnz()),
+                       csr_device_bytes(a.rows, a.nnz(), sizeof(T)));
   SpmvPlan<T> plan;
   plan.rows_ = a.rows;
   plan.cols_ = a.cols;
