@@ -522,7 +522,9 @@ EOF
 mkc dir; v=$(victim dir); rm -f "$C/dir/$v"; mkdir "$C/dir/$v"; DIRV=$v
 mkc big; v=$(victim big); truncate -s 300M "$C/big/$v"
 mkc fifo; v=$(victim fifo); rm -f "$C/fifo/$v"; mkfifo "$C/fifo/$v"
-mkc devzero; v=$(victim devzero); rm -f "$C/devzero/$v"; ln -s /dev/zero "$C/devzero/$v"
+# An entry that is a symlink to a zero device: a private node, so no writer can touch /dev/zero.
+mkc devzero; v=$(victim devzero); rm -f "$C/devzero/$v"
+if mknod "$C/zero-node" c 1 5 2>/dev/null; then ln -s "$C/zero-node" "$C/devzero/$v"; DEVZERO=1; else DEVZERO=0; fi
 mkc dangling; v=$(victim dangling); rm -f "$C/dangling/$v"; ln -s "$C/nowhere" "$C/dangling/$v"
 mkc tune; v=$(victim tune); head -c 3000 /dev/zero | tr '\0' 'Z' >"$C/tune/$v"
 mkc stray; printf 'not a kernel' >"$C/stray/zzz.cubin"; printf 'x' >"$C/stray/README"
@@ -541,13 +543,14 @@ k entry_300MB warn:'dropping corrupt.*cache/big/' - "DBSPARSE_CACHE_DIR=\$T/cach
 k entry_is_directory warn:"$DIRV|cannot write" - "DBSPARSE_CACHE_DIR=\$T/cache/dir $PRE"
 k entry_is_directory_info report:'26 entries|27 entries' - 'DBSPARSE_CACHE_DIR=$T/cache/dir $DBS info'
 k entry_is_fifo pass - "DBSPARSE_CACHE_DIR=\$T/cache/fifo $PRE"
-k entry_symlink_dev_zero pass - "DBSPARSE_CACHE_DIR=\$T/cache/devzero $PRE"
+[[ $DEVZERO == 1 ]] && k entry_symlink_to_zero_device pass - "DBSPARSE_CACHE_DIR=\$T/cache/devzero $PRE; rc=\$?; [[ -c \$T/cache/zero-node ]] || echo 'HOSTILE-CHECK-FAILED: the zero device node was replaced' >&2; exit \$rc"
 k entry_dangling_symlink pass - "DBSPARSE_CACHE_DIR=\$T/cache/dangling $PRE"
 k stray_files pass - "DBSPARSE_CACHE_DIR=\$T/cache/stray $PRE"
 k stray_files_info report:'entries' - 'DBSPARSE_CACHE_DIR=$T/cache/stray $DBS info'
 k dir_unwritable_proc warn:'cannot write kernel cache' - "DBSPARSE_CACHE_DIR=/proc/dbsparse-cache $PRE"
 k dir_is_a_file warn:'cannot write kernel cache' - "DBSPARSE_CACHE_DIR=\$T/cache/afile $PRE"
-k dir_is_a_file_info report:'afile' - 'DBSPARSE_CACHE_DIR=$T/cache/afile $DBS info'
+k dir_is_a_file_info report:'not a directory|unusable|cannot|not writable' - 'DBSPARSE_CACHE_DIR=$T/cache/afile $DBS info'
+k dir_unwritable_info report:'not writable|unwritable|cannot|read-only|not created' - 'DBSPARSE_CACHE_DIR=/proc/dbsparse-cache $DBS info'
 k dir_off pass - "DBSPARSE_CACHE_DIR=off $PRE"
 k dir_new_nested pass - "DBSPARSE_CACHE_DIR=\$T/cache/new/a/b/c $PRE && test -d \$T/cache/new/a/b/c"
 if [[ -n $AS_NOBODY ]]; then
@@ -730,9 +733,23 @@ u permutation_proc_reorder fail '/proc/x.perm' '$DBS reorder stencil2d:n=10 --pe
 u json_proc_bfs_convert fail '/proc/x.json' '$DBS convert stencil2d:n=10 --bfs --json /proc/x.json'
 u json_proc_condensed fail '/proc/x.json' '$DBS convert stencil2d:n=10 --format condensed --json /proc/x.json'
 u json_proc_brp_host fail '/proc/x.json' '$DBS convert stencil2d:n=10 --format brp --host --json /proc/x.json'
-u json_dev_full_convert fail '/dev/full' '$DBS convert stencil2d:n=10 --json /dev/full'
-u json_dev_full_info fail '/dev/full' '$DBS info --json /dev/full'
-u stdout_dev_full fail 'write|stdout|space' '$DBS convert stencil2d:n=10 > /dev/full'
+# Device nodes as outputs. Never the real /dev/full or /dev/null: as root a writer that renames a
+# temp file over its target replaces the node with a regular file (this sweep did that to /dev/full
+# once). Private nodes under $T instead (mknod, root only); after each case the node must still be one.
+if mknod "$T/cli/full" c 1 7 2>/dev/null && mknod "$T/cli/null" c 1 3 2>/dev/null; then
+  NODE_CHECK='; rc=$?; for n in $T/cli/full $T/cli/null; do [[ -c $n ]] || { echo "HOSTILE-CHECK-FAILED: $n (a device node) was replaced by a regular file"; rm -f $n; mknod $n c 1 $([[ $n == *full ]] && echo 7 || echo 3); } >&2; done; exit $rc'
+  u json_devfull_convert fail 'full' "\$DBS convert stencil2d:n=10 --json \$T/cli/full$NODE_CHECK"
+  u json_devfull_info fail 'full' "\$DBS info --json \$T/cli/full$NODE_CHECK"
+  u json_devfull_reorder fail 'full' "\$DBS reorder stencil2d:n=10 --json \$T/cli/full$NODE_CHECK"
+  u stdout_devfull fail 'write|stdout|space' "\$DBS convert stencil2d:n=10 > \$T/cli/full$NODE_CHECK"
+  u json_devnull_convert pass - "\$DBS convert stencil2d:n=10 --json \$T/cli/null$NODE_CHECK"
+  u json_devnull_info pass - "\$DBS info --json \$T/cli/null$NODE_CHECK"
+  u permutation_devnull_reorder pass - "\$DBS reorder stencil2d:n=10 --permutation \$T/cli/null$NODE_CHECK"
+  u prune_out_devnull pass - "\$DBS prune \$T/st/valid/m.safetensors -o \$T/cli/null$NODE_CHECK"
+  u calibrate_out_devnull pass - "\$DBS calibrate \$T/st/acts/a.safetensors -o \$T/cli/null$NODE_CHECK"
+else
+  echo "# (mknod not permitted: the device-node output cases are left out)"
+fi
 u json_empty_path either 'json' '$DBS convert stencil2d:n=10 --json ""'
 
 ############################################################################ summary
