@@ -12,10 +12,12 @@ Arrays go in and out without copies: torch CUDA tensors, CuPy arrays, anything w
 
 Ops: spmv, spmspv, spmm, spgemm, bfs, square, contract, mcl; SparseLinear in dbsparse.nn.
 """
-from ._errors import CompileError, DeviceError, Error, InputError, TuningDbError, UsageError
+from ._errors import (CompileError, DeviceError, DeviceOutOfMemory, Error, HostMemoryError, InputError, TuningDbError,
+                      UsageError)
 from . import _core
 
-_core._set_error_classes(UsageError, InputError, DeviceError, CompileError, TuningDbError, Error)
+_core._set_error_classes(UsageError, InputError, DeviceError, CompileError, TuningDbError, Error, DeviceOutOfMemory,
+                         HostMemoryError)
 
 from ._apps import SpgemmResult, contract, mcl, spgemm, square  # noqa: E402
 from ._ops import (BfsPlan, SpmmPlan, SpmspvPlan, SpmvPlan, bfs, context, plan_bfs, plan_spmm,  # noqa: E402
@@ -47,7 +49,8 @@ def __getattr__(name):
     raise AttributeError(f"module 'dbsparse' has no attribute {name!r}")
 
 
-__all__ = ["Error", "UsageError", "InputError", "DeviceError", "CompileError", "TuningDbError", "plan_spmv", "spmv",
+__all__ = ["Error", "UsageError", "InputError", "DeviceError", "CompileError", "TuningDbError", "DeviceOutOfMemory",
+           "HostMemoryError", "plan_spmv", "spmv",
            "plan_spmspv", "spmspv", "plan_spmm", "spmm", "plan_bfs", "bfs", "spgemm", "square", "contract", "mcl",
            "SpmvPlan", "SpmspvPlan", "SpmmPlan", "BfsPlan", "SpgemmResult", "explain", "tune", "precompile",
            "device_available", "context", "SparseLinear"]

@@ -17,6 +17,16 @@ class DeviceError(Error, RuntimeError):
     """The GPU or its driver refused (no device, a CUDA error)."""
 
 
+class DeviceOutOfMemory(DeviceError, MemoryError):
+    """The device has too little free memory for a plan or a call (the message gives the bytes
+    needed and free); the plan that raised it holds nothing, and the context is still usable."""
+
+
+class HostMemoryError(Error, MemoryError):
+    """An input asks for more host memory than the limit (80% of physical memory, or
+    DBSPARSE_HOST_MEMORY); files and generator specs say so as an InputError instead."""
+
+
 class CompileError(DeviceError):
     """NVRTC could not compile a kernel (the message holds the log and where the source was written)."""
 

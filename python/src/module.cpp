@@ -52,10 +52,15 @@ PyObject* g_device = nullptr;
 PyObject* g_compile = nullptr;
 PyObject* g_db = nullptr;
 PyObject* g_error = nullptr;
+PyObject* g_device_oom = nullptr;
+PyObject* g_host_oom = nullptr;
 
 void set_error_classes(nb::object usage, nb::object input, nb::object device, nb::object compile, nb::object db,
-                       nb::object error) {
-  for (PyObject** slot : {&g_usage, &g_input, &g_device, &g_compile, &g_db, &g_error}) Py_XDECREF(*slot);
+                       nb::object error, nb::object device_oom, nb::object host_oom) {
+  for (PyObject** slot : {&g_usage, &g_input, &g_device, &g_compile, &g_db, &g_error, &g_device_oom, &g_host_oom})
+    Py_XDECREF(*slot);
+  g_device_oom = device_oom.release().ptr();
+  g_host_oom = host_oom.release().ptr();
   g_usage = usage.release().ptr();
   g_input = input.release().ptr();
   g_device = device.release().ptr();
@@ -96,6 +101,10 @@ NB_MODULE(_core, m) {
       raise(g_input, PyExc_ValueError, e.what());
     } catch (const dbsparse::UsageError& e) {
       raise(g_usage, PyExc_ValueError, e.what());
+    } catch (const dbsparse::DeviceOutOfMemory& e) {  // before CudaError, its base
+      raise(g_device_oom, PyExc_MemoryError, e.what());
+    } catch (const dbsparse::HostMemoryError& e) {
+      raise(g_host_oom, PyExc_MemoryError, e.what());
     } catch (const dbsparse::CompileError& e) {
       raise(g_compile, PyExc_RuntimeError, e.what());
     } catch (const dbsparse::CudaError& e) {

@@ -22,6 +22,9 @@ def test_errors_are_python_classes():
     assert issubclass(dbsparse.DeviceError, RuntimeError)
     assert issubclass(dbsparse.InputError, dbsparse.UsageError)
     assert issubclass(dbsparse.CompileError, dbsparse.DeviceError)
+    assert issubclass(dbsparse.DeviceOutOfMemory, dbsparse.DeviceError)
+    assert issubclass(dbsparse.DeviceOutOfMemory, MemoryError)
+    assert issubclass(dbsparse.HostMemoryError, MemoryError)
 
 
 def test_bad_csr_arrays_raise_usage_error_naming_the_argument():
