@@ -78,6 +78,17 @@ __device__ __forceinline__ void warp_sum_subgroups(float (&acc)[VEC]) {
     for (int v = 0; v < VEC; ++v) acc[v] += __shfl_xor_sync(kFull, acc[v], off);
 }
 
+// The warp's sum of entries [p0, p1) at the lane's columns of the block from n0, held by the lanes
+// below LANES; returns the lane's first column (live when it is below n).
+template <typename V, int VEC, int LANES>
+__device__ __forceinline__ int row_sum_block(const dbsparse::abi::SpmmArgs& a, int p0, int p1, int n0, unsigned lane,
+                                             float (&acc)[VEC]) {
+  const int n = n0 + ((int)lane % LANES) * VEC;
+  row_times_b<V, VEC, LANES>(a, p0, p1, n, n < a.n, lane, acc);
+  warp_sum_subgroups<VEC, LANES>(acc);
+  return n;
+}
+
 // C = alpha * A * B + beta * C, a warp per row of A, plain stores (each C entry has one writer).
 // beta == 0 never reads C, so NaNs there do not survive.
 // PIECES: the second pass over long rows' entries past the first max_run (a.pieces: row, begin,
@@ -105,12 +116,9 @@ __device__ __forceinline__ void csr_unit(const dbsparse::abi::SpmmArgs& a, const
   }
   const bool writer = (int)lane < LANES;
   for (int n0 = 0; n0 < a.n; n0 += LANES * VEC) {
-    const int n = n0 + ((int)lane % LANES) * VEC;
-    const bool live = n < a.n;
     float acc[VEC];
-    row_times_b<V, VEC, LANES>(a, p0, p1, n, live, lane, acc);
-    warp_sum_subgroups<VEC, LANES>(acc);
-    if (!live || !writer) continue;
+    const int n = row_sum_block<V, VEC, LANES>(a, p0, p1, n0, lane, acc);
+    if (n >= a.n || !writer) continue;
     if constexpr (PIECES) {
 #pragma unroll
       for (int v = 0; v < VEC; ++v) {
@@ -206,12 +214,9 @@ __device__ __forceinline__ void csr_part(const dbsparse::abi::SpmmArgs& a, int q
   const int r = a.parts[4 * q], p0 = a.parts[4 * q + 1], p1 = a.parts[4 * q + 2], s = a.parts[4 * q + 3];
   float* mine = a.part_sum + (size_t)q * a.n;
   for (int n0 = 0; n0 < a.n; n0 += LANES * VEC) {
-    const int n = n0 + ((int)lane % LANES) * VEC;
-    const bool live = n < a.n;
     float acc[VEC];
-    row_times_b<V, VEC, LANES>(a, p0, p1, n, live, lane, acc);
-    warp_sum_subgroups<VEC, LANES>(acc);
-    if (live && (int)lane < LANES) {
+    const int n = row_sum_block<V, VEC, LANES>(a, p0, p1, n0, lane, acc);
+    if (n < a.n && (int)lane < LANES) {
 #pragma unroll
       for (int v = 0; v < VEC; ++v) mine[n + v] = acc[v];
     }
