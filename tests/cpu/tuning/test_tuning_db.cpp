@@ -653,3 +653,57 @@ TEST_CASE("tuning_db: a read-only WAL database in a read-only directory opens re
   CHECK(!fsp::exists(path + "-shm"));  // nothing written beside it
   fsp::remove_all(dir);
 }
+
+// dbtune writing while another process plans: a writer process stores a new best config and
+// trials in a loop while this process opens the DB read-only and looks the config up, as a plan
+// does. Every read succeeds, sees either the defaults (before the first write) or a whole tuned
+// config (both keys, from one write), and never goes back to an older write.
+TEST_CASE("tuning_db: a reader sees whole configs while a writer process tunes") {
+  auto path = (dbs_test::temp_dir("db-reader") / "tuning.db").string();
+  TuningDb::open(path);
+  pid_t kid = fork();
+  REQUIRE(kid >= 0);
+  if (kid == 0) {
+    int rc = 98;
+    try {
+      auto db = TuningDb::open(path);
+      for (int i = 1; i <= 400; ++i) {
+        db->add_trial(make_trial(i));
+        db->set_best("dev0", "mat0", "spmspv", "", {{"th0", i}, {"th1", 2 * i}}, 100.0 - i * 0.1, 1.0);
+      }
+      rc = 0;
+    } catch (...) {
+    }
+    _exit(rc);
+  }
+  int reads = 0, tuned = 0, last = 0, failures = 0, torn = 0, backwards = 0;
+  for (int status = 0; waitpid(kid, &status, WNOHANG) == 0 || reads < 50; ++reads) {
+    try {
+      auto db = TuningDb::try_open(path, true, nullptr);
+      if (!db) continue;
+      const Config c = db->lookup("dev0", "mat0", SPMSPV);
+      if (c.source == ConfigSource::Tuned) {
+        ++tuned;
+        const int th0 = c.params.at("th0").get<int>(), th1 = c.params.at("th1").get<int>();
+        if (th1 != 2 * th0) ++torn;
+        if (th0 < last) ++backwards;
+        last = th0;
+      }
+    } catch (const std::exception& e) {
+      ++failures;
+      MESSAGE("read failed: " << e.what());
+    }
+    if (reads > 100000) break;
+  }
+  int status = 0;
+  waitpid(kid, &status, 0);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(failures == 0);
+  CHECK(torn == 0);
+  CHECK(backwards == 0);
+  MESSAGE(reads << " reads, " << tuned << " of them tuned");
+  auto db = TuningDb::open(path);
+  CHECK(db->counts().trials == 400);
+  CHECK(db->lookup("dev0", "mat0", SPMSPV).params.at("th0") == 400);
+}
