@@ -15,7 +15,7 @@ if ! cmake -S tests/fuzz -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ >bu
    ! cmake --build build-fuzz -j "$(nproc 2>/dev/null || echo 2)" >>build-fuzz/build.log 2>&1; then
   echo "fuzz: building the harnesses failed:"; grep -E "error|undefined" build-fuzz/build.log | head -40; exit 1
 fi
-for h in matrix_market cache_entry safetensors configs kernel_keys tuning_db_rows; do
+for h in matrix_market cache_entry safetensors configs kernel_keys tuning_db_rows csr_arrays; do
   mkdir -p build-fuzz/corpus/$h build-fuzz/findings
   if ! (cd build-fuzz/findings && ../fuzz_$h -max_total_time="$secs" -rss_limit_mb=2048 -max_len=4096 \
           ../corpus/$h ../../tests/fuzz/corpus/$h >../fuzz_$h.log 2>&1); then

@@ -1,6 +1,7 @@
 #include "support/atomic_file.hpp"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -26,6 +27,14 @@ AtomicFile::AtomicFile(fs::path target) : target_(std::move(target)) {
   // concurrent writers (processes and threads) apart; O_EXCL makes a clash retry, never share.
   // open() rather than mkstemp() so the file gets the usual umask permissions, not 0600.
   static std::atomic<unsigned long> counter{0};
+  struct stat st {};
+  if (::stat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) fail("write it: it is a directory", EISDIR);
+    fd_ = ::open(target_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) fail("open it for writing", errno);
+    direct_ = true;
+    return;
+  }
   const fs::path dir = directory_of(target_);
   const std::string name = target_.filename().string();
   for (int attempt = 0; attempt < 100; ++attempt) {
@@ -68,6 +77,13 @@ void AtomicFile::write(std::string_view bytes) {
 
 void AtomicFile::commit() {
   if (fd_ < 0) throw UsageError("AtomicFile::commit twice or after a failure: " + target_.string());
+  if (direct_) {  // a device or FIFO: nothing to fsync or rename; close() reports a deferred error
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) fail("close", errno);
+    committed_ = true;
+    return;
+  }
   if (::fsync(fd_) != 0) fail("fsync", errno);
   const int fd = fd_;
   fd_ = -1;

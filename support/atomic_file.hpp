@@ -9,6 +9,9 @@ namespace dbsparse::support {
 
 // A temp file beside the target, renamed over it by commit(). Without commit() (an exception in the
 // caller, say) the destructor removes the temp file and the target is untouched.
+// A target that exists and is not a regular file (/dev/stdout, /dev/null, a FIFO) is written
+// through, never replaced: a rename would put a file where the device node was (as root, over
+// /dev/null itself). A directory is an error.
 // Every failure throws InputError naming the target and the errno text.
 class AtomicFile {
  public:
@@ -31,6 +34,7 @@ class AtomicFile {
   std::filesystem::path target_, temp_;
   int fd_ = -1;
   bool committed_ = false;
+  bool direct_ = false;  // writing through to a device or FIFO, no temp file
 };
 
 // The whole content at once.

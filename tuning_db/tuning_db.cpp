@@ -131,6 +131,12 @@ std::unique_ptr<TuningDb> TuningDb::open(const std::string& path, bool read_only
       throw DbError(fmt::format("{}: not a usable database: {}", path, again));
   }
   int version = schema::user_version(raw);
+  // dbsparse writes 0 .. kSchemaVersion; a negative one was set by something else, and migrating
+  // it failed with "table devices already exists" (hostile sweep, 2026-12-04).
+  if (version < 0)
+    throw DbError(fmt::format("{}: schema version {} is not one dbsparse writes (0 .. {}): another program changed "
+                              "the file; move it aside and run dbtune",
+                              path, version, kSchemaVersion));
   if (version > kSchemaVersion)
     throw DbError(fmt::format("{}: written by a newer dbsparse (schema v{}; this build reads up to v{})",
                               path, version, kSchemaVersion));

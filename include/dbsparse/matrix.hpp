@@ -1,6 +1,7 @@
 #pragma once
 // Host sparse matrices. Indices are int32 (nnz up to 2^31-1); values are the template type.
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -64,6 +65,15 @@ CsrMatrix<T> transpose(const CsrMatrix<T>& a);
 // Throws UsageError naming the first broken invariant (sizes, monotone row_ptr, sorted unique cols).
 template <class T>
 void validate(const CsrMatrix<T>& a);
+
+// A CSR from a caller's arrays (SciPy's indptr, indices and data; the Python package's conversion),
+// checked before anything is copied: each side of the shape in 0 .. 2^31 - 1, indptr of rows + 1
+// entries from 0, never decreasing, ending at the entry count, indices and values of that count,
+// every index inside the columns. Throws UsageError naming the array and its first bad entry.
+// Columns out of order or repeated within a row are kept as given: validate() names them.
+template <class T>
+CsrMatrix<T> csr_from_arrays(int64_t rows, int64_t cols, std::span<const int32_t> indptr,
+                             std::span<const int32_t> indices, std::span<const T> values);
 
 // A matrix together with the name a user knows it by (file stem or generator string).
 struct NamedMatrix {

@@ -10,35 +10,12 @@
 
 namespace dbs_py {
 
+// The checks and the copy are the library's (csr_from_arrays, fuzzed as fuzz_csr_arrays).
 template <class T>
 dbsparse::CsrMatrix<T> make_csr(int64_t rows, int64_t cols, HostVec<int32_t> indptr, HostVec<int32_t> indices,
                                 HostVec<T> values) {
-  using dbsparse::UsageError;
-  if (rows < 0 || cols < 0 || rows > INT32_MAX || cols > INT32_MAX)
-    throw UsageError(fmt::format("shape ({}, {}): each side must be in 0 .. 2^31 - 1", rows, cols));
-  if (indptr.shape(0) != static_cast<size_t>(rows) + 1)
-    throw UsageError(fmt::format("indptr has {} entries, the matrix has {} rows (expected rows + 1)", indptr.shape(0), rows));
-  if (indices.shape(0) != values.shape(0))
-    throw UsageError(fmt::format("indices has {} entries, data {}: they must match", indices.shape(0), values.shape(0)));
-  const int32_t* rp = indptr.data();
-  const size_t nnz = indices.shape(0);
-  if (rp[0] != 0) throw UsageError(fmt::format("indptr[0] is {}, expected 0", rp[0]));
-  for (int64_t i = 0; i < rows; ++i)
-    if (rp[i + 1] < rp[i])
-      throw UsageError(fmt::format("indptr decreases at row {} ({} then {})", i, rp[i], rp[i + 1]));
-  if (static_cast<size_t>(rp[rows]) != nnz)
-    throw UsageError(fmt::format("indptr[-1] is {}, indices has {} entries", rp[rows], nnz));
-  const int32_t* ci = indices.data();
-  for (size_t k = 0; k < nnz; ++k)
-    if (ci[k] < 0 || ci[k] >= cols)
-      throw UsageError(fmt::format("indices[{}] = {} is outside 0 .. {}", k, ci[k], cols - 1));
-  dbsparse::CsrMatrix<T> a;
-  a.rows = static_cast<int32_t>(rows);
-  a.cols = static_cast<int32_t>(cols);
-  a.row_ptr.assign(rp, rp + rows + 1);
-  a.col_idx.assign(ci, ci + nnz);
-  a.values.assign(values.data(), values.data() + nnz);
-  return a;
+  return dbsparse::csr_from_arrays<T>(rows, cols, {indptr.data(), indptr.shape(0)},
+                                      {indices.data(), indices.shape(0)}, {values.data(), values.shape(0)});
 }
 template dbsparse::CsrMatrix<float> make_csr(int64_t, int64_t, HostVec<int32_t>, HostVec<int32_t>, HostVec<float>);
 template dbsparse::CsrMatrix<double> make_csr(int64_t, int64_t, HostVec<int32_t>, HostVec<int32_t>, HostVec<double>);

@@ -195,7 +195,38 @@ void validate(const CsrMatrix<T>& a) {
   }
 }
 
+template <class T>
+CsrMatrix<T> csr_from_arrays(int64_t rows, int64_t cols, std::span<const int32_t> indptr,
+                             std::span<const int32_t> indices, std::span<const T> values) {
+  if (rows < 0 || cols < 0 || rows > kMaxNnz || cols > kMaxNnz)
+    throw UsageError(fmt::format("shape ({}, {}): each side must be in 0 .. 2^31 - 1", rows, cols));
+  if (indptr.size() != static_cast<size_t>(rows) + 1)
+    throw UsageError(fmt::format("indptr has {} entries, the matrix has {} rows (expected rows + 1)", indptr.size(), rows));
+  if (indices.size() != values.size())
+    throw UsageError(fmt::format("indices has {} entries, data {}: they must match", indices.size(), values.size()));
+  if (indptr[0] != 0) throw UsageError(fmt::format("indptr[0] is {}, expected 0", indptr[0]));
+  for (int64_t i = 0; i < rows; ++i)
+    if (indptr[static_cast<size_t>(i) + 1] < indptr[static_cast<size_t>(i)])
+      throw UsageError(fmt::format("indptr decreases at row {} ({} then {})", i, indptr[static_cast<size_t>(i)],
+                                   indptr[static_cast<size_t>(i) + 1]));
+  if (static_cast<size_t>(indptr[static_cast<size_t>(rows)]) != indices.size())
+    throw UsageError(fmt::format("indptr[-1] is {}, indices has {} entries", indptr[static_cast<size_t>(rows)],
+                                 indices.size()));
+  for (size_t k = 0; k < indices.size(); ++k)
+    if (indices[k] < 0 || indices[k] >= cols)
+      throw UsageError(fmt::format("indices[{}] = {} is outside 0 .. {}", k, indices[k], cols - 1));
+  CsrMatrix<T> a;
+  a.rows = static_cast<int32_t>(rows);
+  a.cols = static_cast<int32_t>(cols);
+  a.row_ptr.assign(indptr.begin(), indptr.end());
+  a.col_idx.assign(indices.begin(), indices.end());
+  a.values.assign(values.begin(), values.end());
+  return a;
+}
+
 #define DBS_INSTANTIATE(T)                                  \
+  template CsrMatrix<T> csr_from_arrays(int64_t, int64_t, std::span<const int32_t>, std::span<const int32_t>, \
+                                        std::span<const T>);                                               \
   template CsrMatrix<T> coo_to_csr(const CooMatrix<T>&);    \
   template CscMatrix<T> csr_to_csc(const CsrMatrix<T>&);    \
   template CsrMatrix<T> csc_to_csr(const CscMatrix<T>&);    \

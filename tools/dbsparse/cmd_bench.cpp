@@ -20,6 +20,7 @@
 #include "tools/dbsparse/commands.hpp"
 #include "tools/ops/registry.hpp"
 #include "support/atomic_file.hpp"
+#include "tools/cli_checks.hpp"
 
 namespace dbsparse::cli {
 
@@ -104,7 +105,7 @@ Runner add_bench(CLI::App& sub_ref) {
                   "ops with a sparse x (spmspv): shares of x's entries that are nonzero (comma-separate); "
                   "default 0.1,0.01,0.001,0.0001")
       ->delimiter(',')
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(finite_range(0.0, 1.0));
   sub->add_option("--strategy", a->strategies,
                   "spmv only: dbsparse strategies to time, one row each, for ablation (comma-separate: "
                   "classified, classified-split (one kernel per bin), uniform, scalar, vector, vector-l2 .. vector-l32 "

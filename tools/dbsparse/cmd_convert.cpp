@@ -23,7 +23,9 @@
 #include "dbsparse/io.hpp"
 #include "dbsparse/spmm.hpp"
 #include "dbsparse/tc_condensed.hpp"
+#include "support/atomic_file.hpp"
 #include "tools/dbsparse/commands.hpp"
+#include "tools/cli_checks.hpp"
 
 namespace dbsparse::cli {
 namespace {
@@ -41,11 +43,10 @@ struct ConvertArgs {
   bool check = false;  // --format brp on the GPU: compare with csr_to_brp, bitwise
 };
 
-// --json's file: the report's numbers, indented; a path that cannot be written is a UsageError.
+// --json's file: the report's numbers, indented; a path that cannot be written (or a write that
+// fails, /dev/full) is an InputError naming it.
 void write_json(const std::string& path, const nlohmann::json& j) {
-  std::ofstream out(path);
-  out << j.dump(2) << "\n";
-  if (!out) throw UsageError("cannot write " + path);
+  support::write_file_atomic(path, j.dump(2) + "\n");
   fmt::print("wrote {}\n", path);
 }
 
@@ -261,13 +262,13 @@ Runner add_convert(CLI::App& sub_ref) {
   sub->add_flag("--stats", a->stats, "Print the full table: blocks and nnz by type, bytes by part");
   sub->add_option("--th0", a->th.th0, "Blocks with fewer nonzeros are COO")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_non_negative());
   sub->add_option("--th1", a->th.th1, "Blocks with more nonzeros are Dense")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_non_negative());
   sub->add_option("--th2", a->th.th2, "Skew ratio above which a block is ForceCSR / ForceCSC")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(finite_non_negative());
   sub->add_option("--residual-below", a->th.residual_below,
                   "Blocks with fewer nonzeros go to the residual (0: none, 257: all)")
       ->capture_default_str()

@@ -30,6 +30,7 @@
 #include "tools/bench/timing.hpp"
 #include "tools/dbsparse/commands.hpp"
 #include "support/atomic_file.hpp"
+#include "tools/cli_checks.hpp"
 
 namespace dbsparse::cli {
 namespace {
@@ -247,11 +248,11 @@ Runner add_decode_bench(CLI::App& sub_ref) {
   sub->add_option("--model", a->model, "Model whose layer shapes are timed")->required()->check(CLI::IsMember(known_models()));
   sub->add_option("--weights", a->weights, "Directory of the model's .safetensors files (default: synthetic weights, normal(0, 0.02), seeded)");
   sub->add_option("--layer", a->layer, "With --weights: the transformer block whose linear layers are timed")->check(CLI::NonNegativeNumber);
-  sub->add_option("--weight-sparsity", a->weight_sparsity, "Share of each row's weights pruned")->check(CLI::Range(0.0, 0.99));
+  sub->add_option("--weight-sparsity", a->weight_sparsity, "Share of each row's weights pruned")->check(finite_range(0.0, 0.99));
   sub->add_option("--act-density", a->act_densities,
                   "Shares of activations kept, each timed (default 1,0.5,0.3,0.1; tau per layer from a synthetic x)")
       ->delimiter(',')
-      ->check(CLI::Range(1e-4, 1.0));
+      ->check(finite_range(1e-4, 1.0));
   sub->add_option("--dtype", a->dtype, "Weights' and activations' dtype, of the dense cuBLAS baseline and of dbsparse's layers")
       ->check(CLI::IsMember({"f16", "bf16", "f32"}));
   sub->add_option("--prune", a->prune, "wanda (|W| x |x| of the synthetic activation) or magnitude")->check(CLI::IsMember({"wanda", "magnitude"}));

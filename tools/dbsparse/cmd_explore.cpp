@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "dbsparse/dbsparse.hpp"
+#include "support/atomic_file.hpp"
 #include "tools/dbsparse/commands.hpp"
 #include "tools/ops/registry.hpp"
+#include "tools/cli_checks.hpp"
 
 namespace dbsparse::cli {
 namespace {
@@ -101,7 +103,7 @@ Runner add_explore(CLI::App& sub) {
   sub.add_flag("--log", a->log, "Space the --range points logarithmically");
   sub.add_option("--points", a->points, "Points in --range (default 9)")->check(CLI::Range(2, 200));
   sub.add_option("--density", a->density, "ops with a sparse x: its density (default: the tuner's densities, geomean)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(finite_range(0.0, 1.0));
   sub.add_option("--samples", a->samples, "Timed samples per point")->check(CLI::Range(1, 1000));
   sub.add_option("--svg", a->svg, "Plot file (default explore-<op>-<param>.svg)");
   sub.add_option("--db", a->db_path, "Tuning DB the points are stored in");
@@ -190,8 +192,8 @@ Runner add_explore(CLI::App& sub) {
                  v == default_value ? "  <- default" : "", tuned && v == *tuned ? "  <- tuned" : "");
     }
     const std::string path = a->svg.empty() ? fmt::format("explore-{}-{}.svg", a->op, a->param) : a->svg;
-    std::ofstream(path) << svg_plot(fmt::format("{}: {} on {}", a->op, m.name, ctx.device().name), a->param, a->log, pts,
-                                    x_of(default_value), tuned ? x_of(*tuned) : std::nullopt);
+    support::write_file_atomic(path, svg_plot(fmt::format("{}: {} on {}", a->op, m.name, ctx.device().name), a->param,
+                                              a->log, pts, x_of(default_value), tuned ? x_of(*tuned) : std::nullopt));
     fmt::print("plot: {}; {} points stored as trials (bucket '{}') in {}\n", path, pts.size(), bucket, db->path());
     return 0;
   };

@@ -1,8 +1,10 @@
 // `dbsparse info`: what this machine offers and what dbsparse has stored. Works with no GPU.
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -89,14 +91,30 @@ Runner add_info(CLI::App& sub_ref) {
 
     auto& cache = codegen::KernelCache::global();
     auto usage = cache.disk_usage();
-    fmt::print("kernel cache: {} ({} entries, {:.1f} KiB)\n",
-               cache.persistent() ? cache.dir() : "in memory only", usage.entries, usage.bytes / 1024.0);
+    std::error_code ec;
+    // A file where the folder should be: kernels cannot be kept (precompile warns too).
+    const bool not_a_dir = cache.persistent() && std::filesystem::exists(cache.dir(), ec) &&
+                           !std::filesystem::is_directory(cache.dir(), ec);
+    fmt::print("kernel cache: {} ({})\n", cache.persistent() ? cache.dir() : "in memory only",
+               not_a_dir ? "not a directory: compiled kernels cannot be kept there"
+                         : fmt::format("{} entries, {:.1f} KiB", usage.entries, usage.bytes / 1024.0));
     report["cache"] = {{"dir", cache.dir()}, {"entries", usage.entries}, {"bytes", usage.bytes}};
+    if (not_a_dir) report["cache"]["usable"] = false;
 
     std::string db_path = TuningDb::default_path(), warning;
     auto db = TuningDb::try_open(db_path, /*read_only=*/true, &warning);
+    std::optional<DbCounts> counts;
     if (db) {
-      auto c = db->counts();
+      // An empty file (`touch tuning.db`) or one without dbsparse's tables opens but cannot be
+      // counted: a state to report, not a reason for info to fail. dbtune initialises such a file.
+      try {
+        counts = db->counts();
+      } catch (const DbError& e) {
+        warning = fmt::format("{} (no dbsparse tables: dbtune initialises an empty file)", e.what());
+      }
+    }
+    if (counts) {
+      const auto& c = *counts;
       fmt::print("tuning DB:    {} (schema v{}; {} devices, {} matrices, {} trials, {} configs)\n",
                  db_path, db->schema_version(), c.devices, c.matrices, c.trials, c.configs);
       report["db"] = {{"path", db_path}, {"devices", c.devices}, {"matrices", c.matrices},

@@ -4,6 +4,8 @@
 // without pruning or converting again.
 #include <fmt/format.h>
 
+#include <cstdint>
+
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -17,6 +19,7 @@
 #include "dbsparse/pruning.hpp"
 #include "dbsparse/safetensors.hpp"
 #include "tools/dbsparse/commands.hpp"
+#include "tools/cli_checks.hpp"
 
 namespace dbsparse::cli {
 
@@ -32,7 +35,7 @@ Runner add_prune(CLI::App& sub) {
       ->required();
   sub.add_option("-o,--out", a->out, "The compact weights file to write (safetensors)")->required();
   sub.add_option("--sparsity", a->sparsity, "Share of each output row's weights pruned (default 0.5)")
-      ->check(CLI::Range(0.0, 0.99));
+      ->check(finite_range(0.0, 0.99));
   sub.add_option("--method", a->method, "magnitude (|W|) or wanda (|W| x the input's calibration norm)")
       ->check(CLI::IsMember({"magnitude", "wanda"}));
   sub.add_option("--norms", a->norms,
@@ -73,18 +76,30 @@ Runner add_prune(CLI::App& sub) {
     for (size_t i = 0; i < refs.size(); ++i) {
       const auto t0 = std::chrono::steady_clock::now();
       const LinearLayerRef& r = refs[i];
+      // A shape past int32 was cut to 32 bits here ([0, 2^32 + 16] pruned as 0 x 16, silently).
+      if (r.info.shape.size() != 2 || r.info.shape[0] < 1 || r.info.shape[1] < 1 || r.info.shape[0] > INT32_MAX ||
+          r.info.shape[1] > INT32_MAX)
+        throw InputError(r.file, 0,
+                         fmt::format("tensor {} of 2 dimensions, each 1 .. 2^31 - 1 (a linear weight), not [{}]",
+                                     r.info.name, fmt::join(r.info.shape, ", ")));
       const auto rows = static_cast<int32_t>(r.info.shape[0]), cols = static_cast<int32_t>(r.info.shape[1]);
       const std::vector<float> w = SafetensorsFile::open(r.file).read_f32(r.info.name);
       CsrMatrix<float> pw;
-      if (norms) {
-        const std::vector<float> n = norms->read_f32(r.info.name + ".input_norm");
-        if (static_cast<int64_t>(n.size()) != cols)
-          throw InputError(a->norms, 0,
-                           fmt::format("tensor {}.input_norm of {} elements, the weight's input size (found {})",
-                                       r.info.name, cols, n.size()));
-        pw = prune_wanda(w, rows, cols, n, a->sparsity);
-      } else {
-        pw = prune_magnitude(w, rows, cols, a->sparsity);
+      // The library's messages (NaN weights, a negative norm) name no file: this layer's do.
+      try {
+        if (norms) {
+          const std::vector<float> n = norms->read_f32(r.info.name + ".input_norm");
+          if (static_cast<int64_t>(n.size()) != cols)
+            throw InputError(a->norms, 0,
+                             fmt::format("tensor {}.input_norm of {} elements, the weight's input size (found {})",
+                                         r.info.name, cols, n.size()));
+          pw = prune_wanda(w, rows, cols, n, a->sparsity);
+        } else {
+          pw = prune_magnitude(w, rows, cols, a->sparsity);
+        }
+      } catch (const UsageError& e) {
+        throw InputError(norms ? fmt::format("{} (norms {})", r.file, a->norms) : r.file, 0,
+                         fmt::format("tensor {} that can be pruned: {}", r.info.name, e.what()));
       }
       layers.push_back(make_compact_layer(r.info.name, pw, dt));
       if (a->check) kept.push_back(std::move(pw));

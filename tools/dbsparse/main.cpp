@@ -1,6 +1,7 @@
 // dbsparse: the command-line front end. Subcommands live one per file beside this one.
 #include <cstdio>
 #include <map>
+#include <string>
 
 #include "dbsparse/error.hpp"
 #include "tools/dbsparse/commands.hpp"
@@ -46,14 +47,37 @@ int main(int argc, char** argv) {
       dbsparse::cli::add_contract);
   add("mcl", "Markov clustering on the GPU: time per iteration, clusters, labels checked against the CPU",
       dbsparse::cli::add_mcl);
+  // CLI11 says only "A subcommand is required" for a word it does not know: name it and the list.
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const auto& [sub, run] : runners) {
+      known = known || sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "dbsparse: unknown command '%s' (commands: %s; dbsparse --help)\n", argv[1], names.c_str());
+      return 106;  // CLI11's code for a parse error
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  // Output that never reached its file (a full disk, /dev/full, a closed pipe) is a failure, not
+  // exit 0: checked once the command has printed everything.
+  auto stdout_ok = [] {
+    if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return true;
+    std::fprintf(stderr, "dbsparse: error: writing to standard output failed\n");
+    return false;
+  };
   try {
     for (auto& [sub, run] : runners)
-      if (sub->parsed()) return run();
+      if (sub->parsed()) {
+        const int rc = run();
+        return stdout_ok() ? rc : (rc != 0 ? rc : 1);
+      }
   } catch (const dbsparse::NoDeviceError& e) {
     std::fprintf(stderr, "dbsparse: %s\n", e.what());
     return 3;

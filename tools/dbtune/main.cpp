@@ -22,6 +22,7 @@
 #include "tools/dbtune/tune_op.hpp"
 #include "tools/ops/registry.hpp"
 #include "tuner/search.hpp"
+#include "tools/cli_checks.hpp"
 
 using namespace dbsparse;
 
@@ -107,6 +108,10 @@ int run(const Args& a) {
   }
   fmt::print("kernels: {} ready for {} in {}{}\n", compiled, arch,
              cache.persistent() ? cache.dir() : "memory", failed ? fmt::format(", {} failed", failed) : "");
+  // Every variant failed (a target NVRTC does not know, `--arch sm_1`): nothing can be tuned, and
+  // exit 0 would tell a script the device is ready.
+  if (compiled == 0 && failed > 0)
+    throw UsageError(fmt::format("no kernel compiled for {} ({} failed; the first error is above)", arch, failed));
 
   const auto specs = suite(a);
   const double budget = a.budget_s > 0 ? a.budget_s : a.quick ? 2.0 : 6.0;
@@ -184,11 +189,11 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(CLI::IsMember(tools::op_names()));
   app.add_option("--budget", a.budget_s, "Seconds of search per (matrix, op); default 2 with --quick, else 6")
-      ->check(CLI::Range(0.1, 3600.0));
+      ->check(dbsparse::cli::finite_range(0.1, 3600.0));
   app.add_option("--total", a.total_s,
                  "Seconds for the whole run: the per-(matrix, op) budget shrinks to fit; default 100 with "
                  "--quick, else 540")
-      ->check(CLI::Range(1.0, 86400.0));
+      ->check(dbsparse::cli::finite_range(1.0, 86400.0));
   app.add_flag("--evaluate", a.evaluate,
                "Afterwards, predict each tuned matrix's config from the others (leave-one-out) and report "
                "its time against the best config's");
@@ -198,7 +203,13 @@ int main(int argc, char** argv) {
   app.add_option("--arch", a.arch, "Kernel target when there is no GPU (default sm_90)");
   CLI11_PARSE(app, argc, argv);
   try {
-    return run(a);
+    const int rc = run(a);
+    // The report must have reached stdout (a full disk, a closed pipe): else not a success.
+    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+      std::fprintf(stderr, "dbtune: error: writing to standard output failed\n");
+      return rc != 0 ? rc : 1;
+    }
+    return rc;
   } catch (const Error& e) {
     std::fprintf(stderr, "dbtune: error: %s\n", e.what());
     return 1;

@@ -129,3 +129,30 @@ TEST_CASE("atomic file: an unwritable location throws InputError naming the path
   CHECK(names_in(dir) == std::vector<std::string>{"plain"});
   fs::remove_all(dir);
 }
+
+// A FIFO (as /dev/stdout or a device node would be) is written through and stays what it was: a
+// rename over it put a regular file where a device node was (`info --json /dev/full` as root
+// replaced /dev/full, hostile sweep 2026-12-04). A directory is refused.
+TEST_CASE("atomic file: a FIFO target is written through, not replaced; a directory is refused") {
+  const fs::path dir = dbs_test::temp_dir("atomic-fifo");
+  const fs::path fifo = dir / "pipe";
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::string got;
+  std::thread reader([&] {
+    std::ifstream in(fifo, std::ios::binary);
+    got.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  });
+  dbsparse::support::write_file_atomic(fifo, "through the pipe\n");
+  reader.join();
+  CHECK(got == "through the pipe\n");
+  struct stat st {};
+  REQUIRE(::stat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));
+  CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 1);  // no temp file left
+  try {
+    dbsparse::support::write_file_atomic(dir, "x");
+    FAIL("a directory was written");
+  } catch (const dbsparse::InputError& e) {
+    CHECK(std::string(e.what()).find("directory") != std::string::npos);
+  }
+}
