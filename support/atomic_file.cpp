@@ -30,8 +30,12 @@ AtomicFile::AtomicFile(fs::path target) : target_(std::move(target)) {
   struct stat st {};
   if (::stat(target_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
     if (S_ISDIR(st.st_mode)) fail("write it: it is a directory", EISDIR);
-    fd_ = ::open(target_.c_str(), O_WRONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO with no reader is ENXIO at once instead of a wait for ever (a FIFO
+    // planted in the kernel cache hung precompile); then blocking writes as for any file.
+    fd_ = ::open(target_.c_str(), O_WRONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd_ < 0) fail("open it for writing", errno);
+    const int fl = ::fcntl(fd_, F_GETFL);
+    if (fl < 0 || ::fcntl(fd_, F_SETFL, fl & ~O_NONBLOCK) < 0) fail("open it for writing", errno);
     direct_ = true;
     return;
   }

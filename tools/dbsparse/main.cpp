@@ -1,5 +1,7 @@
 // dbsparse: the command-line front end. Subcommands live one per file beside this one.
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <string>
 
@@ -68,8 +70,10 @@ int main(int argc, char** argv) {
   // Output that never reached its file (a full disk, /dev/full, a closed pipe) is a failure, not
   // exit 0: checked once the command has printed everything.
   auto stdout_ok = [] {
+    errno = 0;
     if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return true;
-    std::fprintf(stderr, "dbsparse: error: writing to standard output failed\n");
+    std::fprintf(stderr, "dbsparse: error: could not write the output to stdout (%s)\n",
+                 errno ? std::strerror(errno) : "a write failed");
     return false;
   };
   try {

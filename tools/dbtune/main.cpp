@@ -8,10 +8,12 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <map>
 
 #include <CLI/CLI.hpp>
@@ -205,8 +207,10 @@ int main(int argc, char** argv) {
   try {
     const int rc = run(a);
     // The report must have reached stdout (a full disk, a closed pipe): else not a success.
+    errno = 0;
     if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-      std::fprintf(stderr, "dbtune: error: writing to standard output failed\n");
+      std::fprintf(stderr, "dbtune: error: could not write the report to stdout (%s)\n",
+                   errno ? std::strerror(errno) : "a write failed");
       return rc != 0 ? rc : 1;
     }
     return rc;

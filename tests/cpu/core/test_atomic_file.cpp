@@ -1,6 +1,7 @@
 // support/atomic_file: the one way files that other processes read are replaced.
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -137,18 +138,22 @@ TEST_CASE("atomic file: a FIFO target is written through, not replaced; a direct
   const fs::path dir = dbs_test::temp_dir("atomic-fifo");
   const fs::path fifo = dir / "pipe";
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
-  std::string got;
-  std::thread reader([&] {
-    std::ifstream in(fifo, std::ios::binary);
-    got.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  });
+  // The read end first (non-blocking, so no writer is needed yet): a FIFO with no reader is an
+  // error for the writer, not a wait.
+  const int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  REQUIRE(rd >= 0);
   dbsparse::support::write_file_atomic(fifo, "through the pipe\n");
-  reader.join();
+  std::string got(64, '\0');
+  const ssize_t n = ::read(rd, got.data(), got.size());
+  ::close(rd);
+  got.resize(n > 0 ? static_cast<size_t>(n) : 0);
   CHECK(got == "through the pipe\n");
   struct stat st {};
   REQUIRE(::stat(fifo.c_str(), &st) == 0);
   CHECK(S_ISFIFO(st.st_mode));
   CHECK(std::distance(fs::directory_iterator(dir), fs::directory_iterator()) == 1);  // no temp file left
+  CHECK(input_error_of([&] { write_file_atomic(fifo, "nobody reads"); }).find("open it for writing") !=
+        std::string::npos);
   try {
     dbsparse::support::write_file_atomic(dir, "x");
     FAIL("a directory was written");
