@@ -45,6 +45,9 @@ void check(const SpmmKey& k, std::string_view text) {
     if (k.vec != 1 && k.vec != 4) bad_key(text, fmt::format("vec {}: allowed 1, 4", k.vec));
     if (k.lanes < 1 || k.lanes > 32 || (k.lanes & (k.lanes - 1)) != 0)
       bad_key(text, fmt::format("lanes {}: allowed 1, 2, 4, 8, 16, 32", k.lanes));
+    if (k.rows != 1 && k.rows != 2 && k.rows != 4) bad_key(text, fmt::format("rows {}: allowed 1, 2, 4", k.rows));
+    if (k.lanes * k.rows > 32)
+      bad_key(text, fmt::format("lanes {} x rows {}: a warp has 32 lanes", k.lanes, k.rows));
   }
 }
 
@@ -63,16 +66,24 @@ std::string SpmmKey::to_string() const {
   // f32 keys name no value type (spmm_key.hpp).
   const std::string v = value == SpmmValue::F32 ? "" : fmt::format(".{}", codegen::to_string(value));
   if (path == SpmmKernelPath::Brp) return fmt::format("spmm.brp{}.f{}.g{}.w{}", v, f, g, warps);
-  return fmt::format("spmm.csr{}.v{}.l{}.w{}", v, vec, lanes, warps);
+  const std::string r = rows == 1 ? "" : fmt::format(".r{}", rows);
+  return fmt::format("spmm.csr{}.v{}.l{}.w{}{}", v, vec, lanes, warps, r);
 }
 
 SpmmKey SpmmKey::parse(std::string_view text) {
   auto p = split_key(text, '.');
   if (p.size() < 2 || p[0] != "spmm") bad_key(text, "op must be 'spmm'");
   SpmmKey k;
-  // A sixth part is the value type, after the path; "f32" is never written (to_string) and so
-  // never read, which keeps one text per key.
-  if (p.size() == 6) {
+  // The value type is the part after the path, when there is one: f16, bf16, or anything that
+  // is not a field's part (f<n>, v<n>) is read as one. "f32" is never written (to_string) and so
+  // never read, which keeps one text per key. (A csr key's sixth part may be .r<rows> instead.)
+  auto is_field = [](std::string_view s) {
+    if (s.size() < 2 || (s[0] != 'f' && s[0] != 'v')) return false;
+    for (char c : s.substr(1))
+      if (c < '0' || c > '9') return false;
+    return true;
+  };
+  if (p.size() >= 3 && (p[2] == "f16" || p[2] == "bf16" || !is_field(p[2]))) {
     if (p[2] == "f16") k.value = SpmmValue::F16;
     else if (p[2] == "bf16") k.value = SpmmValue::BF16;
     else bad_key(text, fmt::format("value type '{}': allowed f16, bf16 (f32 keys name none)", p[2]));
@@ -85,11 +96,17 @@ SpmmKey SpmmKey::parse(std::string_view text) {
     k.g = parse_number(text, p[3], 'g', "g");
     k.warps = parse_number(text, p[4], 'w', "warps");
   } else if (p[1] == "csr") {
-    if (p.size() != 5) bad_key(text, "csr keys are spmm.csr[.f16|.bf16].v<vec>.l<lanes>.w<warps>");
+    if (p.size() != 5 && p.size() != 6)
+      bad_key(text, "csr keys are spmm.csr[.f16|.bf16].v<vec>.l<lanes>.w<warps>[.r<rows>]");
     k.path = SpmmKernelPath::Csr;
     k.vec = parse_number(text, p[2], 'v', "vec");
     k.lanes = parse_number(text, p[3], 'l', "lanes");
     k.warps = parse_number(text, p[4], 'w', "warps");
+    if (p.size() == 6) {
+      k.rows = parse_number(text, p[5], 'r', "rows");
+      // rows 1 is written as no part: one text per key.
+      if (k.rows == 1) bad_key(text, "rows 1 is written without an .r part");
+    }
   } else {
     bad_key(text, fmt::format("unknown path '{}' (brp, csr)", p[1]));
   }
@@ -124,8 +141,10 @@ KernelSource make_source(const SpmmKey& key) {
     ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spmm_rows.cuh\"\n", ks.key);
     // f16 / bf16: csr_spmm_rows16, which also takes the cut rows' f32 workspace (abi::SpmmAcc).
     const char* rows = key.value == SpmmValue::F32 ? "csr_spmm_rows" : "csr_spmm_rows16";
+    // R (rows a warp) is named only past 1: the rows-1 keys' texts and sources stay as they were.
+    const std::string r = key.rows == 1 ? "" : fmt::format(", {}", key.rows);
     ks.name_expressions = {
-        fmt::format("dbs::{}<{}, {}, {}, {}, false>", rows, v, key.warps, key.vec, key.lanes),
+        fmt::format("dbs::{}<{}, {}, {}, {}, false{}>", rows, v, key.warps, key.vec, key.lanes, r),
         fmt::format("dbs::{}<{}, {}, {}, {}, true>", rows, v, key.warps, key.vec, key.lanes),
         fmt::format("dbs::relu_inplace<{}>", key.warps)};
     if (key.value != SpmmValue::F32) ks.name_expressions.push_back(fmt::format("dbs::spmm_finalize16<{}>", v));

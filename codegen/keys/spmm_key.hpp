@@ -8,7 +8,9 @@
 //    the C = beta * C kernels (templates/spmm/spmm_rows.cuh), which do not depend on (f, g).
 //  - Csr: the CUDA-core CSR product, a warp per row, `warps` warps per block, `vec` columns per
 //    lane and load (1 or 4), `lanes` lanes across N (the warp's 32 / lanes subgroups split the
-//    row's entries; a plan takes the fewest lanes whose lanes * vec covers N, up to 32).
+//    row's entries; a plan takes the fewest lanes whose lanes * vec covers N, up to 32) and, when
+//    `rows` > 1 ("spmm.csr.v4.l8.w4.r4"), that many rows a warp, each on 32 / rows lanes
+//    (lanes * rows <= 32; the text of rows 1 names none, as before the field).
 // Fields a path's text does not name keep their defaults, so parse(to_string(k)) == k holds for
 // every key of spmm_search_space().
 #include <compare>
@@ -31,7 +33,8 @@ struct SpmmKey {
   int warps = 4;     // 1, 2, 4 or 8
   int vec = 1;       // Csr: 1 or 4
   int lanes = 32;    // Csr: 1, 2, 4, 8, 16 or 32
-  SpmmValue value = SpmmValue::F32;  // last, so that positional initialisers of the f32 keys stay valid
+  SpmmValue value = SpmmValue::F32;  // after the fields above, so that positional initialisers of the f32 keys stay valid
+  int rows = 1;                      // Csr: rows a warp, 1, 2 or 4 (SpmmConfig::csr_rows_per_warp)
 
   std::string to_string() const;
   static SpmmKey parse(std::string_view text);  // throws UsageError naming the bad part

@@ -97,6 +97,10 @@ struct SpmmConfig {
   // C): no second launch, no atomics on C, and a long row's sum in a fixed order. 0: the row's
   // first max_run entries with the rows, the rest in a second, atomic pass (f16 / bf16 always).
   int csr_split = 1;
+  // CSR: rows a warp (1, 2 or 4), each on 32 / rows lanes, where the lanes across N leave room
+  // (lanes * rows <= 32: N <= 32 with float4 at 4, N <= 64 at 2; N = 128 takes 1). A warp of short
+  // rows then keeps several rows' B loads in flight and pays its fixed costs once for them.
+  int csr_rows_per_warp = 1;
 
   template <class V>
   void visit(V& v) {
@@ -120,6 +124,8 @@ struct SpmmConfig {
               "CSR: 1 sums a block's pieces of one row in shared memory before adding them into C");
     v.integer("csr_split", csr_split, 0, 1,
               "CSR, f32: 1 sums a long row's parts in the same launch as the other rows; 0 a second, atomic pass");
+    v.integer("csr_rows_per_warp", csr_rows_per_warp, 1, 4,
+              "CSR: rows a warp (1, 2 or 4), each on 32 / rows lanes, where the lanes across N leave room");
     v.choice("reorder", reorder, {"auto", "none", "degree", "rcm", "community"},
              "CSR: the order warps take A's rows in (auto: degree where row lengths vary, none, degree: by decreasing "
              "length, rcm, community: square A only); A, B and C as given");
@@ -132,6 +138,8 @@ struct SpmmConfig {
       throw UsageError("spmm config: 'tc_warps' (TC kernel warps per block) must be 1, 2, 4 or 8, got " + std::to_string(tc_warps));
     if (!pow2(csr_warps))
       throw UsageError("spmm config: 'csr_warps' (CSR kernel warps per block) must be 1, 2, 4 or 8, got " + std::to_string(csr_warps));
+    if (csr_rows_per_warp == 3)
+      throw UsageError("spmm config: 'csr_rows_per_warp' must be 1, 2 or 4, got 3");
     if (reorder != "none" && reorder != "auto" && (path == "brp" || path == "condensed"))
       throw UsageError("spmm config: 'reorder' " + reorder + " applies to the CSR path (path auto or csr), not " + path);
   }

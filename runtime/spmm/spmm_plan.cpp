@@ -190,7 +190,8 @@ struct SpmmPlan::Impl {
   DeviceBuffer<float> part_sum;
   DeviceBuffer<uint32_t> part_count;
   int32_t n_parts = 0, split_rows = 0;
-  unsigned csr_grid = 1, csr_pieces_grid = 1;
+  unsigned csr_grid1 = 1, csr_grid4 = 1, csr_pieces_grid = 1;  // the scalar and float4 kernels'
+  int csr_rows1 = 1, csr_rows4 = 1;  // rows a warp of each (SpmmConfig::csr_rows_per_warp)
   int csr_warps = 8;  // the CSR path's launches (SpmmConfig::csr_blocks_per_sm)
   int tc_warps = 4;
   // f16 / bf16 with pieces: the cut rows' or windows' f32 sums (abi::SpmmAcc, spmm_pieces.hpp),
@@ -345,14 +346,22 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       p->csr_rows = a.rows;
       // The scalar kernel always: it also serves B or C that are not aligned to 4 values.
       p->csr_warps = p->typed.csr_warps;
-      const auto f1 =
-          load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, p->csr_warps, 1, csr_lanes(n_cols, 1), value});
+      // Rows a warp: what the config asks, as far as the lanes across N leave room (at n = 128 a
+      // row takes all 32 lanes).
+      auto rows_for = [&](int vec) { return std::min(p->typed.csr_rows_per_warp, 32 / csr_lanes(n_cols, vec)); };
+      p->csr_rows1 = rows_for(1);
+      p->csr_rows4 = rows_for(4);
+      auto csr_key = [&](int vec, int rows) {
+        codegen::SpmmKey k{codegen::SpmmKernelPath::Csr, 1, 4, p->csr_warps, vec, csr_lanes(n_cols, vec), value};
+        k.rows = rows;
+        return k;
+      };
+      const auto f1 = load(csr_key(1, p->csr_rows1));
       p->rows1 = f1.at(0);
       p->rows1_pieces = f1.at(1);
       if (!f32) p->finalize = f1.at(3);
       if (p->vec4) {
-        const auto f4 =
-            load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, p->csr_warps, 4, csr_lanes(n_cols, 4), value});
+        const auto f4 = load(csr_key(4, p->csr_rows4));
         p->rows4 = f4.at(0);
         p->rows4_pieces = f4.at(1);
       }
@@ -385,7 +394,8 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
         const int64_t resident = int64_t{p->typed.csr_blocks_per_sm} * std::max(info_.sm_count, 1);
         return static_cast<unsigned>(p->typed.csr_blocks_per_sm > 0 ? std::min(one_each, resident) : one_each);
       };
-      p->csr_grid = grid_for(int64_t{a.rows} + p->n_parts);
+      p->csr_grid1 = grid_for((int64_t{a.rows} + p->csr_rows1 - 1) / p->csr_rows1 + p->n_parts);
+      p->csr_grid4 = grid_for((int64_t{a.rows} + p->csr_rows4 - 1) / p->csr_rows4 + p->n_parts);
       p->csr_pieces_grid = grid_for(p->n_pieces);
     } else if (p->path == SpmmPath::Condensed) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -576,7 +586,8 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
   const bool v4 = p.vec4 && b % vec_bytes == 0 && c % vec_bytes == 0;
   const CUfunction rows_fn = v4 ? p.rows4 : p.rows1;
   if (p.path == SpmmPath::CsrCudaCore) {
-    DBS_CU(cuLaunchKernel(rows_fn, p.csr_grid, 1, 1, p.csr_warps * 32, 1, 1, 0, h, tc_params, nullptr));
+    DBS_CU(cuLaunchKernel(rows_fn, v4 ? p.csr_grid4 : p.csr_grid1, 1, 1, p.csr_warps * 32, 1, 1, 0, h, tc_params,
+                          nullptr));
     if (p.n_pieces)
       DBS_CU(cuLaunchKernel(v4 ? p.rows4_pieces : p.rows1_pieces, p.csr_pieces_grid, 1, 1, p.csr_warps * 32, 1, 1, 0, h,
                             tc_params, nullptr));
@@ -686,9 +697,15 @@ std::string SpmmPlan::explain() const {
                                 p.max_run, p.split_rows, p.n_parts)
                   : fmt::format("its first {} entries; {} more runs added atomically in a second launch", p.max_run,
                                 p.n_pieces);
-    out += fmt::format("  CSR on CUDA cores (f32 sums), a warp per row ({}), "
-                       "{} lanes across N (4 values a load) or {} (scalars), the rest of the warp over the entries; {} blocks of "
-                       "{} warps{}; device {} bytes\n", long_rows, csr_lanes(p.n, 4), csr_lanes(p.n, 1), p.csr_grid,
+    const std::string per_warp =
+        p.csr_rows4 == 1 && p.csr_rows1 == 1
+            ? std::string("a warp per row")
+            : fmt::format("{} rows a warp (float4 kernel; {} with scalars), each on 32 / rows lanes", p.csr_rows4,
+                          p.csr_rows1);
+    out += fmt::format("  CSR on CUDA cores (f32 sums), {} ({}), "
+                       "{} lanes across N (4 values a load) or {} (scalars), the rest of the row's lanes over the entries; "
+                       "{} blocks of {} warps{}; device {} bytes\n",
+                       per_warp, long_rows, csr_lanes(p.n, 4), csr_lanes(p.n, 1), p.vec4 ? p.csr_grid4 : p.csr_grid1,
                        p.csr_warps, p.typed.csr_blocks_per_sm > 0 ? " striding over the rows" : "", device_bytes());
     if (p.auto_cv >= 0)
       out += fmt::format("  reorder auto: the rows' length CV is {:.2f}, {} {} ({})\n", p.auto_cv,

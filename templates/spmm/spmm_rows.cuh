@@ -20,21 +20,33 @@ namespace dbs {
 // lanes ran at a third of cuSPARSE's CSR_ALG3 on RMAT-16, H200, 2026-11-30). The entries are read
 // 32 at a time, one per lane, and broadcast by shuffles: one coalesced load per 32 entries. The
 // subgroups' partial sums are left apart: warp_sum_subgroups adds them.
-template <typename V, int VEC, int LANES>
+// G < 32 (SpmmConfig::csr_rows_per_warp): the warp is 32 / G groups of G lanes, each on a row of
+// its own, with shuffles masked to the group (the groups' rows differ in length, so their loops
+// do too); everything above holds within a group, G entries read at a time.
+template <int G>
+__device__ __forceinline__ unsigned group_mask(unsigned lane) {
+  if constexpr (G == 32) return kFull;
+  else return ((1u << G) - 1u) << (lane & ~(unsigned)(G - 1));
+}
+
+template <typename V, int VEC, int LANES, int G = 32>
 __device__ __forceinline__ void row_times_b(const dbsparse::abi::SpmmArgs& a, int p0, int p1, int n, bool live,
                                             unsigned lane, float (&acc)[VEC]) {
   typedef typename V::S T;
-  constexpr int S = 32 / LANES;
-  const int sub = (int)lane / LANES;
+  static_assert(LANES <= G && G <= 32, "a group holds its lanes across N");
+  constexpr int S = G / LANES;
+  const int gl = (int)lane % G, gbase = (int)lane - gl;
+  const unsigned mask = group_mask<G>(lane);
+  const int sub = gl / LANES;
   const T* vals = reinterpret_cast<const T*>(a.vals);
   const T* bm = reinterpret_cast<const T*>(a.b);
 #pragma unroll
   for (int v = 0; v < VEC; ++v) acc[v] = 0.0f;
-  for (int base = p0; base < p1; base += 32) {
-    const int p = base + (int)lane;
+  for (int base = p0; base < p1; base += G) {
+    const int p = base + gl;
     const int col = p < p1 ? a.col_idx[p] : 0;
     const float val = p < p1 ? V::ld(vals[p]) : 0.0f;
-    const int here = min(32, p1 - base);
+    const int here = min(G, p1 - base);
     const int steps = (here + S - 1) / S;
     // Batches of KB steps, every load of a batch issued before its first FMA: a row of fewer than
     // 8 steps used to run `#pragma unroll 8`'s remainder loop, one B load in flight a warp and
@@ -48,9 +60,9 @@ __device__ __forceinline__ void row_times_b(const dbsparse::abi::SpmmArgs& a, in
 #pragma unroll
       for (int k = 0; k < KB; ++k) {
         const int j = j0 + k;
-        const int e = j * S + sub;  // the entry's slot in this chunk of 32
-        const int cj = __shfl_sync(kFull, col, e & 31);
-        const float vj = __shfl_sync(kFull, val, e & 31);
+        const int e = j * S + sub;  // the entry's slot in this chunk of G
+        const int cj = __shfl_sync(mask, col, gbase + (e & (G - 1)));
+        const float vj = __shfl_sync(mask, val, gbase + (e & (G - 1)));
         const bool on = live && e < here;
         vk[k] = on ? vj : 0.0f;
         const T* src = bm + (size_t)(on ? cj : 0) * a.n + (on ? n : 0);
@@ -69,23 +81,24 @@ __device__ __forceinline__ void row_times_b(const dbsparse::abi::SpmmArgs& a, in
   }
 }
 
-// Adds the subgroups' sums: afterwards subgroup 0's lanes (lane < LANES) hold the row's.
-template <int VEC, int LANES>
-__device__ __forceinline__ void warp_sum_subgroups(float (&acc)[VEC]) {
+// Adds the subgroups' sums: afterwards subgroup 0's lanes (lane % G < LANES) hold the row's.
+template <int VEC, int LANES, int G = 32>
+__device__ __forceinline__ void warp_sum_subgroups(float (&acc)[VEC], unsigned lane = 0) {
+  const unsigned mask = group_mask<G>(lane);
 #pragma unroll
-  for (int off = LANES; off < 32; off <<= 1)
+  for (int off = LANES; off < G; off <<= 1)
 #pragma unroll
-    for (int v = 0; v < VEC; ++v) acc[v] += __shfl_xor_sync(kFull, acc[v], off);
+    for (int v = 0; v < VEC; ++v) acc[v] += __shfl_xor_sync(mask, acc[v], off);
 }
 
-// The warp's sum of entries [p0, p1) at the lane's columns of the block from n0, held by the lanes
-// below LANES; returns the lane's first column (live when it is below n).
-template <typename V, int VEC, int LANES>
+// The group's sum of entries [p0, p1) at the lane's columns of the block from n0, held by the
+// group's lanes below LANES; returns the lane's first column (live when it is below n).
+template <typename V, int VEC, int LANES, int G = 32>
 __device__ __forceinline__ int row_sum_block(const dbsparse::abi::SpmmArgs& a, int p0, int p1, int n0, unsigned lane,
                                              float (&acc)[VEC]) {
   const int n = n0 + ((int)lane % LANES) * VEC;
-  row_times_b<V, VEC, LANES>(a, p0, p1, n, n < a.n, lane, acc);
-  warp_sum_subgroups<VEC, LANES>(acc);
+  row_times_b<V, VEC, LANES, G>(a, p0, p1, n, n < a.n, lane, acc);
+  warp_sum_subgroups<VEC, LANES, G>(acc, lane);
   return n;
 }
 
@@ -96,12 +109,21 @@ __device__ __forceinline__ int row_sum_block(const dbsparse::abi::SpmmArgs& a, i
 // row alone took 10 ms (power-law 200K, H200, 2026-11-30).
 // 16 bits (csr_spmm_rows16): a cut row's first pass and pieces go to its f32 workspace row
 // (abi::SpmmAcc) unscaled, and spmm_finalize16 writes C; f32 adds the pieces into C itself.
-template <typename V, int WARPS, int VEC, int LANES, bool PIECES>
+// R rows a warp (SpmmConfig::csr_rows_per_warp; 1 for the pieces): group g of the warp's R groups
+// of 32 / R lanes takes unit u * R + g, so that a warp of short rows (a graph's tail, most of its
+// rows) keeps R rows' loads in flight and pays its fixed costs once for R rows.
+template <typename V, int WARPS, int VEC, int LANES, bool PIECES, int R = 1>
 __device__ __forceinline__ void csr_unit(const dbsparse::abi::SpmmArgs& a, const dbsparse::abi::SpmmAcc& w, int u,
                                          unsigned lane) {
   typedef typename V::S T;
   constexpr bool kHalf = sizeof(T) == 2;
-  // A reordered plan's warp u takes row a.row_id[u] (SpmmConfig::reorder): the work's order
+  constexpr int G = 32 / R;
+  static_assert(!PIECES || R == 1, "a piece takes a whole warp");
+  if constexpr (R > 1) {
+    u = u * R + (int)lane / G;
+    if (u >= a.rows) return;  // the last warp's spare groups (their shuffles are masked to them)
+  }
+  // A reordered plan's unit u takes row a.row_id[u] (SpmmConfig::reorder): the work's order
   // changes, A and C stay as they are.
   const int r = PIECES ? a.pieces[3 * u] : a.row_id ? a.row_id[u] : u;
   const int p0 = PIECES ? a.pieces[3 * u + 1] : a.row_ptr[r];
@@ -114,10 +136,10 @@ __device__ __forceinline__ void csr_unit(const dbsparse::abi::SpmmArgs& a, const
     const int s = w.slot ? w.slot[r] : -1;
     if (s >= 0) wrow = w.w + (size_t)s * a.n;
   }
-  const bool writer = (int)lane < LANES;
+  const bool writer = (int)lane % G < LANES;
   for (int n0 = 0; n0 < a.n; n0 += LANES * VEC) {
     float acc[VEC];
-    const int n = row_sum_block<V, VEC, LANES>(a, p0, p1, n0, lane, acc);
+    const int n = row_sum_block<V, VEC, LANES, G>(a, p0, p1, n0, lane, acc);
     if (n >= a.n || !writer) continue;
     if constexpr (PIECES) {
 #pragma unroll
@@ -237,7 +259,7 @@ __device__ __forceinline__ void csr_part(const dbsparse::abi::SpmmArgs& a, int q
   if (lane == 0) a.part_count[s] = 0;  // ready for the next call (the stream orders calls)
 }
 
-template <typename V, int WARPS, int VEC, int LANES, bool PIECES>
+template <typename V, int WARPS, int VEC, int LANES, bool PIECES, int R>
 __device__ __forceinline__ void csr_rows_body(const dbsparse::abi::SpmmArgs& a, const dbsparse::abi::SpmmAcc& w) {
   if constexpr (PIECES) {
     if (a.piece_reduce) {
@@ -248,7 +270,7 @@ __device__ __forceinline__ void csr_rows_body(const dbsparse::abi::SpmmArgs& a, 
   const unsigned lane = threadIdx.x & 31u;
   // Split (f32): the parts of long rows first, so that the longest work starts first.
   const int parts = PIECES ? 0 : a.n_parts;
-  const int units = PIECES ? a.n_pieces : parts + a.rows;
+  const int units = PIECES ? a.n_pieces : parts + (a.rows + R - 1) / R;
   const int stride = (int)gridDim.x * WARPS;
   // warp-uniform bounds: the shuffles inside see whole warps
   for (int u = (int)blockIdx.x * WARPS + (int)(threadIdx.x >> 5); u < units; u += stride) {
@@ -258,23 +280,24 @@ __device__ __forceinline__ void csr_rows_body(const dbsparse::abi::SpmmArgs& a, 
         continue;
       }
     }
-    csr_unit<V, WARPS, VEC, LANES, PIECES>(a, w, u - parts, lane);
+    csr_unit<V, WARPS, VEC, LANES, PIECES, PIECES ? 1 : R>(a, w, u - parts, lane);
   }
 }
 
 // The f32 entry point: one argument, as f32 modules (and their cached cubins) have always had.
-template <typename V, int WARPS, int VEC, int LANES, bool PIECES>
+// R: rows a warp (csr_unit); 1, the default, is the name every key before it has.
+template <typename V, int WARPS, int VEC, int LANES, bool PIECES, int R = 1>
 __global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows(const dbsparse::abi::SpmmArgs a) {
   static_assert(sizeof(typename V::S) == 4, "16-bit values: csr_spmm_rows16");
-  csr_rows_body<V, WARPS, VEC, LANES, PIECES>(a, dbsparse::abi::SpmmAcc{});
+  csr_rows_body<V, WARPS, VEC, LANES, PIECES, R>(a, dbsparse::abi::SpmmAcc{});
 }
 
 // f16 / bf16: w says which rows are cut (all null when none is).
-template <typename V, int WARPS, int VEC, int LANES, bool PIECES>
+template <typename V, int WARPS, int VEC, int LANES, bool PIECES, int R = 1>
 __global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows16(const dbsparse::abi::SpmmArgs a,
                                                               const dbsparse::abi::SpmmAcc w) {
   static_assert(sizeof(typename V::S) == 2, "f32 values: csr_spmm_rows");
-  csr_rows_body<V, WARPS, VEC, LANES, PIECES>(a, w);
+  csr_rows_body<V, WARPS, VEC, LANES, PIECES, R>(a, w);
 }
 
 // C = alpha * w + beta * C for the cut units' entries, after every pass that adds into w (same

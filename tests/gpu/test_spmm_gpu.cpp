@@ -367,6 +367,36 @@ TEST_CASE("SpmmSplitLongRowsMatchReferenceCallAfterCall") {
   }
 }
 
+// csr_rows_per_warp: 2 or 4 rows a warp, each on its own group of lanes with shuffles masked to
+// it, rows of unequal length side by side (A's order) or alike (degree), with and without split
+// long rows and on B and C too wide for the groups (n = 128 takes one row a warp: explain says).
+TEST_CASE("SpmmRowsPerWarpMatchReference") {
+  std::vector<std::pair<std::string, CsrMatrix<float>>> mats;
+  for (const char* spec : {"powerlaw:n=20000,avg=8,alpha=1.5,max=4000", "rmat:scale=12,ef=8"})
+    mats.emplace_back(spec, generate(spec).cast<float>());
+  for (auto& m : test_matrices()) mats.push_back(std::move(m));
+  for (const auto& [name, a] : mats) {
+    CAPTURE(name);
+    for (int rows : {2, 4})
+      for (int n : {1, 8, 32, 33, 64, 128})
+        for (auto [order, split] : {std::pair{"none", 1}, std::pair{"degree", 1}, std::pair{"none", 0}}) {
+          CAPTURE(rows);
+          CAPTURE(n);
+          CAPTURE(order);
+          CAPTURE(split);
+          const Config cfg{"spmm",
+                           {{"path", "csr"}, {"csr_rows_per_warp", rows}, {"reorder", order}, {"csr_split", split}},
+                           ConfigSource::Explicit, "test"};
+          SpmmOptions o;
+          o.config = &cfg;
+          const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+          CAPTURE(plan.explain());
+          if (n <= 32 && n > 1) CHECK(plan.explain().find("rows a warp") != std::string::npos);
+          for (auto [alpha, beta] : kAlphaBeta) CHECK(spmm_error(plan, expected(a, n, alpha, beta, 31 + n)) <= tol_f32(a));
+        }
+  }
+}
+
 // B and C one float past a 16-byte boundary: the float4 kernels must not be used (n = 128 asks
 // for them), on either path.
 TEST_CASE("SpmmUnalignedBAndCUseScalarLanes") {

@@ -187,8 +187,22 @@ TEST_CASE("SpmmKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
   CHECK(SpmmKey::parse("spmm.csr.v4.l8.w8").to_string() == "spmm.csr.v4.l8.w8");
   for (const char* bad : {"spmm.brp.f3.g4.w4", "spmm.brp.f1.g16.w4", "spmm.brp.f1.g4", "spmm.csr.v2.l8.w8",
                           "spmm.csr.v4.l8.w3", "spmm.csr.v4.l3.w8", "spmm.csr.v4.l64.w8", "spmm.csr.v4.w8",
-                          "spmm.coo.v1.w8", "spmv.brp.f1.g4.w4", "spmm.brp.f1.g4.wx"})
+                          "spmm.coo.v1.w8", "spmv.brp.f1.g4.w4", "spmm.brp.f1.g4.wx", "spmm.csr.v4.l8.w4.r1",
+                          "spmm.csr.v4.l8.w4.r3", "spmm.csr.v4.l16.w4.r4", "spmm.csr.v4.l8.w4.r4.r2", "spmm.brp.f1.g4.w4.r2"})
     CHECK_THROWS_AS(SpmmKey::parse(bad), UsageError);
+  // Rows a warp (SpmmConfig::csr_rows_per_warp): named past 1 only, and compiled (the groups'
+  // masked shuffles) for f32 and a 16-bit type, with the pieces kernel at one row a warp.
+  for (const char* text : {"spmm.csr.v4.l8.w4.r4", "spmm.csr.v4.l8.w4.r2", "spmm.csr.v1.l16.w8.r2",
+                           "spmm.csr.f16.v4.l8.w4.r4", "spmm.csr.bf16.v1.l8.w2.r4"}) {
+    CAPTURE(text);
+    const SpmmKey key = SpmmKey::parse(text);
+    CHECK(key.to_string() == text);
+    CHECK(key.rows > 1);
+    CompiledKernel k;
+    REQUIRE_NOTHROW(k = compile_to_cubin(make_source(key), "sm_90"));
+    CHECK(k.lowered_names.size() == make_source(key).name_expressions.size());
+    ++compiled;
+  }
   MESSAGE(compiled << " spmm modules compiled");
 }
 
