@@ -170,7 +170,7 @@ DiskUsage KernelCache::disk_usage() const {
   std::error_code ec;
   if (!persistent_ || !fs::is_directory(dir_, ec)) return u;
   for (const auto& e : fs::directory_iterator(dir_, ec)) {
-    if (e.path().extension() == ".cubin") {
+    if (e.path().extension() == ".cubin" && e.is_regular_file(ec)) {  // not a folder named so
       ++u.entries;
       u.bytes += static_cast<int64_t>(e.file_size(ec));
     }

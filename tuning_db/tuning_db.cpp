@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <mutex>
+#include <thread>
 
 #include "dbsparse/error.hpp"
 #include "tuning_db/internal.hpp"
@@ -142,6 +144,15 @@ std::unique_ptr<TuningDb> TuningDb::open(const std::string& path, bool read_only
                               path, version, kSchemaVersion));
 
   if (!read_only) {
+    // The switch to WAL needs the file to itself, and SQLite answers "database is locked" at once
+    // rather than wait while another connection holds it (two dbtune runs starting on a new DB
+    // at the same time: one failed, hostile sweep 2026-12-04). Retry for up to 10 s, as long as
+    // the busy timeout; the last try reports what SQLite says.
+    for (int attempt = 0; attempt < 500; ++attempt) {
+      const int rc = sqlite3_exec(raw, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);
+      if (rc == SQLITE_OK || (rc != SQLITE_BUSY && rc != SQLITE_LOCKED)) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
     sqlite::exec(raw, "PRAGMA journal_mode=WAL", "switching to WAL");
     // In WAL mode NORMAL survives a killed process; only a power cut may lose the last trials.
     sqlite::exec(raw, "PRAGMA synchronous=NORMAL");

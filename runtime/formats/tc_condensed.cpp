@@ -58,9 +58,17 @@ uint32_t tf32_bits(float x) {
   return (u + 0x1000u) & 0xFFFFE000u;  // magnitude rounded half up: ties away from zero
 }
 
+namespace {
+// BRP's check said "BRP g = 0" for the condensed windows (hostile sweep, 2026-12-04).
+void check_condensed_g(int g) {
+  if (g != 1 && g != 2 && g != 4 && g != 8)
+    throw UsageError(fmt::format("condensed TC windows g = {}: allowed 1, 2, 4, 8 (tiles a group)", g));
+}
+}  // namespace
+
 double condensed_fill(const CsrMatrix<float>& a, int g, int32_t max_windows) {
   validate(a);
-  validate(BrpParams{1, g});
+  check_condensed_g(g);
   std::vector<uint8_t> seen(static_cast<size_t>(a.cols), 0);
   std::vector<int32_t> touched;
   int64_t groups = 0, entries = 0;
@@ -78,7 +86,7 @@ double condensed_fill(const CsrMatrix<float>& a, int g, int32_t max_windows) {
 
 CondensedTc csr_to_condensed(const CsrMatrix<float>& a, int g, SpmmDtype dtype) {
   validate(a);
-  validate(BrpParams{1, g});
+  check_condensed_g(g);
   CondensedTc m;
   m.rows = a.rows;
   m.cols = a.cols;

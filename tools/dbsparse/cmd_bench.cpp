@@ -47,8 +47,15 @@ struct BenchArgs {
 
 namespace {
 
+// The parser's own words where the text is not JSON at all ('1e999' is "number overflow", not
+// "not an object").
 nlohmann::json parse_config(const std::string& text) {
-  nlohmann::json c = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  nlohmann::json c;
+  try {
+    c = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for 1e999
+    throw UsageError(fmt::format("--config '{}': not JSON ({})", text, e.what()));
+  }
   if (!c.is_object())
     throw UsageError(fmt::format("--config '{}': expected a JSON object such as '{{\"pull_coo\":\"warp\"}}'", text));
   return c;

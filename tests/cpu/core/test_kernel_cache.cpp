@@ -171,3 +171,15 @@ TEST_CASE("KernelCacheRefusesEntriesWhoseLengthsWrapAround") {
   REQUIRE(k.has_value());
   CHECK(std::string(k->cubin.begin(), k->cubin.end()) == "CUBIN");
 }
+
+// disk_usage counts entries: files named *.cubin, not a folder or anything else that is named so.
+TEST_CASE("KernelCacheDiskUsageCountsOnlyEntryFiles") {
+  const auto dir = dbs_test::temp_dir("cache-usage");
+  std::filesystem::create_directories(dir / "not-an-entry.cubin");
+  std::ofstream(dir / "a.cubin") << "1234";
+  std::ofstream(dir / "notes.txt") << "x";
+  KernelCache cache(dir.string());
+  const auto u = cache.disk_usage();
+  CHECK(u.entries == 1);
+  CHECK(u.bytes == 4);
+}

@@ -122,6 +122,20 @@ TEST_CASE("CondensedTilesHandleEmptyAndRaggedShapes") {
 }
 
 // A sample of windows estimates the fill of a uniform matrix closely, and reads only those windows.
+// A g the windows do not take is named as theirs, not BRP's (hostile sweep, 2026-12-04).
+TEST_CASE("CondensedRefusesAGroupWidthNamingItself") {
+  const auto a = generate("stencil2d:n=10").cast<float>();
+  for (int g : {0, 3, 16}) {
+    CAPTURE(g);
+    try {
+      (void)csr_to_condensed(a, g);
+      FAIL("g accepted");
+    } catch (const UsageError& e) {
+      CHECK(std::string(e.what()).find("condensed TC windows g = " + std::to_string(g)) != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("CondensedFillFromASampleOfWindows") {
   const auto a = generate("pruned:rows=4096,cols=512,density=0.2,block=1").cast<float>();
   const double all = condensed_fill(a, 4);

@@ -83,7 +83,8 @@ TEST_CASE("ExplainNamesTheConfigSource") {
 
 TEST_CASE("BenchConfigIsCheckedBeforeAnyGpuWork") {
   REQUIRE_MESSAGE(!cli_path().empty(), "dbsparse binary not found beside the test binary");
-  check_error("bench spmspv stencil2d:n=10 --config '{bad'", "--config '{bad': expected a JSON object");
+  check_error("bench spmspv stencil2d:n=10 --config '{bad'", "--config '{bad': not JSON");
+  check_error("bench spmspv stencil2d:n=10 --config '{\"th2\":1e999}'", "number overflow");
   check_error("bench spmspv stencil2d:n=10 --config '[1,2]'", "expected a JSON object");
   check_error("bench spmv stencil2d:n=10 --config '{}'", "--config does not apply to bench spmv");
   check_error("bench spgemm stencil2d:n=10 --config '{\"t0\":63}'", "t0");

@@ -441,32 +441,39 @@ TEST_CASE("tuning_db: two writer processes serialise") {
   CHECK(db->trials("dev0", "mat0", "spmspv").size() == 400);
 }
 
-TEST_CASE("tuning_db: two processes creating the same new file both succeed") {
-  auto path = (dbs_test::temp_dir("db-race") / "tuning.db").string();
-  pid_t kids[2];
-  for (pid_t& kid : kids) {
-    kid = fork();
-    REQUIRE(kid >= 0);
-    if (kid == 0) {
-      int rc = 98;
-      try {
-        TuningDb::open(path)->add_trial(make_trial(0));
-        rc = 0;
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "child: %s\n", e.what());
+// 25 rounds of three processes on a fresh file each. The switch to WAL once failed with "database
+// is locked" for one of two dbtune runs started together (hostile sweep, 2026-12-04); this does
+// not reproduce that race reliably (it passed before the retry too), it keeps the property.
+TEST_CASE("tuning_db: processes creating the same new file all succeed") {
+  constexpr int kRounds = 25, kKids = 3;
+  int failed = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    auto path = (dbs_test::temp_dir("db-race-" + std::to_string(round)) / "tuning.db").string();
+    pid_t kids[kKids];
+    for (pid_t& kid : kids) {
+      kid = fork();
+      REQUIRE(kid >= 0);
+      if (kid == 0) {
+        int rc = 98;
+        try {
+          TuningDb::open(path)->add_trial(make_trial(0));
+          rc = 0;
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "child: %s\n", e.what());
+        }
+        _exit(rc);
       }
-      _exit(rc);
     }
+    for (pid_t kid : kids) {
+      int status = 0;
+      waitpid(kid, &status, 0);
+      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
+    }
+    auto db = TuningDb::open(path);
+    CHECK(db->schema_version() == 1);
+    CHECK(db->counts().trials == kKids);
   }
-  for (pid_t kid : kids) {
-    int status = 0;
-    waitpid(kid, &status, 0);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-  }
-  auto db = TuningDb::open(path);
-  CHECK(db->schema_version() == 1);
-  CHECK(db->counts().trials == 2);
+  CHECK(failed == 0);
 }
 
 TEST_CASE("tuning_db: a writer killed mid-loop leaves only whole trials") {
