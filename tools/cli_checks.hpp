@@ -5,7 +5,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <limits>
 #include <string>
 
@@ -30,5 +33,15 @@ inline CLI::Validator finite_range(double lo, double hi) {
 }
 
 inline CLI::Validator finite_non_negative() { return finite_range(0.0, std::numeric_limits<double>::infinity()); }
+
+// A tool's exit code once its output is flushed: output that never reached stdout (a full disk,
+// /dev/full, a closed pipe) is a failure, not exit 0. `tool` prefixes the message.
+inline int exit_code_after_stdout(const char* tool, int rc) {
+  errno = 0;
+  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return rc;
+  std::fprintf(stderr, "%s: error: could not write the output to stdout (%s)\n", tool,
+               errno ? std::strerror(errno) : "a write failed");
+  return rc != 0 ? rc : 1;
+}
 
 }  // namespace dbsparse::cli

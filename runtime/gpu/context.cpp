@@ -132,23 +132,10 @@ void Stream::synchronize() const { DBS_CU(cuStreamSynchronize(static_cast<CUstre
 
 // --- DeviceAllocation ----------------------------------------------------------------------------
 
-namespace {
-// An allocation the driver refused for want of memory names its size and what is free.
-void check_alloc(CUresult r, const char* call, size_t bytes) {
-  if (r == CUDA_ERROR_OUT_OF_MEMORY) {
-    size_t free = 0, total = 0;
-    cuda::driver().cuMemGetInfo(&free, &total);
-    throw DeviceOutOfMemory(fmt::format("{} of {} bytes", call, bytes), static_cast<long long>(bytes),
-                            static_cast<long long>(free), static_cast<long long>(total));
-  }
-  cuda::check(r, call);
-}
-}  // namespace
-
 DeviceAllocation::DeviceAllocation(size_t bytes) : bytes_(bytes) {
   if (bytes == 0) return;
   CUdeviceptr p = 0;
-  check_alloc(cuda::driver().cuMemAlloc(&p, bytes), "cuMemAlloc", bytes);
+  cuda::check(cuda::driver().cuMemAlloc(&p, bytes), "cuMemAlloc", bytes);
   ptr_ = p;
 }
 
@@ -156,12 +143,12 @@ DeviceAllocation::DeviceAllocation(size_t bytes, const PoolSlot& from) : bytes_(
   if (bytes == 0) return;
   CUdeviceptr p = 0;
   if (from.pool) {
-    check_alloc(cuda::driver().cuMemAllocFromPoolAsync(&p, bytes, static_cast<CUmemoryPool>(from.pool),
+    cuda::check(cuda::driver().cuMemAllocFromPoolAsync(&p, bytes, static_cast<CUmemoryPool>(from.pool),
                                                        static_cast<CUstream>(from.stream)),
                 "cuMemAllocFromPoolAsync", bytes);
     pooled_ = true;
   } else {
-    check_alloc(cuda::driver().cuMemAlloc(&p, bytes), "cuMemAlloc", bytes);
+    cuda::check(cuda::driver().cuMemAlloc(&p, bytes), "cuMemAlloc", bytes);
   }
   ptr_ = p;
 }

@@ -138,13 +138,14 @@ DeviceStatus classify_device(bool library_loaded, CUresult init_result, int devi
   }
 }
 
-void check(CUresult r, const char* call) {
+void check(CUresult r, const char* call, size_t bytes) {
   if (r == CUDA_SUCCESS) return;
   const auto& api = loaded().api;
   if (r == CUDA_ERROR_OUT_OF_MEMORY) {
     size_t free = 0, total = 0;
     if (api.cuMemGetInfo) api.cuMemGetInfo(&free, &total);
-    throw DeviceOutOfMemory(call, 0, static_cast<long long>(free), static_cast<long long>(total));
+    throw DeviceOutOfMemory(bytes ? fmt::format("{} of {} bytes", call, bytes) : std::string(call),
+                            static_cast<long long>(bytes), static_cast<long long>(free), static_cast<long long>(total));
   }
   const char* name = nullptr;
   if (api.cuGetErrorName) api.cuGetErrorName(r, &name);

@@ -72,8 +72,9 @@ const DriverApi& driver();
 // Like driver() but reports instead of throwing.
 bool driver_available(std::string* why);
 
-// Throws CudaError naming the call and the CUresult.
-void check(CUresult r, const char* call);
+// Throws CudaError naming the call and the CUresult; for CUDA_ERROR_OUT_OF_MEMORY a
+// DeviceOutOfMemory with the device's free memory and, from an allocation, the `bytes` it asked.
+void check(CUresult r, const char* call, size_t bytes = 0);
 
 }  // namespace dbsparse::cuda
 

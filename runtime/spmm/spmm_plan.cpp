@@ -189,7 +189,7 @@ struct SpmmPlan::Impl {
   DeviceBuffer<int32_t> parts, part_first;
   DeviceBuffer<float> part_sum;
   DeviceBuffer<uint32_t> part_count;
-  int32_t n_parts = 0, split_rows = 0;
+  int32_t n_parts = 0;  // the cut rows are part_first.size() - 1
   unsigned csr_grid1 = 1, csr_grid4 = 1, csr_pieces_grid = 1;  // the scalar and float4 kernels'
   int csr_rows1 = 1, csr_rows4 = 1;  // rows a warp of each (SpmmConfig::csr_rows_per_warp)
   int csr_warps = 8;  // the CSR path's launches (SpmmConfig::csr_blocks_per_sm)
@@ -371,19 +371,19 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       // Every part's sum is kept (n floats each) until the row's last part adds them: at most
       // 2 nnz / max_run parts, and the default max_run is at least twice the mean row, so at most
       // C's size. A small csr_max_run of the user's could ask for far more: the atomic pass then.
+      bool split = f32 && p->typed.csr_split;
       SpmmSplitParts sp;
-      if (f32 && p->typed.csr_split) sp = spmm_split_parts(a.row_ptr, p->max_run);
-      const bool split = f32 && p->typed.csr_split && int64_t{sp.count()} <= std::max<int64_t>(a.rows, 1 << 16);
       if (split) {
-        if (sp.count() > 0) {
-          p->n_parts = sp.count();
-          p->split_rows = sp.slots();
-          p->parts = upload(sp.parts);
-          p->part_first = upload(sp.first);
-          p->part_sum = DeviceBuffer<float>(static_cast<size_t>(sp.count()) * static_cast<size_t>(n_cols));
-          p->part_count = upload(std::vector<uint32_t>(static_cast<size_t>(sp.slots()), 0u));
-        }
-      } else {
+        sp = spmm_split_parts(a.row_ptr, p->max_run);
+        split = int64_t{sp.count()} <= std::max<int64_t>(a.rows, 1 << 16);
+      }
+      if (split && sp.count() > 0) {
+        p->n_parts = sp.count();
+        p->parts = upload(sp.parts);
+        p->part_first = upload(sp.first);
+        p->part_sum = DeviceBuffer<float>(static_cast<size_t>(sp.count()) * static_cast<size_t>(n_cols));
+        p->part_count = upload(std::vector<uint32_t>(static_cast<size_t>(sp.slots()), 0u));
+      } else if (!split) {
         const auto pc = spmm_cut_pieces(a.row_ptr, p->max_run);
         p->n_pieces = static_cast<int32_t>(pc.size() / 3);
         if (!pc.empty()) p->pieces = upload(pc);
@@ -694,7 +694,7 @@ std::string SpmmPlan::explain() const {
     const std::string long_rows =
         p.n_parts ? fmt::format("rows longer than {} entries ({}) cut into {} parts of a warp each in the same launch, "
                                 "the last part of a row to finish adding them in order",
-                                p.max_run, p.split_rows, p.n_parts)
+                                p.max_run, p.part_first.size() - 1, p.n_parts)
                   : fmt::format("its first {} entries; {} more runs added atomically in a second launch", p.max_run,
                                 p.n_pieces);
     const std::string per_warp =

@@ -1,11 +1,10 @@
 // dbsparse: the command-line front end. Subcommands live one per file beside this one.
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <map>
 #include <string>
 
 #include "dbsparse/error.hpp"
+#include "tools/cli_checks.hpp"
 #include "tools/dbsparse/commands.hpp"
 
 int main(int argc, char** argv) {
@@ -67,21 +66,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  // Output that never reached its file (a full disk, /dev/full, a closed pipe) is a failure, not
-  // exit 0: checked once the command has printed everything.
-  auto stdout_ok = [] {
-    errno = 0;
-    if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return true;
-    std::fprintf(stderr, "dbsparse: error: could not write the output to stdout (%s)\n",
-                 errno ? std::strerror(errno) : "a write failed");
-    return false;
-  };
   try {
     for (auto& [sub, run] : runners)
-      if (sub->parsed()) {
-        const int rc = run();
-        return stdout_ok() ? rc : (rc != 0 ? rc : 1);
-      }
+      if (sub->parsed()) return dbsparse::cli::exit_code_after_stdout("dbsparse", run());
   } catch (const dbsparse::NoDeviceError& e) {
     std::fprintf(stderr, "dbsparse: %s\n", e.what());
     return 3;

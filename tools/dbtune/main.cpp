@@ -8,12 +8,10 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
-#include <cstring>
 #include <map>
 
 #include <CLI/CLI.hpp>
@@ -205,15 +203,7 @@ int main(int argc, char** argv) {
   app.add_option("--arch", a.arch, "Kernel target when there is no GPU (default sm_90)");
   CLI11_PARSE(app, argc, argv);
   try {
-    const int rc = run(a);
-    // The report must have reached stdout (a full disk, a closed pipe): else not a success.
-    errno = 0;
-    if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-      std::fprintf(stderr, "dbtune: error: could not write the report to stdout (%s)\n",
-                   errno ? std::strerror(errno) : "a write failed");
-      return rc != 0 ? rc : 1;
-    }
-    return rc;
+    return dbsparse::cli::exit_code_after_stdout("dbtune", run(a));
   } catch (const Error& e) {
     std::fprintf(stderr, "dbtune: error: %s\n", e.what());
     return 1;

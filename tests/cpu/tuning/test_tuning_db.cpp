@@ -60,25 +60,36 @@ std::string raw_query(const fs::path& db_path, const std::string& sql) {
   return out;
 }
 
-// Runs fn in a child process and returns its exit code (or 128 + signal). The child must not
+// Starts fn in a child process, whose exit code is fn's (98 if it threw). The child must not
 // share a SQLite handle with the parent, so callers open nothing across the fork.
-int run_child(const std::function<int()>& fn) {
+pid_t start_child(const std::function<int()>& fn) {
   pid_t pid = fork();
   REQUIRE(pid >= 0);
   if (pid == 0) {
     int rc = 99;
     try {
       rc = fn();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "child: %s\n", e.what());
+      rc = 98;
     } catch (...) {
       rc = 98;
     }
     std::fflush(stderr);  // freopen may have made it buffered; _exit would drop the text
     _exit(rc);
   }
+  return pid;
+}
+
+// A started child's exit code (or 128 + signal).
+int wait_child(pid_t pid) {
   int status = 0;
   waitpid(pid, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
+
+// Runs fn in a child process and returns its exit code (or 128 + signal).
+int run_child(const std::function<int()>& fn) { return wait_child(start_child(fn)); }
 
 Trial make_trial(int i, const std::string& who = "a") {
   Trial t;
@@ -450,25 +461,11 @@ TEST_CASE("tuning_db: processes creating the same new file all succeed") {
   for (int round = 0; round < kRounds; ++round) {
     auto path = (dbs_test::temp_dir("db-race-" + std::to_string(round)) / "tuning.db").string();
     pid_t kids[kKids];
-    for (pid_t& kid : kids) {
-      kid = fork();
-      REQUIRE(kid >= 0);
-      if (kid == 0) {
-        int rc = 98;
-        try {
-          TuningDb::open(path)->add_trial(make_trial(0));
-          rc = 0;
-        } catch (const std::exception& e) {
-          std::fprintf(stderr, "child: %s\n", e.what());
-        }
-        _exit(rc);
-      }
-    }
-    for (pid_t kid : kids) {
-      int status = 0;
-      waitpid(kid, &status, 0);
-      if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++failed;
-    }
+    for (pid_t& kid : kids) kid = start_child([&] {
+        TuningDb::open(path)->add_trial(make_trial(0));
+        return 0;
+      });
+    for (pid_t kid : kids) failed += wait_child(kid) != 0 ? 1 : 0;
     auto db = TuningDb::open(path);
     CHECK(db->schema_version() == 1);
     CHECK(db->counts().trials == kKids);
@@ -668,23 +665,19 @@ TEST_CASE("tuning_db: a read-only WAL database in a read-only directory opens re
 TEST_CASE("tuning_db: a reader sees whole configs while a writer process tunes") {
   auto path = (dbs_test::temp_dir("db-reader") / "tuning.db").string();
   TuningDb::open(path);
-  pid_t kid = fork();
-  REQUIRE(kid >= 0);
-  if (kid == 0) {
-    int rc = 98;
-    try {
-      auto db = TuningDb::open(path);
-      for (int i = 1; i <= 400; ++i) {
-        db->add_trial(make_trial(i));
-        db->set_best("dev0", "mat0", "spmspv", "", {{"th0", i}, {"th1", 2 * i}}, 100.0 - i * 0.1, 1.0);
-      }
-      rc = 0;
-    } catch (...) {
+  const pid_t kid = start_child([&] {
+    auto db = TuningDb::open(path);
+    for (int i = 1; i <= 400; ++i) {
+      db->add_trial(make_trial(i));
+      db->set_best("dev0", "mat0", "spmspv", "", {{"th0", i}, {"th1", 2 * i}}, 100.0 - i * 0.1, 1.0);
     }
-    _exit(rc);
-  }
+    return 0;
+  });
   int reads = 0, tuned = 0, last = 0, failures = 0, torn = 0, backwards = 0;
-  for (int status = 0; waitpid(kid, &status, WNOHANG) == 0 || reads < 50; ++reads) {
+  int writer_rc = -1;  // the writer's exit code once reaped here (a second wait would see no child)
+  for (; writer_rc < 0 || reads < 50; ++reads) {
+    if (int status = 0; writer_rc < 0 && waitpid(kid, &status, WNOHANG) == kid)
+      writer_rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
     try {
       auto db = TuningDb::try_open(path, true, nullptr);
       if (!db) continue;
@@ -702,10 +695,8 @@ TEST_CASE("tuning_db: a reader sees whole configs while a writer process tunes")
     }
     if (reads > 100000) break;
   }
-  int status = 0;
-  waitpid(kid, &status, 0);
-  CHECK(WIFEXITED(status));
-  CHECK(WEXITSTATUS(status) == 0);
+  if (writer_rc < 0) writer_rc = wait_child(kid);  // left the loop at the read cap
+  CHECK(writer_rc == 0);
   CHECK(failures == 0);
   CHECK(torn == 0);
   CHECK(backwards == 0);
