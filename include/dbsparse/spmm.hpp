@@ -99,8 +99,9 @@ struct SpmmConfig {
   int csr_split = 1;
   // CSR: rows a warp (1, 2 or 4), each on 32 / rows lanes, where the lanes across N leave room
   // (lanes * rows <= 32: N <= 32 with float4 at 4, N <= 64 at 2; N = 128 takes 1). A warp of short
-  // rows then keeps several rows' B loads in flight and pays its fixed costs once for them.
-  int csr_rows_per_warp = 1;
+  // rows then keeps several rows' B loads in flight and pays its fixed costs once for them. 0: the
+  // plan picks from A's mean row and its row count (spmm_plan.cpp, auto_rows_per_warp).
+  int csr_rows_per_warp = 0;
 
   template <class V>
   void visit(V& v) {
@@ -124,8 +125,9 @@ struct SpmmConfig {
               "CSR: 1 sums a block's pieces of one row in shared memory before adding them into C");
     v.integer("csr_split", csr_split, 0, 1,
               "CSR, f32: 1 sums a long row's parts in the same launch as the other rows; 0 a second, atomic pass");
-    v.integer("csr_rows_per_warp", csr_rows_per_warp, 1, 4,
-              "CSR: rows a warp (1, 2 or 4), each on 32 / rows lanes, where the lanes across N leave room");
+    v.integer("csr_rows_per_warp", csr_rows_per_warp, 0, 4,
+              "CSR: rows a warp (1, 2 or 4), each on 32 / rows lanes, where the lanes across N leave room; 0: the "
+              "plan picks from A's mean row and row count");
     v.choice("reorder", reorder, {"auto", "none", "degree", "rcm", "community"},
              "CSR: the order warps take A's rows in (auto: degree where row lengths vary, none, degree: by decreasing "
              "length, rcm, community: square A only); A, B and C as given");
@@ -139,7 +141,7 @@ struct SpmmConfig {
     if (!pow2(csr_warps))
       throw UsageError("spmm config: 'csr_warps' (CSR kernel warps per block) must be 1, 2, 4 or 8, got " + std::to_string(csr_warps));
     if (csr_rows_per_warp == 3)
-      throw UsageError("spmm config: 'csr_rows_per_warp' must be 1, 2 or 4, got 3");
+      throw UsageError("spmm config: 'csr_rows_per_warp' must be 0 (the plan picks), 1, 2 or 4, got 3");
     if (reorder != "none" && reorder != "auto" && (path == "brp" || path == "condensed"))
       throw UsageError("spmm config: 'reorder' " + reorder + " applies to the CSR path (path auto or csr), not " + path);
   }

@@ -596,12 +596,11 @@ CsrMatrix<T> SpgemmPlan<T>::download() const {
   c.rows = p.rows;
   c.cols = p.cols;
   c.row_ptr = p.c_ptr.download();
-  auto col = p.c_col.download();
-  auto val = p.c_val.download();
-  col.resize(static_cast<size_t>(p.nnz));
-  val.resize(static_cast<size_t>(p.nnz));
-  c.col_idx = std::move(col);
-  c.values = std::move(val);
+  // nnz entries only: an empty C keeps a one-entry buffer that no kernel writes (initcheck).
+  c.col_idx.resize(static_cast<size_t>(p.nnz));
+  c.values.resize(static_cast<size_t>(p.nnz));
+  p.c_col.download_bytes(c.col_idx.data(), c.col_idx.size() * sizeof(int32_t), 0);
+  p.c_val.download_bytes(c.values.data(), c.values.size() * sizeof(T), 0);
   return c;
 }
 

@@ -98,10 +98,28 @@ constexpr int32_t kAutoFillWindows = 2048;  // auto's sample for condensed_fill 
 // powerlaw:n=20000 at n = 128: 99 us against cuSPARSE's 25, H200, 2026-11-30).
 // But never below twice the mean row: rows of equal length need no second pass (32 entries a
 // warp at n = 128 sent pruned 4096^2 at density 0.5, 2048 entries a row, from 341 to 466 us).
-int32_t csr_max_run(const SpmmConfig& c, int lanes, int64_t nnz, int32_t rows) {
+// `group` is the lanes a row has: 32, or 32 / R at R rows a warp, where a row of max_run entries
+// on one 8-lane group took 128 serial steps (R = 4 at n = 32: Cora 7.9 -> 12.4 us, powerlaw 20K
+// 11.7 -> 20.5, H200, 2026-12-04 s24 run 1); the parts of a split row take a whole warp each.
+int32_t csr_max_run(const SpmmConfig& c, int lanes, int group, int64_t nnz, int32_t rows) {
   if (c.csr_max_run > 0) return c.csr_max_run;
   const int64_t twice_mean = rows > 0 ? (2 * nnz + rows - 1) / rows : 0;
-  return static_cast<int32_t>(std::clamp<int64_t>(twice_mean, 32 * (32 / lanes), int64_t{1} << 24));
+  return static_cast<int32_t>(std::clamp<int64_t>(twice_mean, 32 * std::max(1, group / lanes), int64_t{1} << 24));
+}
+
+// Rows a warp when the config leaves it to the plan (csr_rows_per_warp 0): R rows where a group of
+// 32 / R lanes takes A's mean row in at most 16 steps a subgroup, and the rows fill the GPU twice
+// over at R a warp (64 warps an SM). H200, n = 32, s24 run 1 (R = 1 / 2 / 4, us): uniform 200K
+// d = 16 101.6 / 74.8 / 63.7, luxembourg_osm 39.2 / 22.1 / 12.2, R-MAT 17 102 / 84 / 74; but on the
+// small matrices (ex10hs, 2.5K rows: 4.9 / 6.3 / 8.8) fewer warps than the GPU holds lose.
+int auto_rows_per_warp(int lanes, int64_t nnz, int32_t rows, int sm_count) {
+  const double mean = rows > 0 ? double(nnz) / double(rows) : 0.0;
+  const int64_t resident = int64_t{64} * std::max(sm_count, 1);
+  for (int r : {4, 2}) {
+    const int subgroups = 32 / r / lanes;
+    if (subgroups >= 1 && mean <= 16.0 * subgroups && int64_t{rows} >= 2 * r * resident) return r;
+  }
+  return 1;
 }
 
 // The degree order for SpMM: A's rows by decreasing length, ties in A's order (a counting sort,
@@ -348,7 +366,12 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       p->csr_warps = p->typed.csr_warps;
       // Rows a warp: what the config asks, as far as the lanes across N leave room (at n = 128 a
       // row takes all 32 lanes).
-      auto rows_for = [&](int vec) { return std::min(p->typed.csr_rows_per_warp, 32 / csr_lanes(n_cols, vec)); };
+      auto rows_for = [&](int vec) {
+        const int lanes = csr_lanes(n_cols, vec);
+        const int asked = p->typed.csr_rows_per_warp > 0 ? p->typed.csr_rows_per_warp
+                                                          : auto_rows_per_warp(lanes, a.nnz(), a.rows, info_.sm_count);
+        return std::min(asked, 32 / lanes);
+      };
       p->csr_rows1 = rows_for(1);
       p->csr_rows4 = rows_for(4);
       auto csr_key = [&](int vec, int rows) {
@@ -367,7 +390,8 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       }
       // One max_run serves both kernels (the pieces are cut once): the float4 kernel's lanes when
       // it is loaded, as it runs whenever B and C are aligned.
-      p->max_run = csr_max_run(p->typed, csr_lanes(n_cols, p->vec4 ? 4 : 1), a.nnz(), a.rows);
+      p->max_run = p->vec4 ? csr_max_run(p->typed, csr_lanes(n_cols, 4), 32 / p->csr_rows4, a.nnz(), a.rows)
+                           : csr_max_run(p->typed, csr_lanes(n_cols, 1), 32 / p->csr_rows1, a.nnz(), a.rows);
       // Every part's sum is kept (n floats each) until the row's last part adds them: at most
       // 2 nnz / max_run parts, and the default max_run is at least twice the mean row, so at most
       // C's size. A small csr_max_run of the user's could ask for far more: the atomic pass then.

@@ -151,8 +151,8 @@ TEST_CASE("SpgemmNumericRunCapturedEitherWayMatchesReferenceOnEveryReplay") {
   // C's structure known after the first run; the numeric run (side streams for the groups) is
   // captured, and each replay reads A's and B's values written in place.
   const auto g0 = generate("powerlaw:n=3000,avg=8,alpha=1.5,max=1500").cast<float>();
+  Stream s(ctx());  // first: the context must be current before the uploads (run alone, no other test made it)
   DeviceCsr<float> da(g0), db(g0);
-  Stream s(ctx());
   SpgemmPlan<float> plan = ctx().plan_spgemm(da.view(), db.view(), SpgemmOptions{}, s.handle());
   plan.run(s.handle());  // sizes C: not capturable (allocates, waits)
   s.synchronize();

@@ -397,6 +397,29 @@ TEST_CASE("SpmmRowsPerWarpMatchReference") {
   }
 }
 
+// csr_rows_per_warp 0 (the default): many short rows take 4 rows a warp at n = 32 and 2 at n = 64
+// (the lanes across N leave no more); few rows or long ones keep a warp a row. Long rows past the
+// groups' max_run go to whole-warp parts.
+TEST_CASE("SpmmRowsPerWarpPickedByThePlanMatchReference") {
+  struct Case {
+    const char* spec;
+    int n;
+    const char* says;
+  };
+  for (const Case& c : {Case{"uniform:n=100000,d=6", 32, "4 rows a warp"}, Case{"uniform:n=100000,d=6", 64, "2 rows a warp"},
+                        Case{"powerlaw:n=120000,avg=6,alpha=1.5,max=3000", 32, "4 rows a warp"},
+                        Case{"uniform:n=3000,d=6", 32, "a warp per row"}, Case{"uniform:n=100000,d=80", 32, "a warp per row"},
+                        Case{"uniform:n=100000,d=6", 128, "a warp per row"}}) {
+    CAPTURE(c.spec);
+    CAPTURE(c.n);
+    const auto a = generate(c.spec).cast<float>();
+    const SpmmPlan plan = ctx().plan_spmm(a, c.n, SpmmOptions{SpmmPath::CsrCudaCore, 1, 1});
+    CAPTURE(plan.explain());
+    CHECK(plan.explain().find(c.says) != std::string::npos);
+    for (auto [alpha, beta] : kAlphaBeta) CHECK(spmm_error(plan, expected(a, c.n, alpha, beta, 7 + c.n)) <= tol_f32(a));
+  }
+}
+
 // B and C one float past a 16-byte boundary: the float4 kernels must not be used (n = 128 asks
 // for them), on either path.
 TEST_CASE("SpmmUnalignedBAndCUseScalarLanes") {

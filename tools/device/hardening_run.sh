@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (issue 36): compute-sanitizer over the
 # gpu test suite, tool by tool and family by family, and the device-limit tests.
-#   tools/device/hardening_run.sh sanitize|limits ...   (in order)
+#   tools/device/hardening_run.sh sanitize|cases|limits ...   (in order)
 # sanitize: each tool of $SAN_TOOLS (default memcheck racecheck synccheck initcheck) over each
 #   test-name pattern of $SAN_PATTERNS (default: seven patterns that cover every gpu test but the
 #   limits tests), a log per (tool, pattern) and one summary line each: tool, pattern, test cases run,
@@ -39,6 +39,43 @@ for mode in "$@"; do
         done
       done
       wait ;;
+    cases)
+      # One process a test case, $SAN_JOBS at a time, for each "tool:pattern" of $CASES (tool plain:
+      # no sanitizer), in the order given, until $SAN_BUDGET seconds (default 500) from the start:
+      # whole test patterns under a sanitizer outlast a device call, single cases spread over the
+      # host's cores. A summary line a case in cases-summary.txt; cases not started are named.
+      deadline=$(( t0 + ${SAN_BUDGET:-500} ))
+      mkdir -p "$OUT/cases"
+      case_one() {
+        local tool=$1 tc=$2 log s0 rc errs left
+        left=$(( deadline - $(date +%s) ))
+        [ "$left" -gt 15 ] || { echo "$tool $tc not started (budget)" >>"$OUT/cases-summary.txt"; return; }
+        [ "$left" -lt "${SAN_TIMEOUT:-540}" ] || left=${SAN_TIMEOUT:-540}
+        log=$OUT/cases/$tool-$tc.log
+        s0=$(date +%s)
+        if [ "$tool" = plain ]; then
+          timeout "$left" "$B/test_gpu" -tc="$tc" >"$log" 2>&1
+        else
+          timeout "$left" compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/test_gpu" -tc="$tc" >"$log" 2>&1
+        fi
+        rc=$?
+        errs=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1 | sed 's/^=* *//')
+        echo "$tool $tc rc=$rc $(grep -E 'test cases' "$log" | tail -1 | grep -Eo '[0-9]+ passed \| *[0-9]+ failed') ${errs:-} $(( $(date +%s) - s0 )) s" \
+          >>"$OUT/cases-summary.txt"
+      }
+      declare -A queued=()
+      for entry in ${CASES:-}; do
+        tool=${entry%%:*}
+        while IFS= read -r tc; do
+          [ -z "${queued[$tool:$tc]:-}" ] || continue
+          queued[$tool:$tc]=1
+          while [ "$(jobs -rp | wc -l)" -ge "${SAN_JOBS:-1}" ]; do wait -n; done
+          case_one "$tool" "$tc" &
+        done < <("$B/test_gpu" -ltc -tc="${entry#*:}" | grep -v -E '^(\[doctest\]|=+$)')
+      done
+      wait
+      echo "cases: $(grep -c ' rc=0 1 passed' "$OUT/cases-summary.txt") passed with rc 0, $(grep -c ' rc=' "$OUT/cases-summary.txt") run, $(grep -c 'not started' "$OUT/cases-summary.txt") not started"
+      grep -v ' rc=0 1 passed' "$OUT/cases-summary.txt" | grep -v 'not started' | head -20 ;;
     limits)
       timeout "${SAN_TIMEOUT:-540}" "$B/test_gpu" -tc="DeviceOutOfMemory*,OneContext*" -s >"$OUT/limits.log" 2>&1
       echo "limits rc $?"; grep -E "MESSAGE|ERROR|test cases|thread error" "$OUT/limits.log" | head -30 ;;

@@ -59,7 +59,7 @@ tuner::SearchSpace make_space() {
       ParamSpec::choice("csr_warps", {2, 4, 8}, "CSR: warps a block"),
       ParamSpec::choice("csr_piece_reduce", {0, 1}, "CSR: a block's pieces of one row summed before the atomic add"),
       ParamSpec::choice("csr_split", {0, 1}, "CSR, f32: long rows' parts in the rows' launch (1) or an atomic pass (0)"),
-      ParamSpec::choice("csr_rows_per_warp", {1, 2, 4}, "CSR: rows a warp, each on 32 / rows lanes"),
+      ParamSpec::choice("csr_rows_per_warp", {0, 1, 2, 4}, "CSR: rows a warp, each on 32 / rows lanes (0: the plan picks)"),
       ParamSpec::choice("reorder", {"auto", "none", "degree", "rcm", "community"},
                         "CSR: the order warps take A's rows in (with path auto or csr)"),
   };
