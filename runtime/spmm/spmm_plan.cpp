@@ -98,26 +98,26 @@ constexpr int32_t kAutoFillWindows = 2048;  // auto's sample for condensed_fill 
 // powerlaw:n=20000 at n = 128: 99 us against cuSPARSE's 25, H200, 2026-11-30).
 // But never below twice the mean row: rows of equal length need no second pass (32 entries a
 // warp at n = 128 sent pruned 4096^2 at density 0.5, 2048 entries a row, from 341 to 466 us).
-// `group` is the lanes a row has: 32, or 32 / R at R rows a warp, where a row of max_run entries
-// on one 8-lane group took 128 serial steps (R = 4 at n = 32: Cora 7.9 -> 12.4 us, powerlaw 20K
-// 11.7 -> 20.5, H200, 2026-12-04 s24 run 1); the parts of a split row take a whole warp each.
-int32_t csr_max_run(const SpmmConfig& c, int lanes, int group, int64_t nnz, int32_t rows) {
+int32_t csr_max_run(const SpmmConfig& c, int lanes, int64_t nnz, int32_t rows) {
   if (c.csr_max_run > 0) return c.csr_max_run;
   const int64_t twice_mean = rows > 0 ? (2 * nnz + rows - 1) / rows : 0;
-  return static_cast<int32_t>(std::clamp<int64_t>(twice_mean, 32 * std::max(1, group / lanes), int64_t{1} << 24));
+  return static_cast<int32_t>(std::clamp<int64_t>(twice_mean, 32 * (32 / lanes), int64_t{1} << 24));
 }
 
-// Rows a warp when the config leaves it to the plan (csr_rows_per_warp 0): R rows where a group of
-// 32 / R lanes takes A's mean row in at most 16 steps a subgroup, and the rows fill the GPU twice
-// over at R a warp (64 warps an SM). H200, n = 32, s24 run 1 (R = 1 / 2 / 4, us): uniform 200K
-// d = 16 101.6 / 74.8 / 63.7, luxembourg_osm 39.2 / 22.1 / 12.2, R-MAT 17 102 / 84 / 74; but on the
-// small matrices (ex10hs, 2.5K rows: 4.9 / 6.3 / 8.8) fewer warps than the GPU holds lose.
+// Rows a warp when the config leaves it to the plan (csr_rows_per_warp 0): R rows where A's mean
+// row is at most 32 entries and the rows fill the GPU twice over at R a warp (64 warps an SM).
+// H200, n = 32, s24 run 1 (R = 1 / 2 / 4, us): uniform 200K d = 16 101.6 / 74.8 / 63.7,
+// luxembourg_osm 39.2 / 22.1 / 12.2, R-MAT 17 (mean 28) 102 / 84 / 74, community 100K (mean 30)
+// 68.5 / 60.0 / 56.6; on small matrices fewer warps than the GPU holds lose (ex10hs, 2.5K rows:
+// 4.9 / 6.3 / 8.8; Cora 7.9 / 8.0 / 12.4). max_run stays a whole warp's (above): cutting rows at
+// a group's 32 entries a subgroup sent more rows to parts and cost more than it saved (run 3:
+// R-MAT 17 at R = 2 84 -> 96 us, R-MAT 16 38 -> 46).
 int auto_rows_per_warp(int lanes, int64_t nnz, int32_t rows, int sm_count) {
   const double mean = rows > 0 ? double(nnz) / double(rows) : 0.0;
   const int64_t resident = int64_t{64} * std::max(sm_count, 1);
   for (int r : {4, 2}) {
     const int subgroups = 32 / r / lanes;
-    if (subgroups >= 1 && mean <= 16.0 * subgroups && int64_t{rows} >= 2 * r * resident) return r;
+    if (subgroups >= 1 && mean <= 32.0 && int64_t{rows} >= 2 * r * resident) return r;
   }
   return 1;
 }
@@ -390,8 +390,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       }
       // One max_run serves both kernels (the pieces are cut once): the float4 kernel's lanes when
       // it is loaded, as it runs whenever B and C are aligned.
-      p->max_run = p->vec4 ? csr_max_run(p->typed, csr_lanes(n_cols, 4), 32 / p->csr_rows4, a.nnz(), a.rows)
-                           : csr_max_run(p->typed, csr_lanes(n_cols, 1), 32 / p->csr_rows1, a.nnz(), a.rows);
+      p->max_run = csr_max_run(p->typed, csr_lanes(n_cols, p->vec4 ? 4 : 1), a.nnz(), a.rows);
       // Every part's sum is kept (n floats each) until the row's last part adds them: at most
       // 2 nnz / max_run parts, and the default max_run is at least twice the mean row, so at most
       // C's size. A small csr_max_run of the user's could ask for far more: the atomic pass then.
