@@ -13,7 +13,7 @@ namespace {
 [[noreturn]] void bad_key(std::string_view text, const std::string& why) {
   throw UsageError(fmt::format(
       "bad spmv kernel key '{}': {} (form: spmv.scalar.f32.b256, spmv.vector.f32.b256.l8, "
-      "spmv.classified.f32.b256.l2.l4.l8.l32, spmv.classify.b256)",
+      "spmv.classified.f32.b256.l2.l4.l8.l32, spmv.classify.b256, spmv.gather.f32.b256)",
       text, why));
 }
 
@@ -27,6 +27,7 @@ const char* to_string(SpmvStrategy s) {
     case SpmvStrategy::LongRow: return "longrow";
     case SpmvStrategy::Classified: return "classified";
     case SpmvStrategy::Classify: return "classify";
+    case SpmvStrategy::Gather: return "gather";
   }
   return "?";
 }
@@ -69,6 +70,7 @@ SpmvKey SpmvKey::parse(std::string_view text) {
   else if (parts[1] == "block") k.strategy = SpmvStrategy::Block;
   else if (parts[1] == "longrow") k.strategy = SpmvStrategy::LongRow;
   else if (parts[1] == "classified") k.strategy = SpmvStrategy::Classified;
+  else if (parts[1] == "gather") k.strategy = SpmvStrategy::Gather;
   else bad_key(text, fmt::format("unknown strategy '{}'", parts[1]));
   const size_t lane_parts = k.strategy == SpmvStrategy::Vector ? 1 : k.strategy == SpmvStrategy::Classified ? 4 : 0;
   if (parts.size() != 4 + lane_parts)
@@ -128,6 +130,10 @@ KernelSource make_source(const SpmvKey& key) {
           fmt::format("dbs::spmv_csr_classified<{}, {}, {}, {}, {}, {}>", t, b, key.lanes, key.lanes2, key.lanes3,
                       key.lanes4)};
       break;
+    case SpmvStrategy::Gather:
+      header = "spmv_gather.cuh";
+      ks.name_expressions = {fmt::format("dbs::spmv_gather<{}, {}>", t, b)};
+      break;
     case SpmvStrategy::LongRow:
       header = "spmv_csr_longrow.cuh";
       ks.name_expressions = {fmt::format("dbs::spmv_longrow_partial<{}, {}>", t, b),
@@ -153,6 +159,7 @@ std::vector<SpmvKey> spmv_search_space() {
     for (int b : {128, 256, 512}) out.push_back(SpmvKey{v, SpmvStrategy::Block, b});
     out.push_back(SpmvKey{v, SpmvStrategy::LongRow, 256});
     out.push_back(SpmvKey{v, SpmvStrategy::Classified, 256, 2, 4, 8, 32});
+    out.push_back(SpmvKey{v, SpmvStrategy::Gather, 256});
   }
   out.push_back(spmv_classify_key());
   return out;

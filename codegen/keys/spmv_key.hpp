@@ -6,6 +6,8 @@
 // the row classifier in one launch, with the four vector bins' lanes in its key. Classify is the
 // row classifier itself ("spmv.classify.b256"): it reads only row_ptr, so its key has no value
 // type (value stays F32 in it, so that parse(to_string(k)) == k); get it from spmv_classify_key().
+// Gather ("spmv.gather.f32.b256") copies x into a plan's column order (SpmvConfig::reorder) before
+// the row kernels run.
 #include <compare>
 #include <string>
 #include <string_view>
@@ -16,7 +18,7 @@
 
 namespace dbsparse::codegen {
 
-enum class SpmvStrategy { Scalar, Vector, Block, LongRow, Classified, Classify };
+enum class SpmvStrategy { Scalar, Vector, Block, LongRow, Classified, Classify, Gather };
 const char* to_string(SpmvStrategy s);
 
 struct SpmvKey {

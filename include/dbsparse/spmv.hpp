@@ -26,6 +26,10 @@ struct SpmvConfig {
   int64_t longrow_chunk = 2048;
   double fold_share = 0.02;
   int fuse_bins = 1;
+  // degree: A's columns renumbered by decreasing count at plan time and x gathered into that order
+  // each call (one more launch, n reads and writes): the x entries the rows read most share cache
+  // lines. For scattered power-law graphs; A, x and y stay as the user gave them.
+  std::string reorder = "none";
 
   template <class V>
   void visit(V& v) {
@@ -44,6 +48,9 @@ struct SpmvConfig {
     v.integer("longrow_chunk", longrow_chunk, 256, int64_t{1} << 30, "entries per block of a split long row");
     v.number("fold_share", fold_share, 0.0, 1.0, "bins under this share of the nonzeros join the next wider one");
     v.integer("fuse_bins", fuse_bins, 0, 1, "1: every classified bin in one launch; 0: one launch per bin");
+    v.choice("reorder", reorder, {"none", "degree"},
+             "none; degree: A's columns by decreasing count, x gathered into that order each call (x, A and y as "
+             "given)");
   }
   // Rules between fields: block size a multiple of 32, lanes powers of two that grow from bin to
   // bin, and block_max_len past the widest vector bin. UsageError naming the keys.
@@ -57,8 +64,9 @@ class SpmvPlan {
   // No allocation, no compilation, no host synchronisation: safe to capture in a CUDA graph.
   // Several streams: calls on one plan may run concurrently when shares_call_state() is false
   // (every run only reads the plan). A plan with split long rows keeps per-call partial sums and
-  // arrival counters on the device; its calls must be ordered (one stream, or streams joined by
-  // events): give each concurrent stream its own plan.
+  // arrival counters on the device, and a plan in a column order (reorder degree) its copy of x;
+  // their calls must be ordered (one stream, or streams joined by events): give each concurrent
+  // stream its own plan.
   // x has cols() elements, y rows(). beta == 0 never reads y.
   void run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream, T alpha = T(1),
            T beta = T(0)) const;
@@ -77,7 +85,7 @@ class SpmvPlan {
   size_t launches() const { return launches_.size(); }
   const std::string& matrix_fingerprint() const { return matrix_fp_; }
   // True when runs write plan-owned device state (long-row partials): see run().
-  bool shares_call_state() const { return partial_.size() > 0; }
+  bool shares_call_state() const { return partial_.size() > 0 || x_order_.size() > 0; }
   // Multi-line: the kernel key, where its config came from, and what the JIT cost.
   std::string explain() const;
 
@@ -90,7 +98,7 @@ class SpmvPlan {
   DeviceBuffer<int32_t> row_ptr_, col_idx_;
   DeviceBuffer<T> values_;
   // What run() enqueues, fixed at plan time.
-  enum class LaunchKind { Rows, LongPartial, LongFinalize, Classified };
+  enum class LaunchKind { Gather, Rows, LongPartial, LongFinalize, Classified };
   struct Launch {
     void* fn = nullptr;  // CUfunction
     LaunchKind kind = LaunchKind::Rows;
@@ -105,6 +113,8 @@ class SpmvPlan {
   DeviceBuffer<T> partial_;                      // one partial sum per chunk
   DeviceBuffer<uint32_t> arrivals_;              // one-launch classified: chunks arrived per long row
   std::vector<int32_t> fused_;                   // its list offsets, counts and grid ends (one per bin each)
+  DeviceBuffer<int32_t> col_order_;              // reorder degree: new column -> the user's column
+  DeviceBuffer<T> x_order_;                      // x in that order, written by the Gather launch each call
   std::string layout_text_;
   Config config_;
   SpmvConfig typed_;

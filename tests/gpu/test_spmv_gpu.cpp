@@ -176,6 +176,17 @@ std::vector<nlohmann::json> strategy_configs() {
       p["block_size"] = b;
       configs.push_back(p);
     }
+  // A's columns in degree order (x gathered first): with every launch kind after the gather (the
+  // one-launch classified kernel, a kernel per bin with split long rows, one strategy).
+  for (const char* s : {"classified", "uniform", "scalar"}) {
+    auto p = config_to_json(SpmvConfig{});
+    p["strategy"] = s;
+    p["reorder"] = "degree";
+    configs.push_back(p);
+  }
+  auto ordered = small;  // one kernel per bin, long rows split into 256-entry chunks
+  ordered["reorder"] = "degree";
+  configs.push_back(ordered);
   return configs;
 }
 
@@ -272,4 +283,32 @@ TEST_CASE("SpmvClassifiedSplitsMixedRowsAndFoldsThinBins") {
   auto regular = generate("stencil3d:n=40,points=27").cast<float>();
   auto one = ctx().plan_spmv(regular, Config{"spmv", config_to_json(SpmvConfig{}), ConfigSource::Explicit, "test"});
   CHECK(one.launches() == 1);  // boundary rows fold into the interior's bin: one kernel, no list
+}
+
+// reorder degree: a second call with another x must read that x (the plan's ordered copy is
+// refreshed each call), inside a captured graph too, and explain names the order.
+TEST_CASE("SpmvColumnOrderMatchesReferenceCallAfterCall") {
+  const auto ad = generate("rmat:scale=14,ef=16,scramble=1");
+  const auto a = ad.cast<float>();
+  auto params = config_to_json(SpmvConfig{});
+  params["reorder"] = "degree";
+  auto plan = ctx().plan_spmv(a, Config{"spmv", params, ConfigSource::Explicit, "test"});
+  CHECK(plan.explain().find("columns in degree order") != std::string::npos);
+  CHECK(plan.shares_call_state());
+  Stream s(ctx());
+  DeviceBuffer<float> dy(static_cast<size_t>(a.rows));
+  for (uint64_t seed : {11, 12, 13}) {
+    CAPTURE(seed);
+    const auto x = dbs_test::random_vector<float>(a.cols, seed);
+    DeviceBuffer<float> dx{std::span<const float>(x)};
+    const auto ref = reference::spmv(a, std::span<const float>(x));
+    if (seed == 13) {
+      CudaGraph g = CudaGraph::capture(s, [&] { plan.run(dx, dy, s); });
+      g.replay(s);
+    } else {
+      plan.run(dx, dy, s);
+    }
+    s.synchronize();
+    CHECK(reference::relative_error(std::span<const double>(ref), std::span<const float>(dy.download())) <= tol_f32(ad));
+  }
 }

@@ -77,6 +77,10 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
       forced.params["strategy"] = "classified";
       forced.params["fuse_bins"] = 0;
     }
+    if (strategy == "cols-degree") {  // the default strategy, A's columns in degree order
+      forced.params["strategy"] = SpmvConfig{}.strategy;
+      forced.params["reorder"] = "degree";
+    }
     if (strategy.rfind("vector-l", 0) == 0) {  // vector with a fixed width, e.g. vector-l4
       forced.params["strategy"] = "vector";
       forced.params["lanes"] = std::stoi(strategy.substr(8));

@@ -37,7 +37,7 @@ for mode in "$@"; do
       echo "$mode rc $?"; grep -E "geomean|WRONG" "$OUT/spmm-graphs-full.txt" | cut -c1-200 | head -30 ;;
     spmv)
       $T "$B/dbsparse" bench spmv rmat:scale=20,ef=16,scramble=1 powerlaw:n=1000000,avg=16,alpha=1.5,max=100000 \
-        uniform:n=2000000,d=16 --no-shared --json "$OUT/spmv-irregular.json" >"$OUT/spmv-irregular.txt" 2>&1
+        uniform:n=2000000,d=16 --no-shared --strategy classified,cols-degree --json "$OUT/spmv-irregular.json" >"$OUT/spmv-irregular.txt" 2>&1
       echo "$mode rc $?"; grep -E "geomean|worst|WRONG" "$OUT/spmv-irregular.txt" | cut -c1-200 | head -20 ;;
     ncu)
       # Every csr_spmm_rows launch of one bench: auto, csr and csr-community, 2 calls each (and their

@@ -4,6 +4,9 @@
 
 #include "dbsparse/error.hpp"
 #include "dbsparse/tuning_db.hpp"
+#include "dbsparse/generators.hpp"
+#include "dbsparse/reference.hpp"
+#include "runtime/spmv/spmv_column_order.hpp"
 #include "runtime/spmv/spmv_strategy.hpp"
 
 using namespace dbsparse;
@@ -111,4 +114,35 @@ TEST_CASE("SpmvGridCoversEveryRow") {
   CHECK(spmv_grid(codegen::SpmvKey{ValueType::F32, SpmvStrategy::Vector, 256, 8}, 1000) == 32);
   CHECK(spmv_grid(codegen::SpmvKey{ValueType::F32, SpmvStrategy::Vector, 256, 32}, 9) == 2);
   CHECK(spmv_grid(codegen::SpmvKey{ValueType::F32, SpmvStrategy::Block, 256}, 1000) == 1000);
+}
+
+// reorder degree: the order is a permutation with counts non-increasing along it (ties in the
+// user's order), and A Q applied to Q^T x is A x entry for entry.
+TEST_CASE("SpmvDegreeColumnOrderIsAPermutationThatKeepsTheProduct") {
+  const auto a = dbsparse::generate("powerlaw:n=3000,avg=6,alpha=1.3,max=900,seed=4");
+  const auto o = spmv_degree_column_order(a.cols, a.col_idx);
+  REQUIRE(o.order.size() == static_cast<size_t>(a.cols));
+  REQUIRE(o.col_idx.size() == a.col_idx.size());
+  std::vector<int> seen(static_cast<size_t>(a.cols), 0), count(static_cast<size_t>(a.cols), 0);
+  for (int32_t c : a.col_idx) ++count[static_cast<size_t>(c)];
+  bool perm = true, sorted = true;
+  for (size_t k = 0; k < o.order.size(); ++k) {
+    perm = perm && o.order[k] >= 0 && o.order[k] < a.cols && seen[static_cast<size_t>(o.order[k])]++ == 0;
+    if (k > 0) {
+      const int prev = count[static_cast<size_t>(o.order[k - 1])], cur = count[static_cast<size_t>(o.order[k])];
+      sorted = sorted && (prev > cur || (prev == cur && o.order[k - 1] < o.order[k]));
+    }
+  }
+  CHECK(perm);
+  CHECK(sorted);
+  for (size_t p = 0; p < a.col_idx.size(); ++p) CHECK(o.order[static_cast<size_t>(o.col_idx[p])] == a.col_idx[p]);
+  std::vector<double> x(static_cast<size_t>(a.cols)), xq(static_cast<size_t>(a.cols));
+  for (int32_t c = 0; c < a.cols; ++c) x[static_cast<size_t>(c)] = 0.25 + (c % 13);
+  for (int32_t k = 0; k < a.cols; ++k) xq[static_cast<size_t>(k)] = x[static_cast<size_t>(o.order[static_cast<size_t>(k)])];
+  auto aq = a;
+  aq.col_idx = o.col_idx;
+  CHECK(reference::spmv(aq, std::span<const double>(xq)) == reference::spmv(a, std::span<const double>(x)));
+  // No columns, and columns no entry touches (they go last, in the user's order).
+  CHECK(spmv_degree_column_order(0, {}).order.empty());
+  CHECK(spmv_degree_column_order(4, {2, 2, 0}).order == std::vector<int32_t>{2, 0, 1, 3});
 }

@@ -1,0 +1,42 @@
+#pragma once
+// SpMV's column order (SpmvConfig::reorder = degree): A's columns renumbered by decreasing entry
+// count, so that x's entries the rows read most sit together and share cache lines (on a
+// scrambled power-law graph the hubs' x entries are spread over the whole vector otherwise).
+// The plan keeps A's rows and y in the user's order and gathers x into the new order each call
+// (spmv_gather.cuh): y = A x = (A Q)(Q^T x).
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "dbsparse/matrix.hpp"
+
+namespace dbsparse {
+
+struct SpmvColumnOrder {
+  std::vector<int32_t> order;    // new column -> the user's column (what the gather reads)
+  std::vector<int32_t> col_idx;  // A's entries' columns in the new numbering, entry for entry
+};
+
+// Columns by decreasing count, ties in the user's order: a counting sort, O(nnz + cols).
+inline SpmvColumnOrder spmv_degree_column_order(int32_t cols, const std::vector<int32_t>& col_idx) {
+  std::vector<int32_t> count(static_cast<size_t>(cols), 0);
+  int32_t most = 0;
+  for (int32_t c : col_idx) most = std::max(most, ++count[static_cast<size_t>(c)]);
+  // start[k]: the first new index of the columns with `most - k` entries.
+  std::vector<int64_t> start(static_cast<size_t>(most) + 2, 0);
+  for (int32_t c = 0; c < cols; ++c) ++start[static_cast<size_t>(most - count[static_cast<size_t>(c)]) + 1];
+  for (size_t k = 1; k < start.size(); ++k) start[k] += start[k - 1];
+  SpmvColumnOrder out;
+  out.order.resize(static_cast<size_t>(cols));
+  std::vector<int32_t> renumber(static_cast<size_t>(cols));
+  for (int32_t c = 0; c < cols; ++c) {
+    const auto slot = static_cast<int32_t>(start[static_cast<size_t>(most - count[static_cast<size_t>(c)])]++);
+    out.order[static_cast<size_t>(slot)] = c;
+    renumber[static_cast<size_t>(c)] = slot;
+  }
+  out.col_idx.resize(col_idx.size());
+  for (size_t p = 0; p < col_idx.size(); ++p) out.col_idx[p] = renumber[static_cast<size_t>(col_idx[p])];
+  return out;
+}
+
+}  // namespace dbsparse
