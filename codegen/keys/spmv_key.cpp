@@ -38,6 +38,7 @@ std::string SpmvKey::to_string() const {
                               codegen::to_string(value), block_size);
   if (strategy == SpmvStrategy::Vector) s += fmt::format(".l{}", lanes);
   if (strategy == SpmvStrategy::Classified) s += fmt::format(".l{}.l{}.l{}.l{}", lanes, lanes2, lanes3, lanes4);
+  if (offsets64) s += ".o64";
   return s;
 }
 
@@ -65,6 +66,10 @@ SpmvKey SpmvKey::parse(std::string_view text) {
     return k;
   }
   if (parts.size() < 4) bad_key(text, "expected at least 4 dot-separated parts");
+  if (parts.back() == "o64") {
+    k.offsets64 = true;
+    parts.pop_back();
+  }
   if (parts[1] == "scalar") k.strategy = SpmvStrategy::Scalar;
   else if (parts[1] == "vector") k.strategy = SpmvStrategy::Vector;
   else if (parts[1] == "block") k.strategy = SpmvStrategy::Block;
@@ -83,6 +88,9 @@ SpmvKey SpmvKey::parse(std::string_view text) {
   k.block_size = parse_number(text, parts[3], 'b', "block size");
   if (k.block_size < 32 || k.block_size > 1024 || k.block_size % 32 != 0)
     bad_key(text, "block size must be a multiple of 32 in [32, 1024]");
+  if (k.offsets64 && k.strategy != SpmvStrategy::Scalar && k.strategy != SpmvStrategy::Vector &&
+      k.strategy != SpmvStrategy::Block)
+    bad_key(text, "only scalar, vector and block keys take .o64 (64-bit row offsets)");
   int* lanes[] = {&k.lanes, &k.lanes2, &k.lanes3, &k.lanes4};
   for (size_t i = 0; i < lane_parts; ++i) {
     *lanes[i] = parse_number(text, parts[4 + i], 'l', "lanes");
@@ -103,14 +111,20 @@ KernelSource make_source(const SpmvKey& key) {
   if (key.strategy == SpmvStrategy::Classify && key.value != ValueType::F32)
     throw UsageError(fmt::format("spmv classify key with value type {}: it has none (use spmv_classify_key())",
                                  codegen::to_string(key.value)));
+  const bool o64_ok = key.strategy == SpmvStrategy::Scalar || key.strategy == SpmvStrategy::Vector ||
+                      key.strategy == SpmvStrategy::Block;
+  if (key.offsets64 && !o64_ok)
+    throw UsageError(fmt::format("spmv key {}: 64-bit row offsets are for the scalar, vector and block kernels only",
+                                 key.to_string()));
   KernelSource ks;
   ks.key = key.to_string();
   const char* t = cuda_type(key.value);
   const int b = key.block_size;
+  const char* o = key.offsets64 ? ", long long" : "";
   const char* header = "spmv_csr_scalar.cuh";
   switch (key.strategy) {
     case SpmvStrategy::Scalar:
-      ks.name_expressions = {fmt::format("dbs::spmv_csr_scalar<{}, {}>", t, b)};
+      ks.name_expressions = {fmt::format("dbs::spmv_csr_scalar<{}, {}{}>", t, b, o)};
       break;
     case SpmvStrategy::Classify:
       header = "spmv_classify.cuh";
@@ -118,11 +132,11 @@ KernelSource make_source(const SpmvKey& key) {
       break;
     case SpmvStrategy::Vector:
       header = "spmv_csr_vector.cuh";
-      ks.name_expressions = {fmt::format("dbs::spmv_csr_vector<{}, {}, {}>", t, b, key.lanes)};
+      ks.name_expressions = {fmt::format("dbs::spmv_csr_vector<{}, {}, {}{}>", t, b, key.lanes, o)};
       break;
     case SpmvStrategy::Block:
       header = "spmv_csr_block.cuh";
-      ks.name_expressions = {fmt::format("dbs::spmv_csr_block<{}, {}>", t, b)};
+      ks.name_expressions = {fmt::format("dbs::spmv_csr_block<{}, {}{}>", t, b, o)};
       break;
     case SpmvStrategy::Classified:
       header = "spmv_csr_classified.cuh";
@@ -160,6 +174,11 @@ std::vector<SpmvKey> spmv_search_space() {
     out.push_back(SpmvKey{v, SpmvStrategy::LongRow, 256});
     out.push_back(SpmvKey{v, SpmvStrategy::Classified, 256, 2, 4, 8, 32});
     out.push_back(SpmvKey{v, SpmvStrategy::Gather, 256});
+    for (SpmvKey k : {SpmvKey{v, SpmvStrategy::Scalar, 256}, SpmvKey{v, SpmvStrategy::Vector, 256, 8},
+                      SpmvKey{v, SpmvStrategy::Vector, 256, 32}, SpmvKey{v, SpmvStrategy::Block, 256}}) {
+      k.offsets64 = true;
+      out.push_back(k);
+    }
   }
   out.push_back(spmv_classify_key());
   return out;

@@ -3,7 +3,8 @@
 // "spmv.scalar.f32.b256", "spmv.vector.f32.b256.l8" or "spmv.classified.f32.b256.l2.l4.l8.l32". The text names the kernel, keys both caches
 // and appears in logs. Strategies follow adaptive-csr-spmv.txt: a thread, LANES lanes, a block,
 // or several blocks per row (long-row split, with a finalize pass); Classified serves every bin of
-// the row classifier in one launch, with the four vector bins' lanes in its key. Classify is the
+// the row classifier in one launch, with the four vector bins' lanes in its key. A key ending
+// ".o64" (e.g. "spmv.vector.f32.b256.l8.o64") reads 64-bit row offsets. Classify is the
 // row classifier itself ("spmv.classify.b256"): it reads only row_ptr, so its key has no value
 // type (value stays F32 in it, so that parse(to_string(k)) == k); get it from spmv_classify_key().
 // Gather ("spmv.gather.f32.b256") copies x into a plan's column order (SpmvConfig::reorder) before
@@ -27,6 +28,9 @@ struct SpmvKey {
   int block_size = 256;  // threads per block: a multiple of 32 in [32, 1024]
   int lanes = 0;         // Vector, Classified: lanes per row, 2..32, a power of two; 0 otherwise
   int lanes2 = 0, lanes3 = 0, lanes4 = 0;  // Classified only: the other vector bins' lanes
+  // Scalar, Vector, Block: 64-bit row offsets (a matrix past 2^31 entries, plan_spmv of a
+  // DeviceCsrView64); text ".o64" at the end, nothing for 32-bit ones.
+  bool offsets64 = false;
 
   std::string to_string() const;
   // Throws UsageError naming the malformed part.

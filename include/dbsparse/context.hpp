@@ -182,6 +182,8 @@ class SpgemmPlan;
 struct SpgemmOptions;
 template <class T>
 struct DeviceCsrView;
+template <class T>
+struct DeviceCsrView64;
 class SpmmPlan;
 struct SpmmOptions;
 struct PatternGraph;
@@ -211,6 +213,12 @@ class Context {
   // With a given config instead of the database's: for the tuner and for ablations.
   template <class T>
   SpmvPlan<T> plan_spmv(const CsrMatrix<T>& a, const Config& config);
+  // A matrix already on the device with 64-bit row offsets, as large as the GPU holds (nnz past
+  // 2^31): one kernel for every row (the config's strategy; classified takes the uniform choice,
+  // longrow and reorder are refused), reading the caller's arrays, which must outlive the plan.
+  // config null: SpmvConfig's defaults (a device view is not fingerprinted for the tuning DB).
+  template <class T>
+  SpmvPlan<T> plan_spmv(const DeviceCsrView64<T>& a, const Config* config = nullptr);
 
   // Converts A to the DB format (thresholds th0..th2 from the config look-up) and JIT-compiles the
   // variant for the block types present.

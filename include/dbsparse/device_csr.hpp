@@ -21,6 +21,19 @@ struct DeviceCsrView {
   const T* values = nullptr;         // nnz
 };
 
+// The same with 64-bit row offsets: nnz may pass 2^31 (rows and columns stay int32), for matrices
+// a CsrMatrix cannot hold, built on the device (PyTorch's CSR tensors have int64 offsets too).
+// What Context::plan_spmv(const DeviceCsrView64&) reads.
+template <class T>
+struct DeviceCsrView64 {
+  int32_t rows = 0;
+  int32_t cols = 0;
+  int64_t nnz = 0;
+  const int64_t* row_ptr = nullptr;  // rows + 1
+  const int32_t* col_idx = nullptr;  // nnz
+  const T* values = nullptr;         // nnz
+};
+
 // A host CsrMatrix uploaded (synchronously); every array has at least one element, so that no
 // kernel parameter is a null pointer.
 template <class T>

@@ -113,6 +113,7 @@ class SpmvPlan {
   DeviceBuffer<T> partial_;                      // one partial sum per chunk
   DeviceBuffer<uint32_t> arrivals_;              // one-launch classified: chunks arrived per long row
   std::vector<int32_t> fused_;                   // its list offsets, counts and grid ends (one per bin each)
+  uint64_t view_row_ptr_ = 0, view_col_idx_ = 0, view_values_ = 0;  // a DeviceCsrView64's arrays (not owned)
   DeviceBuffer<int32_t> col_order_;              // reorder degree: new column -> the user's column
   DeviceBuffer<T> x_order_;                      // x in that order, written by the Gather launch each call
   std::string layout_text_;

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "codegen/keys/spmv_key.hpp"
+#include "dbsparse/device_csr.hpp"
 #include "dbsparse/abi/spmv.h"
 #include "dbsparse/features.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
@@ -268,6 +269,48 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
 }
 
 template <class T>
+SpmvPlan<T> Context::plan_spmv(const DeviceCsrView64<T>& a, const Config* config) {
+  using codegen::SpmvStrategy;
+  make_current();
+  if (a.rows < 0 || a.cols < 0 || a.nnz < 0)
+    throw UsageError(fmt::format("plan_spmv (64-bit offsets): rows {}, cols {} and nnz {} must not be negative", a.rows,
+                                 a.cols, a.nnz));
+  if ((a.rows > 0 && !a.row_ptr) || (a.nnz > 0 && (!a.col_idx || !a.values)))
+    throw UsageError("plan_spmv (64-bit offsets): a null array in the view (row_ptr needs rows + 1 entries, col_idx "
+                     "and values nnz)");
+  SpmvPlan<T> plan;
+  plan.rows_ = a.rows;
+  plan.cols_ = a.cols;
+  plan.nnz_ = a.nnz;
+  plan.matrix_fp_ = "device view (not fingerprinted)";
+  plan.config_ = config ? *config : Config{"spmv", config_to_json(SpmvConfig{}), ConfigSource::Default, "device view"};
+  plan.typed_ = config_from_json<SpmvConfig>(plan.config_.params);
+  plan.config_.params = config_to_json(plan.typed_);
+  SpmvConfig one = plan.typed_;
+  if (one.strategy == "longrow")
+    throw UsageError("plan_spmv (64-bit offsets): strategy longrow is not available; scalar, vector, block or uniform");
+  if (one.reorder != "none")
+    throw UsageError("plan_spmv (64-bit offsets): reorder " + one.reorder + " needs A on the host (a CsrMatrix)");
+  const bool took_uniform = one.strategy == "classified";
+  if (took_uniform) one.strategy = "uniform";
+  codegen::SpmvKey key = choose_spmv_key(one, a.rows, a.nnz, codegen::value_type_of<T>());
+  if (key.strategy == SpmvStrategy::LongRow) key = codegen::SpmvKey{key.value, SpmvStrategy::Block, one.block_size};
+  key.offsets64 = true;
+  auto loaded = modules_->get(codegen::make_source(key), info_.arch());
+  plan.kernels_.push_back(loaded.info);
+  plan.view_row_ptr_ = reinterpret_cast<uintptr_t>(a.row_ptr);
+  plan.view_col_idx_ = reinterpret_cast<uintptr_t>(a.col_idx);
+  plan.view_values_ = reinterpret_cast<uintptr_t>(a.values);
+  if (a.rows > 0)
+    plan.launches_.push_back({loaded.fns.at(0), SpmvPlan<T>::LaunchKind::Rows,
+                              static_cast<unsigned>(spmv_grid(key, a.rows)), static_cast<unsigned>(key.block_size),
+                              a.rows, 0});
+  plan.layout_text_ = fmt::format("  64-bit row offsets, the caller's device arrays: one launch of {} for every row{}\n",
+                                  key.to_string(), took_uniform ? " (classified takes the uniform choice here)" : "");
+  return plan;
+}
+
+template <class T>
 void SpmvPlan<T>::run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream, T alpha,
                       T beta) const {
   if (x.size() != static_cast<size_t>(cols_) || y.size() != static_cast<size_t>(rows_))
@@ -278,7 +321,8 @@ void SpmvPlan<T>::run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream
 
 template <class T>
 void SpmvPlan<T>::run(uint64_t x, uint64_t y, void* stream, T alpha, T beta) const {
-  CUdeviceptr rp = row_ptr_.ptr(), ci = col_idx_.ptr(), va = values_.ptr();
+  CUdeviceptr rp = view_row_ptr_ ? view_row_ptr_ : row_ptr_.ptr(), ci = view_row_ptr_ ? view_col_idx_ : col_idx_.ptr(),
+              va = view_row_ptr_ ? view_values_ : values_.ptr();
   CUdeviceptr xp = x, yp = y, ch = chunks_.ptr(), pa = partial_.ptr(), cptr = chunk_ptr_.ptr();
   CUdeviceptr order = col_order_.ptr(), xo = x_order_.ptr();
   for (const Launch& l : launches_) {
@@ -331,5 +375,7 @@ template SpmvPlan<float> Context::plan_spmv(const CsrMatrix<float>&);
 template SpmvPlan<double> Context::plan_spmv(const CsrMatrix<double>&);
 template SpmvPlan<float> Context::plan_spmv(const CsrMatrix<float>&, const Config&);
 template SpmvPlan<double> Context::plan_spmv(const CsrMatrix<double>&, const Config&);
+template SpmvPlan<float> Context::plan_spmv(const DeviceCsrView64<float>&, const Config*);
+template SpmvPlan<double> Context::plan_spmv(const DeviceCsrView64<double>&, const Config*);
 
 }  // namespace dbsparse

@@ -66,8 +66,9 @@ __device__ __forceinline__ void axpby_store(T* y, T acc, T alpha, T beta) {
 // In f32, four accumulators (one per slot) also shorten each serial sum four times (a 120000-entry
 // row summed by one thread drifted past 1e-5 relative error with one); in f64 they cost 16
 // registers (32 -> 48, occupancy 100% -> 62%) and 20-40% of the time, for precision not needed.
-template <typename T, int STRIDE>
-__device__ __forceinline__ T strided_dot(int j, int end, const int* __restrict__ col_idx,
+// O: the entry index, int or long long (a plan with 64-bit row offsets, past 2^31 entries).
+template <typename T, int STRIDE, typename O>
+__device__ __forceinline__ T strided_dot(O j, O end, const int* __restrict__ col_idx,
                                          const T* __restrict__ vals, const T* __restrict__ x) {
   constexpr int kAcc = sizeof(T) == 4 ? 4 : 1;
   T acc[4] = {T(0), T(0), T(0), T(0)};
@@ -76,7 +77,7 @@ __device__ __forceinline__ T strided_dot(int j, int end, const int* __restrict__
     T v[4];
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
-      const int k = j + u * STRIDE;
+      const O k = j + (O)(u * STRIDE);
       c[u] = k < end ? col_idx[k] : -1;
       v[u] = k < end ? vals[k] : T(0);
     }

@@ -6,10 +6,11 @@
 
 namespace dbs {
 
-// A standalone row kernel's parameters, gathered for its row body.
-template <typename T>
+// A standalone row kernel's parameters, gathered for its row body. O: the row offsets' type (int,
+// or long long past 2^31 entries).
+template <typename T, typename O = int>
 struct CsrRows {
-  const int* row_ptr;
+  const O* row_ptr;
   const int* col_idx;
   const T* vals;
   const T* x;

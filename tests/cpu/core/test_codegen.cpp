@@ -31,6 +31,17 @@ TEST_CASE("SpmvKeyRoundTripsThroughText") {
   CHECK(SpmvKey{ValueType::F64, SpmvStrategy::Scalar, 128}.to_string() == "spmv.scalar.f64.b128");
   CHECK(SpmvKey{ValueType::F32, SpmvStrategy::Vector, 256, 16}.to_string() == "spmv.vector.f32.b256.l16");
   CHECK(SpmvKey{ValueType::F32, SpmvStrategy::LongRow, 512}.to_string() == "spmv.longrow.f32.b512");
+  // 64-bit row offsets: ".o64" last, on the scalar, vector and block kernels only.
+  SpmvKey o64{ValueType::F32, SpmvStrategy::Vector, 256, 8};
+  o64.offsets64 = true;
+  CHECK(o64.to_string() == "spmv.vector.f32.b256.l8.o64");
+  CHECK(SpmvKey::parse("spmv.vector.f32.b256.l8.o64") == o64);
+  CHECK(make_source(o64).name_expressions.at(0) == "dbs::spmv_csr_vector<float, 256, 8, long long>");
+  CHECK_THROWS_AS(SpmvKey::parse("spmv.longrow.f32.b256.o64"), UsageError);
+  CHECK_THROWS_AS(SpmvKey::parse("spmv.classify.b256.o64"), UsageError);
+  SpmvKey longrow{ValueType::F32, SpmvStrategy::LongRow, 256};
+  longrow.offsets64 = true;
+  CHECK_THROWS_AS(make_source(longrow), UsageError);
 }
 
 TEST_CASE("SpmvClassifyKeyRoundTripsAndIsAVariant") {
