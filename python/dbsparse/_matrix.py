@@ -84,3 +84,42 @@ def device_csr(a, name):
         return (a.shape[0], a.shape[1], int(v.size), ip.data.ptr, ix.data.ptr, v.data.ptr, (ip, ix, v, a), "cupy", dt,
                 v.device.id)
     return None
+
+
+def device_csr64(a, name):
+    """(rows, cols, nnz, indptr, indices, data, keep, framework, dtype, device) of a device CSR matrix
+    for SpMV with 64-bit row offsets: int64 indptr, int32 indices (int64 indices are narrowed: a
+    copy, kept in `keep`), the values read in place. None for anything else."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(a, torch.Tensor):
+        if a.layout != torch.sparse_csr or not a.is_cuda:
+            return None
+        ip, ix, v = a.crow_indices().to(torch.int64), a.col_indices().to(torch.int32), a.values().contiguous()
+        dt = {torch.float32: "f32", torch.float64: "f64"}.get(v.dtype)
+        if dt is None:
+            raise UsageError(f"{name}: values {v.dtype}; SpMV takes float32 or float64")
+        return (a.shape[0], a.shape[1], v.numel(), ip.data_ptr(), ix.data_ptr(), v.data_ptr(), (ip, ix, v), "torch", dt,
+                a.device.index)
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and type(a).__module__.startswith("cupyx") and _scipy_like(a):
+        if a.format != "csr":
+            a = a.tocsr()
+        ip, ix, v = a.indptr.astype(cupy.int64), a.indices.astype(cupy.int32, copy=False), a.data
+        dt = {"float32": "f32", "float64": "f64"}.get(str(v.dtype))
+        if dt is None:
+            raise UsageError(f"{name}: values {v.dtype}; SpMV takes float32 or float64")
+        return (a.shape[0], a.shape[1], int(v.size), ip.data.ptr, ix.data.ptr, v.data.ptr, (ip, ix, v, a), "cupy", dt,
+                v.device.id)
+    return None
+
+
+def device_nnz(a):
+    """Stored entries of a torch or CuPy CUDA CSR matrix without touching its arrays; None otherwise."""
+    torch = sys.modules.get("torch")
+    if torch is not None and isinstance(a, torch.Tensor):
+        return a.values().numel() if a.layout == torch.sparse_csr and a.is_cuda else None
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and type(a).__module__.startswith("cupyx") and _scipy_like(a) and a.format == "csr":
+        return int(a.nnz)
+    return None
+

@@ -68,9 +68,32 @@ class SpmvPlan(_Plan):
         return (self._plan.rows, self._plan.cols)
 
 
-def plan_spmv(a, dtype=None, device=None):
+_INT32_MAX = 2**31 - 1
+
+
+def plan_spmv(a, dtype=None, device=None, offsets64=None):
     """Plans SpMV for A (a SciPy, CuPy or torch sparse matrix; analysed once on the host). dtype:
-    'f32' or 'f64' (default: A's)."""
+    'f32' or 'f64' (default: A's).
+
+    A torch or CuPy CSR matrix already on the GPU with more than 2^31 - 1 entries (past what the
+    host path's int32 offsets hold) is planned in place with 64-bit row offsets: its values are read
+    where they are, its column indices narrowed to int32 once (a copy the plan keeps), and the plan
+    keeps the matrix alive. offsets64=True takes that path at any size, False never."""
+    nnz = mat.device_nnz(a)
+    if offsets64 or (offsets64 is None and nnz is not None and nnz > _INT32_MAX):
+        d = mat.device_csr64(a, "A")
+        if d is None:
+            raise UsageError("A: 64-bit offsets need a torch or CuPy CSR matrix on the GPU")
+        if dtype is not None and dtype != d[8]:
+            raise UsageError(f"dtype: a device matrix is read in place, so dtype must be its own ({d[8]}), got {dtype}")
+        dev = d[9] if device is None else int(device)
+        if dev != d[9]:
+            raise UsageError(f"device: A is on CUDA device {d[9]}, not {dev}")
+        ctx = context(dev)
+        p = (_core.plan_spmv_view64F32 if d[8] == "f32" else _core.plan_spmv_view64F64)(ctx, *d[:6])
+        plan = SpmvPlan("spmv", p, ctx, dev)
+        plan.dtype, plan._keep = d[8], d[6]
+        return plan
     dt = dtype or mat.value_dtype(a)
     if dt not in ("f32", "f64"):
         raise UsageError(f"dtype: SpMV takes f32 or f64, got {dt}")

@@ -2,6 +2,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bind.hpp"
+#include "dbsparse/device_csr.hpp"
 #include "dbsparse/error.hpp"
 #include "dbsparse/spmspv.hpp"
 #include "dbsparse/spmv.hpp"
@@ -34,6 +35,17 @@ void bind_one(nb::module_& m, const char* suffix) {
       .def("config_json", [](const Spmv& p) { return config_json(p.config()); });
   m.def((std::string("plan_spmv") + suffix).c_str(),
         [](Context& ctx, const CsrMatrix<T>& a) { return ctx.plan_spmv(a); }, nb::keep_alive<0, 1>(), nogil);
+  // A CSR matrix already on the device with int64 row offsets (the arrays stay the caller's: the
+  // Python plan keeps them alive).
+  m.def((std::string("plan_spmv_view64") + suffix).c_str(),
+        [](Context& ctx, int32_t rows, int32_t cols, int64_t nnz, uint64_t row_ptr, uint64_t col_idx, uint64_t values) {
+          const dbsparse::DeviceCsrView64<T> v{rows, cols, nnz, reinterpret_cast<const int64_t*>(row_ptr),
+                                               reinterpret_cast<const int32_t*>(col_idx),
+                                               reinterpret_cast<const T*>(values)};
+          return ctx.plan_spmv(v);
+        },
+        nb::arg("ctx"), nb::arg("rows"), nb::arg("cols"), nb::arg("nnz"), nb::arg("row_ptr"), nb::arg("col_idx"),
+        nb::arg("values"), nb::keep_alive<0, 1>(), nogil);
 
   nb::class_<Spmspv>(m, (std::string("SpmspvPlan") + suffix).c_str())
       .def(

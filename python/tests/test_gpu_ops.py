@@ -237,3 +237,21 @@ def test_cupy_arrays_in_and_out():
     np.testing.assert_allclose(cupy.asnumpy(y), a @ cupy.asnumpy(x), rtol=1e-4, atol=1e-4)
     c = dbsparse.spgemm(csp.csr_matrix(a), csp.csr_matrix(a.T.tocsr()))
     np.testing.assert_allclose(c.toarray().get(), (a @ a.T).toarray(), rtol=1e-4, atol=1e-5)
+
+
+@gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_spmv_with_64bit_offsets_reads_a_torch_csr_in_place(dtype):
+    # The path a CUDA CSR past 2^31 entries takes (forced here at a small size): int64 row offsets,
+    # the values read where they are.
+    a = rand(3000, 2000, 0.01, 5, dtype)
+    t = torch.sparse_csr_tensor(torch.as_tensor(a.indptr, dtype=torch.int64), torch.as_tensor(a.indices, dtype=torch.int64),
+                                torch.as_tensor(a.data), size=a.shape).cuda()
+    plan = dbsparse.plan_spmv(t, offsets64=True)
+    assert ".o64" in plan.explain()["text"]
+    x = np.random.default_rng(6).standard_normal(2000).astype(dtype)
+    np.testing.assert_allclose(plan(cuda(x)).cpu().numpy(), a @ x, rtol=1e-4, atol=1e-4)
+    with pytest.raises(dbsparse.UsageError, match="read in place"):
+        dbsparse.plan_spmv(t, dtype="f64" if dtype == np.float32 else "f32", offsets64=True)
+    with pytest.raises(dbsparse.UsageError, match="64-bit offsets need"):
+        dbsparse.plan_spmv(a, offsets64=True)
