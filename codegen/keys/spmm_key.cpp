@@ -161,6 +161,16 @@ std::vector<SpmmKey> spmm_search_space() {
     for (int v : {1, 4})
       for (int l : {1, 2, 4, 8, 16, 32})
         for (int w : {2, 4, 8}) out.push_back(SpmmKey{SpmmKernelPath::Csr, 1, 4, w, v, l, t});  // SpmmConfig::csr_warps
+    // Rows a warp (csr_rows_per_warp; the plan picks 2 or 4 for short rows at N <= 64) at the
+    // default 4 warps: every lanes count that leaves room for them.
+    for (int v : {1, 4})
+      for (int l : {1, 2, 4, 8, 16})
+        for (int r : {2, 4})
+          if (l * r <= 32) {
+            SpmmKey k{SpmmKernelPath::Csr, 1, 4, 4, v, l, t};
+            k.rows = r;
+            out.push_back(k);
+          }
   }
   return out;
 }

@@ -44,6 +44,7 @@ for mode in "$@"; do
       # no sanitizer), in the order given, until $SAN_BUDGET seconds (default 500) from the start:
       # whole test patterns under a sanitizer outlast a device call, single cases spread over the
       # host's cores. A summary line a case in cases-summary.txt; cases not started are named.
+      # $SAN_DONE: see below.
       deadline=$(( t0 + ${SAN_BUDGET:-500} ))
       mkdir -p "$OUT/cases"
       case_one() {
@@ -63,7 +64,14 @@ for mode in "$@"; do
         echo "$tool $tc rc=$rc $(grep -E 'test cases' "$log" | tail -1 | grep -Eo '[0-9]+ passed \| *[0-9]+ failed') ${errs:-} $(( $(date +%s) - s0 )) s" \
           >>"$OUT/cases-summary.txt"
       }
+      # $SAN_DONE: earlier cases-summary files (space-separated); a (tool, case) they show passed
+      # with rc 0 is not run again.
       declare -A queued=()
+      for f in ${SAN_DONE:-}; do
+        while read -r tool tc rest; do
+          case $rest in "rc=0 1 passed"*) queued[$tool:$tc]=1 ;; esac
+        done <"$f"
+      done
       for entry in ${CASES:-}; do
         tool=${entry%%:*}
         while IFS= read -r tc; do

@@ -9,10 +9,13 @@ rm -rf .device/bin && mkdir -p .device/bin .device/matrices .device/cache
 cp build/dbsparse build/dbtune build/tests/test_gpu build/tests/test_cpu build/tests/test_nvrtc .device/bin/
 strip --strip-debug .device/bin/*
 if [ -d ../shared/matrices ]; then cp -u ../shared/matrices/*.mtx .device/matrices/; fi
-# spmv only: NVRTC here takes ~1 s a kernel for the big spmspv variants, about 30x the H200 host.
+# spmv, bfs and spmm: NVRTC here takes ~1 s a kernel for the big spmspv variants, about 30x the H200 host.
 rm -rf .device/cache && mkdir -p .device/cache
 DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op spmv >/dev/null
 DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op bfs >/dev/null
+# SpMM too (~2 min here, 12 MB): a fresh H200 spent its tests' whole 170 s compiling SpMM kernels
+# (2026-12-04, s24 run 1).
+DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op spmm >/dev/null
 # The Python extension is built ON the device (its Python 3.12; see tools/device/python_run.sh):
 # carry the static library, the headers it was built with, the sqlite/zlib archives and the wheels
 # of nanobind and pytest (the device reaches no registry), unpacked.
