@@ -1,6 +1,7 @@
 #include "codegen/keys/spmm_key.hpp"
 
 #include <charconv>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -49,6 +50,8 @@ void check(const SpmmKey& k, std::string_view text) {
     if (k.lanes * k.rows > 32)
       bad_key(text, fmt::format("lanes {} x rows {}: a warp has 32 lanes", k.lanes, k.rows));
   }
+  if (k.offsets64 && (k.path != SpmmKernelPath::Csr || k.value != SpmmValue::F32))
+    bad_key(text, "64-bit row offsets (.o64) are for f32 csr keys only");
 }
 
 }  // namespace
@@ -67,13 +70,17 @@ std::string SpmmKey::to_string() const {
   const std::string v = value == SpmmValue::F32 ? "" : fmt::format(".{}", codegen::to_string(value));
   if (path == SpmmKernelPath::Brp) return fmt::format("spmm.brp{}.f{}.g{}.w{}", v, f, g, warps);
   const std::string r = rows == 1 ? "" : fmt::format(".r{}", rows);
-  return fmt::format("spmm.csr{}.v{}.l{}.w{}{}", v, vec, lanes, warps, r);
+  return fmt::format("spmm.csr{}.v{}.l{}.w{}{}{}", v, vec, lanes, warps, r, offsets64 ? ".o64" : "");
 }
 
 SpmmKey SpmmKey::parse(std::string_view text) {
   auto p = split_key(text, '.');
   if (p.size() < 2 || p[0] != "spmm") bad_key(text, "op must be 'spmm'");
   SpmmKey k;
+  if (p.size() > 2 && p.back() == "o64") {  // 64-bit row offsets: always the last part
+    k.offsets64 = true;
+    p.pop_back();
+  }
   // The value type is the part after the path, when there is one: f16, bf16, or anything that
   // is not a field's part (f<n>, v<n>) is read as one. "f32" is never written (to_string) and so
   // never read, which keeps one text per key. (A csr key's sixth part may be .r<rows> instead.)
@@ -139,6 +146,11 @@ KernelSource make_source(const SpmmKey& key) {
     if (!f32) ks.name_expressions.push_back(fmt::format("dbs::spmm_finalize16<{}>", v));
   } else {
     ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spmm_rows.cuh\"\n", ks.key);
+    if (key.offsets64) {  // one kernel: no pieces (nothing is cut), f32 only (check)
+      ks.name_expressions = {fmt::format("dbs::csr_spmm_rows64<{}, {}, {}, {}, {}>", v, key.warps, key.vec, key.lanes,
+                                         key.rows)};
+      return ks;
+    }
     // f16 / bf16: csr_spmm_rows16, which also takes the cut rows' f32 workspace (abi::SpmmAcc).
     const char* rows = key.value == SpmmValue::F32 ? "csr_spmm_rows" : "csr_spmm_rows16";
     // R (rows a warp) is named only past 1: the rows-1 keys' texts and sources stay as they were.
@@ -171,6 +183,14 @@ std::vector<SpmmKey> spmm_search_space() {
             k.rows = r;
             out.push_back(k);
           }
+  }
+  // 64-bit row offsets (f32): the float4 kernel at n = 32 (8 lanes, 4 rows a warp) and n = 128,
+  // and the scalar one.
+  for (auto [v, l, r] : {std::tuple{4, 8, 4}, std::tuple{4, 8, 1}, std::tuple{4, 32, 1}, std::tuple{1, 32, 1}}) {
+    SpmmKey k{SpmmKernelPath::Csr, 1, 4, 4, v, l};
+    k.rows = r;
+    k.offsets64 = true;
+    out.push_back(k);
   }
   return out;
 }

@@ -264,6 +264,12 @@ class Context {
   SpmmPlan plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions& options);
   template <class T>
   SpmmPlan plan_spmm(const CsrMatrix<T>& a, int n_cols);
+  // A matrix already on the device with 64-bit row offsets (nnz past 2^31), f32: the CSR path
+  // with rows in A's order and none cut (a long row stays with one warp), reading the caller's
+  // arrays, which must outlive the plan. The options' path must be auto or csr, dtype f32 and the
+  // config's reorder auto or none; config null: SpmmConfig's defaults (not fingerprinted).
+  SpmmPlan plan_spmm(const DeviceCsrView64<float>& a, int n_cols, const SpmmOptions& options);
+  SpmmPlan plan_spmm(const DeviceCsrView64<float>& a, int n_cols);
 
   detail::ModuleRegistry& modules() const { return *modules_; }
   // Side streams for independent launches of one run (runtime/gpu/fork_join.hpp), made on first use.

@@ -14,6 +14,7 @@
 #include "dbsparse/abi/spmm.h"
 #include "dbsparse/brp.hpp"
 #include "dbsparse/brp_device.hpp"
+#include "dbsparse/device_csr.hpp"
 #include "dbsparse/features.hpp"
 #include "dbsparse/half.hpp"
 #include "dbsparse/tc_condensed.hpp"
@@ -223,6 +224,8 @@ struct SpmmPlan::Impl {
   unsigned tc_grid = 1, tc_pieces_grid = 1;
   bool vec4 = false;
   std::vector<KernelInfo> kernels;
+  // A DeviceCsrView64's arrays (not owned): the plan runs csr_spmm_rows64 on them.
+  uint64_t view_row_ptr64 = 0, view_col_idx = 0, view_vals = 0;
 
   abi::SpmmAcc acc() const {
     abi::SpmmAcc w{};
@@ -525,6 +528,75 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
   }
 }
 
+SpmmPlan Context::plan_spmm(const DeviceCsrView64<float>& a, int n_cols) { return plan_spmm(a, n_cols, SpmmOptions{}); }
+
+SpmmPlan Context::plan_spmm(const DeviceCsrView64<float>& a, int n_cols, const SpmmOptions& opt) {
+  if (n_cols < 1 || n_cols > abi::kSpmmMaxCols)
+    throw UsageError(fmt::format("plan_spmm: n_cols must be in 1 .. {}, got {}", abi::kSpmmMaxCols, n_cols));
+  if (a.rows < 0 || a.cols < 0 || a.nnz < 0)
+    throw UsageError(fmt::format("plan_spmm (64-bit offsets): rows {}, cols {} and nnz {} must not be negative", a.rows,
+                                 a.cols, a.nnz));
+  if ((a.rows > 0 && !a.row_ptr) || (a.nnz > 0 && (!a.col_idx || !a.values)))
+    throw UsageError("plan_spmm (64-bit offsets): a null array in the view (row_ptr needs rows + 1 entries, col_idx "
+                     "and values nnz)");
+  if (opt.dtype != SpmmDtype::F32)
+    throw UsageError("plan_spmm (64-bit offsets): f32 only (a 16-bit A would be a copy of the caller's values)");
+  if (opt.path == SpmmPath::Brp || opt.path == SpmmPath::Condensed)
+    throw UsageError(fmt::format("plan_spmm (64-bit offsets): the CSR path only, not {}", to_string(opt.path)));
+  make_current();
+  auto p = std::make_unique<SpmmPlan::Impl>();
+  p->config = opt.config ? *opt.config
+                         : Config{"spmm", config_to_json(SpmmConfig{}), ConfigSource::Default, "device view"};
+  p->typed = config_from_json<SpmmConfig>(p->config.params);
+  p->config.params = config_to_json(p->typed);
+  if (opt.reorder && *opt.reorder != Reorder::None)
+    throw UsageError("plan_spmm (64-bit offsets): rows are taken in A's order (reorder none)");
+  if (p->typed.reorder != "auto" && p->typed.reorder != "none")
+    throw UsageError("plan_spmm (64-bit offsets): reorder " + p->typed.reorder + " needs A on the host");
+  if (p->typed.path == "brp" || p->typed.path == "condensed")
+    throw UsageError("plan_spmm (64-bit offsets): the config asks for path " + p->typed.path + "; the CSR path only");
+  p->rows = a.rows;
+  p->cols = a.cols;
+  p->nnz = a.nnz;
+  p->n = n_cols;
+  p->dtype = SpmmDtype::F32;
+  p->asked = opt.path == SpmmPath::Auto && p->typed.path == "auto" ? SpmmPath::Auto : SpmmPath::CsrCudaCore;
+  p->path = SpmmPath::CsrCudaCore;
+  p->csr_rows = a.rows;
+  p->csr_warps = p->typed.csr_warps;
+  p->vec4 = n_cols % 4 == 0;
+  auto rows_for = [&](int vec) {
+    const int lanes = csr_lanes(n_cols, vec);
+    const int asked = p->typed.csr_rows_per_warp > 0 ? p->typed.csr_rows_per_warp
+                                                      : auto_rows_per_warp(lanes, a.nnz, a.rows, info_.sm_count);
+    return std::min(asked, 32 / lanes);
+  };
+  auto load = [&](int vec, int rows) {
+    codegen::SpmmKey k{codegen::SpmmKernelPath::Csr, 1, 4, p->csr_warps, vec, csr_lanes(n_cols, vec)};
+    k.rows = rows;
+    k.offsets64 = true;
+    auto loaded = modules_->get(codegen::make_source(k), info_.arch());
+    p->kernels.push_back(loaded.info);
+    return loaded.fns.at(0);
+  };
+  p->csr_rows1 = rows_for(1);
+  p->rows1 = load(1, p->csr_rows1);
+  if (p->vec4) {
+    p->csr_rows4 = rows_for(4);
+    p->rows4 = load(4, p->csr_rows4);
+  }
+  auto grid_for = [&](int rows_a_warp) {
+    const int64_t units = (int64_t{a.rows} + rows_a_warp - 1) / rows_a_warp;
+    return static_cast<unsigned>(std::max<int64_t>(1, (units + p->csr_warps - 1) / p->csr_warps));
+  };
+  p->csr_grid1 = grid_for(p->csr_rows1);
+  p->csr_grid4 = grid_for(p->csr_rows4);
+  p->view_row_ptr64 = reinterpret_cast<uintptr_t>(a.row_ptr);
+  p->view_col_idx = reinterpret_cast<uintptr_t>(a.col_idx);
+  p->view_vals = reinterpret_cast<uintptr_t>(a.values);
+  return SpmmPlan(std::move(p));
+}
+
 SpmmPlan::SpmmPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 SpmmPlan::SpmmPlan(SpmmPlan&&) noexcept = default;
 SpmmPlan& SpmmPlan::operator=(SpmmPlan&&) noexcept = default;
@@ -608,6 +680,14 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
   const uint64_t vec_bytes = 4 * static_cast<uint64_t>(spmm_value_bytes(p.dtype));
   const bool v4 = p.vec4 && b % vec_bytes == 0 && c % vec_bytes == 0;
   const CUfunction rows_fn = v4 ? p.rows4 : p.rows1;
+  if (p.view_row_ptr64) {  // 64-bit offsets: one launch over the caller's arrays
+    args.col_idx = reinterpret_cast<const int32_t*>(p.view_col_idx);
+    args.vals = reinterpret_cast<const float*>(p.view_vals);
+    CUdeviceptr rp64 = p.view_row_ptr64;
+    void* params64[] = {&args, &rp64};
+    DBS_CU(cuLaunchKernel(rows_fn, v4 ? p.csr_grid4 : p.csr_grid1, 1, 1, p.csr_warps * 32, 1, 1, 0, h, params64, nullptr));
+    return;
+  }
   if (p.path == SpmmPath::CsrCudaCore) {
     DBS_CU(cuLaunchKernel(rows_fn, v4 ? p.csr_grid4 : p.csr_grid1, 1, 1, p.csr_warps * 32, 1, 1, 0, h, tc_params,
                           nullptr));
@@ -713,6 +793,13 @@ std::string SpmmPlan::explain() const {
         p.g, p.groups, p.g, f32 ? "TF32 m16n8k8" : fmt::format("{} m16n8k16 (two tiles a mma)", to_string(p.dtype)),
         p.fill, p.convert_ms, p.tc_warps, p.max_run, p.n_pieces, device_bytes(),
         double(device_bytes()) / double(std::max<int64_t>(1, p.csr_bytes)), p.csr_bytes);
+  } else if (p.view_row_ptr64) {
+    out += fmt::format(
+        "  CSR on CUDA cores (f32 sums) with 64-bit row offsets over the caller's device arrays (a DeviceCsrView64): "
+        "{} rows a warp (float4 kernel; {} with scalars), rows in A's order, none cut; {} lanes across N (4 values a "
+        "load) or {} (scalars); {} blocks of {} warps\n",
+        p.csr_rows4, p.csr_rows1, csr_lanes(p.n, 4), csr_lanes(p.n, 1), p.vec4 ? p.csr_grid4 : p.csr_grid1,
+        p.csr_warps);
   } else {
     const std::string long_rows =
         p.n_parts ? fmt::format("rows longer than {} entries ({}) cut into {} parts of a warp each in the same launch, "

@@ -29,8 +29,9 @@ __device__ __forceinline__ unsigned group_mask(unsigned lane) {
   else return ((1u << G) - 1u) << (lane & ~(unsigned)(G - 1));
 }
 
-template <typename V, int VEC, int LANES, int G = 32>
-__device__ __forceinline__ void row_times_b(const dbsparse::abi::SpmmArgs& a, int p0, int p1, int n, bool live,
+// I: the entry index, int or long long (64-bit row offsets: csr_spmm_rows64).
+template <typename V, int VEC, int LANES, int G = 32, typename I = int>
+__device__ __forceinline__ void row_times_b(const dbsparse::abi::SpmmArgs& a, I p0, I p1, int n, bool live,
                                             unsigned lane, float (&acc)[VEC]) {
   typedef typename V::S T;
   static_assert(LANES <= G && G <= 32, "a group holds its lanes across N");
@@ -42,11 +43,11 @@ __device__ __forceinline__ void row_times_b(const dbsparse::abi::SpmmArgs& a, in
   const T* bm = reinterpret_cast<const T*>(a.b);
 #pragma unroll
   for (int v = 0; v < VEC; ++v) acc[v] = 0.0f;
-  for (int base = p0; base < p1; base += G) {
-    const int p = base + gl;
+  for (I base = p0; base < p1; base += G) {
+    const I p = base + gl;
     const int col = p < p1 ? a.col_idx[p] : 0;
     const float val = p < p1 ? V::ld(vals[p]) : 0.0f;
-    const int here = min(G, p1 - base);
+    const int here = p1 - base < G ? (int)(p1 - base) : G;
     const int steps = (here + S - 1) / S;
     // Batches of KB steps, every load of a batch issued before its first FMA: a row of fewer than
     // 8 steps used to run `#pragma unroll 8`'s remainder loop, one B load in flight a warp and
@@ -93,13 +94,31 @@ __device__ __forceinline__ void warp_sum_subgroups(float (&acc)[VEC], unsigned l
 
 // The group's sum of entries [p0, p1) at the lane's columns of the block from n0, held by the
 // group's lanes below LANES; returns the lane's first column (live when it is below n).
-template <typename V, int VEC, int LANES, int G = 32>
-__device__ __forceinline__ int row_sum_block(const dbsparse::abi::SpmmArgs& a, int p0, int p1, int n0, unsigned lane,
+template <typename V, int VEC, int LANES, int G = 32, typename I = int>
+__device__ __forceinline__ int row_sum_block(const dbsparse::abi::SpmmArgs& a, I p0, I p1, int n0, unsigned lane,
                                              float (&acc)[VEC]) {
   const int n = n0 + ((int)lane % LANES) * VEC;
   row_times_b<V, VEC, LANES, G>(a, p0, p1, n, n < a.n, lane, acc);
   warp_sum_subgroups<VEC, LANES, G>(acc, lane);
   return n;
+}
+
+// C's VEC entries at `out` = alpha * acc + beta * C (beta == 0 never reads C, so NaNs there do not
+// survive).
+template <typename V, int VEC>
+__device__ __forceinline__ void store_c(const dbsparse::abi::SpmmArgs& a, typename V::S* out, const float (&acc)[VEC]) {
+  if constexpr (VEC == 4) {
+    float v4[4] = {a.alpha * acc[0], a.alpha * acc[1], a.alpha * acc[2], a.alpha * acc[3]};
+    if (a.beta != 0.0f) {
+      float old[4];
+      load4_rw<V>(out, old);
+#pragma unroll
+      for (int v = 0; v < 4; ++v) v4[v] += a.beta * old[v];
+    }
+    store4<V>(out, v4);
+  } else {
+    *out = V::st(a.beta == 0.0f ? a.alpha * acc[0] : a.alpha * acc[0] + a.beta * V::ld(*out));
+  }
 }
 
 // C = alpha * A * B + beta * C, a warp per row of A, plain stores (each C entry has one writer).
@@ -150,18 +169,31 @@ __device__ __forceinline__ void csr_unit(const dbsparse::abi::SpmmArgs& a, const
     } else if (kHalf && wrow) {
 #pragma unroll
       for (int v = 0; v < VEC; ++v) wrow[n + v] = acc[v];  // the pieces pass adds to this, after it
-    } else if constexpr (VEC == 4) {
-      float out[4] = {a.alpha * acc[0], a.alpha * acc[1], a.alpha * acc[2], a.alpha * acc[3]};
-      if (a.beta != 0.0f) {
-        float old[4];
-        load4_rw<V>(crow + n, old);
-#pragma unroll
-        for (int v = 0; v < 4; ++v) out[v] += a.beta * old[v];
-      }
-      store4<V>(crow + n, out);
     } else {
-      // beta == 0 never reads C, so NaNs there do not survive.
-      crow[n] = V::st(a.beta == 0.0f ? a.alpha * acc[0] : a.alpha * acc[0] + a.beta * V::ld(crow[n]));
+      store_c<V, VEC>(a, crow + n, acc);
+    }
+  }
+}
+
+// 64-bit row offsets (plan_spmm of a DeviceCsrView64, f32): R rows a warp as in csr_unit, rows in
+// A's order and none cut (a long row stays with its group: no host analysis of the offsets).
+template <typename V, int WARPS, int VEC, int LANES, int R = 1>
+__global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows64(const dbsparse::abi::SpmmArgs a,
+                                                              const long long* __restrict__ row_ptr) {
+  static_assert(sizeof(typename V::S) == 4, "64-bit offsets: f32 only");
+  constexpr int G = 32 / R;
+  const unsigned lane = threadIdx.x & 31u;
+  const int units = (a.rows + R - 1) / R;
+  // warp-uniform bounds; a spare group past the last row leaves (its shuffles are masked to it)
+  for (int u = (int)blockIdx.x * WARPS + (int)(threadIdx.x >> 5); u < units; u += (int)gridDim.x * WARPS) {
+    const int r = u * R + (int)lane / G;
+    if (r >= a.rows) continue;
+    const long long p0 = row_ptr[r], p1 = row_ptr[r + 1];
+    float* crow = a.c + (size_t)r * a.n;
+    for (int n0 = 0; n0 < a.n; n0 += LANES * VEC) {
+      float acc[VEC];
+      const int n = row_sum_block<V, VEC, LANES, G>(a, p0, p1, n0, lane, acc);
+      if (n < a.n && (int)lane % G < LANES) store_c<V, VEC>(a, crow + n, acc);
     }
   }
 }

@@ -188,8 +188,18 @@ TEST_CASE("SpmmKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
   for (const char* bad : {"spmm.brp.f3.g4.w4", "spmm.brp.f1.g16.w4", "spmm.brp.f1.g4", "spmm.csr.v2.l8.w8",
                           "spmm.csr.v4.l8.w3", "spmm.csr.v4.l3.w8", "spmm.csr.v4.l64.w8", "spmm.csr.v4.w8",
                           "spmm.coo.v1.w8", "spmv.brp.f1.g4.w4", "spmm.brp.f1.g4.wx", "spmm.csr.v4.l8.w4.r1",
-                          "spmm.csr.v4.l8.w4.r3", "spmm.csr.v4.l16.w4.r4", "spmm.csr.v4.l8.w4.r4.r2", "spmm.brp.f1.g4.w4.r2"})
+                          "spmm.csr.v4.l8.w4.r3", "spmm.csr.v4.l16.w4.r4", "spmm.csr.v4.l8.w4.r4.r2", "spmm.brp.f1.g4.w4.r2",
+                          "spmm.brp.f1.g4.w4.o64", "spmm.csr.f16.v4.l8.w4.o64", "spmm.csr.v4.l8.w4.o64.r4", "spmm.o64"})
     CHECK_THROWS_AS(SpmmKey::parse(bad), UsageError);
+  // 64-bit row offsets: ".o64" last, one kernel (csr_spmm_rows64), f32 CSR only.
+  {
+    const SpmmKey k = SpmmKey::parse("spmm.csr.v4.l8.w4.r4.o64");
+    CHECK(k.offsets64);
+    CHECK(k.rows == 4);
+    CHECK(k.to_string() == "spmm.csr.v4.l8.w4.r4.o64");
+    REQUIRE(make_source(k).name_expressions.size() == 1);
+    CHECK(make_source(k).name_expressions[0] == "dbs::csr_spmm_rows64<dbs::ValF32, 4, 4, 8, 4>");
+  }
   // Rows a warp (SpmmConfig::csr_rows_per_warp): named past 1 only, and compiled (the groups'
   // masked shuffles) for f32 and a 16-bit type, with the pieces kernel at one row a warp.
   for (const char* text : {"spmm.csr.v4.l8.w4.r4", "spmm.csr.v4.l8.w4.r2", "spmm.csr.v1.l16.w8.r2",

@@ -1,5 +1,5 @@
-// SpMV with 64-bit row offsets (plan_spmv of a DeviceCsrView64): the same kernels with long long
-// offsets against the CPU reference, and a matrix past 2^31 entries (about 17 GB on the device).
+// 64-bit row offsets (plan_spmv / plan_spmm of a DeviceCsrView64): the kernels with long long
+// offsets against the CPU reference, and an SpMV past 2^31 entries (about 17 GB on the device).
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -162,3 +162,49 @@ TEST_CASE("SpmvOn64BitOffsetsPast2To31EntriesMatchesReference") {
   CHECK(wrong == 0);
   CHECK(got.back() == want.back());  // the last row starts past 2^31
 }
+
+// SpMM C = alpha A B + beta C through a DeviceCsrView64, against the CPU reference: float4 and
+// scalar lanes (n = 32, 33, 128), rows a warp picked by the plan or forced, alpha and beta.
+TEST_CASE("SpmmOn64BitOffsetsMatchesReference") {
+  std::vector<std::pair<std::string, CsrMatrix<double>>> mats;
+  for (const char* spec : {"uniform:n=100000,d=6", "powerlaw:n=20000,avg=8,alpha=1.5,max=4000", "rmat:scale=12,ef=8"})
+    mats.emplace_back(spec, generate(spec));
+  for (const auto& [name, ad] : mats) {
+    const CsrMatrix<float> a = ad.cast<float>();
+    const Device64<float> d(a);
+    for (int n : {32, 33, 128})
+      for (int rows : {0, 1, 4}) {
+        CAPTURE(name);
+        CAPTURE(n);
+        CAPTURE(rows);
+        auto params = config_to_json(SpmmConfig{});
+        params["csr_rows_per_warp"] = rows;
+        const Config cfg{"spmm", params, ConfigSource::Explicit, "test"};
+        SpmmOptions o;
+        o.config = &cfg;
+        const SpmmPlan plan = ctx().plan_spmm(d.view, n, o);
+        CHECK(plan.explain().find("64-bit row offsets") != std::string::npos);
+        const auto b = dbs_test::random_vector<float>(static_cast<int64_t>(a.cols) * n, 21 + n);
+        const auto c0 = dbs_test::random_vector<float>(static_cast<int64_t>(a.rows) * n, 22 + n);
+        const auto ab = reference::spmm(a, std::span<const float>(b), n);
+        for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{-0.5f, 0.75f}}) {
+          CAPTURE(alpha);
+          std::vector<double> want(ab.size());
+          for (size_t i = 0; i < want.size(); ++i) want[i] = alpha * ab[i] + beta * static_cast<double>(c0[i]);
+          Stream s(ctx());
+          DeviceBuffer<float> db{std::span<const float>(b)}, dc{std::span<const float>(c0)};
+          plan.run(db, dc, s, alpha, beta);
+          s.synchronize();
+          CHECK(reference::relative_error(std::span<const double>(want), std::span<const float>(dc.download())) <= 1e-5);
+        }
+      }
+  }
+  const auto a = generate("rmat:scale=10,ef=8").cast<float>();
+  const Device64<float> d(a);
+  SpmmOptions half;
+  half.dtype = SpmmDtype::F16;
+  CHECK_THROWS_AS(ctx().plan_spmm(d.view, 32, half), UsageError);
+  CHECK_THROWS_AS(ctx().plan_spmm(d.view, 32, SpmmOptions{SpmmPath::Brp, 1, 1}), UsageError);
+  CHECK_THROWS_AS(ctx().plan_spmm(d.view, 0), UsageError);
+}
+
