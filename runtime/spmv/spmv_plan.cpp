@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 
 #include "codegen/keys/spmv_key.hpp"
-#include "dbsparse/device_csr.hpp"
 #include "dbsparse/abi/spmv.h"
+#include "dbsparse/device_csr.hpp"
 #include "dbsparse/features.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
 #include "runtime/gpu/module_registry.hpp"
