@@ -190,16 +190,36 @@ class SpmmPlan(_Plan):
                 "reorder_ms": self._plan.reorder_ms, "text": self._plan.explain()}
 
 
-def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None):
+def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None, offsets64=None):
     """Plans SpMM for A and B of n_cols columns. dtype: 'f32', 'f16' or 'bf16' (B's and C's);
     path: 'auto', 'brp', 'csr' or 'condensed'. reorder: the order the CSR path's warps take A's rows
     in (None or 'auto': the tuning DB's, by default auto, the degree order where row lengths vary;
     'none'; 'degree': by decreasing length; 'rcm' or 'community': square A only). A, B and C stay
-    as given, and plan.explain() gives the ordering's host time."""
+    as given, and plan.explain() gives the ordering's host time.
+
+    A float32 torch or CuPy CSR matrix on the GPU with more than 2^31 - 1 entries is planned in
+    place with 64-bit row offsets (the CSR path, f32, rows in A's order; the column indices narrowed
+    to int32 once, a copy the plan keeps); offsets64=True takes that path at any size, False never."""
     if dtype not in ("f32", "f16", "bf16"):
         raise UsageError(f"dtype: SpMM takes f32, f16 or bf16, got {dtype!r}")
     if reorder not in (None, "auto", "none", "degree", "rcm", "community"):
         raise UsageError(f"reorder: auto, none, degree, rcm or community, got {reorder!r}")
+    nnz = mat.device_nnz(a)
+    if offsets64 or (offsets64 is None and nnz is not None and nnz > _INT32_MAX):
+        d = mat.device_csr64(a, "A")
+        if d is None:
+            raise UsageError("A: 64-bit offsets need a torch or CuPy CSR matrix on the GPU")
+        if d[8] != "f32" or dtype != "f32":
+            raise UsageError(f"dtype: SpMM with 64-bit offsets takes f32 (A is {d[8]}, dtype {dtype})")
+        if reorder not in (None, "auto", "none"):
+            raise UsageError(f"reorder {reorder}: with 64-bit offsets the rows stay in A's order")
+        dev = d[9] if device is None else int(device)
+        if dev != d[9]:
+            raise UsageError(f"device: A is on CUDA device {d[9]}, not {dev}")
+        ctx = context(dev)
+        plan = SpmmPlan("spmm", _core.plan_spmm_view64(ctx, *d[:6], int(n_cols), path), ctx, dev)
+        plan.dtype, plan._keep = "f32", d[6]
+        return plan
     ctx = context(_dev(device))
     core = _core.plan_spmm(ctx, mat.host_csr(a, "f32"), int(n_cols), dtype, path,
                            "config" if reorder in (None, "auto") else reorder)

@@ -255,3 +255,21 @@ def test_spmv_with_64bit_offsets_reads_a_torch_csr_in_place(dtype):
         dbsparse.plan_spmv(t, dtype="f64" if dtype == np.float32 else "f32", offsets64=True)
     with pytest.raises(dbsparse.UsageError, match="64-bit offsets need"):
         dbsparse.plan_spmv(a, offsets64=True)
+
+
+@gpu
+def test_spmm_with_64bit_offsets_reads_a_torch_csr_in_place():
+    # The path a CUDA CSR past 2^31 entries takes (forced here at a small size).
+    a = rand(3000, 2000, 0.01, 7)
+    t = torch.sparse_csr_tensor(torch.as_tensor(a.indptr, dtype=torch.int64), torch.as_tensor(a.indices, dtype=torch.int64),
+                                torch.as_tensor(a.data), size=a.shape).cuda()
+    for n in (32, 33, 128):
+        plan = dbsparse.plan_spmm(t, n, offsets64=True)
+        assert "64-bit row offsets" in plan.explain()["text"]
+        b = torch.randn(2000, n, device="cuda")
+        ref = torch.as_tensor(a.toarray()).cuda() @ b
+        assert torch.allclose(plan(b), ref, rtol=1e-4, atol=1e-4 * ref.abs().max().item())
+    with pytest.raises(dbsparse.UsageError, match="f32"):
+        dbsparse.plan_spmm(t, 32, dtype="f16", offsets64=True)
+    with pytest.raises(dbsparse.UsageError, match="A's order"):
+        dbsparse.plan_spmm(t, 32, reorder="degree", offsets64=True)
