@@ -42,7 +42,11 @@ const char* to_string(Direction d) {
 std::string SpmspvKey::to_string() const {
   std::string t;
   for (int i = 0; i < kTypes; ++i)
-    if (types & (1u << i)) t += (t.empty() ? "" : "+") + std::string(kTypeNames[i]);
+    if (types & (1u << i)) {
+      // Appended piece by piece: `"+" + std::string(...)` set off GCC 12's -Wrestrict (a false positive).
+      if (!t.empty()) t += '+';
+      t += kTypeNames[i];
+    }
   return fmt::format("spmspv.{}.{}.{}.bs16.t={}{}", codegen::to_string(direction), codegen::to_string(value),
                      codegen::to_string(semiring), t.empty() ? "none" : t,
                      pull_coo == PullCoo::Warp ? ".coo=warp" : "");
