@@ -17,6 +17,11 @@ namespace {
       text, why));
 }
 
+// The row kernels that take 64-bit row offsets (SpmvKey::offsets64).
+bool takes_offsets64(SpmvStrategy s) {
+  return s == SpmvStrategy::Scalar || s == SpmvStrategy::Vector || s == SpmvStrategy::Block;
+}
+
 }  // namespace
 
 const char* to_string(SpmvStrategy s) {
@@ -88,8 +93,7 @@ SpmvKey SpmvKey::parse(std::string_view text) {
   k.block_size = parse_number(text, parts[3], 'b', "block size");
   if (k.block_size < 32 || k.block_size > 1024 || k.block_size % 32 != 0)
     bad_key(text, "block size must be a multiple of 32 in [32, 1024]");
-  if (k.offsets64 && k.strategy != SpmvStrategy::Scalar && k.strategy != SpmvStrategy::Vector &&
-      k.strategy != SpmvStrategy::Block)
+  if (k.offsets64 && !takes_offsets64(k.strategy))
     bad_key(text, "only scalar, vector and block keys take .o64 (64-bit row offsets)");
   int* lanes[] = {&k.lanes, &k.lanes2, &k.lanes3, &k.lanes4};
   for (size_t i = 0; i < lane_parts; ++i) {
@@ -111,9 +115,7 @@ KernelSource make_source(const SpmvKey& key) {
   if (key.strategy == SpmvStrategy::Classify && key.value != ValueType::F32)
     throw UsageError(fmt::format("spmv classify key with value type {}: it has none (use spmv_classify_key())",
                                  codegen::to_string(key.value)));
-  const bool o64_ok = key.strategy == SpmvStrategy::Scalar || key.strategy == SpmvStrategy::Vector ||
-                      key.strategy == SpmvStrategy::Block;
-  if (key.offsets64 && !o64_ok)
+  if (key.offsets64 && !takes_offsets64(key.strategy))
     throw UsageError(fmt::format("spmv key {}: 64-bit row offsets are for the scalar, vector and block kernels only",
                                  key.to_string()));
   KernelSource ks;

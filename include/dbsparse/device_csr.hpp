@@ -2,8 +2,10 @@
 // CSR on the device: a non-owning view (what a plan takes as input, and what a product gives back
 // without a trip through the host) and an owning upload of a host CsrMatrix.
 #include <cstdint>
+#include <string>
 
 #include "dbsparse/context.hpp"
+#include "dbsparse/error.hpp"
 #include "dbsparse/matrix.hpp"
 
 namespace dbsparse {
@@ -33,6 +35,17 @@ struct DeviceCsrView64 {
   const int32_t* col_idx = nullptr;  // nnz
   const T* values = nullptr;         // nnz
 };
+
+// UsageError, `who` first, for negative sizes or a null array the sizes need (the arrays'
+// contents stay unread: they are on the device).
+template <class T>
+void validate(const DeviceCsrView64<T>& a, const std::string& who) {
+  if (a.rows < 0 || a.cols < 0 || a.nnz < 0)
+    throw UsageError(who + ": rows " + std::to_string(a.rows) + ", cols " + std::to_string(a.cols) + " and nnz " +
+                     std::to_string(a.nnz) + " must not be negative");
+  if ((a.rows > 0 && !a.row_ptr) || (a.nnz > 0 && (!a.col_idx || !a.values)))
+    throw UsageError(who + ": a null array in the view (row_ptr needs rows + 1 entries, col_idx and values nnz)");
+}
 
 // A host CsrMatrix uploaded (synchronously); every array has at least one element, so that no
 // kernel parameter is a null pointer.

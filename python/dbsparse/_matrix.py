@@ -57,57 +57,31 @@ def to_scipy(c):
     return sp.csr_matrix((c.data(), c.indices(), c.indptr()), shape=(c.rows, c.cols))
 
 
-def device_csr(a, name):
-    """(rows, cols, nnz, indptr, indices, data, keep, framework, dtype) of a device CSR matrix whose
-    arrays the plan reads in place (int64 indices are narrowed to int32: a copy, kept in `keep`)."""
-    torch = sys.modules.get("torch")
-    if torch is not None and isinstance(a, torch.Tensor):
-        if a.layout != torch.sparse_csr or not a.is_cuda:
-            return None
-        ip, ix, v = a.crow_indices(), a.col_indices(), a.values()
-        if ip.dtype != torch.int32:
-            ip, ix = ip.to(torch.int32), ix.to(torch.int32)
-        dt = {torch.float32: "f32", torch.float64: "f64"}.get(v.dtype)
-        if dt is None:
-            raise UsageError(f"{name}: values {v.dtype}; SpGEMM takes float32 or float64")
-        v = v.contiguous()
-        return (a.shape[0], a.shape[1], v.numel(), ip.data_ptr(), ix.data_ptr(), v.data_ptr(), (ip, ix, v), "torch", dt,
-                a.device.index)
-    cupy = sys.modules.get("cupy")
-    if cupy is not None and type(a).__module__.startswith("cupyx") and _scipy_like(a):
-        if a.format != "csr":
-            a = a.tocsr()
-        ip, ix, v = a.indptr.astype(cupy.int32, copy=False), a.indices.astype(cupy.int32, copy=False), a.data
-        dt = {"float32": "f32", "float64": "f64"}.get(str(v.dtype))
-        if dt is None:
-            raise UsageError(f"{name}: values {v.dtype}; SpGEMM takes float32 or float64")
-        return (a.shape[0], a.shape[1], int(v.size), ip.data.ptr, ix.data.ptr, v.data.ptr, (ip, ix, v, a), "cupy", dt,
-                v.device.id)
-    return None
-
-
-def device_csr64(a, name):
+def device_csr(a, name, op="SpGEMM", indptr64=False):
     """(rows, cols, nnz, indptr, indices, data, keep, framework, dtype, device) of a device CSR matrix
-    for SpMV with 64-bit row offsets: int64 indptr, int32 indices (int64 indices are narrowed: a
-    copy, kept in `keep`), the values read in place. None for anything else."""
+    whose arrays the plan reads in place; None for anything else. Indices are int32 and indptr
+    int32, or int64 with indptr64 (the 64-bit offsets of SpMV / SpMM past 2^31 entries); an index
+    array of another type is converted: a copy, kept in `keep`. `op` names the op in errors."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(a, torch.Tensor):
         if a.layout != torch.sparse_csr or not a.is_cuda:
             return None
-        ip, ix, v = a.crow_indices().to(torch.int64), a.col_indices().to(torch.int32), a.values().contiguous()
+        ip = a.crow_indices().to(torch.int64 if indptr64 else torch.int32)
+        ix, v = a.col_indices().to(torch.int32), a.values().contiguous()
         dt = {torch.float32: "f32", torch.float64: "f64"}.get(v.dtype)
         if dt is None:
-            raise UsageError(f"{name}: values {v.dtype}; SpMV takes float32 or float64")
+            raise UsageError(f"{name}: values {v.dtype}; {op} takes float32 or float64")
         return (a.shape[0], a.shape[1], v.numel(), ip.data_ptr(), ix.data_ptr(), v.data_ptr(), (ip, ix, v), "torch", dt,
                 a.device.index)
     cupy = sys.modules.get("cupy")
     if cupy is not None and type(a).__module__.startswith("cupyx") and _scipy_like(a):
         if a.format != "csr":
             a = a.tocsr()
-        ip, ix, v = a.indptr.astype(cupy.int64), a.indices.astype(cupy.int32, copy=False), a.data
+        ip = a.indptr.astype(cupy.int64 if indptr64 else cupy.int32, copy=False)
+        ix, v = a.indices.astype(cupy.int32, copy=False), a.data
         dt = {"float32": "f32", "float64": "f64"}.get(str(v.dtype))
         if dt is None:
-            raise UsageError(f"{name}: values {v.dtype}; SpMV takes float32 or float64")
+            raise UsageError(f"{name}: values {v.dtype}; {op} takes float32 or float64")
         return (a.shape[0], a.shape[1], int(v.size), ip.data.ptr, ix.data.ptr, v.data.ptr, (ip, ix, v, a), "cupy", dt,
                 v.device.id)
     return None

@@ -81,7 +81,7 @@ def plan_spmv(a, dtype=None, device=None, offsets64=None):
     keeps the matrix alive. offsets64=True takes that path at any size, False never."""
     nnz = mat.device_nnz(a)
     if offsets64 or (offsets64 is None and nnz is not None and nnz > _INT32_MAX):
-        d = mat.device_csr64(a, "A")
+        d = mat.device_csr(a, "A", "SpMV", indptr64=True)
         if d is None:
             raise UsageError("A: 64-bit offsets need a torch or CuPy CSR matrix on the GPU")
         if dtype is not None and dtype != d[8]:
@@ -206,7 +206,7 @@ def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None, of
         raise UsageError(f"reorder: auto, none, degree, rcm or community, got {reorder!r}")
     nnz = mat.device_nnz(a)
     if offsets64 or (offsets64 is None and nnz is not None and nnz > _INT32_MAX):
-        d = mat.device_csr64(a, "A")
+        d = mat.device_csr(a, "A", "SpMM", indptr64=True)
         if d is None:
             raise UsageError("A: 64-bit offsets need a torch or CuPy CSR matrix on the GPU")
         if d[8] != "f32" or dtype != "f32":

@@ -123,6 +123,14 @@ int auto_rows_per_warp(int lanes, int64_t nnz, int32_t rows, int sm_count) {
   return 1;
 }
 
+// Rows a warp of the CSR kernel with `vec` values a load: the config's (0: auto_rows_per_warp),
+// as far as the lanes across N leave room (at n = 128 a row takes all 32 lanes).
+int csr_rows_a_warp(const SpmmConfig& c, int n_cols, int vec, int64_t nnz, int32_t rows, int sm_count) {
+  const int lanes = csr_lanes(n_cols, vec);
+  const int asked = c.csr_rows_per_warp > 0 ? c.csr_rows_per_warp : auto_rows_per_warp(lanes, nnz, rows, sm_count);
+  return std::min(asked, 32 / lanes);
+}
+
 // The degree order for SpMM: A's rows by decreasing length, ties in A's order (a counting sort,
 // O(rows + longest row)). The rows' own lengths are what balance the warps (the graph's degree
 // when A is symmetric); reorder()'s degree symmetrises A first: 90 ms a plan on R-MAT 17 (H200
@@ -367,16 +375,8 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       p->csr_rows = a.rows;
       // The scalar kernel always: it also serves B or C that are not aligned to 4 values.
       p->csr_warps = p->typed.csr_warps;
-      // Rows a warp: what the config asks, as far as the lanes across N leave room (at n = 128 a
-      // row takes all 32 lanes).
-      auto rows_for = [&](int vec) {
-        const int lanes = csr_lanes(n_cols, vec);
-        const int asked = p->typed.csr_rows_per_warp > 0 ? p->typed.csr_rows_per_warp
-                                                          : auto_rows_per_warp(lanes, a.nnz(), a.rows, info_.sm_count);
-        return std::min(asked, 32 / lanes);
-      };
-      p->csr_rows1 = rows_for(1);
-      p->csr_rows4 = rows_for(4);
+      p->csr_rows1 = csr_rows_a_warp(p->typed, n_cols, 1, a.nnz(), a.rows, info_.sm_count);
+      p->csr_rows4 = csr_rows_a_warp(p->typed, n_cols, 4, a.nnz(), a.rows, info_.sm_count);
       auto csr_key = [&](int vec, int rows) {
         codegen::SpmmKey k{codegen::SpmmKernelPath::Csr, 1, 4, p->csr_warps, vec, csr_lanes(n_cols, vec), value};
         k.rows = rows;
@@ -533,12 +533,7 @@ SpmmPlan Context::plan_spmm(const DeviceCsrView64<float>& a, int n_cols) { retur
 SpmmPlan Context::plan_spmm(const DeviceCsrView64<float>& a, int n_cols, const SpmmOptions& opt) {
   if (n_cols < 1 || n_cols > abi::kSpmmMaxCols)
     throw UsageError(fmt::format("plan_spmm: n_cols must be in 1 .. {}, got {}", abi::kSpmmMaxCols, n_cols));
-  if (a.rows < 0 || a.cols < 0 || a.nnz < 0)
-    throw UsageError(fmt::format("plan_spmm (64-bit offsets): rows {}, cols {} and nnz {} must not be negative", a.rows,
-                                 a.cols, a.nnz));
-  if ((a.rows > 0 && !a.row_ptr) || (a.nnz > 0 && (!a.col_idx || !a.values)))
-    throw UsageError("plan_spmm (64-bit offsets): a null array in the view (row_ptr needs rows + 1 entries, col_idx "
-                     "and values nnz)");
+  validate(a, "plan_spmm (64-bit offsets)");
   if (opt.dtype != SpmmDtype::F32)
     throw UsageError("plan_spmm (64-bit offsets): f32 only (a 16-bit A would be a copy of the caller's values)");
   if (opt.path == SpmmPath::Brp || opt.path == SpmmPath::Condensed)
@@ -565,12 +560,6 @@ SpmmPlan Context::plan_spmm(const DeviceCsrView64<float>& a, int n_cols, const S
   p->csr_rows = a.rows;
   p->csr_warps = p->typed.csr_warps;
   p->vec4 = n_cols % 4 == 0;
-  auto rows_for = [&](int vec) {
-    const int lanes = csr_lanes(n_cols, vec);
-    const int asked = p->typed.csr_rows_per_warp > 0 ? p->typed.csr_rows_per_warp
-                                                      : auto_rows_per_warp(lanes, a.nnz, a.rows, info_.sm_count);
-    return std::min(asked, 32 / lanes);
-  };
   auto load = [&](int vec, int rows) {
     codegen::SpmmKey k{codegen::SpmmKernelPath::Csr, 1, 4, p->csr_warps, vec, csr_lanes(n_cols, vec)};
     k.rows = rows;
@@ -579,10 +568,10 @@ SpmmPlan Context::plan_spmm(const DeviceCsrView64<float>& a, int n_cols, const S
     p->kernels.push_back(loaded.info);
     return loaded.fns.at(0);
   };
-  p->csr_rows1 = rows_for(1);
+  p->csr_rows1 = csr_rows_a_warp(p->typed, n_cols, 1, a.nnz, a.rows, info_.sm_count);
   p->rows1 = load(1, p->csr_rows1);
   if (p->vec4) {
-    p->csr_rows4 = rows_for(4);
+    p->csr_rows4 = csr_rows_a_warp(p->typed, n_cols, 4, a.nnz, a.rows, info_.sm_count);
     p->rows4 = load(4, p->csr_rows4);
   }
   auto grid_for = [&](int rows_a_warp) {

@@ -272,12 +272,7 @@ template <class T>
 SpmvPlan<T> Context::plan_spmv(const DeviceCsrView64<T>& a, const Config* config) {
   using codegen::SpmvStrategy;
   make_current();
-  if (a.rows < 0 || a.cols < 0 || a.nnz < 0)
-    throw UsageError(fmt::format("plan_spmv (64-bit offsets): rows {}, cols {} and nnz {} must not be negative", a.rows,
-                                 a.cols, a.nnz));
-  if ((a.rows > 0 && !a.row_ptr) || (a.nnz > 0 && (!a.col_idx || !a.values)))
-    throw UsageError("plan_spmv (64-bit offsets): a null array in the view (row_ptr needs rows + 1 entries, col_idx "
-                     "and values nnz)");
+  validate(a, "plan_spmv (64-bit offsets)");
   SpmvPlan<T> plan;
   plan.rows_ = a.rows;
   plan.cols_ = a.cols;
