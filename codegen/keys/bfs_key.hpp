@@ -1,7 +1,8 @@
 #pragma once
 // The DB-BFS kernel variant, e.g. "bfs.auto.or_and.w8": direction policy (auto compiles both
 // level kinds and chooses on the GPU; push / pull compile one), the semiring (or-and: structure
-// only) and warps per thread block.
+// only) and warps per thread block; ".o64" at the end for 64-bit row offsets (a graph on the
+// device past 2^31 entries, which also brings the view checks, bfs_check_view).
 #include <compare>
 #include <string>
 #include <string_view>
@@ -17,6 +18,7 @@ struct BfsKey {
   Direction direction = Direction::Auto;
   Semiring semiring = Semiring::OrAnd;
   int warps = 8;
+  bool offsets64 = false;
 
   std::string to_string() const;
   static BfsKey parse(std::string_view text);  // throws UsageError
@@ -24,10 +26,10 @@ struct BfsKey {
 };
 
 // Entry points, in this order: bfs_search (the search), bfs_dense_update (the cuSPARSE-loop
-// baseline's frontier update).
+// baseline's frontier update), and with offsets64 bfs_check_view.
 KernelSource make_source(const BfsKey& key);
 
-// Every variant: the three direction policies, 8 or 32 warps per block.
+// Every variant: the three direction policies, 8 or 32 warps per block, 32- or 64-bit offsets.
 std::vector<BfsKey> bfs_search_space();
 
 }  // namespace dbsparse::codegen

@@ -21,6 +21,17 @@
 
 namespace dbsparse {
 
+// A graph on the device with 64-bit row offsets, as PatternGraph (row i lists the j with
+// A(i, j) != 0, columns sorted and unique) but with entries past 2^31 allowed; vertices stay int32.
+// Non-owning: what Context::plan_bfs(const DeviceGraphView64&, ...) reads in place. From a CSR
+// with values (PyTorch, CuPy), its row offsets and columns: BFS reads no values.
+struct DeviceGraphView64 {
+  int32_t n = 0;
+  int64_t entries = 0;
+  const int64_t* row_ptr = nullptr;  // n + 1
+  const int32_t* col_idx = nullptr;  // entries
+};
+
 // The same three policies as SpMSpV's (auto: chosen on the GPU; push or pull: forced).
 using BfsDirection = SpmspvDirection;
 
@@ -71,7 +82,8 @@ struct BfsStats {
   int64_t entries = 0;            // stored adjacency entries (directed edges), self loops included
   bool symmetric = false;         // one view serves push and pull
   int64_t task_capacity = 0;      // push tasks one frontier can list
-  int64_t bytes_format = 0;       // the adjacency views on the device
+  int64_t bytes_format = 0;       // the adjacency views on the device (the caller's, for a DeviceGraphView64)
+  bool views_in_place = false;    // the views are the caller's arrays (64-bit offsets): not in bytes_device
   int64_t bytes_device = 0;       // every allocation the plan holds (views, masks, lists, state)
   int64_t bytes_csr = 0;          // the same graph as a CSR with int32 indices and f32 values
   double convert_ms = 0;

@@ -187,6 +187,7 @@ struct DeviceCsrView64;
 class SpmmPlan;
 struct SpmmOptions;
 struct PatternGraph;
+struct DeviceGraphView64;
 namespace detail {
 class ModuleRegistry;
 class ForkJoin;
@@ -234,6 +235,14 @@ class Context {
   template <class T>
   BfsPlan plan_bfs(const CsrMatrix<T>& a);
   BfsPlan plan_bfs(const PatternGraph& g, const BfsOptions& options);
+  // A graph already on the device with 64-bit row offsets (entries past 2^31: what a PatternGraph
+  // cannot hold), read in place: the arrays must outlive the plan. a's rows list in-neighbours
+  // (options.transpose: out-neighbours); a_transposed is the other direction's view, or null for
+  // a symmetric graph. The views are checked on the device first (offsets, columns, and that each
+  // entry has its mirror in the other view: columns sorted in each row), UsageError otherwise.
+  // options.config null: BfsConfig's defaults (a device view is not fingerprinted).
+  BfsPlan plan_bfs(const DeviceGraphView64& a, const BfsOptions& options,
+                   const DeviceGraphView64* a_transposed = nullptr);
 
   // A pruned linear layer (W as CSR, out x in) for batch-1 decoding: x sparsified on the GPU by
   // magnitude, then SpMSpV (sparse_linear.hpp).

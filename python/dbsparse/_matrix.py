@@ -57,11 +57,12 @@ def to_scipy(c):
     return sp.csr_matrix((c.data(), c.indices(), c.indptr()), shape=(c.rows, c.cols))
 
 
-def device_csr(a, name, op="SpGEMM", indptr64=False):
+def device_csr(a, name, op="SpGEMM", indptr64=False, values=True):
     """(rows, cols, nnz, indptr, indices, data, keep, framework, dtype, device) of a device CSR matrix
     whose arrays the plan reads in place; None for anything else. Indices are int32 and indptr
-    int32, or int64 with indptr64 (the 64-bit offsets of SpMV / SpMM past 2^31 entries); an index
-    array of another type is converted: a copy, kept in `keep`. `op` names the op in errors."""
+    int32, or int64 with indptr64 (the 64-bit offsets of SpMV / SpMM / BFS past 2^31 entries); an
+    index array of another type is converted: a copy, kept in `keep`. `op` names the op in errors.
+    values=False (BFS reads the pattern only): values of any dtype, dtype None."""
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(a, torch.Tensor):
         if a.layout != torch.sparse_csr or not a.is_cuda:
@@ -69,7 +70,7 @@ def device_csr(a, name, op="SpGEMM", indptr64=False):
         ip = a.crow_indices().to(torch.int64 if indptr64 else torch.int32)
         ix, v = a.col_indices().to(torch.int32), a.values().contiguous()
         dt = {torch.float32: "f32", torch.float64: "f64"}.get(v.dtype)
-        if dt is None:
+        if dt is None and values:
             raise UsageError(f"{name}: values {v.dtype}; {op} takes float32 or float64")
         return (a.shape[0], a.shape[1], v.numel(), ip.data_ptr(), ix.data_ptr(), v.data_ptr(), (ip, ix, v), "torch", dt,
                 a.device.index)
@@ -80,7 +81,7 @@ def device_csr(a, name, op="SpGEMM", indptr64=False):
         ip = a.indptr.astype(cupy.int64 if indptr64 else cupy.int32, copy=False)
         ix, v = a.indices.astype(cupy.int32, copy=False), a.data
         dt = {"float32": "f32", "float64": "f64"}.get(str(v.dtype))
-        if dt is None:
+        if dt is None and values:
             raise UsageError(f"{name}: values {v.dtype}; {op} takes float32 or float64")
         return (a.shape[0], a.shape[1], int(v.size), ip.data.ptr, ix.data.ptr, v.data.ptr, (ip, ix, v, a), "cupy", dt,
                 v.device.id)

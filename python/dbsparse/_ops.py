@@ -264,8 +264,41 @@ class BfsPlan(_Plan):
         return (lv, pa) if pa is not None else lv
 
 
-def plan_bfs(a, transpose=False, device=None):
-    """Plans BFS on the graph of A (square; A[u, v] != 0 is an edge v -> u unless transpose)."""
+def plan_bfs(a, transpose=False, device=None, offsets64=None, transposed=None):
+    """Plans BFS on the graph of A (square; A[u, v] != 0 is an edge v -> u unless transpose).
+
+    A torch or CuPy CSR matrix on the GPU with more than 2^31 - 1 entries is searched in place with
+    64-bit row offsets (offsets64=True: at any size, False: never). That path reads A's pattern
+    only, with columns sorted in each row, and checks it on the GPU first: A must be symmetric, or
+    `transposed` must be A's transpose as a CSR matrix on the same device. The plan keeps both alive."""
+    nnz = mat.device_nnz(a)
+    if offsets64 or (offsets64 is None and nnz is not None and nnz > _INT32_MAX):
+        d = mat.device_csr(a, "A", "BFS", indptr64=True, values=False)
+        if d is None:
+            raise UsageError("A: 64-bit offsets need a torch or CuPy CSR matrix on the GPU")
+        if d[0] != d[1]:
+            raise UsageError(f"A: the adjacency matrix must be square, is {d[0]}x{d[1]}")
+        dt = None
+        if transposed is not None:
+            dt = mat.device_csr(transposed, "transposed", "BFS", indptr64=True, values=False)
+            if dt is None:
+                raise UsageError("transposed: expected a torch or CuPy CSR matrix on the GPU, like A")
+            if dt[9] != d[9]:
+                raise UsageError(f"transposed: on CUDA device {dt[9]}, A on {d[9]}")
+            if (dt[0], dt[1], dt[2]) != (d[1], d[0], d[2]):
+                raise UsageError(f"transposed: {dt[0]}x{dt[1]} with {dt[2]} entries; A's transpose is {d[1]}x{d[0]} "
+                                 f"with {d[2]}")
+        dev = d[9] if device is None else int(device)
+        if dev != d[9]:
+            raise UsageError(f"device: A is on CUDA device {d[9]}, not {dev}")
+        ctx = context(dev)
+        core = _core.plan_bfs_view64(ctx, d[0], d[2], d[3], d[4], dt[0] if dt else 0, dt[2] if dt else 0,
+                                     dt[3] if dt else 0, dt[4] if dt else 0, bool(transpose))
+        plan = BfsPlan("bfs", core, ctx, dev)
+        plan._keep = (d[6], dt[6] if dt else None)
+        return plan
+    if transposed is not None:
+        raise UsageError("transposed: only for a graph on the GPU with 64-bit offsets (the host path transposes A itself)")
     ctx = context(_dev(device))
     return BfsPlan("bfs", _core.plan_bfs(ctx, mat.host_csr(a, "f32"), transpose), ctx, _dev(device))
 

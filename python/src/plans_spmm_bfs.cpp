@@ -88,6 +88,24 @@ void bind_spmm_bfs(nb::module_& m) {
         return ctx.plan_bfs(a, o);
       },
       nb::arg("ctx"), nb::arg("a"), nb::arg("transpose") = false, nb::keep_alive<0, 1>(), nogil);
+  // A graph on the device with int64 row offsets, read in place; t_row_ptr 0: symmetric.
+  m.def(
+      "plan_bfs_view64",
+      [](Context& ctx, int32_t n, int64_t entries, uint64_t row_ptr, uint64_t col_idx, int32_t t_n,
+         int64_t t_entries, uint64_t t_row_ptr, uint64_t t_col_idx, bool transpose) {
+        auto view = [](int32_t vn, int64_t ve, uint64_t ptr, uint64_t idx) {
+          return dbsparse::DeviceGraphView64{vn, ve, reinterpret_cast<const int64_t*>(ptr),
+                                             reinterpret_cast<const int32_t*>(idx)};
+        };
+        const dbsparse::DeviceGraphView64 a = view(n, entries, row_ptr, col_idx),
+                                          at = view(t_n, t_entries, t_row_ptr, t_col_idx);
+        dbsparse::BfsOptions o;
+        o.transpose = transpose;
+        return ctx.plan_bfs(a, o, t_row_ptr ? &at : nullptr);
+      },
+      nb::arg("ctx"), nb::arg("n"), nb::arg("entries"), nb::arg("row_ptr"), nb::arg("col_idx"), nb::arg("t_n"),
+      nb::arg("t_entries"), nb::arg("t_row_ptr"), nb::arg("t_col_idx"), nb::arg("transpose"), nb::keep_alive<0, 1>(),
+      nogil);
 }
 
 }  // namespace dbs_py

@@ -173,6 +173,37 @@ def test_bfs_levels_and_parents_match_scipy():
         dbsparse.plan_bfs(g)(3000)
 
 
+def torch_csr(a, values_dtype=None):
+    return torch.sparse_csr_tensor(torch.as_tensor(a.indptr, dtype=torch.int64), torch.as_tensor(a.indices, dtype=torch.int64),
+                                   torch.as_tensor(a.data if values_dtype is None else a.data.astype(values_dtype)),
+                                   size=a.shape).cuda()
+
+
+@gpu
+def test_bfs_with_64bit_offsets_searches_a_torch_csr_in_place():
+    # The path a CUDA graph past 2^31 entries takes (forced here at a small size): the pattern read
+    # in place with int64 row offsets, checked on the GPU first; values of any dtype.
+    g = rand(3000, 3000, 2e-3, 14)
+    sym = ((g + g.T) > 0).astype(np.float32).tocsr()
+    sym.sort_indices()
+    dist = csg.shortest_path(sym, unweighted=True, indices=5)
+    plan = dbsparse.plan_bfs(torch_csr(sym, np.int8), offsets64=True)
+    assert ".o64" in plan.explain()["text"]
+    np.testing.assert_array_equal(plan(5).cpu().numpy(), np.where(np.isinf(dist), -1, dist).astype(np.int32))
+    # Directed: A[u, v] != 0 is an edge v -> u; the transpose is given, not computed.
+    d = (g > 0).astype(np.float32).tocsr()
+    d.sort_indices()
+    dt = d.T.tocsr()
+    dt.sort_indices()
+    ref = csg.shortest_path(d.T, unweighted=True, indices=5)  # csgraph's edges run row -> column
+    lv = dbsparse.plan_bfs(torch_csr(d), offsets64=True, transposed=torch_csr(dt))(5)
+    np.testing.assert_array_equal(lv.cpu().numpy(), np.where(np.isinf(ref), -1, ref).astype(np.int32))
+    with pytest.raises(dbsparse.UsageError, match="not symmetric"):
+        dbsparse.plan_bfs(torch_csr(d), offsets64=True)
+    with pytest.raises(dbsparse.UsageError, match="transposed"):
+        dbsparse.plan_bfs(d, transposed=dt)
+
+
 @gpu
 def test_spgemm_on_device_matches_scipy_without_copying_inputs():
     a = rand(2000, 1500, 3e-3, 12)

@@ -36,6 +36,19 @@ std::string BfsRunStats::to_text() const {
   return s;
 }
 
+namespace {
+
+// The plan's own allocations besides the views: the masks, the block and task lists, the state and
+// the level log (what BfsPlan::Impl allocates in finish_bfs).
+int64_t search_state_bytes(int32_t n, int64_t task_capacity) {
+  const int64_t words = std::max<int64_t>((n + 31) / 32, 1), blocks = std::max<int64_t>((n + 15) / 16, 1);
+  return 4 * words * 4 + 3 * blocks * 4 + 2 * task_capacity * static_cast<int64_t>(sizeof(abi::BfsTask)) +
+         static_cast<int64_t>(sizeof(abi::BfsState)) +
+         int64_t{abi::kBfsLogLevels} * static_cast<int64_t>(sizeof(abi::BfsLevelLog));
+}
+
+}  // namespace
+
 BfsStats bfs_storage(const PatternGraph& g) {
   const auto t0 = std::chrono::steady_clock::now();
   BfsStats s;
@@ -55,11 +68,7 @@ BfsStats bfs_storage(const PatternGraph& g) {
   s.task_capacity = std::max<int64_t>(cap, 1);
   const int64_t n1 = static_cast<int64_t>(g.n) + 1, views = s.symmetric ? 1 : 2;
   s.bytes_format = views * (n1 + std::max<int64_t>(s.entries, 1)) * 4;
-  const int64_t words = std::max<int64_t>((g.n + 31) / 32, 1), blocks = std::max<int64_t>((g.n + 15) / 16, 1);
-  s.bytes_device = s.bytes_format + 4 * words * 4 + 3 * blocks * 4 +
-                   2 * s.task_capacity * static_cast<int64_t>(sizeof(abi::BfsTask)) +
-                   static_cast<int64_t>(sizeof(abi::BfsState)) +
-                   int64_t{abi::kBfsLogLevels} * static_cast<int64_t>(sizeof(abi::BfsLevelLog));
+  s.bytes_device = s.bytes_format + search_state_bytes(g.n, s.task_capacity);
   s.bytes_csr = n1 * 4 + s.entries * 8;
   s.convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return s;
@@ -93,6 +102,8 @@ struct BfsPlan::Impl {
   uint64_t total_edges = 0;
   int64_t held_bytes = 0;  // every allocation, summed from the buffers
   DeviceBuffer<int32_t> push_ptr, push_idx, pull_ptr, pull_idx;  // pull_* empty when symmetric
+  // What the kernel reads: the buffers above, or the caller's arrays (a DeviceGraphView64).
+  uint64_t view_push_ptr = 0, view_push_idx = 0, view_pull_ptr = 0, view_pull_idx = 0;
   DeviceBuffer<uint32_t> visited, frontier;
   DeviceBuffer<int32_t> queue;
   DeviceBuffer<abi::BfsTask> tasks;
@@ -107,10 +118,10 @@ struct BfsPlan::Impl {
 
   abi::BfsArgs args(int32_t source, uint64_t levels, uint64_t parents) const {
     abi::BfsArgs a{};
-    a.push_ptr = push_ptr.data();
-    a.push_idx = push_idx.data();
-    a.pull_ptr = stats.symmetric ? push_ptr.data() : pull_ptr.data();
-    a.pull_idx = stats.symmetric ? push_idx.data() : pull_idx.data();
+    a.push_ptr = reinterpret_cast<const void*>(static_cast<uintptr_t>(view_push_ptr));
+    a.push_idx = reinterpret_cast<const int32_t*>(static_cast<uintptr_t>(view_push_idx));
+    a.pull_ptr = reinterpret_cast<const void*>(static_cast<uintptr_t>(view_pull_ptr));
+    a.pull_idx = reinterpret_cast<const int32_t*>(static_cast<uintptr_t>(view_pull_idx));
     a.visited = visited.data();
     a.frontier = frontier.data();
     a.queue = queue.data();
@@ -158,6 +169,66 @@ DeviceBuffer<U> upload(const std::vector<U>& v) {
   return v.empty() ? DeviceBuffer<U>(1) : DeviceBuffer<U>(std::span<const U>(v));
 }
 
+// Problem -> key -> kernel: the search variant for the plan's direction policy, block size and offsets.
+detail::LoadedKernel load_search(Context& ctx, BfsPlan::Impl& p, const BfsOptions& opt, bool offsets64) {
+  codegen::BfsKey key;
+  key.direction = static_cast<codegen::Direction>(static_cast<int>(opt.direction));
+  key.warps = p.typed.block_warps;
+  key.offsets64 = offsets64;
+  p.threads = static_cast<unsigned>(key.warps * 32);
+  auto loaded = ctx.modules().get(codegen::make_source(key), ctx.device().arch());
+  p.kernel = loaded.info;
+  p.search = loaded.fns.at(0);
+  return loaded;
+}
+
+// The search state (masks, lists, state, log; p.stats.task_capacity set) and the launch shape:
+// what both plan_bfs paths share once the views are in p.view_*.
+void finish_bfs(Context& ctx, BfsPlan::Impl& p, const BfsOptions& opt) {
+  const auto& s = p.stats;
+  const size_t words = static_cast<size_t>(std::max(p.words, 1));
+  p.visited = DeviceBuffer<uint32_t>(words);
+  p.frontier = DeviceBuffer<uint32_t>(3 * words);
+  p.queue = DeviceBuffer<int32_t>(3 * static_cast<size_t>(std::max(p.blocks, 1)));
+  p.tasks = DeviceBuffer<abi::BfsTask>(2 * static_cast<size_t>(s.task_capacity));
+  p.state = DeviceBuffer<uint8_t>(sizeof(abi::BfsState));
+  p.state.fill_bytes(0);  // the grid barrier's counters start at zero
+  p.log = DeviceBuffer<abi::BfsLevelLog>(abi::kBfsLogLevels);
+  // bfs_storage's figures are the allocations above, counted the same way (a gpu test compares them).
+  p.held_bytes = static_cast<int64_t>((p.push_ptr.size() + p.push_idx.size() + p.pull_ptr.size() + p.pull_idx.size() +
+                                       p.visited.size() + p.frontier.size() + p.queue.size()) * 4 +
+                                      p.tasks.size() * sizeof(abi::BfsTask) + p.state.size() +
+                                      p.log.size() * sizeof(abi::BfsLevelLog));
+
+  CUdevice dev = 0;
+  DBS_CU(cuDeviceGet(&dev, ctx.device().ordinal));
+  int coop = 0, occ = 0;
+  DBS_CU(cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, dev));
+  DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, p.search, static_cast<int>(p.threads), 0));
+  // Every block must be resident at once for the grid barrier: exactly what fits, no more.
+  const int sms = ctx.device().sm_count;
+  p.coop_grid = static_cast<unsigned>(std::max(occ, 0) * sms);
+  p.loop_grid = static_cast<unsigned>(std::max(occ, 1) * sms);
+  const bool can_coop = coop && occ > 0;
+  if (opt.launch == BfsLaunch::Cooperative && !can_coop)
+    throw UsageError("plan_bfs: cooperative launch asked for, but this device does not support it");
+  p.launch = (opt.profile || opt.launch == BfsLaunch::HostLoop || !can_coop) ? BfsLaunch::HostLoop
+                                                                             : BfsLaunch::Cooperative;
+}
+
+// The config, typed and echoed back in full, and the options every path keeps.
+void start_bfs(BfsPlan::Impl& p, const BfsOptions& opt, const Config& config, int32_t n) {
+  p.config = config;
+  p.typed = config_from_json<BfsConfig>(config.params);
+  p.config.params = config_to_json(p.typed);
+  p.direction = opt.direction;
+  p.profile = opt.profile;
+  if (opt.profile) p.level_start = std::make_unique<Event>(), p.level_stop = std::make_unique<Event>();
+  p.n = n;
+  p.blocks = (n + 15) / 16;
+  p.words = (n + 31) / 32;
+}
+
 }  // namespace
 
 template <class T>
@@ -202,15 +273,7 @@ BfsPlan Context::build_bfs(PatternGraph g, const BfsOptions& opt, const Config& 
                                    g.entries()),
                        csr_device_bytes(g.n, g.entries(), 0));
   auto p = std::make_unique<BfsPlan::Impl>();
-  p->config = config;
-  p->typed = config_from_json<BfsConfig>(config.params);
-  p->config.params = config_to_json(p->typed);
-  p->direction = opt.direction;
-  p->profile = opt.profile;
-  if (opt.profile) p->level_start = std::make_unique<Event>(), p->level_stop = std::make_unique<Event>();
-  p->n = g.n;
-  p->blocks = (g.n + 15) / 16;
-  p->words = (g.n + 31) / 32;
+  start_bfs(*p, opt, config, g.n);
 
   // The views: pull reads row i of A (i's in-neighbours), push column j (j's out-neighbours). A
   // symmetric pattern is its own transpose: one copy serves both.
@@ -228,42 +291,154 @@ BfsPlan Context::build_bfs(PatternGraph g, const BfsOptions& opt, const Config& 
     p->pull_ptr = upload(g.row_ptr);
     p->pull_idx = upload(g.col_idx);
   }
-  const size_t words = static_cast<size_t>(std::max(p->words, 1));
-  p->visited = DeviceBuffer<uint32_t>(words);
-  p->frontier = DeviceBuffer<uint32_t>(3 * words);
-  p->queue = DeviceBuffer<int32_t>(3 * static_cast<size_t>(std::max(p->blocks, 1)));
-  p->tasks = DeviceBuffer<abi::BfsTask>(2 * static_cast<size_t>(s.task_capacity));
-  p->state = DeviceBuffer<uint8_t>(sizeof(abi::BfsState));
-  p->state.fill_bytes(0);  // the grid barrier's counters start at zero
-  p->log = DeviceBuffer<abi::BfsLevelLog>(abi::kBfsLogLevels);
-  // bfs_storage's figures are the allocations above, counted the same way (a gpu test compares them).
-  const int64_t held = static_cast<int64_t>((p->push_ptr.size() + p->push_idx.size() + p->pull_ptr.size() +
-                                             p->pull_idx.size() + p->visited.size() + p->frontier.size() +
-                                             p->queue.size()) * 4 +
-                                            p->tasks.size() * sizeof(abi::BfsTask) + p->state.size() +
-                                            p->log.size() * sizeof(abi::BfsLevelLog));
-  p->held_bytes = held;
+  p->view_push_ptr = p->push_ptr.ptr();
+  p->view_push_idx = p->push_idx.ptr();
+  p->view_pull_ptr = s.symmetric ? p->push_ptr.ptr() : p->pull_ptr.ptr();
+  p->view_pull_idx = s.symmetric ? p->push_idx.ptr() : p->pull_idx.ptr();
+  load_search(*this, *p, opt, false);
+  finish_bfs(*this, *p, opt);
+  return BfsPlan(std::move(p));
+}
 
-  // Problem -> key -> kernel.
-  codegen::BfsKey key;
-  key.direction = static_cast<codegen::Direction>(static_cast<int>(opt.direction));
-  key.warps = p->typed.block_warps;
-  p->threads = static_cast<unsigned>(key.warps * 32);
-  auto loaded = modules_->get(codegen::make_source(key), info_.arch());
-  p->kernel = loaded.info;
-  p->search = loaded.fns.at(0);
+namespace {
 
-  int coop = 0, occ = 0;
-  DBS_CU(cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, device_));
-  DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, p->search, static_cast<int>(p->threads), 0));
-  // Every block must be resident at once for the grid barrier: exactly what fits, no more.
-  p->coop_grid = static_cast<unsigned>(std::max(occ, 0) * info_.sm_count);
-  p->loop_grid = static_cast<unsigned>(std::max(occ, 1) * info_.sm_count);
-  const bool can_coop = coop && occ > 0;
-  if (opt.launch == BfsLaunch::Cooperative && !can_coop)
-    throw UsageError("plan_bfs: cooperative launch asked for, but this device does not support it");
-  p->launch = (opt.profile || opt.launch == BfsLaunch::HostLoop || !can_coop) ? BfsLaunch::HostLoop
-                                                                               : BfsLaunch::Cooperative;
+constexpr const char* kWho64 = "plan_bfs (64-bit offsets)";
+
+void check_view_shape(const DeviceGraphView64& v, const char* name) {
+  if (v.n < 0 || v.entries < 0)
+    throw UsageError(fmt::format("{}: {} has n = {} and {} entries; neither may be negative", kWho64, name, v.n,
+                                 v.entries));
+  if (static_cast<int64_t>(v.n) + 32 > INT32_MAX)
+    throw UsageError(fmt::format("{}: {} has {} vertices; vertices are int32 (at most {})", kWho64, name, v.n,
+                                 INT32_MAX - 32));
+  if (!v.row_ptr || (v.entries > 0 && !v.col_idx))
+    throw UsageError(fmt::format("{}: {} has a null array (row_ptr needs n + 1 entries, col_idx `entries`)", kWho64,
+                                 name));
+}
+
+// One pass of bfs_check_view over view v (m: the mirror view for pass 2), on the legacy stream,
+// waited for. Grids sized to the work, a few waves at most (the loops are grid-stride).
+abi::BfsViewCheck check_pass(CUfunction fn, const DeviceGraphView64& v, const DeviceGraphView64& m, int pass,
+                             int sms) {
+  abi::BfsViewCheck c{};
+  c.first_bad_row = c.first_bad_entry = c.first_unmirrored = ~uint64_t{0};
+  DeviceAllocation out(sizeof c);
+  out.upload(&c, sizeof c);
+  const int64_t threads = pass == 1 ? v.entries : pass == 2 ? int64_t{v.n} * 32 : v.n;
+  const unsigned grid =
+      static_cast<unsigned>(std::clamp<int64_t>((threads + 255) / 256, 1, int64_t{sms} * (pass == 0 ? 8 : 16)));
+  uint64_t ptr = reinterpret_cast<uintptr_t>(v.row_ptr), idx = reinterpret_cast<uintptr_t>(v.col_idx);
+  uint64_t mptr = reinterpret_cast<uintptr_t>(m.row_ptr), midx = reinterpret_cast<uintptr_t>(m.col_idx);
+  uint64_t outp = out.ptr();
+  int n = v.n, which = pass;
+  long long entries = v.entries;
+  void* params[] = {&ptr, &idx, &n, &entries, &mptr, &midx, &which, &outp};
+  DBS_CU(cuLaunchKernel(fn, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
+  out.download(&c, sizeof c);
+  return c;
+}
+
+int64_t read_offset(const DeviceGraphView64& v, int64_t at) {
+  int64_t o = 0;
+  DBS_CU(cuMemcpyDtoH(&o, reinterpret_cast<uintptr_t>(v.row_ptr + at), sizeof o));
+  return o;
+}
+
+// The caller's views checked before a search trusts them (bfs_check_view): UsageError naming the
+// first bad row or entry. Returns the push view's task count.
+int64_t check_views(CUfunction fn, const DeviceGraphView64& push, const DeviceGraphView64& pull, bool two_views,
+                    int sms) {
+  const char* push_name = two_views ? "the out-neighbour view" : "the graph";
+  const char* pull_name = two_views ? "the in-neighbour view" : "the graph";
+  int64_t pieces = 0;
+  for (int k = 0; k < (two_views ? 2 : 1); ++k) {
+    const DeviceGraphView64& v = k == 0 ? push : pull;
+    const char* name = k == 0 ? push_name : pull_name;
+    const auto rows = check_pass(fn, v, v, 0, sms);
+    if (rows.bad_rows) {
+      const int64_t r = static_cast<int64_t>(rows.first_bad_row);
+      const std::string next = r + 1 <= v.n ? fmt::format(", row_ptr[{}] = {}", r + 1, read_offset(v, r + 1)) : "";
+      throw UsageError(fmt::format(
+          "{}: {}'s row_ptr is not a valid offset array at row {} (row_ptr[{}] = {}{}): offsets must rise from 0 to "
+          "entries = {}; {} rows in all",
+          kWho64, name, r, r, read_offset(v, r), next, v.entries, rows.bad_rows));
+    }
+    if (k == 0) pieces = static_cast<int64_t>(rows.pieces);
+    const auto cols = check_pass(fn, v, v, 1, sms);
+    if (cols.bad_cols) {
+      int32_t j = 0;
+      const int64_t e = static_cast<int64_t>(cols.first_bad_entry);
+      DBS_CU(cuMemcpyDtoH(&j, reinterpret_cast<uintptr_t>(v.col_idx + e), sizeof j));
+      throw UsageError(fmt::format("{}: {}'s col_idx[{}] = {} is not a vertex (expected [0, {})); {} entries in all",
+                                   kWho64, name, e, j, v.n, cols.bad_cols));
+    }
+  }
+  const auto mirror = check_pass(fn, pull, push, 2, sms);
+  if (mirror.unsorted)
+    throw UsageError(fmt::format("{}: {}'s columns are not sorted and unique in each row: {} entries are not above the "
+                                 "one before them, the first in row {}",
+                                 kWho64, pull_name, mirror.unsorted, mirror.first_bad_row));
+  if (mirror.unmirrored) {
+    const int64_t r = static_cast<int64_t>(mirror.first_unmirrored);
+    if (two_views)
+      throw UsageError(fmt::format(
+          "{}: the two views are not each other's transpose: {} entries (i, j) of the in-neighbour view have no "
+          "(j, i) in the out-neighbour view, the first in row {} (its columns must be sorted in each row)",
+          kWho64, mirror.unmirrored, r));
+    throw UsageError(fmt::format(
+        "{}: the graph is not symmetric: {} entries (i, j) have no (j, i), the first in row {}; pass the transposed "
+        "graph's view as a_transposed",
+        kWho64, mirror.unmirrored, r));
+  }
+  return pieces;
+}
+
+}  // namespace
+
+BfsPlan Context::plan_bfs(const DeviceGraphView64& a, const BfsOptions& opt, const DeviceGraphView64* a_transposed) {
+  make_current();
+  check_view_shape(a, "the graph");
+  if (a_transposed) {
+    check_view_shape(*a_transposed, "the transposed graph");
+    if (a_transposed->n != a.n || a_transposed->entries != a.entries)
+      throw UsageError(fmt::format("{}: the transposed graph has {} vertices and {} entries, the graph {} and {}: a "
+                                   "transpose has as many of each",
+                                   kWho64, a_transposed->n, a_transposed->entries, a.n, a.entries));
+  }
+  // The views by role: pull reads a vertex's in-neighbours, push its out-neighbours.
+  const DeviceGraphView64& pull = a_transposed && opt.transpose ? *a_transposed : a;
+  const DeviceGraphView64& push = !a_transposed ? a : opt.transpose ? a : *a_transposed;
+  const Config config =
+      opt.config ? *opt.config : Config{"bfs", config_to_json(BfsConfig{}), ConfigSource::Default, "device view"};
+  auto p = std::make_unique<BfsPlan::Impl>();
+  start_bfs(*p, opt, config, a.n);
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto loaded = load_search(*this, *p, opt, true);
+  DBS_CU(cuCtxSynchronize());  // the views may have been written on any stream
+  const int64_t pieces = check_views(loaded.fns.at(2), push, pull, a_transposed != nullptr, info_.sm_count);
+  auto& s = p->stats;
+  s.vertices = a.n;
+  s.entries = a.entries;
+  s.symmetric = a_transposed == nullptr;
+  s.views_in_place = true;
+  s.task_capacity = std::max<int64_t>(pieces, 1);
+  if (s.task_capacity > int64_t{UINT32_MAX})
+    throw UsageError(fmt::format("{}: the graph lists {} push tasks; a frontier's task list holds at most {}", kWho64,
+                                 s.task_capacity, UINT32_MAX));
+  const int64_t n1 = static_cast<int64_t>(a.n) + 1;
+  s.bytes_format = (s.symmetric ? 1 : 2) * (n1 * 8 + a.entries * 4);
+  s.bytes_device = search_state_bytes(a.n, s.task_capacity);
+  s.bytes_csr = n1 * 8 + a.entries * 8;
+  s.convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  require_device_bytes(fmt::format("{}: the search state of a graph of {} vertices and {} edges", kWho64, a.n,
+                                   a.entries),
+                       s.bytes_device);
+  p->view_push_ptr = reinterpret_cast<uintptr_t>(push.row_ptr);
+  p->view_push_idx = reinterpret_cast<uintptr_t>(push.col_idx);
+  p->view_pull_ptr = reinterpret_cast<uintptr_t>(pull.row_ptr);
+  p->view_pull_idx = reinterpret_cast<uintptr_t>(pull.col_idx);
+  p->total_edges = static_cast<uint64_t>(push.entries);
+  finish_bfs(*this, *p, opt);
   return BfsPlan(std::move(p));
 }
 
@@ -360,11 +535,17 @@ std::string BfsPlan::explain() const {
                          : std::string());
   out += fmt::format("  config ({}): {}{}\n", to_string(p.config.source), p.config.params.dump(),
                      p.config.note.empty() ? "" : " — " + p.config.note);
-  out += fmt::format("  device bytes {} (views {}, {:.2f} bytes/entry; CSR with f32 values {}: {:.2f}x)\n",
-                     s.bytes_device, s.bytes_format,
-                     s.entries ? static_cast<double>(s.bytes_format) / static_cast<double>(s.entries) : 0.0, s.bytes_csr,
-                     s.bytes_csr ? static_cast<double>(s.bytes_device) / static_cast<double>(s.bytes_csr) : 0.0);
-  out += fmt::format("  push task capacity {}, conversion {:.1f} ms\n", s.task_capacity, s.convert_ms);
+  if (s.views_in_place)
+    out += fmt::format("  the caller's views read in place (64-bit row offsets, {} bytes); the plan's own device bytes {}\n",
+                       s.bytes_format, s.bytes_device);
+  else
+    out += fmt::format("  device bytes {} (views {}, {:.2f} bytes/entry; CSR with f32 values {}: {:.2f}x)\n",
+                       s.bytes_device, s.bytes_format,
+                       s.entries ? static_cast<double>(s.bytes_format) / static_cast<double>(s.entries) : 0.0,
+                       s.bytes_csr,
+                       s.bytes_csr ? static_cast<double>(s.bytes_device) / static_cast<double>(s.bytes_csr) : 0.0);
+  out += fmt::format("  push task capacity {}, {} {:.1f} ms\n", s.task_capacity,
+                     s.views_in_place ? "view checks" : "conversion", s.convert_ms);
   return out;
 }
 

@@ -103,9 +103,10 @@ int64_t spmv_grid(const codegen::SpmvKey& key, int64_t rows) {
     case SpmvStrategy::Block: return rows;
     case SpmvStrategy::LongRow:
     case SpmvStrategy::Classified:
-    case SpmvStrategy::Classify: break;
+    case SpmvStrategy::Classify:
+    case SpmvStrategy::Gather: break;
   }
-  throw UsageError("spmv_grid: long-row and classified kernels are sized by the plan");
+  throw UsageError("spmv_grid: long-row, classified and gather kernels are sized by the plan");
 }
 
 }  // namespace dbsparse

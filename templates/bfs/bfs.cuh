@@ -6,7 +6,8 @@
 // start of every level from the frontier's counts; the whole search is one cooperative launch with
 // a grid barrier between levels (or one launch per step where the host asks for it).
 //
-// Macros from the key (codegen/keys/bfs_key.cpp): DBS_BFS_DIR 0 auto, 1 push only, 2 pull only.
+// Macros from the key (codegen/keys/bfs_key.cpp): DBS_BFS_DIR 0 auto, 1 push only, 2 pull only;
+// DBS_BFS_O64 1: the views' row offsets are 64-bit (graphs past 2^31 entries), else 32-bit.
 // Structs and constants shared with the host: include/dbsparse/abi/bfs.h.
 #pragma once
 #include "dbs_common.cuh"
@@ -15,9 +16,20 @@
 #ifndef DBS_BFS_DIR
 #define DBS_BFS_DIR 0
 #endif
+#ifndef DBS_BFS_O64
+#define DBS_BFS_O64 0
+#endif
 
 namespace dbs {
 using namespace dbsparse::abi;
+
+#if DBS_BFS_O64
+typedef long long bfs_off;
+#else
+typedef int bfs_off;
+#endif
+__device__ __forceinline__ const bfs_off* push_ptr(const BfsArgs& a) { return (const bfs_off*)a.push_ptr; }
+__device__ __forceinline__ const bfs_off* pull_ptr(const BfsArgs& a) { return (const bfs_off*)a.pull_ptr; }
 
 __device__ __forceinline__ unsigned bfs_lane() { return threadIdx.x & 31u; }
 
@@ -95,16 +107,15 @@ __device__ __forceinline__ BlockTaskSlots warp_reserve_pair(BfsFrontierCounts* c
 }
 
 // Piece i of vertex u's out-edges [first, first + deg).
-__device__ __forceinline__ BfsTask piece_task(int u, int first, unsigned deg, unsigned i) {
+__device__ __forceinline__ BfsTask piece_task(int u, bfs_off first, unsigned deg, unsigned i) {
   BfsTask t;
   t.vertex = u;
-  t.first = first + (int)(i * kBfsPiece);
   t.count = (int)min((unsigned)kBfsPiece, deg - i * kBfsPiece);
-  t.pad = 0;
+  t.first = (long long)first + (long long)(i * kBfsPiece);
   return t;
 }
 
-__device__ __forceinline__ void write_tasks(BfsTask* list, unsigned at, int u, int first, unsigned deg) {
+__device__ __forceinline__ void write_tasks(BfsTask* list, unsigned at, int u, bfs_off first, unsigned deg) {
   for (unsigned i = 0; i * kBfsPiece < deg; ++i) list[at + i] = piece_task(u, first, deg, i);
 }
 
@@ -131,8 +142,9 @@ __device__ __forceinline__ void push_level(const BfsArgs& a, int level, const Bf
   unsigned found = 0;
   unsigned long long edges = 0;
   for (unsigned base = (unsigned)team.warp() * per_warp; base < ntasks; base += warps * per_warp) {
-    BfsTask t{0, 0, 0, 0};
+    BfsTask t{0, 0, 0};
     if (lane < per_warp && base + lane < ntasks) t = tasks[base + lane];
+    const bfs_off tfirst = (bfs_off)t.first;
     int total;
     const int pre = warp_exclusive_prefix(t.count, (int)lane, total);
     for (int p0 = 0; p0 < total; p0 += 128) {
@@ -142,14 +154,14 @@ __device__ __forceinline__ void push_level(const BfsArgs& a, int level, const Bf
         const int p = p0 + r * 32 + (int)lane;
         const int k = owner_lane(pre, p);
         const int excl = __shfl_sync(kFull, pre, k);
-        const int first = __shfl_sync(kFull, t.first, k);
+        const bfs_off first = __shfl_sync(kFull, tfirst, k);
         from[r] = __shfl_sync(kFull, t.vertex, k);
         u[r] = p < total ? a.push_idx[first + (p - excl)] : -1;
       }
       // A candidate not yet visited loads its out-edge range in the same round trip as the atomic
       // that decides whether it wins (the range is wasted on a loser: one more L2 hit).
       bool won[4];
-      int first[4], last[4];
+      bfs_off first[4], last[4];
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
         won[r] = false;
@@ -157,8 +169,8 @@ __device__ __forceinline__ void push_level(const BfsArgs& a, int level, const Bf
         if (u[r] < 0) continue;
         const uint32_t bit = 1u << (u[r] & 31);
         if (a.visited[u[r] >> 5] & bit) continue;  // may be stale: the atomic decides
-        first[r] = a.push_ptr[u[r]];
-        last[r] = a.push_ptr[u[r] + 1];
+        first[r] = push_ptr(a)[u[r]];
+        last[r] = push_ptr(a)[u[r] + 1];
         won[r] = !(atomicOr(&a.visited[u[r] >> 5], bit) & bit);
       }
       // The winners join frontier L + 1; the block list and the task list are reserved warp-wide.
@@ -211,8 +223,8 @@ __device__ __forceinline__ void pull_level(const BfsArgs& a, int level, const ui
     const int v = w * 32 + (int)lane;
     int parent = -1;
     if (!((vis >> lane) & 1u)) {
-      const int end = a.pull_ptr[v + 1];
-      for (int i = a.pull_ptr[v]; i < end && parent < 0; i += 4) {
+      const bfs_off end = pull_ptr(a)[v + 1];
+      for (bfs_off i = pull_ptr(a)[v]; i < end && parent < 0; i += 4) {
         int j[4];
 #pragma unroll
         for (int r = 0; r < 4; ++r) j[r] = i + r < end ? a.pull_idx[i + r] : -1;
@@ -224,12 +236,12 @@ __device__ __forceinline__ void pull_level(const BfsArgs& a, int level, const ui
     const uint32_t found = __ballot_sync(kFull, parent >= 0);
     if (!found) continue;
     unsigned deg = 0;
-    int first = 0;
+    bfs_off first = 0;
     if (parent >= 0) {
       a.levels[v] = level + 1;
       if (a.parents) a.parents[v] = parent;
-      first = a.push_ptr[v];
-      deg = (unsigned)(a.push_ptr[v + 1] - first);
+      first = push_ptr(a)[v];
+      deg = (unsigned)(push_ptr(a)[v + 1] - first);
     }
     const unsigned tat = warp_reserve(&cn->tasks, pieces_of(deg));
     if (parent >= 0) write_tasks(tnext, tat, v, first, deg);
@@ -281,8 +293,8 @@ __device__ __forceinline__ void clear_search(const BfsArgs& a) {
 __device__ __forceinline__ void seed_search(const BfsArgs& a) {
   if (blockIdx.x != 0) return;
   const int s = a.source;
-  const int first = a.push_ptr[s];
-  const unsigned deg = (unsigned)(a.push_ptr[s + 1] - first);
+  const bfs_off first = push_ptr(a)[s];
+  const unsigned deg = (unsigned)(push_ptr(a)[s + 1] - first);
   const unsigned pieces = pieces_of(deg);
   if (threadIdx.x == 0) {
     a.visited[s >> 5] |= 1u << (s & 31);
@@ -461,6 +473,85 @@ __global__ void __launch_bounds__(WARPS * 32)
   }
   mine = __reduce_add_sync(kFull, mine);
   if ((threadIdx.x & 31) == 0 && mine) atomicAdd(count, mine);
+}
+
+// plan_bfs of a DeviceGraphView64 reads the caller's arrays, so a search checks them first (one
+// pass each, a few ms past 2^31 entries against seconds to fill them):
+//   pass 0, a thread a row: offsets in [0, entries] and not decreasing (row 0 starting at 0, the
+//     last row ending at entries), and the push tasks (pieces) of every row;
+//   pass 1, grid-stride over the entries: columns in [0, n);
+//   pass 2, a warp a row: each entry (i, j) looked up in row j of the mirror view by binary search
+//     (sorted columns), counting the missing: the mirror is the view itself for a symmetric graph,
+//     else the other direction's view; and each entry checked to lie above the one before it in its
+//     row. Run only after passes 0 and 1 found the views sound. Rows strictly increasing, as many
+//     entries in both views and every entry mirrored: then the views are exactly each other's
+//     transpose (the lookups map entries one to one), so push and pull levels see the same edges.
+template <typename Off>
+__global__ void __launch_bounds__(256) bfs_check_view(const Off* ptr, const int32_t* idx, int n, long long entries,
+                                                      const Off* mptr, const int32_t* midx, int pass,
+                                                      BfsViewCheck* out) {
+  const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  const long long nt = (long long)gridDim.x * blockDim.x;
+  const unsigned lane = bfs_lane();
+  unsigned long long bad = 0, pieces = 0;
+  if (pass == 0) {
+    for (long long i = tid; i < n; i += nt) {
+      const long long b = (long long)ptr[i], e = (long long)ptr[i + 1];
+      const bool ok = b >= 0 && b <= e && e <= entries && (i != 0 || b == 0) && (i != n - 1 || e == entries);
+      if (!ok) {
+        ++bad;
+        atomicMin(&out->first_bad_row, (unsigned long long)i);
+      } else {
+        pieces += (unsigned long long)((e - b + kBfsPiece - 1) / kBfsPiece);
+      }
+    }
+    if (n == 0 && tid == 0 && (long long)ptr[0] != entries) {
+      ++bad;
+      atomicMin(&out->first_bad_row, 0ull);
+    }
+    pieces = warp_sum(pieces);
+    if (lane == 0 && pieces) atomicAdd(&out->pieces, pieces);
+    bad = warp_sum(bad);
+    if (lane == 0 && bad) atomicAdd(&out->bad_rows, bad);
+  } else if (pass == 1) {
+    for (long long k = tid; k < entries; k += nt) {
+      const int j = idx[k];
+      if (j < 0 || j >= n) {
+        ++bad;
+        atomicMin(&out->first_bad_entry, (unsigned long long)k);
+      }
+    }
+    bad = warp_sum(bad);
+    if (lane == 0 && bad) atomicAdd(&out->bad_cols, bad);
+  } else {
+    const long long warp = tid >> 5, warps = nt >> 5;
+    unsigned long long unsorted = 0;
+    for (long long i = warp; i < n; i += warps) {
+      const Off end = ptr[i + 1];
+      const Off begin = ptr[i];
+      for (Off k = begin + (Off)lane; k < end; k += 32) {
+        const int j = idx[k];
+        if (k > begin && idx[k - 1] >= j) {
+          ++unsorted;
+          atomicMin(&out->first_bad_row, (unsigned long long)i);
+        }
+        Off lo = mptr[j], hi = mptr[j + 1];
+        while (lo < hi) {
+          const Off mid = lo + (hi - lo) / 2;
+          if (midx[mid] < (int)i) lo = mid + 1;
+          else hi = mid;
+        }
+        if (lo == mptr[j + 1] || midx[lo] != (int)i) {
+          ++bad;
+          atomicMin(&out->first_unmirrored, (unsigned long long)i);
+        }
+      }
+    }
+    bad = warp_sum(bad);
+    if (lane == 0 && bad) atomicAdd(&out->unmirrored, bad);
+    unsorted = warp_sum(unsorted);
+    if (lane == 0 && unsorted) atomicAdd(&out->unsorted, unsorted);
+  }
 }
 
 }  // namespace dbs

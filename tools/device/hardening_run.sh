@@ -10,6 +10,9 @@
 #   the tool's error count, seconds); cases not started are named.
 #   $SAN_DONE: earlier cases-summary files; a (tool, case) they show passed with rc 0 is not run again.
 #   $SAN_SKIP: a regex of case names not run under a sanitizer (e.g. Past2To31: 17 GB of A).
+#   $SAN_ORDER: earlier cases-summary files; cases start longest first by the seconds they show
+#   (any tool's, the most; a case they do not show counts as 100 s), so the long ones do not start
+#   last and outlast the budget while the cores idle.
 # sanitize: `cases` with every tool of $SAN_TOOLS (default memcheck racecheck synccheck initcheck)
 #   over the patterns that cover every gpu test but the limits tests ($SAN_PATTERNS).
 # limits: DeviceOutOfMemory* and OneContext* (OOM without leaks, 8 threads x 400 calls), alone:
@@ -49,16 +52,31 @@ run_cases() {
       case $rest in "rc=0 1 passed"*) queued[$tool:$tc]=1 ;; esac
     done <"$f"
   done
+  declare -A took=()
+  for f in ${SAN_ORDER:-}; do
+    while read -r tool tc rest; do
+      local secs=${rest% s}
+      secs=${secs##* }
+      [[ $secs =~ ^[0-9]+$ ]] || continue
+      [ "$secs" -le "${took[$tc]:-0}" ] || took[$tc]=$secs
+    done <"$f"
+  done
+  local todo=()
   for entry in $1; do
     tool=${entry%%:*}
     while IFS= read -r tc; do
       [ -z "${queued[$tool:$tc]:-}" ] || continue
       [[ $tool != plain && -n "${SAN_SKIP:-}" && $tc =~ $SAN_SKIP ]] && continue
       queued[$tool:$tc]=1
-      while [ "$(jobs -rp | wc -l)" -ge "${SAN_JOBS:-1}" ]; do wait -n; done
-      case_one "$tool" "$tc" &
+      todo+=("${took[$tc]:-100} $tool $tc")
     done < <("$B/test_gpu" -ltc -tc="${entry#*:}" | grep -v -E '^(\[doctest\]|=+$)')
   done
+  # Without SAN_ORDER every weight is 100 and the stable sort keeps the order given.
+  while read -r _ tool tc; do
+    [ -n "$tc" ] || continue
+    while [ "$(jobs -rp | wc -l)" -ge "${SAN_JOBS:-1}" ]; do wait -n; done
+    case_one "$tool" "$tc" &
+  done < <(printf '%s\n' "${todo[@]}" | sort -s -k1,1 -rn)
   wait
   echo "cases: $(grep -c ' rc=0 1 passed' "$summary") passed with rc 0, $(grep -c ' rc=' "$summary") run, $(grep -c 'not started' "$summary") not started"
   grep -v ' rc=0 1 passed' "$summary" | grep -v 'not started' | head -20

@@ -2,9 +2,11 @@
 # Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (issue 35's calls): SpMM and SpMV on
 # irregular graphs with and without a row order, their gpu tests, and Nsight Compute on the CSR
 # kernel of one graph.
-#   tools/device/locality_run.sh tests|spmm|spmm-configs|spmm-full|spmv|gcn|ncu|sanitize ...   (in order)
+#   tools/device/locality_run.sh tests|spmm|spmm-configs|spmm-full|spmm-sweep|spmv|gcn|ncu|sanitize ...   (in order)
 # tests: every Spmm* / Spmv* gpu test; spmm: the graphs set (quick) plus ../shared/matrices at
 # N = 32 and 128 with --reorder degree,rcm,community; spmm-full: the full graphs set, N = 32 and 128;
+# spmm-sweep: widths N = $SWEEP_N (default 16,32,64,128,256) on the quick graphs set plus graphs of
+# millions of rows ($SWEEP_GRAPHS: R-MAT 20-22 scrambled, a 2M-vertex community graph), degree order.
 # ncu: every csr_spmm_rows launch on the scrambled R-MAT 17 at N = 32, plain and in community order.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -35,6 +37,15 @@ for mode in "$@"; do
       $T "$B/dbsparse" bench spmm --suite full --set graphs --no-shared --n 32,128 \
         --reorder "${REORDERS:-degree,rcm,community}" --json "$OUT/spmm-graphs-full.json" >"$OUT/spmm-graphs-full.txt" 2>&1
       echo "$mode rc $?"; grep -E "geomean|WRONG" "$OUT/spmm-graphs-full.txt" | cut -c1-200 | head -30 ;;
+    spmm-sweep)
+      $T "$B/dbsparse" bench spmm --suite quick --set graphs --no-shared --n "${SWEEP_N:-16,32,64,128,256}" \
+        --reorder degree --json "$OUT/spmm-sweep-graphs.json" >"$OUT/spmm-sweep-graphs.txt" 2>&1
+      echo "$mode graphs rc $?"; grep -E "geomean|WRONG" "$OUT/spmm-sweep-graphs.txt" | cut -c1-200 | head -20
+      # shellcheck disable=SC2086  # the graph specs are separate arguments
+      $T "$B/dbsparse" bench spmm ${SWEEP_GRAPHS:-rmat:scale=20,ef=16,scramble=1 rmat:scale=21,ef=16,scramble=1 rmat:scale=22,ef=16,scramble=1 community:n=2000000,k=4000,p_in=0.03,p_out=0.0000025,seed=1,scramble=1} \
+        --no-shared --n "${SWEEP_N:-16,32,64,128,256}" --reorder degree --json "$OUT/spmm-sweep-big.json" \
+        >"$OUT/spmm-sweep-big.txt" 2>&1
+      echo "$mode big rc $?"; grep -E "geomean|WRONG" "$OUT/spmm-sweep-big.txt" | cut -c1-200 | head -20 ;;
     spmv)
       $T "$B/dbsparse" bench spmv rmat:scale=20,ef=16,scramble=1 powerlaw:n=1000000,avg=16,alpha=1.5,max=100000 \
         uniform:n=2000000,d=16 --no-shared --strategy classified,cols-degree --json "$OUT/spmv-irregular.json" >"$OUT/spmv-irregular.txt" 2>&1

@@ -17,11 +17,12 @@ constexpr int kBfsLogLevels = 65536;  // levels whose statistics the search keep
 enum BfsDirId { kBfsPush = 0, kBfsPull = 1 };
 
 // Out-edges [first, first + count) of `vertex` in the push view, to be expanded by one level.
-struct BfsTask {
+// first is 64-bit for every variant, so that one layout serves 32- and 64-bit row offsets (the
+// task is one 16-byte load either way: hence the alignment).
+struct alignas(16) BfsTask {
   int32_t vertex;
-  int32_t first;
   int32_t count;
-  int32_t pad;
+  int64_t first;
 };
 static_assert(sizeof(BfsTask) == 16, "BfsTask is 16 bytes on both sides");
 
@@ -60,10 +61,12 @@ struct BfsState {
 };
 static_assert(sizeof(BfsState) == 192, "BfsState is 192 bytes on both sides");
 
+// The row offsets are int32 or (key .o64: graphs past 2^31 entries) int64: void here, read through
+// the kernel's offset type.
 struct BfsArgs {
-  const int32_t* push_ptr;  // per vertex j: its out-neighbours i (A(i, j) != 0) ...
+  const void* push_ptr;     // per vertex j: its out-neighbours i (A(i, j) != 0) ...
   const int32_t* push_idx;  // ... push_idx[push_ptr[j] .. push_ptr[j + 1])
-  const int32_t* pull_ptr;  // per vertex i: its in-neighbours j (row i of A); may alias push_*
+  const void* pull_ptr;     // per vertex i: its in-neighbours j (row i of A); may alias push_*
   const int32_t* pull_idx;
   uint32_t* visited;        // words bits
   uint32_t* frontier;       // 3 * words bits
@@ -82,5 +85,19 @@ struct BfsArgs {
   uint32_t solo_tasks;           // cooperative: push levels with at most this many tasks run on block 0 alone
 };
 static_assert(sizeof(BfsArgs) == 152, "BfsArgs is 152 bytes on both sides");
+
+// What bfs_check_view finds in a graph view on the device (plan_bfs of a DeviceGraphView64): the
+// view is the caller's, so its offsets and columns are checked before a search trusts them.
+struct BfsViewCheck {
+  uint64_t pieces;            // push tasks of every vertex (kBfsPiece out-edges a task): the task capacity
+  uint64_t bad_rows;          // rows whose offsets decrease or leave [0, entries] (row 0 must start at 0, row n end at entries)
+  uint64_t bad_cols;          // entries outside [0, n)
+  uint64_t unmirrored;        // entries (i, j) with no (j, i) in the mirror view
+  uint64_t first_bad_row;     // the lowest such row (~0: none; atomicMin)
+  uint64_t first_bad_entry;   // the lowest entry with a bad column (~0: none)
+  uint64_t first_unmirrored;  // the lowest row holding an unmirrored entry (~0: none)
+  uint64_t unsorted;          // pass 2: entries not above the one before them in their row (first row: first_bad_row)
+};
+static_assert(sizeof(BfsViewCheck) == 64, "BfsViewCheck is 64 bytes on both sides");
 
 }  // namespace dbsparse::abi

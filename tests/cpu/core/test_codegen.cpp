@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "codegen/embedded_templates.hpp"
+#include "codegen/keys/bfs_key.hpp"
 #include "codegen/keys/spmspv_key.hpp"
 #include "codegen/keys/spmv_key.hpp"
 #include "dbsparse/error.hpp"
@@ -188,4 +189,21 @@ TEST_CASE("SpmspvSourceMatchesGoldenAndCompilesOutAbsentTypes") {
   CHECK(ks.source.find("#define DBS_HAS_CSR 0") != std::string::npos);
   CHECK(ks.source.find("#define DBS_PULL_COO_WARP 0") != std::string::npos);
   CHECK(ks.name_expressions.size() == 8);  // codegen/keys/spmspv_key.hpp lists them
+}
+
+TEST_CASE("BfsKeyRoundTripsThroughTextAndO64AddsTheViewCheck") {
+  for (const auto& k : bfs_search_space()) {
+    CAPTURE(k.to_string());
+    CHECK(BfsKey::parse(k.to_string()) == k);
+    const KernelSource ks = make_source(k);
+    CHECK(ks.key == k.to_string());
+    // The view check exists only where 64-bit views are read; the other entry points keep their places.
+    CHECK(ks.name_expressions.size() == (k.offsets64 ? 3u : 2u));
+    CHECK((ks.source.find("#define DBS_BFS_O64 1") != std::string::npos) == k.offsets64);
+  }
+  CHECK(BfsKey::parse("bfs.push.or_and.w32.o64") == BfsKey{Direction::Push, Semiring::OrAnd, 32, true});
+  for (const char* bad : {"bfs.auto.or_and.w8.o32", "bfs.auto.or_and.w8.o64.x", "bfs.auto.or_and", "bfs.auto.or_and.w16"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(BfsKey::parse(bad), UsageError);
+  }
 }
