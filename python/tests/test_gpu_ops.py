@@ -205,6 +205,20 @@ def test_bfs_with_64bit_offsets_searches_a_torch_csr_in_place():
 
 
 @gpu
+def test_a_broken_torch_csr_is_refused_not_read_out_of_bounds():
+    # torch does not check a CSR tensor's arrays unless asked: a column past the end must be a
+    # UsageError, not an illegal address (which would end the process's CUDA context).
+    crow = torch.tensor([0, 2, 3], dtype=torch.int64)
+    col = torch.tensor([0, 7, 1], dtype=torch.int64)
+    t = torch.sparse_csr_tensor(crow, col, torch.ones(3), size=(2, 3), check_invariants=False).cuda()
+    for make in (lambda: dbsparse.plan_spmv(t, offsets64=True), lambda: dbsparse.plan_spmm(t, 32, offsets64=True)):
+        with pytest.raises(dbsparse.UsageError, match=r"col_idx\[1\] = 7"):
+            make()
+    ok = dbsparse.plan_spmv(rand(30, 20, 0.2, 9))  # the context still works
+    assert ok(cuda(np.ones(20, dtype=np.float32))).shape == (30,)
+
+
+@gpu
 def test_spgemm_on_device_matches_scipy_without_copying_inputs():
     a = rand(2000, 1500, 3e-3, 12)
     b = rand(1500, 1800, 3e-3, 13)

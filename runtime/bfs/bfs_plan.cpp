@@ -12,6 +12,7 @@
 #include "dbsparse/abi/bfs.h"
 #include "dbsparse/features.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
+#include "runtime/gpu/device_csr_check.hpp"
 #include "runtime/gpu/module_registry.hpp"
 
 namespace dbsparse {
@@ -316,68 +317,47 @@ void check_view_shape(const DeviceGraphView64& v, const char* name) {
                                  name));
 }
 
-// One pass of bfs_check_view over view v (m: the mirror view for pass 2), on the legacy stream,
-// waited for. Grids sized to the work, a few waves at most (the loops are grid-stride).
+// One pass of bfs_check_view over view v (m: the mirror view for pass 1), on the legacy stream,
+// waited for.
 abi::BfsViewCheck check_pass(CUfunction fn, const DeviceGraphView64& v, const DeviceGraphView64& m, int pass,
                              int sms) {
   abi::BfsViewCheck c{};
-  c.first_bad_row = c.first_bad_entry = c.first_unmirrored = ~uint64_t{0};
+  c.first_unmirrored = ~uint64_t{0};
   DeviceAllocation out(sizeof c);
   out.upload(&c, sizeof c);
-  const int64_t threads = pass == 1 ? v.entries : pass == 2 ? int64_t{v.n} * 32 : v.n;
-  const unsigned grid =
-      static_cast<unsigned>(std::clamp<int64_t>((threads + 255) / 256, 1, int64_t{sms} * (pass == 0 ? 8 : 16)));
+  const int64_t threads = pass == 1 ? int64_t{v.n} * 32 : v.n;
+  const unsigned grid = static_cast<unsigned>(std::clamp<int64_t>((threads + 255) / 256, 1, int64_t{sms} * 16));
   uint64_t ptr = reinterpret_cast<uintptr_t>(v.row_ptr), idx = reinterpret_cast<uintptr_t>(v.col_idx);
   uint64_t mptr = reinterpret_cast<uintptr_t>(m.row_ptr), midx = reinterpret_cast<uintptr_t>(m.col_idx);
   uint64_t outp = out.ptr();
   int n = v.n, which = pass;
-  long long entries = v.entries;
-  void* params[] = {&ptr, &idx, &n, &entries, &mptr, &midx, &which, &outp};
+  void* params[] = {&ptr, &idx, &n, &mptr, &midx, &which, &outp};
   DBS_CU(cuLaunchKernel(fn, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
   out.download(&c, sizeof c);
   return c;
 }
 
-int64_t read_offset(const DeviceGraphView64& v, int64_t at) {
-  int64_t o = 0;
-  DBS_CU(cuMemcpyDtoH(&o, reinterpret_cast<uintptr_t>(v.row_ptr + at), sizeof o));
-  return o;
+detail::DeviceCsrArrays arrays_of(const DeviceGraphView64& v) {
+  detail::DeviceCsrArrays m;
+  m.row_ptr = reinterpret_cast<uintptr_t>(v.row_ptr);
+  m.offsets64 = true;
+  m.col_idx = reinterpret_cast<uintptr_t>(v.col_idx);
+  m.rows = m.cols = v.n;
+  m.nnz = v.entries;
+  return m;
 }
 
-// The caller's views checked before a search trusts them (bfs_check_view): UsageError naming the
-// first bad row or entry. Returns the push view's task count.
-int64_t check_views(CUfunction fn, const DeviceGraphView64& push, const DeviceGraphView64& pull, bool two_views,
-                    int sms) {
+// The caller's views checked before a search trusts them: offsets, columns and (the in-neighbour
+// view, whose entries are looked up) sorted rows by csr_check, then each in-entry's mirror by
+// bfs_check_view. UsageError naming the first bad row or entry. Returns the push view's task count.
+int64_t check_views(Context& ctx, CUfunction fn, const DeviceGraphView64& push, const DeviceGraphView64& pull,
+                    bool two_views) {
   const char* push_name = two_views ? "the out-neighbour view" : "the graph";
   const char* pull_name = two_views ? "the in-neighbour view" : "the graph";
-  int64_t pieces = 0;
-  for (int k = 0; k < (two_views ? 2 : 1); ++k) {
-    const DeviceGraphView64& v = k == 0 ? push : pull;
-    const char* name = k == 0 ? push_name : pull_name;
-    const auto rows = check_pass(fn, v, v, 0, sms);
-    if (rows.bad_rows) {
-      const int64_t r = static_cast<int64_t>(rows.first_bad_row);
-      const std::string next = r + 1 <= v.n ? fmt::format(", row_ptr[{}] = {}", r + 1, read_offset(v, r + 1)) : "";
-      throw UsageError(fmt::format(
-          "{}: {}'s row_ptr is not a valid offset array at row {} (row_ptr[{}] = {}{}): offsets must rise from 0 to "
-          "entries = {}; {} rows in all",
-          kWho64, name, r, r, read_offset(v, r), next, v.entries, rows.bad_rows));
-    }
-    if (k == 0) pieces = static_cast<int64_t>(rows.pieces);
-    const auto cols = check_pass(fn, v, v, 1, sms);
-    if (cols.bad_cols) {
-      int32_t j = 0;
-      const int64_t e = static_cast<int64_t>(cols.first_bad_entry);
-      DBS_CU(cuMemcpyDtoH(&j, reinterpret_cast<uintptr_t>(v.col_idx + e), sizeof j));
-      throw UsageError(fmt::format("{}: {}'s col_idx[{}] = {} is not a vertex (expected [0, {})); {} entries in all",
-                                   kWho64, name, e, j, v.n, cols.bad_cols));
-    }
-  }
-  const auto mirror = check_pass(fn, pull, push, 2, sms);
-  if (mirror.unsorted)
-    throw UsageError(fmt::format("{}: {}'s columns are not sorted and unique in each row: {} entries are not above the "
-                                 "one before them, the first in row {}",
-                                 kWho64, pull_name, mirror.unsorted, mirror.first_bad_row));
+  detail::check_device_csr(ctx, kWho64, pull_name, arrays_of(pull), true, nullptr);
+  if (two_views) detail::check_device_csr(ctx, kWho64, push_name, arrays_of(push), false, nullptr);
+  const int sms = ctx.device().sm_count;
+  const auto mirror = check_pass(fn, pull, push, 1, sms);
   if (mirror.unmirrored) {
     const int64_t r = static_cast<int64_t>(mirror.first_unmirrored);
     if (two_views)
@@ -390,7 +370,7 @@ int64_t check_views(CUfunction fn, const DeviceGraphView64& push, const DeviceGr
         "graph's view as a_transposed",
         kWho64, mirror.unmirrored, r));
   }
-  return pieces;
+  return static_cast<int64_t>(check_pass(fn, push, push, 0, sms).pieces);
 }
 
 }  // namespace
@@ -415,7 +395,7 @@ BfsPlan Context::plan_bfs(const DeviceGraphView64& a, const BfsOptions& opt, con
   const auto t0 = std::chrono::steady_clock::now();
   const auto loaded = load_search(*this, *p, opt, true);
   DBS_CU(cuCtxSynchronize());  // the views may have been written on any stream
-  const int64_t pieces = check_views(loaded.fns.at(2), push, pull, a_transposed != nullptr, info_.sm_count);
+  const int64_t pieces = check_views(*this, loaded.fns.at(2), push, pull, a_transposed != nullptr);
   auto& s = p->stats;
   s.vertices = a.n;
   s.entries = a.entries;

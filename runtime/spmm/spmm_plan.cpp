@@ -19,6 +19,7 @@
 #include "dbsparse/half.hpp"
 #include "dbsparse/tc_condensed.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
+#include "runtime/gpu/device_csr_check.hpp"
 #include "runtime/gpu/module_registry.hpp"
 #include "runtime/spmm/spmm_pieces.hpp"
 
@@ -550,6 +551,12 @@ SpmmPlan Context::plan_spmm(const DeviceCsrView64<float>& a, int n_cols, const S
     throw UsageError("plan_spmm (64-bit offsets): reorder " + p->typed.reorder + " needs A on the host");
   if (p->typed.path == "brp" || p->typed.path == "condensed")
     throw UsageError("plan_spmm (64-bit offsets): the config asks for path " + p->typed.path + "; the CSR path only");
+  // The kernel indexes B and C by the caller's arrays: checked first.
+  DBS_CU(cuCtxSynchronize());  // they may have been written on any stream
+  detail::check_device_csr(*this, "plan_spmm (64-bit offsets)", "A",
+                           detail::DeviceCsrArrays{reinterpret_cast<uintptr_t>(a.row_ptr), true,
+                                                   reinterpret_cast<uintptr_t>(a.col_idx), a.rows, a.cols, a.nnz},
+                           false, nullptr);
   p->rows = a.rows;
   p->cols = a.cols;
   p->nnz = a.nnz;

@@ -11,6 +11,7 @@
 #include "dbsparse/device_csr.hpp"
 #include "dbsparse/features.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
+#include "runtime/gpu/device_csr_check.hpp"
 #include "runtime/gpu/module_registry.hpp"
 #include "runtime/spmv/spmv_column_order.hpp"
 #include "runtime/spmv/spmv_strategy.hpp"
@@ -273,6 +274,12 @@ SpmvPlan<T> Context::plan_spmv(const DeviceCsrView64<T>& a, const Config* config
   using codegen::SpmvStrategy;
   make_current();
   validate(a, "plan_spmv (64-bit offsets)");
+  // The kernels index x and y by the caller's arrays: checked first.
+  DBS_CU(cuCtxSynchronize());  // they may have been written on any stream
+  detail::check_device_csr(*this, "plan_spmv (64-bit offsets)", "A",
+                           detail::DeviceCsrArrays{reinterpret_cast<uintptr_t>(a.row_ptr), true,
+                                                   reinterpret_cast<uintptr_t>(a.col_idx), a.rows, a.cols, a.nnz},
+                           false, nullptr);
   SpmvPlan<T> plan;
   plan.rows_ = a.rows;
   plan.cols_ = a.cols;

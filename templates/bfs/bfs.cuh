@@ -475,83 +475,46 @@ __global__ void __launch_bounds__(WARPS * 32)
   if ((threadIdx.x & 31) == 0 && mine) atomicAdd(count, mine);
 }
 
-// plan_bfs of a DeviceGraphView64 reads the caller's arrays, so a search checks them first (one
-// pass each, a few ms past 2^31 entries against seconds to fill them):
-//   pass 0, a thread a row: offsets in [0, entries] and not decreasing (row 0 starting at 0, the
-//     last row ending at entries), and the push tasks (pieces) of every row;
-//   pass 1, grid-stride over the entries: columns in [0, n);
-//   pass 2, a warp a row: each entry (i, j) looked up in row j of the mirror view by binary search
-//     (sorted columns), counting the missing: the mirror is the view itself for a symmetric graph,
-//     else the other direction's view; and each entry checked to lie above the one before it in its
-//     row. Run only after passes 0 and 1 found the views sound. Rows strictly increasing, as many
-//     entries in both views and every entry mirrored: then the views are exactly each other's
-//     transpose (the lookups map entries one to one), so push and pull levels see the same edges.
+// plan_bfs of a DeviceGraphView64 reads the caller's arrays: once csr_check (common/csr_check.cuh)
+// has found each view's offsets and columns sound and the in-neighbour view's rows sorted,
+//   pass 0, a thread a row: the push tasks (pieces) of every row of the push view;
+//   pass 1, a warp a row: each entry (i, j) of the in-neighbour view looked up in row j of the
+//     mirror view by binary search, counting the missing: the mirror is the view itself for a
+//     symmetric graph, else the out-neighbour view. Rows strictly increasing, as many entries in
+//     both views and every entry mirrored: then the views are exactly each other's transpose (the
+//     lookups map entries one to one), so push and pull levels see the same edges.
 template <typename Off>
-__global__ void __launch_bounds__(256) bfs_check_view(const Off* ptr, const int32_t* idx, int n, long long entries,
-                                                      const Off* mptr, const int32_t* midx, int pass,
-                                                      BfsViewCheck* out) {
+__global__ void __launch_bounds__(256) bfs_check_view(const Off* ptr, const int32_t* idx, int n, const Off* mptr,
+                                                      const int32_t* midx, int pass, BfsViewCheck* out) {
   const long long tid = (long long)blockIdx.x * blockDim.x + threadIdx.x;
   const long long nt = (long long)gridDim.x * blockDim.x;
   const unsigned lane = bfs_lane();
-  unsigned long long bad = 0, pieces = 0;
+  unsigned long long count = 0;
   if (pass == 0) {
-    for (long long i = tid; i < n; i += nt) {
-      const long long b = (long long)ptr[i], e = (long long)ptr[i + 1];
-      const bool ok = b >= 0 && b <= e && e <= entries && (i != 0 || b == 0) && (i != n - 1 || e == entries);
-      if (!ok) {
-        ++bad;
-        atomicMin(&out->first_bad_row, (unsigned long long)i);
-      } else {
-        pieces += (unsigned long long)((e - b + kBfsPiece - 1) / kBfsPiece);
-      }
-    }
-    if (n == 0 && tid == 0 && (long long)ptr[0] != entries) {
-      ++bad;
-      atomicMin(&out->first_bad_row, 0ull);
-    }
-    pieces = warp_sum(pieces);
-    if (lane == 0 && pieces) atomicAdd(&out->pieces, pieces);
-    bad = warp_sum(bad);
-    if (lane == 0 && bad) atomicAdd(&out->bad_rows, bad);
-  } else if (pass == 1) {
-    for (long long k = tid; k < entries; k += nt) {
-      const int j = idx[k];
-      if (j < 0 || j >= n) {
-        ++bad;
-        atomicMin(&out->first_bad_entry, (unsigned long long)k);
-      }
-    }
-    bad = warp_sum(bad);
-    if (lane == 0 && bad) atomicAdd(&out->bad_cols, bad);
-  } else {
-    const long long warp = tid >> 5, warps = nt >> 5;
-    unsigned long long unsorted = 0;
-    for (long long i = warp; i < n; i += warps) {
-      const Off end = ptr[i + 1];
-      const Off begin = ptr[i];
-      for (Off k = begin + (Off)lane; k < end; k += 32) {
-        const int j = idx[k];
-        if (k > begin && idx[k - 1] >= j) {
-          ++unsorted;
-          atomicMin(&out->first_bad_row, (unsigned long long)i);
-        }
-        Off lo = mptr[j], hi = mptr[j + 1];
-        while (lo < hi) {
-          const Off mid = lo + (hi - lo) / 2;
-          if (midx[mid] < (int)i) lo = mid + 1;
-          else hi = mid;
-        }
-        if (lo == mptr[j + 1] || midx[lo] != (int)i) {
-          ++bad;
-          atomicMin(&out->first_unmirrored, (unsigned long long)i);
-        }
-      }
-    }
-    bad = warp_sum(bad);
-    if (lane == 0 && bad) atomicAdd(&out->unmirrored, bad);
-    unsorted = warp_sum(unsorted);
-    if (lane == 0 && unsorted) atomicAdd(&out->unsorted, unsorted);
+    for (long long i = tid; i < n; i += nt)
+      count += (unsigned long long)(((long long)ptr[i + 1] - (long long)ptr[i] + kBfsPiece - 1) / kBfsPiece);
+    count = warp_sum(count);
+    if (lane == 0 && count) atomicAdd(&out->pieces, count);
+    return;
   }
+  for (long long i = tid >> 5; i < n; i += nt >> 5) {
+    const Off end = ptr[i + 1];
+    for (Off k = ptr[i] + (Off)lane; k < end; k += 32) {
+      const int j = idx[k];
+      Off lo = mptr[j], hi = mptr[j + 1];
+      while (lo < hi) {
+        const Off mid = lo + (hi - lo) / 2;
+        if (midx[mid] < (int)i) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo == mptr[j + 1] || midx[lo] != (int)i) {
+        ++count;
+        atomicMin(&out->first_unmirrored, (unsigned long long)i);
+      }
+    }
+  }
+  count = warp_sum(count);
+  if (lane == 0 && count) atomicAdd(&out->unmirrored, count);
 }
 
 }  // namespace dbs

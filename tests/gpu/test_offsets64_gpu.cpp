@@ -113,6 +113,38 @@ TEST_CASE("SpmvOn64BitOffsetsRefusesWhatItCannotRun") {
   CHECK_THROWS_WITH_AS(ctx().plan_spmv(v), doctest::Contains("null"), UsageError);
 }
 
+// The caller's arrays are checked on the GPU before a plan reads them in place: broken offsets
+// or columns are a UsageError naming the first bad row or entry, never an illegal address (which
+// would end the CUDA context for the whole process). Then the context still works.
+TEST_CASE("PlansOfA64BitDeviceCsrRefuseBrokenArraysAndTheContextStaysUsable") {
+  CsrMatrix<float> a;  // 4 x 5
+  a.rows = 4;
+  a.cols = 5;
+  a.row_ptr = {0, 2, 3, 3, 6};
+  a.col_idx = {0, 4, 2, 1, 3, 4};
+  a.values = {1, 2, 3, 4, 5, 6};
+  auto broken = [&](std::vector<int32_t> ptr, std::vector<int32_t> col, const char* says) {
+    CsrMatrix<float> b = a;
+    b.row_ptr = std::move(ptr);
+    b.col_idx = std::move(col);
+    const Device64<float> d(b);
+    CAPTURE(says);
+    CHECK_THROWS_WITH_AS(ctx().plan_spmv(d.view), doctest::Contains(says), UsageError);
+    CHECK_THROWS_WITH_AS(ctx().plan_spmm(d.view, 32), doctest::Contains(says), UsageError);
+  };
+  broken({0, 2, 1, 3, 6}, a.col_idx, "row_ptr is not a valid offset array at row 1");
+  broken({0, 2, 3, 3, 7}, a.col_idx, "row_ptr[4] = 7");
+  broken({1, 2, 3, 3, 6}, a.col_idx, "at row 0");
+  broken(a.row_ptr, {0, 4, 2, 1, 5, 4}, "col_idx[4] = 5 is outside [0, 5)");
+  broken(a.row_ptr, {0, -2, 2, 1, 3, 4}, "col_idx[1] = -2");
+  // Unsorted columns are fine for SpMV and SpMM (only BFS needs them sorted).
+  CsrMatrix<float> unsorted = a;
+  unsorted.col_idx = {4, 0, 2, 4, 3, 1};
+  const Device64<float> du(unsorted);
+  CHECK_NOTHROW(ctx().plan_spmv(du.view));
+  CHECK(error64<float>(a.cast<double>(), nullptr, 1.0, 0.0) <= 1e-6);
+}
+
 // 2^22 rows of 513 entries: 2,151,677,952 entries, past what 32-bit offsets address. Every
 // product and sum is a small multiple of 1/32, so each y entry is exact in f32 and must equal the
 // reference bit for bit. Filled a block of rows at a time (the host never holds the matrix).

@@ -86,18 +86,14 @@ struct BfsArgs {
 };
 static_assert(sizeof(BfsArgs) == 152, "BfsArgs is 152 bytes on both sides");
 
-// What bfs_check_view finds in a graph view on the device (plan_bfs of a DeviceGraphView64): the
-// view is the caller's, so its offsets and columns are checked before a search trusts them.
+// What bfs_check_view finds in the views of plan_bfs(DeviceGraphView64) once csr_check
+// (abi/csr_check.h) has found their offsets, columns and order sound.
 struct BfsViewCheck {
-  uint64_t pieces;            // push tasks of every vertex (kBfsPiece out-edges a task): the task capacity
-  uint64_t bad_rows;          // rows whose offsets decrease or leave [0, entries] (row 0 must start at 0, row n end at entries)
-  uint64_t bad_cols;          // entries outside [0, n)
-  uint64_t unmirrored;        // entries (i, j) with no (j, i) in the mirror view
-  uint64_t first_bad_row;     // the lowest such row (~0: none; atomicMin)
-  uint64_t first_bad_entry;   // the lowest entry with a bad column (~0: none)
-  uint64_t first_unmirrored;  // the lowest row holding an unmirrored entry (~0: none)
-  uint64_t unsorted;          // pass 2: entries not above the one before them in their row (first row: first_bad_row)
+  uint64_t pieces;            // pass 0: push tasks of every vertex (kBfsPiece out-edges a task), the task capacity
+  uint64_t unmirrored;        // pass 1: entries (i, j) with no (j, i) in the mirror view
+  uint64_t first_unmirrored;  // the lowest row holding one (~0: none; atomicMin)
+  uint64_t pad;
 };
-static_assert(sizeof(BfsViewCheck) == 64, "BfsViewCheck is 64 bytes on both sides");
+static_assert(sizeof(BfsViewCheck) == 32, "BfsViewCheck is 32 bytes on both sides");
 
 }  // namespace dbsparse::abi

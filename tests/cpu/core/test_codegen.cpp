@@ -8,6 +8,7 @@
 
 #include "codegen/embedded_templates.hpp"
 #include "codegen/keys/bfs_key.hpp"
+#include "codegen/keys/csr_check_key.hpp"
 #include "codegen/keys/spmspv_key.hpp"
 #include "codegen/keys/spmv_key.hpp"
 #include "dbsparse/error.hpp"
@@ -205,5 +206,18 @@ TEST_CASE("BfsKeyRoundTripsThroughTextAndO64AddsTheViewCheck") {
   for (const char* bad : {"bfs.auto.or_and.w8.o32", "bfs.auto.or_and.w8.o64.x", "bfs.auto.or_and", "bfs.auto.or_and.w16"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(BfsKey::parse(bad), UsageError);
+  }
+}
+
+TEST_CASE("CsrCheckKeyRoundTripsThroughText") {
+  for (const auto& k : csr_check_space()) {
+    CHECK(CsrCheckKey::parse(k.to_string()) == k);
+    const KernelSource ks = make_source(k);
+    REQUIRE(ks.name_expressions.size() == 1);
+    CHECK(ks.name_expressions[0] == (k.offsets64 ? "dbs::csr_check<long long>" : "dbs::csr_check<int>"));
+  }
+  for (const char* bad : {"csr_check", "csr_check.o16", "csr_check.o64.x", "check.o64"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(CsrCheckKey::parse(bad), UsageError);
   }
 }

@@ -1,0 +1,87 @@
+#include "runtime/gpu/device_csr_check.hpp"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "codegen/keys/csr_check_key.hpp"
+#include "dbsparse/abi/csr_check.h"
+#include "dbsparse/error.hpp"
+#include "runtime/gpu/cuda_driver.hpp"
+#include "runtime/gpu/module_registry.hpp"
+
+namespace dbsparse::detail {
+namespace {
+
+// One pass of csr_check over m, waited for. Grids sized to the work, a few waves at most (the
+// loops are grid-stride).
+abi::CsrCheck run_pass(CUfunction fn, const DeviceCsrArrays& m, int pass, int sms, CUstream stream) {
+  DeviceAllocation out(sizeof(abi::CsrCheck));
+  // The counts start at 0 and the firsts at ~0, on the stream the pass runs on.
+  DBS_CU(cuMemsetD8Async(out.ptr(), 0, 3 * sizeof(uint64_t), stream));
+  DBS_CU(cuMemsetD8Async(out.ptr() + 3 * sizeof(uint64_t), 0xFF, 3 * sizeof(uint64_t), stream));
+  const int64_t threads = pass == 1 ? m.nnz : pass == 2 ? int64_t{m.rows} * 32 : m.rows;
+  const unsigned grid =
+      static_cast<unsigned>(std::clamp<int64_t>((threads + 255) / 256, 1, int64_t{std::max(sms, 1)} * 16));
+  uint64_t ptr = m.row_ptr, idx = m.col_idx, outp = out.ptr();
+  int rows = m.rows, cols = m.cols, which = pass;
+  long long nnz = m.nnz;
+  void* params[] = {&ptr, &idx, &rows, &nnz, &cols, &which, &outp};
+  DBS_CU(cuLaunchKernel(fn, grid, 1, 1, 256, 1, 1, 0, stream, params, nullptr));
+  DBS_CU(cuStreamSynchronize(stream));
+  abi::CsrCheck c{};
+  out.download(&c, sizeof c);
+  return c;
+}
+
+int64_t read_offset(const DeviceCsrArrays& m, int64_t row) {
+  if (m.offsets64) {
+    int64_t o = 0;
+    DBS_CU(cuMemcpyDtoH(&o, m.row_ptr + static_cast<uint64_t>(row) * 8, sizeof o));
+    return o;
+  }
+  int32_t o = 0;
+  DBS_CU(cuMemcpyDtoH(&o, m.row_ptr + static_cast<uint64_t>(row) * 4, sizeof o));
+  return o;
+}
+
+}  // namespace
+
+void check_device_csr(Context& ctx, const std::string& who, const std::string& name, const DeviceCsrArrays& m,
+                      bool sorted, void* stream) {
+  if (m.rows < 0 || m.cols < 0 || m.nnz < 0)
+    throw UsageError(fmt::format("{}: {} is {}x{} with {} entries; none may be negative", who, name, m.rows, m.cols,
+                                 m.nnz));
+  if (m.rows == 0 && m.nnz == 0 && !m.row_ptr) return;  // nothing to read, nothing to check
+  if (!m.row_ptr || (m.nnz > 0 && !m.col_idx))
+    throw UsageError(fmt::format("{}: {} has a null array (row_ptr needs rows + 1 entries, col_idx nnz)", who, name));
+  ctx.make_current();
+  const auto fn = ctx.modules().get(codegen::make_source(codegen::CsrCheckKey{m.offsets64}), ctx.device().arch()).fn;
+  const auto s = static_cast<CUstream>(stream);
+  const int sms = ctx.device().sm_count;
+  const auto rows = run_pass(fn, m, 0, sms, s);
+  if (rows.bad_rows) {
+    const int64_t r = static_cast<int64_t>(rows.first_bad_row);
+    const std::string next = r + 1 <= m.rows ? fmt::format(", row_ptr[{}] = {}", r + 1, read_offset(m, r + 1)) : "";
+    throw UsageError(fmt::format(
+        "{}: {}'s row_ptr is not a valid offset array at row {} (row_ptr[{}] = {}{}): offsets must rise from 0 to "
+        "nnz = {}; {} rows in all",
+        who, name, r, r, read_offset(m, r), next, m.nnz, rows.bad_rows));
+  }
+  const auto cols = run_pass(fn, m, 1, sms, s);
+  if (cols.bad_cols) {
+    const int64_t e = static_cast<int64_t>(cols.first_bad_entry);
+    int32_t j = 0;
+    DBS_CU(cuMemcpyDtoH(&j, m.col_idx + static_cast<uint64_t>(e) * 4, sizeof j));
+    throw UsageError(fmt::format("{}: {}'s col_idx[{}] = {} is outside [0, {}); {} entries in all", who, name, e, j,
+                                 m.cols, cols.bad_cols));
+  }
+  if (!sorted) return;
+  const auto order = run_pass(fn, m, 2, sms, s);
+  if (order.unsorted)
+    throw UsageError(fmt::format("{}: {}'s columns are not sorted and unique in each row: {} entries are not above "
+                                 "the one before them, the first in row {}",
+                                 who, name, order.unsorted, order.first_unsorted));
+}
+
+}  // namespace dbsparse::detail
