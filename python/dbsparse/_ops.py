@@ -198,8 +198,9 @@ def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None, of
     as given, and plan.explain() gives the ordering's host time.
 
     A float32 torch or CuPy CSR matrix on the GPU with more than 2^31 - 1 entries is planned in
-    place with 64-bit row offsets (the CSR path, f32, rows in A's order; the column indices narrowed
-    to int32 once, a copy the plan keeps); offsets64=True takes that path at any size, False never."""
+    place with 64-bit row offsets (the CSR path, f32; the column indices narrowed to int32 once, a
+    copy the plan keeps; the degree order, where asked or auto picks it, made on the GPU; rcm and
+    community need the host path); offsets64=True takes that path at any size, False never."""
     if dtype not in ("f32", "f16", "bf16"):
         raise UsageError(f"dtype: SpMM takes f32, f16 or bf16, got {dtype!r}")
     if reorder not in (None, "auto", "none", "degree", "rcm", "community"):
@@ -211,13 +212,14 @@ def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None, of
             raise UsageError("A: 64-bit offsets need a torch or CuPy CSR matrix on the GPU")
         if d[8] != "f32" or dtype != "f32":
             raise UsageError(f"dtype: SpMM with 64-bit offsets takes f32 (A is {d[8]}, dtype {dtype})")
-        if reorder not in (None, "auto", "none"):
-            raise UsageError(f"reorder {reorder}: with 64-bit offsets the rows stay in A's order")
+        if reorder not in (None, "auto", "none", "degree"):
+            raise UsageError(f"reorder {reorder}: with 64-bit offsets the order is made on the GPU: none, degree or auto")
         dev = d[9] if device is None else int(device)
         if dev != d[9]:
             raise UsageError(f"device: A is on CUDA device {d[9]}, not {dev}")
         ctx = context(dev)
-        plan = SpmmPlan("spmm", _core.plan_spmm_view64(ctx, *d[:6], int(n_cols), path), ctx, dev)
+        plan = SpmmPlan("spmm", _core.plan_spmm_view64(ctx, *d[:6], int(n_cols), path,
+                                                       "config" if reorder in (None, "auto") else reorder), ctx, dev)
         plan.dtype, plan._keep = "f32", d[6]
         return plan
     ctx = context(_dev(device))

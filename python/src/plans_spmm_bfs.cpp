@@ -57,16 +57,18 @@ void bind_spmm_bfs(nb::module_& m) {
   m.def(
       "plan_spmm_view64",
       [](Context& ctx, int32_t rows, int32_t cols, int64_t nnz, uint64_t row_ptr, uint64_t col_idx, uint64_t values,
-         int n_cols, const std::string& path) {
+         int n_cols, const std::string& path, const std::string& reorder) {
         const dbsparse::DeviceCsrView64<float> v{rows, cols, nnz, reinterpret_cast<const int64_t*>(row_ptr),
                                                  reinterpret_cast<const int32_t*>(col_idx),
                                                  reinterpret_cast<const float*>(values)};
         dbsparse::SpmmOptions o;
         o.path = spmm_path(path);
+        if (reorder != "config") o.reorder = dbsparse::parse_reorder(reorder);
         return ctx.plan_spmm(v, n_cols, o);
       },
       nb::arg("ctx"), nb::arg("rows"), nb::arg("cols"), nb::arg("nnz"), nb::arg("row_ptr"), nb::arg("col_idx"),
-      nb::arg("values"), nb::arg("n_cols"), nb::arg("path"), nb::keep_alive<0, 1>(), nogil);
+      nb::arg("values"), nb::arg("n_cols"), nb::arg("path"), nb::arg("reorder") = "config", nb::keep_alive<0, 1>(),
+      nogil);
 
   using dbsparse::BfsPlan;
   nb::class_<BfsPlan>(m, "BfsPlan")

@@ -316,5 +316,10 @@ def test_spmm_with_64bit_offsets_reads_a_torch_csr_in_place():
         assert torch.allclose(plan(b), ref, rtol=1e-4, atol=1e-4 * ref.abs().max().item())
     with pytest.raises(dbsparse.UsageError, match="f32"):
         dbsparse.plan_spmm(t, 32, dtype="f16", offsets64=True)
-    with pytest.raises(dbsparse.UsageError, match="A's order"):
-        dbsparse.plan_spmm(t, 32, reorder="degree", offsets64=True)
+    deg = dbsparse.plan_spmm(t, 32, reorder="degree", offsets64=True)  # the order made on the GPU
+    assert deg.explain()["reorder"] == "degree"
+    b = torch.randn(2000, 32, device="cuda")
+    ref = torch.as_tensor(a.toarray()).cuda() @ b
+    assert torch.allclose(deg(b), ref, rtol=1e-4, atol=1e-4 * ref.abs().max().item())
+    with pytest.raises(dbsparse.UsageError, match="made on the GPU"):
+        dbsparse.plan_spmm(t, 32, reorder="rcm", offsets64=True)

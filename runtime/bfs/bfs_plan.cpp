@@ -12,7 +12,7 @@
 #include "dbsparse/abi/bfs.h"
 #include "dbsparse/features.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
-#include "runtime/gpu/device_csr_check.hpp"
+#include "runtime/gpu/device_csr_view.hpp"
 #include "runtime/gpu/module_registry.hpp"
 
 namespace dbsparse {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "codegen/keys/spmm_key.hpp"
+#include "dbsparse/abi/csr_view.h"
 #include "dbsparse/abi/spmm.h"
 #include "dbsparse/brp.hpp"
 #include "dbsparse/brp_device.hpp"
@@ -19,7 +20,7 @@
 #include "dbsparse/half.hpp"
 #include "dbsparse/tc_condensed.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
-#include "runtime/gpu/device_csr_check.hpp"
+#include "runtime/gpu/device_csr_view.hpp"
 #include "runtime/gpu/module_registry.hpp"
 #include "runtime/spmm/spmm_pieces.hpp"
 
@@ -545,18 +546,29 @@ SpmmPlan Context::plan_spmm(const DeviceCsrView64<float>& a, int n_cols, const S
                          : Config{"spmm", config_to_json(SpmmConfig{}), ConfigSource::Default, "device view"};
   p->typed = config_from_json<SpmmConfig>(p->config.params);
   p->config.params = config_to_json(p->typed);
-  if (opt.reorder && *opt.reorder != Reorder::None)
-    throw UsageError("plan_spmm (64-bit offsets): rows are taken in A's order (reorder none)");
-  if (p->typed.reorder != "auto" && p->typed.reorder != "none")
-    throw UsageError("plan_spmm (64-bit offsets): reorder " + p->typed.reorder + " needs A on the host");
+  // The rows' order: none, degree, or auto's degree where the lengths vary, all made on the
+  // device where A is; rcm and community need A on the host.
+  const std::string order = opt.reorder ? to_string(*opt.reorder) : p->typed.reorder;
+  if (order != "auto" && order != "none" && order != "degree")
+    throw UsageError("plan_spmm (64-bit offsets): reorder " + order +
+                     " needs A on the host (a CsrMatrix); none, degree or auto are made on the device");
   if (p->typed.path == "brp" || p->typed.path == "condensed")
     throw UsageError("plan_spmm (64-bit offsets): the config asks for path " + p->typed.path + "; the CSR path only");
   // The kernel indexes B and C by the caller's arrays: checked first.
   DBS_CU(cuCtxSynchronize());  // they may have been written on any stream
-  detail::check_device_csr(*this, "plan_spmm (64-bit offsets)", "A",
-                           detail::DeviceCsrArrays{reinterpret_cast<uintptr_t>(a.row_ptr), true,
-                                                   reinterpret_cast<uintptr_t>(a.col_idx), a.rows, a.cols, a.nnz},
-                           false, nullptr);
+  const detail::DeviceCsrArrays arrays{reinterpret_cast<uintptr_t>(a.row_ptr), true,
+                                       reinterpret_cast<uintptr_t>(a.col_idx), a.rows, a.cols, a.nnz};
+  detail::check_device_csr(*this, "plan_spmm (64-bit offsets)", "A", arrays, false, nullptr);
+  if (order != "none" && a.rows > 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const detail::DeviceRowLengths lengths = detail::device_row_lengths(*this, arrays);
+    if (order == "auto") p->auto_cv = lengths.cv;
+    if (order == "degree" || lengths.cv >= kAutoDegreeCv) {
+      p->order = Reorder::Degree;
+      p->row_id = detail::device_degree_order(*this, arrays, lengths);
+    }
+    p->reorder_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  }
   p->rows = a.rows;
   p->cols = a.cols;
   p->nnz = a.nnz;
@@ -792,10 +804,18 @@ std::string SpmmPlan::explain() const {
   } else if (p.view_row_ptr64) {
     out += fmt::format(
         "  CSR on CUDA cores (f32 sums) with 64-bit row offsets over the caller's device arrays (a DeviceCsrView64): "
-        "{} rows a warp (float4 kernel; {} with scalars), rows in A's order, none cut; {} lanes across N (4 values a "
-        "load) or {} (scalars); {} blocks of {} warps\n",
+        "{} rows a warp (float4 kernel; {} with scalars), none cut; {} lanes across N (4 values a load) or {} "
+        "(scalars); {} blocks of {} warps\n",
         p.csr_rows4, p.csr_rows1, csr_lanes(p.n, 4), csr_lanes(p.n, 1), p.vec4 ? p.csr_grid4 : p.csr_grid1,
         p.csr_warps);
+    if (p.auto_cv >= 0)
+      out += fmt::format("  reorder auto: the rows' length CV is {:.2f} (counted on the device), {} {}\n", p.auto_cv,
+                         p.auto_cv >= kAutoDegreeCv ? ">=" : "<", kAutoDegreeCv);
+    out += p.order == Reorder::Degree
+               ? fmt::format("  rows taken in degree order, made on the device in {:.1f} ms at plan time (rows by "
+                             "decreasing length, past {} together): warp k takes A's row order[k]\n",
+                             p.reorder_ms, abi::kDegreeCap)
+               : std::string("  rows taken in A's order\n");
   } else {
     const std::string long_rows =
         p.n_parts ? fmt::format("rows longer than {} entries ({}) cut into {} parts of a warp each in the same launch, "

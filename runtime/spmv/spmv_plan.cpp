@@ -11,7 +11,7 @@
 #include "dbsparse/device_csr.hpp"
 #include "dbsparse/features.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
-#include "runtime/gpu/device_csr_check.hpp"
+#include "runtime/gpu/device_csr_view.hpp"
 #include "runtime/gpu/module_registry.hpp"
 #include "runtime/spmv/spmv_column_order.hpp"
 #include "runtime/spmv/spmv_strategy.hpp"

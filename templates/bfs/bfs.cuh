@@ -475,7 +475,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   if ((threadIdx.x & 31) == 0 && mine) atomicAdd(count, mine);
 }
 
-// plan_bfs of a DeviceGraphView64 reads the caller's arrays: once csr_check (common/csr_check.cuh)
+// plan_bfs of a DeviceGraphView64 reads the caller's arrays: once csr_check (common/csr_view.cuh)
 // has found each view's offsets and columns sound and the in-neighbour view's rows sorted,
 //   pass 0, a thread a row: the push tasks (pieces) of every row of the push view;
 //   pass 1, a warp a row: each entry (i, j) of the in-neighbour view looked up in row j of the

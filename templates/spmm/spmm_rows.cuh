@@ -175,8 +175,9 @@ __device__ __forceinline__ void csr_unit(const dbsparse::abi::SpmmArgs& a, const
   }
 }
 
-// 64-bit row offsets (plan_spmm of a DeviceCsrView64, f32): R rows a warp as in csr_unit, rows in
-// A's order and none cut (a long row stays with its group: no host analysis of the offsets).
+// 64-bit row offsets (plan_spmm of a DeviceCsrView64, f32): R rows a warp as in csr_unit, none cut
+// (a long row stays with its group: no host analysis of the offsets); unit k takes row
+// a.row_id[k] when the plan made the degree order on the device (longest rows first), else row k.
 template <typename V, int WARPS, int VEC, int LANES, int R = 1>
 __global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows64(const dbsparse::abi::SpmmArgs a,
                                                               const long long* __restrict__ row_ptr) {
@@ -186,8 +187,9 @@ __global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows64(const dbsparse::ab
   const int units = (a.rows + R - 1) / R;
   // warp-uniform bounds; a spare group past the last row leaves (its shuffles are masked to it)
   for (int u = (int)blockIdx.x * WARPS + (int)(threadIdx.x >> 5); u < units; u += (int)gridDim.x * WARPS) {
-    const int r = u * R + (int)lane / G;
-    if (r >= a.rows) continue;
+    const int k = u * R + (int)lane / G;
+    if (k >= a.rows) continue;
+    const int r = a.row_id ? a.row_id[k] : k;
     const long long p0 = row_ptr[r], p1 = row_ptr[r + 1];
     float* crow = a.c + (size_t)r * a.n;
     for (int n0 = 0; n0 < a.n; n0 += LANES * VEC) {

@@ -7,7 +7,7 @@
 
 #include "codegen/keys/bfs_key.hpp"
 #include "codegen/keys/brp_convert_key.hpp"
-#include "codegen/keys/csr_check_key.hpp"
+#include "codegen/keys/csr_view_key.hpp"
 #include "codegen/keys/decode_key.hpp"
 #include "codegen/keys/mcl_key.hpp"
 #include "codegen/keys/sparse_linear_key.hpp"
@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   one<BfsKey>(text);
   one<BrpConvertKey>(text);
-  one<CsrCheckKey>(text);
+  one<CsrViewKey>(text);
   one<DecodeKey>(text);
   one<MclKey>(text);
   one<SparseLinearKey>(text);

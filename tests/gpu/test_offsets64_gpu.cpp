@@ -205,17 +205,25 @@ TEST_CASE("SpmmOn64BitOffsetsMatchesReference") {
     const CsrMatrix<float> a = ad.cast<float>();
     const Device64<float> d(a);
     for (int n : {32, 33, 128})
-      for (int rows : {0, 1, 4}) {
+      for (int rows : {0, 1, 4})
+        for (const char* order : {"none", "auto", "degree"}) {
         CAPTURE(name);
         CAPTURE(n);
         CAPTURE(rows);
+        CAPTURE(order);
         auto params = config_to_json(SpmmConfig{});
         params["csr_rows_per_warp"] = rows;
+        params["reorder"] = order;
         const Config cfg{"spmm", params, ConfigSource::Explicit, "test"};
         SpmmOptions o;
         o.config = &cfg;
         const SpmmPlan plan = ctx().plan_spmm(d.view, n, o);
         CHECK(plan.explain().find("64-bit row offsets") != std::string::npos);
+        // The degree order is made on the device; auto takes it where the lengths vary (the
+        // power-law and R-MAT graphs, not the uniform one), as the host path does.
+        const bool varied = name.rfind("uniform", 0) != 0;
+        const std::string o_name = order;
+        CHECK(plan.reorder() == (o_name == "degree" || (o_name == "auto" && varied) ? Reorder::Degree : Reorder::None));
         const auto b = dbs_test::random_vector<float>(static_cast<int64_t>(a.cols) * n, 21 + n);
         const auto c0 = dbs_test::random_vector<float>(static_cast<int64_t>(a.rows) * n, 22 + n);
         const auto ab = reference::spmm(a, std::span<const float>(b), n);
@@ -238,5 +246,8 @@ TEST_CASE("SpmmOn64BitOffsetsMatchesReference") {
   CHECK_THROWS_AS(ctx().plan_spmm(d.view, 32, half), UsageError);
   CHECK_THROWS_AS(ctx().plan_spmm(d.view, 32, SpmmOptions{SpmmPath::Brp, 1, 1}), UsageError);
   CHECK_THROWS_AS(ctx().plan_spmm(d.view, 0), UsageError);
+  SpmmOptions rcm;
+  rcm.reorder = Reorder::Rcm;
+  CHECK_THROWS_WITH_AS(ctx().plan_spmm(d.view, 32, rcm), doctest::Contains("needs A on the host"), UsageError);
 }
 

@@ -1,10 +1,13 @@
 // `dbsparse reorder MATRIX`: the vertex orderings of reorder.hpp on the CPU, each with its time and
 // how local the permuted pattern is (bandwidth, mean |i - j|, lines of x a row gathers), so that
-// their cost can be set against what they save a call (issue 35). No GPU needed.
+// their cost can be set against what they save a call (issue 35), and how much of A the most
+// frequent columns hold (what staging their rows of B or x in shared memory could serve). No GPU needed.
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <ctime>
+#include <functional>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -29,15 +32,37 @@ nlohmann::json locality_json(const LocalityStats& s) {
   return {{"bandwidth", s.bandwidth}, {"mean_distance", s.mean_distance}, {"lines_per_row", s.lines_per_row}};
 }
 
+// The share of A's entries in its `top` most frequent columns, for each top (ascending): an
+// order does not change it. Those columns' rows of B (SpMM) or entries of x (SpMV) are read that
+// much of the time, so they are what an L1 or a shared-memory stage of hub rows would serve.
+std::vector<double> hub_shares(const CsrMatrix<float>& a, const std::vector<int64_t>& tops) {
+  std::vector<int64_t> count(static_cast<size_t>(a.cols), 0);
+  for (const int32_t c : a.col_idx) ++count[static_cast<size_t>(c)];
+  std::sort(count.begin(), count.end(), std::greater<>());
+  std::vector<double> out;
+  int64_t sum = 0;
+  size_t k = 0;
+  for (const int64_t top : tops) {
+    for (; k < count.size() && static_cast<int64_t>(k) < top; ++k) sum += count[k];
+    out.push_back(a.nnz() ? static_cast<double>(sum) / static_cast<double>(a.nnz()) : 0.0);
+  }
+  return out;
+}
+
 int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
   const CsrMatrix<float> csr = m.csr.cast<float>();
   fmt::print("{}: {} x {}, {} entries\n", m.name, csr.rows, csr.cols, csr.nnz());
+  const std::vector<int64_t> tops{256, 1024, 4096};
+  const std::vector<double> hubs = hub_shares(csr, tops);
+  fmt::print("entries in the most frequent columns: top 256 {:.1f}%, top 1024 {:.1f}%, top 4096 {:.1f}%\n",
+             100 * hubs[0], 100 * hubs[1], 100 * hubs[2]);
   fmt::print("{:<10} {:>10} {:>12} {:>14} {:>14}\n", "order", "cpu ms", "bandwidth", "mean |i-j|", "x lines/row");
   nlohmann::json rec = {{"tool", "dbsparse reorder"},
                         {"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)))},
                         {"matrix", m.name},
                         {"rows", csr.rows},
                         {"nnz", csr.nnz()},
+                        {"hub_share", {{"top256", hubs[0]}, {"top1024", hubs[1]}, {"top4096", hubs[2]}}},
                         {"orders", nlohmann::json::array()}};
   for (const auto& name : a.methods) {
     const Reorder how = parse_reorder(name);

@@ -5,8 +5,8 @@
 #   tools/device/locality_run.sh tests|spmm|spmm-configs|spmm-full|spmm-sweep|spmv|gcn|ncu|sanitize ...   (in order)
 # tests: every Spmm* / Spmv* gpu test; spmm: the graphs set (quick) plus ../shared/matrices at
 # N = 32 and 128 with --reorder degree,rcm,community; spmm-full: the full graphs set, N = 32 and 128;
-# spmm-sweep: widths N = $SWEEP_N (default 16,32,64,128,256) on the quick graphs set plus graphs of
-# millions of rows ($SWEEP_GRAPHS: R-MAT 20-22 scrambled, a 2M-vertex community graph), degree order.
+# spmm-sweep: widths N = $SWEEP_N (default 16,32,64,128,256) on the full graphs set (graphs of
+# millions of rows among them) and $SWEEP_GRAPHS (default R-MAT 22 scrambled), degree order.
 # ncu: every csr_spmm_rows launch on the scrambled R-MAT 17 at N = 32, plain and in community order.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -38,13 +38,14 @@ for mode in "$@"; do
         --reorder "${REORDERS:-degree,rcm,community}" --json "$OUT/spmm-graphs-full.json" >"$OUT/spmm-graphs-full.txt" 2>&1
       echo "$mode rc $?"; grep -E "geomean|WRONG" "$OUT/spmm-graphs-full.txt" | cut -c1-200 | head -30 ;;
     spmm-sweep)
-      $T "$B/dbsparse" bench spmm --suite quick --set graphs --no-shared --n "${SWEEP_N:-16,32,64,128,256}" \
-        --reorder degree --json "$OUT/spmm-sweep-graphs.json" >"$OUT/spmm-sweep-graphs.txt" 2>&1
-      echo "$mode graphs rc $?"; grep -E "geomean|WRONG" "$OUT/spmm-sweep-graphs.txt" | cut -c1-200 | head -20
+      # The full graphs set (2M-vertex power-law, community and uniform graphs, R-MAT 20 plain and
+      # scrambled among them) at every width of $SWEEP_N, then $SWEEP_GRAPHS (R-MAT 22 scrambled).
+      $T "$B/dbsparse" bench spmm --suite full --set graphs --no-shared --n "${SWEEP_N:-16,32,64,128,256}" \
+        --reorder degree --json "$OUT/spmm-sweep-full.json" >"$OUT/spmm-sweep-full.txt" 2>&1
+      echo "$mode full rc $?"; grep -E "geomean|WRONG" "$OUT/spmm-sweep-full.txt" | cut -c1-200 | head -20
       # shellcheck disable=SC2086  # the graph specs are separate arguments
-      $T "$B/dbsparse" bench spmm ${SWEEP_GRAPHS:-rmat:scale=20,ef=16,scramble=1 rmat:scale=21,ef=16,scramble=1 rmat:scale=22,ef=16,scramble=1 community:n=2000000,k=4000,p_in=0.03,p_out=0.0000025,seed=1,scramble=1} \
-        --no-shared --n "${SWEEP_N:-16,32,64,128,256}" --reorder degree --json "$OUT/spmm-sweep-big.json" \
-        >"$OUT/spmm-sweep-big.txt" 2>&1
+      $T "$B/dbsparse" bench spmm ${SWEEP_GRAPHS:-rmat:scale=22,ef=16,seed=1,scramble=1} --no-shared \
+        --n "${SWEEP_N:-16,32,64,128,256}" --reorder degree --json "$OUT/spmm-sweep-big.json" >"$OUT/spmm-sweep-big.txt" 2>&1
       echo "$mode big rc $?"; grep -E "geomean|WRONG" "$OUT/spmm-sweep-big.txt" | cut -c1-200 | head -20 ;;
     spmv)
       $T "$B/dbsparse" bench spmv rmat:scale=20,ef=16,scramble=1 powerlaw:n=1000000,avg=16,alpha=1.5,max=100000 \

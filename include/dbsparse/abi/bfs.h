@@ -87,7 +87,7 @@ struct BfsArgs {
 static_assert(sizeof(BfsArgs) == 152, "BfsArgs is 152 bytes on both sides");
 
 // What bfs_check_view finds in the views of plan_bfs(DeviceGraphView64) once csr_check
-// (abi/csr_check.h) has found their offsets, columns and order sound.
+// (abi/csr_view.h) has found their offsets, columns and order sound.
 struct BfsViewCheck {
   uint64_t pieces;            // pass 0: push tasks of every vertex (kBfsPiece out-edges a task), the task capacity
   uint64_t unmirrored;        // pass 1: entries (i, j) with no (j, i) in the mirror view

@@ -8,7 +8,7 @@
 
 #include "codegen/embedded_templates.hpp"
 #include "codegen/keys/bfs_key.hpp"
-#include "codegen/keys/csr_check_key.hpp"
+#include "codegen/keys/csr_view_key.hpp"
 #include "codegen/keys/spmspv_key.hpp"
 #include "codegen/keys/spmv_key.hpp"
 #include "dbsparse/error.hpp"
@@ -209,15 +209,16 @@ TEST_CASE("BfsKeyRoundTripsThroughTextAndO64AddsTheViewCheck") {
   }
 }
 
-TEST_CASE("CsrCheckKeyRoundTripsThroughText") {
-  for (const auto& k : csr_check_space()) {
-    CHECK(CsrCheckKey::parse(k.to_string()) == k);
+TEST_CASE("CsrViewKeyRoundTripsThroughText") {
+  for (const auto& k : csr_view_space()) {
+    CHECK(CsrViewKey::parse(k.to_string()) == k);
     const KernelSource ks = make_source(k);
-    REQUIRE(ks.name_expressions.size() == 1);
+    REQUIRE(ks.name_expressions.size() == 3);
     CHECK(ks.name_expressions[0] == (k.offsets64 ? "dbs::csr_check<long long>" : "dbs::csr_check<int>"));
+    CHECK(ks.name_expressions[2] == (k.offsets64 ? "dbs::csr_degree_scatter<long long>" : "dbs::csr_degree_scatter<int>"));
   }
-  for (const char* bad : {"csr_check", "csr_check.o16", "csr_check.o64.x", "check.o64"}) {
+  for (const char* bad : {"csr_view", "csr_view.o16", "csr_view.o64.x", "check.o64"}) {
     CAPTURE(bad);
-    CHECK_THROWS_AS(CsrCheckKey::parse(bad), UsageError);
+    CHECK_THROWS_AS(CsrViewKey::parse(bad), UsageError);
   }
 }

@@ -4,15 +4,19 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <numeric>
 #include <random>
 #include <span>
 
 #include "dbsparse/error.hpp"
 #include "dbsparse/generators.hpp"
+#include "dbsparse/io.hpp"
 #include "dbsparse/reference.hpp"
 #include "dbsparse/reorder.hpp"
 #include "test_support.hpp"
+
+#include <nlohmann/json.hpp>
 
 using namespace dbsparse;
 
@@ -152,4 +156,23 @@ TEST_CASE("PermutedRowsTimesXReadBackThroughTheOrderMatchReference") {
     for (int32_t k = 0; k < a.rows; ++k) CHECK(got[static_cast<size_t>(k)] == want[static_cast<size_t>(p.old_of_new[k])]);
   }
   CHECK_THROWS_AS(permute_rows(a, identity_permutation(a.rows - 1)), UsageError);
+}
+
+// A star of 3000 vertices (0 joined to every other, both ways): column 0 holds 2999 of the 5998
+// entries and every other column one, so the k most frequent columns hold (2999 + k - 1) / 5998.
+TEST_CASE("ReorderCliReportsTheShareOfEntriesInTheMostFrequentColumns") {
+  const auto dir = dbs_test::temp_dir("reorder-cli");
+  std::vector<dbs_test::Entry> e;
+  for (int32_t v = 1; v < 3000; ++v) e.emplace_back(0, v, 1.0), e.emplace_back(v, 0, 1.0);
+  const std::string mtx = (dir / "star.mtx").string(), json = (dir / "star.json").string();
+  write_matrix_market(mtx, dbs_test::csr_from_entries<double>(3000, 3000, e));
+  const auto [rc, out] = dbs_test::run_tool("dbsparse", "reorder '" + mtx + "' --methods none --json '" + json + "'");
+  CAPTURE(out);
+  REQUIRE(rc == 0);
+  CHECK(out.find("top 1024 67.1%") != std::string::npos);
+  std::ifstream in(json);
+  const auto rec = nlohmann::json::parse(in);
+  CHECK(rec["hub_share"]["top256"].get<double>() == doctest::Approx((2999.0 + 255) / 5998).epsilon(1e-12));
+  CHECK(rec["hub_share"]["top1024"].get<double>() == doctest::Approx((2999.0 + 1023) / 5998).epsilon(1e-12));
+  CHECK(rec["hub_share"]["top4096"].get<double>() == doctest::Approx(1.0).epsilon(1e-12));
 }

@@ -6,6 +6,7 @@
 // context for the whole process. (SpGEMM checks its DeviceCsrViews in its own analysis pass.)
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dbsparse/context.hpp"
 
@@ -25,5 +26,18 @@ struct DeviceCsrArrays {
 // stream) and waits for it; the caller orders the stream after whatever wrote the arrays.
 void check_device_csr(Context& ctx, const std::string& who, const std::string& name, const DeviceCsrArrays& m,
                       bool sorted, void* stream);
+
+// The rows' lengths, counted where A is: rows per degree bucket (abi::kDegreeBuckets, bucket 0
+// the longest) and the lengths' CV (standard deviation over mean; what SpMM's reorder auto
+// weighs, as row_length_cv does on the host). Legacy stream, waited for.
+struct DeviceRowLengths {
+  std::vector<uint32_t> counts;
+  double cv = 0;
+};
+DeviceRowLengths device_row_lengths(Context& ctx, const DeviceCsrArrays& m);
+
+// A's rows by decreasing length (lengths past abi::kDegreeCap first, together), made on the
+// device from those counts: warp k of an SpMM plan takes row order[k]. Legacy stream, waited for.
+DeviceBuffer<int32_t> device_degree_order(Context& ctx, const DeviceCsrArrays& m, const DeviceRowLengths& lengths);
 
 }  // namespace dbsparse::detail

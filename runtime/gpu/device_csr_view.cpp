@@ -1,11 +1,12 @@
-#include "runtime/gpu/device_csr_check.hpp"
+#include "runtime/gpu/device_csr_view.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
-#include "codegen/keys/csr_check_key.hpp"
-#include "dbsparse/abi/csr_check.h"
+#include "codegen/keys/csr_view_key.hpp"
+#include "dbsparse/abi/csr_view.h"
 #include "dbsparse/error.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
 #include "runtime/gpu/module_registry.hpp"
@@ -56,7 +57,7 @@ void check_device_csr(Context& ctx, const std::string& who, const std::string& n
   if (!m.row_ptr || (m.nnz > 0 && !m.col_idx))
     throw UsageError(fmt::format("{}: {} has a null array (row_ptr needs rows + 1 entries, col_idx nnz)", who, name));
   ctx.make_current();
-  const auto fn = ctx.modules().get(codegen::make_source(codegen::CsrCheckKey{m.offsets64}), ctx.device().arch()).fn;
+  const auto fn = ctx.modules().get(codegen::make_source(codegen::CsrViewKey{m.offsets64}), ctx.device().arch()).fns.at(0);
   const auto s = static_cast<CUstream>(stream);
   const int sms = ctx.device().sm_count;
   const auto rows = run_pass(fn, m, 0, sms, s);
@@ -82,6 +83,60 @@ void check_device_csr(Context& ctx, const std::string& who, const std::string& n
     throw UsageError(fmt::format("{}: {}'s columns are not sorted and unique in each row: {} entries are not above "
                                  "the one before them, the first in row {}",
                                  who, name, order.unsorted, order.first_unsorted));
+}
+
+namespace {
+
+codegen::KernelSource view_source(const DeviceCsrArrays& m) { return codegen::make_source(codegen::CsrViewKey{m.offsets64}); }
+
+unsigned grid_for(int64_t threads, int sms) {
+  return static_cast<unsigned>(std::clamp<int64_t>((threads + 255) / 256, 1, int64_t{std::max(sms, 1)} * 8));
+}
+
+}  // namespace
+
+DeviceRowLengths device_row_lengths(Context& ctx, const DeviceCsrArrays& m) {
+  ctx.make_current();
+  const auto fns = ctx.modules().get(view_source(m), ctx.device().arch()).fns;
+  DeviceBuffer<uint32_t> counts(abi::kDegreeBuckets);
+  DeviceBuffer<abi::CsrLengthMoments> moments(1);
+  counts.fill_bytes(0);
+  moments.fill_bytes(0);
+  uint64_t ptr = m.row_ptr, c = counts.ptr(), mo = moments.ptr();
+  int rows = m.rows;
+  void* params[] = {&ptr, &rows, &c, &mo};
+  DBS_CU(cuLaunchKernel(fns.at(1), grid_for(m.rows, ctx.device().sm_count), 1, 1, 256, 1, 1, 0, nullptr, params,
+                        nullptr));
+  DeviceRowLengths out;
+  out.counts = counts.download();
+  const abi::CsrLengthMoments mom = moments.download().at(0);
+  if (m.rows > 0 && mom.sum > 0) {
+    const double mean = mom.sum / m.rows;
+    out.cv = std::sqrt(std::max(0.0, mom.sum_sq / m.rows - mean * mean)) / mean;
+  }
+  return out;
+}
+
+DeviceBuffer<int32_t> device_degree_order(Context& ctx, const DeviceCsrArrays& m, const DeviceRowLengths& lengths) {
+  ctx.make_current();
+  const auto fns = ctx.modules().get(view_source(m), ctx.device().arch()).fns;
+  std::vector<uint32_t> start(lengths.counts.size(), 0);
+  uint64_t total = 0;
+  for (size_t b = 0; b < start.size(); ++b) {
+    start[b] = static_cast<uint32_t>(total);
+    total += lengths.counts[b];
+  }
+  if (total != static_cast<uint64_t>(m.rows))
+    throw std::logic_error(fmt::format("device_degree_order: the buckets hold {} rows, A has {}", total, m.rows));
+  DeviceBuffer<uint32_t> cursor{std::span<const uint32_t>(start)};
+  DeviceBuffer<int32_t> order(static_cast<size_t>(std::max(m.rows, 1)));
+  uint64_t ptr = m.row_ptr, cur = cursor.ptr(), ord = order.ptr();
+  int rows = m.rows;
+  void* params[] = {&ptr, &rows, &cur, &ord};
+  DBS_CU(cuLaunchKernel(fns.at(2), grid_for(m.rows, ctx.device().sm_count), 1, 1, 256, 1, 1, 0, nullptr, params,
+                        nullptr));
+  DBS_CU(cuStreamSynchronize(nullptr));
+  return order;
 }
 
 }  // namespace dbsparse::detail
