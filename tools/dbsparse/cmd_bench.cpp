@@ -131,9 +131,10 @@ Runner add_bench(CLI::App& sub_ref) {
       ->check(CLI::Range(1, 4096));
   sub->add_option("--reorder", a->reorders,
                   "spmm only: also time the CSR path with A's rows walked in these orders (comma-separate: degree, "
-                  "rcm, community), one row each with the ordering's host time and the calls that pay it back")
+                  "rcm, community, degree-gpu: A as a 64-bit device view, the order made on the GPU), one row each "
+                  "with the ordering's time and the calls that pay it back")
       ->delimiter(',')
-      ->check(CLI::IsMember({"degree", "rcm", "community"}));
+      ->check(CLI::IsMember({"degree", "rcm", "community", "degree-gpu"}));
   sub->add_option("--contract-k", a->contract_k,
                   "spgemm only: k, the classes of the contraction rows' random labels (C = S G S^T is k x k); "
                   "default rows/64")
