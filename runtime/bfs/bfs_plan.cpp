@@ -347,15 +347,15 @@ detail::DeviceCsrArrays arrays_of(const DeviceGraphView64& v) {
   return m;
 }
 
-// The caller's views checked before a search trusts them: offsets, columns and (the in-neighbour
-// view, whose entries are looked up) sorted rows by csr_check, then each in-entry's mirror by
-// bfs_check_view. UsageError naming the first bad row or entry. Returns the push view's task count.
+// The caller's views checked before a search trusts them: offsets, columns and sorted rows by
+// csr_check, then each in-entry's mirror by bfs_check_view. UsageError naming the first bad row or entry. Returns the push view's task count.
 int64_t check_views(Context& ctx, CUfunction fn, const DeviceGraphView64& push, const DeviceGraphView64& pull,
                     bool two_views) {
   const char* push_name = two_views ? "the out-neighbour view" : "the graph";
   const char* pull_name = two_views ? "the in-neighbour view" : "the graph";
   detail::check_device_csr(ctx, kWho64, pull_name, arrays_of(pull), true, nullptr);
-  if (two_views) detail::check_device_csr(ctx, kWho64, push_name, arrays_of(push), false, nullptr);
+  // The out-neighbour view's rows are searched by the mirror pass: sorted too.
+  if (two_views) detail::check_device_csr(ctx, kWho64, push_name, arrays_of(push), true, nullptr);
   const int sms = ctx.device().sm_count;
   const auto mirror = check_pass(fn, pull, push, 1, sms);
   if (mirror.unmirrored) {

@@ -40,7 +40,7 @@ __global__ void __launch_bounds__(256) csr_check(const Off* ptr, const int32_t* 
         atomicMin(&out->first_bad_row, (unsigned long long)i);
       }
     }
-    if (rows == 0 && tid == 0 && (long long)ptr[0] != nnz) {
+    if (rows == 0 && tid == 0 && ((long long)ptr[0] != 0 || nnz != 0)) {  // no rows: nothing stored
       ++bad;
       atomicMin(&out->first_bad_row, 0ull);
     }
@@ -58,8 +58,8 @@ __global__ void __launch_bounds__(256) csr_check(const Off* ptr, const int32_t* 
     if (lane == 0 && bad) atomicAdd(&out->bad_cols, bad);
   } else {
     for (long long i = tid >> 5; i < rows; i += nt >> 5) {
-      const Off begin = ptr[i], end = ptr[i + 1];
-      for (Off k = begin + (Off)lane; k < end; k += 32)
+      const long long begin = (long long)ptr[i], end = (long long)ptr[i + 1];
+      for (long long k = begin + lane; k < end; k += 32)
         if (k > begin && idx[k - 1] >= idx[k]) {
           ++bad;
           atomicMin(&out->first_unsorted, (unsigned long long)i);
