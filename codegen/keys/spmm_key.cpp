@@ -160,6 +160,11 @@ KernelSource make_source(const SpmmKey& key) {
         fmt::format("dbs::{}<{}, {}, {}, {}, true>", rows, v, key.warps, key.vec, key.lanes),
         fmt::format("dbs::relu_inplace<{}>", key.warps)};
     if (key.value != SpmmValue::F32) ks.name_expressions.push_back(fmt::format("dbs::spmm_finalize16<{}>", v));
+    // f32 float4: the staged windows' kernel too (SpmmConfig::csr_stage_reuse), fourth.
+    if (key.value == SpmmValue::F32 && key.vec == 4) {
+      ks.source += "#include \"spmm_staged.cuh\"\n";
+      ks.name_expressions.push_back(fmt::format("dbs::csr_spmm_staged<{}>", key.lanes));
+    }
   }
   return ks;
 }

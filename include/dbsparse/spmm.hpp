@@ -102,6 +102,12 @@ struct SpmmConfig {
   // rows then keeps several rows' B loads in flight and pays its fixed costs once for them. 0: the
   // plan picks from A's mean row and its row count (spmm_plan.cpp, auto_rows_per_warp).
   int csr_rows_per_warp = 0;
+  // CSR, f32, N a multiple of 4: runs of up to 32 short rows (in the warps' order) whose entries
+  // reuse their distinct columns at least this many times on average go to staged windows
+  // (templates/spmm/spmm_staged.cuh: the window's rows of B copied once into shared memory by
+  // cp.async, its rows read them there), the rest to the CSR kernel, a second launch. 0: off.
+  // Where it pays is not measured yet: off by default, and dbtune tries 1.5 and 2.5.
+  double csr_stage_reuse = 0;
 
   template <class V>
   void visit(V& v) {
@@ -128,6 +134,8 @@ struct SpmmConfig {
     v.integer("csr_rows_per_warp", csr_rows_per_warp, 0, 4,
               "CSR: rows a warp (1, 2 or 4), each on 32 / rows lanes, where the lanes across N leave room; 0: the "
               "plan picks from A's mean row and row count");
+    v.number("csr_stage_reuse", csr_stage_reuse, 0.0, 32.0,
+             "CSR, f32: stage windows of rows whose entries reuse their columns this often into shared memory (0: off)");
     v.choice("reorder", reorder, {"auto", "none", "degree", "rcm", "community"},
              "CSR: the order warps take A's rows in (auto: degree where row lengths vary, none, degree: by decreasing "
              "length, rcm, community: square A only); A, B and C as given");

@@ -23,6 +23,7 @@
 #include "runtime/gpu/device_csr_view.hpp"
 #include "runtime/gpu/module_registry.hpp"
 #include "runtime/spmm/spmm_pieces.hpp"
+#include "runtime/spmm/spmm_stage.hpp"
 
 namespace dbsparse {
 
@@ -221,6 +222,17 @@ struct SpmmPlan::Impl {
   int32_t n_parts = 0;  // the cut rows are part_first.size() - 1
   unsigned csr_grid1 = 1, csr_grid4 = 1, csr_pieces_grid = 1;  // the scalar and float4 kernels'
   int csr_rows1 = 1, csr_rows4 = 1;  // rows a warp of each (SpmmConfig::csr_rows_per_warp)
+  // Staged windows (SpmmConfig::csr_stage_reuse; abi::SpmmStageArgs, spmm_stage.hpp), float4 calls
+  // only: the windows' arrays and kernel, and the rows left to the CSR kernel then (plain_rows).
+  DeviceBuffer<int32_t> st_win_row, st_win_col, st_cols, st_rows, st_ptr, plain_rows;
+  DeviceBuffer<uint16_t> st_slot;
+  DeviceBuffer<float> st_vals;
+  int32_t st_windows = 0, st_staged_rows = 0, plain_count = 0, st_max_cols = 0;
+  int64_t st_entries = 0, st_cols_total = 0;
+  double st_build_ms = 0;
+  CUfunction staged = nullptr;
+  unsigned plain_grid4 = 1;
+  unsigned st_smem = 0;
   int csr_warps = 8;  // the CSR path's launches (SpmmConfig::csr_blocks_per_sm)
   int tc_warps = 4;
   // f16 / bf16 with pieces: the cut rows' or windows' f32 sums (abi::SpmmAcc, spmm_pieces.hpp),
@@ -392,6 +404,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
         const auto f4 = load(csr_key(4, p->csr_rows4));
         p->rows4 = f4.at(0);
         p->rows4_pieces = f4.at(1);
+        if (f32) p->staged = f4.at(3);  // csr_spmm_staged, used when windows qualify
       }
       // One max_run serves both kernels (the pieces are cut once): the float4 kernel's lanes when
       // it is loaded, as it runs whenever B and C are aligned.
@@ -425,6 +438,34 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       p->csr_grid1 = grid_for((int64_t{a.rows} + p->csr_rows1 - 1) / p->csr_rows1 + p->n_parts);
       p->csr_grid4 = grid_for((int64_t{a.rows} + p->csr_rows4 - 1) / p->csr_rows4 + p->n_parts);
       p->csr_pieces_grid = grid_for(p->n_pieces);
+      // Staged windows: short rows only (at most 64 entries, and within max_run), as many
+      // distinct columns as a block's shared memory holds rows of B.
+      const int32_t max_cols = abi::kSpmmStageBytes / (4 * n_cols);
+      if (f32 && p->vec4 && p->typed.csr_stage_reuse > 0 && max_cols >= 2) {
+        const auto t0 = std::chrono::steady_clock::now();
+        const SpmmStageWindows sw = spmm_stage_windows(a, p->row_order, p->typed.csr_stage_reuse, 32,
+                                                       std::min<int32_t>(64, p->max_run), std::min(max_cols, 65535));
+        if (sw.windows() > 0) {
+          p->st_windows = sw.windows();
+          p->st_staged_rows = static_cast<int32_t>(sw.rows.size());
+          p->st_entries = sw.staged_entries();
+          p->st_cols_total = static_cast<int64_t>(sw.cols.size());
+          for (int32_t w = 0; w < sw.windows(); ++w)
+            p->st_max_cols = std::max(p->st_max_cols, sw.win_col[static_cast<size_t>(w) + 1] - sw.win_col[static_cast<size_t>(w)]);
+          p->st_smem = static_cast<unsigned>(p->st_max_cols) * 4u * static_cast<unsigned>(n_cols);
+          p->st_win_row = upload(sw.win_row);
+          p->st_win_col = upload(sw.win_col);
+          p->st_cols = upload(sw.cols);
+          p->st_rows = upload(sw.rows);
+          p->st_ptr = upload(sw.ptr);
+          p->st_slot = upload(sw.slot);
+          p->st_vals = upload(sw.vals);
+          p->plain_count = static_cast<int32_t>(sw.plain.size());
+          p->plain_rows = sw.plain.empty() ? DeviceBuffer<int32_t>(1) : upload(sw.plain);
+          p->plain_grid4 = grid_for((int64_t{p->plain_count} + p->csr_rows4 - 1) / p->csr_rows4 + p->n_parts);
+        }
+        p->st_build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      }
     } else if (p->path == SpmmPath::Condensed) {
       const auto t0 = std::chrono::steady_clock::now();
       const CondensedTc m = csr_to_condensed(a, p->g, opt.dtype);
@@ -697,8 +738,19 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
     return;
   }
   if (p.path == SpmmPath::CsrCudaCore) {
-    DBS_CU(cuLaunchKernel(rows_fn, v4 ? p.csr_grid4 : p.csr_grid1, 1, 1, p.csr_warps * 32, 1, 1, 0, h, tc_params,
-                          nullptr));
+    unsigned grid = v4 ? p.csr_grid4 : p.csr_grid1;
+    if (p.st_windows > 0 && v4) {  // the staged windows, then the CSR kernel on the other rows
+      abi::SpmmStageArgs sa{dev(p.st_win_row), dev(p.st_win_col), dev(p.st_cols), dev(p.st_rows), dev(p.st_ptr),
+                            dev(p.st_slot), dev(p.st_vals), args.b, args.c, p.n, p.st_windows, alpha, beta};
+      void* stage_params[] = {&sa};
+      DBS_CU(cuLaunchKernel(p.staged, static_cast<unsigned>(p.st_windows), 1, 1, abi::kSpmmStageWarps * 32, 1, 1,
+                            p.st_smem, h, stage_params, nullptr));
+      args.row_id = dev(p.plain_rows);
+      args.rows = p.plain_count;
+      grid = p.plain_grid4;
+    }
+    if (args.rows > 0 || p.n_parts > 0)
+      DBS_CU(cuLaunchKernel(rows_fn, grid, 1, 1, p.csr_warps * 32, 1, 1, 0, h, tc_params, nullptr));
     if (p.n_pieces)
       DBS_CU(cuLaunchKernel(v4 ? p.rows4_pieces : p.rows1_pieces, p.csr_pieces_grid, 1, 1, p.csr_warps * 32, 1, 1, 0, h,
                             tc_params, nullptr));
@@ -745,7 +797,10 @@ int64_t SpmmPlan::device_bytes() const {
   return static_cast<int64_t>((p.row_ptr.size() + p.col_idx.size() + p.row_id.size() + p.window.size() +
                                p.old_col.size() + p.win_group.size() + p.pieces.size() + p.afrag.size() +
                                p.acc_w.size() + p.acc_slot.size() + p.acc_units.size() + p.parts.size() +
-                               p.part_first.size() + p.part_sum.size() + p.part_count.size()) * 4 +
+                               p.part_first.size() + p.part_sum.size() + p.part_count.size() +
+                               p.st_win_row.size() + p.st_win_col.size() + p.st_cols.size() + p.st_rows.size() +
+                               p.st_ptr.size() + p.plain_rows.size() + p.st_vals.size()) * 4 +
+                              p.st_slot.size() * 2 +
                               (p.vals.size() + p.group_vals.size()) * 4 +
                               (p.vals16.size() + p.group_vals16.size()) * 2 + p.local_id.size());
 }
@@ -833,6 +888,20 @@ std::string SpmmPlan::explain() const {
                        "{} blocks of {} warps{}; device {} bytes\n",
                        per_warp, long_rows, csr_lanes(p.n, 4), csr_lanes(p.n, 1), p.vec4 ? p.csr_grid4 : p.csr_grid1,
                        p.csr_warps, p.typed.csr_blocks_per_sm > 0 ? " striding over the rows" : "", device_bytes());
+    if (p.st_windows > 0)
+      out += fmt::format(
+          "  staged windows (csr_stage_reuse {}): {} windows of up to 32 rows ({} rows, {:.1f}% of the entries), "
+          "their entries over their distinct columns {:.2f}; a block each copies the window's rows of B into up "
+          "to {} bytes of shared memory by cp.async and its rows read them there (float4 calls; the other {} rows "
+          "by the CSR kernel, a second launch); built on the host in {:.1f} ms\n",
+          p.typed.csr_stage_reuse, p.st_windows, p.st_staged_rows,
+          100.0 * double(p.st_entries) / double(std::max<int64_t>(1, p.nnz)),
+          double(p.st_entries) / double(std::max<int64_t>(1, p.st_cols_total)), p.st_smem, p.plain_count,
+          p.st_build_ms);
+    else if (p.typed.csr_stage_reuse > 0)
+      out += fmt::format("  staged windows (csr_stage_reuse {}): none qualified{} ({:.1f} ms)\n", p.typed.csr_stage_reuse,
+                         p.dtype != SpmmDtype::F32 || !p.vec4 ? " (f32 and N a multiple of 4 only)" : "",
+                         p.st_build_ms);
     if (p.auto_cv >= 0)
       out += fmt::format("  reorder auto: the rows' length CV is {:.2f}, {} {} ({})\n", p.auto_cv,
                          p.auto_cv >= kAutoDegreeCv ? ">=" : "<", kAutoDegreeCv,

@@ -49,6 +49,20 @@ std::vector<double> hub_shares(const CsrMatrix<float>& a, const std::vector<int6
   return out;
 }
 
+// Entries over the distinct columns of each window of `rows` consecutive rows, summed: how many
+// times a window could reuse a row of B (SpMM) or a line of x it staged in shared memory, at
+// most. 1.0: no two rows of a window share a column, so staging saves nothing over the gathers.
+double window_reuse(const CsrMatrix<float>& a, int32_t rows) {
+  std::vector<int32_t> seen(static_cast<size_t>(a.cols), -1);
+  int64_t distinct = 0;
+  for (int32_t r = 0; r < a.rows; ++r)
+    for (int32_t q = a.row_ptr[r]; q < a.row_ptr[r + 1]; ++q) {
+      int32_t& w = seen[static_cast<size_t>(a.col_idx[q])];
+      if (w != r / rows) w = r / rows, ++distinct;
+    }
+  return distinct ? static_cast<double>(a.nnz()) / static_cast<double>(distinct) : 1.0;
+}
+
 int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
   const CsrMatrix<float> csr = m.csr.cast<float>();
   fmt::print("{}: {} x {}, {} entries\n", m.name, csr.rows, csr.cols, csr.nnz());
@@ -56,7 +70,8 @@ int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
   const std::vector<double> hubs = hub_shares(csr, tops);
   fmt::print("entries in the most frequent columns: top 256 {:.1f}%, top 1024 {:.1f}%, top 4096 {:.1f}%\n",
              100 * hubs[0], 100 * hubs[1], 100 * hubs[2]);
-  fmt::print("{:<10} {:>10} {:>12} {:>14} {:>14}\n", "order", "cpu ms", "bandwidth", "mean |i-j|", "x lines/row");
+  fmt::print("{:<10} {:>10} {:>12} {:>14} {:>14} {:>12}\n", "order", "cpu ms", "bandwidth", "mean |i-j|", "x lines/row",
+             "reuse/32 rows");
   nlohmann::json rec = {{"tool", "dbsparse reorder"},
                         {"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)))},
                         {"matrix", m.name},
@@ -68,10 +83,13 @@ int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
     const Reorder how = parse_reorder(name);
     Permutation p;
     const double ms = tools::wall_ms([&] { p = reorder(csr, how); });
-    const LocalityStats s = locality(how == Reorder::None ? csr : permute_symmetric(csr, p));
-    fmt::print("{:<10} {:>10.1f} {:>12} {:>14.1f} {:>14.2f}\n", name, ms, s.bandwidth, s.mean_distance,
-               s.lines_per_row);
+    const CsrMatrix<float> permuted = how == Reorder::None ? csr : permute_symmetric(csr, p);
+    const LocalityStats s = locality(permuted);
+    const double reuse = window_reuse(permuted, 32);
+    fmt::print("{:<10} {:>10.1f} {:>12} {:>14.1f} {:>14.2f} {:>12.2f}\n", name, ms, s.bandwidth, s.mean_distance,
+               s.lines_per_row, reuse);
     nlohmann::json o = locality_json(s);
+    o["window_reuse_32"] = reuse;
     o["order"] = name;
     o["cpu_ms"] = ms;
     rec["orders"].push_back(o);

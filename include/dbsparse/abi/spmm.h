@@ -156,4 +156,28 @@ struct SpmmAcc {
 };
 static_assert(sizeof(SpmmAcc) == 32, "SpmmAcc layout");
 
+// Staged windows (f32, float4, SpmmConfig::csr_stage_reuse): runs of short rows that share B's
+// rows, a block each. csr_spmm_staged copies the window's distinct columns' rows of B into shared
+// memory once (cp.async), then its rows read B there. Built on the host (runtime/spmm/spmm_stage.hpp):
+//  - window w: rows win_row[w] .. win_row[w + 1] of rows/ptr, distinct columns win_col[w] ..
+//    win_col[w + 1] of cols;
+//  - staged row i: C's row rows[i], its entries ptr[i] .. ptr[i + 1] of slot (the entry's column as
+//    an index into its window's columns) and vals.
+constexpr int kSpmmStageWarps = 4;        // warps a window's block
+constexpr int kSpmmStageBytes = 48 * 1024;  // shared memory a window's B rows may take (no opt-in needed)
+struct SpmmStageArgs {
+  const int32_t* win_row;
+  const int32_t* win_col;
+  const int32_t* cols;
+  const int32_t* rows;
+  const int32_t* ptr;
+  const uint16_t* slot;
+  const float* vals;
+  const float* b;
+  float* c;
+  int32_t n, windows;
+  float alpha, beta;
+};
+static_assert(sizeof(SpmmStageArgs) == 88, "SpmmStageArgs layout");
+
 }  // namespace dbsparse::abi
