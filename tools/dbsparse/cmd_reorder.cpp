@@ -12,9 +12,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "dbsparse/abi/spmm.h"
 #include "dbsparse/error.hpp"
 #include "dbsparse/io.hpp"
 #include "dbsparse/reorder.hpp"
+#include "runtime/spmm/spmm_stage.hpp"
 #include "support/atomic_file.hpp"
 #include "tools/bench/spgemm_apps_check.hpp"
 #include "tools/bench/timing.hpp"
@@ -70,8 +72,8 @@ int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
   const std::vector<double> hubs = hub_shares(csr, tops);
   fmt::print("entries in the most frequent columns: top 256 {:.1f}%, top 1024 {:.1f}%, top 4096 {:.1f}%\n",
              100 * hubs[0], 100 * hubs[1], 100 * hubs[2]);
-  fmt::print("{:<10} {:>10} {:>12} {:>14} {:>14} {:>12}\n", "order", "cpu ms", "bandwidth", "mean |i-j|", "x lines/row",
-             "reuse/32 rows");
+  fmt::print("{:<10} {:>10} {:>12} {:>14} {:>14} {:>12} {:>16}\n", "order", "cpu ms", "bandwidth", "mean |i-j|",
+             "x lines/row", "reuse/32 rows", "staged/saved N32");
   nlohmann::json rec = {{"tool", "dbsparse reorder"},
                         {"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)))},
                         {"matrix", m.name},
@@ -86,10 +88,18 @@ int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
     const CsrMatrix<float> permuted = how == Reorder::None ? csr : permute_symmetric(csr, p);
     const LocalityStats s = locality(permuted);
     const double reuse = window_reuse(permuted, 32);
-    fmt::print("{:<10} {:>10.1f} {:>12} {:>14.1f} {:>14.2f} {:>12.2f}\n", name, ms, s.bandwidth, s.mean_distance,
-               s.lines_per_row, reuse);
+    // SpMM's staged windows in this order at N = 32 with csr_stage_reuse 1.5 (the plan's limits:
+    // 32 rows, rows of at most 64 entries, 48 KB of B rows): the entries staged, and the reads of
+    // B's rows they save (each window reads a distinct column's row once).
+    const SpmmStageWindows sw = spmm_stage_windows(permuted, {}, 1.5, 32, 64, abi::kSpmmStageBytes / (4 * 32));
+    const double nnz = static_cast<double>(std::max<int64_t>(permuted.nnz(), 1));
+    const double staged = static_cast<double>(sw.staged_entries()) / nnz;
+    const double saved = static_cast<double>(sw.staged_entries() - static_cast<int64_t>(sw.cols.size())) / nnz;
+    fmt::print("{:<10} {:>10.1f} {:>12} {:>14.1f} {:>14.2f} {:>12.2f} {:>8.1f}% {:>5.1f}%\n", name, ms, s.bandwidth,
+               s.mean_distance, s.lines_per_row, reuse, 100 * staged, 100 * saved);
     nlohmann::json o = locality_json(s);
     o["window_reuse_32"] = reuse;
+    o["staged_n32"] = {{"entries_share", staged}, {"b_reads_saved", saved}};
     o["order"] = name;
     o["cpu_ms"] = ms;
     rec["orders"].push_back(o);
