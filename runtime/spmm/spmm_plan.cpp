@@ -883,10 +883,12 @@ std::string SpmmPlan::explain() const {
             ? std::string("a warp per row")
             : fmt::format("{} rows a warp (float4 kernel; {} with scalars), each on 32 / rows lanes", p.csr_rows4,
                           p.csr_rows1);
+    // The float4 launch's blocks (over the plain rows when windows are staged).
+    const unsigned rows_grid = !p.vec4 ? p.csr_grid1 : p.st_windows > 0 ? p.plain_grid4 : p.csr_grid4;
     out += fmt::format("  CSR on CUDA cores (f32 sums), {} ({}), "
                        "{} lanes across N (4 values a load) or {} (scalars), the rest of the row's lanes over the entries; "
                        "{} blocks of {} warps{}; device {} bytes\n",
-                       per_warp, long_rows, csr_lanes(p.n, 4), csr_lanes(p.n, 1), p.vec4 ? p.csr_grid4 : p.csr_grid1,
+                       per_warp, long_rows, csr_lanes(p.n, 4), csr_lanes(p.n, 1), rows_grid,
                        p.csr_warps, p.typed.csr_blocks_per_sm > 0 ? " striding over the rows" : "", device_bytes());
     if (p.st_windows > 0)
       out += fmt::format(

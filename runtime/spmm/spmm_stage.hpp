@@ -65,7 +65,7 @@ inline SpmmStageWindows spmm_stage_windows(const CsrMatrix<float>& a, const std:
   for (int32_t k = 0; k < n; ++k) {
     const int32_t r = order.empty() ? k : order[static_cast<size_t>(k)];
     const int32_t len = a.row_ptr[r + 1] - a.row_ptr[r];
-    if (len > max_len) {  // a long row never joins a window, and leaves the open one as it is
+    if (len > max_len || len > max_cols) {  // a long row never joins a window, and leaves the open one as it is
       out.plain.push_back(r);
       continue;
     }
@@ -76,10 +76,6 @@ inline SpmmStageWindows spmm_stage_windows(const CsrMatrix<float>& a, const std:
         static_cast<int64_t>(open_cols.size()) + fresh > max_cols) {
       close();
       fresh = len;
-    }
-    if (fresh > max_cols) {  // alone it would not fit either
-      out.plain.push_back(r);
-      continue;
     }
     for (int32_t q = a.row_ptr[r]; q < a.row_ptr[r + 1]; ++q) {
       int32_t& s = seen[static_cast<size_t>(a.col_idx[q])];
