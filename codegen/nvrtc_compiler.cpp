@@ -148,6 +148,12 @@ CompiledKernel compile_to_cubin(const KernelSource& ks, const std::string& arch)
   }
 
   CompiledKernel out;
+  size_t log_size = 0;
+  if (nv.nvrtcGetProgramLogSize(prog.p, &log_size) == NVRTC_SUCCESS && log_size > 1) {
+    out.log.assign(log_size, '\0');
+    nv.nvrtcGetProgramLog(prog.p, out.log.data());
+    while (!out.log.empty() && (out.log.back() == '\0' || out.log.back() == '\n')) out.log.pop_back();
+  }
   size_t size = 0;
   check(nv.nvrtcGetCUBINSize(prog.p, &size), "nvrtcGetCUBINSize");
   out.cubin.resize(size);

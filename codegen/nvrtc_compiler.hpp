@@ -13,6 +13,7 @@ struct CompiledKernel {
   std::vector<char> cubin;
   std::vector<std::pair<std::string, std::string>> lowered_names;  // name expression -> mangled
   double compile_ms = 0;
+  std::string log;  // NVRTC's log of a successful compile: warnings, and ptxas's report under --ptxas-options=-v
 };
 
 bool nvrtc_available(std::string* why);

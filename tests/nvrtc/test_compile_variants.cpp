@@ -5,6 +5,7 @@
 #include <atomic>
 #include <fstream>
 #include <future>
+#include <regex>
 #include <thread>
 #include <vector>
 
@@ -18,6 +19,7 @@
 #include "codegen/keys/spmv_key.hpp"
 #include "codegen/nvrtc_compiler.hpp"
 #include "dbsparse/error.hpp"
+#include "test_support.hpp"
 #include "tools/ops/registry.hpp"
 
 using namespace dbsparse;
@@ -340,4 +342,29 @@ TEST_CASE("BrpConvertKernelsCompileForSm90AndKeysRoundTrip") {
   CHECK_THROWS_AS(BrpConvertKey::parse("brpconv.f32.f3.g4"), UsageError);
   CHECK_THROWS_AS(BrpConvertKey::parse("brpconv.f16.f1.g4"), UsageError);
   CHECK_THROWS_AS(BrpConvertKey::parse("brpconv.f32.f1"), UsageError);
+}
+
+// `dbsparse precompile --resources`: ptxas's report for every kernel of a variant, named by the
+// name expression it came from (what the next change can be checked against where no GPU is lent).
+// The BFS search is bounded to 64 registers a thread (its __launch_bounds__ asks for 32 warps an SM).
+TEST_CASE("PrecompileResourcesReportsEveryKernelsRegistersAndSpills") {
+  // The cache is the tier's own (ctest sets DBSPARSE_CACHE_DIR).
+  const auto [rc, out] = dbs_test::run_tool("dbsparse", "precompile --arch sm_90 --op bfs --resources");
+  CAPTURE(out);
+  REQUIRE(rc == 0);
+  for (const char* kernel : {"dbs::bfs_search<8>", "dbs::bfs_search<32>", "dbs::bfs_dense_update<8>", "dbs::bfs_check_view<long long>"})
+    CHECK(out.find(kernel) != std::string::npos);
+  size_t lines = 0, at = 0;
+  while ((at = out.find("dbs::bfs_search<", at)) != std::string::npos) {
+    const size_t eol = out.find('\n', at);
+    const std::string line = out.substr(at, eol - at);
+    std::smatch m;
+    REQUIRE(std::regex_search(line, m, std::regex(R"(Used (\d+) registers)")));
+    CHECK(std::stoi(m.str(1)) > 0);
+    CHECK(std::stoi(m.str(1)) <= 64);  // the launch bound's limit
+    CHECK(line.find("0 bytes spill stores") != std::string::npos);
+    ++lines;
+    at = eol;
+  }
+  CHECK(lines == 12);  // 3 directions x 2 block sizes x 2 offset widths
 }

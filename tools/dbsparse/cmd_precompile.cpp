@@ -2,15 +2,52 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <regex>
 #include <string>
 #include <vector>
 
 #include "codegen/kernel_cache.hpp"
+#include "codegen/nvrtc_compiler.hpp"
 #include "dbsparse/context.hpp"
 #include "tools/dbsparse/commands.hpp"
 #include "tools/ops/registry.hpp"
 
 namespace dbsparse::cli {
+
+namespace {
+
+// ptxas's report for each kernel of ks, one line each, named by the name expression it was
+// lowered from. The variant is compiled again with -v (the cached cubin carries no report).
+void print_resources(const codegen::KernelSource& ks, const std::string& arch) {
+  codegen::KernelSource v = ks;
+  v.options.push_back("--ptxas-options=-v");
+  const codegen::CompiledKernel k = codegen::compile_to_cubin(v, arch);
+  static const std::regex kFrame(R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
+  std::string function, properties;
+  bool spills = false;
+  size_t at = 0;
+  while (at < k.log.size()) {
+    size_t end = k.log.find('\n', at);
+    if (end == std::string::npos) end = k.log.size();
+    const std::string line = k.log.substr(at, end - at);
+    at = end + 1;
+    if (const size_t q = line.find("entry function '"); q != std::string::npos) {
+      const size_t b = q + 16, e = line.find('\'', b);
+      function = line.substr(b, e == std::string::npos ? std::string::npos : e - b);
+      for (const auto& [expr, mangled] : k.lowered_names)
+        if (mangled == function) function = expr;
+    } else if (std::smatch m; std::regex_search(line, m, kFrame)) {
+      properties = m.str(0);
+      spills = m.str(1) != "0" || m.str(2) != "0" || m.str(3) != "0";
+    } else if (const size_t u = line.find("Used "); u != std::string::npos) {
+      fmt::print("      {:<64} {}; {}{}\n", function, line.substr(u), properties, spills ? "  <- stack or spills" : "");
+      properties.clear();
+      spills = false;
+    }
+  }
+}
+
+}  // namespace
 
 Runner add_precompile(CLI::App& sub_ref) {
   auto* sub = &sub_ref;
@@ -20,6 +57,10 @@ Runner add_precompile(CLI::App& sub_ref) {
                   "Target, e.g. sm_90 (H100/H200) or sm_80; default: the current device's arch");
   sub->add_option("--op", *ops, "Ops to precompile (default: all)")
       ->check(CLI::IsMember(tools::op_names()));
+  auto resources = std::make_shared<bool>(false);
+  sub->add_flag("--resources", *resources,
+                "Also compile each variant once more with ptxas -v and print each kernel's registers, spills, stack "
+                "and shared memory (what Nsight Compute would show, without a GPU)");
   return [=]() {
     std::string target = *arch;
     if (target.empty()) {
@@ -38,6 +79,7 @@ Runner add_precompile(CLI::App& sub_ref) {
         auto k = cache.get(ks, target);
         fmt::print("  {:<56} {:>9} {:8.1f} ms  {:>7} bytes\n", ks.key, to_string(k.origin), k.ms,
                    k.kernel->cubin.size());
+        if (*resources) print_resources(ks, target);
         std::fflush(stdout);
         total_ms += k.ms;
         ++n;
