@@ -708,6 +708,11 @@ u condensed_g_0 fail '\-\-g|g ' '$DBS convert stencil2d:n=10 --format condensed 
 u condensed_g_2p31 fail '\-\-g' '$DBS convert stencil2d:n=10 --format condensed --g 2147483648'
 u reorder_methods_bogus fail 'methods|bogus' '$DBS reorder stencil2d:n=10 --methods bogus'
 u explain_op_bogus fail '\-\-op|bogus' '$DBS explain stencil2d:n=10 --op bogus'
+u bench_reorder_bogus fail '\-\-reorder|rabbit' '$DBS bench spmm stencil2d:n=10 --reorder degree-gpu,rabbit'
+u bench_reorder_degree_gpu nogpu - '$DBS bench spmm stencil2d:n=10 --reorder degree-gpu'
+u precompile_resources_bad_arch fail 'sm_12|arch' '$DBS precompile --arch sm_12 --op bfs --resources'
+u stage_reuse_negative fail 'csr_stage_reuse' "\$DBS bench spmm stencil2d:n=10 --config '{\"csr_stage_reuse\":-1}'"
+u stage_reuse_nan fail 'csr_stage_reuse|NaN|nan' "\$DBS bench spmm stencil2d:n=10 --config '{\"csr_stage_reuse\":\"nan\"}'"
 u sparsity_nan fail 'sparsity' '$DBS prune $T/st/valid/m.safetensors -o $T/out/s.safetensors --sparsity nan'
 u sparsity_1 fail '\-\-sparsity' '$DBS prune $T/st/valid/m.safetensors -o $T/out/s.safetensors --sparsity 1'
 u layers_negative either 'layers' '$DBS prune $T/st/valid/m.safetensors -o $T/out/s.safetensors --layers -1'
