@@ -68,6 +68,24 @@ struct DeviceCsr {
   }
 };
 
+// The same upload with the row offsets widened to int64: a DeviceCsrView64 of a matrix a
+// CsrMatrix holds, to test or time the 64-bit path against the 32-bit one.
+template <class T>
+struct DeviceCsr64 {
+  int32_t rows = 0;
+  int32_t cols = 0;
+  int64_t nnz = 0;
+  DeviceBuffer<int64_t> row_ptr;
+  DeviceBuffer<int32_t> col_idx;
+  DeviceBuffer<T> values;
+
+  explicit DeviceCsr64(const CsrMatrix<T>& m);
+  DeviceCsrView64<T> view() const {
+    return {rows, cols, nnz, reinterpret_cast<const int64_t*>(row_ptr.ptr()),
+            reinterpret_cast<const int32_t*>(col_idx.ptr()), reinterpret_cast<const T*>(values.ptr())};
+  }
+};
+
 // The view's arrays to the host (waits for the device: cuCtxSynchronize).
 template <class T>
 CsrMatrix<T> download(const DeviceCsrView<T>& v);

@@ -71,6 +71,24 @@ class SpmvPlan(_Plan):
 _INT32_MAX = 2**31 - 1
 
 
+def _takes_offsets64(a, offsets64):
+    """Whether A goes the 64-bit way: a torch or CuPy CUDA CSR past 2^31 - 1 entries, or offsets64=True."""
+    nnz = mat.device_nnz(a)
+    return bool(offsets64 or (offsets64 is None and nnz is not None and nnz > _INT32_MAX))
+
+
+def _device_csr64(a, op, device, values=True):
+    """A's arrays for the 64-bit way (mat.device_csr with int64 indptr) and the CUDA device they are on,
+    which `device`, when given, must name."""
+    d = mat.device_csr(a, "A", op, indptr64=True, values=values)
+    if d is None:
+        raise UsageError("A: 64-bit offsets need a torch or CuPy CSR matrix on the GPU")
+    dev = d[9] if device is None else int(device)
+    if dev != d[9]:
+        raise UsageError(f"device: A is on CUDA device {d[9]}, not {dev}")
+    return d, dev
+
+
 def plan_spmv(a, dtype=None, device=None, offsets64=None):
     """Plans SpMV for A (a SciPy, CuPy or torch sparse matrix; analysed once on the host). dtype:
     'f32' or 'f64' (default: A's).
@@ -79,16 +97,10 @@ def plan_spmv(a, dtype=None, device=None, offsets64=None):
     host path's int32 offsets hold) is planned in place with 64-bit row offsets: its values are read
     where they are, its column indices narrowed to int32 once (a copy the plan keeps), and the plan
     keeps the matrix alive. offsets64=True takes that path at any size, False never."""
-    nnz = mat.device_nnz(a)
-    if offsets64 or (offsets64 is None and nnz is not None and nnz > _INT32_MAX):
-        d = mat.device_csr(a, "A", "SpMV", indptr64=True)
-        if d is None:
-            raise UsageError("A: 64-bit offsets need a torch or CuPy CSR matrix on the GPU")
+    if _takes_offsets64(a, offsets64):
+        d, dev = _device_csr64(a, "SpMV", device)
         if dtype is not None and dtype != d[8]:
             raise UsageError(f"dtype: a device matrix is read in place, so dtype must be its own ({d[8]}), got {dtype}")
-        dev = d[9] if device is None else int(device)
-        if dev != d[9]:
-            raise UsageError(f"device: A is on CUDA device {d[9]}, not {dev}")
         ctx = context(dev)
         p = (_core.plan_spmv_view64F32 if d[8] == "f32" else _core.plan_spmv_view64F64)(ctx, *d[:6])
         plan = SpmvPlan("spmv", p, ctx, dev)
@@ -205,18 +217,12 @@ def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None, of
         raise UsageError(f"dtype: SpMM takes f32, f16 or bf16, got {dtype!r}")
     if reorder not in (None, "auto", "none", "degree", "rcm", "community"):
         raise UsageError(f"reorder: auto, none, degree, rcm or community, got {reorder!r}")
-    nnz = mat.device_nnz(a)
-    if offsets64 or (offsets64 is None and nnz is not None and nnz > _INT32_MAX):
-        d = mat.device_csr(a, "A", "SpMM", indptr64=True)
-        if d is None:
-            raise UsageError("A: 64-bit offsets need a torch or CuPy CSR matrix on the GPU")
+    if _takes_offsets64(a, offsets64):
+        d, dev = _device_csr64(a, "SpMM", device)
         if d[8] != "f32" or dtype != "f32":
             raise UsageError(f"dtype: SpMM with 64-bit offsets takes f32 (A is {d[8]}, dtype {dtype})")
         if reorder not in (None, "auto", "none", "degree"):
             raise UsageError(f"reorder {reorder}: with 64-bit offsets the order is made on the GPU: none, degree or auto")
-        dev = d[9] if device is None else int(device)
-        if dev != d[9]:
-            raise UsageError(f"device: A is on CUDA device {d[9]}, not {dev}")
         ctx = context(dev)
         plan = SpmmPlan("spmm", _core.plan_spmm_view64(ctx, *d[:6], int(n_cols), path,
                                                        "config" if reorder in (None, "auto") else reorder), ctx, dev)
@@ -273,11 +279,8 @@ def plan_bfs(a, transpose=False, device=None, offsets64=None, transposed=None):
     64-bit row offsets (offsets64=True: at any size, False: never). That path reads A's pattern
     only, with columns sorted in each row, and checks it on the GPU first: A must be symmetric, or
     `transposed` must be A's transpose as a CSR matrix on the same device. The plan keeps both alive."""
-    nnz = mat.device_nnz(a)
-    if offsets64 or (offsets64 is None and nnz is not None and nnz > _INT32_MAX):
-        d = mat.device_csr(a, "A", "BFS", indptr64=True, values=False)
-        if d is None:
-            raise UsageError("A: 64-bit offsets need a torch or CuPy CSR matrix on the GPU")
+    if _takes_offsets64(a, offsets64):
+        d, dev = _device_csr64(a, "BFS", device, values=False)
         if d[0] != d[1]:
             raise UsageError(f"A: the adjacency matrix must be square, is {d[0]}x{d[1]}")
         dt = None
@@ -290,9 +293,6 @@ def plan_bfs(a, transpose=False, device=None, offsets64=None, transposed=None):
             if (dt[0], dt[1], dt[2]) != (d[1], d[0], d[2]):
                 raise UsageError(f"transposed: {dt[0]}x{dt[1]} with {dt[2]} entries; A's transpose is {d[1]}x{d[0]} "
                                  f"with {d[2]}")
-        dev = d[9] if device is None else int(device)
-        if dev != d[9]:
-            raise UsageError(f"device: A is on CUDA device {d[9]}, not {dev}")
         ctx = context(dev)
         core = _core.plan_bfs_view64(ctx, d[0], d[2], d[3], d[4], dt[0] if dt else 0, dt[2] if dt else 0,
                                      dt[3] if dt else 0, dt[4] if dt else 0, bool(transpose))

@@ -305,36 +305,23 @@ namespace {
 
 constexpr const char* kWho64 = "plan_bfs (64-bit offsets)";
 
+// The vertex limit; negative sizes and null arrays are check_device_csr's (check_views).
 void check_view_shape(const DeviceGraphView64& v, const char* name) {
-  if (v.n < 0 || v.entries < 0)
-    throw UsageError(fmt::format("{}: {} has n = {} and {} entries; neither may be negative", kWho64, name, v.n,
-                                 v.entries));
   if (static_cast<int64_t>(v.n) + 32 > INT32_MAX)
     throw UsageError(fmt::format("{}: {} has {} vertices; vertices are int32 (at most {})", kWho64, name, v.n,
                                  INT32_MAX - 32));
-  if (!v.row_ptr || (v.entries > 0 && !v.col_idx))
-    throw UsageError(fmt::format("{}: {} has a null array (row_ptr needs n + 1 entries, col_idx `entries`)", kWho64,
-                                 name));
 }
 
-// One pass of bfs_check_view over view v (m: the mirror view for pass 1), on the legacy stream,
-// waited for.
-abi::BfsViewCheck check_pass(CUfunction fn, const DeviceGraphView64& v, const DeviceGraphView64& m, int pass,
-                             int sms) {
-  abi::BfsViewCheck c{};
-  c.first_unmirrored = ~uint64_t{0};
-  DeviceAllocation out(sizeof c);
-  out.upload(&c, sizeof c);
-  const int64_t threads = pass == 1 ? int64_t{v.n} * 32 : v.n;
-  const unsigned grid = static_cast<unsigned>(std::clamp<int64_t>((threads + 255) / 256, 1, int64_t{sms} * 16));
+// One pass of bfs_check_view over view v (m: the mirror view for pass 1).
+abi::BfsViewCheck check_pass(Context& ctx, CUfunction fn, const DeviceGraphView64& v, const DeviceGraphView64& m,
+                             int pass) {
+  abi::BfsViewCheck init{};
+  init.first_unmirrored = ~uint64_t{0};
   uint64_t ptr = reinterpret_cast<uintptr_t>(v.row_ptr), idx = reinterpret_cast<uintptr_t>(v.col_idx);
   uint64_t mptr = reinterpret_cast<uintptr_t>(m.row_ptr), midx = reinterpret_cast<uintptr_t>(m.col_idx);
-  uint64_t outp = out.ptr();
   int n = v.n, which = pass;
-  void* params[] = {&ptr, &idx, &n, &mptr, &midx, &which, &outp};
-  DBS_CU(cuLaunchKernel(fn, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
-  out.download(&c, sizeof c);
-  return c;
+  return detail::run_check_kernel(ctx, fn, pass == 1 ? int64_t{v.n} * 32 : v.n, {&ptr, &idx, &n, &mptr, &midx, &which},
+                                  init);
 }
 
 detail::DeviceCsrArrays arrays_of(const DeviceGraphView64& v) {
@@ -347,17 +334,17 @@ detail::DeviceCsrArrays arrays_of(const DeviceGraphView64& v) {
   return m;
 }
 
-// The caller's views checked before a search trusts them: offsets, columns and sorted rows by
-// csr_check, then each in-entry's mirror by bfs_check_view. UsageError naming the first bad row or entry. Returns the push view's task count.
+// The caller's views checked before a search trusts them: sizes, offsets, columns and sorted rows
+// by csr_check, then each in-entry's mirror by bfs_check_view. UsageError naming the first bad row
+// or entry. Returns the push view's task count.
 int64_t check_views(Context& ctx, CUfunction fn, const DeviceGraphView64& push, const DeviceGraphView64& pull,
                     bool two_views) {
   const char* push_name = two_views ? "the out-neighbour view" : "the graph";
   const char* pull_name = two_views ? "the in-neighbour view" : "the graph";
-  detail::check_device_csr(ctx, kWho64, pull_name, arrays_of(pull), true, nullptr);
+  detail::check_device_csr(ctx, kWho64, pull_name, arrays_of(pull), true);
   // The out-neighbour view's rows are searched by the mirror pass: sorted too.
-  if (two_views) detail::check_device_csr(ctx, kWho64, push_name, arrays_of(push), true, nullptr);
-  const int sms = ctx.device().sm_count;
-  const auto mirror = check_pass(fn, pull, push, 1, sms);
+  if (two_views) detail::check_device_csr(ctx, kWho64, push_name, arrays_of(push), true);
+  const auto mirror = check_pass(ctx, fn, pull, push, 1);
   if (mirror.unmirrored) {
     const int64_t r = static_cast<int64_t>(mirror.first_unmirrored);
     if (two_views)
@@ -370,7 +357,7 @@ int64_t check_views(Context& ctx, CUfunction fn, const DeviceGraphView64& push, 
         "graph's view as a_transposed",
         kWho64, mirror.unmirrored, r));
   }
-  return static_cast<int64_t>(check_pass(fn, push, push, 0, sms).pieces);
+  return static_cast<int64_t>(check_pass(ctx, fn, push, push, 0).pieces);
 }
 
 }  // namespace
@@ -394,7 +381,6 @@ BfsPlan Context::plan_bfs(const DeviceGraphView64& a, const BfsOptions& opt, con
   start_bfs(*p, opt, config, a.n);
   const auto t0 = std::chrono::steady_clock::now();
   const auto loaded = load_search(*this, *p, opt, true);
-  DBS_CU(cuCtxSynchronize());  // the views may have been written on any stream
   const int64_t pieces = check_views(*this, loaded.fns.at(2), push, pull, a_transposed != nullptr);
   auto& s = p->stats;
   s.vertices = a.n;

@@ -16,6 +16,16 @@ DeviceCsr<T>::DeviceCsr(const CsrMatrix<T>& m)
       values(detail::upload_nonempty(std::span<const T>(m.values))) {}
 
 template <class T>
+DeviceCsr64<T>::DeviceCsr64(const CsrMatrix<T>& m)
+    : rows(m.rows),
+      cols(m.cols),
+      nnz(m.nnz()),
+      row_ptr(detail::upload_nonempty(
+          std::span<const int64_t>(std::vector<int64_t>(m.row_ptr.begin(), m.row_ptr.end())))),
+      col_idx(detail::upload_nonempty(std::span<const int32_t>(m.col_idx))),
+      values(detail::upload_nonempty(std::span<const T>(m.values))) {}
+
+template <class T>
 CsrMatrix<T> download(const DeviceCsrView<T>& v) {
   DBS_CU(cuCtxSynchronize());  // whichever stream wrote the arrays
   CsrMatrix<T> m;
@@ -35,6 +45,8 @@ CsrMatrix<T> download(const DeviceCsrView<T>& v) {
 
 template struct DeviceCsr<float>;
 template struct DeviceCsr<double>;
+template struct DeviceCsr64<float>;
+template struct DeviceCsr64<double>;
 template CsrMatrix<float> download(const DeviceCsrView<float>&);
 template CsrMatrix<double> download(const DeviceCsrView<double>&);
 

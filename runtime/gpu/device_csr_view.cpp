@@ -14,25 +14,15 @@
 namespace dbsparse::detail {
 namespace {
 
-// One pass of csr_check over m, waited for. Grids sized to the work, a few waves at most (the
-// loops are grid-stride).
-abi::CsrCheck run_pass(CUfunction fn, const DeviceCsrArrays& m, int pass, int sms, CUstream stream) {
-  DeviceAllocation out(sizeof(abi::CsrCheck));
-  // The counts start at 0 and the firsts at ~0, on the stream the pass runs on.
-  DBS_CU(cuMemsetD8Async(out.ptr(), 0, 3 * sizeof(uint64_t), stream));
-  DBS_CU(cuMemsetD8Async(out.ptr() + 3 * sizeof(uint64_t), 0xFF, 3 * sizeof(uint64_t), stream));
+// One pass of csr_check over m: the counts start at 0, the firsts at ~0.
+abi::CsrCheck run_pass(Context& ctx, CUfunction fn, const DeviceCsrArrays& m, int pass) {
+  abi::CsrCheck init{};
+  init.first_bad_row = init.first_bad_entry = init.first_unsorted = ~uint64_t{0};
   const int64_t threads = pass == 1 ? m.nnz : pass == 2 ? int64_t{m.rows} * 32 : m.rows;
-  const unsigned grid =
-      static_cast<unsigned>(std::clamp<int64_t>((threads + 255) / 256, 1, int64_t{std::max(sms, 1)} * 16));
-  uint64_t ptr = m.row_ptr, idx = m.col_idx, outp = out.ptr();
+  uint64_t ptr = m.row_ptr, idx = m.col_idx;
   int rows = m.rows, cols = m.cols, which = pass;
   long long nnz = m.nnz;
-  void* params[] = {&ptr, &idx, &rows, &nnz, &cols, &which, &outp};
-  DBS_CU(cuLaunchKernel(fn, grid, 1, 1, 256, 1, 1, 0, stream, params, nullptr));
-  DBS_CU(cuStreamSynchronize(stream));
-  abi::CsrCheck c{};
-  out.download(&c, sizeof c);
-  return c;
+  return run_check_kernel(ctx, fn, threads, {&ptr, &idx, &rows, &nnz, &cols, &which}, init);
 }
 
 int64_t read_offset(const DeviceCsrArrays& m, int64_t row) {
@@ -49,7 +39,7 @@ int64_t read_offset(const DeviceCsrArrays& m, int64_t row) {
 }  // namespace
 
 void check_device_csr(Context& ctx, const std::string& who, const std::string& name, const DeviceCsrArrays& m,
-                      bool sorted, void* stream) {
+                      bool sorted) {
   if (m.rows < 0 || m.cols < 0 || m.nnz < 0)
     throw UsageError(fmt::format("{}: {} is {}x{} with {} entries; none may be negative", who, name, m.rows, m.cols,
                                  m.nnz));
@@ -58,9 +48,8 @@ void check_device_csr(Context& ctx, const std::string& who, const std::string& n
     throw UsageError(fmt::format("{}: {} has a null array (row_ptr needs rows + 1 entries, col_idx nnz)", who, name));
   ctx.make_current();
   const auto fn = ctx.modules().get(codegen::make_source(codegen::CsrViewKey{m.offsets64}), ctx.device().arch()).fns.at(0);
-  const auto s = static_cast<CUstream>(stream);
-  const int sms = ctx.device().sm_count;
-  const auto rows = run_pass(fn, m, 0, sms, s);
+  DBS_CU(cuCtxSynchronize());  // the arrays may have been written on any stream
+  const auto rows = run_pass(ctx, fn, m, 0);
   if (rows.bad_rows) {
     const int64_t r = static_cast<int64_t>(rows.first_bad_row);
     const std::string next = r + 1 <= m.rows ? fmt::format(", row_ptr[{}] = {}", r + 1, read_offset(m, r + 1)) : "";
@@ -69,7 +58,7 @@ void check_device_csr(Context& ctx, const std::string& who, const std::string& n
         "nnz = {}; {} rows in all",
         who, name, r, r, read_offset(m, r), next, m.nnz, rows.bad_rows));
   }
-  const auto cols = run_pass(fn, m, 1, sms, s);
+  const auto cols = run_pass(ctx, fn, m, 1);
   if (cols.bad_cols) {
     const int64_t e = static_cast<int64_t>(cols.first_bad_entry);
     int32_t j = 0;
@@ -78,7 +67,7 @@ void check_device_csr(Context& ctx, const std::string& who, const std::string& n
                                  m.cols, cols.bad_cols));
   }
   if (!sorted) return;
-  const auto order = run_pass(fn, m, 2, sms, s);
+  const auto order = run_pass(ctx, fn, m, 2);
   if (order.unsorted)
     throw UsageError(fmt::format("{}: {}'s columns are not sorted and unique in each row: {} entries are not above "
                                  "the one before them, the first in row {}",

@@ -4,11 +4,14 @@
 // offsets and columns to index memory, and a torch or CuPy CSR tensor is not checked by its
 // framework unless asked. A bad array would otherwise be an illegal address, which kills the CUDA
 // context for the whole process. (SpGEMM checks its DeviceCsrViews in its own analysis pass.)
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "dbsparse/context.hpp"
+#include "dbsparse/device_csr.hpp"
+#include "runtime/gpu/cuda_driver.hpp"
 
 namespace dbsparse::detail {
 
@@ -20,12 +23,35 @@ struct DeviceCsrArrays {
   int64_t nnz = 0;
 };
 
+// A DeviceCsrView64's arrays, as the checks and the degree order read them.
+template <class T>
+DeviceCsrArrays arrays_of(const DeviceCsrView64<T>& a) {
+  return {reinterpret_cast<uintptr_t>(a.row_ptr), true, reinterpret_cast<uintptr_t>(a.col_idx), a.rows, a.cols, a.nnz};
+}
+
 // UsageError "<who>: <name>'s row_ptr ... at row r", "<name>'s col_idx[k] = j is outside [0, cols)"
 // or (sorted: columns sorted and unique in each row, where the plan needs it) "<name>'s columns
-// are not sorted and unique in each row", with the counts. Runs on `stream` (null: the legacy
-// stream) and waits for it; the caller orders the stream after whatever wrote the arrays.
+// are not sorted and unique in each row", with the counts. Waits for the context first (the
+// arrays may have been written on any stream), then runs on the legacy stream and waits.
 void check_device_csr(Context& ctx, const std::string& who, const std::string& name, const DeviceCsrArrays& m,
-                      bool sorted, void* stream);
+                      bool sorted);
+
+// A check kernel's run: `init` copied to the device, fn launched on the legacy stream with `args`
+// and a pointer to that copy last (256 threads a block; `threads` of work, at most 16 blocks an SM:
+// the checks loop grid-stride), and what the kernel left there read back. One mechanism for
+// csr_check and BFS's own view check.
+template <class Out>
+Out run_check_kernel(Context& ctx, CUfunction fn, int64_t threads, std::vector<void*> args, Out init) {
+  DeviceAllocation out(sizeof(Out));
+  out.upload(&init, sizeof init);
+  uint64_t at = out.ptr();
+  args.push_back(&at);
+  const int64_t most = int64_t{16} * std::max(ctx.device().sm_count, 1);
+  const auto grid = static_cast<unsigned>(std::clamp<int64_t>((threads + 255) / 256, 1, most));
+  DBS_CU(cuLaunchKernel(fn, grid, 1, 1, 256, 1, 1, 0, nullptr, args.data(), nullptr));
+  out.download(&init, sizeof init);  // synchronous after the launch on the legacy stream
+  return init;
+}
 
 // The rows' lengths, counted where A is: rows per degree bucket (abi::kDegreeBuckets, bucket 0
 // the longest) and the lengths' CV (standard deviation over mean; what SpMM's reorder auto

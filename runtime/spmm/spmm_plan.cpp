@@ -227,12 +227,41 @@ struct SpmmPlan::Impl {
   DeviceBuffer<int32_t> st_win_row, st_win_col, st_cols, st_rows, st_ptr, plain_rows;
   DeviceBuffer<uint16_t> st_slot;
   DeviceBuffer<float> st_vals;
-  int32_t st_windows = 0, st_staged_rows = 0, plain_count = 0, st_max_cols = 0;
-  int64_t st_entries = 0, st_cols_total = 0;
+  int32_t st_windows = 0, plain_count = 0;
   double st_build_ms = 0;
   CUfunction staged = nullptr;
   unsigned plain_grid4 = 1;
-  unsigned st_smem = 0;
+  unsigned st_smem = 0;  // the largest window's rows of B, bytes
+
+  // Builds the staged windows of A (f32, float4 calls) in the warps' order; grid_for sizes the CSR
+  // launch over the rows left plain.
+  template <class GridFor>
+  void stage_windows(const CsrMatrix<float>& a, int n_cols, const GridFor& grid_for) {
+    // Short rows only (at most 64 entries, and within max_run), as many distinct columns as a
+    // block's shared memory holds rows of B.
+    const int32_t max_cols = abi::kSpmmStageBytes / (4 * n_cols);
+    if (max_cols < 2) return;
+    const auto t0 = std::chrono::steady_clock::now();
+    const SpmmStageWindows sw = spmm_stage_windows(a, row_order, typed.csr_stage_reuse, 32,
+                                                   std::min<int32_t>(64, max_run), std::min(max_cols, 65535));
+    st_build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (sw.windows() == 0) return;
+    st_windows = sw.windows();
+    int32_t widest = 0;
+    for (int32_t w = 0; w < st_windows; ++w)
+      widest = std::max(widest, sw.win_col[static_cast<size_t>(w) + 1] - sw.win_col[static_cast<size_t>(w)]);
+    st_smem = static_cast<unsigned>(widest) * 4u * static_cast<unsigned>(n_cols);
+    st_win_row = upload(sw.win_row);
+    st_win_col = upload(sw.win_col);
+    st_cols = upload(sw.cols);
+    st_rows = upload(sw.rows);
+    st_ptr = upload(sw.ptr);
+    st_slot = upload(sw.slot);
+    st_vals = upload(sw.vals);
+    plain_count = static_cast<int32_t>(sw.plain.size());
+    plain_rows = sw.plain.empty() ? DeviceBuffer<int32_t>(1) : upload(sw.plain);
+    plain_grid4 = grid_for((int64_t{plain_count} + csr_rows4 - 1) / csr_rows4 + n_parts);
+  }
   int csr_warps = 8;  // the CSR path's launches (SpmmConfig::csr_blocks_per_sm)
   int tc_warps = 4;
   // f16 / bf16 with pieces: the cut rows' or windows' f32 sums (abi::SpmmAcc, spmm_pieces.hpp),
@@ -438,34 +467,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       p->csr_grid1 = grid_for((int64_t{a.rows} + p->csr_rows1 - 1) / p->csr_rows1 + p->n_parts);
       p->csr_grid4 = grid_for((int64_t{a.rows} + p->csr_rows4 - 1) / p->csr_rows4 + p->n_parts);
       p->csr_pieces_grid = grid_for(p->n_pieces);
-      // Staged windows: short rows only (at most 64 entries, and within max_run), as many
-      // distinct columns as a block's shared memory holds rows of B.
-      const int32_t max_cols = abi::kSpmmStageBytes / (4 * n_cols);
-      if (f32 && p->vec4 && p->typed.csr_stage_reuse > 0 && max_cols >= 2) {
-        const auto t0 = std::chrono::steady_clock::now();
-        const SpmmStageWindows sw = spmm_stage_windows(a, p->row_order, p->typed.csr_stage_reuse, 32,
-                                                       std::min<int32_t>(64, p->max_run), std::min(max_cols, 65535));
-        if (sw.windows() > 0) {
-          p->st_windows = sw.windows();
-          p->st_staged_rows = static_cast<int32_t>(sw.rows.size());
-          p->st_entries = sw.staged_entries();
-          p->st_cols_total = static_cast<int64_t>(sw.cols.size());
-          for (int32_t w = 0; w < sw.windows(); ++w)
-            p->st_max_cols = std::max(p->st_max_cols, sw.win_col[static_cast<size_t>(w) + 1] - sw.win_col[static_cast<size_t>(w)]);
-          p->st_smem = static_cast<unsigned>(p->st_max_cols) * 4u * static_cast<unsigned>(n_cols);
-          p->st_win_row = upload(sw.win_row);
-          p->st_win_col = upload(sw.win_col);
-          p->st_cols = upload(sw.cols);
-          p->st_rows = upload(sw.rows);
-          p->st_ptr = upload(sw.ptr);
-          p->st_slot = upload(sw.slot);
-          p->st_vals = upload(sw.vals);
-          p->plain_count = static_cast<int32_t>(sw.plain.size());
-          p->plain_rows = sw.plain.empty() ? DeviceBuffer<int32_t>(1) : upload(sw.plain);
-          p->plain_grid4 = grid_for((int64_t{p->plain_count} + p->csr_rows4 - 1) / p->csr_rows4 + p->n_parts);
-        }
-        p->st_build_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-      }
+      if (f32 && p->vec4 && p->typed.csr_stage_reuse > 0) p->stage_windows(a, n_cols, grid_for);
     } else if (p->path == SpmmPath::Condensed) {
       const auto t0 = std::chrono::steady_clock::now();
       const CondensedTc m = csr_to_condensed(a, p->g, opt.dtype);
@@ -596,10 +598,8 @@ SpmmPlan Context::plan_spmm(const DeviceCsrView64<float>& a, int n_cols, const S
   if (p->typed.path == "brp" || p->typed.path == "condensed")
     throw UsageError("plan_spmm (64-bit offsets): the config asks for path " + p->typed.path + "; the CSR path only");
   // The kernel indexes B and C by the caller's arrays: checked first.
-  DBS_CU(cuCtxSynchronize());  // they may have been written on any stream
-  const detail::DeviceCsrArrays arrays{reinterpret_cast<uintptr_t>(a.row_ptr), true,
-                                       reinterpret_cast<uintptr_t>(a.col_idx), a.rows, a.cols, a.nnz};
-  detail::check_device_csr(*this, "plan_spmm (64-bit offsets)", "A", arrays, false, nullptr);
+  const detail::DeviceCsrArrays arrays = detail::arrays_of(a);
+  detail::check_device_csr(*this, "plan_spmm (64-bit offsets)", "A", arrays, false);
   if (order != "none" && a.rows > 0) {
     const auto t0 = std::chrono::steady_clock::now();
     const detail::DeviceRowLengths lengths = detail::device_row_lengths(*this, arrays);
@@ -896,9 +896,9 @@ std::string SpmmPlan::explain() const {
           "their entries over their distinct columns {:.2f}; a block each copies the window's rows of B into up "
           "to {} bytes of shared memory by cp.async and its rows read them there (float4 calls; the other {} rows "
           "by the CSR kernel, a second launch); built on the host in {:.1f} ms\n",
-          p.typed.csr_stage_reuse, p.st_windows, p.st_staged_rows,
-          100.0 * double(p.st_entries) / double(std::max<int64_t>(1, p.nnz)),
-          double(p.st_entries) / double(std::max<int64_t>(1, p.st_cols_total)), p.st_smem, p.plain_count,
+          p.typed.csr_stage_reuse, p.st_windows, p.st_rows.size(),
+          100.0 * double(p.st_slot.size()) / double(std::max<int64_t>(1, p.nnz)),
+          double(p.st_slot.size()) / double(std::max<size_t>(1, p.st_cols.size())), p.st_smem, p.plain_count,
           p.st_build_ms);
     else if (p.typed.csr_stage_reuse > 0)
       out += fmt::format("  staged windows (csr_stage_reuse {}): none qualified{} ({:.1f} ms)\n", p.typed.csr_stage_reuse,

@@ -275,11 +275,7 @@ SpmvPlan<T> Context::plan_spmv(const DeviceCsrView64<T>& a, const Config* config
   make_current();
   validate(a, "plan_spmv (64-bit offsets)");
   // The kernels index x and y by the caller's arrays: checked first.
-  DBS_CU(cuCtxSynchronize());  // they may have been written on any stream
-  detail::check_device_csr(*this, "plan_spmv (64-bit offsets)", "A",
-                           detail::DeviceCsrArrays{reinterpret_cast<uintptr_t>(a.row_ptr), true,
-                                                   reinterpret_cast<uintptr_t>(a.col_idx), a.rows, a.cols, a.nnz},
-                           false, nullptr);
+  detail::check_device_csr(*this, "plan_spmv (64-bit offsets)", "A", detail::arrays_of(a), false);
   SpmvPlan<T> plan;
   plan.rows_ = a.rows;
   plan.cols_ = a.cols;

@@ -18,30 +18,11 @@ Context& ctx() {
   return c;
 }
 
-// A host CSR on the device with its row offsets widened to int64.
-template <class T>
-struct Device64 {
-  DeviceBuffer<int64_t> row_ptr;
-  DeviceBuffer<int32_t> col_idx;
-  DeviceBuffer<T> values;
-  DeviceCsrView64<T> view;
-  explicit Device64(const CsrMatrix<T>& a)
-      : row_ptr(std::span<const int64_t>(std::vector<int64_t>(a.row_ptr.begin(), a.row_ptr.end()))),
-        col_idx(std::max<size_t>(a.col_idx.size(), 1)),
-        values(std::max<size_t>(a.values.size(), 1)) {
-    if (!a.col_idx.empty()) {
-      col_idx.upload(std::span<const int32_t>(a.col_idx));
-      values.upload(std::span<const T>(a.values));
-    }
-    view = {a.rows, a.cols, a.nnz(), row_ptr.data(), col_idx.data(), values.data()};
-  }
-};
-
 template <class T>
 double error64(const CsrMatrix<double>& ad, const Config* cfg, double alpha, double beta, std::string* explain = nullptr) {
   const CsrMatrix<T> a = ad.cast<T>();
-  const Device64<T> d(a);
-  const auto plan = ctx().plan_spmv(d.view, cfg);
+  const DeviceCsr64<T> d(a);
+  const auto plan = ctx().plan_spmv(d.view(), cfg);
   if (explain) *explain = plan.explain();
   const auto x = dbs_test::random_vector<T>(a.cols, 3);
   const auto y0 = dbs_test::random_vector<T>(a.rows, 4);
@@ -99,16 +80,16 @@ TEST_CASE("SpmvOn64BitOffsetsMatchesReference") {
 
 TEST_CASE("SpmvOn64BitOffsetsRefusesWhatItCannotRun") {
   const auto a = generate("rmat:scale=10,ef=8").cast<float>();
-  const Device64<float> d(a);
+  const DeviceCsr64<float> d(a);
   for (const char* bad : {R"({"strategy":"longrow"})", R"({"reorder":"degree"})"}) {
     CAPTURE(bad);
     const Config cfg{"spmv", nlohmann::json::parse(bad), ConfigSource::Explicit, "test"};
-    CHECK_THROWS_AS(ctx().plan_spmv(d.view, &cfg), UsageError);
+    CHECK_THROWS_AS(ctx().plan_spmv(d.view(), &cfg), UsageError);
   }
-  auto v = d.view;
+  auto v = d.view();
   v.nnz = -1;
   CHECK_THROWS_WITH_AS(ctx().plan_spmv(v), doctest::Contains("negative"), UsageError);
-  v = d.view;
+  v = d.view();
   v.col_idx = nullptr;
   CHECK_THROWS_WITH_AS(ctx().plan_spmv(v), doctest::Contains("null"), UsageError);
 }
@@ -127,10 +108,10 @@ TEST_CASE("PlansOfA64BitDeviceCsrRefuseBrokenArraysAndTheContextStaysUsable") {
     CsrMatrix<float> b = a;
     b.row_ptr = std::move(ptr);
     b.col_idx = std::move(col);
-    const Device64<float> d(b);
+    const DeviceCsr64<float> d(b);
     CAPTURE(says);
-    CHECK_THROWS_WITH_AS(ctx().plan_spmv(d.view), doctest::Contains(says), UsageError);
-    CHECK_THROWS_WITH_AS(ctx().plan_spmm(d.view, 32), doctest::Contains(says), UsageError);
+    CHECK_THROWS_WITH_AS(ctx().plan_spmv(d.view()), doctest::Contains(says), UsageError);
+    CHECK_THROWS_WITH_AS(ctx().plan_spmm(d.view(), 32), doctest::Contains(says), UsageError);
   };
   broken({0, 2, 1, 3, 6}, a.col_idx, "row_ptr is not a valid offset array at row 1");
   broken({0, 2, 3, 3, 7}, a.col_idx, "row_ptr[4] = 7");
@@ -140,8 +121,8 @@ TEST_CASE("PlansOfA64BitDeviceCsrRefuseBrokenArraysAndTheContextStaysUsable") {
   // Unsorted columns are fine for SpMV and SpMM (only BFS needs them sorted).
   CsrMatrix<float> unsorted = a;
   unsorted.col_idx = {4, 0, 2, 4, 3, 1};
-  const Device64<float> du(unsorted);
-  CHECK_NOTHROW(ctx().plan_spmv(du.view));
+  const DeviceCsr64<float> du(unsorted);
+  CHECK_NOTHROW(ctx().plan_spmv(du.view()));
   CHECK(error64<float>(a.cast<double>(), nullptr, 1.0, 0.0) <= 1e-6);
 }
 
@@ -203,7 +184,7 @@ TEST_CASE("SpmmOn64BitOffsetsMatchesReference") {
     mats.emplace_back(spec, generate(spec));
   for (const auto& [name, ad] : mats) {
     const CsrMatrix<float> a = ad.cast<float>();
-    const Device64<float> d(a);
+    const DeviceCsr64<float> d(a);
     for (int n : {32, 33, 128})
       for (int rows : {0, 1, 4})
         for (const char* order : {"none", "auto", "degree"}) {
@@ -217,7 +198,7 @@ TEST_CASE("SpmmOn64BitOffsetsMatchesReference") {
         const Config cfg{"spmm", params, ConfigSource::Explicit, "test"};
         SpmmOptions o;
         o.config = &cfg;
-        const SpmmPlan plan = ctx().plan_spmm(d.view, n, o);
+        const SpmmPlan plan = ctx().plan_spmm(d.view(), n, o);
         CHECK(plan.explain().find("64-bit row offsets") != std::string::npos);
         // The degree order is made on the device; auto takes it where the lengths vary (the
         // power-law and R-MAT graphs, not the uniform one), as the host path does.
@@ -240,14 +221,14 @@ TEST_CASE("SpmmOn64BitOffsetsMatchesReference") {
       }
   }
   const auto a = generate("rmat:scale=10,ef=8").cast<float>();
-  const Device64<float> d(a);
+  const DeviceCsr64<float> d(a);
   SpmmOptions half;
   half.dtype = SpmmDtype::F16;
-  CHECK_THROWS_AS(ctx().plan_spmm(d.view, 32, half), UsageError);
-  CHECK_THROWS_AS(ctx().plan_spmm(d.view, 32, SpmmOptions{SpmmPath::Brp, 1, 1}), UsageError);
-  CHECK_THROWS_AS(ctx().plan_spmm(d.view, 0), UsageError);
+  CHECK_THROWS_AS(ctx().plan_spmm(d.view(), 32, half), UsageError);
+  CHECK_THROWS_AS(ctx().plan_spmm(d.view(), 32, SpmmOptions{SpmmPath::Brp, 1, 1}), UsageError);
+  CHECK_THROWS_AS(ctx().plan_spmm(d.view(), 0), UsageError);
   SpmmOptions rcm;
   rcm.reorder = Reorder::Rcm;
-  CHECK_THROWS_WITH_AS(ctx().plan_spmm(d.view, 32, rcm), doctest::Contains("needs A on the host"), UsageError);
+  CHECK_THROWS_WITH_AS(ctx().plan_spmm(d.view(), 32, rcm), doctest::Contains("needs A on the host"), UsageError);
 }
 

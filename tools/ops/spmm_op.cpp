@@ -27,29 +27,6 @@
 namespace dbsparse::tools {
 namespace {
 
-// A host CSR uploaded as a 64-bit device view (plan_spmm of a DeviceCsrView64): what a caller's
-// torch CSR past 2^31 entries is, at a size the bench can compare with the int32 path.
-struct Device64Csr {
-  DeviceBuffer<int64_t> row_ptr;
-  DeviceBuffer<int32_t> col_idx;
-  DeviceBuffer<float> values;
-  DeviceCsrView64<float> view;
-  explicit Device64Csr(const CsrMatrix<float>& a)
-      : row_ptr(std::span<const int64_t>(std::vector<int64_t>(a.row_ptr.begin(), a.row_ptr.end()))),
-        col_idx(std::max<size_t>(a.col_idx.size(), 1)),
-        values(std::max<size_t>(a.values.size(), 1)) {
-    if (!a.col_idx.empty()) {
-      col_idx.upload(std::span<const int32_t>(a.col_idx));
-      values.upload(std::span<const float>(a.values));
-    }
-    view = {a.rows, a.cols, a.nnz(), row_ptr.data(), col_idx.data(), values.data()};
-  }
-};
-
-}  // namespace
-
-namespace {
-
 using tuner::Measurement;
 using tuner::ParamSpec;
 
@@ -298,9 +275,9 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
           if (on_gpu && dtype != SpmmDtype::F32) continue;
           SpmmOptions ro = csr_opt;
           ro.reorder = parse_reorder(on_gpu ? "degree" : name);
-          std::optional<Device64Csr> d64;
+          std::optional<DeviceCsr64<float>> d64;  // A as a caller's 64-bit device CSR
           if (on_gpu) d64.emplace(a);
-          const SpmmPlan rp = on_gpu ? ctx.plan_spmm(d64->view, n, ro) : ctx.plan_spmm(a, n, ro);
+          const SpmmPlan rp = on_gpu ? ctx.plan_spmm(d64->view(), n, ro) : ctx.plan_spmm(a, n, ro);
           rows.push_back(time_impl("dbsparse-csr-" + name, stream, r.timing, k, [&] { k.run(rp, stream); }));
           const double saved_us = csr_us - rows.back().us;
           const double payback = saved_us > 0 ? rp.reorder_ms() * 1e3 / saved_us : -1;
