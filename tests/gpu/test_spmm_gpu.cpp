@@ -451,9 +451,10 @@ TEST_CASE("SpmmUnalignedBAndCUseScalarLanes") {
 
 // Staged windows (csr_stage_reuse): the windows' rows read B from shared memory, the other rows
 // go through the CSR kernel; with B and C unaligned the plan falls back to the scalar CSR kernel
-// over every row. Graphs whose rows share columns (a stencil, communities in their own order,
-// R-MAT in degree order) so that windows form; widths that give 384, 192, 96 and 85 columns a
-// window; long rows cut into parts or pieces beside them.
+// over every row. The stencil's rows share columns, so windows form there (checked); on the
+// graphs few or none may qualify, and the split between windows and plain rows must hold either
+// way. Widths that give 384, 192, 96 and 85 columns a window; long rows cut into parts or pieces
+// beside them.
 TEST_CASE("SpmmStagedWindowsMatchReference") {
   std::vector<std::pair<std::string, CsrMatrix<float>>> mats;
   for (const char* spec : {"stencil2d:n=150", "community:n=20000,k=40,p_in=0.03,p_out=0.0001,seed=2",
