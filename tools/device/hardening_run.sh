@@ -12,7 +12,8 @@
 #   $SAN_SKIP: a regex of case names not run under a sanitizer (e.g. Past2To31: 17 GB of A).
 #   $SAN_ORDER: earlier cases-summary files; cases start longest first by the seconds they show
 #   (any tool's, the most; a case they do not show counts as 100 s), so the long ones do not start
-#   last and outlast the budget while the cores idle.
+#   last and outlast the budget while the cores idle. $SAN_SHORT_FIRST=1: shortest first instead,
+#   for a budget too short for the long ones (the most cases done).
 # sanitize: `cases` with every tool of $SAN_TOOLS (default memcheck racecheck synccheck initcheck)
 #   over the patterns that cover every gpu test but the limits tests ($SAN_PATTERNS).
 # limits: DeviceOutOfMemory* and OneContext* (OOM without leaks, 8 threads x 400 calls), alone:
@@ -72,11 +73,13 @@ run_cases() {
     done < <("$B/test_gpu" -ltc -tc="${entry#*:}" | grep -v -E '^(\[doctest\]|=+$)')
   done
   # Without SAN_ORDER every weight is 100 and the stable sort keeps the order given.
+  local order=-rn
+  [ "${SAN_SHORT_FIRST:-0}" = 1 ] && order=-n
   while read -r _ tool tc; do
     [ -n "$tc" ] || continue
     while [ "$(jobs -rp | wc -l)" -ge "${SAN_JOBS:-1}" ]; do wait -n; done
     case_one "$tool" "$tc" &
-  done < <(printf '%s\n' "${todo[@]}" | sort -s -k1,1 -rn)
+  done < <(printf '%s\n' "${todo[@]}" | sort -s -k1,1 $order)
   wait
   echo "cases: $(grep -c ' rc=0 1 passed' "$summary") passed with rc 0, $(grep -c ' rc=' "$summary") run, $(grep -c 'not started' "$summary") not started"
   grep -v ' rc=0 1 passed' "$summary" | grep -v 'not started' | head -20
