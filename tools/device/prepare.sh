@@ -16,6 +16,9 @@ DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --o
 # SpMM too (~2 min here, 12 MB): a fresh H200 spent its tests' whole 170 s compiling SpMM kernels
 # (2026-12-04, s24 run 1).
 DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op spmm >/dev/null
+# SpGEMM and SpMSpV as well (~2 min here, +6.6 MB packed): sixteen sanitizer processes at once
+# otherwise each compile the same kernels on the device (s26).
+DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op spgemm spmspv >/dev/null
 # The Python extension is built ON the device (its Python 3.12; see tools/device/python_run.sh):
 # carry the static library, the headers it was built with, the sqlite/zlib archives and the wheels
 # of nanobind and pytest (the device reaches no registry), unpacked.
