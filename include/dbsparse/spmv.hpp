@@ -29,7 +29,13 @@ struct SpmvConfig {
   // degree: A's columns renumbered by decreasing count at plan time and x gathered into that order
   // each call (one more launch, n reads and writes): the x entries the rows read most share cache
   // lines. For scattered power-law graphs; A, x and y stay as the user gave them.
+  // auto: degree where A's columns are skewed enough for hubs to share lines (the
+  // reorder_hub_columns most frequent columns hold >= reorder_min_hub_share of the entries) and x
+  // is past L1 (cols >= reorder_min_cols); else none.
   std::string reorder = "none";
+  int64_t reorder_hub_columns = 4096;
+  double reorder_min_hub_share = 0.2;
+  int64_t reorder_min_cols = 262144;
 
   template <class V>
   void visit(V& v) {
@@ -48,9 +54,13 @@ struct SpmvConfig {
     v.integer("longrow_chunk", longrow_chunk, 256, int64_t{1} << 30, "entries per block of a split long row");
     v.number("fold_share", fold_share, 0.0, 1.0, "bins under this share of the nonzeros join the next wider one");
     v.integer("fuse_bins", fuse_bins, 0, 1, "1: every classified bin in one launch; 0: one launch per bin");
-    v.choice("reorder", reorder, {"none", "degree"},
+    v.choice("reorder", reorder, {"none", "degree", "auto"},
              "none; degree: A's columns by decreasing count, x gathered into that order each call (x, A and y as "
-             "given)");
+             "given); auto: degree where the hub columns' share and x's length pass the two thresholds below");
+    v.integer("reorder_hub_columns", reorder_hub_columns, 1, INT32_MAX, "reorder auto: how many of the most frequent columns count as hubs");
+    v.number("reorder_min_hub_share", reorder_min_hub_share, 0.0, 1.0,
+             "reorder auto: the hubs' least share of A's entries for degree");
+    v.integer("reorder_min_cols", reorder_min_cols, 0, INT32_MAX, "reorder auto: the fewest columns (x's length) for degree");
   }
   // Rules between fields: block size a multiple of 32, lanes powers of two that grow from bin to
   // bin, and block_max_len past the widest vector bin. UsageError naming the keys.

@@ -5,7 +5,9 @@
 // The plan keeps A's rows and y in the user's order and gathers x into the new order each call
 // (spmv_gather.cuh): y = A x = (A Q)(Q^T x).
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "dbsparse/matrix.hpp"
@@ -37,6 +39,18 @@ inline SpmvColumnOrder spmv_degree_column_order(int32_t cols, const std::vector<
   out.col_idx.resize(col_idx.size());
   for (size_t p = 0; p < col_idx.size(); ++p) out.col_idx[p] = renumber[static_cast<size_t>(col_idx[p])];
   return out;
+}
+
+// The share of A's entries in its `top` most frequent columns (reorder auto's skew feature): O(nnz + cols).
+inline double spmv_top_column_share(int32_t cols, const std::vector<int32_t>& col_idx, int64_t top) {
+  if (col_idx.empty() || cols <= 0) return 0.0;
+  std::vector<int64_t> count(static_cast<size_t>(cols), 0);
+  for (int32_t c : col_idx) ++count[static_cast<size_t>(c)];
+  const auto k = static_cast<size_t>(std::min<int64_t>(top, cols));
+  std::nth_element(count.begin(), count.begin() + static_cast<std::ptrdiff_t>(k) - 1, count.end(), std::greater<>());
+  int64_t sum = 0;
+  for (size_t i = 0; i < k; ++i) sum += count[i];
+  return static_cast<double>(sum) / static_cast<double>(col_idx.size());
 }
 
 }  // namespace dbsparse

@@ -159,7 +159,16 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
     return loaded;
   };
   std::string order_text;
-  if (plan.typed_.reorder == "degree" && a.cols > 0) {
+  bool by_degree = plan.typed_.reorder == "degree";
+  if (plan.typed_.reorder == "auto") {
+    const double share = spmv_top_column_share(a.cols, a.col_idx, plan.typed_.reorder_hub_columns);
+    by_degree = share >= plan.typed_.reorder_min_hub_share && a.cols >= plan.typed_.reorder_min_cols;
+    order_text = fmt::format("  reorder auto: the {} most frequent columns hold {:.1f}% of the entries (degree from {:.1f}%), "
+                             "{} columns (degree from {}): {}\n",
+                             plan.typed_.reorder_hub_columns, 100 * share, 100 * plan.typed_.reorder_min_hub_share, a.cols,
+                             plan.typed_.reorder_min_cols, by_degree ? "degree" : "none");
+  }
+  if (by_degree && a.cols > 0) {
     const auto t0 = std::chrono::steady_clock::now();
     const SpmvColumnOrder order = spmv_degree_column_order(a.cols, a.col_idx);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -170,7 +179,7 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
     auto loaded = get(gather);
     plan.launches_.push_back({loaded.fns.at(0), Kind::Gather, static_cast<unsigned>((int64_t{a.cols} + 255) / 256), 256,
                               a.cols, 0});
-    order_text = fmt::format(
+    order_text += fmt::format(
         "  columns in degree order (built in {:.1f} ms on the host): x gathered into that order by {} each call, "
         "{} bytes read and written more a call; A, x and y in the user's order\n",
         ms, gather.to_string(), int64_t{a.cols} * (4 + 2 * static_cast<int64_t>(sizeof(T))));
@@ -287,8 +296,9 @@ SpmvPlan<T> Context::plan_spmv(const DeviceCsrView64<T>& a, const Config* config
   SpmvConfig one = plan.typed_;
   if (one.strategy == "longrow")
     throw UsageError("plan_spmv (64-bit offsets): strategy longrow is not available; scalar, vector, block or uniform");
-  if (one.reorder != "none")
-    throw UsageError("plan_spmv (64-bit offsets): reorder " + one.reorder + " needs A on the host (a CsrMatrix)");
+  // auto takes none here: the column counts would need A on the host.
+  if (one.reorder == "degree")
+    throw UsageError("plan_spmv (64-bit offsets): reorder degree needs A on the host (a CsrMatrix)");
   const bool took_uniform = one.strategy == "classified";
   if (took_uniform) one.strategy = "uniform";
   codegen::SpmvKey key = choose_spmv_key(one, a.rows, a.nnz, codegen::value_type_of<T>());

@@ -187,6 +187,14 @@ std::vector<nlohmann::json> strategy_configs() {
   auto ordered = small;  // one kernel per bin, long rows split into 256-entry chunks
   ordered["reorder"] = "degree";
   configs.push_back(ordered);
+  // auto at thresholds every matrix passes (degree) and none passes (A's own order).
+  for (const int64_t min_cols : {int64_t{0}, int64_t{INT32_MAX}}) {
+    auto p = config_to_json(SpmvConfig{});
+    p["reorder"] = "auto";
+    p["reorder_min_hub_share"] = 0.0;
+    p["reorder_min_cols"] = min_cols;
+    configs.push_back(p);
+  }
   return configs;
 }
 

@@ -146,3 +146,19 @@ TEST_CASE("SpmvDegreeColumnOrderIsAPermutationThatKeepsTheProduct") {
   CHECK(spmv_degree_column_order(0, {}).order.empty());
   CHECK(spmv_degree_column_order(4, {2, 2, 0}).order == std::vector<int32_t>{2, 0, 1, 3});
 }
+
+// reorder auto's feature: the share of entries in the k most frequent columns, against a count by hand.
+TEST_CASE("SpmvTopColumnShareMatchesACountByHand") {
+  // Column 3 holds 4 entries, column 1 holds 2, columns 0 and 5 one each: 8 entries.
+  const std::vector<int32_t> cols{3, 1, 3, 0, 3, 5, 1, 3};
+  CHECK(spmv_top_column_share(6, cols, 1) == doctest::Approx(4.0 / 8));
+  CHECK(spmv_top_column_share(6, cols, 2) == doctest::Approx(6.0 / 8));
+  CHECK(spmv_top_column_share(6, cols, 4) == doctest::Approx(1.0));
+  CHECK(spmv_top_column_share(6, cols, 4096) == doctest::Approx(1.0));  // more hubs than columns
+  CHECK(spmv_top_column_share(0, {}, 16) == 0.0);
+  // A generated scrambled R-MAT graph is skewed, a uniform one is not: what auto tells apart.
+  const auto rmat = dbsparse::generate("rmat:scale=14,ef=16,scramble=1,seed=1");
+  const auto flat = dbsparse::generate("uniform:n=16384,d=16,seed=1");
+  CHECK(spmv_top_column_share(rmat.cols, rmat.col_idx, 256) > 0.1);
+  CHECK(spmv_top_column_share(flat.cols, flat.col_idx, 256) < 0.05);
+}
