@@ -64,7 +64,7 @@ int64_t triangle_count(Context& ctx, const DeviceCsrView<T>& a, void* stream) {
   const auto mod = ctx.modules().get(codegen::make_source(codegen::TriangleKey{kBlock}), ctx.device().arch());
   DeviceBuffer<uint64_t> out(2, ctx.pool_on(h));  // the count, then the first bad row (int32) in word 1
   uint64_t total = out.ptr(), bad = out.ptr() + sizeof(uint64_t);
-  DBS_CU(cuMemsetD32Async(total, 0, 2, h));
+  DBS_CU(cuMemsetD32Async(total, 0, 4, h));  // both words whole: the host reads 16 bytes back
   DBS_CU(cuMemsetD32Async(bad, INT32_MAX, 1, h));
   uint64_t rp = reinterpret_cast<uint64_t>(a.row_ptr), ci = reinterpret_cast<uint64_t>(a.col_idx);
   int n = a.rows;

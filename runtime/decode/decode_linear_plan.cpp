@@ -158,6 +158,14 @@ void for_each_weight(const detail::DecodeSource& m, F&& f) {
 }
 
 // The layer as a dense row-major matrix of 16-bit values (zeros where pruned): the dense path's weights.
+// Zeroed first: the lanes kernel reads whole 16-byte chunks past the last value, and a clone
+// copies whole buffers; neither may meet bytes nothing wrote (compute-sanitizer initcheck, s26).
+DeviceAllocation zeroed(size_t bytes) {
+  DeviceAllocation a(bytes);
+  if (bytes) DBS_CU(cuMemsetD8(a.ptr(), 0, bytes));
+  return a;
+}
+
 std::vector<uint16_t> expand_dense16(const detail::DecodeSource& m) {
   std::vector<uint16_t> d(static_cast<size_t>(m.rows) * static_cast<size_t>(m.cols), 0);
   const auto* v = static_cast<const uint16_t*>(m.values);
@@ -245,18 +253,18 @@ DecodeLinearPlan Context::build_decode_linear(const detail::DecodeSource& m, con
     // W alone, column-major, each column padded to whole slabs; the bitmap buffers stay empty.
     p->rows_pad = (rows + slab - 1) / slab * slab;
     const std::vector<uint8_t> d = expand_dense_cols(m, esize, p->rows_pad);
-    p->dense = DeviceAllocation(std::max<size_t>(d.size(), 1));
+    p->dense = zeroed(std::max<size_t>(d.size(), 1));
     if (!d.empty()) p->dense.upload(d.data(), d.size());
     p->weight_bytes = static_cast<int64_t>(d.size());
   } else if (dense) {
     // The dense path holds W alone, row-major; the bitmap buffers stay empty.
     const std::vector<uint16_t> d = expand_dense16(m);
-    p->dense = DeviceAllocation(std::max<size_t>(d.size(), 1) * 2);
+    p->dense = zeroed(std::max<size_t>(d.size(), 1) * 2);
     if (!d.empty()) p->dense.upload(d.data(), d.size() * 2);
     p->weight_bytes = static_cast<int64_t>(d.size() * 2);
   } else {
     // 16 bytes past the last value: decode_lanes reads a segment in whole 16-byte chunks.
-    p->values = DeviceAllocation(std::max<size_t>(m.nnz, 1) * esize + 16);
+    p->values = zeroed(std::max<size_t>(m.nnz, 1) * esize + 16);
     if (m.nnz) p->values.upload(m.values, m.nnz * esize);
   }
   p->masks = DeviceBuffer<uint32_t>(

@@ -149,6 +149,10 @@ void check(CUresult r, const char* call, size_t bytes) {
   }
   const char* name = nullptr;
   if (api.cuGetErrorName) api.cuGetErrorName(r, &name);
+  // The usual cause is the caller's order (a buffer made before any Context on this thread): say so.
+  if (r == CUDA_ERROR_INVALID_CONTEXT)
+    throw CudaError(fmt::format("{} (no CUDA context is current on this thread: make a dbsparse::Context first)", call),
+                    static_cast<int>(r), name ? name : "unknown CUresult");
   throw CudaError(call, static_cast<int>(r), name ? name : "unknown CUresult");
 }
 

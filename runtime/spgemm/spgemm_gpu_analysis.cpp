@@ -226,7 +226,10 @@ SpgemmGrouping SpgemmGpuAnalysis::grouping() const {
   g.idle_rows = stats_.idle;
   for (int q = 0; q < kSpgemmGroups; ++q) g.ip[q] = stats_.ip[q];
   if (products() == 0) return g;
-  const std::vector<int32_t> lists = lists_.download();
+  // Only the listed prefix: the rest of lists_ was never written.
+  int64_t listed = 0;
+  for (int q = 0; q < abi::kSpgemmGlobalGroup; ++q) listed += count(q);
+  const std::vector<int32_t> lists = download_at<int32_t>(lists_.ptr(), 0, listed);
   int64_t off = 0;
   for (int q = 0; q < abi::kSpgemmGlobalGroup; ++q) {
     g.rows[q].assign(lists.begin() + off, lists.begin() + off + count(q));

@@ -70,6 +70,7 @@ void check_bfs64(const std::string& name, const PatternGraph& g, const DeviceGra
 }  // namespace
 
 TEST_CASE("BfsOn64BitOffsetsMatchesReference") {
+  (void)ctx();  // first: the uploads below need a current context (alone, nothing else made one)
   // Symmetric graphs: one view.
   for (const char* spec : {"rmat:scale=14,ef=16,scramble=1", "stencil2d:n=300", "powerlaw:n=30000,avg=6,alpha=1.5,max=5000,seed=2"}) {
     const PatternGraph g = symmetrize(pattern_of(generate(spec)), false);
@@ -89,6 +90,7 @@ TEST_CASE("BfsOn64BitOffsetsMatchesReference") {
 }
 
 TEST_CASE("BfsOn64BitOffsetsChecksTheCallersViews") {
+  (void)ctx();  // first: the uploads below need a current context (alone, nothing else made one)
   // 0 - 1 - 2 - 3, a path, symmetric.
   const std::vector<int64_t> ptr{0, 1, 3, 5, 6};
   const std::vector<int32_t> idx{1, 0, 2, 1, 3, 2};
@@ -138,6 +140,7 @@ TEST_CASE("BfsOn64BitOffsetsChecksTheCallersViews") {
 // is at level ceil(d / 256) with d its distance round the ring. Filled a block of rows at a time
 // (the host never holds the graph); columns sorted in each row, as the symmetry check needs.
 TEST_CASE("BfsOn64BitOffsetsPast2To31EntriesMatchesReference") {
+  (void)ctx();  // first: the uploads below need a current context (alone, nothing else made one)
   const int32_t n = 1 << 22, reach = 256, len = 2 * reach + 1;
   const int64_t entries = int64_t{n} * len;
   REQUIRE(entries > int64_t{INT32_MAX});

@@ -43,6 +43,7 @@ double tol_f32(const CsrMatrix<double>& a) {
 }  // namespace
 
 TEST_CASE("SpmvOn64BitOffsetsMatchesReference") {
+  (void)ctx();  // first: the uploads below need a current context (alone, nothing else made one)
   std::vector<std::pair<std::string, CsrMatrix<double>>> mats;
   for (const char* spec : {"stencil2d:n=200", "powerlaw:n=20000,avg=40,alpha=1.5,max=15000", "rmat:scale=14,ef=8"})
     mats.emplace_back(spec, generate(spec));
@@ -79,6 +80,7 @@ TEST_CASE("SpmvOn64BitOffsetsMatchesReference") {
 }
 
 TEST_CASE("SpmvOn64BitOffsetsRefusesWhatItCannotRun") {
+  (void)ctx();  // first: the uploads below need a current context (alone, nothing else made one)
   const auto a = generate("rmat:scale=10,ef=8").cast<float>();
   const DeviceCsr64<float> d(a);
   for (const char* bad : {R"({"strategy":"longrow"})", R"({"reorder":"degree"})"}) {
@@ -98,6 +100,7 @@ TEST_CASE("SpmvOn64BitOffsetsRefusesWhatItCannotRun") {
 // or columns are a UsageError naming the first bad row or entry, never an illegal address (which
 // would end the CUDA context for the whole process). Then the context still works.
 TEST_CASE("PlansOfA64BitDeviceCsrRefuseBrokenArraysAndTheContextStaysUsable") {
+  (void)ctx();  // first: the uploads below need a current context (alone, nothing else made one)
   CsrMatrix<float> a;  // 4 x 5
   a.rows = 4;
   a.cols = 5;
@@ -130,6 +133,7 @@ TEST_CASE("PlansOfA64BitDeviceCsrRefuseBrokenArraysAndTheContextStaysUsable") {
 // product and sum is a small multiple of 1/32, so each y entry is exact in f32 and must equal the
 // reference bit for bit. Filled a block of rows at a time (the host never holds the matrix).
 TEST_CASE("SpmvOn64BitOffsetsPast2To31EntriesMatchesReference") {
+  (void)ctx();  // first: the uploads below need a current context (alone, nothing else made one)
   const int32_t rows = 1 << 22, cols = 1 << 20, len = 513;
   const int64_t nnz = int64_t{rows} * len;
   REQUIRE(nnz > int64_t{INT32_MAX});
@@ -179,6 +183,7 @@ TEST_CASE("SpmvOn64BitOffsetsPast2To31EntriesMatchesReference") {
 // SpMM C = alpha A B + beta C through a DeviceCsrView64, against the CPU reference: float4 and
 // scalar lanes (n = 32, 33, 128), rows a warp picked by the plan or forced, alpha and beta.
 TEST_CASE("SpmmOn64BitOffsetsMatchesReference") {
+  (void)ctx();  // first: the uploads below need a current context (alone, nothing else made one)
   std::vector<std::pair<std::string, CsrMatrix<double>>> mats;
   for (const char* spec : {"uniform:n=100000,d=6", "powerlaw:n=20000,avg=8,alpha=1.5,max=4000", "rmat:scale=12,ef=8"})
     mats.emplace_back(spec, generate(spec));
