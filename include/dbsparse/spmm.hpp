@@ -106,7 +106,10 @@ struct SpmmConfig {
   // reuse their distinct columns at least this many times on average go to staged windows
   // (templates/spmm/spmm_staged.cuh: the window's rows of B copied once into shared memory by
   // cp.async, its rows read them there), the rest to the CSR kernel, a second launch. 0: off.
-  // Where it pays is not measured yet: off by default, and dbtune tries 1.5 and 2.5.
+  // Measured (H200, 2026-12-05, s26 run 1, N = 32, reuse 1.5): 2-3x slower than the plain rows on
+  // every matrix that stages (bcsstk28 21.0 against 7.6 us, bayer10 14.4 against 7.9): a block a
+  // window of 32 rows gives ~1 block an SM on these matrices, and each block loads, waits, then
+  // computes. Off by default and out of dbtune's space; kept as an option for a rework.
   double csr_stage_reuse = 0;
 
   template <class V>

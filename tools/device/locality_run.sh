@@ -50,7 +50,8 @@ for mode in "$@"; do
     spmv)
       $T "$B/dbsparse" bench spmv rmat:scale=20,ef=16,scramble=1 powerlaw:n=1000000,avg=16,alpha=1.5,max=100000 \
         uniform:n=2000000,d=16 --no-shared --strategy classified,cols-degree --json "$OUT/spmv-irregular.json" >"$OUT/spmv-irregular.txt" 2>&1
-      echo "$mode rc $?"; grep -E "geomean|worst|WRONG" "$OUT/spmv-irregular.txt" | cut -c1-200 | head -20 ;;
+      # bench spmv's summary is a table (impl x all / regular / irregular), no "geomean" line: print it.
+      echo "$mode rc $?"; grep -A8 -E "^summary over" "$OUT/spmv-irregular.txt" | cut -c1-200; grep WRONG "$OUT/spmv-irregular.txt" | head ;;
     ncu)
       # Every csr_spmm_rows launch of one bench: auto, csr and csr-community, 2 calls each (and their
       # pieces passes); the log names each launch's grid, so plain and reordered are told apart.

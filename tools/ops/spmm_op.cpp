@@ -61,7 +61,6 @@ tuner::SearchSpace make_space() {
       ParamSpec::choice("csr_piece_reduce", {0, 1}, "CSR: a block's pieces of one row summed before the atomic add"),
       ParamSpec::choice("csr_split", {0, 1}, "CSR, f32: long rows' parts in the rows' launch (1) or an atomic pass (0)"),
       ParamSpec::choice("csr_rows_per_warp", {0, 1, 2, 4}, "CSR: rows a warp, each on 32 / rows lanes (0: the plan picks)"),
-      ParamSpec::choice("csr_stage_reuse", {0.0, 1.5, 2.5}, "CSR, f32: staged windows at this column reuse (0: off)"),
       ParamSpec::choice("reorder", {"auto", "none", "degree", "rcm", "community"},
                         "CSR: the order warps take A's rows in (with path auto or csr)"),
   };
