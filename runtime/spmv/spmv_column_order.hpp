@@ -41,16 +41,28 @@ inline SpmvColumnOrder spmv_degree_column_order(int32_t cols, const std::vector<
   return out;
 }
 
-// The share of A's entries in its `top` most frequent columns (reorder auto's skew feature): O(nnz + cols).
-inline double spmv_top_column_share(int32_t cols, const std::vector<int32_t>& col_idx, int64_t top) {
-  if (col_idx.empty() || cols <= 0) return 0.0;
-  std::vector<int64_t> count(static_cast<size_t>(cols), 0);
+// The share of A's entries in its `top` most frequent columns, for each top of `tops` (ascending):
+// no order changes it. Those columns' entries of x (SpMV) or rows of B (SpMM) are read that much of
+// the time: what an L1 or a staged set of hubs would serve. O(nnz + cols log max(tops)).
+inline std::vector<double> top_column_shares(int32_t cols, const std::vector<int32_t>& col_idx,
+                                             const std::vector<int64_t>& tops) {
+  std::vector<int64_t> count(static_cast<size_t>(std::max(cols, 0)), 0);
   for (int32_t c : col_idx) ++count[static_cast<size_t>(c)];
-  const auto k = static_cast<size_t>(std::min<int64_t>(top, cols));
-  std::nth_element(count.begin(), count.begin() + static_cast<std::ptrdiff_t>(k) - 1, count.end(), std::greater<>());
+  const auto most = static_cast<size_t>(std::clamp<int64_t>(tops.empty() ? 0 : tops.back(), 0, std::max(cols, 0)));
+  std::partial_sort(count.begin(), count.begin() + static_cast<std::ptrdiff_t>(most), count.end(), std::greater<>());
+  std::vector<double> out;
   int64_t sum = 0;
-  for (size_t i = 0; i < k; ++i) sum += count[i];
-  return static_cast<double>(sum) / static_cast<double>(col_idx.size());
+  size_t k = 0;
+  for (const int64_t top : tops) {
+    for (; k < most && static_cast<int64_t>(k) < top; ++k) sum += count[k];
+    out.push_back(col_idx.empty() ? 0.0 : static_cast<double>(sum) / static_cast<double>(col_idx.size()));
+  }
+  return out;
+}
+
+// reorder auto's skew feature: the share of one top.
+inline double spmv_top_column_share(int32_t cols, const std::vector<int32_t>& col_idx, int64_t top) {
+  return top_column_shares(cols, col_idx, {top}).front();
 }
 
 }  // namespace dbsparse

@@ -17,6 +17,7 @@
 #include "dbsparse/io.hpp"
 #include "dbsparse/reorder.hpp"
 #include "runtime/spmm/spmm_stage.hpp"
+#include "runtime/spmv/spmv_column_order.hpp"
 #include "support/atomic_file.hpp"
 #include "tools/bench/spgemm_apps_check.hpp"
 #include "tools/bench/timing.hpp"
@@ -32,23 +33,6 @@ struct ReorderArgs {
 
 nlohmann::json locality_json(const LocalityStats& s) {
   return {{"bandwidth", s.bandwidth}, {"mean_distance", s.mean_distance}, {"lines_per_row", s.lines_per_row}};
-}
-
-// The share of A's entries in its `top` most frequent columns, for each top (ascending): an
-// order does not change it. Those columns' rows of B (SpMM) or entries of x (SpMV) are read that
-// much of the time, so they are what an L1 or a shared-memory stage of hub rows would serve.
-std::vector<double> hub_shares(const CsrMatrix<float>& a, const std::vector<int64_t>& tops) {
-  std::vector<int64_t> count(static_cast<size_t>(a.cols), 0);
-  for (const int32_t c : a.col_idx) ++count[static_cast<size_t>(c)];
-  std::sort(count.begin(), count.end(), std::greater<>());
-  std::vector<double> out;
-  int64_t sum = 0;
-  size_t k = 0;
-  for (const int64_t top : tops) {
-    for (; k < count.size() && static_cast<int64_t>(k) < top; ++k) sum += count[k];
-    out.push_back(a.nnz() ? static_cast<double>(sum) / static_cast<double>(a.nnz()) : 0.0);
-  }
-  return out;
 }
 
 // Entries over the distinct columns of each window of `rows` consecutive rows, summed: how many
@@ -69,7 +53,7 @@ int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
   const CsrMatrix<float> csr = m.csr.cast<float>();
   fmt::print("{}: {} x {}, {} entries\n", m.name, csr.rows, csr.cols, csr.nnz());
   const std::vector<int64_t> tops{256, 1024, 4096};
-  const std::vector<double> hubs = hub_shares(csr, tops);
+  const std::vector<double> hubs = top_column_shares(csr.cols, csr.col_idx, tops);
   fmt::print("entries in the most frequent columns: top 256 {:.1f}%, top 1024 {:.1f}%, top 4096 {:.1f}%\n",
              100 * hubs[0], 100 * hubs[1], 100 * hubs[2]);
   fmt::print("{:<10} {:>10} {:>12} {:>14} {:>14} {:>12} {:>16}\n", "order", "cpu ms", "bandwidth", "mean |i-j|",
