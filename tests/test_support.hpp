@@ -36,6 +36,38 @@ inline std::vector<std::string> shared_matrices() {
   return out;
 }
 
+// $DBSPARSE_TEST_SHARD = "k/n" (0 <= k < n): a long gpu case runs only the items i of its loop
+// with i % n == k, so that a sanitizer run (tools/device/hardening_run.sh, SAN_SHARDS) spreads one
+// case over n processes that together run every item once. Unset: every item runs. Under a
+// sanitizer some cases outlast a device call whole (racecheck on BFS, memcheck on every (f, g)
+// of SpMM: past 300 s, H200, 2026-12-04) while they take 20-40 s plain.
+// parse_shard is the pure part: {k, n}, or an error saying what was expected.
+inline std::pair<size_t, size_t> parse_shard(const char* text) {
+  if (text == nullptr || *text == 0) return {0, 1};
+  size_t k = 0, n = 0;
+  int used = 0;
+  if (std::sscanf(text, "%zu/%zu%n", &k, &n, &used) != 2 || text[used] != 0 || n == 0 || k >= n)
+    throw std::invalid_argument(std::string("DBSPARSE_TEST_SHARD: expected k/n with 0 <= k < n, got '") + text + "'");
+  return {k, n};
+}
+
+// Whether this process runs item `item` of a sharded case (a SUBCASE's own number, say: doctest
+// enters the case's body once a subcase, so a counter there would restart).
+inline bool in_shard(size_t item) {
+  static const std::pair<size_t, size_t> mine = parse_shard(std::getenv("DBSPARSE_TEST_SHARD"));
+  return item % mine.second == mine.first;
+}
+
+// Counts a case's items in the order its loops reach them; next() says whether this process runs
+// the item it counts.
+class Shard {
+ public:
+  bool next() { return in_shard(item_++); }
+
+ private:
+  size_t item_ = 0;
+};
+
 // The tools' seeded source (tools/bench/random.hpp): tests, benches and the tuner draw alike.
 template <class T>
 std::vector<T> random_vector(size_t n, uint64_t seed) {

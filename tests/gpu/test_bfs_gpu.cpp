@@ -92,15 +92,16 @@ void check_bfs(const std::string& name, const CsrMatrix<T>& a, std::vector<int32
 
 TEST_CASE("BfsMatchesReferenceOnPathStarAndDisconnectedGraphs") {
   std::vector<std::pair<int32_t, int32_t>> path, star, parts;
+  dbs_test::Shard shard;  // a graph a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
   for (int32_t i = 0; i + 1 < 3000; ++i) path.push_back({i, i + 1});
-  check_bfs("path", from_edges(3000, path, true), {0, 15, 16, 1500, 2999});
+  if (shard.next()) check_bfs("path", from_edges(3000, path, true), {0, 15, 16, 1500, 2999});
   for (int32_t i = 1; i < 20000; ++i) star.push_back({0, i});
-  check_bfs("star", from_edges(20000, star, true), {0, 15, 16, 19999});
+  if (shard.next()) check_bfs("star", from_edges(20000, star, true), {0, 15, 16, 19999});
   // Two cliques of 40, a path of 100, isolated vertices between them.
   for (int32_t i = 0; i < 40; ++i)
     for (int32_t j = i + 1; j < 40; ++j) parts.push_back({i, j}), parts.push_back({100 + i, 100 + j});
   for (int32_t i = 200; i < 299; ++i) parts.push_back({i, i + 1});
-  check_bfs("disconnected", from_edges(333, parts, true), {0, 15, 16, 50, 120, 250, 332});
+  if (shard.next()) check_bfs("disconnected", from_edges(333, parts, true), {0, 15, 16, 50, 120, 250, 332});
 }
 
 TEST_CASE("BfsMatchesReferenceWithSelfLoopsDuplicatesAndTinyGraphs") {
@@ -136,8 +137,10 @@ TEST_CASE("BfsFollowsTheYEqualsAxConventionOnDirectedGraphs") {
 }
 
 TEST_CASE("BfsMatchesReferenceOnGeneratedGraphs") {
+  dbs_test::Shard shard;  // a graph a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
   for (const char* spec : {"rmat:scale=14,ef=16,scramble=1", "stencil2d:n=300", "stencil3d:n=24,points=27",
                            "uniform:n=20000,d=6,seed=3", "powerlaw:n=30000,avg=6,alpha=1.5,max=5000,seed=2"}) {
+    if (!shard.next()) continue;
     const CsrMatrix<double> a = generate(spec);
     const PatternGraph g = pattern_of(a);
     std::vector<int32_t> sources = pick_sources(g, 3, 7);
@@ -181,10 +184,12 @@ TEST_CASE("BfsWideBlocksAndSoloLevelsMatchReference") {
   std::vector<std::pair<int32_t, int32_t>> path;
   for (int32_t i = 0; i + 1 < 2000; ++i) path.push_back({i, i + 1});
   const CsrMatrix<double> p = from_edges(2000, path, true);
+  dbs_test::Shard shard;  // a (config, graph) a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
   for (const Config* c : {&wide, &solo, &all_solo}) {
     CAPTURE(c->params.dump());
-    check_bfs("path", p, {0, 999, 1999}, false, c);
+    if (shard.next()) check_bfs("path", p, {0, 999, 1999}, false, c);
     for (const char* spec : {"stencil2d:n=200", "rmat:scale=13,ef=16,scramble=1"}) {
+      if (!shard.next()) continue;
       const CsrMatrix<double> a = generate(spec);
       check_bfs(spec, a, pick_sources(pattern_of(a), 3, 5), false, c);
     }
@@ -221,7 +226,9 @@ TEST_CASE("BfsDeviceFootprintIsTheSumOfThePlansAllocations") {
 }
 
 TEST_CASE("BfsMatchesReferenceOnRealMatrices") {
+  dbs_test::Shard shard;  // a matrix a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
   for (const auto& file : dbs_test::shared_matrices()) {
+    if (!shard.next()) continue;
     const CsrMatrix<double> a = read_matrix_market(file);
     if (a.rows != a.cols || a.rows == 0) continue;
     const PatternGraph g = pattern_of(a);

@@ -121,7 +121,9 @@ TEST_CASE("DecodeLinearMatchesReferenceInEveryDtype") {
   Stream s(ctx());
   auto shapes = model_layer_shapes();
   for (auto odd : {std::pair{1000, 7}, {1, 1}, {3000, 1537}, {1025, 33}}) shapes.push_back(odd);
+  dbs_test::Shard shard;  // a shape a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
   for (auto [rows, cols] : shapes) {
+    if (!shard.next()) continue;
     const std::vector<float> w = synthetic_weights(rows, cols, 21);
     const std::vector<float> x0 = synthetic_weights(1, cols, 22);
     const CsrMatrix<float> pw = prune_magnitude(w, rows, cols, 0.5);
@@ -322,10 +324,12 @@ TEST_CASE("DecodeLinearRowBlocksMatchReferenceOnOddShapes") {
 // for the sanitizers.
 TEST_CASE("DecodeLinearRingAndDenseColumnsMatchReferenceOnOddShapes") {
   Stream s(ctx());
+  dbs_test::Shard shard;  // a (shape, mapping) a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
   for (auto [rows, cols] : {std::pair{1, 1}, {31, 5000}, {33, 4097}, {200, 9000}, {1025, 64}, {3000, 1537}, {2049, 20000}})
     for (auto [mapping, per_sm] : {std::pair{DecodeMapping::DenseColumns, 0}, {DecodeMapping::DenseColumns, 1},
                                    {DecodeMapping::DenseColumns, 16}, {DecodeMapping::Ring, 0}, {DecodeMapping::Ring, 1},
                                    {DecodeMapping::Ring, 16}}) {
+      if (!shard.next()) continue;
       CAPTURE(rows);
       CAPTURE(cols);
       CAPTURE(to_string(mapping));
@@ -369,7 +373,9 @@ TEST_CASE("DecodeLinearRingAndDenseColumnsMatchReferenceOnOddShapes") {
 // at the bench's activation densities: y against the CPU on the same rounded inputs.
 TEST_CASE("DecodeLinearMatchesReferenceOn8bShapes") {
   Stream s(ctx());
+  dbs_test::Shard shard;  // a shape a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
   for (auto [rows, cols] : {std::pair{14336, 4096}, {4096, 14336}, {1024, 4096}, {3584, 18944}}) {
+    if (!shard.next()) continue;
     CAPTURE(rows);
     CAPTURE(cols);
     const CsrMatrix<float> pw = prune_magnitude(synthetic_weights(rows, cols, 71), rows, cols, 0.5);
@@ -413,9 +419,11 @@ TEST_CASE("DecodeLinearMatchesReferenceOn8bShapes") {
 // not of 32, one block a tile and split columns (tickets), f16 and bf16; and its limits.
 TEST_CASE("DecodeLinearDenseMatchesReference") {
   Stream s(ctx());
+  dbs_test::Shard shard;  // a (shape, type, per_sm) a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
   for (auto [rows, cols] : {std::pair{1, 8}, {33, 1032}, {1000, 4096}, {4096, 1024}, {3000, 14336}})
     for (DecodeDtype dt : {DecodeDtype::F16, DecodeDtype::BF16})
       for (int per_sm : {0, 1, 16}) {
+        if (!shard.next()) continue;
         CAPTURE(rows);
         CAPTURE(cols);
         CAPTURE(to_string(dt));

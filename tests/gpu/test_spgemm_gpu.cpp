@@ -251,10 +251,14 @@ TEST_CASE("SpgemmGpuMatchesReferenceWithIpExactlyOnEachBound") {
 }
 
 TEST_CASE("SpgemmGpuMatchesReferenceWhenARowOverflowsToTheGlobalTable") {
-  const auto [a, b, cfg] = dbs_test::overflow_case();
-  const auto plan = check_plan(a, b, cfg);
-  CHECK(plan.overflow_rows() == 4);  // rows 1, 5, 6, 8 (the cpu test's)
-  check_both<float>(a, b, cfg);
+  // Two shards under a sanitizer (hardening_run.sh SAN_SHARDS): the hand-made case, the generated one.
+  if (dbs_test::in_shard(0)) {
+    const auto [a, b, cfg] = dbs_test::overflow_case();
+    const auto plan = check_plan(a, b, cfg);
+    CHECK(plan.overflow_rows() == 4);  // rows 1, 5, 6, 8 (the cpu test's)
+    check_both<float>(a, b, cfg);
+  }
+  if (!dbs_test::in_shard(1)) return;
   // Tiny tables everywhere on a generated matrix: many rows overflow, all groups used.
   const SpgemmConfig small = dbs_test::tiny_tables_config();
   const auto g = generate("rmat:scale=11,ef=8");
@@ -396,6 +400,7 @@ void check_device_both(const CsrMatrix<double>& a, const CsrMatrix<double>& b, c
 TEST_CASE("SpgemmGpuFromDeviceCsrMatchesReference") {
   ctx();  // the context current before the first DeviceCsr (the case may run alone: -tc)
   SUBCASE("each group alone") {
+    if (!dbs_test::in_shard(0)) return;  // a subcase a shard (hardening_run.sh SAN_SHARDS)
     for (int g = 0; g < kSpgemmGroups; ++g) {
       CAPTURE(g);
       const auto [a, b, cfg] = dbs_test::one_group_case(g);
@@ -404,10 +409,12 @@ TEST_CASE("SpgemmGpuFromDeviceCsrMatchesReference") {
     }
   }
   SUBCASE("IP exactly on each bound") {
+    if (!dbs_test::in_shard(1)) return;  // a subcase a shard (hardening_run.sh SAN_SHARDS)
     const auto [a, b, cfg] = dbs_test::bound_case();
     check_device_both<double>(a, b, cfg);
   }
   SUBCASE("rows overflowing to the global table") {
+    if (!dbs_test::in_shard(2)) return;  // a subcase a shard (hardening_run.sh SAN_SHARDS)
     const auto [a, b, cfg] = dbs_test::overflow_case();
     check_device_both<double>(a, b, cfg);
     check_device_both<float>(a, b, cfg);
@@ -415,6 +422,7 @@ TEST_CASE("SpgemmGpuFromDeviceCsrMatchesReference") {
     check_device_both<double>(g, transpose(g), dbs_test::tiny_tables_config());
   }
   SUBCASE("generated matrices, all groups mixed") {
+    if (!dbs_test::in_shard(3)) return;  // a subcase a shard (hardening_run.sh SAN_SHARDS)
     for (const char* spec : kGenerated) {
       CAPTURE(spec);
       const CsrMatrix<double> a = generate(spec);
@@ -423,6 +431,7 @@ TEST_CASE("SpgemmGpuFromDeviceCsrMatchesReference") {
     }
   }
   SUBCASE("empty rows, columns and matrices") {
+    if (!dbs_test::in_shard(4)) return;  // a subcase a shard (hardening_run.sh SAN_SHARDS)
     const auto a = from_entries<double>(6, 5, {{0, 1, 1.5}, {0, 3, -2}, {2, 0, 0.25}, {2, 4, 1}, {5, 2, 3}});
     const auto b = from_entries<double>(5, 7, {{0, 6, 2}, {1, 0, 1}, {1, 6, -1}, {3, 0, 4}, {4, 6, 0.5}});
     check_device_plan(a, b);
@@ -442,6 +451,7 @@ TEST_CASE("SpgemmGpuFromDeviceCsrMatchesReference") {
     CHECK(plan.download().row_ptr == std::vector<int32_t>{0});
   }
   SUBCASE("a product of a product, never on the host (contract's chain)") {
+    if (!dbs_test::in_shard(5)) return;  // a subcase a shard (hardening_run.sh SAN_SHARDS)
     // Positive values: the first product's rounding then stays within the second's tolerance.
     const CsrMatrix<double> a = absolute(generate("rmat:scale=10,ef=8"));
     const CsrMatrix<double> at = transpose(a);
@@ -455,6 +465,7 @@ TEST_CASE("SpgemmGpuFromDeviceCsrMatchesReference") {
     check_values(second.download(), aa, at);
   }
   SUBCASE("bad inputs are UsageErrors naming the row") {
+    if (!dbs_test::in_shard(6)) return;  // a subcase a shard (hardening_run.sh SAN_SHARDS)
     CsrMatrix<double> a = from_entries<double>(3, 4, {{0, 1, 1}, {1, 2, 1}, {2, 3, 1}});
     const CsrMatrix<double> b = from_entries<double>(4, 5, {{0, 0, 1}, {1, 1, 1}, {2, 2, 1}, {3, 4, 1}});
     a.col_idx[1] = 7;

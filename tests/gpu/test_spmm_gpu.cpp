@@ -112,7 +112,9 @@ std::vector<std::pair<std::string, CsrMatrix<float>>> test_matrices() { return d
 }  // namespace
 
 TEST_CASE("SpmmMatchesReferenceForEveryFAndG") {
+  dbs_test::Shard shard;  // a matrix a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
   for (const auto& [name, a] : test_matrices()) {
+    if (!shard.next()) continue;
     CAPTURE(name);
     bool any_groups = false;
     for (int n : kNs)
@@ -143,7 +145,9 @@ TEST_CASE("SpmmMatchesReferenceForEveryFAndG") {
 TEST_CASE("SpmmCondensedWindowsMatchReference") {
   auto mats = test_matrices();
   mats.emplace_back("pruned:rows=200,cols=300,density=0.3,block=1", generate("pruned:rows=200,cols=300,density=0.3,block=1").cast<float>());
+  dbs_test::Shard shard;  // a matrix a shard, then auto's choice (hardening_run.sh SAN_SHARDS)
   for (const auto& [name, a] : mats) {
+    if (!shard.next()) continue;
     CAPTURE(name);
     for (int n : kNs)
       for (auto [alpha, beta] : kAlphaBeta) {
@@ -177,6 +181,7 @@ TEST_CASE("SpmmCondensedWindowsMatchReference") {
     }
   }
   // auto: the moderate-density matrix's tiles are well filled, a 5-point stencil's are not.
+  if (!shard.next()) return;
   const Config defaults{"spmm", {}, ConfigSource::Explicit, ""};
   SpmmOptions o;
   o.config = &defaults;

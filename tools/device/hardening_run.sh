@@ -14,6 +14,11 @@
 #   (any tool's, the most; a case they do not show counts as 100 s), so the long ones do not start
 #   last and outlast the budget while the cores idle. $SAN_SHORT_FIRST=1: shortest first instead,
 #   for a budget too short for the long ones (the most cases done).
+#   $SAN_SHARDS: "Case=n ..." (default $default_shards below): under a sanitizer, each such case runs
+#   as n processes with DBSPARSE_TEST_SHARD=k/n (tests/test_support.hpp), which together run each
+#   item of its loops once, named Case@k/n in the summary; a whole-case pass in $SAN_DONE still counts.
+#   $SAN_DRY=1: print what would run (weight, tool, case) and run nothing; the case list needs no
+#   device (test_gpu -ltc), so this checks a plan on any machine with a build.
 # sanitize: `cases` with every tool of $SAN_TOOLS (default memcheck racecheck synccheck initcheck)
 #   over the patterns that cover every gpu test but the limits tests ($SAN_PATTERNS).
 # limits: DeviceOutOfMemory* and OneContext* (OOM without leaks, 8 threads x 400 calls), alone:
@@ -22,20 +27,37 @@ set -uo pipefail
 set -f  # the test-name patterns hold * for doctest, not for the shell
 cd "$(dirname "$0")/../.."
 . tools/device/device_env.sh
-B=$D/bin
+B=${SAN_BIN:-$D/bin}
 summary=$OUT/cases-summary.txt
+# Cases that outlast a device call whole under a sanitizer (s24 run 3, s26 run 1: killed at 300 s
+# or by the budget) while taking 20-40 s plain; the counts are their loops' items or a divisor.
+default_shards="SpmmMatchesReferenceForEveryFAndG=8 SpmmHalfMatchesReference=10 SpmmCondensedWindowsMatchReference=5
+  BfsMatchesReferenceOnPathStarAndDisconnectedGraphs=3 BfsMatchesReferenceOnGeneratedGraphs=5
+  BfsWideBlocksAndSoloLevelsMatchReference=9 BfsMatchesReferenceOnRealMatrices=8
+  SpgemmGpuMatchesReferenceWhenARowOverflowsToTheGlobalTable=2 SpgemmGpuFromDeviceCsrMatchesReference=7
+  DecodeLinearMatchesReferenceInEveryDtype=7 DecodeLinearRingAndDenseColumnsMatchReferenceOnOddShapes=6
+  DecodeLinearMatchesReferenceOn8bShapes=4 DecodeLinearDenseMatchesReference=6"
+
+shards_of() {
+  local e
+  for e in ${SAN_SHARDS-$default_shards}; do
+    [ "${e%%=*}" != "$1" ] || { echo "${e#*=}"; return; }
+  done
+  echo 1
+}
 
 case_one() {
-  local tool=$1 tc=$2 log s0 rc errs left
+  local tool=$1 tc=$2 log s0 rc errs left name=${2%@*} shard=
+  [ "$name" = "$tc" ] || shard=${tc#*@}
   left=$(( deadline - $(date +%s) ))
   [ "$left" -gt 15 ] || { echo "$tool $tc not started (budget)" >>"$summary"; return; }
   [ "$left" -lt "${SAN_TIMEOUT:-540}" ] || left=${SAN_TIMEOUT:-540}
-  log=$OUT/cases/$tool-$tc.log
+  log=$OUT/cases/$tool-${tc//\//-}.log
   s0=$(date +%s)
   if [ "$tool" = plain ]; then
-    timeout "$left" "$B/test_gpu" -tc="$tc" >"$log" 2>&1
+    DBSPARSE_TEST_SHARD=$shard timeout "$left" "$B/test_gpu" -tc="$name" >"$log" 2>&1
   else
-    timeout "$left" compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/test_gpu" -tc="$tc" >"$log" 2>&1
+    DBSPARSE_TEST_SHARD=$shard timeout "$left" compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/test_gpu" -tc="$name" >"$log" 2>&1
   fi
   rc=$?
   errs=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1 | sed 's/^=* *//')
@@ -69,12 +91,26 @@ run_cases() {
       [ -z "${queued[$tool:$tc]:-}" ] || continue
       [[ $tool != plain && -n "${SAN_SKIP:-}" && $tc =~ $SAN_SKIP ]] && continue
       queued[$tool:$tc]=1
-      todo+=("${took[$tc]:-100} $tool $tc")
+      local n=1 k
+      [ "$tool" = plain ] || n=$(shards_of "$tc")
+      if [ "$n" -le 1 ]; then
+        todo+=("${took[$tc]:-100} $tool $tc")
+        continue
+      fi
+      for (( k = 0; k < n; ++k )); do
+        [ -z "${queued[$tool:$tc@$k/$n]:-}" ] || continue
+        todo+=("$(( (${took[$tc]:-300} + n - 1) / n )) $tool $tc@$k/$n")
+      done
     done < <("$B/test_gpu" -ltc -tc="${entry#*:}" | grep -v -E '^(\[doctest\]|=+$)')
   done
   # Without SAN_ORDER every weight is 100 and the stable sort keeps the order given.
   local order=-rn
   [ "${SAN_SHORT_FIRST:-0}" = 1 ] && order=-n
+  if [ "${SAN_DRY:-0}" = 1 ]; then
+    printf '%s\n' "${todo[@]}" | sort -s -k1,1 $order
+    echo "cases: ${#todo[@]} would run"
+    return
+  fi
   while read -r _ tool tc; do
     [ -n "$tc" ] || continue
     while [ "$(jobs -rp | wc -l)" -ge "${SAN_JOBS:-1}" ]; do wait -n; done

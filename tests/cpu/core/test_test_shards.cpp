@@ -1,0 +1,22 @@
+// The shards a sanitizer run splits a long gpu case into (test_support.hpp, hardening_run.sh
+// SAN_SHARDS): n shards run every item exactly once, and a malformed spec is an error, not a
+// shard that silently runs nothing.
+#include <doctest/doctest.h>
+
+#include "test_support.hpp"
+
+TEST_CASE("TestShardsSplitALoopSoThatTheirUnionRunsEveryItemOnce") {
+  CHECK(dbs_test::parse_shard(nullptr) == std::pair<size_t, size_t>{0, 1});
+  CHECK(dbs_test::parse_shard("") == std::pair<size_t, size_t>{0, 1});
+  CHECK(dbs_test::parse_shard("2/5") == std::pair<size_t, size_t>{2, 5});
+  for (size_t n : {1, 2, 3, 7}) {
+    std::vector<int> runs(20, 0);
+    for (size_t k = 0; k < n; ++k) {
+      const auto [mine, of] = dbs_test::parse_shard((std::to_string(k) + "/" + std::to_string(n)).c_str());
+      for (size_t i = 0; i < runs.size(); ++i) runs[i] += i % of == mine;
+    }
+    for (int r : runs) CHECK(r == 1);
+  }
+  for (const char* bad : {"5/5", "1/0", "x/2", "1/2/3", "1", "-1/2", "1/2 "})
+    CHECK_THROWS_WITH_AS(dbs_test::parse_shard(bad), doctest::Contains("expected k/n"), std::invalid_argument);
+}
