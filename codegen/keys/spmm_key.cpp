@@ -158,7 +158,7 @@ KernelSource make_source(const SpmmKey& key) {
     ks.name_expressions = {
         fmt::format("dbs::{}<{}, {}, {}, {}, false{}>", rows, v, key.warps, key.vec, key.lanes, r),
         fmt::format("dbs::{}<{}, {}, {}, {}, true>", rows, v, key.warps, key.vec, key.lanes),
-        fmt::format("dbs::relu_inplace<{}>", key.warps)};
+        fmt::format("dbs::relu_inplace<{}, {}>", v, key.warps)};
     if (key.value != SpmmValue::F32) ks.name_expressions.push_back(fmt::format("dbs::spmm_finalize16<{}>", v));
     // f32 float4: the staged windows' kernel too (SpmmConfig::csr_stage_reuse), fourth.
     if (key.value == SpmmValue::F32 && key.vec == 4) {

@@ -40,6 +40,17 @@ SpmmDtype spmm_dtype_from_string(const std::string& s);
 inline double spmm_rounding_floor(SpmmDtype d) { return d == SpmmDtype::F16 ? 0x1p-24 : 0.0; }
 int spmm_value_bytes(SpmmDtype d);  // 4 or 2
 
+// What run() applies to each entry of C after alpha * A * B + beta * C (SpmmOptions::epilogue).
+//  - None: nothing.
+//  - Relu: max(C, 0), NaN kept: a GNN layer's activation (H = ReLU(Â · Z)) without a pass of its
+//    own over C. The CSR path applies it in its final stores (each entry of C has one final
+//    writer there); where several kernels add into C (the BRP and condensed paths, the CSR path's
+//    f32 atomic pieces pass, staged windows) run() adds one in-place pass over C after them.
+//    SpmmPlan::epilogue_fused() says which; cuSPARSE SpMM has no such epilogue.
+enum class SpmmEpilogue { None, Relu };
+const char* to_string(SpmmEpilogue e);  // "none", "relu"
+SpmmEpilogue parse_spmm_epilogue(const std::string& s);  // UsageError naming the choices
+
 // The SpMM op's config (op_config.hpp): what the tuning DB stores and dbtune searches.
 struct SpmmConfig {
   static constexpr const char* kOp = "spmm";
@@ -179,6 +190,8 @@ struct SpmmOptions {
   // The rows' order (SpmmConfig::reorder) instead of the config's; Reorder::None on a config that
   // asks for one turns it off. Needs the CSR path (Auto takes it): UsageError with BRP or condensed.
   std::optional<Reorder> reorder;
+  // Applied to C by every run() (SpmmEpilogue): not a tuned field, the caller's model decides it.
+  SpmmEpilogue epilogue = SpmmEpilogue::None;
 };
 
 class SpmmPlan {
@@ -207,6 +220,8 @@ class SpmmPlan {
   int g() const;
   double tc_share() const;  // nonzeros in TC groups / nnz (0 on the CSR path, 1 on the condensed one)
   double condensed_fill() const;  // the condensed path's tile fill (0 on the others)
+  SpmmEpilogue epilogue() const;
+  bool epilogue_fused() const;  // applied in the product's own stores (no pass over C of its own)
   Reorder reorder() const;        // the rows' order the plan walks (None: A's own)
   double reorder_ms() const;      // its host time at plan creation (0 for None)
   // The rows' order (empty for None): warp k takes A's row row_order()[k].

@@ -199,15 +199,20 @@ class SpmmPlan(_Plan):
 
     def explain(self):
         return {"op": "spmm", "path": self._plan.path, "dtype": self._plan.dtype, "reorder": self._plan.reorder,
-                "reorder_ms": self._plan.reorder_ms, "text": self._plan.explain()}
+                "reorder_ms": self._plan.reorder_ms, "epilogue": self._plan.epilogue,
+                "epilogue_fused": self._plan.epilogue_fused, "text": self._plan.explain()}
 
 
-def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None, offsets64=None):
+def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None, offsets64=None, epilogue=None):
     """Plans SpMM for A and B of n_cols columns. dtype: 'f32', 'f16' or 'bf16' (B's and C's);
     path: 'auto', 'brp', 'csr' or 'condensed'. reorder: the order the CSR path's warps take A's rows
     in (None or 'auto': the tuning DB's, by default auto, the degree order where row lengths vary;
     'none'; 'degree': by decreasing length; 'rcm' or 'community': square A only). A, B and C stay
     as given, and plan.explain() gives the ordering's host time.
+
+    epilogue: None (or 'none'), or 'relu': every call then writes C = max(alpha A B + beta C, 0)
+    (NaN kept), a GNN layer's activation without a pass of its own over C where the plan can fuse
+    it (the CSR path; plan.epilogue_fused says), else in a pass after the product.
 
     A float32 torch or CuPy CSR matrix on the GPU with more than 2^31 - 1 entries is planned in
     place with 64-bit row offsets (the CSR path, f32; the column indices narrowed to int32 once, a
@@ -217,6 +222,9 @@ def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None, of
         raise UsageError(f"dtype: SpMM takes f32, f16 or bf16, got {dtype!r}")
     if reorder not in (None, "auto", "none", "degree", "rcm", "community"):
         raise UsageError(f"reorder: auto, none, degree, rcm or community, got {reorder!r}")
+    if epilogue not in (None, "none", "relu"):
+        raise UsageError(f"epilogue: none or relu, got {epilogue!r}")
+    epilogue = epilogue or "none"
     if _takes_offsets64(a, offsets64):
         d, dev = _device_csr64(a, "SpMM", device)
         if d[8] != "f32" or dtype != "f32":
@@ -225,12 +233,13 @@ def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None, of
             raise UsageError(f"reorder {reorder}: with 64-bit offsets the order is made on the GPU: none, degree or auto")
         ctx = context(dev)
         plan = SpmmPlan("spmm", _core.plan_spmm_view64(ctx, *d[:6], int(n_cols), path,
-                                                       "config" if reorder in (None, "auto") else reorder), ctx, dev)
+                                                       "config" if reorder in (None, "auto") else reorder, epilogue),
+                        ctx, dev)
         plan.dtype, plan._keep = "f32", d[6]
         return plan
     ctx = context(_dev(device))
     core = _core.plan_spmm(ctx, mat.host_csr(a, "f32"), int(n_cols), dtype, path,
-                           "config" if reorder in (None, "auto") else reorder)
+                           "config" if reorder in (None, "auto") else reorder, epilogue)
     plan = SpmmPlan("spmm", core, ctx, _dev(device))
     plan.dtype = dtype
     return plan

@@ -39,36 +39,40 @@ void bind_spmm_bfs(nb::module_& m) {
       .def_prop_ro("dtype", [](const SpmmPlan& p) { return std::string(dbsparse::to_string(p.dtype())); })
       .def_prop_ro("reorder", [](const SpmmPlan& p) { return std::string(dbsparse::to_string(p.reorder())); })
       .def_prop_ro("reorder_ms", &SpmmPlan::reorder_ms)
+      .def_prop_ro("epilogue", [](const SpmmPlan& p) { return std::string(dbsparse::to_string(p.epilogue())); })
+      .def_prop_ro("epilogue_fused", &SpmmPlan::epilogue_fused)
       .def("explain", &SpmmPlan::explain);
   m.def(
       "plan_spmm",
       [](Context& ctx, const CsrMatrix<float>& a, int n_cols, const std::string& dtype, const std::string& path,
-         const std::string& reorder) {
+         const std::string& reorder, const std::string& epilogue) {
         dbsparse::SpmmOptions o;
         o.dtype = dbsparse::spmm_dtype_from_string(dtype);
         o.path = spmm_path(path);
         if (reorder != "config") o.reorder = dbsparse::parse_reorder(reorder);
+        o.epilogue = dbsparse::parse_spmm_epilogue(epilogue);
         return ctx.plan_spmm(a, n_cols, o);
       },
       nb::arg("ctx"), nb::arg("a"), nb::arg("n_cols"), nb::arg("dtype"), nb::arg("path"), nb::arg("reorder") = "config",
-      nb::keep_alive<0, 1>(), nogil);
+      nb::arg("epilogue") = "none", nb::keep_alive<0, 1>(), nogil);
   // f32 A already on the device with int64 row offsets (the arrays stay the caller's: the Python
   // plan keeps them alive).
   m.def(
       "plan_spmm_view64",
       [](Context& ctx, int32_t rows, int32_t cols, int64_t nnz, uint64_t row_ptr, uint64_t col_idx, uint64_t values,
-         int n_cols, const std::string& path, const std::string& reorder) {
+         int n_cols, const std::string& path, const std::string& reorder, const std::string& epilogue) {
         const dbsparse::DeviceCsrView64<float> v{rows, cols, nnz, reinterpret_cast<const int64_t*>(row_ptr),
                                                  reinterpret_cast<const int32_t*>(col_idx),
                                                  reinterpret_cast<const float*>(values)};
         dbsparse::SpmmOptions o;
         o.path = spmm_path(path);
         if (reorder != "config") o.reorder = dbsparse::parse_reorder(reorder);
+        o.epilogue = dbsparse::parse_spmm_epilogue(epilogue);
         return ctx.plan_spmm(v, n_cols, o);
       },
       nb::arg("ctx"), nb::arg("rows"), nb::arg("cols"), nb::arg("nnz"), nb::arg("row_ptr"), nb::arg("col_idx"),
-      nb::arg("values"), nb::arg("n_cols"), nb::arg("path"), nb::arg("reorder") = "config", nb::keep_alive<0, 1>(),
-      nogil);
+      nb::arg("values"), nb::arg("n_cols"), nb::arg("path"), nb::arg("reorder") = "config", nb::arg("epilogue") = "none",
+      nb::keep_alive<0, 1>(), nogil);
 
   using dbsparse::BfsPlan;
   nb::class_<BfsPlan>(m, "BfsPlan")

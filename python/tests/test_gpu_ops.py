@@ -143,6 +143,20 @@ def test_spmm_matches_torch_sparse(dtype):
 
 
 @gpu
+@pytest.mark.parametrize("path", ["csr", "brp", "condensed"])
+def test_spmm_relu_epilogue_matches_torch_relu(path):
+    a = rand(2000, 1500, 4e-3, 14)
+    b = torch.randn(1500, 32, device="cuda")
+    plan = dbsparse.plan_spmm(a, 32, path=path, epilogue="relu")
+    assert plan.explain()["epilogue"] == "relu" and plan.explain()["epilogue_fused"] == (path == "csr")
+    ref = torch.relu(torch.as_tensor(a.toarray()).cuda() @ b)
+    tol = 1e-4 if path == "csr" else 3e-3  # brp / condensed: TF32 tensor cores
+    assert torch.allclose(plan(b), ref, rtol=tol, atol=tol * ref.abs().max().item())
+    with pytest.raises(dbsparse.UsageError, match="epilogue"):
+        dbsparse.plan_spmm(a, 32, epilogue="gelu")
+
+
+@gpu
 @pytest.mark.parametrize("reorder", ["degree", "rcm", "community"])
 def test_spmm_in_a_row_order_matches_torch_in_the_users_order(reorder):
     a = rand(3000, 3000, 3e-3, 12)

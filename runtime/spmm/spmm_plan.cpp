@@ -57,6 +57,14 @@ SpmmDtype spmm_dtype_from_string(const std::string& s) {
 
 int spmm_value_bytes(SpmmDtype d) { return d == SpmmDtype::F32 ? 4 : 2; }
 
+const char* to_string(SpmmEpilogue e) { return e == SpmmEpilogue::Relu ? "relu" : "none"; }
+
+SpmmEpilogue parse_spmm_epilogue(const std::string& s) {
+  if (s == "none") return SpmmEpilogue::None;
+  if (s == "relu") return SpmmEpilogue::Relu;
+  throw UsageError(fmt::format("unknown SpMM epilogue '{}' (none or relu)", s));
+}
+
 static_assert(static_cast<int>(SpmmDtype::F32) == static_cast<int>(codegen::SpmmValue::F32) &&
                   static_cast<int>(SpmmDtype::F16) == static_cast<int>(codegen::SpmmValue::F16) &&
                   static_cast<int>(SpmmDtype::BF16) == static_cast<int>(codegen::SpmmValue::BF16),
@@ -156,6 +164,8 @@ std::vector<int32_t> rows_by_length(const CsrMatrix<float>& a) {
 // other CV >= 0.6 matrices; it lost up to 1.35x where rows are alike (community at N = 128, CV
 // about 0.2; road graph, uniform, mhd3200a: 0.2-0.3).
 constexpr double kAutoDegreeCv = 0.6;
+// Warps a block of relu_inplace where a plan's epilogue needs a pass of its own over C.
+constexpr int kEpilogueWarps = 8;
 
 double row_length_cv(const CsrMatrix<float>& a) {
   if (a.rows <= 0 || a.nnz() == 0) return 0.0;
@@ -277,6 +287,35 @@ struct SpmmPlan::Impl {
   std::vector<KernelInfo> kernels;
   // A DeviceCsrView64's arrays (not owned): the plan runs csr_spmm_rows64 on them.
   uint64_t view_row_ptr64 = 0, view_col_idx = 0, view_vals = 0;
+  // SpmmOptions::epilogue: fused (SpmmArgs::relu) where each entry of C has one final writer, the
+  // CSR path's stores; else relu_inplace over C after the product (a CSR module's third entry).
+  SpmmEpilogue epilogue = SpmmEpilogue::None;
+  bool epilogue_fused = false;
+  CUfunction relu = nullptr;  // the CSR path's module's relu_inplace, or the pass's
+  int relu_warps = kEpilogueWarps;
+  unsigned relu_grid = 1;
+
+  // After the path's kernels are placed: fused on the CSR path unless f32 atomic pieces or staged
+  // windows (a kernel of their own, which has no epilogue) also write C. load_relu(warps) gives
+  // relu_inplace from a CSR module of the plan's value type with that many warps a block.
+  template <class LoadRelu>
+  void place_epilogue(SpmmEpilogue e, int sm_count, const LoadRelu& load_relu) {
+    epilogue = e;
+    if (e == SpmmEpilogue::None) return;
+    const bool f32 = dtype == SpmmDtype::F32;
+    epilogue_fused = path == SpmmPath::CsrCudaCore && st_windows == 0 && (n_pieces == 0 || !f32);
+    if (epilogue_fused) return;
+    if (path == SpmmPath::CsrCudaCore && relu) {
+      relu_warps = csr_warps;
+    } else {
+      relu = load_relu(kEpilogueWarps);
+      relu_warps = kEpilogueWarps;
+    }
+    // A grid-stride loop (float4 in f32): a few blocks a SM cover any C.
+    const int64_t items = (int64_t{rows} * n + (f32 ? 3 : 0)) / (f32 ? 4 : 1);
+    relu_grid = static_cast<unsigned>(std::clamp<int64_t>((items + relu_warps * 32 - 1) / (relu_warps * 32), 1,
+                                                          int64_t{std::max(sm_count, 1)} * 16));
+  }
 
   abi::SpmmAcc acc() const {
     abi::SpmmAcc w{};
@@ -428,6 +467,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       const auto f1 = load(csr_key(1, p->csr_rows1));
       p->rows1 = f1.at(0);
       p->rows1_pieces = f1.at(1);
+      p->relu = f1.at(2);  // the epilogue's pass, where it cannot be fused (place_epilogue)
       if (!f32) p->finalize = f1.at(3);
       if (p->vec4) {
         const auto f4 = load(csr_key(4, p->csr_rows4));
@@ -569,6 +609,9 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
         DBS_CU(cuCtxSynchronize());
       }
     }
+    p->place_epilogue(opt.epilogue, info_.sm_count, [&](int warps) {
+      return load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, warps, 1, csr_lanes(n_cols, 1), value}).at(2);
+    });
     return SpmmPlan(std::move(p));
   }
 }
@@ -643,6 +686,8 @@ SpmmPlan Context::plan_spmm(const DeviceCsrView64<float>& a, int n_cols, const S
   p->view_row_ptr64 = reinterpret_cast<uintptr_t>(a.row_ptr);
   p->view_col_idx = reinterpret_cast<uintptr_t>(a.col_idx);
   p->view_vals = reinterpret_cast<uintptr_t>(a.values);
+  // One kernel writes each entry of C once: the epilogue is always fused.
+  p->place_epilogue(opt.epilogue, info_.sm_count, [](int) -> CUfunction { return nullptr; });
   return SpmmPlan(std::move(p));
 }
 
@@ -714,6 +759,15 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
     args.part_count = reinterpret_cast<uint32_t*>(p.part_count.ptr());
     args.n_parts = p.n_parts;
   }
+  args.relu = p.epilogue_fused ? 1 : 0;
+  // The epilogue's own pass over C, last, where the plan could not fuse it.
+  auto epilogue_pass = [&] {
+    if (p.epilogue == SpmmEpilogue::None || p.epilogue_fused) return;
+    uint64_t x = c;
+    long long count = static_cast<long long>(p.rows) * p.n;
+    void* relu_params[] = {&x, &count};
+    DBS_CU(cuLaunchKernel(p.relu, p.relu_grid, 1, 1, p.relu_warps * 32, 1, 1, 0, h, relu_params, nullptr));
+  };
   void* params[] = {&args};
   // The 16-bit row and TC kernels also take the workspace (all null when nothing is cut).
   abi::SpmmAcc acc = p.acc();
@@ -755,6 +809,7 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
       DBS_CU(cuLaunchKernel(v4 ? p.rows4_pieces : p.rows1_pieces, p.csr_pieces_grid, 1, 1, p.csr_warps * 32, 1, 1, 0, h,
                             tc_params, nullptr));
     finalize();
+    epilogue_pass();
     return;
   }
   // The TC kernel writes every entry of C (alpha * groups + beta * C; in 16 bits a cut window's
@@ -767,6 +822,7 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
     DBS_CU(cuLaunchKernel(rows_fn,
                           static_cast<unsigned>((int64_t{p.csr_rows} + abi::kSpmmRowWarps - 1) / abi::kSpmmRowWarps),
                           1, 1, abi::kSpmmRowWarps * 32, 1, 1, 0, h, params, nullptr));
+  epilogue_pass();
 }
 
 int32_t SpmmPlan::rows() const { return impl_->rows; }
@@ -784,6 +840,8 @@ Reorder SpmmPlan::reorder() const { return impl_->order; }
 double SpmmPlan::reorder_ms() const { return impl_->reorder_ms; }
 const std::vector<int32_t>& SpmmPlan::row_order() const { return impl_->row_order; }
 double SpmmPlan::condensed_fill() const { return impl_->path == SpmmPath::Condensed ? impl_->fill : 0.0; }
+SpmmEpilogue SpmmPlan::epilogue() const { return impl_->epilogue; }
+bool SpmmPlan::epilogue_fused() const { return impl_->epilogue_fused; }
 std::optional<BrpStats> SpmmPlan::brp_stats() const {
   if (impl_->path != SpmmPath::Brp) return std::nullopt;
   return impl_->stats;
@@ -928,6 +986,10 @@ std::string SpmmPlan::explain() const {
   }
   out += fmt::format("  columns per lane: {} (4 a load needs n % 4 == 0 and B and C aligned to {} bytes)\n",
                      p.vec4 ? "4 where B and C are aligned, else 1" : "1", 4 * spmm_value_bytes(p.dtype));
+  if (p.epilogue != SpmmEpilogue::None)
+    out += fmt::format("  epilogue {}: {}\n", to_string(p.epilogue),
+                       p.epilogue_fused ? "fused into the final stores of C (no pass of its own)"
+                                        : "a pass over C after the product (several kernels add into C on this path)");
   for (const KernelInfo& k : p.kernels) out += fmt::format("  kernel {} ({})\n", k.key, k.origin);
   return out;
 }

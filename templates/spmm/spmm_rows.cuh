@@ -103,8 +103,14 @@ __device__ __forceinline__ int row_sum_block(const dbsparse::abi::SpmmArgs& a, I
   return n;
 }
 
+// The epilogue of a final store (SpmmArgs::relu): max(v, 0), NaN kept (as relu_inplace), so that a
+// broken product still shows.
+__device__ __forceinline__ float epilogue(const dbsparse::abi::SpmmArgs& a, float v) {
+  return a.relu && v < 0.0f ? 0.0f : v;
+}
+
 // C's VEC entries at `out` = alpha * acc + beta * C (beta == 0 never reads C, so NaNs there do not
-// survive).
+// survive), through the epilogue.
 template <typename V, int VEC>
 __device__ __forceinline__ void store_c(const dbsparse::abi::SpmmArgs& a, typename V::S* out, const float (&acc)[VEC]) {
   if constexpr (VEC == 4) {
@@ -115,9 +121,11 @@ __device__ __forceinline__ void store_c(const dbsparse::abi::SpmmArgs& a, typena
 #pragma unroll
       for (int v = 0; v < 4; ++v) v4[v] += a.beta * old[v];
     }
+#pragma unroll
+    for (int v = 0; v < 4; ++v) v4[v] = epilogue(a, v4[v]);
     store4<V>(out, v4);
   } else {
-    *out = V::st(a.beta == 0.0f ? a.alpha * acc[0] : a.alpha * acc[0] + a.beta * V::ld(*out));
+    *out = V::st(epilogue(a, a.beta == 0.0f ? a.alpha * acc[0] : a.alpha * acc[0] + a.beta * V::ld(*out)));
   }
 }
 
@@ -288,7 +296,7 @@ __device__ __forceinline__ void csr_part(const dbsparse::abi::SpmmArgs& a, int q
   for (int n = (int)lane; n < a.n; n += 32) {
     float sum = 0.0f;
     for (int k = 0; k < count; ++k) sum += __ldcg(a.part_sum + (size_t)(first + k) * a.n + n);
-    crow[n] = V::st(a.beta == 0.0f ? a.alpha * sum : a.alpha * sum + a.beta * V::ld(crow[n]));
+    crow[n] = V::st(epilogue(a, a.beta == 0.0f ? a.alpha * sum : a.alpha * sum + a.beta * V::ld(crow[n])));
   }
   if (lane == 0) a.part_count[s] = 0;  // ready for the next call (the stream orders calls)
 }
@@ -352,7 +360,7 @@ __global__ void __launch_bounds__(dbsparse::abi::kSpmmFinalizeThreads) spmm_fina
     if (row >= a.m) continue;  // the last window's rows past m
     T* out = cm + (size_t)row * a.n + col;
     const float v = a.alpha * w.w[i];
-    *out = V::st(a.beta == 0.0f ? v : v + a.beta * V::ld(*out));
+    *out = V::st(epilogue(a, a.beta == 0.0f ? v : v + a.beta * V::ld(*out)));
   }
 }
 
@@ -380,32 +388,38 @@ __global__ void __launch_bounds__(WARPS * 32) brp_residual(const dbsparse::abi::
   }
 }
 
-// x = max(x, 0) on `count` floats in place: the ReLU between the layers of a GNN forward pass
-// (`dbsparse gcn`), applied to an SpMM's C by dbsparse's and cuSPARSE's pipelines alike. It lives
-// in the CSR module (spmm.csr.*), as bfs_dense_update lives in the BFS one, rather than in a key
-// family of its own for one elementwise kernel. float4 when x is 16-byte aligned, the tail by
-// scalars. NaN stays NaN (not fmaxf's 0), so a broken product upstream still shows in the check.
-template <int WARPS>
-__global__ void __launch_bounds__(WARPS * 32) relu_inplace(float* x, long long count) {
+// x = max(x, 0) on `count` values of V in place: the ReLU between the layers of a GNN forward pass
+// (`dbsparse gcn`), applied to an SpMM's C by cuSPARSE's pipeline, and SpmmEpilogue::Relu's pass
+// where a plan cannot fuse it (several kernels add into C). It lives in the CSR module
+// (spmm.csr.*), as bfs_dense_update lives in the BFS one, rather than in a key family of its own
+// for one elementwise kernel. f32: float4 when x is 16-byte aligned, the tail by scalars; 16 bits
+// by scalars. NaN stays NaN (not fmaxf's 0), so a broken product upstream still shows in the check.
+template <typename V, int WARPS>
+__global__ void __launch_bounds__(WARPS * 32) relu_inplace(typename V::S* x, long long count) {
   const long long stride = (long long)gridDim.x * blockDim.x;
   const long long t = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-  long long done = 0;
-  if ((reinterpret_cast<unsigned long long>(x) & 15ull) == 0) {
-    float4* x4 = reinterpret_cast<float4*>(x);
-    const long long quads = count / 4;
-    for (long long i = t; i < quads; i += stride) {
-      float4 v = x4[i];
-      v.x = v.x < 0.0f ? 0.0f : v.x;
-      v.y = v.y < 0.0f ? 0.0f : v.y;
-      v.z = v.z < 0.0f ? 0.0f : v.z;
-      v.w = v.w < 0.0f ? 0.0f : v.w;
-      x4[i] = v;
+  if constexpr (sizeof(typename V::S) != 4) {
+    for (long long i = t; i < count; i += stride)
+      if (V::ld(x[i]) < 0.0f) x[i] = V::st(0.0f);
+  } else {
+    long long done = 0;
+    if ((reinterpret_cast<unsigned long long>(x) & 15ull) == 0) {
+      float4* x4 = reinterpret_cast<float4*>(x);
+      const long long quads = count / 4;
+      for (long long i = t; i < quads; i += stride) {
+        float4 v = x4[i];
+        v.x = v.x < 0.0f ? 0.0f : v.x;
+        v.y = v.y < 0.0f ? 0.0f : v.y;
+        v.z = v.z < 0.0f ? 0.0f : v.z;
+        v.w = v.w < 0.0f ? 0.0f : v.w;
+        x4[i] = v;
+      }
+      done = quads * 4;
     }
-    done = quads * 4;
-  }
-  for (long long i = done + t; i < count; i += stride) {
-    const float v = x[i];
-    x[i] = v < 0.0f ? 0.0f : v;
+    for (long long i = done + t; i < count; i += stride) {
+      const float v = x[i];
+      x[i] = v < 0.0f ? 0.0f : v;
+    }
   }
 }
 

@@ -35,17 +35,23 @@ TEST_CASE("GcnPipelineMatchesTheCpuWithDbsparseAndCusparseSparseProducts") {
   tools::GcnPipeline pipe(ctx(), s, d, in);
   const int widths[2] = {d.hidden, d.classes};
 
-  for (const SpmmPath path : {SpmmPath::CsrCudaCore, SpmmPath::Brp, SpmmPath::Condensed}) {
-    CAPTURE(to_string(path));
-    SpmmOptions opt;
-    opt.path = path;
-    std::vector<SpmmPlan> plans;
-    for (int n : widths) plans.push_back(ctx().plan_spmm(a, n, opt));
-    pipe.forward([&](int layer, uint64_t b, uint64_t c) { plans[static_cast<size_t>(layer)].run(b, c, s.handle()); });
-    const auto got = pipe.download_output();
-    const double err = tools::gcn_max_error(got, ref, scale);
-    CHECK(err <= tools::gcn_tolerance(a, path != SpmmPath::CsrCudaCore));
-  }
+  for (const SpmmPath path : {SpmmPath::CsrCudaCore, SpmmPath::Brp, SpmmPath::Condensed})
+    for (const bool fuse : {false, true}) {  // fuse: layer 1's plan applies the ReLU (SpmmEpilogue::Relu)
+      CAPTURE(to_string(path));
+      CAPTURE(fuse);
+      SpmmOptions opt;
+      opt.path = path;
+      std::vector<SpmmPlan> plans;
+      for (int n : widths) {
+        opt.epilogue = fuse && plans.empty() ? SpmmEpilogue::Relu : SpmmEpilogue::None;
+        plans.push_back(ctx().plan_spmm(a, n, opt));
+      }
+      pipe.forward([&](int layer, uint64_t b, uint64_t c) { plans[static_cast<size_t>(layer)].run(b, c, s.handle()); },
+                   fuse);
+      const auto got = pipe.download_output();
+      const double err = tools::gcn_max_error(got, ref, scale);
+      CHECK(err <= tools::gcn_tolerance(a, path != SpmmPath::CsrCudaCore));
+    }
 
   std::vector<std::unique_ptr<tools::CusparseSpmm>> cs;
   for (int n : widths) cs.push_back(std::make_unique<tools::CusparseSpmm>(a, n, s.handle()));

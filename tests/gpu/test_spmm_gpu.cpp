@@ -388,6 +388,58 @@ TEST_CASE("SpmmSplitLongRowsMatchReferenceCallAfterCall") {
   }
 }
 
+// SpmmEpilogue::Relu: C = max(alpha A B + beta C, 0) on every path, fused into the CSR path's
+// stores (split long rows' last parts included; rows a warp; unaligned B and C through the scalar
+// kernel) and a pass of the plan's own where several kernels add into C (f32 atomic pieces, BRP,
+// condensed windows, staged windows). ReLU is 1-Lipschitz, so the reference's tolerance holds.
+TEST_CASE("SpmmReluEpilogueMatchesReferenceOnEveryPath") {
+  const auto a = generate("powerlaw:n=3000,avg=8,alpha=1.5,max=1500,seed=3").cast<float>();
+  const auto relu_of = [](Expected x) {
+    for (auto& v : x.ref) v = v < 0.0f ? 0.0f : v;
+    return x;
+  };
+  struct Variant {
+    const char* name;
+    nlohmann::json cfg;
+    bool fused;
+  };
+  const Variant variants[] = {
+      {"csr, long rows split", {{"path", "csr"}, {"csr_split", 1}, {"csr_max_run", 64}}, true},
+      {"csr, 4 rows a warp", {{"path", "csr"}, {"csr_rows_per_warp", 4}}, true},
+      {"csr, atomic pieces", {{"path", "csr"}, {"csr_split", 0}, {"csr_max_run", 64}}, false},
+      {"csr, staged windows", {{"path", "csr"}, {"csr_stage_reuse", 1.01}, {"reorder", "none"}}, false},
+      {"brp", {{"path", "brp"}, {"f", 2}, {"g", 2}}, false},
+      {"condensed", {{"path", "condensed"}, {"g", 2}}, false}};
+  for (const Variant& v : variants) {
+    CAPTURE(v.name);
+    const Config cfg{"spmm", v.cfg, ConfigSource::Explicit, "test"};
+    for (int n : {8, 32, 33}) {
+      CAPTURE(n);
+      SpmmOptions o;
+      o.config = &cfg;
+      o.epilogue = SpmmEpilogue::Relu;
+      const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+      CAPTURE(plan.explain());
+      CHECK(plan.epilogue() == SpmmEpilogue::Relu);
+      // Staged windows exist only for float4 calls where some qualify; fused is the plan's own word.
+      if (std::string(v.name) != "csr, staged windows") CHECK(plan.epilogue_fused() == v.fused);
+      CHECK(plan.explain().find("epilogue relu") != std::string::npos);
+      const double tol = plan.path() == SpmmPath::CsrCudaCore ? tol_f32(a) : kTolTf32;
+      for (auto [alpha, beta] : kAlphaBeta) {
+        const Expected x = relu_of(expected(a, n, alpha, beta, 61 + n));
+        CHECK(spmm_error(plan, x) <= tol);
+        CHECK(unaligned_error(plan, x) <= tol);
+      }
+    }
+  }
+  // No epilogue: the same plan's C keeps its negative entries.
+  const SpmmPlan plain = ctx().plan_spmm(a, 32, SpmmOptions{SpmmPath::CsrCudaCore});
+  CHECK(plain.epilogue() == SpmmEpilogue::None);
+  CHECK(spmm_error(plain, expected(a, 32, 1.0f, 0.0f, 5)) <= tol_f32(a));
+  CHECK(parse_spmm_epilogue("relu") == SpmmEpilogue::Relu);
+  CHECK_THROWS_AS(parse_spmm_epilogue("gelu"), UsageError);
+}
+
 // csr_rows_per_warp: 2 or 4 rows a warp, each on its own group of lanes with shuffles masked to
 // it, rows of unequal length side by side (A's order) or alike (degree), with and without split
 // long rows and on B and C too wide for the groups (n = 128 takes one row a warp: explain says).

@@ -225,6 +225,39 @@ TEST_CASE("SpmmHalfPiecesExpandedOperandsAndHostConversionMatchReference") {
 
 // A reordered CSR plan in 16 bits: the cut rows' f32 workspace is indexed by the walked row and
 // finalize writes C's row through the order's map.
+// SpmmEpilogue::Relu in 16 bits: fused into the CSR path's stores and its finalize pass (the rows
+// cut into pieces are summed in f32 and rounded once, then ReLU'd), a pass of relu_inplace on the
+// 16-bit C on the BRP and condensed paths. ReLU is 1-Lipschitz: the tolerance holds.
+TEST_CASE("SpmmHalfReluEpilogueMatchesReference") {
+  const auto mats = half_matrices();
+  for (SpmmDtype d : kHalfTypes) {
+    CAPTURE(to_string(d));
+    for (const auto& [name, a] : mats) {
+      CAPTURE(name);
+      for (const char* path : {"csr", "brp", "condensed"})
+        for (int max_run : {0, 8}) {  // 8: every long row or window cut into pieces
+          CAPTURE(path);
+          CAPTURE(max_run);
+          nlohmann::json cfg_json{{"path", path}};
+          if (max_run) cfg_json[std::string(path) == "csr" ? "csr_max_run" : "tc_max_run"] = max_run;
+          const Config cfg{"spmm", cfg_json, ConfigSource::Explicit, "test"};
+          SpmmOptions o;
+          o.config = &cfg;
+          o.dtype = d;
+          o.epilogue = SpmmEpilogue::Relu;
+          const SpmmPlan plan = ctx().plan_spmm(a, 32, o);
+          CAPTURE(plan.explain());
+          CHECK(plan.epilogue_fused() == (std::string(path) == "csr"));
+          for (auto [alpha, beta] : kAlphaBeta) {
+            Expected16 x = expected16(a, d, 32, alpha, beta, 71);
+            for (auto& v : x.ref) v = v < 0.0f ? 0.0f : v;
+            CHECK(spmm_error16(plan, x) <= kTolHalf);
+          }
+        }
+    }
+  }
+}
+
 TEST_CASE("SpmmHalfReorderedCsrMatchesReference") {
   const auto a = generate("powerlaw:n=6000,avg=8,alpha=1.5,max=1500").cast<float>();
   for (SpmmDtype d : kHalfTypes)

@@ -6,7 +6,8 @@
 // columns). The host side (Â, the seeded inputs, a double reference, the check) is CPU-only; the
 // GPU pipeline does the dense products with cuBLAS (f32, no TF32) and the ReLU with a dbsparse
 // kernel, and takes its two sparse products from the caller, so that dbsparse's SpmmPlan and
-// cuSPARSE SpMM run the same pipeline otherwise.
+// cuSPARSE SpMM run the same pipeline otherwise. A caller whose first sparse product applies the
+// ReLU itself (SpmmEpilogue::Relu) says so, and the pipeline skips its own ReLU pass.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -78,8 +79,9 @@ class GcnPipeline {
   GcnPipeline& operator=(const GcnPipeline&) = delete;
 
   void set_inputs(const GcnInputs& in);  // same dims (UsageError otherwise); synchronous upload
-  void stage(GcnStage s, const GcnSparseProduct& sparse);
-  void forward(const GcnSparseProduct& sparse);
+  // relu_in_spmm1: layer 0's sparse product writes ReLU(Â Z1) itself; the Relu stage does nothing.
+  void stage(GcnStage s, const GcnSparseProduct& sparse, bool relu_in_spmm1 = false);
+  void forward(const GcnSparseProduct& sparse, bool relu_in_spmm1 = false);
   uint64_t output() const;                  // H2 on the device
   std::vector<float> download_output() const;  // waits for the stream
   const GcnDims& dims() const;
@@ -101,6 +103,9 @@ struct GcnBenchOptions {
   // tuning DB's). Its host time is in the plans' setup and amortised over kGcnAmortisePasses.
   std::string reorder = "config";
   bool cpu_check = false;    // also compare both outputs with gcn_forward_reference
+  // dbsparse's first SpMM applies the ReLU in its stores (SpmmEpilogue::Relu; a pass of its own on
+  // the paths that cannot fuse it); cuSPARSE SpMM has no epilogue, so its pipeline keeps the pass.
+  bool fuse_relu = true;
 };
 
 // The check's tolerance relative to sum |terms|: TF32's 2e-3 when a layer's plan runs on tensor

@@ -44,6 +44,9 @@ Runner add_gcn(CLI::App& sub_ref) {
                   "dbsparse's row order for the SpMMs: config (the tuning DB's or the default), none, degree, rcm or "
                   "community (its host time is reported and amortised over 100 passes)")
       ->check(CLI::IsMember({"config", "none", "degree", "rcm", "community"}));
+  sub->add_flag("--fuse-relu,!--no-fuse-relu", a->opt.fuse_relu,
+                "dbsparse's first SpMM applies the ReLU in its stores (SpmmEpilogue::Relu; on by default); "
+                "--no-fuse-relu runs it as the separate pass cuSPARSE's pipeline needs (the ablation)");
   sub->add_flag("--cpu-check", a->opt.cpu_check,
                 "Also check both outputs against a double-precision forward pass on the CPU (slow on large graphs)");
   sub->add_option("--json", a->json_path, "Write the record (setup, per-stage and end-to-end times, check) as JSON");

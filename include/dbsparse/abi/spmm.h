@@ -125,10 +125,15 @@ struct SpmmArgs {
   const int32_t* part_first;
   float* part_sum;
   uint32_t* part_count;
-  int32_t n_parts, unused0;
+  int32_t n_parts;
+  // 1: every store of C's final value (store_c, a split row's last part, spmm_finalize16) writes
+  // max(value, 0) (SpmmEpilogue::Relu, fused). Only the CSR path's launches set it, and only when
+  // each C entry has one final writer there (no atomic pieces pass into C).
+  int32_t relu;
 };
 static_assert(sizeof(SpmmArgs) == 184, "SpmmArgs layout");
-static_assert(DBS_ABI_OFFSETOF(SpmmArgs, parts) == 144 && DBS_ABI_OFFSETOF(SpmmArgs, n_parts) == 176,
+static_assert(DBS_ABI_OFFSETOF(SpmmArgs, parts) == 144 && DBS_ABI_OFFSETOF(SpmmArgs, n_parts) == 176 &&
+                  DBS_ABI_OFFSETOF(SpmmArgs, relu) == 180,
               "SpmmArgs layout");
 static_assert(DBS_ABI_OFFSETOF(SpmmArgs, win_group) == 112 && DBS_ABI_OFFSETOF(SpmmArgs, pieces) == 120,
               "SpmmArgs layout");
