@@ -63,13 +63,19 @@ for mode in "$@"; do
       grep -E "csr_spmm_rows|Duration|L1/TEX Hit|L2 Hit|Achieved Occupancy|Compute \(SM\) Throughput|DRAM Throughput" \
         "$OUT/ncu-spmm.txt" | cut -c1-150 | head -60 ;;
     gcn)
-      # The GCN forward pass, plain and with the rows in degree and community order (the order's
-      # host time amortised over 100 passes).
+      # The GCN forward pass in each row order of $GCN_ORDERS (default none and degree; community
+      # never paid back in 100 passes, s22-s24), the order's host time amortised over 100 passes;
+      # with the ReLU fused into dbsparse's first SpMM and, for the ablation, as its own pass
+      # ($GCN_RELU: fused, separate).
       for g in ${GCN_GRAPHS:-rmat:scale=17,ef=16,scramble=1 powerlaw:n=200000,avg=16,alpha=1.5,max=20000 cit-HepPh}; do
-        for order in none degree community; do
-          f="$OUT/gcn-$(echo "$g" | tr ':=,' '___')-$order"
-          $T "$B/dbsparse" gcn "$g" --reorder $order --json "$f.json" >"$f.txt" 2>&1
-          echo "gcn $g $order rc $? $(grep -E 'forward \(end to end\)|amortised' "$f.txt" | tr -s ' ' | tr '\n' ' ')"
+        for order in ${GCN_ORDERS:-none degree}; do
+          for relu in ${GCN_RELU:-fused separate}; do
+            f="$OUT/gcn-$(echo "$g" | tr ':=,' '___')-$order-$relu"
+            flag=--fuse-relu
+            [ "$relu" = fused ] || flag=--no-fuse-relu
+            $T "$B/dbsparse" gcn "$g" --reorder "$order" $flag --json "$f.json" >"$f.txt" 2>&1
+            echo "gcn $g $order relu $relu rc $? $(grep -E 'forward \(end to end\)|amortised' "$f.txt" | tr -s ' ' | tr '\n' ' ')"
+          done
         done
       done ;;
     sanitize)
