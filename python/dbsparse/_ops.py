@@ -245,12 +245,12 @@ def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None, of
     return plan
 
 
-def spmm(a, b, out=None, alpha=1.0, beta=0.0, stream=None):
-    """C = A B, planning A each call (keep a plan_spmm for repeated calls)."""
+def spmm(a, b, out=None, alpha=1.0, beta=0.0, stream=None, epilogue=None):
+    """C = A B (epilogue='relu': max(A B, 0)), planning A each call (keep a plan_spmm for repeated calls)."""
     ba = arr.device_array(b, "B")
     if len(ba[1]) != 2:
         raise UsageError(f"B: expected a 2-D array, got shape {ba[1]}")
-    return plan_spmm(a, ba[1][1], dtype=ba[2])(b, out, alpha, beta, stream)
+    return plan_spmm(a, ba[1][1], dtype=ba[2], epilogue=epilogue)(b, out, alpha, beta, stream)
 
 
 class BfsPlan(_Plan):

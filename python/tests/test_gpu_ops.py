@@ -152,6 +152,7 @@ def test_spmm_relu_epilogue_matches_torch_relu(path):
     ref = torch.relu(torch.as_tensor(a.toarray()).cuda() @ b)
     tol = 1e-4 if path == "csr" else 3e-3  # brp / condensed: TF32 tensor cores
     assert torch.allclose(plan(b), ref, rtol=tol, atol=tol * ref.abs().max().item())
+    assert (dbsparse.spmm(a, b, epilogue="relu") >= 0).all()
     with pytest.raises(dbsparse.UsageError, match="epilogue"):
         dbsparse.plan_spmm(a, 32, epilogue="gelu")
 
