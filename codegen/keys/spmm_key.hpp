@@ -49,9 +49,10 @@ struct SpmmKey {
 // spmm_finalize16<V>). Csr: csr_spmm_rows<V, warps, vec, lanes, false>, then <.., true> (the long
 // rows' pieces), then relu_inplace<V, warps> (x = max(x, 0) in place: SpmmEpilogue::Relu where a
 // plan cannot fuse it, and `dbsparse gcn`'s cuSPARSE pipeline); f16 / bf16: csr_spmm_rows16 in
-// place of csr_spmm_rows, then a fourth, spmm_finalize16<V>. V is dbs::ValF32, ValF16 or ValBF16. The 16-bit brp_tc_windows16,
-// csr_spmm_rows16 and spmm_finalize16 take (SpmmArgs, SpmmAcc), every other entry SpmmArgs alone
-// (abi/spmm.h): 16-bit plans sum the rows and windows cut into pieces in an f32 workspace.
+// place of csr_spmm_rows, then a fourth, spmm_finalize16<V>. V is dbs::ValF32, ValF16 or ValBF16.
+// The 16-bit brp_tc_windows16, csr_spmm_rows16 and spmm_finalize16 take (SpmmArgs, SpmmAcc), every
+// other entry SpmmArgs alone (abi/spmm.h): 16-bit plans sum the rows and windows cut into pieces in
+// an f32 workspace.
 // Throws UsageError for a key parse would refuse.
 KernelSource make_source(const SpmmKey& key);
 
