@@ -35,6 +35,7 @@ struct BenchArgs {
   std::vector<std::string> strategies;
   std::vector<int> n_cols;  // spmm: widths of B and C
   std::vector<std::string> reorders;  // spmm: the row orders timed beside the CSR row
+  std::string epilogue = "none";      // spmm: SpmmEpilogue of dbsparse's rows
   int32_t contract_k = 0;   // spgemm: k of the contraction rows (0: rows / 64)
   int mcl_iters = 5;        // spgemm: MCL expansions (0: no MCL rows)
   bool contract_k_set = false, mcl_iters_set = false;
@@ -135,6 +136,10 @@ Runner add_bench(CLI::App& sub_ref) {
                   "with the ordering's time and the calls that pay it back")
       ->delimiter(',')
       ->check(CLI::IsMember({"degree", "rcm", "community", "degree-gpu"}));
+  sub->add_option("--epilogue", a->epilogue,
+                  "spmm only: C = relu(A B) (relu): dbsparse's plans apply it (fused into the CSR path's stores), "
+                  "cuSPARSE's rows add the separate relu pass its users need; default none")
+      ->check(CLI::IsMember({"none", "relu"}));
   sub->add_option("--contract-k", a->contract_k,
                   "spgemm only: k, the classes of the contraction rows' random labels (C = S G S^T is k x k); "
                   "default rows/64")
@@ -172,6 +177,7 @@ Runner add_bench(CLI::App& sub_ref) {
     given("--fused", a->fused);
     given("--n", !a->n_cols.empty());
     given("--reorder", !a->reorders.empty());
+    given("--epilogue", a->epilogue != "none");
     given("--contract-k", a->contract_k_set);
     given("--mcl-iters", a->mcl_iters_set);
     given("--two-pass", a->two_pass);
@@ -191,6 +197,7 @@ Runner add_bench(CLI::App& sub_ref) {
     req.strategies = a->strategies;
     req.n_cols = a->n_cols;
     req.reorders = a->reorders;
+    req.epilogue = a->epilogue;
     req.contract_k = a->contract_k;
     req.mcl_iters = a->mcl_iters;
     req.two_pass = a->two_pass;

@@ -2,7 +2,7 @@
 # Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (issue 35's calls): SpMM and SpMV on
 # irregular graphs with and without a row order, their gpu tests, and Nsight Compute on the CSR
 # kernel of one graph.
-#   tools/device/locality_run.sh tests|spmm|spmm-configs|spmm-full|spmm-sweep|spmv|gcn|ncu|sanitize ...   (in order)
+#   tools/device/locality_run.sh tests|spmm|spmm-relu|spmm-configs|spmm-full|spmm-sweep|spmv|gcn|ncu|sanitize ...   (in order)
 # tests: every Spmm* / Spmv* gpu test; spmm: the graphs set (quick) plus ../shared/matrices at
 # N = 32 and 128 with --reorder degree,rcm,community; spmm-full: the full graphs set, N = 32 and 128;
 # spmm-sweep: widths N = $SWEEP_N (default 16,32,64,128,256) on the full graphs set (graphs of
@@ -23,6 +23,11 @@ for mode in "$@"; do
       $T "$B/dbsparse" bench spmm --suite quick --set graphs --n 32,128 --reorder "${REORDERS:-degree,rcm,community}" \
         --json "$OUT/spmm-graphs.json" >"$OUT/spmm-graphs.txt" 2>&1
       echo "$mode rc $?"; grep -E "geomean|WRONG" "$OUT/spmm-graphs.txt" | cut -c1-200 | head -30 ;;
+    spmm-relu)
+      # C = ReLU(A B): dbsparse's plans with the epilogue against cuSPARSE plus its relu pass.
+      $T "$B/dbsparse" bench spmm --suite quick --set graphs --n 32,128 --epilogue relu \
+        --json "$OUT/spmm-relu.json" >"$OUT/spmm-relu.txt" 2>&1
+      echo "$mode rc $?"; grep -E "geomean|WRONG" "$OUT/spmm-relu.txt" | cut -c1-200 | head -20 ;;
     spmm-configs)
       # The graphs set and the shared matrices under each config of $SPMM_CONFIGS (';'-separated JSON),
       # with the degree order beside the plain CSR rows.

@@ -728,6 +728,8 @@ u contract_labels_missing fail 'nope.txt|labels' '$DBS contract stencil2d:n=10 -
 u mcl_inflation_nan fail 'inflation' '$DBS mcl stencil2d:n=10 --inflation nan'
 u gcn_fuse_relu_value fail 'fuse-relu|no-fuse-relu' '$DBS gcn stencil2d:n=10 --no-fuse-relu=maybe'
 u gcn_no_fuse_relu_nogpu nogpu - '$DBS gcn stencil2d:n=10 --no-fuse-relu'
+u bench_epilogue_bogus fail '\-\-epilogue|gelu' '$DBS bench spmm stencil2d:n=10 --epilogue gelu'
+u bench_epilogue_on_spmv fail '\-\-epilogue' '$DBS bench spmv stencil2d:n=10 --epilogue relu'
 u gcn_not_square fail 'square' '$DBS gcn pruned:rows=20,cols=30,density=0.3,block=1'
 u long_matrix_arg fail 'expected' '$DBS convert "$(head -c 100000 /dev/zero | tr "\0" a).mtx"'
 u json_proc_convert fail '/proc/x.json' '$DBS convert stencil2d:n=10 --json /proc/x.json'

@@ -37,6 +37,9 @@ struct BenchRequest {
   bool explain = false;
   std::vector<int> n_cols;  // spmm: the widths N of B and C (empty: the op's own, 32,64,128,256)
   std::vector<std::string> reorders;  // spmm: row orders timed beside the CSR row (reorder.hpp names)
+  // spmm: SpmmEpilogue of dbsparse's rows ("none" or "relu"); with relu, cuSPARSE's rows add the
+  // relu pass a user of it needs (its SpMM has no epilogue), and every row is checked against ReLU(A B).
+  std::string epilogue = "none";
   double copy_gbs = 0;
   int32_t contract_k = 0;  // spgemm: k of the contraction rows (0: rows / 64)
   int mcl_iters = 5;       // spgemm: expansions of the MCL rows (0: none)

@@ -16,6 +16,8 @@
 #include "dbsparse/half.hpp"
 #include "dbsparse/spmm.hpp"
 #include "dbsparse/tc_condensed.hpp"
+#include "runtime/gpu/cuda_driver.hpp"
+#include "runtime/gpu/module_registry.hpp"
 #include "tools/baselines/cusparse_spmm.hpp"
 #include "tools/bench/random.hpp"
 #include "tools/bench/stats.hpp"
@@ -82,8 +84,10 @@ struct SpmmCase {
   DeviceBuffer<uint16_t> b16, c16;  // f16 / bf16
   std::vector<float> ref, scale;
 
+  // relu: the reference is ReLU(A B) (bench --epilogue relu); the yardstick stays sum |a||b|, which
+  // bounds the error of ReLU(C) as it bounds C's (ReLU is 1-Lipschitz).
   SpmmCase(const CsrMatrix<float>& a, const CsrMatrix<float>& abs_a, int n_cols, uint64_t seed,
-           SpmmDtype d = SpmmDtype::F32)
+           SpmmDtype d = SpmmDtype::F32, bool relu = false)
       : n(n_cols), dtype(d) {
     const auto hb = rounded(random_values<float>(size_t(a.cols) * size_t(n), seed), d);
     if (d == SpmmDtype::F32) {
@@ -98,6 +102,8 @@ struct SpmmCase {
     ar.values = rounded(a.values, d);
     abs_ar.values = rounded(abs_a.values, d);
     reference_spmm(ar, hb, n, ref, 1.0f, 0.0f);  // accumulates in double
+    if (relu)
+      for (auto& v : ref) v = v < 0.0f ? 0.0f : v;
     std::vector<float> abs_b(hb.size());
     for (size_t i = 0; i < hb.size(); ++i) abs_b[i] = std::fabs(hb[i]);
     reference_spmm(abs_ar, abs_b, n, scale, 1.0f, 0.0f);
@@ -130,6 +136,26 @@ struct SpmmCase {
     return worst;
   }
 };
+
+// cuSPARSE SpMM has no epilogue: a user of it applies a ReLU as a pass of its own over C, timed
+// with its product here. relu_inplace<V>, the CSR module's third entry (what `dbsparse gcn`'s
+// cuSPARSE pipeline runs), a grid-stride loop of 8-warp blocks.
+struct ReluPass {
+  CUfunction fn = nullptr;
+  int sm_count = 1;
+  void operator()(uint64_t c, long long count, SpmmDtype d, CUstream s) const {
+    const long long items = d == SpmmDtype::F32 ? (count + 3) / 4 : count;
+    const auto grid = static_cast<unsigned>(std::clamp<long long>((items + 255) / 256, 1, 16LL * sm_count));
+    void* params[] = {&c, &count};
+    DBS_CU(cuLaunchKernel(fn, grid, 1, 1, 256, 1, 1, 0, s, params, nullptr));
+  }
+};
+
+ReluPass relu_pass(Context& ctx, SpmmDtype d) {
+  const codegen::SpmmKey key{codegen::SpmmKernelPath::Csr, 1, 4, 8, 1, 32, static_cast<codegen::SpmmValue>(d)};
+  return ReluPass{ctx.modules().get(codegen::make_source(key), ctx.device().arch()).fns.at(2),
+                  std::max(ctx.device().sm_count, 1)};
+}
 
 CsrMatrix<float> abs_of(const CsrMatrix<float>& a) {
   CsrMatrix<float> out = a;
@@ -218,6 +244,11 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   if (!r.strategies.empty()) throw UsageError("bench spmm: --strategy applies to spmv (spmm: --config)");
   const std::vector<SpmmDtype> dtypes = bench_dtypes(r.precisions);
   const std::vector<int> widths = r.n_cols.empty() ? kBenchN : r.n_cols;
+  const SpmmEpilogue epilogue = parse_spmm_epilogue(r.epilogue);
+  const bool relu = epilogue == SpmmEpilogue::Relu;
+  if (relu)
+    fmt::print("epilogue relu: C = ReLU(A B); dbsparse's plans apply it (fused into the CSR path's stores, a pass "
+               "elsewhere), cuSPARSE's rows add a relu pass over C (its SpMM has no epilogue)\n");
   std::optional<Config> given;
   if (r.config) given = Config{"spmm", *r.config, ConfigSource::Explicit, "--config"};
   (void)(given ? config_from_json<SpmmConfig>(given->params) : SpmmConfig{});  // a bad key fails before GPU work
@@ -235,10 +266,11 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
     const CsrMatrix<float> abs_a = abs_of(a);
     for (SpmmDtype dtype : dtypes)
       for (int n : widths) {
-        SpmmCase k(a, abs_a, n, 101 + n, dtype);
+        SpmmCase k(a, abs_a, n, 101 + n, dtype, relu);
         SpmmOptions auto_opt;
         if (given) auto_opt.config = &*given;
         auto_opt.dtype = dtype;
+        auto_opt.epilogue = epilogue;
         const SpmmPlan plan = ctx.plan_spmm(a, n, auto_opt);
         SpmmOptions brp_opt = auto_opt, csr_opt = auto_opt, cnd_opt = auto_opt;
         brp_opt.path = SpmmPath::Brp;
@@ -295,7 +327,16 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
               unsupported[to_string(alg)] = cs.why_unsupported(alg);
               continue;
             }
-            rows.push_back(time_impl(to_string(alg), stream, r.timing, k, [&] { cs.run(alg, k.b_ptr(), k.c_ptr()); }));
+            if (!relu) {
+              rows.push_back(time_impl(to_string(alg), stream, r.timing, k, [&] { cs.run(alg, k.b_ptr(), k.c_ptr()); }));
+              continue;
+            }
+            const ReluPass pass = relu_pass(ctx, dtype);
+            const long long count = static_cast<long long>(a.rows) * n;
+            rows.push_back(time_impl(std::string(to_string(alg)) + "+relu", stream, r.timing, k, [&] {
+              cs.run(alg, k.b_ptr(), k.c_ptr());
+              pass(k.c_ptr(), count, dtype, static_cast<CUstream>(stream.handle()));
+            }));
           }
         }
         // cuSPARSE's rows are held to CSR's tolerance (f32 CUDA cores, or the 16-bit one).
@@ -313,6 +354,8 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
         rec["nnz"] = a.nnz();
         rec["n"] = n;
         rec["auto_path"] = to_string(plan.path());
+        rec["epilogue"] = to_string(epilogue);
+        rec["epilogue_fused"] = plan.epilogue_fused();
         rec["config"] = config_to_json(plan.typed_config());
         rec["config_source"] = to_string(plan.config().source);
         rec["tc_share_brp"] = brp.tc_share();
@@ -460,7 +503,7 @@ OpDescriptor make() {
     return std::make_unique<tuner::Objective>([obj](const nlohmann::json& c, int n) { return (*obj)(c, n); });
   };
   d.buckets = {spmm_tuning_bucket(32), spmm_tuning_bucket(128)};
-  d.bench_options = {"--config", "--n", "--precision", "--reorder"};
+  d.bench_options = {"--config", "--n", "--precision", "--reorder", "--epilogue"};
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return ctx.plan_spmm(m.csr.cast<float>(), 128).explain(); };
   d.fixed_cost_calls = spmm_fixed_cost_calls;

@@ -103,6 +103,7 @@ TEST_CASE("BenchSpgemmAppOptionsAreCheckedBeforeAnyGpuWork") {
   REQUIRE_MESSAGE(!cli_path().empty(), "dbsparse binary not found beside the test binary");
   check_error("bench spmv stencil2d:n=10 --contract-k 4", "--contract-k does not apply to bench spmv");
   check_error("bench spmm stencil2d:n=10 --mcl-iters 2", "--mcl-iters does not apply to bench spmm");
+  check_error("bench spmv stencil2d:n=10 --epilogue relu", "--epilogue does not apply to bench spmv");
   {
     auto [code, out] = run("bench spgemm stencil2d:n=10 --contract-k 0");
     CAPTURE(out);
