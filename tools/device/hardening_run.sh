@@ -126,7 +126,7 @@ for mode in "$@"; do
   case $mode in
     cases) run_cases "${CASES:-}" ;;
     sanitize)
-      patterns=${SAN_PATTERNS:-Spmv*,Spmspv*,Bfs*,Spmm*,Gcn*,BenchGcn*,Spgemm*,Square*,Contract*,Mcl*,Triangle*,Decode*,Sparse*,Compact*,Brp*,Cuda*,Dbtune*,Explore*,Context*,DeviceBuffer*,Events*,Module*,Plans*}
+      patterns=${SAN_PATTERNS:-Spmv*,Spmspv*,Bfs*,Spmm*,Gcn*,BenchGcn*,BenchSpmm*,Spgemm*,Square*,Contract*,Mcl*,Triangle*,Decode*,Sparse*,Compact*,Brp*,Cuda*,Dbtune*,Explore*,Context*,DeviceBuffer*,Events*,Module*,Plans*}
       list=
       for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do list="$list $tool:$patterns"; done
       run_cases "$list" ;;
