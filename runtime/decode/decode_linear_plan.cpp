@@ -157,7 +157,6 @@ void for_each_weight(const detail::DecodeSource& m, F&& f) {
     }
 }
 
-// The layer as a dense row-major matrix of 16-bit values (zeros where pruned): the dense path's weights.
 // Zeroed first: the lanes kernel reads whole 16-byte chunks past the last value, and a clone
 // copies whole buffers; neither may meet bytes nothing wrote (compute-sanitizer initcheck, s26).
 DeviceAllocation zeroed(size_t bytes) {
@@ -166,6 +165,7 @@ DeviceAllocation zeroed(size_t bytes) {
   return a;
 }
 
+// The layer as a dense row-major matrix of 16-bit values (zeros where pruned): the dense path's weights.
 std::vector<uint16_t> expand_dense16(const detail::DecodeSource& m) {
   std::vector<uint16_t> d(static_cast<size_t>(m.rows) * static_cast<size_t>(m.cols), 0);
   const auto* v = static_cast<const uint16_t*>(m.values);

@@ -236,7 +236,6 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       const auto f1 = load(csr_key(1, p->csr_rows1));
       p->rows1 = f1.at(0);
       p->rows1_pieces = f1.at(1);
-      p->relu = f1.at(2);  // the epilogue's pass, where it cannot be fused (place_epilogue)
       if (!f32) p->finalize = f1.at(3);
       if (p->vec4) {
         const auto f4 = load(csr_key(4, p->csr_rows4));
@@ -378,9 +377,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
         DBS_CU(cuCtxSynchronize());
       }
     }
-    p->place_epilogue(opt.epilogue, info_.sm_count, [&](int warps) {
-      return load(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, warps, 1, csr_lanes(n_cols, 1), value}).at(2);
-    });
+    p->place_epilogue(opt.epilogue, *this);
     return SpmmPlan(std::move(p));
   }
 }

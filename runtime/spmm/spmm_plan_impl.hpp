@@ -12,6 +12,7 @@
 #include "dbsparse/spmm.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
 #include "runtime/spmm/spmm_pieces.hpp"
+#include "runtime/spmm/spmm_relu.hpp"
 #include "runtime/spmm/spmm_stage.hpp"
 
 namespace dbsparse {
@@ -64,8 +65,6 @@ inline int csr_rows_a_warp(const SpmmConfig& c, int n_cols, int vec, int64_t nnz
 // other CV >= 0.6 matrices; it lost up to 1.35x where rows are alike (community at N = 128, CV
 // about 0.2; road graph, uniform, mhd3200a: 0.2-0.3).
 inline constexpr double kAutoDegreeCv = 0.6;
-// Warps a block of relu_inplace where a plan's epilogue needs a pass of its own over C.
-inline constexpr int kEpilogueWarps = 8;
 
 template <class U>
 inline DeviceBuffer<U> upload(const std::vector<U>& v) {
@@ -177,33 +176,20 @@ struct SpmmPlan::Impl {
   // A DeviceCsrView64's arrays (not owned): the plan runs csr_spmm_rows64 on them.
   uint64_t view_row_ptr64 = 0, view_col_idx = 0, view_vals = 0;
   // SpmmOptions::epilogue: fused (SpmmArgs::relu) where each entry of C has one final writer, the
-  // CSR path's stores; else relu_inplace over C after the product (a CSR module's third entry).
+  // CSR path's stores; else `relu`, a pass over C after the product.
   SpmmEpilogue epilogue = SpmmEpilogue::None;
   bool epilogue_fused = false;
-  CUfunction relu = nullptr;  // the CSR path's module's relu_inplace, or the pass's
-  int relu_warps = spmm_detail::kEpilogueWarps;
-  unsigned relu_grid = 1;
+  detail::ReluPass relu;
 
   // After the path's kernels are placed: fused on the CSR path unless f32 atomic pieces or staged
-  // windows (a kernel of their own, which has no epilogue) also write C. load_relu(warps) gives
-  // relu_inplace from a CSR module of the plan's value type with that many warps a block.
-  template <class LoadRelu>
-  void place_epilogue(SpmmEpilogue e, int sm_count, const LoadRelu& load_relu) {
+  // windows (a kernel of their own, which has no epilogue) also write C.
+  void place_epilogue(SpmmEpilogue e, const Context& ctx) {
     epilogue = e;
     if (e == SpmmEpilogue::None) return;
-    const bool f32 = dtype == SpmmDtype::F32;
-    epilogue_fused = path == SpmmPath::CsrCudaCore && st_windows == 0 && (n_pieces == 0 || !f32);
+    epilogue_fused = path == SpmmPath::CsrCudaCore && st_windows == 0 && (n_pieces == 0 || dtype != SpmmDtype::F32);
     if (epilogue_fused) return;
-    if (path == SpmmPath::CsrCudaCore && relu) {
-      relu_warps = csr_warps;
-    } else {
-      relu = load_relu(spmm_detail::kEpilogueWarps);
-      relu_warps = spmm_detail::kEpilogueWarps;
-    }
-    // A grid-stride loop (float4 in f32): a few blocks a SM cover any C.
-    const int64_t items = (int64_t{rows} * n + (f32 ? 3 : 0)) / (f32 ? 4 : 1);
-    relu_grid = static_cast<unsigned>(std::clamp<int64_t>((items + relu_warps * 32 - 1) / (relu_warps * 32), 1,
-                                                          int64_t{std::max(sm_count, 1)} * 16));
+    relu = detail::relu_pass(ctx, dtype, int64_t{rows} * n);
+    kernels.push_back(relu.kernel());
   }
 
   abi::SpmmAcc acc() const {

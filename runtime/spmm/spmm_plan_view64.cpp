@@ -85,7 +85,7 @@ SpmmPlan Context::plan_spmm(const DeviceCsrView64<float>& a, int n_cols, const S
   p->view_col_idx = reinterpret_cast<uintptr_t>(a.col_idx);
   p->view_vals = reinterpret_cast<uintptr_t>(a.values);
   // One kernel writes each entry of C once: the epilogue is always fused.
-  p->place_epilogue(opt.epilogue, info_.sm_count, [](int) -> CUfunction { return nullptr; });
+  p->place_epilogue(opt.epilogue, *this);
   return SpmmPlan(std::move(p));
 }
 

@@ -82,11 +82,7 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
   args.relu = p.epilogue_fused ? 1 : 0;
   // The epilogue's own pass over C, last, where the plan could not fuse it.
   auto epilogue_pass = [&] {
-    if (p.epilogue == SpmmEpilogue::None || p.epilogue_fused) return;
-    uint64_t x = c;
-    long long count = static_cast<long long>(p.rows) * p.n;
-    void* relu_params[] = {&x, &count};
-    DBS_CU(cuLaunchKernel(p.relu, p.relu_grid, 1, 1, p.relu_warps * 32, 1, 1, 0, h, relu_params, nullptr));
+    if (p.epilogue != SpmmEpilogue::None && !p.epilogue_fused) p.relu.run(c, h);
   };
   void* params[] = {&args};
   // The 16-bit row and TC kernels also take the workspace (all null when nothing is cut).

@@ -223,8 +223,6 @@ TEST_CASE("SpmmHalfPiecesExpandedOperandsAndHostConversionMatchReference") {
   }
 }
 
-// A reordered CSR plan in 16 bits: the cut rows' f32 workspace is indexed by the walked row and
-// finalize writes C's row through the order's map.
 // SpmmEpilogue::Relu in 16 bits: fused into the CSR path's stores and its finalize pass (the rows
 // cut into pieces are summed in f32 and rounded once, then ReLU'd), a pass of relu_inplace on the
 // 16-bit C on the BRP and condensed paths. ReLU is 1-Lipschitz: the tolerance holds.
@@ -258,6 +256,8 @@ TEST_CASE("SpmmHalfReluEpilogueMatchesReference") {
   }
 }
 
+// A reordered CSR plan in 16 bits: the cut rows' f32 workspace is indexed by the walked row and
+// finalize writes C's row through the order's map.
 TEST_CASE("SpmmHalfReorderedCsrMatchesReference") {
   const auto a = generate("powerlaw:n=6000,avg=8,alpha=1.5,max=1500").cast<float>();
   for (SpmmDtype d : kHalfTypes)

@@ -10,20 +10,17 @@
 
 #include <fmt/format.h>
 
-#include "codegen/keys/spmm_key.hpp"
 #include "dbsparse/error.hpp"
 #include "dbsparse/graph.hpp"
 #include "dbsparse/spmm.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
-#include "runtime/gpu/module_registry.hpp"
+#include "runtime/spmm/spmm_relu.hpp"
 #include "tools/baselines/cusparse_spmm.hpp"
 #include "tools/bench/random.hpp"
 #include "tools/bench/timing.hpp"
 
 namespace dbsparse::tools {
 namespace {
-
-constexpr int kReluWarps = 8;  // the CSR module spmm_plan.cpp loads (kCsrWarps), which carries relu_inplace
 
 void check_blas(cublasStatus_t s, const char* call) {
   if (s != CUBLAS_STATUS_SUCCESS) throw CudaError(call, static_cast<int>(s), cublasGetStatusString(s));
@@ -193,8 +190,7 @@ struct GcnPipeline::State {
   CUstream stream = nullptr;
   DeviceBuffer<float> x, w1, w2, z1, p1, z2, h2;
   cublasHandle_t blas = nullptr;
-  CUfunction relu = nullptr;
-  unsigned relu_grid = 1;
+  detail::ReluPass relu;  // P1 = ReLU(P1) in place, the pass cuSPARSE's pipeline needs
 
   // C (m x n) = A (m x k) · B (k x n), all row-major: column-major cuBLAS sees row-major M as Mᵀ,
   // so it computes Cᵀ = Bᵀ · Aᵀ, with no transposition of the data.
@@ -228,12 +224,7 @@ GcnPipeline::GcnPipeline(Context& ctx, const Stream& stream, const GcnDims& d, c
   // Plain f32 (no TF32 tensor cores), so that the dense products add no error of their own to the
   // comparison and both pipelines get the same ones.
   check_blas(cublasSetMathMode(s.blas, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
-  const auto loaded = ctx.modules().get(
-      codegen::make_source(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, kReluWarps, 1}), ctx.device().arch());
-  s.relu = loaded.fns.at(2);
-  const int64_t quads = (int64_t(n) * d.hidden + 3) / 4;
-  s.relu_grid = static_cast<unsigned>(
-      std::clamp<int64_t>((quads + kReluWarps * 32 - 1) / (kReluWarps * 32), 1, int64_t{ctx.device().sm_count} * 16));
+  s.relu = detail::relu_pass(ctx, SpmmDtype::F32, static_cast<long long>(s.p1.size()));
 }
 
 GcnPipeline::~GcnPipeline() {
@@ -258,14 +249,9 @@ void GcnPipeline::stage(GcnStage st, const GcnSparseProduct& sparse, bool relu_i
   switch (st) {
     case GcnStage::Gemm1: s.gemm(d.nodes, d.hidden, d.features, s.x.ptr(), s.w1.ptr(), s.z1.ptr()); break;
     case GcnStage::Spmm1: sparse(0, s.z1.ptr(), s.p1.ptr()); break;
-    case GcnStage::Relu: {
-      if (relu_in_spmm1) break;
-      uint64_t x = s.p1.ptr();
-      long long count = static_cast<long long>(s.p1.size());
-      void* params[] = {&x, &count};
-      DBS_CU(cuLaunchKernel(s.relu, s.relu_grid, 1, 1, kReluWarps * 32, 1, 1, 0, s.stream, params, nullptr));
+    case GcnStage::Relu:
+      if (!relu_in_spmm1) s.relu.run(s.p1.ptr(), s.stream);
       break;
-    }
     case GcnStage::Gemm2: s.gemm(d.nodes, d.classes, d.hidden, s.p1.ptr(), s.w2.ptr(), s.z2.ptr()); break;
     case GcnStage::Spmm2: sparse(1, s.z2.ptr(), s.h2.ptr()); break;
   }

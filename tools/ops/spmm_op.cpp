@@ -16,8 +16,7 @@
 #include "dbsparse/half.hpp"
 #include "dbsparse/spmm.hpp"
 #include "dbsparse/tc_condensed.hpp"
-#include "runtime/gpu/cuda_driver.hpp"
-#include "runtime/gpu/module_registry.hpp"
+#include "runtime/spmm/spmm_relu.hpp"
 #include "tools/baselines/cusparse_spmm.hpp"
 #include "tools/bench/random.hpp"
 #include "tools/bench/stats.hpp"
@@ -136,26 +135,6 @@ struct SpmmCase {
     return worst;
   }
 };
-
-// cuSPARSE SpMM has no epilogue: a user of it applies a ReLU as a pass of its own over C, timed
-// with its product here. relu_inplace<V>, the CSR module's third entry (what `dbsparse gcn`'s
-// cuSPARSE pipeline runs), a grid-stride loop of 8-warp blocks.
-struct ReluPass {
-  CUfunction fn = nullptr;
-  int sm_count = 1;
-  void operator()(uint64_t c, long long count, SpmmDtype d, CUstream s) const {
-    const long long items = d == SpmmDtype::F32 ? (count + 3) / 4 : count;
-    const auto grid = static_cast<unsigned>(std::clamp<long long>((items + 255) / 256, 1, 16LL * sm_count));
-    void* params[] = {&c, &count};
-    DBS_CU(cuLaunchKernel(fn, grid, 1, 1, 256, 1, 1, 0, s, params, nullptr));
-  }
-};
-
-ReluPass relu_pass(Context& ctx, SpmmDtype d) {
-  const codegen::SpmmKey key{codegen::SpmmKernelPath::Csr, 1, 4, 8, 1, 32, static_cast<codegen::SpmmValue>(d)};
-  return ReluPass{ctx.modules().get(codegen::make_source(key), ctx.device().arch()).fns.at(2),
-                  std::max(ctx.device().sm_count, 1)};
-}
 
 CsrMatrix<float> abs_of(const CsrMatrix<float>& a) {
   CsrMatrix<float> out = a;
@@ -322,6 +301,9 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
         nlohmann::json unsupported = nlohmann::json::object();
         if (r.baselines) {
           CusparseSpmm cs(a, n, stream.handle(), kCusparseSpmmAlgs, dtype);
+          // cuSPARSE SpMM has no epilogue: its users run ReLU as a pass of its own, timed with the product.
+          std::optional<detail::ReluPass> pass;
+          if (relu) pass = detail::relu_pass(ctx, dtype, static_cast<long long>(a.rows) * n);
           for (CusparseSpmmAlg alg : kCusparseSpmmAlgs) {
             if (!cs.supported(alg)) {
               unsupported[to_string(alg)] = cs.why_unsupported(alg);
@@ -331,11 +313,9 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
               rows.push_back(time_impl(to_string(alg), stream, r.timing, k, [&] { cs.run(alg, k.b_ptr(), k.c_ptr()); }));
               continue;
             }
-            const ReluPass pass = relu_pass(ctx, dtype);
-            const long long count = static_cast<long long>(a.rows) * n;
             rows.push_back(time_impl(std::string(to_string(alg)) + "+relu", stream, r.timing, k, [&] {
               cs.run(alg, k.b_ptr(), k.c_ptr());
-              pass(k.c_ptr(), count, dtype, static_cast<CUstream>(stream.handle()));
+              pass->run(k.c_ptr(), static_cast<CUstream>(stream.handle()));
             }));
           }
         }
