@@ -17,10 +17,19 @@
 #   $SAN_SHARDS: "Case=n ..." (default $default_shards below): under a sanitizer, each such case runs
 #   as n processes with DBSPARSE_TEST_SHARD=k/n (tests/test_support.hpp), which together run each
 #   item of its loops once, named Case@k/n in the summary; a whole-case pass in $SAN_DONE still counts.
+#   $SAN_GPUS: GPUs to spread the processes over (default: those nvidia-smi lists, else 1); with
+#   more than one, process i runs with CUDA_VISIBLE_DEVICES=i % SAN_GPUS, so a multi-GPU kind
+#   (nvidia-h100-x8: 8 GPUs, 128 cores) runs SAN_JOBS=96 at once in one call where one H200 takes
+#   three calls at 16 (the sanitizers are bound by the host's cores and the GPU they share).
+#   $SAN_APP_ONLY: a regex of cases whose child processes run without the sanitizer
+#   (--target-processes application-only; default ^Dbtune: its test runs a whole dbtune search as
+#   a child, past 300 s under memcheck and racecheck in s24 run 3; the kernels that search times are
+#   the op families' own, which their cases cover under every tool).
 #   $SAN_DRY=1: print what would run (weight, tool, case) and run nothing; the case list needs no
 #   device (test_gpu -ltc), so this checks a plan on any machine with a build.
 # sanitize: `cases` with every tool of $SAN_TOOLS (default memcheck racecheck synccheck initcheck)
-#   over the patterns that cover every gpu test but the limits tests ($SAN_PATTERNS).
+#   over the patterns that cover every gpu test but the limits tests ($SAN_PATTERNS); $SAN_PLAIN:
+#   doctest patterns (comma-separated) also run plain, sharing the same job slots.
 # limits: DeviceOutOfMemory* and OneContext* (OOM without leaks, 8 threads x 400 calls), alone:
 #   the OOM test fills the device.
 set -uo pipefail
@@ -47,7 +56,10 @@ shards_of() {
 }
 
 case_one() {
-  local tool=$1 tc=$2 log s0 rc errs left name=${2%@*} shard=
+  local tool=$1 tc=$2 gpu=$3 log s0 rc errs left name=${2%@*} shard= on=() scope=all
+  [ "$gpu" = - ] || on=(env CUDA_VISIBLE_DEVICES="$gpu")
+  local own=${SAN_APP_ONLY-^Dbtune}
+  [ -n "$own" ] && [[ $name =~ $own ]] && scope=application-only
   [ "$name" = "$tc" ] || shard=${tc#*@}
   left=$(( deadline - $(date +%s) ))
   [ "$left" -gt 15 ] || { echo "$tool $tc not started (budget)" >>"$summary"; return; }
@@ -55,9 +67,9 @@ case_one() {
   log=$OUT/cases/$tool-${tc//\//-}.log
   s0=$(date +%s)
   if [ "$tool" = plain ]; then
-    DBSPARSE_TEST_SHARD=$shard timeout "$left" "$B/test_gpu" -tc="$name" >"$log" 2>&1
+    DBSPARSE_TEST_SHARD=$shard "${on[@]}" timeout "$left" "$B/test_gpu" -tc="$name" >"$log" 2>&1
   else
-    DBSPARSE_TEST_SHARD=$shard timeout "$left" compute-sanitizer --tool "$tool" --error-exitcode 9 "$B/test_gpu" -tc="$name" >"$log" 2>&1
+    DBSPARSE_TEST_SHARD=$shard "${on[@]}" timeout "$left" compute-sanitizer --tool "$tool" --target-processes "$scope" --error-exitcode 9 "$B/test_gpu" -tc="$name" >"$log" 2>&1
   fi
   rc=$?
   errs=$(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1 | sed 's/^=* *//')
@@ -106,15 +118,21 @@ run_cases() {
   # Without SAN_ORDER every weight is 100 and the stable sort keeps the order given.
   local order=-rn
   [ "${SAN_SHORT_FIRST:-0}" = 1 ] && order=-n
+  local gpus=${SAN_GPUS:-$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')} started=0
+  [[ $gpus =~ ^[0-9]+$ && $gpus -ge 1 ]] || gpus=1
   if [ "${SAN_DRY:-0}" = 1 ]; then
     printf '%s\n' "${todo[@]}" | sort -s -k1,1 $order
-    echo "cases: ${#todo[@]} would run"
+    echo "cases: ${#todo[@]} would run, ${SAN_JOBS:-1} at a time over $gpus GPU(s)"
     return
   fi
   while read -r _ tool tc; do
     [ -n "$tc" ] || continue
     while [ "$(jobs -rp | wc -l)" -ge "${SAN_JOBS:-1}" ]; do wait -n; done
-    case_one "$tool" "$tc" &
+    # One GPU: the process sees what the machine gives it, as before.
+    if [ "$gpus" -gt 1 ]; then case_one "$tool" "$tc" $(( started % gpus )) &
+    else case_one "$tool" "$tc" - &
+    fi
+    started=$(( started + 1 ))
   done < <(printf '%s\n' "${todo[@]}" | sort -s -k1,1 $order)
   wait
   echo "cases: $(grep -c ' rc=0 1 passed' "$summary") passed with rc 0, $(grep -c ' rc=' "$summary") run, $(grep -c 'not started' "$summary") not started"
@@ -127,7 +145,7 @@ for mode in "$@"; do
     cases) run_cases "${CASES:-}" ;;
     sanitize)
       patterns=${SAN_PATTERNS:-Spmv*,Spmspv*,Bfs*,Spmm*,Gcn*,BenchGcn*,BenchSpmm*,Spgemm*,Square*,Contract*,Mcl*,Triangle*,Decode*,Sparse*,Compact*,Brp*,Cuda*,Dbtune*,Explore*,Context*,DeviceBuffer*,Events*,Module*,Plans*}
-      list=
+      list=${SAN_PLAIN:+plain:$SAN_PLAIN}  # cases also run without a sanitizer, in the same slots
       for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do list="$list $tool:$patterns"; done
       run_cases "$list" ;;
     limits)
