@@ -1,7 +1,9 @@
 // `dbsparse reorder MATRIX`: the vertex orderings of reorder.hpp on the CPU, each with its time and
 // how local the permuted pattern is (bandwidth, mean |i - j|, lines of x a row gathers), so that
 // their cost can be set against what they save a call (issue 35), and how much of A the most
-// frequent columns hold (what staging their rows of B or x in shared memory could serve). No GPU needed.
+// frequent columns hold (what staging their rows of B or x in shared memory could serve), and the
+// share of SpMM's B-row gathers each order leaves to L2 by the L1 model (runtime/spmm/spmm_l1_model.hpp),
+// plain and with the hub rows staged in shared memory. No GPU needed.
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
@@ -16,6 +18,7 @@
 #include "dbsparse/error.hpp"
 #include "dbsparse/io.hpp"
 #include "dbsparse/reorder.hpp"
+#include "runtime/spmm/spmm_l1_model.hpp"
 #include "runtime/spmm/spmm_stage.hpp"
 #include "runtime/spmv/spmv_column_order.hpp"
 #include "support/atomic_file.hpp"
@@ -56,8 +59,8 @@ int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
   const std::vector<double> hubs = top_column_shares(csr.cols, csr.col_idx, tops);
   fmt::print("entries in the most frequent columns: top 256 {:.1f}%, top 1024 {:.1f}%, top 4096 {:.1f}%\n",
              100 * hubs[0], 100 * hubs[1], 100 * hubs[2]);
-  fmt::print("{:<10} {:>10} {:>12} {:>14} {:>14} {:>12} {:>16}\n", "order", "cpu ms", "bandwidth", "mean |i-j|",
-             "x lines/row", "reuse/32 rows", "staged/saved N32");
+  fmt::print("{:<10} {:>10} {:>12} {:>14} {:>14} {:>12} {:>16} {:>14} {:>14}\n", "order", "cpu ms", "bandwidth",
+             "mean |i-j|", "x lines/row", "reuse/32 rows", "staged/saved N32", "L2 N32 (hubs)", "L2 N128 (hubs)");
   nlohmann::json rec = {{"tool", "dbsparse reorder"},
                         {"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)))},
                         {"matrix", m.name},
@@ -79,11 +82,24 @@ int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
     const double nnz = static_cast<double>(std::max<int64_t>(permuted.nnz(), 1));
     const double staged = static_cast<double>(sw.staged_entries()) / nnz;
     const double saved = static_cast<double>(sw.staged_entries() - static_cast<int64_t>(sw.cols.size())) / nnz;
-    fmt::print("{:<10} {:>10.1f} {:>12} {:>14.1f} {:>14.2f} {:>12.2f} {:>8.1f}% {:>5.1f}%\n", name, ms, s.bandwidth,
-               s.mean_distance, s.lines_per_row, reuse, 100 * staged, 100 * saved);
+    // B-row gathers left to L2 (H200: 132 SMs, 256 KB of L1 each; blocks of 4 warps of 4 rows at
+    // N = 32, of 1 row at N = 128), plain and with 160 KB of hub rows staged.
+    nlohmann::json l2 = nlohmann::json::object();
+    std::string l2_text;
+    for (const int32_t n : {32, 128}) {
+      const SpmmL1Geometry plain{n, 132, 256 << 10, 0, n == 32 ? 16 : 4};
+      SpmmL1Geometry hubs = plain;
+      hubs.staged_bytes = 160 << 10;
+      const double p0 = spmm_l1_model(permuted, {}, plain).l2(), p1 = spmm_l1_model(permuted, {}, hubs).l2();
+      l2[fmt::format("n{}", n)] = {{"plain", p0}, {"hubs_160k", p1}};
+      l2_text += fmt::format(" {:>6.1f}% ({:>4.1f}%)", 100 * p0, 100 * p1);
+    }
+    fmt::print("{:<10} {:>10.1f} {:>12} {:>14.1f} {:>14.2f} {:>12.2f} {:>8.1f}% {:>5.1f}%{}\n", name, ms, s.bandwidth,
+               s.mean_distance, s.lines_per_row, reuse, 100 * staged, 100 * saved, l2_text);
     nlohmann::json o = locality_json(s);
     o["window_reuse_32"] = reuse;
     o["staged_n32"] = {{"entries_share", staged}, {"b_reads_saved", saved}};
+    o["spmm_l2_share_model"] = l2;
     o["order"] = name;
     o["cpu_ms"] = ms;
     rec["orders"].push_back(o);
