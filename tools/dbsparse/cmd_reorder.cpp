@@ -2,8 +2,9 @@
 // how local the permuted pattern is (bandwidth, mean |i - j|, lines of x a row gathers), so that
 // their cost can be set against what they save a call (issue 35), and how much of A the most
 // frequent columns hold (what staging their rows of B or x in shared memory could serve), and the
-// share of SpMM's B-row gathers each order leaves to L2 by the L1 model (runtime/spmm/spmm_l1_model.hpp),
-// plain and with the hub rows staged in shared memory. No GPU needed.
+// share of SpMM's B-row gathers each order leaves to L2 by the L1 model (runtime/spmm/gather_l1_model.hpp),
+// plain and with the hub rows staged in shared memory, and SpMV's x sectors in A's numbering and in
+// the columns' count order (SpMV's cols-degree). No GPU needed.
 #include <fmt/chrono.h>
 #include <fmt/format.h>
 
@@ -18,7 +19,7 @@
 #include "dbsparse/error.hpp"
 #include "dbsparse/io.hpp"
 #include "dbsparse/reorder.hpp"
-#include "runtime/spmm/spmm_l1_model.hpp"
+#include "runtime/spmm/gather_l1_model.hpp"
 #include "runtime/spmm/spmm_stage.hpp"
 #include "runtime/spmv/spmv_column_order.hpp"
 #include "support/atomic_file.hpp"
@@ -59,6 +60,19 @@ int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
   const std::vector<double> hubs = top_column_shares(csr.cols, csr.col_idx, tops);
   fmt::print("entries in the most frequent columns: top 256 {:.1f}%, top 1024 {:.1f}%, top 4096 {:.1f}%\n",
              100 * hubs[0], 100 * hubs[1], 100 * hubs[2]);
+  // SpMV's x gathers by the same model (sectors of 8 entries, 64 rows a block, A's row order): what
+  // the cols-degree strategy (columns renumbered by count, x gathered into that order) saves.
+  nlohmann::json spmv = nlohmann::json::object();
+  {
+    GatherL1Geometry g{1, 132, 256 << 10, 0, 64, false};
+    const GatherL1Counts own = gather_l1_model(csr, {}, g);
+    g.count_order = true;
+    const GatherL1Counts counted = gather_l1_model(csr, {}, g);
+    fmt::print("SpMV x sectors to L2 a call (L1 model): A's column numbers {:.1f} MB, columns by count {:.1f} MB "
+               "(A's entries {:.1f} MB)\n",
+               own.l2_bytes() / 1e6, counted.l2_bytes() / 1e6, 8.0 * static_cast<double>(csr.nnz()) / 1e6);
+    spmv = {{"x_l2_bytes_own", own.l2_bytes()}, {"x_l2_bytes_count_order", counted.l2_bytes()}};
+  }
   fmt::print("{:<10} {:>10} {:>12} {:>14} {:>14} {:>12} {:>16} {:>14} {:>14}\n", "order", "cpu ms", "bandwidth",
              "mean |i-j|", "x lines/row", "reuse/32 rows", "staged/saved N32", "L2 N32 (hubs)", "L2 N128 (hubs)");
   nlohmann::json rec = {{"tool", "dbsparse reorder"},
@@ -67,6 +81,7 @@ int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
                         {"rows", csr.rows},
                         {"nnz", csr.nnz()},
                         {"hub_share", {{"top256", hubs[0]}, {"top1024", hubs[1]}, {"top4096", hubs[2]}}},
+                        {"spmv_model", spmv},
                         {"orders", nlohmann::json::array()}};
   for (const auto& name : a.methods) {
     const Reorder how = parse_reorder(name);
@@ -87,10 +102,11 @@ int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
     nlohmann::json l2 = nlohmann::json::object();
     std::string l2_text;
     for (const int32_t n : {32, 128}) {
-      const SpmmL1Geometry plain{n, 132, 256 << 10, 0, n == 32 ? 16 : 4};
-      SpmmL1Geometry hubs = plain;
+      const GatherL1Geometry plain{n, 132, 256 << 10, 0, n == 32 ? 16 : 4};
+      GatherL1Geometry hubs = plain;
       hubs.staged_bytes = 160 << 10;
-      const double p0 = spmm_l1_model(permuted, {}, plain).l2(), p1 = spmm_l1_model(permuted, {}, hubs).l2();
+      const double p0 = gather_l1_model(permuted, {}, plain).l2_share();
+      const double p1 = gather_l1_model(permuted, {}, hubs).l2_share();
       l2[fmt::format("n{}", n)] = {{"plain", p0}, {"hubs_160k", p1}};
       l2_text += fmt::format(" {:>6.1f}% ({:>4.1f}%)", 100 * p0, 100 * p1);
     }
