@@ -103,9 +103,36 @@ double unaligned_error(const SpmmPlan& plan, const Expected& x) {
   std::vector<float> got(x.c0.size());
   c.download(got.data(), got.size() * 4, 4);
   double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i)
-    worst = std::max(worst, std::fabs(double(got[i]) - x.ref[i]) / std::max(x.scale[i], 1e-30));
+  for (size_t i = 0; i < got.size(); ++i) {
+    // A NaN (an entry never written over beta == 0's NaN C, say) fails, as in spmm_error.
+    const double err = std::fabs(double(got[i]) - x.ref[i]) / std::max(x.scale[i], 1e-30);
+    if (std::isnan(err)) return std::numeric_limits<double>::infinity();
+    worst = std::max(worst, err);
+  }
   return worst;
+}
+
+// NaN stays NaN through the epilogue (not fmaxf's 0): a few entries of C are NaN and beta != 0,
+// so those of the product are NaN; they must come back NaN, the others within tol.
+bool relu_keeps_nan(const SpmmPlan& plan, Expected x, double tol) {
+  std::vector<size_t> nan_at;
+  for (size_t i = 3; i < x.c0.size(); i += 97) nan_at.push_back(i);
+  for (const size_t i : nan_at) x.c0[i] = x.ref[i] = std::numeric_limits<float>::quiet_NaN();
+  Stream s(ctx());
+  DeviceBuffer<float> b{std::span<const float>(x.b)}, c{std::span<const float>(x.c0)};
+  plan.run(b, c, s, x.alpha, x.beta);
+  s.synchronize();
+  const std::vector<float> got = c.download();
+  bool ok = true;
+  for (size_t i = 0; i < got.size(); ++i) {
+    if (std::isnan(x.ref[i])) {
+      ok = ok && std::isnan(got[i]);
+      continue;
+    }
+    const double err = std::fabs(double(got[i]) - double(x.ref[i])) / std::max(x.scale[i], 1e-30);
+    ok = ok && !std::isnan(err) && err <= tol;
+  }
+  return ok;
 }
 
 std::vector<std::pair<std::string, CsrMatrix<float>>> test_matrices() { return dbs_test::spmm_test_matrices(); }
@@ -392,9 +419,10 @@ TEST_CASE("SpmmSplitLongRowsMatchReferenceCallAfterCall") {
 // SpmmEpilogue::Relu: C = max(alpha A B + beta C, 0) on every path, fused into the CSR path's
 // stores (split long rows' last parts included; rows a warp; unaligned B and C through the scalar
 // kernel) and a pass of the plan's own where several kernels add into C (f32 atomic pieces, BRP,
-// condensed windows). The staged-windows config checks the result only: whether any window
-// qualifies on this graph is the plan's call, and it says in epilogue_fused() which way it went.
-// ReLU is 1-Lipschitz, so the reference's tolerance holds.
+// condensed windows). Staged windows form on this graph for float4 calls (89 windows at reuse
+// 1.01, spmm_stage_windows on the CPU), so n = 8 and 32 take the pass there and n = 33 (scalar
+// kernel, no windows) fuses. NaN in C stays NaN on each of them. ReLU is 1-Lipschitz, so the
+// reference's tolerance holds.
 TEST_CASE("SpmmReluEpilogueMatchesReferenceOnEveryPath") {
   const auto a = generate("powerlaw:n=3000,avg=8,alpha=1.5,max=1500,seed=3").cast<float>();
   const auto relu_of = [](Expected x) {
@@ -424,8 +452,8 @@ TEST_CASE("SpmmReluEpilogueMatchesReferenceOnEveryPath") {
       const SpmmPlan plan = ctx().plan_spmm(a, n, o);
       CAPTURE(plan.explain());
       CHECK(plan.epilogue() == SpmmEpilogue::Relu);
-      // Staged windows exist only for float4 calls where some qualify; fused is the plan's own word.
-      if (std::string(v.name) != "csr, staged windows") CHECK(plan.epilogue_fused() == v.fused);
+      if (std::string(v.name) == "csr, staged windows") CHECK(plan.epilogue_fused() == (n % 4 != 0));
+      else CHECK(plan.epilogue_fused() == v.fused);
       CHECK(plan.explain().find("epilogue relu") != std::string::npos);
       const double tol = plan.path() == SpmmPath::CsrCudaCore ? tol_f32(a) : kTolTf32;
       for (auto [alpha, beta] : kAlphaBeta) {
@@ -433,6 +461,7 @@ TEST_CASE("SpmmReluEpilogueMatchesReferenceOnEveryPath") {
         CHECK(spmm_error(plan, x) <= tol);
         CHECK(unaligned_error(plan, x) <= tol);
       }
+      CHECK(relu_keeps_nan(plan, relu_of(expected(a, n, 0.75f, -0.5f, 67 + n)), tol));
     }
   }
   // No epilogue: the same plan's C keeps its negative entries.

@@ -243,13 +243,16 @@ TEST_CASE("SpmmHalfReluEpilogueMatchesReference") {
           o.config = &cfg;
           o.dtype = d;
           o.epilogue = SpmmEpilogue::Relu;
-          const SpmmPlan plan = ctx().plan_spmm(a, 32, o);
-          CAPTURE(plan.explain());
-          CHECK(plan.epilogue_fused() == (std::string(path) == "csr"));
-          for (auto [alpha, beta] : kAlphaBeta) {
-            Expected16 x = expected16(a, d, 32, alpha, beta, 71);
-            for (auto& v : x.ref) v = v < 0.0f ? 0.0f : v;
-            CHECK(spmm_error16(plan, x) <= kTolHalf);
+          for (int n : {32, 33}) {  // 33: the scalar stores (store_c's VEC = 1 branch)
+            CAPTURE(n);
+            const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+            CAPTURE(plan.explain());
+            CHECK(plan.epilogue_fused() == (std::string(path) == "csr"));
+            for (auto [alpha, beta] : kAlphaBeta) {
+              Expected16 x = expected16(a, d, n, alpha, beta, 71);
+              for (auto& v : x.ref) v = v < 0.0f ? 0.0f : v;
+              CHECK(spmm_error16(plan, x) <= kTolHalf);
+            }
           }
         }
     }
