@@ -35,6 +35,8 @@ struct DeviceInfo {
   int sm_count = 0;
   int64_t memory_bytes = 0;
   int64_t l2_bytes = 0;
+  int64_t shared_per_sm = 0;              // L1 and shared memory's shared part at most, bytes
+  int64_t reserved_shared_per_block = 0;  // what the system keeps of it a resident block
   int driver_version = 0;
   std::string arch() const;  // "sm_90"
   DeviceRecord record() const;

@@ -243,6 +243,7 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
         p->rows4_pieces = f4.at(1);
         if (f32) p->staged = f4.at(3);  // csr_spmm_staged, used when windows qualify
       }
+      p->prefer_l1(info_);
       // One max_run serves both kernels (the pieces are cut once): the float4 kernel's lanes when
       // it is loaded, as it runs whenever B and C are aligned.
       p->max_run = csr_max_run(p->typed, csr_lanes(n_cols, p->vec4 ? 4 : 1), a.nnz(), a.rows);

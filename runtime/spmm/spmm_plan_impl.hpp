@@ -11,6 +11,7 @@
 #include "dbsparse/brp.hpp"
 #include "dbsparse/spmm.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
+#include "runtime/gpu/l1_carveout.hpp"
 #include "runtime/spmm/spmm_pieces.hpp"
 #include "runtime/spmm/spmm_relu.hpp"
 #include "runtime/spmm/spmm_stage.hpp"
@@ -109,6 +110,7 @@ struct SpmmPlan::Impl {
   DeviceBuffer<uint16_t> group_vals16;  // instead of group_vals in f16 / bf16
   int32_t local_stride = 0, value_stride = 0, groups = 0;
   CUfunction tc = nullptr, rows1 = nullptr, rows4 = nullptr;
+  int carveout = -1;  // the rows kernels' preferred shared carveout (l1_carveout.hpp); -1: the driver's
   DeviceBuffer<uint32_t> afrag;  // the groups' A operands in fragment order, when expanded (SpmmArgs::afrag)
   CUfunction tc_pieces = nullptr, rows1_pieces = nullptr, rows4_pieces = nullptr;
   DeviceBuffer<int32_t> pieces;  // triples: see SpmmArgs::pieces
@@ -130,6 +132,13 @@ struct SpmmPlan::Impl {
   CUfunction staged = nullptr;
   unsigned plain_grid4 = 1;
   unsigned st_smem = 0;  // the largest window's rows of B, bytes
+
+  // The rows kernels (scalar and float4) as gather kernels: the least shared carveout that keeps
+  // their occupancy, so L1 keeps more of B's rows (DBSPARSE_L1_CARVEOUT=max-l1; l1_carveout.hpp).
+  void prefer_l1(const DeviceInfo& d) {
+    for (CUfunction fn : {rows1, rows4})
+      if (fn) carveout = detail::prefer_l1(fn, csr_warps * 32, 0, d.reserved_shared_per_block, d.shared_per_sm);
+  }
 
   // Builds the staged windows of A (f32, float4 calls) in the warps' order; grid_for sizes the CSR
   // launch over the rows left plain.

@@ -75,6 +75,7 @@ SpmmPlan Context::plan_spmm(const DeviceCsrView64<float>& a, int n_cols, const S
     p->csr_rows4 = csr_rows_a_warp(p->typed, n_cols, 4, a.nnz, a.rows, info_.sm_count);
     p->rows4 = load(4, p->csr_rows4);
   }
+  p->prefer_l1(info_);
   auto grid_for = [&](int rows_a_warp) {
     const int64_t units = (int64_t{a.rows} + rows_a_warp - 1) / rows_a_warp;
     return static_cast<unsigned>(std::max<int64_t>(1, (units + p->csr_warps - 1) / p->csr_warps));

@@ -307,6 +307,10 @@ std::string SpmmPlan::explain() const {
     out += fmt::format("  epilogue {}: {}\n", to_string(p.epilogue),
                        p.epilogue_fused ? "fused into the final stores of C (no pass of its own)"
                                         : "a pass over C after the product (several kernels add into C on this path)");
+  if (p.carveout >= 0)
+    out += fmt::format("  L1: the rows kernels prefer a {}% shared carveout, the least that keeps their occupancy "
+                       "(DBSPARSE_L1_CARVEOUT=max-l1); L1 takes the rest\n",
+                       p.carveout);
   for (const KernelInfo& k : p.kernels) out += fmt::format("  kernel {} ({})\n", k.key, k.origin);
   return out;
 }

@@ -11,12 +11,30 @@
 #include "dbsparse/device_csr.hpp"
 #include "dbsparse/features.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
+#include "runtime/gpu/l1_carveout.hpp"
 #include "runtime/gpu/device_csr_view.hpp"
 #include "runtime/gpu/module_registry.hpp"
 #include "runtime/spmv/spmv_column_order.hpp"
 #include "runtime/spmv/spmv_strategy.hpp"
 
 namespace dbsparse {
+
+namespace {
+// The launches gather x: each prefers the least shared carveout that keeps its occupancy, so L1
+// keeps more of x (DBSPARSE_L1_CARVEOUT=max-l1; runtime/gpu/l1_carveout.hpp). Every SpMV launch
+// asks for no dynamic shared memory. The explain line, or nothing under the driver policy.
+template <class Launches>
+std::string prefer_l1(const Launches& launches, const DeviceInfo& d) {
+  int most = -1;
+  for (const auto& l : launches)
+    most = std::max(most, detail::prefer_l1(static_cast<CUfunction>(l.fn), static_cast<int>(l.block), 0,
+                                            d.reserved_shared_per_block, d.shared_per_sm));
+  return most < 0 ? std::string()
+                  : fmt::format("  L1: each launch prefers the least shared carveout that keeps its occupancy "
+                                "(DBSPARSE_L1_CARVEOUT=max-l1), at most {}% of the SM's shared memory\n",
+                                most);
+}
+}  // namespace
 
 template <class T>
 SpmvPlan<T> Context::plan_spmv(const CsrMatrix<T>& a) {
@@ -274,7 +292,8 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
   if (plan.kernels_.empty()) get(layout.bins[0].key);  // 0 x n: nothing launches, but report the kernel
   plan.layout_text_ = order_text + (layout.classified ? fmt::format("  classified, {} launch(es) per run:\n{}",
                                                                      plan.launches_.size(), text)
-                                                       : "");
+                                                       : "") +
+                      prefer_l1(plan.launches_, info_);
   return plan;
 }
 
@@ -314,7 +333,8 @@ SpmvPlan<T> Context::plan_spmv(const DeviceCsrView64<T>& a, const Config* config
                               static_cast<unsigned>(spmv_grid(key, a.rows)), static_cast<unsigned>(key.block_size),
                               a.rows, 0});
   plan.layout_text_ = fmt::format("  64-bit row offsets, the caller's device arrays: one launch of {} for every row{}\n",
-                                  key.to_string(), took_uniform ? " (classified takes the uniform choice here)" : "");
+                                  key.to_string(), took_uniform ? " (classified takes the uniform choice here)" : "") +
+                      prefer_l1(plan.launches_, info_);
   return plan;
 }
 

@@ -2,11 +2,12 @@
 # Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (issue 35's calls): SpMM and SpMV on
 # irregular graphs with and without a row order, their gpu tests, and Nsight Compute on the CSR
 # kernel of one graph.
-#   tools/device/locality_run.sh tests|spmm|spmm-relu|spmm-configs|spmm-full|spmm-sweep|spmv|gcn|ncu|sanitize ...   (in order)
+#   tools/device/locality_run.sh tests|spmm|spmm-relu|spmm-configs|spmm-full|spmm-sweep|spmv|carveout|gcn|ncu|sanitize ...   (in order)
 # tests: every Spmm* / Spmv* gpu test; spmm: the graphs set (quick) plus ../shared/matrices at
 # N = 32 and 128 with --reorder degree,rcm,community; spmm-full: the full graphs set, N = 32 and 128;
 # spmm-sweep: widths N = $SWEEP_N (default 16,32,64,128,256) on the full graphs set (graphs of
 # millions of rows among them) and $SWEEP_GRAPHS (default R-MAT 22 scrambled), degree order.
+# carveout: SpMM (graphs set) and SpMV (irregular set) under DBSPARSE_L1_CARVEOUT=driver and max-l1.
 # ncu: every csr_spmm_rows launch on the scrambled R-MAT 17 at N = 32, plain and in community order.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -57,15 +58,30 @@ for mode in "$@"; do
         uniform:n=2000000,d=16 --no-shared --strategy classified,cols-degree --json "$OUT/spmv-irregular.json" >"$OUT/spmv-irregular.txt" 2>&1
       # bench spmv's summary is a table (impl x all / regular / irregular), no "geomean" line: print it.
       echo "$mode rc $?"; grep -A8 -E "^summary over" "$OUT/spmv-irregular.txt" | cut -c1-200; grep WRONG "$OUT/spmv-irregular.txt" | head ;;
+    carveout)
+      # The gather kernels' L1 preference (DBSPARSE_L1_CARVEOUT, runtime/gpu/l1_carveout.hpp): SpMM
+      # on the graphs set and the shared matrices, SpMV on the irregular set, under the driver's
+      # carveout and under max-l1, cuSPARSE timed in both runs (its change is the noise).
+      for pol in driver max-l1; do
+        DBSPARSE_L1_CARVEOUT=$pol $T "$B/dbsparse" bench spmm --suite quick --set graphs --n 32,128 \
+          --json "$OUT/carveout-spmm-$pol.json" >"$OUT/carveout-spmm-$pol.txt" 2>&1
+        echo "carveout spmm $pol rc $?"; grep -E "geomean|WRONG" "$OUT/carveout-spmm-$pol.txt" | cut -c1-200 | head -8
+        DBSPARSE_L1_CARVEOUT=$pol $T "$B/dbsparse" bench spmv rmat:scale=20,ef=16,scramble=1 \
+          powerlaw:n=1000000,avg=16,alpha=1.5,max=100000 uniform:n=2000000,d=16 --no-shared \
+          --strategy classified,cols-degree --json "$OUT/carveout-spmv-$pol.json" >"$OUT/carveout-spmv-$pol.txt" 2>&1
+        echo "carveout spmv $pol rc $?"; grep -A8 -E "^summary over" "$OUT/carveout-spmv-$pol.txt" | cut -c1-200
+      done ;;
     ncu)
       # Every csr_spmm_rows launch of one bench: auto, csr and csr-community, 2 calls each (and their
       # pieces passes); the log names each launch's grid, so plain and reordered are told apart.
-      $T ncu --clock-control none -k regex:csr_spmm_rows \
+      # $NCU_CARVEOUT: DBSPARSE_L1_CARVEOUT for the profiled run (LaunchStats shows the carveout taken).
+      DBSPARSE_L1_CARVEOUT=${NCU_CARVEOUT:-driver} $T ncu --clock-control none -k regex:csr_spmm_rows \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
+        --section LaunchStats \
         "$B/dbsparse" bench spmm ${NCU_MATRIX:-rmat:scale=17,ef=16,scramble=1} --no-shared --no-baselines --n 32 \
         --reorder community --reps 1 --batch 1 --warmup 1 >"$OUT/ncu-spmm.txt" 2>&1
       echo "ncu rc $?"
-      grep -E "csr_spmm_rows|Duration|L1/TEX Hit|L2 Hit|Achieved Occupancy|Compute \(SM\) Throughput|DRAM Throughput" \
+      grep -E "csr_spmm_rows|Duration|L1/TEX Hit|L2 Hit|Achieved Occupancy|Compute \(SM\) Throughput|DRAM Throughput|Shared Memory Configuration Size" \
         "$OUT/ncu-spmm.txt" | cut -c1-150 | head -60 ;;
     gcn)
       # The GCN forward pass in each row order of $GCN_ORDERS (default none and degree; community

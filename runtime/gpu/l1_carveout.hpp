@@ -1,0 +1,35 @@
+#pragma once
+// The L1 / shared memory split of the gather kernels (issue 35): SpMM's CSR rows and SpMV's rows
+// read B's rows or x's entries at random, and what L1 keeps of them is what L2 does not have to
+// send. On sm_90 L1 and shared memory share 256 KB an SM; with no preference the driver gave
+// kernels that use no dynamic shared memory a 102-168 KB shared carveout (Nsight Compute's "Shared
+// Memory Configuration Size": decode_lanes 168 KB, spmspv_compute 135 KB, H200, s16-s21), which
+// leaves L1 ~90-150 KB. The L1 model (runtime/spmm/gather_l1_model.hpp) puts R-MAT 17's B-row hits
+// at N = 32 at 14.6% with 128 KB of L1 and 26.6% with 256 KB; Nsight Compute measured 15.3% (s24
+// run 1). prefer_l1 asks for the least shared memory that keeps a kernel's full occupancy.
+//
+// DBSPARSE_L1_CARVEOUT: "driver" (the default: no preference, as before) or "max-l1". The default
+// changes only with an H200 measurement of both (tools/device/locality_run.sh carveout).
+#include <cuda.h>
+
+#include <cstdint>
+
+namespace dbsparse::detail {
+
+enum class CarveoutPolicy { Driver, MaxL1 };
+
+// From DBSPARSE_L1_CARVEOUT; UsageError naming the variable and the two values for anything else.
+CarveoutPolicy carveout_policy();
+
+// The carveout (percent of the SM's shared memory, rounded up; the driver rounds up again to a
+// size the hardware has) that holds `blocks` resident blocks of smem_per_block bytes each, plus
+// the bytes the system reserves a block. 0 when the kernel uses no shared memory.
+int carveout_percent(int64_t smem_per_block, int64_t reserved_per_block, int blocks, int64_t shared_per_sm);
+
+// Under CarveoutPolicy::MaxL1, sets fn's preferred carveout to carveout_percent at the occupancy fn
+// reaches with block_threads threads and dynamic_smem bytes a block, and returns it; -1 (nothing
+// set) under the driver policy. Idempotent: plans sharing a loaded kernel set the same value.
+int prefer_l1(CUfunction fn, int block_threads, int64_t dynamic_smem, int64_t reserved_per_block,
+              int64_t shared_per_sm);
+
+}  // namespace dbsparse::detail
