@@ -9,8 +9,10 @@
 // others; or x is read in the columns' count order (SpMV's cols-degree: hubs share sectors).
 // Why a model: an order or a staging scheme is worth building only if it moves gathers from L2 to
 // the SM, and the CPU can count that for any matrix while the H200 is not lent. It ignores the
-// warps' interleaving and L1's real policy: on R-MAT 17 scrambled at N = 32 in the degree order it
-// gives 26.4% hits at 256 KB where Nsight Compute measured 31% L1 hits (s24 run 1, H200).
+// warps' interleaving and L1's real policy. On R-MAT 17 scrambled at N = 32 it gives 14.6% hits
+// with 128 KB of L1 and 26.6% with 256 KB; Nsight Compute measured 15.3% for the CSR kernel (s24
+// run 1, H200, 4-warp blocks; its L1 size was not recorded) and 30.5% for s22 run 2's shape (8-warp
+// blocks, long rows cut). Why the L1 size matters: runtime/gpu/l1_carveout.hpp.
 // Pure host code, O(nnz + cols log cols); tests/cpu/ops/test_gather_l1_model.cpp checks it
 // against a plain list LRU.
 #include <algorithm>
