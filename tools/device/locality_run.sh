@@ -91,7 +91,7 @@ for mode in "$@"; do
       for g in ${GCN_GRAPHS:-rmat:scale=17,ef=16,scramble=1 powerlaw:n=200000,avg=16,alpha=1.5,max=20000 cit-HepPh}; do
         for order in ${GCN_ORDERS:-none degree}; do
           for relu in ${GCN_RELU:-fused separate}; do
-            f="$OUT/gcn-$(echo "$g" | tr ':=,' '___')-$order-$relu"
+            f="$OUT/gcn-$(echo "$g" | tr ':=,' '___')-$order-$relu${DBSPARSE_L1_CARVEOUT:+-$DBSPARSE_L1_CARVEOUT}"
             flag=--fuse-relu
             [ "$relu" = fused ] || flag=--no-fuse-relu
             $T "$B/dbsparse" gcn "$g" --reorder "$order" $flag --json "$f.json" >"$f.txt" 2>&1
