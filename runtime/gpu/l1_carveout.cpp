@@ -18,8 +18,8 @@ CarveoutPolicy carveout_policy() {
 }
 
 int carveout_percent(int64_t smem_per_block, int64_t reserved_per_block, int blocks, int64_t shared_per_sm) {
-  if (smem_per_block <= 0 || blocks <= 0 || shared_per_sm <= 0) return 0;
-  const int64_t need = (smem_per_block + std::max<int64_t>(reserved_per_block, 0)) * blocks;
+  if (blocks <= 0 || shared_per_sm <= 0) return 0;
+  const int64_t need = (std::max<int64_t>(smem_per_block, 0) + std::max<int64_t>(reserved_per_block, 0)) * blocks;
   const int64_t pct = (100 * need + shared_per_sm - 1) / shared_per_sm;
   return static_cast<int>(std::min<int64_t>(pct, 100));
 }
@@ -29,15 +29,12 @@ int prefer_l1(CUfunction fn, int block_threads, int64_t dynamic_smem, int64_t re
   if (carveout_policy() == CarveoutPolicy::Driver) return -1;
   int static_smem = 0, blocks = 0;
   DBS_CU(cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn));
-  const int64_t smem = static_smem + dynamic_smem;
-  int pct = 0;
-  if (smem > 0) {
-    // At the largest carveout (as the occupancy query assumes), so that the preference set below
-    // cannot lower the count it is sized for.
-    DBS_CU(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, CU_SHAREDMEM_CARVEOUT_MAX_SHARED));
-    DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, block_threads, static_cast<size_t>(dynamic_smem)));
-    pct = carveout_percent(smem, reserved_per_block, blocks, shared_per_sm);
-  }
+  // Occupancy at the largest carveout, so that the preference set below cannot lower the count it
+  // is sized for. Even a kernel without shared memory holds the system's reserve a resident block
+  // (1 KB on sm_90): a 0% preference could leave room for fewer blocks than its registers allow.
+  DBS_CU(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, CU_SHAREDMEM_CARVEOUT_MAX_SHARED));
+  DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, block_threads, static_cast<size_t>(dynamic_smem)));
+  const int pct = carveout_percent(static_smem + dynamic_smem, reserved_per_block, blocks, shared_per_sm);
   DBS_CU(cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, pct));
   return pct;
 }

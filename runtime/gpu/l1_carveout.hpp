@@ -1,12 +1,14 @@
 #pragma once
 // The L1 / shared memory split of the gather kernels (issue 35): SpMM's CSR rows and SpMV's rows
 // read B's rows or x's entries at random, and what L1 keeps of them is what L2 does not have to
-// send. On sm_90 L1 and shared memory share 256 KB an SM; with no preference the driver gave
-// kernels that use no dynamic shared memory a 102-168 KB shared carveout (Nsight Compute's "Shared
-// Memory Configuration Size": decode_lanes 168 KB, spmspv_compute 135 KB, H200, s16-s21), which
-// leaves L1 ~90-150 KB. The L1 model (runtime/spmm/gather_l1_model.hpp) puts R-MAT 17's B-row hits
-// at N = 32 at 14.6% with 128 KB of L1 and 26.6% with 256 KB; Nsight Compute measured 15.3% (s24
-// run 1). prefer_l1 asks for the least shared memory that keeps a kernel's full occupancy.
+// send. On sm_90 L1 and shared memory share 256 KB an SM. With no preference the driver sizes the
+// shared part for the most blocks the SM could hold: Nsight Compute's occupancy section put the
+// shared-memory block limit of csr_spmm_rows (no shared memory of its own, 1 KB reserved a block)
+// at 32 (s24 run 1), so at least 32 KB went to shared memory while registers allowed 9 blocks; the
+// kernels with static shared memory got carveouts sized to their occupancy (s16-s21 LaunchStats).
+// prefer_l1 asks for the least shared memory that keeps the occupancy the kernel can reach: here
+// ~16 KB, L1 ~240 KB instead of ~224. Small (the L1 model: R-MAT 17's B-row hits at N = 32 23.4%
+// -> ~25%), cheap, and measured before it becomes the default.
 //
 // DBSPARSE_L1_CARVEOUT: "driver" (the default: no preference, as before) or "max-l1". The default
 // changes only with an H200 measurement of both (tools/device/locality_run.sh carveout).
@@ -23,7 +25,7 @@ CarveoutPolicy carveout_policy();
 
 // The carveout (percent of the SM's shared memory, rounded up; the driver rounds up again to a
 // size the hardware has) that holds `blocks` resident blocks of smem_per_block bytes each, plus
-// the bytes the system reserves a block. 0 when the kernel uses no shared memory.
+// the bytes the system reserves a block (which a kernel without shared memory still needs).
 int carveout_percent(int64_t smem_per_block, int64_t reserved_per_block, int blocks, int64_t shared_per_sm);
 
 // Under CarveoutPolicy::MaxL1, sets fn's preferred carveout to carveout_percent at the occupancy fn

@@ -13,11 +13,12 @@ using namespace dbsparse::detail;
 
 TEST_CASE("CarveoutPercentHoldsEveryResidentBlockAndNoMore") {
   const int64_t sm = 233472;  // sm_90: 228 KB of shared memory an SM at most
-  CHECK(carveout_percent(0, 1024, 16, sm) == 0);  // no shared memory: L1 takes all
+  CHECK(carveout_percent(0, 0, 16, sm) == 0);      // nothing at all: L1 takes all
+  CHECK(carveout_percent(0, 1024, 9, sm) == 4);    // the reserve of 9 blocks: 9 KB, 3.9% -> 4%
   // 16 blocks of 2 KB plus 1 KB reserved each: 48 KB, 21.05% -> 22%.
   CHECK(carveout_percent(2048, 1024, 16, sm) == 22);
   for (int blocks = 1; blocks <= 32; ++blocks)
-    for (int64_t smem : {256, 4096, 12288, 49152}) {
+    for (int64_t smem : {0, 256, 4096, 12288, 49152}) {
       CAPTURE(blocks);
       CAPTURE(smem);
       const int pct = carveout_percent(smem, 1024, blocks, sm);
