@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <mutex>
 #include <string>
 
 #include "dbsparse/error.hpp"
@@ -27,6 +28,10 @@ int carveout_percent(int64_t smem_per_block, int64_t reserved_per_block, int blo
 int prefer_l1(CUfunction fn, int block_threads, int64_t dynamic_smem, int64_t reserved_per_block,
               int64_t shared_per_sm) {
   if (carveout_policy() == CarveoutPolicy::Driver) return -1;
+  // Plans on several threads may share a loaded kernel: its occupancy is read at the largest
+  // carveout, so no other thread's preference may land between that and the set.
+  static std::mutex mu;
+  const std::lock_guard lock(mu);
   int static_smem = 0, blocks = 0;
   DBS_CU(cuFuncGetAttribute(&static_smem, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, fn));
   // Occupancy at the largest carveout, so that the preference set below cannot lower the count it
