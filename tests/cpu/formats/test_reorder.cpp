@@ -175,4 +175,16 @@ TEST_CASE("ReorderCliReportsTheShareOfEntriesInTheMostFrequentColumns") {
   CHECK(rec["hub_share"]["top256"].get<double>() == doctest::Approx((2999.0 + 255) / 5998).epsilon(1e-12));
   CHECK(rec["hub_share"]["top1024"].get<double>() == doctest::Approx((2999.0 + 1023) / 5998).epsilon(1e-12));
   CHECK(rec["hub_share"]["top4096"].get<double>() == doctest::Approx(1.0).epsilon(1e-12));
+  // The L1 model's shares, worked by hand. N = 32: blocks of 16 rows go to 132 SMs in turn. SM 0
+  // takes row 0's 2999 distinct columns (all misses) and then column 0 once; each of the other 131
+  // SMs misses column 0 once: 3131 of the 5998 gathers reach L2. With 160 KB of hub rows staged
+  // (1280 rows: column 0, then columns 1..1279 by the tie to the smaller index) only row 0's
+  // columns 1280..2999 do: 1720. SpMV: sectors of 8 columns, blocks of 64 rows: row 0 asks for its
+  // 375 sectors, the other 46 SMs for column 0's once: 421 sectors of 32 bytes, the same in the
+  // count order (it numbers the columns as they are).
+  const auto& model = rec["orders"][0]["spmm_l2_share_model"];
+  CHECK(model["n32"]["plain"].get<double>() == doctest::Approx(3131.0 / 5998).epsilon(1e-12));
+  CHECK(model["n32"]["hubs_160k"].get<double>() == doctest::Approx(1720.0 / 5998).epsilon(1e-12));
+  CHECK(rec["spmv_model"]["x_l2_bytes_own"].get<double>() == 421.0 * 32);
+  CHECK(rec["spmv_model"]["x_l2_bytes_count_order"].get<double>() == 421.0 * 32);
 }
