@@ -13,14 +13,14 @@
 // with 128 KB of L1 and 26.6% with 256 KB; Nsight Compute measured 15.3% for the CSR kernel (s24
 // run 1, H200, 4-warp blocks; its L1 size was not recorded) and 30.5% for s22 run 2's shape (8-warp
 // blocks, long rows cut). Why the L1 size matters: runtime/gpu/l1_carveout.hpp.
-// Pure host code, O(nnz + cols log cols); tests/cpu/ops/test_gather_l1_model.cpp checks it
+// Pure host code, O(nnz + cols); tests/cpu/ops/test_gather_l1_model.cpp checks it
 // against a plain list LRU.
 #include <algorithm>
 #include <cstdint>
-#include <numeric>
 #include <vector>
 
 #include "dbsparse/matrix.hpp"
+#include "runtime/spmv/spmv_column_order.hpp"
 
 namespace dbsparse {
 
@@ -47,20 +47,6 @@ struct GatherL1Counts {
   double l2_bytes() const { return double(l2()) * double(item_bytes); }
 };
 
-namespace detail {
-// Columns by decreasing count, ties to the smaller index: rank[c] is c's place.
-inline std::vector<int32_t> count_rank(int32_t cols, const std::vector<int32_t>& col_idx) {
-  std::vector<int64_t> count(static_cast<size_t>(cols), 0);
-  for (const int32_t c : col_idx) ++count[static_cast<size_t>(c)];
-  std::vector<int32_t> by(static_cast<size_t>(cols)), rank(static_cast<size_t>(cols));
-  std::iota(by.begin(), by.end(), 0);
-  std::stable_sort(by.begin(), by.end(),
-                   [&](int32_t x, int32_t y) { return count[static_cast<size_t>(x)] > count[static_cast<size_t>(y)]; });
-  for (size_t i = 0; i < by.size(); ++i) rank[static_cast<size_t>(by[i])] = static_cast<int32_t>(i);
-  return rank;
-}
-}  // namespace detail
-
 // order: A's rows in the warps' order (empty: A's own).
 template <class T>
 GatherL1Counts gather_l1_model(const CsrMatrix<T>& a, const std::vector<int32_t>& order, const GatherL1Geometry& g) {
@@ -71,13 +57,16 @@ GatherL1Counts gather_l1_model(const CsrMatrix<T>& a, const std::vector<int32_t>
   const int64_t staged_bytes = std::max<int64_t>(g.staged_bytes, 0);
   const int64_t hub_items = staged_bytes / out.item_bytes;
   const int64_t capacity = std::max<int64_t>(g.l1_bytes - staged_bytes, 0) / out.item_bytes;
-  const bool need_rank = g.count_order || hub_items > 0;
-  const std::vector<int32_t> rank = need_rank ? detail::count_rank(a.cols, a.col_idx) : std::vector<int32_t>{};
+  // The count order is SpMV's cols-degree numbering itself (ties to the smaller column): entry q's
+  // column there is counted.col_idx[q]. Hub staging takes the hub_items columns it puts first.
+  const bool need_order = g.count_order || hub_items > 0;
+  const SpmvColumnOrder counted = need_order ? spmv_degree_column_order(a.cols, a.col_idx) : SpmvColumnOrder{};
   const int64_t items = (int64_t{a.cols} + per_item - 1) / per_item;
-  // An item is a column (or a sector of per_item columns) in A's numbering or the count order's;
-  // hub staging takes the hub_items most frequent columns' rows (items are whole rows there).
-  auto item_of = [&](int32_t c) { return (g.count_order ? rank[static_cast<size_t>(c)] : c) / per_item; };
-  auto is_hub = [&](int32_t c) { return hub_items > 0 && rank[static_cast<size_t>(c)] < hub_items; };
+  // An item is a column (or a sector of per_item columns) in A's numbering or the count order's.
+  auto item_of = [&](int32_t q) {
+    return (g.count_order ? counted.col_idx[static_cast<size_t>(q)] : a.col_idx[static_cast<size_t>(q)]) / per_item;
+  };
+  auto is_hub = [&](int32_t q) { return hub_items > 0 && counted.col_idx[static_cast<size_t>(q)] < hub_items; };
   // One LRU list reused SM after SM (the SMs' L1s are independent): prev / next by item, -1 at
   // the ends; head the most recent.
   std::vector<int32_t> prev(static_cast<size_t>(items), -1), next(static_cast<size_t>(items), -1);
@@ -106,12 +95,11 @@ GatherL1Counts gather_l1_model(const CsrMatrix<T>& a, const std::vector<int32_t>
         const int32_t r = order.empty() ? static_cast<int32_t>(i) : order[static_cast<size_t>(i)];
         row_items.clear();
         for (int32_t q = a.row_ptr[r]; q < a.row_ptr[r + 1]; ++q) {
-          const int32_t c = a.col_idx[q];
-          if (is_hub(c)) {
+          if (is_hub(q)) {
             ++out.requests;
             ++out.staged;
           } else {
-            const int32_t it = item_of(c);
+            const int32_t it = item_of(q);
             if (per_item > 1) {  // a row's repeats of a sector: one request, at its first entry
               if (asked[static_cast<size_t>(it)] == i) continue;
               asked[static_cast<size_t>(it)] = i;

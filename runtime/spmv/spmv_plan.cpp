@@ -22,9 +22,9 @@ namespace dbsparse {
 namespace {
 // The launches gather x: each prefers the least shared carveout that keeps its occupancy, so L1
 // keeps more of x (DBSPARSE_L1_CARVEOUT=max-l1; runtime/gpu/l1_carveout.hpp). Every SpMV launch
-// asks for no dynamic shared memory. The explain line, or nothing under the driver policy.
+// asks for no dynamic shared memory. Returns the explain line, or nothing under the driver policy.
 template <class Launches>
-std::string prefer_l1(const Launches& launches, const DeviceInfo& d) {
+std::string prefer_l1_text(const Launches& launches, const DeviceInfo& d) {
   int most = -1;
   for (const auto& l : launches)
     most = std::max(most, detail::prefer_l1(static_cast<CUfunction>(l.fn), static_cast<int>(l.block), 0,
@@ -293,7 +293,7 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
   plan.layout_text_ = order_text + (layout.classified ? fmt::format("  classified, {} launch(es) per run:\n{}",
                                                                      plan.launches_.size(), text)
                                                        : "") +
-                      prefer_l1(plan.launches_, info_);
+                      prefer_l1_text(plan.launches_, info_);
   return plan;
 }
 
@@ -334,7 +334,7 @@ SpmvPlan<T> Context::plan_spmv(const DeviceCsrView64<T>& a, const Config* config
                               a.rows, 0});
   plan.layout_text_ = fmt::format("  64-bit row offsets, the caller's device arrays: one launch of {} for every row{}\n",
                                   key.to_string(), took_uniform ? " (classified takes the uniform choice here)" : "") +
-                      prefer_l1(plan.launches_, info_);
+                      prefer_l1_text(plan.launches_, info_);
   return plan;
 }
 

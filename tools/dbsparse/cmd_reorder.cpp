@@ -64,7 +64,9 @@ int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
   // the cols-degree strategy (columns renumbered by count, x gathered into that order) saves.
   nlohmann::json spmv = nlohmann::json::object();
   {
-    GatherL1Geometry g{1, 132, 256 << 10, 0, 64, false};
+    GatherL1Geometry g;  // H200: 132 SMs, 256 KB of L1 each
+    g.n_cols = 1;
+    g.rows_per_block = 64;
     const GatherL1Counts own = gather_l1_model(csr, {}, g);
     g.count_order = true;
     const GatherL1Counts counted = gather_l1_model(csr, {}, g);
@@ -102,7 +104,9 @@ int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
     nlohmann::json l2 = nlohmann::json::object();
     std::string l2_text;
     for (const int32_t n : {32, 128}) {
-      const GatherL1Geometry plain{n, 132, 256 << 10, 0, n == 32 ? 16 : 4};
+      GatherL1Geometry plain;
+      plain.n_cols = n;
+      plain.rows_per_block = n == 32 ? 16 : 4;
       GatherL1Geometry hubs = plain;
       hubs.staged_bytes = 160 << 10;
       const double p0 = gather_l1_model(permuted, {}, plain).l2_share();
