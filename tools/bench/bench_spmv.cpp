@@ -77,9 +77,11 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
       forced.params["strategy"] = "classified";
       forced.params["fuse_bins"] = 0;
     }
-    if (strategy == "cols-degree") {  // the default strategy, A's columns in degree order
+    // The default strategy with A's columns in degree order, or as given: the reorder A/B (the
+    // other strategies take the default reorder, auto).
+    if (strategy == "cols-degree" || strategy == "cols-none") {
       forced.params["strategy"] = SpmvConfig{}.strategy;
-      forced.params["reorder"] = "degree";
+      forced.params["reorder"] = strategy == "cols-degree" ? "degree" : "none";
     }
     if (strategy.rfind("vector-l", 0) == 0) {  // vector with a fixed width, e.g. vector-l4
       forced.params["strategy"] = "vector";

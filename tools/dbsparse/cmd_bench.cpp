@@ -117,11 +117,13 @@ Runner add_bench(CLI::App& sub_ref) {
   sub->add_option("--strategy", a->strategies,
                   "spmv only: dbsparse strategies to time, one row each, for ablation (comma-separate: "
                   "classified, classified-split (one kernel per bin), uniform, scalar, vector, vector-l2 .. vector-l32 "
-                  "(fixed lanes), block, longrow, cols-degree (classified, A's columns in degree order)); "
+                  "(fixed lanes), block, longrow (each with the default reorder, auto), cols-degree / cols-none "
+                  "(classified, A's columns in degree order / as given: the reorder A/B)); "
                   "default: the tuning DB's config")
       ->delimiter(',')
       ->check(CLI::IsMember({"classified", "classified-split", "uniform", "scalar", "vector", "vector-l2", "vector-l4",
-                             "vector-l8", "vector-l16", "vector-l32", "block", "longrow", "cols-degree"}));
+                             "vector-l8", "vector-l16", "vector-l32", "block", "longrow", "cols-degree",
+                             "cols-none"}));
   sub->add_option("--config", a->config,
                   "config params (JSON object) for the dbsparse rows instead of the tuning DB's (spmspv); "
                   "keys left out take the defaults, e.g. '{\"pull_coo\":\"warp\"}'");

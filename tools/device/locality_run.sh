@@ -55,7 +55,7 @@ for mode in "$@"; do
       echo "$mode big rc $?"; grep -E "geomean|WRONG" "$OUT/spmm-sweep-big.txt" | cut -c1-200 | head -20 ;;
     spmv)
       $T "$B/dbsparse" bench spmv rmat:scale=20,ef=16,scramble=1 powerlaw:n=1000000,avg=16,alpha=1.5,max=100000 \
-        uniform:n=2000000,d=16 --no-shared --strategy classified,cols-degree --json "$OUT/spmv-irregular.json" >"$OUT/spmv-irregular.txt" 2>&1
+        uniform:n=2000000,d=16 --no-shared --strategy cols-none,cols-degree,classified --json "$OUT/spmv-irregular.json" >"$OUT/spmv-irregular.txt" 2>&1
       # bench spmv's summary is a table (impl x all / regular / irregular), no "geomean" line: print it.
       echo "$mode rc $?"; grep -A8 -E "^summary over" "$OUT/spmv-irregular.txt" | cut -c1-200; grep WRONG "$OUT/spmv-irregular.txt" | head ;;
     carveout)
@@ -68,7 +68,7 @@ for mode in "$@"; do
         echo "carveout spmm $pol rc $?"; grep -E "geomean|WRONG" "$OUT/carveout-spmm-$pol.txt" | cut -c1-200 | head -8
         DBSPARSE_L1_CARVEOUT=$pol $T "$B/dbsparse" bench spmv rmat:scale=20,ef=16,scramble=1 \
           powerlaw:n=1000000,avg=16,alpha=1.5,max=100000 uniform:n=2000000,d=16 --no-shared \
-          --strategy classified,cols-degree --json "$OUT/carveout-spmv-$pol.json" >"$OUT/carveout-spmv-$pol.txt" 2>&1
+          --strategy cols-none,cols-degree,classified --json "$OUT/carveout-spmv-$pol.json" >"$OUT/carveout-spmv-$pol.txt" 2>&1
         echo "carveout spmv $pol rc $?"; grep -A8 -E "^summary over" "$OUT/carveout-spmv-$pol.txt" | cut -c1-200
       done ;;
     ncu)

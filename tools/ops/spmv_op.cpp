@@ -32,7 +32,8 @@ tuner::SearchSpace make_space() {
       ParamSpec::choice("block_max_len", {1024, 4096, 16384}, "longest row for one block per row"),
       ParamSpec::choice("longrow_chunk", {1024, 2048, 8192}, "entries per block of a split long row"),
       ParamSpec::choice("fold_share", {0.0, 0.02, 0.1}, "bins under this share of nonzeros join the next"),
-      ParamSpec::choice("reorder", {"none", "degree"}, "A's columns as given, or by decreasing count (x gathered)"),
+      ParamSpec::choice("reorder", {"auto", "none", "degree"},
+                        "auto (degree where hub columns are skewed), A's columns as given, or by decreasing count (x gathered)"),
   };
   return s;
 }
