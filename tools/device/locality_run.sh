@@ -2,13 +2,14 @@
 # Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (issue 35's calls): SpMM and SpMV on
 # irregular graphs with and without a row order, their gpu tests, and Nsight Compute on the CSR
 # kernel of one graph.
-#   tools/device/locality_run.sh tests|spmm|spmm-relu|spmm-configs|spmm-full|spmm-sweep|spmv|carveout|gcn|ncu|sanitize ...   (in order)
+#   tools/device/locality_run.sh tests|spmm|spmm-relu|spmm-configs|spmm-full|spmm-sweep|spmv|carveout|gcn|ncu|ncu-spmv|sanitize ...   (in order)
 # tests: every Spmm* / Spmv* gpu test; spmm: the graphs set (quick) plus ../shared/matrices at
 # N = 32 and 128 with --reorder degree,rcm,community; spmm-full: the full graphs set, N = 32 and 128;
 # spmm-sweep: widths N = $SWEEP_N (default 16,32,64,128,256) on the full graphs set (graphs of
 # millions of rows among them) and $SWEEP_GRAPHS (default R-MAT 22 scrambled), degree order.
 # carveout: SpMM (graphs set) and SpMV (irregular set) under DBSPARSE_L1_CARVEOUT=driver and max-l1.
 # ncu: every csr_spmm_rows launch on the scrambled R-MAT 17 at N = 32, plain and in community order.
+# ncu-spmv: dbsparse's and cuSPARSE's SpMV kernels on $NCU_MATRIX (default power-law 1M), one call each.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/device/device_env.sh
@@ -83,6 +84,18 @@ for mode in "$@"; do
       echo "ncu rc $?"
       grep -E "csr_spmm_rows|Duration|L1/TEX Hit|L2 Hit|Achieved Occupancy|Compute \(SM\) Throughput|DRAM Throughput|Shared Memory Configuration Size" \
         "$OUT/ncu-spmm.txt" | cut -c1-150 | head -60 ;;
+    ncu-spmv)
+      # SpMV on $NCU_MATRIX (default power-law 1M, its worst irregular matrix: 0.79x on an H100 in
+      # s29): dbsparse's classified kernel and cuSPARSE's, one call each after a warm-up, so the two
+      # are compared launch for launch (L1 / L2 hits, sectors, stalls, occupancy).
+      $T ncu --clock-control none -k 'regex:spmv|csr|Csr' \
+        --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
+        --section LaunchStats --section SchedulerStats \
+        "$B/dbsparse" bench spmv ${NCU_MATRIX:-powerlaw:n=1000000,avg=16,alpha=1.5,max=100000} --no-shared \
+        --reps 1 --batch 1 --warmup 1 >"$OUT/ncu-spmv.txt" 2>&1
+      echo "ncu-spmv rc $?"
+      grep -E "^  [a-zA-Z_].*\(|Duration|L1/TEX Hit|L2 Hit|Achieved Occupancy|Compute \(SM\) Throughput|Memory Throughput|DRAM Throughput|Registers Per|No Eligible|Issued Warp" \
+        "$OUT/ncu-spmv.txt" | cut -c1-150 | head -80 ;;
     gcn)
       # The GCN forward pass in each row order of $GCN_ORDERS (default none and degree; community
       # never paid back in 100 passes, s22-s24), the order's host time amortised over 100 passes;
