@@ -47,13 +47,17 @@ const Variant kVariants[] = {{BfsDirection::Auto, BfsLaunch::Cooperative}, {BfsD
                              {BfsDirection::Pull, BfsLaunch::Cooperative}, {BfsDirection::Auto, BfsLaunch::HostLoop}};
 
 // Every variant, every source: levels equal the reference's, the result validates, the statistics
-// add up. A config (for the auto rule) may be given.
+// add up. A config (for the auto rule) may be given; with a shard, only its (variant, source) pairs.
 template <class T>
 void check_bfs(const std::string& name, const CsrMatrix<T>& a, std::vector<int32_t> sources, bool transpose = false,
-               const Config* config = nullptr) {
+               const Config* config = nullptr, dbs_test::Shard* shard = nullptr) {
   const PatternGraph g = pattern_of(a, transpose);
   Stream stream(ctx());
   for (const Variant& v : kVariants) {
+    std::vector<int32_t> mine;
+    for (int32_t s : sources)
+      if (shard == nullptr || shard->next()) mine.push_back(s);
+    if (mine.empty()) continue;
     BfsOptions opt;
     opt.direction = v.direction;
     opt.launch = v.launch;
@@ -61,7 +65,7 @@ void check_bfs(const std::string& name, const CsrMatrix<T>& a, std::vector<int32
     opt.config = config;
     BfsPlan plan = ctx().plan_bfs(a, opt);
     DeviceBuffer<int32_t> levels(static_cast<size_t>(g.n)), parents(static_cast<size_t>(g.n));
-    for (int32_t s : sources) {
+    for (int32_t s : mine) {
       CAPTURE(name);
       CAPTURE(s);
       CAPTURE(to_string(v.direction));
@@ -92,16 +96,16 @@ void check_bfs(const std::string& name, const CsrMatrix<T>& a, std::vector<int32
 
 TEST_CASE("BfsMatchesReferenceOnPathStarAndDisconnectedGraphs") {
   std::vector<std::pair<int32_t, int32_t>> path, star, parts;
-  dbs_test::Shard shard;  // a graph a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
+  dbs_test::Shard shard;  // a (graph, variant, source) a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
   for (int32_t i = 0; i + 1 < 3000; ++i) path.push_back({i, i + 1});
-  if (shard.next()) check_bfs("path", from_edges(3000, path, true), {0, 15, 16, 1500, 2999});
+  check_bfs("path", from_edges(3000, path, true), {0, 15, 16, 1500, 2999}, false, nullptr, &shard);
   for (int32_t i = 1; i < 20000; ++i) star.push_back({0, i});
-  if (shard.next()) check_bfs("star", from_edges(20000, star, true), {0, 15, 16, 19999});
+  check_bfs("star", from_edges(20000, star, true), {0, 15, 16, 19999}, false, nullptr, &shard);
   // Two cliques of 40, a path of 100, isolated vertices between them.
   for (int32_t i = 0; i < 40; ++i)
     for (int32_t j = i + 1; j < 40; ++j) parts.push_back({i, j}), parts.push_back({100 + i, 100 + j});
   for (int32_t i = 200; i < 299; ++i) parts.push_back({i, i + 1});
-  if (shard.next()) check_bfs("disconnected", from_edges(333, parts, true), {0, 15, 16, 50, 120, 250, 332});
+  check_bfs("disconnected", from_edges(333, parts, true), {0, 15, 16, 50, 120, 250, 332}, false, nullptr, &shard);
 }
 
 TEST_CASE("BfsMatchesReferenceWithSelfLoopsDuplicatesAndTinyGraphs") {
@@ -137,15 +141,14 @@ TEST_CASE("BfsFollowsTheYEqualsAxConventionOnDirectedGraphs") {
 }
 
 TEST_CASE("BfsMatchesReferenceOnGeneratedGraphs") {
-  dbs_test::Shard shard;  // a graph a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
+  dbs_test::Shard shard;  // a (graph, variant, source) a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
   for (const char* spec : {"rmat:scale=14,ef=16,scramble=1", "stencil2d:n=300", "stencil3d:n=24,points=27",
                            "uniform:n=20000,d=6,seed=3", "powerlaw:n=30000,avg=6,alpha=1.5,max=5000,seed=2"}) {
-    if (!shard.next()) continue;
     const CsrMatrix<double> a = generate(spec);
     const PatternGraph g = pattern_of(a);
     std::vector<int32_t> sources = pick_sources(g, 3, 7);
     sources.push_back(g.n - 1);
-    check_bfs(spec, a, sources);
+    check_bfs(spec, a, sources, false, nullptr, &shard);
   }
 }
 
@@ -226,16 +229,15 @@ TEST_CASE("BfsDeviceFootprintIsTheSumOfThePlansAllocations") {
 }
 
 TEST_CASE("BfsMatchesReferenceOnRealMatrices") {
-  dbs_test::Shard shard;  // a matrix a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
+  dbs_test::Shard shard;  // a (matrix, variant, source) a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
   for (const auto& file : dbs_test::shared_matrices()) {
-    if (!shard.next()) continue;
     const CsrMatrix<double> a = read_matrix_market(file);
     if (a.rows != a.cols || a.rows == 0) continue;
     const PatternGraph g = pattern_of(a);
     std::vector<int32_t> sources = pick_sources(g, 2, 11);
-    check_bfs(file, a, sources);
+    check_bfs(file, a, sources, false, nullptr, &shard);
     if (!is_symmetric(g)) {
-      check_bfs(file + " (symmetrised)", ones_matrix<float>(symmetrize(g, false)), sources);
+      check_bfs(file + " (symmetrised)", ones_matrix<float>(symmetrize(g, false)), sources, false, nullptr, &shard);
     }
   }
 }

@@ -435,14 +435,18 @@ using dbs_test::undirected;
 
 TEST_CASE("TriangleCountGpuMatchesTheCpuOnGeneratedGraphs") {
   Stream s(ctx());
+  dbs_test::Shard shard;  // a (graph, count) a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
   for (const char* spec :
        {"roadnet:n=20000,seed=1", "rmat:scale=14,ef=16,seed=1", "powerlaw:n=30000,avg=6,max=3000,alpha=1.5,seed=2",
         "uniform:n=20000,d=8,seed=1", "stencil3d:n=12,points=27"}) {
     CAPTURE(spec);
+    const bool f64 = shard.next(), f32 = shard.next(), mask = shard.next();
+    if (!f64 && !f32 && !mask) continue;
     const CsrMatrix<double> g = undirected(generate(spec));
     const int64_t want = triangle_count_cpu(g);
-    CHECK(triangle_count(ctx(), g) == want);
-    CHECK(triangle_count(ctx(), g.cast<float>()) == want);
+    if (f64) CHECK(triangle_count(ctx(), g) == want);
+    if (f32) CHECK(triangle_count(ctx(), g.cast<float>()) == want);
+    if (!mask) continue;
     // The baseline's mask step on our own C = L·L gives the same count.
     const CsrMatrix<float> l = lower(g).cast<float>();
     SpgemmPlan<float> plan = ctx().plan_spgemm(l, l);
@@ -450,6 +454,7 @@ TEST_CASE("TriangleCountGpuMatchesTheCpuOnGeneratedGraphs") {
     DeviceCsr<float> ld(l);
     CHECK(std::llround(triangle_mask_sum(ctx(), plan.result(), ld.view(), s.handle())) == want);
   }
+  if (!shard.next()) return;
   // A directed pattern: only the entries below the diagonal count, as on the CPU.
   const CsrMatrix<double> d = generate("uniform:n=3000,d=12,seed=5");
   CHECK(triangle_count(ctx(), d) == triangle_count_cpu(d));

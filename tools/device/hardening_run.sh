@@ -14,9 +14,10 @@
 #   (any tool's, the most; a case they do not show counts as 100 s), so the long ones do not start
 #   last and outlast the budget while the cores idle. $SAN_SHORT_FIRST=1: shortest first instead,
 #   for a budget too short for the long ones (the most cases done).
-#   $SAN_SHARDS: "Case=n ..." (default $default_shards below): under a sanitizer, each such case runs
-#   as n processes with DBSPARSE_TEST_SHARD=k/n (tests/test_support.hpp), which together run each
-#   item of its loops once, named Case@k/n in the summary; a whole-case pass in $SAN_DONE still counts.
+#   $SAN_SHARDS: "Case=n tool:Case=m ..." (default $default_shards below): under a sanitizer, each
+#   such case runs as n processes with DBSPARSE_TEST_SHARD=k/n (tests/test_support.hpp), which
+#   together run each item of its loops once, named Case@k/n in the summary; "tool:Case=m" gives
+#   that tool m instead (racecheck is the slow one); a whole-case pass in $SAN_DONE still counts.
 #   $SAN_GPUS: GPUs to spread the processes over (default: those nvidia-smi lists, else 1); with
 #   more than one, process i runs with CUDA_VISIBLE_DEVICES=i % SAN_GPUS, so a multi-GPU kind
 #   (nvidia-h100-x8: 8 GPUs, 128 cores) runs SAN_JOBS=96 at once in one call where one H200 takes
@@ -39,20 +40,38 @@ cd "$(dirname "$0")/../.."
 B=${SAN_BIN:-$D/bin}
 summary=$OUT/cases-summary.txt
 # Cases that outlast a device call whole under a sanitizer (s24 run 3, s26 run 1: killed at 300 s
-# or by the budget) while taking 20-40 s plain; the counts are their loops' items or a divisor.
-default_shards="SpmmMatchesReferenceForEveryFAndG=8 SpmmHalfMatchesReference=10 SpmmCondensedWindowsMatchReference=5
-  BfsMatchesReferenceOnPathStarAndDisconnectedGraphs=3 BfsMatchesReferenceOnGeneratedGraphs=5
-  BfsWideBlocksAndSoloLevelsMatchReference=9 BfsMatchesReferenceOnRealMatrices=8
-  SpgemmGpuMatchesReferenceWhenARowOverflowsToTheGlobalTable=2 SpgemmGpuFromDeviceCsrMatchesReference=7
+# or by the budget) while taking 20-40 s plain. Item i of a case goes to shard i % n: a count prime
+# to a loop's length (SpMV's 26 configs, SpMM's 12 (n, alpha / beta) a matrix, 27 or 13 plans a
+# run) mixes that loop's heavy and light items into every shard. racecheck is the slow tool (s29
+# runs 2-4, H100, 16 at once: single processes killed at 400-420 s): its counts aim at <= 150 s a
+# piece. The SpGEMM chunk and overflow cases have 3 items (a plan each): no finer split.
+default_shards="SpmmMatchesReferenceForEveryFAndG=10 SpmmHalfMatchesReference=10 SpmmCondensedWindowsMatchReference=5
+  BfsMatchesReferenceOnPathStarAndDisconnectedGraphs=4 BfsMatchesReferenceOnGeneratedGraphs=2
+  BfsWideBlocksAndSoloLevelsMatchReference=9 BfsMatchesReferenceOnRealMatrices=4
+  SpgemmGpuFromDeviceCsrMatchesReference=7
   DecodeLinearMatchesReferenceInEveryDtype=7 DecodeLinearRingAndDenseColumnsMatchReferenceOnOddShapes=6
-  DecodeLinearMatchesReferenceOn8bShapes=4 DecodeLinearDenseMatchesReference=6"
+  DecodeLinearMatchesReferenceOn8bShapes=4 DecodeLinearDenseMatchesReference=6
+  SpmvStrategiesMatchReference=5 SpmspvResidualMatchesReference=4
+  SpmmHalfPiecesExpandedOperandsAndHostConversionMatchReference=4 SpmmPiecesAndExpandedOperandsMatchReference=4
+  SpgemmGpuMatchesReferenceWithGlobalTablesInChunks=3 BfsOn64BitOffsetsMatchesReference=3
+  initcheck:SpmvStrategiesMatchReference=9 initcheck:SpmmHalfPiecesExpandedOperandsAndHostConversionMatchReference=8
+  racecheck:SpmvStrategiesMatchReference=15 racecheck:SpmspvResidualMatchesReference=12
+  racecheck:SpmmHalfPiecesExpandedOperandsAndHostConversionMatchReference=16
+  racecheck:SpmmPiecesAndExpandedOperandsMatchReference=10 racecheck:SpmmMatchesReferenceForEveryFAndG=19
+  racecheck:TriangleCountGpuMatchesTheCpuOnGeneratedGraphs=16 racecheck:BfsOn64BitOffsetsMatchesReference=20
+  racecheck:BfsMatchesReferenceOnPathStarAndDisconnectedGraphs=20 racecheck:BfsMatchesReferenceOnGeneratedGraphs=20
+  racecheck:BfsMatchesReferenceOnRealMatrices=24 racecheck:SpgemmGpuMatchesReferenceWhenARowOverflowsToTheGlobalTable=3"
 
+# The shard count of tool $1 for case $2: its "tool:Case=n" entry, else its "Case=n", else 1.
 shards_of() {
-  local e
+  local e n=1
   for e in ${SAN_SHARDS-$default_shards}; do
-    [ "${e%%=*}" != "$1" ] || { echo "${e#*=}"; return; }
+    case ${e%%=*} in
+      "$1:$2") echo "${e#*=}"; return ;;
+      "$2") n=${e#*=} ;;
+    esac
   done
-  echo 1
+  echo "$n"
 }
 
 case_one() {
@@ -104,7 +123,7 @@ run_cases() {
       [[ $tool != plain && -n "${SAN_SKIP:-}" && $tc =~ $SAN_SKIP ]] && continue
       queued[$tool:$tc]=1
       local n=1 k
-      [ "$tool" = plain ] || n=$(shards_of "$tc")
+      [ "$tool" = plain ] || n=$(shards_of "$tool" "$tc")
       if [ "$n" -le 1 ]; then
         todo+=("${took[$tc]:-100} $tool $tc")
         continue
