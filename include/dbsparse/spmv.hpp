@@ -96,6 +96,11 @@ class SpmvPlan {
   // Launches per run (1 for a single-strategy plan; one per non-empty bin, +1 for long rows).
   size_t launches() const { return launches_.size(); }
   const std::string& matrix_fingerprint() const { return matrix_fp_; }
+  // A's columns in degree order (reorder degree, or auto's choice): x is gathered each call.
+  bool columns_reordered() const { return x_order_.size() > 0; }
+  // Host time the plan spent on the column order, ms: auto's feature (a pass over A's entries,
+  // past reorder_min_cols) and the order where taken; 0 where neither ran.
+  double reorder_ms() const { return reorder_ms_; }
   // True when runs write plan-owned device state (long-row partials): see run().
   bool shares_call_state() const { return partial_.size() > 0 || x_order_.size() > 0; }
   // Multi-line: the kernel key, where its config came from, and what the JIT cost.
@@ -128,6 +133,7 @@ class SpmvPlan {
   uint64_t view_row_ptr_ = 0, view_col_idx_ = 0, view_values_ = 0;  // a DeviceCsrView64's arrays (not owned)
   DeviceBuffer<int32_t> col_order_;              // reorder degree: new column -> the user's column
   DeviceBuffer<T> x_order_;                      // x in that order, written by the Gather launch each call
+  double reorder_ms_ = 0;
   std::string layout_text_;
   Config config_;
   SpmvConfig typed_;

@@ -19,11 +19,20 @@ struct SpmvColumnOrder {
   std::vector<int32_t> col_idx;  // A's entries' columns in the new numbering, entry for entry
 };
 
-// Columns by decreasing count, ties in the user's order: a counting sort, O(nnz + cols).
-inline SpmvColumnOrder spmv_degree_column_order(int32_t cols, const std::vector<int32_t>& col_idx) {
-  std::vector<int32_t> count(static_cast<size_t>(cols), 0);
+// Entries per column: the one pass over A's entries that both reorder auto's feature and the
+// degree order need (a plan makes it once for both).
+inline std::vector<int32_t> spmv_column_counts(int32_t cols, const std::vector<int32_t>& col_idx) {
+  std::vector<int32_t> count(static_cast<size_t>(std::max(cols, 0)), 0);
+  for (int32_t c : col_idx) ++count[static_cast<size_t>(c)];
+  return count;
+}
+
+// Columns by decreasing count, ties in the user's order: a counting sort, O(nnz + cols). `count`:
+// spmv_column_counts of these entries.
+inline SpmvColumnOrder spmv_degree_column_order(const std::vector<int32_t>& count, const std::vector<int32_t>& col_idx) {
+  const auto cols = static_cast<int32_t>(count.size());
   int32_t most = 0;
-  for (int32_t c : col_idx) most = std::max(most, ++count[static_cast<size_t>(c)]);
+  for (int32_t k : count) most = std::max(most, k);
   // start[k]: the first new index of the columns with `most - k` entries.
   std::vector<int64_t> start(static_cast<size_t>(most) + 2, 0);
   for (int32_t c = 0; c < cols; ++c) ++start[static_cast<size_t>(most - count[static_cast<size_t>(c)]) + 1];
@@ -41,23 +50,32 @@ inline SpmvColumnOrder spmv_degree_column_order(int32_t cols, const std::vector<
   return out;
 }
 
-// The share of A's entries in its `top` most frequent columns, for each top of `tops` (ascending):
-// no order changes it. Those columns' entries of x (SpMV) or rows of B (SpMM) are read that much of
-// the time: what an L1 or a staged set of hubs would serve. O(nnz + cols log max(tops)).
-inline std::vector<double> top_column_shares(int32_t cols, const std::vector<int32_t>& col_idx,
-                                             const std::vector<int64_t>& tops) {
-  std::vector<int64_t> count(static_cast<size_t>(std::max(cols, 0)), 0);
-  for (int32_t c : col_idx) ++count[static_cast<size_t>(c)];
-  const auto most = static_cast<size_t>(std::clamp<int64_t>(tops.empty() ? 0 : tops.back(), 0, std::max(cols, 0)));
+inline SpmvColumnOrder spmv_degree_column_order(int32_t cols, const std::vector<int32_t>& col_idx) {
+  return spmv_degree_column_order(spmv_column_counts(cols, col_idx), col_idx);
+}
+
+// The share of `nnz` entries in the `top` most frequent columns, for each top of `tops`
+// (ascending), from the columns' counts: no order changes it. Those columns' entries of x (SpMV)
+// or rows of B (SpMM) are read that much of the time: what an L1 or a staged set of hubs would
+// serve. O(cols log max(tops)).
+inline std::vector<double> top_count_shares(std::vector<int32_t> count, int64_t nnz, const std::vector<int64_t>& tops) {
+  const auto most = static_cast<size_t>(std::clamp<int64_t>(tops.empty() ? 0 : tops.back(), 0,
+                                                            static_cast<int64_t>(count.size())));
   std::partial_sort(count.begin(), count.begin() + static_cast<std::ptrdiff_t>(most), count.end(), std::greater<>());
   std::vector<double> out;
   int64_t sum = 0;
   size_t k = 0;
   for (const int64_t top : tops) {
     for (; k < most && static_cast<int64_t>(k) < top; ++k) sum += count[k];
-    out.push_back(col_idx.empty() ? 0.0 : static_cast<double>(sum) / static_cast<double>(col_idx.size()));
+    out.push_back(nnz <= 0 ? 0.0 : static_cast<double>(sum) / static_cast<double>(nnz));
   }
   return out;
+}
+
+// The same from A's entries. O(nnz + cols log max(tops)).
+inline std::vector<double> top_column_shares(int32_t cols, const std::vector<int32_t>& col_idx,
+                                             const std::vector<int64_t>& tops) {
+  return top_count_shares(spmv_column_counts(cols, col_idx), static_cast<int64_t>(col_idx.size()), tops);
 }
 
 // reorder auto's skew feature: the share of one top.

@@ -178,18 +178,29 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
   };
   std::string order_text;
   bool by_degree = plan.typed_.reorder == "degree";
+  // One count of the columns serves auto's feature and the order; its time is the order's cost.
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto ms_since = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
+  std::vector<int32_t> counts;
+  // auto's feature only past reorder_min_cols: a short x sits in L1 whatever its order, and the
+  // feature costs a pass over A's entries.
+  const bool feature = plan.typed_.reorder == "auto" && a.cols >= plan.typed_.reorder_min_cols;
+  if ((by_degree || feature) && a.cols > 0) counts = spmv_column_counts(a.cols, a.col_idx);
   if (plan.typed_.reorder == "auto") {
-    const double share = spmv_top_column_share(a.cols, a.col_idx, plan.typed_.reorder_hub_columns);
-    by_degree = share >= plan.typed_.reorder_min_hub_share && a.cols >= plan.typed_.reorder_min_cols;
-    order_text = fmt::format("  reorder auto: the {} most frequent columns hold {:.1f}% of the entries (degree from {:.1f}%), "
-                             "{} columns (degree from {}): {}\n",
-                             plan.typed_.reorder_hub_columns, 100 * share, 100 * plan.typed_.reorder_min_hub_share, a.cols,
-                             plan.typed_.reorder_min_cols, by_degree ? "degree" : "none");
+    const double share = feature ? top_count_shares(counts, a.nnz(), {plan.typed_.reorder_hub_columns}).front() : 0.0;
+    by_degree = feature && share >= plan.typed_.reorder_min_hub_share;
+    if (feature) plan.reorder_ms_ = ms_since();
+    order_text = feature
+                     ? fmt::format("  reorder auto: the {} most frequent columns hold {:.1f}% of the entries (degree from "
+                                   "{:.1f}%), {} columns (degree from {}): {} ({:.1f} ms on the host)\n",
+                                   plan.typed_.reorder_hub_columns, 100 * share, 100 * plan.typed_.reorder_min_hub_share,
+                                   a.cols, plan.typed_.reorder_min_cols, by_degree ? "degree" : "none", ms_since())
+                     : fmt::format("  reorder auto: {} columns (degree from {}): none\n", a.cols, plan.typed_.reorder_min_cols);
   }
   if (by_degree && a.cols > 0) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const SpmvColumnOrder order = spmv_degree_column_order(a.cols, a.col_idx);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const SpmvColumnOrder order = spmv_degree_column_order(counts, a.col_idx);
+    const double ms = ms_since();
+    plan.reorder_ms_ = ms;
     plan.col_idx_ = DeviceBuffer<int32_t>(std::span<const int32_t>(order.col_idx));
     plan.col_order_ = DeviceBuffer<int32_t>(std::span<const int32_t>(order.order));
     plan.x_order_ = DeviceBuffer<T>(static_cast<size_t>(a.cols));

@@ -18,6 +18,12 @@ struct BenchRow {
   int64_t rows = 0, cols = 0, nnz = 0;
   double time_us = 0, min_us = 0, max_us = 0, gflops = 0, gbps = 0, pct_bw = 0, rel_err = 0;
   double acquire_ms = 0, load_ms = 0;
+  // dbsparse rows: A's columns in degree order, the plan's host time for the order (auto's feature
+  // included), and what it pays back against the cols-none row of the same run (-1: no such row;
+  // 0: never, the order is no faster).
+  bool reordered = false;
+  double reorder_ms = 0, paid_back_after_calls = -1;
+  std::string note;  // printed under the row
   int copies = 1;
   nlohmann::json to_json() const;
 };
@@ -31,6 +37,11 @@ struct SpmvBenchOptions {
   std::vector<std::string> strategies;
   bool explain = false;  // print each dbsparse plan's explain() (bins, kernels) to stderr
 };
+
+// Sets note (and paid_back_after_calls) on the column-ordered dbsparse rows of `matrix` in `prec`:
+// the order's host time, and, where the same run has a dbsparse-cols-none row, the calls after
+// which the time it saves a call repays it (0: never).
+void note_order_payback(std::vector<BenchRow>& rows, const std::string& matrix, const std::string& prec);
 
 // Appends one row per implementation and precision for this matrix.
 void bench_spmv_matrix(Context& ctx, const Stream& stream, const NamedMatrix& m,

@@ -162,3 +162,22 @@ TEST_CASE("SpmvTopColumnShareMatchesACountByHand") {
   CHECK(spmv_top_column_share(rmat.cols, rmat.col_idx, 256) > 0.1);
   CHECK(spmv_top_column_share(flat.cols, flat.col_idx, 256) < 0.05);
 }
+
+// The plan counts A's columns once for auto's feature and the order: the counted forms give what
+// the forms that count for themselves give.
+TEST_CASE("SpmvColumnOrderFromCountsMatchesTheOrderFromEntries") {
+  for (const char* spec : {"rmat:scale=12,ef=8,scramble=1,seed=2", "powerlaw:n=3000,avg=6,alpha=1.5,max=900,seed=4"}) {
+    CAPTURE(spec);
+    const auto a = dbsparse::generate(spec);
+    const auto counts = spmv_column_counts(a.cols, a.col_idx);
+    int64_t sum = 0;
+    for (int32_t k : counts) sum += k;
+    CHECK(sum == a.nnz());
+    const auto from_counts = spmv_degree_column_order(counts, a.col_idx);
+    const auto from_entries = spmv_degree_column_order(a.cols, a.col_idx);
+    CHECK(from_counts.order == from_entries.order);
+    CHECK(from_counts.col_idx == from_entries.col_idx);
+    for (const int64_t top : {int64_t{1}, int64_t{64}, int64_t{4096}})
+      CHECK(top_count_shares(counts, a.nnz(), {top}).front() == spmv_top_column_share(a.cols, a.col_idx, top));
+  }
+}
