@@ -2,6 +2,8 @@
 // length, or the classified bins, with every cutoff taken from the config.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "dbsparse/error.hpp"
 #include "dbsparse/tuning_db.hpp"
 #include "dbsparse/generators.hpp"
@@ -180,4 +182,37 @@ TEST_CASE("SpmvColumnOrderFromCountsMatchesTheOrderFromEntries") {
     for (const int64_t top : {int64_t{1}, int64_t{64}, int64_t{4096}})
       CHECK(top_count_shares(counts, a.nnz(), {top}).front() == spmv_top_column_share(a.cols, a.col_idx, top));
   }
+}
+
+// The column passes split over threads: every entry in exactly one part, and the counts of any
+// split equal one thread's.
+TEST_CASE("SpmvColumnCountsSplitOverThreadsMatchOneThread") {
+  for (const size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}}) {
+    for (const int parts : {1, 2, 3, 16}) {
+      CAPTURE(n);
+      CAPTURE(parts);
+      std::vector<int> seen(n, 0);
+      std::vector<int> owner(n, -1);
+      for_column_order_parts(n, parts, [&](size_t first, size_t end, int t) {
+        for (size_t p = first; p < end; ++p) ++seen[p], owner[p] = t;
+      });
+      CHECK(std::all_of(seen.begin(), seen.end(), [](int k) { return k == 1; }));
+      CHECK(std::is_sorted(owner.begin(), owner.end()));
+    }
+  }
+  const auto a = dbsparse::generate("rmat:scale=12,ef=8,scramble=1,seed=5");
+  const auto one = spmv_column_counts(a.cols, a.col_idx, 1);
+  for (const int parts : {2, 3, 7, 16}) CHECK(spmv_column_counts(a.cols, a.col_idx, parts) == one);
+}
+
+// Past 2^21 entries the renumbering runs in parts (where the machine has two cores or more): each
+// entry's new column still names its own column through the order.
+TEST_CASE("SpmvDegreeColumnOrderOfAMillionsOfEntriesRenumbersEveryEntry") {
+  const auto a = dbsparse::generate("rmat:scale=17,ef=17,scramble=1,seed=3");
+  REQUIRE(a.col_idx.size() > (size_t{1} << 21));
+  const auto o = spmv_degree_column_order(a.cols, a.col_idx);
+  REQUIRE(o.col_idx.size() == a.col_idx.size());
+  size_t wrong = 0;
+  for (size_t p = 0; p < a.col_idx.size(); ++p) wrong += o.order[static_cast<size_t>(o.col_idx[p])] != a.col_idx[p];
+  CHECK(wrong == 0);
 }
