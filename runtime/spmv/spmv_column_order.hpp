@@ -43,8 +43,12 @@ void for_column_order_parts(size_t n, int parts, F&& f) {
 // degree order need (a plan makes it once for both).
 inline std::vector<int32_t> spmv_column_counts(int32_t cols, const std::vector<int32_t>& col_idx,
                                                int parts = 0) {
-  if (parts <= 0) parts = column_order_parts(col_idx.size());
   const auto ncols = static_cast<size_t>(std::max(cols, 0));
+  // A count array a part: no more of them than A has entries a column, so they never hold more
+  // than col_idx itself (a wide, sparse A counts on one thread).
+  if (parts <= 0)
+    parts = std::max(1, std::min(column_order_parts(col_idx.size()),
+                                 static_cast<int>(std::min<size_t>(16, col_idx.size() / std::max<size_t>(ncols, 1)))));
   std::vector<std::vector<int32_t>> part(static_cast<size_t>(parts), std::vector<int32_t>(ncols, 0));
   for_column_order_parts(col_idx.size(), parts, [&](size_t first, size_t end, int t) {
     auto& count = part[static_cast<size_t>(t)];
