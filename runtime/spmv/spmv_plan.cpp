@@ -182,9 +182,12 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
   const auto t0 = std::chrono::steady_clock::now();
   const auto ms_since = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
   std::vector<int32_t> counts;
-  // auto's feature only past reorder_min_cols: a short x sits in L1 whatever its order, and the
-  // feature costs a pass over A's entries.
-  const bool feature = plan.typed_.reorder == "auto" && a.cols >= plan.typed_.reorder_min_cols;
+  // auto's feature only past reorder_min_cols (a short x sits in L1 whatever its order; the feature
+  // costs a pass over A's entries) and with at least 4 entries a column: the gather moves 12 bytes
+  // a column each call (f32) against 8 an entry, so a sparser A cannot win back its own gather
+  // (and a wide A with few entries never counts its columns on the host).
+  const bool feature = plan.typed_.reorder == "auto" && a.cols >= plan.typed_.reorder_min_cols &&
+                       a.nnz() >= 4 * int64_t{a.cols};
   if ((by_degree || feature) && a.cols > 0) counts = spmv_column_counts(a.cols, a.col_idx);
   if (plan.typed_.reorder == "auto") {
     const double share = feature ? top_count_shares(counts, a.nnz(), {plan.typed_.reorder_hub_columns}).front() : 0.0;
@@ -195,7 +198,9 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
                                    "{:.1f}%), {} columns (degree from {}): {} ({:.1f} ms on the host)\n",
                                    plan.typed_.reorder_hub_columns, 100 * share, 100 * plan.typed_.reorder_min_hub_share,
                                    a.cols, plan.typed_.reorder_min_cols, by_degree ? "degree" : "none", ms_since())
-                     : fmt::format("  reorder auto: {} columns (degree from {}): none\n", a.cols, plan.typed_.reorder_min_cols);
+                     : fmt::format("  reorder auto: {} columns (degree from {}), {:.1f} entries a column (degree from 4): none\n",
+                                   a.cols, plan.typed_.reorder_min_cols,
+                                   a.cols > 0 ? static_cast<double>(a.nnz()) / a.cols : 0.0);
   }
   if (by_degree && a.cols > 0) {
     const SpmvColumnOrder order = spmv_degree_column_order(counts, a.col_idx);

@@ -187,7 +187,7 @@ std::vector<nlohmann::json> strategy_configs() {
   auto ordered = small;  // one kernel per bin, long rows split into 256-entry chunks
   ordered["reorder"] = "degree";
   configs.push_back(ordered);
-  // auto at thresholds every matrix passes (degree) and none passes (A's own order).
+  // auto at thresholds every matrix with 4 entries a column passes (degree) and none passes.
   for (const int64_t min_cols : {int64_t{0}, int64_t{INT32_MAX}}) {
     auto p = config_to_json(SpmvConfig{});
     p["reorder"] = "auto";
@@ -320,5 +320,37 @@ TEST_CASE("SpmvColumnOrderMatchesReferenceCallAfterCall") {
     }
     s.synchronize();
     CHECK(reference::relative_error(std::span<const double>(ref), std::span<const float>(dy.download())) <= tol_f32(ad));
+  }
+}
+
+// reorder auto (the default): the degree order on a skewed graph with entries enough a column, A's
+// own order on a wide matrix with one entry a column (its gather could not pay), each equal to the
+// reference, and the plan says which and what the order cost on the host.
+TEST_CASE("SpmvReorderAutoOrdersOnlyWhereTheGatherCanPay") {
+  auto params = config_to_json(SpmvConfig{});
+  params["reorder_min_cols"] = 0;  // the test graphs are small
+  const Config cfg{"spmv", params, ConfigSource::Explicit, "test"};
+  struct Case {
+    const char* name;
+    CsrMatrix<double> a;
+    bool ordered;
+  };
+  const Case cases[] = {{"scrambled rmat", generate("rmat:scale=14,ef=16,scramble=1"), true},
+                        {"one full row of 120000", one_full_row(1000, 120000, 500), false}};
+  for (const auto& c : cases) {
+    CAPTURE(c.name);
+    const auto a = c.a.cast<float>();
+    auto plan = ctx().plan_spmv(a, cfg);
+    CHECK(plan.columns_reordered() == c.ordered);
+    CHECK((plan.reorder_ms() > 0) == c.ordered);
+    CHECK(plan.explain().find(c.ordered ? "columns in degree order" : "entries a column (degree from 4): none") !=
+          std::string::npos);
+    const auto x = dbs_test::random_vector<float>(a.cols, 21);
+    DeviceBuffer<float> dx{std::span<const float>(x)}, dy(static_cast<size_t>(a.rows));
+    Stream s(ctx());
+    plan.run(dx, dy, s);
+    s.synchronize();
+    const auto ref = reference::spmv(a, std::span<const float>(x));
+    CHECK(reference::relative_error(std::span<const double>(ref), std::span<const float>(dy.download())) <= tol_f32(c.a));
   }
 }
