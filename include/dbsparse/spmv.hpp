@@ -31,9 +31,10 @@ struct SpmvConfig {
   // lines. For scattered power-law graphs; A, x and y stay as the user gave them.
   // auto: degree where A's columns are skewed enough for hubs to share lines (the
   // reorder_hub_columns most frequent columns hold >= reorder_min_hub_share of the entries), x is
-  // past L1 (cols >= reorder_min_cols) and A has >= 4 entries a column (the gather's bytes); else none. auto is the default: on scrambled R-MAT 20
-  // degree took 283 -> 209 us (cuSPARSE 259), and auto leaves power-law 1M and uniform 2M (columns
-  // uniform, hub share < 1%) as they are (H100, 2026-12-05, docs/bench/2026-12-05-s29-run1-carveout-spmv-*).
+  // past L1 (cols >= reorder_min_cols) and A has >= 4 entries a column (the gather's bytes); else
+  // none. auto is the default: on scrambled R-MAT 20 degree took 283 -> 209 us (cuSPARSE 259), and
+  // auto leaves power-law 1M and uniform 2M (columns uniform, hub share < 1%) as they are (H100,
+  // 2026-12-05, docs/bench/2026-12-05-s29-run1-carveout-spmv-*).
   std::string reorder = "auto";
   int64_t reorder_hub_columns = 4096;
   double reorder_min_hub_share = 0.2;
