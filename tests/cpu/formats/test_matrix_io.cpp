@@ -387,7 +387,7 @@ TEST_CASE("validate names the broken invariant") {
       dbsparse::validate(m);
       FAIL("validate accepted a broken matrix");
     } catch (const dbsparse::UsageError& e) {
-      INFO(e.what());
+      INFO(std::string(e.what()));
       CHECK(std::string(e.what()).find(needle) != std::string::npos);
     }
   };

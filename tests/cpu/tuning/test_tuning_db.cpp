@@ -691,7 +691,7 @@ TEST_CASE("tuning_db: a reader sees whole configs while a writer process tunes")
       }
     } catch (const std::exception& e) {
       ++failures;
-      MESSAGE("read failed: " << e.what());
+      MESSAGE("read failed: " << std::string(e.what()));
     }
     if (reads > 100000) break;
   }
