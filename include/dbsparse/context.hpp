@@ -168,6 +168,7 @@ class Event {
 
 template <class T>
 class SpmvPlan;
+struct SpmvOptions;
 template <class T>
 class SpmspvPlan;
 struct SpmspvOptions;
@@ -216,6 +217,9 @@ class Context {
   // With a given config instead of the database's: for the tuner and for ablations.
   template <class T>
   SpmvPlan<T> plan_spmv(const CsrMatrix<T>& a, const Config& config);
+  // With options: the DB's config with the caller's reorder, or options.config (see SpmvOptions).
+  template <class T>
+  SpmvPlan<T> plan_spmv(const CsrMatrix<T>& a, const SpmvOptions& options);
   // A matrix already on the device with 64-bit row offsets, as large as the GPU holds (nnz past
   // 2^31): one kernel for every row (the config's strategy; classified takes the uniform choice,
   // longrow and reorder are refused), reading the caller's arrays, which must outlive the plan.

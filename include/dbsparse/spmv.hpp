@@ -71,6 +71,19 @@ struct SpmvConfig {
   int lane_entries(bool f64) const { return f64 ? lane_entries_f64 : lane_entries_f32; }
 };
 
+// What a caller may set on a plan beside its matrix. The tuning DB (or the defaults) gives the
+// config unless `config` does; reorder, when not empty, then replaces that config's reorder
+// ("none", "degree" or "auto") and keeps the rest of it, so a caller who cannot share a plan's
+// x copy between streams (shares_call_state) turns the column order off without losing the tuning.
+struct SpmvOptions {
+  const Config* config = nullptr;
+  std::string reorder;
+};
+
+// The config a plan with these options takes, from the one looked up (or options.config): the
+// pure part of Context::plan_spmv(a, options). UsageError naming `reorder` for a value it does not know.
+Config apply_spmv_options(Config looked_up, const SpmvOptions& options);
+
 template <class T>
 class SpmvPlan {
  public:

@@ -49,7 +49,23 @@ class SpmvPlan(_Plan):
         plan = dbsparse.plan_spmv(A)          # SciPy / torch / CuPy sparse matrix
         y = plan(x)                           # x: a CUDA tensor/array of A.shape[1] values
         plan(x, out=y, alpha=2.0, beta=1.0)   # y = 2 A x + y, in place
+
+    Streams: a plan whose calls write state of its own (plan.shares_call_state: A's columns in
+    degree order keep a copy of x, split long rows keep partial sums) must not run on two streams
+    at once; give each concurrent stream its own plan, or plan with reorder="none".
     """
+
+    def explain(self):
+        d = super().explain()
+        p = self._plan
+        d.update(columns_reordered=p.columns_reordered, reorder_ms=p.reorder_ms,
+                 shares_call_state=p.shares_call_state)
+        return d
+
+    @property
+    def shares_call_state(self):
+        """True when calls write plan-owned device state: one stream at a time (see the class doc)."""
+        return self._plan.shares_call_state
 
     def __call__(self, x, out=None, alpha=1.0, beta=0.0, stream=None):
         p = self._plan
@@ -89,15 +105,25 @@ def _device_csr64(a, op, device, values=True):
     return d, dev
 
 
-def plan_spmv(a, dtype=None, device=None, offsets64=None):
+def plan_spmv(a, dtype=None, device=None, offsets64=None, reorder=None):
     """Plans SpMV for A (a SciPy, CuPy or torch sparse matrix; analysed once on the host). dtype:
     'f32' or 'f64' (default: A's).
+
+    reorder: None for the tuning DB's choice (by default 'auto': A's columns in degree order where
+    a few columns hold many entries and x is past L1, with x gathered into that order each call);
+    'none', 'degree' or 'auto' replace it and keep the rest of the tuned config. A, x and y stay as
+    given either way; plan.explain() says whether the columns were reordered and the host ms.
 
     A torch or CuPy CSR matrix already on the GPU with more than 2^31 - 1 entries (past what the
     host path's int32 offsets hold) is planned in place with 64-bit row offsets: its values are read
     where they are, its column indices narrowed to int32 once (a copy the plan keeps), and the plan
     keeps the matrix alive. offsets64=True takes that path at any size, False never."""
+    if reorder not in (None, "none", "degree", "auto"):
+        raise UsageError(f"reorder: none, degree or auto (None: the tuning DB's), got {reorder!r}")
     if _takes_offsets64(a, offsets64):
+        if reorder == "degree":
+            raise UsageError("reorder: a device matrix with 64-bit offsets is planned in place, without a column "
+                             "order (degree needs A on the host)")
         d, dev = _device_csr64(a, "SpMV", device)
         if dtype is not None and dtype != d[8]:
             raise UsageError(f"dtype: a device matrix is read in place, so dtype must be its own ({d[8]}), got {dtype}")
@@ -110,7 +136,7 @@ def plan_spmv(a, dtype=None, device=None, offsets64=None):
     if dt not in ("f32", "f64"):
         raise UsageError(f"dtype: SpMV takes f32 or f64, got {dt}")
     ctx = context(_dev(device))
-    p = (_core.plan_spmvF32 if dt == "f32" else _core.plan_spmvF64)(ctx, mat.host_csr(a, dt))
+    p = (_core.plan_spmvF32 if dt == "f32" else _core.plan_spmvF64)(ctx, mat.host_csr(a, dt), reorder or "")
     plan = SpmvPlan("spmv", p, ctx, _dev(device))
     plan.dtype = dt
     return plan

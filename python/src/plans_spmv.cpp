@@ -31,10 +31,20 @@ void bind_one(nb::module_& m, const char* suffix) {
       .def_prop_ro("rows", &Spmv::rows)
       .def_prop_ro("cols", &Spmv::cols)
       .def_prop_ro("nnz", &Spmv::nnz)
+      .def_prop_ro("columns_reordered", &Spmv::columns_reordered)
+      .def_prop_ro("reorder_ms", &Spmv::reorder_ms)
+      .def_prop_ro("shares_call_state", &Spmv::shares_call_state)
       .def("explain", &Spmv::explain)
       .def("config_json", [](const Spmv& p) { return config_json(p.config()); });
-  m.def((std::string("plan_spmv") + suffix).c_str(),
-        [](Context& ctx, const CsrMatrix<T>& a) { return ctx.plan_spmv(a); }, nb::keep_alive<0, 1>(), nogil);
+  // reorder "": the config's (tuning DB, else defaults); none, degree or auto replace it.
+  m.def(
+      (std::string("plan_spmv") + suffix).c_str(),
+      [](Context& ctx, const CsrMatrix<T>& a, const std::string& reorder) {
+        dbsparse::SpmvOptions o;
+        o.reorder = reorder;
+        return ctx.plan_spmv(a, o);
+      },
+      nb::arg("ctx"), nb::arg("a"), nb::arg("reorder") = "", nb::keep_alive<0, 1>(), nogil);
   // A CSR matrix already on the device with int64 row offsets (the arrays stay the caller's: the
   // Python plan keeps them alive).
   m.def((std::string("plan_spmv_view64") + suffix).c_str(),

@@ -35,6 +35,23 @@ def test_spmv_matches_scipy_and_writes_out_in_place(dtype):
 
 
 @gpu
+@pytest.mark.parametrize("reorder", ["degree", "none", "auto"])
+def test_spmv_with_the_callers_column_order_matches_scipy(reorder):
+    a = rand(3000, 2000, 0.01, 7)
+    x = np.random.default_rng(8).standard_normal(2000).astype(np.float32)
+    plan = dbsparse.plan_spmv(a, reorder=reorder)
+    np.testing.assert_allclose(plan(cuda(x)).cpu().numpy(), a @ x, rtol=1e-4, atol=1e-4)
+    e = plan.explain()
+    assert e["params"]["reorder"] == reorder and f"reorder {reorder} from the caller" in e["note"]
+    if reorder != "auto":  # auto's choice depends on the tuned thresholds
+        assert e["columns_reordered"] == (reorder == "degree")
+    if e["columns_reordered"]:
+        assert e["shares_call_state"] and plan.shares_call_state and e["reorder_ms"] >= 0
+    default = dbsparse.plan_spmv(a).explain()
+    assert "from the caller" not in default["note"]
+
+
+@gpu
 def test_spmv_from_torch_sparse_csr_and_bad_arguments():
     a = rand(500, 400, 0.05, 3)
     t = torch.sparse_csr_tensor(torch.as_tensor(a.indptr, dtype=torch.int64), torch.as_tensor(a.indices, dtype=torch.int64),
@@ -313,6 +330,8 @@ def test_spmv_with_64bit_offsets_reads_a_torch_csr_in_place(dtype):
     np.testing.assert_allclose(plan(cuda(x)).cpu().numpy(), a @ x, rtol=1e-4, atol=1e-4)
     with pytest.raises(dbsparse.UsageError, match="read in place"):
         dbsparse.plan_spmv(t, dtype="f64" if dtype == np.float32 else "f32", offsets64=True)
+    with pytest.raises(dbsparse.UsageError, match="without a column order"):
+        dbsparse.plan_spmv(t, offsets64=True, reorder="degree")
     with pytest.raises(dbsparse.UsageError, match="64-bit offsets need"):
         dbsparse.plan_spmv(a, offsets64=True)
 

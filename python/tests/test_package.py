@@ -81,6 +81,11 @@ def test_planning_without_a_gpu_raises_device_error():
         dbsparse.plan_spmv(sp.eye(8, format="csr", dtype=np.float32))
 
 
+def test_bad_spmv_reorder_is_refused_before_any_device_work():
+    with pytest.raises(dbsparse.UsageError, match="reorder: none, degree or auto"):
+        dbsparse.plan_spmv(sp.random(20, 20, density=0.2, format="csr", dtype=np.float32), reorder="rcm")
+
+
 def test_bad_spmm_epilogue_is_refused_before_any_device_work():
     with pytest.raises(dbsparse.UsageError, match="epilogue: none or relu"):
         dbsparse.plan_spmm(sp.eye(8, format="csr", dtype=np.float32), 8, epilogue="gelu")

@@ -49,6 +49,26 @@ SpmvPlan<T> Context::plan_spmv(const CsrMatrix<T>& a, const Config& config) {
   return build_spmv(a, config, structure_fingerprint(a));
 }
 
+Config apply_spmv_options(Config looked_up, const SpmvOptions& options) {
+  Config c = options.config ? *options.config : std::move(looked_up);
+  if (options.reorder.empty()) return c;
+  if (options.reorder != "none" && options.reorder != "degree" && options.reorder != "auto")
+    throw UsageError("plan_spmv: reorder: expected none, degree or auto (or empty: the config's), got '" +
+                     options.reorder + "'");
+  c.params["reorder"] = options.reorder;
+  c.note += std::string(c.note.empty() ? "" : "; ") + "reorder " + options.reorder + " from the caller";
+  return c;
+}
+
+template <class T>
+SpmvPlan<T> Context::plan_spmv(const CsrMatrix<T>& a, const SpmvOptions& options) {
+  apply_spmv_options(Config{}, options);  // a bad option fails before any pass over A
+  auto fp = structure_fingerprint(a);
+  Config looked_up = options.config ? Config{} : lookup_config(info_.record().fingerprint, fp, config_info<SpmvConfig>(), "",
+                                                               [&] { return compute_features(a); });
+  return build_spmv(a, apply_spmv_options(std::move(looked_up), options), std::move(fp));
+}
+
 namespace {
 
 constexpr int kClassBins = abi::kSpmvClassBins;
@@ -418,6 +438,8 @@ template SpmvPlan<float> Context::plan_spmv(const CsrMatrix<float>&);
 template SpmvPlan<double> Context::plan_spmv(const CsrMatrix<double>&);
 template SpmvPlan<float> Context::plan_spmv(const CsrMatrix<float>&, const Config&);
 template SpmvPlan<double> Context::plan_spmv(const CsrMatrix<double>&, const Config&);
+template SpmvPlan<float> Context::plan_spmv(const CsrMatrix<float>&, const SpmvOptions&);
+template SpmvPlan<double> Context::plan_spmv(const CsrMatrix<double>&, const SpmvOptions&);
 template SpmvPlan<float> Context::plan_spmv(const DeviceCsrView64<float>&, const Config*);
 template SpmvPlan<double> Context::plan_spmv(const DeviceCsrView64<double>&, const Config*);
 

@@ -354,3 +354,37 @@ TEST_CASE("SpmvReorderAutoOrdersOnlyWhereTheGatherCanPay") {
     CHECK(reference::relative_error(std::span<const double>(ref), std::span<const float>(dy.download())) <= tol_f32(c.a));
   }
 }
+
+// SpmvOptions: the caller's reorder on top of the looked-up config; degree on a small A (auto would
+// leave it: x fits L1), none where the caller needs a plan it can share between streams.
+TEST_CASE("SpmvOptionsReorderOverridesTheLookedUpConfigMatchesReference") {
+  const auto a64 = generate("rmat:scale=14,ef=16,scramble=1");
+  const auto a = a64.cast<float>();
+  const auto x = dbs_test::random_vector<float>(a.cols, 23);
+  const auto ref = reference::spmv(a, std::span<const float>(x));
+  DeviceBuffer<float> dx{std::span<const float>(x)}, dy(static_cast<size_t>(a.rows));
+  Stream s(ctx());
+  const auto plain = ctx().plan_spmv(a);
+  const auto same = ctx().plan_spmv(a, SpmvOptions{});
+  CHECK(same.config().params == plain.config().params);
+  CHECK(same.config_source() == plain.config_source());
+  CHECK(same.columns_reordered() == plain.columns_reordered());
+  for (const char* r : {"degree", "none", "auto"}) {
+    CAPTURE(r);
+    SpmvOptions o;
+    o.reorder = r;
+    const auto plan = ctx().plan_spmv(a, o);
+    CHECK(plan.typed_config().reorder == r);
+    CHECK(plan.config_source() == plain.config_source());
+    // auto's choice depends on the looked-up thresholds (SpmvReorderAutoOrdersOnlyWhereTheGatherCanPay).
+    if (std::string(r) != "auto") CHECK(plan.columns_reordered() == (std::string(r) == "degree"));
+    if (plan.columns_reordered()) CHECK(plan.shares_call_state());  // the plan's copy of x
+    CHECK(plan.explain().find(std::string("reorder ") + r + " from the caller") != std::string::npos);
+    plan.run(dx, dy, s);
+    s.synchronize();
+    CHECK(reference::relative_error(std::span<const double>(ref), std::span<const float>(dy.download())) <= tol_f32(a64));
+  }
+  SpmvOptions bad;
+  bad.reorder = "rcm";
+  CHECK_THROWS_AS(ctx().plan_spmv(a, bad), UsageError);
+}

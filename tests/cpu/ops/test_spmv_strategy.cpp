@@ -216,3 +216,48 @@ TEST_CASE("SpmvDegreeColumnOrderOfAMillionsOfEntriesRenumbersEveryEntry") {
   for (size_t p = 0; p < a.col_idx.size(); ++p) wrong += o.order[static_cast<size_t>(o.col_idx[p])] != a.col_idx[p];
   CHECK(wrong == 0);
 }
+
+// SpmvOptions::reorder replaces the looked-up config's reorder and nothing else, so a caller who
+// turns the column order off keeps the tuning; an explicit options.config wins over the look-up.
+TEST_CASE("SpmvOptionsReplaceOnlyTheReorderOfTheConfig") {
+  const Config tuned{"spmv", {{"strategy", "vector"}, {"lanes", 4}, {"reorder", "auto"}}, ConfigSource::Tuned, ""};
+  SpmvOptions o;
+  Config c = apply_spmv_options(tuned, o);
+  CHECK(c.params == tuned.params);
+  CHECK(c.source == ConfigSource::Tuned);
+  CHECK(c.note.empty());
+  for (const char* r : {"none", "degree", "auto"}) {
+    CAPTURE(r);
+    o.reorder = r;
+    c = apply_spmv_options(tuned, o);
+    CHECK(c.source == ConfigSource::Tuned);
+    CHECK(c.params.at("strategy") == "vector");
+    CHECK(c.params.at("lanes") == 4);
+    CHECK(c.params.size() == tuned.params.size());
+    const SpmvConfig typed = config_from_json<SpmvConfig>(c.params);
+    CHECK(typed.reorder == r);
+    CHECK(c.note == std::string("reorder ") + r + " from the caller");
+  }
+  const Config given{"spmv", {{"strategy", "scalar"}}, ConfigSource::Explicit, "ablation"};
+  o.config = &given;
+  o.reorder = "degree";
+  c = apply_spmv_options(tuned, o);
+  CHECK(c.source == ConfigSource::Explicit);
+  CHECK(c.params.at("strategy") == "scalar");
+  CHECK(c.params.at("reorder") == "degree");
+  CHECK(c.note == "ablation; reorder degree from the caller");
+  o.reorder.clear();
+  CHECK(apply_spmv_options(tuned, o).params == given.params);
+  for (const char* bad : {"Degree", "rcm", " none"}) {
+    CAPTURE(bad);
+    o.reorder = bad;
+    try {
+      apply_spmv_options(tuned, o);
+      FAIL("a reorder it does not know was taken");
+    } catch (const UsageError& e) {
+      const std::string what = e.what();
+      CHECK(what.find("reorder") != std::string::npos);
+      CHECK(what.find(std::string("'") + bad + "'") != std::string::npos);
+    }
+  }
+}
