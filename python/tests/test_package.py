@@ -135,3 +135,31 @@ def test_random_csr_arguments_give_a_matrix_or_usage_error():
         assert ip[0] == 0 and (np.diff(ip) >= 0).all() and ip[-1] == c.nnz
         assert ((ix >= 0) & (ix < c.cols)).all()
     assert ok > 0 and bad > 0
+
+
+def test_core_stub_names_what_the_module_has():
+    """_core.pyi is written by hand: every class, method, property and function it names exists in
+    the compiled module, and every public one of the module is in it (names, not signatures)."""
+    import ast
+    stub = ast.parse(open(os.path.join(os.path.dirname(dbsparse.__file__), "_core.pyi")).read())
+    missing, unlisted, top = [], [], set()
+    for node in stub.body:
+        if isinstance(node, ast.ClassDef):
+            top.add(node.name)
+            listed = {n.name for n in node.body if isinstance(n, ast.FunctionDef) and not n.name.startswith("_")}
+            listed |= {n.target.id for n in node.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)}
+            have = {a for a in dir(getattr(_core, node.name, None)) if not a.startswith("_")}
+            if not hasattr(_core, node.name):
+                missing.append(node.name)
+                continue
+            missing += [f"{node.name}.{n}" for n in sorted(listed - have)]
+            unlisted += [f"{node.name}.{n}" for n in sorted(have - listed)]
+        elif isinstance(node, ast.FunctionDef):
+            top.add(node.name)
+            if not hasattr(_core, node.name):
+                missing.append(node.name)
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            top.add(node.target.id)
+    unlisted += [a for a in dir(_core) if not a.startswith("_") and a not in top]
+    assert not missing, f"in _core.pyi, not in the module: {missing}"
+    assert not unlisted, f"in the module, not in _core.pyi: {unlisted}"
