@@ -38,23 +38,26 @@ std::string prefer_l1_text(const Launches& launches, const DeviceInfo& d) {
 
 template <class T>
 SpmvPlan<T> Context::plan_spmv(const CsrMatrix<T>& a) {
-  auto fp = structure_fingerprint(a);
-  auto config =
-      lookup_config(info_.record().fingerprint, fp, config_info<SpmvConfig>(), "", [&] { return compute_features(a); });
-  return build_spmv(a, config, std::move(fp));
+  return plan_spmv(a, SpmvOptions{});
 }
 
 template <class T>
 SpmvPlan<T> Context::plan_spmv(const CsrMatrix<T>& a, const Config& config) {
-  return build_spmv(a, config, structure_fingerprint(a));
+  return plan_spmv(a, SpmvOptions{&config, ""});
 }
 
+namespace {
+// The caller's reorder, read through SpmvConfig's own field (its choices, its UsageError naming
+// the key), so the allowed values are written once.
+void check_spmv_options(const SpmvOptions& options) {
+  if (!options.reorder.empty()) (void)config_from_json<SpmvConfig>(nlohmann::json{{"reorder", options.reorder}});
+}
+}  // namespace
+
 Config apply_spmv_options(Config looked_up, const SpmvOptions& options) {
+  check_spmv_options(options);
   Config c = options.config ? *options.config : std::move(looked_up);
   if (options.reorder.empty()) return c;
-  if (options.reorder != "none" && options.reorder != "degree" && options.reorder != "auto")
-    throw UsageError("plan_spmv: reorder: expected none, degree or auto (or empty: the config's), got '" +
-                     options.reorder + "'");
   c.params["reorder"] = options.reorder;
   c.note += std::string(c.note.empty() ? "" : "; ") + "reorder " + options.reorder + " from the caller";
   return c;
@@ -62,7 +65,7 @@ Config apply_spmv_options(Config looked_up, const SpmvOptions& options) {
 
 template <class T>
 SpmvPlan<T> Context::plan_spmv(const CsrMatrix<T>& a, const SpmvOptions& options) {
-  apply_spmv_options(Config{}, options);  // a bad option fails before any pass over A
+  check_spmv_options(options);  // before any pass over A
   auto fp = structure_fingerprint(a);
   Config looked_up = options.config ? Config{} : lookup_config(info_.record().fingerprint, fp, config_info<SpmvConfig>(), "",
                                                                [&] { return compute_features(a); });
