@@ -362,6 +362,7 @@ TEST_CASE("SpmvOptionsReorderOverridesTheLookedUpConfigMatchesReference") {
   const auto a = a64.cast<float>();
   const auto x = dbs_test::random_vector<float>(a.cols, 23);
   const auto ref = reference::spmv(a, std::span<const float>(x));
+  (void)ctx();  // first: the buffers below need a current context (alone, nothing else made one)
   DeviceBuffer<float> dx{std::span<const float>(x)}, dy(static_cast<size_t>(a.rows));
   Stream s(ctx());
   const auto plain = ctx().plan_spmv(a);

@@ -100,6 +100,8 @@ case_one() {
   if [ "$tool" = plain ]; then
     DBSPARSE_TEST_SHARD=$shard "${on[@]}" timeout "$left" "$B/test_gpu" -tc="$name" >"$log" 2>&1
   else
+    # racecheck: the few counts it pays for per level or chunk shrink (tests/test_support.hpp).
+    DBSPARSE_TEST_RACECHECK=$([ "$tool" = racecheck ] && echo 1) \
     DBSPARSE_TEST_SHARD=$shard "${on[@]}" timeout "$left" compute-sanitizer --tool "$tool" --target-processes "$scope" --error-exitcode 9 "$B/test_gpu" -tc="$name" >"$log" 2>&1
   fi
   rc=$?
