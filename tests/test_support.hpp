@@ -87,6 +87,26 @@ T full_or_under_racecheck(T full, T racecheck) {
   return under_racecheck() ? racecheck : full;
 }
 
+// Under racecheck a BFS run costs about one grid barrier a level, each paid in every block (s31
+// run 2, H100, 16 at once: a stencil2d:n=200 run, 399 levels, outlasted 350 s with block_warps =
+// 32; the 300-level path took minutes), so there a run deeper than this is left out, said on
+// stdout; the deep generated graphs (the paths, the stencils) shrink under racecheck to stay within
+// it. Shared-memory hazards are a level's business: the kernels run on shallower graphs are the same.
+inline constexpr int kRacecheckMaxBfsLevels = 320;
+
+// Whether a BFS whose reference reaches `depth` levels (its deepest level + 1) runs here.
+inline bool bfs_depth_runs_here(int depth, const std::string& graph, int32_t source) {
+  if (!under_racecheck() || depth <= kRacecheckMaxBfsLevels) return true;
+  std::printf("note: racecheck leaves out the BFS from %d on %s: %d levels > %d (plain and the other tools run it)\n",
+              static_cast<int>(source), graph.c_str(), depth, kRacecheckMaxBfsLevels);
+  return false;
+}
+
+// The number of levels of a reference BFS: its deepest level + 1.
+inline int bfs_depth(const std::vector<int32_t>& level) {
+  return level.empty() ? 0 : *std::max_element(level.begin(), level.end()) + 1;
+}
+
 // The tools' seeded source (tools/bench/random.hpp): tests, benches and the tuner draw alike.
 template <class T>
 std::vector<T> random_vector(size_t n, uint64_t seed) {

@@ -27,6 +27,9 @@
 #   (--target-processes application-only; default ^Dbtune: its test runs a whole dbtune search as
 #   a child, past 300 s under memcheck and racecheck in s24 run 3; the kernels that search times are
 #   the op families' own, which their cases cover under every tool).
+#   Under racecheck each process runs with DBSPARSE_TEST_RACECHECK=1 (tests/test_support.hpp): the
+#   deep BFS graphs and SpGEMM's one-row chunks shrink, and BFS runs past 320 levels are left out
+#   there with a note on stdout; plain and the other tools run the full cases.
 #   $SAN_DRY=1: print what would run (weight, tool, case) and run nothing; the case list needs no
 #   device (test_gpu -ltc), so this checks a plan on any machine with a build.
 # sanitize: `cases` with every tool of $SAN_TOOLS (default memcheck racecheck synccheck initcheck)
