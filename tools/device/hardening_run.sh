@@ -9,6 +9,8 @@
 #   the host's cores. A summary line a case in cases-summary.txt (tool, case, rc, passed / failed,
 #   the tool's error count, seconds); cases not started are named.
 #   $SAN_DONE: earlier cases-summary files; a (tool, case) they show passed with rc 0 is not run again.
+#   The word "committed" (here and in $SAN_ORDER) stands for every docs/bench/*-sanitize-cases-summary.txt,
+#   the summaries each session copies there, so a call needs no hand-kept list.
 #   $SAN_SKIP: a regex of case names not run under a sanitizer (e.g. Past2To31: 17 GB of A).
 #   $SAN_ORDER: earlier cases-summary files; cases start longest first by the seconds they show
 #   (any tool's, the most; a case they do not show counts as 100 s), so the long ones do not start
@@ -77,6 +79,16 @@ first_bonus() {
   if [[ -n "${SAN_FIRST:-}" && $1 =~ $SAN_FIRST ]]; then echo 1000000; else echo 0; fi
 }
 
+# The summary files named by $@, "committed" expanded (set -f: find, not a glob).
+summaries() {
+  local f
+  for f in "$@"; do
+    if [ "$f" = committed ]; then find docs/bench -maxdepth 1 -name '*-sanitize-cases-summary.txt' | sort
+    else echo "$f"
+    fi
+  done
+}
+
 # The shard count of tool $1 for case $2: its "tool:Case=n" entry, else its "Case=n", else 1.
 shards_of() {
   local e n=1
@@ -118,13 +130,13 @@ run_cases() {
   deadline=$(( t0 + ${SAN_BUDGET:-500} ))
   mkdir -p "$OUT/cases"
   declare -A queued=()
-  for f in ${SAN_DONE:-}; do
+  for f in $(summaries ${SAN_DONE:-}); do
     while read -r tool tc rest; do
       case $rest in "rc=0 1 passed"*) queued[$tool:$tc]=1 ;; esac
     done <"$f"
   done
   declare -A took=()
-  for f in ${SAN_ORDER:-}; do
+  for f in $(summaries ${SAN_ORDER:-}); do
     while read -r tool tc rest; do
       local secs=${rest% s}
       secs=${secs##* }
