@@ -94,9 +94,12 @@ T full_or_under_racecheck(T full, T racecheck) {
 // it. Shared-memory hazards are a level's business: the kernels run on shallower graphs are the same.
 inline constexpr int kRacecheckMaxBfsLevels = 320;
 
+// Whether a BFS of `depth` levels runs, under racecheck or not (the pure part).
+inline bool bfs_depth_runs(int depth, bool racecheck) { return !racecheck || depth <= kRacecheckMaxBfsLevels; }
+
 // Whether a BFS whose reference reaches `depth` levels (its deepest level + 1) runs here.
 inline bool bfs_depth_runs_here(int depth, const std::string& graph, int32_t source) {
-  if (!under_racecheck() || depth <= kRacecheckMaxBfsLevels) return true;
+  if (bfs_depth_runs(depth, under_racecheck())) return true;
   std::printf("note: racecheck leaves out the BFS from %d on %s: %d levels > %d (plain and the other tools run it)\n",
               static_cast<int>(source), graph.c_str(), depth, kRacecheckMaxBfsLevels);
   return false;

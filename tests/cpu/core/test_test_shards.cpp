@@ -20,3 +20,21 @@ TEST_CASE("TestShardsSplitALoopSoThatTheirUnionRunsEveryItemOnce") {
   for (const char* bad : {"5/5", "1/0", "x/2", "1/2/3", "1", "-1/2", "1/2 "})
     CHECK_THROWS_WITH_AS(dbs_test::parse_shard(bad), doctest::Contains("expected k/n"), std::invalid_argument);
 }
+
+// Under racecheck (DBSPARSE_TEST_RACECHECK=1, hardening_run.sh) BFS runs deeper than the cap are
+// left out; elsewhere every depth runs.
+TEST_CASE("BfsDepthCapAppliesUnderRacecheckAlone") {
+  CHECK(dbs_test::bfs_depth({0, 1, 2, -1, 5}) == 6);
+  CHECK(dbs_test::bfs_depth({}) == 0);
+  CHECK(dbs_test::bfs_depth({-1, -1}) == 0);
+  const int cap = dbs_test::kRacecheckMaxBfsLevels;
+  for (int depth : {1, cap, cap + 1, 3000}) {
+    CAPTURE(depth);
+    CHECK(dbs_test::bfs_depth_runs(depth, false));
+    CHECK(dbs_test::bfs_depth_runs(depth, true) == (depth <= cap));
+  }
+  // The BFS cases' racecheck graphs stay within the cap from any source: a 300-vertex path has 300
+  // levels, stencil2d n = 150 from a corner 299.
+  CHECK(300 <= cap);
+  CHECK(2 * 150 - 1 <= cap);
+}
