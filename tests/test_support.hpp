@@ -69,8 +69,9 @@ class Shard {
 };
 
 // $DBSPARSE_TEST_RACECHECK=1, set by hardening_run.sh for racecheck alone: a few cases shrink a
-// count that racecheck pays for again and again while the code run stays the same: a BFS path's
-// levels (one grid sync or launch each) and SpGEMM's one-row chunks (a launch each). s30, H100, 16
+// count that racecheck pays for again and again while the code run stays the same: a BFS graph's
+// levels (one grid sync or launch each), SpGEMM's one-row chunks (a launch each) and the triangle
+// count's largest L·L product. s30, H100, 16
 // processes at once: one BFS run on the 2000-vertex path outlasted 500 s under racecheck; plain it
 // takes well under a second. Plain runs and the other tools keep the full size.
 inline bool under_racecheck() {
@@ -93,6 +94,13 @@ T full_or_under_racecheck(T full, T racecheck) {
 // stdout; the deep generated graphs (the paths, the stencils) shrink under racecheck to stay within
 // it. Shared-memory hazards are a level's business: the kernels run on shallower graphs are the same.
 inline constexpr int kRacecheckMaxBfsLevels = 320;
+
+// The deep BFS graphs' racecheck sizes, within kRacecheckMaxBfsLevels from any source (the cpu
+// case BfsDepthCapAppliesUnderRacecheckAlone measures them): a path's vertices, and the 2-D
+// stencils of the generated and 64-bit cases and of BfsWide (block_warps = 32 pays the most).
+inline constexpr int32_t kRacecheckBfsPath = 300;
+inline constexpr const char* kRacecheckStencil = "stencil2d:n=150";
+inline constexpr const char* kRacecheckWideStencil = "stencil2d:n=100";
 
 // Whether a BFS of `depth` levels runs, under racecheck or not (the pure part).
 inline bool bfs_depth_runs(int depth, bool racecheck) { return !racecheck || depth <= kRacecheckMaxBfsLevels; }

@@ -99,7 +99,7 @@ TEST_CASE("BfsMatchesReferenceOnPathStarAndDisconnectedGraphs") {
   std::vector<std::pair<int32_t, int32_t>> path, star, parts;
   dbs_test::Shard shard;  // a (graph, variant, source) a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
   // 300 levels under racecheck (dbs_test::under_racecheck): still past 256, the same kernels.
-  const int32_t np = dbs_test::full_or_under_racecheck(3000, 300);
+  const int32_t np = dbs_test::full_or_under_racecheck(3000, dbs_test::kRacecheckBfsPath);
   for (int32_t i = 0; i + 1 < np; ++i) path.push_back({i, i + 1});
   check_bfs("path", from_edges(np, path, true), {0, 15, 16, np / 2, np - 1}, false, nullptr, &shard);
   for (int32_t i = 1; i < 20000; ++i) star.push_back({0, i});
@@ -145,8 +145,7 @@ TEST_CASE("BfsFollowsTheYEqualsAxConventionOnDirectedGraphs") {
 
 TEST_CASE("BfsMatchesReferenceOnGeneratedGraphs") {
   dbs_test::Shard shard;  // a (graph, variant, source) a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
-  // stencil2d:n=150 under racecheck: 299 levels from a corner (dbs_test::kRacecheckMaxBfsLevels).
-  const std::string stencil = dbs_test::full_or_under_racecheck<std::string>("stencil2d:n=300", "stencil2d:n=150");
+  const std::string stencil = dbs_test::full_or_under_racecheck<std::string>("stencil2d:n=300", dbs_test::kRacecheckStencil);
   for (const char* spec : {"rmat:scale=14,ef=16,scramble=1", stencil.c_str(), "stencil3d:n=24,points=27",
                            "uniform:n=20000,d=6,seed=3", "powerlaw:n=30000,avg=6,alpha=1.5,max=5000,seed=2"}) {
     const CsrMatrix<double> a = generate(spec);
@@ -190,14 +189,14 @@ TEST_CASE("BfsWideBlocksAndSoloLevelsMatchReference") {
   Config solo{"bfs", {{"solo_tasks", 64}}, ConfigSource::Explicit, ""};
   Config all_solo{"bfs", {{"solo_tasks", 1 << 20}, {"block_warps", 32}}, ConfigSource::Explicit, ""};
   std::vector<std::pair<int32_t, int32_t>> path;
-  const int32_t np = dbs_test::full_or_under_racecheck(2000, 300);  // see dbs_test::under_racecheck
+  const int32_t np = dbs_test::full_or_under_racecheck(2000, dbs_test::kRacecheckBfsPath);  // see dbs_test::under_racecheck
   for (int32_t i = 0; i + 1 < np; ++i) path.push_back({i, i + 1});
   // Graph-major, a (graph, config, variant, source) an item: under racecheck a single run on the
   // path outlasts minutes (s30: 2000 levels, one grid sync or launch each), so with 36 shards each
   // holds one path run, one stencil run and one R-MAT run (hardening_run.sh SAN_SHARDS).
   dbs_test::Shard shard;
-  // stencil2d:n=100 under racecheck (199 levels): s31 cut n=200 runs with block_warps = 32 there.
-  const std::string stencil = dbs_test::full_or_under_racecheck<std::string>("stencil2d:n=200", "stencil2d:n=100");
+  // Smaller under racecheck: s31 cut n=200 runs with block_warps = 32 there.
+  const std::string stencil = dbs_test::full_or_under_racecheck<std::string>("stencil2d:n=200", dbs_test::kRacecheckWideStencil);
   for (const char* spec : {"path", stencil.c_str(), "rmat:scale=13,ef=16,scramble=1"}) {
     const bool is_path = std::string(spec) == "path";
     const CsrMatrix<double> a = is_path ? from_edges(np, path, true) : generate(spec);

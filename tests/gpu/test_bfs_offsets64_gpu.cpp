@@ -80,8 +80,7 @@ TEST_CASE("BfsOn64BitOffsetsMatchesReference") {
   (void)ctx();  // first: the uploads below need a current context (alone, nothing else made one)
   dbs_test::Shard shard;  // a (graph, variant, source) a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
   // Symmetric graphs: one view.
-  // stencil2d:n=150 under racecheck: 299 levels from a corner (dbs_test::kRacecheckMaxBfsLevels).
-  const std::string stencil = dbs_test::full_or_under_racecheck<std::string>("stencil2d:n=300", "stencil2d:n=150");
+  const std::string stencil = dbs_test::full_or_under_racecheck<std::string>("stencil2d:n=300", dbs_test::kRacecheckStencil);
   for (const char* spec : {"rmat:scale=14,ef=16,scramble=1", stencil.c_str(), "powerlaw:n=30000,avg=6,alpha=1.5,max=5000,seed=2"}) {
     const PatternGraph g = symmetrize(pattern_of(generate(spec)), false);
     const DeviceGraph64 d(g);

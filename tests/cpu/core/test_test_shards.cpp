@@ -3,6 +3,8 @@
 // shard that silently runs nothing.
 #include <doctest/doctest.h>
 
+#include "dbsparse/generators.hpp"
+#include "dbsparse/graph.hpp"
 #include "test_support.hpp"
 
 TEST_CASE("TestShardsSplitALoopSoThatTheirUnionRunsEveryItemOnce") {
@@ -33,8 +35,21 @@ TEST_CASE("BfsDepthCapAppliesUnderRacecheckAlone") {
     CHECK(dbs_test::bfs_depth_runs(depth, false));
     CHECK(dbs_test::bfs_depth_runs(depth, true) == (depth <= cap));
   }
-  // The BFS cases' racecheck graphs stay within the cap from any source: a 300-vertex path has 300
-  // levels, stencil2d n = 150 from a corner 299.
-  CHECK(300 <= cap);
-  CHECK(2 * 150 - 1 <= cap);
+  // The BFS cases' racecheck graphs stay within the cap from their deepest source (an end of the
+  // path, a corner of the stencil), measured by the CPU BFS.
+  dbsparse::PatternGraph path;
+  path.n = dbs_test::kRacecheckBfsPath;
+  for (int32_t i = 0; i < path.n; ++i) {
+    if (i > 0) path.col_idx.push_back(i - 1);
+    if (i + 1 < path.n) path.col_idx.push_back(i + 1);
+    path.row_ptr.push_back(static_cast<int32_t>(path.col_idx.size()));
+  }
+  const int path_depth = dbs_test::bfs_depth(dbsparse::bfs_reference(path, 0).level);
+  CHECK(path_depth == path.n);
+  CHECK(path_depth <= cap);
+  for (const char* spec : {dbs_test::kRacecheckStencil, dbs_test::kRacecheckWideStencil}) {
+    CAPTURE(spec);
+    const dbsparse::PatternGraph g = dbsparse::pattern_of(dbsparse::generate(spec));
+    CHECK(dbs_test::bfs_depth(dbsparse::bfs_reference(g, 0).level) <= cap);
+  }
 }
