@@ -84,10 +84,10 @@ TEST_CASE("DeviceOutOfMemoryNamesTheSizesAndLeavesNothingBehind") {
   const int64_t leave = int64_t{64} << 20;
   {
     auto held = fill_device_leaving(leave);
-    // A failed cuMemAlloc lets the driver give back memory it had cached outside this Context's
-    // pool: 32 MiB, seen on the H100 whenever test_cuda_graph_gpu.cpp's captured plans ran
-    // earlier in the same process. Provoke that once and top the fill up again, so that the
-    // checks below see only what the calls under test leave behind.
+    // A failed cuMemAlloc can make the driver give back memory that it held outside this
+    // Context's pool: 32 MiB on the H100 when test_cuda_graph_gpu.cpp's cases had run earlier in
+    // the same process (2026-12-05; what the driver held is not known). Provoke that once and top
+    // the fill up again, so that the checks below see only what the calls under test leave.
     try {
       DeviceAllocation probe(static_cast<size_t>(4 * free_device_bytes()));
     } catch (const DeviceOutOfMemory&) {
