@@ -88,10 +88,12 @@ TEST_CASE("DeviceOutOfMemoryNamesTheSizesAndLeavesNothingBehind") {
     // Context's pool: 32 MiB on the H100 when test_cuda_graph_gpu.cpp's cases had run earlier in
     // the same process (2026-12-05; what the driver held is not known). Provoke that once and top
     // the fill up again, so that the checks below see only what the calls under test leave.
+    const int64_t before_probe = free_device_bytes();
     try {
-      DeviceAllocation probe(static_cast<size_t>(4 * free_device_bytes()));
+      DeviceAllocation probe(static_cast<size_t>(4 * before_probe));
     } catch (const DeviceOutOfMemory&) {
     }
+    MESSAGE("a failed allocation made the driver give back " << free_device_bytes() - before_probe << " bytes");
     for (auto& more : fill_device_leaving(leave)) held.push_back(std::move(more));
     const int64_t free0 = free_device_bytes();
     INFO("free with the device filled: " << free0);
