@@ -36,7 +36,7 @@
 #   device (test_gpu -ltc), so this checks a plan on any machine with a build.
 # sanitize: `cases` with every tool of $SAN_TOOLS (default memcheck racecheck synccheck initcheck)
 #   over every gpu case ($SAN_PATTERNS, default *) but the limits tests ($SAN_EXCLUDE, default
-#   DeviceOutOfMemory*,OneContext*: run alone by `limits`). An exclusion rather than a list of
+#   limits_cases below: run alone by `limits`). An exclusion rather than a list of
 #   prefixes: a list missed a case added later (GatherKernelsPreferringL1..., found in s32).
 #   $SAN_PLAIN: doctest patterns (comma-separated) also run plain, sharing the same job slots.
 # limits: DeviceOutOfMemory* and OneContext* (OOM without leaks, 8 threads x 400 calls), alone:
@@ -190,19 +190,22 @@ run_cases() {
 }
 
 # The limits tests fill the device (they would starve the processes beside them) and expect
-# cuMemAlloc to fail, an API error every tool counts: `limits` runs them alone, plain.
-exclude=${SAN_EXCLUDE-DeviceOutOfMemory*,OneContext*}
+# cuMemAlloc to fail, an API error every tool counts: `limits` runs them alone, plain, and
+# `sanitize` leaves them out. `cases` runs what $CASES names, nothing excluded.
+limits_cases='DeviceOutOfMemory*,OneContext*'
+exclude=
 for mode in "$@"; do
   t0=$(date +%s)
   case $mode in
-    cases) run_cases "${CASES:-}" ;;
+    cases) exclude=; run_cases "${CASES:-}" ;;
     sanitize)
+      exclude=${SAN_EXCLUDE-$limits_cases}
       patterns=${SAN_PATTERNS:-*}
       list=${SAN_PLAIN:+plain:$SAN_PLAIN}  # cases also run without a sanitizer, in the same slots
       for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do list="$list $tool:$patterns"; done
       run_cases "$list" ;;
     limits)
-      timeout "${SAN_TIMEOUT:-540}" "$B/test_gpu" -tc="DeviceOutOfMemory*,OneContext*" -s >"$OUT/limits.log" 2>&1
+      timeout "${SAN_TIMEOUT:-540}" "$B/test_gpu" -tc="$limits_cases" -s >"$OUT/limits.log" 2>&1
       echo "limits rc $?"; grep -E "MESSAGE|ERROR|test cases|thread error" "$OUT/limits.log" | head -30 ;;
     *) echo "unknown mode $mode"; exit 2 ;;
   esac
