@@ -13,7 +13,7 @@ namespace {
 [[noreturn]] void bad_key(std::string_view text, const std::string& why) {
   throw UsageError(fmt::format(
       "bad spmv kernel key '{}': {} (form: spmv.scalar.f32.b256, spmv.vector.f32.b256.l8, "
-      "spmv.classified.f32.b256.l2.l4.l8.l32, spmv.classify.b256, spmv.gather.f32.b256)",
+      "spmv.classified.f32.b256.l2.l4.l8.l32[.w64], spmv.classify.b256, spmv.gather.f32.b256)",
       text, why));
 }
 
@@ -43,6 +43,7 @@ std::string SpmvKey::to_string() const {
                               codegen::to_string(value), block_size);
   if (strategy == SpmvStrategy::Vector) s += fmt::format(".l{}", lanes);
   if (strategy == SpmvStrategy::Classified) s += fmt::format(".l{}.l{}.l{}.l{}", lanes, lanes2, lanes3, lanes4);
+  if (window > 0) s += fmt::format(".w{}", window);
   if (offsets64) s += ".o64";
   return s;
 }
@@ -73,6 +74,12 @@ SpmvKey SpmvKey::parse(std::string_view text) {
   if (parts.size() < 4) bad_key(text, "expected at least 4 dot-separated parts");
   if (parts.back() == "o64") {
     k.offsets64 = true;
+    parts.pop_back();
+  }
+  if (parts[1] == "classified" && parts.size() == 9 && !parts.back().empty() && parts.back()[0] == 'w') {
+    k.window = parse_number(text, parts.back(), 'w', "window");
+    if (k.window < 1 || k.window > kMaxSpmvWindow)
+      bad_key(text, fmt::format("window must be in [1, {}]", kMaxSpmvWindow));
     parts.pop_back();
   }
   if (parts[1] == "scalar") k.strategy = SpmvStrategy::Scalar;
@@ -118,6 +125,9 @@ KernelSource make_source(const SpmvKey& key) {
   if (key.offsets64 && !takes_offsets64(key.strategy))
     throw UsageError(fmt::format("spmv key {}: 64-bit row offsets are for the scalar, vector and block kernels only",
                                  key.to_string()));
+  if (key.window != 0 && (key.strategy != SpmvStrategy::Classified || key.window < 1 || key.window > kMaxSpmvWindow))
+    throw UsageError(fmt::format("spmv key {}: a window is for classified keys only, in [1, {}]", key.to_string(),
+                                 kMaxSpmvWindow));
   KernelSource ks;
   ks.key = key.to_string();
   const char* t = cuda_type(key.value);
@@ -143,8 +153,8 @@ KernelSource make_source(const SpmvKey& key) {
     case SpmvStrategy::Classified:
       header = "spmv_csr_classified.cuh";
       ks.name_expressions = {
-          fmt::format("dbs::spmv_csr_classified<{}, {}, {}, {}, {}, {}>", t, b, key.lanes, key.lanes2, key.lanes3,
-                      key.lanes4)};
+          fmt::format("dbs::spmv_csr_classified<{}, {}, {}, {}, {}, {}{}>", t, b, key.lanes, key.lanes2, key.lanes3,
+                      key.lanes4, key.window > 0 ? fmt::format(", {}", key.window) : std::string())};
       break;
     case SpmvStrategy::Gather:
       header = "spmv_gather.cuh";
@@ -175,6 +185,9 @@ std::vector<SpmvKey> spmv_search_space() {
     for (int b : {128, 256, 512}) out.push_back(SpmvKey{v, SpmvStrategy::Block, b});
     out.push_back(SpmvKey{v, SpmvStrategy::LongRow, 256});
     out.push_back(SpmvKey{v, SpmvStrategy::Classified, 256, 2, 4, 8, 32});
+    SpmvKey windowed{v, SpmvStrategy::Classified, 256, 2, 4, 8, 32};
+    windowed.window = v == ValueType::F32 ? 64 : 32;
+    out.push_back(windowed);
     out.push_back(SpmvKey{v, SpmvStrategy::Gather, 256});
     for (SpmvKey k : {SpmvKey{v, SpmvStrategy::Scalar, 256}, SpmvKey{v, SpmvStrategy::Vector, 256, 8},
                       SpmvKey{v, SpmvStrategy::Vector, 256, 32}, SpmvKey{v, SpmvStrategy::Block, 256}}) {

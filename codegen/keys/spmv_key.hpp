@@ -1,6 +1,7 @@
 #pragma once
 // The SpMV kernel variant: a small value type with a stable text form (DESIGN.md §2), e.g.
-// "spmv.scalar.f32.b256", "spmv.vector.f32.b256.l8" or "spmv.classified.f32.b256.l2.l4.l8.l32". The text names the kernel, keys both caches
+// "spmv.scalar.f32.b256", "spmv.vector.f32.b256.l8" or "spmv.classified.f32.b256.l2.l4.l8.l32"
+// (".w64": its rows up to 64 long in memory order). The text names the kernel, keys both caches
 // and appears in logs. Strategies follow adaptive-csr-spmv.txt: a thread, LANES lanes, a block,
 // or several blocks per row (long-row split, with a finalize pass); Classified serves every bin of
 // the row classifier in one launch, with the four vector bins' lanes in its key. A key ending
@@ -19,6 +20,9 @@
 
 namespace dbsparse::codegen {
 
+// The longest rows a classified key's window takes (".w<N>"): a warp's run is at most 32 N entries.
+constexpr int kMaxSpmvWindow = 1024;
+
 enum class SpmvStrategy { Scalar, Vector, Block, LongRow, Classified, Classify, Gather };
 const char* to_string(SpmvStrategy s);
 
@@ -28,6 +32,9 @@ struct SpmvKey {
   int block_size = 256;  // threads per block: a multiple of 32 in [32, 1024]
   int lanes = 0;         // Vector, Classified: lanes per row, 2..32, a power of two; 0 otherwise
   int lanes2 = 0, lanes3 = 0, lanes4 = 0;  // Classified only: the other vector bins' lanes
+  // Classified only: rows of length <= window run in memory order, 32 a warp, instead of from
+  // their bins' lists (SpmvConfig::window_max_len); text ".w<window>", nothing for 0.
+  int window = 0;
   // Scalar, Vector, Block: 64-bit row offsets (a matrix past 2^31 entries, plan_spmv of a
   // DeviceCsrView64); text ".o64" at the end, nothing for 32-bit ones.
   bool offsets64 = false;

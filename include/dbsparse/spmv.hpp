@@ -26,6 +26,11 @@ struct SpmvConfig {
   int64_t longrow_chunk = 2048;
   double fold_share = 0.02;
   int fuse_bins = 1;
+  // classified, one launch: rows of length <= window_max_len (rounded down to a bin's bound) run
+  // in memory order, 32 rows a warp, not from their bins' lists; 0 leaves every row in its bin.
+  // Off by default until a benchmark on the GPU shows where it wins (power-law 1M: the bins read
+  // 228 MB where the CSR is 140 MB, ncu on an H100, 2026-12-06).
+  int window_max_len = 0;
   // degree: A's columns renumbered by decreasing count at plan time and x gathered into that order
   // each call (one more launch, n reads and writes): the x entries the rows read most share cache
   // lines. For scattered power-law graphs; A, x and y stay as the user gave them.
@@ -57,6 +62,8 @@ struct SpmvConfig {
     v.integer("longrow_chunk", longrow_chunk, 256, int64_t{1} << 30, "entries per block of a split long row");
     v.number("fold_share", fold_share, 0.0, 1.0, "bins under this share of the nonzeros join the next wider one");
     v.integer("fuse_bins", fuse_bins, 0, 1, "1: every classified bin in one launch; 0: one launch per bin");
+    v.integer("window_max_len", window_max_len, 0, 1024,
+              "classified, one launch: rows up to this length (down to a bin's bound) in memory order, 32 a warp; 0: off");
     v.choice("reorder", reorder, {"none", "degree", "auto"},
              "none; degree: A's columns by decreasing count, x gathered into that order each call (x, A and y as "
              "given); auto: degree where the hub columns' share and x's length pass the two thresholds below");

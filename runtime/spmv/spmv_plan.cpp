@@ -143,8 +143,12 @@ Classified classify_rows(ClassifyKernel classify, const CsrMatrix<T>& a, const D
   auto got = counts.download();  // synchronous: waits for the pass
   for (size_t b = 0; b < nbins; ++b) c.rows[b] = static_cast<int64_t>(got[b].rows), c.nnz[b] = static_cast<int64_t>(got[b].nnz);
   // Fold thin row-kernel bins (not block, not long rows) into the next wider one.
+  // Bins a window takes (layout.window) stay as they are: their rows run from no list, and a fold
+  // would move some into a listed bin above the window, to run twice.
   for (size_t b = 0; b + 2 < nbins; ++b) {
-    if (c.rows[b] == 0 || static_cast<double>(c.nnz[b]) >= layout.fold_share * static_cast<double>(a.nnz())) continue;
+    if (c.rows[b] == 0 || layout.bins[b].max_len <= layout.window ||
+        static_cast<double>(c.nnz[b]) >= layout.fold_share * static_cast<double>(a.nnz()))
+      continue;
     c.rows[b + 1] += c.rows[b];
     c.nnz[b + 1] += c.nnz[b];
     c.rows[b] = c.nnz[b] = 0;
@@ -292,17 +296,26 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
     plan.arrivals_.fill_bytes(0);
     if (nbins != kClassBins) throw UsageError("spmv: the one-launch kernel expects 7 classified bins");
     plan.fused_.assign(3 * kClassBins, 0);
-    int64_t end = 0;
+    int64_t end = 0, window_rows = 0;
     const size_t long_bin = abi::kSpmvLongRowBin, block_bin = abi::kSpmvBlockBin;
     for (int slot = 0; slot < kClassBins; ++slot) {
       const size_t b = long_bin - static_cast<size_t>(slot);
       const auto& key = layout.bins[b].key;
-      const int64_t blocks = b == long_bin ? nchunks : b == block_bin ? c.rows[b] : spmv_grid(key, c.rows[b]);
+      // A window's bins launch nothing from their lists; the scalar bin's blocks take every row
+      // instead, 32 a warp, and serve those no longer than the window.
+      const bool windowed = b < block_bin && layout.bins[b].max_len <= layout.window;
+      if (windowed) window_rows += c.rows[b];
+      const int64_t rows_b = windowed ? (b == size_t{abi::kSpmvScalarBin} ? int64_t{a.rows} : 0) : c.rows[b];
+      const int64_t blocks = b == long_bin ? nchunks : b == block_bin ? rows_b : spmv_grid(key, rows_b);
       end += blocks;
       plan.fused_[b] = static_cast<int32_t>(c.off[b]);
-      plan.fused_[kClassBins + b] = static_cast<int32_t>(b == long_bin ? nchunks : c.rows[b]);
+      plan.fused_[kClassBins + b] = static_cast<int32_t>(b == long_bin ? nchunks : rows_b);
       plan.fused_[2 * kClassBins + slot] = static_cast<int32_t>(end);
     }
+    if (layout.window > 0)
+      text += fmt::format("  window: the {} rows of length <= {} in memory order, 32 a warp, in the scalar bin's {} "
+                          "thread blocks\n",
+                          window_rows, layout.window, spmv_grid(layout.bins[0].key, a.rows));
     if (end > INT32_MAX) throw UsageError("spmv: classified grid past 2^31 blocks");
     plan.launches_.push_back({loaded.fns.at(0), Kind::Classified, static_cast<unsigned>(end),
                               static_cast<unsigned>(layout.fused_key.block_size), 0, 0});

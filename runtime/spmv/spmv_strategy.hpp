@@ -50,6 +50,9 @@ struct SpmvLayout {
   double fold_share = 0;
   bool fuse_bins = true;
   codegen::SpmvKey fused_key;  // classified: the one-launch kernel for these bins
+  // Classified, one launch: rows of length <= window (the largest scalar or vector bin bound up
+  // to config.window_max_len; 0: none) run in memory order (fused_key.window), not from lists.
+  int64_t window = 0;
 };
 SpmvLayout choose_spmv_layout(const SpmvConfig& config, int64_t rows, int64_t nnz, codegen::ValueType value);
 

@@ -51,7 +51,74 @@ __device__ __forceinline__ void classified_chunk(const abi::SpmvClassifiedArgs<T
   }
 }
 
-template <typename T, int BLOCK, int L1, int L2, int L3, int L4>
+// W > 0 (key ".w<W>"): the scalar bin's thread blocks take every row of length <= W in memory
+// order instead, 32 rows a warp; the plan lists only the longer rows. The binned bodies read a
+// short row's entries in the order of its bin, and a 32-byte sector of col/val that holds rows of
+// several bins is fetched from DRAM once per bin (power-law 1M: 228 MB read against a 140 MB CSR,
+// ncu on an H100, docs/bench/2026-12-06-s33-run5-*). Here a warp streams its rows' entries as one
+// run, 32 consecutive entries a step (a long row's entries skipped), and a segmented warp sum gives
+// each row its share of the step, so each sector is read once, by one warp.
+template <typename T, int BLOCK, int W>
+__device__ __forceinline__ void classified_window(const abi::SpmvClassifiedArgs<T>& a, int lb) {
+  constexpr unsigned kAll = 0xffffffffu;
+  constexpr int kSteps = sizeof(T) == 4 ? 4 : 2;  // steps whose loads are in flight at once
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  const int r = (lb * (BLOCK / 32) + static_cast<int>(threadIdx.x >> 5)) * 32 + lane;
+  const int rows = a.count[abi::kSpmvScalarBin];
+  int begin = 0, len = 0;
+  if (r < rows) {
+    begin = a.row_ptr[r];
+    len = a.row_ptr[r + 1] - begin;
+  }
+  const bool mine = r < rows && len <= W;
+  const int n = mine ? len : 0;
+  int incl = n;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int v = __shfl_up_sync(kAll, incl, o);
+    if (lane >= o) incl += v;
+  }
+  const int total = __shfl_sync(kAll, incl, 31);  // warp-uniform: every lane runs every step
+  const int start = incl - n;                     // this row's first position in the warp's run
+  T acc = T(0);
+  for (int base = 0; base < total; base += 32 * kSteps) {
+    int owner[kSteps], c[kSteps];
+    T v[kSteps];
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+      const int p = base + u * 32 + lane;
+      // The row holding run position p: the last lane whose start is <= p (an empty row shares
+      // its start with the next row and loses to it).
+      int lo = 0;
+#pragma unroll
+      for (int step = 16; step; step >>= 1)
+        if (__shfl_sync(kAll, start, lo + step) <= p) lo += step;
+      const int e = __shfl_sync(kAll, begin, lo) + (p - __shfl_sync(kAll, start, lo));
+      owner[u] = p < total ? lo : -1;
+      c[u] = p < total ? a.col_idx[e] : 0;
+      v[u] = p < total ? a.vals[e] : T(0);
+    }
+#pragma unroll
+    for (int u = 0; u < kSteps; ++u) {
+      T s = owner[u] >= 0 ? v[u] * load_ro(a.x + c[u]) : T(0);
+      // Inclusive sum over the lanes of the same row (a row's positions are consecutive lanes).
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const T t = __shfl_up_sync(kAll, s, o);
+        const int w = __shfl_up_sync(kAll, owner[u], o);
+        if (lane >= o && w == owner[u]) s += t;
+      }
+      // Row `lane` takes the sum at the last lane of its positions in this step, if it has any.
+      const int q0 = base + u * 32;
+      const int first = max(start, q0), last = min(start + n, q0 + 32);
+      const T got = __shfl_sync(kAll, s, first < last ? last - 1 - q0 : lane);
+      if (first < last) acc += got;
+    }
+  }
+  if (mine) axpby_store(a.y + r, acc, a.alpha, a.beta);
+}
+
+template <typename T, int BLOCK, int L1, int L2, int L3, int L4, int W = 0>
 __global__ void __launch_bounds__(BLOCK) spmv_csr_classified(abi::SpmvClassifiedArgs<T> a) {
   __shared__ T warps[BLOCK / 32];
   __shared__ bool last;
@@ -62,6 +129,10 @@ __global__ void __launch_bounds__(BLOCK) spmv_csr_classified(abi::SpmvClassified
   const int lb = b - (slot ? a.block_end[slot - 1] : 0);
   switch (bin) {
     case abi::kSpmvScalarBin: {
+      if constexpr (W > 0) {
+        classified_window<T, BLOCK, W>(a, lb);
+        return;
+      }
       const int i = lb * BLOCK + threadIdx.x;
       if (i < a.count[0]) scalar_row<T>(a.lists[a.list_off[0] + i], a);
       return;

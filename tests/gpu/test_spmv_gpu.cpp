@@ -176,6 +176,23 @@ std::vector<nlohmann::json> strategy_configs() {
       p["block_size"] = b;
       configs.push_back(p);
     }
+  // Short rows in memory order, 32 a warp (window_max_len): the scalar bin alone (8), up to the
+  // l4 bin (64; f64 rounds down to 32) and every row-kernel bin (1024 rounds down to the widest);
+  // then with the small cutoffs and no folding, as given and in degree order, so windows run
+  // beside listed vector, block and long-row bins.
+  for (int w : {8, 64, 1024}) {
+    auto p = config_to_json(SpmvConfig{});
+    p["window_max_len"] = w;
+    configs.push_back(p);
+  }
+  auto windowed = config_to_json(SpmvConfig{});
+  windowed["fold_share"] = 0.0;
+  windowed["block_max_len"] = 300;
+  windowed["longrow_chunk"] = 256;
+  windowed["window_max_len"] = 64;
+  configs.push_back(windowed);
+  windowed["reorder"] = "degree";
+  configs.push_back(windowed);
   // A's columns in degree order (x gathered first): with every launch kind after the gather (the
   // one-launch classified kernel, a kernel per bin with split long rows, one strategy).
   for (const char* s : {"classified", "uniform", "scalar"}) {
@@ -290,6 +307,12 @@ TEST_CASE("SpmvClassifiedSplitsMixedRowsAndFoldsThinBins") {
   split_params["fuse_bins"] = 0;
   auto split = ctx().plan_spmv(mixed, Config{"spmv", split_params, ConfigSource::Explicit, "test"});
   CHECK(split.launches() >= 4);  // short rows, a middle bin, long-row chunks and their finalize
+  auto window_params = config_to_json(SpmvConfig{});
+  window_params["window_max_len"] = 64;
+  auto windowed = ctx().plan_spmv(mixed, Config{"spmv", window_params, ConfigSource::Explicit, "test"});
+  CHECK(windowed.launches() == 1);
+  CHECK(windowed.explain().find(".w64") != std::string::npos);
+  CHECK(windowed.explain().find("rows of length <= 64 in memory order") != std::string::npos);
   auto regular = generate("stencil3d:n=40,points=27").cast<float>();
   auto one = ctx().plan_spmv(regular, Config{"spmv", config_to_json(SpmvConfig{}), ConfigSource::Explicit, "test"});
   CHECK(one.launches() == 1);  // boundary rows fold into the interior's bin: one kernel, no list

@@ -83,6 +83,10 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
       forced.params["strategy"] = SpmvConfig{}.strategy;
       forced.params["reorder"] = strategy == "cols-degree" ? "degree" : "none";
     }
+    if (strategy.rfind("window-", 0) == 0) {  // classified, rows up to N long in memory order, e.g. window-64
+      forced.params["strategy"] = "classified";
+      forced.params["window_max_len"] = std::stoi(strategy.substr(7));
+    }
     if (strategy.rfind("vector-l", 0) == 0) {  // vector with a fixed width, e.g. vector-l4
       forced.params["strategy"] = "vector";
       forced.params["lanes"] = std::stoi(strategy.substr(8));

@@ -118,12 +118,14 @@ Runner add_bench(CLI::App& sub_ref) {
                   "spmv only: dbsparse strategies to time, one row each, for ablation (comma-separate: "
                   "classified, classified-split (one kernel per bin), uniform, scalar, vector, vector-l2 .. vector-l32 "
                   "(fixed lanes), block, longrow (each with the default reorder, auto), cols-degree / cols-none "
-                  "(classified, A's columns in degree order / as given: the reorder A/B)); "
+                  "(classified, A's columns in degree order / as given: the reorder A/B), window-8 .. window-256 "
+                  "(classified with window_max_len 8, 16, 32, 64 or 256: rows up to that length in memory order, "
+                  "32 a warp)); "
                   "default: the tuning DB's config")
       ->delimiter(',')
       ->check(CLI::IsMember({"classified", "classified-split", "uniform", "scalar", "vector", "vector-l2", "vector-l4",
                              "vector-l8", "vector-l16", "vector-l32", "block", "longrow", "cols-degree",
-                             "cols-none"}));
+                             "cols-none", "window-8", "window-16", "window-32", "window-64", "window-256"}));
   sub->add_option("--config", a->config,
                   "config params (JSON object) for the dbsparse rows instead of the tuning DB's (spmspv); "
                   "keys left out take the defaults, e.g. '{\"pull_coo\":\"warp\"}'");

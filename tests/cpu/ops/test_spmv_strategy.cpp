@@ -89,6 +89,7 @@ TEST_CASE("SpmvClassifiedLayoutComesFromTheConfig") {
   CHECK(l.longrow_chunk == 2048);
   CHECK(l.fuse_bins);
   CHECK(l.fused_key.to_string() == "spmv.classified.f32.b256.l2.l4.l8.l32");
+  CHECK(l.window == 0);
   auto d = layout_of(config_to_json(SpmvConfig{}), 1000, 5000, ValueType::F64);
   CHECK(d.bins[0].max_len == 4);
   CHECK(d.bins[4].max_len == 128);
@@ -260,4 +261,39 @@ TEST_CASE("SpmvOptionsReplaceOnlyTheReorderOfTheConfig") {
       CHECK(what.find(std::string("'") + bad + "'") != std::string::npos);
     }
   }
+}
+
+TEST_CASE("SpmvWindowRoundsDownToABinBoundAndNamesItsKey") {
+  auto with_window = [](int w, int fuse = 1) {
+    auto p = config_to_json(SpmvConfig{});
+    p["window_max_len"] = w;
+    p["fuse_bins"] = fuse;
+    return p;
+  };
+  // f32 bounds 8, 16, 32, 64, 256; f64 4, 8, 16, 32, 128.
+  CHECK(layout_of(with_window(100), 1000, 5000, ValueType::F32).window == 64);
+  CHECK(layout_of(with_window(100), 1000, 5000, ValueType::F32).fused_key.to_string() ==
+        "spmv.classified.f32.b256.l2.l4.l8.l32.w64");
+  CHECK(layout_of(with_window(100), 1000, 5000, ValueType::F64).window == 32);
+  CHECK(layout_of(with_window(1024), 1000, 5000, ValueType::F32).window == 256);
+  CHECK(layout_of(with_window(8), 1000, 5000, ValueType::F32).window == 8);
+  CHECK(layout_of(with_window(5), 1000, 5000, ValueType::F32).window == 0);  // below the scalar bin's bound
+  CHECK(layout_of(with_window(64, 0), 1000, 5000, ValueType::F32).window == 0);  // one launch per bin: no window
+  const auto k = codegen::SpmvKey::parse("spmv.classified.f64.b128.l2.l4.l16.l32.w32");
+  CHECK(k.window == 32);
+  CHECK(k.lanes4 == 32);
+  CHECK(k.to_string() == "spmv.classified.f64.b128.l2.l4.l16.l32.w32");
+  CHECK(codegen::make_source(k).name_expressions.at(0) == "dbs::spmv_csr_classified<double, 128, 2, 4, 16, 32, 32>");
+  for (const char* bad : {"spmv.classified.f32.b256.l2.l4.l8.l32.w0", "spmv.classified.f32.b256.l2.l4.l8.l32.w2000",
+                          "spmv.classified.f32.b256.l2.l4.l8.l32.wx", "spmv.vector.f32.b256.l8.w64",
+                          "spmv.classified.f32.b256.l2.l4.l8.w64"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(codegen::SpmvKey::parse(bad), UsageError);
+  }
+  codegen::SpmvKey vector{ValueType::F32, SpmvStrategy::Vector, 256, 8};
+  vector.window = 64;
+  CHECK_THROWS_AS(codegen::make_source(vector), UsageError);
+  auto too_wide = config_to_json(SpmvConfig{});
+  too_wide["window_max_len"] = 2048;
+  CHECK_THROWS_AS(config_from_json<SpmvConfig>(too_wide), UsageError);
 }
