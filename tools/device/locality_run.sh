@@ -2,7 +2,7 @@
 # Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (issue 35's calls): SpMM and SpMV on
 # irregular graphs with and without a row order, their gpu tests, and Nsight Compute on the CSR
 # kernel of one graph.
-#   tools/device/locality_run.sh tests|spmm|spmm-relu|spmm-configs|spmm-full|spmm-sweep|spmv|carveout|gcn|ncu|ncu-spmv|sanitize ...   (in order)
+#   tools/device/locality_run.sh tests|spmm|spmm-relu|spmm-configs|spmm-full|spmm-sweep|spmv|window|carveout|gcn|ncu|ncu-spmv|sanitize ...   (in order)
 # tests: every Spmm* / Spmv* gpu test; spmm: the graphs set (quick) plus ../shared/matrices at
 # N = 32 and 128 with --reorder degree,rcm,community; spmm-full: the full graphs set, N = 32 and 128;
 # spmm-sweep: widths N = $SWEEP_N (default 16,32,64,128,256) on the full graphs set (graphs of
@@ -10,6 +10,7 @@
 # carveout: SpMM (graphs set) and SpMV (irregular set) under DBSPARSE_L1_CARVEOUT=driver and max-l1.
 # ncu: every csr_spmm_rows launch on the scrambled R-MAT 17 at N = 32, plain and in community order.
 # ncu-spmv: dbsparse's and cuSPARSE's SpMV kernels on $NCU_MATRIX (default power-law 1M), one call each.
+# window: SpmvConfig::window_max_len's gpu tests, its A/B on the irregular set and the quick suite, ncu bytes.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/device/device_env.sh
@@ -59,6 +60,27 @@ for mode in "$@"; do
         uniform:n=2000000,d=16 --no-shared --strategy cols-none,cols-degree,classified --json "$OUT/spmv-irregular.json" >"$OUT/spmv-irregular.txt" 2>&1
       # bench spmv's summary is a table (impl x all / regular / irregular), no "geomean" line: print it.
       echo "$mode rc $?"; grep -A8 -E "^summary over" "$OUT/spmv-irregular.txt" | cut -c1-200; grep WRONG "$OUT/spmv-irregular.txt" | head ;;
+    window)
+      # SpmvConfig::window_max_len (rows up to N long in memory order, 32 a warp): its gpu tests
+      # (the Spmv* strategy cases carry 5 window configs), then the A/B against the binned rows on
+      # the irregular set and the quick suite with the shared matrices (f32 and f64), then ncu's
+      # DRAM bytes and time for classified and window-64 on power-law 1M (binned: 228 MB, 179 us
+      # on an H100; cuSPARSE 138 MB, 140 us; docs/bench/2026-12-06-s33-run5-*).
+      $T "$B/test_gpu" -tc='Spmv*' >"$OUT/window-tests.log" 2>&1; echo "window tests rc $?"
+      grep -B3 -A8 "ERROR" "$OUT/window-tests.log" | head -30; tail -2 "$OUT/window-tests.log"
+      $T "$B/dbsparse" bench spmv rmat:scale=20,ef=16,scramble=1 powerlaw:n=1000000,avg=16,alpha=1.5,max=100000 \
+        uniform:n=2000000,d=16 --no-shared --precision f32,f64 --strategy classified,${WINDOWS:-window-16,window-64,window-256} \
+        --json "$OUT/window-irregular.json" >"$OUT/window-irregular.txt" 2>&1
+      echo "window irregular rc $?"; grep -A12 -E "^summary over" "$OUT/window-irregular.txt" | cut -c1-200; grep WRONG "$OUT/window-irregular.txt" | head
+      $T "$B/dbsparse" bench spmv --suite quick --strategy classified,window-64 \
+        --json "$OUT/window-quick.json" >"$OUT/window-quick.txt" 2>&1
+      echo "window quick rc $?"; grep -A8 -E "^summary over" "$OUT/window-quick.txt" | cut -c1-200; grep WRONG "$OUT/window-quick.txt" | head
+      for st in classified window-64; do
+        $T ncu --clock-control none -k 'regex:spmv_csr_classified' --metrics dram__bytes_read.sum,gpu__time_duration.sum,lts__t_sectors_srcunit_tex_op_read_lookup_miss.sum,smsp__inst_executed.sum \
+          "$B/dbsparse" bench spmv ${NCU_MATRIX:-powerlaw:n=1000000,avg=16,alpha=1.5,max=100000} --no-shared \
+          --strategy $st --reps 1 --batch 1 --warmup 1 >"$OUT/window-ncu-$st.txt" 2>&1
+        echo "window ncu $st rc $?"; grep -E "dram__bytes_read|gpu__time_duration|lookup_miss|inst_executed" "$OUT/window-ncu-$st.txt" | head -4
+      done ;;
     carveout)
       # The gather kernels' L1 preference (DBSPARSE_L1_CARVEOUT, runtime/gpu/l1_carveout.hpp): SpMM
       # on the graphs set and the shared matrices, SpMV on the irregular set, under the driver's
