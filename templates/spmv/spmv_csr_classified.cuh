@@ -82,7 +82,7 @@ __device__ __forceinline__ void classified_window(const abi::SpmvClassifiedArgs<
   const int start = incl - n;                     // this row's first position in the warp's run
   T acc = T(0);
   for (int base = 0; base < total; base += 32 * kSteps) {
-    int owner[kSteps], c[kSteps];
+    int head[kSteps], c[kSteps];  // head: the lane where this lane's row begins in its step
     T v[kSteps];
 #pragma unroll
     for (int u = 0; u < kSteps; ++u) {
@@ -93,20 +93,21 @@ __device__ __forceinline__ void classified_window(const abi::SpmvClassifiedArgs<
 #pragma unroll
       for (int step = 16; step; step >>= 1)
         if (__shfl_sync(kAll, start, lo + step) <= p) lo += step;
-      const int e = __shfl_sync(kAll, begin, lo) + (p - __shfl_sync(kAll, start, lo));
-      owner[u] = p < total ? lo : -1;
+      const int row_start = __shfl_sync(kAll, start, lo);
+      const int e = __shfl_sync(kAll, begin, lo) + (p - row_start);
+      head[u] = max(row_start - (base + u * 32), 0);
       c[u] = p < total ? a.col_idx[e] : 0;
       v[u] = p < total ? a.vals[e] : T(0);
     }
 #pragma unroll
     for (int u = 0; u < kSteps; ++u) {
-      T s = owner[u] >= 0 ? v[u] * load_ro(a.x + c[u]) : T(0);
-      // Inclusive sum over the lanes of the same row (a row's positions are consecutive lanes).
+      T s = base + u * 32 + lane < total ? v[u] * load_ro(a.x + c[u]) : T(0);
+      // Inclusive sum over the lanes of the same row: a row's positions are consecutive lanes
+      // from its head on (a lane past the run may add anything: no row reads it).
 #pragma unroll
       for (int o = 1; o < 32; o <<= 1) {
         const T t = __shfl_up_sync(kAll, s, o);
-        const int w = __shfl_up_sync(kAll, owner[u], o);
-        if (lane >= o && w == owner[u]) s += t;
+        if (lane - o >= head[u]) s += t;
       }
       // Row `lane` takes the sum at the last lane of its positions in this step, if it has any.
       const int q0 = base + u * 32;
