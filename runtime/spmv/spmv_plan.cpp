@@ -344,9 +344,14 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
     }
   }
   if (plan.kernels_.empty()) get(layout.bins[0].key);  // 0 x n: nothing launches, but report the kernel
+  if (plan.typed_.window_max_len > 0 && layout.window == 0)  // asked for, yet not in the kernel: say why
+    text += fmt::format("  window_max_len {} not applied: {}\n", plan.typed_.window_max_len,
+                        !layout.classified ? "the strategy is not classified"
+                        : !layout.fuse_bins ? "fuse_bins 0 (one launch per bin)"
+                                            : fmt::format("below the scalar bin's bound, {}", layout.bins[0].max_len));
   plan.layout_text_ = order_text + (layout.classified ? fmt::format("  classified, {} launch(es) per run:\n{}",
                                                                      plan.launches_.size(), text)
-                                                       : "") +
+                                                       : text) +
                       prefer_l1_text(plan.launches_, info_);
   return plan;
 }
@@ -387,7 +392,8 @@ SpmvPlan<T> Context::plan_spmv(const DeviceCsrView64<T>& a, const Config* config
                               static_cast<unsigned>(spmv_grid(key, a.rows)), static_cast<unsigned>(key.block_size),
                               a.rows, 0});
   plan.layout_text_ = fmt::format("  64-bit row offsets, the caller's device arrays: one launch of {} for every row{}\n",
-                                  key.to_string(), took_uniform ? " (classified takes the uniform choice here)" : "") +
+                                  key.to_string(), std::string(took_uniform ? " (classified takes the uniform choice here)" : "") +
+                                                       (one.window_max_len > 0 ? " (window_max_len not applied)" : "")) +
                       prefer_l1_text(plan.launches_, info_);
   return plan;
 }
