@@ -146,7 +146,7 @@ Classified classify_rows(ClassifyKernel classify, const CsrMatrix<T>& a, const D
   // Bins a window takes (layout.window) stay as they are: their rows run from no list, and a fold
   // would move some into a listed bin above the window, to run twice.
   for (size_t b = 0; b + 2 < nbins; ++b) {
-    if (c.rows[b] == 0 || layout.bins[b].max_len <= layout.window ||
+    if (c.rows[b] == 0 || layout.in_window(b) ||
         static_cast<double>(c.nnz[b]) >= layout.fold_share * static_cast<double>(a.nnz()))
       continue;
     c.rows[b + 1] += c.rows[b];
@@ -306,7 +306,7 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
       const auto& key = layout.bins[b].key;
       // A window's bins launch nothing from their lists; the scalar bin's blocks take every row
       // instead, 32 a warp, and serve those no longer than the window.
-      const bool windowed = b < block_bin && layout.bins[b].max_len <= layout.window;
+      const bool windowed = layout.in_window(b);
       if (windowed) window_rows += c.rows[b];
       const int64_t rows_b = windowed ? (b == size_t{abi::kSpmvScalarBin} ? int64_t{a.rows} : 0) : c.rows[b];
       const int64_t blocks = b == long_bin ? nchunks : b == block_bin ? rows_b : spmv_grid(key, rows_b);

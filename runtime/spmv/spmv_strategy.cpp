@@ -92,7 +92,7 @@ SpmvLayout choose_spmv_layout(const SpmvConfig& cfg, int64_t rows, int64_t nnz, 
   layout.bins.push_back({key(SpmvStrategy::LongRow, 0), std::numeric_limits<int64_t>::max()});
   layout.fused_key = checked(codegen::SpmvKey{value, SpmvStrategy::Classified, block, lanes[0], lanes[1], lanes[2], lanes[3]});
   if (cfg.window_max_len > 0 && layout.fuse_bins)
-    for (size_t b = 0; b <= 4; ++b)  // the scalar and vector bins, bounds rising
+    for (size_t b = 0; b < static_cast<size_t>(abi::kSpmvBlockBin); ++b)  // scalar and vector bins, bounds rising
       if (layout.bins[b].max_len <= cfg.window_max_len) layout.window = layout.bins[b].max_len;
   layout.fused_key.window = static_cast<int>(layout.window);
   return layout;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "codegen/keys/spmv_key.hpp"
+#include "dbsparse/abi/spmv.h"
 #include "dbsparse/spmv.hpp"
 
 namespace dbsparse {
@@ -53,6 +54,11 @@ struct SpmvLayout {
   // Classified, one launch: rows of length <= window (the largest scalar or vector bin bound up
   // to config.window_max_len; 0: none) run in memory order (fused_key.window), not from lists.
   int64_t window = 0;
+  // Whether bin b's rows run in the window: a scalar or vector bin (below the block bin) whose
+  // bound is within it. False for every bin without a window.
+  bool in_window(size_t b) const {
+    return b < static_cast<size_t>(abi::kSpmvBlockBin) && bins[b].max_len <= window;
+  }
 };
 SpmvLayout choose_spmv_layout(const SpmvConfig& config, int64_t rows, int64_t nnz, codegen::ValueType value);
 
