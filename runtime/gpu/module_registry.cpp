@@ -13,9 +13,19 @@ ModuleRegistry::~ModuleRegistry() {
   for (auto& [key, e] : loaded_) cuda::driver().cuModuleUnload(e.module);
 }
 
+CUfunction LoadedKernel::entry(std::string_view role) const {
+  for (size_t i = 0; i < entry_names.size() && i < fns.size(); ++i)
+    if (entry_names[i] == role) return fns[i];
+  std::string have;
+  for (const auto& n : entry_names) have += (have.empty() ? "" : ", ") + n;
+  throw Error("kernel " + info.key + " has no entry point named '" + std::string(role) + "' (it has: " +
+              (have.empty() ? std::string("none named") : have) + ")");
+}
+
 LoadedKernel ModuleRegistry::get(const codegen::KernelSource& ks, const std::string& arch) {
   LoadedKernel out;
   out.info.key = ks.key;
+  out.entry_names = ks.entry_names;
   auto& cache = codegen::KernelCache::global();
   std::string full_key = cache.full_key(ks, arch);
   {

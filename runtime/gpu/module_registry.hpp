@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "codegen/kernel_cache.hpp"
@@ -16,7 +17,12 @@ namespace dbsparse::detail {
 struct LoadedKernel {
   CUfunction fn = nullptr;        // the first name expression's kernel
   std::vector<CUfunction> fns;    // one per name expression, in order
+  std::vector<std::string> entry_names;  // KernelSource::entry_names, the roles of fns
   KernelInfo info;
+
+  // The entry point declared with this role (KernelSource::add_entry); throws Error naming the
+  // kernel and the roles it has when there is none, so a renamed role fails at plan time.
+  CUfunction entry(std::string_view role) const;
 };
 
 class ModuleRegistry {
