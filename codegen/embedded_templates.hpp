@@ -6,7 +6,7 @@
 namespace dbsparse::codegen {
 
 struct EmbeddedTemplate {
-  const char* name;    // file name, e.g. "spmv_csr_scalar.cuh"; what generated sources #include
+  const char* name;  // file name, e.g. "spmv_csr_scalar.cuh"; what generated sources #include
   const char* source;
 };
 

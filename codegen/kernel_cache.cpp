@@ -26,8 +26,7 @@ std::string env_or(const char* name, const std::string& fallback) {
 std::string sanitize(const std::string& key) {
   std::string s = key;
   for (char& c : s)
-    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' ||
-          c == '+' || c == '='))
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' || c == '-' || c == '+' || c == '='))
       c = '_';
   return s;
 }
@@ -40,9 +39,12 @@ double ms_since(std::chrono::steady_clock::time_point t0) {
 
 const char* to_string(CacheOrigin o) {
   switch (o) {
-    case CacheOrigin::Memory: return "memory";
-    case CacheOrigin::Disk: return "disk";
-    case CacheOrigin::Compiled: return "compiled";
+    case CacheOrigin::Memory:
+      return "memory";
+    case CacheOrigin::Disk:
+      return "disk";
+    case CacheOrigin::Compiled:
+      return "compiled";
   }
   return "?";
 }
@@ -62,16 +64,14 @@ KernelCache& KernelCache::global() {
   return cache;
 }
 
-KernelCache::KernelCache(std::string dir, bool persistent)
-    : dir_(std::move(dir)), persistent_(persistent) {}
+KernelCache::KernelCache(std::string dir, bool persistent) : dir_(std::move(dir)), persistent_(persistent) {}
 
 std::string KernelCache::full_key(const KernelSource& ks, const std::string& arch) const {
   std::string names;
   for (const auto& n : ks.name_expressions) names += n + ";";
-  return fmt::format(
-      "key={}\ntemplates={}\nsource={}\noptions={}\nnames={}\narch={}\nnvrtc={}\nlibrary={}\n",
-      ks.key, templates_hash(), fnv1a64_hex(ks.source), join_options(ks.options), names, arch,
-      nvrtc_version(), DBSPARSE_VERSION);
+  return fmt::format("key={}\ntemplates={}\nsource={}\noptions={}\nnames={}\narch={}\nnvrtc={}\nlibrary={}\n", ks.key,
+                     templates_hash(), fnv1a64_hex(ks.source), join_options(ks.options), names, arch, nvrtc_version(),
+                     DBSPARSE_VERSION);
 }
 
 fs::path KernelCache::entry_path(const KernelSource& ks, const std::string& arch) const {
@@ -122,8 +122,7 @@ void KernelCache::clear_memory() {
   memory_.clear();
 }
 
-std::shared_ptr<const CompiledKernel> KernelCache::read_entry(const fs::path& p,
-                                                              const std::string& full_key) {
+std::shared_ptr<const CompiledKernel> KernelCache::read_entry(const fs::path& p, const std::string& full_key) {
   std::error_code ec;
   auto size = fs::file_size(p, ec);
   if (ec) return nullptr;  // absent: a plain miss

@@ -38,7 +38,7 @@ struct DiskUsage {
 // One cache entry's bytes decoded (pure: the fuzz harness calls it): the kernel, or nullopt with
 // *why set when the bytes are damaged (why stays null for an intact entry of another key).
 std::optional<CompiledKernel> decode_cache_entry(std::span<const char> bytes, const std::string& full_key,
-                                                const char** why);
+                                                 const char** why);
 // The bytes decode_cache_entry reads back (codegen/kernel_cache_entry.cpp).
 std::string encode_cache_entry(const std::string& full_key, const CompiledKernel& k);
 
@@ -64,10 +64,8 @@ class KernelCache {
   DiskUsage disk_usage() const;
 
  private:
-  std::shared_ptr<const CompiledKernel> read_entry(const std::filesystem::path& p,
-                                                   const std::string& full_key);
-  void write_entry(const std::filesystem::path& p, const std::string& full_key,
-                   const CompiledKernel& k);
+  std::shared_ptr<const CompiledKernel> read_entry(const std::filesystem::path& p, const std::string& full_key);
+  void write_entry(const std::filesystem::path& p, const std::string& full_key, const CompiledKernel& k);
 
   std::string dir_;
   bool persistent_;

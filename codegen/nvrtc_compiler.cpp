@@ -16,11 +16,11 @@
 namespace dbsparse::codegen {
 namespace {
 
-#define DBS_NVRTC_FUNCTIONS(X)                                                              \
-  X(nvrtcVersion) X(nvrtcGetErrorString) X(nvrtcCreateProgram) X(nvrtcDestroyProgram)       \
-  X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog) X(nvrtcGetCUBINSize) \
-  X(nvrtcGetCUBIN) X(nvrtcAddNameExpression) X(nvrtcGetLoweredName)                         \
-  X(nvrtcGetNumSupportedArchs) X(nvrtcGetSupportedArchs)
+#define DBS_NVRTC_FUNCTIONS(X)                                                                                         \
+  X(nvrtcVersion)                                                                                                      \
+  X(nvrtcGetErrorString) X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcCompileProgram) X(nvrtcGetProgramLogSize) \
+      X(nvrtcGetProgramLog) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN) X(nvrtcAddNameExpression) X(nvrtcGetLoweredName)     \
+          X(nvrtcGetNumSupportedArchs) X(nvrtcGetSupportedArchs)
 
 struct NvrtcApi {
 #define DBS_NVRTC_MEMBER(name) decltype(&::name) name = nullptr;
@@ -43,11 +43,11 @@ NvrtcApi load() {
     api.error = "NVRTC not found (tried " + tried + ")";
     return api;
   }
-#define DBS_NVRTC_RESOLVE(name)                                            \
-  api.name = reinterpret_cast<decltype(api.name)>(dlsym(lib, #name));      \
-  if (!api.name) {                                                         \
-    api.error = std::string("NVRTC lacks ") + #name;                       \
-    return api;                                                            \
+#define DBS_NVRTC_RESOLVE(name)                                       \
+  api.name = reinterpret_cast<decltype(api.name)>(dlsym(lib, #name)); \
+  if (!api.name) {                                                    \
+    api.error = std::string("NVRTC lacks ") + #name;                  \
+    return api;                                                       \
   }
   DBS_NVRTC_FUNCTIONS(DBS_NVRTC_RESOLVE)
 #undef DBS_NVRTC_RESOLVE
@@ -61,8 +61,7 @@ const NvrtcApi& api() {
 }
 
 void check(nvrtcResult r, const char* call) {
-  if (r != NVRTC_SUCCESS)
-    throw Error(fmt::format("NVRTC call {} failed: {}", call, api().nvrtcGetErrorString(r)));
+  if (r != NVRTC_SUCCESS) throw Error(fmt::format("NVRTC call {} failed: {}", call, api().nvrtcGetErrorString(r)));
 }
 
 std::string dump_source(const KernelSource& ks) {
@@ -116,8 +115,8 @@ CompiledKernel compile_to_cubin(const KernelSource& ks, const std::string& arch)
   const auto& nv = api();
   auto archs = nvrtc_supported_archs();
   if (std::find(archs.begin(), archs.end(), arch) == archs.end())
-    throw UsageError(fmt::format("NVRTC {} cannot compile for '{}' (supported: {})", nvrtc_version(),
-                                 arch, join_options(archs)));
+    throw UsageError(
+        fmt::format("NVRTC {} cannot compile for '{}' (supported: {})", nvrtc_version(), arch, join_options(archs)));
   auto t0 = std::chrono::steady_clock::now();
 
   std::vector<const char*> header_names, header_sources;
@@ -127,8 +126,7 @@ CompiledKernel compile_to_cubin(const KernelSource& ks, const std::string& arch)
   }
   Program prog;
   check(nv.nvrtcCreateProgram(&prog.p, ks.source.c_str(), (ks.key + ".cu").c_str(),
-                              static_cast<int>(header_names.size()), header_sources.data(),
-                              header_names.data()),
+                              static_cast<int>(header_names.size()), header_sources.data(), header_names.data()),
         "nvrtcCreateProgram");
   for (const auto& e : ks.name_expressions)
     check(nv.nvrtcAddNameExpression(prog.p, e.c_str()), "nvrtcAddNameExpression");
@@ -163,8 +161,7 @@ CompiledKernel compile_to_cubin(const KernelSource& ks, const std::string& arch)
     check(nv.nvrtcGetLoweredName(prog.p, e.c_str(), &lowered), "nvrtcGetLoweredName");
     out.lowered_names.emplace_back(e, lowered);
   }
-  out.compile_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  out.compile_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   return out;
 }
 

@@ -8,8 +8,9 @@
 int main() {
   const auto files = dbsparse::tools::shared_matrix_files();
   if (files.empty()) {
-    std::printf("real-matrix cases left out: no .mtx files in $DBSPARSE_MATRICES or ../shared/matrices "
-                "(generated matrices still cover every case)\n");
+    std::printf(
+        "real-matrix cases left out: no .mtx files in $DBSPARSE_MATRICES or ../shared/matrices "
+        "(generated matrices still cover every case)\n");
     return 77;
   }
   std::printf("%zu real matrices found, e.g. %s; the tiers include them\n", files.size(), files.front().c_str());

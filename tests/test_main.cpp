@@ -23,7 +23,8 @@ int main(int argc, char** argv) {
     using dbsparse::cuda::DeviceStatus;
     const auto& probe = dbsparse::cuda::device_probe();
     switch (probe.status) {
-      case DeviceStatus::Available: break;
+      case DeviceStatus::Available:
+        break;
       case DeviceStatus::NoDriver:
       case DeviceStatus::NoDevice:
         std::printf("gpu tier skipped: %s (%s)\n", dbsparse::cuda::to_string(probe.status), probe.why.c_str());

@@ -125,8 +125,7 @@ std::vector<T> random_vector(size_t n, uint64_t seed) {
 }
 
 inline std::filesystem::path temp_dir(const std::string& name) {
-  auto d = std::filesystem::temp_directory_path() /
-           ("dbsparse-test-" + name + "-" + std::to_string(::getpid()));
+  auto d = std::filesystem::temp_directory_path() / ("dbsparse-test-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(d);
   std::filesystem::create_directories(d);
   return d;

@@ -48,8 +48,7 @@ class WordHash {
     z = (z ^ (z >> 33)) * 0xc4ceb9fe1a85ec53ULL;
     return z ^ (z >> 33);
   }
-  uint64_t lane_[4] = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL, 0x9ce484222325cbf2ULL,
-                       0x2325cbf29ce48422ULL};
+  uint64_t lane_[4] = {0xcbf29ce484222325ULL, 0x84222325cbf29ce4ULL, 0x9ce484222325cbf2ULL, 0x2325cbf29ce48422ULL};
 };
 
 }  // namespace
@@ -165,7 +164,8 @@ MatrixFeatures MatrixFeatures::from_json(const nlohmann::json& j) {
     f.bandwidth = count_field(j, "bandwidth");
     const nlohmann::json& h = j.at("block_nnz_hist");
     if (!h.is_array() || h.size() != f.block_nnz_hist.size()) bad_feature("block_nnz_hist", h, "an array of 9 counts");
-    for (size_t b = 0; b < f.block_nnz_hist.size(); ++b) f.block_nnz_hist[b] = count_value(h[b], fmt::format("block_nnz_hist[{}]", b));
+    for (size_t b = 0; b < f.block_nnz_hist.size(); ++b)
+      f.block_nnz_hist[b] = count_value(h[b], fmt::format("block_nnz_hist[{}]", b));
     f.nonempty_blocks = count_field(j, "nonempty_blocks");
   } catch (const nlohmann::json::exception& e) {
     throw InputError("matrix features JSON", 0, fmt::format("every feature field ({})", e.what()));

@@ -24,8 +24,10 @@ class Runner {
   }
 
   bool halted() {
-    if (opt_.stop && opt_.stop()) result.stopped = true;
-    else if (opt_.clock() - start_ >= opt_.budget_s) result.out_of_budget = true;
+    if (opt_.stop && opt_.stop())
+      result.stopped = true;
+    else if (opt_.clock() - start_ >= opt_.budget_s)
+      result.out_of_budget = true;
     return result.stopped || result.out_of_budget;
   }
 
@@ -51,8 +53,9 @@ class Runner {
     if (m.status != TrialStatus::Ok) ++result.failed;
     if (record_) record_(config, m);
     if (opt_.progress)
-      opt_.progress(fmt::format("{} -> {}", key, m.status == TrialStatus::Ok ? fmt::format("{:.1f} us", m.time_us)
-                                                                             : std::string(to_string(m.status))));
+      opt_.progress(fmt::format(
+          "{} -> {}", key,
+          m.status == TrialStatus::Ok ? fmt::format("{:.1f} us", m.time_us) : std::string(to_string(m.status))));
     return known_[key] = m.status == TrialStatus::Ok ? m.time_us : INFINITY;
   }
 
@@ -71,7 +74,8 @@ class Runner {
     }
     int best = -1;
     for (size_t i = 0; i < cands.size(); ++i)
-      if (std::isfinite(known(cands[i])) && (best < 0 || known(cands[i]) < known(cands[best]))) best = static_cast<int>(i);
+      if (std::isfinite(known(cands[i])) && (best < 0 || known(cands[i]) < known(cands[best])))
+        best = static_cast<int>(i);
     return best;
   }
 
@@ -113,8 +117,8 @@ std::vector<nlohmann::json> grid(const SearchSpace& s, double limit) {
 
 }  // namespace
 
-SearchResult search(const SearchSpace& space, const Objective& objective, const Recall& recall,
-                    const Record& record, const SearchOptions& options) {
+SearchResult search(const SearchSpace& space, const Objective& objective, const Recall& recall, const Record& record,
+                    const SearchOptions& options) {
   Runner r(objective, recall, record, options);
   const nlohmann::json defaults = space.complete(nlohmann::json::object());
   r.result.default_us = r.time_of(defaults, options.base_samples * 4);

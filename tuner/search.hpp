@@ -30,13 +30,13 @@ using Recall = std::function<std::optional<Measurement>(const nlohmann::json& co
 using Record = std::function<void(const nlohmann::json& config, const Measurement& m)>;
 
 struct SearchOptions {
-  double budget_s = 60;        // per (matrix, op)
-  double max_exhaustive = 24;  // grid points, after constraints
-  int base_samples = 3;        // successive halving: samples in the first round
-  int rounds = 3;              // at most; the sample count doubles each round
-  double min_gain = 0.01;      // coordinate descent moves only for more than 1%
-  std::function<double()> clock;               // seconds; default: steady clock
-  std::function<bool()> stop;                  // e.g. Ctrl-C; checked before each measurement
+  double budget_s = 60;           // per (matrix, op)
+  double max_exhaustive = 24;     // grid points, after constraints
+  int base_samples = 3;           // successive halving: samples in the first round
+  int rounds = 3;                 // at most; the sample count doubles each round
+  double min_gain = 0.01;         // coordinate descent moves only for more than 1%
+  std::function<double()> clock;  // seconds; default: steady clock
+  std::function<bool()> stop;     // e.g. Ctrl-C; checked before each measurement
   std::function<void(const std::string&)> progress;
 };
 
@@ -48,7 +48,7 @@ struct SearchResult {
   bool out_of_budget = false, stopped = false;
 };
 
-SearchResult search(const SearchSpace& space, const Objective& objective, const Recall& recall,
-                    const Record& record, const SearchOptions& options);
+SearchResult search(const SearchSpace& space, const Objective& objective, const Recall& recall, const Record& record,
+                    const SearchOptions& options);
 
 }  // namespace dbsparse::tuner

@@ -14,8 +14,8 @@ ParamSpec ParamSpec::range(std::string name, double lo, double hi, int points, b
   for (int i = 0; i < points; ++i) {
     const double t = points == 1 ? 0.0 : static_cast<double>(i) / (points - 1);
     double v = log ? lo * std::pow(hi / lo, t) : lo + (hi - lo) * t;
-    nlohmann::json j = integer ? nlohmann::json(static_cast<int64_t>(std::llround(v)))
-                               : nlohmann::json(std::round(v * 1e6) / 1e6);
+    nlohmann::json j =
+        integer ? nlohmann::json(static_cast<int64_t>(std::llround(v))) : nlohmann::json(std::round(v * 1e6) / 1e6);
     if (p.values.empty() || p.values.back() != j) p.values.push_back(j);
   }
   return p;

@@ -19,8 +19,7 @@ struct ParamSpec {
 
   // A range [lo, hi] of `points` values, evenly spaced on a log or a linear scale; integers when
   // `integer` is set (duplicates after rounding are dropped).
-  static ParamSpec range(std::string name, double lo, double hi, int points, bool log, bool integer,
-                         std::string doc);
+  static ParamSpec range(std::string name, double lo, double hi, int points, bool log, bool integer, std::string doc);
   static ParamSpec choice(std::string name, std::vector<nlohmann::json> values, std::string doc);
 };
 

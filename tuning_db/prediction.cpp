@@ -48,7 +48,8 @@ std::optional<Prediction> TuningDb::predict(const std::string& device_fp, const 
   std::optional<Prediction> best;
   while (st.step()) {
     if (st.text(0) == exclude_fp) continue;
-    const auto v = prediction_features(MatrixFeatures::from_json(parse_json(st.text(3), path_, "features_json")), op.block_features);
+    const auto v = prediction_features(MatrixFeatures::from_json(parse_json(st.text(3), path_, "features_json")),
+                                       op.block_features);
     double d = 0;
     for (size_t i = 0; i < q.size() && i < v.size(); ++i) d += (q[i] - v[i]) * (q[i] - v[i]);
     d = std::sqrt(d);

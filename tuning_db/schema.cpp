@@ -11,8 +11,8 @@ namespace dbsparse::sqlite {
 
 void fail(sqlite3* db, const std::string& what) {
   const char* file = db ? sqlite3_db_filename(db, "main") : nullptr;
-  throw DbError(fmt::format("{}: {}: {}", file && *file ? file : "(unnamed)", what,
-                            db ? sqlite3_errmsg(db) : "out of memory"));
+  throw DbError(
+      fmt::format("{}: {}: {}", file && *file ? file : "(unnamed)", what, db ? sqlite3_errmsg(db) : "out of memory"));
 }
 
 Stmt::Stmt(sqlite3* db, const char* sql) : db_(db) {
@@ -133,8 +133,7 @@ CREATE TABLE configs (
 )sql",
 };
 
-static_assert(std::size(kSteps) == TuningDb::kSchemaVersion,
-              "each schema version needs exactly one migration step");
+static_assert(std::size(kSteps) == TuningDb::kSchemaVersion, "each schema version needs exactly one migration step");
 
 }  // namespace
 

@@ -42,28 +42,37 @@ nlohmann::json internal::parse_json(const std::string& text, const std::string& 
 
 const char* to_string(ConfigSource s) {
   switch (s) {
-    case ConfigSource::Tuned: return "tuned";
-    case ConfigSource::Predicted: return "predicted";
-    case ConfigSource::Default: return "default";
-    case ConfigSource::Explicit: return "explicit";
+    case ConfigSource::Tuned:
+      return "tuned";
+    case ConfigSource::Predicted:
+      return "predicted";
+    case ConfigSource::Default:
+      return "default";
+    case ConfigSource::Explicit:
+      return "explicit";
   }
   return "?";
 }
 
 const char* to_string(TrialStatus s) {
   switch (s) {
-    case TrialStatus::Ok: return "ok";
-    case TrialStatus::CompileFailed: return "compile_failed";
-    case TrialStatus::LaunchFailed: return "launch_failed";
-    case TrialStatus::WrongResult: return "wrong_result";
-    case TrialStatus::Skipped: return "skipped";
+    case TrialStatus::Ok:
+      return "ok";
+    case TrialStatus::CompileFailed:
+      return "compile_failed";
+    case TrialStatus::LaunchFailed:
+      return "launch_failed";
+    case TrialStatus::WrongResult:
+      return "wrong_result";
+    case TrialStatus::Skipped:
+      return "skipped";
   }
   return "?";
 }
 
 TrialStatus trial_status_from_string(const std::string& s) {
-  for (auto t : {TrialStatus::Ok, TrialStatus::CompileFailed, TrialStatus::LaunchFailed,
-                 TrialStatus::WrongResult, TrialStatus::Skipped})
+  for (auto t : {TrialStatus::Ok, TrialStatus::CompileFailed, TrialStatus::LaunchFailed, TrialStatus::WrongResult,
+                 TrialStatus::Skipped})
     if (s == to_string(t)) return t;
   throw DbError(fmt::format("unknown trial status '{}'", s));
 }
@@ -87,8 +96,10 @@ namespace {
 sqlite3* open_immutable(const std::string& path) {
   std::string uri = "file:";
   for (char c : std::filesystem::absolute(path).string()) {
-    if (c == '%' || c == '?' || c == '#') uri += fmt::format("%{:02x}", static_cast<unsigned char>(c));
-    else uri += c;
+    if (c == '%' || c == '?' || c == '#')
+      uri += fmt::format("%{:02x}", static_cast<unsigned char>(c));
+    else
+      uri += c;
   }
   uri += "?mode=ro&immutable=1";
   sqlite3* raw = nullptr;
@@ -136,12 +147,13 @@ std::unique_ptr<TuningDb> TuningDb::open(const std::string& path, bool read_only
   // dbsparse writes 0 .. kSchemaVersion; a negative one was set by something else, and migrating
   // it failed with "table devices already exists" (hostile sweep, 2026-12-04).
   if (version < 0)
-    throw DbError(fmt::format("{}: schema version {} is not one dbsparse writes (0 .. {}): another program changed "
-                              "the file; move it aside and run dbtune",
-                              path, version, kSchemaVersion));
+    throw DbError(
+        fmt::format("{}: schema version {} is not one dbsparse writes (0 .. {}): another program changed "
+                    "the file; move it aside and run dbtune",
+                    path, version, kSchemaVersion));
   if (version > kSchemaVersion)
-    throw DbError(fmt::format("{}: written by a newer dbsparse (schema v{}; this build reads up to v{})",
-                              path, version, kSchemaVersion));
+    throw DbError(fmt::format("{}: written by a newer dbsparse (schema v{}; this build reads up to v{})", path, version,
+                              kSchemaVersion));
 
   if (!read_only) {
     // The switch to WAL needs the file to itself, and SQLite answers "database is locked" at once
@@ -161,8 +173,7 @@ std::unique_ptr<TuningDb> TuningDb::open(const std::string& path, bool read_only
   return std::unique_ptr<TuningDb>(new TuningDb(path, db.release()));
 }
 
-std::unique_ptr<TuningDb> TuningDb::try_open(const std::string& path, bool read_only,
-                                             std::string* warning) {
+std::unique_ptr<TuningDb> TuningDb::try_open(const std::string& path, bool read_only, std::string* warning) {
   if (warning) warning->clear();
   std::error_code ec;
   if (read_only && !std::filesystem::exists(path, ec)) return nullptr;
@@ -186,8 +197,14 @@ void TuningDb::upsert_device(const DeviceRecord& d) {
        " ON CONFLICT (fingerprint) DO UPDATE SET name = excluded.name,"
        " cc_major = excluded.cc_major, cc_minor = excluded.cc_minor, sm_count = excluded.sm_count,"
        " memory_bytes = excluded.memory_bytes, driver_version = excluded.driver_version")
-      .bind(1, d.fingerprint).bind(2, d.name).bind(3, d.cc_major).bind(4, d.cc_minor)
-      .bind(5, d.sm_count).bind(6, d.memory_bytes).bind(7, d.driver_version).bind(8, unix_now())
+      .bind(1, d.fingerprint)
+      .bind(2, d.name)
+      .bind(3, d.cc_major)
+      .bind(4, d.cc_minor)
+      .bind(5, d.sm_count)
+      .bind(6, d.memory_bytes)
+      .bind(7, d.driver_version)
+      .bind(8, unix_now())
       .run();
   tx.commit();
 }
@@ -199,8 +216,12 @@ void TuningDb::upsert_matrix(const MatrixRecord& m) {
        " VALUES (?1, ?2, ?3, ?4, ?5, ?6)"
        " ON CONFLICT (fingerprint) DO UPDATE SET name = excluded.name, rows = excluded.rows,"
        " cols = excluded.cols, nnz = excluded.nnz, features_json = excluded.features_json")
-      .bind(1, m.fingerprint).bind(2, m.name).bind(3, m.features.rows).bind(4, m.features.cols)
-      .bind(5, m.features.nnz).bind(6, m.features.to_json().dump())
+      .bind(1, m.fingerprint)
+      .bind(2, m.name)
+      .bind(3, m.features.rows)
+      .bind(4, m.features.cols)
+      .bind(5, m.features.nnz)
+      .bind(6, m.features.to_json().dump())
       .run();
   tx.commit();
 }
@@ -210,16 +231,21 @@ void TuningDb::add_trial(const Trial& t) {
   Stmt(handle(db_),
        "INSERT INTO trials (device_fp, matrix_fp, op, bucket, params_json, status, time_us,"
        " detail, created_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)")
-      .bind(1, t.device_fp).bind(2, t.matrix_fp).bind(3, t.op).bind(4, t.bucket)
-      .bind(5, t.params.dump()).bind(6, std::string(to_string(t.status))).bind(7, t.time_us)
-      .bind(8, t.detail).bind(9, t.created_at != 0 ? t.created_at : unix_now())
+      .bind(1, t.device_fp)
+      .bind(2, t.matrix_fp)
+      .bind(3, t.op)
+      .bind(4, t.bucket)
+      .bind(5, t.params.dump())
+      .bind(6, std::string(to_string(t.status)))
+      .bind(7, t.time_us)
+      .bind(8, t.detail)
+      .bind(9, t.created_at != 0 ? t.created_at : unix_now())
       .run();
   tx.commit();
 }
 
-void TuningDb::set_best(const std::string& device_fp, const std::string& matrix_fp,
-                        const std::string& op, const std::string& bucket,
-                        const nlohmann::json& params, double time_us, double speedup) {
+void TuningDb::set_best(const std::string& device_fp, const std::string& matrix_fp, const std::string& op,
+                        const std::string& bucket, const nlohmann::json& params, double time_us, double speedup) {
   Transaction tx(handle(db_));
   Stmt(handle(db_),
        "INSERT INTO configs (device_fp, matrix_fp, op, bucket, params_json, time_us, speedup,"
@@ -227,8 +253,14 @@ void TuningDb::set_best(const std::string& device_fp, const std::string& matrix_
        " ON CONFLICT (device_fp, matrix_fp, op, bucket) DO UPDATE SET"
        " params_json = excluded.params_json, time_us = excluded.time_us,"
        " speedup = excluded.speedup, updated_at = excluded.updated_at")
-      .bind(1, device_fp).bind(2, matrix_fp).bind(3, op).bind(4, bucket).bind(5, params.dump())
-      .bind(6, time_us).bind(7, speedup).bind(8, unix_now())
+      .bind(1, device_fp)
+      .bind(2, matrix_fp)
+      .bind(3, op)
+      .bind(4, bucket)
+      .bind(5, params.dump())
+      .bind(6, time_us)
+      .bind(7, speedup)
+      .bind(8, unix_now())
       .run();
   tx.commit();
 }
@@ -266,9 +298,8 @@ std::vector<Trial> TuningDb::trials(const std::string& device_fp, const std::str
   return out;
 }
 
-std::optional<nlohmann::json> TuningDb::best(const std::string& device_fp,
-                                             const std::string& matrix_fp, const std::string& op,
-                                             const std::string& bucket) const {
+std::optional<nlohmann::json> TuningDb::best(const std::string& device_fp, const std::string& matrix_fp,
+                                             const std::string& op, const std::string& bucket) const {
   Stmt st(handle(db_),
           "SELECT params_json FROM configs"
           " WHERE device_fp = ?1 AND matrix_fp = ?2 AND op = ?3 AND bucket = ?4");
@@ -291,21 +322,21 @@ namespace {
 void overlay(Config& c, const nlohmann::json& stored) {
   std::string dropped;
   for (auto it = stored.begin(); it != stored.end(); ++it) {
-    if (c.params.contains(it.key())) c.params[it.key()] = it.value();
-    else dropped += (dropped.empty() ? "" : ", ") + it.key();
+    if (c.params.contains(it.key()))
+      c.params[it.key()] = it.value();
+    else
+      dropped += (dropped.empty() ? "" : ", ") + it.key();
   }
   if (!dropped.empty()) c.note += fmt::format(" (stored keys {} are not {} parameters: ignored)", dropped, c.op);
 }
 }  // namespace
 
-Config TuningDb::lookup(const std::string& device_fp, const std::string& matrix_fp,
-                        const OpConfigInfo& op, const std::string& bucket,
-                        const std::function<MatrixFeatures()>& features) const {
+Config TuningDb::lookup(const std::string& device_fp, const std::string& matrix_fp, const OpConfigInfo& op,
+                        const std::string& bucket, const std::function<MatrixFeatures()>& features) const {
   Config c{op.op, op.defaults, ConfigSource::Default, ""};
   // A read-only handle on an older file cannot migrate it, so nothing in it is readable.
   if (int v = schema_version(); v < kSchemaVersion) {
-    c.note = fmt::format("{} has schema v{} (this build needs v{}); nothing tuned", path_, v,
-                         kSchemaVersion);
+    c.note = fmt::format("{} has schema v{} (this build needs v{}); nothing tuned", path_, v, kSchemaVersion);
     return c;
   }
   if (auto tuned = best(device_fp, matrix_fp, op.op, bucket); tuned && tuned->is_object()) {
@@ -315,8 +346,10 @@ Config TuningDb::lookup(const std::string& device_fp, const std::string& matrix_
     return c;
   }
   std::optional<MatrixFeatures> f;
-  if (auto rec = find_matrix(matrix_fp)) f = rec->features;
-  else if (features) f = features();
+  if (auto rec = find_matrix(matrix_fp))
+    f = rec->features;
+  else if (features)
+    f = features();
   if (f) {
     if (auto p = predict(device_fp, op, bucket, *f, matrix_fp); p && p->too_far) {
       c.note = fmt::format("nothing tuned near this matrix: the nearest, {}, is {:.2f} away (> {}); defaults",
@@ -324,8 +357,8 @@ Config TuningDb::lookup(const std::string& device_fp, const std::string& matrix_
       return c;
     } else if (p) {
       c.source = ConfigSource::Predicted;
-      c.note = fmt::format("predicted: best config of the nearest tuned matrix, {} (distance {:.2f})",
-                           p->neighbour, p->distance);
+      c.note = fmt::format("predicted: best config of the nearest tuned matrix, {} (distance {:.2f})", p->neighbour,
+                           p->distance);
       overlay(c, p->params);
       return c;
     }
@@ -336,9 +369,8 @@ Config TuningDb::lookup(const std::string& device_fp, const std::string& matrix_
 
 // ---- the process-wide lookup ------------------------------------------------------------------
 
-Config lookup_config(const std::string& device_fp, const std::string& matrix_fp,
-                     const OpConfigInfo& op, const std::string& bucket,
-                     const std::function<MatrixFeatures()>& features) {
+Config lookup_config(const std::string& device_fp, const std::string& matrix_fp, const OpConfigInfo& op,
+                     const std::string& bucket, const std::function<MatrixFeatures()>& features) {
   struct Shared {
     std::mutex mu;
     bool opened = false;
@@ -357,8 +389,8 @@ Config lookup_config(const std::string& device_fp, const std::string& matrix_fp,
     std::replace(why.begin(), why.end(), '\n', ' ');
     s.reason = why;
     if (!s.warned)
-      std::fprintf(stderr, "dbsparse: warning: tuning db %s unusable (%s); using defaults\n",
-                   s.path.c_str(), why.c_str());
+      std::fprintf(stderr, "dbsparse: warning: tuning db %s unusable (%s); using defaults\n", s.path.c_str(),
+                   why.c_str());
     s.warned = true;
   };
 

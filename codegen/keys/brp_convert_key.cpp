@@ -33,9 +33,12 @@ BrpConvertKey BrpConvertKey::parse(std::string_view text) {
   const auto p = split_key(text, '.');
   if (p.size() != 4 || p[0] != "brpconv") bad(text, "expected 4 dot-separated parts starting with 'brpconv'");
   BrpConvertKey k;
-  if (p[1] == "f32") k.value = ValueType::F32;
-  else if (p[1] == "f64") k.value = ValueType::F64;
-  else bad(text, fmt::format("unknown value type '{}'", p[1]));
+  if (p[1] == "f32")
+    k.value = ValueType::F32;
+  else if (p[1] == "f64")
+    k.value = ValueType::F64;
+  else
+    bad(text, fmt::format("unknown value type '{}'", p[1]));
   k.f = parse_fg(text, p[2], 'f');
   k.g = parse_fg(text, p[3], 'g');
   return k;
@@ -45,7 +48,8 @@ KernelSource make_source(const BrpConvertKey& key) {
   KernelSource ks;
   ks.key = key.to_string();
   BrpConvertKey::parse(ks.key);  // the same checks as a parsed key
-  ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"brp_convert.cuh\"\n#include \"brp_scan.cuh\"\n", ks.key);
+  ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"brp_convert.cuh\"\n#include \"brp_scan.cuh\"\n",
+                          ks.key);
   ks.options = {"-std=c++17"};
   const char* t = cuda_type(key.value);
   for (const char* fn : {"brp_conv_slots", "brp_conv_groups", "brp_conv_classify"})

@@ -10,9 +10,12 @@ namespace dbsparse::codegen {
 namespace {
 const char* tag(DecodeDtype d) {
   switch (d) {
-    case DecodeDtype::F16: return "dbs::ValF16";
-    case DecodeDtype::BF16: return "dbs::ValBF16";
-    case DecodeDtype::F32: return "dbs::ValF32";
+    case DecodeDtype::F16:
+      return "dbs::ValF16";
+    case DecodeDtype::BF16:
+      return "dbs::ValBF16";
+    case DecodeDtype::F32:
+      return "dbs::ValF32";
   }
   return "?";
 }
@@ -20,24 +23,33 @@ const char* tag(DecodeDtype d) {
 
 const char* to_string(DecodeDtype d) {
   switch (d) {
-    case DecodeDtype::F16: return "f16";
-    case DecodeDtype::BF16: return "bf16";
-    case DecodeDtype::F32: return "f32";
+    case DecodeDtype::F16:
+      return "f16";
+    case DecodeDtype::BF16:
+      return "bf16";
+    case DecodeDtype::F32:
+      return "f32";
   }
   return "?";
 }
 
-std::string DecodeKey::to_string() const { return fmt::format("decode_linear.colbitmap.{}.w8x8", codegen::to_string(dtype)); }
+std::string DecodeKey::to_string() const {
+  return fmt::format("decode_linear.colbitmap.{}.w8x8", codegen::to_string(dtype));
+}
 
 DecodeKey DecodeKey::parse(std::string_view text) {
   auto p = split_key(text, '.');
   if (p.size() != 4 || p[0] != "decode_linear" || p[1] != "colbitmap" || p[3] != "w8x8")
     throw UsageError(fmt::format("bad decode kernel key '{}' (form: decode_linear.colbitmap.f16.w8x8)", text));
   DecodeKey k;
-  if (p[2] == "f16") k.dtype = DecodeDtype::F16;
-  else if (p[2] == "bf16") k.dtype = DecodeDtype::BF16;
-  else if (p[2] == "f32") k.dtype = DecodeDtype::F32;
-  else throw UsageError(fmt::format("bad decode kernel key '{}': unknown dtype '{}' (f16, bf16, f32)", text, p[2]));
+  if (p[2] == "f16")
+    k.dtype = DecodeDtype::F16;
+  else if (p[2] == "bf16")
+    k.dtype = DecodeDtype::BF16;
+  else if (p[2] == "f32")
+    k.dtype = DecodeDtype::F32;
+  else
+    throw UsageError(fmt::format("bad decode kernel key '{}': unknown dtype '{}' (f16, bf16, f32)", text, p[2]));
   return k;
 }
 
@@ -48,15 +60,15 @@ KernelSource make_source(const DecodeKey& key) {
       "// dbsparse generated kernel: {}\n#include \"decode_lanes_ring.cuh\"\n#include \"decode_dense_cols.cuh\"\n{}",
       ks.key, key.dtype == DecodeDtype::F32 ? "" : "#include \"decode_dense.cuh\"\n");
   ks.options = {"-std=c++17"};
-  ks.name_expressions = {fmt::format("dbs::decode_fused<{}, 8, 8>", tag(key.dtype)),
-                         fmt::format("dbs::decode_topk_list<{}>", tag(key.dtype)),
-                         fmt::format("dbs::decode_rows<{}, 8, 1>", tag(key.dtype)),
-                         fmt::format("dbs::decode_rows<{}, 8, 2>", tag(key.dtype)),
-                         fmt::format("dbs::decode_rows<{}, 8, 4>", tag(key.dtype)),
-                         fmt::format("dbs::decode_lanes_ring<{}, {}, {}>", tag(key.dtype), abi::kDecodeLanesWarps,
-                                     abi::kDecodeRingStages),
-                         fmt::format("dbs::decode_dense_cols<{}, {}, {}, {}>", tag(key.dtype), abi::kDecodeLanesWarps,
-                                     abi::kDecodeColsChunks, abi::kDecodeColsUnroll)};
+  ks.name_expressions = {
+      fmt::format("dbs::decode_fused<{}, 8, 8>", tag(key.dtype)),
+      fmt::format("dbs::decode_topk_list<{}>", tag(key.dtype)),
+      fmt::format("dbs::decode_rows<{}, 8, 1>", tag(key.dtype)),
+      fmt::format("dbs::decode_rows<{}, 8, 2>", tag(key.dtype)),
+      fmt::format("dbs::decode_rows<{}, 8, 4>", tag(key.dtype)),
+      fmt::format("dbs::decode_lanes_ring<{}, {}, {}>", tag(key.dtype), abi::kDecodeLanesWarps, abi::kDecodeRingStages),
+      fmt::format("dbs::decode_dense_cols<{}, {}, {}, {}>", tag(key.dtype), abi::kDecodeLanesWarps,
+                  abi::kDecodeColsChunks, abi::kDecodeColsUnroll)};
   // The dense path (mma) takes 16-bit values only.
   if (key.dtype != DecodeDtype::F32)
     ks.name_expressions.push_back(

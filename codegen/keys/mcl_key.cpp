@@ -22,9 +22,12 @@ MclKey MclKey::parse(std::string_view text) {
   const auto p = split_key(text, '.');
   if (p.size() != 3 || p[0] != "mcl") bad(text, "expected 3 dot-separated parts starting with 'mcl'");
   MclKey k;
-  if (p[1] == "f32") k.value = ValueType::F32;
-  else if (p[1] == "f64") k.value = ValueType::F64;
-  else bad(text, fmt::format("unknown value type '{}'", p[1]));
+  if (p[1] == "f32")
+    k.value = ValueType::F32;
+  else if (p[1] == "f64")
+    k.value = ValueType::F64;
+  else
+    bad(text, fmt::format("unknown value type '{}'", p[1]));
   int b = -1;
   if (p[2].size() < 2 || p[2][0] != 'b') bad(text, fmt::format("block part must be b<threads>, got '{}'", p[2]));
   const auto [ptr, ec] = std::from_chars(p[2].data() + 1, p[2].data() + p[2].size(), b);
@@ -37,7 +40,8 @@ MclKey MclKey::parse(std::string_view text) {
 KernelSource make_source(const MclKey& key) {
   KernelSource ks;
   ks.key = key.to_string();
-  ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"mcl.cuh\"\n#include \"mcl_ends.cuh\"\n", ks.key);
+  ks.source =
+      fmt::format("// dbsparse generated kernel: {}\n#include \"mcl.cuh\"\n#include \"mcl_ends.cuh\"\n", ks.key);
   ks.options = {"-std=c++17"};
   const char* v = cuda_type(key.value);
   for (const char* fn : {"mcl_prune", "mcl_gather", "mcl_change", "mcl_start_count", "mcl_start_scatter",

@@ -13,14 +13,19 @@ std::string SparseLinearKey::to_string() const {
 
 SparseLinearKey SparseLinearKey::parse(std::string_view text) {
   auto bad = [&](const std::string& why) {
-    return UsageError(fmt::format("bad sparse_linear kernel key '{}': {} (form: sparse_linear.sparsify.f32.b256)", text, why));
+    return UsageError(
+        fmt::format("bad sparse_linear kernel key '{}': {} (form: sparse_linear.sparsify.f32.b256)", text, why));
   };
   auto p = split_key(text, '.');
-  if (p.size() != 4 || p[0] != "sparse_linear" || p[1] != "sparsify") throw bad("expected sparse_linear.sparsify.<type>.b<block>");
+  if (p.size() != 4 || p[0] != "sparse_linear" || p[1] != "sparsify")
+    throw bad("expected sparse_linear.sparsify.<type>.b<block>");
   SparseLinearKey k;
-  if (p[2] == "f32") k.value = ValueType::F32;
-  else if (p[2] == "f64") k.value = ValueType::F64;
-  else throw bad(fmt::format("unknown value type '{}'", p[2]));
+  if (p[2] == "f32")
+    k.value = ValueType::F32;
+  else if (p[2] == "f64")
+    k.value = ValueType::F64;
+  else
+    throw bad(fmt::format("unknown value type '{}'", p[2]));
   if (p[3] != "b256") throw bad("block must be b256");
   return k;
 }

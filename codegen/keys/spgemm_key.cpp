@@ -13,9 +13,10 @@ namespace {
 bool is_pow2(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 [[noreturn]] void bad(std::string_view text, const std::string& why) {
-  throw UsageError(fmt::format("bad spgemm kernel key '{}': {} (form: spgemm.f32.symbolic.g0.t64.l4.b512, "
-                               "spgemm.f64.numeric.g1.t1024.b256, spgemm.f32.numeric.g3.global.b1024)",
-                               text, why));
+  throw UsageError(
+      fmt::format("bad spgemm kernel key '{}': {} (form: spgemm.f32.symbolic.g0.t64.l4.b512, "
+                  "spgemm.f64.numeric.g1.t1024.b256, spgemm.f32.numeric.g3.global.b1024)",
+                  text, why));
 }
 
 void check_key(const SpgemmKey& k, std::string_view text) {
@@ -51,12 +52,18 @@ SpgemmKey SpgemmKey::parse(std::string_view text) {
   const auto p = split_key(text, '.');
   if (p.size() < 6 || p[0] != "spgemm") bad(text, "not a spgemm key");
   SpgemmKey k;
-  if (p[1] == "f32") k.value = ValueType::F32;
-  else if (p[1] == "f64") k.value = ValueType::F64;
-  else bad(text, fmt::format("unknown value type '{}'", p[1]));
-  if (p[2] == "symbolic") k.phase = SpgemmPhase::Symbolic;
-  else if (p[2] == "numeric") k.phase = SpgemmPhase::Numeric;
-  else bad(text, fmt::format("unknown phase '{}'", p[2]));
+  if (p[1] == "f32")
+    k.value = ValueType::F32;
+  else if (p[1] == "f64")
+    k.value = ValueType::F64;
+  else
+    bad(text, fmt::format("unknown value type '{}'", p[1]));
+  if (p[2] == "symbolic")
+    k.phase = SpgemmPhase::Symbolic;
+  else if (p[2] == "numeric")
+    k.phase = SpgemmPhase::Numeric;
+  else
+    bad(text, fmt::format("unknown phase '{}'", p[2]));
   k.group = number_after(p[3], 'g');
   if (k.group < 0 || k.group > 3) bad(text, fmt::format("bad group '{}'", p[3]));
   const bool named_lanes = k.group == 0 || (k.group < 3 && p.size() == 7);
@@ -123,7 +130,7 @@ std::vector<SpgemmKey> spgemm_search_space() {
   c.t0 *= 2;
   c.t1 *= 2;
   c.t2 = std::min(c.t2 * 2, 16384);  // 32768 f64 slots pass sm_90's shared memory
-  configs.push_back(c);  // tables 2x
+  configs.push_back(c);              // tables 2x
   c = SpgemmConfig{};
   c.lanes0 = 8;
   c.block1 = 512;
@@ -183,9 +190,9 @@ KernelSource make_source(const SpgemmAnalysisKey& key) {
   ks.key = key.to_string();
   ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spgemm_analysis.cuh\"\n", ks.key);
   ks.options = {"-std=c++17"};
-  for (const char* fn : {"spgemm_analyse_rows", "spgemm_scatter_rows", "spgemm_tile_sums", "spgemm_scan_tiles",
-                         "spgemm_row_ptr", "spgemm_compact_rows", "contract_count", "contract_scatter",
-                         "contract_merge"})
+  for (const char* fn :
+       {"spgemm_analyse_rows", "spgemm_scatter_rows", "spgemm_tile_sums", "spgemm_scan_tiles", "spgemm_row_ptr",
+        "spgemm_compact_rows", "contract_count", "contract_scatter", "contract_merge"})
     ks.name_expressions.push_back(fmt::format("dbs::{}<{}>", fn, key.block));
   return ks;
 }

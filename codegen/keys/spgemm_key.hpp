@@ -23,10 +23,10 @@ const char* to_string(SpgemmPhase p);
 struct SpgemmKey {
   ValueType value = ValueType::F32;
   SpgemmPhase phase = SpgemmPhase::Symbolic;
-  int group = 0;     // 0..3
-  int table = 64;    // shared slots per row (groups 0-2, a power of two); 0 for group 3
-  int lanes = 4;     // threads per row: a power of two <= 32 (several rows a block), or == block (groups 1-3)
-  int block = 512;   // threads per block (a multiple of 32)
+  int group = 0;    // 0..3
+  int table = 64;   // shared slots per row (groups 0-2, a power of two); 0 for group 3
+  int lanes = 4;    // threads per row: a power of two <= 32 (several rows a block), or == block (groups 1-3)
+  int block = 512;  // threads per block (a multiple of 32)
   std::string to_string() const;
   static SpgemmKey parse(std::string_view text);  // throws UsageError
   auto operator<=>(const SpgemmKey&) const = default;

@@ -20,9 +20,12 @@ namespace {
 
 const char* value_template(SpmmValue v) {
   switch (v) {
-    case SpmmValue::F32: return "dbs::ValF32";
-    case SpmmValue::F16: return "dbs::ValF16";
-    case SpmmValue::BF16: return "dbs::ValBF16";
+    case SpmmValue::F32:
+      return "dbs::ValF32";
+    case SpmmValue::F16:
+      return "dbs::ValF16";
+    case SpmmValue::BF16:
+      return "dbs::ValBF16";
   }
   return "?";
 }
@@ -47,8 +50,7 @@ void check(const SpmmKey& k, std::string_view text) {
     if (k.lanes < 1 || k.lanes > 32 || (k.lanes & (k.lanes - 1)) != 0)
       bad_key(text, fmt::format("lanes {}: allowed 1, 2, 4, 8, 16, 32", k.lanes));
     if (k.rows != 1 && k.rows != 2 && k.rows != 4) bad_key(text, fmt::format("rows {}: allowed 1, 2, 4", k.rows));
-    if (k.lanes * k.rows > 32)
-      bad_key(text, fmt::format("lanes {} x rows {}: a warp has 32 lanes", k.lanes, k.rows));
+    if (k.lanes * k.rows > 32) bad_key(text, fmt::format("lanes {} x rows {}: a warp has 32 lanes", k.lanes, k.rows));
   }
   if (k.offsets64 && (k.path != SpmmKernelPath::Csr || k.value != SpmmValue::F32))
     bad_key(text, "64-bit row offsets (.o64) are for f32 csr keys only");
@@ -58,9 +60,12 @@ void check(const SpmmKey& k, std::string_view text) {
 
 const char* to_string(SpmmValue v) {
   switch (v) {
-    case SpmmValue::F32: return "f32";
-    case SpmmValue::F16: return "f16";
-    case SpmmValue::BF16: return "bf16";
+    case SpmmValue::F32:
+      return "f32";
+    case SpmmValue::F16:
+      return "f16";
+    case SpmmValue::BF16:
+      return "bf16";
   }
   return "?";
 }
@@ -91,9 +96,12 @@ SpmmKey SpmmKey::parse(std::string_view text) {
     return true;
   };
   if (p.size() >= 3 && (p[2] == "f16" || p[2] == "bf16" || !is_field(p[2]))) {
-    if (p[2] == "f16") k.value = SpmmValue::F16;
-    else if (p[2] == "bf16") k.value = SpmmValue::BF16;
-    else bad_key(text, fmt::format("value type '{}': allowed f16, bf16 (f32 keys name none)", p[2]));
+    if (p[2] == "f16")
+      k.value = SpmmValue::F16;
+    else if (p[2] == "bf16")
+      k.value = SpmmValue::BF16;
+    else
+      bad_key(text, fmt::format("value type '{}': allowed f16, bf16 (f32 keys name none)", p[2]));
     p.erase(p.begin() + 2);
   }
   if (p[1] == "brp") {
@@ -147,18 +155,17 @@ KernelSource make_source(const SpmmKey& key) {
   } else {
     ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spmm_rows.cuh\"\n", ks.key);
     if (key.offsets64) {  // one kernel: no pieces (nothing is cut), f32 only (check)
-      ks.name_expressions = {fmt::format("dbs::csr_spmm_rows64<{}, {}, {}, {}, {}>", v, key.warps, key.vec, key.lanes,
-                                         key.rows)};
+      ks.name_expressions = {
+          fmt::format("dbs::csr_spmm_rows64<{}, {}, {}, {}, {}>", v, key.warps, key.vec, key.lanes, key.rows)};
       return ks;
     }
     // f16 / bf16: csr_spmm_rows16, which also takes the cut rows' f32 workspace (abi::SpmmAcc).
     const char* rows = key.value == SpmmValue::F32 ? "csr_spmm_rows" : "csr_spmm_rows16";
     // R (rows a warp) is named only past 1: the rows-1 keys' texts and sources stay as they were.
     const std::string r = key.rows == 1 ? "" : fmt::format(", {}", key.rows);
-    ks.name_expressions = {
-        fmt::format("dbs::{}<{}, {}, {}, {}, false{}>", rows, v, key.warps, key.vec, key.lanes, r),
-        fmt::format("dbs::{}<{}, {}, {}, {}, true>", rows, v, key.warps, key.vec, key.lanes),
-        fmt::format("dbs::relu_inplace<{}, {}>", v, key.warps)};
+    ks.name_expressions = {fmt::format("dbs::{}<{}, {}, {}, {}, false{}>", rows, v, key.warps, key.vec, key.lanes, r),
+                           fmt::format("dbs::{}<{}, {}, {}, {}, true>", rows, v, key.warps, key.vec, key.lanes),
+                           fmt::format("dbs::relu_inplace<{}, {}>", v, key.warps)};
     if (key.value != SpmmValue::F32) ks.name_expressions.push_back(fmt::format("dbs::spmm_finalize16<{}>", v));
     // f32 float4: the staged windows' kernel too (SpmmConfig::csr_stage_reuse), fourth.
     if (key.value == SpmmValue::F32 && key.vec == 4) {

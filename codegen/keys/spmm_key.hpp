@@ -33,9 +33,10 @@ struct SpmmKey {
   int warps = 4;     // 1, 2, 4 or 8
   int vec = 1;       // Csr: 1 or 4
   int lanes = 32;    // Csr: 1, 2, 4, 8, 16 or 32
-  SpmmValue value = SpmmValue::F32;  // after the fields above, so that positional initialisers of the f32 keys stay valid
-  int rows = 1;                      // Csr: rows a warp, 1, 2 or 4 (SpmmConfig::csr_rows_per_warp)
-  bool offsets64 = false;            // Csr, f32: 64-bit row offsets (a DeviceCsrView64), text ".o64" last
+  SpmmValue value =
+      SpmmValue::F32;      // after the fields above, so that positional initialisers of the f32 keys stay valid
+  int rows = 1;            // Csr: rows a warp, 1, 2 or 4 (SpmmConfig::csr_rows_per_warp)
+  bool offsets64 = false;  // Csr, f32: 64-bit row offsets (a DeviceCsrView64), text ".o64" last
 
   std::string to_string() const;
   static SpmmKey parse(std::string_view text);  // throws UsageError naming the bad part

@@ -14,30 +14,34 @@ constexpr const char* kTypeMacros[kTypes] = {"DBS_HAS_COO", "DBS_HAS_DENSE", "DB
 // The device functor of each semiring (templates/spmspv/spmspv_blocks.cuh), by dbsparse::Semiring.
 const char* semiring_functor(Semiring s) {
   switch (s) {
-    case Semiring::PlusTimes: return "PlusTimes";
-    case Semiring::OrAnd: break;  // BFS's own kernels (codegen/keys/bfs_key.cpp); parse refuses it here
+    case Semiring::PlusTimes:
+      return "PlusTimes";
+    case Semiring::OrAnd:
+      break;  // BFS's own kernels (codegen/keys/bfs_key.cpp); parse refuses it here
   }
   return "?";
 }
 
 [[noreturn]] void bad_key(std::string_view text, const std::string& why) {
-  throw UsageError(fmt::format("bad spmspv kernel key '{}': {} (form: "
-                               "spmspv.auto.f32.plus_times.bs16.t=coo+dense+csr)",
-                               text, why));
+  throw UsageError(
+      fmt::format("bad spmspv kernel key '{}': {} (form: "
+                  "spmspv.auto.f32.plus_times.bs16.t=coo+dense+csr)",
+                  text, why));
 }
-
 
 }  // namespace
 
 const char* to_string(Direction d) {
   switch (d) {
-    case Direction::Auto: return "auto";
-    case Direction::Push: return "push";
-    case Direction::Pull: return "pull";
+    case Direction::Auto:
+      return "auto";
+    case Direction::Push:
+      return "push";
+    case Direction::Pull:
+      return "pull";
   }
   return "?";
 }
-
 
 std::string SpmspvKey::to_string() const {
   std::string t;
@@ -57,13 +61,20 @@ SpmspvKey SpmspvKey::parse(std::string_view text) {
   if (p.size() != 6 && p.size() != 7) bad_key(text, "expected 6 dot-separated parts (7 with .coo=warp)");
   if (p[0] != "spmspv") bad_key(text, "op must be 'spmspv'");
   SpmspvKey k;
-  if (p[1] == "auto") k.direction = Direction::Auto;
-  else if (p[1] == "push") k.direction = Direction::Push;
-  else if (p[1] == "pull") k.direction = Direction::Pull;
-  else bad_key(text, fmt::format("unknown direction '{}'", p[1]));
-  if (p[2] == "f32") k.value = ValueType::F32;
-  else if (p[2] == "f64") k.value = ValueType::F64;
-  else bad_key(text, fmt::format("unknown value type '{}'", p[2]));
+  if (p[1] == "auto")
+    k.direction = Direction::Auto;
+  else if (p[1] == "push")
+    k.direction = Direction::Push;
+  else if (p[1] == "pull")
+    k.direction = Direction::Pull;
+  else
+    bad_key(text, fmt::format("unknown direction '{}'", p[1]));
+  if (p[2] == "f32")
+    k.value = ValueType::F32;
+  else if (p[2] == "f64")
+    k.value = ValueType::F64;
+  else
+    bad_key(text, fmt::format("unknown value type '{}'", p[2]));
   try {
     k.semiring = dbsparse::semiring_from_string(p[3]);
   } catch (const UsageError&) {

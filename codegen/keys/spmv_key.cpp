@@ -9,12 +9,11 @@
 namespace dbsparse::codegen {
 namespace {
 
-
 [[noreturn]] void bad_key(std::string_view text, const std::string& why) {
-  throw UsageError(fmt::format(
-      "bad spmv kernel key '{}': {} (form: spmv.scalar.f32.b256, spmv.vector.f32.b256.l8, "
-      "spmv.classified.f32.b256.l2.l4.l8.l32[.w64], spmv.classify.b256, spmv.gather.f32.b256)",
-      text, why));
+  throw UsageError(
+      fmt::format("bad spmv kernel key '{}': {} (form: spmv.scalar.f32.b256, spmv.vector.f32.b256.l8, "
+                  "spmv.classified.f32.b256.l2.l4.l8.l32[.w64], spmv.classify.b256, spmv.gather.f32.b256)",
+                  text, why));
 }
 
 // The row kernels that take 64-bit row offsets (SpmvKey::offsets64).
@@ -26,21 +25,27 @@ bool takes_offsets64(SpmvStrategy s) {
 
 const char* to_string(SpmvStrategy s) {
   switch (s) {
-    case SpmvStrategy::Scalar: return "scalar";
-    case SpmvStrategy::Vector: return "vector";
-    case SpmvStrategy::Block: return "block";
-    case SpmvStrategy::LongRow: return "longrow";
-    case SpmvStrategy::Classified: return "classified";
-    case SpmvStrategy::Classify: return "classify";
-    case SpmvStrategy::Gather: return "gather";
+    case SpmvStrategy::Scalar:
+      return "scalar";
+    case SpmvStrategy::Vector:
+      return "vector";
+    case SpmvStrategy::Block:
+      return "block";
+    case SpmvStrategy::LongRow:
+      return "longrow";
+    case SpmvStrategy::Classified:
+      return "classified";
+    case SpmvStrategy::Classify:
+      return "classify";
+    case SpmvStrategy::Gather:
+      return "gather";
   }
   return "?";
 }
 
 std::string SpmvKey::to_string() const {
   if (strategy == SpmvStrategy::Classify) return fmt::format("spmv.classify.b{}", block_size);
-  std::string s = fmt::format("spmv.{}.{}.b{}", codegen::to_string(strategy),
-                              codegen::to_string(value), block_size);
+  std::string s = fmt::format("spmv.{}.{}.b{}", codegen::to_string(strategy), codegen::to_string(value), block_size);
   if (strategy == SpmvStrategy::Vector) s += fmt::format(".l{}", lanes);
   if (strategy == SpmvStrategy::Classified) s += fmt::format(".l{}.l{}.l{}.l{}", lanes, lanes2, lanes3, lanes4);
   if (window > 0) s += fmt::format(".w{}", window);
@@ -51,8 +56,7 @@ std::string SpmvKey::to_string() const {
 namespace {
 int parse_number(std::string_view text, std::string_view part, char prefix, const char* what) {
   int v = 0;
-  if (part.size() < 2 || part[0] != prefix)
-    bad_key(text, fmt::format("{} part must be {}<number>", what, prefix));
+  if (part.size() < 2 || part[0] != prefix) bad_key(text, fmt::format("{} part must be {}<number>", what, prefix));
   auto [p, ec] = std::from_chars(part.data() + 1, part.data() + part.size(), v);
   if (ec != std::errc() || p != part.data() + part.size()) bad_key(text, fmt::format("{} is not a number", what));
   return v;
@@ -82,21 +86,31 @@ SpmvKey SpmvKey::parse(std::string_view text) {
       bad_key(text, fmt::format("window must be in [1, {}]", kMaxSpmvWindow));
     parts.pop_back();
   }
-  if (parts[1] == "scalar") k.strategy = SpmvStrategy::Scalar;
-  else if (parts[1] == "vector") k.strategy = SpmvStrategy::Vector;
-  else if (parts[1] == "block") k.strategy = SpmvStrategy::Block;
-  else if (parts[1] == "longrow") k.strategy = SpmvStrategy::LongRow;
-  else if (parts[1] == "classified") k.strategy = SpmvStrategy::Classified;
-  else if (parts[1] == "gather") k.strategy = SpmvStrategy::Gather;
-  else bad_key(text, fmt::format("unknown strategy '{}'", parts[1]));
+  if (parts[1] == "scalar")
+    k.strategy = SpmvStrategy::Scalar;
+  else if (parts[1] == "vector")
+    k.strategy = SpmvStrategy::Vector;
+  else if (parts[1] == "block")
+    k.strategy = SpmvStrategy::Block;
+  else if (parts[1] == "longrow")
+    k.strategy = SpmvStrategy::LongRow;
+  else if (parts[1] == "classified")
+    k.strategy = SpmvStrategy::Classified;
+  else if (parts[1] == "gather")
+    k.strategy = SpmvStrategy::Gather;
+  else
+    bad_key(text, fmt::format("unknown strategy '{}'", parts[1]));
   const size_t lane_parts = k.strategy == SpmvStrategy::Vector ? 1 : k.strategy == SpmvStrategy::Classified ? 4 : 0;
   if (parts.size() != 4 + lane_parts)
     bad_key(text, lane_parts == 1   ? "vector keys end in .l<lanes>"
                   : lane_parts == 4 ? "classified keys end in four .l<lanes> parts"
                                     : "only vector and classified keys have lanes parts");
-  if (parts[2] == "f32") k.value = ValueType::F32;
-  else if (parts[2] == "f64") k.value = ValueType::F64;
-  else bad_key(text, fmt::format("unknown value type '{}'", parts[2]));
+  if (parts[2] == "f32")
+    k.value = ValueType::F32;
+  else if (parts[2] == "f64")
+    k.value = ValueType::F64;
+  else
+    bad_key(text, fmt::format("unknown value type '{}'", parts[2]));
   k.block_size = parse_number(text, parts[3], 'b', "block size");
   if (k.block_size < 32 || k.block_size > 1024 || k.block_size % 32 != 0)
     bad_key(text, "block size must be a multiple of 32 in [32, 1024]");
@@ -126,8 +140,8 @@ KernelSource make_source(const SpmvKey& key) {
     throw UsageError(fmt::format("spmv key {}: 64-bit row offsets are for the scalar, vector and block kernels only",
                                  key.to_string()));
   if (key.window != 0 && (key.strategy != SpmvStrategy::Classified || key.window < 1 || key.window > kMaxSpmvWindow))
-    throw UsageError(fmt::format("spmv key {}: a window is for classified keys only, in [1, {}]", key.to_string(),
-                                 kMaxSpmvWindow));
+    throw UsageError(
+        fmt::format("spmv key {}: a window is for classified keys only, in [1, {}]", key.to_string(), kMaxSpmvWindow));
   KernelSource ks;
   ks.key = key.to_string();
   const char* t = cuda_type(key.value);
@@ -152,9 +166,9 @@ KernelSource make_source(const SpmvKey& key) {
       break;
     case SpmvStrategy::Classified:
       header = "spmv_csr_classified.cuh";
-      ks.name_expressions = {
-          fmt::format("dbs::spmv_csr_classified<{}, {}, {}, {}, {}, {}{}>", t, b, key.lanes, key.lanes2, key.lanes3,
-                      key.lanes4, key.window > 0 ? fmt::format(", {}", key.window) : std::string())};
+      ks.name_expressions = {fmt::format("dbs::spmv_csr_classified<{}, {}, {}, {}, {}, {}{}>", t, b, key.lanes,
+                                         key.lanes2, key.lanes3, key.lanes4,
+                                         key.window > 0 ? fmt::format(", {}", key.window) : std::string())};
       break;
     case SpmvStrategy::Gather:
       header = "spmv_gather.cuh";

@@ -29,8 +29,8 @@ const char* to_string(SpmvStrategy s);
 struct SpmvKey {
   ValueType value = ValueType::F32;
   SpmvStrategy strategy = SpmvStrategy::Scalar;
-  int block_size = 256;  // threads per block: a multiple of 32 in [32, 1024]
-  int lanes = 0;         // Vector, Classified: lanes per row, 2..32, a power of two; 0 otherwise
+  int block_size = 256;                    // threads per block: a multiple of 32 in [32, 1024]
+  int lanes = 0;                           // Vector, Classified: lanes per row, 2..32, a power of two; 0 otherwise
   int lanes2 = 0, lanes3 = 0, lanes4 = 0;  // Classified only: the other vector bins' lanes
   // Classified only: rows of length <= window run in memory order, 32 a warp, instead of from
   // their bins' lists (SpmvConfig::window_max_len); text ".w<window>", nothing for 0.

@@ -18,8 +18,12 @@ inline ValueType value_type_from_string(std::string_view s) {
 template <class T>
 constexpr ValueType value_type_of();
 template <>
-constexpr ValueType value_type_of<float>() { return ValueType::F32; }
+constexpr ValueType value_type_of<float>() {
+  return ValueType::F32;
+}
 template <>
-constexpr ValueType value_type_of<double>() { return ValueType::F64; }
+constexpr ValueType value_type_of<double>() {
+  return ValueType::F64;
+}
 
 }  // namespace dbsparse::codegen

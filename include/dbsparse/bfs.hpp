@@ -54,7 +54,8 @@ struct BfsConfig {
     v.number("beta", beta, 1e-3, 1e6, "push again once frontier vertices * beta < n (and shrinking)");
     v.number("bfs_th3", bfs_th3, 0.0, 1.0, "pull while the frontier's share of active 16-vertex blocks exceeds this");
     v.integer("block_warps", block_warps, 8, 32, "warps per thread block: 8 or 32");
-    v.integer("solo_tasks", solo_tasks, 0, 1 << 20, "push levels with at most this many tasks run on one block (0: off)");
+    v.integer("solo_tasks", solo_tasks, 0, 1 << 20,
+              "push levels with at most this many tasks run on one block (0: off)");
   }
   void check() const {
     if (block_warps != 8 && block_warps != 32) throw UsageError("bfs config: 'block_warps' must be 8 or 32");
@@ -71,23 +72,23 @@ const char* to_string(BfsLaunch l);
 
 struct BfsOptions {
   BfsDirection direction = BfsDirection::Auto;
-  bool transpose = false;           // A(u, v) != 0 means an edge u -> v
-  const Config* config = nullptr;   // instead of the tuning DB's (read as a BfsConfig)
+  bool transpose = false;          // A(u, v) != 0 means an edge u -> v
+  const Config* config = nullptr;  // instead of the tuning DB's (read as a BfsConfig)
   BfsLaunch launch = BfsLaunch::Auto;
-  bool profile = false;             // time every level (host loop; syncs after each level)
+  bool profile = false;  // time every level (host loop; syncs after each level)
 };
 
 struct BfsStats {
   int32_t vertices = 0;
-  int64_t entries = 0;            // stored adjacency entries (directed edges), self loops included
-  bool symmetric = false;         // one view serves push and pull
-  int64_t task_capacity = 0;      // push tasks one frontier can list
-  int64_t bytes_format = 0;       // the adjacency views on the device (the caller's, for a DeviceGraphView64)
-  bool views_in_place = false;    // the views are the caller's arrays (64-bit offsets): not in bytes_device
-  int64_t bytes_device = 0;       // every allocation the plan holds (views, masks, lists, state)
-  int64_t bytes_csr = 0;          // the same graph as a CSR with int32 indices and f32 values
+  int64_t entries = 0;          // stored adjacency entries (directed edges), self loops included
+  bool symmetric = false;       // one view serves push and pull
+  int64_t task_capacity = 0;    // push tasks one frontier can list
+  int64_t bytes_format = 0;     // the adjacency views on the device (the caller's, for a DeviceGraphView64)
+  bool views_in_place = false;  // the views are the caller's arrays (64-bit offsets): not in bytes_device
+  int64_t bytes_device = 0;     // every allocation the plan holds (views, masks, lists, state)
+  int64_t bytes_csr = 0;        // the same graph as a CSR with int32 indices and f32 values
   double convert_ms = 0;
-  std::string to_text() const;    // the table `dbsparse convert --bfs` prints
+  std::string to_text() const;  // the table `dbsparse convert --bfs` prints
 };
 
 // What a BFS plan on g holds on the device (both views, or one when g is symmetric; the masks, the
@@ -107,10 +108,10 @@ struct BfsLevelStats {
 
 struct BfsRunStats {
   int32_t source = -1;
-  int32_t levels = 0;                  // frontiers expanded (deepest level + 1)
+  int32_t levels = 0;                         // frontiers expanded (deepest level + 1)
   BfsLaunch launch = BfsLaunch::Cooperative;  // what ran
-  std::vector<BfsLevelStats> per_level;  // the first abi::kBfsLogLevels levels
-  std::string to_text() const;         // one line per level
+  std::vector<BfsLevelStats> per_level;       // the first abi::kBfsLogLevels levels
+  std::string to_text() const;                // one line per level
 };
 
 class BfsPlan {

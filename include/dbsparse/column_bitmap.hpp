@@ -24,7 +24,8 @@ struct ColumnBitmapMatrix {
   std::vector<T> values;
   int64_t nnz() const { return static_cast<int64_t>(values.size()); }
   int64_t bytes() const {
-    return static_cast<int64_t>(masks.size() * 4 + seg_ptr.size() * 4 + word_off.size() * 2 + values.size() * sizeof(T));
+    return static_cast<int64_t>(masks.size() * 4 + seg_ptr.size() * 4 + word_off.size() * 2 +
+                                values.size() * sizeof(T));
   }
 };
 

@@ -21,10 +21,10 @@ namespace dbsparse {
 inline constexpr const char* kCompactWeightsFormat = "dbsparse.column_bitmap.v1";
 
 struct CompactLayer {
-  std::string name;                   // e.g. the checkpoint's weight name
+  std::string name;                      // e.g. the checkpoint's weight name
   DecodeDtype dtype = DecodeDtype::F16;  // F16 or BF16
-  ColumnBitmapMatrix<uint16_t> w;     // values as 16-bit words; word_off filled
-  int64_t file_bytes() const;         // what the layer's three tensors take in the file
+  ColumnBitmapMatrix<uint16_t> w;        // values as 16-bit words; word_off filled
+  int64_t file_bytes() const;            // what the layer's three tensors take in the file
 };
 
 // The pruned layer converted and its values rounded to dtype (F16 or BF16; UsageError otherwise).

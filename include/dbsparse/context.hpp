@@ -134,7 +134,9 @@ class DeviceBuffer {
     if (size_) alloc_.download(out.data(), size_ * sizeof(T));
     return out;
   }
-  void fill_bytes(unsigned char v) { if (size_) alloc_.memset8(v); }
+  void fill_bytes(unsigned char v) {
+    if (size_) alloc_.memset8(v);
+  }
   void release(void* stream) {  // DeviceAllocation::release; the buffer is empty afterwards
     alloc_.release(stream);
     size_ = 0;
@@ -195,7 +197,7 @@ namespace detail {
 class ModuleRegistry;
 class ForkJoin;
 struct DecodeSource;
-}
+}  // namespace detail
 
 class Context {
  public:

@@ -39,9 +39,9 @@ inline constexpr int64_t kResidualMaxDim = int64_t{abi::kResidualIndexMask} + 1;
 inline constexpr int kResidualChunk = abi::kResidualChunk;  // entries per pull segment / push piece
 
 struct DbThresholds {
-  int th0 = kDefaultTh0;      // nnz < th0: COO
-  int th1 = kDefaultTh1;      // nnz > th1: Dense
-  double th2 = kDefaultTh2;   // skew ratio above which ForceCSR / ForceCSC is chosen
+  int th0 = kDefaultTh0;                       // nnz < th0: COO
+  int th1 = kDefaultTh1;                       // nnz > th1: Dense
+  double th2 = kDefaultTh2;                    // skew ratio above which ForceCSR / ForceCSC is chosen
   int residual_below = kDefaultResidualBelow;  // nnz < this: the block's entries go to the residual
   // Also store the residual's row view, so that the residual can pull at high x density. Off by
   // default: the residual's push measured at least as fast up to density 0.9 (NOTES.md), and
@@ -52,8 +52,7 @@ struct DbThresholds {
 // The type a block gets, given the nnz of each of its 16 rows and 16 columns (DESIGN.md, the DB
 // format): COO / Dense by nnz, else ForceCSC when skew_r/skew_c > th2, ForceCSR when
 // otherwise ForceCSR (the paper's patched CSR included); skew_a = max line nnz / (nnz/16 + 1e-9).
-BlockType choose_block_type(const int row_nnz[16], const int col_nnz[16], int nnz,
-                            const DbThresholds& th);
+BlockType choose_block_type(const int row_nnz[16], const int col_nnz[16], int nnz, const DbThresholds& th);
 
 // Per-block metadata: the kernels' struct (include/dbsparse/abi/spmspv.h), used as is.
 using BlockMeta = abi::BlockMeta;
@@ -131,8 +130,8 @@ struct DbStats {
   int64_t bytes_meta = 0;
   int64_t bytes_values = 0;
   int64_t bytes_aux = 0;
-  int64_t bytes_residual = 0;    // the residual's views with their pointers
-  int64_t bytes_total = 0;       // the format on the host: all of the above
+  int64_t bytes_residual = 0;  // the residual's views with their pointers
+  int64_t bytes_total = 0;     // the format on the host: all of the above
   // On the device, what an SpMSpV plan uploads and allocates: the format minus the host-only
   // arrays (blk_row_ptr, blk_row_idx, res_row_ptr: the segments carry their ranges), plus the
   // segments, and one workspace (state, x masks, push task lists; run_sparse's dense x of cols
@@ -141,9 +140,9 @@ struct DbStats {
   int64_t bytes_segments = 0;
   int64_t bytes_workspace = 0;
   int64_t bytes_device = 0;
-  int64_t bytes_csr = 0;      // the same matrix in CSR (int32 indices)
-  int64_t bytes_csr_csc = 0;  // CSR plus CSC
-  double convert_ms = 0;      // filled by callers that timed the conversion
+  int64_t bytes_csr = 0;        // the same matrix in CSR (int32 indices)
+  int64_t bytes_csr_csc = 0;    // CSR plus CSC
+  double convert_ms = 0;        // filled by callers that timed the conversion
   std::string to_text() const;  // the table `dbsparse convert --stats` prints
 };
 

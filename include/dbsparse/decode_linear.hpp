@@ -41,7 +41,7 @@ DecodeMapping choose_decode_mapping(int32_t rows, int32_t cols, DecodeDtype dtyp
 
 struct DecodeLinearOptions {
   DecodeDtype dtype = DecodeDtype::F16;
-  float tau = 0.0f;   // x_i kept where |x_i| >= tau ...
+  float tau = 0.0f;  // x_i kept where |x_i| >= tau ...
   DecodeMapping mapping = DecodeMapping::Auto;
   int row_block_words = 1;  // RowBlocks: 1, 2 or 4 mask words (32 rows each) per block
   int blocks_per_sm = 0;    // Lanes, Ring, Dense, DenseColumns: thread blocks to aim for per SM (splits of
@@ -71,9 +71,9 @@ class DecodeLinearPlan {
   int32_t rows() const;
   int32_t cols() const;
   DecodeDtype dtype() const;
-  int64_t weight_bytes() const;  // W as the plan holds it (bitmap: no word offsets but for RowBlocks; dense: padded)
+  int64_t weight_bytes() const;   // W as the plan holds it (bitmap: no word offsets but for RowBlocks; dense: padded)
   DecodeMapping mapping() const;  // the one Auto chose, or the one asked for
-  int64_t device_bytes() const;  // everything the plan holds
+  int64_t device_bytes() const;   // everything the plan holds
   std::string explain() const;
 
   DecodeLinearPlan(DecodeLinearPlan&&) noexcept;

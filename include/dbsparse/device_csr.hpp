@@ -60,8 +60,12 @@ struct DeviceCsr {
   DeviceCsr() = default;
   explicit DeviceCsr(const CsrMatrix<T>& m);
   DeviceCsrView<T> view() const {
-    return {rows, cols, nnz, reinterpret_cast<const int32_t*>(row_ptr.ptr()),
-            reinterpret_cast<const int32_t*>(col_idx.ptr()), reinterpret_cast<const T*>(values.ptr())};
+    return {rows,
+            cols,
+            nnz,
+            reinterpret_cast<const int32_t*>(row_ptr.ptr()),
+            reinterpret_cast<const int32_t*>(col_idx.ptr()),
+            reinterpret_cast<const T*>(values.ptr())};
   }
   int64_t device_bytes() const {
     return static_cast<int64_t>((row_ptr.size() + col_idx.size()) * sizeof(int32_t) + values.size() * sizeof(T));
@@ -81,8 +85,12 @@ struct DeviceCsr64 {
 
   explicit DeviceCsr64(const CsrMatrix<T>& m);
   DeviceCsrView64<T> view() const {
-    return {rows, cols, nnz, reinterpret_cast<const int64_t*>(row_ptr.ptr()),
-            reinterpret_cast<const int32_t*>(col_idx.ptr()), reinterpret_cast<const T*>(values.ptr())};
+    return {rows,
+            cols,
+            nnz,
+            reinterpret_cast<const int64_t*>(row_ptr.ptr()),
+            reinterpret_cast<const int32_t*>(col_idx.ptr()),
+            reinterpret_cast<const T*>(values.ptr())};
   }
 };
 

@@ -12,14 +12,14 @@ namespace dbsparse::reference {
 
 // y = alpha*A*x + beta*y0 (y0 may be empty when beta == 0; beta == 0 ignores y0 even if NaN).
 template <class T>
-std::vector<double> spmv(const CsrMatrix<T>& a, std::span<const T> x, double alpha = 1.0,
-                         double beta = 0.0, std::span<const T> y0 = {});
+std::vector<double> spmv(const CsrMatrix<T>& a, std::span<const T> x, double alpha = 1.0, double beta = 0.0,
+                         std::span<const T> y0 = {});
 
 // Sparse x given as (indices, values); result dense, length a.rows, over the semiring (the GPU
 // op's semiring is a plan parameter, and so it is here).
 template <class T>
-std::vector<double> spmspv(const CsrMatrix<T>& a, std::span<const int32_t> x_idx,
-                           std::span<const T> x_val, Semiring semiring = Semiring::PlusTimes);
+std::vector<double> spmspv(const CsrMatrix<T>& a, std::span<const int32_t> x_idx, std::span<const T> x_val,
+                           Semiring semiring = Semiring::PlusTimes);
 
 // BFS from source over the graph with an edge u->v for each A(u,v) != 0 stored entry.
 // level[v] = -1 when unreachable; parent[source] = source, parent[v] = -1 when unreachable.

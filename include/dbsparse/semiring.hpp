@@ -13,8 +13,10 @@ enum class Semiring { PlusTimes, OrAnd };
 
 inline const char* to_string(Semiring s) {
   switch (s) {
-    case Semiring::PlusTimes: return "plus_times";
-    case Semiring::OrAnd: return "or_and";
+    case Semiring::PlusTimes:
+      return "plus_times";
+    case Semiring::OrAnd:
+      return "or_and";
   }
   return "?";
 }

@@ -68,19 +68,19 @@ struct SpgemmConfig {
   static constexpr const char* kOp = "spgemm";
   // What predicts a good config is the IP distribution, not the 16x16 block histogram.
   static constexpr bool kBlockFeatures = false;
-  int b0 = 32;      // IP < b0: group 0 (partial warp per row)
-  int b1 = 512;     // IP < b1: group 1 (block per row)
-  int b2 = 8192;    // IP < b2: group 2 (block per row); IP >= b2: group 3 (global table)
-  int t0 = 64;      // shared table slots per row, group 0
-  int t1 = 1024;    // group 1
-  int t2 = 16384;   // group 2: twice its bound, as t0 and t1 are (the article's 8192; see SpgemmConfig)
-  int lanes0 = 4;   // threads per row in group 0
-  int lanes1 = 32;  // threads per row in group 1: a power of two <= 32, or 0 for the whole block
-  int lanes2 = 0;   // group 2, as lanes1
-  int block0 = 512;   // threads per block, group 0 (block0 / lanes0 rows per block)
-  int block1 = 64;    // group 1 (block1 / lanes(1) rows per block; the article's 256, see above)
-  int block2 = 1024;  // group 2
-  int block3 = 1024;  // group 3
+  int b0 = 32;                 // IP < b0: group 0 (partial warp per row)
+  int b1 = 512;                // IP < b1: group 1 (block per row)
+  int b2 = 8192;               // IP < b2: group 2 (block per row); IP >= b2: group 3 (global table)
+  int t0 = 64;                 // shared table slots per row, group 0
+  int t1 = 1024;               // group 1
+  int t2 = 16384;              // group 2: twice its bound, as t0 and t1 are (the article's 8192; see SpgemmConfig)
+  int lanes0 = 4;              // threads per row in group 0
+  int lanes1 = 32;             // threads per row in group 1: a power of two <= 32, or 0 for the whole block
+  int lanes2 = 0;              // group 2, as lanes1
+  int block0 = 512;            // threads per block, group 0 (block0 / lanes0 rows per block)
+  int block1 = 64;             // group 1 (block1 / lanes(1) rows per block; the article's 256, see above)
+  int block2 = 1024;           // group 2
+  int block3 = 1024;           // group 3
   int split3 = 16;             // blocks per row of a global table, each an even share of its products
   int global_scale = 2;        // global table slots: next power of two >= global_scale * min(IP, B's columns)
   int overflow_to_global = 1;  // 1: a row that overflows its shared table is redone in a global one
@@ -105,7 +105,8 @@ struct SpgemmConfig {
     v.integer("block3", block3, 32, 1024, "threads per block in group 3 (a multiple of 32)");
     v.integer("split3", split3, 1, 1024,
               "blocks per row with a global table (group 3, overflowed rows), each an even share of its products");
-    v.integer("global_scale", global_scale, 1, 8, "global table slots = next power of two >= this * min(IP, columns of B)");
+    v.integer("global_scale", global_scale, 1, 8,
+              "global table slots = next power of two >= this * min(IP, columns of B)");
     v.integer("overflow_to_global", overflow_to_global, 0, 1,
               "1: a row with more distinct columns than its shared table is redone in a global table");
     v.integer("stage_b_ranges", stage_b_ranges, 0, 1, "1: gather each group's B row ranges into one array first");
@@ -130,7 +131,7 @@ struct SpgemmConfig {
   }
 
   int bound(int group) const { return group == 0 ? b0 : group == 1 ? b1 : b2; }  // groups 0-2
-  int table(int group) const { return group == 0 ? t0 : group == 1 ? t1 : t2; }   // groups 0-2
+  int table(int group) const { return group == 0 ? t0 : group == 1 ? t1 : t2; }  // groups 0-2
   int block(int group) const { return group == 0 ? block0 : group == 1 ? block1 : group == 2 ? block2 : block3; }
   // Threads per row: group 0's lanes0, groups 1-2's lanes (0: the block), group 3 the block.
   int lanes(int group) const {
@@ -232,12 +233,12 @@ int64_t check_nnz_fits(std::span<const int32_t> row_lengths);
 template <class T>
 struct HashSpgemmResult {
   CsrMatrix<T> c;
-  std::vector<int64_t> ip;          // IP per row of A
-  SpgemmGrouping grouping;          // rows by IP group
-  std::vector<int8_t> group;        // per row: its group by IP, -1 when IP == 0
-  std::vector<uint8_t> overflowed;  // per row: 1 when its distinct columns did not fit its shared table
+  std::vector<int64_t> ip;           // IP per row of A
+  SpgemmGrouping grouping;           // rows by IP group
+  std::vector<int8_t> group;         // per row: its group by IP, -1 when IP == 0
+  std::vector<uint8_t> overflowed;   // per row: 1 when its distinct columns did not fit its shared table
   std::vector<int32_t> global_rows;  // rows whose phases ran in a global table (group 3 and overflowed), ascending
-  int64_t global_slots = 0;         // the slots of their tables together (what a plan allocates)
+  int64_t global_slots = 0;          // the slots of their tables together (what a plan allocates)
   // Table slots the numeric phase reads to place its products (phases 5-6: one per product in a
   // dense table, slot = column; the probes of linear probing otherwise). Over IP: the accesses a
   // product, OpSparse's measure of a hash SpGEMM's table traffic.
@@ -316,7 +317,7 @@ class SpgemmPlan {
   bool structure_known() const;  // the symbolic phase has run: C's row_ptr and nnz are known
   int32_t rows() const;
   int32_t cols() const;
-  int64_t nnz() const;           // -1 before the first run
+  int64_t nnz() const;  // -1 before the first run
   // C on the device, valid after the first run (UsageError before): rows + 1 row pointers, nnz()
   // column indices (sorted in each row) and values.
   uint64_t row_ptr() const;
@@ -332,10 +333,10 @@ class SpgemmPlan {
   // copy, made on the first call: for tests and tools, not for a hot path). Before the first run
   // it fills the lists itself, on the legacy default stream, and waits for them.
   const SpgemmGrouping& grouping() const;
-  int64_t products() const;      // IP over all rows (the analysis's int64 sum)
-  int64_t max_row_products() const;  // the largest IP of a row
-  int64_t overflow_rows() const;  // rows that overflowed their shared table (known after the first run)
-  int64_t global_slots() const;   // the global tables' slots the plan holds
+  int64_t products() const;                     // IP over all rows (the analysis's int64 sum)
+  int64_t max_row_products() const;             // the largest IP of a row
+  int64_t overflow_rows() const;                // rows that overflowed their shared table (known after the first run)
+  int64_t global_slots() const;                 // the global tables' slots the plan holds
   const SpgemmFreshTimes& fresh_times() const;  // the plan's and its first run's host time by part
   // Everything the plan holds on the device (DESIGN.md §12): its copies of A and B (none from
   // device CSR, unless values_changed made them), the analysis's codes, group lists and counters,

@@ -39,9 +39,9 @@ CsrMatrix<double> contract_cpu(const CsrMatrix<T>& g, std::span<const int32_t> l
 // normalising and pruning are row operations, and P·P = (M·M)ᵀ. This is MCL exactly, not an
 // approximation, for any graph.
 struct MclOptions {
-  double inflation = 2.0;      // r >= 1
-  double prune_below = 1e-4;   // in [0, 1)
-  int32_t keep_top_k = 50;     // >= 1
+  double inflation = 2.0;     // r >= 1
+  double prune_below = 1e-4;  // in [0, 1)
+  int32_t keep_top_k = 50;    // >= 1
   int32_t max_iterations = 100;
   double tolerance = 1e-6;
   bool add_self_loops = true;  // each vertex a loop of its column's largest weight (1 when it has no edge)
@@ -53,7 +53,7 @@ struct MclOptions {
 // One iteration of the GPU version, as it went (wall times on the host, each ending in a wait for
 // the device).
 struct MclIteration {
-  double ms = 0;             // the whole iteration: expansion and elementwise steps (P stays on the device)
+  double ms = 0;  // the whole iteration: expansion and elementwise steps (P stays on the device)
   // plan_spgemm(P, P) from device CSR (GPU analysis, one read-back) and its first run (symbolic, sync, numeric)
   double expand_ms = 0;
   int64_t nnz_expanded = 0;  // nnz(P·P)
@@ -64,8 +64,8 @@ struct MclIteration {
 struct MclResult {
   std::vector<int32_t> labels;  // cluster per vertex, 0..clusters-1, numbered by their smallest vertex
   int32_t clusters = 0;
-  int32_t iterations = 0;       // expansions done
-  bool converged = false;       // false: stopped at max_iterations
+  int32_t iterations = 0;           // expansions done
+  bool converged = false;           // false: stopped at max_iterations
   std::vector<MclIteration> trace;  // per iteration, from the GPU version (mcl); empty from mcl_cpu
   // Host wall time of the GPU version's parts: the start (G uploaded, kernels looked up, P built
   // on the device), the iterations together, the labels (found on the device, downloaded).
@@ -155,14 +155,14 @@ std::pair<DeviceCsr<T>, DeviceCsr<T>> contraction_factors(Context& ctx, const in
 // result() (sorted rows; the same pattern and values as contract()'s), valid while this lives.
 template <class T>
 struct DeviceContraction {
-  DeviceCsr<T> s, st;    // the factors, read in place by the plans
-  SpgemmPlan<T> sg, c;   // S·G and C = (S·G)·Sᵀ, both run once
-  ContractTimes times;   // upload_ms and download_ms stay 0
+  DeviceCsr<T> s, st;   // the factors, read in place by the plans
+  SpgemmPlan<T> sg, c;  // S·G and C = (S·G)·Sᵀ, both run once
+  ContractTimes times;  // upload_ms and download_ms stay 0
   DeviceCsrView<T> result() const { return c.result(); }
 };
 template <class T>
-DeviceContraction<T> contract(Context& ctx, const DeviceCsrView<T>& g, const int32_t* labels, int32_t k,
-                              void* stream, const SpgemmOptions& options = {});
+DeviceContraction<T> contract(Context& ctx, const DeviceCsrView<T>& g, const int32_t* labels, int32_t k, void* stream,
+                              const SpgemmOptions& options = {});
 
 // Markov clustering on the GPU, iteration for iteration mcl_cpu's, in T: G uploaded, P =
 // mcl_start(g) built on the device (templates/apps/mcl_ends.cuh), then per iteration P·P by

@@ -48,7 +48,7 @@ int spmm_value_bytes(SpmmDtype d);  // 4 or 2
 //    f32 atomic pieces pass, staged windows) run() adds one in-place pass over C after them.
 //    SpmmPlan::epilogue_fused() says which; cuSPARSE SpMM has no such epilogue.
 enum class SpmmEpilogue { None, Relu };
-const char* to_string(SpmmEpilogue e);  // "none", "relu"
+const char* to_string(SpmmEpilogue e);                   // "none", "relu"
 SpmmEpilogue parse_spmm_epilogue(const std::string& s);  // UsageError naming the choices
 
 // The SpMM op's config (op_config.hpp): what the tuning DB stores and dbtune searches.
@@ -61,8 +61,8 @@ struct SpmmConfig {
   // us, n = 32, 2026-12-01), so auto leaves it out by default (min_tc_share above 1): BRP runs when
   // asked or tuned. dbtune searches all four.
   std::string path = "auto";
-  int f = 1;                  // BRP: nonzeros per slot
-  int g = 4;                  // BRP: TC blocks (mma.m16n8k8 A operands) per group
+  int f = 1;                   // BRP: nonzeros per slot
+  int g = 4;                   // BRP: TC blocks (mma.m16n8k8 A operands) per group
   double min_tc_share = 1.01;  // auto's threshold on the share of nonzeros in TC groups (above 1: never)
   // auto's threshold on the condensed tiles' fill (stored entries / tile capacity). Condensed
   // against CSR on pruned 4096^2 (H200, 2026-12-01, docs/bench/2026-12-01-s15-bench_spmm-sweep*):
@@ -136,8 +136,10 @@ struct SpmmConfig {
              "auto takes condensed TC windows when their tiles are at least this full (above 1: never)");
     v.integer("expand_min_f", expand_min_f, 1, 16, "BRP: expand A operands once per plan when f >= this (16: never)");
     v.integer("tc_warps", tc_warps, 1, 8, "BRP: TC kernel warps per block (1, 2, 4 or 8), splitting a window's groups");
-    v.integer("tc_max_run", tc_max_run, 1, 1 << 20, "BRP: groups a block sums before the rest of a window goes to the atomic pass");
-    v.integer("csr_max_run", csr_max_run, 0, 1 << 24, "CSR: entries a warp takes before the rest of a row goes to the atomic pass (0: 32 per subgroup)");
+    v.integer("tc_max_run", tc_max_run, 1, 1 << 20,
+              "BRP: groups a block sums before the rest of a window goes to the atomic pass");
+    v.integer("csr_max_run", csr_max_run, 0, 1 << 24,
+              "CSR: entries a warp takes before the rest of a row goes to the atomic pass (0: 32 per subgroup)");
     v.integer("csr_blocks_per_sm", csr_blocks_per_sm, 0, 64,
               "CSR: 0 a warp per row; k > 0 k blocks a SM striding over the rows");
     v.integer("csr_warps", csr_warps, 1, 8, "CSR: warps a block (1, 2, 4 or 8)");
@@ -148,24 +150,30 @@ struct SpmmConfig {
     v.integer("csr_rows_per_warp", csr_rows_per_warp, 0, 4,
               "CSR: rows a warp (1, 2 or 4), each on 32 / rows lanes, where the lanes across N leave room; 0: the "
               "plan picks from A's mean row and row count");
-    v.number("csr_stage_reuse", csr_stage_reuse, 0.0, 32.0,
-             "CSR, f32: stage windows of rows whose entries reuse their columns this often into shared memory (0: off)");
+    v.number(
+        "csr_stage_reuse", csr_stage_reuse, 0.0, 32.0,
+        "CSR, f32: stage windows of rows whose entries reuse their columns this often into shared memory (0: off)");
     v.choice("reorder", reorder, {"auto", "none", "degree", "rcm", "community"},
              "CSR: the order warps take A's rows in (auto: degree where row lengths vary, none, degree: by decreasing "
              "length, rcm, community: square A only); A, B and C as given");
   }
   void check() const {
     auto pow2 = [](int x) { return x == 1 || x == 2 || x == 4 || x == 8; };
-    if (!pow2(f)) throw UsageError("spmm config: 'f' (nonzeros per BRP slot) must be 1, 2, 4 or 8, got " + std::to_string(f));
-    if (!pow2(g)) throw UsageError("spmm config: 'g' (TC blocks per BRP group) must be 1, 2, 4 or 8, got " + std::to_string(g));
+    if (!pow2(f))
+      throw UsageError("spmm config: 'f' (nonzeros per BRP slot) must be 1, 2, 4 or 8, got " + std::to_string(f));
+    if (!pow2(g))
+      throw UsageError("spmm config: 'g' (TC blocks per BRP group) must be 1, 2, 4 or 8, got " + std::to_string(g));
     if (!pow2(tc_warps))
-      throw UsageError("spmm config: 'tc_warps' (TC kernel warps per block) must be 1, 2, 4 or 8, got " + std::to_string(tc_warps));
+      throw UsageError("spmm config: 'tc_warps' (TC kernel warps per block) must be 1, 2, 4 or 8, got " +
+                       std::to_string(tc_warps));
     if (!pow2(csr_warps))
-      throw UsageError("spmm config: 'csr_warps' (CSR kernel warps per block) must be 1, 2, 4 or 8, got " + std::to_string(csr_warps));
+      throw UsageError("spmm config: 'csr_warps' (CSR kernel warps per block) must be 1, 2, 4 or 8, got " +
+                       std::to_string(csr_warps));
     if (csr_rows_per_warp == 3)
       throw UsageError("spmm config: 'csr_rows_per_warp' must be 0 (the plan picks), 1, 2 or 4, got 3");
     if (reorder != "none" && reorder != "auto" && (path == "brp" || path == "condensed"))
-      throw UsageError("spmm config: 'reorder' " + reorder + " applies to the CSR path (path auto or csr), not " + path);
+      throw UsageError("spmm config: 'reorder' " + reorder + " applies to the CSR path (path auto or csr), not " +
+                       path);
   }
 };
 
@@ -216,22 +224,22 @@ class SpmmPlan {
   int n_cols() const;
   SpmmPath path() const;  // Brp, CsrCudaCore or Condensed: what Auto resolved to
   SpmmDtype dtype() const;
-  int f() const;          // the BRP parameters (also on the CSR path: those Auto weighed)
+  int f() const;  // the BRP parameters (also on the CSR path: those Auto weighed)
   int g() const;
-  double tc_share() const;  // nonzeros in TC groups / nnz (0 on the CSR path, 1 on the condensed one)
+  double tc_share() const;        // nonzeros in TC groups / nnz (0 on the CSR path, 1 on the condensed one)
   double condensed_fill() const;  // the condensed path's tile fill (0 on the others)
   SpmmEpilogue epilogue() const;
   bool epilogue_fused() const;  // applied in the product's own stores (no pass over C of its own)
-  Reorder reorder() const;        // the rows' order the plan walks (None: A's own)
-  double reorder_ms() const;      // its host time at plan creation (0 for None)
+  Reorder reorder() const;      // the rows' order the plan walks (None: A's own)
+  double reorder_ms() const;    // its host time at plan creation (0 for None)
   // The rows' order (empty for None): warp k takes A's row row_order()[k].
   const std::vector<int32_t>& row_order() const;
   // The BRP path's format figures: split, bytes, conversion time and (converted on the GPU) peak
   // extra device memory against its bound. Empty on the CSR path.
   std::optional<BrpStats> brp_stats() const;
-  const Config& config() const;         // the config read (source: tuned, predicted, default, explicit)
+  const Config& config() const;            // the config read (source: tuned, predicted, default, explicit)
   const SpmmConfig& typed_config() const;  // with the explicit SpmmOptions fields applied
-  int64_t device_bytes() const;  // everything the plan holds on the device
+  int64_t device_bytes() const;            // everything the plan holds on the device
   const std::vector<KernelInfo>& kernels() const;
   std::string explain() const;
 

@@ -91,10 +91,10 @@ struct SpmspvOptions {
 };
 
 struct SpmspvStats {
-  DbStats storage;           // blocks and bytes by type; convert_ms is the conversion time
+  DbStats storage;  // blocks and bytes by type; convert_ms is the conversion time
   int64_t pull_segments = 0;
-  int64_t push_tasks_max = 0;  // the push lists' capacity: every block chunk and residual piece
-  double xb_threshold = 0;     // blocks push below this x-block share: th3 / max(1, nnz per block)
+  int64_t push_tasks_max = 0;      // the push lists' capacity: every block chunk and residual piece
+  double xb_threshold = 0;         // blocks push below this x-block share: th3 / max(1, nnz per block)
   double residual_push_below = 0;  // the residual pushes while x nonzeros / cols is below this
   // Every allocation the plan holds (format, segments, its workspace) once planned; a first
   // run_sparse adds cols() * sizeof(T) for its dense x.
@@ -115,16 +115,16 @@ class SpmspvWorkspace {
   SpmspvWorkspace() = default;
   size_t bytes() const {
     return state_.size() + xmask_.size() * 2 + x_scatter_.size() * sizeof(T) + block_tasks_.size() * 8 +
-           residual_tasks_.size() * 8 + small_tasks_.size() * 8 + sparse_xmask_.size() * 2 +
-           y_acc_.size() * sizeof(T) + ytouched_.size() * 4 + ylist_.size() * 4;
+           residual_tasks_.size() * 8 + small_tasks_.size() * 8 + sparse_xmask_.size() * 2 + y_acc_.size() * sizeof(T) +
+           ytouched_.size() * 4 + ylist_.size() * 4;
   }
 
  private:
   friend class SpmspvPlan<T>;
-  DeviceBuffer<uint8_t> state_;     // dbs::SpmspvState
+  DeviceBuffer<uint8_t> state_;  // dbs::SpmspvState
   DeviceBuffer<uint16_t> xmask_;
-  DeviceBuffer<T> x_scatter_;       // all-zero between calls
-  DeviceBuffer<abi::PushTask> block_tasks_;        // the push lists the mask pass fills per call
+  DeviceBuffer<T> x_scatter_;                // all-zero between calls
+  DeviceBuffer<abi::PushTask> block_tasks_;  // the push lists the mask pass fills per call
   DeviceBuffer<abi::ResidualTask> residual_tasks_;
   DeviceBuffer<abi::ResidualTask> small_tasks_;
   // run_sparse_out's, allocated by its first call through this workspace: x masks and a dense y
@@ -149,10 +149,10 @@ class SpmspvPlan {
   void run(uint64_t x, uint64_t y, void* stream) const;
   void run(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws) const;
   // x given as nnz (index, value) pairs on the device; indices in [0, cols()), unique.
-  void run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz,
-                  DeviceBuffer<T>& y, const Stream& stream) const;
-  void run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz,
-                  DeviceBuffer<T>& y, const Stream& stream, SpmspvWorkspace<T>& ws) const;
+  void run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz, DeviceBuffer<T>& y,
+                  const Stream& stream) const;
+  void run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz, DeviceBuffer<T>& y,
+                  const Stream& stream, SpmspvWorkspace<T>& ws) const;
   // The same on raw device pointers (x_idx: x_nnz int32, x_val: x_nnz T, y: rows() T) and a
   // CUstream, for callers that own their memory (the Python package); the plan's own workspace.
   void run_sparse(uint64_t x_idx, uint64_t x_val, int32_t x_nnz, uint64_t y, void* stream) const;

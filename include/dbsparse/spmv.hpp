@@ -62,15 +62,18 @@ struct SpmvConfig {
     v.integer("longrow_chunk", longrow_chunk, 256, int64_t{1} << 30, "entries per block of a split long row");
     v.number("fold_share", fold_share, 0.0, 1.0, "bins under this share of the nonzeros join the next wider one");
     v.integer("fuse_bins", fuse_bins, 0, 1, "1: every classified bin in one launch; 0: one launch per bin");
-    v.integer("window_max_len", window_max_len, 0, 1024,
-              "classified, one launch: rows up to this length (down to a bin's bound) in memory order, 32 a warp; 0: off");
+    v.integer(
+        "window_max_len", window_max_len, 0, 1024,
+        "classified, one launch: rows up to this length (down to a bin's bound) in memory order, 32 a warp; 0: off");
     v.choice("reorder", reorder, {"none", "degree", "auto"},
              "none; degree: A's columns by decreasing count, x gathered into that order each call (x, A and y as "
              "given); auto: degree where the hub columns' share and x's length pass the two thresholds below");
-    v.integer("reorder_hub_columns", reorder_hub_columns, 1, INT32_MAX, "reorder auto: how many of the most frequent columns count as hubs");
+    v.integer("reorder_hub_columns", reorder_hub_columns, 1, INT32_MAX,
+              "reorder auto: how many of the most frequent columns count as hubs");
     v.number("reorder_min_hub_share", reorder_min_hub_share, 0.0, 1.0,
              "reorder auto: the hubs' least share of A's entries for degree");
-    v.integer("reorder_min_cols", reorder_min_cols, 0, INT32_MAX, "reorder auto: the fewest columns (x's length) for degree");
+    v.integer("reorder_min_cols", reorder_min_cols, 0, INT32_MAX,
+              "reorder auto: the fewest columns (x's length) for degree");
   }
   // Rules between fields: block size a multiple of 32, lanes powers of two that grow from bin to
   // bin, and block_max_len past the widest vector bin. UsageError naming the keys.
@@ -101,8 +104,7 @@ class SpmvPlan {
   // their calls must be ordered (one stream, or streams joined by events): give each concurrent
   // stream its own plan.
   // x has cols() elements, y rows(). beta == 0 never reads y.
-  void run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream, T alpha = T(1),
-           T beta = T(0)) const;
+  void run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream, T alpha = T(1), T beta = T(0)) const;
   // Raw device pointers and a CUstream/cudaStream_t, for callers that own their memory.
   void run(uint64_t x, uint64_t y, void* stream, T alpha = T(1), T beta = T(0)) const;
 
@@ -112,7 +114,7 @@ class SpmvPlan {
   const Config& config() const { return config_; }  // where it came from; params complete
   const SpmvConfig& typed_config() const { return typed_; }
   ConfigSource config_source() const { return config_.source; }
-  const KernelInfo& kernel() const { return kernels_.front(); }  // the first launch's kernel
+  const KernelInfo& kernel() const { return kernels_.front(); }        // the first launch's kernel
   const std::vector<KernelInfo>& kernels() const { return kernels_; }  // every launch, in order
   // Launches per run (1 for a single-strategy plan; one per non-empty bin, +1 for long rows).
   size_t launches() const { return launches_.size(); }
@@ -152,8 +154,8 @@ class SpmvPlan {
   DeviceBuffer<uint32_t> arrivals_;              // one-launch classified: chunks arrived per long row
   std::vector<int32_t> fused_;                   // its list offsets, counts and grid ends (one per bin each)
   uint64_t view_row_ptr_ = 0, view_col_idx_ = 0, view_values_ = 0;  // a DeviceCsrView64's arrays (not owned)
-  DeviceBuffer<int32_t> col_order_;              // reorder degree: new column -> the user's column
-  DeviceBuffer<T> x_order_;                      // x in that order, written by the Gather launch each call
+  DeviceBuffer<int32_t> col_order_;                                 // reorder degree: new column -> the user's column
+  DeviceBuffer<T> x_order_;  // x in that order, written by the Gather launch each call
   double reorder_ms_ = 0;
   std::string layout_text_;
   Config config_;

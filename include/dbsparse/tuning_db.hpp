@@ -49,8 +49,8 @@ struct Trial {
   std::string device_fp, matrix_fp, op, bucket;
   nlohmann::json params;
   TrialStatus status = TrialStatus::Ok;
-  double time_us = 0;    // median; 0 when not Ok
-  std::string detail;    // error text for failures
+  double time_us = 0;      // median; 0 when not Ok
+  std::string detail;      // error text for failures
   int64_t created_at = 0;  // unix seconds; filled by add_trial when 0
 };
 
@@ -87,8 +87,7 @@ class TuningDb {
   static std::unique_ptr<TuningDb> open(const std::string& path, bool read_only = false);
   // Like open, but returns nullptr and fills *warning instead of throwing (a missing file in
   // read-only mode is not a warning: there is simply nothing tuned yet).
-  static std::unique_ptr<TuningDb> try_open(const std::string& path, bool read_only,
-                                            std::string* warning);
+  static std::unique_ptr<TuningDb> try_open(const std::string& path, bool read_only, std::string* warning);
   ~TuningDb();
   TuningDb(const TuningDb&) = delete;
   TuningDb& operator=(const TuningDb&) = delete;
@@ -101,14 +100,12 @@ class TuningDb {
   void upsert_matrix(const MatrixRecord& m);
   std::optional<MatrixRecord> find_matrix(const std::string& fingerprint) const;
   void add_trial(const Trial& t);
-  std::vector<Trial> trials(const std::string& device_fp, const std::string& matrix_fp,
-                            const std::string& op) const;
+  std::vector<Trial> trials(const std::string& device_fp, const std::string& matrix_fp, const std::string& op) const;
   // Stores the best config for (device, matrix, op, bucket) with its speed-up over the defaults.
   void set_best(const std::string& device_fp, const std::string& matrix_fp, const std::string& op,
-                const std::string& bucket, const nlohmann::json& params, double time_us,
-                double speedup);
-  std::optional<nlohmann::json> best(const std::string& device_fp, const std::string& matrix_fp,
-                                     const std::string& op, const std::string& bucket) const;
+                const std::string& bucket, const nlohmann::json& params, double time_us, double speedup);
+  std::optional<nlohmann::json> best(const std::string& device_fp, const std::string& matrix_fp, const std::string& op,
+                                     const std::string& bucket) const;
   DbCounts counts() const;
 
   // Nearest tuned matrix on this device for op and bucket, leaving out `exclude_fp`
@@ -124,8 +121,7 @@ class TuningDb {
   // are complete: the op's defaults with the stored keys over them (keys the op no longer has are
   // dropped and named in the note).
   Config lookup(const std::string& device_fp, const std::string& matrix_fp, const OpConfigInfo& op,
-                const std::string& bucket = "",
-                const std::function<MatrixFeatures()>& features = {}) const;
+                const std::string& bucket = "", const std::function<MatrixFeatures()>& features = {}) const;
 
  private:
   TuningDb(std::string path, void* handle);
@@ -135,8 +131,7 @@ class TuningDb {
 
 // The lookup every plan uses: opens the default DB read-only; a missing, unreadable or corrupt DB
 // gives the defaults, with the reason in Config::note (and one warning line on stderr per process).
-Config lookup_config(const std::string& device_fp, const std::string& matrix_fp,
-                     const OpConfigInfo& op, const std::string& bucket = "",
-                     const std::function<MatrixFeatures()>& features = {});
+Config lookup_config(const std::string& device_fp, const std::string& matrix_fp, const OpConfigInfo& op,
+                     const std::string& bucket = "", const std::function<MatrixFeatures()>& features = {});
 
 }  // namespace dbsparse

@@ -14,8 +14,8 @@ namespace dbs_py {
 template <class T>
 dbsparse::CsrMatrix<T> make_csr(int64_t rows, int64_t cols, HostVec<int32_t> indptr, HostVec<int32_t> indices,
                                 HostVec<T> values) {
-  return dbsparse::csr_from_arrays<T>(rows, cols, {indptr.data(), indptr.shape(0)},
-                                      {indices.data(), indices.shape(0)}, {values.data(), values.shape(0)});
+  return dbsparse::csr_from_arrays<T>(rows, cols, {indptr.data(), indptr.shape(0)}, {indices.data(), indices.shape(0)},
+                                      {values.data(), values.shape(0)});
 }
 template dbsparse::CsrMatrix<float> make_csr(int64_t, int64_t, HostVec<int32_t>, HostVec<int32_t>, HostVec<float>);
 template dbsparse::CsrMatrix<double> make_csr(int64_t, int64_t, HostVec<int32_t>, HostVec<int32_t>, HostVec<double>);
@@ -128,7 +128,8 @@ NB_MODULE(_core, m) {
   // Fields of a DLPack object that has neither data_ptr() nor __cuda_array_interface__ (JAX, ...).
   m.def("dlpack_info", [](nb::ndarray<> a) {
     std::vector<int64_t> shape, strides;
-    for (size_t i = 0; i < a.ndim(); ++i) shape.push_back(static_cast<int64_t>(a.shape(i))), strides.push_back(a.stride(i));
+    for (size_t i = 0; i < a.ndim(); ++i)
+      shape.push_back(static_cast<int64_t>(a.shape(i))), strides.push_back(a.stride(i));
     const auto dt = a.dtype();
     return nb::make_tuple(reinterpret_cast<uintptr_t>(a.data()), shape, strides, static_cast<int>(dt.code),
                           static_cast<int>(dt.bits), a.device_type(), a.device_id());

@@ -27,7 +27,8 @@ void bind_one(nb::module_& m, const char* suffix) {
   using Plan = dbsparse::SpgemmPlan<T>;
   const nb::call_guard<nb::gil_scoped_release> nogil;
   nb::class_<Plan>(m, (std::string("SpgemmPlan") + suffix).c_str())
-      .def("run", [](Plan& p, uint64_t s) { p.run(stream_ptr(s)); }, nb::arg("stream"), nogil)
+      .def(
+          "run", [](Plan& p, uint64_t s) { p.run(stream_ptr(s)); }, nb::arg("stream"), nogil)
       .def_prop_ro("rows", &Plan::rows)
       .def_prop_ro("cols", &Plan::cols)
       .def_prop_ro("nnz", &Plan::nnz)

@@ -61,7 +61,10 @@ void bind_spmm_bfs(nb::module_& m) {
       "plan_spmm_view64",
       [](Context& ctx, int32_t rows, int32_t cols, int64_t nnz, uint64_t row_ptr, uint64_t col_idx, uint64_t values,
          int n_cols, const std::string& path, const std::string& reorder, const std::string& epilogue) {
-        const dbsparse::DeviceCsrView64<float> v{rows, cols, nnz, reinterpret_cast<const int64_t*>(row_ptr),
+        const dbsparse::DeviceCsrView64<float> v{rows,
+                                                 cols,
+                                                 nnz,
+                                                 reinterpret_cast<const int64_t*>(row_ptr),
                                                  reinterpret_cast<const int32_t*>(col_idx),
                                                  reinterpret_cast<const float*>(values)};
         dbsparse::SpmmOptions o;
@@ -71,8 +74,8 @@ void bind_spmm_bfs(nb::module_& m) {
         return ctx.plan_spmm(v, n_cols, o);
       },
       nb::arg("ctx"), nb::arg("rows"), nb::arg("cols"), nb::arg("nnz"), nb::arg("row_ptr"), nb::arg("col_idx"),
-      nb::arg("values"), nb::arg("n_cols"), nb::arg("path"), nb::arg("reorder") = "config", nb::arg("epilogue") = "none",
-      nb::keep_alive<0, 1>(), nogil);
+      nb::arg("values"), nb::arg("n_cols"), nb::arg("path"), nb::arg("reorder") = "config",
+      nb::arg("epilogue") = "none", nb::keep_alive<0, 1>(), nogil);
 
   using dbsparse::BfsPlan;
   nb::class_<BfsPlan>(m, "BfsPlan")
@@ -97,8 +100,8 @@ void bind_spmm_bfs(nb::module_& m) {
   // A graph on the device with int64 row offsets, read in place; t_row_ptr 0: symmetric.
   m.def(
       "plan_bfs_view64",
-      [](Context& ctx, int32_t n, int64_t entries, uint64_t row_ptr, uint64_t col_idx, int32_t t_n,
-         int64_t t_entries, uint64_t t_row_ptr, uint64_t t_col_idx, bool transpose) {
+      [](Context& ctx, int32_t n, int64_t entries, uint64_t row_ptr, uint64_t col_idx, int32_t t_n, int64_t t_entries,
+         uint64_t t_row_ptr, uint64_t t_col_idx, bool transpose) {
         auto view = [](int32_t vn, int64_t ve, uint64_t ptr, uint64_t idx) {
           return dbsparse::DeviceGraphView64{vn, ve, reinterpret_cast<const int64_t*>(ptr),
                                              reinterpret_cast<const int32_t*>(idx)};

@@ -26,7 +26,10 @@ void bind_one(nb::module_& m, const char* suffix) {
   const nb::call_guard<nb::gil_scoped_release> nogil;
   nb::class_<Spmv>(m, (std::string("SpmvPlan") + suffix).c_str())
       .def(
-          "run", [](const Spmv& p, uint64_t x, uint64_t y, uint64_t s, T alpha, T beta) { p.run(x, y, stream_ptr(s), alpha, beta); },
+          "run",
+          [](const Spmv& p, uint64_t x, uint64_t y, uint64_t s, T alpha, T beta) {
+            p.run(x, y, stream_ptr(s), alpha, beta);
+          },
           nb::arg("x"), nb::arg("y"), nb::arg("stream"), nb::arg("alpha"), nb::arg("beta"), nogil)
       .def_prop_ro("rows", &Spmv::rows)
       .def_prop_ro("cols", &Spmv::cols)
@@ -37,19 +40,21 @@ void bind_one(nb::module_& m, const char* suffix) {
       .def("explain", &Spmv::explain)
       .def("config_json", [](const Spmv& p) { return config_json(p.config()); });
   // reorder "": the config's (tuning DB, else defaults); none, degree or auto replace it.
-  m.def(
-      (std::string("plan_spmv") + suffix).c_str(),
-      [](Context& ctx, const CsrMatrix<T>& a, const std::string& reorder) {
-        dbsparse::SpmvOptions o;
-        o.reorder = reorder;
-        return ctx.plan_spmv(a, o);
-      },
-      nb::arg("ctx"), nb::arg("a"), nb::arg("reorder") = "", nb::keep_alive<0, 1>(), nogil);
+  m.def((std::string("plan_spmv") + suffix).c_str(),
+        [](Context& ctx, const CsrMatrix<T>& a, const std::string& reorder) {
+          dbsparse::SpmvOptions o;
+          o.reorder = reorder;
+          return ctx.plan_spmv(a, o);
+        },
+        nb::arg("ctx"), nb::arg("a"), nb::arg("reorder") = "", nb::keep_alive<0, 1>(), nogil);
   // A CSR matrix already on the device with int64 row offsets (the arrays stay the caller's: the
   // Python plan keeps them alive).
   m.def((std::string("plan_spmv_view64") + suffix).c_str(),
         [](Context& ctx, int32_t rows, int32_t cols, int64_t nnz, uint64_t row_ptr, uint64_t col_idx, uint64_t values) {
-          const dbsparse::DeviceCsrView64<T> v{rows, cols, nnz, reinterpret_cast<const int64_t*>(row_ptr),
+          const dbsparse::DeviceCsrView64<T> v{rows,
+                                               cols,
+                                               nnz,
+                                               reinterpret_cast<const int64_t*>(row_ptr),
                                                reinterpret_cast<const int32_t*>(col_idx),
                                                reinterpret_cast<const T*>(values)};
           return ctx.plan_spmv(v);

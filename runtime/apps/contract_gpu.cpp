@@ -58,8 +58,7 @@ std::pair<DeviceCsr<T>, DeviceCsr<T>> contraction_factors(Context& ctx, const in
     DBS_CU(cuMemsetD32Async(st.row_ptr.ptr(), 0, 1, h));
     return {std::move(s), std::move(st)};
   }
-  const auto mod =
-      ctx.modules().get(codegen::make_source(codegen::SpgemmAnalysisKey{kBlock}), ctx.device().arch());
+  const auto mod = ctx.modules().get(codegen::make_source(codegen::SpgemmAnalysisKey{kBlock}), ctx.device().arch());
   DeviceBuffer<int32_t> counts(static_cast<size_t>(std::max(k, 1)), pool);
   DeviceBuffer<uint32_t> check(2, pool);
   uint64_t lp = reinterpret_cast<uint64_t>(labels), cp = counts.ptr(), ck = check.ptr();
@@ -129,10 +128,10 @@ DeviceContraction<T> contract(Context& ctx, const DeviceCsrView<T>& g, const int
   return DeviceContraction<T>{std::move(s), std::move(st), std::move(sg), std::move(c), t};
 }
 
-#define DBS_CONTRACT_GPU(T)                                                                                          \
-  template std::pair<DeviceCsr<T>, DeviceCsr<T>> contraction_factors(Context&, const int32_t*, int32_t, int32_t,   \
-                                                                     void*);                                        \
-  template DeviceContraction<T> contract(Context&, const DeviceCsrView<T>&, const int32_t*, int32_t, void*,         \
+#define DBS_CONTRACT_GPU(T)                                                                                      \
+  template std::pair<DeviceCsr<T>, DeviceCsr<T>> contraction_factors(Context&, const int32_t*, int32_t, int32_t, \
+                                                                     void*);                                     \
+  template DeviceContraction<T> contract(Context&, const DeviceCsrView<T>&, const int32_t*, int32_t, void*,      \
                                          const SpgemmOptions&);
 DBS_CONTRACT_GPU(float)
 DBS_CONTRACT_GPU(double)

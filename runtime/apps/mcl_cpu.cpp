@@ -102,7 +102,8 @@ CsrMatrix<double> mcl_step(const CsrMatrix<double>& p, const MclOptions& o) {
   std::vector<std::pair<int32_t, double>> row, kept;
   for (int32_t i = 0; i < q.rows; ++i) {
     row.clear();
-    for (int32_t e = q.row_ptr[i]; e < q.row_ptr[i + 1]; ++e) row.emplace_back(q.col_idx[e], std::pow(q.values[e], o.inflation));
+    for (int32_t e = q.row_ptr[i]; e < q.row_ptr[i + 1]; ++e)
+      row.emplace_back(q.col_idx[e], std::pow(q.values[e], o.inflation));
     normalise_row(row);  // inflation
     // Pruning: largest first, ties to the smaller column; the largest always stays.
     std::sort(row.begin(), row.end(), [](const auto& x, const auto& y) {
@@ -123,7 +124,8 @@ CsrMatrix<double> mcl_step(const CsrMatrix<double>& p, const MclOptions& o) {
 
 double mcl_change(const CsrMatrix<double>& a, const CsrMatrix<double>& b) {
   if (a.rows != b.rows || a.cols != b.cols)
-    throw UsageError(fmt::format("mcl: matrices of {}x{} and {}x{} cannot be compared", a.rows, a.cols, b.rows, b.cols));
+    throw UsageError(
+        fmt::format("mcl: matrices of {}x{} and {}x{} cannot be compared", a.rows, a.cols, b.rows, b.cols));
   double change = 0;
   for (int32_t i = 0; i < a.rows; ++i) {
     int32_t p = a.row_ptr[i], q = b.row_ptr[i];

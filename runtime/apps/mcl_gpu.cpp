@@ -48,8 +48,7 @@ class MclRunner {
     start(DeviceCsr<T>(g));
   }
   // From a given P (square, rows sorted), as mcl_step's.
-  MclRunner(Context& ctx, const MclOptions& o, CsrMatrix<T> p)
-      : ctx_(ctx), o_(o), stream_(ctx), p_(std::move(p)) {
+  MclRunner(Context& ctx, const MclOptions& o, CsrMatrix<T> p) : ctx_(ctx), o_(o), stream_(ctx), p_(std::move(p)) {
     o_.check();
     if (p_.rows != p_.cols) throw UsageError(fmt::format("mcl: P must be square, is {}x{}", p_.rows, p_.cols));
     load(p_.rows);
@@ -77,8 +76,8 @@ class MclRunner {
     if (expand_) {
       const DeviceCsrView<T> q = expand_(dev_.view(), stream_.handle());
       if (q.rows != n || q.cols != dev_.cols)
-        throw Error(fmt::format("mcl: the expansion returned a {}x{} matrix for a {}x{} P", q.rows, q.cols, n,
-                                dev_.cols));
+        throw Error(
+            fmt::format("mcl: the expansion returned a {}x{} matrix for a {}x{} P", q.rows, q.cols, n, dev_.cols));
       qp = reinterpret_cast<uint64_t>(q.row_ptr);
       qc = reinterpret_cast<uint64_t>(q.col_idx);
       qv = reinterpret_cast<uint64_t>(q.values);
@@ -176,14 +175,26 @@ class MclRunner {
 
  private:
   // Entry points of the MCL module (codegen/keys/mcl_key.hpp).
-  enum { kPrune, kGather, kChange, kStartCount, kStartScatter, kRowsMerge, kStartScale, kHook, kInit, kCompress,
-         kLabel, kEntryPoints };
+  enum {
+    kPrune,
+    kGather,
+    kChange,
+    kStartCount,
+    kStartScatter,
+    kRowsMerge,
+    kStartScale,
+    kHook,
+    kInit,
+    kCompress,
+    kLabel,
+    kEntryPoints
+  };
   static unsigned blocks(int64_t n) { return static_cast<unsigned>((n + kMclBlock - 1) / kMclBlock); }
   static unsigned warps(int64_t n) { return blocks(n * 32); }
 
   void load(int32_t n) {
-    const auto k = ctx_.modules().get(
-        codegen::make_source(codegen::MclKey{codegen::value_type_of<T>(), kMclBlock}), ctx_.device().arch());
+    const auto k = ctx_.modules().get(codegen::make_source(codegen::MclKey{codegen::value_type_of<T>(), kMclBlock}),
+                                      ctx_.device().arch());
     for (int f = 0; f < kEntryPoints; ++f) fns_[f] = k.fns.at(static_cast<size_t>(f));
     prune_ = fns_[kPrune];
     gather_ = fns_[kGather];
@@ -260,9 +271,9 @@ class MclRunner {
   Context& ctx_;
   MclOptions o_;
   Stream stream_;
-  CsrMatrix<T> p_;          // P on the host when p_current_
+  CsrMatrix<T> p_;  // P on the host when p_current_
   bool p_current_ = true;
-  DeviceCsr<T> dev_;        // P
+  DeviceCsr<T> dev_;  // P
   DeviceBuffer<int32_t> kept_len_;
   DeviceBuffer<uint64_t> change_bits_;
   CUfunction prune_ = nullptr, gather_ = nullptr, change_ = nullptr;

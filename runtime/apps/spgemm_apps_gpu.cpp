@@ -75,8 +75,8 @@ ContractResult<T> contract(Context& ctx, const CsrMatrix<T>& g, std::span<const 
   const DeviceCsr<T> dg(g);
   const DeviceBuffer<int32_t> dl = detail::upload_nonempty(labels);
   const double upload_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  const DeviceContraction<T> d = contract(ctx, dg.view(), reinterpret_cast<const int32_t*>(dl.ptr()), k,
-                                          stream.handle(), options);
+  const DeviceContraction<T> d =
+      contract(ctx, dg.view(), reinterpret_cast<const int32_t*>(dl.ptr()), k, stream.handle(), options);
   const auto t1 = std::chrono::steady_clock::now();
   r.c = d.c.download();
   r.times = d.times;
@@ -91,10 +91,9 @@ template SpgemmPlan<float> plan_square(Context&, const CsrMatrix<float>&, bool, 
 template SpgemmPlan<double> plan_square(Context&, const CsrMatrix<double>&, bool, const SpgemmOptions&);
 template CsrMatrix<float> square(Context&, const CsrMatrix<float>&, bool, const SpgemmOptions&);
 template CsrMatrix<double> square(Context&, const CsrMatrix<double>&, bool, const SpgemmOptions&);
-template std::pair<CsrMatrix<float>, CsrMatrix<float>> contraction_factors(int32_t, std::span<const int32_t>,
-                                                                          int32_t);
+template std::pair<CsrMatrix<float>, CsrMatrix<float>> contraction_factors(int32_t, std::span<const int32_t>, int32_t);
 template std::pair<CsrMatrix<double>, CsrMatrix<double>> contraction_factors(int32_t, std::span<const int32_t>,
-                                                                            int32_t);
+                                                                             int32_t);
 template ContractResult<float> contract(Context&, const CsrMatrix<float>&, std::span<const int32_t>, int32_t,
                                         const SpgemmOptions&);
 template ContractResult<double> contract(Context&, const CsrMatrix<double>&, std::span<const int32_t>, int32_t,

@@ -19,8 +19,7 @@ constexpr int kBlock = 256;
 constexpr int kCount = 0, kMaskF32 = 1, kMaskF64 = 2;  // TriangleKey's entry points
 
 void check_square(int32_t rows, int32_t cols, const char* what) {
-  if (rows != cols)
-    throw UsageError(fmt::format("{}: the graph must be square, A is {}x{}", what, rows, cols));
+  if (rows != cols) throw UsageError(fmt::format("{}: the graph must be square, A is {}x{}", what, rows, cols));
 }
 
 // Blocks for a grid-stride kernel: enough to fill the GPU several times over, never more than the work.
@@ -70,8 +69,8 @@ int64_t triangle_count(Context& ctx, const DeviceCsrView<T>& a, void* stream) {
   int n = a.rows;
   long long nnz = a.nnz;
   void* params[] = {&rp, &ci, &n, &nnz, &total, &bad};
-  DBS_CU(cuLaunchKernel(mod.fns.at(kCount), grid_for((a.nnz + 31) / 32, ctx), 1, 1, kBlock, 1, 1, 0, h, params,
-                        nullptr));
+  DBS_CU(
+      cuLaunchKernel(mod.fns.at(kCount), grid_for((a.nnz + 31) / 32, ctx), 1, 1, kBlock, 1, 1, 0, h, params, nullptr));
   uint64_t got[2] = {0, 0};
   DBS_CU(cuStreamSynchronize(h));
   DBS_CU(cuMemcpyDtoH(got, total, sizeof got));
@@ -115,10 +114,10 @@ double triangle_mask_sum(Context& ctx, const DeviceCsrView<T>& c, const DeviceCs
   return got;
 }
 
-#define DBS_INSTANTIATE(T)                                                                       \
-  template int64_t triangle_count_cpu(const CsrMatrix<T>&);                                     \
-  template int64_t triangle_count(Context&, const DeviceCsrView<T>&, void*);                    \
-  template int64_t triangle_count(Context&, const CsrMatrix<T>&);                               \
+#define DBS_INSTANTIATE(T)                                                   \
+  template int64_t triangle_count_cpu(const CsrMatrix<T>&);                  \
+  template int64_t triangle_count(Context&, const DeviceCsrView<T>&, void*); \
+  template int64_t triangle_count(Context&, const CsrMatrix<T>&);            \
   template double triangle_mask_sum(Context&, const DeviceCsrView<T>&, const DeviceCsrView<T>&, void*);
 DBS_INSTANTIATE(float)
 DBS_INSTANTIATE(double)

@@ -19,9 +19,12 @@ namespace dbsparse {
 
 const char* to_string(BfsLaunch l) {
   switch (l) {
-    case BfsLaunch::Auto: return "auto";
-    case BfsLaunch::Cooperative: return "cooperative (one launch, a grid barrier per level)";
-    case BfsLaunch::HostLoop: return "host loop (a launch and a host wait per level)";
+    case BfsLaunch::Auto:
+      return "auto";
+    case BfsLaunch::Cooperative:
+      return "cooperative (one launch, a grid barrier per level)";
+    case BfsLaunch::HostLoop:
+      return "host loop (a launch and a host wait per level)";
   }
   return "?";
 }
@@ -84,9 +87,9 @@ std::string BfsStats::to_text() const {
       "  CSR, f32 values   {:>14} bytes  {:.2f} per entry; device / CSR = {:.3f}\n"
       "  push task capacity {} per frontier; planning work {:.1f} ms\n",
       vertices, entries, symmetric ? "symmetric: one view serves push and pull" : "not symmetric: push and pull views",
-      bytes_format, static_cast<double>(bytes_format) / e, bytes_device, static_cast<double>(bytes_device) / e, bytes_csr,
-      static_cast<double>(bytes_csr) / e, bytes_csr ? static_cast<double>(bytes_device) / static_cast<double>(bytes_csr) : 0.0,
-      task_capacity, convert_ms);
+      bytes_format, static_cast<double>(bytes_format) / e, bytes_device, static_cast<double>(bytes_device) / e,
+      bytes_csr, static_cast<double>(bytes_csr) / e,
+      bytes_csr ? static_cast<double>(bytes_device) / static_cast<double>(bytes_csr) : 0.0, task_capacity, convert_ms);
 }
 
 struct BfsPlan::Impl {
@@ -101,7 +104,7 @@ struct BfsPlan::Impl {
   CUfunction search = nullptr;
   unsigned coop_grid = 0, loop_grid = 0, threads = abi::kBfsWarps * 32;
   uint64_t total_edges = 0;
-  int64_t held_bytes = 0;  // every allocation, summed from the buffers
+  int64_t held_bytes = 0;                                        // every allocation, summed from the buffers
   DeviceBuffer<int32_t> push_ptr, push_idx, pull_ptr, pull_idx;  // pull_* empty when symmetric
   // What the kernel reads: the buffers above, or the caller's arrays (a DeviceGraphView64).
   uint64_t view_push_ptr = 0, view_push_idx = 0, view_pull_ptr = 0, view_pull_idx = 0;
@@ -150,7 +153,8 @@ struct BfsPlan::Impl {
     a.cooperative = cooperative ? 1 : 0;
     void* params[] = {&a};
     if (cooperative)
-      DBS_CU(cuLaunchCooperativeKernel(search, coop_grid, 1, 1, threads, 1, 1, 0, static_cast<CUstream>(stream), params));
+      DBS_CU(
+          cuLaunchCooperativeKernel(search, coop_grid, 1, 1, threads, 1, 1, 0, static_cast<CUstream>(stream), params));
     else
       DBS_CU(cuLaunchKernel(search, loop_grid, 1, 1, threads, 1, 1, 0, static_cast<CUstream>(stream), params, nullptr));
   }
@@ -197,7 +201,8 @@ void finish_bfs(Context& ctx, BfsPlan::Impl& p, const BfsOptions& opt) {
   p.log = DeviceBuffer<abi::BfsLevelLog>(abi::kBfsLogLevels);
   // bfs_storage's figures are the allocations above, counted the same way (a gpu test compares them).
   p.held_bytes = static_cast<int64_t>((p.push_ptr.size() + p.push_idx.size() + p.pull_ptr.size() + p.pull_idx.size() +
-                                       p.visited.size() + p.frontier.size() + p.queue.size()) * 4 +
+                                       p.visited.size() + p.frontier.size() + p.queue.size()) *
+                                          4 +
                                       p.tasks.size() * sizeof(abi::BfsTask) + p.state.size() +
                                       p.log.size() * sizeof(abi::BfsLevelLog));
 
@@ -213,8 +218,8 @@ void finish_bfs(Context& ctx, BfsPlan::Impl& p, const BfsOptions& opt) {
   const bool can_coop = coop && occ > 0;
   if (opt.launch == BfsLaunch::Cooperative && !can_coop)
     throw UsageError("plan_bfs: cooperative launch asked for, but this device does not support it");
-  p.launch = (opt.profile || opt.launch == BfsLaunch::HostLoop || !can_coop) ? BfsLaunch::HostLoop
-                                                                             : BfsLaunch::Cooperative;
+  p.launch =
+      (opt.profile || opt.launch == BfsLaunch::HostLoop || !can_coop) ? BfsLaunch::HostLoop : BfsLaunch::Cooperative;
 }
 
 // The config, typed and echoed back in full, and the options every path keeps.
@@ -270,9 +275,9 @@ BfsPlan Context::plan_bfs(const PatternGraph& g, const BfsOptions& opt) {
 BfsPlan Context::build_bfs(PatternGraph g, const BfsOptions& opt, const Config& config) {
   make_current();
   if (static_cast<int64_t>(g.n) + 32 > INT32_MAX) throw UsageError("plan_bfs: too many vertices for int32 indices");
-  require_device_bytes(fmt::format("plan_bfs of a graph of {} vertices and {} edges (its pattern, at least)", g.n,
-                                   g.entries()),
-                       csr_device_bytes(g.n, g.entries(), 0));
+  require_device_bytes(
+      fmt::format("plan_bfs of a graph of {} vertices and {} edges (its pattern, at least)", g.n, g.entries()),
+      csr_device_bytes(g.n, g.entries(), 0));
   auto p = std::make_unique<BfsPlan::Impl>();
   start_bfs(*p, opt, config, g.n);
 
@@ -308,8 +313,8 @@ constexpr const char* kWho64 = "plan_bfs (64-bit offsets)";
 // The vertex limit; negative sizes and null arrays are check_device_csr's (check_views).
 void check_view_shape(const DeviceGraphView64& v, const char* name) {
   if (static_cast<int64_t>(v.n) + 32 > INT32_MAX)
-    throw UsageError(fmt::format("{}: {} has {} vertices; vertices are int32 (at most {})", kWho64, name, v.n,
-                                 INT32_MAX - 32));
+    throw UsageError(
+        fmt::format("{}: {} has {} vertices; vertices are int32 (at most {})", kWho64, name, v.n, INT32_MAX - 32));
 }
 
 // One pass of bfs_check_view over view v (m: the mirror view for pass 1).
@@ -368,9 +373,10 @@ BfsPlan Context::plan_bfs(const DeviceGraphView64& a, const BfsOptions& opt, con
   if (a_transposed) {
     check_view_shape(*a_transposed, "the transposed graph");
     if (a_transposed->n != a.n || a_transposed->entries != a.entries)
-      throw UsageError(fmt::format("{}: the transposed graph has {} vertices and {} entries, the graph {} and {}: a "
-                                   "transpose has as many of each",
-                                   kWho64, a_transposed->n, a_transposed->entries, a.n, a.entries));
+      throw UsageError(
+          fmt::format("{}: the transposed graph has {} vertices and {} entries, the graph {} and {}: a "
+                      "transpose has as many of each",
+                      kWho64, a_transposed->n, a_transposed->entries, a.n, a.entries));
   }
   // The views by role: pull reads a vertex's in-neighbours, push its out-neighbours.
   const DeviceGraphView64& pull = a_transposed && opt.transpose ? *a_transposed : a;
@@ -396,9 +402,9 @@ BfsPlan Context::plan_bfs(const DeviceGraphView64& a, const BfsOptions& opt, con
   s.bytes_device = search_state_bytes(a.n, s.task_capacity);
   s.bytes_csr = n1 * 8 + a.entries * 8;
   s.convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  require_device_bytes(fmt::format("{}: the search state of a graph of {} vertices and {} edges", kWho64, a.n,
-                                   a.entries),
-                       s.bytes_device);
+  require_device_bytes(
+      fmt::format("{}: the search state of a graph of {} vertices and {} edges", kWho64, a.n, a.entries),
+      s.bytes_device);
   p->view_push_ptr = reinterpret_cast<uintptr_t>(push.row_ptr);
   p->view_push_idx = reinterpret_cast<uintptr_t>(push.col_idx);
   p->view_pull_ptr = reinterpret_cast<uintptr_t>(pull.row_ptr);
@@ -415,7 +421,8 @@ BfsPlan::~BfsPlan() = default;
 
 void BfsPlan::run(int32_t source, DeviceBuffer<int32_t>& levels, const Stream& stream) const {
   if (levels.size() != static_cast<size_t>(impl_->n))
-    throw UsageError(fmt::format("BfsPlan::run: levels has {} elements, the graph {} vertices", levels.size(), impl_->n));
+    throw UsageError(
+        fmt::format("BfsPlan::run: levels has {} elements, the graph {} vertices", levels.size(), impl_->n));
   run(source, levels.ptr(), 0, stream.handle());
 }
 
@@ -502,14 +509,14 @@ std::string BfsPlan::explain() const {
   out += fmt::format("  config ({}): {}{}\n", to_string(p.config.source), p.config.params.dump(),
                      p.config.note.empty() ? "" : " — " + p.config.note);
   if (s.views_in_place)
-    out += fmt::format("  the caller's views read in place (64-bit row offsets, {} bytes); the plan's own device bytes {}\n",
-                       s.bytes_format, s.bytes_device);
+    out += fmt::format(
+        "  the caller's views read in place (64-bit row offsets, {} bytes); the plan's own device bytes {}\n",
+        s.bytes_format, s.bytes_device);
   else
-    out += fmt::format("  device bytes {} (views {}, {:.2f} bytes/entry; CSR with f32 values {}: {:.2f}x)\n",
-                       s.bytes_device, s.bytes_format,
-                       s.entries ? static_cast<double>(s.bytes_format) / static_cast<double>(s.entries) : 0.0,
-                       s.bytes_csr,
-                       s.bytes_csr ? static_cast<double>(s.bytes_device) / static_cast<double>(s.bytes_csr) : 0.0);
+    out += fmt::format(
+        "  device bytes {} (views {}, {:.2f} bytes/entry; CSR with f32 values {}: {:.2f}x)\n", s.bytes_device,
+        s.bytes_format, s.entries ? static_cast<double>(s.bytes_format) / static_cast<double>(s.entries) : 0.0,
+        s.bytes_csr, s.bytes_csr ? static_cast<double>(s.bytes_device) / static_cast<double>(s.bytes_csr) : 0.0);
   out += fmt::format("  push task capacity {}, {} {:.1f} ms\n", s.task_capacity,
                      s.views_in_place ? "view checks" : "conversion", s.convert_ms);
   return out;

@@ -23,11 +23,11 @@ constexpr size_t kMaxErrors = 10;
 void check_graph(const char* who, const PatternGraph& g) {
   if (g.n < 0) throw UsageError(fmt::format("{}: graph has n = {}", who, g.n));
   if (g.row_ptr.size() != static_cast<size_t>(g.n) + 1)
-    throw UsageError(fmt::format("{}: row_ptr has {} entries, expected n + 1 = {}", who,
-                                 g.row_ptr.size(), static_cast<int64_t>(g.n) + 1));
+    throw UsageError(fmt::format("{}: row_ptr has {} entries, expected n + 1 = {}", who, g.row_ptr.size(),
+                                 static_cast<int64_t>(g.n) + 1));
   if (g.row_ptr.front() != 0 || g.row_ptr.back() != g.entries())
-    throw UsageError(fmt::format("{}: row_ptr spans [{}, {}] but there are {} entries", who,
-                                 g.row_ptr.front(), g.row_ptr.back(), g.entries()));
+    throw UsageError(fmt::format("{}: row_ptr spans [{}, {}] but there are {} entries", who, g.row_ptr.front(),
+                                 g.row_ptr.back(), g.entries()));
 }
 
 void check_source(const char* who, const PatternGraph& g, int32_t source) {
@@ -42,8 +42,8 @@ bool has_entry(const PatternGraph& g, int32_t i, int32_t j) {
 
 // Sorted union of two sorted rows; counts only when out is null, so one routine serves both the
 // sizing pass and the filling pass of symmetrize.
-int64_t merge_row(const int32_t* a, const int32_t* a_end, const int32_t* b, const int32_t* b_end,
-                  int32_t skip, int32_t* out) {
+int64_t merge_row(const int32_t* a, const int32_t* a_end, const int32_t* b, const int32_t* b_end, int32_t skip,
+                  int32_t* out) {
   int64_t count = 0;
   auto emit = [&](int32_t c) {
     if (c == skip) return;
@@ -69,8 +69,7 @@ int64_t merge_row(const int32_t* a, const int32_t* a_end, const int32_t* b, cons
 
 template <class T>
 PatternGraph pattern_of(const CsrMatrix<T>& a, bool transposed) {
-  if (a.rows != a.cols)
-    throw UsageError(fmt::format("pattern_of: matrix must be square, is {}x{}", a.rows, a.cols));
+  if (a.rows != a.cols) throw UsageError(fmt::format("pattern_of: matrix must be square, is {}x{}", a.rows, a.cols));
   validate(a);  // the counting passes below index arrays by column: a broken matrix would corrupt memory
   PatternGraph g;
   g.n = a.rows;
@@ -133,8 +132,8 @@ PatternGraph symmetrize(const PatternGraph& g, bool drop_self_loops) {
     const auto [b, b_end] = row(t, i);
     total += merge_row(a, a_end, b, b_end, drop_self_loops ? i : -1, nullptr);
     if (total > kMaxEntries)
-      throw UsageError(fmt::format("symmetrize: A + A^T has more than 2^31-1 entries (n = {}, {} entries)",
-                                   g.n, g.entries()));
+      throw UsageError(
+          fmt::format("symmetrize: A + A^T has more than 2^31-1 entries (n = {}, {} entries)", g.n, g.entries()));
     s.row_ptr[i + 1] = static_cast<int32_t>(total);
   }
   s.col_idx.resize(static_cast<size_t>(total));
@@ -197,8 +196,7 @@ BfsValidation validate_bfs(const PatternGraph& g, int32_t source, std::span<cons
   };
   const auto n = static_cast<size_t>(g.n);
   const bool has_parents = !parent.empty();
-  if (level.size() != n)
-    fail([&] { return fmt::format("level has length {}, expected n = {}", level.size(), n); });
+  if (level.size() != n) fail([&] { return fmt::format("level has length {}, expected n = {}", level.size(), n); });
   if (has_parents && parent.size() != n)
     fail([&] { return fmt::format("parent has length {}, expected n = {} (or 0)", parent.size(), n); });
   if (!v.ok) return v;  // nothing below can be indexed safely
@@ -209,8 +207,7 @@ BfsValidation validate_bfs(const PatternGraph& g, int32_t source, std::span<cons
     if (level[u] >= 0) ++v.reached;
     v.max_level = std::max(v.max_level, level[u]);
   }
-  if (level[source] != 0)
-    fail([&] { return fmt::format("source {}: level {}, expected 0", source, level[source]); });
+  if (level[source] != 0) fail([&] { return fmt::format("source {}: level {}, expected 0", source, level[source]); });
   if (has_parents && parent[source] != source)
     fail([&] { return fmt::format("source {}: parent {}, expected itself", source, parent[source]); });
 
@@ -228,13 +225,11 @@ BfsValidation validate_bfs(const PatternGraph& g, int32_t source, std::span<cons
       fail([&] { return fmt::format("vertex {}: parent {} is unreached", u, p); });
     } else {
       if (!has_entry(g, u, p))
-        fail([&] {
-          return fmt::format("vertex {}: parent {} is not an in-neighbour (A({},{}) = 0)", u, p, u, p);
-        });
+        fail([&] { return fmt::format("vertex {}: parent {} is not an in-neighbour (A({},{}) = 0)", u, p, u, p); });
       if (level[u] != level[p] + 1)
         fail([&] {
-          return fmt::format("vertex {}: level {} but parent {} has level {} (expected {})", u, level[u], p,
-                             level[p], level[u] - 1);
+          return fmt::format("vertex {}: level {} but parent {} has level {} (expected {})", u, level[u], p, level[p],
+                             level[u] - 1);
         });
     }
   }
@@ -245,13 +240,12 @@ BfsValidation validate_bfs(const PatternGraph& g, int32_t source, std::span<cons
       const int32_t j = g.col_idx[q];
       if (level[j] < 0) continue;
       if (level[i] < 0)
-        fail([&] {
-          return fmt::format("edge A({},{}): vertex {} at level {} but {} unreached", i, j, j, level[j], i);
-        });
+        fail(
+            [&] { return fmt::format("edge A({},{}): vertex {} at level {} but {} unreached", i, j, j, level[j], i); });
       else if (level[i] > level[j] + 1)
         fail([&] {
-          return fmt::format("edge A({},{}): level {} of vertex {} exceeds level {} of vertex {} + 1", i, j,
-                             level[i], i, level[j], j);
+          return fmt::format("edge A({},{}): level {} of vertex {} exceeds level {} of vertex {} + 1", i, j, level[i],
+                             i, level[j], j);
         });
     }
   }
@@ -288,8 +282,10 @@ int64_t component_edges(const PatternGraph& g, std::span<const int32_t> level, b
     for (int32_t p = g.row_ptr[i]; p < g.row_ptr[i + 1]; ++p) {
       const int32_t j = g.col_idx[p];
       if (level[j] < 0) continue;
-      if (j == i) ++self_loops;
-      else ++off_diagonal;
+      if (j == i)
+        ++self_loops;
+      else
+        ++off_diagonal;
     }
   }
   // A symmetric graph stores each undirected edge twice, a self loop once.

@@ -11,10 +11,9 @@ InputError::InputError(std::string file, long line, std::string expected)
       line_(line),
       expected_(std::move(expected)) {}
 
-CompileError::CompileError(std::string key, std::string options, std::string log,
-                           std::string source_path)
-    : Error(fmt::format("NVRTC failed to compile kernel '{}' (options: {}); source written to {}\n{}",
-                        key, options, source_path, log)),
+CompileError::CompileError(std::string key, std::string options, std::string log, std::string source_path)
+    : Error(fmt::format("NVRTC failed to compile kernel '{}' (options: {}); source written to {}\n{}", key, options,
+                        source_path, log)),
       key_(std::move(key)),
       options_(std::move(options)),
       log_(std::move(log)),
@@ -27,8 +26,8 @@ CudaError::CudaError(std::string call, int result, std::string result_name)
 
 namespace {
 std::string oom_message(const std::string& what, long long needed, long long free, long long total) {
-  const std::string need = needed > 0 ? fmt::format("needs {} bytes ({:.2f} GB)", needed, needed / 1e9)
-                                      : std::string("was refused memory");
+  const std::string need =
+      needed > 0 ? fmt::format("needs {} bytes ({:.2f} GB)", needed, needed / 1e9) : std::string("was refused memory");
   return fmt::format("device out of memory: {} {}; {} bytes ({:.2f} GB) of the device's {:.2f} GB are free", what, need,
                      free, free / 1e9, total / 1e9);
 }

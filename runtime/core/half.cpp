@@ -33,9 +33,9 @@ uint16_t float_to_half(float f) {
   // Subnormal half: units of 2^-24. At or below 2^-25 (half a unit, ties to even 0) it is zero;
   // this also covers float subnormals, whose missing implicit bit the code below would assume.
   if (abs <= 0x33000000u) return sign;
-  const uint32_t exponent = abs >> 23;                   // 102..112 here
+  const uint32_t exponent = abs >> 23;  // 102..112 here
   const uint32_t mantissa = (abs & 0x7FFFFFu) | 0x800000u;
-  const uint32_t shift = 126u - exponent;                // value = mantissa * 2^-shift units
+  const uint32_t shift = 126u - exponent;  // value = mantissa * 2^-shift units
   uint32_t h = mantissa >> shift;
   const uint32_t rest = mantissa & ((1u << shift) - 1u);
   const uint32_t half_unit = 1u << (shift - 1u);

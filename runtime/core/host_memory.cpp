@@ -18,9 +18,10 @@ double host_memory_bytes() {
     const char unit = end ? static_cast<char>(std::toupper(static_cast<unsigned char>(*end))) : '\0';
     const double scale = unit == 'K' ? 1e3 : unit == 'M' ? 1e6 : unit == 'G' ? 1e9 : unit == 'T' ? 1e12 : 1.0;
     if (end != v && x > 0 && (unit == '\0' || (scale > 1 && end[1] == '\0'))) return x * scale;
-    throw UsageError(fmt::format("DBSPARSE_HOST_MEMORY='{}': expected a positive number of bytes, optionally with a K, "
-                                 "M, G or T suffix",
-                                 v));
+    throw UsageError(
+        fmt::format("DBSPARSE_HOST_MEMORY='{}': expected a positive number of bytes, optionally with a K, "
+                    "M, G or T suffix",
+                    v));
   }
   // 80% of the physical memory: the rest is the system's and the other processes'. At 100% a
   // 2e9 x 2e9 header (24.0 GB of pointers on a 24.7 GB host) passed and paged for minutes.

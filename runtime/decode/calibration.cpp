@@ -66,7 +66,8 @@ int64_t kept_count(double density, int64_t n) {
 
 std::vector<float> input_norms(std::span<const float> x, int64_t tokens, int32_t in_features) {
   if (tokens < 0 || in_features < 0 || x.size() != static_cast<size_t>(tokens) * static_cast<size_t>(in_features))
-    throw UsageError(fmt::format("input_norms: {} values for {} tokens x {} in_features", x.size(), tokens, in_features));
+    throw UsageError(
+        fmt::format("input_norms: {} values for {} tokens x {} in_features", x.size(), tokens, in_features));
   if (const size_t i = first_non_finite(x); i < x.size())
     throw UsageError(fmt::format("input_norms: token {}, column {} is {}", i / static_cast<size_t>(in_features),
                                  i % static_cast<size_t>(in_features), x[i]));

@@ -52,7 +52,8 @@ int64_t CompactLayer::file_bytes() const {
 
 CompactLayer make_compact_layer(std::string name, const CsrMatrix<float>& pruned, DecodeDtype dtype) {
   if (dtype != DecodeDtype::F16 && dtype != DecodeDtype::BF16)
-    throw UsageError(fmt::format("make_compact_layer {}: values are stored as f16 or bf16, not {}", name, to_string(dtype)));
+    throw UsageError(
+        fmt::format("make_compact_layer {}: values are stored as f16 or bf16, not {}", name, to_string(dtype)));
   ColumnBitmapMatrix<float> f = csr_to_column_bitmap(pruned);
   CompactLayer l;
   l.name = std::move(name);
@@ -76,11 +77,15 @@ void write_compact_weights(const std::string& path, const std::vector<CompactLay
     if (metadata.count(key))
       throw UsageError(fmt::format("write_compact_weights {}: layer '{}' given twice", path, l.name));
     metadata[key] = fmt::format("{}x{}", l.w.rows, l.w.cols);
-    tensors.push_back({l.name + ".masks", DType::U32, {static_cast<int64_t>(l.w.masks.size())}, {}, bytes_of(l.w.masks)});
+    tensors.push_back(
+        {l.name + ".masks", DType::U32, {static_cast<int64_t>(l.w.masks.size())}, {}, bytes_of(l.w.masks)});
     tensors.push_back(
         {l.name + ".seg_ptr", DType::I32, {static_cast<int64_t>(l.w.seg_ptr.size())}, {}, bytes_of(l.w.seg_ptr)});
-    tensors.push_back({l.name + ".values", l.dtype == DecodeDtype::BF16 ? DType::BF16 : DType::F16,
-                       {static_cast<int64_t>(l.w.values.size())}, {}, bytes_of(l.w.values)});
+    tensors.push_back({l.name + ".values",
+                       l.dtype == DecodeDtype::BF16 ? DType::BF16 : DType::F16,
+                       {static_cast<int64_t>(l.w.values.size())},
+                       {},
+                       bytes_of(l.w.values)});
   }
   write_safetensors(path, tensors, metadata);
 }
@@ -98,7 +103,9 @@ std::vector<CompactLayer> read_compact_weights(const std::string& path) {
     if (key.size() < 7 || key.compare(key.size() - 6, 6, ".shape") != 0) continue;
     CompactLayer l;
     l.name = key.substr(0, key.size() - 6);
-    const auto bad = [&](const std::string& what) { return InputError(path, 0, fmt::format("layer {}: {}", l.name, what)); };
+    const auto bad = [&](const std::string& what) {
+      return InputError(path, 0, fmt::format("layer {}: {}", l.name, what));
+    };
     if (!parse_shape(value, l.w.rows, l.w.cols))
       throw bad(fmt::format("metadata {} as ROWSxCOLS (found \"{}\")", key, value));
     l.w.strips = strips_of(l.w.rows);
@@ -106,9 +113,11 @@ std::vector<CompactLayer> read_compact_weights(const std::string& path) {
     const auto expect = [&](const std::string& tensor, std::initializer_list<DType> dtypes, int64_t elements) {
       const TensorInfo& t = f.info(tensor);  // InputError naming the missing tensor
       if (std::find(dtypes.begin(), dtypes.end(), t.dtype) == dtypes.end())
-        throw bad(fmt::format("tensor {} of dtype {} (found {})", tensor, to_string(*dtypes.begin()), to_string(t.dtype)));
+        throw bad(
+            fmt::format("tensor {} of dtype {} (found {})", tensor, to_string(*dtypes.begin()), to_string(t.dtype)));
       if (elements >= 0 && t.elements() != elements)
-        throw bad(fmt::format("tensor {} of {} elements for a {} layer (found {})", tensor, elements, value, t.elements()));
+        throw bad(
+            fmt::format("tensor {} of {} elements for a {} layer (found {})", tensor, elements, value, t.elements()));
       return t;
     };
     expect(l.name + ".masks", {DType::U32}, segs * 32);
@@ -130,7 +139,7 @@ std::vector<CompactLayer> read_compact_weights(const std::string& path) {
         bits += std::popcount(m);
         if (last_strip) {
           const int32_t first_row = 32 * w;  // within the strip
-          const uint32_t allowed = first_row >= tail_rows ? 0u
+          const uint32_t allowed = first_row >= tail_rows        ? 0u
                                    : tail_rows - first_row >= 32 ? ~0u
                                                                  : (1u << (tail_rows - first_row)) - 1u;
           if (m & ~allowed)
@@ -139,8 +148,8 @@ std::vector<CompactLayer> read_compact_weights(const std::string& path) {
       }
       const int64_t len = int64_t{l.w.seg_ptr[static_cast<size_t>(seg + 1)]} - l.w.seg_ptr[static_cast<size_t>(seg)];
       if (len != bits)
-        throw bad(fmt::format("{}.seg_ptr[{}] - seg_ptr[{}] = {}, the bits set in segment {} (found {})", l.name, seg + 1,
-                              seg, bits, seg, len));
+        throw bad(fmt::format("{}.seg_ptr[{}] - seg_ptr[{}] = {}, the bits set in segment {} (found {})", l.name,
+                              seg + 1, seg, bits, seg, len));
     }
     if (static_cast<size_t>(l.w.seg_ptr.back()) != l.w.values.size())
       throw bad(fmt::format("{}.values of {} elements, the bits set (found {})", l.name, l.w.seg_ptr.back(),

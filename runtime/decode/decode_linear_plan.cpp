@@ -29,13 +29,20 @@ static_assert(abi::kDecodeStripRows == kBitmapStripRows, "the kernels' strips ar
 
 const char* to_string(DecodeMapping m) {
   switch (m) {
-    case DecodeMapping::RowBlocks: return "row-blocks";
-    case DecodeMapping::Columns: return "columns";
-    case DecodeMapping::Lanes: return "lanes";
-    case DecodeMapping::Ring: return "ring";
-    case DecodeMapping::Dense: return "dense";
-    case DecodeMapping::DenseColumns: return "dense-columns";
-    case DecodeMapping::Auto: break;
+    case DecodeMapping::RowBlocks:
+      return "row-blocks";
+    case DecodeMapping::Columns:
+      return "columns";
+    case DecodeMapping::Lanes:
+      return "lanes";
+    case DecodeMapping::Ring:
+      return "ring";
+    case DecodeMapping::Dense:
+      return "dense";
+    case DecodeMapping::DenseColumns:
+      return "dense-columns";
+    case DecodeMapping::Auto:
+      break;
   }
   return "auto";
 }
@@ -46,8 +53,8 @@ const char* to_string(DecodeMapping m) {
 // bandwidth, less where the grid has fewer blocks than SMs. Fitted, not derived: refit when the
 // kernels change.
 namespace {
-constexpr double kModelBandwidth = 4200e9;     // bytes/s (H200 copy bandwidth, measured)
-constexpr double kSms = 132;                   // of the GPU the constants were fitted on
+constexpr double kModelBandwidth = 4200e9;  // bytes/s (H200 copy bandwidth, measured)
+constexpr double kSms = 132;                // of the GPU the constants were fitted on
 constexpr double kRingFixedUs = 5.5, kRingShare = 0.40;
 // From s18 (Llama-3.1-8B shapes, 2026-12-03): dense-columns 9.0 / 24.6 / 18.4 us at half the
 // activations on q, gate, down (model 9.0 / 21.4 / 21.4); dense (mma) 14.0 / 32.6 / 35.1 with all
@@ -105,13 +112,13 @@ struct DecodeSetup {
   int strips = 0, splits = 1;
   float tau = 0;
   CUfunction fused = nullptr, topk = nullptr, rows_fn = nullptr, lanes = nullptr;  // lanes: Lanes' or Ring's
-  CUfunction dense_fn = nullptr;  // Dense's or DenseColumns'
-  int rows_pad = 0;               // DenseColumns: each column's rows, padded to whole slabs
+  CUfunction dense_fn = nullptr;                                                   // Dense's or DenseColumns'
+  int rows_pad = 0;  // DenseColumns: each column's rows, padded to whole slabs
   DecodeMapping asked = DecodeMapping::Auto;
-  double act_density = 1;         // what Auto assumed
+  double act_density = 1;  // what Auto assumed
   DecodeCosts costs;
-  int stage_chunks = 0;   // Ring: the largest segment in 16-byte chunks
-  unsigned smem = 0;      // Ring: dynamic shared memory a block
+  int stage_chunks = 0;  // Ring: the largest segment in 16-byte chunks
+  unsigned smem = 0;     // Ring: dynamic shared memory a block
   DecodeMapping mapping = DecodeMapping::Columns;
   int row_words = 1;
   int keep_k = 0;  // > 0: top-k threshold per call
@@ -126,7 +133,8 @@ struct DecodeLinearPlan::Impl : DecodeSetup {
   DeviceBuffer<int32_t> seg_ptr;
   DeviceBuffer<uint16_t> word_off;
   DeviceBuffer<float> acc;  // fp32 sums per row, zero between calls
-  DeviceAllocation dense;   // Dense: W row-major, DenseColumns: column-major, in the dtype (the bitmap buffers then stay empty)
+  DeviceAllocation
+      dense;  // Dense: W row-major, DenseColumns: column-major, in the dtype (the bitmap buffers then stay empty)
 };
 
 // A layer in the column bitmap layout, its values already in the plan's dtype: what both entry
@@ -187,7 +195,8 @@ std::vector<uint8_t> expand_dense_cols(const detail::DecodeSource& m, size_t esi
 
 DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const DecodeLinearOptions& opt) {
   const ColumnBitmapMatrix<float> m = csr_to_column_bitmap(w);
-  detail::DecodeSource src{m.rows, m.cols, m.strips, &m.masks, &m.seg_ptr, &m.word_off, m.values.data(), m.values.size()};
+  detail::DecodeSource src{m.rows,     m.cols,      m.strips,        &m.masks,
+                           &m.seg_ptr, &m.word_off, m.values.data(), m.values.size()};
   // Values in the dtype: rounded once here, at load.
   std::vector<uint16_t> h;
   if (opt.dtype != DecodeDtype::F32) {
@@ -201,8 +210,8 @@ DecodeLinearPlan Context::plan_decode_linear(const CompactLayer& w, const Decode
   if (opt.dtype != w.dtype)
     throw UsageError(fmt::format("plan_decode_linear: layer {} holds {} values, the options ask for {}", w.name,
                                  to_string(w.dtype), to_string(opt.dtype)));
-  detail::DecodeSource src{w.w.rows, w.w.cols, w.w.strips, &w.w.masks, &w.w.seg_ptr, &w.w.word_off,
-                           w.w.values.data(), w.w.values.size()};
+  detail::DecodeSource src{w.w.rows,     w.w.cols,      w.w.strips,        &w.w.masks,
+                           &w.w.seg_ptr, &w.w.word_off, w.w.values.data(), w.w.values.size()};
   return build_decode_linear(src, opt);
 }
 
@@ -212,9 +221,10 @@ DecodeLinearPlan Context::build_decode_linear(const detail::DecodeSource& m, con
   if (!(opt.keep >= 0 && opt.keep <= 1))
     throw UsageError(fmt::format("plan_decode_linear: keep must be in [0, 1], got {}", opt.keep));
   if (opt.keep > 0 && cols > 16384)
-    throw UsageError(fmt::format("plan_decode_linear: top-k listing handles up to 16384 activations, the layer has {}; "
-                                 "give tau instead",
-                                 cols));
+    throw UsageError(
+        fmt::format("plan_decode_linear: top-k listing handles up to 16384 activations, the layer has {}; "
+                    "give tau instead",
+                    cols));
   if (opt.row_block_words != 1 && opt.row_block_words != 2 && opt.row_block_words != 4)
     throw UsageError(fmt::format("plan_decode_linear: row_block_words must be 1, 2 or 4, got {}", opt.row_block_words));
   if (opt.blocks_per_sm < 0 || opt.blocks_per_sm > 64)
@@ -273,7 +283,8 @@ DecodeLinearPlan Context::build_decode_linear(const detail::DecodeSource& m, con
   // Only the row-block mapping reads the words' offsets (the others scan the counts of a segment's
   // words): left on the host otherwise, half a bit a weight the plan need not hold.
   const bool word_offsets = p->mapping == DecodeMapping::RowBlocks && !m.word_off->empty();
-  p->word_off = DeviceBuffer<uint16_t>(std::span<const uint16_t>(word_offsets ? *m.word_off : std::vector<uint16_t>{0}));
+  p->word_off =
+      DeviceBuffer<uint16_t>(std::span<const uint16_t>(word_offsets ? *m.word_off : std::vector<uint16_t>{0}));
   // A ticket per strip (the dense path: per 16-row tile; dense columns: per slab).
   const int row_ranges = dense_cols ? p->rows_pad / slab : dense ? (rows + 15) / 16 : m.strips;
   p->tickets = DeviceBuffer<uint32_t>(static_cast<size_t>(std::max(row_ranges, 1)));
@@ -396,12 +407,13 @@ void DecodeLinearPlan::run(uint64_t x, uint64_t y, void* stream) const {
     uint64_t woff = p.word_off.ptr();
     void* params[] = {&masks, &seg, &woff, &vals, &x, &n, &tau, &tau_dev, &y, &rows, &strips};
     const int block_rows = 32 * p.row_words;
-    DBS_CU(cuLaunchKernel(p.rows_fn, static_cast<unsigned>((rows + block_rows - 1) / block_rows), 1, 1, 256, 1, 1, 0,
-                          h, params, nullptr));
+    DBS_CU(cuLaunchKernel(p.rows_fn, static_cast<unsigned>((rows + block_rows - 1) / block_rows), 1, 1, 256, 1, 1, 0, h,
+                          params, nullptr));
     return;
   }
   int stage_chunks = p.stage_chunks;
-  void* params[] = {&masks, &seg, &vals, &x, &n, &tau, &tau_dev, &acc, &tick, &y, &rows, &strips, &splits, &stage_chunks};
+  void* params[] = {&masks, &seg,  &vals, &x,    &n,      &tau,    &tau_dev,
+                    &acc,   &tick, &y,    &rows, &strips, &splits, &stage_chunks};
   const bool lanes = p.mapping == DecodeMapping::Ring;
   DBS_CU(cuLaunchKernel(lanes ? p.lanes : p.fused, static_cast<unsigned>(strips * splits), 1, 1,
                         (lanes ? kLanesWarps : kDecodeWarps) * 32, 1, 1, p.smem, h, params, nullptr));
@@ -463,7 +475,9 @@ std::string DecodeLinearPlan::explain() const {
   const Impl& p = *impl_;
   std::string cut;
   switch (p.mapping) {
-    case DecodeMapping::RowBlocks: cut = fmt::format("column bitmap, row blocks of {} rows", 32 * p.row_words); break;
+    case DecodeMapping::RowBlocks:
+      cut = fmt::format("column bitmap, row blocks of {} rows", 32 * p.row_words);
+      break;
     case DecodeMapping::DenseColumns:
       cut = fmt::format("dense column-major (rows padded to {}), dense-columns: {} slabs x {} splits", p.rows_pad,
                         p.rows_pad / abi::decode_cols_slab_rows(p.dtype == DecodeDtype::F32 ? 4 : 2), p.splits);
@@ -471,18 +485,21 @@ std::string DecodeLinearPlan::explain() const {
     case DecodeMapping::Dense:
       cut = fmt::format("dense row-major, dense (mma): {} tiles x {} splits", (p.rows + 15) / 16, p.splits);
       break;
-    default: cut = fmt::format("column bitmap, {}: {} strips x {} splits", to_string(p.mapping), p.strips, p.splits);
+    default:
+      cut = fmt::format("column bitmap, {}: {} strips x {} splits", to_string(p.mapping), p.strips, p.splits);
   }
   const std::string why =
       p.asked == DecodeMapping::Auto
-          ? fmt::format("auto at {:.2f} of activations kept, estimated us: ring {:.1f}, dense-columns {:.1f}, dense {:.1f}",
-                        p.act_density, p.costs.ring_us, p.costs.dense_columns_us, p.costs.dense_us)
+          ? fmt::format(
+                "auto at {:.2f} of activations kept, estimated us: ring {:.1f}, dense-columns {:.1f}, dense {:.1f}",
+                p.act_density, p.costs.ring_us, p.costs.dense_columns_us, p.costs.dense_us)
           : fmt::format("mapping {} as asked", to_string(p.asked));
-  return fmt::format("decode linear {}x{} {}: {}, weights {} bytes ({:.3f}x dense "
-                     "fp16), x kept where |x| >= {}; {}; kernel {} ({})\n",
-                     p.rows, p.cols, to_string(p.dtype), cut, p.weight_bytes,
-                     static_cast<double>(p.weight_bytes) / (2.0 * p.rows * std::max(p.cols, 1)), p.tau, why,
-                     p.kernel.key, p.kernel.origin);
+  return fmt::format(
+      "decode linear {}x{} {}: {}, weights {} bytes ({:.3f}x dense "
+      "fp16), x kept where |x| >= {}; {}; kernel {} ({})\n",
+      p.rows, p.cols, to_string(p.dtype), cut, p.weight_bytes,
+      static_cast<double>(p.weight_bytes) / (2.0 * p.rows * std::max(p.cols, 1)), p.tau, why, p.kernel.key,
+      p.kernel.origin);
 }
 
 }  // namespace dbsparse

@@ -62,10 +62,8 @@ struct ModelConfig {
 // From each model's config.json on the Hugging Face hub. Qwen3 sets head_dim apart from
 // hidden / heads, which is why q is wider than the hidden size there.
 constexpr ModelConfig kModels[] = {
-    {"llama-3.2-1b", 16, 2048, 8192, 32, 8, 64},
-    {"qwen2.5-1.5b", 28, 1536, 8960, 12, 2, 128},
-    {"qwen3-0.6b", 28, 1024, 3072, 16, 8, 128},
-    {"llama-3.1-8b", 32, 4096, 14336, 32, 8, 128},
+    {"llama-3.2-1b", 16, 2048, 8192, 32, 8, 64}, {"qwen2.5-1.5b", 28, 1536, 8960, 12, 2, 128},
+    {"qwen3-0.6b", 28, 1024, 3072, 16, 8, 128},  {"llama-3.1-8b", 32, 4096, 14336, 32, 8, 128},
     {"qwen2.5-7b", 28, 3584, 18944, 28, 4, 128},
 };
 
@@ -78,9 +76,10 @@ CsrMatrix<float> stack_rows(std::span<const CsrMatrix<float>> parts) {
   int64_t rows = 0, nnz = 0;
   for (size_t i = 0; i < parts.size(); ++i) {
     if (parts[i].cols != out.cols)
-      throw UsageError(fmt::format("stack_rows: part {} has {} columns, part 0 has {}: stacked layers must read the "
-                                   "same x",
-                                   i, parts[i].cols, out.cols));
+      throw UsageError(
+          fmt::format("stack_rows: part {} has {} columns, part 0 has {}: stacked layers must read the "
+                      "same x",
+                      i, parts[i].cols, out.cols));
     rows += parts[i].rows;
     nnz += parts[i].nnz();
   }
@@ -102,7 +101,8 @@ CsrMatrix<float> stack_rows(std::span<const CsrMatrix<float>> parts) {
 
 CsrMatrix<float> prune_magnitude(std::span<const float> w, int32_t rows, int32_t cols, double sparsity) {
   check_shape("prune_magnitude", w, rows, cols);
-  return prune_rows("prune_magnitude", w, rows, cols, sparsity, [](float v, int32_t) { return std::fabs(static_cast<double>(v)); });
+  return prune_rows("prune_magnitude", w, rows, cols, sparsity,
+                    [](float v, int32_t) { return std::fabs(static_cast<double>(v)); });
 }
 
 CsrMatrix<float> prune_wanda(std::span<const float> w, int32_t rows, int32_t cols, std::span<const float> act_norms,
@@ -144,7 +144,8 @@ ModelShapes model_shapes(const std::string& name) {
   for (const auto& m : kModels) {
     if (name != m.name) continue;
     const int32_t q = m.heads * m.head_dim, kv = m.kv_heads * m.head_dim;
-    return ModelShapes{m.name, m.layers,
+    return ModelShapes{m.name,
+                       m.layers,
                        {{"q", q, m.hidden},
                         {"k", kv, m.hidden},
                         {"v", kv, m.hidden},

@@ -33,9 +33,10 @@ template <class T>
 SparseLinearPlan<T> Context::plan_sparse_linear(const CsrMatrix<T>& w, const SparseLinearOptions& opt) {
   if (!(opt.tau >= 0)) throw UsageError(fmt::format("plan_sparse_linear: tau must be >= 0, got {}", opt.tau));
   if (opt.layout == SparseLinearLayout::Spmspv && opt.dtype != DecodeDtype::F32)
-    throw UsageError(fmt::format("plan_sparse_linear: dtype {} takes the column bitmap layout (the SpMSpV layout "
-                                 "stores the matrix's own value type)",
-                                 to_string(opt.dtype)));
+    throw UsageError(
+        fmt::format("plan_sparse_linear: dtype {} takes the column bitmap layout (the SpMSpV layout "
+                    "stores the matrix's own value type)",
+                    to_string(opt.dtype)));
   auto impl = std::make_unique<typename SparseLinearPlan<T>::Impl>();
   impl->tau = opt.tau;
   impl->layout = opt.layout;
@@ -50,8 +51,9 @@ SparseLinearPlan<T> Context::plan_sparse_linear(const CsrMatrix<T>& w, const Spa
     impl->xs = DeviceBuffer<T>(n);
   } else {
     if constexpr (!std::is_same_v<T, float>) {
-      throw UsageError("plan_sparse_linear: the column bitmap layout takes f32 weights (its dtype option stores "
-                       "them as fp16 or bf16)");
+      throw UsageError(
+          "plan_sparse_linear: the column bitmap layout takes f32 weights (its dtype option stores "
+          "them as fp16 or bf16)");
     } else {
       DecodeLinearOptions d;
       d.dtype = opt.dtype;
@@ -66,7 +68,8 @@ SparseLinearPlan<T> Context::plan_sparse_linear(const CsrMatrix<T>& w, const Spa
   auto loaded = modules_->get(codegen::make_source(key), info_.arch());
   impl->sparsify = loaded.fns.at(0);
   impl->kernel = loaded.info;
-  impl->grid = static_cast<unsigned>(std::clamp<int64_t>((int64_t{w.cols} + 255) / 256, 1, int64_t{info_.sm_count} * 4));
+  impl->grid =
+      static_cast<unsigned>(std::clamp<int64_t>((int64_t{w.cols} + 255) / 256, 1, int64_t{info_.sm_count} * 4));
   return SparseLinearPlan<T>(std::move(impl));
 }
 
@@ -113,13 +116,21 @@ void SparseLinearPlan<T>::set_tau(float tau) {
   if (impl_->bitmap) impl_->bitmap->set_tau(tau);
 }
 template <class T>
-float SparseLinearPlan<T>::tau() const { return impl_->tau; }
+float SparseLinearPlan<T>::tau() const {
+  return impl_->tau;
+}
 template <class T>
-int32_t SparseLinearPlan<T>::rows() const { return impl_->rows; }
+int32_t SparseLinearPlan<T>::rows() const {
+  return impl_->rows;
+}
 template <class T>
-int32_t SparseLinearPlan<T>::cols() const { return impl_->cols; }
+int32_t SparseLinearPlan<T>::cols() const {
+  return impl_->cols;
+}
 template <class T>
-SparseLinearLayout SparseLinearPlan<T>::layout() const { return impl_->layout; }
+SparseLinearLayout SparseLinearPlan<T>::layout() const {
+  return impl_->layout;
+}
 template <class T>
 const SpmspvPlan<T>& SparseLinearPlan<T>::spmspv() const {
   if (!impl_->spmspv) throw UsageError("SparseLinearPlan::spmspv: this plan uses the column bitmap layout");

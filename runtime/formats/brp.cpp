@@ -87,14 +87,15 @@ void check_brp(const BrpMatrix<T>& m) {
       // A local id that disagrees with its place would put the value in another column.
       if (lid % kBrpBlockSlots != slot || lid >= kBrpWindowRows * kBrpBlockSlots ||
           int64_t{w} * kBrpWindowRows + lid / kBrpBlockSlots >= m.rows)
-        throw UsageError(fmt::format("BRP matrix: local_id[{}] = {} in window {}: expected slot {} of a row < {}",
-                                     at, lid, w, slot, m.rows));
+        throw UsageError(fmt::format("BRP matrix: local_id[{}] = {} in window {}: expected slot {} of a row < {}", at,
+                                     lid, w, slot, m.rows));
     }
   }
   for (size_t i = 0; i < m.old_col_id.size(); ++i)
     if (m.old_col_id[i] < 0 || m.old_col_id[i] >= m.cols) throw out_of_range("old_col_id", i, m.old_col_id[i], m.cols);
   for (size_t i = 0; i < m.res_rows_id.size(); ++i) {
-    if (m.res_rows_id[i] < 0 || m.res_rows_id[i] >= m.rows) throw out_of_range("res_rows_id", i, m.res_rows_id[i], m.rows);
+    if (m.res_rows_id[i] < 0 || m.res_rows_id[i] >= m.rows)
+      throw out_of_range("res_rows_id", i, m.res_rows_id[i], m.rows);
     if (m.res_row_offset[i] > m.res_row_offset[i + 1] || m.res_row_offset[i] < 0)
       throw UsageError(fmt::format("BRP matrix: res_row_offset decreases at {}", i));
   }
@@ -110,8 +111,8 @@ void check_dense_sizes(const char* what, int32_t rows, int32_t cols, size_t b_si
   if (b_size != want_b)
     throw UsageError(fmt::format("{}: B must be {} x {} = {} values, has {}", what, cols, n, want_b, b_size));
   if (!beta_zero && c_size != want_c)
-    throw UsageError(fmt::format("{}: C must be {} x {} = {} values when beta != 0, has {}", what, rows, n,
-                                 want_c, c_size));
+    throw UsageError(
+        fmt::format("{}: C must be {} x {} = {} values when beta != 0, has {}", what, rows, n, want_c, c_size));
 }
 
 }  // namespace
@@ -242,7 +243,8 @@ BrpStats brp_stats_of(const BrpCounts& c) {
   s.residual_rows = c.residual_rows;
   s.padding_bytes = s.groups * ((c.value_stride - gnnz) * c.value_bytes + (c.local_stride - gnnz));
   // group_window_id, old_col_id (8g a group), local_id, values.
-  s.bytes_tc = s.groups * (4 + int64_t{kBrpBlockSlots} * c.g * 4 + c.local_stride + int64_t{c.value_stride} * c.value_bytes);
+  s.bytes_tc =
+      s.groups * (4 + int64_t{kBrpBlockSlots} * c.g * 4 + c.local_stride + int64_t{c.value_stride} * c.value_bytes);
   // res_rows_id, res_row_offset, res_col_id, res_values.
   s.bytes_residual = (2 * s.residual_rows + 1 + s.residual_nnz) * 4 + s.residual_nnz * c.value_bytes;
   s.bytes = s.bytes_tc + s.bytes_residual;
@@ -273,22 +275,24 @@ BrpStats brp_stats(const BrpMatrix<T>& m) {
 
 std::string BrpStats::to_text() const {
   auto pct = [](double part, double whole) { return whole > 0 ? 100.0 * part / whole : 0.0; };
-  std::string out = fmt::format("BRP f = {}, g = {}: groups of {} blocks 16x8, {} nonzeros each\n", f, g, g,
-                                kBrpBlockSlots * g * f);
+  std::string out =
+      fmt::format("BRP f = {}, g = {}: groups of {} blocks 16x8, {} nonzeros each\n", f, g, g, kBrpBlockSlots * g * f);
   out += fmt::format("  {:<9} {:>12} {:>7} {:>10} {:>22}\n", "part", "nnz", "%", "groups", "windows / rows");
   out += fmt::format("  {:<9} {:>12} {:>6.1f}% {:>10} {:>12} of {:>7} windows\n", "TC", tc_nnz, pct(tc_nnz, nnz),
                      groups, tc_windows, windows);
-  out += fmt::format("  {:<9} {:>12} {:>6.1f}% {:>10} {:>12} rows\n", "residual", residual_nnz,
-                     pct(residual_nnz, nnz), "-", residual_rows);
-  out += fmt::format("  bytes: TC {:.3f} MB (padding {:.3f} MB), residual {:.3f} MB, BRP {:.3f} MB; CSR {:.3f} MB "
-                     "(BRP / CSR = {:.3f})\n",
-                     bytes_tc / 1e6, padding_bytes / 1e6, bytes_residual / 1e6, bytes / 1e6, bytes_csr / 1e6,
-                     bytes_csr ? double(bytes) / double(bytes_csr) : 0.0);
+  out += fmt::format("  {:<9} {:>12} {:>6.1f}% {:>10} {:>12} rows\n", "residual", residual_nnz, pct(residual_nnz, nnz),
+                     "-", residual_rows);
+  out += fmt::format(
+      "  bytes: TC {:.3f} MB (padding {:.3f} MB), residual {:.3f} MB, BRP {:.3f} MB; CSR {:.3f} MB "
+      "(BRP / CSR = {:.3f})\n",
+      bytes_tc / 1e6, padding_bytes / 1e6, bytes_residual / 1e6, bytes / 1e6, bytes_csr / 1e6,
+      bytes_csr ? double(bytes) / double(bytes_csr) : 0.0);
   if (on_device)
-    out += fmt::format("  conversion on the device: {:.2f} ms; peak extra device memory {} bytes ({:.1f} per nonzero), "
-                       "bound 4 * nnz * (4 + {}) = {} bytes: {}\n",
-                       convert_ms, peak_extra_bytes, nnz ? double(peak_extra_bytes) / double(nnz) : 0.0, value_bytes,
-                       peak_bound_bytes(), peak_extra_bytes <= peak_bound_bytes() ? "within" : "OVER");
+    out += fmt::format(
+        "  conversion on the device: {:.2f} ms; peak extra device memory {} bytes ({:.1f} per nonzero), "
+        "bound 4 * nnz * (4 + {}) = {} bytes: {}\n",
+        convert_ms, peak_extra_bytes, nnz ? double(peak_extra_bytes) / double(nnz) : 0.0, value_bytes,
+        peak_bound_bytes(), peak_extra_bytes <= peak_bound_bytes() ? "within" : "OVER");
   else
     out += fmt::format("  conversion on the host: {:.1f} ms\n", convert_ms);
   return out;
@@ -337,8 +341,8 @@ void brp_spmm_cpu(const BrpMatrix<T>& m, const std::vector<T>& b, int n, std::ve
   else
     for (T& v : c) v *= beta;
   const int k = kBrpBlockSlots * m.g;
-  std::vector<T> tile(static_cast<size_t>(kBrpWindowRows) * k);   // A's group, 16 x 8g row-major
-  std::vector<T> bg(static_cast<size_t>(k) * nn);                 // the 8g rows of B it meets
+  std::vector<T> tile(static_cast<size_t>(kBrpWindowRows) * k);  // A's group, 16 x 8g row-major
+  std::vector<T> bg(static_cast<size_t>(k) * nn);                // the 8g rows of B it meets
   std::vector<T> acc(static_cast<size_t>(kBrpWindowRows) * nn);  // one C tile, as in registers
   for (int64_t q = 0; q < m.groups(); ++q) {
     std::fill(tile.begin(), tile.end(), T(0));
@@ -366,17 +370,18 @@ void brp_spmm_cpu(const BrpMatrix<T>& m, const std::vector<T>& b, int n, std::ve
     for (size_t j = 0; j < nn; ++j) {
       T sum = 0;
       for (int32_t p = m.res_row_offset[i]; p < m.res_row_offset[i + 1]; ++p)
-        sum += m.res_values[static_cast<size_t>(p)] * b[static_cast<size_t>(m.res_col_id[static_cast<size_t>(p)]) * nn + j];
+        sum += m.res_values[static_cast<size_t>(p)] *
+               b[static_cast<size_t>(m.res_col_id[static_cast<size_t>(p)]) * nn + j];
       c[static_cast<size_t>(m.res_rows_id[i]) * nn + j] += alpha * sum;
     }
 }
 
-#define DBS_INSTANTIATE(T)                                                                                     \
-  template BrpMatrix<T> csr_to_brp(const CsrMatrix<T>&, const BrpParams&);                                  \
-  template CsrMatrix<T> brp_to_csr(const BrpMatrix<T>&);                                                     \
-  template BrpStats brp_stats(const BrpMatrix<T>&);                                                          \
-  template double brp_group_share(const CsrMatrix<T>&, int, int);                                            \
-  template void reference_spmm(const CsrMatrix<T>&, const std::vector<T>&, int, std::vector<T>&, T, T);     \
+#define DBS_INSTANTIATE(T)                                                                              \
+  template BrpMatrix<T> csr_to_brp(const CsrMatrix<T>&, const BrpParams&);                              \
+  template CsrMatrix<T> brp_to_csr(const BrpMatrix<T>&);                                                \
+  template BrpStats brp_stats(const BrpMatrix<T>&);                                                     \
+  template double brp_group_share(const CsrMatrix<T>&, int, int);                                       \
+  template void reference_spmm(const CsrMatrix<T>&, const std::vector<T>&, int, std::vector<T>&, T, T); \
   template void brp_spmm_cpu(const BrpMatrix<T>&, const std::vector<T>&, int, std::vector<T>&, T, T);
 DBS_INSTANTIATE(float)
 DBS_INSTANTIATE(double)

@@ -97,8 +97,8 @@ class Converter {
   int32_t read(uint64_t array, int64_t index) const {
     DBS_CU(cuStreamSynchronize(h_));
     int32_t v = 0;
-    DBS_CU(cuMemcpyDtoH(&v, static_cast<CUdeviceptr>(array + static_cast<uint64_t>(index) * sizeof(int32_t)),
-                        sizeof v));
+    DBS_CU(
+        cuMemcpyDtoH(&v, static_cast<CUdeviceptr>(array + static_cast<uint64_t>(index) * sizeof(int32_t)), sizeof v));
     return v;
   }
 
@@ -136,7 +136,8 @@ BrpMatrix<T> BrpDeviceMatrix<T>::download() const {
 }
 
 template <class T>
-BrpDeviceMatrix<T> csr_to_brp_device(Context& ctx, const DeviceCsrView<T>& a, const BrpParams& p, const Stream& stream) {
+BrpDeviceMatrix<T> csr_to_brp_device(Context& ctx, const DeviceCsrView<T>& a, const BrpParams& p,
+                                     const Stream& stream) {
   validate(p);
   if (a.rows < 0 || a.cols < 0 || a.nnz < 0)
     throw UsageError(fmt::format("csr_to_brp_device: bad shape {}x{} with {} nonzeros", a.rows, a.cols, a.nnz));
@@ -288,10 +289,10 @@ BrpStats brp_stats(const BrpDeviceMatrix<T>& m) {
   return s;
 }
 
-#define DBS_INSTANTIATE(T)                                                                                    \
-  template struct BrpDeviceMatrix<T>;                                                                         \
+#define DBS_INSTANTIATE(T)                                                                                           \
+  template struct BrpDeviceMatrix<T>;                                                                                \
   template BrpDeviceMatrix<T> csr_to_brp_device(Context&, const DeviceCsrView<T>&, const BrpParams&, const Stream&); \
-  template BrpDeviceMatrix<T> csr_to_brp_device(Context&, const CsrMatrix<T>&, const BrpParams&);            \
+  template BrpDeviceMatrix<T> csr_to_brp_device(Context&, const CsrMatrix<T>&, const BrpParams&);                    \
   template BrpStats brp_stats(const BrpDeviceMatrix<T>&);
 DBS_INSTANTIATE(float)
 DBS_INSTANTIATE(double)

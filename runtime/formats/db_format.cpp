@@ -22,16 +22,19 @@ namespace dbsparse {
 
 const char* to_string(BlockType t) {
   switch (t) {
-    case BlockType::Coo: return "coo";
-    case BlockType::Dense: return "dense";
-    case BlockType::ForceCsr: return "csr";
-    case BlockType::ForceCsc: return "csc";
+    case BlockType::Coo:
+      return "coo";
+    case BlockType::Dense:
+      return "dense";
+    case BlockType::ForceCsr:
+      return "csr";
+    case BlockType::ForceCsc:
+      return "csc";
   }
   return "?";
 }
 
-BlockType choose_block_type(const int row_nnz[16], const int col_nnz[16], int nnz,
-                            const DbThresholds& th) {
+BlockType choose_block_type(const int row_nnz[16], const int col_nnz[16], int nnz, const DbThresholds& th) {
   if (nnz < th.th0) return BlockType::Coo;
   if (nnz > th.th1) return BlockType::Dense;
   int max_r = 0, max_c = 0;
@@ -78,9 +81,7 @@ class BlockWriter {
     uint16_t rmask[16] = {}, cmask[16] = {}, rptr[17] = {}, cptr[17] = {};
     // COO and Dense follow from nnz alone (as in choose_block_type); most blocks of very sparse
     // matrices are COO, so the line counts are made only for the others.
-    BlockType t = n < th.th0   ? BlockType::Coo
-                  : n > th.th1 ? BlockType::Dense
-                               : BlockType::ForceCsr;
+    BlockType t = n < th.th0 ? BlockType::Coo : n > th.th1 ? BlockType::Dense : BlockType::ForceCsr;
     if (t == BlockType::ForceCsr) {  // not decided by nnz: by skew
       for (int e = 0; e < n; ++e) {
         int r = rc[e] >> 4, c = rc[e] & 15;
@@ -141,8 +142,7 @@ template <class T>
 void check_csr_shape(const CsrMatrix<T>& a) {
   if (a.rows < 0 || a.cols < 0) throw UsageError("csr_to_db: negative dimension");
   if (a.row_ptr.size() != static_cast<size_t>(a.rows) + 1 || a.row_ptr.front() != 0 ||
-      static_cast<size_t>(a.row_ptr.back()) != a.col_idx.size() ||
-      a.col_idx.size() != a.values.size())
+      static_cast<size_t>(a.row_ptr.back()) != a.col_idx.size() || a.col_idx.size() != a.values.size())
     throw UsageError("csr_to_db: row_ptr, col_idx and values disagree in size");
 }
 
@@ -159,9 +159,7 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
   d.thresholds = th;
   d.nnz = a.nnz();
   const int32_t br = d.block_rows, bc = d.block_cols;
-  auto row_end = [&](int32_t I) {
-    return static_cast<int32_t>(std::min<int64_t>(a.rows, 16 * int64_t{I} + 16));
-  };
+  auto row_end = [&](int32_t I) { return static_cast<int32_t>(std::min<int64_t>(a.rows, 16 * int64_t{I} + 16)); };
 
   // Pass 1: which block columns each block row touches, in order of discovery, and how many
   // entries each such block holds; blocks below th.residual_below are left out (their entries
@@ -179,8 +177,7 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
   for (int32_t I = 0; I < br; ++I) {
     row_found.clear();
     for (int32_t i = 16 * I; i < row_end(I); ++i) {
-      if (a.row_ptr[i + 1] < a.row_ptr[i])
-        throw UsageError(fmt::format("csr_to_db: row_ptr decreases at row {}", i));
+      if (a.row_ptr[i + 1] < a.row_ptr[i]) throw UsageError(fmt::format("csr_to_db: row_ptr decreases at row {}", i));
       int32_t prev = -1;
       for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
         int32_t c = a.col_idx[p];
@@ -213,8 +210,7 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
   d.blk_col_ptr = per_col;
   d.blk_row_idx.resize(nb);
   for (int32_t I = 0; I < br; ++I)
-    for (int32_t k = d.blk_row_ptr[I]; k < d.blk_row_ptr[I + 1]; ++k)
-      d.blk_row_idx[per_col[found[k]]++] = I;
+    for (int32_t k = d.blk_row_ptr[I]; k < d.blk_row_ptr[I + 1]; ++k) d.blk_row_idx[per_col[found[k]]++] = I;
   // Block-CSR order: walking the CSC view by column and dealing blocks out to their block rows
   // sorts each block row by column; where each block lands is its id.
   d.blk_col_idx.resize(nb);
@@ -231,12 +227,10 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
   // Pass 2: bucket each block row's entries by block, in row-major order, and write the payloads.
   // Reserve upper bounds, so the payload is never copied by regrowth: only the pages written get
   // touched. A Dense block has at least min_dense entries, which bounds how many there can be.
-  const int64_t nnz = a.nnz(),
-                min_dense = std::max({int64_t{th.th1} + 1, int64_t{th.th0}, int64_t{1}});
+  const int64_t nnz = a.nnz(), min_dense = std::max({int64_t{th.th1} + 1, int64_t{th.th0}, int64_t{1}});
   const int64_t max_dense = std::min<int64_t>(static_cast<int64_t>(nb), nnz / min_dense);
   d.meta.resize(nb);
-  d.values.reserve(
-      std::min<uint64_t>(kMaxOffset, nnz + max_dense * std::max<int64_t>(0, 256 - min_dense)));
+  d.values.reserve(std::min<uint64_t>(kMaxOffset, nnz + max_dense * std::max<int64_t>(0, 256 - min_dense)));
   d.aux.reserve(std::min<uint64_t>(kMaxOffset, nnz + 103 * static_cast<int64_t>(nb)));
   BlockWriter<T> writer(d);
   const int64_t nres = d.res_row_ptr.back();
@@ -275,8 +269,8 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
       }
     }
     for (int32_t k = 0; k < nbk; ++k) {
-      writer.write(base + k, I, d.blk_col_idx[base + k], rc.data() + start[k],
-                   val.data() + start[k], start[k + 1] - start[k]);
+      writer.write(base + k, I, d.blk_col_idx[base + k], rc.data() + start[k], val.data() + start[k],
+                   start[k + 1] - start[k]);
       slot[d.blk_col_idx[base + k]] = -1;
     }
   }
@@ -331,14 +325,12 @@ void for_each_entry(const DbMatrix<T>& d, int64_t id, F&& f) {
     case BlockType::ForceCsr:
       lines();
       for (int r = 0; r < 16; ++r)
-        for (uint32_t bits = mask[r], k = ptr[r]; bits; bits &= bits - 1, ++k)
-          f(r, std::countr_zero(bits), v[k]);
+        for (uint32_t bits = mask[r], k = ptr[r]; bits; bits &= bits - 1, ++k) f(r, std::countr_zero(bits), v[k]);
       return;
     case BlockType::ForceCsc:  // column-major: still increasing columns within each row
       lines();
       for (int c = 0; c < 16; ++c)
-        for (uint32_t bits = mask[c], k = ptr[c]; bits; bits &= bits - 1, ++k)
-          f(std::countr_zero(bits), c, v[k]);
+        for (uint32_t bits = mask[c], k = ptr[c]; bits; bits &= bits - 1, ++k) f(std::countr_zero(bits), c, v[k]);
       return;
   }
   throw UsageError(fmt::format("db_to_csr: block {} has unknown type {}", id, m.type));
@@ -435,8 +427,10 @@ DbLayout make_db_layout(const DbMatrix<T>& d) {
   for (int32_t c = 0; c < d.block_cols; ++c) {
     l.block_task_capacity += (d.blk_col_ptr[c + 1] - d.blk_col_ptr[c] + abi::kPushChunk - 1) / abi::kPushChunk;
     const int32_t n = d.res_col_ptr.empty() ? 0 : d.res_col_ptr[c + 1] - d.res_col_ptr[c];
-    if (n > abi::kResidualSmall) l.residual_task_capacity += (n + kResidualChunk - 1) / kResidualChunk;
-    else if (n > 0) ++l.small_task_capacity;
+    if (n > abi::kResidualSmall)
+      l.residual_task_capacity += (n + kResidualChunk - 1) / kResidualChunk;
+    else if (n > 0)
+      ++l.small_task_capacity;
   }
   if (l.block_task_capacity > INT32_MAX || l.residual_task_capacity > INT32_MAX)
     throw UsageError("spmspv layout: push tasks exceed the 32-bit task count");
@@ -461,15 +455,13 @@ template <class T>
 DbStats db_stats(const DbMatrix<T>& d, const DbLayout& l) {
   DbStats s;
   for (const BlockMeta& m : d.meta) {
-    if (m.type >= kBlockTypes)
-      throw UsageError(fmt::format("db_stats: block type {} unknown", m.type));
+    if (m.type >= kBlockTypes) throw UsageError(fmt::format("db_stats: block type {} unknown", m.type));
     ++s.blocks_by_type[m.type];
     s.nnz_by_type[m.type] += m.nnz;
   }
   s.residual_nnz = d.residual_nnz();
-  s.bytes_high_level =
-      4 * static_cast<int64_t>(d.blk_row_ptr.size() + d.blk_col_idx.size() + d.blk_col_ptr.size() +
-                               d.blk_row_idx.size() + d.csc2csr.size());
+  s.bytes_high_level = 4 * static_cast<int64_t>(d.blk_row_ptr.size() + d.blk_col_idx.size() + d.blk_col_ptr.size() +
+                                                d.blk_row_idx.size() + d.csc2csr.size());
   s.bytes_meta = d.blocks() * static_cast<int64_t>(sizeof(BlockMeta));
   s.bytes_values = static_cast<int64_t>(d.values.size() * sizeof(T));
   s.bytes_aux = static_cast<int64_t>(d.aux.size());
@@ -481,8 +473,8 @@ DbStats db_stats(const DbMatrix<T>& d, const DbLayout& l) {
   s.bytes_csr = (int64_t{d.rows} + 1) * 4 + d.nnz * per_entry;
   s.bytes_csr_csc = s.bytes_csr + (int64_t{d.cols} + 1) * 4 + d.nnz * per_entry;
 
-  s.bytes_device_format = s.bytes_total - 4 * static_cast<int64_t>(d.blk_row_ptr.size() + d.blk_row_idx.size() +
-                                                                   d.res_row_ptr.size());
+  s.bytes_device_format =
+      s.bytes_total - 4 * static_cast<int64_t>(d.blk_row_ptr.size() + d.blk_row_idx.size() + d.res_row_ptr.size());
   s.bytes_segments = static_cast<int64_t>(std::max<size_t>(l.segments.size(), 1) * sizeof(abi::Segment));
   s.bytes_workspace = spmspv_workspace_bytes(d, l);
   s.bytes_device = s.bytes_device_format + s.bytes_segments + s.bytes_workspace;
@@ -501,9 +493,8 @@ std::string DbStats::to_text() const {
                                 blocks ? double(nnz) / blocks : 0.0);
   out += fmt::format("  {:<6} {:>12} {:>7} {:>14} {:>7}\n", "type", "blocks", "%", "nnz", "%");
   for (int t = 0; t < kBlockTypes; ++t)
-    out += fmt::format("  {:<6} {:>12} {:>6.1f}% {:>14} {:>6.1f}%\n", to_string(BlockType(t)),
-                       blocks_by_type[t], pct(blocks_by_type[t], blocks), nnz_by_type[t],
-                       pct(nnz_by_type[t], nnz + residual_nnz));
+    out += fmt::format("  {:<6} {:>12} {:>6.1f}% {:>14} {:>6.1f}%\n", to_string(BlockType(t)), blocks_by_type[t],
+                       pct(blocks_by_type[t], blocks), nnz_by_type[t], pct(nnz_by_type[t], nnz + residual_nnz));
   out += fmt::format("  {:<6} {:>12} {:>7} {:>14} {:>6.1f}%\n", "resid.", "-", "", residual_nnz,
                      pct(residual_nnz, nnz + residual_nnz));
   out += fmt::format("  {:<24} {:>12} {:>10}\n", "bytes", "", "MB");
@@ -519,8 +510,7 @@ std::string DbStats::to_text() const {
                                                    {"device total", bytes_device},
                                                    {"CSR", bytes_csr},
                                                    {"CSR + CSC", bytes_csr_csc}};
-  for (const auto& [name, b] : parts)
-    out += fmt::format("  {:<24} {:>12} {:>10.2f}\n", name, b, mb(b));
+  for (const auto& [name, b] : parts) out += fmt::format("  {:<24} {:>12} {:>10.2f}\n", name, b, mb(b));
   auto ratio = [&](const char* name, int64_t num, int64_t ref) {
     double r = ref > 0 ? double(num) / ref : 0.0;
     return fmt::format("  {:<24} {:>12.3f}   {:.1f}% {}\n", name, r, 100.0 * std::abs(1.0 - r),

@@ -38,8 +38,7 @@ Compressed rebucket(const char* what, int32_t n_major, int32_t n_minor, const st
   Compressed out;
   out.ptr.assign(static_cast<size_t>(n_minor) + 1, 0);
   for (int32_t m : idx) {
-    if (m < 0 || m >= n_minor)
-      throw UsageError(fmt::format("{}: index {} outside [0, {})", what, m, n_minor));
+    if (m < 0 || m >= n_minor) throw UsageError(fmt::format("{}: index {} outside [0, {})", what, m, n_minor));
     ++out.ptr[m + 1];
   }
   prefix_sum(out.ptr);
@@ -63,8 +62,8 @@ CsrMatrix<T> coo_to_csr(const CooMatrix<T>& coo) {
   const size_t n = coo.row.size();
   if (coo.rows < 0 || coo.cols < 0) throw UsageError("coo_to_csr: negative dimension");
   if (coo.col.size() != n || coo.values.size() != n)
-    throw UsageError(fmt::format("coo_to_csr: row, col and values have different lengths ({}, {}, {})",
-                                 n, coo.col.size(), coo.values.size()));
+    throw UsageError(fmt::format("coo_to_csr: row, col and values have different lengths ({}, {}, {})", n,
+                                 coo.col.size(), coo.values.size()));
   if (static_cast<int64_t>(n) > kMaxNnz)
     throw UsageError(fmt::format("coo_to_csr: {} entries exceed the int32 limit", n));
 
@@ -79,8 +78,8 @@ CsrMatrix<T> coo_to_csr(const CooMatrix<T>& coo) {
   for (size_t k = 0; k < n; ++k) {
     int32_t r = coo.row[k], c = coo.col[k];
     if (r < 0 || r >= coo.rows || c < 0 || c >= coo.cols)
-      throw UsageError(fmt::format("coo_to_csr: entry {} at ({}, {}) is outside the {}x{} matrix", k, r,
-                                   c, coo.rows, coo.cols));
+      throw UsageError(
+          fmt::format("coo_to_csr: entry {} at ({}, {}) is outside the {}x{} matrix", k, r, c, coo.rows, coo.cols));
     ++out.row_ptr[r + 1];
     ++col_ptr[c + 1];
   }
@@ -201,7 +200,8 @@ CsrMatrix<T> csr_from_arrays(int64_t rows, int64_t cols, std::span<const int32_t
   if (rows < 0 || cols < 0 || rows > kMaxNnz || cols > kMaxNnz)
     throw UsageError(fmt::format("shape ({}, {}): each side must be in 0 .. 2^31 - 1", rows, cols));
   if (indptr.size() != static_cast<size_t>(rows) + 1)
-    throw UsageError(fmt::format("indptr has {} entries, the matrix has {} rows (expected rows + 1)", indptr.size(), rows));
+    throw UsageError(
+        fmt::format("indptr has {} entries, the matrix has {} rows (expected rows + 1)", indptr.size(), rows));
   if (indices.size() != values.size())
     throw UsageError(fmt::format("indices has {} entries, data {}: they must match", indices.size(), values.size()));
   if (indptr[0] != 0) throw UsageError(fmt::format("indptr[0] is {}, expected 0", indptr[0]));
@@ -210,8 +210,8 @@ CsrMatrix<T> csr_from_arrays(int64_t rows, int64_t cols, std::span<const int32_t
       throw UsageError(fmt::format("indptr decreases at row {} ({} then {})", i, indptr[static_cast<size_t>(i)],
                                    indptr[static_cast<size_t>(i) + 1]));
   if (static_cast<size_t>(indptr[static_cast<size_t>(rows)]) != indices.size())
-    throw UsageError(fmt::format("indptr[-1] is {}, indices has {} entries", indptr[static_cast<size_t>(rows)],
-                                 indices.size()));
+    throw UsageError(
+        fmt::format("indptr[-1] is {}, indices has {} entries", indptr[static_cast<size_t>(rows)], indices.size()));
   for (size_t k = 0; k < indices.size(); ++k)
     if (indices[k] < 0 || indices[k] >= cols)
       throw UsageError(fmt::format("indices[{}] = {} is outside 0 .. {}", k, indices[k], cols - 1));
@@ -224,13 +224,13 @@ CsrMatrix<T> csr_from_arrays(int64_t rows, int64_t cols, std::span<const int32_t
   return a;
 }
 
-#define DBS_INSTANTIATE(T)                                  \
+#define DBS_INSTANTIATE(T)                                                                                    \
   template CsrMatrix<T> csr_from_arrays(int64_t, int64_t, std::span<const int32_t>, std::span<const int32_t>, \
-                                        std::span<const T>);                                               \
-  template CsrMatrix<T> coo_to_csr(const CooMatrix<T>&);    \
-  template CscMatrix<T> csr_to_csc(const CsrMatrix<T>&);    \
-  template CsrMatrix<T> csc_to_csr(const CscMatrix<T>&);    \
-  template CsrMatrix<T> transpose(const CsrMatrix<T>&);     \
+                                        std::span<const T>);                                                  \
+  template CsrMatrix<T> coo_to_csr(const CooMatrix<T>&);                                                      \
+  template CscMatrix<T> csr_to_csc(const CsrMatrix<T>&);                                                      \
+  template CsrMatrix<T> csc_to_csr(const CscMatrix<T>&);                                                      \
+  template CsrMatrix<T> transpose(const CsrMatrix<T>&);                                                       \
   template void validate(const CsrMatrix<T>&);
 DBS_INSTANTIATE(float)
 DBS_INSTANTIATE(double)

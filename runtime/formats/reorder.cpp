@@ -127,10 +127,14 @@ Reorder parse_reorder(const std::string& name) {
 
 const char* to_string(Reorder r) {
   switch (r) {
-    case Reorder::None: return "none";
-    case Reorder::Degree: return "degree";
-    case Reorder::Rcm: return "rcm";
-    case Reorder::Community: return "community";
+    case Reorder::None:
+      return "none";
+    case Reorder::Degree:
+      return "degree";
+    case Reorder::Rcm:
+      return "rcm";
+    case Reorder::Community:
+      return "community";
   }
   return "?";
 }
@@ -173,8 +177,7 @@ Permutation reorder(const PatternGraph& g, Reorder how) {
       return identity_permutation(g.n);
     case Reorder::Degree:
       order = all;
-      std::stable_sort(order.begin(), order.end(),
-                       [&](int32_t x, int32_t y) { return degree(g, x) > degree(g, y); });
+      std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) { return degree(g, x) > degree(g, y); });
       break;
     case Reorder::Rcm: {
       std::vector<int32_t> mark(static_cast<size_t>(g.n), 0);
@@ -196,7 +199,8 @@ Permutation reorder(const PatternGraph& g, Reorder how) {
       std::vector<int32_t> mark(static_cast<size_t>(g.n), 0);
       std::vector<uint8_t> placed(static_cast<size_t>(g.n), 0);
       int32_t stamp = 0;
-      for (const auto& m : members) rcm_append(g, m, label, label[static_cast<size_t>(m[0])], mark, stamp, placed, order);
+      for (const auto& m : members)
+        rcm_append(g, m, label, label[static_cast<size_t>(m[0])], mark, stamp, placed, order);
       break;
     }
   }
@@ -206,7 +210,8 @@ Permutation reorder(const PatternGraph& g, Reorder how) {
 template <class T>
 Permutation reorder(const CsrMatrix<T>& a, Reorder how) {
   if (a.rows != a.cols)
-    throw UsageError(fmt::format("reorder: the matrix is {}x{}; a symmetric reordering needs a square one", a.rows, a.cols));
+    throw UsageError(
+        fmt::format("reorder: the matrix is {}x{}; a symmetric reordering needs a square one", a.rows, a.cols));
   if (how == Reorder::None) return identity_permutation(a.rows);
   return reorder(symmetrize(pattern_of(a), true), how);
 }
@@ -214,7 +219,8 @@ Permutation reorder(const CsrMatrix<T>& a, Reorder how) {
 template <class T>
 CsrMatrix<T> permute_symmetric(const CsrMatrix<T>& a, const Permutation& p) {
   if (a.rows != a.cols || p.size() != a.rows)
-    throw UsageError(fmt::format("permute_symmetric: a {}x{} matrix and a permutation of {}", a.rows, a.cols, p.size()));
+    throw UsageError(
+        fmt::format("permute_symmetric: a {}x{} matrix and a permutation of {}", a.rows, a.cols, p.size()));
   CsrMatrix<T> out;
   out.rows = out.cols = a.rows;
   out.row_ptr.assign(static_cast<size_t>(a.rows) + 1, 0);
@@ -292,12 +298,12 @@ LocalityStats locality(const CsrMatrix<T>& a) {
   return s;
 }
 
-#define DBS_REORDER(T)                                                                      \
-  template Permutation reorder(const CsrMatrix<T>&, Reorder);                               \
-  template CsrMatrix<T> permute_symmetric(const CsrMatrix<T>&, const Permutation&);        \
-  template CsrMatrix<T> permute_rows(const CsrMatrix<T>&, const Permutation&);             \
-  template std::vector<T> permute_vector(const std::vector<T>&, const Permutation&);       \
-  template std::vector<T> unpermute_vector(const std::vector<T>&, const Permutation&);     \
+#define DBS_REORDER(T)                                                                 \
+  template Permutation reorder(const CsrMatrix<T>&, Reorder);                          \
+  template CsrMatrix<T> permute_symmetric(const CsrMatrix<T>&, const Permutation&);    \
+  template CsrMatrix<T> permute_rows(const CsrMatrix<T>&, const Permutation&);         \
+  template std::vector<T> permute_vector(const std::vector<T>&, const Permutation&);   \
+  template std::vector<T> unpermute_vector(const std::vector<T>&, const Permutation&); \
   template LocalityStats locality(const CsrMatrix<T>&);
 DBS_REORDER(float)
 DBS_REORDER(double)

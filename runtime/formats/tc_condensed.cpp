@@ -23,9 +23,7 @@ constexpr int kRows = abi::kSpmmWindowRows, kSlots = abi::kSpmmBlockSlots;
 int32_t window_count(int32_t rows) { return (rows + kRows - 1) / kRows; }
 
 // 32-bit words a group's tiles take: g m16n8k8 operands (f32), ceil(g / 2) m16n8k16 ones (16 bits).
-int64_t group_words(int g, SpmmDtype d) {
-  return int64_t{d == SpmmDtype::F32 ? g : abi::spmm_k16_pairs(g)} * 32 * 4;
-}
+int64_t group_words(int g, SpmmDtype d) { return int64_t{d == SpmmDtype::F32 ? g : abi::spmm_k16_pairs(g)} * 32 * 4; }
 
 uint16_t to_16(float x, SpmmDtype d) { return d == SpmmDtype::F16 ? float_to_half(x) : float_to_bf16(x); }
 float from_16(uint16_t h, SpmmDtype d) { return d == SpmmDtype::F16 ? half_to_float(h) : bf16_to_float(h); }
@@ -116,7 +114,8 @@ CondensedTc csr_to_condensed(const CsrMatrix<float>& a, int g, SpmmDtype dtype) 
   if (groups * per_group > limit || groups * words > limit)
     throw UsageError(fmt::format(
         "condensed TC windows: {} groups of g = {} need {} slots and {} tile words, past int32 indexing; use the "
-        "BRP or CSR path", groups, g, groups * per_group, groups * words));
+        "BRP or CSR path",
+        groups, g, groups * per_group, groups * words));
   m.group_window.resize(static_cast<size_t>(groups));
   m.old_col.resize(static_cast<size_t>(groups * per_group));
   m.afrag.assign(static_cast<size_t>(groups * words), 0u);

@@ -147,11 +147,10 @@ CsrMatrix<double> stencil3d(int32_t n, int points) {
   for (int dz = -1; dz <= 1; ++dz)
     for (int dy = -1; dy <= 1; ++dy)
       for (int dx = -1; dx <= 1; ++dx)
-        if (points == 27 || std::abs(dz) + std::abs(dy) + std::abs(dx) <= 1)
-          offsets.push_back({dz, dy, dx});
+        if (points == 27 || std::abs(dz) + std::abs(dy) + std::abs(dx) <= 1) offsets.push_back({dz, dy, dx});
   const int64_t n3 = int64_t{n} * n * n;
-  const int64_t nnz = points == 27 ? (3 * int64_t{n} - 2) * (3 * n - 2) * (3 * n - 2)
-                                   : n3 + 6 * int64_t{n} * n * (n - 1);
+  const int64_t nnz =
+      points == 27 ? (3 * int64_t{n} - 2) * (3 * n - 2) * (3 * n - 2) : n3 + 6 * int64_t{n} * n * (n - 1);
   const double diag = points - 1;
   CsrBuilder b(static_cast<int32_t>(n3), static_cast<int32_t>(n3), nnz);
   for (int32_t z = 0; z < n; ++z) {
@@ -170,8 +169,7 @@ CsrMatrix<double> stencil3d(int32_t n, int points) {
   return std::move(b.m);
 }
 
-CsrMatrix<double> fem(int32_t nodes, int32_t k, int32_t blocks, uint64_t seed,
-                      const std::string& spec) {
+CsrMatrix<double> fem(int32_t nodes, int32_t k, int32_t blocks, uint64_t seed, const std::string& spec) {
   std::mt19937_64 rng(seed);
   const int32_t nb = (nodes + k - 1) / k;
   auto width = [&](int32_t blk) { return std::min(k, nodes - blk * k); };
@@ -185,8 +183,10 @@ CsrMatrix<double> fem(int32_t nodes, int32_t k, int32_t blocks, uint64_t seed,
   for (int32_t br = 0; br < nb; ++br) {
     int32_t lo = std::max(0, br - half), hi = std::min(nb - 1, br + half);
     if (hi - lo + 1 < blocks) {
-      if (lo == 0) hi = blocks - 1;
-      else lo = nb - blocks;
+      if (lo == 0)
+        hi = blocks - 1;
+      else
+        lo = nb - blocks;
     }
     sample_distinct(rng, hi - lo, blocks - 1, picked, scratch);  // window minus the diagonal
     const auto first = block_cols.size();
@@ -198,8 +198,7 @@ CsrMatrix<double> fem(int32_t nodes, int32_t k, int32_t blocks, uint64_t seed,
       row_len += width(*it);
     nnz += row_len * width(br);
   }
-  if (nnz > kMaxNnz)
-    throw InputError(spec, 0, fmt::format("at most 2^31-1 nonzeros, but this would have {}", nnz));
+  if (nnz > kMaxNnz) throw InputError(spec, 0, fmt::format("at most 2^31-1 nonzeros, but this would have {}", nnz));
   CsrBuilder b(nodes, nodes, nnz);
   for (int32_t br = 0; br < nb; ++br) {
     const int32_t* bc = block_cols.data() + static_cast<size_t>(br) * blocks;
@@ -253,7 +252,7 @@ static std::vector<int32_t> vertex_permutation(int32_t n, uint64_t seed) {
 // every row's columns sorted (the pattern is symmetric, so the second pass rebuilds the same rows).
 // src and dst are consumed.
 static CsrMatrix<double> symmetric_from_edges(int32_t n, std::vector<int32_t>& src, std::vector<int32_t>& dst,
-                                               uint64_t salt) {
+                                              uint64_t salt) {
   const auto edges = static_cast<int64_t>(src.size());
   std::vector<int32_t> ptr(static_cast<size_t>(n) + 1, 0);
   for (int64_t e = 0; e < edges; ++e) {
@@ -338,8 +337,7 @@ CsrMatrix<double> rmat(int scale, int32_t ef, uint64_t seed, bool scramble) {
   return symmetric_from_edges(n, src, dst, mix64(seed));
 }
 
-CsrMatrix<double> powerlaw(int32_t n, double avg, double alpha, int32_t max, uint64_t seed,
-                           const std::string& spec) {
+CsrMatrix<double> powerlaw(int32_t n, double avg, double alpha, int32_t max, uint64_t seed, const std::string& spec) {
   std::mt19937_64 rng(seed);
   // Pareto with tail exponent alpha and scale xm has mean xm*alpha/(alpha-1); pick xm for `avg`.
   const double xm = avg * (alpha - 1) / alpha;
@@ -350,8 +348,7 @@ CsrMatrix<double> powerlaw(int32_t n, double avg, double alpha, int32_t max, uin
     l = static_cast<int32_t>(std::clamp(std::floor(x + 0.5), 1.0, static_cast<double>(max)));
     nnz += l;
   }
-  if (nnz > kMaxNnz)
-    throw InputError(spec, 0, fmt::format("at most 2^31-1 nonzeros, but this would have {}", nnz));
+  if (nnz > kMaxNnz) throw InputError(spec, 0, fmt::format("at most 2^31-1 nonzeros, but this would have {}", nnz));
   CsrBuilder b(n, n, nnz);
   std::vector<int32_t> picked, scratch;
   for (int32_t i = 0; i < n; ++i) {
@@ -449,7 +446,8 @@ CsrMatrix<double> community(int32_t n, int32_t k, double p_in, double p_out, uin
     bernoulli_run(rng, i + 1, end, p_in, log_in, take);
     bernoulli_run(rng, end, n, p_out, log_out, take);
     if (2 * static_cast<int64_t>(src.size()) > kMaxNnz)
-      throw InputError(spec, 0, fmt::format("at most 2^31-1 nonzeros, but this has more after {} of {} rows", i + 1, n));
+      throw InputError(spec, 0,
+                       fmt::format("at most 2^31-1 nonzeros, but this has more after {} of {} rows", i + 1, n));
   }
   if (scramble) {
     const std::vector<int32_t> perm = vertex_permutation(n, seed);
@@ -488,7 +486,7 @@ CsrMatrix<double> pruned(int32_t rows, int32_t cols, double density, int32_t blo
       return u * f;
     }
   };
-  const int32_t tiles = cols / block;  // generators.cpp checks that block divides rows and cols
+  const int32_t tiles = cols / block;   // generators.cpp checks that block divides rows and cols
   const double want = density * tiles;  // a statement of its own: no FMA with the + 0.5
   const auto keep = static_cast<int32_t>(std::clamp<double>(std::floor(want + 0.5), 1, static_cast<double>(tiles)));
   CsrBuilder b(rows, cols, int64_t{rows} * keep * block);
@@ -504,9 +502,8 @@ CsrMatrix<double> pruned(int32_t rows, int32_t cols, double density, int32_t blo
       score[t] = sum;
     }
     for (int32_t t = 0; t < tiles; ++t) order[t] = t;
-    std::nth_element(order.begin(), order.begin() + keep, order.end(), [&](int32_t x, int32_t y) {
-      return score[x] > score[y] || (score[x] == score[y] && x < y);
-    });
+    std::nth_element(order.begin(), order.begin() + keep, order.end(),
+                     [&](int32_t x, int32_t y) { return score[x] > score[y] || (score[x] == score[y] && x < y); });
     std::sort(order.begin(), order.begin() + keep);
     for (int32_t r = 0; r < block; ++r) {
       for (int32_t i = 0; i < keep; ++i)

@@ -10,13 +10,11 @@ namespace dbsparse::gen {
 
 CsrMatrix<double> stencil2d(int32_t n);
 CsrMatrix<double> stencil3d(int32_t n, int points);
-CsrMatrix<double> fem(int32_t nodes, int32_t k, int32_t blocks, uint64_t seed,
-                      const std::string& spec);
+CsrMatrix<double> fem(int32_t nodes, int32_t k, int32_t blocks, uint64_t seed, const std::string& spec);
 CsrMatrix<double> banded(int32_t n, int32_t bw);
 CsrMatrix<double> uniform(int32_t n, int32_t d, uint64_t seed);
 CsrMatrix<double> rmat(int scale, int32_t ef, uint64_t seed, bool scramble = false);
-CsrMatrix<double> powerlaw(int32_t n, double avg, double alpha, int32_t max, uint64_t seed,
-                           const std::string& spec);
+CsrMatrix<double> powerlaw(int32_t n, double avg, double alpha, int32_t max, uint64_t seed, const std::string& spec);
 CsrMatrix<double> roadnet(int32_t n, uint64_t seed, const std::string& spec);
 CsrMatrix<double> community(int32_t n, int32_t k, double p_in, double p_out, uint64_t seed, bool scramble,
                             const std::string& spec);

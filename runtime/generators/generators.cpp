@@ -40,9 +40,9 @@ const std::vector<KindDef>& kinds() {
        "fem:nodes=100000,k=3,blocks=9,seed=1  dense k x k blocks, `blocks` block columns per block "
        "row near the diagonal",
        {{"nodes", false, "100000"}, {"k", false, "3"}, {"blocks", false, "9"}, {"seed", false, "1"}}},
-      {"banded", "banded:n=100000,bw=8  all entries with |i-j| <= bw",
-       {{"n", false, "100000"}, {"bw", false, "8"}}},
-      {"uniform", "uniform:n=100000,d=16,seed=1  d distinct random columns per row",
+      {"banded", "banded:n=100000,bw=8  all entries with |i-j| <= bw", {{"n", false, "100000"}, {"bw", false, "8"}}},
+      {"uniform",
+       "uniform:n=100000,d=16,seed=1  d distinct random columns per row",
        {{"n", false, "100000"}, {"d", false, "16"}, {"seed", false, "1"}}},
       {"rmat",
        "rmat:scale=16,ef=8,seed=1,scramble=0  Graph500 R-MAT graph on 2^scale vertices with "
@@ -52,11 +52,7 @@ const std::vector<KindDef>& kinds() {
       {"powerlaw",
        "powerlaw:n=100000,avg=8,alpha=1.5,max=n/4,seed=1  Pareto(alpha) row lengths with mean "
        "about avg, clamped to [1, max]",
-       {{"n", false, "100000"},
-        {"avg", true, "8"},
-        {"alpha", true, "1.5"},
-        {"max", false, ""},
-        {"seed", false, "1"}}},
+       {{"n", false, "100000"}, {"avg", true, "8"}, {"alpha", true, "1.5"}, {"max", false, ""}, {"seed", false, "1"}}},
       {"roadnet",
        "roadnet:n=100000,seed=1  road-network-like graph after roadNet-TX: a sqrt(n)-wide grid with 40% of "
        "its edges removed, a diagonal in 18% of its cells and rare interchange links; symmetric, about "
@@ -111,11 +107,9 @@ std::string canonical_value(const std::string& spec, const ParamDef& def, const 
   auto r = std::from_chars(v.data(), end, d);
   const bool ok = r.ec == std::errc() && r.ptr == end && std::isfinite(d);
   if (def.real && ok) return fmt::format("{}", d);
-  if (!def.real && ok && d == std::floor(d) && std::fabs(d) < 0x1.0p62)
-    return std::to_string(static_cast<int64_t>(d));
+  if (!def.real && ok && d == std::floor(d) && std::fabs(d) < 0x1.0p62) return std::to_string(static_cast<int64_t>(d));
   throw InputError(spec, 0,
-                   fmt::format("{} for parameter '{}', got '{}'", def.real ? "a number" : "an integer",
-                               def.name, v));
+                   fmt::format("{} for parameter '{}', got '{}'", def.real ? "a number" : "an integer", def.name, v));
 }
 
 // For values already canonicalised by canonical_value; from_chars, unlike stod, ignores the locale.
@@ -138,8 +132,7 @@ class Params {
     return v;
   }
   void check_nnz(int64_t nnz, const char* how = "") const {
-    if (nnz > kMaxIndex)
-      fail(fmt::format("at most 2^31-1 nonzeros, but this would have {}{}", how, nnz));
+    if (nnz > kMaxIndex) fail(fmt::format("at most 2^31-1 nonzeros, but this would have {}{}", how, nnz));
   }
   [[noreturn]] void fail(const std::string& expected) const { throw InputError(text_, 0, expected); }
 
@@ -175,8 +168,8 @@ CsrMatrix<double> build(const GeneratorSpec& s, const std::string& text) {
     const int64_t blocks = p.in_range("blocks", 1, (nodes + k - 1) / k);
     // A lower bound here keeps the block lists small; the exact count is checked once drawn.
     p.check_nnz((nodes / k - 1) * k * (blocks - 1) * k, "at least ");
-    return gen::fem(static_cast<int32_t>(nodes), static_cast<int32_t>(k),
-                    static_cast<int32_t>(blocks), seed_of(p), text);
+    return gen::fem(static_cast<int32_t>(nodes), static_cast<int32_t>(k), static_cast<int32_t>(blocks), seed_of(p),
+                    text);
   }
   if (s.kind == "banded") {
     const int64_t n = p.in_range("n", 1, kMaxIndex);
@@ -204,8 +197,7 @@ CsrMatrix<double> build(const GeneratorSpec& s, const std::string& text) {
     if (!(avg > 0)) p.fail(fmt::format("avg > 0, got {}", avg));
     if (!(alpha > 1)) p.fail(fmt::format("alpha > 1 (a finite mean), got {}", alpha));
     const int64_t max = p.in_range("max", 1, n);
-    return gen::powerlaw(static_cast<int32_t>(n), avg, alpha, static_cast<int32_t>(max), seed_of(p),
-                         text);
+    return gen::powerlaw(static_cast<int32_t>(n), avg, alpha, static_cast<int32_t>(max), seed_of(p), text);
   }
   if (s.kind == "roadnet") {
     // About 1.5 edges a vertex, both directions stored: 2^28 vertices stay well below 2^31-1
@@ -221,7 +213,8 @@ CsrMatrix<double> build(const GeneratorSpec& s, const std::string& text) {
     if (!(p_out >= 0 && p_out <= 1)) p.fail(fmt::format("p_out in [0, 1], got {}", p_out));
     // The expected count, before drawing anything (the exact one is checked while drawing).
     const int64_t q = n / k, extra = n % k;
-    const double pairs_in = double(extra) * double(q + 1) * double(q) / 2 + double(k - extra) * double(q) * double(q - 1) / 2;
+    const double pairs_in =
+        double(extra) * double(q + 1) * double(q) / 2 + double(k - extra) * double(q) * double(q - 1) / 2;
     const double pairs_out = double(n) * double(n - 1) / 2 - pairs_in;
     const double expected = 2 * (p_in * pairs_in + p_out * pairs_out);
     if (expected > double(kMaxIndex))
@@ -287,8 +280,7 @@ GeneratorSpec parse_generator_spec(const std::string& text) {
       if (def == nullptr)
         throw InputError(text, 0,
                          fmt::format("a parameter of {} ({}), got '{}'", kind->name,
-                                     join(kind->params, [](const ParamDef& p) { return std::string(p.name); }),
-                                     key));
+                                     join(kind->params, [](const ParamDef& p) { return std::string(p.name); }), key));
       if (s.params.contains(key))
         throw InputError(text, 0, fmt::format("each parameter once, but '{}' is repeated", key));
       s.params[key] = canonical_value(text, *def, value);

@@ -17,8 +17,8 @@ std::string DeviceInfo::arch() const { return fmt::format("sm_{}{}", cc_major, c
 DeviceRecord DeviceInfo::record() const {
   DeviceRecord r;
   // The driver version is part of the identity: a driver update can change what is fastest.
-  r.fingerprint = fmt::format("{}|sm_{}{}|{}sm|{}MiB|drv{}", name, cc_major, cc_minor, sm_count,
-                              memory_bytes >> 20, driver_version);
+  r.fingerprint = fmt::format("{}|sm_{}{}|{}sm|{}MiB|drv{}", name, cc_major, cc_minor, sm_count, memory_bytes >> 20,
+                              driver_version);
   r.name = name;
   r.cc_major = cc_major;
   r.cc_minor = cc_minor;
@@ -182,8 +182,7 @@ void DeviceAllocation::release(void* stream) {
   pooled_ = false;
 }
 
-DeviceAllocation::DeviceAllocation(DeviceAllocation&& o) noexcept
-    : ptr_(o.ptr_), bytes_(o.bytes_), pooled_(o.pooled_) {
+DeviceAllocation::DeviceAllocation(DeviceAllocation&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_), pooled_(o.pooled_) {
   o.ptr_ = 0;
   o.bytes_ = 0;
   o.pooled_ = false;
@@ -263,9 +262,7 @@ Event::~Event() {
 }
 
 void Event::record(const Stream& s) { record(s.handle()); }
-void Event::record(void* stream) {
-  DBS_CU(cuEventRecord(static_cast<CUevent>(event_), static_cast<CUstream>(stream)));
-}
+void Event::record(void* stream) { DBS_CU(cuEventRecord(static_cast<CUevent>(event_), static_cast<CUstream>(stream))); }
 void Event::synchronize() const { DBS_CU(cuEventSynchronize(static_cast<CUevent>(event_))); }
 float Event::elapsed_ms_since(const Event& start) const {
   float ms = 0;

@@ -84,8 +84,10 @@ Loaded load() {
   }
   out.probe.status = classify_device(true, r, count);
   out.probe.result = r;
-  if (r != CUDA_SUCCESS) out.probe.why = fmt::format("{} failed: {}", failed_call, result_text(out.api, r));
-  else if (count == 0) out.probe.why = "the driver reports no CUDA device";
+  if (r != CUDA_SUCCESS)
+    out.probe.why = fmt::format("{} failed: {}", failed_call, result_text(out.api, r));
+  else if (count == 0)
+    out.probe.why = "the driver reports no CUDA device";
   return out;
 }
 
@@ -119,10 +121,14 @@ const DeviceProbe& device_probe() { return loaded().probe; }
 
 const char* to_string(DeviceStatus s) {
   switch (s) {
-    case DeviceStatus::Available: return "available";
-    case DeviceStatus::NoDriver: return "no driver";
-    case DeviceStatus::NoDevice: return "no device";
-    case DeviceStatus::InitFailed: return "driver init failed";
+    case DeviceStatus::Available:
+      return "available";
+    case DeviceStatus::NoDriver:
+      return "no driver";
+    case DeviceStatus::NoDevice:
+      return "no device";
+    case DeviceStatus::InitFailed:
+      return "driver init failed";
   }
   return "?";
 }
@@ -130,11 +136,15 @@ const char* to_string(DeviceStatus s) {
 DeviceStatus classify_device(bool library_loaded, CUresult init_result, int device_count) {
   if (!library_loaded) return DeviceStatus::NoDriver;
   switch (init_result) {
-    case CUDA_SUCCESS: return device_count > 0 ? DeviceStatus::Available : DeviceStatus::NoDevice;
-    case CUDA_ERROR_NO_DEVICE: return DeviceStatus::NoDevice;
+    case CUDA_SUCCESS:
+      return device_count > 0 ? DeviceStatus::Available : DeviceStatus::NoDevice;
+    case CUDA_ERROR_NO_DEVICE:
+      return DeviceStatus::NoDevice;
     // The toolkit's stub libcuda answered: there is no real driver behind it.
-    case CUDA_ERROR_STUB_LIBRARY: return DeviceStatus::NoDriver;
-    default: return DeviceStatus::InitFailed;
+    case CUDA_ERROR_STUB_LIBRARY:
+      return DeviceStatus::NoDriver;
+    default:
+      return DeviceStatus::InitFailed;
   }
 }
 

@@ -20,8 +20,8 @@ DeviceCsr64<T>::DeviceCsr64(const CsrMatrix<T>& m)
     : rows(m.rows),
       cols(m.cols),
       nnz(m.nnz()),
-      row_ptr(detail::upload_nonempty(
-          std::span<const int64_t>(std::vector<int64_t>(m.row_ptr.begin(), m.row_ptr.end())))),
+      row_ptr(
+          detail::upload_nonempty(std::span<const int64_t>(std::vector<int64_t>(m.row_ptr.begin(), m.row_ptr.end())))),
       col_idx(detail::upload_nonempty(std::span<const int32_t>(m.col_idx))),
       values(detail::upload_nonempty(std::span<const T>(m.values))) {}
 

@@ -41,13 +41,14 @@ int64_t read_offset(const DeviceCsrArrays& m, int64_t row) {
 void check_device_csr(Context& ctx, const std::string& who, const std::string& name, const DeviceCsrArrays& m,
                       bool sorted) {
   if (m.rows < 0 || m.cols < 0 || m.nnz < 0)
-    throw UsageError(fmt::format("{}: {} is {}x{} with {} entries; none may be negative", who, name, m.rows, m.cols,
-                                 m.nnz));
+    throw UsageError(
+        fmt::format("{}: {} is {}x{} with {} entries; none may be negative", who, name, m.rows, m.cols, m.nnz));
   if (m.rows == 0 && m.nnz == 0 && !m.row_ptr) return;  // nothing to read, nothing to check
   if (!m.row_ptr || (m.nnz > 0 && !m.col_idx))
     throw UsageError(fmt::format("{}: {} has a null array (row_ptr needs rows + 1 entries, col_idx nnz)", who, name));
   ctx.make_current();
-  const auto fn = ctx.modules().get(codegen::make_source(codegen::CsrViewKey{m.offsets64}), ctx.device().arch()).fns.at(0);
+  const auto fn =
+      ctx.modules().get(codegen::make_source(codegen::CsrViewKey{m.offsets64}), ctx.device().arch()).fns.at(0);
   DBS_CU(cuCtxSynchronize());  // the arrays may have been written on any stream
   const auto rows = run_pass(ctx, fn, m, 0);
   if (rows.bad_rows) {
@@ -69,14 +70,17 @@ void check_device_csr(Context& ctx, const std::string& who, const std::string& n
   if (!sorted) return;
   const auto order = run_pass(ctx, fn, m, 2);
   if (order.unsorted)
-    throw UsageError(fmt::format("{}: {}'s columns are not sorted and unique in each row: {} entries are not above "
-                                 "the one before them, the first in row {}",
-                                 who, name, order.unsorted, order.first_unsorted));
+    throw UsageError(
+        fmt::format("{}: {}'s columns are not sorted and unique in each row: {} entries are not above "
+                    "the one before them, the first in row {}",
+                    who, name, order.unsorted, order.first_unsorted));
 }
 
 namespace {
 
-codegen::KernelSource view_source(const DeviceCsrArrays& m) { return codegen::make_source(codegen::CsrViewKey{m.offsets64}); }
+codegen::KernelSource view_source(const DeviceCsrArrays& m) {
+  return codegen::make_source(codegen::CsrViewKey{m.offsets64});
+}
 
 unsigned grid_for(int64_t threads, int sms) {
   return static_cast<unsigned>(std::clamp<int64_t>((threads + 255) / 256, 1, int64_t{std::max(sms, 1)} * 8));
@@ -94,8 +98,8 @@ DeviceRowLengths device_row_lengths(Context& ctx, const DeviceCsrArrays& m) {
   uint64_t ptr = m.row_ptr, c = counts.ptr(), mo = moments.ptr();
   int rows = m.rows;
   void* params[] = {&ptr, &rows, &c, &mo};
-  DBS_CU(cuLaunchKernel(fns.at(1), grid_for(m.rows, ctx.device().sm_count), 1, 1, 256, 1, 1, 0, nullptr, params,
-                        nullptr));
+  DBS_CU(
+      cuLaunchKernel(fns.at(1), grid_for(m.rows, ctx.device().sm_count), 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
   DeviceRowLengths out;
   out.counts = counts.download();
   const abi::CsrLengthMoments mom = moments.download().at(0);
@@ -122,8 +126,8 @@ DeviceBuffer<int32_t> device_degree_order(Context& ctx, const DeviceCsrArrays& m
   uint64_t ptr = m.row_ptr, cur = cursor.ptr(), ord = order.ptr();
   int rows = m.rows;
   void* params[] = {&ptr, &rows, &cur, &ord};
-  DBS_CU(cuLaunchKernel(fns.at(2), grid_for(m.rows, ctx.device().sm_count), 1, 1, 256, 1, 1, 0, nullptr, params,
-                        nullptr));
+  DBS_CU(
+      cuLaunchKernel(fns.at(2), grid_for(m.rows, ctx.device().sm_count), 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
   DBS_CU(cuStreamSynchronize(nullptr));
   return order;
 }

@@ -18,8 +18,8 @@ CUfunction LoadedKernel::entry(std::string_view role) const {
     if (entry_names[i] == role) return fns[i];
   std::string have;
   for (const auto& n : entry_names) have += (have.empty() ? "" : ", ") + n;
-  throw Error("kernel " + info.key + " has no entry point named '" + std::string(role) + "' (it has: " +
-              (have.empty() ? std::string("none named") : have) + ")");
+  throw Error("kernel " + info.key + " has no entry point named '" + std::string(role) +
+              "' (it has: " + (have.empty() ? std::string("none named") : have) + ")");
 }
 
 LoadedKernel ModuleRegistry::get(const codegen::KernelSource& ks, const std::string& arch) {
@@ -59,8 +59,7 @@ LoadedKernel ModuleRegistry::get(const codegen::KernelSource& ks, const std::str
     cuda::driver().cuModuleUnload(e.module);
     throw;
   }
-  out.info.load_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  out.info.load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::lock_guard lock(mu_);
   auto [it, inserted] = loaded_.emplace(full_key, e);
   if (!inserted) cuda::driver().cuModuleUnload(e.module);  // another thread won the race

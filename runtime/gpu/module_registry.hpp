@@ -15,8 +15,8 @@
 namespace dbsparse::detail {
 
 struct LoadedKernel {
-  CUfunction fn = nullptr;        // the first name expression's kernel
-  std::vector<CUfunction> fns;    // one per name expression, in order
+  CUfunction fn = nullptr;               // the first name expression's kernel
+  std::vector<CUfunction> fns;           // one per name expression, in order
   std::vector<std::string> entry_names;  // KernelSource::entry_names, the roles of fns
   KernelInfo info;
 

@@ -242,8 +242,9 @@ struct Header {
 };
 
 Header parse_banner(const std::string& path, LineReader& in) {
-  const std::string banner = "a banner '%%MatrixMarket matrix coordinate <real|integer|pattern> "
-                             "<general|symmetric|skew-symmetric>'";
+  const std::string banner =
+      "a banner '%%MatrixMarket matrix coordinate <real|integer|pattern> "
+      "<general|symmetric|skew-symmetric>'";
   std::string_view line;
   if (!in.next(line)) throw InputError(path, 1, banner);
   std::string_view rest = line;
@@ -256,18 +257,27 @@ Header parse_banner(const std::string& path, LineReader& in) {
   if (!is_blank(rest)) throw InputError(path, 1, banner);
 
   Header h{};
-  if (field == "real") h.field = Field::real;
-  else if (field == "integer") h.field = Field::integer;
-  else if (field == "pattern") h.field = Field::pattern;
-  else if (field == "complex") throw InputError(path, 1, "field real, integer or pattern ('complex' is not supported)");
-  else throw InputError(path, 1, "field real, integer or pattern, got '" + field + "'");
+  if (field == "real")
+    h.field = Field::real;
+  else if (field == "integer")
+    h.field = Field::integer;
+  else if (field == "pattern")
+    h.field = Field::pattern;
+  else if (field == "complex")
+    throw InputError(path, 1, "field real, integer or pattern ('complex' is not supported)");
+  else
+    throw InputError(path, 1, "field real, integer or pattern, got '" + field + "'");
 
-  if (symmetry == "general") h.symmetry = Symmetry::general;
-  else if (symmetry == "symmetric") h.symmetry = Symmetry::symmetric;
-  else if (symmetry == "skew-symmetric") h.symmetry = Symmetry::skew;
+  if (symmetry == "general")
+    h.symmetry = Symmetry::general;
+  else if (symmetry == "symmetric")
+    h.symmetry = Symmetry::symmetric;
+  else if (symmetry == "skew-symmetric")
+    h.symmetry = Symmetry::skew;
   else if (symmetry == "hermitian")
     throw InputError(path, 1, "symmetry general, symmetric or skew-symmetric ('hermitian' is not supported)");
-  else throw InputError(path, 1, "symmetry general, symmetric or skew-symmetric, got '" + symmetry + "'");
+  else
+    throw InputError(path, 1, "symmetry general, symmetric or skew-symmetric, got '" + symmetry + "'");
 
   // A skew-symmetric pattern has no values to negate; the Matrix Market spec does not allow it.
   if (h.field == Field::pattern && h.symmetry == Symmetry::skew)
@@ -312,8 +322,9 @@ Entry parse_entry(const std::string& path, long ln, std::string_view line, const
   const bool pattern = h.field == Field::pattern;
   std::string_view tok[3] = {next_token(line), next_token(line), pattern ? std::string_view() : next_token(line)};
   if (tok[1].empty() || (!pattern && tok[2].empty()) || !is_blank(line))
-    throw InputError(path, ln, pattern ? "a data line 'row col' (2 numbers; a pattern file has no values)"
-                                       : "a data line 'row col value' (3 numbers)");
+    throw InputError(path, ln,
+                     pattern ? "a data line 'row col' (2 numbers; a pattern file has no values)"
+                             : "a data line 'row col value' (3 numbers)");
   int64_t idx[2];
   for (int k = 0; k < 2; ++k) {
     const char* what = k ? "column" : "row";
@@ -326,7 +337,8 @@ Entry parse_entry(const std::string& path, long ln, std::string_view line, const
   double v = 1.0;
   if (h.field == Field::integer) {
     int64_t iv;
-    if (parse_int(tok[2], iv) != Parse::ok) throw InputError(path, ln, fmt::format("an integer value, got '{}'", tok[2]));
+    if (parse_int(tok[2], iv) != Parse::ok)
+      throw InputError(path, ln, fmt::format("an integer value, got '{}'", tok[2]));
     v = static_cast<double>(iv);
   } else if (h.field == Field::real && !parse_finite(tok[2], v)) {
     throw InputError(path, ln, fmt::format("a finite value, got '{}'", tok[2]));
@@ -360,8 +372,10 @@ CsrMatrix<double> read_matrix_market(const std::string& path) {
   int64_t reserve = size.entries;
   std::error_code ec;
   auto bytes = fs::file_size(path, ec);
-  if (src.is_gzip() || ec) reserve = std::min<int64_t>(reserve, int64_t{1} << 26);
-  else reserve = std::min<int64_t>(reserve, static_cast<int64_t>(bytes / 4) + 1);
+  if (src.is_gzip() || ec)
+    reserve = std::min<int64_t>(reserve, int64_t{1} << 26);
+  else
+    reserve = std::min<int64_t>(reserve, static_cast<int64_t>(bytes / 4) + 1);
   if (h.symmetry != Symmetry::general) reserve *= 2;
   coo.row.reserve(reserve);
   coo.col.reserve(reserve);
@@ -383,7 +397,8 @@ CsrMatrix<double> read_matrix_market(const std::string& path) {
       const Entry e = parse_entry(path, ln, line, h, size);
       if (h.symmetry != Symmetry::general && e.row != e.col) {
         (e.row > e.col ? below : above) = true;
-        const uint64_t lo = static_cast<uint64_t>(std::min(e.row, e.col)), hi = static_cast<uint64_t>(std::max(e.row, e.col));
+        const uint64_t lo = static_cast<uint64_t>(std::min(e.row, e.col)),
+                       hi = static_cast<uint64_t>(std::max(e.row, e.col));
         offdiag.push_back(lo << 33 | hi << 1 | (e.row > e.col ? 1u : 0u));
       }
       coo.row.push_back(e.row);
@@ -399,9 +414,9 @@ CsrMatrix<double> read_matrix_market(const std::string& path) {
       ++count;
     }
   } catch (const std::bad_alloc&) {
-    throw InputError(path, in.number(),
-                     fmt::format("no more entries than this host can hold ({} read of the {} declared)", count,
-                                 size.entries));
+    throw InputError(
+        path, in.number(),
+        fmt::format("no more entries than this host can hold ({} read of the {} declared)", count, size.entries));
   }
   if (count < size.entries)
     throw InputError(path, in.number(),
@@ -445,8 +460,10 @@ void write_matrix_market(const std::string& path, const CsrMatrix<double>& a, bo
                  pattern ? "pattern" : "real", a.rows, a.cols, a.nnz());
   for (int32_t r = 0; r < a.rows; ++r) {
     for (int32_t p = a.row_ptr[r]; p < a.row_ptr[r + 1]; ++p) {
-      if (pattern) fmt::format_to(std::back_inserter(buf), "{} {}\n", r + 1, a.col_idx[p] + 1);
-      else fmt::format_to(std::back_inserter(buf), "{} {} {:.17g}\n", r + 1, a.col_idx[p] + 1, a.values[p]);
+      if (pattern)
+        fmt::format_to(std::back_inserter(buf), "{} {}\n", r + 1, a.col_idx[p] + 1);
+      else
+        fmt::format_to(std::back_inserter(buf), "{} {} {:.17g}\n", r + 1, a.col_idx[p] + 1, a.values[p]);
     }
     if (buf.size() > (1u << 20)) flush();
   }
@@ -476,9 +493,12 @@ NamedMatrix load_matrix(const std::string& spec) {
     }
   }
   std::string name = fs::path(spec).filename().string();
-  if (name.ends_with(".mtx.gz")) name.resize(name.size() - 7);
-  else if (name.ends_with(".mtx")) name.resize(name.size() - 4);
-  else name = fs::path(spec).stem().string();
+  if (name.ends_with(".mtx.gz"))
+    name.resize(name.size() - 7);
+  else if (name.ends_with(".mtx"))
+    name.resize(name.size() - 4);
+  else
+    name = fs::path(spec).stem().string();
   NamedMatrix m{name, read_matrix_market(spec)};
   // The tools run in f32: say so when a value would become inf there (a file's own "inf" is
   // refused by the reader; an overflow was silent: issue 36).

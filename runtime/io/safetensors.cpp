@@ -88,11 +88,16 @@ std::optional<std::pair<int, size_t>> parse_linear_name(const std::string& name)
 
 std::string_view to_string(DType t) {
   switch (t) {
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::F32: return "F32";
-    case DType::I32: return "I32";
-    case DType::U32: return "U32";
+    case DType::F16:
+      return "F16";
+    case DType::BF16:
+      return "BF16";
+    case DType::F32:
+      return "F32";
+    case DType::I32:
+      return "I32";
+    case DType::U32:
+      return "U32";
   }
   return "?";
 }
@@ -110,14 +115,17 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   const int64_t size = static_cast<int64_t>(in.tellg());
   in.seekg(0);
   if (size < 8)
-    throw InputError(path, 0, fmt::format("an 8-byte header length at byte 0, but the file has only {} "
-                                          "bytes (truncated)", size));
+    throw InputError(path, 0,
+                     fmt::format("an 8-byte header length at byte 0, but the file has only {} "
+                                 "bytes (truncated)",
+                                 size));
   uint64_t n = 0;
   in.read(reinterpret_cast<char*>(&n), 8);
   if (n > static_cast<uint64_t>(size - 8))
-    throw InputError(path, 0, fmt::format("a header length (byte 0) of at most {}, the bytes left after "
-                                          "byte 8; found {}: the header runs past the end of the file",
-                                          size - 8, n));
+    throw InputError(path, 0,
+                     fmt::format("a header length (byte 0) of at most {}, the bytes left after "
+                                 "byte 8; found {}: the header runs past the end of the file",
+                                 size - 8, n));
   std::string header(n, '\0');
   if (!in.read(header.data(), static_cast<std::streamsize>(n)))
     throw InputError(path, 0, fmt::format("{} header bytes at byte 8 (read failed)", n));
@@ -132,20 +140,22 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   std::set<std::string> names;
   const json::parser_callback_t unique_names = [&](int depth, json::parse_event_t event, json& parsed) {
     if (event == json::parse_event_t::key && depth == 1 && !names.insert(parsed.get<std::string>()).second)
-      throw InputError(path, 0, fmt::format("tensor names that appear once in the header; '{}' appears twice",
-                                            parsed.get<std::string>()));
+      throw InputError(
+          path, 0,
+          fmt::format("tensor names that appear once in the header; '{}' appears twice", parsed.get<std::string>()));
     return true;
   };
   try {
     j = json::parse(header, unique_names);
   } catch (const json::parse_error& e) {
-    throw InputError(path, 0, fmt::format("a JSON header at bytes 8..{}; it does not parse at byte {}: {}",
-                                          f.data_start_, 8 + std::max<size_t>(e.byte, 1) - 1, e.what()));
+    throw InputError(path, 0,
+                     fmt::format("a JSON header at bytes 8..{}; it does not parse at byte {}: {}", f.data_start_,
+                                 8 + std::max<size_t>(e.byte, 1) - 1, e.what()));
   } catch (const json::exception& e) {
     // Not a parse_error: a number past double's range (out_of_range 406) ended the process through
     // an uncaught exception (found by fuzz_safetensors, 2026-12-03).
-    throw InputError(path, 0, fmt::format("a JSON header at bytes 8..{} with numbers in range: {}", f.data_start_,
-                                          e.what()));
+    throw InputError(path, 0,
+                     fmt::format("a JSON header at bytes 8..{} with numbers in range: {}", f.data_start_, e.what()));
   }
   if (!j.is_object())
     throw InputError(path, 0, fmt::format("a JSON object as the header at bytes 8..{}", f.data_start_));
@@ -155,8 +165,8 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     const std::string& name = item.key();
     const auto& v = item.value();
     auto bad = [&](const std::string& what) {
-      return InputError(path, 0, fmt::format("{} for tensor '{}' (header byte {})", what, name,
-                                             key_offset(header, name)));
+      return InputError(path, 0,
+                        fmt::format("{} for tensor '{}' (header byte {})", what, name, key_offset(header, name)));
     };
     if (name == "__metadata__") {
       if (!v.is_object()) throw bad("an object of strings");
@@ -186,13 +196,17 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     if (!begin || !end || *begin > *end)
       throw bad(fmt::format("data_offsets [begin, end] with 0 <= begin <= end (found {})", off.dump()));
     if (*end > buffer)
-      throw bad(fmt::format("data_offsets within the {}-byte data buffer; [{}, {}] ends at file byte {} of {} "
-                            "(truncated?)", buffer, *begin, *end, f.data_start_ + *end, size));
+      throw bad(
+          fmt::format("data_offsets within the {}-byte data buffer; [{}, {}] ends at file byte {} of {} "
+                      "(truncated?)",
+                      buffer, *begin, *end, f.data_start_ + *end, size));
     int64_t want = 0;
     if (__builtin_mul_overflow(elements, dtype_bytes(*dtype), &want) || want != *end - *begin)
-      throw bad(fmt::format("data_offsets spanning {} elements x {} bytes = {} bytes for shape {}; found {} "
-                            "(file bytes {}..{})", elements, dtype_bytes(*dtype), elements * dtype_bytes(*dtype),
-                            json(t.shape).dump(), *end - *begin, f.data_start_ + *begin, f.data_start_ + *end));
+      throw bad(
+          fmt::format("data_offsets spanning {} elements x {} bytes = {} bytes for shape {}; found {} "
+                      "(file bytes {}..{})",
+                      elements, dtype_bytes(*dtype), elements * dtype_bytes(*dtype), json(t.shape).dump(),
+                      *end - *begin, f.data_start_ + *begin, f.data_start_ + *end));
     t.offset = *begin;
     t.bytes = *end - *begin;
     f.tensors_.push_back(std::move(t));
@@ -206,10 +220,11 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   for (size_t i = 1; i < by_offset.size(); ++i) {
     const TensorInfo &a = *by_offset[i - 1], &b = *by_offset[i];
     if (b.offset < a.offset + a.bytes)
-      throw InputError(path, 0, fmt::format("tensors that do not overlap; '{}' (file bytes {}..{}) and '{}' "
-                                            "(file bytes {}..{}) do", a.name, f.data_start_ + a.offset,
-                                            f.data_start_ + a.offset + a.bytes, b.name,
-                                            f.data_start_ + b.offset, f.data_start_ + b.offset + b.bytes));
+      throw InputError(path, 0,
+                       fmt::format("tensors that do not overlap; '{}' (file bytes {}..{}) and '{}' "
+                                   "(file bytes {}..{}) do",
+                                   a.name, f.data_start_ + a.offset, f.data_start_ + a.offset + a.bytes, b.name,
+                                   f.data_start_ + b.offset, f.data_start_ + b.offset + b.bytes));
   }
   std::sort(f.tensors_.begin(), f.tensors_.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   return f;
@@ -230,8 +245,9 @@ const TensorInfo& SafetensorsFile::info(const std::string& name) const {
   std::sort(near.begin(), near.end());
   std::string close;
   for (size_t i = 0; i < near.size() && i < 3; ++i) close += (i ? ", " : "") + near[i].second;
-  throw InputError(path_, 0, fmt::format("a tensor named '{}' ({} tensors; closest: {})", name,
-                                         tensors_.size(), close.empty() ? "none" : close));
+  throw InputError(path_, 0,
+                   fmt::format("a tensor named '{}' ({} tensors; closest: {})", name, tensors_.size(),
+                               close.empty() ? "none" : close));
 }
 
 std::string SafetensorsFile::read_bytes(const TensorInfo& t) const {
@@ -239,17 +255,18 @@ std::string SafetensorsFile::read_bytes(const TensorInfo& t) const {
   std::ifstream in(path_, std::ios::binary);
   in.seekg(data_start_ + t.offset);
   if (!in || !in.read(bytes.data(), static_cast<std::streamsize>(t.bytes)))
-    throw InputError(path_, 0, fmt::format("{} bytes of tensor '{}' at file byte {} (the file is gone or "
-                                           "shorter than when it was opened)", t.bytes, t.name,
-                                           data_start_ + t.offset));
+    throw InputError(path_, 0,
+                     fmt::format("{} bytes of tensor '{}' at file byte {} (the file is gone or "
+                                 "shorter than when it was opened)",
+                                 t.bytes, t.name, data_start_ + t.offset));
   return bytes;
 }
 
 std::vector<float> SafetensorsFile::read_f32(const std::string& name) const {
   const TensorInfo& t = info(name);
   if (t.dtype == DType::I32 || t.dtype == DType::U32)
-    throw UsageError(fmt::format("read_f32: tensor '{}' in {} is {}, not a float; use read_raw32", name, path_,
-                                 to_string(t.dtype)));
+    throw UsageError(
+        fmt::format("read_f32: tensor '{}' in {} is {}, not a float; use read_raw32", name, path_, to_string(t.dtype)));
   const std::string raw = read_bytes(t);
   std::vector<float> out(static_cast<size_t>(t.elements()));
   if (t.dtype == DType::F32) {
@@ -277,7 +294,8 @@ std::vector<uint16_t> SafetensorsFile::read_raw16(const std::string& name) const
 std::vector<uint32_t> SafetensorsFile::read_raw32(const std::string& name) const {
   const TensorInfo& t = info(name);
   if (dtype_bytes(t.dtype) != 4)
-    throw UsageError(fmt::format("read_raw32: tensor '{}' in {} is {}; use read_raw16", name, path_, to_string(t.dtype)));
+    throw UsageError(
+        fmt::format("read_raw32: tensor '{}' in {} is {}; use read_raw16", name, path_, to_string(t.dtype)));
   const std::string raw = read_bytes(t);
   std::vector<uint32_t> out(static_cast<size_t>(t.elements()));
   std::copy(raw.begin(), raw.end(), reinterpret_cast<char*>(out.data()));
@@ -294,7 +312,8 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   for (size_t i = 0; i < order.size(); ++i) {
     const TensorToWrite& t = *order[i];
     if (t.name.empty() || t.name == "__metadata__" || (i > 0 && order[i - 1]->name == t.name))
-      throw UsageError(fmt::format("write_safetensors {}: tensor name '{}' is empty, reserved or repeated", path, t.name));
+      throw UsageError(
+          fmt::format("write_safetensors {}: tensor name '{}' is empty, reserved or repeated", path, t.name));
     int64_t elements = 1;
     for (int64_t d : t.shape) elements *= d;
     const bool raw = !t.raw.empty() || t.dtype == DType::I32 || t.dtype == DType::U32;
@@ -343,8 +362,9 @@ std::vector<LinearLayerRef> find_linear_layers(const std::string& dir) {
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
     if (it->path().extension() == ".safetensors" && it->is_regular_file(ignored)) files.push_back(it->path().string());
   if (files.empty())
-    throw InputError(dir, 0, ec ? fmt::format("a readable directory ({})", ec.message())
-                                : std::string("at least one *.safetensors file in the directory"));
+    throw InputError(dir, 0,
+                     ec ? fmt::format("a readable directory ({})", ec.message())
+                        : std::string("at least one *.safetensors file in the directory"));
   std::sort(files.begin(), files.end());
   std::vector<std::pair<size_t, LinearLayerRef>> found;  // (kind index, ref)
   for (const auto& file : files) {
@@ -353,8 +373,9 @@ std::vector<LinearLayerRef> find_linear_layers(const std::string& dir) {
       const auto parsed = parse_linear_name(t.name);
       if (!parsed) continue;
       if (t.shape.size() != 2)
-        throw InputError(file, 0, fmt::format("a 2-D (out, in) shape for linear weight '{}', found {}", t.name,
-                                              json(t.shape).dump()));
+        throw InputError(
+            file, 0,
+            fmt::format("a 2-D (out, in) shape for linear weight '{}', found {}", t.name, json(t.shape).dump()));
       found.push_back({parsed->second, LinearLayerRef{parsed->first, std::string(kKinds[parsed->second]), file, t}});
     }
   }
@@ -364,8 +385,9 @@ std::vector<LinearLayerRef> find_linear_layers(const std::string& dir) {
   std::vector<LinearLayerRef> out;
   for (size_t i = 0; i < found.size(); ++i) {
     if (i > 0 && found[i - 1].second.layer == found[i].second.layer && found[i - 1].first == found[i].first)
-      throw InputError(found[i].second.file, 0, fmt::format("each weight in one shard only; '{}' is also in {}",
-                                                            found[i].second.info.name, found[i - 1].second.file));
+      throw InputError(found[i].second.file, 0,
+                       fmt::format("each weight in one shard only; '{}' is also in {}", found[i].second.info.name,
+                                   found[i - 1].second.file));
     out.push_back(std::move(found[i].second));
   }
   return out;

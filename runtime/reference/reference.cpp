@@ -44,8 +44,8 @@ std::vector<double> spmv(const CsrMatrix<T>& a, std::span<const T> x, double alp
 }
 
 template <class T>
-std::vector<double> spmspv(const CsrMatrix<T>& a, std::span<const int32_t> x_idx,
-                           std::span<const T> x_val, Semiring semiring) {
+std::vector<double> spmspv(const CsrMatrix<T>& a, std::span<const int32_t> x_idx, std::span<const T> x_val,
+                           Semiring semiring) {
   check_size("spmspv x values", x_val.size(), x_idx.size());
   // Expand x and do a dense-x product: the simplest route that is clearly right.
   std::vector<double> x(static_cast<size_t>(a.cols), 0.0);
@@ -63,8 +63,12 @@ std::vector<double> spmspv(const CsrMatrix<T>& a, std::span<const int32_t> x_idx
       any = any || (a.values[p] != T(0) && x[a.col_idx[p]] != 0.0);
     }
     switch (semiring) {
-      case Semiring::PlusTimes: y[i] = sum; break;
-      case Semiring::OrAnd: y[i] = any ? 1.0 : 0.0; break;
+      case Semiring::PlusTimes:
+        y[i] = sum;
+        break;
+      case Semiring::OrAnd:
+        y[i] = any ? 1.0 : 0.0;
+        break;
     }
   }
   return y;
@@ -151,7 +155,8 @@ CsrMatrix<double> spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b) {
   std::vector<int64_t> before(static_cast<size_t>(a.rows) + 1, 0);
   for (int32_t i = 0; i < a.rows; ++i) {
     int64_t ip = 0;
-    for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) ip += b.row_ptr[a.col_idx[p] + 1] - b.row_ptr[a.col_idx[p]];
+    for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+      ip += b.row_ptr[a.col_idx[p] + 1] - b.row_ptr[a.col_idx[p]];
     before[i + 1] = before[i] + ip + 1;  // + 1: empty rows cost something too
   }
   const int64_t total = before.back();
@@ -241,16 +246,13 @@ double relative_error(std::span<const double> ref, std::span<const T> y) {
   return relative_error(ref, std::span<const double>(yd));
 }
 
-#define DBS_INSTANTIATE(T)                                                                         \
-  template std::vector<double> spmv(const CsrMatrix<T>&, std::span<const T>, double, double,       \
-                                    std::span<const T>);                                           \
-  template std::vector<double> spmspv(const CsrMatrix<T>&, std::span<const int32_t>,              \
-                                      std::span<const T>, Semiring);                               \
-  template BfsResult bfs(const CsrMatrix<T>&, int32_t);                                            \
-  template bool bfs_parents_valid(const CsrMatrix<T>&, int32_t, std::span<const int32_t>,         \
-                                  std::span<const int32_t>);                                       \
-  template std::vector<double> spmm(const CsrMatrix<T>&, std::span<const T>, int32_t);            \
-  template CsrMatrix<double> spgemm(const CsrMatrix<T>&, const CsrMatrix<T>&);                     \
+#define DBS_INSTANTIATE(T)                                                                                           \
+  template std::vector<double> spmv(const CsrMatrix<T>&, std::span<const T>, double, double, std::span<const T>);    \
+  template std::vector<double> spmspv(const CsrMatrix<T>&, std::span<const int32_t>, std::span<const T>, Semiring);  \
+  template BfsResult bfs(const CsrMatrix<T>&, int32_t);                                                              \
+  template bool bfs_parents_valid(const CsrMatrix<T>&, int32_t, std::span<const int32_t>, std::span<const int32_t>); \
+  template std::vector<double> spmm(const CsrMatrix<T>&, std::span<const T>, int32_t);                               \
+  template CsrMatrix<double> spgemm(const CsrMatrix<T>&, const CsrMatrix<T>&);                                       \
   template double relative_error(std::span<const double>, std::span<const T>);
 DBS_INSTANTIATE(float)
 DBS_INSTANTIATE(double)

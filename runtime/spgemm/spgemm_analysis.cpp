@@ -29,25 +29,29 @@ void SpgemmConfig::check() const {
                                     key("b", g - 1), key("b", g - 1), bound(g - 1), key("b", g), bound(g)));
   for (int g = 0; g < 3; ++g)
     if (!is_pow2(table(g)))
-      fail(key("t", g), fmt::format("must be a power of two (a key's slot is its hash & (slots - 1)), got {}", table(g)));
+      fail(key("t", g),
+           fmt::format("must be a power of two (a key's slot is its hash & (slots - 1)), got {}", table(g)));
   if (!is_pow2(lanes0))
     fail("lanes0", fmt::format("must be a power of two up to 32 (a row's lanes share one warp), got {}", lanes0));
   for (int g = 1; g < 3; ++g) {
     const int l = g == 1 ? lanes1 : lanes2;
     if (l != 0 && !is_pow2(l))
       fail(key("lanes", g), fmt::format("must be a power of two up to 32 (a row's lanes share one warp) or 0 (the "
-                                        "whole block), got {}", l));
+                                        "whole block), got {}",
+                                        l));
   }
   for (int g = 0; g < kSpgemmGroups; ++g)
-    if (block(g) % 32 != 0) fail(key("block", g), fmt::format("must be a multiple of 32 (whole warps), got {}", block(g)));
+    if (block(g) % 32 != 0)
+      fail(key("block", g), fmt::format("must be a multiple of 32 (whole warps), got {}", block(g)));
   // Without the fallback nothing catches a full table, so every row of the group must leave an
   // empty slot: a row of group g has at most b_g - 1 distinct columns.
   if (overflow_to_global == 0)
     for (int g = 0; g < 3; ++g)
       if (table(g) < bound(g))
-        fail(key("t", g), fmt::format("must be at least '{}' = {} when 'overflow_to_global' is 0 (a row of group {} can "
-                                      "have {} distinct columns and its table must keep an empty slot), got {}",
-                                      key("b", g), bound(g), g, bound(g) - 1, table(g)));
+        fail(key("t", g),
+             fmt::format("must be at least '{}' = {} when 'overflow_to_global' is 0 (a row of group {} can "
+                         "have {} distinct columns and its table must keep an empty slot), got {}",
+                         key("b", g), bound(g), g, bound(g) - 1, table(g)));
   for (int g = 0; g < 3; ++g) {
     // A block per row also keeps a chunk of A entries (two ints and a value each) in static shared memory.
     const int64_t bytes = spgemm_shared_bytes(*this, g, 8) + (lanes(g) > 32 ? int64_t{block(g)} * 16 : 0);
@@ -155,9 +159,10 @@ int64_t check_nnz_fits(std::span<const int32_t> row_lengths) {
       throw UsageError(fmt::format("spgemm: row {} of C has a negative length, {}", i, row_lengths[i]));
     total += row_lengths[i];
     if (total > kMax)
-      throw UsageError(fmt::format("spgemm: C would have more than 2^31-1 nonzeros (int32 indices): the count passes "
-                                   "it at row {}, which has {}, for {} in rows 0..{}",
-                                   i, row_lengths[i], total, i));
+      throw UsageError(
+          fmt::format("spgemm: C would have more than 2^31-1 nonzeros (int32 indices): the count passes "
+                      "it at row {}, which has {}, for {} in rows 0..{}",
+                      i, row_lengths[i], total, i));
   }
   return total;
 }

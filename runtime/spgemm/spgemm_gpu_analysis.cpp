@@ -50,7 +50,6 @@ abi::SpgemmGroupRule spgemm_group_rule(const SpgemmConfig& c, int32_t b_cols) {
   return r;
 }
 
-
 SpgemmGpuAnalysis::SpgemmGpuAnalysis(Context& ctx, const SpgemmOperands& ops, const SpgemmConfig& c, CUstream h)
     : rows_(ops.rows), ops_(ops), rule_(spgemm_group_rule(c, ops.b_cols)), stats_dev_(1, ctx.pool_on(h)) {
   stats_.first_bad_b = std::numeric_limits<uint64_t>::max();
@@ -161,8 +160,8 @@ int64_t SpgemmGpuAnalysis::size_c(uint64_t row_len, uint64_t overflow, uint64_t 
   if (stats_.nnz > std::numeric_limits<int32_t>::max()) {
     const auto len = download_at<int32_t>(row_len, 0, rows_);
     check_nnz_fits(len);  // throws, naming the row
-    throw std::logic_error(fmt::format("spgemm: the GPU counted nnz(C) = {}, the host {}", stats_.nnz,
-                                       check_nnz_fits(len)));
+    throw std::logic_error(
+        fmt::format("spgemm: the GPU counted nnz(C) = {}, the host {}", stats_.nnz, check_nnz_fits(len)));
   }
   return stats_.nnz;
 }

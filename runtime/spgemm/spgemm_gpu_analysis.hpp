@@ -87,12 +87,12 @@ class SpgemmGpuAnalysis {
   void scan_rows(uint64_t row_len, uint64_t overflow, uint64_t out_ptr, CUstream h);
   abi::SpgemmStats stats_{};
   DeviceBuffer<abi::SpgemmStats> stats_dev_;
-  DeviceBuffer<int8_t> code_;             // per row of A
-  DeviceBuffer<int32_t> ip_row_;          // per row of A: its IP (capped at 2^31-1)
-  DeviceBuffer<int32_t> lists_;           // groups 0, 1, 2 one after the other
-  DeviceBuffer<int32_t> global_list_;     // group 3, then the rows that may overflow
-  DeviceBuffer<abi::SpgemmTable> tables_; // per position of the global list
-  DeviceBuffer<int64_t> tile_sum_;        // per scan tile
+  DeviceBuffer<int8_t> code_;              // per row of A
+  DeviceBuffer<int32_t> ip_row_;           // per row of A: its IP (capped at 2^31-1)
+  DeviceBuffer<int32_t> lists_;            // groups 0, 1, 2 one after the other
+  DeviceBuffer<int32_t> global_list_;      // group 3, then the rows that may overflow
+  DeviceBuffer<abi::SpgemmTable> tables_;  // per position of the global list
+  DeviceBuffer<int64_t> tile_sum_;         // per scan tile
 };
 
 }  // namespace dbsparse::detail

@@ -82,7 +82,8 @@ class HashSpgemm {
     for (int32_t k = 0; k < b_.rows; ++k)
       for (int32_t q = b_.row_ptr[k]; q < b_.row_ptr[k + 1]; ++q)
         if (b_.col_idx[q] < 0 || b_.col_idx[q] >= b_.cols)
-          throw UsageError(fmt::format("spgemm: row {} of B has column {}, outside [0, {})", k, b_.col_idx[q], b_.cols));
+          throw UsageError(
+              fmt::format("spgemm: row {} of B has column {}, outside [0, {})", k, b_.col_idx[q], b_.cols));
     r.grouping = group_rows(r.ip, c_);  // phase 2
     const auto rows = static_cast<size_t>(a_.rows);
     r.group.assign(rows, -1);
@@ -110,7 +111,8 @@ class HashSpgemm {
         } else if (c_.overflow_to_global != 0) {
           r.overflowed[i] = 1;
         } else {  // check() made every table big enough for its group: cannot happen
-          throw std::logic_error(fmt::format("hash_spgemm_cpu: row {} overflowed a table of {} slots", i, fitted.table(g)));
+          throw std::logic_error(
+              fmt::format("hash_spgemm_cpu: row {} overflowed a table of {} slots", i, fitted.table(g)));
         }
       }
     for (int32_t i = 0; i < a_.rows; ++i)
@@ -119,8 +121,7 @@ class HashSpgemm {
       const int64_t slots = spgemm_global_table_slots(r.ip[i], b_.cols, c_);
       r.global_slots += slots;
       length[i] = count_row(i, r.group[i], slots, slots >= b_.cols);
-      if (length[i] < 0)
-        throw std::logic_error(fmt::format("hash_spgemm_cpu: row {} overflowed its global table", i));
+      if (length[i] < 0) throw std::logic_error(fmt::format("hash_spgemm_cpu: row {} overflowed its global table", i));
     }
 
     // Phase 4: the count is checked before C is allocated.
@@ -211,7 +212,8 @@ class HashSpgemm {
     for_each_product(i, g, [&](int32_t col, T av, T bv) {
       bool claimed = false;
       const int64_t s = table_.insert(col, claimed);
-      if (s < 0) throw std::logic_error(fmt::format("hash_spgemm_cpu: row {} fit its table in the symbolic phase only", i));
+      if (s < 0)
+        throw std::logic_error(fmt::format("hash_spgemm_cpu: row {} fit its table in the symbolic phase only", i));
       table_.value(s) += av * bv;
     });
     const int32_t begin = out.row_ptr[i], end = out.row_ptr[i + 1];

@@ -269,12 +269,12 @@ void SpgemmPlan<T>::Impl::launch_numeric(CUstream h, bool first) {
       DBS_CU(cuLaunchKernel(k.count, rows, split, 1, block, 1, 1, 0, gs, count, nullptr));
       void* scan[] = {&list, &n, &always, &tables, &ovf, &b_cols, &segs, &hist, &fill, &len};
       DBS_CU(cuLaunchKernel(k.scan, rows, 1, 1, block, 1, 1, 0, gs, scan, nullptr));
-      void* scatter[] = {&list, &n,     &always, &tables, &keys, &vals, &ovf,  &cp,
-                         &cc,   &cv,    &b_cols, &width,  &segs, &hist, &fill};
+      void* scatter[] = {&list, &n,  &always, &tables, &keys, &vals, &ovf, &cp,
+                         &cc,   &cv, &b_cols, &width,  &segs, &hist, &fill};
       DBS_CU(cuLaunchKernel(k.scatter, rows, split, 1, block, 1, 1, 0, gs, scatter, nullptr));
       int hashed = 0;
-      void* sort[] = {&list, &n,  &always, &tables, &keys,   &vals, &ovf, &cp,  &cc,
-                      &cv,   &b_cols, &seg, &width,  &segs, &hist,   &hashed, &len};
+      void* sort[] = {&list, &n,      &always, &tables, &keys, &vals, &ovf,    &cp, &cc,
+                      &cv,   &b_cols, &seg,    &width,  &segs, &hist, &hashed, &len};
       DBS_CU(cuLaunchKernel(k.sort, rows, split, 1, block, 1, 1, 0, gs, sort, nullptr));  // dense rows
       hashed = 1;
       DBS_CU(cuLaunchKernel(k.sort, rows, seg_blocks, 1, block, 1, 1, static_cast<unsigned>(k.sort_smem), gs, sort,
@@ -320,8 +320,8 @@ void check_host_csr(const CsrMatrix<T>& m, const char* name) {
     throw UsageError(fmt::format("spgemm: row_ptr must have rows + 1 entries: {} has {} for {} rows", name,
                                  m.row_ptr.size(), m.rows));
   if (m.values.size() != m.col_idx.size())
-    throw UsageError(fmt::format("spgemm: {} has {} column indices but {} values", name, m.col_idx.size(),
-                                 m.values.size()));
+    throw UsageError(
+        fmt::format("spgemm: {} has {} column indices but {} values", name, m.col_idx.size(), m.values.size()));
 }
 
 template <class T>
@@ -359,8 +359,8 @@ SpgemmPlan<T> Context::plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b,
   SpgemmOptions o = opt;
   std::string source;
   if (!o.config) {
-    const Config cfg = lookup_config(info_.record().fingerprint, structure_fingerprint(a),
-                                     config_info<SpgemmConfig>(), "", [&] { return compute_features(a); });
+    const Config cfg = lookup_config(info_.record().fingerprint, structure_fingerprint(a), config_info<SpgemmConfig>(),
+                                     "", [&] { return compute_features(a); });
     o.config = config_from_json<SpgemmConfig>(cfg.params);
     source = fmt::format("{}{}", to_string(cfg.source), cfg.note.empty() ? "" : " — " + cfg.note);
   }
@@ -449,9 +449,10 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
       k.symbolic_smem = spgemm_shared_bytes(kc, g, 0);
       k.numeric_smem = spgemm_shared_bytes(kc, g, static_cast<int>(sizeof(T)));
       if (k.numeric_smem > optin)
-        throw UsageError(fmt::format("spgemm: group {} needs {} bytes of shared memory per block ({} table(s) of {} "
-                                     "slots), over this device's {} ({}): lower 't{}'",
-                                     g, k.numeric_smem, k.rows_per_block, kc.table(g), optin, info_.arch(), g));
+        throw UsageError(
+            fmt::format("spgemm: group {} needs {} bytes of shared memory per block ({} table(s) of {} "
+                        "slots), over this device's {} ({}): lower 't{}'",
+                        g, k.numeric_smem, k.rows_per_block, kc.table(g), optin, info_.arch(), g));
     }
     auto sym = modules_->get(codegen::make_source(codegen::spgemm_key(vt, codegen::SpgemmPhase::Symbolic, g, kc)),
                              info_.arch());
@@ -476,7 +477,8 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
       k.segs = static_cast<int>((int64_t{b.cols} + k.sort_cap - 1) / k.sort_cap);
       const int64_t hist = 2 * int64_t{an.global_rows()} * k.segs;
       p->seg_hist = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(hist, 1)), pool);
-      DBS_CU(cuFuncSetAttribute(k.sort, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(k.sort_smem)));
+      DBS_CU(
+          cuFuncSetAttribute(k.sort, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(k.sort_smem)));
     }
     k.symbolic_info = sym.info;
     k.numeric_info = num.info;
@@ -496,8 +498,8 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   // 2026-12-03). Power-law graphs with a few hubs lost in one pass (0.92x to 0.80x) while the copy
   // into C gave each row 8 lanes (a hub's 25K entries made a 0.8 ms tail); the copy is balanced
   // over C's entries now (spgemm_compact_rows).
-  const bool global_fits = an.global_rows() == 0 ||
-                          (an.global_rows() == an.count(kSpgemmGlobalGroup) && p->chunks.size() == 1);
+  const bool global_fits =
+      an.global_rows() == 0 || (an.global_rows() == an.count(kSpgemmGlobalGroup) && p->chunks.size() == 1);
   bool fits = an.products() > 0 && an.products() <= std::numeric_limits<int32_t>::max() &&
               an.products() * static_cast<int64_t>(4 + sizeof(T)) <= p->table_budget && global_fits;
   for (int g = 0; g < kSpgemmGlobalGroup; ++g)
@@ -546,9 +548,10 @@ template <class T>
 void SpgemmPlan<T>::values_changed(std::span<const T> a_values, std::span<const T> b_values) {
   Impl& p = *impl_;
   if (static_cast<int64_t>(a_values.size()) != p.a.nnz || static_cast<int64_t>(b_values.size()) != p.b.nnz)
-    throw UsageError(fmt::format("SpgemmPlan::values_changed: the plan's A has {} and B {} nonzeros, got {} and {} "
-                                 "values (only the values may change)",
-                                 p.a.nnz, p.b.nnz, a_values.size(), b_values.size()));
+    throw UsageError(
+        fmt::format("SpgemmPlan::values_changed: the plan's A has {} and B {} nonzeros, got {} and {} "
+                    "values (only the values may change)",
+                    p.a.nnz, p.b.nnz, a_values.size(), b_values.size()));
   DBS_CU(cuCtxSynchronize());  // every stream done with the old values (the last run's may be gone)
   p.a_own.values = upload(a_values);
   p.b_own.values = upload(b_values);
@@ -557,13 +560,21 @@ void SpgemmPlan<T>::values_changed(std::span<const T> a_values, std::span<const 
 }
 
 template <class T>
-bool SpgemmPlan<T>::structure_known() const { return impl_->structured; }
+bool SpgemmPlan<T>::structure_known() const {
+  return impl_->structured;
+}
 template <class T>
-int32_t SpgemmPlan<T>::rows() const { return impl_->rows; }
+int32_t SpgemmPlan<T>::rows() const {
+  return impl_->rows;
+}
 template <class T>
-int32_t SpgemmPlan<T>::cols() const { return impl_->cols; }
+int32_t SpgemmPlan<T>::cols() const {
+  return impl_->cols;
+}
 template <class T>
-int64_t SpgemmPlan<T>::nnz() const { return impl_->nnz; }
+int64_t SpgemmPlan<T>::nnz() const {
+  return impl_->nnz;
+}
 
 namespace {
 void require_structure(bool structured, const char* what) {
@@ -605,13 +616,19 @@ CsrMatrix<T> SpgemmPlan<T>::download() const {
 }
 
 template <class T>
-const SpgemmConfig& SpgemmPlan<T>::config() const { return impl_->config; }
+const SpgemmConfig& SpgemmPlan<T>::config() const {
+  return impl_->config;
+}
 template <class T>
 DeviceCsrView<T> SpgemmPlan<T>::result() const {
   const Impl& p = *impl_;
   require_structure(p.structured, "result");
-  return {p.rows, p.cols, p.nnz, reinterpret_cast<const int32_t*>(p.c_ptr.ptr()),
-          reinterpret_cast<const int32_t*>(p.c_col.ptr()), reinterpret_cast<const T*>(p.c_val.ptr())};
+  return {p.rows,
+          p.cols,
+          p.nnz,
+          reinterpret_cast<const int32_t*>(p.c_ptr.ptr()),
+          reinterpret_cast<const int32_t*>(p.c_col.ptr()),
+          reinterpret_cast<const T*>(p.c_val.ptr())};
 }
 
 template <class T>
@@ -626,15 +643,25 @@ const SpgemmGrouping& SpgemmPlan<T>::grouping() const {
   return *impl_->grouping;
 }
 template <class T>
-int64_t SpgemmPlan<T>::products() const { return impl_->analysis.products(); }
+int64_t SpgemmPlan<T>::products() const {
+  return impl_->analysis.products();
+}
 template <class T>
-int64_t SpgemmPlan<T>::max_row_products() const { return impl_->analysis.stats().max_ip; }
+int64_t SpgemmPlan<T>::max_row_products() const {
+  return impl_->analysis.stats().max_ip;
+}
 template <class T>
-int64_t SpgemmPlan<T>::overflow_rows() const { return impl_->overflowed; }
+int64_t SpgemmPlan<T>::overflow_rows() const {
+  return impl_->overflowed;
+}
 template <class T>
-int64_t SpgemmPlan<T>::global_slots() const { return impl_->analysis.global_slots(); }
+int64_t SpgemmPlan<T>::global_slots() const {
+  return impl_->analysis.global_slots();
+}
 template <class T>
-const SpgemmFreshTimes& SpgemmPlan<T>::fresh_times() const { return impl_->times; }
+const SpgemmFreshTimes& SpgemmPlan<T>::fresh_times() const {
+  return impl_->times;
+}
 
 namespace {
 template <class U>
@@ -666,8 +693,7 @@ std::string SpgemmPlan<T>::explain() const {
   std::string out = fmt::format(
       "spgemm {}x{} = A ({} nnz{}) * B ({} nnz{}), {}: IP {} (GFLOP {:.3f}, largest row {}), idle rows {}\n", p.rows,
       p.cols, p.a.nnz, p.inputs_owned ? "" : ", read in place", p.b.nnz, p.inputs_owned ? "" : ", read in place",
-      sizeof(T) == 4 ? "f32" : "f64", ip,
-      2 * ip * 1e-9, st.max_ip, st.idle);
+      sizeof(T) == 4 ? "f32" : "f64", ip, 2 * ip * 1e-9, st.max_ip, st.idle);
   out += fmt::format("  config ({}): {}\n", p.config_source, config_to_json(c).dump());
   if (p.narrowed)
     out += fmt::format("  B's {} columns fit group 2's table (narrow_dense): b2 raised to {}, no global tables\n",
@@ -683,26 +709,29 @@ std::string SpgemmPlan<T>::explain() const {
     out += fmt::format("  group {}: {} rows, IP {} ({}); kernels {} / {}\n", g, st.rows[g], st.ip[g], where,
                        k.symbolic ? k.symbolic_info.key : "-", k.numeric ? k.numeric_info.key : "-");
   }
-  out += fmt::format("  global tables: {} rows ({} of group 3, {} that may overflow a shared table), {} slots; "
-                     "overflow_to_global {}\n",
-                     p.analysis.global_rows(), st.rows[kSpgemmGlobalGroup], st.may_overflow, st.global_slots,
-                     c.overflow_to_global);
+  out += fmt::format(
+      "  global tables: {} rows ({} of group 3, {} that may overflow a shared table), {} slots; "
+      "overflow_to_global {}\n",
+      p.analysis.global_rows(), st.rows[kSpgemmGlobalGroup], st.may_overflow, st.global_slots, c.overflow_to_global);
   if (p.analysis.global_rows() > 0)
-    out += p.chunks_pending() ? fmt::format("  global tables over the budget of {} bytes: laid out in chunks by the first run\n",
-                                   p.table_budget)
-                     : fmt::format("  global tables in {} chunk(s) of at most {} bytes, run one after another\n",
-                                   p.chunks.size(), p.table_budget);
+    out += p.chunks_pending()
+               ? fmt::format("  global tables over the budget of {} bytes: laid out in chunks by the first run\n",
+                             p.table_budget)
+               : fmt::format("  global tables in {} chunk(s) of at most {} bytes, run one after another\n",
+                             p.chunks.size(), p.table_budget);
   if (p.structured)
     out += fmt::format("  C: {} nnz; {} row(s) overflowed to a global table\n", p.nnz, p.overflowed);
   else
     out += "  C: not yet sized\n";
   out += fmt::format("  device: {} bytes held{}\n", device_bytes(), p.structured ? ", C included" : "");
-  out += "  planning ran the analysis on the GPU and waited once (group counts read back); the first run() fills "
-         "the group lists, then waits once more after the symbolic phase (nnz(C) read back, C's row_ptr already on "
-         "the GPU, C allocated); later runs launch the numeric phase only, without a host sync\n";
-  out += p.one_pass ? fmt::format("  first run in one pass: no symbolic phase; the numeric phase writes rows at their "
-                                  "IP offsets into {} bytes of scratch, then C is sized and filled by a copy\n",
-                                  p.structured ? p.scratch_bytes : int64_t{-1})
+  out +=
+      "  planning ran the analysis on the GPU and waited once (group counts read back); the first run() fills "
+      "the group lists, then waits once more after the symbolic phase (nnz(C) read back, C's row_ptr already on "
+      "the GPU, C allocated); later runs launch the numeric phase only, without a host sync\n";
+  out += p.one_pass ? fmt::format(
+                          "  first run in one pass: no symbolic phase; the numeric phase writes rows at their "
+                          "IP offsets into {} bytes of scratch, then C is sized and filled by a copy\n",
+                          p.structured ? p.scratch_bytes : int64_t{-1})
                     : "  first run in two passes: the symbolic phase sizes C before the numeric phase\n";
   return out;
 }

@@ -30,19 +30,26 @@ std::string spmm_tuning_bucket(int n_cols) { return n_cols <= 64 ? "n32" : "n128
 
 const char* to_string(SpmmPath p) {
   switch (p) {
-    case SpmmPath::Auto: return "auto";
-    case SpmmPath::Brp: return "brp";
-    case SpmmPath::CsrCudaCore: return "csr-cuda-core";
-    case SpmmPath::Condensed: return "condensed";
+    case SpmmPath::Auto:
+      return "auto";
+    case SpmmPath::Brp:
+      return "brp";
+    case SpmmPath::CsrCudaCore:
+      return "csr-cuda-core";
+    case SpmmPath::Condensed:
+      return "condensed";
   }
   return "?";
 }
 
 const char* to_string(SpmmDtype d) {
   switch (d) {
-    case SpmmDtype::F32: return "f32";
-    case SpmmDtype::F16: return "f16";
-    case SpmmDtype::BF16: return "bf16";
+    case SpmmDtype::F32:
+      return "f32";
+    case SpmmDtype::F16:
+      return "f16";
+    case SpmmDtype::BF16:
+      return "bf16";
   }
   return "?";
 }
@@ -148,14 +155,15 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
     if (opt.f || opt.g) validate(BrpParams{opt.f.value_or(1), opt.g.value_or(1)});
     validate(a);
     make_current();
-    require_device_bytes(fmt::format("plan_spmm of a {} x {} matrix with {} nonzeros (A, at least)", a.rows, a.cols, a.nnz()),
-                         csr_device_bytes(a.rows, a.nnz(), spmm_value_bytes(opt.dtype)));
+    require_device_bytes(
+        fmt::format("plan_spmm of a {} x {} matrix with {} nonzeros (A, at least)", a.rows, a.cols, a.nnz()),
+        csr_device_bytes(a.rows, a.nnz(), spmm_value_bytes(opt.dtype)));
     auto p = std::make_unique<SpmmPlan::Impl>();
     // The config: SpmmOptions::config, else the tuning DB's; then the explicit options over it.
-    p->config = opt.config ? *opt.config
-                           : lookup_config(info_.record().fingerprint, structure_fingerprint(a),
-                                           config_info<SpmmConfig>(), spmm_tuning_bucket(n_cols),
-                                           [&] { return compute_features(a); });
+    p->config = opt.config
+                    ? *opt.config
+                    : lookup_config(info_.record().fingerprint, structure_fingerprint(a), config_info<SpmmConfig>(),
+                                    spmm_tuning_bucket(n_cols), [&] { return compute_features(a); });
     p->typed = config_from_json<SpmmConfig>(p->config.params);
     p->config.params = config_to_json(p->typed);
     if (opt.f) p->typed.f = *opt.f;
@@ -185,8 +193,9 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
     p->order = auto_order ? Reorder::None : parse_reorder(p->typed.reorder);
     if (p->order != Reorder::None) {
       if (p->order != Reorder::Degree && a.rows != a.cols)
-        throw UsageError(fmt::format("plan_spmm: reorder '{}' orders a graph's vertices and needs a square A, got {} x {}",
-                                     to_string(p->order), a.rows, a.cols));
+        throw UsageError(
+            fmt::format("plan_spmm: reorder '{}' orders a graph's vertices and needs a square A, got {} x {}",
+                        to_string(p->order), a.rows, a.cols));
       p->path = SpmmPath::CsrCudaCore;
     }
     if (p->path == SpmmPath::Auto) {
@@ -221,8 +230,10 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       }
       p->row_ptr = upload(a.row_ptr);
       p->col_idx = upload(a.col_idx);
-      if (f32) p->vals = upload(a.values);
-      else p->vals16 = upload(to_16(a.values, opt.dtype));
+      if (f32)
+        p->vals = upload(a.values);
+      else
+        p->vals16 = upload(to_16(a.values, opt.dtype));
       p->csr_rows = a.rows;
       // The scalar kernel always: it also serves B or C that are not aligned to 4 values.
       p->csr_warps = p->typed.csr_warps;
@@ -389,4 +400,3 @@ template SpmmPlan Context::plan_spmm(const CsrMatrix<float>&, int, const SpmmOpt
 template SpmmPlan Context::plan_spmm(const CsrMatrix<double>&, int, const SpmmOptions&);
 
 }  // namespace dbsparse
-

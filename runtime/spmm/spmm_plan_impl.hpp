@@ -86,18 +86,18 @@ struct SpmmPlan::Impl {
   SpmmPath asked = SpmmPath::Auto, path = SpmmPath::Brp;
   SpmmDtype dtype = SpmmDtype::F32;
   int f = 1, g = 4;
-  Config config;      // as read (tuning DB or SpmmOptions::config)
-  SpmmConfig typed;   // with SpmmOptions' explicit fields applied
-  double auto_share = -1;  // brp_group_share, when Auto weighed it
-  double auto_fill = -1;   // condensed_fill, when Auto weighed it
-  double fill = 0;         // the condensed path's tile fill
-  double convert_ms = 0;   // the condensed path's host conversion
-  int64_t csr_bytes = 0;   // the condensed path: A in CSR, what its tiles are weighed against
+  Config config;                  // as read (tuning DB or SpmmOptions::config)
+  SpmmConfig typed;               // with SpmmOptions' explicit fields applied
+  double auto_share = -1;         // brp_group_share, when Auto weighed it
+  double auto_fill = -1;          // condensed_fill, when Auto weighed it
+  double fill = 0;                // the condensed path's tile fill
+  double convert_ms = 0;          // the condensed path's host conversion
+  int64_t csr_bytes = 0;          // the condensed path: A in CSR, what its tiles are weighed against
   Reorder order = Reorder::None;  // the CSR path's row order (SpmmConfig::reorder)
-  double auto_cv = -1;             // the rows' length CV, when reorder auto weighed it
+  double auto_cv = -1;            // the rows' length CV, when reorder auto weighed it
   double reorder_ms = 0;
   std::vector<int32_t> row_order;  // old_of_new; on the device as row_id
-  BrpStats stats;          // BRP path
+  BrpStats stats;                  // BRP path
   // The row kernels' CSR: the residual rows (BRP; row_id maps them to C's rows) or all of A (CSR).
   DeviceBuffer<int32_t> row_ptr, col_idx, row_id;
   DeviceBuffer<float> vals;
@@ -110,7 +110,7 @@ struct SpmmPlan::Impl {
   DeviceBuffer<uint16_t> group_vals16;  // instead of group_vals in f16 / bf16
   int32_t local_stride = 0, value_stride = 0, groups = 0;
   CUfunction tc = nullptr, rows1 = nullptr, rows4 = nullptr;
-  int carveout = -1;  // the rows kernels' preferred shared carveout (l1_carveout.hpp); -1: the driver's
+  int carveout = -1;             // the rows kernels' preferred shared carveout (l1_carveout.hpp); -1: the driver's
   DeviceBuffer<uint32_t> afrag;  // the groups' A operands in fragment order, when expanded (SpmmArgs::afrag)
   CUfunction tc_pieces = nullptr, rows1_pieces = nullptr, rows4_pieces = nullptr;
   DeviceBuffer<int32_t> pieces;  // triples: see SpmmArgs::pieces
@@ -119,9 +119,9 @@ struct SpmmPlan::Impl {
   DeviceBuffer<int32_t> parts, part_first;
   DeviceBuffer<float> part_sum;
   DeviceBuffer<uint32_t> part_count;
-  int32_t n_parts = 0;  // the cut rows are part_first.size() - 1
+  int32_t n_parts = 0;                                         // the cut rows are part_first.size() - 1
   unsigned csr_grid1 = 1, csr_grid4 = 1, csr_pieces_grid = 1;  // the scalar and float4 kernels'
-  int csr_rows1 = 1, csr_rows4 = 1;  // rows a warp of each (SpmmConfig::csr_rows_per_warp)
+  int csr_rows1 = 1, csr_rows4 = 1;                            // rows a warp of each (SpmmConfig::csr_rows_per_warp)
   // Staged windows (SpmmConfig::csr_stage_reuse; abi::SpmmStageArgs, spmm_stage.hpp), float4 calls
   // only: the windows' arrays and kernel, and the rows left to the CSR kernel then (plain_rows).
   DeviceBuffer<int32_t> st_win_row, st_win_col, st_cols, st_rows, st_ptr, plain_rows;

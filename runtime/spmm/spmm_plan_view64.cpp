@@ -26,8 +26,8 @@ SpmmPlan Context::plan_spmm(const DeviceCsrView64<float>& a, int n_cols, const S
     throw UsageError(fmt::format("plan_spmm (64-bit offsets): the CSR path only, not {}", to_string(opt.path)));
   make_current();
   auto p = std::make_unique<SpmmPlan::Impl>();
-  p->config = opt.config ? *opt.config
-                         : Config{"spmm", config_to_json(SpmmConfig{}), ConfigSource::Default, "device view"};
+  p->config =
+      opt.config ? *opt.config : Config{"spmm", config_to_json(SpmmConfig{}), ConfigSource::Default, "device view"};
   p->typed = config_from_json<SpmmConfig>(p->config.params);
   p->config.params = config_to_json(p->typed);
   // The rows' order: none, degree, or auto's degree where the lengths vary, all made on the

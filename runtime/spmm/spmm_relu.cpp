@@ -14,8 +14,8 @@ constexpr int kReluWarps = 8;
 ReluPass::ReluPass(CUfunction fn, KernelInfo kernel, SpmmDtype d, long long count, int sm_count)
     : fn_(fn), kernel_(std::move(kernel)), count_(count) {
   const long long items = d == SpmmDtype::F32 ? (count + 3) / 4 : count;
-  grid_ = static_cast<unsigned>(std::clamp<long long>((items + kReluWarps * 32 - 1) / (kReluWarps * 32), 1,
-                                                      16LL * std::max(sm_count, 1)));
+  grid_ = static_cast<unsigned>(
+      std::clamp<long long>((items + kReluWarps * 32 - 1) / (kReluWarps * 32), 1, 16LL * std::max(sm_count, 1)));
 }
 
 void ReluPass::run(uint64_t x, CUstream stream) const {

@@ -17,7 +17,7 @@ class ReluPass {
   ReluPass() = default;
   // count values of x, a grid-stride loop (float4 in f32) of at most 16 blocks an SM.
   ReluPass(CUfunction fn, KernelInfo kernel, SpmmDtype d, long long count, int sm_count);
-  void run(uint64_t x, CUstream stream) const;  // enqueues; no allocation, no sync
+  void run(uint64_t x, CUstream stream) const;          // enqueues; no allocation, no sync
   const KernelInfo& kernel() const { return kernel_; }  // its module, for a plan's kernels()
 
  private:

@@ -93,8 +93,8 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
   // 16 bits with pieces: the cut units' C, from their f32 sums, once the pieces are in.
   auto finalize = [&] {
     if (!f32 && p.acc_n_units)
-      DBS_CU(cuLaunchKernel(p.finalize, p.finalize_grid, 1, 1, abi::kSpmmFinalizeThreads, 1, 1, 0, h, params16,
-                            nullptr));
+      DBS_CU(
+          cuLaunchKernel(p.finalize, p.finalize_grid, 1, 1, abi::kSpmmFinalizeThreads, 1, 1, 0, h, params16, nullptr));
   };
   const uint64_t vec_bytes = 4 * static_cast<uint64_t>(spmm_value_bytes(p.dtype));
   const bool v4 = p.vec4 && b % vec_bytes == 0 && c % vec_bytes == 0;
@@ -104,15 +104,27 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
     args.vals = reinterpret_cast<const float*>(p.view_vals);
     CUdeviceptr rp64 = p.view_row_ptr64;
     void* params64[] = {&args, &rp64};
-    DBS_CU(cuLaunchKernel(rows_fn, v4 ? p.csr_grid4 : p.csr_grid1, 1, 1, p.csr_warps * 32, 1, 1, 0, h, params64, nullptr));
+    DBS_CU(
+        cuLaunchKernel(rows_fn, v4 ? p.csr_grid4 : p.csr_grid1, 1, 1, p.csr_warps * 32, 1, 1, 0, h, params64, nullptr));
     epilogue_pass();  // fused today (one kernel writes every row); here so that a later change cannot drop it
     return;
   }
   if (p.path == SpmmPath::CsrCudaCore) {
     unsigned grid = v4 ? p.csr_grid4 : p.csr_grid1;
     if (p.st_windows > 0 && v4) {  // the staged windows, then the CSR kernel on the other rows
-      abi::SpmmStageArgs sa{dev(p.st_win_row), dev(p.st_win_col), dev(p.st_cols), dev(p.st_rows), dev(p.st_ptr),
-                            dev(p.st_slot), dev(p.st_vals), args.b, args.c, p.n, p.st_windows, alpha, beta};
+      abi::SpmmStageArgs sa{dev(p.st_win_row),
+                            dev(p.st_win_col),
+                            dev(p.st_cols),
+                            dev(p.st_rows),
+                            dev(p.st_ptr),
+                            dev(p.st_slot),
+                            dev(p.st_vals),
+                            args.b,
+                            args.c,
+                            p.n,
+                            p.st_windows,
+                            alpha,
+                            beta};
       void* stage_params[] = {&sa};
       DBS_CU(cuLaunchKernel(p.staged, static_cast<unsigned>(p.st_windows), 1, 1, abi::kSpmmStageWarps * 32, 1, 1,
                             p.st_smem, h, stage_params, nullptr));
@@ -137,8 +149,8 @@ void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta
   finalize();
   if (p.csr_rows > 0)
     DBS_CU(cuLaunchKernel(rows_fn,
-                          static_cast<unsigned>((int64_t{p.csr_rows} + abi::kSpmmRowWarps - 1) / abi::kSpmmRowWarps),
-                          1, 1, abi::kSpmmRowWarps * 32, 1, 1, 0, h, params, nullptr));
+                          static_cast<unsigned>((int64_t{p.csr_rows} + abi::kSpmmRowWarps - 1) / abi::kSpmmRowWarps), 1,
+                          1, abi::kSpmmRowWarps * 32, 1, 1, 0, h, params, nullptr));
   epilogue_pass();
 }
 
@@ -169,15 +181,14 @@ const SpmmConfig& SpmmPlan::typed_config() const { return impl_->typed; }
 
 int64_t SpmmPlan::device_bytes() const {
   const Impl& p = *impl_;
-  return static_cast<int64_t>((p.row_ptr.size() + p.col_idx.size() + p.row_id.size() + p.window.size() +
-                               p.old_col.size() + p.win_group.size() + p.pieces.size() + p.afrag.size() +
-                               p.acc_w.size() + p.acc_slot.size() + p.acc_units.size() + p.parts.size() +
-                               p.part_first.size() + p.part_sum.size() + p.part_count.size() +
-                               p.st_win_row.size() + p.st_win_col.size() + p.st_cols.size() + p.st_rows.size() +
-                               p.st_ptr.size() + p.plain_rows.size() + p.st_vals.size()) * 4 +
-                              p.st_slot.size() * 2 +
-                              (p.vals.size() + p.group_vals.size()) * 4 +
-                              (p.vals16.size() + p.group_vals16.size()) * 2 + p.local_id.size());
+  return static_cast<int64_t>(
+      (p.row_ptr.size() + p.col_idx.size() + p.row_id.size() + p.window.size() + p.old_col.size() + p.win_group.size() +
+       p.pieces.size() + p.afrag.size() + p.acc_w.size() + p.acc_slot.size() + p.acc_units.size() + p.parts.size() +
+       p.part_first.size() + p.part_sum.size() + p.part_count.size() + p.st_win_row.size() + p.st_win_col.size() +
+       p.st_cols.size() + p.st_rows.size() + p.st_ptr.size() + p.plain_rows.size() + p.st_vals.size()) *
+          4 +
+      p.st_slot.size() * 2 + (p.vals.size() + p.group_vals.size()) * 4 + (p.vals16.size() + p.group_vals16.size()) * 2 +
+      p.local_id.size());
 }
 
 std::string SpmmPlan::explain() const {
@@ -187,8 +198,7 @@ std::string SpmmPlan::explain() const {
   std::string why = "asked for";
   if (p.asked == SpmmPath::Auto) {
     why = fmt::format("auto: condensed fill at g = {} (from up to {} windows) is {:.3f} {} min_condensed_fill {}", p.g,
-                      kAutoFillWindows, p.auto_fill,
-                      p.auto_fill >= th_fill ? ">=" : "<", th_fill);
+                      kAutoFillWindows, p.auto_fill, p.auto_fill >= th_fill ? ">=" : "<", th_fill);
     if (p.auto_share >= 0)
       why += fmt::format("; TC share at f = {}, g = {} is {:.3f} {} min_tc_share {}", p.f, p.g, p.auto_share,
                          p.auto_share >= th ? ">=" : "<", th);
@@ -205,9 +215,8 @@ std::string SpmmPlan::explain() const {
         "16-row window and 64 columns, at most {} groups a window, {} more runs added atomically, A operands {}), {} residual rows "
         "({} nonzeros, CUDA cores, f32 sums)\n",
         p.f, p.g, s.groups, 100.0 * s.tc_share,
-        f32 ? "TF32 m16n8k8" : fmt::format("{} m16n8k16 (two blocks a mma)", to_string(p.dtype)), p.tc_warps,
-        p.max_run, p.n_pieces,
-        p.afrag.size() ? "expanded once per plan" : "built per group in shared memory", s.residual_rows,
+        f32 ? "TF32 m16n8k8" : fmt::format("{} m16n8k16 (two blocks a mma)", to_string(p.dtype)), p.tc_warps, p.max_run,
+        p.n_pieces, p.afrag.size() ? "expanded once per plan" : "built per group in shared memory", s.residual_rows,
         s.residual_nnz);
     if (s.on_device)
       out += fmt::format(
@@ -216,12 +225,15 @@ std::string SpmmPlan::explain() const {
           s.convert_ms, s.peak_extra_bytes, s.peak_bound_bytes(), device_bytes(),
           s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0);
     else
-      out += fmt::format("  converted on the host by csr_to_brp in {:.1f} ms and uploaded (SpmmOptions::convert_on_host); "
-                         "device {} bytes, {:.3f}x CSR\n",
-                         s.convert_ms, device_bytes(), s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0);
+      out += fmt::format(
+          "  converted on the host by csr_to_brp in {:.1f} ms and uploaded (SpmmOptions::convert_on_host); "
+          "device {} bytes, {:.3f}x CSR\n",
+          s.convert_ms, device_bytes(), s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0);
     if (!f32)
-      out += fmt::format("  converted in f32, then A's values rounded to {} on the host: the device bytes are the "
-                         "plan's, the x CSR ratio and the peak the f32 conversion's\n", to_string(p.dtype));
+      out += fmt::format(
+          "  converted in f32, then A's values rounded to {} on the host: the device bytes are the "
+          "plan's, the x CSR ratio and the peak the f32 conversion's\n",
+          to_string(p.dtype));
   } else if (p.path == SpmmPath::Condensed) {
     out += fmt::format(
         "  condensed TC windows, g = {}: {} groups of {} zero-padded 16 x 8 tiles ({} tensor cores, fill {:.3f}: "
@@ -242,15 +254,17 @@ std::string SpmmPlan::explain() const {
       out += fmt::format("  reorder auto: the rows' length CV is {:.2f} (counted on the device), {} {}\n", p.auto_cv,
                          p.auto_cv >= kAutoDegreeCv ? ">=" : "<", kAutoDegreeCv);
     out += p.order == Reorder::Degree
-               ? fmt::format("  rows taken in degree order, made on the device in {:.1f} ms at plan time (rows by "
-                             "decreasing length, past {} together): warp k takes A's row order[k]\n",
-                             p.reorder_ms, abi::kDegreeCap)
+               ? fmt::format(
+                     "  rows taken in degree order, made on the device in {:.1f} ms at plan time (rows by "
+                     "decreasing length, past {} together): warp k takes A's row order[k]\n",
+                     p.reorder_ms, abi::kDegreeCap)
                : std::string("  rows taken in A's order\n");
   } else {
     const std::string long_rows =
-        p.n_parts ? fmt::format("rows longer than {} entries ({}) cut into {} parts of a warp each in the same launch, "
-                                "the last part of a row to finish adding them in order",
-                                p.max_run, p.part_first.size() - 1, p.n_parts)
+        p.n_parts ? fmt::format(
+                        "rows longer than {} entries ({}) cut into {} parts of a warp each in the same launch, "
+                        "the last part of a row to finish adding them in order",
+                        p.max_run, p.part_first.size() - 1, p.n_parts)
                   : fmt::format("its first {} entries; {} more runs added atomically in a second launch", p.max_run,
                                 p.n_pieces);
     const std::string per_warp =
@@ -260,11 +274,12 @@ std::string SpmmPlan::explain() const {
                           p.csr_rows1);
     // The float4 launch's blocks (over the plain rows when windows are staged).
     const unsigned rows_grid = !p.vec4 ? p.csr_grid1 : p.st_windows > 0 ? p.plain_grid4 : p.csr_grid4;
-    out += fmt::format("  CSR on CUDA cores (f32 sums), {} ({}), "
-                       "{} lanes across N (4 values a load) or {} (scalars), the rest of the row's lanes over the entries; "
-                       "{} blocks of {} warps{}; device {} bytes\n",
-                       per_warp, long_rows, csr_lanes(p.n, 4), csr_lanes(p.n, 1), rows_grid,
-                       p.csr_warps, p.typed.csr_blocks_per_sm > 0 ? " striding over the rows" : "", device_bytes());
+    out += fmt::format(
+        "  CSR on CUDA cores (f32 sums), {} ({}), "
+        "{} lanes across N (4 values a load) or {} (scalars), the rest of the row's lanes over the entries; "
+        "{} blocks of {} warps{}; device {} bytes\n",
+        per_warp, long_rows, csr_lanes(p.n, 4), csr_lanes(p.n, 1), rows_grid, p.csr_warps,
+        p.typed.csr_blocks_per_sm > 0 ? " striding over the rows" : "", device_bytes());
     if (p.st_windows > 0)
       out += fmt::format(
           "  staged windows (csr_stage_reuse {}): {} windows of up to 32 rows ({} rows, {:.1f}% of the entries), "
@@ -276,26 +291,27 @@ std::string SpmmPlan::explain() const {
           double(p.st_slot.size()) / double(std::max<size_t>(1, p.st_cols.size())), p.st_smem, p.plain_count,
           p.st_build_ms);
     else if (p.typed.csr_stage_reuse > 0)
-      out += fmt::format("  staged windows (csr_stage_reuse {}): none qualified{} ({:.1f} ms)\n", p.typed.csr_stage_reuse,
-                         p.dtype != SpmmDtype::F32 || !p.vec4 ? " (f32 and N a multiple of 4 only)" : "",
-                         p.st_build_ms);
+      out +=
+          fmt::format("  staged windows (csr_stage_reuse {}): none qualified{} ({:.1f} ms)\n", p.typed.csr_stage_reuse,
+                      p.dtype != SpmmDtype::F32 || !p.vec4 ? " (f32 and N a multiple of 4 only)" : "", p.st_build_ms);
     if (p.auto_cv >= 0)
       out += fmt::format("  reorder auto: the rows' length CV is {:.2f}, {} {} ({})\n", p.auto_cv,
                          p.auto_cv >= kAutoDegreeCv ? ">=" : "<", kAutoDegreeCv,
                          p.order == Reorder::Degree ? "degree order" : "A's own order");
     if (p.order != Reorder::None)
-      out += fmt::format("  rows taken in {} order ({}computed on the host in {:.1f} ms at plan time): warp k takes A's row "
-                         "order[k]; A, B and C as given, no extra pass\n",
-                         to_string(p.order), p.order == Reorder::Degree ? "A's rows by decreasing length, " : "",
-                         p.reorder_ms);
+      out += fmt::format(
+          "  rows taken in {} order ({}computed on the host in {:.1f} ms at plan time): warp k takes A's row "
+          "order[k]; A, B and C as given, no extra pass\n",
+          to_string(p.order), p.order == Reorder::Degree ? "A's rows by decreasing length, " : "", p.reorder_ms);
   }
   if (!f32) {
     const bool brp = p.path == SpmmPath::Brp;
     if (p.acc_n_units)
-      out += fmt::format("  {}: the {} {} cut into pieces are summed in f32 (first pass and pieces, f32 atomics, in a "
-                         "workspace of their {} rows x n = {} floats) and rounded to {} once by a finalize pass; ",
-                         to_string(p.dtype), p.acc_n_units, p.path != SpmmPath::CsrCudaCore ? "windows" : "rows",
-                         int64_t{p.acc_n_units} * p.acc_unit_rows, p.acc_w.size(), to_string(p.dtype));
+      out += fmt::format(
+          "  {}: the {} {} cut into pieces are summed in f32 (first pass and pieces, f32 atomics, in a "
+          "workspace of their {} rows x n = {} floats) and rounded to {} once by a finalize pass; ",
+          to_string(p.dtype), p.acc_n_units, p.path != SpmmPath::CsrCudaCore ? "windows" : "rows",
+          int64_t{p.acc_n_units} * p.acc_unit_rows, p.acc_w.size(), to_string(p.dtype));
     else
       out += fmt::format("  {}: nothing cut into pieces; ", to_string(p.dtype));
     out += brp ? "C is rounded once per entry, a residual row's entries twice (brp_residual adds after)\n"
@@ -308,9 +324,10 @@ std::string SpmmPlan::explain() const {
                        p.epilogue_fused ? "fused into the final stores of C (no pass of its own)"
                                         : "a pass over C after the product (several kernels add into C on this path)");
   if (p.carveout >= 0)
-    out += fmt::format("  L1: the rows kernels prefer a {}% shared carveout, the least that keeps their occupancy "
-                       "(DBSPARSE_L1_CARVEOUT=max-l1); L1 takes the rest\n",
-                       p.carveout);
+    out += fmt::format(
+        "  L1: the rows kernels prefer a {}% shared carveout, the least that keeps their occupancy "
+        "(DBSPARSE_L1_CARVEOUT=max-l1); L1 takes the rest\n",
+        p.carveout);
   for (const KernelInfo& k : p.kernels) out += fmt::format("  kernel {} ({})\n", k.key, k.origin);
   return out;
 }

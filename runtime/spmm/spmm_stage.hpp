@@ -41,7 +41,8 @@ inline SpmmStageWindows spmm_stage_windows(const CsrMatrix<float>& a, const std:
     if (staged) {
       // A column's slot: its index among the window's columns, found through seen's stamp order.
       std::vector<int32_t> slot_of;  // parallel to open_cols
-      for (size_t k = 0; k < open_cols.size(); ++k) seen[static_cast<size_t>(open_cols[k])] = -2 - static_cast<int32_t>(k);
+      for (size_t k = 0; k < open_cols.size(); ++k)
+        seen[static_cast<size_t>(open_cols[k])] = -2 - static_cast<int32_t>(k);
       for (const int32_t r : open_rows) {
         out.rows.push_back(r);
         for (int32_t q = a.row_ptr[r]; q < a.row_ptr[r + 1]; ++q) {
@@ -70,7 +71,8 @@ inline SpmmStageWindows spmm_stage_windows(const CsrMatrix<float>& a, const std:
       continue;
     }
     int32_t fresh = 0;
-    for (int32_t q = a.row_ptr[r]; q < a.row_ptr[r + 1]; ++q) fresh += seen[static_cast<size_t>(a.col_idx[q])] != window;
+    for (int32_t q = a.row_ptr[r]; q < a.row_ptr[r + 1]; ++q)
+      fresh += seen[static_cast<size_t>(a.col_idx[q])] != window;
     // (a column twice in one row would count twice here: rows are sorted and unique, validate()'s rule)
     if (static_cast<int32_t>(open_rows.size()) >= max_rows ||
         static_cast<int64_t>(open_cols.size()) + fresh > max_cols) {

@@ -25,18 +25,21 @@ constexpr int kSparseTinyX = 64;
 constexpr int64_t kSparseTinyWork = 256;
 namespace {
 
-using abi::kWarps;
 using abi::kPushChunk;
 using abi::kSegmentWeight;
+using abi::kWarps;
 
 // Index bytes the pull path reads for a visited block: patched CSR is read by its row walk
 // (row_ptr + row_mask), never through its column part.
 int64_t aux_bytes_read(const BlockMeta& m) {
   switch (static_cast<BlockType>(m.type)) {
-    case BlockType::Coo: return m.nnz;
-    case BlockType::Dense: return 0;
+    case BlockType::Coo:
+      return m.nnz;
+    case BlockType::Dense:
+      return 0;
     case BlockType::ForceCsr:
-    case BlockType::ForceCsc: return 66;
+    case BlockType::ForceCsc:
+      return 66;
   }
   return 0;
 }
@@ -65,9 +68,12 @@ SpmspvConfig SpmspvConfig::paper() {
 
 const char* to_string(SpmspvDirection d) {
   switch (d) {
-    case SpmspvDirection::Auto: return "auto";
-    case SpmspvDirection::Push: return "push";
-    case SpmspvDirection::Pull: return "pull";
+    case SpmspvDirection::Auto:
+      return "auto";
+    case SpmspvDirection::Push:
+      return "push";
+    case SpmspvDirection::Pull:
+      return "pull";
   }
   return "?";
 }
@@ -139,8 +145,8 @@ struct SpmspvPlan<T>::Impl {
         ws.block_tasks_.size() != static_cast<size_t>(std::max<int64_t>(block_task_capacity, 1)) ||
         ws.residual_tasks_.size() != static_cast<size_t>(std::max<int64_t>(residual_task_capacity, 1)) ||
         ws.small_tasks_.size() != static_cast<size_t>(std::max<int64_t>(small_task_capacity, 1)))
-      throw UsageError(fmt::format("{}: the workspace is empty or another plan's (make it with plan.make_workspace())",
-                                   what));
+      throw UsageError(
+          fmt::format("{}: the workspace is empty or another plan's (make it with plan.make_workspace())", what));
   }
 
   // run_sparse's dense x (all-zero between calls), allocated by the first call through a workspace
@@ -192,8 +198,7 @@ struct SpmspvPlan<T>::Impl {
   // launched here calls it first, so the first kernel of a call waits for the caller's work too.
   void launch(CUfunction f, unsigned grid, void** params, void* stream) const {
     if (!pdl) {
-      DBS_CU(cuLaunchKernel(f, grid, 1, 1, kWarps * 32, 1, 1, 0, static_cast<CUstream>(stream), params,
-                            nullptr));
+      DBS_CU(cuLaunchKernel(f, grid, 1, 1, kWarps * 32, 1, 1, 0, static_cast<CUstream>(stream), params, nullptr));
       return;
     }
     CUlaunchAttribute attr{};
@@ -262,8 +267,7 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   p->block_task_capacity = layout.block_task_capacity;
   p->residual_task_capacity = layout.residual_task_capacity;
   p->small_task_capacity = layout.small_task_capacity;
-  p->stats.push_tasks_max =
-      layout.block_task_capacity + layout.residual_task_capacity + layout.small_task_capacity;
+  p->stats.push_tasks_max = layout.block_task_capacity + layout.residual_task_capacity + layout.small_task_capacity;
   // Without the row view the residual cannot pull: a threshold above any density.
   p->stats.residual_push_below = cfg.residual_pull == "off" ? 2.0 : static_cast<float>(cfg.residual_push_below);
 
@@ -381,8 +385,8 @@ template <class T>
 void SpmspvPlan<T>::run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream,
                         SpmspvWorkspace<T>& ws) const {
   if (x.size() != static_cast<size_t>(impl_->cols) || y.size() != static_cast<size_t>(impl_->rows))
-    throw UsageError(fmt::format("SpmspvPlan::run: x has {} elements (need {}), y has {} (need {})",
-                                 x.size(), impl_->cols, y.size(), impl_->rows));
+    throw UsageError(fmt::format("SpmspvPlan::run: x has {} elements (need {}), y has {} (need {})", x.size(),
+                                 impl_->cols, y.size(), impl_->rows));
   run(x.ptr(), y.ptr(), stream.handle(), ws);
 }
 
@@ -407,8 +411,8 @@ void SpmspvPlan<T>::dense_in(uint64_t x, uint64_t y, void* stream, SpmspvWorkspa
   args.feedback = feedback;
   void* params[] = {&args};
   if (p.fused_grid) {
-    DBS_CU(cuLaunchCooperativeKernel(p.fused, p.fused_grid, 1, 1, kWarps * 32, 1, 1, 0,
-                                     static_cast<CUstream>(stream), params));
+    DBS_CU(cuLaunchCooperativeKernel(p.fused, p.fused_grid, 1, 1, kWarps * 32, 1, 1, 0, static_cast<CUstream>(stream),
+                                     params));
     return;
   }
   p.launch(p.prep, p.prep_grid, params, stream);
@@ -422,9 +426,8 @@ void SpmspvPlan<T>::run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceB
 }
 
 template <class T>
-void SpmspvPlan<T>::run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val,
-                               int32_t x_nnz, DeviceBuffer<T>& y, const Stream& stream,
-                               SpmspvWorkspace<T>& ws) const {
+void SpmspvPlan<T>::run_sparse(const DeviceBuffer<int32_t>& x_idx, const DeviceBuffer<T>& x_val, int32_t x_nnz,
+                               DeviceBuffer<T>& y, const Stream& stream, SpmspvWorkspace<T>& ws) const {
   if (x_nnz < 0 || x_idx.size() < static_cast<size_t>(x_nnz) || x_val.size() < static_cast<size_t>(x_nnz))
     throw UsageError("SpmspvPlan::run_sparse: x_nnz exceeds the index or value buffer");
   if (y.size() != static_cast<size_t>(impl_->rows)) throw UsageError("SpmspvPlan::run_sparse: y has the wrong size");
@@ -472,9 +475,10 @@ void SpmspvPlan<T>::run_sparse_out(const DeviceBuffer<int32_t>& x_idx, const Dev
   if (x_nnz < 0 || x_idx.size() < static_cast<size_t>(x_nnz) || x_val.size() < static_cast<size_t>(x_nnz))
     throw UsageError("SpmspvPlan::run_sparse_out: x_nnz exceeds the index or value buffer");
   if (y_idx.size() < static_cast<size_t>(p.rows) || y_val.size() < static_cast<size_t>(p.rows) || y_nnz.size() < 1)
-    throw UsageError(fmt::format("SpmspvPlan::run_sparse_out: y_idx and y_val need room for {} pairs (have {} and "
-                                 "{}), y_nnz for one count (has {})",
-                                 p.rows, y_idx.size(), y_val.size(), y_nnz.size()));
+    throw UsageError(
+        fmt::format("SpmspvPlan::run_sparse_out: y_idx and y_val need room for {} pairs (have {} and "
+                    "{}), y_nnz for one count (has {})",
+                    p.rows, y_idx.size(), y_val.size(), y_nnz.size()));
   p.check_workspace(ws, "SpmspvPlan::run_sparse_out");
   p.ensure_sparse_x(ws, "SpmspvPlan::run_sparse_out");
   const size_t words = (static_cast<size_t>(std::max(p.block_rows, 1)) + 31) / 32;
@@ -485,7 +489,8 @@ void SpmspvPlan<T>::run_sparse_out(const DeviceBuffer<int32_t>& x_idx, const Dev
     ws.ylist_ = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(p.block_rows, 1)));
   }
   if (ws.y_acc_.size() != static_cast<size_t>(std::max(p.rows, 1)) || ws.ytouched_.size() != words)
-    throw UsageError("SpmspvPlan::run_sparse_out: the workspace is another plan's (make it with plan.make_workspace())");
+    throw UsageError(
+        "SpmspvPlan::run_sparse_out: the workspace is another plan's (make it with plan.make_workspace())");
   abi::SpmspvArgs<T> args = p.args(ws.x_scatter_.ptr(), ws.y_acc_.ptr(), ws);
   args.xmask = ws.sparse_xmask_.data();
   args.ytouched = ws.ytouched_.data();
@@ -497,7 +502,8 @@ void SpmspvPlan<T>::run_sparse_out(const DeviceBuffer<int32_t>& x_idx, const Dev
   int* yn = y_nnz.data();
   int n = x_nnz;
   void* h = stream.handle();
-  const unsigned xgrid = static_cast<unsigned>(std::clamp<int64_t>((int64_t{n} + 127) / 128, 1, int64_t{p.sm_count} * 4));
+  const unsigned xgrid =
+      static_cast<unsigned>(std::clamp<int64_t>((int64_t{n} + 127) / 128, 1, int64_t{p.sm_count} * 4));
   // A tiny x (its push work bounded by x's nonzeros times the fullest column block) in one launch
   // of one block: spmspv_sparse_tiny says why.
   if (n > 0 && n <= kSparseTinyX && int64_t{n} * p.max_colblock_entries <= kSparseTinyWork) {
@@ -575,21 +581,37 @@ int64_t SpmspvPlan<T>::pull_bytes_visited(std::span<const int32_t> x_indices) co
 }
 
 template <class T>
-int32_t SpmspvPlan<T>::rows() const { return impl_->rows; }
+int32_t SpmspvPlan<T>::rows() const {
+  return impl_->rows;
+}
 template <class T>
-int32_t SpmspvPlan<T>::cols() const { return impl_->cols; }
+int32_t SpmspvPlan<T>::cols() const {
+  return impl_->cols;
+}
 template <class T>
-int64_t SpmspvPlan<T>::nnz() const { return impl_->nnz; }
+int64_t SpmspvPlan<T>::nnz() const {
+  return impl_->nnz;
+}
 template <class T>
-const SpmspvStats& SpmspvPlan<T>::stats() const { return impl_->stats; }
+const SpmspvStats& SpmspvPlan<T>::stats() const {
+  return impl_->stats;
+}
 template <class T>
-const Config& SpmspvPlan<T>::config() const { return impl_->config; }
+const Config& SpmspvPlan<T>::config() const {
+  return impl_->config;
+}
 template <class T>
-const KernelInfo& SpmspvPlan<T>::kernel() const { return impl_->kernel; }
+const KernelInfo& SpmspvPlan<T>::kernel() const {
+  return impl_->kernel;
+}
 template <class T>
-const SpmspvConfig& SpmspvPlan<T>::typed_config() const { return impl_->typed; }
+const SpmspvConfig& SpmspvPlan<T>::typed_config() const {
+  return impl_->typed;
+}
 template <class T>
-Semiring SpmspvPlan<T>::semiring() const { return impl_->semiring; }
+Semiring SpmspvPlan<T>::semiring() const {
+  return impl_->semiring;
+}
 
 template <class T>
 std::string SpmspvPlan<T>::explain() const {
@@ -600,10 +622,8 @@ std::string SpmspvPlan<T>::explain() const {
       "  device bytes {} (format, segments, workspace)\n"
       "  config ({}): {}{}\n  kernel: {} (binary from {}: {:.2f} ms; module load {:.2f} ms)\n{}",
       to_string(p.semiring), p.rows, p.cols, p.nnz, p.host_meta.size(), p.host_res_cr.size(), p.stats.pull_segments,
-      p.stats.push_tasks_max,
-      p.stats.xb_threshold, p.stats.device_bytes,
-      to_string(p.config.source), p.config.params.dump(),
-      p.config.note.empty() ? "" : "  [" + p.config.note + "]", p.kernel.key, p.kernel.origin,
+      p.stats.push_tasks_max, p.stats.xb_threshold, p.stats.device_bytes, to_string(p.config.source),
+      p.config.params.dump(), p.config.note.empty() ? "" : "  [" + p.config.note + "]", p.kernel.key, p.kernel.origin,
       p.kernel.acquire_ms, p.kernel.load_ms, p.stats.storage.to_text());
 }
 

@@ -33,16 +33,14 @@ void for_column_order_parts(size_t n, int parts, F&& f) {
   if (parts <= 1) return f(size_t{0}, n, 0);
   std::vector<std::thread> threads;
   threads.reserve(static_cast<size_t>(parts) - 1);
-  for (int t = 1; t < parts; ++t)
-    threads.emplace_back([&f, n, parts, t] { f(n * t / parts, n * (t + 1) / parts, t); });
+  for (int t = 1; t < parts; ++t) threads.emplace_back([&f, n, parts, t] { f(n * t / parts, n * (t + 1) / parts, t); });
   f(0, n / parts, 0);
   for (auto& th : threads) th.join();
 }
 
 // Entries per column: the one pass over A's entries that both reorder auto's feature and the
 // degree order need (a plan makes it once for both).
-inline std::vector<int32_t> spmv_column_counts(int32_t cols, const std::vector<int32_t>& col_idx,
-                                               int parts = 0) {
+inline std::vector<int32_t> spmv_column_counts(int32_t cols, const std::vector<int32_t>& col_idx, int parts = 0) {
   const auto ncols = static_cast<size_t>(std::max(cols, 0));
   // A count array a part: no more of them than A has entries a column, so they never hold more
   // than col_idx itself (a wide, sparse A counts on one thread).
@@ -61,7 +59,8 @@ inline std::vector<int32_t> spmv_column_counts(int32_t cols, const std::vector<i
 
 // Columns by decreasing count, ties in the user's order: a counting sort, O(nnz + cols). `count`:
 // spmv_column_counts of these entries.
-inline SpmvColumnOrder spmv_degree_column_order(const std::vector<int32_t>& count, const std::vector<int32_t>& col_idx) {
+inline SpmvColumnOrder spmv_degree_column_order(const std::vector<int32_t>& count,
+                                                const std::vector<int32_t>& col_idx) {
   const auto cols = static_cast<int32_t>(count.size());
   int32_t most = 0;
   for (int32_t k : count) most = std::max(most, k);
@@ -93,8 +92,8 @@ inline SpmvColumnOrder spmv_degree_column_order(int32_t cols, const std::vector<
 // or rows of B (SpMM) are read that much of the time: what an L1 or a staged set of hubs would
 // serve. O(cols log max(tops)).
 inline std::vector<double> top_count_shares(std::vector<int32_t> count, int64_t nnz, const std::vector<int64_t>& tops) {
-  const auto most = static_cast<size_t>(std::clamp<int64_t>(tops.empty() ? 0 : tops.back(), 0,
-                                                            static_cast<int64_t>(count.size())));
+  const auto most =
+      static_cast<size_t>(std::clamp<int64_t>(tops.empty() ? 0 : tops.back(), 0, static_cast<int64_t>(count.size())));
   std::partial_sort(count.begin(), count.begin() + static_cast<std::ptrdiff_t>(most), count.end(), std::greater<>());
   std::vector<double> out;
   int64_t sum = 0;

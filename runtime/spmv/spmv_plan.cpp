@@ -30,9 +30,10 @@ std::string prefer_l1_text(const Launches& launches, const DeviceInfo& d) {
     most = std::max(most, detail::prefer_l1(static_cast<CUfunction>(l.fn), static_cast<int>(l.block), 0,
                                             d.reserved_shared_per_block, d.shared_per_sm));
   return most < 0 ? std::string()
-                  : fmt::format("  L1: each launch prefers the least shared carveout that keeps its occupancy "
-                                "(DBSPARSE_L1_CARVEOUT=max-l1), at most {}% of the SM's shared memory\n",
-                                most);
+                  : fmt::format(
+                        "  L1: each launch prefers the least shared carveout that keeps its occupancy "
+                        "(DBSPARSE_L1_CARVEOUT=max-l1), at most {}% of the SM's shared memory\n",
+                        most);
 }
 }  // namespace
 
@@ -67,8 +68,9 @@ template <class T>
 SpmvPlan<T> Context::plan_spmv(const CsrMatrix<T>& a, const SpmvOptions& options) {
   check_spmv_options(options);  // before any pass over A
   auto fp = structure_fingerprint(a);
-  Config looked_up = options.config ? Config{} : lookup_config(info_.record().fingerprint, fp, config_info<SpmvConfig>(), "",
-                                                               [&] { return compute_features(a); });
+  Config looked_up = options.config ? Config{}
+                                    : lookup_config(info_.record().fingerprint, fp, config_info<SpmvConfig>(), "",
+                                                    [&] { return compute_features(a); });
   return build_spmv(a, apply_spmv_options(std::move(looked_up), options), std::move(fp));
 }
 
@@ -120,15 +122,19 @@ template <class T>
 Classified classify_rows(ClassifyKernel classify, const CsrMatrix<T>& a, const DeviceBuffer<int32_t>& row_ptr,
                          const SpmvLayout& layout, DeviceBuffer<int32_t>& lists) {
   const size_t nbins = layout.bins.size();
-  Classified c{std::vector<int64_t>(nbins, 0), std::vector<int64_t>(nbins, 0), std::vector<int64_t>(nbins, -1),
-               std::vector<int64_t>(nbins), {}};
+  Classified c{std::vector<int64_t>(nbins, 0),
+               std::vector<int64_t>(nbins, 0),
+               std::vector<int64_t>(nbins, -1),
+               std::vector<int64_t>(nbins),
+               {}};
   for (size_t b = 0; b < nbins; ++b) c.max_len[b] = layout.bins[b].max_len;
   if (nbins > static_cast<size_t>(abi::kSpmvClassifyMaxBins))
-    throw UsageError(fmt::format("spmv: {} classified bins, the classifier has room for {}", nbins,
-                                 abi::kSpmvClassifyMaxBins));
+    throw UsageError(
+        fmt::format("spmv: {} classified bins, the classifier has room for {}", nbins, abi::kSpmvClassifyMaxBins));
   abi::SpmvClassifyBounds bounds{};
   auto set_bounds = [&] {
-    for (size_t b = 0; b < nbins; ++b) bounds.max_len[b] = static_cast<int32_t>(std::min<int64_t>(c.max_len[b], INT32_MAX));
+    for (size_t b = 0; b < nbins; ++b)
+      bounds.max_len[b] = static_cast<int32_t>(std::min<int64_t>(c.max_len[b], INT32_MAX));
     bounds.nbins = static_cast<int32_t>(nbins);
   };
   set_bounds();
@@ -141,7 +147,8 @@ Classified classify_rows(ClassifyKernel classify, const CsrMatrix<T>& a, const D
   void* count_args[] = {&rows, &rp, &bounds, &cp, &none, &none};
   DBS_CU(cuLaunchKernel(classify.fn, grid, 1, 1, block, 1, 1, 0, nullptr, count_args, nullptr));
   auto got = counts.download();  // synchronous: waits for the pass
-  for (size_t b = 0; b < nbins; ++b) c.rows[b] = static_cast<int64_t>(got[b].rows), c.nnz[b] = static_cast<int64_t>(got[b].nnz);
+  for (size_t b = 0; b < nbins; ++b)
+    c.rows[b] = static_cast<int64_t>(got[b].rows), c.nnz[b] = static_cast<int64_t>(got[b].nnz);
   // Fold thin row-kernel bins (not block, not long rows) into the next wider one.
   // Bins a window takes (layout.window) stay as they are: their rows run from no list, and a fold
   // would move some into a listed bin above the window, to run twice.
@@ -162,7 +169,8 @@ Classified classify_rows(ClassifyKernel classify, const CsrMatrix<T>& a, const D
     return c;
   set_bounds();
   std::vector<int32_t> cursor(abi::kSpmvClassifyMaxBins, 0);
-  for (int64_t b = 0, off = 0; b < static_cast<int64_t>(nbins); off += c.rows[b], ++b) c.off[b] = off, cursor[b] = static_cast<int32_t>(off);
+  for (int64_t b = 0, off = 0; b < static_cast<int64_t>(nbins); off += c.rows[b], ++b)
+    c.off[b] = off, cursor[b] = static_cast<int32_t>(off);
   DeviceBuffer<int32_t> cur{std::span<const int32_t>(cursor)};
   lists = DeviceBuffer<int32_t>(static_cast<size_t>(a.rows));
   CUdeviceptr cu = cur.ptr(), li = lists.ptr();
@@ -185,8 +193,9 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
   using codegen::SpmvStrategy;
   using Kind = typename SpmvPlan<T>::LaunchKind;
   make_current();
-  require_device_bytes(fmt::format("plan_spmv of a {} x {} matrix with {} nonzeros (A, at least)", a.rows, a.cols, a.nnz()),
-                       csr_device_bytes(a.rows, a.nnz(), sizeof(T)));
+  require_device_bytes(
+      fmt::format("plan_spmv of a {} x {} matrix with {} nonzeros (A, at least)", a.rows, a.cols, a.nnz()),
+      csr_device_bytes(a.rows, a.nnz(), sizeof(T)));
   SpmvPlan<T> plan;
   plan.rows_ = a.rows;
   plan.cols_ = a.cols;
@@ -210,27 +219,30 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
   bool by_degree = plan.typed_.reorder == "degree";
   // One count of the columns serves auto's feature and the order; its time is the order's cost.
   const auto t0 = std::chrono::steady_clock::now();
-  const auto ms_since = [&] { return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count(); };
+  const auto ms_since = [&] {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
   std::vector<int32_t> counts;
   // auto's feature only past reorder_min_cols (a short x sits in L1 whatever its order; the feature
   // costs a pass over A's entries) and with at least 4 entries a column: the gather moves 12 bytes
   // a column each call (f32) against 8 an entry, so a sparser A cannot win back its own gather
   // (and a wide A with few entries never counts its columns on the host).
-  const bool feature = plan.typed_.reorder == "auto" && a.cols >= plan.typed_.reorder_min_cols &&
-                       a.nnz() >= 4 * int64_t{a.cols};
+  const bool feature =
+      plan.typed_.reorder == "auto" && a.cols >= plan.typed_.reorder_min_cols && a.nnz() >= 4 * int64_t{a.cols};
   if ((by_degree || feature) && a.cols > 0) counts = spmv_column_counts(a.cols, a.col_idx);
   if (plan.typed_.reorder == "auto") {
     const double share = feature ? top_count_shares(counts, a.nnz(), {plan.typed_.reorder_hub_columns}).front() : 0.0;
     by_degree = feature && share >= plan.typed_.reorder_min_hub_share;
     if (feature) plan.reorder_ms_ = ms_since();  // one reading: the explain line prints this value
-    order_text = feature
-                     ? fmt::format("  reorder auto: the {} most frequent columns hold {:.1f}% of the entries (degree from "
-                                   "{:.1f}%), {} columns (degree from {}): {} ({:.1f} ms on the host)\n",
-                                   plan.typed_.reorder_hub_columns, 100 * share, 100 * plan.typed_.reorder_min_hub_share,
-                                   a.cols, plan.typed_.reorder_min_cols, by_degree ? "degree" : "none", plan.reorder_ms_)
-                     : fmt::format("  reorder auto: {} columns (degree from {}), {:.1f} entries a column (degree from 4): none\n",
-                                   a.cols, plan.typed_.reorder_min_cols,
-                                   a.cols > 0 ? static_cast<double>(a.nnz()) / a.cols : 0.0);
+    order_text =
+        feature ? fmt::format(
+                      "  reorder auto: the {} most frequent columns hold {:.1f}% of the entries (degree from "
+                      "{:.1f}%), {} columns (degree from {}): {} ({:.1f} ms on the host)\n",
+                      plan.typed_.reorder_hub_columns, 100 * share, 100 * plan.typed_.reorder_min_hub_share, a.cols,
+                      plan.typed_.reorder_min_cols, by_degree ? "degree" : "none", plan.reorder_ms_)
+                : fmt::format(
+                      "  reorder auto: {} columns (degree from {}), {:.1f} entries a column (degree from 4): none\n",
+                      a.cols, plan.typed_.reorder_min_cols, a.cols > 0 ? static_cast<double>(a.nnz()) / a.cols : 0.0);
   }
   if (by_degree && a.cols > 0) {
     const SpmvColumnOrder order = spmv_degree_column_order(counts, a.col_idx);
@@ -240,8 +252,8 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
     plan.x_order_ = DeviceBuffer<T>(static_cast<size_t>(a.cols));
     const codegen::SpmvKey gather{codegen::value_type_of<T>(), SpmvStrategy::Gather, 256};
     auto loaded = get(gather);
-    plan.launches_.push_back({loaded.fns.at(0), Kind::Gather, static_cast<unsigned>((int64_t{a.cols} + 255) / 256), 256,
-                              a.cols, 0});
+    plan.launches_.push_back(
+        {loaded.fns.at(0), Kind::Gather, static_cast<unsigned>((int64_t{a.cols} + 255) / 256), 256, a.cols, 0});
     order_text += fmt::format(
         "  columns in degree order (built in {:.1f} ms on the host): x gathered into that order by {} each call, "
         "{} bytes read and written more a call; A, x and y in the user's order\n",
@@ -263,8 +275,11 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
     auto classify = modules_->get(codegen::make_source(key), info_.arch());
     c = classify_rows(ClassifyKernel{classify.fns.at(0), key.block_size}, a, plan.row_ptr_, layout, plan.row_lists_);
   } else {
-    c = Classified{std::vector<int64_t>(nbins, 0), std::vector<int64_t>(nbins, 0), std::vector<int64_t>(nbins, -1),
-                   std::vector<int64_t>(nbins, 0), {}};
+    c = Classified{std::vector<int64_t>(nbins, 0),
+                   std::vector<int64_t>(nbins, 0),
+                   std::vector<int64_t>(nbins, -1),
+                   std::vector<int64_t>(nbins, 0),
+                   {}};
   }
 
   std::vector<abi::SpmvChunk> chunks;
@@ -316,9 +331,10 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
       plan.fused_[2 * kClassBins + slot] = static_cast<int32_t>(end);
     }
     if (layout.window > 0)
-      text += fmt::format("  window: the {} rows of length <= {} in memory order, 32 a warp, in the scalar bin's {} "
-                          "thread blocks\n",
-                          window_rows, layout.window, spmv_grid(layout.bins[0].key, a.rows));
+      text += fmt::format(
+          "  window: the {} rows of length <= {} in memory order, 32 a warp, in the scalar bin's {} "
+          "thread blocks\n",
+          window_rows, layout.window, spmv_grid(layout.bins[0].key, a.rows));
     if (end > INT32_MAX) throw UsageError("spmv: classified grid past 2^31 blocks");
     plan.launches_.push_back({loaded.fns.at(0), Kind::Classified, static_cast<unsigned>(end),
                               static_cast<unsigned>(layout.fused_key.block_size), 0, 0});
@@ -343,16 +359,17 @@ SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std
       if (layout.classified) text += fmt::format("  -> long rows: {} + finalize\n", key.to_string());
     }
   }
-  if (plan.kernels_.empty()) get(layout.bins[0].key);  // 0 x n: nothing launches, but report the kernel
+  if (plan.kernels_.empty()) get(layout.bins[0].key);        // 0 x n: nothing launches, but report the kernel
   if (plan.typed_.window_max_len > 0 && layout.window == 0)  // asked for, yet not in the kernel: say why
     text += fmt::format("  window_max_len {} not applied: {}\n", plan.typed_.window_max_len,
-                        !layout.classified ? "the strategy is not classified"
+                        !layout.classified  ? "the strategy is not classified"
                         : !layout.fuse_bins ? "fuse_bins 0 (one launch per bin)"
                                             : fmt::format("below the scalar bin's bound, {}", layout.bins[0].max_len));
-  plan.layout_text_ = order_text + (layout.classified ? fmt::format("  classified, {} launch(es) per run:\n{}",
-                                                                     plan.launches_.size(), text)
-                                                       : text) +
-                      prefer_l1_text(plan.launches_, info_);
+  plan.layout_text_ =
+      order_text +
+      (layout.classified ? fmt::format("  classified, {} launch(es) per run:\n{}", plan.launches_.size(), text)
+                         : text) +
+      prefer_l1_text(plan.launches_, info_);
   return plan;
 }
 
@@ -391,19 +408,20 @@ SpmvPlan<T> Context::plan_spmv(const DeviceCsrView64<T>& a, const Config* config
     plan.launches_.push_back({loaded.fns.at(0), SpmvPlan<T>::LaunchKind::Rows,
                               static_cast<unsigned>(spmv_grid(key, a.rows)), static_cast<unsigned>(key.block_size),
                               a.rows, 0});
-  plan.layout_text_ = fmt::format("  64-bit row offsets, the caller's device arrays: one launch of {} for every row{}\n",
-                                  key.to_string(), std::string(took_uniform ? " (classified takes the uniform choice here)" : "") +
-                                                       (one.window_max_len > 0 ? " (window_max_len not applied)" : "")) +
-                      prefer_l1_text(plan.launches_, info_);
+  plan.layout_text_ =
+      fmt::format("  64-bit row offsets, the caller's device arrays: one launch of {} for every row{}\n",
+                  key.to_string(),
+                  std::string(took_uniform ? " (classified takes the uniform choice here)" : "") +
+                      (one.window_max_len > 0 ? " (window_max_len not applied)" : "")) +
+      prefer_l1_text(plan.launches_, info_);
   return plan;
 }
 
 template <class T>
-void SpmvPlan<T>::run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream, T alpha,
-                      T beta) const {
+void SpmvPlan<T>::run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream, T alpha, T beta) const {
   if (x.size() != static_cast<size_t>(cols_) || y.size() != static_cast<size_t>(rows_))
-    throw UsageError(fmt::format("SpmvPlan::run: x has {} elements (need {}), y has {} (need {})",
-                                 x.size(), cols_, y.size(), rows_));
+    throw UsageError(fmt::format("SpmvPlan::run: x has {} elements (need {}), y has {} (need {})", x.size(), cols_,
+                                 y.size(), rows_));
   run(x.ptr(), y.ptr(), stream.handle(), alpha, beta);
 }
 
@@ -424,11 +442,21 @@ void SpmvPlan<T>::run(uint64_t x, uint64_t y, void* stream, T alpha, T beta) con
     }
     int32_t count = l.count;
     CUdeviceptr list = l.row_list;
-    abi::SpmvClassifiedArgs<T> fused{device_ptr<const int32_t>(rp), device_ptr<const int32_t>(ci),
-                                     device_ptr<const T>(va), device_ptr<const T>(xp), device_ptr<T>(yp),
-                                     device_ptr<const int32_t>(row_lists_.ptr()), device_ptr<const abi::SpmvChunk>(ch),
-                                     device_ptr<const int32_t>(cptr), device_ptr<T>(pa),
-                                     device_ptr<uint32_t>(arrivals_.ptr()), {}, {}, {}, alpha, beta};
+    abi::SpmvClassifiedArgs<T> fused{device_ptr<const int32_t>(rp),
+                                     device_ptr<const int32_t>(ci),
+                                     device_ptr<const T>(va),
+                                     device_ptr<const T>(xp),
+                                     device_ptr<T>(yp),
+                                     device_ptr<const int32_t>(row_lists_.ptr()),
+                                     device_ptr<const abi::SpmvChunk>(ch),
+                                     device_ptr<const int32_t>(cptr),
+                                     device_ptr<T>(pa),
+                                     device_ptr<uint32_t>(arrivals_.ptr()),
+                                     {},
+                                     {},
+                                     {},
+                                     alpha,
+                                     beta};
     if (l.kind == LaunchKind::Classified)
       for (int k = 0; k < kClassBins; ++k)
         fused.list_off[k] = fused_[k], fused.count[k] = fused_[kClassBins + k],
@@ -441,8 +469,8 @@ void SpmvPlan<T>::run(uint64_t x, uint64_t y, void* stream, T alpha, T beta) con
                   : l.kind == LaunchKind::LongPartial ? partial_args
                   : l.kind == LaunchKind::Classified  ? fused_args
                                                       : finalize_args;
-    DBS_CU(cuLaunchKernel(static_cast<CUfunction>(l.fn), l.grid, 1, 1, l.block, 1, 1, 0,
-                          static_cast<CUstream>(stream), args, nullptr));
+    DBS_CU(cuLaunchKernel(static_cast<CUfunction>(l.fn), l.grid, 1, 1, l.block, 1, 1, 0, static_cast<CUstream>(stream),
+                          args, nullptr));
   }
 }
 
@@ -452,8 +480,8 @@ std::string SpmvPlan<T>::explain() const {
   for (const auto& k : kernels_)
     keys += fmt::format("  kernel: {} (binary from {}: {:.2f} ms; module load {:.2f} ms)\n", k.key, k.origin,
                         k.acquire_ms, k.load_ms);
-  return fmt::format("spmv plan: {} x {}, nnz {}\n  matrix fingerprint: {}\n  config ({}): {}{}\n{}{}", rows_,
-                     cols_, nnz_, matrix_fp_, to_string(config_.source), config_.params.dump(),
+  return fmt::format("spmv plan: {} x {}, nnz {}\n  matrix fingerprint: {}\n  config ({}): {}{}\n{}{}", rows_, cols_,
+                     nnz_, matrix_fp_, to_string(config_.source), config_.params.dump(),
                      config_.note.empty() ? "" : "  [" + config_.note + "]", layout_text_, keys);
 }
 

@@ -38,8 +38,8 @@ void SpmvConfig::check() const {
   }
   const int64_t widest = int64_t{v4_lanes} * std::max(lane_entries_f32, lane_entries_f64);
   if (block_max_len < widest)
-    bad(fmt::format("'block_max_len' {} is below the widest vector bin (v4_lanes x lane_entries = {})",
-                    block_max_len, widest));
+    bad(fmt::format("'block_max_len' {} is below the widest vector bin (v4_lanes x lane_entries = {})", block_max_len,
+                    widest));
 }
 
 codegen::SpmvKey choose_spmv_key(const SpmvConfig& cfg, int64_t rows, int64_t nnz, codegen::ValueType value) {
@@ -59,9 +59,12 @@ codegen::SpmvKey choose_spmv_key(const SpmvConfig& cfg, int64_t rows, int64_t nn
   } else if (strategy == "longrow") {
     key.strategy = SpmvStrategy::LongRow;
   } else if (strategy == "uniform") {
-    if (mean <= entries) key.strategy = SpmvStrategy::Scalar;
-    else if (mean <= 32.0 * entries) key.strategy = SpmvStrategy::Vector;
-    else key.strategy = SpmvStrategy::Block;
+    if (mean <= entries)
+      key.strategy = SpmvStrategy::Scalar;
+    else if (mean <= 32.0 * entries)
+      key.strategy = SpmvStrategy::Vector;
+    else
+      key.strategy = SpmvStrategy::Block;
   } else {
     // SpmvConfig's reader admits only the strategies above and "classified".
     throw UsageError("choose_spmv_key: 'classified' has several kernels; use choose_spmv_layout");
@@ -90,7 +93,8 @@ SpmvLayout choose_spmv_layout(const SpmvConfig& cfg, int64_t rows, int64_t nnz, 
   for (int v = 0; v < 4; ++v) layout.bins.push_back({key(SpmvStrategy::Vector, lanes[v]), lanes[v] * entries});
   layout.bins.push_back({key(SpmvStrategy::Block, 0), cfg.block_max_len});
   layout.bins.push_back({key(SpmvStrategy::LongRow, 0), std::numeric_limits<int64_t>::max()});
-  layout.fused_key = checked(codegen::SpmvKey{value, SpmvStrategy::Classified, block, lanes[0], lanes[1], lanes[2], lanes[3]});
+  layout.fused_key =
+      checked(codegen::SpmvKey{value, SpmvStrategy::Classified, block, lanes[0], lanes[1], lanes[2], lanes[3]});
   if (cfg.window_max_len > 0 && layout.fuse_bins)
     for (size_t b = 0; b < static_cast<size_t>(abi::kSpmvBlockBin); ++b)  // scalar and vector bins, bounds rising
       if (layout.bins[b].max_len <= cfg.window_max_len) layout.window = layout.bins[b].max_len;
@@ -102,13 +106,17 @@ int64_t spmv_grid(const codegen::SpmvKey& key, int64_t rows) {
   using codegen::SpmvStrategy;
   const int64_t b = key.block_size;
   switch (key.strategy) {
-    case SpmvStrategy::Scalar: return (rows + b - 1) / b;
-    case SpmvStrategy::Vector: return (rows * key.lanes + b - 1) / b;
-    case SpmvStrategy::Block: return rows;
+    case SpmvStrategy::Scalar:
+      return (rows + b - 1) / b;
+    case SpmvStrategy::Vector:
+      return (rows * key.lanes + b - 1) / b;
+    case SpmvStrategy::Block:
+      return rows;
     case SpmvStrategy::LongRow:
     case SpmvStrategy::Classified:
     case SpmvStrategy::Classify:
-    case SpmvStrategy::Gather: break;
+    case SpmvStrategy::Gather:
+      break;
   }
   throw UsageError("spmv_grid: long-row, classified and gather kernels are sized by the plan");
 }

@@ -56,9 +56,7 @@ struct SpmvLayout {
   int64_t window = 0;
   // Whether bin b's rows run in the window: a scalar or vector bin (below the block bin) whose
   // bound is within it. False for every bin without a window.
-  bool in_window(size_t b) const {
-    return b < static_cast<size_t>(abi::kSpmvBlockBin) && bins[b].max_len <= window;
-  }
+  bool in_window(size_t b) const { return b < static_cast<size_t>(abi::kSpmvBlockBin) && bins[b].max_len <= window; }
 };
 SpmvLayout choose_spmv_layout(const SpmvConfig& config, int64_t rows, int64_t nnz, codegen::ValueType value);
 

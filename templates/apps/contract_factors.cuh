@@ -25,8 +25,10 @@ __global__ void __launch_bounds__(BLOCK) contract_count(int n, const int* __rest
   unsigned seen = 0;
   if (j < n) {
     const int l = labels[j];
-    if ((unsigned)l >= (unsigned)k) atomicMin(&check[0], (unsigned)j);
-    else seen = (unsigned)atomicAdd(&counts[l], 1) + 1u;  // the last vertex of a label sees its count
+    if ((unsigned)l >= (unsigned)k)
+      atomicMin(&check[0], (unsigned)j);
+    else
+      seen = (unsigned)atomicAdd(&counts[l], 1) + 1u;  // the last vertex of a label sees its count
   }
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) seen = max(seen, __shfl_xor_sync(kFull, seen, o));
@@ -38,11 +40,10 @@ __global__ void __launch_bounds__(BLOCK) contract_count(int n, const int* __rest
 // zeros on entry) and writes the ones of both value arrays (raw words of val_bytes, 4 or 8, so
 // one module serves f32 and f64).
 template <int BLOCK>
-__global__ void __launch_bounds__(BLOCK) contract_scatter(int n, const int* __restrict__ labels,
-                                                          const int* __restrict__ s_ptr, int* __restrict__ cursor,
-                                                          int* __restrict__ s_col, int* __restrict__ st_ptr,
-                                                          void* __restrict__ s_val, void* __restrict__ st_val,
-                                                          int val_bytes) {
+__global__ void __launch_bounds__(BLOCK)
+    contract_scatter(int n, const int* __restrict__ labels, const int* __restrict__ s_ptr, int* __restrict__ cursor,
+                     int* __restrict__ s_col, int* __restrict__ st_ptr, void* __restrict__ s_val,
+                     void* __restrict__ st_val, int val_bytes) {
   const int j = blockIdx.x * BLOCK + threadIdx.x;
   if (j > n) return;
   st_ptr[j] = j;
@@ -61,9 +62,9 @@ __global__ void __launch_bounds__(BLOCK) contract_scatter(int n, const int* __re
 }
 
 template <int BLOCK>
-__global__ void __launch_bounds__(BLOCK) contract_merge(int n, const int* __restrict__ labels,
-                                                        const int* __restrict__ s_ptr, const int* __restrict__ in,
-                                                        int* __restrict__ out, int w) {
+__global__ void __launch_bounds__(BLOCK)
+    contract_merge(int n, const int* __restrict__ labels, const int* __restrict__ s_ptr, const int* __restrict__ in,
+                   int* __restrict__ out, int w) {
   const int e = blockIdx.x * BLOCK + threadIdx.x;
   if (e >= n) return;
   const int x = in[e], l = labels[x], rs = s_ptr[l];

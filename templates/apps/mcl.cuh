@@ -238,8 +238,10 @@ __device__ __forceinline__ int mcl_find(const int32_t* __restrict__ col, int n, 
   int lo = 0, hi = n;
   while (lo < hi) {
     const int mid = (lo + hi) >> 1;
-    if (col[mid] < key) lo = mid + 1;
-    else hi = mid;
+    if (col[mid] < key)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return lo < n && col[lo] == key ? lo : -1;
 }

@@ -110,7 +110,8 @@ __global__ void __launch_bounds__(BLOCK)
 }
 
 template <typename T, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) mcl_start_scale(int n, const int32_t* __restrict__ p_ptr, T* __restrict__ p_val) {
+__global__ void __launch_bounds__(BLOCK)
+    mcl_start_scale(int n, const int32_t* __restrict__ p_ptr, T* __restrict__ p_val) {
   const long long i = ((long long)blockIdx.x * BLOCK + threadIdx.x) >> 5;
   if (i >= n) return;
   const int lane = threadIdx.x & 31, b = p_ptr[i], e = p_ptr[i + 1];

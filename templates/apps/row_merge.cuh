@@ -13,8 +13,10 @@ __device__ __forceinline__ int row_merge_target(const int* __restrict__ row, int
   int lo = lo0, hi = min(other + w, len);
   while (lo < hi) {  // the first key of the other run not below x
     const int mid = (lo + hi) >> 1;
-    if (row[mid] < x) lo = mid + 1;
-    else hi = mid;
+    if (row[mid] < x)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return base + (p - own) + (lo - lo0);
 }

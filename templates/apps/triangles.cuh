@@ -22,8 +22,10 @@ constexpr int kTriShort = 32;
 __device__ __forceinline__ int tri_row_of(const int32_t* __restrict__ ptr, int lo, int hi, long long p) {
   while (lo < hi) {
     const int mid = (lo + hi + 1) >> 1;
-    if ((long long)ptr[mid] <= p) lo = mid;
-    else hi = mid - 1;
+    if ((long long)ptr[mid] <= p)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   return lo;
 }
@@ -34,8 +36,10 @@ __device__ __forceinline__ bool tri_contains(const int32_t* __restrict__ col_idx
     const int mid = (lo + hi) >> 1;
     const int c = __ldg(col_idx + mid);
     if (c == col) return true;
-    if (c < col) lo = mid + 1;
-    else hi = mid;
+    if (c < col)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   return false;
 }
@@ -43,9 +47,9 @@ __device__ __forceinline__ bool tri_contains(const int32_t* __restrict__ col_idx
 // *total += the triangles; *bad_row = the smallest row seen unsorted, repeated or with a column
 // outside [0, n) (INT_MAX on entry). Grid-stride over tiles of 32 entries.
 template <int BLOCK>
-__global__ void __launch_bounds__(BLOCK) tri_count(const int32_t* __restrict__ row_ptr,
-                                                   const int32_t* __restrict__ col_idx, int n, long long nnz,
-                                                   unsigned long long* total, int* bad_row) {
+__global__ void __launch_bounds__(BLOCK)
+    tri_count(const int32_t* __restrict__ row_ptr, const int32_t* __restrict__ col_idx, int n, long long nnz,
+              unsigned long long* total, int* bad_row) {
   const unsigned lane = threadIdx.x & 31u;
   const long long warps = (long long)gridDim.x * (BLOCK / 32);
   unsigned long long count = 0;
@@ -65,8 +69,10 @@ __global__ void __launch_bounds__(BLOCK) tri_count(const int32_t* __restrict__ r
       rs = row_ptr[i];
       k = col_idx[p];
       const bool ordered = p == rs || col_idx[p - 1] < k;
-      if (k < 0 || k >= n || !ordered) atomicMin(bad_row, i);
-      else lower = k < i;
+      if (k < 0 || k >= n || !ordered)
+        atomicMin(bad_row, i);
+      else
+        lower = k < i;
     }
     int ks = 0, ke = 0;
     if (lower) {
@@ -90,7 +96,7 @@ __global__ void __launch_bounds__(BLOCK) tri_count(const int32_t* __restrict__ r
         const int q = q0 + (int)lane;
         const int j = q < e ? __ldg(col_idx + q) : kk;
         if (j < kk) count += tri_contains(col_idx, lo, hi, j);
-        if (__any_sync(0xffffffffu, j >= kk) ) break;  // past L(kk, :) on some lane: the rest are too
+        if (__any_sync(0xffffffffu, j >= kk)) break;  // past L(kk, :) on some lane: the rest are too
       }
     }
   }
@@ -103,10 +109,9 @@ __global__ void __launch_bounds__(BLOCK) tri_count(const int32_t* __restrict__ r
 // another library's C = L·L): *total += sum of C(i, j) over j in L(i, :), a warp per row of C
 // (C's rows need not be sorted; L's must be). Sums in double: C's values count paths exactly.
 template <typename T, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) tri_mask_sum(const int32_t* __restrict__ c_ptr,
-                                                      const int32_t* __restrict__ c_col, const T* __restrict__ c_val,
-                                                      const int32_t* __restrict__ l_ptr,
-                                                      const int32_t* __restrict__ l_col, int n, double* total) {
+__global__ void __launch_bounds__(BLOCK)
+    tri_mask_sum(const int32_t* __restrict__ c_ptr, const int32_t* __restrict__ c_col, const T* __restrict__ c_val,
+                 const int32_t* __restrict__ l_ptr, const int32_t* __restrict__ l_col, int n, double* total) {
   double sum = 0;
   const int lane = threadIdx.x & 31;
   for (int i = (int)((blockIdx.x * BLOCK + threadIdx.x) >> 5); i < n; i += (int)(gridDim.x * (BLOCK / 32))) {

@@ -72,7 +72,7 @@ __device__ __forceinline__ LevelChoice choose_direction(const BfsArgs& a, const 
     r.dir = (edges * (double)a.alpha > unexplored || xb > (double)a.th3) ? kBfsPull : kBfsPush;
   else
     r.dir = ((double)nf * (double)a.beta < (double)a.n && nf < c->prev_vertices && xb <= (double)a.th3) ? kBfsPush
-                                                                                                     : kBfsPull;
+                                                                                                        : kBfsPull;
 #endif
   return r;
 }
@@ -385,11 +385,13 @@ __device__ __forceinline__ void expand_level(const BfsArgs& a, int level, const 
     push_level(a, level, a.tasks + (size_t)(level & 1) * a.task_capacity, li.ntasks, fnext, qnext, tnext, cn, team);
 #endif
 #if DBS_BFS_DIR != 1
-  if (li.choice.dir == kBfsPull) pull_level(a, level, a.frontier + (size_t)cur * a.words, fnext, qnext, tnext, cn, team);
+  if (li.choice.dir == kBfsPull)
+    pull_level(a, level, a.frontier + (size_t)cur * a.words, fnext, qnext, tnext, cn, team);
 #endif
   (void)cur;
   if (q0 >= 0) fold[q0] = 0;
-  for (unsigned i = first_old + (unsigned)team.threads; i < li.old_blocks; i += (unsigned)team.threads) fold[qold[i]] = 0;
+  for (unsigned i = first_old + (unsigned)team.threads; i < li.old_blocks; i += (unsigned)team.threads)
+    fold[qold[i]] = 0;
 }
 
 __device__ __forceinline__ bool solo_level(const BfsArgs& a, const LevelInfo& li) {
@@ -504,8 +506,10 @@ __global__ void __launch_bounds__(256) bfs_check_view(const Off* ptr, const int3
       Off lo = mptr[j], hi = mptr[j + 1];
       while (lo < hi) {
         const Off mid = lo + (hi - lo) / 2;
-        if (midx[mid] < (int)i) lo = mid + 1;
-        else hi = mid;
+        if (midx[mid] < (int)i)
+          lo = mid + 1;
+        else
+          hi = mid;
       }
       if (lo == mptr[j + 1] || midx[lo] != (int)i) {
         ++count;

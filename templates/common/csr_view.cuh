@@ -77,13 +77,14 @@ __device__ __forceinline__ int degree_bucket(long long length) {
 // counts[kDegreeBuckets] += the rows of each bucket, through a block-wide histogram in shared
 // memory (most rows of a graph share a few lengths: one global atomic a bucket a block).
 template <typename Off>
-__global__ void __launch_bounds__(256) csr_length_histogram(const Off* ptr, int rows, unsigned* counts,
-                                                            dbsparse::abi::CsrLengthMoments* moments) {
+__global__ void __launch_bounds__(256)
+    csr_length_histogram(const Off* ptr, int rows, unsigned* counts, dbsparse::abi::CsrLengthMoments* moments) {
   __shared__ unsigned local[dbsparse::abi::kDegreeBuckets];
   for (int b = threadIdx.x; b < dbsparse::abi::kDegreeBuckets; b += blockDim.x) local[b] = 0;
   __syncthreads();
   double sum = 0, sum_sq = 0;
-  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < rows; i += (long long)gridDim.x * blockDim.x) {
+  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < rows;
+       i += (long long)gridDim.x * blockDim.x) {
     const long long len = (long long)ptr[i + 1] - (long long)ptr[i];
     atomicAdd(&local[degree_bucket(len)], 1u);
     sum += (double)len;

@@ -19,7 +19,6 @@ __device__ __forceinline__ void dbs_pdl_trigger() {
 #endif
 }
 
-
 // An enumerator, not a constexpr variable: NVRTC emits a namespace-scope constant as an internal
 // symbol named with a per-compilation random id, which made every cubin including this header differ
 // from a rebuild of itself (the kernel cache test compares them).
@@ -49,10 +48,11 @@ __device__ __forceinline__ int owner_lane(int pre, int e) {
   return o;
 }
 
-
 // Read-only loads through the non-coherent path; x is gathered at random and never written here.
 template <typename T>
-__device__ __forceinline__ T load_ro(const T* p) { return __ldg(p); }
+__device__ __forceinline__ T load_ro(const T* p) {
+  return __ldg(p);
+}
 
 // y = alpha*acc + beta*y, where beta == 0 means y is not read (it may hold NaN).
 template <typename T>
@@ -68,8 +68,8 @@ __device__ __forceinline__ void axpby_store(T* y, T acc, T alpha, T beta) {
 // registers (32 -> 48, occupancy 100% -> 62%) and 20-40% of the time, for precision not needed.
 // O: the entry index, int or long long (a plan with 64-bit row offsets, past 2^31 entries).
 template <typename T, int STRIDE, typename O>
-__device__ __forceinline__ T strided_dot(O j, O end, const int* __restrict__ col_idx,
-                                         const T* __restrict__ vals, const T* __restrict__ x) {
+__device__ __forceinline__ T strided_dot(O j, O end, const int* __restrict__ col_idx, const T* __restrict__ vals,
+                                         const T* __restrict__ x) {
   constexpr int kAcc = sizeof(T) == 4 ? 4 : 1;
   T acc[4] = {T(0), T(0), T(0), T(0)};
   for (; j < end; j += 4 * STRIDE) {

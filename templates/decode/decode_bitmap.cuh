@@ -26,13 +26,11 @@ namespace dbs {
 // Block partials go to an fp32 accumulator in global memory (one red per row); the last block of a
 // strip rounds it into y and zeroes it for the next call.
 template <typename V, int WARPS, int WINDOW>
-__global__ void __launch_bounds__(WARPS * 32) decode_fused(const uint32_t* __restrict__ masks,
-                                                           const int32_t* __restrict__ seg_ptr,
-                                                           const typename V::S* __restrict__ vals,
-                                                           const typename V::S* __restrict__ x, int cols, float tau,
-                                                           const float* __restrict__ tau_dev, float* acc,
-                                                           unsigned* tickets, typename V::S* y, int rows, int strips,
-                                                           int splits) {
+__global__ void __launch_bounds__(WARPS * 32)
+    decode_fused(const uint32_t* __restrict__ masks, const int32_t* __restrict__ seg_ptr,
+                 const typename V::S* __restrict__ vals, const typename V::S* __restrict__ x, int cols, float tau,
+                 const float* __restrict__ tau_dev, float* acc, unsigned* tickets, typename V::S* y, int rows,
+                 int strips, int splits) {
   typedef typename V::S S;
   __shared__ float red[WARPS][32 * 33];  // [b][lane] padded: conflict-free both ways
   __shared__ bool last;
@@ -133,13 +131,11 @@ __device__ __forceinline__ void transpose_reduce_step(float (&a)[32], unsigned l
 // (decode_fused) costs 6-10 us per layer on the H200, most of it a chain of round trips
 // (x, words, values, reds, ticket, the last block's pass); here the chain is x, words, values.
 template <typename V, int WARPS, int R>
-__global__ void __launch_bounds__(WARPS * 32) decode_rows(const uint32_t* __restrict__ masks,
-                                                          const int32_t* __restrict__ seg_ptr,
-                                                          const uint16_t* __restrict__ word_off,
-                                                          const typename V::S* __restrict__ vals,
-                                                          const typename V::S* __restrict__ x, int cols, float tau,
-                                                          const float* __restrict__ tau_dev, typename V::S* y,
-                                                          int rows, int strips) {
+__global__ void __launch_bounds__(WARPS * 32)
+    decode_rows(const uint32_t* __restrict__ masks, const int32_t* __restrict__ seg_ptr,
+                const uint16_t* __restrict__ word_off, const typename V::S* __restrict__ vals,
+                const typename V::S* __restrict__ x, int cols, float tau, const float* __restrict__ tau_dev,
+                typename V::S* y, int rows, int strips) {
   typedef typename V::S S;
   constexpr int kThreads = WARPS * 32, kPer = 16, kChunk = kThreads * kPer;
   static_assert(kThreads % R == 0 && 32 % R == 0, "a thread keeps one word: R divides the warp");
@@ -221,13 +217,15 @@ __global__ void __launch_bounds__(WARPS * 32) decode_rows(const uint32_t* __rest
 // via match_any), and the bin search is one warp's scan, not a thread's walk over 256 bins.
 template <typename V>
 __device__ __forceinline__ unsigned topk_abs_key(typename V::S v) {
-  if constexpr (sizeof(typename V::S) == 2) return (unsigned)v & 0x7fffu;
-  else return __float_as_uint(v) & 0x7fffffffu;
+  if constexpr (sizeof(typename V::S) == 2)
+    return (unsigned)v & 0x7fffu;
+  else
+    return __float_as_uint(v) & 0x7fffffffu;
 }
 template <typename V>
-__global__ void __launch_bounds__(1024) decode_topk_list(const typename V::S* __restrict__ x, int n, int k,
-                                                         int* __restrict__ act_idx, typename V::S* __restrict__ act_val,
-                                                         unsigned* count, float* tau_out) {
+__global__ void __launch_bounds__(1024)
+    decode_topk_list(const typename V::S* __restrict__ x, int n, int k, int* __restrict__ act_idx,
+                     typename V::S* __restrict__ act_val, unsigned* count, float* tau_out) {
   constexpr int kPer = 16;
   constexpr int kBits = sizeof(typename V::S) * 8;
   __shared__ unsigned hist[256];
@@ -284,8 +282,10 @@ __global__ void __launch_bounds__(1024) decode_topk_list(const typename V::S* __
     __syncthreads();
   }
   float tau;
-  if constexpr (sizeof(typename V::S) == 2) tau = V::ld((typename V::S)prefix);
-  else tau = __uint_as_float(prefix);
+  if constexpr (sizeof(typename V::S) == 2)
+    tau = V::ld((typename V::S)prefix);
+  else
+    tau = __uint_as_float(prefix);
   if (threadIdx.x == 0 && tau_out) *tau_out = tau;
   const unsigned cut = prefix;
   if (!act_idx) return;  // threshold only: the consuming kernel applies it

@@ -16,10 +16,10 @@ namespace dbs {
 // Why mma: a lane converting and multiplying each half in fp32 spends ~17 instructions a 16 bytes,
 // four times the issue rate the bandwidth allows; here it is 3 loads and 2 mma a 1 KB of W a warp.
 template <typename V, int WARPS, int U>
-__global__ void __launch_bounds__(WARPS * 32) decode_dense(const typename V::S* __restrict__ w,
-                                                           const typename V::S* __restrict__ x, int rows, int cols,
-                                                           float tau, const float* __restrict__ tau_dev, int splits,
-                                                           float* acc, unsigned* tickets, typename V::S* y) {
+__global__ void __launch_bounds__(WARPS * 32)
+    decode_dense(const typename V::S* __restrict__ w, const typename V::S* __restrict__ x, int rows, int cols,
+                 float tau, const float* __restrict__ tau_dev, int splits, float* acc, unsigned* tickets,
+                 typename V::S* y) {
   static_assert(sizeof(typename V::S) == 2, "the dense path takes 16-bit values");
   __shared__ float red[WARPS][16];
   __shared__ bool last;
@@ -57,8 +57,10 @@ __global__ void __launch_bounds__(WARPS * 32) decode_dense(const typename V::S* 
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int step = s + u * WARPS;
-      if (!(step < s1 && (step * 4 + t4) * 8 < cols)) xx[u] = zero;
-      else if (th > 0.0f) xx[u] = make_uint4(keep2(xx[u].x), keep2(xx[u].y), keep2(xx[u].z), keep2(xx[u].w));
+      if (!(step < s1 && (step * 4 + t4) * 8 < cols))
+        xx[u] = zero;
+      else if (th > 0.0f)
+        xx[u] = make_uint4(keep2(xx[u].x), keep2(xx[u].y), keep2(xx[u].z), keep2(xx[u].w));
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
@@ -76,8 +78,10 @@ __global__ void __launch_bounds__(WARPS * 32) decode_dense(const typename V::S* 
     float sum = 0.0f;
 #pragma unroll
     for (int k = 0; k < WARPS; ++k) sum += red[k][threadIdx.x];
-    if (splits == 1) y[row0 + threadIdx.x] = V::st(sum);
-    else if (sum != 0.0f) atomicAdd(&acc[row0 + threadIdx.x], sum);
+    if (splits == 1)
+      y[row0 + threadIdx.x] = V::st(sum);
+    else if (sum != 0.0f)
+      atomicAdd(&acc[row0 + threadIdx.x], sum);
   }
   if (splits == 1) return;
   __threadfence();

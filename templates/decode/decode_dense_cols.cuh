@@ -16,11 +16,10 @@ namespace dbs {
 // column costs ~17 instructions a 512 bytes a warp, so with half the activations kept the layer
 // reads half of W at the bandwidth instead of a quarter of it at a third of the bandwidth.
 template <typename V, int WARPS, int R, int U>
-__global__ void __launch_bounds__(WARPS * 32) decode_dense_cols(const typename V::S* __restrict__ wt,
-                                                                const typename V::S* __restrict__ x, int rows,
-                                                                int rows_pad, int cols, float tau,
-                                                                const float* __restrict__ tau_dev, int splits,
-                                                                float* acc, unsigned* tickets, typename V::S* y) {
+__global__ void __launch_bounds__(WARPS * 32)
+    decode_dense_cols(const typename V::S* __restrict__ wt, const typename V::S* __restrict__ x, int rows, int rows_pad,
+                      int cols, float tau, const float* __restrict__ tau_dev, int splits, float* acc, unsigned* tickets,
+                      typename V::S* y) {
   typedef typename V::S S;
   constexpr int kPer = 16 / (int)sizeof(S);
   constexpr int kSlab = 32 * kPer * R;
@@ -51,7 +50,7 @@ __global__ void __launch_bounds__(WARPS * 32) decode_dense_cols(const typename V
   // flight (H200 SASS, 2026-12-03); here it has U * R * 512 bytes.
   uint4 v[U][R];
   float xv[U];
-  const auto fetch = [&](int k, uint4 (&d)[U][R], float (&xs)[U]) {
+  const auto fetch = [&](int k, uint4(&d)[U][R], float(&xs)[U]) {
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       const int kk = k + u * WARPS;
@@ -103,8 +102,10 @@ __global__ void __launch_bounds__(WARPS * 32) decode_dense_cols(const typename V
     float sum = 0.0f;
 #pragma unroll
     for (int w = 0; w < WARPS; ++w) sum += sums[w * kSlab + r];
-    if (splits == 1) y[row0 + r] = V::st(sum);
-    else if (sum != 0.0f) atomicAdd(&acc[row0 + r], sum);
+    if (splits == 1)
+      y[row0 + r] = V::st(sum);
+    else if (sum != 0.0f)
+      atomicAdd(&acc[row0 + r], sum);
   }
   if (splits == 1) return;
   __threadfence();

@@ -35,13 +35,11 @@ __device__ __forceinline__ float lds_at<float>(unsigned addr) {
 // 128 + 16 * stage_chunks bytes; at the end the warps' sums (WARPS * 4 KB) reuse it. stage_chunks is
 // the plan's largest segment in 16-byte chunks (from an unaligned start).
 template <typename V, int WARPS, int STAGES>
-__global__ void __launch_bounds__(WARPS * 32, 4) decode_lanes_ring(const uint32_t* __restrict__ masks,
-                                                                const int32_t* __restrict__ seg_ptr,
-                                                                const typename V::S* __restrict__ vals,
-                                                                const typename V::S* __restrict__ x, int cols, float tau,
-                                                                const float* __restrict__ tau_dev, float* acc,
-                                                                unsigned* tickets, typename V::S* y, int rows,
-                                                                int strips, int splits, int stage_chunks) {
+__global__ void __launch_bounds__(WARPS * 32, 4)
+    decode_lanes_ring(const uint32_t* __restrict__ masks, const int32_t* __restrict__ seg_ptr,
+                      const typename V::S* __restrict__ vals, const typename V::S* __restrict__ x, int cols, float tau,
+                      const float* __restrict__ tau_dev, float* acc, unsigned* tickets, typename V::S* y, int rows,
+                      int strips, int splits, int stage_chunks) {
   typedef typename V::S S;
   constexpr int kPer = 16 / (int)sizeof(S);  // values in a 16-byte chunk
   extern __shared__ __align__(16) uint4 dyn[];
@@ -55,8 +53,8 @@ __global__ void __launch_bounds__(WARPS * 32, 4) decode_lanes_ring(const uint32_
   const int c0 = split * chunk, c1 = min(cols, c0 + chunk);
   int4* list = reinterpret_cast<int4*>(dyn);  // (column, segment start, segment end, x bits)
   const int stage_bytes = 128 + 16 * stage_chunks;
-  const unsigned ring = (unsigned)__cvta_generic_to_shared(dyn) + (unsigned)(chunk * 16) +
-                        warp * (unsigned)(STAGES * stage_bytes);
+  const unsigned ring =
+      (unsigned)__cvta_generic_to_shared(dyn) + (unsigned)(chunk * 16) + warp * (unsigned)(STAGES * stage_bytes);
   const int n_kept = list_kept<WARPS>(c0, c1, list, &nl, [&](int c, int4& en) {
     const size_t seg = (size_t)c * strips + t;
     const float xf = V::ld(x[c]);
@@ -87,8 +85,8 @@ __global__ void __launch_bounds__(WARPS * 32, 4) decode_lanes_ring(const uint32_
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) issue(k + s * WARPS, s);
   for (; k < n_kept; k += WARPS) {
-    issue(k + (STAGES - 1) * WARPS, slot == 0 ? STAGES - 1 : slot - 1);  // the stage summed last time
-    asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 1) : "memory");         // column k's group is in
+    issue(k + (STAGES - 1) * WARPS, slot == 0 ? STAGES - 1 : slot - 1);    // the stage summed last time
+    asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 1) : "memory");  // column k's group is in
     __syncwarp();
     const int4 en = list[k];
     const float xv = __int_as_float(en.w);

@@ -9,8 +9,8 @@
 namespace dbs {
 
 template <typename T, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) sparsify_threshold(const T* __restrict__ x, T* __restrict__ xs, int n,
-                                                            float tau) {
+__global__ void __launch_bounds__(BLOCK)
+    sparsify_threshold(const T* __restrict__ x, T* __restrict__ xs, int n, float tau) {
   for (int i = blockIdx.x * BLOCK + threadIdx.x; i < n; i += gridDim.x * BLOCK) {
     const T v = x[i];
     xs[i] = fabsf((float)v) >= tau ? v : T(0);

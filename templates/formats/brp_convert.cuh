@@ -20,8 +20,10 @@ __device__ __forceinline__ int brp_row_of(const int* row_ptr, int rows, int p) {
   int lo = 0, hi = rows;  // row_ptr[lo] <= p < row_ptr[hi]
   while (hi - lo > 1) {
     const int mid = lo + (hi - lo) / 2;
-    if (row_ptr[mid] <= p) lo = mid;
-    else hi = mid;
+    if (row_ptr[mid] <= p)
+      lo = mid;
+    else
+      hi = mid;
   }
   return lo;
 }
@@ -30,8 +32,10 @@ __device__ __forceinline__ int brp_row_of(const int* row_ptr, int rows, int p) {
 __device__ __forceinline__ int brp_lower_bound(const int* col, int b, int e, int c) {
   while (b < e) {
     const int mid = b + (e - b) / 2;
-    if (col[mid] < c) b = mid + 1;
-    else e = mid;
+    if (col[mid] < c)
+      b = mid + 1;
+    else
+      e = mid;
   }
   return b;
 }

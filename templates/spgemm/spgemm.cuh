@@ -144,8 +144,10 @@ __device__ __forceinline__ void spgemm_products_block(int begin, int end, long l
       int lo = 0, up = BLOCK - 1;  // the first entry whose inclusive count passes j (s_incl[BLOCK-1] = total > j)
       while (lo < up) {
         const int mid = (lo + up) >> 1;
-        if (s_incl[mid] <= j) lo = mid + 1;
-        else up = mid;
+        if (s_incl[mid] <= j)
+          lo = mid + 1;
+        else
+          up = mid;
       }
       for (int e = lo; j < hi; j += 32) {
         while (s_incl[e] <= j) ++e;
@@ -180,8 +182,10 @@ __device__ void spgemm_bitonic(int* keys, V* vals, unsigned n, unsigned t, unsig
           }
         }
       }
-      if (WARP) __syncwarp();
-      else __syncthreads();
+      if (WARP)
+        __syncwarp();
+      else
+        __syncthreads();
     }
 }
 
@@ -209,7 +213,7 @@ __device__ int spgemm_sort_row(int* table, V* tv, unsigned slots, int len, int b
       c_val[begin + j] = tv[s];
     }
   }
-  __syncthreads();  // also orders the global writes above before the reads below (same block)
+  __syncthreads();                   // also orders the global writes above before the reads below (same block)
   if (len < 0) len = (int)*counter;  // a first pass without a symbolic phase: the count is the length
   unsigned p2 = 1;
   while (p2 < (unsigned)len) p2 <<= 1;
@@ -297,8 +301,8 @@ __device__ __forceinline__ void spgemm_rank_write(const SpgemmLanes<TPR>& L, con
 // 2026-12-03). Past 8 keys a lane (n * E' ~ 16n compares against ~8.6K instructions for a bitonic
 // sort of 512) the bitonic sort is the cheaper.
 template <typename V, int TPR, int E, bool VEC4>
-__device__ int spgemm_sort_row_lanes(const SpgemmLanes<TPR>& L, int* table, V* tv, int slots, bool write,
-                                      int begin, int32_t* __restrict__ c_col, V* __restrict__ c_val) {
+__device__ int spgemm_sort_row_lanes(const SpgemmLanes<TPR>& L, int* table, V* tv, int slots, bool write, int begin,
+                                     int32_t* __restrict__ c_col, V* __restrict__ c_val) {
   int n = 0;
   for (int s0 = 0; s0 < slots; s0 += TPR) {
     const int s = s0 + L.t;
@@ -380,8 +384,8 @@ __device__ __forceinline__ long long spgemm_slot(int* table, unsigned slots, boo
 // shared memory cost 32 shared loads a thread per 1024 slots, 512 for a 16384-slot row (R-MAT
 // 14's dense group-2 rows: 1.0 ms of a 4 ms product, H200 2026-12-03).
 template <typename V, int BLOCK, bool VEC4>
-__device__ int spgemm_dense_write(const int* table, const V* tv, int lo, int hi, int base,
-                                  int32_t* __restrict__ c_col, V* __restrict__ c_val) {
+__device__ int spgemm_dense_write(const int* table, const V* tv, int lo, int hi, int base, int32_t* __restrict__ c_col,
+                                  V* __restrict__ c_val) {
   constexpr int W = BLOCK / 32;
   __shared__ int warp_sum[W], chunk_total;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -443,12 +447,10 @@ __device__ int spgemm_dense_write(const int* table, const V* tv, int lo, int hi,
 // not fit gets overflow[i] = 1 and is counted again by spgemm_symbolic_global (when the plan falls
 // back; else it is an error). TPR <= 32: a row's lanes of one warp; else TPR == BLOCK.
 template <typename V, int T, int TPR, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_symbolic_shared(const int32_t* __restrict__ rows, int n,
-                                                                const int32_t* __restrict__ a_ptr,
-                                                                const int32_t* __restrict__ a_col,
-                                                                const int32_t* __restrict__ b_ptr,
-                                                                const int32_t* __restrict__ b_col, int32_t* row_len,
-                                                                int32_t* overflow, int b_cols) {
+__global__ void __launch_bounds__(BLOCK)
+    spgemm_symbolic_shared(const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr,
+                           const int32_t* __restrict__ a_col, const int32_t* __restrict__ b_ptr,
+                           const int32_t* __restrict__ b_col, int32_t* row_len, int32_t* overflow, int b_cols) {
   constexpr int RPB = BLOCK / TPR, S = TPR < 32 ? T + TPR : T;  // spgemm_table_stride
   // A row per block with a table of B's columns: dense (slot = column, never full, no sort).
   const bool dense = TPR == BLOCK && spgemm_dense_row(T, b_cols);
@@ -505,7 +507,7 @@ __device__ __forceinline__ void spgemm_numeric_shared_body(
     const V* __restrict__ a_val, const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
     const V* __restrict__ b_val, const int32_t* __restrict__ overflow, const int32_t* __restrict__ c_ptr,
     int32_t* __restrict__ c_col, V* __restrict__ c_val, int b_cols, int32_t* __restrict__ row_len) {
-  constexpr int RPB = BLOCK / TPR, S = TPR < 32 ? T + TPR : T;  // spgemm_table_stride
+  constexpr int RPB = BLOCK / TPR, S = TPR < 32 ? T + TPR : T;     // spgemm_table_stride
   const bool dense = TPR == BLOCK && spgemm_dense_row(T, b_cols);  // as in spgemm_symbolic_shared
   static_assert(TPR <= 32 || TPR == BLOCK, "a row's threads: part of one warp, or the whole block");
   extern __shared__ __align__(16) double spgemm_smem[];  // values (f64) first; 16: the rank sort's int4 loads
@@ -532,8 +534,8 @@ __device__ __forceinline__ void spgemm_numeric_shared_body(
     __syncwarp();
     if (active) spgemm_products_lanes<TPR, V>(L, i, a_ptr, a_col, a_val, b_ptr, b_col, b_val, (int*)0, add);
     __syncwarp();
-    const int len = spgemm_sort_row_lanes<V, TPR, spgemm_rank_keys(T, TPR), S % 4 == 0>(L, table, tv, T, active,
-                                                                                    active ? c_ptr[i] : 0, c_col, c_val);
+    const int len = spgemm_sort_row_lanes<V, TPR, spgemm_rank_keys(T, TPR), S % 4 == 0>(
+        L, table, tv, T, active, active ? c_ptr[i] : 0, c_col, c_val);
     if (FIRST && active && L.t == 0) row_len[i] = len;
   } else {
     if (!active) return;  // uniform over the block (a row per block)
@@ -544,35 +546,41 @@ __device__ __forceinline__ void spgemm_numeric_shared_body(
     }
     if (threadIdx.x == 0) placed = 0;
     __syncthreads();
-    spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], 0, 0x7fffffffffffffffll, a_col, a_val, b_ptr, b_col, b_val, (int*)0,
-                                    add);
+    spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], 0, 0x7fffffffffffffffll, a_col, a_val, b_ptr, b_col, b_val,
+                                    (int*)0, add);
     __syncthreads();
     int len;
-    if (dense) len = spgemm_dense_write<V, BLOCK, true>(table, tv, 0, b_cols, c_ptr[i], c_col, c_val);
-    else len = spgemm_sort_row<V>(table, tv, T, FIRST ? -1 : c_ptr[i + 1] - c_ptr[i], c_ptr[i], c_col, c_val,
-                                  threadIdx.x, BLOCK, &placed);
+    if (dense)
+      len = spgemm_dense_write<V, BLOCK, true>(table, tv, 0, b_cols, c_ptr[i], c_col, c_val);
+    else
+      len = spgemm_sort_row<V>(table, tv, T, FIRST ? -1 : c_ptr[i + 1] - c_ptr[i], c_ptr[i], c_col, c_val, threadIdx.x,
+                               BLOCK, &placed);
     if (FIRST && threadIdx.x == 0) row_len[i] = len;
   }
 }
 
 template <typename V, int T, int TPR, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared(
-    const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
-    const V* __restrict__ a_val, const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
-    const V* __restrict__ b_val, const int32_t* __restrict__ overflow, const int32_t* __restrict__ c_ptr,
-    int32_t* __restrict__ c_col, V* __restrict__ c_val, int b_cols) {
+__global__ void __launch_bounds__(BLOCK)
+    spgemm_numeric_shared(const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr,
+                          const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
+                          const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
+                          const V* __restrict__ b_val, const int32_t* __restrict__ overflow,
+                          const int32_t* __restrict__ c_ptr, int32_t* __restrict__ c_col, V* __restrict__ c_val,
+                          int b_cols) {
   spgemm_numeric_shared_body<V, T, TPR, BLOCK, false>(rows, n, a_ptr, a_col, a_val, b_ptr, b_col, b_val, overflow,
                                                       c_ptr, c_col, c_val, b_cols, nullptr);
 }
 
 template <typename V, int T, int TPR, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_numeric_shared_first(
-    const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
-    const V* __restrict__ a_val, const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
-    const V* __restrict__ b_val, const int32_t* __restrict__ overflow, const int32_t* __restrict__ c_ptr,
-    int32_t* __restrict__ c_col, V* __restrict__ c_val, int b_cols, int32_t* __restrict__ row_len) {
-  spgemm_numeric_shared_body<V, T, TPR, BLOCK, true>(rows, n, a_ptr, a_col, a_val, b_ptr, b_col, b_val, overflow,
-                                                     c_ptr, c_col, c_val, b_cols, row_len);
+__global__ void __launch_bounds__(BLOCK)
+    spgemm_numeric_shared_first(const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr,
+                                const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
+                                const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
+                                const V* __restrict__ b_val, const int32_t* __restrict__ overflow,
+                                const int32_t* __restrict__ c_ptr, int32_t* __restrict__ c_col, V* __restrict__ c_val,
+                                int b_cols, int32_t* __restrict__ row_len) {
+  spgemm_numeric_shared_body<V, T, TPR, BLOCK, true>(rows, n, a_ptr, a_col, a_val, b_ptr, b_col, b_val, overflow, c_ptr,
+                                                     c_col, c_val, b_cols, row_len);
 }
 
 // Global tables (group 3 and the rows that overflowed a shared one) run with gridDim.y blocks a
@@ -605,13 +613,12 @@ __global__ void __launch_bounds__(BLOCK) spgemm_global_init(const int32_t* __res
 // Symbolic phase in global tables: each block's newly claimed keys added to row_len[i] (zero from
 // the plan's memset, or from the shared kernel for a row that overflowed).
 template <typename V, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_symbolic_global(const int32_t* __restrict__ rows, int n, int n_always,
-                                                                const dbsparse::abi::SpgemmTable* __restrict__ tables,
-                                                                const int32_t* __restrict__ a_ptr,
-                                                                const int32_t* __restrict__ a_col,
-                                                                const int32_t* __restrict__ b_ptr,
-                                                                const int32_t* __restrict__ b_col, int* keys,
-                                                                int32_t* row_len, const int32_t* overflow, int b_cols) {
+__global__ void __launch_bounds__(BLOCK)
+    spgemm_symbolic_global(const int32_t* __restrict__ rows, int n, int n_always,
+                           const dbsparse::abi::SpgemmTable* __restrict__ tables, const int32_t* __restrict__ a_ptr,
+                           const int32_t* __restrict__ a_col, const int32_t* __restrict__ b_ptr,
+                           const int32_t* __restrict__ b_col, int* keys, int32_t* row_len, const int32_t* overflow,
+                           int b_cols) {
   __shared__ int count;
   int i;
   const int p = blockIdx.x;
@@ -623,8 +630,9 @@ __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_global(const int32_t* _
   if (threadIdx.x == 0) count = 0;
   __syncthreads();
   int mine = 0;
-  spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], ip * blockIdx.y / gridDim.y, ip * (blockIdx.y + 1) / gridDim.y,
-                                  a_col, (const V*)0, b_ptr, b_col, (const V*)0, (int*)0, [&](int col, V, V) {
+  spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], ip * blockIdx.y / gridDim.y,
+                                  ip * (blockIdx.y + 1) / gridDim.y, a_col, (const V*)0, b_ptr, b_col, (const V*)0,
+                                  (int*)0, [&](int col, V, V) {
                                     bool claimed;
                                     spgemm_slot(table, slots, dense, col, &claimed);
                                     mine += claimed;
@@ -637,11 +645,13 @@ __global__ void __launch_bounds__(BLOCK) spgemm_symbolic_global(const int32_t* _
 // Numeric phase in global tables: products added into the row's table by its gridDim.y blocks;
 // spgemm_global_sort then writes C's row.
 template <typename V, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_numeric_global(
-    const int32_t* __restrict__ rows, int n, int n_always, const dbsparse::abi::SpgemmTable* __restrict__ tables,
-    const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
-    const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col, const V* __restrict__ b_val, int* keys,
-    V* vals, const int32_t* __restrict__ overflow, int b_cols) {
+__global__ void __launch_bounds__(BLOCK)
+    spgemm_numeric_global(const int32_t* __restrict__ rows, int n, int n_always,
+                          const dbsparse::abi::SpgemmTable* __restrict__ tables, const int32_t* __restrict__ a_ptr,
+                          const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
+                          const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
+                          const V* __restrict__ b_val, int* keys, V* vals, const int32_t* __restrict__ overflow,
+                          int b_cols) {
   int i;
   const int p = blockIdx.x;
   if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
@@ -650,8 +660,9 @@ __global__ void __launch_bounds__(BLOCK) spgemm_numeric_global(
   const unsigned slots = (unsigned)tables[p].slots;
   const bool dense = spgemm_dense_row(tables[p].slots, b_cols);
   const long long ip = tables[p].ip;
-  spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], ip * blockIdx.y / gridDim.y, ip * (blockIdx.y + 1) / gridDim.y,
-                                  a_col, a_val, b_ptr, b_col, b_val, (int*)0, [&](int col, V av, V bv) {
+  spgemm_products_block<BLOCK, V>(a_ptr[i], a_ptr[i + 1], ip * blockIdx.y / gridDim.y,
+                                  ip * (blockIdx.y + 1) / gridDim.y, a_col, a_val, b_ptr, b_col, b_val, (int*)0,
+                                  [&](int col, V av, V bv) {
                                     bool claimed;
                                     const long long s = spgemm_slot(table, slots, dense, col, &claimed);
                                     if (s >= 0) atomicAdd(tv + s, av * bv);
@@ -680,12 +691,11 @@ __device__ __forceinline__ long long spgemm_share(long long slots, unsigned y) {
 // seg_count[p * gridDim.y + y], for spgemm_global_sort's offsets. Hashed rows: block y's share of
 // the slots counted by column segment into seg_hist (zero on entry).
 template <typename V, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_global_count(const int32_t* __restrict__ rows, int n, int n_always,
-                                                             const dbsparse::abi::SpgemmTable* __restrict__ tables,
-                                                             const int* __restrict__ keys,
-                                                             const int32_t* __restrict__ overflow, int b_cols,
-                                                             int32_t* __restrict__ seg_count, int width, int segs,
-                                                             int32_t* __restrict__ seg_hist) {
+__global__ void __launch_bounds__(BLOCK)
+    spgemm_global_count(const int32_t* __restrict__ rows, int n, int n_always,
+                        const dbsparse::abi::SpgemmTable* __restrict__ tables, const int* __restrict__ keys,
+                        const int32_t* __restrict__ overflow, int b_cols, int32_t* __restrict__ seg_count, int width,
+                        int segs, int32_t* __restrict__ seg_hist) {
   __shared__ int total;
   int i;
   const int p = blockIdx.x;
@@ -715,11 +725,11 @@ __global__ void __launch_bounds__(BLOCK) spgemm_global_count(const int32_t* __re
 // Hashed rows, a block each: the segment counts turned into offsets in C's row (exclusive scan, in
 // place) and the fill counters zeroed.
 template <typename V, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_global_scan(const int32_t* __restrict__ rows, int n, int n_always,
-                                                            const dbsparse::abi::SpgemmTable* __restrict__ tables,
-                                                            const int32_t* __restrict__ overflow, int b_cols, int segs,
-                                                            int32_t* __restrict__ seg_hist,
-                                                            int32_t* __restrict__ seg_fill, int32_t* row_len) {
+__global__ void __launch_bounds__(BLOCK)
+    spgemm_global_scan(const int32_t* __restrict__ rows, int n, int n_always,
+                       const dbsparse::abi::SpgemmTable* __restrict__ tables, const int32_t* __restrict__ overflow,
+                       int b_cols, int segs, int32_t* __restrict__ seg_hist, int32_t* __restrict__ seg_fill,
+                       int32_t* row_len) {
   int i;
   const int p = blockIdx.x;
   if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
@@ -745,15 +755,13 @@ __global__ void __launch_bounds__(BLOCK) spgemm_global_scan(const int32_t* __res
 // Hashed rows: block y's share of the slots scattered into C's row, each key into its segment's
 // range (in no order within it).
 template <typename V, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_global_scatter(const int32_t* __restrict__ rows, int n, int n_always,
-                                                               const dbsparse::abi::SpgemmTable* __restrict__ tables,
-                                                               const int* __restrict__ keys, const V* __restrict__ vals,
-                                                               const int32_t* __restrict__ overflow,
-                                                               const int32_t* __restrict__ c_ptr,
-                                                               int32_t* __restrict__ c_col, V* __restrict__ c_val,
-                                                               int b_cols, int width, int segs,
-                                                               const int32_t* __restrict__ seg_hist,
-                                                               int32_t* __restrict__ seg_fill) {
+__global__ void __launch_bounds__(BLOCK)
+    spgemm_global_scatter(const int32_t* __restrict__ rows, int n, int n_always,
+                          const dbsparse::abi::SpgemmTable* __restrict__ tables, const int* __restrict__ keys,
+                          const V* __restrict__ vals, const int32_t* __restrict__ overflow,
+                          const int32_t* __restrict__ c_ptr, int32_t* __restrict__ c_col, V* __restrict__ c_val,
+                          int b_cols, int width, int segs, const int32_t* __restrict__ seg_hist,
+                          int32_t* __restrict__ seg_fill) {
   int i;
   const int p = blockIdx.x;
   if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
@@ -778,15 +786,13 @@ __global__ void __launch_bounds__(BLOCK) spgemm_global_scatter(const int32_t* __
 // (seg_count). hashed_pass 1: a hashed row's segments (spgemm_global_scatter put them in C's row),
 // each sorted in dynamic shared memory (room for `width` pairs) by block y, y + gridDim.y, ...
 template <typename V, int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_global_sort(const int32_t* __restrict__ rows, int n, int n_always,
-                                                            const dbsparse::abi::SpgemmTable* __restrict__ tables,
-                                                            const int* __restrict__ keys, const V* __restrict__ vals,
-                                                            const int32_t* __restrict__ overflow,
-                                                            const int32_t* __restrict__ c_ptr,
-                                                            int32_t* __restrict__ c_col, V* __restrict__ c_val,
-                                                            int b_cols, const int32_t* __restrict__ seg_count,
-                                                            int width, int segs, const int32_t* __restrict__ seg_hist,
-                                                            int hashed_pass, int32_t* row_len) {
+__global__ void __launch_bounds__(BLOCK)
+    spgemm_global_sort(const int32_t* __restrict__ rows, int n, int n_always,
+                       const dbsparse::abi::SpgemmTable* __restrict__ tables, const int* __restrict__ keys,
+                       const V* __restrict__ vals, const int32_t* __restrict__ overflow,
+                       const int32_t* __restrict__ c_ptr, int32_t* __restrict__ c_col, V* __restrict__ c_val,
+                       int b_cols, const int32_t* __restrict__ seg_count, int width, int segs,
+                       const int32_t* __restrict__ seg_hist, int hashed_pass, int32_t* row_len) {
   extern __shared__ double spgemm_sort_smem[];  // 8-byte aligned: values (f64) first
   __shared__ int base;
   int i;
@@ -807,7 +813,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_global_sort(const int32_t* __res
     }
     __syncthreads();
     spgemm_dense_write<V, BLOCK, false>(keys + off, vals + off, spgemm_segment(b_cols, blockIdx.y),
-                                 spgemm_segment(b_cols, blockIdx.y + 1), base, c_col, c_val);
+                                        spgemm_segment(b_cols, blockIdx.y + 1), base, c_col, c_val);
     return;
   }
   V* sv = (V*)spgemm_sort_smem;
@@ -816,7 +822,7 @@ __global__ void __launch_bounds__(BLOCK) spgemm_global_sort(const int32_t* __res
   const int begin = c_ptr[i], len = row_len[i];  // c_ptr[i + 1] - begin but in a one-pass first run
   for (int seg = blockIdx.y; seg < segs; seg += gridDim.y) {
     const int lo = hist[seg], cnt = (seg + 1 < segs ? hist[seg + 1] : len) - lo;  // <= width: distinct columns
-    if (cnt <= 1) continue;  // the same on every thread
+    if (cnt <= 1) continue;                                                       // the same on every thread
     unsigned p2 = 1;
     while (p2 < (unsigned)cnt) p2 <<= 1;
     for (unsigned s = threadIdx.x; s < p2; s += BLOCK) {

@@ -77,11 +77,11 @@ __device__ __forceinline__ long long spgemm_row_ip(int i, const int32_t* __restr
 // One thread per row of A (the grid covers the rows; its threads also stride over B's columns).
 // Block sums in shared memory, then one atomic per block and counter.
 template <int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_analyse_rows(
-    const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col, int rows, int a_cols, long long a_nnz,
-    const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col, long long b_nnz,
-    dbsparse::abi::SpgemmGroupRule rule, int8_t* __restrict__ code, int32_t* __restrict__ ip_row,
-    dbsparse::abi::SpgemmStats* stats) {
+__global__ void __launch_bounds__(BLOCK)
+    spgemm_analyse_rows(const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col, int rows, int a_cols,
+                        long long a_nnz, const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
+                        long long b_nnz, dbsparse::abi::SpgemmGroupRule rule, int8_t* __restrict__ code,
+                        int32_t* __restrict__ ip_row, dbsparse::abi::SpgemmStats* stats) {
   using namespace dbsparse::abi;
   constexpr int W = BLOCK / 32;
   // Per warp: products of groups 0-3, the global tables' slots, the max IP.
@@ -165,11 +165,12 @@ __global__ void __launch_bounds__(BLOCK) spgemm_analyse_rows(
 // also take their table's slots from table_cursor, one atomic per warp. IP is recomputed for those
 // rows only, from A and B's row pointers (cheaper than keeping an int64 per row).
 template <int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_scatter_rows(
-    const int8_t* __restrict__ code, int rows, const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
-    const int32_t* __restrict__ b_ptr, dbsparse::abi::SpgemmGroupRule rule, int list_off1, int list_off2,
-    int n_group3, int32_t* __restrict__ list, int32_t* __restrict__ global_list,
-    dbsparse::abi::SpgemmTable* __restrict__ tables, dbsparse::abi::SpgemmStats* stats) {
+__global__ void __launch_bounds__(BLOCK)
+    spgemm_scatter_rows(const int8_t* __restrict__ code, int rows, const int32_t* __restrict__ a_ptr,
+                        const int32_t* __restrict__ a_col, const int32_t* __restrict__ b_ptr,
+                        dbsparse::abi::SpgemmGroupRule rule, int list_off1, int list_off2, int n_group3,
+                        int32_t* __restrict__ list, int32_t* __restrict__ global_list,
+                        dbsparse::abi::SpgemmTable* __restrict__ tables, dbsparse::abi::SpgemmStats* stats) {
   using namespace dbsparse::abi;
   const int lane = threadIdx.x & 31;
   const unsigned below = (1u << lane) - 1u;
@@ -219,10 +220,9 @@ __global__ void __launch_bounds__(BLOCK) spgemm_scatter_rows(
 enum : int { kSpgemmScanItems = 4 };
 
 template <int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_tile_sums(const int32_t* __restrict__ row_len,
-                                                          const int32_t* __restrict__ overflow, int rows,
-                                                          long long* __restrict__ tile_sum,
-                                                          dbsparse::abi::SpgemmStats* stats) {
+__global__ void __launch_bounds__(BLOCK)
+    spgemm_tile_sums(const int32_t* __restrict__ row_len, const int32_t* __restrict__ overflow, int rows,
+                     long long* __restrict__ tile_sum, dbsparse::abi::SpgemmStats* stats) {
   const long long first = (long long)blockIdx.x * BLOCK * kSpgemmScanItems;
   long long s = 0;
   int ovf = 0;
@@ -249,8 +249,8 @@ __global__ void __launch_bounds__(BLOCK) spgemm_tile_sums(const int32_t* __restr
 
 // One block: tile_sum becomes its exclusive prefix; stats->nnz the total.
 template <int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_scan_tiles(long long* tile_sum, int tiles,
-                                                           dbsparse::abi::SpgemmStats* stats) {
+__global__ void __launch_bounds__(BLOCK)
+    spgemm_scan_tiles(long long* tile_sum, int tiles, dbsparse::abi::SpgemmStats* stats) {
   long long carry = 0;
   for (int base = 0; base < tiles; base += BLOCK) {
     const int t = base + threadIdx.x;
@@ -267,9 +267,9 @@ __global__ void __launch_bounds__(BLOCK) spgemm_scan_tiles(long long* tile_sum, 
 // thread takes kSpgemmScanItems consecutive rows. Past 2^31-1 the values wrap, but then the host
 // throws before C is allocated or c_ptr read.
 template <int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_row_ptr(const int32_t* __restrict__ row_len, int rows,
-                                                        const long long* __restrict__ tile_sum,
-                                                        int32_t* __restrict__ c_ptr) {
+__global__ void __launch_bounds__(BLOCK)
+    spgemm_row_ptr(const int32_t* __restrict__ row_len, int rows, const long long* __restrict__ tile_sum,
+                   int32_t* __restrict__ c_ptr) {
   const long long first = ((long long)blockIdx.x * BLOCK + threadIdx.x) * kSpgemmScanItems;
   int len[kSpgemmScanItems];
   long long s = 0;
@@ -301,12 +301,10 @@ __global__ void __launch_bounds__(BLOCK) spgemm_row_ptr(const int32_t* __restric
 constexpr int kSpgemmCompactPerWarp = 256;
 
 template <int BLOCK>
-__global__ void __launch_bounds__(BLOCK) spgemm_compact_rows(int rows, int nnz, const int32_t* __restrict__ from_ptr,
-                                                             const int32_t* __restrict__ c_ptr,
-                                                             const int32_t* __restrict__ from_col,
-                                                             const void* __restrict__ from_val,
-                                                             int32_t* __restrict__ c_col, void* __restrict__ c_val,
-                                                             int val_bytes) {
+__global__ void __launch_bounds__(BLOCK)
+    spgemm_compact_rows(int rows, int nnz, const int32_t* __restrict__ from_ptr, const int32_t* __restrict__ c_ptr,
+                        const int32_t* __restrict__ from_col, const void* __restrict__ from_val,
+                        int32_t* __restrict__ c_col, void* __restrict__ c_val, int val_bytes) {
   const int lane = threadIdx.x & 31;
   const long long base = (((long long)blockIdx.x * BLOCK + threadIdx.x) >> 5) * kSpgemmCompactPerWarp;
   if (base >= nnz) return;
@@ -317,7 +315,10 @@ __global__ void __launch_bounds__(BLOCK) spgemm_compact_rows(int rows, int nnz, 
     int hi = rows - 1;
     while (lo < hi) {
       const int mid = (lo + hi + 1) >> 1;
-      if (c_ptr[mid] <= e) lo = mid; else hi = mid - 1;
+      if (c_ptr[mid] <= e)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
   }
   int r = __shfl_sync(0xffffffffu, lo, 0);
@@ -326,7 +327,10 @@ __global__ void __launch_bounds__(BLOCK) spgemm_compact_rows(int rows, int nnz, 
     int hi = r_last;
     while (r < hi) {
       const int mid = (r + hi + 1) >> 1;
-      if (c_ptr[mid] <= e) r = mid; else hi = mid - 1;
+      if (c_ptr[mid] <= e)
+        r = mid;
+      else
+        hi = mid - 1;
     }
     const int j = from_ptr[r] + (e - c_ptr[r]);
     c_col[e] = from_col[j];

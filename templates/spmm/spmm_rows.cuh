@@ -25,8 +25,10 @@ namespace dbs {
 // do too); everything above holds within a group, G entries read at a time.
 template <int G>
 __device__ __forceinline__ unsigned group_mask(unsigned lane) {
-  if constexpr (G == 32) return kFull;
-  else return ((1u << G) - 1u) << (lane & ~(unsigned)(G - 1));
+  if constexpr (G == 32)
+    return kFull;
+  else
+    return ((1u << G) - 1u) << (lane & ~(unsigned)(G - 1));
 }
 
 // I: the entry index, int or long long (64-bit row offsets: csr_spmm_rows64).
@@ -68,8 +70,10 @@ __device__ __forceinline__ void row_times_b(const dbsparse::abi::SpmmArgs& a, I 
         vk[k] = on ? vj : 0.0f;
         const T* src = bm + (size_t)(on ? cj : 0) * a.n + (on ? n : 0);
         if constexpr (VEC == 4) {
-          if (on) load4<V>(src, bv[k]);
-          else bv[k][0] = bv[k][1] = bv[k][2] = bv[k][3] = 0.0f;
+          if (on)
+            load4<V>(src, bv[k]);
+          else
+            bv[k][0] = bv[k][1] = bv[k][2] = bv[k][3] = 0.0f;
         } else {
           bv[k][0] = on ? V::ld(__ldg(src)) : 0.0f;
         }
@@ -171,8 +175,10 @@ __device__ __forceinline__ void csr_unit(const dbsparse::abi::SpmmArgs& a, const
     if constexpr (PIECES) {
 #pragma unroll
       for (int v = 0; v < VEC; ++v) {
-        if constexpr (kHalf) atomicAdd(wrow + n + v, acc[v]);
-        else atomicAdd(crow + n + v, a.alpha * acc[v]);
+        if constexpr (kHalf)
+          atomicAdd(wrow + n + v, acc[v]);
+        else
+          atomicAdd(crow + n + v, a.alpha * acc[v]);
       }
     } else if (kHalf && wrow) {
 #pragma unroll
@@ -187,8 +193,8 @@ __device__ __forceinline__ void csr_unit(const dbsparse::abi::SpmmArgs& a, const
 // (a long row stays with its group: no host analysis of the offsets); unit k takes row
 // a.row_id[k] when the plan made the degree order on the device (longest rows first), else row k.
 template <typename V, int WARPS, int VEC, int LANES, int R = 1>
-__global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows64(const dbsparse::abi::SpmmArgs a,
-                                                              const long long* __restrict__ row_ptr) {
+__global__ void __launch_bounds__(WARPS * 32)
+    csr_spmm_rows64(const dbsparse::abi::SpmmArgs a, const long long* __restrict__ row_ptr) {
   static_assert(sizeof(typename V::S) == 4, "64-bit offsets: f32 only");
   constexpr int G = 32 / R;
   const unsigned lane = threadIdx.x & 31u;
@@ -259,8 +265,10 @@ __device__ __forceinline__ void csr_pieces_reduced(const dbsparse::abi::SpmmArgs
           for (int v = 0; v < VEC; ++v) sum[v] += part[k][col + v];
 #pragma unroll
         for (int v = 0; v < VEC; ++v) {
-          if constexpr (kHalf) atomicAdd(wrow + n + v, sum[v]);
-          else atomicAdd(crow + n + v, a.alpha * sum[v]);
+          if constexpr (kHalf)
+            atomicAdd(wrow + n + v, sum[v]);
+          else
+            atomicAdd(crow + n + v, a.alpha * sum[v]);
         }
       }
       __syncthreads();
@@ -336,8 +344,8 @@ __global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows(const dbsparse::abi:
 
 // f16 / bf16: w says which rows are cut (all null when none is).
 template <typename V, int WARPS, int VEC, int LANES, bool PIECES, int R = 1>
-__global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows16(const dbsparse::abi::SpmmArgs a,
-                                                              const dbsparse::abi::SpmmAcc w) {
+__global__ void __launch_bounds__(WARPS * 32)
+    csr_spmm_rows16(const dbsparse::abi::SpmmArgs a, const dbsparse::abi::SpmmAcc w) {
   static_assert(sizeof(typename V::S) == 2, "f32 values: csr_spmm_rows");
   csr_rows_body<V, WARPS, VEC, LANES, PIECES, R>(a, w);
 }
@@ -347,8 +355,8 @@ __global__ void __launch_bounds__(WARPS * 32) csr_spmm_rows16(const dbsparse::ab
 // them (the first pass left them alone). BRP's residual rows add into C after this.
 // beta == 0 never reads C, so NaNs there do not survive.
 template <typename V>
-__global__ void __launch_bounds__(dbsparse::abi::kSpmmFinalizeThreads) spmm_finalize16(const dbsparse::abi::SpmmArgs a,
-                                                                         const dbsparse::abi::SpmmAcc w) {
+__global__ void __launch_bounds__(dbsparse::abi::kSpmmFinalizeThreads)
+    spmm_finalize16(const dbsparse::abi::SpmmArgs a, const dbsparse::abi::SpmmAcc w) {
   typedef typename V::S T;
   T* cm = reinterpret_cast<T*>(a.c);
   const long long total = (long long)w.n_units * w.unit_rows * a.n;

@@ -12,7 +12,8 @@
 namespace dbs {
 
 template <int LANES>
-__global__ void __launch_bounds__(dbsparse::abi::kSpmmStageWarps * 32) csr_spmm_staged(const dbsparse::abi::SpmmStageArgs s) {
+__global__ void __launch_bounds__(dbsparse::abi::kSpmmStageWarps * 32)
+    csr_spmm_staged(const dbsparse::abi::SpmmStageArgs s) {
   extern __shared__ float4 stage[];
   constexpr int S = 32 / LANES;
   const int w = blockIdx.x;

@@ -53,8 +53,8 @@ __device__ __forceinline__ void build_group_tile(const dbsparse::abi::SpmmArgs& 
 // out[(q * g + b) * 32 + lane] = group q's block b operand for `lane`, every group: a warp per group,
 // built in shared memory as brp_tc_windows<.., FRAGS = false> builds it, then copied out.
 template <int F, int G, int WARPS>
-__global__ void __launch_bounds__(WARPS * 32) brp_expand_frags(const dbsparse::abi::SpmmArgs a, uint4* out,
-                                                                int groups) {
+__global__ void __launch_bounds__(WARPS * 32)
+    brp_expand_frags(const dbsparse::abi::SpmmArgs a, uint4* out, int groups) {
   __shared__ uint4 afrag_all[WARPS][G * 32];
   const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);
   const int q = (int)blockIdx.x * WARPS + warp;

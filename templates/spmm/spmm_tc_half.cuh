@@ -27,8 +27,8 @@ __device__ __forceinline__ void build_group_tile16(const dbsparse::abi::SpmmArgs
   unsigned short* tile = reinterpret_cast<unsigned short*>(afrag);
   for (int i = lane; i < kPairs * 32; i += 32) afrag[i] = make_uint4(0u, 0u, 0u, 0u);
   __syncwarp();
-  const uint2* vals =
-      reinterpret_cast<const uint2*>(reinterpret_cast<const unsigned short*>(a.group_vals) + (size_t)q * a.value_stride);
+  const uint2* vals = reinterpret_cast<const uint2*>(reinterpret_cast<const unsigned short*>(a.group_vals) +
+                                                     (size_t)q * a.value_stride);
   const unsigned* ids = reinterpret_cast<const unsigned*>(a.local_id + (size_t)q * a.local_stride);
   for (int c = lane; c < kNnz / 4; c += 32) {
     const uint2 v4 = vals[c];
@@ -47,8 +47,8 @@ __device__ __forceinline__ void build_group_tile16(const dbsparse::abi::SpmmArgs
 // out[(q * ceil(g / 2) + p) * 32 + lane] = group q's pair p operand for `lane`, every group: a
 // warp per group, built in shared memory as brp_tc_windows16<.., FRAGS = false> builds it.
 template <typename V, int F, int G, int WARPS>
-__global__ void __launch_bounds__(WARPS * 32) brp_expand_frags16(const dbsparse::abi::SpmmArgs a, uint4* out,
-                                                                  int groups) {
+__global__ void __launch_bounds__(WARPS * 32)
+    brp_expand_frags16(const dbsparse::abi::SpmmArgs a, uint4* out, int groups) {
   constexpr int kPairs = (G + 1) / 2;
   __shared__ uint4 afrag_all[WARPS][kPairs * 32];
   const int lane = (int)(threadIdx.x & 31u), warp = (int)(threadIdx.x >> 5);
@@ -71,8 +71,8 @@ __device__ __forceinline__ unsigned pack16(unsigned short lo, unsigned short hi)
 // Windows cut into pieces (acc.slot[w] >= 0) are summed in f32 in acc.w, not in C: the first pass
 // stores its partial there, PIECES adds with f32 atomics, spmm_finalize16 rounds C once.
 template <typename V, int F, int G, int WARPS, bool PIECES, bool FRAGS>
-__global__ void __launch_bounds__(WARPS * 32) brp_tc_windows16(const dbsparse::abi::SpmmArgs a,
-                                                               const dbsparse::abi::SpmmAcc acc) {
+__global__ void __launch_bounds__(WARPS * 32)
+    brp_tc_windows16(const dbsparse::abi::SpmmArgs a, const dbsparse::abi::SpmmAcc acc) {
   using namespace dbsparse::abi;
   typedef typename V::S T;
   constexpr int kSlots = kSpmmBlockSlots * G, kChunk = 8, kPairs = (G + 1) / 2;
@@ -151,8 +151,10 @@ __global__ void __launch_bounds__(WARPS * 32) brp_tc_windows16(const dbsparse::a
         T* out = cm + (size_t)row * a.n + col;
         if (slot >= 0) {
           float* wout = acc.w + ((size_t)slot * kSpmmWindowRows + mma_c_row(lane, i)) * a.n + col;
-          if (!PIECES) *wout = d[t][i];  // every entry of the window: w needs no zeroing
-          else if (d[t][i] != 0.0f) atomicAdd(wout, d[t][i]);
+          if (!PIECES)
+            *wout = d[t][i];  // every entry of the window: w needs no zeroing
+          else if (d[t][i] != 0.0f)
+            atomicAdd(wout, d[t][i]);
         } else if (!PIECES) {
           // beta == 0 never reads C, so NaNs there do not survive.
           *out = V::st(a.beta == 0.0f ? a.alpha * d[t][i] : a.alpha * d[t][i] + a.beta * V::ld(*out));

@@ -21,9 +21,9 @@ namespace dbs {
 // Both paths, after the direction is known. Shared memory lives in the kernels.
 template <typename T>
 struct ComputeShared {
-  T sxs[kWarps][32][16];      // one staged x block per lane: its pull block or its push task
+  T sxs[kWarps][32][16];  // one staged x block per lane: its pull block or its push task
 #if DBS_DIR != 1
-  T scratch[kWarps][32];      // pull: COO partials of the warp's two segments; residual row sums
+  T scratch[kWarps][32];  // pull: COO partials of the warp's two segments; residual row sums
 #endif
 };
 
@@ -75,7 +75,7 @@ __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_fused
   prep_body(a, psh, a.state->slot, gen);
   clear_next_slot(a.state, g);  // the slot no block of this run touches
   grid_barrier(&a.state->bar_count);
-  __shared__ RunInfo run;  // read by one thread (see spmspv_compute)
+  __shared__ RunInfo run;                        // read by one thread (see spmspv_compute)
   if (threadIdx.x == 0) run = begin_compute(a);  // every block read gen before the barrier
   __syncthreads();
   compute_body(a, csh, run);
@@ -88,9 +88,8 @@ __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_fused
 // grids cost 10.5 us a call even replayed from a graph, for a one-entry x on 1M rows (H200,
 // 2026-12-03); the work itself is a few column blocks.
 template <typename T>
-__global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_sparse_tiny(SpmspvArgs<T> a, const int* idx,
-                                                                                     const T* val, int n, int* yidx,
-                                                                                     T* yval, int* ynnz) {
+__global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm)
+    spmspv_sparse_tiny(SpmspvArgs<T> a, const int* idx, const T* val, int n, int* yidx, T* yval, int* ynnz) {
   __shared__ ComputeShared<T> sh;
   __shared__ RunInfo run;
   dbs_pdl_wait();

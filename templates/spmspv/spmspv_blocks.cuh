@@ -20,9 +20,13 @@ struct PlusTimes {
 };
 
 template <typename T>
-__device__ __forceinline__ T shfl_xor(T v, int m) { return __shfl_xor_sync(kFull, v, m); }
+__device__ __forceinline__ T shfl_xor(T v, int m) {
+  return __shfl_xor_sync(kFull, v, m);
+}
 template <typename T>
-__device__ __forceinline__ T shfl(T v, int src) { return __shfl_sync(kFull, v, src); }
+__device__ __forceinline__ T shfl(T v, int src) {
+  return __shfl_sync(kFull, v, src);
+}
 
 // Dense (Alg. 4): two rows per step, 16 lanes per row, coalesced 64-byte row loads. With one or
 // two active columns, reading only those columns touches fewer sectors than all 256 values.
@@ -92,7 +96,7 @@ __device__ __forceinline__ T csr_rows(unsigned xm, const T* sx, const T* val, co
 // ForceCSC (Alg. 3): the two half-warps split the columns; lane r owns row r in each half.
 template <typename T, typename SR>
 __device__ __forceinline__ T csc_cols(unsigned xm, const T* sx, const T* val, const unsigned short* col_ptr,
-                      const unsigned short* col_mask, int lane) {
+                                      const unsigned short* col_mask, int lane) {
   const int r = lane & 15, part = lane >> 4;
   T sum = SR::zero();
   for (unsigned a = xm & (part ? 0xff00u : 0x00ffu); a; a &= a - 1) {
@@ -108,22 +112,26 @@ __device__ __forceinline__ T csc_cols(unsigned xm, const T* sx, const T* val, co
 }
 
 template <typename T, typename SR>
-__device__ __forceinline__ T block_product(const BlockMeta& m, unsigned xm, const T* sx,
-                                           const T* values, const unsigned char* aux_all, int lane) {
+__device__ __forceinline__ T block_product(const BlockMeta& m, unsigned xm, const T* sx, const T* values,
+                                           const unsigned char* aux_all, int lane) {
   const T* val = values + m.val_off;
   const unsigned char* aux = aux_all + m.aux_off;
   const unsigned short* a16 = reinterpret_cast<const unsigned short*>(aux);
   switch (m.type) {
 #if DBS_HAS_DENSE
-    case kDense: return dense_block<T, SR>(xm, sx, val, lane);
+    case kDense:
+      return dense_block<T, SR>(xm, sx, val, lane);
 #endif
 #if DBS_HAS_CSR
-    case kForceCsr: return csr_rows<T, SR>(xm, sx, val, aux, lane);
+    case kForceCsr:
+      return csr_rows<T, SR>(xm, sx, val, aux, lane);
 #endif
 #if DBS_HAS_CSC
-    case kForceCsc: return csc_cols<T, SR>(xm, sx, val, a16, a16 + 17, lane);
+    case kForceCsc:
+      return csc_cols<T, SR>(xm, sx, val, a16, a16 + 17, lane);
 #endif
-    default: return SR::zero();
+    default:
+      return SR::zero();
   }
 }
 

@@ -29,8 +29,8 @@ __device__ __forceinline__ BlockMeta shfl_meta(const BlockMeta& mine, int src) {
 // so each lane walks the COO block it holds by itself and all of them overlap in one memory round
 // trip; the warp-wide microkernels take the other types one block at a time.
 template <typename T, typename SR>
-__device__ __forceinline__ void coo_by_lane(const SpmspvArgs<T>& a, const BlockMeta& m, unsigned xm,
-                                            const T* sx, T* out) {
+__device__ __forceinline__ void coo_by_lane(const SpmspvArgs<T>& a, const BlockMeta& m, unsigned xm, const T* sx,
+                                            T* out) {
   const unsigned char* aux = a.aux + m.aux_off;
   const T* val = a.values + m.val_off;
   for (int k = 0; k < m.nnz; ++k) {
@@ -61,8 +61,7 @@ __device__ __forceinline__ void coo_by_warp(const SpmspvArgs<T>& a, const BlockM
     if (e < total) {
       const int k = e - first;
       const unsigned b = a.aux[aux_off + k], c = b & 15u;
-      if ((xm >> c) & 1u)
-        SR::atomic_add(&scratch[16 * (o >> 4) + (b >> 4)], SR::mul(a.values[val_off + k], sxs[o][c]));
+      if ((xm >> c) & 1u) SR::atomic_add(&scratch[16 * (o >> 4) + (b >> 4)], SR::mul(a.values[val_off + k], sxs[o][c]));
     }
   }
 }
@@ -72,8 +71,7 @@ __device__ __forceinline__ void coo_by_warp(const SpmspvArgs<T>& a, const BlockM
 // so the tasks spread over all warps. A warp then takes its tasks four at a time, lanes 8g..8g+7
 // holding the blocks of the g-th: one memory round trip per four tasks rather than per task.
 template <typename T, typename SR>
-__device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, unsigned ntasks, T (*sxs)[16], int lane,
-                                          int warp) {
+__device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, unsigned ntasks, T (*sxs)[16], int lane, int warp) {
   static_assert(kPushChunk == 8, "a lane group of 8 holds one task's blocks");
   const int gwarp = blockIdx.x * kWarps + warp, nwarps = gridDim.x * kWarps;
   const int g = lane >> 3, k = lane & 7;
@@ -130,8 +128,7 @@ __device__ __forceinline__ void push_path(const SpmspvArgs<T>& a, unsigned ntask
 // the pair's x masks, metadata and x blocks are fetched in one round, COO blocks are walked by
 // their own lanes, and only the other types take the warp one block at a time.
 template <typename T, typename SR>
-__device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], T* scratch, int lane,
-                                          int warp) {
+__device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], T* scratch, int lane, int warp) {
   const int nwarps = gridDim.x * kWarps;
   const int npairs = (a.nblock_segments + 1) / 2;
   const int half = lane >> 4, li = lane & 15;
@@ -192,8 +189,10 @@ __device__ __forceinline__ void pull_path(const SpmspvArgs<T>& a, T (*sxs)[16], 
     }
     const int row = seg.x * 16 + li;
     if (s < a.nblock_segments && row < a.rows) {
-      if (seg.w) a.y[row] = acc;  // the only segment of its row block: one plain write
-      else if (acc != SR::zero()) SR::atomic_add(&a.y[row], acc);
+      if (seg.w)
+        a.y[row] = acc;  // the only segment of its row block: one plain write
+      else if (acc != SR::zero())
+        SR::atomic_add(&a.y[row], acc);
     }
   }
 }

@@ -32,8 +32,9 @@ __device__ __forceinline__ unsigned xblock_mask(const SpmspvArgs<T>& a, int b, b
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
       if (sizeof(T) == 4) {
-        m |= (unsigned((v[i].x << 1) != 0u) | unsigned((v[i].y << 1) != 0u) << 1 |
-              unsigned((v[i].z << 1) != 0u) << 2 | unsigned((v[i].w << 1) != 0u) << 3) << (4 * i);
+        m |= (unsigned((v[i].x << 1) != 0u) | unsigned((v[i].y << 1) != 0u) << 1 | unsigned((v[i].z << 1) != 0u) << 2 |
+              unsigned((v[i].w << 1) != 0u) << 3)
+             << (4 * i);
       } else {
         m |= (unsigned((v[i].x | (v[i].y << 1)) != 0u) | unsigned((v[i].z | (v[i].w << 1)) != 0u) << 1) << (2 * i);
       }

@@ -108,8 +108,10 @@ __device__ __forceinline__ void residual_pull(const SpmspvArgs<T>& a, T* slots, 
     const int row = seg.x * 16 + lane;
     if (lane < 16 && row < a.rows) {
       const T v = slots[lane];
-      if (seg.w) a.y[row] = v;
-      else if (v != SR::zero()) SR::atomic_add(&a.y[row], v);
+      if (seg.w)
+        a.y[row] = v;
+      else if (v != SR::zero())
+        SR::atomic_add(&a.y[row], v);
     }
     __syncwarp();
   }

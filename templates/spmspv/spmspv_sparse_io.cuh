@@ -39,8 +39,8 @@ __device__ __forceinline__ void sparse_prep_body(const SpmspvArgs<T>& a, const i
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_prep(SpmspvArgs<T> a, const int* idx, const T* val,
-                                                                  int n) {
+__global__ void __launch_bounds__(kWarps * 32)
+    spmspv_sparse_prep(SpmspvArgs<T> a, const int* idx, const T* val, int n) {
   dbs_pdl_wait();
   dbs_pdl_trigger();
   sparse_prep_body(a, idx, val, n);
@@ -86,8 +86,8 @@ __device__ __forceinline__ void sparse_finish_body(const SpmspvArgs<T>& a, const
 }
 
 template <typename T>
-__global__ void __launch_bounds__(kWarps * 32) spmspv_sparse_finish(SpmspvArgs<T> a, const int* xidx, int n,
-                                                                    int* yidx, T* yval, int* ynnz) {
+__global__ void __launch_bounds__(kWarps * 32)
+    spmspv_sparse_finish(SpmspvArgs<T> a, const int* xidx, int n, int* yidx, T* yval, int* ynnz) {
   dbs_pdl_wait();
   dbs_pdl_trigger();
   sparse_finish_body(a, xidx, n, yidx, yval, ynnz);

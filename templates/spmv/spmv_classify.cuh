@@ -17,14 +17,17 @@ __device__ __forceinline__ int bin_of(const abi::SpmvClassifyBounds& b, int len)
 // first, then one global atomic per bin per thread block.
 template <int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
-spmv_classify(int rows, const int* __restrict__ row_ptr, abi::SpmvClassifyBounds bounds,
-              abi::SpmvBinCount* __restrict__ counts, int* __restrict__ cursor, int* __restrict__ lists) {
+    spmv_classify(int rows, const int* __restrict__ row_ptr, abi::SpmvClassifyBounds bounds,
+                  abi::SpmvBinCount* __restrict__ counts, int* __restrict__ cursor, int* __restrict__ lists) {
   constexpr int kBins = abi::kSpmvClassifyMaxBins;
   static_assert(BLOCK >= kBins, "one thread per bin clears and flushes the counters");
   __shared__ unsigned s_rows[kBins];
   __shared__ unsigned long long s_nnz[kBins];
   __shared__ int s_base[kBins];
-  if (threadIdx.x < kBins) { s_rows[threadIdx.x] = 0; s_nnz[threadIdx.x] = 0; }
+  if (threadIdx.x < kBins) {
+    s_rows[threadIdx.x] = 0;
+    s_nnz[threadIdx.x] = 0;
+  }
   __syncthreads();
   const int row = blockIdx.x * BLOCK + threadIdx.x;
   int bin = -1, len = 0;
@@ -37,7 +40,8 @@ spmv_classify(int rows, const int* __restrict__ row_ptr, abi::SpmvClassifyBounds
   }
   __syncthreads();
   if (threadIdx.x < bounds.nbins && s_rows[threadIdx.x]) {
-    if (cursor) s_base[threadIdx.x] = atomicAdd(&cursor[threadIdx.x], (int)s_rows[threadIdx.x]);
+    if (cursor)
+      s_base[threadIdx.x] = atomicAdd(&cursor[threadIdx.x], (int)s_rows[threadIdx.x]);
     else {
       atomicAdd(&counts[threadIdx.x].rows, (unsigned long long)s_rows[threadIdx.x]);
       atomicAdd(&counts[threadIdx.x].nnz, s_nnz[threadIdx.x]);

@@ -23,8 +23,7 @@ __device__ __forceinline__ T block_sum(T v, T* shared_warps) {
 // Entries [first, end) times x, summed over the thread block (valid in thread 0): a block row
 // here, a long-row chunk in spmv_csr_longrow.cuh.
 template <typename T, int BLOCK, typename O>
-__device__ __forceinline__ T block_dot(O first, O end, const int* col_idx, const T* vals, const T* x,
-                                       T* shared_warps) {
+__device__ __forceinline__ T block_dot(O first, O end, const int* col_idx, const T* vals, const T* x, T* shared_warps) {
   const T acc = strided_dot<T, BLOCK>(first + (O)threadIdx.x, end, col_idx, vals, x);
   return block_sum<T, BLOCK>(acc, shared_warps);
 }
@@ -40,9 +39,9 @@ __device__ __forceinline__ void block_row(int row, const A& a, T* shared_warps) 
 // row_list == nullptr: rows 0 .. rows-1; otherwise the rows listed (a classified bin).
 template <typename T, int BLOCK, typename O = int>
 __global__ void __launch_bounds__(BLOCK)
-spmv_csr_block(int rows, const int* __restrict__ row_list, const O* __restrict__ row_ptr,
-               const int* __restrict__ col_idx, const T* __restrict__ vals, const T* __restrict__ x,
-               T* __restrict__ y, T alpha, T beta) {
+    spmv_csr_block(int rows, const int* __restrict__ row_list, const O* __restrict__ row_ptr,
+                   const int* __restrict__ col_idx, const T* __restrict__ vals, const T* __restrict__ x,
+                   T* __restrict__ y, T alpha, T beta) {
   __shared__ T warps[BLOCK / 32];
   if ((int)blockIdx.x >= rows) return;  // uniform across the block
   const int row = row_list ? row_list[blockIdx.x] : (int)blockIdx.x;

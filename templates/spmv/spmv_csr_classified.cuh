@@ -138,10 +138,18 @@ __global__ void __launch_bounds__(BLOCK) spmv_csr_classified(abi::SpmvClassified
       if (i < a.count[0]) scalar_row<T>(a.lists[a.list_off[0] + i], a);
       return;
     }
-    case 1: classified_vector<T, BLOCK, L1>(a, 1, lb); return;
-    case 2: classified_vector<T, BLOCK, L2>(a, 2, lb); return;
-    case 3: classified_vector<T, BLOCK, L3>(a, 3, lb); return;
-    case 4: classified_vector<T, BLOCK, L4>(a, 4, lb); return;
+    case 1:
+      classified_vector<T, BLOCK, L1>(a, 1, lb);
+      return;
+    case 2:
+      classified_vector<T, BLOCK, L2>(a, 2, lb);
+      return;
+    case 3:
+      classified_vector<T, BLOCK, L3>(a, 3, lb);
+      return;
+    case 4:
+      classified_vector<T, BLOCK, L4>(a, 4, lb);
+      return;
     case abi::kSpmvBlockBin:
       block_row<T, BLOCK>(a.lists[a.list_off[abi::kSpmvBlockBin] + lb], a, warps);
       return;

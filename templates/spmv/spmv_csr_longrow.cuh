@@ -19,8 +19,8 @@ __device__ __forceinline__ T longrow_chunk(const abi::SpmvChunk& ch, const int* 
 // partial[c] = the sum of chunk c.
 template <typename T, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
-spmv_longrow_partial(int nchunks, const abi::SpmvChunk* __restrict__ chunks, const int* __restrict__ col_idx,
-                     const T* __restrict__ vals, const T* __restrict__ x, T* __restrict__ partial) {
+    spmv_longrow_partial(int nchunks, const abi::SpmvChunk* __restrict__ chunks, const int* __restrict__ col_idx,
+                         const T* __restrict__ vals, const T* __restrict__ x, T* __restrict__ partial) {
   __shared__ T warps[BLOCK / 32];
   const int c = blockIdx.x;
   if (c >= nchunks) return;
@@ -31,10 +31,8 @@ spmv_longrow_partial(int nchunks, const abi::SpmvChunk* __restrict__ chunks, con
 
 // rows_list[i] is a long row whose chunks are chunk_ptr[i] .. chunk_ptr[i + 1].
 template <typename T>
-__global__ void spmv_longrow_finalize(int nrows, const int* __restrict__ rows_list,
-                                      const int* __restrict__ chunk_ptr,
-                                      const T* __restrict__ partial, T* __restrict__ y, T alpha,
-                                      T beta) {
+__global__ void spmv_longrow_finalize(int nrows, const int* __restrict__ rows_list, const int* __restrict__ chunk_ptr,
+                                      const T* __restrict__ partial, T* __restrict__ y, T alpha, T beta) {
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i >= nrows) return;
   T acc = T(0);

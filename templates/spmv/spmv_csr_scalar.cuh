@@ -16,9 +16,9 @@ __device__ __forceinline__ void scalar_row(int row, const A& a) {
 // row_list == nullptr: rows 0 .. rows-1; otherwise the rows listed (a classified bin).
 template <typename T, int BLOCK, typename O = int>
 __global__ void __launch_bounds__(BLOCK)
-spmv_csr_scalar(int rows, const int* __restrict__ row_list, const O* __restrict__ row_ptr,
-                const int* __restrict__ col_idx, const T* __restrict__ vals, const T* __restrict__ x,
-                T* __restrict__ y, T alpha, T beta) {
+    spmv_csr_scalar(int rows, const int* __restrict__ row_list, const O* __restrict__ row_ptr,
+                    const int* __restrict__ col_idx, const T* __restrict__ vals, const T* __restrict__ x,
+                    T* __restrict__ y, T alpha, T beta) {
   const int i = blockIdx.x * BLOCK + threadIdx.x;
   if (i >= rows) return;
   scalar_row<T>(row_list ? row_list[i] : i, CsrRows<T, O>{row_ptr, col_idx, vals, x, y, alpha, beta});

@@ -22,9 +22,9 @@ __device__ __forceinline__ void vector_row(bool valid, int row, int lane, const 
 // row_list == nullptr: rows 0 .. rows-1; otherwise the rows listed (a classified bin).
 template <typename T, int BLOCK, int LANES, typename O = int>
 __global__ void __launch_bounds__(BLOCK)
-spmv_csr_vector(int rows, const int* __restrict__ row_list, const O* __restrict__ row_ptr,
-                const int* __restrict__ col_idx, const T* __restrict__ vals, const T* __restrict__ x,
-                T* __restrict__ y, T alpha, T beta) {
+    spmv_csr_vector(int rows, const int* __restrict__ row_list, const O* __restrict__ row_ptr,
+                    const int* __restrict__ col_idx, const T* __restrict__ vals, const T* __restrict__ x,
+                    T* __restrict__ y, T alpha, T beta) {
   const long long gid = (long long)blockIdx.x * BLOCK + threadIdx.x;
   const int i = (int)(gid / LANES), lane = (int)(gid % LANES);
   // No early return: every lane of the warp must reach the shuffles.

@@ -8,7 +8,7 @@ namespace dbs {
 
 template <typename T, int BLOCK>
 __global__ void __launch_bounds__(BLOCK)
-spmv_gather(int n, const int* __restrict__ order, const T* __restrict__ x, T* __restrict__ xp) {
+    spmv_gather(int n, const int* __restrict__ order, const T* __restrict__ x, T* __restrict__ xp) {
   const int j = blockIdx.x * BLOCK + threadIdx.x;
   if (j < n) xp[j] = x[order[j]];
 }

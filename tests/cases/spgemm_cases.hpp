@@ -81,10 +81,10 @@ inline SpgemmCase overflow_case() {
   row(4, 40, 10);  // group 1 (IP 300), 30 distinct: fits
   row(5, 0, 40);   // group 1 (IP 40 + 60), 70 distinct: overflows
   row(5, 40, 2);
-  row(6, 40, 1);   // group 0 (IP 30), 30 distinct: overflows 8
-  row(7, 0, 34);   // group 1 (IP 64), 64 distinct: fills its 64 slots exactly
+  row(6, 40, 1);  // group 0 (IP 30), 30 distinct: overflows 8
+  row(7, 0, 34);  // group 1 (IP 64), 64 distinct: fills its 64 slots exactly
   row(7, 40, 1);
-  row(8, 0, 35);   // group 1 (IP 65), 65 distinct: overflows
+  row(8, 0, 35);  // group 1 (IP 65), 65 distinct: overflows
   row(8, 40, 1);
   c.a = csr_from_entries<double>(9, 80, ae);
   return c;

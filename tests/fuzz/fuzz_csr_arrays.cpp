@@ -44,7 +44,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       // Only order within a row can be wrong past csr_from_arrays's checks.
       bool unordered = false;
       for (int32_t r = 0; r < a.rows && !unordered; ++r)
-        for (int32_t k = a.row_ptr[r] + 1; k < a.row_ptr[r + 1]; ++k) unordered = unordered || a.col_idx[k] <= a.col_idx[k - 1];
+        for (int32_t k = a.row_ptr[r] + 1; k < a.row_ptr[r + 1]; ++k)
+          unordered = unordered || a.col_idx[k] <= a.col_idx[k - 1];
       if (!unordered) __builtin_trap();
     }
   } catch (const dbsparse::UsageError&) {

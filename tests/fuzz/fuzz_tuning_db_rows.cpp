@@ -61,12 +61,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
        {f[0]});
   exec(db, "INSERT INTO matrices(fingerprint, name, rows, cols, nnz, features_json) VALUES('m2', 'b', 10, 10, 30, ?)",
        {f[1]});
-  exec(db, "INSERT INTO configs(device_fp, matrix_fp, op, bucket, params_json, time_us, speedup) "
-           "VALUES('d', 'm1', 'spgemm', '', ?, 1.0, 1.5)", {f[2]});
-  exec(db, "INSERT INTO configs(device_fp, matrix_fp, op, bucket, params_json, time_us, speedup) "
-           "VALUES('d', 'm2', 'spgemm', '', ?, 1.0, 1.5)", {f[3]});
-  exec(db, "INSERT INTO trials(device_fp, matrix_fp, op, params_json, status, time_us) VALUES('d', 'm1', 'spgemm', ?, ?, 2)",
-       {f[4], f[5]});
+  exec(db,
+       "INSERT INTO configs(device_fp, matrix_fp, op, bucket, params_json, time_us, speedup) "
+       "VALUES('d', 'm1', 'spgemm', '', ?, 1.0, 1.5)",
+       {f[2]});
+  exec(db,
+       "INSERT INTO configs(device_fp, matrix_fp, op, bucket, params_json, time_us, speedup) "
+       "VALUES('d', 'm2', 'spgemm', '', ?, 1.0, 1.5)",
+       {f[3]});
+  exec(
+      db,
+      "INSERT INTO trials(device_fp, matrix_fp, op, params_json, status, time_us) VALUES('d', 'm1', 'spgemm', ?, ?, 2)",
+      {f[4], f[5]});
   sqlite3_close(db);
   try {
     auto t = dbsparse::TuningDb::open(path.string(), /*read_only=*/true);

@@ -43,8 +43,10 @@ struct Variant {
   BfsDirection direction;
   BfsLaunch launch;
 };
-const Variant kVariants[] = {{BfsDirection::Auto, BfsLaunch::Cooperative}, {BfsDirection::Push, BfsLaunch::Cooperative},
-                             {BfsDirection::Pull, BfsLaunch::Cooperative}, {BfsDirection::Auto, BfsLaunch::HostLoop}};
+const Variant kVariants[] = {{BfsDirection::Auto, BfsLaunch::Cooperative},
+                             {BfsDirection::Push, BfsLaunch::Cooperative},
+                             {BfsDirection::Pull, BfsLaunch::Cooperative},
+                             {BfsDirection::Auto, BfsLaunch::HostLoop}};
 
 // Every variant, every source: levels equal the reference's, the result validates, the statistics
 // add up. A config (for the auto rule) may be given; with a shard, only its (variant, source) pairs.
@@ -113,7 +115,8 @@ TEST_CASE("BfsMatchesReferenceOnPathStarAndDisconnectedGraphs") {
 
 TEST_CASE("BfsMatchesReferenceWithSelfLoopsDuplicatesAndTinyGraphs") {
   // Duplicates are summed by coo_to_csr; self loops stay stored entries.
-  std::vector<std::pair<int32_t, int32_t>> e = {{0, 0}, {0, 1}, {0, 1}, {1, 2}, {2, 2}, {2, 3}, {3, 17}, {17, 17}, {17, 31}};
+  std::vector<std::pair<int32_t, int32_t>> e = {{0, 0}, {0, 1},  {0, 1},   {1, 2},  {2, 2},
+                                                {2, 3}, {3, 17}, {17, 17}, {17, 31}};
   check_bfs("loops", from_edges(40, e, true), {0, 15, 16, 17, 39});
   check_bfs("one vertex", from_edges(1, {}, true), {0});
   check_bfs("one vertex, self loop", from_edges(1, {{0, 0}}, true), {0});
@@ -145,7 +148,8 @@ TEST_CASE("BfsFollowsTheYEqualsAxConventionOnDirectedGraphs") {
 
 TEST_CASE("BfsMatchesReferenceOnGeneratedGraphs") {
   dbs_test::Shard shard;  // a (graph, variant, source) a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
-  const std::string stencil = dbs_test::full_or_under_racecheck<std::string>("stencil2d:n=300", dbs_test::kRacecheckStencil);
+  const std::string stencil =
+      dbs_test::full_or_under_racecheck<std::string>("stencil2d:n=300", dbs_test::kRacecheckStencil);
   for (const char* spec : {"rmat:scale=14,ef=16,scramble=1", stencil.c_str(), "stencil3d:n=24,points=27",
                            "uniform:n=20000,d=6,seed=3", "powerlaw:n=30000,avg=6,alpha=1.5,max=5000,seed=2"}) {
     const CsrMatrix<double> a = generate(spec);
@@ -189,14 +193,16 @@ TEST_CASE("BfsWideBlocksAndSoloLevelsMatchReference") {
   Config solo{"bfs", {{"solo_tasks", 64}}, ConfigSource::Explicit, ""};
   Config all_solo{"bfs", {{"solo_tasks", 1 << 20}, {"block_warps", 32}}, ConfigSource::Explicit, ""};
   std::vector<std::pair<int32_t, int32_t>> path;
-  const int32_t np = dbs_test::full_or_under_racecheck(2000, dbs_test::kRacecheckBfsPath);  // see dbs_test::under_racecheck
+  const int32_t np =
+      dbs_test::full_or_under_racecheck(2000, dbs_test::kRacecheckBfsPath);  // see dbs_test::under_racecheck
   for (int32_t i = 0; i + 1 < np; ++i) path.push_back({i, i + 1});
   // Graph-major, a (graph, config, variant, source) an item: under racecheck a single run on the
   // path outlasts minutes (s30: 2000 levels, one grid sync or launch each), so with 36 shards each
   // holds one path run, one stencil run and one R-MAT run (hardening_run.sh SAN_SHARDS).
   dbs_test::Shard shard;
   // Smaller under racecheck: s31 cut n=200 runs with block_warps = 32 there.
-  const std::string stencil = dbs_test::full_or_under_racecheck<std::string>("stencil2d:n=200", dbs_test::kRacecheckWideStencil);
+  const std::string stencil =
+      dbs_test::full_or_under_racecheck<std::string>("stencil2d:n=200", dbs_test::kRacecheckWideStencil);
   for (const char* spec : {"path", stencil.c_str(), "rmat:scale=13,ef=16,scramble=1"}) {
     const bool is_path = std::string(spec) == "path";
     const CsrMatrix<double> a = is_path ? from_edges(np, path, true) : generate(spec);

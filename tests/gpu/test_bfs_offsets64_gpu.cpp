@@ -41,10 +41,9 @@ void check_bfs64(const std::string& name, const PatternGraph& g, const DeviceGra
                  const DeviceGraphView64* a_t, bool transpose, const std::vector<int32_t>& sources,
                  dbs_test::Shard* shard = nullptr) {
   Stream stream(ctx());
-  for (auto [dir, launch] : {std::pair{BfsDirection::Auto, BfsLaunch::Cooperative},
-                             std::pair{BfsDirection::Push, BfsLaunch::Cooperative},
-                             std::pair{BfsDirection::Pull, BfsLaunch::Cooperative},
-                             std::pair{BfsDirection::Auto, BfsLaunch::HostLoop}}) {
+  for (auto [dir, launch] :
+       {std::pair{BfsDirection::Auto, BfsLaunch::Cooperative}, std::pair{BfsDirection::Push, BfsLaunch::Cooperative},
+        std::pair{BfsDirection::Pull, BfsLaunch::Cooperative}, std::pair{BfsDirection::Auto, BfsLaunch::HostLoop}}) {
     std::vector<int32_t> mine;
     for (int32_t s : sources)
       if (shard == nullptr || shard->next()) mine.push_back(s);
@@ -77,11 +76,13 @@ void check_bfs64(const std::string& name, const PatternGraph& g, const DeviceGra
 }  // namespace
 
 TEST_CASE("BfsOn64BitOffsetsMatchesReference") {
-  (void)ctx();  // first: the uploads below need a current context (alone, nothing else made one)
+  (void)ctx();            // first: the uploads below need a current context (alone, nothing else made one)
   dbs_test::Shard shard;  // a (graph, variant, source) a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
   // Symmetric graphs: one view.
-  const std::string stencil = dbs_test::full_or_under_racecheck<std::string>("stencil2d:n=300", dbs_test::kRacecheckStencil);
-  for (const char* spec : {"rmat:scale=14,ef=16,scramble=1", stencil.c_str(), "powerlaw:n=30000,avg=6,alpha=1.5,max=5000,seed=2"}) {
+  const std::string stencil =
+      dbs_test::full_or_under_racecheck<std::string>("stencil2d:n=300", dbs_test::kRacecheckStencil);
+  for (const char* spec :
+       {"rmat:scale=14,ef=16,scramble=1", stencil.c_str(), "powerlaw:n=30000,avg=6,alpha=1.5,max=5000,seed=2"}) {
     const PatternGraph g = symmetrize(pattern_of(generate(spec)), false);
     const DeviceGraph64 d(g);
     std::vector<int32_t> sources = pick_sources(g, 3, 7);
@@ -191,8 +192,8 @@ TEST_CASE("BfsOn64BitOffsetsPast2To31EntriesMatchesReference") {
       const int32_t want = static_cast<int32_t>((ring(source, v) + reach - 1) / reach);
       wrong_level += lv[static_cast<size_t>(v)] != want;
       const int32_t p = pv[static_cast<size_t>(v)];
-      const bool ok = v == source ? p == source
-                                  : p >= 0 && p < n && ring(p, v) <= reach && lv[static_cast<size_t>(p)] == want - 1;
+      const bool ok =
+          v == source ? p == source : p >= 0 && p < n && ring(p, v) <= reach && lv[static_cast<size_t>(p)] == want - 1;
       wrong_parent += !ok;
     }
     CHECK(wrong_level == 0);

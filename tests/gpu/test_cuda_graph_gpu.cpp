@@ -43,8 +43,10 @@ class Captured {
     if (exec_) cudaGraphExecDestroy(exec_);
   }
   void replay(const Stream& s) const {
-    if (user_) REQUIRE(cudaGraphLaunch(exec_, static_cast<cudaStream_t>(s.handle())) == cudaSuccess);
-    else graph_.replay(s);
+    if (user_)
+      REQUIRE(cudaGraphLaunch(exec_, static_cast<cudaStream_t>(s.handle())) == cudaSuccess);
+    else
+      graph_.replay(s);
   }
 
  private:

@@ -89,8 +89,9 @@ TEST_CASE("ExploreSweepsNamedAndNumericParametersAndStoresTrials") {
     const char* values;
     std::vector<nlohmann::json> want;
   };
-  const std::vector<Sweep> sweeps{{"spmv", "strategy", "classified,uniform,scalar", {"classified", "uniform", "scalar"}},
-                                  {"spmspv", "th3", "0.01,0.4", {0.01, 0.4}}};
+  const std::vector<Sweep> sweeps{
+      {"spmv", "strategy", "classified,uniform,scalar", {"classified", "uniform", "scalar"}},
+      {"spmspv", "th3", "0.01,0.4", {0.01, 0.4}}};
   for (const auto& sw : sweeps) {
     CAPTURE(sw.param);
     const fs::path svg = dir / fmt::format("{}.svg", sw.param);

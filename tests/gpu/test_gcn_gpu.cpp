@@ -25,7 +25,8 @@ Context& ctx() {
 
 TEST_CASE("GcnPipelineMatchesTheCpuWithDbsparseAndCusparseSparseProducts") {
   Stream s(ctx());
-  const tools::GcnAdjacency adj = tools::gcn_normalized_adjacency(generate("community:n=1001,k=7,p_in=0.1,p_out=0.005,seed=2"));
+  const tools::GcnAdjacency adj =
+      tools::gcn_normalized_adjacency(generate("community:n=1001,k=7,p_in=0.1,p_out=0.005,seed=2"));
   const auto& a = adj.a_hat;
   const tools::GcnDims d{a.rows, 40, 33, 7};
   const auto in = tools::gcn_inputs(d, 5);

@@ -19,7 +19,9 @@ Context& ctx() {
   return c;
 }
 
-void cuda_ok(cudaError_t e, const char* what) { REQUIRE_MESSAGE(e == cudaSuccess, what << ": " << cudaGetErrorString(e)); }
+void cuda_ok(cudaError_t e, const char* what) {
+  REQUIRE_MESSAGE(e == cudaSuccess, what << ": " << cudaGetErrorString(e));
+}
 
 // Captures what `enqueue` puts on the stream into a graph and returns it instantiated.
 cudaGraphExec_t capture(const Stream& s, const std::function<void()>& enqueue) {

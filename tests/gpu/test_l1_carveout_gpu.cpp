@@ -69,8 +69,9 @@ TEST_CASE("GatherKernelsPreferringL1MatchReferenceAndSaySo") {
     CAPTURE(policy);
     const CarveoutEnv env(policy);
     const bool l1 = std::string(policy) == "max-l1";
-    for (const nlohmann::json& cfg : {nlohmann::json{{"path", "csr"}}, nlohmann::json{{"path", "csr"}, {"csr_split", 0}},
-                                      nlohmann::json{{"path", "csr"}, {"csr_rows_per_warp", 4}}})
+    for (const nlohmann::json& cfg :
+         {nlohmann::json{{"path", "csr"}}, nlohmann::json{{"path", "csr"}, {"csr_split", 0}},
+          nlohmann::json{{"path", "csr"}, {"csr_rows_per_warp", 4}}})
       for (int n : {32, 33, 128}) {
         CAPTURE(cfg.dump());
         CAPTURE(n);

@@ -70,7 +70,7 @@ double spmv_error_f32(const CsrMatrix<float>& a, const SpmvPlan<float>& plan, co
 // once the memory is back the same plans run and match the reference.
 TEST_CASE("DeviceOutOfMemoryNamesTheSizesAndLeavesNothingBehind") {
   Context& c = ctx();
-  const auto big = generate("uniform:n=1000000,d=16").cast<float>();    // 16M entries: 136 MB in CSR
+  const auto big = generate("uniform:n=1000000,d=16").cast<float>();   // 16M entries: 136 MB in CSR
   const auto small = generate("uniform:n=200000,d=16").cast<float>();  // 3.2M: 27 MB; A^2 about 51M entries
   Stream s(c);
   {  // warm-up: every kernel these plans load is loaded now

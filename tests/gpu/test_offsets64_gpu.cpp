@@ -19,7 +19,8 @@ Context& ctx() {
 }
 
 template <class T>
-double error64(const CsrMatrix<double>& ad, const Config* cfg, double alpha, double beta, std::string* explain = nullptr) {
+double error64(const CsrMatrix<double>& ad, const Config* cfg, double alpha, double beta,
+               std::string* explain = nullptr) {
   const CsrMatrix<T> a = ad.cast<T>();
   const DeviceCsr64<T> d(a);
   const auto plan = ctx().plan_spmv(d.view(), cfg);
@@ -100,7 +101,7 @@ TEST_CASE("SpmvOn64BitOffsetsRefusesWhatItCannotRun") {
 // or columns are a UsageError naming the first bad row or entry, never an illegal address (which
 // would end the CUDA context for the whole process). Then the context still works.
 TEST_CASE("PlansOfA64BitDeviceCsrRefuseBrokenArraysAndTheContextStaysUsable") {
-  (void)ctx();  // first: the uploads below need a current context (alone, nothing else made one)
+  (void)ctx();         // first: the uploads below need a current context (alone, nothing else made one)
   CsrMatrix<float> a;  // 4 x 5
   a.rows = 4;
   a.cols = 5;
@@ -164,7 +165,11 @@ TEST_CASE("SpmvOn64BitOffsetsPast2To31EntriesMatchesReference") {
     d_col.upload(hc.data(), hc.size() * 4, offset);
     d_val.upload(hv.data(), hv.size() * 4, offset);
   }
-  const DeviceCsrView64<float> view{rows, cols, nnz, d_ptr.data(), reinterpret_cast<const int32_t*>(d_col.ptr()),
+  const DeviceCsrView64<float> view{rows,
+                                    cols,
+                                    nnz,
+                                    d_ptr.data(),
+                                    reinterpret_cast<const int32_t*>(d_col.ptr()),
                                     reinterpret_cast<const float*>(d_val.ptr())};
   const auto plan = ctx().plan_spmv(view);
   CAPTURE(plan.explain());
@@ -193,45 +198,47 @@ TEST_CASE("SpmmOn64BitOffsetsMatchesReference") {
     for (int n : {32, 33, 128})
       for (int rows : {0, 1, 4})
         for (const char* order : {"none", "auto", "degree"}) {
-        CAPTURE(name);
-        CAPTURE(n);
-        CAPTURE(rows);
-        CAPTURE(order);
-        auto params = config_to_json(SpmmConfig{});
-        params["csr_rows_per_warp"] = rows;
-        params["reorder"] = order;
-        const Config cfg{"spmm", params, ConfigSource::Explicit, "test"};
-        SpmmOptions o;
-        o.config = &cfg;
-        // The ReLU epilogue with the device-made order: fused into csr_spmm_rows64's stores.
-        const bool relu = std::string(order) == "degree";
-        if (relu) o.epilogue = SpmmEpilogue::Relu;
-        const SpmmPlan plan = ctx().plan_spmm(d.view(), n, o);
-        CHECK(plan.explain().find("64-bit row offsets") != std::string::npos);
-        CHECK(plan.epilogue() == (relu ? SpmmEpilogue::Relu : SpmmEpilogue::None));
-        if (relu) CHECK(plan.epilogue_fused());
-        // The degree order is made on the device; auto takes it where the lengths vary (the
-        // power-law and R-MAT graphs, not the uniform one), as the host path does.
-        const bool varied = name.rfind("uniform", 0) != 0;
-        const std::string o_name = order;
-        CHECK(plan.reorder() == (o_name == "degree" || (o_name == "auto" && varied) ? Reorder::Degree : Reorder::None));
-        const auto b = dbs_test::random_vector<float>(static_cast<int64_t>(a.cols) * n, 21 + n);
-        const auto c0 = dbs_test::random_vector<float>(static_cast<int64_t>(a.rows) * n, 22 + n);
-        const auto ab = reference::spmm(a, std::span<const float>(b), n);
-        for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{-0.5f, 0.75f}}) {
-          CAPTURE(alpha);
-          std::vector<double> want(ab.size());
-          for (size_t i = 0; i < want.size(); ++i) {
-            want[i] = alpha * ab[i] + beta * static_cast<double>(c0[i]);
-            if (relu && want[i] < 0.0) want[i] = 0.0;
+          CAPTURE(name);
+          CAPTURE(n);
+          CAPTURE(rows);
+          CAPTURE(order);
+          auto params = config_to_json(SpmmConfig{});
+          params["csr_rows_per_warp"] = rows;
+          params["reorder"] = order;
+          const Config cfg{"spmm", params, ConfigSource::Explicit, "test"};
+          SpmmOptions o;
+          o.config = &cfg;
+          // The ReLU epilogue with the device-made order: fused into csr_spmm_rows64's stores.
+          const bool relu = std::string(order) == "degree";
+          if (relu) o.epilogue = SpmmEpilogue::Relu;
+          const SpmmPlan plan = ctx().plan_spmm(d.view(), n, o);
+          CHECK(plan.explain().find("64-bit row offsets") != std::string::npos);
+          CHECK(plan.epilogue() == (relu ? SpmmEpilogue::Relu : SpmmEpilogue::None));
+          if (relu) CHECK(plan.epilogue_fused());
+          // The degree order is made on the device; auto takes it where the lengths vary (the
+          // power-law and R-MAT graphs, not the uniform one), as the host path does.
+          const bool varied = name.rfind("uniform", 0) != 0;
+          const std::string o_name = order;
+          CHECK(plan.reorder() ==
+                (o_name == "degree" || (o_name == "auto" && varied) ? Reorder::Degree : Reorder::None));
+          const auto b = dbs_test::random_vector<float>(static_cast<int64_t>(a.cols) * n, 21 + n);
+          const auto c0 = dbs_test::random_vector<float>(static_cast<int64_t>(a.rows) * n, 22 + n);
+          const auto ab = reference::spmm(a, std::span<const float>(b), n);
+          for (auto [alpha, beta] : {std::pair{1.0f, 0.0f}, std::pair{-0.5f, 0.75f}}) {
+            CAPTURE(alpha);
+            std::vector<double> want(ab.size());
+            for (size_t i = 0; i < want.size(); ++i) {
+              want[i] = alpha * ab[i] + beta * static_cast<double>(c0[i]);
+              if (relu && want[i] < 0.0) want[i] = 0.0;
+            }
+            Stream s(ctx());
+            DeviceBuffer<float> db{std::span<const float>(b)}, dc{std::span<const float>(c0)};
+            plan.run(db, dc, s, alpha, beta);
+            s.synchronize();
+            CHECK(reference::relative_error(std::span<const double>(want), std::span<const float>(dc.download())) <=
+                  1e-5);
           }
-          Stream s(ctx());
-          DeviceBuffer<float> db{std::span<const float>(b)}, dc{std::span<const float>(c0)};
-          plan.run(db, dc, s, alpha, beta);
-          s.synchronize();
-          CHECK(reference::relative_error(std::span<const double>(want), std::span<const float>(dc.download())) <= 1e-5);
         }
-      }
   }
   const auto a = generate("rmat:scale=10,ef=8").cast<float>();
   const DeviceCsr64<float> d(a);
@@ -244,4 +251,3 @@ TEST_CASE("SpmmOn64BitOffsetsMatchesReference") {
   rcm.reorder = Reorder::Rcm;
   CHECK_THROWS_WITH_AS(ctx().plan_spmm(d.view(), 32, rcm), doctest::Contains("needs A on the host"), UsageError);
 }
-

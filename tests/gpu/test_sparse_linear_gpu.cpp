@@ -52,8 +52,8 @@ double check_layer(int32_t rows, int32_t cols, const std::vector<double>& densit
     for (int32_t i = 0; i < rows; ++i) {
       double scale = 0;
       for (int32_t p = pw.row_ptr[i]; p < pw.row_ptr[i + 1]; ++p) scale += std::fabs(pw.values[p] * xs[pw.col_idx[p]]);
-      at_density = std::max(at_density, std::fabs(got[static_cast<size_t>(i)] - ref[static_cast<size_t>(i)]) /
-                                            std::max(scale, 1e-30));
+      at_density = std::max(
+          at_density, std::fabs(got[static_cast<size_t>(i)] - ref[static_cast<size_t>(i)]) / std::max(scale, 1e-30));
     }
     CHECK(at_density <= 1e-5);
     worst = std::max(worst, at_density);
@@ -132,7 +132,7 @@ TEST_CASE("DecodeLinearMatchesReferenceInEveryDtype") {
       CAPTURE(rows);
       CAPTURE(cols);
       const auto round = [&](float v) {
-        return dt == DecodeDtype::F16 ? half_to_float(float_to_half(v))
+        return dt == DecodeDtype::F16    ? half_to_float(float_to_half(v))
                : dt == DecodeDtype::BF16 ? bf16_to_float(float_to_bf16(v))
                                          : v;
       };
@@ -140,8 +140,12 @@ TEST_CASE("DecodeLinearMatchesReferenceInEveryDtype") {
       for (auto& v : x) v = round(v);
       // Every mapping (row blocks of 1 and 4 words) on the same inputs and the same reference.
       std::vector<DecodeLinearPlan> plans;
-      for (auto [mapping, words] : {std::pair{DecodeMapping::Ring, 1}, {DecodeMapping::Auto, 1}, {DecodeMapping::Lanes, 1},
-                                    {DecodeMapping::Columns, 1}, {DecodeMapping::RowBlocks, 1}, {DecodeMapping::RowBlocks, 4},
+      for (auto [mapping, words] : {std::pair{DecodeMapping::Ring, 1},
+                                    {DecodeMapping::Auto, 1},
+                                    {DecodeMapping::Lanes, 1},
+                                    {DecodeMapping::Columns, 1},
+                                    {DecodeMapping::RowBlocks, 1},
+                                    {DecodeMapping::RowBlocks, 4},
                                     {DecodeMapping::DenseColumns, 1}}) {
         DecodeLinearOptions o;
         o.dtype = dt;
@@ -237,8 +241,10 @@ TEST_CASE("DecodeLinearTopKMatchesTheCpuThreshold") {
       double worst = 0;
       for (int32_t i = 0; i < rows; ++i) {
         double scale = 0;
-        for (int32_t p = pw.row_ptr[i]; p < pw.row_ptr[i + 1]; ++p) scale += std::fabs(pw.values[p] * xs[pw.col_idx[p]]);
-        worst = std::max(worst, std::fabs(got[static_cast<size_t>(i)] - ref[static_cast<size_t>(i)]) / std::max(scale, 1e-30));
+        for (int32_t p = pw.row_ptr[i]; p < pw.row_ptr[i + 1]; ++p)
+          scale += std::fabs(pw.values[p] * xs[pw.col_idx[p]]);
+        worst = std::max(worst,
+                         std::fabs(got[static_cast<size_t>(i)] - ref[static_cast<size_t>(i)]) / std::max(scale, 1e-30));
       }
       CHECK(worst <= 1e-5);
     }
@@ -325,9 +331,13 @@ TEST_CASE("DecodeLinearRowBlocksMatchReferenceOnOddShapes") {
 TEST_CASE("DecodeLinearRingAndDenseColumnsMatchReferenceOnOddShapes") {
   Stream s(ctx());
   dbs_test::Shard shard;  // a (shape, mapping) a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
-  for (auto [rows, cols] : {std::pair{1, 1}, {31, 5000}, {33, 4097}, {200, 9000}, {1025, 64}, {3000, 1537}, {2049, 20000}})
-    for (auto [mapping, per_sm] : {std::pair{DecodeMapping::DenseColumns, 0}, {DecodeMapping::DenseColumns, 1},
-                                   {DecodeMapping::DenseColumns, 16}, {DecodeMapping::Ring, 0}, {DecodeMapping::Ring, 1},
+  for (auto [rows, cols] :
+       {std::pair{1, 1}, {31, 5000}, {33, 4097}, {200, 9000}, {1025, 64}, {3000, 1537}, {2049, 20000}})
+    for (auto [mapping, per_sm] : {std::pair{DecodeMapping::DenseColumns, 0},
+                                   {DecodeMapping::DenseColumns, 1},
+                                   {DecodeMapping::DenseColumns, 16},
+                                   {DecodeMapping::Ring, 0},
+                                   {DecodeMapping::Ring, 1},
                                    {DecodeMapping::Ring, 16}}) {
       if (!shard.next()) continue;
       CAPTURE(rows);
@@ -430,7 +440,8 @@ TEST_CASE("DecodeLinearDenseMatchesReference") {
         CAPTURE(per_sm);
         const CsrMatrix<float> pw = prune_magnitude(synthetic_weights(rows, cols, 91), rows, cols, 0.5);
         std::vector<float> x = synthetic_weights(1, cols, 92);
-        for (auto& v : x) v = dt == DecodeDtype::F16 ? half_to_float(float_to_half(v)) : bf16_to_float(float_to_bf16(v));
+        for (auto& v : x)
+          v = dt == DecodeDtype::F16 ? half_to_float(float_to_half(v)) : bf16_to_float(float_to_bf16(v));
         DecodeLinearOptions o;
         o.dtype = dt;
         o.mapping = DecodeMapping::Dense;
@@ -482,9 +493,10 @@ TEST_CASE("DecodeLinearFromCompactLayerEqualsThePlanFromCsr") {
     write_compact_weights(path, {make_compact_layer("w", pw, dt)});
     const CompactLayer layer = read_compact_weights(path).at(0);
     const auto xh = dt == DecodeDtype::F16 ? floats_to_half(x) : floats_to_bf16(x);
-    DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, ya{static_cast<size_t>(rows)}, yb{static_cast<size_t>(rows)};
-    for (DecodeMapping mapping : {DecodeMapping::Ring, DecodeMapping::Columns, DecodeMapping::RowBlocks,
-                                  DecodeMapping::DenseColumns}) {
+    DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, ya{static_cast<size_t>(rows)},
+        yb{static_cast<size_t>(rows)};
+    for (DecodeMapping mapping :
+         {DecodeMapping::Ring, DecodeMapping::Columns, DecodeMapping::RowBlocks, DecodeMapping::DenseColumns}) {
       CAPTURE(to_string(mapping));
       DecodeLinearOptions o;
       o.dtype = dt;
@@ -499,7 +511,8 @@ TEST_CASE("DecodeLinearFromCompactLayerEqualsThePlanFromCsr") {
       const auto a = dt == DecodeDtype::F16 ? half_to_floats(ya.download()) : bf16_to_floats(ya.download());
       const auto b = dt == DecodeDtype::F16 ? half_to_floats(yb.download()) : bf16_to_floats(yb.download());
       for (int32_t i = 0; i < rows; ++i)
-        CHECK(std::fabs(a[static_cast<size_t>(i)] - b[static_cast<size_t>(i)]) <= 8e-3f * (1e-3f + std::fabs(a[static_cast<size_t>(i)])));
+        CHECK(std::fabs(a[static_cast<size_t>(i)] - b[static_cast<size_t>(i)]) <=
+              8e-3f * (1e-3f + std::fabs(a[static_cast<size_t>(i)])));
     }
     DecodeLinearOptions wrong;
     wrong.dtype = dt == DecodeDtype::F16 ? DecodeDtype::BF16 : DecodeDtype::F16;
@@ -525,13 +538,16 @@ TEST_CASE("SparseLinearColumnBitmapInF16MatchesTheDecodingPlan") {
   d.tau = tau;
   DecodeLinearPlan direct = ctx().plan_decode_linear(pw, d);
   const auto xh = floats_to_half(x);
-  DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, y1{static_cast<size_t>(rows)}, y2{static_cast<size_t>(rows)};
+  DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, y1{static_cast<size_t>(rows)},
+      y2{static_cast<size_t>(rows)};
   plan.run(xd.ptr(), y1.ptr(), s.handle());
   direct.run(xd.ptr(), y2.ptr(), s.handle());
   s.synchronize();
   const auto a = half_to_floats(y1.download()), b = half_to_floats(y2.download());
   // Same kernel, same inputs; the block sums meet in a different order, so allow fp16 rounding.
-  for (int32_t i = 0; i < rows; ++i) CHECK(std::fabs(a[static_cast<size_t>(i)] - b[static_cast<size_t>(i)]) <= 1e-3f * (1.0f + std::fabs(b[static_cast<size_t>(i)])));
+  for (int32_t i = 0; i < rows; ++i)
+    CHECK(std::fabs(a[static_cast<size_t>(i)] - b[static_cast<size_t>(i)]) <=
+          1e-3f * (1.0f + std::fabs(b[static_cast<size_t>(i)])));
   DeviceBuffer<float> xf{static_cast<size_t>(cols)}, yf{static_cast<size_t>(rows)};
   CHECK_THROWS_AS(plan.run(xf, yf, s), UsageError);
   SparseLinearOptions bad;

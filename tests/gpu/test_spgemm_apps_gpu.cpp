@@ -176,16 +176,25 @@ TEST_CASE("ContractGpuMatchesContractCpuOnGeneratedGraphsAndRandomLabels") {
 
 TEST_CASE("ContractGpuMatchesAHandMadeContractionAndRejectsWhatTheCpuRejects") {
   // contract_cpu's hand-made case: a path 0-1-...-5 with weights, a loop at 0, pairs merged.
-  const auto g = dbs_test::csr_from_entries<double>(
-      6, 6, {{0, 0, 0.5}, {0, 1, 1}, {1, 0, 1}, {1, 2, 2}, {2, 1, 2}, {2, 3, 3}, {3, 2, 3}, {3, 4, 4}, {4, 3, 4},
-             {4, 5, 5}, {5, 4, 5}});
+  const auto g = dbs_test::csr_from_entries<double>(6, 6,
+                                                    {{0, 0, 0.5},
+                                                     {0, 1, 1},
+                                                     {1, 0, 1},
+                                                     {1, 2, 2},
+                                                     {2, 1, 2},
+                                                     {2, 3, 3},
+                                                     {3, 2, 3},
+                                                     {3, 4, 4},
+                                                     {4, 3, 4},
+                                                     {4, 5, 5},
+                                                     {5, 4, 5}});
   const ContractResult<double> r = contract(ctx(), g, std::vector<int32_t>{0, 0, 1, 1, 2, 2}, 3);
   CHECK(r.c.row_ptr == std::vector<int32_t>{0, 2, 5, 7});
   CHECK(r.c.col_idx == std::vector<int32_t>{0, 1, 0, 1, 2, 1, 2});
   CHECK(r.c.values == std::vector<double>{2.5, 2, 2, 6, 4, 4, 10});
   // Cancelling weights leave an explicit zero, as in contract_cpu.
-  const auto z = contract(ctx(), dbs_test::csr_from_entries<double>(2, 2, {{0, 1, 1}, {1, 0, -1}}),
-                          std::vector<int32_t>{0, 0}, 1);
+  const auto z =
+      contract(ctx(), dbs_test::csr_from_entries<double>(2, 2, {{0, 1, 1}, {1, 0, -1}}), std::vector<int32_t>{0, 0}, 1);
   CHECK(z.c.nnz() == 1);
   CHECK(z.c.values[0] == 0.0);
   // The empty graph.
@@ -273,9 +282,8 @@ TEST_CASE("ContractOnTheDeviceMatchesContractCpuAndLeavesCThere") {
   const DeviceCsr<double> rect(random_matrix(3, 4, 2, 5));
   const DeviceBuffer<int32_t> dl(std::vector<int32_t>{0, 0, 0});
   Stream stream(ctx());
-  CHECK_THROWS_WITH_AS(
-      contract(ctx(), rect.view(), reinterpret_cast<const int32_t*>(dl.ptr()), 1, stream.handle()),
-      doctest::Contains("the graph must be square, is 3x4"), UsageError);
+  CHECK_THROWS_WITH_AS(contract(ctx(), rect.view(), reinterpret_cast<const int32_t*>(dl.ptr()), 1, stream.handle()),
+                       doctest::Contains("the graph must be square, is 3x4"), UsageError);
 }
 
 TEST_CASE("MclGpuStartAndLabelsMatchMclStartAndMclLabels") {

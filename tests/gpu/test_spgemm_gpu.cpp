@@ -87,9 +87,9 @@ void check_both(const CsrMatrix<double>& a, const CsrMatrix<double>& b, const Sp
   check_plan(a.cast<T>(), b.cast<T>(), cfg);
 }
 
-const char* const kGenerated[] = {"rmat:scale=10,ef=8", "powerlaw:n=3000,avg=8,alpha=1.5,max=1500",
-                                  "roadnet:n=6000,seed=3", "uniform:n=2000,d=8", "stencil2d:n=40",
-                                  "stencil3d:n=10,points=27"};
+const char* const kGenerated[] = {"rmat:scale=10,ef=8",    "powerlaw:n=3000,avg=8,alpha=1.5,max=1500",
+                                  "roadnet:n=6000,seed=3", "uniform:n=2000,d=8",
+                                  "stencil2d:n=40",        "stencil3d:n=10,points=27"};
 
 }  // namespace
 
@@ -277,7 +277,7 @@ TEST_CASE("SpgemmGpuMatchesReferenceWithGlobalTablesInChunks") {
   SpgemmOptions o;
   o.config = cfg;
   o.global_table_bytes = 3 * 16384 * 8;
-  for (int run = 0; run < 2; ++run) {  // the first run lays the chunks out, the second reuses them
+  for (int run = 0; run < 2; ++run) {        // the first run lays the chunks out, the second reuses them
     if (!dbs_test::in_shard(run)) continue;  // a run a shard, then the tiny tables (hardening_run.sh SAN_SHARDS)
     SpgemmPlan<float> plan = ctx().plan_spgemm(a.cast<float>(), b.cast<float>(), o);
     Stream s(ctx());
@@ -355,8 +355,9 @@ TEST_CASE("SpgemmGpuValuesOnlyRerunEqualsAFreshPlan") {
     CHECK(rerun.col_idx == want.col_idx);
     check_values(rerun, a2, b2);
     // Same products added in a possibly different order: equal within the tolerance, not bitwise.
-    CHECK_THROWS_AS(plan.values_changed(std::span<const double>(a2.values).first(1), std::span<const double>(b2.values)),
-                    UsageError);
+    CHECK_THROWS_AS(
+        plan.values_changed(std::span<const double>(a2.values).first(1), std::span<const double>(b2.values)),
+        UsageError);
     std::puts(plan.explain().c_str());
   }
 }
@@ -413,7 +414,7 @@ TEST_CASE("SpgemmGpuFromDeviceCsrMatchesReference") {
       CAPTURE(g);
       const auto [a, b, cfg] = dbs_test::one_group_case(g);
       check_device_both<double>(a, b, cfg);  // group 3: global rows (narrow_dense off)
-      check_device_both<float>(a, b);         // group 3: B fits group 2's dense tables
+      check_device_both<float>(a, b);        // group 3: B fits group 2's dense tables
     }
   }
   SUBCASE("IP exactly on each bound") {
@@ -511,7 +512,8 @@ TEST_CASE("SpgemmGpuPooledPlansMatchReferenceAcrossStreamsAndReuse") {
   for (int rep = 0; rep < 6; ++rep) {
     CAPTURE(rep);
     // Destroyed at the end of each pass with its numeric phase possibly still on s2.
-    SpgemmPlan<double> plan = ctx().plan_spgemm(da.view(), db.view(), SpgemmOptions{}, rep % 2 ? s1.handle() : s2.handle());
+    SpgemmPlan<double> plan =
+        ctx().plan_spgemm(da.view(), db.view(), SpgemmOptions{}, rep % 2 ? s1.handle() : s2.handle());
     plan.run(s2.handle());
     const DeviceCsrView<double> c = plan.result();
     CHECK(c.nnz == plan.nnz());

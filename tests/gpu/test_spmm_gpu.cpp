@@ -176,7 +176,8 @@ TEST_CASE("SpmmMatchesReferenceForEveryFAndG") {
 // to eight warps a window and first-pass runs so short that most windows go through the pieces.
 TEST_CASE("SpmmCondensedWindowsMatchReference") {
   auto mats = test_matrices();
-  mats.emplace_back("pruned:rows=200,cols=300,density=0.3,block=1", generate("pruned:rows=200,cols=300,density=0.3,block=1").cast<float>());
+  mats.emplace_back("pruned:rows=200,cols=300,density=0.3,block=1",
+                    generate("pruned:rows=200,cols=300,density=0.3,block=1").cast<float>());
   dbs_test::Shard shard;  // a matrix a shard, then auto's choice (hardening_run.sh SAN_SHARDS)
   for (const auto& [name, a] : mats) {
     if (!shard.next()) continue;
@@ -202,8 +203,10 @@ TEST_CASE("SpmmCondensedWindowsMatchReference") {
       for (auto [warps, run] : {std::pair{1, 1}, std::pair{4, 2}, std::pair{8, 1}, std::pair{8, 32}}) {
         CAPTURE(warps);
         CAPTURE(run);
-        const Config cfg{"spmm", {{"path", "condensed"}, {"g", 2}, {"tc_warps", warps}, {"tc_max_run", run}},
-                         ConfigSource::Explicit, "test"};
+        const Config cfg{"spmm",
+                         {{"path", "condensed"}, {"g", 2}, {"tc_warps", warps}, {"tc_max_run", run}},
+                         ConfigSource::Explicit,
+                         "test"};
         SpmmOptions o;
         o.config = &cfg;
         const SpmmPlan plan = ctx().plan_spmm(a, n, o);
@@ -264,8 +267,10 @@ TEST_CASE("SpmmReorderedCsrMatchesReference") {
           CAPTURE(to_string(order));
           CAPTURE(n);
           CAPTURE(run);
-          const Config cfg{"spmm", {{"csr_max_run", run}, {"csr_blocks_per_sm", run ? 1 : 0}, {"csr_piece_reduce", 1}},
-                           ConfigSource::Explicit, "test"};
+          const Config cfg{"spmm",
+                           {{"csr_max_run", run}, {"csr_blocks_per_sm", run ? 1 : 0}, {"csr_piece_reduce", 1}},
+                           ConfigSource::Explicit,
+                           "test"};
           SpmmOptions o;
           o.config = &cfg;
           o.reorder = order;
@@ -348,9 +353,14 @@ TEST_CASE("SpmmPiecesAndExpandedOperandsMatchReference") {
               CAPTURE(f);
               CAPTURE(g);
               const Config cfg{"spmm",
-                               {{"path", "brp"}, {"f", f}, {"g", g}, {"expand_min_f", expand}, {"tc_warps", warps},
+                               {{"path", "brp"},
+                                {"f", f},
+                                {"g", g},
+                                {"expand_min_f", expand},
+                                {"tc_warps", warps},
                                 {"tc_max_run", run == 0 ? 32 : run}},
-                               ConfigSource::Explicit, "test"};
+                               ConfigSource::Explicit,
+                               "test"};
               SpmmOptions o;
               o.config = &cfg;
               const SpmmPlan plan = ctx().plan_spmm(a, n, o);
@@ -368,9 +378,14 @@ TEST_CASE("SpmmPiecesAndExpandedOperandsMatchReference") {
             CAPTURE(split);
             CAPTURE(reduce);
             const Config cfg{"spmm",
-                             {{"path", "csr"}, {"csr_max_run", run}, {"csr_blocks_per_sm", bps}, {"csr_warps", warps},
-                              {"csr_piece_reduce", reduce}, {"csr_split", split}},
-                             ConfigSource::Explicit, "test"};
+                             {{"path", "csr"},
+                              {"csr_max_run", run},
+                              {"csr_blocks_per_sm", bps},
+                              {"csr_warps", warps},
+                              {"csr_piece_reduce", reduce},
+                              {"csr_split", split}},
+                             ConfigSource::Explicit,
+                             "test"};
             SpmmOptions o;
             o.config = &cfg;
             const SpmmPlan plan = ctx().plan_spmm(a, n, o);
@@ -394,18 +409,21 @@ TEST_CASE("SpmmSplitLongRowsMatchReferenceCallAfterCall") {
       for (const char* order : {"none", "degree"}) {
         CAPTURE(n);
         CAPTURE(order);
-        const Config cfg{"spmm", {{"path", "csr"}, {"csr_split", 1}, {"reorder", order}}, ConfigSource::Explicit, "test"};
+        const Config cfg{
+            "spmm", {{"path", "csr"}, {"csr_split", 1}, {"reorder", order}}, ConfigSource::Explicit, "test"};
         SpmmOptions o;
         o.config = &cfg;
         const SpmmPlan plan = ctx().plan_spmm(a, n, o);
         CAPTURE(plan.explain());
         REQUIRE(plan.explain().find("parts of a warp each in the same launch") != std::string::npos);
         for (int call = 0; call < 3; ++call)
-          for (auto [alpha, beta] : kAlphaBeta) CHECK(spmm_error(plan, expected(a, n, alpha, beta, 90 + call)) <= tol_f32(a));
+          for (auto [alpha, beta] : kAlphaBeta)
+            CHECK(spmm_error(plan, expected(a, n, alpha, beta, 90 + call)) <= tol_f32(a));
         Expected x = expected(a, n, 1.0f, 0.0f, 97);
         for (int j = 0; j < n; ++j) x.b[static_cast<size_t>(j)] = std::numeric_limits<float>::infinity();
         Stream s(ctx());
-        DeviceBuffer<float> b{std::span<const float>(x.b)}, c1{std::span<const float>(x.c0)}, c2{std::span<const float>(x.c0)};
+        DeviceBuffer<float> b{std::span<const float>(x.b)}, c1{std::span<const float>(x.c0)},
+            c2{std::span<const float>(x.c0)};
         plan.run(b, c1, s, 1.0f, 0.0f);
         plan.run(b, c2, s, 1.0f, 0.0f);
         s.synchronize();
@@ -459,8 +477,10 @@ TEST_CASE("SpmmReluEpilogueMatchesReferenceOnEveryPath") {
       const SpmmPlan plan = ctx().plan_spmm(a, n, o);
       CAPTURE(plan.explain());
       CHECK(plan.epilogue() == SpmmEpilogue::Relu);
-      if (std::string(v.name) == "csr, staged windows") CHECK(plan.epilogue_fused() == (n % 4 != 0));
-      else CHECK(plan.epilogue_fused() == v.fused);
+      if (std::string(v.name) == "csr, staged windows")
+        CHECK(plan.epilogue_fused() == (n % 4 != 0));
+      else
+        CHECK(plan.epilogue_fused() == v.fused);
       CHECK(plan.explain().find("epilogue relu") != std::string::npos);
       const double tol = plan.path() == SpmmPath::CsrCudaCore ? tol_f32(a) : kTolTf32;
       for (auto [alpha, beta] : kAlphaBeta) {
@@ -498,13 +518,15 @@ TEST_CASE("SpmmRowsPerWarpMatchReference") {
           CAPTURE(split);
           const Config cfg{"spmm",
                            {{"path", "csr"}, {"csr_rows_per_warp", rows}, {"reorder", order}, {"csr_split", split}},
-                           ConfigSource::Explicit, "test"};
+                           ConfigSource::Explicit,
+                           "test"};
           SpmmOptions o;
           o.config = &cfg;
           const SpmmPlan plan = ctx().plan_spmm(a, n, o);
           CAPTURE(plan.explain());
           if (n <= 32 && n > 1) CHECK(plan.explain().find("rows a warp") != std::string::npos);
-          for (auto [alpha, beta] : kAlphaBeta) CHECK(spmm_error(plan, expected(a, n, alpha, beta, 31 + n)) <= tol_f32(a));
+          for (auto [alpha, beta] : kAlphaBeta)
+            CHECK(spmm_error(plan, expected(a, n, alpha, beta, 31 + n)) <= tol_f32(a));
         }
   }
 }
@@ -518,10 +540,11 @@ TEST_CASE("SpmmRowsPerWarpPickedByThePlanMatchReference") {
     int n;
     const char* says;
   };
-  for (const Case& c : {Case{"uniform:n=100000,d=6", 32, "4 rows a warp"}, Case{"uniform:n=100000,d=6", 64, "2 rows a warp"},
-                        Case{"powerlaw:n=120000,avg=6,alpha=1.5,max=3000", 32, "4 rows a warp"},
-                        Case{"uniform:n=3000,d=6", 32, "a warp per row"}, Case{"uniform:n=100000,d=80", 32, "a warp per row"},
-                        Case{"uniform:n=100000,d=6", 128, "a warp per row"}}) {
+  for (const Case& c :
+       {Case{"uniform:n=100000,d=6", 32, "4 rows a warp"}, Case{"uniform:n=100000,d=6", 64, "2 rows a warp"},
+        Case{"powerlaw:n=120000,avg=6,alpha=1.5,max=3000", 32, "4 rows a warp"},
+        Case{"uniform:n=3000,d=6", 32, "a warp per row"}, Case{"uniform:n=100000,d=80", 32, "a warp per row"},
+        Case{"uniform:n=100000,d=6", 128, "a warp per row"}}) {
     CAPTURE(c.spec);
     CAPTURE(c.n);
     const auto a = generate(c.spec).cast<float>();
@@ -562,8 +585,10 @@ TEST_CASE("SpmmStagedWindowsMatchReference") {
         CAPTURE(name);
         CAPTURE(n);
         CAPTURE(split);
-        const Config cfg{"spmm", {{"csr_stage_reuse", 1.2}, {"csr_split", split}, {"reorder", "degree"}},
-                         ConfigSource::Explicit, "test"};
+        const Config cfg{"spmm",
+                         {{"csr_stage_reuse", 1.2}, {"csr_split", split}, {"reorder", "degree"}},
+                         ConfigSource::Explicit,
+                         "test"};
         SpmmOptions o;
         o.config = &cfg;
         const SpmmPlan plan = ctx().plan_spmm(a, n, o);

@@ -201,9 +201,14 @@ TEST_CASE("SpmmHalfPiecesExpandedOperandsAndHostConversionMatchReference") {
                 CAPTURE(f);
                 CAPTURE(g);
                 const Config cfg{"spmm",
-                                 {{"path", "brp"}, {"f", f}, {"g", g}, {"expand_min_f", expand}, {"tc_warps", warps},
+                                 {{"path", "brp"},
+                                  {"f", f},
+                                  {"g", g},
+                                  {"expand_min_f", expand},
+                                  {"tc_warps", warps},
                                   {"tc_max_run", run == 0 ? 32 : run}},
-                                 ConfigSource::Explicit, "test"};
+                                 ConfigSource::Explicit,
+                                 "test"};
                 SpmmOptions o;
                 o.config = &cfg;
                 o.dtype = d;
@@ -275,9 +280,12 @@ TEST_CASE("SpmmHalfReorderedCsrMatchesReference") {
           CAPTURE(run);
           CAPTURE(n);
           const Config cfg{"spmm",
-                           {{"path", "csr"}, {"csr_max_run", run}, {"csr_blocks_per_sm", run ? 1 : 0},
+                           {{"path", "csr"},
+                            {"csr_max_run", run},
+                            {"csr_blocks_per_sm", run ? 1 : 0},
                             {"csr_piece_reduce", run ? 1 : 0}},
-                           ConfigSource::Explicit, "test"};
+                           ConfigSource::Explicit,
+                           "test"};
           SpmmOptions o;
           o.config = &cfg;
           o.dtype = d;

@@ -32,8 +32,7 @@ struct Case {
 
 // Runs the plan on x with the given nonzeros (dense and sparse input) and returns the worse error.
 template <class T>
-double run_error(const CsrMatrix<T>& a, const SpmspvPlan<T>& plan, const std::vector<int32_t>& idx,
-                 uint64_t seed) {
+double run_error(const CsrMatrix<T>& a, const SpmspvPlan<T>& plan, const std::vector<int32_t>& idx, uint64_t seed) {
   auto vals = dbs_test::random_vector<T>(idx.size(), seed);
   for (auto& v : vals)
     if (v == T(0)) v = T(0.5);
@@ -80,8 +79,10 @@ void check_all_directions(const CsrMatrix<double>& ad, const Config* cfg, const 
 
 // Every nonzero in a block (residual_below 0): these configs test the block microkernels alone.
 Config thresholds(int th0, int th1, double th2, double th3 = 0.01) {
-  return Config{"spmspv", {{"th0", th0}, {"th1", th1}, {"th2", th2}, {"th3", th3}, {"residual_below", 0}},
-                ConfigSource::Explicit, "test"};
+  return Config{"spmspv",
+                {{"th0", th0}, {"th1", th1}, {"th2", th2}, {"th3", th3}, {"residual_below", 0}},
+                ConfigSource::Explicit,
+                "test"};
 }
 
 Config with_residual(int residual_below, const char* residual_pull = "off") {
@@ -113,8 +114,8 @@ TEST_CASE("SpmspvMatchesReferenceWithEachBlockTypeAlone") {
   auto a = generate("fem:nodes=3000,k=4,blocks=6");
   auto all_coo = thresholds(257, 256, 2.0);
   auto all_dense = thresholds(0, 0, 2.0);
-  auto all_csc = thresholds(0, 256, 0.0);        // skew_r/skew_c > 0 always
-  auto all_csr = thresholds(0, 256, 1e9);        // no skew is that large: balanced blocks are ForceCSR
+  auto all_csc = thresholds(0, 256, 0.0);  // skew_r/skew_c > 0 always
+  auto all_csr = thresholds(0, 256, 1e9);  // no skew is that large: balanced blocks are ForceCSR
   auto dense_ty = static_cast<int>(BlockType::Dense);
   {
     auto plan = ctx().plan_spmspv(a.cast<float>(), SpmspvOptions{SpmspvDirection::Auto, &all_dense});
@@ -134,9 +135,9 @@ TEST_CASE("SpmspvMatchesReferenceWithEachBlockTypeAlone") {
 }
 
 TEST_CASE("SpmspvMatchesReferenceOnGeneratedMatrices") {
-  for (const char* spec : {"stencil3d:n=24,points=27", "stencil2d:n=200", "banded:n=50000,bw=8",
-                           "fem:nodes=30000,k=3,blocks=9", "uniform:n=40000,d=16",
-                           "rmat:scale=14,ef=8", "powerlaw:n=30000,avg=8,alpha=1.5,max=5000"}) {
+  for (const char* spec :
+       {"stencil3d:n=24,points=27", "stencil2d:n=200", "banded:n=50000,bw=8", "fem:nodes=30000,k=3,blocks=9",
+        "uniform:n=40000,d=16", "rmat:scale=14,ef=8", "powerlaw:n=30000,avg=8,alpha=1.5,max=5000"}) {
     auto a = generate(spec);
     check_all_directions<float>(a, nullptr, spec);
     check_all_directions<double>(a, nullptr, spec);
@@ -185,12 +186,16 @@ TEST_CASE("SpmspvResidualMatchesReference") {
   // (0); pushed always (residual_pull off) or pulled from density 0.5 on (by_density, with its row
   // view); on scattered, hub-heavy (long residual rows and columns: several segments and push
   // pieces per block row / column) and structured matrices.
-  const Config cfgs[] = {with_residual(257), with_residual(16), with_residual(4), with_residual(0),
-                         with_residual(257, "by_density"), with_residual(16, "by_density")};
+  const Config cfgs[] = {with_residual(257),
+                         with_residual(16),
+                         with_residual(4),
+                         with_residual(0),
+                         with_residual(257, "by_density"),
+                         with_residual(16, "by_density")};
   dbs_test::Shard shard;  // a (matrix, config, type) a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
-  for (const char* spec : {"uniform:n=30001,d=9", "rmat:scale=14,ef=16,scramble=1",
-                           "powerlaw:n=30000,avg=8,alpha=1.2,max=20000", "stencil3d:n=20,points=7",
-                           "fem:nodes=5000,k=3,blocks=9"}) {
+  for (const char* spec :
+       {"uniform:n=30001,d=9", "rmat:scale=14,ef=16,scramble=1", "powerlaw:n=30000,avg=8,alpha=1.2,max=20000",
+        "stencil3d:n=20,points=7", "fem:nodes=5000,k=3,blocks=9"}) {
     auto a = generate(spec);
     for (const auto& cfg : cfgs) {
       const std::string what = std::string(spec) + " " + cfg.params.dump();
@@ -222,8 +227,10 @@ void check_sparse_out(const CsrMatrix<T>& a, const SpmspvPlan<T>& plan, const st
   DeviceBuffer<int32_t> di{std::span<const int32_t>(idx)}, yi(static_cast<size_t>(a.rows)), yn(1);
   DeviceBuffer<T> dv{std::span<const T>(vals)}, yv(static_cast<size_t>(a.rows));
   yn.fill_bytes(0xFF);
-  if (ws) plan.run_sparse_out(di, dv, static_cast<int32_t>(idx.size()), yi, yv, yn, s, *ws);
-  else plan.run_sparse_out(di, dv, static_cast<int32_t>(idx.size()), yi, yv, yn, s);
+  if (ws)
+    plan.run_sparse_out(di, dv, static_cast<int32_t>(idx.size()), yi, yv, yn, s, *ws);
+  else
+    plan.run_sparse_out(di, dv, static_cast<int32_t>(idx.size()), yi, yv, yn, s);
   s.synchronize();
   const int32_t n = yn.download()[0];
   REQUIRE(n >= 0);
@@ -253,8 +260,8 @@ TEST_CASE("SpmspvSparseOutputMatchesReference") {
   // a single nonzero to density 0.1, an empty x, and repeated calls through one workspace (each call
   // must leave its buffers clean for the next).
   const auto blocks = blocks_only();
-  for (const char* spec : {"uniform:n=30001,d=9", "stencil3d:n=20,points=27", "powerlaw:n=30000,avg=8,alpha=1.2,max=20000",
-                           "rmat:scale=14,ef=16,scramble=1"}) {
+  for (const char* spec : {"uniform:n=30001,d=9", "stencil3d:n=20,points=27",
+                           "powerlaw:n=30000,avg=8,alpha=1.2,max=20000", "rmat:scale=14,ef=16,scramble=1"}) {
     const auto ad = generate(spec);
     for (const Config* cfg : {static_cast<const Config*>(nullptr), &blocks}) {
       CAPTURE(spec);

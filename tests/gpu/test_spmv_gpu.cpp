@@ -59,9 +59,8 @@ double tol_f32(const CsrMatrix<double>& a) {
 
 TEST_CASE("SpmvMatchesReferenceOnGeneratedMatrices") {
   for (const char* spec :
-       {"stencil2d:n=300", "stencil3d:n=40,points=27", "banded:n=200000,bw=8",
-        "fem:nodes=60000,k=3,blocks=9", "uniform:n=100000,d=16", "rmat:scale=15,ef=8",
-        "powerlaw:n=50000,avg=8,alpha=1.5,max=20000"}) {
+       {"stencil2d:n=300", "stencil3d:n=40,points=27", "banded:n=200000,bw=8", "fem:nodes=60000,k=3,blocks=9",
+        "uniform:n=100000,d=16", "rmat:scale=15,ef=8", "powerlaw:n=50000,avg=8,alpha=1.5,max=20000"}) {
     CAPTURE(spec);
     auto a = generate(spec);
     CHECK(spmv_error<float>(a, 1, 0) <= kTolF32);
@@ -89,7 +88,7 @@ TEST_CASE("SpmvHonoursAlphaAndBeta") {
   auto a = generate("rmat:scale=12,ef=8");
   CHECK(spmv_error<float>(a, 2.5, -0.5) <= kTolF32);
   CHECK(spmv_error<double>(a, 2.5, -0.5) <= kTolF64);
-  CHECK(spmv_error<double>(a, 0, 1.5) <= kTolF64);           // alpha = 0: y scaled only
+  CHECK(spmv_error<double>(a, 0, 1.5) <= kTolF64);               // alpha = 0: y scaled only
   CHECK(spmv_error<float>(a, 1, 0, /*nan_y=*/true) <= kTolF32);  // beta = 0 never reads y
   CHECK(spmv_error<double>(a, 1, 0, /*nan_y=*/true) <= kTolF64);
 }
@@ -243,7 +242,7 @@ CsrMatrix<double> mixed_rows() {
   a.cols = 150000;
   a.row_ptr.push_back(0);
   for (int32_t r = 0; r < a.rows; ++r) {
-    int32_t len = r % 9;                                    // 0..8
+    int32_t len = r % 9;  // 0..8
     if (r % 50 == 0) len = 40;
     if (r >= 5000 && r < 5100) len = 500;
     if (r == 100) len = 70000;
@@ -262,9 +261,9 @@ CsrMatrix<double> mixed_rows() {
 
 TEST_CASE("SpmvStrategiesMatchReference") {
   std::vector<std::pair<std::string, CsrMatrix<double>>> mats;
-  for (const char* spec : {"stencil2d:n=300", "stencil3d:n=30,points=27", "fem:nodes=60000,k=3,blocks=9",
-                           "rmat:scale=14,ef=8", "powerlaw:n=20000,avg=40,alpha=1.5,max=15000",
-                           "powerlaw:n=200000,avg=8,alpha=1.2,max=150000"})
+  for (const char* spec :
+       {"stencil2d:n=300", "stencil3d:n=30,points=27", "fem:nodes=60000,k=3,blocks=9", "rmat:scale=14,ef=8",
+        "powerlaw:n=20000,avg=40,alpha=1.5,max=15000", "powerlaw:n=200000,avg=8,alpha=1.2,max=150000"})
     mats.emplace_back(spec, generate(spec));
   mats.emplace_back("mixed rows up to 120000 long", mixed_rows());
   mats.emplace_back("one full row of 120000 between empty rows", one_full_row(1000, 120000, 500));
@@ -314,8 +313,10 @@ TEST_CASE("SpmvClassifiedSplitsMixedRowsAndFoldsThinBins") {
   CHECK(windowed.explain().find(".w64") != std::string::npos);
   CHECK(windowed.explain().find("rows of length <= 64 in memory order") != std::string::npos);
   window_params["fuse_bins"] = 0;  // asked for where it cannot apply: explain says so
-  CHECK(ctx().plan_spmv(mixed, Config{"spmv", window_params, ConfigSource::Explicit, "test"}).explain().find(
-            "window_max_len 64 not applied: fuse_bins 0") != std::string::npos);
+  CHECK(ctx()
+            .plan_spmv(mixed, Config{"spmv", window_params, ConfigSource::Explicit, "test"})
+            .explain()
+            .find("window_max_len 64 not applied: fuse_bins 0") != std::string::npos);
   auto regular = generate("stencil3d:n=40,points=27").cast<float>();
   auto one = ctx().plan_spmv(regular, Config{"spmv", config_to_json(SpmvConfig{}), ConfigSource::Explicit, "test"});
   CHECK(one.launches() == 1);  // boundary rows fold into the interior's bin: one kernel, no list
@@ -345,7 +346,8 @@ TEST_CASE("SpmvColumnOrderMatchesReferenceCallAfterCall") {
       plan.run(dx, dy, s);
     }
     s.synchronize();
-    CHECK(reference::relative_error(std::span<const double>(ref), std::span<const float>(dy.download())) <= tol_f32(ad));
+    CHECK(reference::relative_error(std::span<const double>(ref), std::span<const float>(dy.download())) <=
+          tol_f32(ad));
   }
 }
 
@@ -377,7 +379,8 @@ TEST_CASE("SpmvReorderAutoOrdersOnlyWhereTheGatherCanPay") {
     plan.run(dx, dy, s);
     s.synchronize();
     const auto ref = reference::spmv(a, std::span<const float>(x));
-    CHECK(reference::relative_error(std::span<const double>(ref), std::span<const float>(dy.download())) <= tol_f32(c.a));
+    CHECK(reference::relative_error(std::span<const double>(ref), std::span<const float>(dy.download())) <=
+          tol_f32(c.a));
   }
 }
 
@@ -409,7 +412,8 @@ TEST_CASE("SpmvOptionsReorderOverridesTheLookedUpConfigMatchesReference") {
     CHECK(plan.explain().find(std::string("reorder ") + r + " from the caller") != std::string::npos);
     plan.run(dx, dy, s);
     s.synchronize();
-    CHECK(reference::relative_error(std::span<const double>(ref), std::span<const float>(dy.download())) <= tol_f32(a64));
+    CHECK(reference::relative_error(std::span<const double>(ref), std::span<const float>(dy.download())) <=
+          tol_f32(a64));
   }
   SpmvOptions bad;
   bad.reorder = "rcm";

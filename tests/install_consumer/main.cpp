@@ -29,8 +29,8 @@ int main() {
   auto y = dbsparse::reference::spmv(a, std::span<const double>(ones));
   double sum = 0;
   for (double v : y) sum += v;
-  std::printf("stencil2d:n=4: %d x %d, nnz %lld, sum(A*1) = %g\n", a.rows, a.cols,
-              static_cast<long long>(a.nnz()), sum);
+  std::printf("stencil2d:n=4: %d x %d, nnz %lld, sum(A*1) = %g\n", a.rows, a.cols, static_cast<long long>(a.nnz()),
+              sum);
   expect(a.rows == 16 && a.nnz() == 64, "stencil2d:n=4 has 16 rows and 64 nonzeros");
   expect(sum == 16.0, "sum(A*1) == 16");
 

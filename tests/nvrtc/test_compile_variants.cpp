@@ -187,11 +187,12 @@ TEST_CASE("SpmmKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
   }
   CHECK(SpmmKey::parse("spmm.brp.f1.g4.w4").to_string() == "spmm.brp.f1.g4.w4");
   CHECK(SpmmKey::parse("spmm.csr.v4.l8.w8").to_string() == "spmm.csr.v4.l8.w8");
-  for (const char* bad : {"spmm.brp.f3.g4.w4", "spmm.brp.f1.g16.w4", "spmm.brp.f1.g4", "spmm.csr.v2.l8.w8",
-                          "spmm.csr.v4.l8.w3", "spmm.csr.v4.l3.w8", "spmm.csr.v4.l64.w8", "spmm.csr.v4.w8",
-                          "spmm.coo.v1.w8", "spmv.brp.f1.g4.w4", "spmm.brp.f1.g4.wx", "spmm.csr.v4.l8.w4.r1",
-                          "spmm.csr.v4.l8.w4.r3", "spmm.csr.v4.l16.w4.r4", "spmm.csr.v4.l8.w4.r4.r2", "spmm.brp.f1.g4.w4.r2",
-                          "spmm.brp.f1.g4.w4.o64", "spmm.csr.f16.v4.l8.w4.o64", "spmm.csr.v4.l8.w4.o64.r4", "spmm.o64"})
+  for (const char* bad :
+       {"spmm.brp.f3.g4.w4",     "spmm.brp.f1.g16.w4",        "spmm.brp.f1.g4",           "spmm.csr.v2.l8.w8",
+        "spmm.csr.v4.l8.w3",     "spmm.csr.v4.l3.w8",         "spmm.csr.v4.l64.w8",       "spmm.csr.v4.w8",
+        "spmm.coo.v1.w8",        "spmv.brp.f1.g4.w4",         "spmm.brp.f1.g4.wx",        "spmm.csr.v4.l8.w4.r1",
+        "spmm.csr.v4.l8.w4.r3",  "spmm.csr.v4.l16.w4.r4",     "spmm.csr.v4.l8.w4.r4.r2",  "spmm.brp.f1.g4.w4.r2",
+        "spmm.brp.f1.g4.w4.o64", "spmm.csr.f16.v4.l8.w4.o64", "spmm.csr.v4.l8.w4.o64.r4", "spmm.o64"})
     CHECK_THROWS_AS(SpmmKey::parse(bad), UsageError);
   // 64-bit row offsets: ".o64" last, one kernel (csr_spmm_rows64), f32 CSR only.
   {
@@ -270,8 +271,8 @@ TEST_CASE("SpmmHalfKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
   CHECK(SpmmKey::parse("spmm.brp.f16.f1.g4.w8").to_string() == "spmm.brp.f16.f1.g4.w8");
   CHECK(SpmmKey::parse("spmm.csr.bf16.v4.l8.w8").value == SpmmValue::BF16);
   CHECK(SpmmKey{SpmmKernelPath::Brp, 2, 1, 4, 1, 32, SpmmValue::BF16}.to_string() == "spmm.brp.bf16.f2.g1.w4");
-  for (const char* bad : {"spmm.brp.f32.f1.g4.w4", "spmm.brp.f8.f1.g4.w4", "spmm.brp.f16.f1.g4", "spmm.csr.tf32.v4.l8.w8",
-                          "spmm.brp.f16.f3.g4.w4", "spmm.csr.bf16.v2.l8.w8"})
+  for (const char* bad : {"spmm.brp.f32.f1.g4.w4", "spmm.brp.f8.f1.g4.w4", "spmm.brp.f16.f1.g4",
+                          "spmm.csr.tf32.v4.l8.w8", "spmm.brp.f16.f3.g4.w4", "spmm.csr.bf16.v2.l8.w8"})
     CHECK_THROWS_AS(SpmmKey::parse(bad), UsageError);
   MESSAGE(jobs.size() << " f16 / bf16 spmm modules compiled");
 }
@@ -352,7 +353,8 @@ TEST_CASE("PrecompileResourcesReportsEveryKernelsRegistersAndSpills") {
   const auto [rc, out] = dbs_test::run_tool("dbsparse", "precompile --arch sm_90 --op bfs --resources");
   CAPTURE(out);
   REQUIRE(rc == 0);
-  for (const char* kernel : {"dbs::bfs_search<8>", "dbs::bfs_search<32>", "dbs::bfs_dense_update<8>", "dbs::bfs_check_view<long long>"})
+  for (const char* kernel :
+       {"dbs::bfs_search<8>", "dbs::bfs_search<32>", "dbs::bfs_dense_update<8>", "dbs::bfs_check_view<long long>"})
     CHECK(out.find(kernel) != std::string::npos);
   size_t lines = 0, at = 0;
   while ((at = out.find("dbs::bfs_search<", at)) != std::string::npos) {

@@ -170,17 +170,23 @@ double gcn_max_error(std::span<const float> got, std::span<const double> want, s
 double gcn_tolerance(const CsrMatrix<float>& a_hat, bool tensor_cores) {
   if (tensor_cores) return kGcnTolTf32;
   int64_t longest = 0;
-  for (int32_t r = 0; r < a_hat.rows; ++r) longest = std::max<int64_t>(longest, a_hat.row_ptr[r + 1] - a_hat.row_ptr[r]);
+  for (int32_t r = 0; r < a_hat.rows; ++r)
+    longest = std::max<int64_t>(longest, a_hat.row_ptr[r + 1] - a_hat.row_ptr[r]);
   return std::max(kGcnTolF32, 4 * 0x1p-24 * std::sqrt(static_cast<double>(longest)));
 }
 
 const char* to_string(GcnStage s) {
   switch (s) {
-    case GcnStage::Gemm1: return "gemm1 (X W1)";
-    case GcnStage::Spmm1: return "spmm1 (A Z1)";
-    case GcnStage::Relu: return "relu";
-    case GcnStage::Gemm2: return "gemm2 (H1 W2)";
-    case GcnStage::Spmm2: return "spmm2 (A Z2)";
+    case GcnStage::Gemm1:
+      return "gemm1 (X W1)";
+    case GcnStage::Spmm1:
+      return "spmm1 (A Z1)";
+    case GcnStage::Relu:
+      return "relu";
+    case GcnStage::Gemm2:
+      return "gemm2 (H1 W2)";
+    case GcnStage::Spmm2:
+      return "spmm2 (A Z2)";
   }
   return "?";
 }
@@ -247,13 +253,21 @@ void GcnPipeline::stage(GcnStage st, const GcnSparseProduct& sparse, bool relu_i
   const GcnDims& d = s.d;
   if (d.nodes == 0) return;
   switch (st) {
-    case GcnStage::Gemm1: s.gemm(d.nodes, d.hidden, d.features, s.x.ptr(), s.w1.ptr(), s.z1.ptr()); break;
-    case GcnStage::Spmm1: sparse(0, s.z1.ptr(), s.p1.ptr()); break;
+    case GcnStage::Gemm1:
+      s.gemm(d.nodes, d.hidden, d.features, s.x.ptr(), s.w1.ptr(), s.z1.ptr());
+      break;
+    case GcnStage::Spmm1:
+      sparse(0, s.z1.ptr(), s.p1.ptr());
+      break;
     case GcnStage::Relu:
       if (!relu_in_spmm1) s.relu.run(s.p1.ptr(), s.stream);
       break;
-    case GcnStage::Gemm2: s.gemm(d.nodes, d.classes, d.hidden, s.p1.ptr(), s.w2.ptr(), s.z2.ptr()); break;
-    case GcnStage::Spmm2: sparse(1, s.z2.ptr(), s.h2.ptr()); break;
+    case GcnStage::Gemm2:
+      s.gemm(d.nodes, d.classes, d.hidden, s.p1.ptr(), s.w2.ptr(), s.z2.ptr());
+      break;
+    case GcnStage::Spmm2:
+      sparse(1, s.z2.ptr(), s.h2.ptr());
+      break;
   }
 }
 
@@ -331,7 +345,8 @@ nlohmann::json bench_gcn(Context& ctx, const Stream& stream, const NamedMatrix& 
   if (opt.reorder != "config") sopt.reorder = parse_reorder(opt.reorder);
   double reorder_ms_total = 0;  // the row orders' host time, both layers' plans
   if (opt.path == "auto") {
-    explicit_auto = Config{"spmm", nlohmann::json{{"path", "auto"}}, ConfigSource::Explicit, "dbsparse gcn --path auto"};
+    explicit_auto =
+        Config{"spmm", nlohmann::json{{"path", "auto"}}, ConfigSource::Explicit, "dbsparse gcn --path auto"};
     sopt.config = &*explicit_auto;
   }
   std::vector<SpmmPlan> plans;
@@ -360,10 +375,11 @@ nlohmann::json bench_gcn(Context& ctx, const Stream& stream, const NamedMatrix& 
     }
     fmt::print("dbsparse layer {} (n = {}): plan_spmm {:.1f} ms first ({}), {:.1f} ms again; path {}{}{}\n", layer + 1,
                widths[layer], plan_ms, kernel_text, replan_ms, to_string(again.path()),
-               again.path() == SpmmPath::Brp         ? fmt::format(" (f {}, g {}, TC share {:.3f})", again.f(), again.g(),
-                                                                  again.tc_share())
-               : again.path() == SpmmPath::Condensed ? fmt::format(" (g {}, fill {:.3f})", again.g(), again.condensed_fill())
-                                                      : "",
+               again.path() == SpmmPath::Brp
+                   ? fmt::format(" (f {}, g {}, TC share {:.3f})", again.f(), again.g(), again.tc_share())
+               : again.path() == SpmmPath::Condensed
+                   ? fmt::format(" (g {}, fill {:.3f})", again.g(), again.condensed_fill())
+                   : "",
                again.epilogue() == SpmmEpilogue::None ? ""
                : again.epilogue_fused()               ? "; relu fused into its stores"
                                                       : "; relu as a pass of the plan's own after the product");
@@ -410,9 +426,8 @@ nlohmann::json bench_gcn(Context& ctx, const Stream& stream, const NamedMatrix& 
           algs[to_string(alg)] = probe.why_unsupported(alg);
           continue;
         }
-        const double us = time_on_stream(stream.handle(), probe_timing, [&](int64_t) {
-                            probe.run(alg, b.ptr(), c.ptr());
-                          }).median_us;
+        const double us =
+            time_on_stream(stream.handle(), probe_timing, [&](int64_t) { probe.run(alg, b.ptr(), c.ptr()); }).median_us;
         algs[to_string(alg)] = us;
         if (!pick || us < pick_us) {
           pick = alg;
@@ -433,9 +448,10 @@ nlohmann::json bench_gcn(Context& ctx, const Stream& stream, const NamedMatrix& 
     for (const auto& [name, v] : algs.items())
       alg_text += fmt::format("{}{} {}", alg_text.empty() ? "" : ", ", name,
                               v.is_number() ? fmt::format("{:.1f} us", v.get<double>()) : std::string("refused"));
-    fmt::print("cuSPARSE layer {} (n = {}): {}; using {}; setup {:.1f} ms\n", layer + 1, n, alg_text,
-               to_string(*pick), setup_ms);
-    theirs["layers"].push_back({{"n", n}, {"algorithms_us", algs}, {"algorithm", to_string(*pick)}, {"setup_ms", setup_ms}});
+    fmt::print("cuSPARSE layer {} (n = {}): {}; using {}; setup {:.1f} ms\n", layer + 1, n, alg_text, to_string(*pick),
+               setup_ms);
+    theirs["layers"].push_back(
+        {{"n", n}, {"algorithms_us", algs}, {"algorithm", to_string(*pick)}, {"setup_ms", setup_ms}});
   }
   theirs["setup_ms"] = setup_ms_total;
   const GcnSparseProduct cus = [&](int layer, uint64_t b, uint64_t c) {
@@ -458,8 +474,8 @@ nlohmann::json bench_gcn(Context& ctx, const Stream& stream, const NamedMatrix& 
                           {"tolerance", tol},
                           {"relative_to", "sum of |terms| per entry of H2 (the pipeline on |X|, |W1|, |W2|)"},
                           {"ok", ok}};
-  fmt::print("check: dbsparse against cuSPARSE, max error {:.3e} of sum |terms| (tolerance {:.1e}, {}): {}\n", err,
-             tol, any_tc ? "TF32, a layer is on tensor cores" : "f32", ok ? "ok" : "DIFFERENT");
+  fmt::print("check: dbsparse against cuSPARSE, max error {:.3e} of sum |terms| (tolerance {:.1e}, {}): {}\n", err, tol,
+             any_tc ? "TF32, a layer is on tensor cores" : "f32", ok ? "ok" : "DIFFERENT");
   if (opt.cpu_check) {
     const auto t0 = std::chrono::steady_clock::now();
     const std::vector<double> ref = gcn_forward_reference(a, in, d);
@@ -474,7 +490,8 @@ nlohmann::json bench_gcn(Context& ctx, const Stream& stream, const NamedMatrix& 
 
   // Timing: the whole forward pass, then each stage alone (the same calls), medians of reps.
   const TimingOptions t{opt.warmup, opt.reps, 1, false};
-  const double fwd_ours = time_on_stream(stream.handle(), t, [&](int64_t) { pipe.forward(dbs, relu_in_ours); }).median_us;
+  const double fwd_ours =
+      time_on_stream(stream.handle(), t, [&](int64_t) { pipe.forward(dbs, relu_in_ours); }).median_us;
   const double fwd_theirs = time_on_stream(stream.handle(), t, [&](int64_t) { pipe.forward(cus); }).median_us;
   nlohmann::json stages = nlohmann::json::array();
   fmt::print("{:<22} {:>12} {:>12}\n", "stage (median)", "dbsparse", "cuSPARSE");
@@ -496,10 +513,11 @@ nlohmann::json bench_gcn(Context& ctx, const Stream& stream, const NamedMatrix& 
   // The order is computed per plan (two layers); a user who keeps one plan per width pays it twice.
   const double amortised_us = fwd_ours + reorder_ms_total * 1e3 / kGcnAmortisePasses;
   if (reorder_ms_total > 0) {
-    fmt::print("row order ({}): {:.1f} ms on the host in the two plans; over {} passes {:.1f} us a pass: amortised "
-               "speed-up {:.2f}x\n",
-               to_string(plans.empty() ? Reorder::None : plans.front().reorder()), reorder_ms_total, kGcnAmortisePasses,
-               reorder_ms_total * 1e3 / kGcnAmortisePasses, fwd_theirs / amortised_us);
+    fmt::print(
+        "row order ({}): {:.1f} ms on the host in the two plans; over {} passes {:.1f} us a pass: amortised "
+        "speed-up {:.2f}x\n",
+        to_string(plans.empty() ? Reorder::None : plans.front().reorder()), reorder_ms_total, kGcnAmortisePasses,
+        reorder_ms_total * 1e3 / kGcnAmortisePasses, fwd_theirs / amortised_us);
   }
   ours["reorder_ms"] = reorder_ms_total;
   rec["speedup_amortised"] = fwd_theirs / amortised_us;

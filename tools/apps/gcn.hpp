@@ -29,9 +29,9 @@ struct GcnDims {
 };
 
 struct GcnAdjacency {
-  CsrMatrix<float> a_hat;     // nodes x nodes, symmetric, the diagonal present in every row
-  bool symmetrised = false;   // A's pattern was not symmetric: A + Aᵀ was used
-  int64_t self_loops = 0;     // diagonal entries A had (replaced by I's)
+  CsrMatrix<float> a_hat;    // nodes x nodes, symmetric, the diagonal present in every row
+  bool symmetrised = false;  // A's pattern was not symmetric: A + Aᵀ was used
+  int64_t self_loops = 0;    // diagonal entries A had (replaced by I's)
 };
 
 // Â of a square matrix's pattern (values are ignored, stored zeros dropped, as a GCN reads an
@@ -82,7 +82,7 @@ class GcnPipeline {
   // relu_in_spmm1: layer 0's sparse product writes ReLU(Â Z1) itself; the Relu stage does nothing.
   void stage(GcnStage s, const GcnSparseProduct& sparse, bool relu_in_spmm1 = false);
   void forward(const GcnSparseProduct& sparse, bool relu_in_spmm1 = false);
-  uint64_t output() const;                  // H2 on the device
+  uint64_t output() const;                     // H2 on the device
   std::vector<float> download_output() const;  // waits for the stream
   const GcnDims& dims() const;
 
@@ -94,15 +94,15 @@ class GcnPipeline {
 // `dbsparse gcn GRAPH`: the forward pass with dbsparse's SpmmPlan and with cuSPARSE SpMM (per
 // layer the fastest of its algorithms on this graph and width), end-to-end and per stage.
 struct GcnBenchOptions {
-  GcnDims dims;              // nodes is taken from the graph
-  int reps = 20;             // timed forward passes (and per stage); the median is reported
+  GcnDims dims;   // nodes is taken from the graph
+  int reps = 20;  // timed forward passes (and per stage); the median is reported
   int warmup = 3;
   uint64_t seed = 1;
   std::string path = "config";  // dbsparse's SpMM path: config (the tuning DB's), auto, brp or csr
   // dbsparse's row order for Â (SpmmOptions::reorder: none, degree, rcm, community; "config": the
   // tuning DB's). Its host time is in the plans' setup and amortised over kGcnAmortisePasses.
   std::string reorder = "config";
-  bool cpu_check = false;    // also compare both outputs with gcn_forward_reference
+  bool cpu_check = false;  // also compare both outputs with gcn_forward_reference
   // dbsparse's first SpMM applies the ReLU in its stores (SpmmEpilogue::Relu; a pass of its own on
   // the paths that cannot fuse it); cuSPARSE SpMM has no epilogue, so its pipeline keeps the pass.
   bool fuse_relu = true;

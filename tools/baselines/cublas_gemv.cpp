@@ -13,9 +13,12 @@ void check(cublasStatus_t s, const char* call) {
 }
 cudaDataType_t cuda_type(DenseType t) {
   switch (t) {
-    case DenseType::F16: return CUDA_R_16F;
-    case DenseType::BF16: return CUDA_R_16BF;
-    case DenseType::F32: return CUDA_R_32F;
+    case DenseType::F16:
+      return CUDA_R_16F;
+    case DenseType::BF16:
+      return CUDA_R_16BF;
+    case DenseType::F32:
+      return CUDA_R_32F;
   }
   return CUDA_R_32F;
 }
@@ -23,9 +26,12 @@ cudaDataType_t cuda_type(DenseType t) {
 
 const char* to_string(DenseType t) {
   switch (t) {
-    case DenseType::F16: return "f16";
-    case DenseType::BF16: return "bf16";
-    case DenseType::F32: return "f32";
+    case DenseType::F16:
+      return "f16";
+    case DenseType::BF16:
+      return "bf16";
+    case DenseType::F32:
+      return "f32";
   }
   return "?";
 }

@@ -17,7 +17,6 @@
 namespace dbsparse::tools {
 namespace {
 
-
 template <class T>
 BsrFootprint footprint_of(int32_t rows, int32_t cols, int block_dim, int64_t blocks) {
   BsrFootprint f;
@@ -52,8 +51,8 @@ BsrFootprint bsr_footprint(const CsrMatrix<T>& a, int block_dim) {
 
 std::string bsr_unavailable_reason(const BsrFootprint& f, int64_t max_bytes) {
   if (f.value_count > INT_MAX)
-    return fmt::format("BSR{} would store {} values ({} blocks), past cuSPARSE's 32-bit value indexing",
-                       f.block_dim, f.value_count, f.blocks);
+    return fmt::format("BSR{} would store {} values ({} blocks), past cuSPARSE's 32-bit value indexing", f.block_dim,
+                       f.value_count, f.blocks);
   if (f.bytes > max_bytes)
     return fmt::format("BSR{} would need {:.1f} GB, over the {:.1f} GB cap", f.block_dim, f.bytes * 1e-9,
                        max_bytes * 1e-9);
@@ -98,8 +97,8 @@ CusparseBsr<T>::CusparseBsr(const CsrMatrix<T>& a, void* stream, int block_dim, 
   // The uploads above went through the legacy stream, which a non-blocking stream does not wait for.
   DBS_SP(cudaDeviceSynchronize());
   int nnzb = -1;
-  DBS_SP(cusparseXcsr2bsrNnz(s.handle, CUSPARSE_DIRECTION_ROW, a.rows, a.cols, s.descr, csr_rp.data(),
-                             csr_ci.data(), block_dim, s.descr, s.row_ptr.data(), &nnzb));
+  DBS_SP(cusparseXcsr2bsrNnz(s.handle, CUSPARSE_DIRECTION_ROW, a.rows, a.cols, s.descr, csr_rp.data(), csr_ci.data(),
+                             block_dim, s.descr, s.row_ptr.data(), &nnzb));
   DBS_SP(cudaStreamSynchronize(s.stream));
   if (nnzb < 0 || nnzb > a.nnz())
     throw Error(fmt::format("cusparseXcsr2bsrNnz returned {} blocks for {} nonzeros", nnzb, a.nnz()));
@@ -111,13 +110,11 @@ CusparseBsr<T>::CusparseBsr(const CsrMatrix<T>& a, void* stream, int block_dim, 
   // csr2bsr should write the zeros of partly filled blocks itself; cleared in case it does not.
   DBS_SP(cudaMemsetAsync(s.values.data(), 0, s.values.size() * sizeof(T), s.stream));
   if constexpr (std::is_same_v<T, float>)
-    DBS_SP(cusparseScsr2bsr(s.handle, CUSPARSE_DIRECTION_ROW, a.rows, a.cols, s.descr, csr_v.data(),
-                            csr_rp.data(), csr_ci.data(), block_dim, s.descr, s.values.data(),
-                            s.row_ptr.data(), s.col_idx.data()));
+    DBS_SP(cusparseScsr2bsr(s.handle, CUSPARSE_DIRECTION_ROW, a.rows, a.cols, s.descr, csr_v.data(), csr_rp.data(),
+                            csr_ci.data(), block_dim, s.descr, s.values.data(), s.row_ptr.data(), s.col_idx.data()));
   else
-    DBS_SP(cusparseDcsr2bsr(s.handle, CUSPARSE_DIRECTION_ROW, a.rows, a.cols, s.descr, csr_v.data(),
-                            csr_rp.data(), csr_ci.data(), block_dim, s.descr, s.values.data(),
-                            s.row_ptr.data(), s.col_idx.data()));
+    DBS_SP(cusparseDcsr2bsr(s.handle, CUSPARSE_DIRECTION_ROW, a.rows, a.cols, s.descr, csr_v.data(), csr_rp.data(),
+                            csr_ci.data(), block_dim, s.descr, s.values.data(), s.row_ptr.data(), s.col_idx.data()));
   DBS_SP(cudaStreamSynchronize(s.stream));
 }
 
@@ -131,14 +128,12 @@ void CusparseBsr<T>::run(uint64_t x, uint64_t y) {
   const auto nnzb = static_cast<int>(s.f.blocks);
   if constexpr (std::is_same_v<T, float>)
     DBS_SP(cusparseSbsrmv(s.handle, CUSPARSE_DIRECTION_ROW, CUSPARSE_OPERATION_NON_TRANSPOSE, s.f.block_rows,
-                          s.f.block_cols, nnzb, &alpha, s.descr, s.values.data(), s.row_ptr.data(),
-                          s.col_idx.data(), s.f.block_dim, reinterpret_cast<const T*>(x), &beta,
-                          reinterpret_cast<T*>(y)));
+                          s.f.block_cols, nnzb, &alpha, s.descr, s.values.data(), s.row_ptr.data(), s.col_idx.data(),
+                          s.f.block_dim, reinterpret_cast<const T*>(x), &beta, reinterpret_cast<T*>(y)));
   else
     DBS_SP(cusparseDbsrmv(s.handle, CUSPARSE_DIRECTION_ROW, CUSPARSE_OPERATION_NON_TRANSPOSE, s.f.block_rows,
-                          s.f.block_cols, nnzb, &alpha, s.descr, s.values.data(), s.row_ptr.data(),
-                          s.col_idx.data(), s.f.block_dim, reinterpret_cast<const T*>(x), &beta,
-                          reinterpret_cast<T*>(y)));
+                          s.f.block_cols, nnzb, &alpha, s.descr, s.values.data(), s.row_ptr.data(), s.col_idx.data(),
+                          s.f.block_dim, reinterpret_cast<const T*>(x), &beta, reinterpret_cast<T*>(y)));
 }
 
 template <class T>

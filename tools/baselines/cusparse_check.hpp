@@ -15,8 +15,7 @@ inline void check_status(cusparseStatus_t s, const char* call) {
 }
 
 inline void check_status(cudaError_t e, const char* call) {
-  if (e != cudaSuccess)
-    throw Error(fmt::format("CUDA runtime call {} failed: {}", call, cudaGetErrorString(e)));
+  if (e != cudaSuccess) throw Error(fmt::format("CUDA runtime call {} failed: {}", call, cudaGetErrorString(e)));
 }
 
 }  // namespace dbsparse::tools

@@ -91,9 +91,10 @@ MclResult cusparse_mcl(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o,
       for (int32_t i = 0; i < h.rows; ++i)
         for (int32_t e = h.row_ptr[i] + 1; e < h.row_ptr[i + 1]; ++e)
           if (h.col_idx[e - 1] >= h.col_idx[e])
-            throw Error(fmt::format("cuSPARSE's P*P at iteration {}: row {} is not sorted by column ({} before {}); "
-                                    "mcl's pruning needs sorted rows",
-                                    iteration, i, h.col_idx[e - 1], h.col_idx[e]));
+            throw Error(
+                fmt::format("cuSPARSE's P*P at iteration {}: row {} is not sorted by column ({} before {}); "
+                            "mcl's pruning needs sorted rows",
+                            iteration, i, h.col_idx[e - 1], h.col_idx[e]));
     }
     return v;
   };
@@ -109,16 +110,15 @@ MclResult cusparse_mcl(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o,
   return mcl(ctx, g, o, expand);
 }
 
-#define DBS_CUSPARSE_CONTRACT(T)                                                                                   \
+#define DBS_CUSPARSE_CONTRACT(T)                                                                                      \
   template CusparseDeviceContraction<T> cusparse_contract(Context&, const DeviceCsrView<T>&, const int32_t*, int32_t, \
-                                                          void*, void*);                                             \
-  template CusparseContractResult<T> cusparse_contract(Context&, const CsrMatrix<T>&, std::span<const int32_t>,      \
+                                                          void*, void*);                                              \
+  template CusparseContractResult<T> cusparse_contract(Context&, const CsrMatrix<T>&, std::span<const int32_t>,       \
                                                        int32_t, void*, void*);
 DBS_CUSPARSE_CONTRACT(float)
 DBS_CUSPARSE_CONTRACT(double)
 #undef DBS_CUSPARSE_CONTRACT
 template MclResult cusparse_mcl(Context&, const CsrMatrix<float>&, const MclOptions&, void*, bool, CusparseMclStats*);
-template MclResult cusparse_mcl(Context&, const CsrMatrix<double>&, const MclOptions&, void*, bool,
-                                CusparseMclStats*);
+template MclResult cusparse_mcl(Context&, const CsrMatrix<double>&, const MclOptions&, void*, bool, CusparseMclStats*);
 
 }  // namespace dbsparse::tools

@@ -38,10 +38,10 @@ class CusparseHandle {
 
 template <class T>
 struct CusparseContractResult {
-  CsrMatrix<T> c;          // k x k; columns within a row as cuSPARSE wrote them
-  int64_t nnz_sg = 0;      // nnz(S·G)
-  std::string algs;        // the algorithm of each product, "cusparse-default+cusparse-alg3" etc.
-  std::string note;        // DEFAULT's out-of-memory messages where ALG3 ran; else empty
+  CsrMatrix<T> c;      // k x k; columns within a row as cuSPARSE wrote them
+  int64_t nnz_sg = 0;  // nnz(S·G)
+  std::string algs;    // the algorithm of each product, "cusparse-default+cusparse-alg3" etc.
+  std::string note;    // DEFAULT's out-of-memory messages where ALG3 ran; else empty
 };
 
 // C = S·G·Sᵀ as contract() defines it, by cuSPARSE on `stream` with `handle` (CusparseHandle::get).

@@ -101,8 +101,8 @@ template <class T>
 CusparseSpgemm<T>::CusparseSpgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b, void* stream)
     : s_(std::make_unique<State>()) {
   if (a.cols != b.rows)
-    throw UsageError(fmt::format("CusparseSpgemm: A is {}x{} and B {}x{}; A's columns must be B's rows", a.rows,
-                                 a.cols, b.rows, b.cols));
+    throw UsageError(fmt::format("CusparseSpgemm: A is {}x{} and B {}x{}; A's columns must be B's rows", a.rows, a.cols,
+                                 b.rows, b.cols));
   State& s = *s_;
   s.stream = static_cast<cudaStream_t>(stream);
   s.rows = a.rows;
@@ -126,8 +126,8 @@ template <class T>
 CusparseSpgemm<T>::CusparseSpgemm(const DeviceCsrView<T>& a, const DeviceCsrView<T>& b, void* stream, void* handle)
     : s_(std::make_unique<State>()) {
   if (a.cols != b.rows)
-    throw UsageError(fmt::format("CusparseSpgemm: A is {}x{} and B {}x{}; A's columns must be B's rows", a.rows,
-                                 a.cols, b.rows, b.cols));
+    throw UsageError(fmt::format("CusparseSpgemm: A is {}x{} and B {}x{}; A's columns must be B's rows", a.rows, a.cols,
+                                 b.rows, b.cols));
   State& s = *s_;
   s.stream = static_cast<cudaStream_t>(stream);
   s.rows = a.rows;
@@ -148,11 +148,11 @@ CusparseSpgemm<T>::CusparseSpgemm(const DeviceCsrView<T>& a, const DeviceCsrView
   };
   constexpr auto vt = value_type<T>();
   DBS_SP(cusparseCreateCsr(&s.a, a.rows, a.cols, a.nnz, nonnull(a.row_ptr, s.a_ptr), nonnull(a.col_idx, s.a_col),
-                           nonnull(a.values, s.a_ptr), CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
-                           CUSPARSE_INDEX_BASE_ZERO, vt));
+                           nonnull(a.values, s.a_ptr), CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+                           vt));
   DBS_SP(cusparseCreateCsr(&s.b, b.rows, b.cols, b.nnz, nonnull(b.row_ptr, s.b_ptr), nonnull(b.col_idx, s.b_col),
-                           nonnull(b.values, s.b_ptr), CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I,
-                           CUSPARSE_INDEX_BASE_ZERO, vt));
+                           nonnull(b.values, s.b_ptr), CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO,
+                           vt));
 }
 
 template <class T>
@@ -191,11 +191,11 @@ void CusparseSpgemm<T>::sequence(bool first) {
     return reinterpret_cast<void*>(buf.ptr());
   };
   size_t b1 = 0;
-  DBS_SPGEMM(cusparseSpGEMM_workEstimation(s.handle, kOp, kOp, &alpha, s.a, s.b, &beta, d.c, vt, alg, d.spgemm, &b1,
-                                           nullptr));
+  DBS_SPGEMM(
+      cusparseSpGEMM_workEstimation(s.handle, kOp, kOp, &alpha, s.a, s.b, &beta, d.c, vt, alg, d.spgemm, &b1, nullptr));
   void* p1 = need(s.buf1, b1, "buffer 1");
-  DBS_SPGEMM(cusparseSpGEMM_workEstimation(s.handle, kOp, kOp, &alpha, s.a, s.b, &beta, d.c, vt, alg, d.spgemm, &b1,
-                                           p1));
+  DBS_SPGEMM(
+      cusparseSpGEMM_workEstimation(s.handle, kOp, kOp, &alpha, s.a, s.b, &beta, d.c, vt, alg, d.spgemm, &b1, p1));
   size_t b2 = 0;
   if (s.alg == CusparseSpgemmAlg::Alg3) {
     // Buffer 3 is needed only by estimateMemory (cuSPARSE's sample frees it right after), so it
@@ -267,11 +267,17 @@ void CusparseSpgemm<T>::run() {
 }
 
 template <class T>
-CusparseSpgemmAlg CusparseSpgemm<T>::alg() const { return s_->alg; }
+CusparseSpgemmAlg CusparseSpgemm<T>::alg() const {
+  return s_->alg;
+}
 template <class T>
-const std::string& CusparseSpgemm<T>::why() const { return s_->why; }
+const std::string& CusparseSpgemm<T>::why() const {
+  return s_->why;
+}
 template <class T>
-int64_t CusparseSpgemm<T>::nnz() const { return s_->ready ? s_->nnz : -1; }
+int64_t CusparseSpgemm<T>::nnz() const {
+  return s_->ready ? s_->nnz : -1;
+}
 
 template <class T>
 int64_t CusparseSpgemm<T>::input_bytes() const {

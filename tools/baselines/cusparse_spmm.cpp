@@ -15,10 +15,14 @@ namespace {
 
 cusparseSpMMAlg_t native(CusparseSpmmAlg a) {
   switch (a) {
-    case CusparseSpmmAlg::Default: return CUSPARSE_SPMM_ALG_DEFAULT;
-    case CusparseSpmmAlg::CsrAlg1: return CUSPARSE_SPMM_CSR_ALG1;
-    case CusparseSpmmAlg::CsrAlg2: return CUSPARSE_SPMM_CSR_ALG2;
-    case CusparseSpmmAlg::CsrAlg3: return CUSPARSE_SPMM_CSR_ALG3;
+    case CusparseSpmmAlg::Default:
+      return CUSPARSE_SPMM_ALG_DEFAULT;
+    case CusparseSpmmAlg::CsrAlg1:
+      return CUSPARSE_SPMM_CSR_ALG1;
+    case CusparseSpmmAlg::CsrAlg2:
+      return CUSPARSE_SPMM_CSR_ALG2;
+    case CusparseSpmmAlg::CsrAlg3:
+      return CUSPARSE_SPMM_CSR_ALG3;
   }
   return CUSPARSE_SPMM_ALG_DEFAULT;
 }
@@ -27,9 +31,12 @@ constexpr auto kOp = CUSPARSE_OPERATION_NON_TRANSPOSE;
 
 cudaDataType data_type(SpmmDtype d) {
   switch (d) {
-    case SpmmDtype::F32: return CUDA_R_32F;
-    case SpmmDtype::F16: return CUDA_R_16F;
-    case SpmmDtype::BF16: return CUDA_R_16BF;
+    case SpmmDtype::F32:
+      return CUDA_R_32F;
+    case SpmmDtype::F16:
+      return CUDA_R_16F;
+    case SpmmDtype::BF16:
+      return CUDA_R_16BF;
   }
   return CUDA_R_32F;
 }
@@ -38,10 +45,14 @@ cudaDataType data_type(SpmmDtype d) {
 
 const char* to_string(CusparseSpmmAlg a) {
   switch (a) {
-    case CusparseSpmmAlg::Default: return "cusparse-default";
-    case CusparseSpmmAlg::CsrAlg1: return "cusparse-csr-alg1";
-    case CusparseSpmmAlg::CsrAlg2: return "cusparse-csr-alg2";
-    case CusparseSpmmAlg::CsrAlg3: return "cusparse-csr-alg3";
+    case CusparseSpmmAlg::Default:
+      return "cusparse-default";
+    case CusparseSpmmAlg::CsrAlg1:
+      return "cusparse-csr-alg1";
+    case CusparseSpmmAlg::CsrAlg2:
+      return "cusparse-csr-alg2";
+    case CusparseSpmmAlg::CsrAlg3:
+      return "cusparse-csr-alg3";
   }
   return "?";
 }
@@ -51,7 +62,7 @@ struct CusparseSpmm::State {
   cudaStream_t stream = nullptr;
   DeviceBuffer<int32_t> row_ptr, col_idx;
   DeviceBuffer<float> values, b_probe, c_probe;  // the probes are as large as f32 needs, whatever the type
-  DeviceBuffer<uint16_t> values16;                // A's values in f16 / bf16
+  DeviceBuffer<uint16_t> values16;               // A's values in f16 / bf16
   // One matrix descriptor per algorithm: preprocessing attaches algorithm-specific data to it.
   std::array<cusparseSpMatDescr_t, kCusparseSpmmAlgs.size()> mat{};
   cusparseDnMatDescr_t mb = nullptr, mc = nullptr;

@@ -9,7 +9,6 @@
 namespace dbsparse::tools {
 namespace {
 
-
 cusparseSpMVAlg_t native(CusparseSpmvAlg a) {
   return a == CusparseSpmvAlg::CsrAlg1 ? CUSPARSE_SPMV_CSR_ALG1 : CUSPARSE_SPMV_CSR_ALG2;
 }
@@ -52,16 +51,14 @@ CusparseSpmv<T>::CusparseSpmv(const CsrMatrix<T>& a, void* stream) : s_(std::mak
   T alpha = 1, beta = 0;
   for (int i = 0; i < 2; ++i) {
     auto alg = native(i == 0 ? CusparseSpmvAlg::CsrAlg1 : CusparseSpmvAlg::CsrAlg2);
-    DBS_SP(cusparseCreateCsr(&s_->mat[i], a.rows, a.cols, a.nnz(), s_->row_ptr.data(),
-                             s_->col_idx.data(), s_->values.data(), CUSPARSE_INDEX_32I,
-                             CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, dt));
+    DBS_SP(cusparseCreateCsr(&s_->mat[i], a.rows, a.cols, a.nnz(), s_->row_ptr.data(), s_->col_idx.data(),
+                             s_->values.data(), CUSPARSE_INDEX_32I, CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, dt));
     size_t bytes = 0;
-    DBS_SP(cusparseSpMV_bufferSize(s_->handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, s_->mat[i],
-                                   s_->vx, &beta, s_->vy, dt, alg, &bytes));
+    DBS_SP(cusparseSpMV_bufferSize(s_->handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, s_->mat[i], s_->vx, &beta,
+                                   s_->vy, dt, alg, &bytes));
     s_->buffer[i] = DeviceAllocation(std::max<size_t>(bytes, 16));
-    DBS_SP(cusparseSpMV_preprocess(s_->handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, s_->mat[i],
-                                   s_->vx, &beta, s_->vy, dt, alg,
-                                   reinterpret_cast<void*>(s_->buffer[i].ptr())));
+    DBS_SP(cusparseSpMV_preprocess(s_->handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, s_->mat[i], s_->vx, &beta,
+                                   s_->vy, dt, alg, reinterpret_cast<void*>(s_->buffer[i].ptr())));
   }
 }
 
@@ -83,8 +80,8 @@ void CusparseSpmv<T>::run(CusparseSpmvAlg alg, uint64_t x, uint64_t y) {
   DBS_SP(cusparseDnVecSetValues(s_->vx, reinterpret_cast<void*>(x)));
   DBS_SP(cusparseDnVecSetValues(s_->vy, reinterpret_cast<void*>(y)));
   T alpha = 1, beta = 0;
-  DBS_SP(cusparseSpMV(s_->handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, s_->mat[i], s_->vx,
-                      &beta, s_->vy, dt, native(alg), reinterpret_cast<void*>(s_->buffer[i].ptr())));
+  DBS_SP(cusparseSpMV(s_->handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &alpha, s_->mat[i], s_->vx, &beta, s_->vy, dt,
+                      native(alg), reinterpret_cast<void*>(s_->buffer[i].ptr())));
 }
 
 template class CusparseSpmv<float>;

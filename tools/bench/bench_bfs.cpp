@@ -34,8 +34,12 @@ struct ImplResult {
   std::vector<double> seconds, gteps;
   std::vector<int> levels;
   nlohmann::json to_json() const {
-    return {{"impl", impl}, {"seconds", seconds}, {"gteps", gteps}, {"levels", levels},
-            {"gteps_geomean", geomean(gteps)}, {"median_s", median(seconds)}};
+    return {{"impl", impl},
+            {"seconds", seconds},
+            {"gteps", gteps},
+            {"levels", levels},
+            {"gteps_geomean", geomean(gteps)},
+            {"median_s", median(seconds)}};
   }
 };
 
@@ -45,9 +49,12 @@ std::vector<std::string> bfs_suite(const std::string& size) {
   if (size == "quick")
     return {"rmat:scale=16,ef=16,scramble=1", "stencil2d:n=512", "stencil3d:n=40,points=27",
             "uniform:n=262144,d=16,seed=1", "powerlaw:n=200000,avg=8,alpha=1.5,max=20000,seed=1"};
-  return {"rmat:scale=20,ef=16,scramble=1",       "rmat:scale=21,ef=16,scramble=1",
-          "rmat:scale=22,ef=16,scramble=1",       "stencil2d:n=2048",
-          "stencil3d:n=100,points=27",           "uniform:n=4194304,d=16,seed=1",
+  return {"rmat:scale=20,ef=16,scramble=1",
+          "rmat:scale=21,ef=16,scramble=1",
+          "rmat:scale=22,ef=16,scramble=1",
+          "stencil2d:n=2048",
+          "stencil3d:n=100,points=27",
+          "uniform:n=4194304,d=16,seed=1",
           "powerlaw:n=2000000,avg=8,alpha=1.5,max=100000,seed=1"};
 }
 
@@ -76,7 +83,8 @@ nlohmann::json bench_bfs_graph(Context& ctx, const Stream& stream, const NamedMa
   rec["entries"] = g.entries();
   std::vector<int32_t> sources = opt.sources.empty() ? pick_sources(g, opt.random_sources, opt.seed) : opt.sources;
   for (int32_t s : sources)
-    if (s < 0 || s >= g.n) throw UsageError(fmt::format("source {} is not a vertex of {} ({} vertices)", s, m.name, g.n));
+    if (s < 0 || s >= g.n)
+      throw UsageError(fmt::format("source {} is not a vertex of {} ({} vertices)", s, m.name, g.n));
   rec["sources"] = sources;
 
   Config cfg{"bfs", opt.config.value_or(nlohmann::json::object()), ConfigSource::Explicit, "--config"};
@@ -122,8 +130,11 @@ nlohmann::json bench_bfs_graph(Context& ctx, const Stream& stream, const NamedMa
           directions = direction_string(st);
           rec["per_level_vertex0"] = nlohmann::json::array();
           for (const auto& l : st.per_level)
-            rec["per_level_vertex0"].push_back({{"level", l.level}, {"dir", to_string(l.direction)},
-                                                {"frontier", l.frontier}, {"blocks", l.blocks}, {"edges", l.edges}});
+            rec["per_level_vertex0"].push_back({{"level", l.level},
+                                                {"dir", to_string(l.direction)},
+                                                {"frontier", l.frontier},
+                                                {"blocks", l.blocks},
+                                                {"edges", l.edges}});
           if (opt.levels_table) fmt::print("{}", st.to_text());
         }
       }
@@ -162,7 +173,8 @@ nlohmann::json bench_bfs_graph(Context& ctx, const Stream& stream, const NamedMa
       if (r.impl == impl) return r.gteps.empty() ? NAN : geomean(r.gteps);
     return NAN;
   };
-  const double a = gt("dbsparse-auto"), pu = gt("dbsparse-push"), pl = gt("dbsparse-pull"), cs = gt("cusparse-spmv-loop");
+  const double a = gt("dbsparse-auto"), pu = gt("dbsparse-push"), pl = gt("dbsparse-pull"),
+               cs = gt("cusparse-spmv-loop");
   // Per-level cost: auto's median time over the levels of the search, averaged over sources.
   double us_per_level = 0;
   for (size_t i = 0; i < sources.size(); ++i)
@@ -174,7 +186,8 @@ nlohmann::json bench_bfs_graph(Context& ctx, const Stream& stream, const NamedMa
   auto num = [](double v) { return std::isfinite(v) ? fmt::format("{:.3f}", v) : std::string("-"); };
   fmt::print("{:<40} {:>9} {:>11} {:>6} {:>9} {:>9} {:>9} {:>9} {:>9.1f} {:>8} {:>8}  {}\n", m.name.substr(0, 40), g.n,
              g.entries(), results[0].levels[0], num(a), num(pu), num(pl), num(cs), us_per_level,
-             num(a / std::max(pu, pl)), num(a / cs), directions.size() > 60 ? directions.substr(0, 57) + "..." : directions);
+             num(a / std::max(pu, pl)), num(a / cs),
+             directions.size() > 60 ? directions.substr(0, 57) + "..." : directions);
   return rec;
 }
 
@@ -197,8 +210,8 @@ nlohmann::json bfs_summary(const std::vector<nlohmann::json>& graphs) {
   s["auto_over_cusparse_worst_graph"] = worst;
   s["auto_over_best_forced_geomean"] = over_forced.empty() ? NAN : geomean(over_forced);
   // Storage and conversion per graph (the plan's stats; `dbsparse convert --bfs` prints the same).
-  fmt::print("\n{:<40} {:>12} {:>10} {:>10} {:>9} {:>10}\n", "graph (storage)", "device MB", "views B/e",
-             "device B/e", "CSR B/e", "convert ms");
+  fmt::print("\n{:<40} {:>12} {:>10} {:>10} {:>9} {:>10}\n", "graph (storage)", "device MB", "views B/e", "device B/e",
+             "CSR B/e", "convert ms");
   for (const auto& g : graphs) {
     if (g.contains("skipped") || !g.contains("bytes_device")) continue;
     const double e = std::max(1.0, g["entries"].get<double>());
@@ -207,9 +220,10 @@ nlohmann::json bfs_summary(const std::vector<nlohmann::json>& graphs) {
                g["bytes_device"].get<double>() / e, g["bytes_csr"].get<double>() / e, g["convert_ms"].get<double>());
   }
   if (!over_cs.empty())
-    fmt::print("summary: auto / cuSPARSE-loop GTEPS geomean {:.2f}x over {} graphs (worst {:.2f}x, {}); "
-               "auto / better of push-only and pull-only {:.2f}x\n",
-               geomean(over_cs), over_cs.size(), worst_cs, worst, geomean(over_forced));
+    fmt::print(
+        "summary: auto / cuSPARSE-loop GTEPS geomean {:.2f}x over {} graphs (worst {:.2f}x, {}); "
+        "auto / better of push-only and pull-only {:.2f}x\n",
+        geomean(over_cs), over_cs.size(), worst_cs, worst, geomean(over_forced));
   return s;
 }
 

@@ -18,12 +18,12 @@ struct BfsBenchOptions {
   int random_sources = 16;       // besides vertex 0 (Graph500: 64; the suite: 16)
   std::vector<int32_t> sources;  // instead of vertex 0 + random ones
   uint64_t seed = 1;
-  int reps = 3;                  // runs per source; the median is reported
-  bool baselines = true;         // push-only, pull-only and the cuSPARSE loop
-  bool validate = true;          // Graph500 validation of auto's runs (CPU) ...
-  int validate_sources = 4;      // ... from the first this many sources (-1: all)
-  bool levels_table = false;     // print auto's per-level table for the first source
-  bool symmetrise = true;        // search A + A^T when A is not symmetric (else A as a directed graph)
+  int reps = 3;               // runs per source; the median is reported
+  bool baselines = true;      // push-only, pull-only and the cuSPARSE loop
+  bool validate = true;       // Graph500 validation of auto's runs (CPU) ...
+  int validate_sources = 4;   // ... from the first this many sources (-1: all)
+  bool levels_table = false;  // print auto's per-level table for the first source
+  bool symmetrise = true;     // search A + A^T when A is not symmetric (else A as a directed graph)
   std::optional<nlohmann::json> config;
 };
 

@@ -54,23 +54,25 @@ std::string short_name(const std::string& s, size_t width) {
 double num(const nlohmann::json& j, const char* key) { return j.contains(key) ? j.at(key).get<double>() : 0.0; }
 
 void print_row(const nlohmann::json& r) {
-  const std::string name = r.at("product") == "A*A" ? r.at("matrix").get<std::string>()
-                                                     : r.at("matrix").get<std::string>() + " (A*A^T)";
+  const std::string name =
+      r.at("product") == "A*A" ? r.at("matrix").get<std::string>() : r.at("matrix").get<std::string>() + " (A*A^T)";
   const double first = num(r, "dbsparse_first_ms"), steady = num(r, "dbsparse_steady_ms"), cs = num(r, "cusparse_ms");
   const double flops = num(r, "flops");
   auto gf = [&](double ms) { return ms > 0 ? flops / (ms * 1e6) : 0.0; };
   auto ms_text = [](double ms) { return ms > 0 ? fmt::format("{:.3f}", ms) : std::string("-"); };
-  const int64_t nnz_c = r.contains("nnz_c") ? r.at("nnz_c").get<int64_t>()
-                                            : r.contains("cusparse_nnz_c") ? r.at("cusparse_nnz_c").get<int64_t>() : -1;
+  const int64_t nnz_c = r.contains("nnz_c")            ? r.at("nnz_c").get<int64_t>()
+                        : r.contains("cusparse_nnz_c") ? r.at("cusparse_nnz_c").get<int64_t>()
+                                                       : -1;
   std::string check = r.value("check", std::string("-"));
   if (r.contains("cusparse_alg")) check += "; " + r.at("cusparse_alg").get<std::string>();
-  fmt::print("{:<34} {:>4} {:>9} {:>10} {:>12} {:>11} {:>10} {:>10} {:>10} {:>7} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.0f} "
-             "{:>8.0f}  {}\n",
-             short_name(name, 34), r.at("precision").get<std::string>(), r.at("rows").get<int64_t>(),
-             r.at("nnz_a").get<int64_t>(), r.at("ip").get<int64_t>(), nnz_c >= 0 ? fmt::format("{}", nnz_c) : "-",
-             ms_text(first), ms_text(steady), ms_text(cs),
-             first > 0 && cs > 0 ? fmt::format("{:.2f}", cs / first) : "-", gf(first), gf(steady), gf(cs),
-             mb(r.value("dbsparse_peak_bytes", int64_t{0})), mb(r.value("cusparse_peak_bytes", int64_t{0})), check);
+  fmt::print(
+      "{:<34} {:>4} {:>9} {:>10} {:>12} {:>11} {:>10} {:>10} {:>10} {:>7} {:>8.2f} {:>8.2f} {:>8.2f} {:>8.0f} "
+      "{:>8.0f}  {}\n",
+      short_name(name, 34), r.at("precision").get<std::string>(), r.at("rows").get<int64_t>(),
+      r.at("nnz_a").get<int64_t>(), r.at("ip").get<int64_t>(), nnz_c >= 0 ? fmt::format("{}", nnz_c) : "-",
+      ms_text(first), ms_text(steady), ms_text(cs), first > 0 && cs > 0 ? fmt::format("{:.2f}", cs / first) : "-",
+      gf(first), gf(steady), gf(cs), mb(r.value("dbsparse_peak_bytes", int64_t{0})),
+      mb(r.value("cusparse_peak_bytes", int64_t{0})), check);
   for (const char* key : {"dbsparse_error", "cusparse_error"})
     if (r.contains(key)) fmt::print("  {}: {}\n", key, r.at(key).get<std::string>());
   if (r.contains("cusparse_note") && !r.contains("cusparse_error"))
@@ -81,15 +83,17 @@ void print_row(const nlohmann::json& r) {
   if (r.contains("dbsparse_fresh_parts_ms")) {
     const auto& f = r.at("dbsparse_fresh_parts_ms");
     if (r.value("dbsparse_one_pass", false))
-      fmt::print("  fresh parts ms (medians; one pass): plan {:.3f} (analysis + wait {:.3f}), numeric to scratch + "
-                 "wait {:.3f}, C alloc {:.3f}, copy launch {:.3f}, then the sync {:.3f}\n",
-                 num(f, "plan"), num(f, "analysis_wait"), num(f, "symbolic_wait"), num(f, "alloc_c"),
-                 num(f, "numeric_launch"), num(f, "rest"));
+      fmt::print(
+          "  fresh parts ms (medians; one pass): plan {:.3f} (analysis + wait {:.3f}), numeric to scratch + "
+          "wait {:.3f}, C alloc {:.3f}, copy launch {:.3f}, then the sync {:.3f}\n",
+          num(f, "plan"), num(f, "analysis_wait"), num(f, "symbolic_wait"), num(f, "alloc_c"), num(f, "numeric_launch"),
+          num(f, "rest"));
     else
-      fmt::print("  fresh parts ms (medians): plan {:.3f} (analysis + wait {:.3f}), symbolic + wait {:.3f}, C alloc "
-                 "{:.3f}, numeric launch {:.3f}, then the sync {:.3f}\n",
-                 num(f, "plan"), num(f, "analysis_wait"), num(f, "symbolic_wait"), num(f, "alloc_c"),
-                 num(f, "numeric_launch"), num(f, "rest"));
+      fmt::print(
+          "  fresh parts ms (medians): plan {:.3f} (analysis + wait {:.3f}), symbolic + wait {:.3f}, C alloc "
+          "{:.3f}, numeric launch {:.3f}, then the sync {:.3f}\n",
+          num(f, "plan"), num(f, "analysis_wait"), num(f, "symbolic_wait"), num(f, "alloc_c"), num(f, "numeric_launch"),
+          num(f, "rest"));
   }
 }
 
@@ -172,7 +176,8 @@ nlohmann::json bench_one(Context& ctx, const Stream& stream, const NamedMatrix& 
         stream.synchronize();
       }));
       const SpgemmFreshTimes& ft = plan->fresh_times();
-      const double known[] = {ft.plan_ms, ft.analysis_wait_ms, ft.symbolic_wait_ms, ft.alloc_c_ms, ft.numeric_launch_ms};
+      const double known[] = {ft.plan_ms, ft.analysis_wait_ms, ft.symbolic_wait_ms, ft.alloc_c_ms,
+                              ft.numeric_launch_ms};
       for (int q = 0; q < 5; ++q) parts[q].push_back(known[q]);
       parts[5].push_back(first.back() - ft.plan_ms - ft.symbolic_wait_ms - ft.alloc_c_ms - ft.numeric_launch_ms);
       if (i == 0) measured = before - device_free_bytes();  // nothing is freed before the plan is
@@ -182,8 +187,8 @@ nlohmann::json bench_one(Context& ctx, const Stream& stream, const NamedMatrix& 
     rec["dbsparse_first_ms"] = first_ms;
     rec["dbsparse_first_runs"] = first.size();
     // Where the fresh product's wall clock goes (SpgemmFreshTimes), each part's median.
-    rec["dbsparse_fresh_parts_ms"] = {{"plan", median(parts[0])},          {"analysis_wait", median(parts[1])},
-                                      {"symbolic_wait", median(parts[2])}, {"alloc_c", median(parts[3])},
+    rec["dbsparse_fresh_parts_ms"] = {{"plan", median(parts[0])},           {"analysis_wait", median(parts[1])},
+                                      {"symbolic_wait", median(parts[2])},  {"alloc_c", median(parts[3])},
                                       {"numeric_launch", median(parts[4])}, {"rest", median(parts[5])}};
     rec["dbsparse_first_gflops"] = gflops(first_ms);
     rec["nnz_c"] = plan->nnz();
@@ -218,13 +223,16 @@ nlohmann::json bench_one(Context& ctx, const Stream& stream, const NamedMatrix& 
     TimingOptions t = opt.timing;
     t.warmup = std::min(t.warmup, std::max(1, static_cast<int>(kBatchMs / one_ms)));
     t.batch = static_cast<int>(std::clamp(kBatchMs / one_ms, 1.0, static_cast<double>(std::max(t.batch, 1))));
-    t.samples = static_cast<int>(std::clamp(kSteadyBudgetMs / (one_ms * t.batch), static_cast<double>(std::min(3, reps)),
-                                            static_cast<double>(reps)));
+    t.samples = static_cast<int>(std::clamp(kSteadyBudgetMs / (one_ms * t.batch),
+                                            static_cast<double>(std::min(3, reps)), static_cast<double>(reps)));
     const TimingResult steady = time_on_stream(h, t, [&](int64_t) { plan->run(h); });
     rec["dbsparse_steady_ms"] = steady.median_us / 1e3;
     rec["dbsparse_steady_gflops"] = gflops(steady.median_us / 1e3);
-    rec["dbsparse_steady_timing"] = {{"samples", t.samples}, {"batch", t.batch}, {"warmup", t.warmup},
-                                     {"min_ms", steady.min_us / 1e3}, {"max_ms", steady.max_us / 1e3}};
+    rec["dbsparse_steady_timing"] = {{"samples", t.samples},
+                                     {"batch", t.batch},
+                                     {"warmup", t.warmup},
+                                     {"min_ms", steady.min_us / 1e3},
+                                     {"max_ms", steady.max_us / 1e3}};
     ours = plan->download();
     if (opt.baselines) {
       // sum |a||b| per entry of C for the check: the same plan on |A| and |B|.
@@ -283,7 +291,8 @@ nlohmann::json bench_one(Context& ctx, const Stream& stream, const NamedMatrix& 
   record_product_check(rec, opt.baselines, have_ours, have_theirs, ours, std::move(theirs), scale, precision);
   if (rec.contains("dbsparse_first_ms") && rec.contains("cusparse_ms")) {
     rec["speedup_first"] = num(rec, "cusparse_ms") / num(rec, "dbsparse_first_ms");
-    if (num(rec, "dbsparse_steady_ms") > 0) rec["speedup_steady"] = num(rec, "cusparse_ms") / num(rec, "dbsparse_steady_ms");
+    if (num(rec, "dbsparse_steady_ms") > 0)
+      rec["speedup_steady"] = num(rec, "cusparse_ms") / num(rec, "dbsparse_steady_ms");
   }
   print_row(rec);
   if (rec.contains("check_note") && !rec.at("check_ok").get<bool>())
@@ -316,7 +325,7 @@ CsrMatrix<T> contraction_scale(Context& ctx, const CsrMatrix<T>& g, std::span<co
 }
 
 nlohmann::json contract_parts(const ContractTimes& t) {
-  return {{"upload", t.upload_ms}, {"factors", t.factors_ms}, {"plan_sg", t.plan_sg_ms}, {"run_sg", t.run_sg_ms},
+  return {{"upload", t.upload_ms}, {"factors", t.factors_ms}, {"plan_sg", t.plan_sg_ms},  {"run_sg", t.run_sg_ms},
           {"plan_c", t.plan_c_ms}, {"run_c", t.run_c_ms},     {"download", t.download_ms}};
 }
 
@@ -332,7 +341,8 @@ nlohmann::json bench_contract(Context& ctx, const Stream& stream, const CsrMatri
   try {
     (void)contract(ctx, g, labels, k);  // warm-up: loads the kernels
     int runs = 0;
-    rec["dbsparse_ms"] = median_ms(reps, opt.product_budget_s, [&] { ours = contract(ctx, g, labels, k); }, &runs);
+    rec["dbsparse_ms"] = median_ms(
+        reps, opt.product_budget_s, [&] { ours = contract(ctx, g, labels, k); }, &runs);
     rec["dbsparse_runs"] = runs;
     rec["nnz_sg"] = ours.nnz_sg;
     rec["nnz_c"] = ours.c.nnz();
@@ -351,8 +361,8 @@ nlohmann::json bench_contract(Context& ctx, const Stream& stream, const CsrMatri
       void* h = stream.handle();
       (void)cusparse_contract(ctx, g, labels, k, h, handle.get());  // warm-up
       int runs = 0;
-      rec["cusparse_ms"] =
-          median_ms(reps, opt.product_budget_s, [&] { theirs = cusparse_contract(ctx, g, labels, k, h, handle.get()); }, &runs);
+      rec["cusparse_ms"] = median_ms(
+          reps, opt.product_budget_s, [&] { theirs = cusparse_contract(ctx, g, labels, k, h, handle.get()); }, &runs);
       rec["cusparse_runs"] = runs;
       rec["cusparse_algs"] = theirs.algs;
       if (!theirs.note.empty()) rec["cusparse_note"] = theirs.note;
@@ -385,10 +395,13 @@ nlohmann::json bench_contract_device(Context& ctx, const Stream& stream, const C
     std::optional<DeviceContraction<T>> ours;
     ours.emplace(contract(ctx, dg.view(), dl, k, h));  // warm-up: loads the kernels
     int runs = 0;
-    rec["dbsparse_ms"] = median_ms(reps, opt.product_budget_s, [&] {
-      ours.reset();
-      ours.emplace(contract(ctx, dg.view(), dl, k, h));  // waits for its stream
-    }, &runs);
+    rec["dbsparse_ms"] = median_ms(
+        reps, opt.product_budget_s,
+        [&] {
+          ours.reset();
+          ours.emplace(contract(ctx, dg.view(), dl, k, h));  // waits for its stream
+        },
+        &runs);
     rec["dbsparse_runs"] = runs;
     rec["nnz_sg"] = ours->sg.nnz();
     rec["nnz_c"] = ours->c.nnz();
@@ -405,10 +418,13 @@ nlohmann::json bench_contract_device(Context& ctx, const Stream& stream, const C
       std::optional<CusparseDeviceContraction<T>> theirs;
       theirs.emplace(cusparse_contract(ctx, dg.view(), dl, k, h, handle.get()));  // warm-up
       int runs = 0;
-      rec["cusparse_ms"] = median_ms(reps, opt.product_budget_s, [&] {
-        theirs.reset();
-        theirs.emplace(cusparse_contract(ctx, dg.view(), dl, k, h, handle.get()));  // prepare() waits
-      }, &runs);
+      rec["cusparse_ms"] = median_ms(
+          reps, opt.product_budget_s,
+          [&] {
+            theirs.reset();
+            theirs.emplace(cusparse_contract(ctx, dg.view(), dl, k, h, handle.get()));  // prepare() waits
+          },
+          &runs);
       rec["cusparse_runs"] = runs;
       rec["cusparse_algs"] = theirs->algs;
       if (!theirs->note.empty()) rec["cusparse_note"] = theirs->note;
@@ -454,10 +470,13 @@ nlohmann::json bench_mcl(Context& ctx, const CsrMatrix<T>& g, nlohmann::json rec
     (void)mcl(ctx, g, o);  // warm-up: loads the kernels
     std::vector<double> iter_ms;
     int runs = 0;
-    rec["dbsparse_ms"] = median_ms(reps, opt.product_budget_s, [&] {
-      ours = mcl(ctx, g, o);
-      iter_ms.push_back(per_iter(ours));
-    }, &runs);
+    rec["dbsparse_ms"] = median_ms(
+        reps, opt.product_budget_s,
+        [&] {
+          ours = mcl(ctx, g, o);
+          iter_ms.push_back(per_iter(ours));
+        },
+        &runs);
     rec["dbsparse_runs"] = runs;
     rec["dbsparse_iter_ms"] = median(iter_ms);
     rec["dbsparse_expand_ms"] = expand_ms(ours);
@@ -480,10 +499,13 @@ nlohmann::json bench_mcl(Context& ctx, const CsrMatrix<T>& g, nlohmann::json rec
       (void)cusparse_mcl(ctx, g, o, handle.get(), /*check_sorted=*/true, &stats);
       std::vector<double> iter_ms;
       int runs = 0;
-      rec["cusparse_ms"] = median_ms(reps, opt.product_budget_s, [&] {
-        theirs = cusparse_mcl(ctx, g, o, handle.get(), /*check_sorted=*/false);
-        iter_ms.push_back(per_iter(theirs));
-      }, &runs);
+      rec["cusparse_ms"] = median_ms(
+          reps, opt.product_budget_s,
+          [&] {
+            theirs = cusparse_mcl(ctx, g, o, handle.get(), /*check_sorted=*/false);
+            iter_ms.push_back(per_iter(theirs));
+          },
+          &runs);
       rec["cusparse_runs"] = runs;
       rec["cusparse_iter_ms"] = median(iter_ms);
       rec["cusparse_expand_ms"] = expand_ms(theirs);
@@ -510,7 +532,8 @@ nlohmann::json bench_mcl(Context& ctx, const CsrMatrix<T>& g, nlohmann::json rec
       rec["check_note"] = fmt::format("{} iterations against {}", ours.iterations, theirs.iterations);
     } else {
       size_t differ = 0;
-      for (size_t i = 0; i < ours.labels.size() && i < theirs.labels.size(); ++i) differ += ours.labels[i] != theirs.labels[i];
+      for (size_t i = 0; i < ours.labels.size() && i < theirs.labels.size(); ++i)
+        differ += ours.labels[i] != theirs.labels[i];
       rec["check_note"] = differ == 0 && ours.labels.size() == theirs.labels.size()
                               ? fmt::format("labels equal ({} clusters)", ours.clusters)
                               : fmt::format("{} of {} labels differ ({} clusters against {})", differ,
@@ -521,17 +544,18 @@ nlohmann::json bench_mcl(Context& ctx, const CsrMatrix<T>& g, nlohmann::json rec
 }
 
 void print_app_line(const nlohmann::json& r) {
-  auto ms_text = [&](const char* key) { return r.contains(key) ? fmt::format("{:.3f}", num(r, key)) : std::string("-"); };
+  auto ms_text = [&](const char* key) {
+    return r.contains(key) ? fmt::format("{:.3f}", num(r, key)) : std::string("-");
+  };
   const std::string app = r.at("app").get<std::string>();
   const std::string what =
-      app == "triangles"
-          ? fmt::format("triangles {} (nnz(L) {}, products {})", r.value("triangles", int64_t{-1}),
-                        r.value("nnz_l", int64_t{-1}), r.value("products", int64_t{-1}))
-      : app != "mcl"
-          ? fmt::format("{} k={} nnz(C) {}", app, r.at("k").get<int32_t>(), r.value("nnz_c", int64_t{-1}))
-          : fmt::format("mcl {} it, per it dbs {} ms, cusp {} ms", r.value("dbsparse_iterations", 0),
-                        ms_text("dbsparse_iter_ms"), ms_text("cusparse_iter_ms"));
-  fmt::print("  {}: dbsparse {} ms, cuSPARSE {} ms{}, x {}  {}{}\n", what, ms_text("dbsparse_ms"), ms_text("cusparse_ms"),
+      app == "triangles" ? fmt::format("triangles {} (nnz(L) {}, products {})", r.value("triangles", int64_t{-1}),
+                                       r.value("nnz_l", int64_t{-1}), r.value("products", int64_t{-1}))
+      : app != "mcl" ? fmt::format("{} k={} nnz(C) {}", app, r.at("k").get<int32_t>(), r.value("nnz_c", int64_t{-1}))
+                     : fmt::format("mcl {} it, per it dbs {} ms, cusp {} ms", r.value("dbsparse_iterations", 0),
+                                   ms_text("dbsparse_iter_ms"), ms_text("cusparse_iter_ms"));
+  fmt::print("  {}: dbsparse {} ms, cuSPARSE {} ms{}, x {}  {}{}\n", what, ms_text("dbsparse_ms"),
+             ms_text("cusparse_ms"),
              r.contains("cusparse_algs") ? " (" + r.at("cusparse_algs").get<std::string>() + ")" : "",
              r.contains("speedup") ? fmt::format("{:.2f}", num(r, "speedup")) : "-", r.value("check", std::string("-")),
              r.contains("check_note") ? "; " + r.at("check_note").get<std::string>() : "");
@@ -648,19 +672,23 @@ nlohmann::json spgemm_app_summary(const std::vector<nlohmann::json>& records, co
   }
   nlohmann::json out = nlohmann::json::object();
   for (const auto& [prec, a] : by) {
-    nlohmann::json j = {{"matrices", a.matrices},         {"compared", a.all.size()},
-                        {"geomean_speedup", geomean(a.all)}, {"mismatches", a.mismatches},
-                        {"cusparse_failed", a.cusparse_failed}, {"dbsparse_failed", a.dbsparse_failed}};
+    nlohmann::json j = {{"matrices", a.matrices},
+                        {"compared", a.all.size()},
+                        {"geomean_speedup", geomean(a.all)},
+                        {"mismatches", a.mismatches},
+                        {"cusparse_failed", a.cusparse_failed},
+                        {"dbsparse_failed", a.dbsparse_failed}};
     if (!a.all.empty()) {
       j["worst_speedup"] = a.worst.first;
       j["worst_matrix"] = a.worst.second;
     }
     out[prec] = j;
-    fmt::print("{} {} summary: dbsparse pipeline over the cuSPARSE-based one: geomean {:.2f}x over {} compared "
-               "matrices{}; {} mismatch(es), cuSPARSE failed on {}, dbsparse on {}\n",
-               prec, app, geomean(a.all), a.all.size(),
-               a.all.empty() ? "" : fmt::format(", worst {:.2f}x ({})", a.worst.first, a.worst.second), a.mismatches,
-               a.cusparse_failed, a.dbsparse_failed);
+    fmt::print(
+        "{} {} summary: dbsparse pipeline over the cuSPARSE-based one: geomean {:.2f}x over {} compared "
+        "matrices{}; {} mismatch(es), cuSPARSE failed on {}, dbsparse on {}\n",
+        prec, app, geomean(a.all), a.all.size(),
+        a.all.empty() ? "" : fmt::format(", worst {:.2f}x ({})", a.worst.first, a.worst.second), a.mismatches,
+        a.cusparse_failed, a.dbsparse_failed);
   }
   return out;
 }
@@ -686,8 +714,7 @@ std::string spgemm_columns_text() {
 }
 
 template <class T>
-SpgemmCheck compare_spgemm(const CsrMatrix<T>& ours, CsrMatrix<T> theirs, const CsrMatrix<T>& scale,
-                           double tolerance) {
+SpgemmCheck compare_spgemm(const CsrMatrix<T>& ours, CsrMatrix<T> theirs, const CsrMatrix<T>& scale, double tolerance) {
   SpgemmCheck r;
   if (ours.rows != theirs.rows || ours.cols != theirs.cols) {
     r.note = fmt::format("shape {}x{} against {}x{}", ours.rows, ours.cols, theirs.rows, theirs.cols);
@@ -793,13 +820,14 @@ nlohmann::json spgemm_summary(const std::vector<nlohmann::json>& records) {
       j["worst_matrix_generated"] = a.worst.second;
     }
     out[prec] = j;
-    fmt::print("{} summary: dbsparse fresh product over cuSPARSE's: geomean {:.2f}x over {} generated matrices{}; "
-               "steady run (numeric only) over cuSPARSE's fresh product: geomean {:.2f}x; all {} compared matrices: "
-               "geomean {:.2f}x; {} mismatch(es), cuSPARSE failed on {}, dbsparse on {}\n",
-               prec, geomean(a.first_gen), a.first_gen.size(),
-               a.first_gen.empty() ? "" : fmt::format(", worst {:.2f}x ({})", a.worst.first, a.worst.second),
-               geomean(a.steady_gen), a.first_all.size(), geomean(a.first_all), a.mismatches, a.cusparse_failed,
-               a.dbsparse_failed);
+    fmt::print(
+        "{} summary: dbsparse fresh product over cuSPARSE's: geomean {:.2f}x over {} generated matrices{}; "
+        "steady run (numeric only) over cuSPARSE's fresh product: geomean {:.2f}x; all {} compared matrices: "
+        "geomean {:.2f}x; {} mismatch(es), cuSPARSE failed on {}, dbsparse on {}\n",
+        prec, geomean(a.first_gen), a.first_gen.size(),
+        a.first_gen.empty() ? "" : fmt::format(", worst {:.2f}x ({})", a.worst.first, a.worst.second),
+        geomean(a.steady_gen), a.first_all.size(), geomean(a.first_all), a.mismatches, a.cusparse_failed,
+        a.dbsparse_failed);
   }
   return out;
 }

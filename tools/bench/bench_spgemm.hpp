@@ -32,7 +32,7 @@ struct SpgemmBenchOptions {
   bool apps = true;
   int32_t contract_k = 0;
   int mcl_iters = 5;
-  int app_reps = 3;  // timed runs per side (fewer once product_budget_s has passed), the median reported
+  int app_reps = 3;      // timed runs per side (fewer once product_budget_s has passed), the median reported
   bool one_pass = true;  // SpgemmOptions::one_pass of dbsparse's square products
 };
 
@@ -61,8 +61,7 @@ struct SpgemmCheck {
 // same structure is required: the same nnz, row lengths and columns (both keep a column that
 // some product reaches even when its sum cancels to zero).
 template <class T>
-SpgemmCheck compare_spgemm(const CsrMatrix<T>& ours, CsrMatrix<T> theirs, const CsrMatrix<T>& scale,
-                           double tolerance);
+SpgemmCheck compare_spgemm(const CsrMatrix<T>& ours, CsrMatrix<T> theirs, const CsrMatrix<T>& scale, double tolerance);
 
 // The table's header, one matrix at one precision ("f32" or "f64": prints its line, returns its
 // JSON record; failures of either side are noted in the record and the line, not thrown), and the

@@ -90,7 +90,7 @@ struct Bench {
   size_t x_len = 0, y_len = 0;  // padded to whole 16-blocks: bsrmv reads and writes that far
   int64_t csr_bytes = 0;        // CSR arrays + x + y once: cuSPARSE CSR's GB/s numerator
   int64_t vec_bytes = 0;
-  size_t budget = 0;            // device bytes one rotation set may take
+  size_t budget = 0;  // device bytes one rotation set may take
   std::vector<SparseX<T>> xs{};
   std::vector<std::vector<DeviceBuffer<T>>> xd{};  // [density][copy]: uploaded once, for every impl
   std::vector<DeviceBuffer<T>> yd{};
@@ -101,8 +101,8 @@ struct Bench {
 
   double check_run(size_t di, const Launch& launch) {
     auto& y = yd[0];
-    y.fill_bytes(0xFF);   // NaN: a row left unwritten cannot pass
-    ctx.synchronize();    // the fill ran on the legacy stream, which `stream` does not wait for
+    y.fill_bytes(0xFF);  // NaN: a row left unwritten cannot pass
+    ctx.synchronize();   // the fill ran on the legacy stream, which `stream` does not wait for
     launch(0, xd[di][0].ptr(), y.ptr());
     stream.synchronize();
     auto got = y.download();
@@ -113,9 +113,7 @@ struct Bench {
   TimingResult time_runs(size_t di, int mat_copies, const Launch& launch, int& batch) {
     const auto& xc = xd[di];
     const int64_t vc = static_cast<int64_t>(yd.size());
-    auto call = [&](int64_t i) {
-      launch(static_cast<int>(i % mat_copies), xc[i % vc].ptr(), yd[i % vc].ptr());
-    };
+    auto call = [&](int64_t i) { launch(static_cast<int>(i % mat_copies), xc[i % vc].ptr(), yd[i % vc].ptr()); };
     TimingOptions o = opt.timing;
     const double probe_us = time_on_stream(stream.handle(), TimingOptions{0, 1, 1}, call).median_us;
     const double calls = o.warmup + static_cast<double>(o.samples) * o.batch;
@@ -163,8 +161,8 @@ struct Bench {
   }
 
   // Checks, then times, one impl at one density; fills the measured fields of a row.
-  SpmspvRow measure(size_t di, const std::string& impl, int mat_copies, int64_t bytes,
-                    const Launch& launch, const std::function<void(SpmspvRow&)>& after_check = {}) {
+  SpmspvRow measure(size_t di, const std::string& impl, int mat_copies, int64_t bytes, const Launch& launch,
+                    const std::function<void(SpmspvRow&)>& after_check = {}) {
     SpmspvRow r = row(di, impl);
     r.base.rel_err = check_run(di, launch);
     if (after_check) after_check(r);  // reads what the checked run left, before timing overwrites it
@@ -245,8 +243,9 @@ struct Bench {
       r.xb = -1;
       // Bytes: the touched entries (index + value), x's pairs, y's pairs (at most the touched rows).
       const int64_t bytes = r.nnz_touched * (4 + static_cast<int64_t>(sizeof(T))) * 2 + n * 8LL;
-      time_row(r, di, static_cast<int>(plans.size()), bytes,
-               [&](int c, uint64_t, uint64_t) { plans[c].run_sparse_out(xi, xv, n, yi, yv, yn, stream); }, 1);
+      time_row(
+          r, di, static_cast<int>(plans.size()), bytes,
+          [&](int c, uint64_t, uint64_t) { plans[c].run_sparse_out(xi, xv, n, yi, yv, yn, stream); }, 1);
       set_kernel(r, plans[0]);
       out.push_back(r);
     }
@@ -259,8 +258,7 @@ struct Bench {
     ctx.synchronize();
     const auto alg = CusparseSpmvAlg::CsrAlg1;
     Launch launch = [&](int c, uint64_t x, uint64_t y) { sp[c]->run(alg, x, y); };
-    for (size_t di = 0; di < xs.size(); ++di)
-      out.push_back(measure(di, to_string(alg), copies, csr_bytes, launch));
+    for (size_t di = 0; di < xs.size(); ++di) out.push_back(measure(di, to_string(alg), copies, csr_bytes, launch));
   }
 
   void cusparse_bsr() {
@@ -271,8 +269,7 @@ struct Bench {
     const int copies = copies_for(bytes);
     std::vector<std::unique_ptr<CusparseBsr<T>>> bsr;
     try {
-      for (int c = 0; c < copies; ++c)
-        bsr.push_back(std::make_unique<CusparseBsr<T>>(a, stream.handle(), kBsrDim));
+      for (int c = 0; c < copies; ++c) bsr.push_back(std::make_unique<CusparseBsr<T>>(a, stream.handle(), kBsrDim));
     } catch (const Error& e) {  // later copies may not fit: time with the ones that did
       if (bsr.empty()) return unavailable(impl, e.what());
     }
@@ -292,8 +289,8 @@ struct Bench {
     budget = static_cast<size_t>(ctx.device().memory_bytes / 16);
     for (double d : opt.densities) xs.push_back(make_sparse_x(a, m.name, d, x_len));
     // Every density's x copies stay resident, so each rotation set gets 1/ndens of the budget.
-    const size_t vc = rotation_copies(static_cast<size_t>(vec_bytes), ctx.device().l2_bytes,
-                                      budget / std::max<size_t>(1, xs.size()));
+    const size_t vc =
+        rotation_copies(static_cast<size_t>(vec_bytes), ctx.device().l2_bytes, budget / std::max<size_t>(1, xs.size()));
     xd.resize(xs.size());
     for (size_t di = 0; di < xs.size(); ++di)
       for (size_t c = 0; c < vc; ++c) xd[di].emplace_back(std::span<const T>(xs[di].dense));
@@ -317,7 +314,6 @@ struct Bench {
                      [&](const SpmspvRow& p, const SpmspvRow& q) { return pos(p.density) < pos(q.density); });
   }
 };
-
 
 }  // namespace
 
@@ -353,43 +349,43 @@ void bench_spmspv_matrix(Context& ctx, const Stream& stream, const NamedMatrix& 
   for (double d : opt.densities)
     if (!(d >= 0.0 && d <= 1.0)) throw UsageError(fmt::format("density {} is not in [0, 1]", d));
   for (const auto& prec : opt.precisions) {
-    if (prec == "f32") Bench<float>{ctx, stream, m, generated, opt, copy_gbs, out}.run();
-    else if (prec == "f64") Bench<double>{ctx, stream, m, generated, opt, copy_gbs, out}.run();
-    else throw UsageError("unknown precision '" + prec + "' (expected f32 or f64)");
+    if (prec == "f32")
+      Bench<float>{ctx, stream, m, generated, opt, copy_gbs, out}.run();
+    else if (prec == "f64")
+      Bench<double>{ctx, stream, m, generated, opt, copy_gbs, out}.run();
+    else
+      throw UsageError("unknown precision '" + prec + "' (expected f32 or f64)");
   }
 }
 
 void print_spmspv_header() {
-  fmt::print("{:<34} {:>4} {:>8} {:>9} {:<17} {:>9} {:>8} {:>8} {:>6} {:>9} {:>4} {:>6}\n", "matrix", "prec",
-             "density", "x.nnz", "impl", "us", "GFLOP/s", "GB/s", "%BW", "rel.err", "dir", "xb");
+  fmt::print("{:<34} {:>4} {:>8} {:>9} {:<17} {:>9} {:>8} {:>8} {:>6} {:>9} {:>4} {:>6}\n", "matrix", "prec", "density",
+             "x.nnz", "impl", "us", "GFLOP/s", "GB/s", "%BW", "rel.err", "dir", "xb");
 }
 
 void print_spmspv_row(const SpmspvRow& r) {
   const auto& b = r.base;
   if (!r.unavailable.empty()) {
-    fmt::print("{:<34} {:>4} {:>8g} {:>9} {:<17} n/a: {}\n", short_name(b.matrix), b.precision, r.density,
-               r.x_nnz, b.impl, r.unavailable);
+    fmt::print("{:<34} {:>4} {:>8g} {:>9} {:<17} n/a: {}\n", short_name(b.matrix), b.precision, r.density, r.x_nnz,
+               b.impl, r.unavailable);
   } else {
     std::string xb = r.direction.empty() ? "" : fmt::format("{:.3f}", r.xb);
     fmt::print("{:<34} {:>4} {:>8g} {:>9} {:<17} {:>9.1f} {:>8.1f} {:>8.1f} {:>5.1f}% {:>9.2e} {:>4} {:>6}\n",
-               short_name(b.matrix), b.precision, r.density, r.x_nnz, b.impl, b.time_us, b.gflops, b.gbps,
-               b.pct_bw, b.rel_err, r.direction, xb);
+               short_name(b.matrix), b.precision, r.density, r.x_nnz, b.impl, b.time_us, b.gflops, b.gbps, b.pct_bw,
+               b.rel_err, r.direction, xb);
   }
   std::fflush(stdout);
 }
 
 nlohmann::json spmspv_summary(const std::vector<SpmspvRow>& rows, const std::vector<double>& densities) {
-  const bool any_generated =
-      std::any_of(rows.begin(), rows.end(), [](const SpmspvRow& r) { return r.generated; });
+  const bool any_generated = std::any_of(rows.begin(), rows.end(), [](const SpmspvRow& r) { return r.generated; });
   // precision -> density -> matrix -> impl -> median µs
   std::map<std::string, std::map<double, std::map<std::string, std::map<std::string, double>>>> t;
   for (const auto& r : rows)
     if ((r.generated || !any_generated) && r.unavailable.empty() && r.base.time_us > 0)
       t[r.base.precision][r.density][r.base.matrix][r.base.impl] = r.base.time_us;
   const std::string bsr = fmt::format("cusparse-bsr{}", kBsrDim), csr = to_string(CusparseSpmvAlg::CsrAlg1);
-  auto geomean = [](double log_sum, int n) {
-    return n ? nlohmann::json(std::exp(log_sum / n)) : nlohmann::json();
-  };
+  auto geomean = [](double log_sum, int n) { return n ? nlohmann::json(std::exp(log_sum / n)) : nlohmann::json(); };
 
   nlohmann::json s = {{"matrices", any_generated ? "generated" : "all"}, {"within", 0.05}};
   s["per_density"] = nlohmann::json::array();
@@ -424,8 +420,7 @@ nlohmann::json spmspv_summary(const std::vector<SpmspvRow>& rows, const std::vec
                                   {"pairs", pairs}});
     }
     const auto share = pairs_all ? nlohmann::json(double(within_all) / pairs_all) : nlohmann::json();
-    s["overall"].push_back(
-        {{"precision", prec}, {"auto_within", within_all}, {"pairs", pairs_all}, {"share", share}});
+    s["overall"].push_back({{"precision", prec}, {"auto_within", within_all}, {"pairs", pairs_all}, {"share", share}});
   }
   return s;
 }
@@ -434,13 +429,11 @@ void print_spmspv_summary(const nlohmann::json& s) {
   auto ratio = [](const nlohmann::json& v, int n) {
     return v.is_null() ? std::string("-") : fmt::format("{:.2f}x ({})", v.get<double>(), n);
   };
-  fmt::print("\nsummary over {} matrices (ratios above 1: auto is faster)\n",
-             s["matrices"].get<std::string>());
+  fmt::print("\nsummary over {} matrices (ratios above 1: auto is faster)\n", s["matrices"].get<std::string>());
   fmt::print("{:>4} {:>8} {:>16} {:>16} {:>26}\n", "prec", "density", "BSR16/auto", "CSR/auto",
              "auto within 5% of forced");
   for (const auto& e : s["per_density"])
-    fmt::print("{:>4} {:>8g} {:>16} {:>16} {:>26}\n", e["precision"].get<std::string>(),
-               e["density"].get<double>(),
+    fmt::print("{:>4} {:>8g} {:>16} {:>16} {:>26}\n", e["precision"].get<std::string>(), e["density"].get<double>(),
                ratio(e["bsr16_over_auto_geomean"], e["bsr16_matrices"].get<int>()),
                ratio(e["csr_over_auto_geomean"], e["csr_matrices"].get<int>()),
                fmt::format("{}/{}", e["auto_within"].get<int>(), e["pairs"].get<int>()));

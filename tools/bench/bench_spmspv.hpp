@@ -19,8 +19,8 @@ struct SpmspvBenchOptions {
   std::vector<std::string> precisions{"f32"};
   std::vector<double> densities{0.1, 0.01, 0.001, 0.0001};
   TimingOptions timing;
-  bool baselines = true;  // cuSPARSE BSR16 and CSR ALG1
-  bool fused = false;     // the dbsparse plans take SpmspvOptions::fused
+  bool baselines = true;                 // cuSPARSE BSR16 and CSR ALG1
+  bool fused = false;                    // the dbsparse plans take SpmspvOptions::fused
   std::optional<nlohmann::json> config;  // params for the dbsparse plans; else the tuning DB's
 };
 
@@ -33,7 +33,7 @@ struct SparseX {
   std::vector<T> val;        // in [-1, 1], never 0
   std::vector<T> dense;      // zeros elsewhere, padded to whole BSR block columns
   std::vector<double> ref;
-  int64_t nnz_touched = 0;   // entries of A in a column where x is nonzero
+  int64_t nnz_touched = 0;  // entries of A in a column where x is nonzero
 };
 
 template <class T>
@@ -45,12 +45,12 @@ struct SpmspvRow {
   BenchRow base;
   double density = 0;
   int64_t x_nnz = 0, nnz_touched = 0, bytes = 0;
-  int x_copies = 1;        // x/y rotation; base.copies is the matrix (plan) rotation
-  int batch = 0;           // calls per timed sample, lower than asked for slow impls
-  std::string direction;   // dbsparse: the path the checked run took
-  double xb = -1;          // dbsparse: non-empty 16-entry x blocks / all, from the checked run
-  bool generated = false;  // a generator matrix: the summary's population
-  std::string unavailable; // non-empty: this impl could not run on this matrix, and why
+  int x_copies = 1;         // x/y rotation; base.copies is the matrix (plan) rotation
+  int batch = 0;            // calls per timed sample, lower than asked for slow impls
+  std::string direction;    // dbsparse: the path the checked run took
+  double xb = -1;           // dbsparse: non-empty 16-entry x blocks / all, from the checked run
+  bool generated = false;   // a generator matrix: the summary's population
+  std::string unavailable;  // non-empty: this impl could not run on this matrix, and why
   nlohmann::json to_json() const;
 };
 

@@ -25,8 +25,8 @@ struct Problem {
 };
 
 template <class T>
-BenchRow make_row(const NamedMatrix& m, const Problem<T>& p, const std::string& impl,
-                  const TimingResult& t, double copy_gbs, double rel_err, int copies) {
+BenchRow make_row(const NamedMatrix& m, const Problem<T>& p, const std::string& impl, const TimingResult& t,
+                  double copy_gbs, double rel_err, int copies) {
   BenchRow r;
   r.matrix = m.name;
   r.precision = sizeof(T) == 4 ? "f32" : "f64";
@@ -52,16 +52,16 @@ double check_result(const Problem<T>& p, const DeviceBuffer<T>& y) {
 }
 
 template <class T>
-void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const SpmvBenchOptions& opt,
-                 double copy_gbs, std::vector<BenchRow>& out) {
+void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const SpmvBenchOptions& opt, double copy_gbs,
+                 std::vector<BenchRow>& out) {
   Problem<T> p;
   p.a = m.csr.cast<T>();
   auto xd = random_values<double>(static_cast<size_t>(p.a.cols), 42);
   p.x.assign(xd.begin(), xd.end());
   p.ref = reference::spmv(p.a, std::span<const T>(p.x));
   p.bytes = (p.a.rows + 1) * 4ull + p.a.nnz() * (4ull + sizeof(T)) + (p.a.cols + p.a.rows) * sizeof(T);
-  const int copies = rotation_copies(p.bytes, ctx.device().l2_bytes,
-                                     static_cast<size_t>(ctx.device().memory_bytes / 8));
+  const int copies =
+      rotation_copies(p.bytes, ctx.device().l2_bytes, static_cast<size_t>(ctx.device().memory_bytes / 8));
   std::vector<DeviceBuffer<T>> xs, ys;
   for (int c = 0; c < copies; ++c) {
     xs.emplace_back(std::span<const T>(p.x));
@@ -93,15 +93,15 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
     }
     for (int c = 0; c < copies; ++c)
       plans.push_back(strategy.empty() ? ctx.plan_spmv(p.a) : ctx.plan_spmv(p.a, forced));
-    if (opt.explain) fmt::print(stderr, "{} {} {}:\n{}", m.name, sizeof(T) == 4 ? "f32" : "f64",
-                                strategy.empty() ? "config" : strategy, plans[0].explain());
+    if (opt.explain)
+      fmt::print(stderr, "{} {} {}:\n{}", m.name, sizeof(T) == 4 ? "f32" : "f64",
+                 strategy.empty() ? "config" : strategy, plans[0].explain());
     ys[0].fill_bytes(0xFF);  // NaN: an unwritten row cannot pass
     plans[0].run(xs[0], ys[0], stream);
     stream.synchronize();
     double err = check_result(p, ys[0]);
-    auto t = time_on_stream(stream.handle(), opt.timing, [&](int64_t i) {
-      plans[i % copies].run(xs[i % copies], ys[i % copies], stream);
-    });
+    auto t = time_on_stream(stream.handle(), opt.timing,
+                            [&](int64_t i) { plans[i % copies].run(xs[i % copies], ys[i % copies], stream); });
     auto row = make_row(m, p, strategy.empty() ? "dbsparse" : "dbsparse-" + strategy, t, copy_gbs, err, copies);
     row.key = plans[0].kernel().key;
     for (size_t k = 1; k < plans[0].kernels().size(); ++k) row.key += "+" + plans[0].kernels()[k].key;
@@ -122,9 +122,8 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
     sp[0]->run(alg, xs[0].ptr(), ys[0].ptr());
     stream.synchronize();
     double err = check_result(p, ys[0]);
-    auto t = time_on_stream(stream.handle(), opt.timing, [&](int64_t i) {
-      sp[i % copies]->run(alg, xs[i % copies].ptr(), ys[i % copies].ptr());
-    });
+    auto t = time_on_stream(stream.handle(), opt.timing,
+                            [&](int64_t i) { sp[i % copies]->run(alg, xs[i % copies].ptr(), ys[i % copies].ptr()); });
     auto row = make_row(m, p, to_string(alg), t, copy_gbs, err, copies);
     out.push_back(row);
   }
@@ -144,18 +143,18 @@ void note_order_payback(std::vector<BenchRow>& rows, const std::string& matrix, 
     if (!given) continue;
     const double saved_us = given->time_us - r.time_us;
     r.paid_back_after_calls = saved_us > 0 ? std::ceil(r.reorder_ms * 1e3 / saved_us) : 0;
-    r.note += saved_us > 0 ? fmt::format(", {:.1f} us a call faster than dbsparse-cols-none: paid back after {:.0f} calls",
-                                         saved_us, r.paid_back_after_calls)
-                           : fmt::format(", {:.1f} us a call slower than dbsparse-cols-none: never paid back", -saved_us);
+    r.note += saved_us > 0
+                  ? fmt::format(", {:.1f} us a call faster than dbsparse-cols-none: paid back after {:.0f} calls",
+                                saved_us, r.paid_back_after_calls)
+                  : fmt::format(", {:.1f} us a call slower than dbsparse-cols-none: never paid back", -saved_us);
   }
 }
 
 nlohmann::json BenchRow::to_json() const {
-  nlohmann::json j = {{"matrix", matrix},   {"precision", precision}, {"impl", impl},
-                      {"rows", rows},       {"cols", cols},           {"nnz", nnz},
-                      {"time_us", time_us}, {"min_us", min_us},       {"max_us", max_us},
-                      {"gflops", gflops},   {"gbps", gbps},           {"pct_copy_bw", pct_bw},
-                      {"rel_err", rel_err}, {"copies", copies}};
+  nlohmann::json j = {
+      {"matrix", matrix}, {"precision", precision}, {"impl", impl},       {"rows", rows},     {"cols", cols},
+      {"nnz", nnz},       {"time_us", time_us},     {"min_us", min_us},   {"max_us", max_us}, {"gflops", gflops},
+      {"gbps", gbps},     {"pct_copy_bw", pct_bw},  {"rel_err", rel_err}, {"copies", copies}};
   if (reordered || reorder_ms > 0) {
     j["column_order"] = {{"degree", reordered}, {"host_ms", reorder_ms}};
     if (paid_back_after_calls >= 0) j["column_order"]["paid_back_after_calls"] = paid_back_after_calls;
@@ -168,12 +167,15 @@ nlohmann::json BenchRow::to_json() const {
   return j;
 }
 
-void bench_spmv_matrix(Context& ctx, const Stream& stream, const NamedMatrix& m,
-                       const SpmvBenchOptions& opt, double copy_gbs, std::vector<BenchRow>& out) {
+void bench_spmv_matrix(Context& ctx, const Stream& stream, const NamedMatrix& m, const SpmvBenchOptions& opt,
+                       double copy_gbs, std::vector<BenchRow>& out) {
   for (const auto& prec : opt.precisions) {
-    if (prec == "f32") bench_typed<float>(ctx, stream, m, opt, copy_gbs, out);
-    else if (prec == "f64") bench_typed<double>(ctx, stream, m, opt, copy_gbs, out);
-    else throw UsageError("unknown precision '" + prec + "' (expected f32 or f64)");
+    if (prec == "f32")
+      bench_typed<float>(ctx, stream, m, opt, copy_gbs, out);
+    else if (prec == "f64")
+      bench_typed<double>(ctx, stream, m, opt, copy_gbs, out);
+    else
+      throw UsageError("unknown precision '" + prec + "' (expected f32 or f64)");
   }
 }
 
@@ -209,18 +211,24 @@ nlohmann::json spmv_summary(const std::vector<BenchRow>& rows, const std::set<st
       }
       if (all.empty()) continue;  // no cuSPARSE rows to compare with (--no-baselines)
       double min_bw = bw_regular.empty() ? 0 : *std::min_element(bw_regular.begin(), bw_regular.end());
-      out.push_back({{"precision", prec}, {"impl", impl}, {"matrices", all.size()},
-                     {"speedup_vs_best_cusparse", geomean(all)}, {"speedup_regular", geomean(regular)},
-                     {"speedup_irregular", geomean(irregular)},
-                     {"min_irregular_speedup", irregular.empty() ? 0 : *std::min_element(irregular.begin(), irregular.end())},
-                     {"pct_bw_regular_10m_min", min_bw}, {"pct_bw_regular_10m_geomean", geomean(bw_regular)}});
+      out.push_back(
+          {{"precision", prec},
+           {"impl", impl},
+           {"matrices", all.size()},
+           {"speedup_vs_best_cusparse", geomean(all)},
+           {"speedup_regular", geomean(regular)},
+           {"speedup_irregular", geomean(irregular)},
+           {"min_irregular_speedup", irregular.empty() ? 0 : *std::min_element(irregular.begin(), irregular.end())},
+           {"pct_bw_regular_10m_min", min_bw},
+           {"pct_bw_regular_10m_geomean", geomean(bw_regular)}});
     }
     // Classified against uniform where rows mix (power-law, RMAT).
     for (const auto& [m, byimpl] : mats) {
       if (m.rfind("powerlaw", 0) != 0 && m.rfind("rmat", 0) != 0) continue;
       auto c = byimpl.find("dbsparse-classified"), u = byimpl.find("dbsparse-uniform");
       if (c == byimpl.end() || u == byimpl.end()) continue;
-      out.push_back({{"precision", prec}, {"matrix", m}, {"classified_over_uniform", u->second->time_us / c->second->time_us}});
+      out.push_back(
+          {{"precision", prec}, {"matrix", m}, {"classified_over_uniform", u->second->time_us / c->second->time_us}});
     }
   }
   return out;
@@ -228,8 +236,8 @@ nlohmann::json spmv_summary(const std::vector<BenchRow>& rows, const std::set<st
 
 void print_spmv_summary(const nlohmann::json& summary) {
   fmt::print("summary over generated matrices (speed-up = better of cuSPARSE ALG1/ALG2 time / ours)\n");
-  fmt::print("{:<5} {:<22} {:>4} {:>9} {:>9} {:>9} {:>13} {:>16}\n", "prec", "impl", "n", "all", "regular",
-             "irregular", "min irregular", "%BW reg>=10M min");
+  fmt::print("{:<5} {:<22} {:>4} {:>9} {:>9} {:>9} {:>13} {:>16}\n", "prec", "impl", "n", "all", "regular", "irregular",
+             "min irregular", "%BW reg>=10M min");
   for (const auto& s : summary)
     if (s.contains("impl"))
       fmt::print("{:<5} {:<22} {:>4} {:>8.2f}x {:>8.2f}x {:>8.2f}x {:>12.2f}x {:>15.1f}%\n",
@@ -244,16 +252,16 @@ void print_spmv_summary(const nlohmann::json& summary) {
 }
 
 void print_bench_header() {
-  fmt::print("{:<34} {:>4} {:>10} {:>11} {:<18} {:>9} {:>8} {:>8} {:>6} {:>9}\n", "matrix", "prec",
-             "rows", "nnz", "impl", "us", "GFLOP/s", "GB/s", "%BW", "rel.err");
+  fmt::print("{:<34} {:>4} {:>10} {:>11} {:<18} {:>9} {:>8} {:>8} {:>6} {:>9}\n", "matrix", "prec", "rows", "nnz",
+             "impl", "us", "GFLOP/s", "GB/s", "%BW", "rel.err");
 }
 
 std::string short_name(const std::string& s) { return s.size() > 34 ? s.substr(0, 31) + "..." : s; }
 
 void print_bench_row(const BenchRow& r) {
   std::string name = short_name(r.matrix);
-  fmt::print("{:<34} {:>4} {:>10} {:>11} {:<18} {:>9.1f} {:>8.1f} {:>8.1f} {:>5.1f}% {:>9.2e}\n", name,
-             r.precision, r.rows, r.nnz, r.impl, r.time_us, r.gflops, r.gbps, r.pct_bw, r.rel_err);
+  fmt::print("{:<34} {:>4} {:>10} {:>11} {:<18} {:>9.1f} {:>8.1f} {:>8.1f} {:>5.1f}% {:>9.2e}\n", name, r.precision,
+             r.rows, r.nnz, r.impl, r.time_us, r.gflops, r.gbps, r.pct_bw, r.rel_err);
   if (!r.note.empty()) fmt::print("{:<34} {}\n", "", r.note);
   std::fflush(stdout);
 }

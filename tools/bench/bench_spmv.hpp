@@ -44,8 +44,8 @@ struct SpmvBenchOptions {
 void note_order_payback(std::vector<BenchRow>& rows, const std::string& matrix, const std::string& prec);
 
 // Appends one row per implementation and precision for this matrix.
-void bench_spmv_matrix(Context& ctx, const Stream& stream, const NamedMatrix& m,
-                       const SpmvBenchOptions& opt, double copy_gbs, std::vector<BenchRow>& out);
+void bench_spmv_matrix(Context& ctx, const Stream& stream, const NamedMatrix& m, const SpmvBenchOptions& opt,
+                       double copy_gbs, std::vector<BenchRow>& out);
 
 // Geometric means over the generated matrices, per precision and dbsparse impl: speed-up over the
 // better cuSPARSE algorithm (all, regular, irregular), % of copy bandwidth on regular matrices

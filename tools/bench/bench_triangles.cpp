@@ -50,7 +50,8 @@ nlohmann::json bench_triangles(Context& ctx, const Stream& stream, const CsrMatr
   int64_t ours = -1;
   try {
     ours = triangle_count(ctx, dg.view(), h);  // warm-up: loads the kernel
-    const std::vector<double> ms = time_products(reps, opt.product_budget_s, [&] { ours = triangle_count(ctx, dg.view(), h); });
+    const std::vector<double> ms =
+        time_products(reps, opt.product_budget_s, [&] { ours = triangle_count(ctx, dg.view(), h); });
     rec["dbsparse_ms"] = median(ms);
     rec["dbsparse_runs"] = ms.size();
     rec["triangles"] = ours;

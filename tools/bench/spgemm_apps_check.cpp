@@ -24,8 +24,8 @@ CsrMatrix<T> absolute(const CsrMatrix<T>& m) {
 template <class T>
 SpgemmCheck check_product(const CsrMatrix<T>& c, const CsrMatrix<T>& a, const CsrMatrix<T>& b, double tolerance) {
   // compare_spgemm's `ours` is the reference here: its rows are sorted and the scale shares its structure.
-  return compare_spgemm(reference::spgemm(a, b), c.template cast<double>(),
-                        reference::spgemm(absolute(a), absolute(b)), tolerance);
+  return compare_spgemm(reference::spgemm(a, b), c.template cast<double>(), reference::spgemm(absolute(a), absolute(b)),
+                        tolerance);
 }
 
 template <class T>

@@ -45,16 +45,14 @@ std::string resolve_shared_name(const std::string& spec) {
 std::vector<std::string> generated_suite(const std::string& size) {
   if (size == "full")
     // The first six are DEVICE.md's cuSPARSE anchors; the power-law one has 5 rows past 10^5.
-    return {"stencil3d:n=80,points=27",      "stencil3d:n=160,points=27",
-            "banded:n=1000000,bw=8",         "fem:nodes=700000,k=3,blocks=9",
-            "uniform:n=1000000,d=16",        "rmat:scale=19,ef=8",
-            "stencil3d:n=150,points=7",      "fem:nodes=1200000,k=4,blocks=6",
-            "rmat:scale=20,ef=8",            "powerlaw:n=2000000,avg=8,alpha=1.2,max=300000",
+    return {"stencil3d:n=80,points=27", "stencil3d:n=160,points=27", "banded:n=1000000,bw=8",
+            "fem:nodes=700000,k=3,blocks=9", "uniform:n=1000000,d=16", "rmat:scale=19,ef=8", "stencil3d:n=150,points=7",
+            "fem:nodes=1200000,k=4,blocks=6", "rmat:scale=20,ef=8", "powerlaw:n=2000000,avg=8,alpha=1.2,max=300000",
             // Graph500's own shape: ids scrambled, so hubs give no locality (issue 11).
             "rmat:scale=20,ef=16,scramble=1"};
   if (size == "quick")
-    return {"stencil3d:n=40,points=27", "banded:n=200000,bw=8", "fem:nodes=150000,k=3,blocks=9",
-            "uniform:n=200000,d=16", "rmat:scale=16,ef=8", "powerlaw:n=200000,avg=8,alpha=1.2,max=150000",
+    return {"stencil3d:n=40,points=27",      "banded:n=200000,bw=8", "fem:nodes=150000,k=3,blocks=9",
+            "uniform:n=200000,d=16",         "rmat:scale=16,ef=8",   "powerlaw:n=200000,avg=8,alpha=1.2,max=150000",
             "rmat:scale=16,ef=16,scramble=1"};
   throw UsageError("unknown suite size '" + size + "' (expected quick or full)");
 }
@@ -75,14 +73,10 @@ std::vector<std::string> spmspv_suite(const std::string& size) {
             "powerlaw:n=2000000,avg=8,alpha=1.5,max=100000",
             "rmat:scale=20,ef=16,scramble=1"};
   if (size == "quick")
-    return {"stencil3d:n=50,points=7",
-            "stencil3d:n=40,points=27",
-            "fem:nodes=60000,k=3,blocks=9",
-            "fem:nodes=80000,k=4,blocks=6",
-            "banded:n=100000,bw=8",
-            "rmat:scale=17,ef=8",
-            "uniform:n=100000,d=16",
-            "powerlaw:n=200000,avg=8,alpha=1.5,max=50000",
+    return {"stencil3d:n=50,points=7",       "stencil3d:n=40,points=27",
+            "fem:nodes=60000,k=3,blocks=9",  "fem:nodes=80000,k=4,blocks=6",
+            "banded:n=100000,bw=8",          "rmat:scale=17,ef=8",
+            "uniform:n=100000,d=16",         "powerlaw:n=200000,avg=8,alpha=1.5,max=50000",
             "rmat:scale=16,ef=16,scramble=1"};
   throw UsageError("unknown suite size '" + size + "' (expected quick or full)");
 }
@@ -91,23 +85,16 @@ std::vector<std::string> spgemm_suite(const std::string& size) {
   // The generators have no 19-point stencil; the 27-point one at n = 171 is the issue's ~5M rows,
   // at 27 rather than ~20 a row (A²: 125 a row in C, 3.6G products).
   if (size == "full")
-    return {"roadnet:n=1393383,seed=1",
-            "powerlaw:n=1000000,avg=5,alpha=1.5,max=5000,seed=1",
-            "stencil3d:n=171,points=27",
-            "rmat:scale=18,ef=8,seed=1",
-            "uniform:n=1000000,d=8,seed=1"};
+    return {"roadnet:n=1393383,seed=1", "powerlaw:n=1000000,avg=5,alpha=1.5,max=5000,seed=1",
+            "stencil3d:n=171,points=27", "rmat:scale=18,ef=8,seed=1", "uniform:n=1000000,d=8,seed=1"};
   if (size == "quick")
-    return {"roadnet:n=100000,seed=1",
-            "powerlaw:n=100000,avg=5,alpha=1.5,max=2000,seed=1",
-            "stencil3d:n=30,points=27",
-            "rmat:scale=14,ef=8,seed=1",
-            "uniform:n=100000,d=8,seed=1"};
+    return {"roadnet:n=100000,seed=1", "powerlaw:n=100000,avg=5,alpha=1.5,max=2000,seed=1", "stencil3d:n=30,points=27",
+            "rmat:scale=14,ef=8,seed=1", "uniform:n=100000,d=8,seed=1"};
   throw UsageError("unknown suite size '" + size + "' (expected quick or full)");
 }
 
 std::vector<std::string> spmm_suite(const std::string& size, const std::string& set) {
-  if (size != "quick" && size != "full")
-    throw UsageError("unknown suite size '" + size + "' (expected quick or full)");
+  if (size != "quick" && size != "full") throw UsageError("unknown suite size '" + size + "' (expected quick or full)");
   if (set != "graphs" && set != "moderate" && set != "all")
     throw UsageError("unknown spmm suite set '" + set + "' (expected graphs, moderate or all)");
   const bool full = size == "full";
@@ -127,10 +114,8 @@ std::vector<std::string> spmm_suite(const std::string& size, const std::string& 
              "community:n=100000,k=200,p_in=0.05,p_out=0.00005,seed=1",
              "community:n=2000000,k=4000,p_in=0.03,p_out=0.0000025,seed=1"};
     else
-      out = {"powerlaw:n=20000,avg=16,alpha=1.5,max=2000,seed=1",
-             "rmat:scale=16,ef=16,seed=1",
-             "rmat:scale=17,ef=16,seed=1,scramble=1",
-             "uniform:n=200000,d=16,seed=1",
+      out = {"powerlaw:n=20000,avg=16,alpha=1.5,max=2000,seed=1", "rmat:scale=16,ef=16,seed=1",
+             "rmat:scale=17,ef=16,seed=1,scramble=1", "uniform:n=200000,d=16,seed=1",
              "community:n=100000,k=200,p_in=0.05,p_out=0.00005,seed=1"};
   }
   if (set != "graphs") {

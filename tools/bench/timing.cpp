@@ -9,8 +9,7 @@
 
 namespace dbsparse::tools {
 
-TimingResult time_on_stream(void* stream, const TimingOptions& opt,
-                            const std::function<void(int64_t)>& launch) {
+TimingResult time_on_stream(void* stream, const TimingOptions& opt, const std::function<void(int64_t)>& launch) {
   int64_t call = 0;
   for (int i = 0; i < opt.warmup; ++i) launch(call++);
   std::vector<Event> starts(opt.samples), stops(opt.samples);

@@ -26,8 +26,7 @@ struct TimingResult {
 };
 
 // launch(i) enqueues the i-th call (callers rotate their input copies by i) on `stream`.
-TimingResult time_on_stream(void* stream, const TimingOptions& opt,
-                            const std::function<void(int64_t)>& launch);
+TimingResult time_on_stream(void* stream, const TimingOptions& opt, const std::function<void(int64_t)>& launch);
 
 // How many independent copies of a problem of `footprint` bytes keep the working set at least
 // three times the L2, capped by `budget` bytes of device memory and by 64.

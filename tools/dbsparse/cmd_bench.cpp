@@ -33,11 +33,11 @@ struct BenchArgs {
   std::vector<std::string> precisions{"f32"};
   std::vector<double> densities;  // empty: the op's own
   std::vector<std::string> strategies;
-  std::vector<int> n_cols;  // spmm: widths of B and C
+  std::vector<int> n_cols;            // spmm: widths of B and C
   std::vector<std::string> reorders;  // spmm: the row orders timed beside the CSR row
   std::string epilogue = "none";      // spmm: SpmmEpilogue of dbsparse's rows
-  int32_t contract_k = 0;   // spgemm: k of the contraction rows (0: rows / 64)
-  int mcl_iters = 5;        // spgemm: MCL expansions (0: no MCL rows)
+  int32_t contract_k = 0;             // spgemm: k of the contraction rows (0: rows / 64)
+  int mcl_iters = 5;                  // spgemm: MCL expansions (0: no MCL rows)
   bool contract_k_set = false, mcl_iters_set = false;
   bool two_pass = false;  // spgemm: SpgemmOptions::one_pass off
   bool explain = false;
@@ -124,8 +124,8 @@ Runner add_bench(CLI::App& sub_ref) {
                   "default: the tuning DB's config")
       ->delimiter(',')
       ->check(CLI::IsMember({"classified", "classified-split", "uniform", "scalar", "vector", "vector-l2", "vector-l4",
-                             "vector-l8", "vector-l16", "vector-l32", "block", "longrow", "cols-degree",
-                             "cols-none", "window-8", "window-16", "window-32", "window-64", "window-256"}));
+                             "vector-l8", "vector-l16", "vector-l32", "block", "longrow", "cols-degree", "cols-none",
+                             "window-8", "window-16", "window-32", "window-64", "window-256"}));
   sub->add_option("--config", a->config,
                   "config params (JSON object) for the dbsparse rows instead of the tuning DB's (spmspv); "
                   "keys left out take the defaults, e.g. '{\"pull_coo\":\"warp\"}'");
@@ -160,8 +160,7 @@ Runner add_bench(CLI::App& sub_ref) {
   sub->add_option("--reps", a->timing.samples,
                   "Timed samples; the median is reported (spgemm: also the most fresh products timed)")
       ->check(CLI::Range(1, 10000));
-  sub->add_option("--batch", a->timing.batch, "Back-to-back calls per timed sample")
-      ->check(CLI::Range(1, 10000));
+  sub->add_option("--batch", a->timing.batch, "Back-to-back calls per timed sample")->check(CLI::Range(1, 10000));
   sub->add_option("--warmup", a->timing.warmup, "Untimed calls first")->check(CLI::Range(0, 10000));
   sub->add_flag("--graph", a->timing.graph,
                 "Time every implementation (baselines too) by replaying a CUDA graph of each sample's "
@@ -189,8 +188,8 @@ Runner add_bench(CLI::App& sub_ref) {
       if (op.suite_sets.empty())
         throw UsageError(fmt::format("--set does not apply to bench {} (its suite has no parts)", op.name));
       if (std::find(op.suite_sets.begin(), op.suite_sets.end(), a->set) == op.suite_sets.end())
-        throw UsageError(fmt::format("--set '{}': bench {} has the sets {}, all", a->set, op.name,
-                                     fmt::join(op.suite_sets, ", ")));
+        throw UsageError(
+            fmt::format("--set '{}': bench {} has the sets {}, all", a->set, op.name, fmt::join(op.suite_sets, ", ")));
       if (!a->matrices.empty())
         throw UsageError("--set picks part of the generated suite; it does not apply when matrices are named");
     }
@@ -218,8 +217,8 @@ Runner add_bench(CLI::App& sub_ref) {
     const auto& d = ctx.device();
     req.copy_gbs = tools::measure_copy_bandwidth(stream.handle());
     const double copy_gbs = req.copy_gbs;
-    fmt::print("device {} ({}), copy bandwidth {:.0f} GB/s (read+write); {} samples x {} calls, {}\n",
-               d.name, d.arch(), copy_gbs, a->timing.samples, a->timing.batch,
+    fmt::print("device {} ({}), copy bandwidth {:.0f} GB/s (read+write); {} samples x {} calls, {}\n", d.name, d.arch(),
+               copy_gbs, a->timing.samples, a->timing.batch,
                a->timing.graph ? "each sample one CUDA graph replay" : "stream launches");
     nlohmann::json results = op.bench(ctx, stream, req);
     // The op's smallest calls next to an empty launch, in the same harness (issue 34).
@@ -232,11 +231,16 @@ Runner add_bench(CLI::App& sub_ref) {
       j["version"] = DBSPARSE_VERSION;
       j["date"] = fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)));
       j["command"] = command_line();
-      j["device"] = {{"name", d.name}, {"arch", d.arch()}, {"sm_count", d.sm_count},
-                     {"l2_bytes", d.l2_bytes}, {"fingerprint", d.record().fingerprint}};
+      j["device"] = {{"name", d.name},
+                     {"arch", d.arch()},
+                     {"sm_count", d.sm_count},
+                     {"l2_bytes", d.l2_bytes},
+                     {"fingerprint", d.record().fingerprint}};
       j["copy_bandwidth_gbs"] = copy_gbs;
-      j["timing"] = {{"samples", a->timing.samples}, {"batch", a->timing.batch},
-                     {"warmup", a->timing.warmup}, {"statistic", "median per call"},
+      j["timing"] = {{"samples", a->timing.samples},
+                     {"batch", a->timing.batch},
+                     {"warmup", a->timing.warmup},
+                     {"statistic", "median per call"},
                      {"launch", a->timing.graph ? "graph" : "stream"}};
       j.update(results);
       support::write_file_atomic(a->json_path, j.dump(2) + "\n");  // an unwritable path is an error, not exit 0

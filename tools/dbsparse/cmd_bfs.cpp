@@ -40,7 +40,8 @@ Runner add_bfs(CLI::App& sub_ref) {
   sub->add_option("--seed", a->seed, "Seed of the random sources");
   sub->add_flag("--validate", a->validate, "Check every result by Graph500's rules against a CPU BFS");
   sub->add_flag("--baselines", a->baselines, "Also time push-only, pull-only and the cuSPARSE-SpMV loop");
-  sub->add_flag("--levels", a->levels, "Print the per-level table (direction, frontier, blocks, edges) of the first source");
+  sub->add_flag("--levels", a->levels,
+                "Print the per-level table (direction, frontier, blocks, edges) of the first source");
   sub->add_flag("--directed", a->directed, "Search A as it is when it is not symmetric (default: A + A^T)");
   sub->add_option("--reps", a->reps, "Runs per source; the median is reported")->check(CLI::Range(1, 1000));
   sub->add_option("--config", a->config, "bfs config params (JSON), e.g. '{\"alpha\":8}', instead of the tuning DB's");
@@ -58,7 +59,8 @@ Runner add_bfs(CLI::App& sub_ref) {
     opt.symmetrise = !a->directed;
     if (!a->config.empty()) {
       nlohmann::json c = nlohmann::json::parse(a->config, nullptr, false);
-      if (!c.is_object()) throw UsageError(fmt::format("--config '{}': expected a JSON object such as '{{\"alpha\":8}}'", a->config));
+      if (!c.is_object())
+        throw UsageError(fmt::format("--config '{}': expected a JSON object such as '{{\"alpha\":8}}'", a->config));
       (void)config_from_json<BfsConfig>(c);
       opt.config = c;
     }

@@ -21,7 +21,8 @@
 namespace dbsparse::cli {
 namespace {
 
-constexpr const char* kNaming = R"(Activation tensors: per linear weight W (e.g. model.layers.0.mlp.gate_proj.weight), the inputs
+constexpr const char* kNaming =
+    R"(Activation tensors: per linear weight W (e.g. model.layers.0.mlp.gate_proj.weight), the inputs
 x it read on the calibration set, as a tensor named W + SUFFIX (default ".input", so
 model.layers.0.mlp.gate_proj.weight.input; --suffix '' for tensors named W itself): 2-D
 [tokens, in_features] or 1-D [in_features] (one token), F32, F16 or BF16. Tensors of the same name
@@ -51,8 +52,9 @@ Runner add_calibrate(CLI::App& sub) {
   auto a = std::make_shared<Args>();
   sub.add_option("inputs", a->inputs, "Safetensors files of calibration activations (see below)")->required();
   sub.add_option("-o,--out", a->out, "The calibration file to write (safetensors)")->required();
-  sub.add_option("--density", a->densities,
-                 "Share of activation entries each threshold keeps, in (0, 1]; comma-separated for several (default 0.5)")
+  sub.add_option(
+         "--density", a->densities,
+         "Share of activation entries each threshold keeps, in (0, 1]; comma-separated for several (default 0.5)")
       ->delimiter(',')
       ->allow_extra_args(false);  // `--density 0.5 ACTS` leaves ACTS to the inputs
   sub.add_option("--suffix", a->suffix, "The activation tensor of weight W is named W + SUFFIX (default .input)");
@@ -81,20 +83,25 @@ Runner add_calibrate(CLI::App& sub) {
         const std::string w = t.name.substr(0, t.name.size() - a->suffix.size());
         const std::string& path = files[f].path();
         if (t.dtype != DType::F32 && t.dtype != DType::F16 && t.dtype != DType::BF16)
-          throw InputError(path, 0, fmt::format("activations as F32, F16 or BF16 in tensor '{}', found {}", t.name,
-                                                to_string(t.dtype)));
+          throw InputError(
+              path, 0,
+              fmt::format("activations as F32, F16 or BF16 in tensor '{}', found {}", t.name, to_string(t.dtype)));
         if (t.shape.size() != 1 && t.shape.size() != 2)
-          throw InputError(path, 0, fmt::format("a 2-D [tokens, in_features] or 1-D [in_features] shape for "
-                                                "activations '{}', found [{}]", t.name, fmt::join(t.shape, ", ")));
+          throw InputError(path, 0,
+                           fmt::format("a 2-D [tokens, in_features] or 1-D [in_features] shape for "
+                                       "activations '{}', found [{}]",
+                                       t.name, fmt::join(t.shape, ", ")));
         if (in_features_of(t) < 1 || in_features_of(t) > INT32_MAX)
-          throw InputError(path, 0, fmt::format("in_features between 1 and 2^31 - 1 in tensor '{}', found [{}]",
-                                                t.name, fmt::join(t.shape, ", ")));
+          throw InputError(path, 0,
+                           fmt::format("in_features between 1 and 2^31 - 1 in tensor '{}', found [{}]", t.name,
+                                       fmt::join(t.shape, ", ")));
         auto& parts = weights[w];
         if (!parts.empty() && in_features_of(parts[0].info) != in_features_of(t))
-          throw InputError(path, 0, fmt::format("tensor '{}' of in_features {}, as '{}' in {} for the same weight; "
-                                                "found [{}]", t.name, in_features_of(parts[0].info),
-                                                parts[0].info.name, files[parts[0].file].path(),
-                                                fmt::join(t.shape, ", ")));
+          throw InputError(path, 0,
+                           fmt::format("tensor '{}' of in_features {}, as '{}' in {} for the same weight; "
+                                       "found [{}]",
+                                       t.name, in_features_of(parts[0].info), parts[0].info.name,
+                                       files[parts[0].file].path(), fmt::join(t.shape, ", ")));
         parts.push_back({f, t});
       }
     }
@@ -122,7 +129,8 @@ Runner add_calibrate(CLI::App& sub) {
       if (cal.tokens() == 0)
         throw InputError(files[parts[0].file].path(), 0,
                          fmt::format("at least one token of activations for {} (tensor '{}' and any others of its "
-                                     "name hold none)", w, parts[0].info.name));
+                                     "name hold none)",
+                                     w, parts[0].info.name));
       std::vector<float> tau = cal.thresholds(a->densities);
       out.push_back({w + ".input_norm", DType::F32, {cal.in_features()}, cal.input_norms(), {}});
       out.push_back({w + ".act_threshold", DType::F32, {static_cast<int64_t>(tau.size())}, tau, {}});

@@ -58,9 +58,10 @@ int run_contract(const ContractArgs& a, const NamedMatrix& m, const std::vector<
   const double ms = tools::median(warm);
   const double gflops = ms > 0 ? static_cast<double>(r.flops) / (ms * 1e6) : 0.0;
   fmt::print("  contract, cold (kernels loaded): {:.3f} ms\n", cold_ms);
-  fmt::print("  contract (median of 3; S and S^T built on the host, two one-shot products with their uploads, "
-             "host syncs and downloads): {:.3f} ms, {:.2f} GFLOP/s (IP {} = nnz(G) + nnz(S*G))\n",
-             ms, gflops, r.flops / 2);
+  fmt::print(
+      "  contract (median of 3; S and S^T built on the host, two one-shot products with their uploads, "
+      "host syncs and downloads): {:.3f} ms, {:.2f} GFLOP/s (IP {} = nnz(G) + nnz(S*G))\n",
+      ms, gflops, r.flops / 2);
   fmt::print("  nnz(S*G) {}, nnz(C) {}\n", r.nnz_sg, r.c.nnz());
   nlohmann::json rec = {{"tool", "dbsparse contract"},
                         {"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)))},
@@ -126,7 +127,8 @@ Runner add_contract(CLI::App& sub_ref) {
       source = fmt::format("labels from {}", a->labels_path);
     } else {
       if (k < 0) k = a->random_k;
-      if (k < a->random_k) throw UsageError(fmt::format("contract: --k {} is below --random-labels {}", k, a->random_k));
+      if (k < a->random_k)
+        throw UsageError(fmt::format("contract: --k {} is below --random-labels {}", k, a->random_k));
       labels = tools::random_labels(m.csr.rows, a->random_k, a->seed);
       source = fmt::format("random labels in [0, {}), seed {}", a->random_k, a->seed);
     }

@@ -53,8 +53,8 @@ void write_json(const std::string& path, const nlohmann::json& j) {
 // The BFS plan's storage for this graph (bfs.hpp): both views or one, against CSR.
 int run_convert_bfs(const ConvertArgs& a, const NamedMatrix& m) {
   if (m.csr.rows != m.csr.cols)
-    throw UsageError(fmt::format("convert --bfs: {} is {}x{}; a graph's adjacency matrix is square", m.name,
-                                 m.csr.rows, m.csr.cols));
+    throw UsageError(fmt::format("convert --bfs: {} is {}x{}; a graph's adjacency matrix is square", m.name, m.csr.rows,
+                                 m.csr.cols));
   const auto t0 = std::chrono::steady_clock::now();
   const PatternGraph g = pattern_of(m.csr, a.transpose);
   BfsStats s = bfs_storage(g);
@@ -62,10 +62,11 @@ int run_convert_bfs(const ConvertArgs& a, const NamedMatrix& m) {
   fmt::print("{}: ", m.name);
   fmt::print("{}", s.to_text());
   if (!a.json_path.empty()) {
-    nlohmann::json j = {{"tool", "dbsparse convert --bfs"}, {"version", DBSPARSE_VERSION}, {"matrix", m.name},
-                        {"vertices", s.vertices}, {"entries", s.entries}, {"symmetric", s.symmetric},
-                        {"bytes_format", s.bytes_format}, {"bytes_device", s.bytes_device}, {"bytes_csr", s.bytes_csr},
-                        {"task_capacity", s.task_capacity}, {"convert_ms", s.convert_ms}};
+    nlohmann::json j = {
+        {"tool", "dbsparse convert --bfs"}, {"version", DBSPARSE_VERSION},    {"matrix", m.name},
+        {"vertices", s.vertices},           {"entries", s.entries},           {"symmetric", s.symmetric},
+        {"bytes_format", s.bytes_format},   {"bytes_device", s.bytes_device}, {"bytes_csr", s.bytes_csr},
+        {"task_capacity", s.task_capacity}, {"convert_ms", s.convert_ms}};
     write_json(a.json_path, j);
   }
   return 0;
@@ -77,9 +78,10 @@ bool same_brp(const BrpMatrix<T>& x, const BrpMatrix<T>& y) {
     return u.size() == v.size() && (u.empty() || std::memcmp(u.data(), v.data(), u.size() * sizeof(u[0])) == 0);
   };
   return x.rows == y.rows && x.cols == y.cols && x.value_stride == y.value_stride && x.local_stride == y.local_stride &&
-         bits(x.group_window_id, y.group_window_id) && bits(x.old_col_id, y.old_col_id) && bits(x.local_id, y.local_id) &&
-         bits(x.values, y.values) && bits(x.res_rows_id, y.res_rows_id) && bits(x.res_row_offset, y.res_row_offset) &&
-         bits(x.res_col_id, y.res_col_id) && bits(x.res_values, y.res_values);
+         bits(x.group_window_id, y.group_window_id) && bits(x.old_col_id, y.old_col_id) &&
+         bits(x.local_id, y.local_id) && bits(x.values, y.values) && bits(x.res_rows_id, y.res_rows_id) &&
+         bits(x.res_row_offset, y.res_row_offset) && bits(x.res_col_id, y.res_col_id) &&
+         bits(x.res_values, y.res_values);
 }
 
 // SpMM's condensed TC windows (tc_condensed.hpp) at g: groups, the tiles' fill and what SpMM's
@@ -93,11 +95,12 @@ int run_convert_condensed(const ConvertArgs& a, const NamedMatrix& m) {
   const int64_t bytes_csr = c.csr_bytes();
   const double th = SpmmConfig{}.min_condensed_fill;
   const int64_t windows = static_cast<int64_t>(c.win_group.size()) - 1;
-  fmt::print("{} (f32 tiles): {}x{}, {} nnz -> condensed TC windows, g = {}: {} windows, {} groups of {} tiles of 16 x 8 "
-             "({} used), fill {:.3f} (stored entries / tile capacity); {:.2f} MB, CSR {:.2f} MB ({:.3f}x); "
-             "conversion on the host {:.1f} ms\n",
-             m.name, csr.rows, csr.cols, c.nnz, c.g, windows, c.groups(), c.g, c.used_blocks, c.fill(),
-             c.device_bytes() / 1e6, bytes_csr / 1e6, bytes_csr ? double(c.device_bytes()) / double(bytes_csr) : 0.0, ms);
+  fmt::print(
+      "{} (f32 tiles): {}x{}, {} nnz -> condensed TC windows, g = {}: {} windows, {} groups of {} tiles of 16 x 8 "
+      "({} used), fill {:.3f} (stored entries / tile capacity); {:.2f} MB, CSR {:.2f} MB ({:.3f}x); "
+      "conversion on the host {:.1f} ms\n",
+      m.name, csr.rows, csr.cols, c.nnz, c.g, windows, c.groups(), c.g, c.used_blocks, c.fill(), c.device_bytes() / 1e6,
+      bytes_csr / 1e6, bytes_csr ? double(c.device_bytes()) / double(bytes_csr) : 0.0, ms);
   fmt::print("SpMM auto with the default config: {} (fill {:.3f} {} min_condensed_fill {})\n",
              c.fill() >= th && c.nnz > 0 ? "condensed TC windows" : "not the condensed windows", c.fill(),
              c.fill() >= th ? ">=" : "<", th);
@@ -143,43 +146,47 @@ int run_convert_brp(const ConvertArgs& a, const NamedMatrix& m) {
     s = brp_stats(brp);
     s.convert_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     if (!a.host) fmt::print("note: no CUDA device ({}): converted on the host, no device memory figures\n", why);
-    if (a.check) fmt::print("note: --check compares the GPU conversion with the host's; there is none to compare here\n");
+    if (a.check)
+      fmt::print("note: --check compares the GPU conversion with the host's; there is none to compare here\n");
   }
   const std::string where =
-      s.on_device ? fmt::format("conversion on the GPU {:.2f} ms, peak extra device memory {} B ({:.1f} B/nnz; bound "
-                                "4 * nnz * (4 + {}) = {} B)",
-                                s.convert_ms, s.peak_extra_bytes, s.nnz ? double(s.peak_extra_bytes) / double(s.nnz) : 0.0,
-                                s.value_bytes, s.peak_bound_bytes())
+      s.on_device ? fmt::format(
+                        "conversion on the GPU {:.2f} ms, peak extra device memory {} B ({:.1f} B/nnz; bound "
+                        "4 * nnz * (4 + {}) = {} B)",
+                        s.convert_ms, s.peak_extra_bytes, s.nnz ? double(s.peak_extra_bytes) / double(s.nnz) : 0.0,
+                        s.value_bytes, s.peak_bound_bytes())
                   : fmt::format("conversion on the host {:.1f} ms", s.convert_ms);
-  fmt::print("{} ({}): {}x{}, {} nnz -> BRP f = {}, g = {}: {} groups ({:.1f}% of nnz) + {} residual in {} rows; "
-             "BRP {:.2f} MB, CSR {:.2f} MB ({:.3f}x); {}\n",
-             m.name, a.precision, csr.rows, csr.cols, s.nnz, s.f, s.g, s.groups, 100.0 * s.tc_share, s.residual_nnz,
-             s.residual_rows, s.bytes / 1e6, s.bytes_csr / 1e6, s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0,
-             where);
+  fmt::print(
+      "{} ({}): {}x{}, {} nnz -> BRP f = {}, g = {}: {} groups ({:.1f}% of nnz) + {} residual in {} rows; "
+      "BRP {:.2f} MB, CSR {:.2f} MB ({:.3f}x); {}\n",
+      m.name, a.precision, csr.rows, csr.cols, s.nnz, s.f, s.g, s.groups, 100.0 * s.tc_share, s.residual_nnz,
+      s.residual_rows, s.bytes / 1e6, s.bytes_csr / 1e6, s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0,
+      where);
   if (!check.empty()) fmt::print("check: the GPU's arrays and csr_to_brp's are {}\n", check);
   if (a.stats) fmt::print("{}", s.to_text());
   if (!a.json_path.empty()) {
-    nlohmann::json j = {{"tool", "dbsparse convert --format brp"},
-                        {"version", DBSPARSE_VERSION},
-                        {"matrix", m.name},
-                        {"precision", a.precision},
-                        {"rows", csr.rows},
-                        {"cols", csr.cols},
-                        {"f", s.f},
-                        {"g", s.g},
-                        {"nnz", s.nnz},
-                        {"tc_nnz", s.tc_nnz},
-                        {"residual_nnz", s.residual_nnz},
-                        {"tc_share", s.tc_share},
-                        {"groups", s.groups},
-                        {"windows", s.windows},
-                        {"tc_windows", s.tc_windows},
-                        {"residual_rows", s.residual_rows},
-                        {"padding_bytes", s.padding_bytes},
-                        {"bytes", {{"tc", s.bytes_tc}, {"residual", s.bytes_residual}, {"total", s.bytes}, {"csr", s.bytes_csr}}},
-                        {"ratio_brp_csr", s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0},
-                        {"converted_on", s.on_device ? "device" : "host"},
-                        {"convert_ms", s.convert_ms}};
+    nlohmann::json j = {
+        {"tool", "dbsparse convert --format brp"},
+        {"version", DBSPARSE_VERSION},
+        {"matrix", m.name},
+        {"precision", a.precision},
+        {"rows", csr.rows},
+        {"cols", csr.cols},
+        {"f", s.f},
+        {"g", s.g},
+        {"nnz", s.nnz},
+        {"tc_nnz", s.tc_nnz},
+        {"residual_nnz", s.residual_nnz},
+        {"tc_share", s.tc_share},
+        {"groups", s.groups},
+        {"windows", s.windows},
+        {"tc_windows", s.tc_windows},
+        {"residual_rows", s.residual_rows},
+        {"padding_bytes", s.padding_bytes},
+        {"bytes", {{"tc", s.bytes_tc}, {"residual", s.bytes_residual}, {"total", s.bytes}, {"csr", s.bytes_csr}}},
+        {"ratio_brp_csr", s.bytes_csr ? double(s.bytes) / double(s.bytes_csr) : 0.0},
+        {"converted_on", s.on_device ? "device" : "host"},
+        {"convert_ms", s.convert_ms}};
     // Null on the host: no device memory was used, so there is no figure to report.
     j["peak_extra_bytes"] = s.on_device ? nlohmann::json(s.peak_extra_bytes) : nlohmann::json(nullptr);
     j["peak_bound_bytes"] = s.peak_bound_bytes();
@@ -231,8 +238,7 @@ int run_convert(const ConvertArgs& a, const NamedMatrix& m) {
       "{} ({}): {}x{}, {} nnz -> {} blocks + {} residual; DB {:.2f} MB (device {:.2f} MB), CSR {:.2f} MB, "
       "CSR+CSC {:.2f} MB (device / (CSR+CSC) = {:.3f}, {:.1f}% {}); conversion {:.1f} ms\n",
       m.name, a.precision, db.rows, db.cols, db.nnz, db.blocks(), db.residual_nnz(), s.bytes_total / 1e6,
-      s.bytes_device / 1e6,
-      s.bytes_csr / 1e6, s.bytes_csr_csc / 1e6, ratio, 100.0 * std::abs(1.0 - ratio),
+      s.bytes_device / 1e6, s.bytes_csr / 1e6, s.bytes_csr_csc / 1e6, ratio, 100.0 * std::abs(1.0 - ratio),
       ratio <= 1.0 ? "saved" : "larger", s.convert_ms);
   if (a.stats) fmt::print("{}", s.to_text());
   if (!a.json_path.empty()) {
@@ -245,7 +251,8 @@ int run_convert(const ConvertArgs& a, const NamedMatrix& m) {
     j["cols"] = db.cols;
     j["nnz"] = db.nnz;
     j["blocks"] = db.blocks();
-    j["thresholds"] = {{"th0", a.th.th0}, {"th1", a.th.th1}, {"th2", a.th.th2}, {"residual_below", db.thresholds.residual_below}};
+    j["thresholds"] = {
+        {"th0", a.th.th0}, {"th1", a.th.th1}, {"th2", a.th.th2}, {"residual_below", db.thresholds.residual_below}};
     write_json(a.json_path, j);
   }
   return 0;
@@ -256,8 +263,7 @@ int run_convert(const ConvertArgs& a, const NamedMatrix& m) {
 Runner add_convert(CLI::App& sub_ref) {
   auto* sub = &sub_ref;
   auto a = std::make_shared<ConvertArgs>();
-  sub->add_option("matrix", a->matrix,
-                  "Matrix Market file or generator string, e.g. stencil3d:n=80,points=27")
+  sub->add_option("matrix", a->matrix, "Matrix Market file or generator string, e.g. stencil3d:n=80,points=27")
       ->required();
   sub->add_flag("--stats", a->stats, "Print the full table: blocks and nnz by type, bytes by part");
   sub->add_option("--th0", a->th.th0, "Blocks with fewer nonzeros are COO")
@@ -287,11 +293,13 @@ Runner add_convert(CLI::App& sub_ref) {
       ->capture_default_str()
       ->check(CLI::IsMember({"db", "brp", "condensed"}));
   // No range check here: BrpParams' validation gives the allowed set in the error.
-  auto* opt_f = sub->add_option("--f", a->brp.f, "With --format brp: nonzeros per slot (1, 2, 4, 8)")->capture_default_str();
+  auto* opt_f =
+      sub->add_option("--f", a->brp.f, "With --format brp: nonzeros per slot (1, 2, 4, 8)")->capture_default_str();
   auto* opt_g = sub->add_option("--g", a->brp.g, "With --format brp or condensed: TC blocks per group (1, 2, 4, 8)")
                     ->capture_default_str();
   sub->add_flag("--host", a->host, "With --format brp: convert on the host (csr_to_brp) even when there is a GPU");
-  sub->add_flag("--check", a->check, "With --format brp on the GPU: compare the arrays with csr_to_brp's, bitwise (exit 1 if not equal)");
+  sub->add_flag("--check", a->check,
+                "With --format brp on the GPU: compare the arrays with csr_to_brp's, bitwise (exit 1 if not equal)");
   return [a, opt_f, opt_g]() {
     const bool brp_params = opt_f->count() > 0 || a->host || a->check;
     if (brp_params && a->format != "brp") throw UsageError("convert: --f, --host and --check need --format brp");
@@ -302,7 +310,8 @@ Runner add_convert(CLI::App& sub_ref) {
     NamedMatrix m = load_matrix(a->matrix);
     if (a->bfs) return run_convert_bfs(*a, m);
     if (a->format == "condensed") return run_convert_condensed(*a, m);
-    if (a->format == "brp") return a->precision == "f64" ? run_convert_brp<double>(*a, m) : run_convert_brp<float>(*a, m);
+    if (a->format == "brp")
+      return a->precision == "f64" ? run_convert_brp<double>(*a, m) : run_convert_brp<float>(*a, m);
     return a->precision == "f64" ? run_convert<double>(*a, m) : run_convert<float>(*a, m);
   };
 }

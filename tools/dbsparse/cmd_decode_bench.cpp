@@ -41,18 +41,17 @@ struct DecodeArgs {
   std::vector<double> act_densities{1.0, 0.5, 0.3, 0.1};
   int layer = 0;
   int blocks_per_sm = DecodeLinearOptions{}.blocks_per_sm;
-  bool ablation = false;  // also the f32 SpMSpV engine: auto, push-only, pull-only
-  bool no_fuse = false;   // leave out the stacked q|k|v and gate|up rows
+  bool ablation = false;          // also the f32 SpMSpV engine: auto, push-only, pull-only
+  bool no_fuse = false;           // leave out the stacked q|k|v and gate|up rows
   std::vector<std::string> only;  // time only these layer kinds (no block sums): for profiling one kernel
 };
 
 // The column bitmap plans the bench times, by the name of their row.
-const std::vector<std::pair<std::string, DecodeMapping>> kMappings{
-    {"ring", DecodeMapping::Ring},
-    {"dbcols", DecodeMapping::DenseColumns},
-    {"columns", DecodeMapping::Columns},
-    {"rowblocks", DecodeMapping::RowBlocks},
-    {"dbdense", DecodeMapping::Dense}};
+const std::vector<std::pair<std::string, DecodeMapping>> kMappings{{"ring", DecodeMapping::Ring},
+                                                                   {"dbcols", DecodeMapping::DenseColumns},
+                                                                   {"columns", DecodeMapping::Columns},
+                                                                   {"rowblocks", DecodeMapping::RowBlocks},
+                                                                   {"dbdense", DecodeMapping::Dense}};
 
 // The dense weights in the benchmark's dtype, as device bytes.
 DeviceBuffer<uint16_t> dense16(const std::vector<float>& w, tools::DenseType t) {
@@ -82,10 +81,11 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
   timing.graph = true;
   timing.samples = 15;
   timing.batch = 20;
-  nlohmann::json rec{{"layer", shape.kind}, {"rows", rows}, {"cols", cols}, {"copies", copies}, {"weight_nnz", pw.nnz()},
-                     {"dense_bytes", static_cast<int64_t>(dense_bytes)}};
+  nlohmann::json rec{{"layer", shape.kind},    {"rows", rows},
+                     {"cols", cols},           {"copies", copies},
+                     {"weight_nnz", pw.nnz()}, {"dense_bytes", static_cast<int64_t>(dense_bytes)}};
   auto round = [&](float v) {
-    return dt == tools::DenseType::F16 ? half_to_float(float_to_half(v))
+    return dt == tools::DenseType::F16    ? half_to_float(float_to_half(v))
            : dt == tools::DenseType::BF16 ? bf16_to_float(float_to_bf16(v))
                                           : v;
   };
@@ -99,13 +99,17 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     std::vector<DeviceBuffer<uint16_t>> w16;
     std::vector<DeviceBuffer<float>> w32;
     for (int c = 0; c < copies; ++c) {
-      if (dt == tools::DenseType::F32) w32.emplace_back(std::span<const float>(w));
-      else w16.push_back(dense16(w, dt));
+      if (dt == tools::DenseType::F32)
+        w32.emplace_back(std::span<const float>(w));
+      else
+        w16.push_back(dense16(w, dt));
     }
     rec["dense_us"] = tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
                         const auto c = static_cast<size_t>(i % copies);
-                        if (dt == tools::DenseType::F32) cublas.run(dt, rows, cols, w32[c].ptr(), xd.ptr(), yd.ptr());
-                        else cublas.run(dt, rows, cols, w16[c].ptr(), x16.ptr(), y16.ptr());
+                        if (dt == tools::DenseType::F32)
+                          cublas.run(dt, rows, cols, w32[c].ptr(), xd.ptr(), yd.ptr());
+                        else
+                          cublas.run(dt, rows, cols, w16[c].ptr(), x16.ptr(), y16.ptr());
                       }).median_us;
   }
   w.clear();
@@ -117,10 +121,10 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     std::vector<std::unique_ptr<tools::CusparseSpmv<float>>> cs;
     for (int c = 0; c < sp_copies; ++c) cs.push_back(std::make_unique<tools::CusparseSpmv<float>>(pw, s.handle()));
     DeviceBuffer<float> ys{static_cast<size_t>(rows)};
-    rec["cusparse_f32_us"] = tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
-                               cs[static_cast<size_t>(i % sp_copies)]->run(tools::CusparseSpmvAlg::CsrAlg1, xd.ptr(),
-                                                                           ys.ptr());
-                             }).median_us;
+    rec["cusparse_f32_us"] =
+        tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
+          cs[static_cast<size_t>(i % sp_copies)]->run(tools::CusparseSpmvAlg::CsrAlg1, xd.ptr(), ys.ptr());
+        }).median_us;
   }
   std::vector<int64_t> col_nnz(static_cast<size_t>(cols), 0);
   for (int32_t j : pw.col_idx) ++col_nnz[static_cast<size_t>(j)];
@@ -192,7 +196,8 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
                         }).median_us;
       // The bytes this row reads: the bitmap's touched segments; a dense-columns plan the kept columns
       // whole (padded); the dense (mma) one all of W.
-      const int64_t slab = abi::decode_cols_slab_rows(static_cast<int>(esize)), rows_pad = (rows + slab - 1) / slab * slab;
+      const int64_t slab = abi::decode_cols_slab_rows(static_cast<int>(esize)),
+                    rows_pad = (rows + slab - 1) / slab * slab;
       const int64_t read = name == "dbcols"    ? kept * rows_pad * esize + (int64_t{cols} + rows) * esize
                            : name == "dbdense" ? static_cast<int64_t>(dense_bytes) + (int64_t{cols} + rows) * esize
                                                : touched;
@@ -206,7 +211,8 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     if (a.ablation) {
       // The f32 SpMSpV engine (DB format), auto and forced directions, on the f32 x.
       const float tau32 = density >= 1.0 ? 0.0f : topk_threshold(x, density);
-      for (auto [name, dir] : {std::pair{"spmspv_auto", SpmspvDirection::Auto}, {"spmspv_push", SpmspvDirection::Push},
+      for (auto [name, dir] : {std::pair{"spmspv_auto", SpmspvDirection::Auto},
+                               {"spmspv_push", SpmspvDirection::Push},
                                {"spmspv_pull", SpmspvDirection::Pull}}) {
         SparseLinearOptions o;
         o.tau = tau32;
@@ -221,20 +227,21 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     const DecodeMapping chosen =
         choose_decode_mapping(rows, cols, static_cast<DecodeDtype>(static_cast<int>(dt)),
                               static_cast<double>(pw.nnz()) / (static_cast<double>(rows) * cols), density);
-    const auto row = std::find_if(kMappings.begin(), kMappings.end(), [&](const auto& m) { return m.second == chosen; });
+    const auto row =
+        std::find_if(kMappings.begin(), kMappings.end(), [&](const auto& m) { return m.second == chosen; });
     at["auto"] = at[row->first];
     at["auto"]["mapping"] = to_string(chosen);
     rec["at"].push_back(at);
     double best = INFINITY;
     for (const auto& pl : plans) best = std::min(best, at[pl.first]["us"].get<double>());
-    fmt::print("{:<6} {:>5}x{:<5} {:>5.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f}x {:>7.2f}x {:>6.1f}% {:>6.3f} {:>9.1e}\n",
-               shape.kind, rows, cols, density, dense_us, rec["cusparse_f32_us"].get<double>(),
-               at["ring"]["us"].get<double>(), at["dbcols"]["us"].get<double>(), at["columns"]["us"].get<double>(),
-               at["rowblocks"]["us"].get<double>(), at.contains("dbdense") ? at["dbdense"]["us"].get<double>() : NAN,
-               at["auto"]["speedup_over_dense"].get<double>(), dense_us / best,
-               at["auto"]["pct_copy_bw"].get<double>(),
-               double(rec["weight_bytes"]["ring"].get<int64_t>()) / (2.0 * rows * cols),
-               at["auto"]["max_rel_err"].get<double>());
+    fmt::print(
+        "{:<6} {:>5}x{:<5} {:>5.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f}x {:>7.2f}x {:>6.1f}% {:>6.3f} {:>9.1e}\n",
+        shape.kind, rows, cols, density, dense_us, rec["cusparse_f32_us"].get<double>(), at["ring"]["us"].get<double>(),
+        at["dbcols"]["us"].get<double>(), at["columns"]["us"].get<double>(), at["rowblocks"]["us"].get<double>(),
+        at.contains("dbdense") ? at["dbdense"]["us"].get<double>() : NAN,
+        at["auto"]["speedup_over_dense"].get<double>(), dense_us / best, at["auto"]["pct_copy_bw"].get<double>(),
+        double(rec["weight_bytes"]["ring"].get<int64_t>()) / (2.0 * rows * cols),
+        at["auto"]["max_rel_err"].get<double>());
     std::fflush(stdout);
   }
   return rec;
@@ -245,17 +252,24 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
 Runner add_decode_bench(CLI::App& sub_ref) {
   auto* sub = &sub_ref;
   auto a = std::make_shared<DecodeArgs>();
-  sub->add_option("--model", a->model, "Model whose layer shapes are timed")->required()->check(CLI::IsMember(known_models()));
-  sub->add_option("--weights", a->weights, "Directory of the model's .safetensors files (default: synthetic weights, normal(0, 0.02), seeded)");
-  sub->add_option("--layer", a->layer, "With --weights: the transformer block whose linear layers are timed")->check(CLI::NonNegativeNumber);
-  sub->add_option("--weight-sparsity", a->weight_sparsity, "Share of each row's weights pruned")->check(finite_range(0.0, 0.99));
+  sub->add_option("--model", a->model, "Model whose layer shapes are timed")
+      ->required()
+      ->check(CLI::IsMember(known_models()));
+  sub->add_option("--weights", a->weights,
+                  "Directory of the model's .safetensors files (default: synthetic weights, normal(0, 0.02), seeded)");
+  sub->add_option("--layer", a->layer, "With --weights: the transformer block whose linear layers are timed")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--weight-sparsity", a->weight_sparsity, "Share of each row's weights pruned")
+      ->check(finite_range(0.0, 0.99));
   sub->add_option("--act-density", a->act_densities,
                   "Shares of activations kept, each timed (default 1,0.5,0.3,0.1; tau per layer from a synthetic x)")
       ->delimiter(',')
       ->check(finite_range(1e-4, 1.0));
-  sub->add_option("--dtype", a->dtype, "Weights' and activations' dtype, of the dense cuBLAS baseline and of dbsparse's layers")
+  sub->add_option("--dtype", a->dtype,
+                  "Weights' and activations' dtype, of the dense cuBLAS baseline and of dbsparse's layers")
       ->check(CLI::IsMember({"f16", "bf16", "f32"}));
-  sub->add_option("--prune", a->prune, "wanda (|W| x |x| of the synthetic activation) or magnitude")->check(CLI::IsMember({"wanda", "magnitude"}));
+  sub->add_option("--prune", a->prune, "wanda (|W| x |x| of the synthetic activation) or magnitude")
+      ->check(CLI::IsMember({"wanda", "magnitude"}));
   sub->add_option("--json", a->json_path, "Write every layer's record as JSON");
   sub->add_option("--blocks-per-sm", a->blocks_per_sm, "The lanes mapping's thread blocks per SM (column splits)")
       ->check(CLI::Range(1, 64));
@@ -272,12 +286,14 @@ Runner add_decode_bench(CLI::App& sub_ref) {
     Stream s(ctx);
     const double copy_gbs = tools::measure_copy_bandwidth(s.handle());
     tools::CublasGemv cublas(s.handle());
-    fmt::print("device {}, copy bandwidth {:.0f} GB/s; {} ({} layers), weights {}, {:.0f}% pruned ({}); dtype {}; "
-               "CUDA graph replay, median of 15 x 20, weights rotated past the L2\n",
-               ctx.device().name, copy_gbs, m.name, m.layers, a->weights.empty() ? "synthetic" : a->weights,
-               100 * a->weight_sparsity, a->prune, a->dtype);
-    fmt::print("{:<6} {:>11} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>6} {:>9}\n", "layer", "shape",
-               "act", "dense us", "cusp f32", "ring", "dbcols", "columns", "rowblks", "dbdense", "auto x", "best x", "%BW", "w/f16", "err");
+    fmt::print(
+        "device {}, copy bandwidth {:.0f} GB/s; {} ({} layers), weights {}, {:.0f}% pruned ({}); dtype {}; "
+        "CUDA graph replay, median of 15 x 20, weights rotated past the L2\n",
+        ctx.device().name, copy_gbs, m.name, m.layers, a->weights.empty() ? "synthetic" : a->weights,
+        100 * a->weight_sparsity, a->prune, a->dtype);
+    fmt::print("{:<6} {:>11} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>6} {:>9}\n", "layer",
+               "shape", "act", "dense us", "cusp f32", "ring", "dbcols", "columns", "rowblks", "dbdense", "auto x",
+               "best x", "%BW", "w/f16", "err");
     nlohmann::json layers = nlohmann::json::array();
     std::map<std::string, std::vector<float>> kept_w;  // dense weights of the layers stacked below
     std::map<std::string, nlohmann::json> by_kind;
@@ -334,15 +350,18 @@ Runner add_decode_bench(CLI::App& sub_ref) {
       };
       std::vector<const nlohmann::json*> one;
       for (const auto& l : layers) one.push_back(&l);
-      for (const std::string row : {"dense", "ring", "dbcols", "columns", "rowblocks", "dbdense", "auto"}) b["layers_us"][row] = sum(one, row);
-      std::string line = fmt::format("block  act {:.2f}: seven layers dense {:.1f} us, auto {:.1f} us ({:.2f}x)", a->act_densities[d],
-                                     b["layers_us"]["dense"].get<double>(), b["layers_us"]["auto"].get<double>(),
-                                     b["layers_us"]["dense"].get<double>() / b["layers_us"]["auto"].get<double>());
+      for (const std::string row : {"dense", "ring", "dbcols", "columns", "rowblocks", "dbdense", "auto"})
+        b["layers_us"][row] = sum(one, row);
+      std::string line =
+          fmt::format("block  act {:.2f}: seven layers dense {:.1f} us, auto {:.1f} us ({:.2f}x)", a->act_densities[d],
+                      b["layers_us"]["dense"].get<double>(), b["layers_us"]["auto"].get<double>(),
+                      b["layers_us"]["dense"].get<double>() / b["layers_us"]["auto"].get<double>());
       if (!a->no_fuse) {
         const std::vector<const nlohmann::json*> st{&fused["qkv"], &by_kind["o"], &fused["gateup"], &by_kind["down"]};
-        for (const std::string row : {"dense", "ring", "dbcols", "columns", "rowblocks", "dbdense", "auto"}) b["stacked_us"][row] = sum(st, row);
-        line += fmt::format("; stacked dense {:.1f} us, auto {:.1f} us ({:.2f}x)", b["stacked_us"]["dense"].get<double>(),
-                            b["stacked_us"]["auto"].get<double>(),
+        for (const std::string row : {"dense", "ring", "dbcols", "columns", "rowblocks", "dbdense", "auto"})
+          b["stacked_us"][row] = sum(st, row);
+        line += fmt::format("; stacked dense {:.1f} us, auto {:.1f} us ({:.2f}x)",
+                            b["stacked_us"]["dense"].get<double>(), b["stacked_us"]["auto"].get<double>(),
                             b["stacked_us"]["dense"].get<double>() / b["stacked_us"]["auto"].get<double>());
       }
       double worst = INFINITY;
@@ -355,10 +374,17 @@ Runner add_decode_bench(CLI::App& sub_ref) {
       blocks.push_back(std::move(b));
     }
     if (!a->json_path.empty()) {
-      nlohmann::json j{{"tool", "dbsparse decode-bench"}, {"model", m.name}, {"dtype", a->dtype},
-                       {"weight_sparsity", a->weight_sparsity}, {"act_densities", a->act_densities}, {"prune", a->prune},
-                       {"device", ctx.device().name}, {"copy_bandwidth_gbs", copy_gbs}, {"layers", layers},
-                       {"stacked", fused}, {"blocks", blocks},
+      nlohmann::json j{{"tool", "dbsparse decode-bench"},
+                       {"model", m.name},
+                       {"dtype", a->dtype},
+                       {"weight_sparsity", a->weight_sparsity},
+                       {"act_densities", a->act_densities},
+                       {"prune", a->prune},
+                       {"device", ctx.device().name},
+                       {"copy_bandwidth_gbs", copy_gbs},
+                       {"layers", layers},
+                       {"stacked", fused},
+                       {"blocks", blocks},
                        {"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)))}};
       support::write_file_atomic(a->json_path, j.dump(2) + "\n");  // an unwritable path is an error, not exit 0
       fmt::print("wrote {}\n", a->json_path);

@@ -22,8 +22,8 @@ Runner add_explain(CLI::App& sub) {
     NamedMatrix m = load_matrix(a->matrix);
     std::string why;
     if (!cuda_device_available(&why)) {
-      fmt::print("{}: no CUDA device ({}); configs are per device, so only the defaults can be named:\n  {}\n",
-                 m.name, why, op.config.defaults.dump());
+      fmt::print("{}: no CUDA device ({}); configs are per device, so only the defaults can be named:\n  {}\n", m.name,
+                 why, op.config.defaults.dump());
       return 0;
     }
     Context ctx;

@@ -73,9 +73,10 @@ std::string svg_plot(const std::string& title, const std::string& param, bool lo
       s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"#1f77b4\"/>\n", X(p.x), Y(p.m.time_us));
   auto mark = [&](std::optional<double> v, const char* color, const char* label) {
     if (!v || !(*v > 0 || !log_x)) return;
-    s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"{3}\" stroke-dasharray=\"5,4\"/>\n"
-                     "<text x=\"{4:.1f}\" y=\"{5}\" fill=\"{3}\">{6}</text>\n",
-                     X(*v), T, H - B, color, X(*v) + 4, T + 12, label);
+    s += fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"{3}\" stroke-dasharray=\"5,4\"/>\n"
+        "<text x=\"{4:.1f}\" y=\"{5}\" fill=\"{3}\">{6}</text>\n",
+        X(*v), T, H - B, color, X(*v) + 4, T + 12, label);
   };
   mark(default_x, "#d62728", "default");
   mark(tuned_x, "#2ca02c", "tuned");
@@ -175,16 +176,19 @@ Runner add_explore(CLI::App& sub) {
     const std::vector<double> densities = a->density > 0 ? std::vector<double>{a->density} : std::vector<double>{};
     auto objective = op.objective(ctx, m, tools::ObjectiveOptions{densities});
     const std::string bucket = a->density > 0 ? fmt::format("explore d={}", a->density) : "explore";
-    fmt::print("{} on {}: sweeping {} of {} ({} held at their {} values)\n{:>12} {:>12}  {}\n", m.name, ctx.device().name,
-               a->param, a->op, base.params.size() - 1, to_string(base.source), a->param, "time us", "status");
+    fmt::print("{} on {}: sweeping {} of {} ({} held at their {} values)\n{:>12} {:>12}  {}\n", m.name,
+               ctx.device().name, a->param, a->op, base.params.size() - 1, to_string(base.source), a->param, "time us",
+               "status");
     std::vector<Point> pts;
     for (const auto& v : values) {
       nlohmann::json c = base.params;
       c[a->param] = v;
       std::string why;
       tuner::Measurement r;
-      if (!space.can_implement(c, &why)) r = {TrialStatus::Skipped, 0, "breaks " + why};
-      else r = (*objective)(c, a->samples);
+      if (!space.can_implement(c, &why))
+        r = {TrialStatus::Skipped, 0, "breaks " + why};
+      else
+        r = (*objective)(c, a->samples);
       db->add_trial(Trial{dev, fp, a->op, bucket, c, r.status, r.time_us, r.detail});
       pts.push_back({v, *x_of(v), r});
       fmt::print("{:>12} {:>12}  {}{}{}\n", value_text(v),

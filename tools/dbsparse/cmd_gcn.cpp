@@ -36,9 +36,10 @@ Runner add_gcn(CLI::App& sub_ref) {
       ->check(CLI::Range(1, 10000));
   sub->add_option("--warmup", a->opt.warmup, "Untimed passes first")->check(CLI::Range(0, 1000));
   sub->add_option("--seed", a->opt.seed, "Seed of X, W1 and W2");
-  sub->add_option("--path", a->opt.path,
-                  "dbsparse's SpMM path: config (the tuning DB's or the default), auto (by the condensed windows' fill), "
-                  "brp, csr or condensed")
+  sub->add_option(
+         "--path", a->opt.path,
+         "dbsparse's SpMM path: config (the tuning DB's or the default), auto (by the condensed windows' fill), "
+         "brp, csr or condensed")
       ->check(CLI::IsMember({"config", "auto", "brp", "csr", "condensed"}));
   sub->add_option("--reorder", a->opt.reorder,
                   "dbsparse's row order for the SpMMs: config (the tuning DB's or the default), none, degree, rcm or "
@@ -53,8 +54,8 @@ Runner add_gcn(CLI::App& sub_ref) {
   return [a]() {
     NamedMatrix m = load_matrix(tools::resolve_shared_name(a->graph));  // InputError names the file and line
     if (m.csr.rows != m.csr.cols)
-      throw UsageError(fmt::format("gcn: {} is {} x {}; a graph's adjacency matrix is square", m.name, m.csr.rows,
-                                   m.csr.cols));
+      throw UsageError(
+          fmt::format("gcn: {} is {} x {}; a graph's adjacency matrix is square", m.name, m.csr.rows, m.csr.cols));
     Context ctx;  // throws NoDeviceError with the reason when there is no GPU
     Stream stream(ctx);
     fmt::print("device {} ({})\n", ctx.device().name, ctx.device().arch());

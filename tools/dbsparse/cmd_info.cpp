@@ -65,12 +65,15 @@ Runner add_info(CLI::App& sub_ref) {
       Context ctx;
       const auto& d = ctx.device();
       arch = d.arch();
-      fmt::print("device:       {} ({}, {} SMs, {:.1f} GiB, L2 {} MiB), driver {}.{}\n", d.name,
-                 d.arch(), d.sm_count, d.memory_bytes / 1073741824.0, d.l2_bytes >> 20,
-                 d.driver_version / 1000, d.driver_version % 1000 / 10);
+      fmt::print("device:       {} ({}, {} SMs, {:.1f} GiB, L2 {} MiB), driver {}.{}\n", d.name, d.arch(), d.sm_count,
+                 d.memory_bytes / 1073741824.0, d.l2_bytes >> 20, d.driver_version / 1000,
+                 d.driver_version % 1000 / 10);
       fmt::print("  fingerprint: {}\n", d.record().fingerprint);
-      report["device"] = {{"name", d.name}, {"arch", d.arch()}, {"sm_count", d.sm_count},
-                          {"memory_bytes", d.memory_bytes}, {"l2_bytes", d.l2_bytes},
+      report["device"] = {{"name", d.name},
+                          {"arch", d.arch()},
+                          {"sm_count", d.sm_count},
+                          {"memory_bytes", d.memory_bytes},
+                          {"l2_bytes", d.l2_bytes},
                           {"driver_version", d.driver_version},
                           {"fingerprint", d.record().fingerprint}};
     } else {
@@ -115,10 +118,13 @@ Runner add_info(CLI::App& sub_ref) {
     }
     if (counts) {
       const auto& c = *counts;
-      fmt::print("tuning DB:    {} (schema v{}; {} devices, {} matrices, {} trials, {} configs)\n",
-                 db_path, db->schema_version(), c.devices, c.matrices, c.trials, c.configs);
-      report["db"] = {{"path", db_path}, {"devices", c.devices}, {"matrices", c.matrices},
-                      {"trials", c.trials}, {"configs", c.configs}};
+      fmt::print("tuning DB:    {} (schema v{}; {} devices, {} matrices, {} trials, {} configs)\n", db_path,
+                 db->schema_version(), c.devices, c.matrices, c.trials, c.configs);
+      report["db"] = {{"path", db_path},
+                      {"devices", c.devices},
+                      {"matrices", c.matrices},
+                      {"trials", c.trials},
+                      {"configs", c.configs}};
     } else {
       fmt::print("tuning DB:    {} ({})\n", db_path,
                  warning.empty() ? "not created yet: run dbtune" : "unusable: " + warning);
@@ -134,8 +140,8 @@ Runner add_info(CLI::App& sub_ref) {
                    r["cold_compile_ms"].get<double>());
         if (r.contains("origin"))
           fmt::print(" | this process: binary from {} {:.2f} ms + module load {:.2f} ms = {:.2f} ms",
-                     r["origin"].get<std::string>(), r["acquire_ms"].get<double>(),
-                     r["module_load_ms"].get<double>(), r["total_ms"].get<double>());
+                     r["origin"].get<std::string>(), r["acquire_ms"].get<double>(), r["module_load_ms"].get<double>(),
+                     r["total_ms"].get<double>());
         fmt::print("\n");
       }
       report["jit_timing"] = rows;

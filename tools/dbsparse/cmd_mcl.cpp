@@ -37,10 +37,11 @@ int run_mcl(const MclArgs& a, const NamedMatrix& m) {
   o.check();
   Context ctx;
   fmt::print("device {} ({})\n", ctx.device().name, ctx.device().arch());
-  fmt::print("{}: {} vertices, nnz(G) {}; inflation {}, prune below {}, top-k {}, at most {} iterations, tolerance "
-             "{}, {}{}{}\n",
-             m.name, g.rows, g.nnz(), o.inflation, o.prune_below, o.keep_top_k, o.max_iterations, o.tolerance,
-             a.precision, o.weighted ? ", weighted" : "", o.add_self_loops ? "" : ", no self loops");
+  fmt::print(
+      "{}: {} vertices, nnz(G) {}; inflation {}, prune below {}, top-k {}, at most {} iterations, tolerance "
+      "{}, {}{}{}\n",
+      m.name, g.rows, g.nnz(), o.inflation, o.prune_below, o.keep_top_k, o.max_iterations, o.tolerance, a.precision,
+      o.weighted ? ", weighted" : "", o.add_self_loops ? "" : ", no self loops");
   // One iteration first, so that the timed run's first iteration does not load the kernels (later
   // iterations may still use a SpGEMM group the first did not).
   MclOptions once = o;
@@ -61,8 +62,11 @@ int run_mcl(const MclArgs& a, const NamedMatrix& m) {
     iter_sum += it.ms;
     fmt::print("  {:>5} {:>11.3f} {:>11.3f} {:>12} {:>11} {:>11.3e}\n", i + 1, it.ms, it.expand_ms, it.nnz_expanded,
                it.nnz, it.change);
-    trace.push_back({{"ms", it.ms}, {"expand_ms", it.expand_ms}, {"nnz_expanded", it.nnz_expanded},
-                     {"nnz", it.nnz}, {"change", it.change}});
+    trace.push_back({{"ms", it.ms},
+                     {"expand_ms", it.expand_ms},
+                     {"nnz_expanded", it.nnz_expanded},
+                     {"nnz", it.nnz},
+                     {"change", it.change}});
   }
   std::vector<int64_t> sizes(static_cast<size_t>(r.clusters), 0);
   for (int32_t l : r.labels) ++sizes[l];
@@ -80,10 +84,14 @@ int run_mcl(const MclArgs& a, const NamedMatrix& m) {
                         {"precision", a.precision},
                         {"vertices", g.rows},
                         {"nnz_g", g.nnz()},
-                        {"options", {{"inflation", o.inflation}, {"prune_below", o.prune_below},
-                                     {"keep_top_k", o.keep_top_k}, {"max_iterations", o.max_iterations},
-                                     {"tolerance", o.tolerance}, {"weighted", o.weighted},
-                                     {"add_self_loops", o.add_self_loops}}},
+                        {"options",
+                         {{"inflation", o.inflation},
+                          {"prune_below", o.prune_below},
+                          {"keep_top_k", o.keep_top_k},
+                          {"max_iterations", o.max_iterations},
+                          {"tolerance", o.tolerance},
+                          {"weighted", o.weighted},
+                          {"add_self_loops", o.add_self_loops}}},
                         {"warmup_ms", warm_ms},
                         {"total_ms", total_ms},
                         {"iterations", r.iterations},
@@ -128,11 +136,13 @@ Runner add_mcl(CLI::App& sub_ref) {
                   "Converged when no entry moved by more than this in an iteration (default 1e-6)");
   sub->add_flag("--weighted", a->o.weighted, "Edge weights |A(i,j)| (default: every stored entry weighs 1)");
   sub->add_flag("--no-self-loops", a->no_self_loops, "Do not add a self loop to each vertex");
-  sub->add_option("--precision", a->precision, "f64 (default, as mcl_cpu) or f32")->check(CLI::IsMember({"f32", "f64"}));
-  sub->add_flag("--no-check", a->no_check,
-                fmt::format("Do not compare the labels with mcl_cpu's (done by default when nnz(G) <= {})",
-                            kCheckNnzLimit));
-  sub->add_option("--labels-out", a->labels_out, "Write the cluster of each vertex, one per line (contract --labels reads it)");
+  sub->add_option("--precision", a->precision, "f64 (default, as mcl_cpu) or f32")
+      ->check(CLI::IsMember({"f32", "f64"}));
+  sub->add_flag(
+      "--no-check", a->no_check,
+      fmt::format("Do not compare the labels with mcl_cpu's (done by default when nnz(G) <= {})", kCheckNnzLimit));
+  sub->add_option("--labels-out", a->labels_out,
+                  "Write the cluster of each vertex, one per line (contract --labels reads it)");
   sub->add_option("--json", a->json_path, "Write the record (options, per-iteration trace, clusters, check) as JSON");
   return [a]() {
     const NamedMatrix m = load_matrix(a->graph);  // InputError names the file and line

@@ -56,7 +56,8 @@ Runner add_prune(CLI::App& sub) {
         std::error_code ec;
         return fs::equivalent(r.file, a->model, ec);
       };
-      refs.erase(std::remove_if(refs.begin(), refs.end(), [&](const LinearLayerRef& r) { return !same(r); }), refs.end());
+      refs.erase(std::remove_if(refs.begin(), refs.end(), [&](const LinearLayerRef& r) { return !same(r); }),
+                 refs.end());
     }
     if (!a->layers.empty())
       refs.erase(std::remove_if(refs.begin(), refs.end(),
@@ -122,7 +123,8 @@ Runner add_prune(CLI::App& sub) {
       const std::vector<CompactLayer> back = read_compact_weights(a->out);
       int64_t differ = 0;
       for (size_t i = 0; i < layers.size(); ++i) {
-        const auto it = std::find_if(back.begin(), back.end(), [&](const CompactLayer& l) { return l.name == layers[i].name; });
+        const auto it =
+            std::find_if(back.begin(), back.end(), [&](const CompactLayer& l) { return l.name == layers[i].name; });
         if (it == back.end()) throw Error(fmt::format("prune --check: {} is missing from {}", layers[i].name, a->out));
         const CsrMatrix<float> got = compact_to_csr(*it);
         const CsrMatrix<float>& want = kept[i];

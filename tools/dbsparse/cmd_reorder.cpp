@@ -70,21 +70,19 @@ int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
     const GatherL1Counts own = gather_l1_model(csr, {}, g);
     g.count_order = true;
     const GatherL1Counts counted = gather_l1_model(csr, {}, g);
-    fmt::print("SpMV x sectors to L2 a call (L1 model): A's column numbers {:.1f} MB, columns by count {:.1f} MB "
-               "(A's entries {:.1f} MB)\n",
-               own.l2_bytes() / 1e6, counted.l2_bytes() / 1e6, 8.0 * static_cast<double>(csr.nnz()) / 1e6);
+    fmt::print(
+        "SpMV x sectors to L2 a call (L1 model): A's column numbers {:.1f} MB, columns by count {:.1f} MB "
+        "(A's entries {:.1f} MB)\n",
+        own.l2_bytes() / 1e6, counted.l2_bytes() / 1e6, 8.0 * static_cast<double>(csr.nnz()) / 1e6);
     spmv = {{"x_l2_bytes_own", own.l2_bytes()}, {"x_l2_bytes_count_order", counted.l2_bytes()}};
   }
   fmt::print("{:<10} {:>10} {:>12} {:>14} {:>14} {:>12} {:>16} {:>14} {:>14}\n", "order", "cpu ms", "bandwidth",
              "mean |i-j|", "x lines/row", "reuse/32 rows", "staged/saved N32", "L2 N32 (hubs)", "L2 N128 (hubs)");
-  nlohmann::json rec = {{"tool", "dbsparse reorder"},
-                        {"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)))},
-                        {"matrix", m.name},
-                        {"rows", csr.rows},
-                        {"nnz", csr.nnz()},
-                        {"hub_share", {{"top256", hubs[0]}, {"top1024", hubs[1]}, {"top4096", hubs[2]}}},
-                        {"spmv_model", spmv},
-                        {"orders", nlohmann::json::array()}};
+  nlohmann::json rec = {
+      {"tool", "dbsparse reorder"}, {"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)))},
+      {"matrix", m.name},           {"rows", csr.rows},
+      {"nnz", csr.nnz()},           {"hub_share", {{"top256", hubs[0]}, {"top1024", hubs[1]}, {"top4096", hubs[2]}}},
+      {"spmv_model", spmv},         {"orders", nlohmann::json::array()}};
   for (const auto& name : a.methods) {
     const Reorder how = parse_reorder(name);
     Permutation p;

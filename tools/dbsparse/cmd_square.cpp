@@ -54,8 +54,8 @@ int run_square(const SquareArgs& a, const NamedMatrix& m) {
   Context ctx;
   Stream stream(ctx);
   fmt::print("device {} ({})\n", ctx.device().name, ctx.device().arch());
-  fmt::print("{}: {} ({}), A {}x{}, nnz(A) {}, IP {} ({:.6f} GFLOP)\n", m.name, product, a.precision, am.rows,
-             am.cols, am.nnz(), flops / 2, flops * 1e-9);
+  fmt::print("{}: {} ({}), A {}x{}, nnz(A) {}, IP {} ({:.6f} GFLOP)\n", m.name, product, a.precision, am.rows, am.cols,
+             am.nnz(), flops / 2, flops * 1e-9);
   // The first product of the process also loads the kernels (NVRTC or the disk cache): timed apart.
   const double cold_ms = wall_ms([&] {
     SpgemmPlan<T> p = plan_square(ctx, am, a.transpose);
@@ -80,7 +80,8 @@ int run_square(const SquareArgs& a, const NamedMatrix& m) {
   topt.warmup = 2;
   topt.samples = a.reps;
   topt.batch = 1;
-  const tools::TimingResult steady = tools::time_on_stream(stream.handle(), topt, [&](int64_t) { plan->run(stream.handle()); });
+  const tools::TimingResult steady =
+      tools::time_on_stream(stream.handle(), topt, [&](int64_t) { plan->run(stream.handle()); });
   const double steady_ms = steady.median_us / 1e3;
   fmt::print("  cold product (kernels loaded): {:.3f} ms\n", cold_ms);
   fmt::print("  first run (plan, symbolic, host sync, numeric; median of 3): {:.3f} ms, {:.2f} GFLOP/s\n", first_ms,
@@ -123,14 +124,15 @@ int run_square(const SquareArgs& a, const NamedMatrix& m) {
 Runner add_square(CLI::App& sub_ref) {
   auto* sub = &sub_ref;
   auto a = std::make_shared<SquareArgs>();
-  sub->add_option("matrix", a->matrix, "Matrix Market file (.mtx, .mtx.gz) or a generator string, e.g. rmat:scale=16,ef=8")
+  sub->add_option("matrix", a->matrix,
+                  "Matrix Market file (.mtx, .mtx.gz) or a generator string, e.g. rmat:scale=16,ef=8")
       ->required();
   sub->add_flag("--transpose", a->transpose, "C = A·Aᵀ (Aᵀ built on the host); the default for a non-square A");
   sub->add_option("--precision", a->precision, "f32 (default) or f64")->check(CLI::IsMember({"f32", "f64"}));
   sub->add_option("--reps", a->reps, "Steady runs timed; the median is reported")->check(CLI::Range(1, 100000));
-  sub->add_flag("--no-check", a->no_check,
-                fmt::format("Do not check C against the CPU reference (done by default when nnz(A) <= {})",
-                            kCheckNnzLimit));
+  sub->add_flag(
+      "--no-check", a->no_check,
+      fmt::format("Do not check C against the CPU reference (done by default when nnz(A) <= {})", kCheckNnzLimit));
   sub->add_option("--json", a->json_path, "Write the record (times, GFLOP/s, nnz(C), check) as JSON");
   return [a]() {
     const NamedMatrix m = load_matrix(a->matrix);  // InputError names the file and line

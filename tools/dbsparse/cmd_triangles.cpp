@@ -37,11 +37,12 @@ int run_triangles(const TriangleArgs& a, const NamedMatrix& m) {
   const DeviceCsr<float> dg(g);
   int64_t count = 0;
   const double cold_ms = tools::wall_ms([&] { count = triangle_count(ctx, dg.view(), stream.handle()); });
-  const double ms = tools::median(tools::time_products(a.reps, 10.0, [&] {
-    count = triangle_count(ctx, dg.view(), stream.handle());
-  }));
-  fmt::print("  {} triangles; {:.3f} ms a count (median of up to {}, graph on the device; the first, with the "
-             "kernel loaded: {:.3f} ms)\n", count, ms, a.reps, cold_ms);
+  const double ms = tools::median(
+      tools::time_products(a.reps, 10.0, [&] { count = triangle_count(ctx, dg.view(), stream.handle()); }));
+  fmt::print(
+      "  {} triangles; {:.3f} ms a count (median of up to {}, graph on the device; the first, with the "
+      "kernel loaded: {:.3f} ms)\n",
+      count, ms, a.reps, cold_ms);
   nlohmann::json rec = {{"tool", "dbsparse triangles"},
                         {"date", fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::time(nullptr)))},
                         {"device", ctx.device().name},
@@ -75,15 +76,15 @@ Runner add_triangles(CLI::App& sub_ref) {
                   "undirected graph of A + A^T")
       ->required();
   sub->add_option("--reps", a->reps, "Counts timed; the median is reported")->check(CLI::Range(1, 100000));
-  sub->add_flag("--no-check", a->no_check,
-                fmt::format("Do not check against the CPU count (done by default when nnz(A + A^T) <= {})",
-                            kCheckNnzLimit));
+  sub->add_flag(
+      "--no-check", a->no_check,
+      fmt::format("Do not check against the CPU count (done by default when nnz(A + A^T) <= {})", kCheckNnzLimit));
   sub->add_option("--json", a->json_path, "Write the record (count, times, check) as JSON");
   return [a]() {
     const NamedMatrix m = load_matrix(a->graph);  // InputError names the file and line
     if (m.csr.rows != m.csr.cols)
-      throw UsageError(fmt::format("triangles: {} is {}x{}; a graph's adjacency matrix is square", m.name, m.csr.rows,
-                                   m.csr.cols));
+      throw UsageError(
+          fmt::format("triangles: {} is {}x{}; a graph's adjacency matrix is square", m.name, m.csr.rows, m.csr.cols));
     return run_triangles(*a, m);
   };
 }

@@ -16,13 +16,12 @@ int main(int argc, char** argv) {
     CLI::App* sub = app.add_subcommand(name, help);
     runners[sub] = configure(*sub);
   };
-  add("info", "Device, NVRTC and driver versions, kernel cache and tuning DB state",
-      dbsparse::cli::add_info);
+  add("info", "Device, NVRTC and driver versions, kernel cache and tuning DB state", dbsparse::cli::add_info);
   add("precompile", "Compile every kernel variant into the persistent cache (no GPU needed)",
       dbsparse::cli::add_precompile);
-  add("bench", "Time an op on a suite of matrices against cuSPARSE; table and JSON",
-      dbsparse::cli::add_bench);
-  add("convert", "Convert a matrix to the DB format on the CPU (or --format brp, on the GPU when there is one); its size against CSR and CSR+CSC",
+  add("bench", "Time an op on a suite of matrices against cuSPARSE; table and JSON", dbsparse::cli::add_bench);
+  add("convert",
+      "Convert a matrix to the DB format on the CPU (or --format brp, on the GPU when there is one); its size against CSR and CSR+CSC",
       dbsparse::cli::add_convert);
   add("explain", "The config a plan would use for a matrix on this GPU, and where it came from",
       dbsparse::cli::add_explain);
@@ -30,17 +29,20 @@ int main(int argc, char** argv) {
       dbsparse::cli::add_explore);
   add("bfs", "Breadth-first search from a few sources: GTEPS, levels, per-level directions, validation",
       dbsparse::cli::add_bfs);
-  add("decode-bench", "Batch-1 linear layers of a model, pruned, activations sparsified: dbsparse against cuBLAS and cuSPARSE",
+  add("decode-bench",
+      "Batch-1 linear layers of a model, pruned, activations sparsified: dbsparse against cuBLAS and cuSPARSE",
       dbsparse::cli::add_decode_bench);
   add("prune", "Prune a checkpoint's linear layers per row and save them in the compact column bitmap layout",
       dbsparse::cli::add_prune);
-  add("calibrate", "Per linear weight, from recorded calibration activations: Wanda's input norms and TEAL's activation thresholds",
+  add("calibrate",
+      "Per linear weight, from recorded calibration activations: Wanda's input norms and TEAL's activation thresholds",
       dbsparse::cli::add_calibrate);
   add("gcn", "A 2-layer GCN forward pass: dbsparse SpMM against cuSPARSE SpMM in the same cuBLAS pipeline",
       dbsparse::cli::add_gcn);
   add("triangles", "Triangle counting on the GPU (masked product C<L> = L*L, no L or C built), checked against the CPU",
       dbsparse::cli::add_triangles);
-  add("reorder", "Vertex orderings (degree, RCM, community) on the CPU: their time and how local each makes the pattern",
+  add("reorder",
+      "Vertex orderings (degree, RCM, community) on the CPU: their time and how local each makes the pattern",
       dbsparse::cli::add_reorder);
   add("square", "C = A^2 (or A*A^T) by hash SpGEMM: first and steady run, GFLOP/s, nnz(C), checked against the CPU",
       dbsparse::cli::add_square);

@@ -53,13 +53,13 @@ std::vector<std::string> suite(const Args& a) {
   return specs;
 }
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
 
 int run(const Args& a) {
   const double t0 = now_s();
-  const std::function<bool()> stop = [] { return g_stop.load(); };  // --total counts from here: kernels, matrices, search
+  const std::function<bool()> stop = [] {
+    return g_stop.load();
+  };  // --total counts from here: kernels, matrices, search
   std::string why;
   bool gpu = cuda_device_available(&why);
   std::unique_ptr<Context> ctx;
@@ -70,9 +70,10 @@ int run(const Args& a) {
     fmt::print("dbtune on {} ({})\n", ctx->device().name, ctx->device().arch());
   } else {
     if (arch.empty()) arch = "sm_90";
-    fmt::print("dbtune: no CUDA device found ({}).\n"
-               "Running the parts that need none: matrix features into the DB and kernels for {}.\n",
-               why, arch);
+    fmt::print(
+        "dbtune: no CUDA device found ({}).\n"
+        "Running the parts that need none: matrix features into the DB and kernels for {}.\n",
+        why, arch);
   }
   for (const auto& op : a.ops) tools::find_op(op);  // unknown ops fail before any work
   auto db = TuningDb::open(a.db_path);
@@ -106,8 +107,8 @@ int run(const Args& a) {
     }
     fmt::print(stderr, "\n");
   }
-  fmt::print("kernels: {} ready for {} in {}{}\n", compiled, arch,
-             cache.persistent() ? cache.dir() : "memory", failed ? fmt::format(", {} failed", failed) : "");
+  fmt::print("kernels: {} ready for {} in {}{}\n", compiled, arch, cache.persistent() ? cache.dir() : "memory",
+             failed ? fmt::format(", {} failed", failed) : "");
   // Every variant failed (a target NVRTC does not know, `--arch sm_1`): nothing can be tuned, and
   // exit 0 would tell a script the device is ready.
   if (compiled == 0 && failed > 0)
@@ -135,7 +136,8 @@ int run(const Args& a) {
             done ? fmt::format("ETA {:.0f} s", elapsed / static_cast<double>(done) * static_cast<double>(units - done))
                  : fmt::format("ETA <= {:.0f} s", budget * static_cast<double>(units));
         auto status = [&](const std::string& what) {
-          fmt::print(stderr, "\r[{}/{}] {:<40} {:<7} {:<10} {}   ", i + 1, specs.size(), m.name.substr(0, 40), op, what, eta);
+          fmt::print(stderr, "\r[{}/{}] {:<40} {:<7} {:<10} {}   ", i + 1, specs.size(), m.name.substr(0, 40), op, what,
+                     eta);
         };
         status("starting");
         // The run as a whole keeps to --total: later units get less when earlier ones overran
@@ -182,10 +184,13 @@ int main(int argc, char** argv) {
   CLI::App app{"dbtune: tune dbsparse's kernels for this GPU (run once per device)"};
   app.set_version_flag("--version", std::string("dbtune ") + DBSPARSE_VERSION);
   Args a;
-  app.add_flag("--quick", a.quick, "Small suite and 2 s per (matrix, op): about two minutes of search, four with a cold kernel cache");
+  app.add_flag("--quick", a.quick,
+               "Small suite and 2 s per (matrix, op): about two minutes of search, four with a cold kernel cache");
   app.add_option("--matrices", a.matrices, "Matrix files or generator strings instead of the suite");
   app.add_flag("--no-shared", a.no_shared, "Leave out ../shared/matrices ($DBSPARSE_MATRICES)");
-  app.add_option("--ops", a.ops, "Ops to tune (comma-separate); default every op that is tuned by default (all of them; spgemm skips matrices whose A^2 passes 6e8 products)")
+  app.add_option(
+         "--ops", a.ops,
+         "Ops to tune (comma-separate); default every op that is tuned by default (all of them; spgemm skips matrices whose A^2 passes 6e8 products)")
       ->delimiter(',')
       ->check(CLI::IsMember(tools::op_names()));
   app.add_option("--budget", a.budget_s, "Seconds of search per (matrix, op); default 2 with --quick, else 6")

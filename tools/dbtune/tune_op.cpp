@@ -15,7 +15,6 @@
 
 namespace dbsparse::tools {
 
-
 // The keys where `c` differs from the defaults, as compact JSON.
 static std::string diff(const OpDescriptor& op, const nlohmann::json& c) {
   const auto& d = op.config.defaults;
@@ -31,8 +30,8 @@ void print_table(const std::string& op_name, const std::vector<TuneRow>& rows) {
   const bool paper = !desc.paper.empty();
   const std::string& what = desc.objective_doc;
   fmt::print("\n{} ({}): best config per matrix\n{:<36} {:>10} {:>10} {:>8}{} {:>6}  {}\n", op, what, "matrix",
-             "default us", "best us", "speedup", paper ? fmt::format(" {:>9} {:>8}", "paper us", "vs paper") : "", "trials",
-             "best config (vs defaults)");
+             "default us", "best us", "speedup", paper ? fmt::format(" {:>9} {:>8}", "paper us", "vs paper") : "",
+             "trials", "best config (vs defaults)");
   std::vector<double> all, generated, over_paper, generated_over_paper;
   for (const auto& r : rows) {
     if (!(r.best_us > 0) || !(r.default_us > 0) || !std::isfinite(r.default_us)) {
@@ -55,16 +54,16 @@ void print_table(const std::string& op_name, const std::vector<TuneRow>& rows) {
                paper_cols, r.measured + r.recalled, diff(desc, r.best));
   }
   if (!all.empty())
-    fmt::print("{}: geometric-mean speed-up over the defaults {:.3f}x over {} matrices\n", op, geomean(all), all.size());
+    fmt::print("{}: geometric-mean speed-up over the defaults {:.3f}x over {} matrices\n", op, geomean(all),
+               all.size());
   if (!generated.empty())
     fmt::print("{}: over the {} generated matrices {:.3f}x\n", op, generated.size(), geomean(generated));
   if (!over_paper.empty())
     fmt::print("{}: geometric-mean speed-up over the paper's defaults {} {:.3f}x over {} matrices{}\n", op,
                desc.paper.dump(), geomean(over_paper), over_paper.size(),
-               generated_over_paper.empty()
-                   ? ""
-                   : fmt::format(", {:.3f}x over the {} generated", geomean(generated_over_paper),
-                                 generated_over_paper.size()));
+               generated_over_paper.empty() ? ""
+                                            : fmt::format(", {:.3f}x over the {} generated",
+                                                          geomean(generated_over_paper), generated_over_paper.size()));
 }
 
 // The configs measured in turn, twice each, every measurement stored as a trial tagged `tag`; the
@@ -77,8 +76,8 @@ static std::vector<double> head_to_head(const tuner::Objective& objective, Tunin
   for (int round = 0; round < 2 && !stop(); ++round)
     for (size_t i = 0; i < configs.size(); ++i) {
       auto t = objective(configs[i], 24);
-      db.add_trial(
-          Trial{where.device_fp, where.matrix_fp, where.op, where.bucket, configs[i], t.status, t.time_us, t.detail + tag});
+      db.add_trial(Trial{where.device_fp, where.matrix_fp, where.op, where.bucket, configs[i], t.status, t.time_us,
+                         t.detail + tag});
       if (t.status == TrialStatus::Ok) best[i] = std::min(best[i], t.time_us);
     }
   return best;
@@ -121,8 +120,14 @@ TuneRow tune_bucket(Context& ctx, TuningDb& db, const OpDescriptor& desc, const 
   opt.budget_s = budget_s;
   opt.stop = stop;
   auto r = tuner::search(space, *objective, recall, record, opt);
-  TuneRow row{.matrix = row_name(m.name, bucket), .strategy = r.strategy, .best = r.best, .default_us = r.default_us,
-              .best_us = r.best_us, .measured = r.measured, .recalled = r.recalled, .failed = r.failed};
+  TuneRow row{.matrix = row_name(m.name, bucket),
+              .strategy = r.strategy,
+              .best = r.best,
+              .default_us = r.default_us,
+              .best_us = r.best_us,
+              .measured = r.measured,
+              .recalled = r.recalled,
+              .failed = r.failed};
   if (!std::isfinite(r.best_us) || !(r.best_us > 0) || !std::isfinite(r.default_us)) {
     const auto trials = db.trials(dev, fp, op);
     for (auto it = trials.rbegin(); it != trials.rend(); ++it)
@@ -179,8 +184,8 @@ void evaluate(Context& ctx, TuningDb& db, const std::vector<std::string>& specs,
   for (const auto& op : ops) {
     const auto& desc = find_op(op);
     const auto& space = desc.space;
-    fmt::print("\n{}: leave-one-out prediction\n{:<36} {:<24} {:>10} {:>12} {:>8}\n", op, "matrix", "nearest", "best us",
-               "predicted us", "ratio");
+    fmt::print("\n{}: leave-one-out prediction\n{:<36} {:<24} {:>10} {:>12} {:>8}\n", op, "matrix", "nearest",
+               "best us", "predicted us", "ratio");
     std::vector<double> ratios;
     double worst = 1;
     for (const auto& spec : specs) {
@@ -213,10 +218,9 @@ void evaluate(Context& ctx, TuningDb& db, const std::vector<std::string>& specs,
       }
     }
     if (!ratios.empty())
-      fmt::print("{}: predicted configs reach {:.1f}% of the best config's speed (geomean), worst {:.1f}%, over {}\n", op,
-                 100 * geomean(ratios), 100 * worst, ratios.size());
+      fmt::print("{}: predicted configs reach {:.1f}% of the best config's speed (geomean), worst {:.1f}%, over {}\n",
+                 op, 100 * geomean(ratios), 100 * worst, ratios.size());
   }
 }
-
 
 }  // namespace dbsparse::tools

@@ -18,7 +18,7 @@ struct TuneRow {
   double default_us = 0, best_us = 0;
   double paper_us = INFINITY;  // the paper's defaults (paper_params), where the op has them
   int measured = 0, recalled = 0, failed = 0;
-  std::string why;  // when nothing ran: the last trial's status and detail (e.g. a skipped matrix)
+  std::string why;         // when nothing ran: the last trial's status and detail (e.g. a skipped matrix)
   bool generated = false;  // the targets are stated over the generated suite
 };
 
@@ -26,9 +26,9 @@ struct TuneRow {
 // confirms the best against the defaults and stores it with its speed-up. An op with buckets
 // (OpDescriptor::buckets, e.g. spmm's N classes) is tuned and stored per bucket, the budget split
 // between them: one row each.
-std::vector<TuneRow> tune_op(Context& ctx, TuningDb& db, const std::string& op, const NamedMatrix& m, const std::string& fp,
-                double budget_s, const std::function<bool()>& stop,
-                const std::function<void(const std::string&)>& status);
+std::vector<TuneRow> tune_op(Context& ctx, TuningDb& db, const std::string& op, const NamedMatrix& m,
+                             const std::string& fp, double budget_s, const std::function<bool()>& stop,
+                             const std::function<void(const std::string&)>& status);
 
 // Each matrix's best config, its speed-up over the defaults, and the geometric means.
 void print_table(const std::string& op, const std::vector<TuneRow>& rows);

@@ -20,7 +20,8 @@ using tuner::ParamSpec;
 tuner::SearchSpace make_space() {
   tuner::SearchSpace s{"bfs", {}, {}, config_to_json(BfsConfig{}), tuner::validate_as<BfsConfig>()};
   s.params = {
-      ParamSpec::choice("alpha", {2.0, 4.0, 8.0, 14.0, 32.0, 64.0}, "pull once frontier out-edges * alpha > unexplored edges"),
+      ParamSpec::choice("alpha", {2.0, 4.0, 8.0, 14.0, 32.0, 64.0},
+                        "pull once frontier out-edges * alpha > unexplored edges"),
       ParamSpec::choice("beta", {4.0, 12.0, 24.0, 64.0, 128.0}, "push again once frontier vertices * beta < n"),
       ParamSpec::choice("bfs_th3", {0.02, 0.1, 0.3, 1.0}, "pull while the active-block share exceeds this"),
       ParamSpec::choice("block_warps", {8, 32}, "warps per thread block"),
@@ -86,8 +87,9 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   nlohmann::json j;
   j["results"] = graphs;
   j["summary"] = bfs_summary(graphs);
-  j["gteps"] = "undirected edges within the source's component / seconds from the call to the finished levels "
-               "array (host wait included), median of 3 runs per source; geomean over vertex 0 and 16 seeded sources";
+  j["gteps"] =
+      "undirected edges within the source's component / seconds from the call to the finished levels "
+      "array (host wait included), median of 3 runs per source; geomean over vertex 0 and 16 seeded sources";
   return j;
 }
 

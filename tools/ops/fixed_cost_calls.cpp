@@ -84,7 +84,8 @@ std::vector<FixedCostCall> spmm_fixed_cost_calls(Context& ctx, const Stream& str
 std::vector<FixedCostCall> spgemm_fixed_cost_calls(Context& ctx, const Stream& stream) {
   const auto a = generate(kSmall).cast<float>();
   auto da = std::make_shared<DeviceCsr<float>>(a);
-  auto plan = std::make_shared<SpgemmPlan<float>>(ctx.plan_spgemm(da->view(), da->view(), SpgemmOptions{}, stream.handle()));
+  auto plan =
+      std::make_shared<SpgemmPlan<float>>(ctx.plan_spgemm(da->view(), da->view(), SpgemmOptions{}, stream.handle()));
   plan->run(stream.handle());  // sizes C: the numeric run is what is timed
   stream.synchronize();
   return {{"spgemm numeric run (C's structure known), A^2 of 1000 rows x 8",

@@ -21,8 +21,7 @@ void for_each_matrix(const std::vector<std::string>& specs,
 void print_jit(const std::vector<const BenchRow*>& rows) {
   std::set<std::string> shown;  // rows of one plan repeat its kernel
   for (const auto* r : rows)
-    if (!r->key.empty() && r->kernel_origin != "loaded" && r->kernel_origin != "memory" &&
-        shown.insert(r->key).second)
+    if (!r->key.empty() && r->kernel_origin != "loaded" && r->kernel_origin != "memory" && shown.insert(r->key).second)
       fmt::print("jit: {} from {}: {:.2f} ms + module load {:.2f} ms\n", r->key, r->kernel_origin, r->acquire_ms,
                  r->load_ms);
 }

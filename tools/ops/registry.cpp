@@ -13,8 +13,7 @@ const OpDescriptor& spmm_op();
 const OpDescriptor& spgemm_op();
 
 const std::vector<const OpDescriptor*>& ops() {
-  static const std::vector<const OpDescriptor*> all = {&spmv_op(), &spmspv_op(), &bfs_op(), &spmm_op(),
-                                                       &spgemm_op()};
+  static const std::vector<const OpDescriptor*> all = {&spmv_op(), &spmspv_op(), &bfs_op(), &spmm_op(), &spgemm_op()};
   return all;
 }
 

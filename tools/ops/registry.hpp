@@ -26,16 +26,16 @@ namespace dbsparse::tools {
 // What `dbsparse bench OP` was asked for; each op reads the options that apply to it and rejects,
 // with a UsageError naming the option, those that do not.
 struct BenchRequest {
-  std::vector<std::string> specs;     // matrices, in order
+  std::vector<std::string> specs;  // matrices, in order
   std::vector<std::string> precisions{"f32"};
-  std::vector<double> densities;      // empty: the op's default densities
+  std::vector<double> densities;  // empty: the op's default densities
   std::vector<std::string> strategies;
   std::optional<nlohmann::json> config;  // params for dbsparse's rows instead of the tuning DB's
   TimingOptions timing;
   bool baselines = true;
   bool fused = false;  // spmspv: plans made with SpmspvOptions::fused (one cooperative launch)
   bool explain = false;
-  std::vector<int> n_cols;  // spmm: the widths N of B and C (empty: the op's own, 32,64,128,256)
+  std::vector<int> n_cols;            // spmm: the widths N of B and C (empty: the op's own, 32,64,128,256)
   std::vector<std::string> reorders;  // spmm: row orders timed beside the CSR row (reorder.hpp names)
   // spmm: SpmmEpilogue of dbsparse's rows ("none" or "relu"); with relu, cuSPARSE's rows add the
   // relu pass a user of it needs (its SpMM has no epilogue), and every row is checked against ReLU(A B).
@@ -53,11 +53,11 @@ struct ObjectiveOptions {
 
 struct OpDescriptor {
   std::string name;
-  std::string doc;                  // one line, for help texts
-  OpConfigInfo config;              // complete defaults; which features predict its configs
-  nlohmann::json paper;             // the paper's published config, where it differs; else empty
-  std::string objective_doc;        // what the tuner's time is, for dbtune's tables
-  tuner::SearchSpace space;         // defaults == config.defaults; validate == the typed config's
+  std::string doc;            // one line, for help texts
+  OpConfigInfo config;        // complete defaults; which features predict its configs
+  nlohmann::json paper;       // the paper's published config, where it differs; else empty
+  std::string objective_doc;  // what the tuner's time is, for dbtune's tables
+  tuner::SearchSpace space;   // defaults == config.defaults; validate == the typed config's
   // The generated suite `bench` runs when no matrix is named ("quick" or "full").
   std::function<std::vector<std::string>(const std::string& size)> bench_suite;
   // An op whose suite comes in named parts (spmm: graphs, moderate) names them here, and `bench

@@ -202,7 +202,8 @@ std::string explain(Context& ctx, const NamedMatrix& m) {
 OpDescriptor make() {
   OpDescriptor d;
   d.name = "spgemm";
-  d.doc = "C = A B, both CSR: hash SpGEMM, rows grouped by intermediate products, hash tables in shared or global memory";
+  d.doc =
+      "C = A B, both CSR: hash SpGEMM, rows grouped by intermediate products, hash tables in shared or global memory";
   d.config = config_info<SpgemmConfig>();
   d.paper = config_to_json(SpgemmConfig::paper());  // dbtune reports the tuned configs against the article's
   d.objective_doc = "plan.run time with C's structure known (numeric phase), A^2 or A A^T";

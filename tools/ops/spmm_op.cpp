@@ -53,15 +53,18 @@ tuner::SearchSpace make_space() {
                         "auto (condensed fill, then TC share), BRP, CUDA-core CSR or condensed TC windows"),
       ParamSpec::choice("f", {1, 2, 4, 8}, "BRP: nonzeros per slot"),
       ParamSpec::choice("g", {1, 2, 4, 8}, "BRP: TC blocks per group"),
-      ParamSpec::choice("min_tc_share", {0.25, 0.5, 0.75, 1.01}, "auto takes BRP at this TC share or above (1.01: never)"),
+      ParamSpec::choice("min_tc_share", {0.25, 0.5, 0.75, 1.01},
+                        "auto takes BRP at this TC share or above (1.01: never)"),
       ParamSpec::choice("tc_warps", {1, 4, 8}, "BRP: warps per window's block"),
       ParamSpec::choice("expand_min_f", {4, 16}, "BRP: A operands expanded once per plan from this f (16: never)"),
       ParamSpec::choice("tc_max_run", {8, 32, 128}, "BRP: groups a block sums before the atomic pass"),
       ParamSpec::choice("csr_max_run", {0, 64, 1024}, "CSR: entries a warp takes before the atomic pass (0: auto)"),
       ParamSpec::choice("csr_warps", {2, 4, 8}, "CSR: warps a block"),
       ParamSpec::choice("csr_piece_reduce", {0, 1}, "CSR: a block's pieces of one row summed before the atomic add"),
-      ParamSpec::choice("csr_split", {0, 1}, "CSR, f32: long rows' parts in the rows' launch (1) or an atomic pass (0)"),
-      ParamSpec::choice("csr_rows_per_warp", {0, 1, 2, 4}, "CSR: rows a warp, each on 32 / rows lanes (0: the plan picks)"),
+      ParamSpec::choice("csr_split", {0, 1},
+                        "CSR, f32: long rows' parts in the rows' launch (1) or an atomic pass (0)"),
+      ParamSpec::choice("csr_rows_per_warp", {0, 1, 2, 4},
+                        "CSR: rows a warp, each on 32 / rows lanes (0: the plan picks)"),
       ParamSpec::choice("reorder", {"auto", "none", "degree", "rcm", "community"},
                         "CSR: the order warps take A's rows in (with path auto or csr)"),
   };
@@ -112,17 +115,21 @@ struct SpmmCase {
   uint64_t c_ptr() const { return dtype == SpmmDtype::F32 ? c.ptr() : c16.ptr(); }
   // C = NaN everywhere (0xFF bytes in every type), so that an entry left unwritten shows.
   void poison() {
-    if (dtype == SpmmDtype::F32) c.fill_bytes(0xFF);
-    else c16.fill_bytes(0xFF);
+    if (dtype == SpmmDtype::F32)
+      c.fill_bytes(0xFF);
+    else
+      c16.fill_bytes(0xFF);
   }
   void run(const SpmmPlan& plan, const Stream& s) {
-    if (dtype == SpmmDtype::F32) plan.run(b, c, s);
-    else plan.run(b16, c16, s);
+    if (dtype == SpmmDtype::F32)
+      plan.run(b, c, s);
+    else
+      plan.run(b16, c16, s);
   }
 
   // The largest |C - ref| / sum |a||b| over the entries (C downloaded; waits for the stream's work).
   double error() const {
-    const auto got = dtype == SpmmDtype::F32     ? c.download()
+    const auto got = dtype == SpmmDtype::F32   ? c.download()
                      : dtype == SpmmDtype::F16 ? half_to_floats(c16.download())
                                                : bf16_to_floats(c16.download());
     const double floor = spmm_rounding_floor(dtype);
@@ -177,9 +184,8 @@ struct SpmmObjective {
           return {TrialStatus::WrongResult, 0,
                   fmt::format("n = {}, path {}: error {:.3e} relative to sum |a||b| (tolerance {:.0e})", k->n,
                               to_string(plan.path()), err, tolerance(plan.path()))};
-        const double us = time_on_stream(s.handle(), objective_timing(samples), [&](int64_t) {
-                            k->run(plan, s);
-                          }).median_us;
+        const double us =
+            time_on_stream(s.handle(), objective_timing(samples), [&](int64_t) { k->run(plan, s); }).median_us;
         times.push_back(us);
         detail += fmt::format("{}n = {}: {:.1f} us ({})", detail.empty() ? "" : ", ", k->n, us, to_string(plan.path()));
       }
@@ -226,8 +232,9 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   const SpmmEpilogue epilogue = parse_spmm_epilogue(r.epilogue);
   const bool relu = epilogue == SpmmEpilogue::Relu;
   if (relu)
-    fmt::print("epilogue relu: C = ReLU(A B); dbsparse's plans apply it (fused into the CSR path's stores, a pass "
-               "elsewhere), cuSPARSE's rows add a relu pass over C (its SpMM has no epilogue)\n");
+    fmt::print(
+        "epilogue relu: C = ReLU(A B); dbsparse's plans apply it (fused into the CSR path's stores, a pass "
+        "elsewhere), cuSPARSE's rows add a relu pass over C (its SpMM has no epilogue)\n");
   std::optional<Config> given;
   if (r.config) given = Config{"spmm", *r.config, ConfigSource::Explicit, "--config"};
   (void)(given ? config_from_json<SpmmConfig>(given->params) : SpmmConfig{});  // a bad key fails before GPU work
@@ -273,7 +280,8 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
           rows.push_back(time_impl(fmt::format("dbsparse-condensed-g{}", cnd->g()), stream, r.timing, k,
                                    [&] { k.run(*cnd, stream); }));
         else
-          rows.push_back(BenchTime{"dbsparse-condensed", 0, 0, fmt::format("left out: {:.1f} GB of tiles", cnd_bytes / 1e9)});
+          rows.push_back(
+              BenchTime{"dbsparse-condensed", 0, 0, fmt::format("left out: {:.1f} GB of tiles", cnd_bytes / 1e9)});
         rows.push_back(time_impl("dbsparse-csr", stream, r.timing, k, [&] { k.run(csr, stream); }));
         const double csr_us = rows.back().us;
         // Reordered CSR: the ordering's host time and the calls that pay it back against plain CSR.
@@ -294,7 +302,9 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
           rows.back().note = payback > 0 ? fmt::format("order {:.1f} ms, paid back after {:.0f} calls", rp.reorder_ms(),
                                                        std::ceil(payback))
                                          : fmt::format("order {:.1f} ms, never paid back", rp.reorder_ms());
-          reorders.push_back({{"order", name}, {"ms", rp.reorder_ms()}, {"us", rows.back().us},
+          reorders.push_back({{"order", name},
+                              {"ms", rp.reorder_ms()},
+                              {"us", rows.back().us},
                               {"payback_calls", payback > 0 ? std::ceil(payback) : -1.0}});
         }
         const size_t best_of_ours = rows.size();
@@ -310,7 +320,8 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
               continue;
             }
             if (!relu) {
-              rows.push_back(time_impl(to_string(alg), stream, r.timing, k, [&] { cs.run(alg, k.b_ptr(), k.c_ptr()); }));
+              rows.push_back(
+                  time_impl(to_string(alg), stream, r.timing, k, [&] { cs.run(alg, k.b_ptr(), k.c_ptr()); }));
               continue;
             }
             rows.push_back(time_impl(std::string(to_string(alg)) + "+relu", stream, r.timing, k, [&] {
@@ -342,8 +353,10 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
         rec["condensed_fill"] = fill;
         // The preprocessing the issue bounds (4 nnz (index + value bytes) of extra device memory).
         if (const auto st = brp.brp_stats()) {
-          rec["brp_convert"] = {{"on_device", st->on_device}, {"ms", st->convert_ms},
-                                {"peak_extra_bytes", st->peak_extra_bytes}, {"bound_bytes", st->peak_bound_bytes()},
+          rec["brp_convert"] = {{"on_device", st->on_device},
+                                {"ms", st->convert_ms},
+                                {"peak_extra_bytes", st->peak_extra_bytes},
+                                {"bound_bytes", st->peak_bound_bytes()},
                                 {"peak_bytes_per_nnz", a.nnz() ? double(st->peak_extra_bytes) / double(a.nnz()) : 0.0}};
           conversions.push_back({m.name, *st});
         }
@@ -359,8 +372,12 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
             rec["impls"].push_back({{"impl", t.impl}, {"note", t.note}});
             continue;
           }
-          rec["impls"].push_back({{"impl", t.impl}, {"us", t.us}, {"gflops", gflops(t.us)}, {"error", t.err},
-                                  {"tolerance", tol_of(t)}, {"correct", t.err <= tol_of(t)}});
+          rec["impls"].push_back({{"impl", t.impl},
+                                  {"us", t.us},
+                                  {"gflops", gflops(t.us)},
+                                  {"error", t.err},
+                                  {"tolerance", tol_of(t)},
+                                  {"correct", t.err <= tol_of(t)}});
         }
         if (!unsupported.empty()) rec["cusparse_unsupported"] = unsupported;
         const double t_auto = rows[0].us, t_brp = rows[1].us, t_cnd = rows[2].us, t_csr = rows[3].us;
@@ -374,11 +391,12 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
         rec["brp_over_csr"] = t_csr / t_brp;
         const double cnd_over_cs = best_cs && t_cnd > 0 ? best_cs->us / t_cnd : 0.0;
         if (t_cnd > 0) rec["condensed_over_cusparse"] = cnd_over_cs;
-        fmt::print("{:<36} {:>4} {:>5} {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>10.1f} {:>7.2f} {:>7.2f} "
-                   "{:>7.2f}  {}; {}\n",
-                   m.name.substr(0, 36), to_string(dtype), n, t_auto, t_brp, t_cnd, t_csr, best_cs ? best_cs->us : 0.0,
-                   gflops(t_auto), vs_cs, t_csr / t_brp, cnd_over_cs, to_string(plan.path()),
-                   best_cs ? best_cs->impl : "none correct");
+        fmt::print(
+            "{:<36} {:>4} {:>5} {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>10.1f} {:>7.2f} {:>7.2f} "
+            "{:>7.2f}  {}; {}\n",
+            m.name.substr(0, 36), to_string(dtype), n, t_auto, t_brp, t_cnd, t_csr, best_cs ? best_cs->us : 0.0,
+            gflops(t_auto), vs_cs, t_csr / t_brp, cnd_over_cs, to_string(plan.path()),
+            best_cs ? best_cs->impl : "none correct");
         for (size_t i = 0; i < reorders.size(); ++i) {
           const BenchTime& t = rows[4 + i];
           const double over_cs = best_cs && t.us > 0 ? best_cs->us / t.us : 0.0;
@@ -392,7 +410,8 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
         if (!reorders.empty()) rec["reorders"] = reorders;
         for (const auto& t : rows)
           if (t.us > 0 && !(t.err <= tol_of(t)))
-            fmt::print("  WRONG: {} error {:.3e} relative to sum |a||b| (tolerance {:.0e})\n", t.impl, t.err, tol_of(t));
+            fmt::print("  WRONG: {} error {:.3e} relative to sum |a||b| (tolerance {:.0e})\n", t.impl, t.err,
+                       tol_of(t));
         results.push_back(rec);
       }
   });
@@ -412,9 +431,10 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
                      {"worst", worst->first},
                      {"worst_matrix", worst->second},
                      {"matrices", xs.size()}};
-    fmt::print("{} N = {}: dbsparse auto over the best cuSPARSE algorithm: geomean {:.2f}x over {} matrices, worst "
-               "{:.2f}x ({})\n",
-               to_string(dtype), n, geomean(xs), xs.size(), worst->first, worst->second);
+    fmt::print(
+        "{} N = {}: dbsparse auto over the best cuSPARSE algorithm: geomean {:.2f}x over {} matrices, worst "
+        "{:.2f}x ({})\n",
+        to_string(dtype), n, geomean(xs), xs.size(), worst->first, worst->second);
   }
   for (const auto& [key, v] : reordered) {
     std::vector<double> xs;
@@ -423,12 +443,14 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
       xs.push_back(p.first);
       if (!worst || p.first < worst->first) worst = &p;
     }
-    summary[fmt::format("csr-{} {}", key.first, key.second)] = {
-        {"geomean_over_best_cusparse", geomean(xs)}, {"worst", worst->first}, {"worst_matrix", worst->second},
-        {"matrices", xs.size()}};
-    fmt::print("N = {}: dbsparse csr, rows in {} order, over the best cuSPARSE algorithm: geomean {:.2f}x over {} "
-               "matrices, worst {:.2f}x ({})\n",
-               key.second, key.first, geomean(xs), xs.size(), worst->first, worst->second);
+    summary[fmt::format("csr-{} {}", key.first, key.second)] = {{"geomean_over_best_cusparse", geomean(xs)},
+                                                                {"worst", worst->first},
+                                                                {"worst_matrix", worst->second},
+                                                                {"matrices", xs.size()}};
+    fmt::print(
+        "N = {}: dbsparse csr, rows in {} order, over the best cuSPARSE algorithm: geomean {:.2f}x over {} "
+        "matrices, worst {:.2f}x ({})\n",
+        key.second, key.first, geomean(xs), xs.size(), worst->first, worst->second);
   }
   // One line per matrix (the first N's plan; the format does not depend on N).
   std::string last;
@@ -437,12 +459,13 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
     last = name;
     const double per_nnz = st.nnz ? double(st.peak_extra_bytes) / double(st.nnz) : 0.0;
     const double bound = st.nnz ? double(st.peak_bound_bytes()) / double(st.nnz) : 0.0;
-    const char* verdict = !st.on_device                                ? "not metered on the host"
+    const char* verdict = !st.on_device                                  ? "not metered on the host"
                           : st.peak_extra_bytes <= st.peak_bound_bytes() ? "within"
                                                                          : "OVER";
-    fmt::print("BRP f = {}, g = {} on {}: converted on the {} in {:.2f} ms, peak extra device memory {:.1f} B/nnz "
-               "(bound {:.0f}: {})\n",
-               st.f, st.g, name.substr(0, 40), st.on_device ? "GPU" : "host", st.convert_ms, per_nnz, bound, verdict);
+    fmt::print(
+        "BRP f = {}, g = {} on {}: converted on the {} in {:.2f} ms, peak extra device memory {:.1f} B/nnz "
+        "(bound {:.0f}: {})\n",
+        st.f, st.g, name.substr(0, 40), st.on_device ? "GPU" : "host", st.convert_ms, per_nnz, bound, verdict);
   }
   nlohmann::json j;
   j["results"] = results;

@@ -40,7 +40,8 @@ tuner::SearchSpace make_space() {
       ParamSpec::choice("pdl", {0, 1}, "programmatic dependent launch between a call's kernels"),
   };
   // th0 >= th1 makes the COO / Dense split degenerate: legal, but not worth a trial.
-  s.constraints = {{"th0 < th1", [](const nlohmann::json& c) { return c.at("th0").get<int>() < c.at("th1").get<int>(); }}};
+  s.constraints = {
+      {"th0 < th1", [](const nlohmann::json& c) { return c.at("th0").get<int>() < c.at("th1").get<int>(); }}};
   return s;
 }
 

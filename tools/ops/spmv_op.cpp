@@ -32,8 +32,9 @@ tuner::SearchSpace make_space() {
       ParamSpec::choice("block_max_len", {1024, 4096, 16384}, "longest row for one block per row"),
       ParamSpec::choice("longrow_chunk", {1024, 2048, 8192}, "entries per block of a split long row"),
       ParamSpec::choice("fold_share", {0.0, 0.02, 0.1}, "bins under this share of nonzeros join the next"),
-      ParamSpec::choice("reorder", {"auto", "none", "degree"},
-                        "auto (degree where hub columns are skewed), A's columns as given, or by decreasing count (x gathered)"),
+      ParamSpec::choice(
+          "reorder", {"auto", "none", "degree"},
+          "auto (degree where hub columns are skewed), A's columns as given, or by decreasing count (x gathered)"),
   };
   return s;
 }
@@ -91,7 +92,8 @@ struct SpmvObjective {
       if (!why.empty()) return {TrialStatus::WrongResult, 0, why};
       const double t64 = f64.measure(ctx, cfg, samples, why);
       if (!why.empty()) return {TrialStatus::WrongResult, 0, why};
-      return {TrialStatus::Ok, std::sqrt(t32 * t64), fmt::format("f32 {:.1f} us, f64 {:.1f} us; {} samples", t32, t64, samples)};
+      return {TrialStatus::Ok, std::sqrt(t32 * t64),
+              fmt::format("f32 {:.1f} us, f64 {:.1f} us; {} samples", t32, t64, samples)};
     });
   }
 };

@@ -11,8 +11,8 @@
 
 namespace dbsparse::abi {
 
-constexpr int kBfsWarps = 8;       // warps per thread block by default (BfsConfig::block_warps: 8 or 32)
-constexpr int kBfsPiece = 128;     // a push task: at most this many out-edges of one vertex
+constexpr int kBfsWarps = 8;          // warps per thread block by default (BfsConfig::block_warps: 8 or 32)
+constexpr int kBfsPiece = 128;        // a push task: at most this many out-edges of one vertex
 constexpr int kBfsLogLevels = 65536;  // levels whose statistics the search keeps (last_stats)
 enum BfsDirId { kBfsPush = 0, kBfsPull = 1 };
 
@@ -46,17 +46,17 @@ struct BfsLevelLog {
   uint32_t vertices;  // frontier size at this level
   uint32_t blocks;    // active 16-vertex blocks
   uint32_t pad;
-  uint64_t edges;     // out-edges of the frontier
+  uint64_t edges;  // out-edges of the frontier
 };
 static_assert(sizeof(BfsLevelLog) == 24, "BfsLevelLog is 24 bytes on both sides");
 
 struct BfsState {
-  uint64_t bar_count;           // the grid barrier's arrivals (grid_barrier: monotonic)
-  int32_t levels;               // frontiers expanded (the deepest level + 1), set when done
+  uint64_t bar_count;  // the grid barrier's arrivals (grid_barrier: monotonic)
+  int32_t levels;      // frontiers expanded (the deepest level + 1), set when done
   int32_t done;
   BfsFrontierCounts slot[4];
-  int32_t resume;               // solo mode: the level the grid continues at (-1: the search is over)
-  uint32_t readers;             // grid-wide level starts read so far, one per block (solo mode waits on it)
+  int32_t resume;    // solo mode: the level the grid continues at (-1: the search is over)
+  uint32_t readers;  // grid-wide level starts read so far, one per block (solo mode waits on it)
   int32_t pad[2];
 };
 static_assert(sizeof(BfsState) == 192, "BfsState is 192 bytes on both sides");
@@ -68,21 +68,21 @@ struct BfsArgs {
   const int32_t* push_idx;  // ... push_idx[push_ptr[j] .. push_ptr[j + 1])
   const void* pull_ptr;     // per vertex i: its in-neighbours j (row i of A); may alias push_*
   const int32_t* pull_idx;
-  uint32_t* visited;        // words bits
-  uint32_t* frontier;       // 3 * words bits
-  int32_t* queue;           // 3 * blocks: each frontier's active blocks
-  BfsTask* tasks;           // 2 * task_capacity
-  int32_t* levels;          // n
-  int32_t* parents;         // n, or null
+  uint32_t* visited;   // words bits
+  uint32_t* frontier;  // 3 * words bits
+  int32_t* queue;      // 3 * blocks: each frontier's active blocks
+  BfsTask* tasks;      // 2 * task_capacity
+  int32_t* levels;     // n
+  int32_t* parents;    // n, or null
   BfsState* state;
-  BfsLevelLog* log;         // kBfsLogLevels
-  uint64_t total_edges;     // push view entries
+  BfsLevelLog* log;      // kBfsLogLevels
+  uint64_t total_edges;  // push view entries
   int32_t n, blocks, words, source;
   int32_t step_begin, step_end;  // steps: 0 clear, 1 the source, 2 + L level L
   int32_t cooperative;           // 1: one launch runs all steps with a grid barrier between them
   uint32_t task_capacity;
-  float alpha, beta, th3;        // auto direction (BfsConfig)
-  uint32_t solo_tasks;           // cooperative: push levels with at most this many tasks run on block 0 alone
+  float alpha, beta, th3;  // auto direction (BfsConfig)
+  uint32_t solo_tasks;     // cooperative: push levels with at most this many tasks run on block 0 alone
 };
 static_assert(sizeof(BfsArgs) == 152, "BfsArgs is 152 bytes on both sides");
 

@@ -13,8 +13,8 @@
 
 namespace dbsparse::abi {
 
-constexpr int kBrpConvertBlock = 256;       // threads per block of every conversion kernel
-constexpr int kBrpScanItems = 4;            // items per thread of the scans
+constexpr int kBrpConvertBlock = 256;                           // threads per block of every conversion kernel
+constexpr int kBrpScanItems = 4;                                // items per thread of the scans
 constexpr int kBrpScanTile = kBrpConvertBlock * kBrpScanItems;  // items per block of the scans
 
 // Every conversion kernel's only argument, by value. Sorted positions are window start + the rank

@@ -8,9 +8,10 @@ namespace dbsparse::abi {
 
 // What one pass of csr_check finds (the lowest row or entry of each kind: atomicMin, ~0 for none).
 struct CsrCheck {
-  uint64_t bad_rows;        // pass 0: rows whose offsets decrease or leave [0, nnz] (row 0 starting at 0, the last ending at nnz)
-  uint64_t bad_cols;        // pass 1: entries outside [0, cols)
-  uint64_t unsorted;        // pass 2: entries not above the one before them in their row
+  uint64_t
+      bad_rows;  // pass 0: rows whose offsets decrease or leave [0, nnz] (row 0 starting at 0, the last ending at nnz)
+  uint64_t bad_cols;  // pass 1: entries outside [0, cols)
+  uint64_t unsorted;  // pass 2: entries not above the one before them in their row
   uint64_t first_bad_row;
   uint64_t first_bad_entry;
   uint64_t first_unsorted;  // a row

@@ -83,22 +83,22 @@ static_assert(sizeof(SpgemmTable) == 24, "SpgemmTable is 24 bytes on both sides"
 // to first_bad_b is zeroed before the analysis; first_bad_b and first_bad_a are set to all ones
 // (none found) and lowered by atomicMin.
 struct SpgemmStats {
-  int64_t ip[kSpgemmGroups];     // products of each group's rows
-  int64_t max_ip;                // the largest IP of a row
-  int64_t global_slots;          // the global tables' slots together
-  uint64_t table_cursor;         // the scatter pass's next free slot
-  int64_t nnz;                   // nnz(C), from the symbolic phase's row lengths (int64: it may pass 2^31-1)
-  int32_t rows[kSpgemmGroups];   // rows per group
-  int32_t idle;                  // rows with IP == 0
-  int32_t may_overflow;          // rows of groups 0-2 with a global table too
+  int64_t ip[kSpgemmGroups];          // products of each group's rows
+  int64_t max_ip;                     // the largest IP of a row
+  int64_t global_slots;               // the global tables' slots together
+  uint64_t table_cursor;              // the scatter pass's next free slot
+  int64_t nnz;                        // nnz(C), from the symbolic phase's row lengths (int64: it may pass 2^31-1)
+  int32_t rows[kSpgemmGroups];        // rows per group
+  int32_t idle;                       // rows with IP == 0
+  int32_t may_overflow;               // rows of groups 0-2 with a global table too
   int32_t cursor[kSpgemmGroups + 1];  // the scatter pass's: groups 0-3, then the may-overflow rows
-  int32_t overflowed;            // rows the symbolic phase found over their shared table
-  int32_t bad_ptr;               // bit 0: A's row_ptr does not run 0..nnz(A); bit 1: B's
+  int32_t overflowed;                 // rows the symbolic phase found over their shared table
+  int32_t bad_ptr;                    // bit 0: A's row_ptr does not run 0..nnz(A); bit 1: B's
   int32_t pad;
-  int32_t group_max_ip[3];       // the largest IP of a row of groups 0-2 (< b2 <= 2^30): their tables' fit
+  int32_t group_max_ip[3];  // the largest IP of a row of groups 0-2 (< b2 <= 2^30): their tables' fit
   int32_t pad3;
-  uint64_t first_bad_b;          // the first position of B with a column outside [0, B's columns)
-  uint32_t first_bad_a;          // the first row of A with a column outside [0, A's columns)
+  uint64_t first_bad_b;  // the first position of B with a column outside [0, B's columns)
+  uint32_t first_bad_a;  // the first row of A with a column outside [0, A's columns)
   uint32_t pad2;
 };
 static_assert(sizeof(SpgemmStats) == 152, "SpgemmStats is 152 bytes on both sides");

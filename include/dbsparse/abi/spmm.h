@@ -17,8 +17,8 @@ constexpr int kSpmmWindowRows = 16;  // m of mma.m16n8k8: a BRP row window
 constexpr int kSpmmTileCols = 8;     // n: the columns of B and C one warp takes at a time
 constexpr int kSpmmBlockSlots = 8;   // k: the slots of a BRP TC block
 constexpr uint8_t kSpmmPadLocalId = 0xFF;
-constexpr int kSpmmRowWarps = 8;     // warps per block of brp_residual
-constexpr int kSpmmMaxCols = 4096;   // n_cols a plan accepts
+constexpr int kSpmmRowWarps = 8;           // warps per block of brp_residual
+constexpr int kSpmmMaxCols = 4096;         // n_cols a plan accepts
 constexpr int kSpmmFinalizeThreads = 256;  // threads per block of spmm_finalize16
 
 DBS_ABI_FN int mma_group_id(int lane) { return lane >> 2; }
@@ -168,7 +168,7 @@ static_assert(sizeof(SpmmAcc) == 32, "SpmmAcc layout");
 //    win_col[w + 1] of cols;
 //  - staged row i: C's row rows[i], its entries ptr[i] .. ptr[i + 1] of slot (the entry's column as
 //    an index into its window's columns) and vals.
-constexpr int kSpmmStageWarps = 4;        // warps a window's block
+constexpr int kSpmmStageWarps = 4;          // warps a window's block
 constexpr int kSpmmStageBytes = 48 * 1024;  // shared memory a window's B rows may take (no opt-in needed)
 struct SpmmStageArgs {
   const int32_t* win_row;

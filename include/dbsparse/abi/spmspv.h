@@ -27,9 +27,9 @@ static_assert(DBS_ABI_OFFSETOF(BlockMeta, val_off) == 8 && DBS_ABI_OFFSETOF(Bloc
                   DBS_ABI_OFFSETOF(BlockMeta, type) == 18,
               "BlockMeta layout");
 
-constexpr int kWarps = 4;          // warps per thread block, in every SpMSpV kernel (paper §3.3.2)
-constexpr int kPushChunk = 8;      // matrix blocks per push task
-constexpr int kSegmentWeight = 16; // pull: a new segment once the blocks' weight reaches 16 (§3.3.2)
+constexpr int kWarps = 4;              // warps per thread block, in every SpMSpV kernel (paper §3.3.2)
+constexpr int kPushChunk = 8;          // matrix blocks per push task
+constexpr int kSegmentWeight = 16;     // pull: a new segment once the blocks' weight reaches 16 (§3.3.2)
 constexpr int kSegmentMaxBlocks = 16;  // what one half-warp holds; weight >= 1 per block keeps to it
 // 12 resident blocks (48 warps) per SM caps registers at 40: without a minimum, ptxas kept the
 // auto variant at 48 registers and the single-path ones at 32 with local-memory spills (sm_90,
@@ -122,7 +122,7 @@ struct SpmspvArgs {
   const int32_t* res_col_ptr;  // residual column view, by column block
   const uint32_t* res_cr;      // local column << 28 | row
   const T* res_col_val;
-  PushTask* block_tasks;        // workspace: this call's push lists, written by prep
+  PushTask* block_tasks;  // workspace: this call's push lists, written by prep
   ResidualTask* residual_tasks;
   ResidualTask* small_tasks;
   SpmspvState* state;
@@ -142,7 +142,8 @@ struct SpmspvArgs {
   int32_t block_rows;
 };
 static_assert(sizeof(SpmspvArgs<float>) == 208 && sizeof(SpmspvArgs<double>) == 208, "SpmspvArgs layout");
-static_assert(DBS_ABI_OFFSETOF(SpmspvArgs<float>, rows) == 176 && DBS_ABI_OFFSETOF(SpmspvArgs<float>, res_threshold) == 200,
+static_assert(DBS_ABI_OFFSETOF(SpmspvArgs<float>, rows) == 176 &&
+                  DBS_ABI_OFFSETOF(SpmspvArgs<float>, res_threshold) == 200,
               "SpmspvArgs layout");
 
 }  // namespace dbsparse::abi

@@ -51,11 +51,11 @@ struct SpmvClassifiedArgs {
   const T* vals;
   const T* x;
   T* y;
-  const int32_t* lists;          // rows of the row bins, bin after bin
-  const SpmvChunk* chunks;       // the long-row bin
-  const int32_t* chunk_ptr;      // chunks of long-row slot s: chunk_ptr[s] .. chunk_ptr[s + 1]
-  T* partial;                    // one per chunk
-  uint32_t* arrivals;            // per long-row slot; zero between runs
+  const int32_t* lists;               // rows of the row bins, bin after bin
+  const SpmvChunk* chunks;            // the long-row bin
+  const int32_t* chunk_ptr;           // chunks of long-row slot s: chunk_ptr[s] .. chunk_ptr[s + 1]
+  T* partial;                         // one per chunk
+  uint32_t* arrivals;                 // per long-row slot; zero between runs
   int32_t list_off[kSpmvClassBins];   // first entry of bin k in lists
   int32_t count[kSpmvClassBins];      // rows of bin k (long-row bin: chunks)
   int32_t block_end[kSpmvClassBins];  // cumulative thread blocks, in grid order (long-row bin first)

@@ -43,9 +43,9 @@ TEST_CASE("CliNamesAnUnknownCommand") {
 }
 
 TEST_CASE("CliRangeChecksRefuseNaNAndInf") {
-  for (const char* args : {"convert stencil2d:n=10 --th2 nan", "convert stencil2d:n=10 --th0 inf",
-                           "explore stencil2d:n=10 --op spmspv --param th0 --density nan",
-                           "bench spmspv stencil2d:n=10 --density nan"}) {
+  for (const char* args :
+       {"convert stencil2d:n=10 --th2 nan", "convert stencil2d:n=10 --th0 inf",
+        "explore stencil2d:n=10 --op spmspv --param th0 --density nan", "bench spmspv stencil2d:n=10 --density nan"}) {
     CAPTURE(args);
     const auto [rc, out] = dbs_test::run_tool("dbsparse", args);
     CHECK(rc != 0);
@@ -61,8 +61,8 @@ TEST_CASE("CliRangeChecksRefuseNaNAndInf") {
 TEST_CASE("CliOutputThatFailsToWriteIsAFailure") {
   REQUIRE(fs::exists("/dev/full"));
   const fs::path err = dbs_test::temp_dir("cli-dev-full") / "stderr.txt";
-  const std::string cmd = "'" + dbs_test::sibling_binary("dbsparse").string() + "' convert stencil2d:n=10 >/dev/full 2>'" +
-                          err.string() + "'";
+  const std::string cmd = "'" + dbs_test::sibling_binary("dbsparse").string() +
+                          "' convert stencil2d:n=10 >/dev/full 2>'" + err.string() + "'";
   const int status = std::system(cmd.c_str());
   CHECK(WIFEXITED(status));
   CHECK(WEXITSTATUS(status) != 0);

@@ -90,13 +90,26 @@ TEST_CASE("SpmvAbiHeaderIsEmbeddedUnderItsIncludeName") {
 }
 
 TEST_CASE("SpmvKeyParseRejectsMalformedText") {
-  for (const char* bad : {"", "spmv", "spmv.scalar.f32", "spmspv.scalar.f32.b256",
-                          "spmv.vector.f32.b256", "spmv.scalar.f16.b256", "spmv.scalar.f32.256",
-                          "spmv.scalar.f32.b100", "spmv.scalar.f32.b2048", "spmv.scalar.f32.bx",
-                          "spmv.scalar.f32.b256.extra", "spmv.scalar.f32.b256.l8",
-                          "spmv.vector.f32.b256.l3", "spmv.vector.f32.b256.l64",
-                          "spmv.vector.f32.b256.x8", "spmv.block.f32.b256.l2", "spmv.classify",
-                          "spmv.classify.f32.b256", "spmv.classify.b100", "spmv.classify.256"}) {
+  for (const char* bad : {"",
+                          "spmv",
+                          "spmv.scalar.f32",
+                          "spmspv.scalar.f32.b256",
+                          "spmv.vector.f32.b256",
+                          "spmv.scalar.f16.b256",
+                          "spmv.scalar.f32.256",
+                          "spmv.scalar.f32.b100",
+                          "spmv.scalar.f32.b2048",
+                          "spmv.scalar.f32.bx",
+                          "spmv.scalar.f32.b256.extra",
+                          "spmv.scalar.f32.b256.l8",
+                          "spmv.vector.f32.b256.l3",
+                          "spmv.vector.f32.b256.l64",
+                          "spmv.vector.f32.b256.x8",
+                          "spmv.block.f32.b256.l2",
+                          "spmv.classify",
+                          "spmv.classify.f32.b256",
+                          "spmv.classify.b100",
+                          "spmv.classify.256"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(SpmvKey::parse(bad), UsageError);
   }
@@ -105,10 +118,10 @@ TEST_CASE("SpmvKeyParseRejectsMalformedText") {
 TEST_CASE("SpmvSourceMatchesGolden") {
   // To update after an intended change: write make_source(key).source over the golden file and
   // review the diff.
-  for (const auto& key : {SpmvKey{ValueType::F32, SpmvStrategy::Scalar, 256},
-                          SpmvKey{ValueType::F64, SpmvStrategy::Scalar, 128},
-                          SpmvKey{ValueType::F32, SpmvStrategy::Vector, 256, 8},
-                          SpmvKey{ValueType::F64, SpmvStrategy::LongRow, 256}, spmv_classify_key()}) {
+  for (const auto& key :
+       {SpmvKey{ValueType::F32, SpmvStrategy::Scalar, 256}, SpmvKey{ValueType::F64, SpmvStrategy::Scalar, 128},
+        SpmvKey{ValueType::F32, SpmvStrategy::Vector, 256, 8}, SpmvKey{ValueType::F64, SpmvStrategy::LongRow, 256},
+        spmv_classify_key()}) {
     auto ks = make_source(key);
     auto golden = std::filesystem::path(DBS_SOURCE_DIR) / "tests" / "golden" / (ks.key + ".cu");
     REQUIRE_MESSAGE(std::filesystem::exists(golden), golden.string());
@@ -168,13 +181,14 @@ TEST_CASE("SpmspvKeyRoundTripsThroughText") {
 }
 
 TEST_CASE("SpmspvKeyParseRejectsMalformedText") {
-  for (const char* bad : {"spmspv.auto.f32.plus_times.bs16", "spmv.auto.f32.plus_times.bs16.t=coo",
-                          "spmspv.sideways.f32.plus_times.bs16.t=coo", "spmspv.auto.f16.plus_times.bs16.t=coo",
-                          "spmspv.auto.f32.max_plus.bs16.t=coo", "spmspv.auto.f32.plus_times.bs8.t=coo",
-                          "spmspv.auto.f32.plus_times.bs16.coo", "spmspv.auto.f32.plus_times.bs16.t=ell",
-                          "spmspv.auto.f32.plus_times.bs16.t=dense+coo", "spmspv.auto.f32.plus_times.bs16.t=coo+coo",
-                          "spmspv.auto.f32.plus_times.bs16.t=coo.coo=lane", "spmspv.auto.f32.plus_times.bs16.t=coo+pcsr",
-                          "spmspv.auto.f32.plus_times.bs16.t=coo.coo=warp.x"}) {
+  for (const char* bad :
+       {"spmspv.auto.f32.plus_times.bs16", "spmv.auto.f32.plus_times.bs16.t=coo",
+        "spmspv.sideways.f32.plus_times.bs16.t=coo", "spmspv.auto.f16.plus_times.bs16.t=coo",
+        "spmspv.auto.f32.max_plus.bs16.t=coo", "spmspv.auto.f32.plus_times.bs8.t=coo",
+        "spmspv.auto.f32.plus_times.bs16.coo", "spmspv.auto.f32.plus_times.bs16.t=ell",
+        "spmspv.auto.f32.plus_times.bs16.t=dense+coo", "spmspv.auto.f32.plus_times.bs16.t=coo+coo",
+        "spmspv.auto.f32.plus_times.bs16.t=coo.coo=lane", "spmspv.auto.f32.plus_times.bs16.t=coo+pcsr",
+        "spmspv.auto.f32.plus_times.bs16.t=coo.coo=warp.x"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(SpmspvKey::parse(bad), UsageError);
   }
@@ -203,7 +217,8 @@ TEST_CASE("BfsKeyRoundTripsThroughTextAndO64AddsTheViewCheck") {
     CHECK((ks.source.find("#define DBS_BFS_O64 1") != std::string::npos) == k.offsets64);
   }
   CHECK(BfsKey::parse("bfs.push.or_and.w32.o64") == BfsKey{Direction::Push, Semiring::OrAnd, 32, true});
-  for (const char* bad : {"bfs.auto.or_and.w8.o32", "bfs.auto.or_and.w8.o64.x", "bfs.auto.or_and", "bfs.auto.or_and.w16"}) {
+  for (const char* bad :
+       {"bfs.auto.or_and.w8.o32", "bfs.auto.or_and.w8.o64.x", "bfs.auto.or_and", "bfs.auto.or_and.w16"}) {
     CAPTURE(bad);
     CHECK_THROWS_AS(BfsKey::parse(bad), UsageError);
   }
@@ -215,7 +230,8 @@ TEST_CASE("CsrViewKeyRoundTripsThroughText") {
     const KernelSource ks = make_source(k);
     REQUIRE(ks.name_expressions.size() == 3);
     CHECK(ks.name_expressions[0] == (k.offsets64 ? "dbs::csr_check<long long>" : "dbs::csr_check<int>"));
-    CHECK(ks.name_expressions[2] == (k.offsets64 ? "dbs::csr_degree_scatter<long long>" : "dbs::csr_degree_scatter<int>"));
+    CHECK(ks.name_expressions[2] ==
+          (k.offsets64 ? "dbs::csr_degree_scatter<long long>" : "dbs::csr_degree_scatter<int>"));
   }
   for (const char* bad : {"csr_view", "csr_view.o16", "csr_view.o64.x", "check.o64"}) {
     CAPTURE(bad);

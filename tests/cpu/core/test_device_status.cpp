@@ -21,9 +21,9 @@ TEST_CASE("device status: no library, no device, or a working device") {
 }
 
 TEST_CASE("device status: a driver that loads and then refuses is a failure, not a skip") {
-  for (CUresult r : {CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, CUDA_ERROR_SYSTEM_NOT_READY,
-                     CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE, CUDA_ERROR_NOT_INITIALIZED,
-                     CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_UNKNOWN}) {
+  for (CUresult r :
+       {CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, CUDA_ERROR_SYSTEM_NOT_READY, CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE,
+        CUDA_ERROR_NOT_INITIALIZED, CUDA_ERROR_OUT_OF_MEMORY, CUDA_ERROR_UNKNOWN}) {
     CAPTURE(static_cast<int>(r));
     CHECK(classify_device(true, r, 0) == DeviceStatus::InitFailed);
     CHECK(classify_device(true, r, 1) == DeviceStatus::InitFailed);

@@ -21,8 +21,7 @@ namespace {
 double half_value(uint16_t h) {
   const int exponent = (h >> 10) & 0x1F;
   const int mantissa = h & 0x3FF;
-  const double magnitude =
-      exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);
+  const double magnitude = exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);
   return (h & 0x8000) ? -magnitude : magnitude;
 }
 
@@ -55,8 +54,7 @@ uint16_t nearest_half(float x) {
 double bf16_value(uint16_t b) {
   const int exponent = (b >> 7) & 0xFF;
   const int mantissa = b & 0x7F;
-  const double magnitude =
-      exponent == 0 ? std::ldexp(mantissa, -133) : std::ldexp(128 + mantissa, exponent - 134);
+  const double magnitude = exponent == 0 ? std::ldexp(mantissa, -133) : std::ldexp(128 + mantissa, exponent - 134);
   return (b & 0x8000) ? -magnitude : magnitude;
 }
 
@@ -166,9 +164,9 @@ TEST_CASE("Bf16KnownValuesTiesAndOverflow") {
   CHECK(bf16_to_float(0x3F80) == 1.0f);
   CHECK(float_to_bf16(-2.0f) == 0xC000);
   CHECK(float_to_bf16(-0.0f) == 0x8000);
-  CHECK(float_to_bf16(from_bits(0x3F808000u)) == 0x3F80);  // tie, even stays
-  CHECK(float_to_bf16(from_bits(0x3F818000u)) == 0x3F82);  // tie, odd goes up to even
-  CHECK(float_to_bf16(from_bits(0x3F808001u)) == 0x3F81);  // past the midpoint
+  CHECK(float_to_bf16(from_bits(0x3F808000u)) == 0x3F80);             // tie, even stays
+  CHECK(float_to_bf16(from_bits(0x3F818000u)) == 0x3F82);             // tie, odd goes up to even
+  CHECK(float_to_bf16(from_bits(0x3F808001u)) == 0x3F81);             // past the midpoint
   CHECK(float_to_bf16(std::numeric_limits<float>::max()) == 0x7F80);  // rounds past the largest bf16
   CHECK(float_to_bf16(from_bits(0x7F7F7FFFu)) == 0x7F7F);
   CHECK(float_to_bf16(std::numeric_limits<float>::infinity()) == 0x7F80);

@@ -100,8 +100,7 @@ TEST_CASE("KernelCacheIsSafeUnderConcurrentGets") {
   KernelCache cache(dir.string());
   std::vector<std::thread> threads;
   std::vector<std::vector<char>> bins(4);
-  for (int t = 0; t < 4; ++t)
-    threads.emplace_back([&, t] { bins[t] = cache.get(sample(), "sm_90").kernel->cubin; });
+  for (int t = 0; t < 4; ++t) threads.emplace_back([&, t] { bins[t] = cache.get(sample(), "sm_90").kernel->cubin; });
   for (auto& th : threads) th.join();
   for (int t = 1; t < 4; ++t) CHECK(bins[t] == bins[0]);
   CHECK(count_files(dir) == 1);
@@ -149,7 +148,7 @@ TEST_CASE("KernelCacheRefusesEntriesWhoseLengthsWrapAround") {
   std::string bytes("DBSKCACH", 8);
   const auto put = [&](auto v) { bytes.append(reinterpret_cast<const char*>(&v), sizeof(v)); };
   const uint32_t format = 2;
-  const uint32_t meta_len = 0xFFFFFFF0u;  // far past the buffer
+  const uint32_t meta_len = 0xFFFFFFF0u;                        // far past the buffer
   const uint64_t cubin_len = uint64_t(body.size()) - meta_len;  // wraps: 28 + meta_len + cubin_len == size
   put(format);
   put(meta_len);

@@ -12,9 +12,9 @@ using namespace dbsparse;
 using namespace dbsparse::detail;
 
 TEST_CASE("CarveoutPercentHoldsEveryResidentBlockAndNoMore") {
-  const int64_t sm = 233472;  // sm_90: 228 KB of shared memory an SM at most
-  CHECK(carveout_percent(0, 0, 16, sm) == 0);      // nothing at all: L1 takes all
-  CHECK(carveout_percent(0, 1024, 9, sm) == 4);    // the reserve of 9 blocks: 9 KB, 3.9% -> 4%
+  const int64_t sm = 233472;                     // sm_90: 228 KB of shared memory an SM at most
+  CHECK(carveout_percent(0, 0, 16, sm) == 0);    // nothing at all: L1 takes all
+  CHECK(carveout_percent(0, 1024, 9, sm) == 4);  // the reserve of 9 blocks: 9 KB, 3.9% -> 4%
   // 16 blocks of 2 KB plus 1 KB reserved each: 48 KB, 21.05% -> 22%.
   CHECK(carveout_percent(2048, 1024, 16, sm) == 22);
   for (int blocks = 1; blocks <= 32; ++blocks)
@@ -26,8 +26,8 @@ TEST_CASE("CarveoutPercentHoldsEveryResidentBlockAndNoMore") {
       CHECK(pct >= 0);
       CHECK(pct <= 100);
       if (need <= sm) {
-        CHECK(pct * sm >= 100 * need);        // enough for every block
-        CHECK((pct - 1) * sm < 100 * need);   // and the least percent that is
+        CHECK(pct * sm >= 100 * need);       // enough for every block
+        CHECK((pct - 1) * sm < 100 * need);  // and the least percent that is
       } else {
         CHECK(pct == 100);
       }
@@ -52,6 +52,8 @@ TEST_CASE("CarveoutPolicyReadsDriverOrMaxL1AndNamesTheVariableOtherwise") {
     CHECK(what.find("DBSPARSE_L1_CARVEOUT") != std::string::npos);
     CHECK(what.find("max-l1") != std::string::npos);
   }
-  if (old) setenv("DBSPARSE_L1_CARVEOUT", previous.c_str(), 1);
-  else unsetenv("DBSPARSE_L1_CARVEOUT");
+  if (old)
+    setenv("DBSPARSE_L1_CARVEOUT", previous.c_str(), 1);
+  else
+    unsetenv("DBSPARSE_L1_CARVEOUT");
 }

@@ -28,8 +28,9 @@ using namespace dbsparse;
 namespace {
 
 constexpr int kFg[] = {1, 2, 4, 8};
-const char* const kGenerated[] = {"uniform:n=1500,d=6", "rmat:scale=10,ef=8", "stencil2d:n=30",
-                                  "banded:n=700,bw=6", "fem:nodes=600,k=3,blocks=4", "powerlaw:n=1200,avg=8,alpha=1.5,max=400"};
+const char* const kGenerated[] = {
+    "uniform:n=1500,d=6", "rmat:scale=10,ef=8",         "stencil2d:n=30",
+    "banded:n=700,bw=6",  "fem:nodes=600,k=3,blocks=4", "powerlaw:n=1200,avg=8,alpha=1.5,max=400"};
 
 using dbs_test::Entry;  // (row, col, value)
 
@@ -110,7 +111,8 @@ void check_brp(const CsrMatrix<T>& a, const BrpMatrix<T>& m, int f, int g) {
       in_place = in_place && m.group_window_id[q] == w && m.old_col_id[q * 8 * g + e / f] == c &&
                  lid == (r - 16 * w) * 8 + (e / f) % 8 && m.values[q * m.value_stride + e] == v;
     }
-    for (int64_t e = gnnz; e < m.local_stride; ++e) padded = padded && m.local_id[q * m.local_stride + e] == kBrpPadLocalId;
+    for (int64_t e = gnnz; e < m.local_stride; ++e)
+      padded = padded && m.local_id[q * m.local_stride + e] == kBrpPadLocalId;
     for (int64_t e = gnnz; e < m.value_stride; ++e) padded = padded && m.values[q * m.value_stride + e] == T(0);
   }
   CHECK_MESSAGE(in_place, "each group entry is the definition's (window, column, row, value)");
@@ -141,8 +143,8 @@ void check_brp(const CsrMatrix<T>& a, const BrpMatrix<T>& m, int f, int g) {
   CHECK(back.values == a.values);
 
   const BrpStats s = brp_stats(m);
-  const int64_t pad_per_group = (round_up_128(gnnz * int64_t{sizeof(T)}) - gnnz * int64_t{sizeof(T)}) +
-                                (round_up_32(gnnz) - gnnz);
+  const int64_t pad_per_group =
+      (round_up_128(gnnz * int64_t{sizeof(T)}) - gnnz * int64_t{sizeof(T)}) + (round_up_32(gnnz) - gnnz);
   CHECK(s.padding_bytes == x.groups * pad_per_group);
   CHECK(s.tc_nnz == m.tc_nnz());
   CHECK(s.residual_nnz == m.residual_nnz());
@@ -235,7 +237,8 @@ TEST_CASE("BrpParamsRejectValuesOutsideOneTwoFourEight") {
   for (auto [f, g] : {std::pair{3, 4}, {0, 4}, {16, 4}, {1, 0}, {1, 5}, {-1, 2}}) {
     CAPTURE(f);
     CAPTURE(g);
-    const std::string bad = f == 3 || f == 0 || f == 16 || f == -1 ? fmt::format("f = {}", f) : fmt::format("g = {}", g);
+    const std::string bad =
+        f == 3 || f == 0 || f == 16 || f == -1 ? fmt::format("f = {}", f) : fmt::format("g = {}", g);
     try {
       validate(BrpParams{f, g});
       FAIL("no UsageError");

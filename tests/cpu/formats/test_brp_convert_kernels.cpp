@@ -110,20 +110,28 @@ BrpMatrix<T> convert_with_kernels(const CsrMatrix<T>& a) {
 template <class T, int F>
 BrpMatrix<T> convert_with_kernels(const CsrMatrix<T>& a, int g) {
   switch (g) {
-    case 1: return convert_with_kernels<T, F, 1>(a);
-    case 2: return convert_with_kernels<T, F, 2>(a);
-    case 4: return convert_with_kernels<T, F, 4>(a);
-    default: return convert_with_kernels<T, F, 8>(a);
+    case 1:
+      return convert_with_kernels<T, F, 1>(a);
+    case 2:
+      return convert_with_kernels<T, F, 2>(a);
+    case 4:
+      return convert_with_kernels<T, F, 4>(a);
+    default:
+      return convert_with_kernels<T, F, 8>(a);
   }
 }
 
 template <class T>
 BrpMatrix<T> convert_with_kernels(const CsrMatrix<T>& a, int f, int g) {
   switch (f) {
-    case 1: return convert_with_kernels<T, 1>(a, g);
-    case 2: return convert_with_kernels<T, 2>(a, g);
-    case 4: return convert_with_kernels<T, 4>(a, g);
-    default: return convert_with_kernels<T, 8>(a, g);
+    case 1:
+      return convert_with_kernels<T, 1>(a, g);
+    case 2:
+      return convert_with_kernels<T, 2>(a, g);
+    case 4:
+      return convert_with_kernels<T, 4>(a, g);
+    default:
+      return convert_with_kernels<T, 8>(a, g);
   }
 }
 

@@ -56,16 +56,17 @@ TEST_CASE("ColumnBitmapWordOffsetsPointAtEachWordsFirstValue") {
         const uint32_t mask = m.masks[seg * 32 + static_cast<size_t>(wd)];
         if (!mask) continue;
         const int32_t row = t * 1024 + wd * 32 + __builtin_ctz(mask);
-        CHECK(m.values[static_cast<size_t>(m.seg_ptr[seg] + m.word_off[seg * 32 + static_cast<size_t>(wd)])] == at(row, j));
+        CHECK(m.values[static_cast<size_t>(m.seg_ptr[seg] + m.word_off[seg * 32 + static_cast<size_t>(wd)])] ==
+              at(row, j));
         ++checked;
       }
   CHECK(checked > 1000);
 }
 
 TEST_CASE("AutoDecodeMappingTakesTheCheapestEstimate") {
+  using dbsparse::choose_decode_mapping;
   using dbsparse::DecodeDtype;
   using dbsparse::DecodeMapping;
-  using dbsparse::choose_decode_mapping;
   // Llama-3.1-8B gate, half the weights kept: all activations kept reads W whole (dense mma); half
   // kept reads half of the dense columns, cheaper than a quarter of W at the bitmap kernel's rate.
   CHECK(choose_decode_mapping(14336, 4096, DecodeDtype::F16, 0.5, 1.0) == DecodeMapping::Dense);

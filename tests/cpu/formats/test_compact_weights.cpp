@@ -107,7 +107,8 @@ TEST_CASE("CompactWeightsRoundTripMatchesThePrunedLayers") {
     CHECK(csr.col_idx == pruned[k].col_idx);
     for (size_t p = 0; p < csr.values.size(); ++p) {
       const float v = pruned[k].values[p];
-      CHECK(csr.values[p] == (l.dtype == DecodeDtype::F16 ? half_to_float(float_to_half(v)) : bf16_to_float(float_to_bf16(v))));
+      CHECK(csr.values[p] ==
+            (l.dtype == DecodeDtype::F16 ? half_to_float(float_to_half(v)) : bf16_to_float(float_to_bf16(v))));
     }
   }
   // The bytes: a bit per weight in 1024-row strips, an offset a segment, the kept values.
@@ -144,7 +145,7 @@ TEST_CASE("CompactWeightsRejectDamagedFilesNamingTheTensor") {
   {
     CompactLayer l = good;
     const size_t word = (0 * l.w.strips + 1) * 32 + 31;  // column 0, strip 1: rows 1024..2047, 1100 rows
-    l.w.masks[word] |= 1u;                                // row 1024 + 992: past the last
+    l.w.masks[word] |= 1u;                               // row 1024 + 992: past the last
     write_parts(path, l, meta);
     expect_read_error(path, {"w.masks", "past row 1099"});
   }

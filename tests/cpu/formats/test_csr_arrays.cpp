@@ -45,8 +45,8 @@ TEST_CASE("CsrFromArraysKeepsTheArraysAndNamesTheFirstBadOne") {
   CHECK(error_of(1, 2, {0, 2}, {0, 2}, {1, 2}).find("indices[1] = 2 is outside 0 .. 1") != std::string::npos);
   CHECK(error_of(1, 2, {0, 1}, {-5}, {1}).find("indices[0] = -5") != std::string::npos);
   // Order within a row is the caller's: kept, and validate() names it.
-  const auto u = csr_from_arrays<float>(1, 3, std::vector<int32_t>{0, 2}, std::vector<int32_t>{2, 0},
-                                        std::vector<float>{1, 2});
+  const auto u =
+      csr_from_arrays<float>(1, 3, std::vector<int32_t>{0, 2}, std::vector<int32_t>{2, 0}, std::vector<float>{1, 2});
   CHECK(u.col_idx == std::vector<int32_t>{2, 0});
   CHECK_THROWS_AS(validate(u), UsageError);
 }

@@ -122,7 +122,8 @@ Decoded<T> decode(const DbMatrix<T>& d, const BlockMeta& m) {
       out.values = n;
       out.aux = 66;
       break;
-    default: FAIL("unknown block type " << int(m.type));
+    default:
+      FAIL("unknown block type " << int(m.type));
   }
   return out;
 }
@@ -131,8 +132,7 @@ template <class T>
 std::vector<Entry> entries_of(const CsrMatrix<T>& a) {
   std::vector<Entry> out;
   for (int32_t i = 0; i < a.rows; ++i)
-    for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
-      out.emplace_back(i, a.col_idx[p], a.values[p]);
+    for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) out.emplace_back(i, a.col_idx[p], a.values[p]);
   return out;
 }
 
@@ -212,8 +212,7 @@ std::vector<int64_t> check_db(const CsrMatrix<T>& a, const DbThresholds& th) {
     blocks_ok = blocks_ok && dec.entries.size() == size_t(m.nnz) &&
                 m.type == static_cast<uint8_t>(choose_block_type(rn, cn, m.nnz, th));
   }
-  CHECK_MESSAGE(blocks_ok,
-                "each block holds nnz in-range entries and has the type its counts give");
+  CHECK_MESSAGE(blocks_ok, "each block holds nnz in-range entries and has the type its counts give");
   check_disjoint(vranges, d.values.size(), "values");
   check_disjoint(aranges, d.aux.size(), "aux");
   for (size_t id = 0; id < nb; ++id) CHECK(d.meta[id].nnz >= d.thresholds.residual_below);
@@ -291,8 +290,8 @@ std::vector<int64_t> check_db(const CsrMatrix<T>& a, const DbThresholds& th) {
   CHECK(s.bytes_aux == int64_t(d.aux.size()));
   CHECK(s.bytes_high_level == 4 * int64_t(br + 1 + bc + 1 + 3 * nb));
   CHECK(s.residual_nnz == int64_t(d.res_cr.size()));
-  CHECK(s.bytes_residual == (s.residual_nnz + int64_t(d.res_rc.size())) * int64_t(4 + sizeof(T)) +
-                                4 * int64_t(br + 1 + bc + 1));
+  CHECK(s.bytes_residual ==
+        (s.residual_nnz + int64_t(d.res_rc.size())) * int64_t(4 + sizeof(T)) + 4 * int64_t(br + 1 + bc + 1));
   CHECK(s.bytes_total == s.bytes_high_level + s.bytes_meta + s.bytes_values + s.bytes_aux + s.bytes_residual);
   CHECK(s.bytes_device == s.bytes_device_format + s.bytes_segments + s.bytes_workspace);
   CHECK(s.bytes_device_format == s.bytes_total - 4 * int64_t(br + 1 + nb + br + 1));
@@ -340,9 +339,7 @@ CsrMatrix<double> skewed(bool full_rows, int lines) {
 CsrMatrix<double> one_of_each() {
   std::mt19937_64 rng(5);
   std::vector<Entry> e;
-  auto put = [&](int I, int J, int r, int c) {
-    e.emplace_back(16 * I + r, 16 * J + c, nz_value(rng));
-  };
+  auto put = [&](int I, int J, int r, int c) { e.emplace_back(16 * I + r, 16 * J + c, nz_value(rng)); };
   for (int k = 0; k < 5; ++k) put(0, 0, k, 3 * k % 16);
   for (int k = 0; k < 200; ++k) put(0, 1, k / 16, k % 16);
   for (int r = 0; r < 3; ++r)
@@ -359,18 +356,17 @@ const DbThresholds kDefault{};
 const DbThresholds kBlocks{32, 128, 2.0, 0};
 const DbThresholds kAllCoo{257, 256, 2.0, 0};
 const DbThresholds kAllDense{0, 0, 2.0, 0};
-const DbThresholds kAllCsc{0, 256, 0.0, 0};  // any nnz > 0 has skew_r / skew_c > 0
-const DbThresholds kAllCsr{0, 256, 1e30, 0};  // no skew is that large: the balanced case, ForceCSR
-const DbThresholds kSkewOnly{0, 256, 1.0, 0};  // csr / csc by which skew is larger
+const DbThresholds kAllCsc{0, 256, 0.0, 0};          // any nnz > 0 has skew_r / skew_c > 0
+const DbThresholds kAllCsr{0, 256, 1e30, 0};         // no skew is that large: the balanced case, ForceCSR
+const DbThresholds kSkewOnly{0, 256, 1.0, 0};        // csr / csc by which skew is larger
 const DbThresholds kCooBeatsDense{100, 40, 2.0, 0};  // th0 > th1: the COO test comes first
 const DbThresholds kResidual4{32, 128, 2.0, 4};
 const DbThresholds kResidual16Rows{32, 128, 2.0, 16, true};
 const DbThresholds kAllResidualRows{32, 128, 2.0, 257, true};
 
-const char* const kGenerated[] = {"stencil2d:n=40",          "stencil3d:n=12,points=27",
-                                  "stencil3d:n=10,points=7", "fem:nodes=3000,k=3,blocks=9",
-                                  "banded:n=1500,bw=8",      "uniform:n=1000,d=12",
-                                  "rmat:scale=10,ef=8",      "powerlaw:n=3000,avg=8"};
+const char* const kGenerated[] = {
+    "stencil2d:n=40",     "stencil3d:n=12,points=27", "stencil3d:n=10,points=7", "fem:nodes=3000,k=3,blocks=9",
+    "banded:n=1500,bw=8", "uniform:n=1000,d=12",      "rmat:scale=10,ef=8",      "powerlaw:n=3000,avg=8"};
 
 }  // namespace
 
@@ -383,7 +379,7 @@ TEST_CASE("Db choose_block_type follows the thresholds and the skew rule") {
   std::fill(ones, ones + 16, 1);
   CHECK(choose_block_type(flat, flat, 31, kDefault) == BlockType::Coo);
   CHECK(choose_block_type(flat, flat, 129, kDefault) == BlockType::Dense);
-  CHECK(choose_block_type(flat, flat, 48, kDefault) == BlockType::ForceCsr);  // balanced: the paper's patched CSR
+  CHECK(choose_block_type(flat, flat, 48, kDefault) == BlockType::ForceCsr);     // balanced: the paper's patched CSR
   CHECK(choose_block_type(one_row, ones, 32, kDefault) == BlockType::ForceCsc);  // rows skewed
   CHECK(choose_block_type(ones, one_row, 32, kDefault) == BlockType::ForceCsr);  // columns skewed
   CHECK(choose_block_type(flat, flat, 50, kCooBeatsDense) == BlockType::Coo);
@@ -449,9 +445,11 @@ TEST_CASE("Db layout: segments, their alone flags and the push capacities follow
   e.emplace_back(40, 1, 3.0);
   for (int k = 0; k < 300; ++k) e.emplace_back(48 + 16 * k, 40, nz_value(rng));
   std::sort(e.begin(), e.end());
-  e.erase(std::unique(e.begin(), e.end(), [](const Entry& x, const Entry& y) {
-            return std::get<0>(x) == std::get<0>(y) && std::get<1>(x) == std::get<1>(y);
-          }), e.end());
+  e.erase(std::unique(e.begin(), e.end(),
+                      [](const Entry& x, const Entry& y) {
+                        return std::get<0>(x) == std::get<0>(y) && std::get<1>(x) == std::get<1>(y);
+                      }),
+          e.end());
   const auto a = from_entries(48 + 16 * 300, 48, e);
   for (bool rows : {false, true}) {
     CAPTURE(rows);
@@ -472,16 +470,16 @@ TEST_CASE("Db layout: segments, their alone flags and the push capacities follow
       CHECK(l.segments[3].row_block == 2);
       CHECK(l.segments[3].alone == 1);
     }
-    CHECK(l.block_task_capacity == 2);      // one chunk per column block holding a block
-    CHECK(l.residual_task_capacity == 2);   // column block 2: 300 entries, two pieces of 256
-    CHECK(l.small_task_capacity == 2);      // column blocks 0 (column 1) and 1 (columns 17, 20)
+    CHECK(l.block_task_capacity == 2);     // one chunk per column block holding a block
+    CHECK(l.residual_task_capacity == 2);  // column block 2: 300 entries, two pieces of 256
+    CHECK(l.small_task_capacity == 2);     // column blocks 0 (column 1) and 1 (columns 17, 20)
   }
 }
 
 TEST_CASE("Db format on a rectangular matrix with partial blocks, empty rows, columns and blocks") {
   const auto a = rectangular();
-  for (const auto& th : {kDefault, kBlocks, kAllCoo, kAllDense, kAllCsc, kAllCsr, kSkewOnly, kCooBeatsDense,
-                         kResidual4, kResidual16Rows, kAllResidualRows}) {
+  for (const auto& th : {kDefault, kBlocks, kAllCoo, kAllDense, kAllCsc, kAllCsr, kSkewOnly, kCooBeatsDense, kResidual4,
+                         kResidual16Rows, kAllResidualRows}) {
     CAPTURE(th.th0);
     CAPTURE(th.th1);
     CAPTURE(th.th2);
@@ -535,8 +533,7 @@ TEST_CASE("Db csr_to_db rejects a malformed CSR") {
 TEST_CASE("Db stats text names the types, the parts and both ratios") {
   auto s = db_stats(csr_to_db(drop_zeros(generate("stencil3d:n=12,points=27"))));
   std::string text = s.to_text();
-  for (const char* word :
-       {"coo", "dense", "csr", "values", "aux", "DB / CSR", "DB / (CSR+CSC)", "saved"})
+  for (const char* word : {"coo", "dense", "csr", "values", "aux", "DB / CSR", "DB / (CSR+CSC)", "saved"})
     CHECK_MESSAGE(text.find(word) != std::string::npos, word);
   CHECK(text.find("conversion") == std::string::npos);
   s.convert_ms = 12.5;

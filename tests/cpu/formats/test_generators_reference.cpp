@@ -233,7 +233,8 @@ TEST_CASE("rmat is symmetric with no self loops; powerlaw rows stay within [1, m
 }
 
 TEST_CASE("rmat scramble=1 relabels the vertices: same degrees, symmetric, hubs no longer in the low ids") {
-  const auto plain = generate("rmat:scale=12,ef=8,seed=3"), scrambled = generate("rmat:scale=12,ef=8,seed=3,scramble=1");
+  const auto plain = generate("rmat:scale=12,ef=8,seed=3"),
+             scrambled = generate("rmat:scale=12,ef=8,seed=3,scramble=1");
   check_csr(scrambled);
   REQUIRE(scrambled.rows == plain.rows);
   CHECK(scrambled.nnz() == plain.nnz());  // a relabelling keeps every edge, merges none
@@ -295,13 +296,13 @@ TEST_CASE("bad generator specs throw InputError naming the spec and the problem"
   struct Bad {
     std::string spec, mentions;
   };
-  for (const auto& b : {Bad{"foo:n=1", "stencil3d"}, Bad{"stencil2d:m=3", "n"}, Bad{"stencil2d:n=abc", "abc"},
-                        Bad{"stencil3d:points=9", "27"}, Bad{"rmat:scale=31", "scale"},
-                        Bad{"rmat:scale=30,ef=1", "2^31-1"}, Bad{"stencil2d:n=0", "n"},
-                        Bad{"uniform:n=10,d=11", "d"}, Bad{"banded:n=100000,bw=50000", "2^31-1"},
-                        Bad{"stencil2d:n=4,n=5", "once"}, Bad{"powerlaw:alpha=1", "alpha"},
-                        Bad{"powerlaw:n=100,max=101", "max"}, Bad{"uniform:n", "name=value"},
-                        Bad{"fem:nodes=10,k=3,blocks=5", "blocks"}, Bad{"stencil3d:n=2.5", "integer"}}) {
+  for (const auto& b :
+       {Bad{"foo:n=1", "stencil3d"}, Bad{"stencil2d:m=3", "n"}, Bad{"stencil2d:n=abc", "abc"},
+        Bad{"stencil3d:points=9", "27"}, Bad{"rmat:scale=31", "scale"}, Bad{"rmat:scale=30,ef=1", "2^31-1"},
+        Bad{"stencil2d:n=0", "n"}, Bad{"uniform:n=10,d=11", "d"}, Bad{"banded:n=100000,bw=50000", "2^31-1"},
+        Bad{"stencil2d:n=4,n=5", "once"}, Bad{"powerlaw:alpha=1", "alpha"}, Bad{"powerlaw:n=100,max=101", "max"},
+        Bad{"uniform:n", "name=value"}, Bad{"fem:nodes=10,k=3,blocks=5", "blocks"},
+        Bad{"stencil3d:n=2.5", "integer"}}) {
     CAPTURE(b.spec);
     const std::string what = input_error_text(b.spec);
     CHECK(what.find(b.spec) != std::string::npos);
@@ -476,9 +477,14 @@ TEST_CASE("features of a small hand-made matrix match a brute-force count") {
   CHECK_THROWS_AS(MatrixFeatures::from_json(nlohmann::json{{"rows", 1}}), InputError);
   // Issue 36 (fuzz_tuning_db_rows): fields of the wrong kind or range in a stored row are named
   // errors, not undefined conversions (1e300 into an int64 was one).
-  for (const auto& [key, value] : std::vector<std::pair<std::string, nlohmann::json>>{
-           {"rows", 1e300}, {"nnz", -3}, {"cols", 2.5}, {"row_mean", "x"}, {"row_std", nullptr},
-           {"block_nnz_hist", nlohmann::json::array({1, 2})}, {"bandwidth", 18446744073709551615ull}}) {
+  for (const auto& [key, value] :
+       std::vector<std::pair<std::string, nlohmann::json>>{{"rows", 1e300},
+                                                           {"nnz", -3},
+                                                           {"cols", 2.5},
+                                                           {"row_mean", "x"},
+                                                           {"row_std", nullptr},
+                                                           {"block_nnz_hist", nlohmann::json::array({1, 2})},
+                                                           {"bandwidth", 18446744073709551615ull}}) {
     CAPTURE(key);
     nlohmann::json j = f.to_json();
     j[key] = value;

@@ -129,15 +129,16 @@ TEST_CASE("matrix market: every field x symmetry reads correctly") {
 
   for (const char* field : {"real", "integer"}) {
     CAPTURE(field);
-    auto path = write_text(std::string(field) + "-skew.mtx", std::string("%%MatrixMarket matrix coordinate ") +
-                                                                 field + " skew-symmetric\n3 3 2\n3 1 5\n2 3 -4\n");
+    auto path = write_text(std::string(field) + "-skew.mtx", std::string("%%MatrixMarket matrix coordinate ") + field +
+                                                                 " skew-symmetric\n3 3 2\n3 1 5\n2 3 -4\n");
     auto a = dbsparse::read_matrix_market(path);
     std::map<std::pair<int, int>, double> want = {{{2, 0}, 5}, {{0, 2}, -5}, {{1, 2}, -4}, {{2, 1}, 4}};
     CHECK(entries(a) == want);
   }
   // The Matrix Market spec has no pattern skew-symmetric: there is no value to negate.
-  expect_input_error(write_text("pattern-skew.mtx", "%%MatrixMarket matrix coordinate pattern skew-symmetric\n2 2 1\n2 1\n"),
-                     1, "skew-symmetric");
+  expect_input_error(
+      write_text("pattern-skew.mtx", "%%MatrixMarket matrix coordinate pattern skew-symmetric\n2 2 1\n2 1\n"), 1,
+      "skew-symmetric");
 }
 
 TEST_CASE("matrix market: banner case, comments, blank lines, CRLF, duplicates") {
@@ -433,14 +434,14 @@ TEST_CASE("real matrices in ../shared/matrices read with the catalogue's sizes")
   }
   // name -> rows, cols, nnz full (CATALOG.md)
   const std::map<std::string, std::tuple<int, int, int64_t>> catalog = {
-      {"bcsstk16", {4884, 4884, 290378}},          {"bcsstk28", {4410, 4410, 219024}},
-      {"memplus", {17758, 17758, 126150}},         {"add32", {4960, 4960, 23884}},
-      {"cage9", {3534, 3534, 41594}},              {"bayer10", {13436, 13436, 94926}},
-      {"mhd3200a", {3200, 3200, 68026}},           {"orani678", {2529, 2529, 90158}},
-      {"ani4", {3081, 3081, 20971}},               {"luxembourg_osm", {114599, 114599, 239332}},
-      {"bips98_606", {7135, 7135, 34738}},         {"Groebner_id2003_aug", {4967, 2456, 173670}},
-      {"rajat01", {6833, 6833, 43250}},            {"ex10hs", {2548, 2548, 57308}},
-      {"cit-HepPh", {34546, 34546, 421534}},       {"wiki-Vote", {8297, 8297, 103689}},
+      {"bcsstk16", {4884, 4884, 290378}},    {"bcsstk28", {4410, 4410, 219024}},
+      {"memplus", {17758, 17758, 126150}},   {"add32", {4960, 4960, 23884}},
+      {"cage9", {3534, 3534, 41594}},        {"bayer10", {13436, 13436, 94926}},
+      {"mhd3200a", {3200, 3200, 68026}},     {"orani678", {2529, 2529, 90158}},
+      {"ani4", {3081, 3081, 20971}},         {"luxembourg_osm", {114599, 114599, 239332}},
+      {"bips98_606", {7135, 7135, 34738}},   {"Groebner_id2003_aug", {4967, 2456, 173670}},
+      {"rajat01", {6833, 6833, 43250}},      {"ex10hs", {2548, 2548, 57308}},
+      {"cit-HepPh", {34546, 34546, 421534}}, {"wiki-Vote", {8297, 8297, 103689}},
       {"Cora", {2708, 2708, 5429}},
   };
   int checked = 0;
@@ -478,9 +479,8 @@ TEST_CASE("matrix market: a pipe reads and an endless line is a named InputError
   const fs::path fifo = dir() / "pipe.mtx";
   fs::remove(fifo);
   REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
-  std::thread writer([&] {
-    std::ofstream(fifo) << "%%MatrixMarket matrix coordinate real general\n2 3 2\n1 1 1.5\n2 3 -2\n";
-  });
+  std::thread writer(
+      [&] { std::ofstream(fifo) << "%%MatrixMarket matrix coordinate real general\n2 3 2\n1 1 1.5\n2 3 -2\n"; });
   const CsrMatrix<double> a = dbsparse::read_matrix_market(fifo.string());
   writer.join();
   CHECK(a.rows == 2);
@@ -557,7 +557,8 @@ TEST_CASE("matrix market: gzip members read in turn, trailing bytes refused, a g
 // Issue 36: in a symmetric file an entry and its mirror both given were summed silently; entries
 // of both triangles at distinct places still read (the cases above).
 TEST_CASE("matrix market: a symmetric entry given with its mirror is an InputError") {
-  const auto p = write_text("both.mtx", "%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n2 1 1\n3 3 2\n1 2 4\n");
+  const auto p =
+      write_text("both.mtx", "%%MatrixMarket matrix coordinate real symmetric\n3 3 3\n2 1 1\n3 3 2\n1 2 4\n");
   try {
     dbsparse::read_matrix_market(p);
     FAIL("expected an InputError");
@@ -593,7 +594,8 @@ TEST_CASE("matrix loading out of host memory names the input") {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   };
   CHECK(in_child("uniform:n=500000000,d=4", "this host can hold") == 0);
-  const auto huge = write_text("huge-shape.mtx", "%%MatrixMarket matrix coordinate real general\n2147483647 2147483647 1\n1 1 1\n");
+  const auto huge =
+      write_text("huge-shape.mtx", "%%MatrixMarket matrix coordinate real general\n2147483647 2147483647 1\n1 1 1\n");
   CHECK(in_child(huge, "row pointers") == 0);
 }
 
@@ -606,8 +608,9 @@ TEST_CASE("matrix market: a shape past the host's memory is an InputError before
     explicit Limit(const char* v) { setenv("DBSPARSE_HOST_MEMORY", v, 1); }
     ~Limit() { unsetenv("DBSPARSE_HOST_MEMORY"); }
   };
-  const auto path = write_text("huge-shape.mtx",
-                               "%%MatrixMarket matrix coordinate real general\n2000000000 2000000000 3\n1 1 1\n2 2 1\n3 3 1\n");
+  const auto path =
+      write_text("huge-shape.mtx",
+                 "%%MatrixMarket matrix coordinate real general\n2000000000 2000000000 3\n1 1 1\n2 2 1\n3 3 1\n");
   {
     Limit small("1G");
     try {

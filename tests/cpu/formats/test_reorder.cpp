@@ -153,7 +153,8 @@ TEST_CASE("PermutedRowsTimesXReadBackThroughTheOrderMatchReference") {
     const auto pa = permute_rows(a, p);
     CHECK(pa.nnz() == a.nnz());
     const auto got = reference::spmv(pa, std::span<const double>(x));
-    for (int32_t k = 0; k < a.rows; ++k) CHECK(got[static_cast<size_t>(k)] == want[static_cast<size_t>(p.old_of_new[k])]);
+    for (int32_t k = 0; k < a.rows; ++k)
+      CHECK(got[static_cast<size_t>(k)] == want[static_cast<size_t>(p.old_of_new[k])]);
   }
   CHECK_THROWS_AS(permute_rows(a, identity_permutation(a.rows - 1)), UsageError);
 }

@@ -176,9 +176,9 @@ TEST_CASE("SafetensorsRejectsAnUnknownDtypeNamingTheTensor") {
   const auto path = write_raw("i64.safetensors", header, std::string(12, '\0'));
   // The byte offset points at the key of the offending tensor.
   expect_open_error(path, {"'counts'", "I64", "header byte " + std::to_string(8 + header.find("\"counts\""))});
-  expect_open_error(write_raw("f64.safetensors", R"({"d":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})",
-                              std::string(8, '\0')),
-                    {"'d'", "F64"});
+  expect_open_error(
+      write_raw("f64.safetensors", R"({"d":{"dtype":"F64","shape":[1],"data_offsets":[0,8]}})", std::string(8, '\0')),
+      {"'d'", "F64"});
 }
 
 TEST_CASE("SafetensorsRejectsOverlappingTensors") {
@@ -225,17 +225,19 @@ TEST_CASE("SafetensorsFindLinearLayersAcrossShardsInLayerAndKindOrder") {
   fs::create_directories(model);
   const std::vector<std::string> kinds = {"q", "k", "v", "o", "gate", "up", "down"};
   auto name = [&](int layer, const std::string& kind) {
-    return "model.layers." + std::to_string(layer) + (kind.size() == 1 ? ".self_attn." : ".mlp.") + kind + "_proj.weight";
+    return "model.layers." + std::to_string(layer) + (kind.size() == 1 ? ".self_attn." : ".mlp.") + kind +
+           "_proj.weight";
   };
   // Shard 1: layer 0 and the MLP of layer 10; shard 2: the attention of layer 10, layer 2, and
   // tensors that are not linear layers or only look like them.
   std::vector<TensorToWrite> s1, s2;
   for (const auto& k : kinds) s1.push_back({name(0, k), DType::BF16, {2, 3}, std::vector<float>(6, 1)});
-  for (const auto& k : kinds) (k.size() == 1 ? s2 : s1).push_back({name(10, k), DType::BF16, {3, 2}, std::vector<float>(6, 1)});
+  for (const auto& k : kinds)
+    (k.size() == 1 ? s2 : s1).push_back({name(10, k), DType::BF16, {3, 2}, std::vector<float>(6, 1)});
   for (const auto& k : kinds) s2.push_back({name(2, k), DType::F16, {1, 4}, std::vector<float>(4, 1)});
   s2.push_back({"model.embed_tokens.weight", DType::BF16, {4, 2}, std::vector<float>(8, 1)});
   s2.push_back({"model.layers.2.input_layernorm.weight", DType::BF16, {2}, {1, 1}});
-  s2.push_back({"model.layers.2.mlp.q_proj.weight", DType::BF16, {1, 1}, {1}});        // q is not an MLP weight
+  s2.push_back({"model.layers.2.mlp.q_proj.weight", DType::BF16, {1, 1}, {1}});  // q is not an MLP weight
   s2.push_back({"model.layers.2.self_attn.q_proj.bias", DType::BF16, {1}, {1}});
   s1.push_back({"model.layers.3.self_attn.gate_proj.weight", DType::BF16, {1, 1}, {1}});  // nor gate attention
   write_safetensors((model / "model-00001-of-00002.safetensors").string(), s1);
@@ -259,8 +261,9 @@ TEST_CASE("SafetensorsFindLinearLayersAcrossShardsInLayerAndKindOrder") {
     const bool in_first = layer == 0 || (layer == 10 && kind.size() > 1);
     CHECK(fs::path(f.file).filename() ==
           (in_first ? "model-00001-of-00002.safetensors" : "model-00002-of-00002.safetensors"));
-    CHECK(f.info.shape == (layer == 0 ? std::vector<int64_t>{2, 3} : layer == 2 ? std::vector<int64_t>{1, 4}
-                                                                               : std::vector<int64_t>{3, 2}));
+    CHECK(f.info.shape == (layer == 0   ? std::vector<int64_t>{2, 3}
+                           : layer == 2 ? std::vector<int64_t>{1, 4}
+                                        : std::vector<int64_t>{3, 2}));
   }
 
   // The same weight in two shards is ambiguous.

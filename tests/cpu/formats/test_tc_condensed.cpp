@@ -67,7 +67,8 @@ TEST_CASE("CondensedTilesHoldEveryEntryOnceMatchesReference") {
         for (int32_t w = 0; w < windows; ++w) {
           CAPTURE(w);
           std::set<int32_t> cols;
-          for (int32_t p = a.row_ptr[w * 16]; p < a.row_ptr[std::min(a.rows, w * 16 + 16)]; ++p) cols.insert(a.col_idx[p]);
+          for (int32_t p = a.row_ptr[w * 16]; p < a.row_ptr[std::min(a.rows, w * 16 + 16)]; ++p)
+            cols.insert(a.col_idx[p]);
           const int32_t q0 = m.win_group[w], q1 = m.win_group[w + 1];
           // As few groups as hold the window's columns, each named by its window.
           CHECK(q1 - q0 == static_cast<int32_t>((cols.size() + 8 * g - 1) / (8 * g)));
@@ -150,8 +151,8 @@ TEST_CASE("Tf32BitsRoundToNearestTiesAway") {
     return u;
   };
   CHECK(tf32_bits(1.0f) == 0x3F800000u);
-  CHECK(tf32_bits(1.0f + 0x1p-12f) == 0x3F800000u);                   // below half an ulp of tf32: down
-  CHECK(tf32_bits(1.0f + 0x1p-11f) == bits(1.0f + 0x1p-10f));          // a tie: away from zero
+  CHECK(tf32_bits(1.0f + 0x1p-12f) == 0x3F800000u);            // below half an ulp of tf32: down
+  CHECK(tf32_bits(1.0f + 0x1p-11f) == bits(1.0f + 0x1p-10f));  // a tie: away from zero
   CHECK(tf32_bits(-1.0f - 0x1p-11f) == bits(-1.0f - 0x1p-10f));
   CHECK(tf32_bits(1.0f + 0x1p-11f + 0x1p-20f) == bits(1.0f + 0x1p-10f));
   CHECK((tf32_bits(0.1f) & 0x1FFFu) == 0u);

@@ -35,7 +35,8 @@ struct Acts {
 };
 
 std::vector<float> rounded(std::vector<float> x, DType t) {
-  for (auto& v : x) v = t == DType::F16 ? half_to_float(float_to_half(v)) : t == DType::BF16 ? bf16_to_float(float_to_bf16(v)) : v;
+  for (auto& v : x)
+    v = t == DType::F16 ? half_to_float(float_to_half(v)) : t == DType::BF16 ? bf16_to_float(float_to_bf16(v)) : v;
   return x;
 }
 
@@ -87,7 +88,8 @@ TEST_CASE("CalibrateMatchesReferenceOverEveryFileAndDtype") {
                        uint64_t seed) {
     const auto x = rounded(activations(tokens, want[w].cols, seed), t);
     want[w].add(x);
-    f.push_back(tensor(w + ".input", t, one_d ? std::vector<int64_t>{want[w].cols} : std::vector<int64_t>{tokens, want[w].cols}, x));
+    f.push_back(tensor(w + ".input", t,
+                       one_d ? std::vector<int64_t>{want[w].cols} : std::vector<int64_t>{tokens, want[w].cols}, x));
   };
   put(f1, q, DType::F32, 33, false, 1);
   put(f1, down, DType::BF16, 1, true, 2);
@@ -170,15 +172,16 @@ TEST_CASE("CalibrateThenPruneWandaRoundTrip") {
   auto [c1, t1] = run(fmt::format("calibrate '{}' -o '{}'", acts_path, calib));
   CAPTURE(t1);
   REQUIRE(c1 == 0);
-  auto [c2, t2] = run(fmt::format("prune '{}' -o '{}' --method wanda --norms '{}' --sparsity 0.5", model.string(),
-                                  out, calib));
+  auto [c2, t2] =
+      run(fmt::format("prune '{}' -o '{}' --method wanda --norms '{}' --sparsity 0.5", model.string(), out, calib));
   CAPTURE(t2);
   REQUIRE(c2 == 0);
   const auto layers = read_compact_weights(out);
   REQUIRE(layers.size() == ws.size());
   for (size_t i = 0; i < ws.size(); ++i) {
     CAPTURE(ws[i].name);
-    const auto it = std::find_if(layers.begin(), layers.end(), [&](const CompactLayer& l) { return l.name == ws[i].name; });
+    const auto it =
+        std::find_if(layers.begin(), layers.end(), [&](const CompactLayer& l) { return l.name == ws[i].name; });
     REQUIRE(it != layers.end());
     const auto want = prune_wanda(ws[i].w, ws[i].rows, ws[i].cols, reference_norms(acts[i]), 0.5).col_idx;
     CHECK(compact_to_csr(*it).col_idx == want);
@@ -202,7 +205,8 @@ TEST_CASE("CalibrateRejectsBadInputsNamingFileAndTensor") {
     CHECK(c == 1);
     for (const auto& n : needles) CHECK_MESSAGE(o.find(n) != std::string::npos, n);
     CHECK(!fs::exists(out));
-    for (const auto& e : fs::directory_iterator(d)) CHECK(e.path().filename().string().find("calib") == std::string::npos);
+    for (const auto& e : fs::directory_iterator(d))
+      CHECK(e.path().filename().string().find("calib") == std::string::npos);
   };
   const auto bad_file = [&](const std::string& name, const std::vector<TensorToWrite>& t) {
     const std::string p = (d / name).string();
@@ -210,13 +214,16 @@ TEST_CASE("CalibrateRejectsBadInputsNamingFileAndTensor") {
     return p;
   };
 
-  check_error(fmt::format("calibrate '{}' -o '{}'", (d / "missing.safetensors").string(), out), {"missing.safetensors"});
-  const std::string rank3 = bad_file("rank3.safetensors", {tensor(w + ".input", DType::F32, {2, 3, 8}, std::vector<float>(48, 1.0f))});
+  check_error(fmt::format("calibrate '{}' -o '{}'", (d / "missing.safetensors").string(), out),
+              {"missing.safetensors"});
+  const std::string rank3 =
+      bad_file("rank3.safetensors", {tensor(w + ".input", DType::F32, {2, 3, 8}, std::vector<float>(48, 1.0f))});
   check_error(fmt::format("calibrate '{}' -o '{}'", rank3, out), {"rank3.safetensors", w + ".input", "[2, 3, 8]"});
   const std::string rank0 = bad_file("rank0.safetensors", {tensor(w + ".input", DType::F32, {}, {1.0f})});
   check_error(fmt::format("calibrate '{}' -o '{}'", rank0, out), {"rank0.safetensors", w + ".input"});
   // in_features 8 in good, 9 here: the weight's two tensors disagree.
-  const std::string wide = bad_file("wide.safetensors", {tensor(w + ".input", DType::F32, {2, 9}, activations(2, 9, 2))});
+  const std::string wide =
+      bad_file("wide.safetensors", {tensor(w + ".input", DType::F32, {2, 9}, activations(2, 9, 2))});
   check_error(fmt::format("calibrate '{}' '{}' -o '{}'", good, wide, out),
               {"wide.safetensors", "good.safetensors", w + ".input", "in_features 8", "[2, 9]"});
   for (const float bad : {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {

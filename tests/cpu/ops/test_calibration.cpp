@@ -143,7 +143,7 @@ TEST_CASE("CalibrationRejectsNonFiniteActivationsAndBadRequests") {
   cal.add(std::vector<float>(8, 1.0f));
   x[7] = -inf;
   CHECK_THROWS_WITH_AS(cal.add(x), doctest::Contains("token 1, column 3 is -inf"), UsageError);  // within x
-  CHECK_THROWS_AS(cal.add(std::vector<float>(5, 1.0f)), UsageError);  // not whole tokens
+  CHECK_THROWS_AS(cal.add(std::vector<float>(5, 1.0f)), UsageError);                             // not whole tokens
   CHECK_THROWS_AS(cal.thresholds(std::vector<double>{0.5, 0.0}), UsageError);
   CHECK_THROWS_AS(ActivationCalibration(0), UsageError);
 

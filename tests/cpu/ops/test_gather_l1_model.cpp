@@ -70,8 +70,8 @@ GatherL1Counts list_lru(const CsrMatrix<float>& a, const std::vector<int32_t>& o
 }  // namespace
 
 TEST_CASE("GatherL1ModelMatchesAListLruOnTheSameStreams") {
-  for (const char* spec : {"rmat:scale=10,ef=8,seed=3,scramble=1", "powerlaw:n=2000,avg=6,alpha=1.5,max=300,seed=2",
-                           "stencil2d:n=40"}) {
+  for (const char* spec :
+       {"rmat:scale=10,ef=8,seed=3,scramble=1", "powerlaw:n=2000,avg=6,alpha=1.5,max=300,seed=2", "stencil2d:n=40"}) {
     CAPTURE(spec);
     const CsrMatrix<float> a = generate(spec).cast<float>();
     std::vector<int32_t> shuffled(static_cast<size_t>(a.rows));
@@ -97,8 +97,10 @@ TEST_CASE("GatherL1ModelMatchesAListLruOnTheSameStreams") {
         CHECK(got.l1 == want.l1);
         CHECK(got.staged == want.staged);
         CHECK(got.l2() >= 0);
-        if (g.n_cols >= 8) CHECK(got.requests == a.nnz());  // a row of B per entry
-        else CHECK(got.requests <= a.nnz());
+        if (g.n_cols >= 8)
+          CHECK(got.requests == a.nnz());  // a row of B per entry
+        else
+          CHECK(got.requests <= a.nnz());
       }
     }
   }

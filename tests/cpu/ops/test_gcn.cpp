@@ -77,7 +77,7 @@ TEST_CASE("GcnAdjacencySymmetrisesReplacesSelfLoopsAndIgnoresValuesAndStoredZero
   // A + Aᵀ + I: rows {0, 1}, {0, 1}, {2}.
   CHECK(h.col_idx == std::vector<int32_t>{0, 1, 0, 1, 2});
   CHECK(at(h, 1, 1) == doctest::Approx(0.5));  // one loop: degree 2, not 3
-  CHECK(at(h, 2, 2) == 1.0f);                   // the isolated vertex keeps its own loop
+  CHECK(at(h, 2, 2) == 1.0f);                  // the isolated vertex keeps its own loop
   CHECK_THROWS_AS(tools::gcn_normalized_adjacency(csr_from_entries<double>(2, 3, {{0, 1, 1.0}})), UsageError);
 }
 
@@ -131,7 +131,8 @@ TEST_CASE("GcnReferenceEqualsTheDefinitionInDenseMatrices") {
   const auto got = tools::gcn_forward_reference(adj.a_hat, in, d);
   REQUIRE(got.size() == size_t(d.nodes) * d.classes);
   for (int i = 0; i < d.nodes; ++i)
-    for (int j = 0; j < d.classes; ++j) REQUIRE(got[size_t(i) * d.classes + j] == doctest::Approx(want[i][j]).epsilon(1e-12));
+    for (int j = 0; j < d.classes; ++j)
+      REQUIRE(got[size_t(i) * d.classes + j] == doctest::Approx(want[i][j]).epsilon(1e-12));
   CHECK_THROWS_AS(tools::gcn_forward_reference(adj.a_hat, in, tools::GcnDims{d.nodes, 9, 8, 4}), UsageError);
 }
 

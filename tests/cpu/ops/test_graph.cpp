@@ -80,8 +80,7 @@ Levels bellman_ford(int32_t n, const std::set<Entry>& entries, int32_t source) {
 std::set<Entry> random_entries(int32_t n, int count, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::set<Entry> e;
-  for (int k = 0; k < count; ++k)
-    e.insert({static_cast<int32_t>(rng() % n), static_cast<int32_t>(rng() % n)});
+  for (int k = 0; k < count; ++k) e.insert({static_cast<int32_t>(rng() % n), static_cast<int32_t>(rng() % n)});
   return e;
 }
 
@@ -191,8 +190,7 @@ TEST_CASE("ValidateBfsAgreesWithBruteForceOnSpoiledRandomResults") {
       bool tree = parent[s] == s;  // a BFS tree judged directly from the definition
       for (int32_t u = 0; u < n; ++u) {
         const int32_t p = parent[u];
-        if (u != s)
-          tree = tree && (dist[u] < 0 ? p == -1 : p >= 0 && e.count({u, p}) && dist[p] == dist[u] - 1);
+        if (u != s) tree = tree && (dist[u] < 0 ? p == -1 : p >= 0 && e.count({u, p}) && dist[p] == dist[u] - 1);
       }
       CAPTURE(seed);
       CAPTURE(trial);
@@ -259,9 +257,7 @@ TEST_CASE("GraphIsSymmetricDetectsOneMissingMirror") {
 
 namespace {
 // Edges 0-1, 0-2, 1-2, 1-3, 2-3, 3-4, 1-6; vertex 5 isolated. From 0: levels below.
-PatternGraph validation_graph() {
-  return undirected(7, {{0, 1}, {0, 2}, {1, 2}, {1, 3}, {2, 3}, {3, 4}, {1, 6}});
-}
+PatternGraph validation_graph() { return undirected(7, {{0, 1}, {0, 2}, {1, 2}, {1, 3}, {2, 3}, {3, 4}, {1, 6}}); }
 const Levels kLevels{0, 1, 1, 2, 3, -1, 2};
 const Levels kParents{0, 0, 0, 1, 3, -1, 1};
 }  // namespace
@@ -294,25 +290,31 @@ TEST_CASE("ValidateBfsRejectsEachBrokenRule") {
     bool alone;          // the only violation, or one that drags others along
   };
   const Broken cases[] = {
-      {"wrong source level", [](Levels& l, Levels&) { l[0] = 1; }, "source 0: level 1, expected 0",
-       false},
-      {"source parent not itself", [](Levels&, Levels& p) { p[0] = 1; },
-       "source 0: parent 1, expected itself", true},
+      {"wrong source level", [](Levels& l, Levels&) { l[0] = 1; }, "source 0: level 1, expected 0", false},
+      {"source parent not itself", [](Levels&, Levels& p) { p[0] = 1; }, "source 0: parent 1, expected itself", true},
       {"parent not an in-neighbour", [](Levels&, Levels& p) { p[6] = 2; },
        "vertex 6: parent 2 is not an in-neighbour (A(6,2) = 0)", true},
-      {"parent level not level - 1", [](Levels&, Levels& p) { p[2] = 1; },
-       "vertex 2: level 1 but parent 1 has level 1", true},
+      {"parent level not level - 1", [](Levels&, Levels& p) { p[2] = 1; }, "vertex 2: level 1 but parent 1 has level 1",
+       true},
       {"parent out of range", [](Levels&, Levels& p) { p[4] = 7; }, "vertex 4: parent 7 out of range", true},
       {"parent unreached", [](Levels&, Levels& p) { p[4] = 5; }, "vertex 4: parent 5 is unreached", true},
       {"level too large across a graph edge", [](Levels& l, Levels&) { l[4] = 4; },
        "edge A(4,3): level 4 of vertex 4 exceeds level 2 of vertex 3 + 1", false},
-      {"unreachable vertex given a level", [](Levels& l, Levels& p) { l[5] = 1; p.clear(); },
+      {"unreachable vertex given a level",
+       [](Levels& l, Levels& p) {
+         l[5] = 1;
+         p.clear();
+       },
        "vertex 5: level 1 but unreachable from the source", true},
       {"reachable vertex left at -1", [](Levels& l, Levels& p) { l[4] = p[4] = -1; },
        "vertex 4: reachable (level 3) but left unreached", false},
-      {"unreached vertex with a parent", [](Levels&, Levels& p) { p[5] = 0; },
-       "vertex 5: unreached but has parent 0", true},
-      {"level below -1", [](Levels& l, Levels& p) { l[5] = -2; p.clear(); },
+      {"unreached vertex with a parent", [](Levels&, Levels& p) { p[5] = 0; }, "vertex 5: unreached but has parent 0",
+       true},
+      {"level below -1",
+       [](Levels& l, Levels& p) {
+         l[5] = -2;
+         p.clear();
+       },
        "vertex 5: level -2 is below -1", true},
       {"wrong sizes", [](Levels& l, Levels&) { l.pop_back(); }, "level has length 6, expected n = 7", true},
   };
@@ -364,7 +366,7 @@ TEST_CASE("GraphComponentEdgesCountsUndirectedEdgesOnceAndDirectedEntries") {
 }
 
 TEST_CASE("GraphPickSourcesIsDeterministicAndPicksNonIsolatedDistinctVertices") {
-  auto e = random_entries(300, 200, 9);  // sparse: many vertices with no out-neighbour
+  auto e = random_entries(300, 200, 9);                   // sparse: many vertices with no out-neighbour
   for (int32_t i = 0; i < 300; i += 7) e.insert({i, i});  // a self loop alone does not qualify
   const auto g = from_entries(300, e);
   std::vector<bool> has_out(300, false);
@@ -398,7 +400,6 @@ TEST_CASE("GraphUtilitiesOnGeneratedRmatMatchReference") {
   CHECK_MESSAGE(v.ok, v.summary());
   int64_t both = 0;  // entries of a with both ends reached, counted from the matrix itself
   for (int32_t i = 0; i < a.rows; ++i)
-    for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
-      both += r.level[i] >= 0 && r.level[a.col_idx[p]] >= 0;
+    for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) both += r.level[i] >= 0 && r.level[a.col_idx[p]] >= 0;
   CHECK(component_edges(g, r.level) * 2 == both);
 }

@@ -58,14 +58,16 @@ TEST_CASE("PruneWritesEveryLinearLayerPrunedAndRounded") {
     REQUIRE(layers.size() == 3);
     for (const auto& w : ws) {
       CAPTURE(w.name);
-      const auto it = std::find_if(layers.begin(), layers.end(), [&](const CompactLayer& l) { return l.name == w.name; });
+      const auto it =
+          std::find_if(layers.begin(), layers.end(), [&](const CompactLayer& l) { return l.name == w.name; });
       REQUIRE(it != layers.end());
       const CsrMatrix<float> want = prune_magnitude(w.w, w.rows, w.cols, 0.5);
       const CsrMatrix<float> got = compact_to_csr(*it);
       CHECK(got.col_idx == want.col_idx);
       for (size_t p = 0; p < want.values.size(); ++p) {
         const float v = want.values[p];
-        CHECK(got.values[p] == (std::string(dtype) == "f16" ? half_to_float(float_to_half(v)) : bf16_to_float(float_to_bf16(v))));
+        CHECK(got.values[p] ==
+              (std::string(dtype) == "f16" ? half_to_float(float_to_half(v)) : bf16_to_float(float_to_bf16(v))));
       }
     }
   }

@@ -183,8 +183,8 @@ TEST_CASE("SpgemmAppSummaryCountsOnlyAgreeingRecordsOfItsApp") {
   };
   std::vector<nlohmann::json> rs = {rec("contract", "a", 2.0, true), rec("contract", "b", 8.0, true),
                                     rec("contract", "c", 100.0, false), rec("mcl", "a", 0.5, true)};
-  nlohmann::json failed = {{"app", "contract"}, {"matrix", "d"}, {"precision", "f32"},
-                           {"cusparse_error", "x"}, {"check_ok", false}};
+  nlohmann::json failed = {
+      {"app", "contract"}, {"matrix", "d"}, {"precision", "f32"}, {"cusparse_error", "x"}, {"check_ok", false}};
   rs.push_back(failed);
   const nlohmann::json s = tools::spgemm_app_summary(rs, "contract");
   REQUIRE(s.contains("f32"));

@@ -55,7 +55,8 @@ double one(double) { return 1.0; }
 // accumulates in T; the bound is the textbook one for a sum of `terms` rounded products). Also the
 // spec's own account of the rows: groups by IP, overflows only where a shared table can overflow.
 template <class T>
-HashSpgemmResult<T> check_matches_reference(const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmConfig& cfg = {}) {
+HashSpgemmResult<T> check_matches_reference(const CsrMatrix<T>& a, const CsrMatrix<T>& b,
+                                            const SpgemmConfig& cfg = {}) {
   const HashSpgemmResult<T> r = hash_spgemm_cpu(a, b, cfg);
   const CsrMatrix<double> ref = reference::spgemm(a, b);
   const CsrMatrix<double> bound = reference::spgemm(map_values(a, absolute), map_values(b, absolute));
@@ -69,7 +70,8 @@ HashSpgemmResult<T> check_matches_reference(const CsrMatrix<T>& a, const CsrMatr
   for (size_t p = 0; p < ref.values.size(); ++p) {
     const double tol = sizeof(T) == 8 ? 1e-12 * bound.values[p] : terms.values[p] * FLT_EPSILON * bound.values[p];
     if (!(std::fabs(static_cast<double>(r.c.values[p]) - ref.values[p]) <= tol)) {
-      if (bad++ == 0) MESSAGE(fmt::format("entry {}: got {}, want {}, tolerance {}", p, r.c.values[p], ref.values[p], tol));
+      if (bad++ == 0)
+        MESSAGE(fmt::format("entry {}: got {}, want {}, tolerance {}", p, r.c.values[p], ref.values[p], tol));
     }
   }
   CHECK(bad == 0);
@@ -102,9 +104,12 @@ std::string usage_error(const nlohmann::json& j) {
 
 using dbs_test::cliques;
 
-const char* const kGenerated[] = {"rmat:scale=10,ef=8",        "uniform:n=2000,d=8",
-                                  "stencil2d:n=40",            "stencil3d:n=10,points=27",
-                                  "powerlaw:n=3000,avg=8,alpha=1.5,max=1500", "roadnet:n=6000,seed=3"};
+const char* const kGenerated[] = {"rmat:scale=10,ef=8",
+                                  "uniform:n=2000,d=8",
+                                  "stencil2d:n=40",
+                                  "stencil3d:n=10,points=27",
+                                  "powerlaw:n=3000,avg=8,alpha=1.5,max=1500",
+                                  "roadnet:n=6000,seed=3"};
 
 }  // namespace
 
@@ -118,7 +123,7 @@ TEST_CASE("HashSpgemmCpuMatchesReferenceOnGeneratedMatrices") {
     const CsrMatrix<double> at = transpose(a);
     const auto sq = check_matches_reference(a, a, global);  // A²
     check_matches_reference(a, a);
-    check_matches_reference(a, at);                        // A·Aᵀ
+    check_matches_reference(a, at);  // A·Aᵀ
     check_matches_reference(a.cast<float>(), a.cast<float>());
     check_matches_reference(a.cast<float>(), at.cast<float>());
     CHECK(sq.overflow_rows() == 0);  // the article's tables hold their groups' rows
@@ -128,8 +133,8 @@ TEST_CASE("HashSpgemmCpuMatchesReferenceOnGeneratedMatrices") {
 }
 
 TEST_CASE("HashSpgemmCpuMatchesReferenceOnRectangularProducts") {
-  const auto a = random_rows<double>(300, std::vector<int32_t>(170, 6), 1);   // 170 x 300
-  const auto b = random_rows<double>(90, std::vector<int32_t>(300, 4), 2);    // 300 x 90
+  const auto a = random_rows<double>(300, std::vector<int32_t>(170, 6), 1);  // 170 x 300
+  const auto b = random_rows<double>(90, std::vector<int32_t>(300, 4), 2);   // 300 x 90
   const auto r = check_matches_reference(a, b);
   CHECK(r.c.rows == 170);
   CHECK(r.c.cols == 90);
@@ -323,7 +328,8 @@ TEST_CASE("IntermediateProductsMatchBruteForce") {
     const auto terms = reference::spgemm(map_values(a, one), map_values(b, one));
     std::vector<int64_t> want(static_cast<size_t>(a.rows), 0);
     for (int32_t i = 0; i < a.rows; ++i)
-      for (int32_t p = terms.row_ptr[i]; p < terms.row_ptr[i + 1]; ++p) want[i] += static_cast<int64_t>(terms.values[p]);
+      for (int32_t p = terms.row_ptr[i]; p < terms.row_ptr[i + 1]; ++p)
+        want[i] += static_cast<int64_t>(terms.values[p]);
     CHECK(ip == want);
     int64_t bound = 0, sum = 0;
     for (int32_t i = 0; i < a.rows; ++i) {
@@ -340,7 +346,8 @@ TEST_CASE("IntermediateProductsMatchBruteForce") {
   // Malformed operands name the row and the column rather than read out of bounds.
   auto bad_a = from_entries<double>(2, 5, {{1, 2, 1}});
   bad_a.col_idx[0] = 7;
-  CHECK_THROWS_WITH_AS(intermediate_products(bad_a, b), doctest::Contains("row 1 of A has column 7, outside [0, 5)"), UsageError);
+  CHECK_THROWS_WITH_AS(intermediate_products(bad_a, b), doctest::Contains("row 1 of A has column 7, outside [0, 5)"),
+                       UsageError);
   auto bad_b = from_entries<double>(5, 6, {{3, 1, 1}});
   bad_b.col_idx[0] = -1;
   CHECK_THROWS_WITH_AS(hash_spgemm_cpu(from_entries<double>(1, 5, {{0, 3, 1}}), bad_b),
@@ -382,8 +389,8 @@ TEST_CASE("SpgemmNnzCheckNamesTheRowWhereTheCountPasses2To31") {
   CHECK_THROWS_WITH_AS(check_nnz_fits(std::vector<int32_t>{big, big - 1, 0, 1, 5}),
                        doctest::Contains("passes it at row 3, which has 1, for 2147483648 in rows 0..3"), UsageError);
   CHECK_THROWS_WITH_AS(check_nnz_fits(std::vector<int32_t>{3, INT32_MAX}), doctest::Contains("row 1"), UsageError);
-  CHECK_THROWS_WITH_AS(check_nnz_fits(std::vector<int32_t>{3, -2}), doctest::Contains("row 1 of C has a negative length"),
-                       UsageError);
+  CHECK_THROWS_WITH_AS(check_nnz_fits(std::vector<int32_t>{3, -2}),
+                       doctest::Contains("row 1 of C has a negative length"), UsageError);
 }
 
 TEST_CASE("SpgemmConfigRejectsBadConfigsNamingTheKey") {
@@ -399,7 +406,8 @@ TEST_CASE("SpgemmConfigRejectsBadConfigsNamingTheKey") {
   article.t2 = SpgemmConfig{}.t2;
   article.fit_tables = SpgemmConfig{}.fit_tables;
   CHECK(config_to_json(article) == config_to_json(SpgemmConfig{}));
-  CHECK(config_to_json(config_from_json<SpgemmConfig>(config_to_json(SpgemmConfig{}))) == config_to_json(SpgemmConfig{}));
+  CHECK(config_to_json(config_from_json<SpgemmConfig>(config_to_json(SpgemmConfig{}))) ==
+        config_to_json(SpgemmConfig{}));
   CHECK(config_info<SpgemmConfig>().op == "spgemm");
   // The article's tables are as big as their bounds, so they pass without the fallback too.
   const nlohmann::json no_fallback = {{"overflow_to_global", 0}}, small_t1 = {{"t1", 64}};
@@ -437,14 +445,15 @@ TEST_CASE("SpgemmConfigRejectsBadConfigsNamingTheKey") {
   }
   SpgemmConfig c;
   c.t1 = 100;
-  CHECK_THROWS_WITH_AS(hash_spgemm_cpu(CsrMatrix<double>{}, CsrMatrix<double>{}, c), doctest::Contains("'t1'"), UsageError);
+  CHECK_THROWS_WITH_AS(hash_spgemm_cpu(CsrMatrix<double>{}, CsrMatrix<double>{}, c), doctest::Contains("'t1'"),
+                       UsageError);
   // Several rows a block: their tables a slot apart more than their size (bank conflicts).
   CHECK(spgemm_shared_bytes(SpgemmConfig{}, 0, 8) == 128 * (64 + 4) * 12);
   SpgemmConfig warp_rows;
   warp_rows.lanes1 = 32;
   warp_rows.block1 = 256;
   CHECK(warp_rows.rows_per_block(1) == 8);
-  CHECK(spgemm_shared_bytes(warp_rows, 1, 4) == 8 * 1024 * 8);  // a warp a row: no two rows share a warp
+  CHECK(spgemm_shared_bytes(warp_rows, 1, 4) == 8 * 1024 * 8);          // a warp a row: no two rows share a warp
   CHECK(spgemm_shared_bytes(SpgemmConfig::paper(), 1, 4) == 1024 * 8);  // a block per row: one table
   CHECK(spgemm_shared_bytes(SpgemmConfig{}, 2, 4) == 16384 * 8);
   CHECK(spgemm_shared_bytes(SpgemmConfig{}, 3, 8) == 0);
@@ -471,8 +480,8 @@ TEST_CASE("SpgemmFittedTablesStayAtMostHalfFullAndUnderTheConfigs") {
   CHECK(spgemm_fit_table(8192, 8191, 1000000) == 8192);    // never above t (rows may overflow, as under t)
   CHECK(spgemm_fit_table(64, 5, 100) == 32);
   CHECK(spgemm_fit_table(64, 0, 100) == 32);
-  CHECK(spgemm_fit_table(16, 31, 100) == 16);              // a t below 32 stays
-  CHECK(spgemm_fit_table(1024, 511, 40) == 128);           // B's columns bound the distinct keys
+  CHECK(spgemm_fit_table(16, 31, 100) == 16);     // a t below 32 stays
+  CHECK(spgemm_fit_table(1024, 511, 40) == 128);  // B's columns bound the distinct keys
   for (int64_t ip = 1; ip < 20000; ip += 37) {
     const int t = spgemm_fit_table(16384, ip, 1 << 30);
     CHECK((t & (t - 1)) == 0);
@@ -523,7 +532,7 @@ TEST_CASE("SpgemmGlobalTablesHoldTheirRows") {
   CHECK(spgemm_global_table_slots(8192, 100000, cfg) == 16384);
   CHECK(spgemm_global_table_slots(9000, 100000, cfg) == 32768);
   CHECK(spgemm_global_table_slots(9000, 60000, cfg) == 60000);  // dense: at most twice the hashed table
-  CHECK(spgemm_global_table_slots(9000, 3000, cfg) == 8192);  // no row is longer than B is wide
+  CHECK(spgemm_global_table_slots(9000, 3000, cfg) == 8192);    // no row is longer than B is wide
   CHECK(spgemm_global_table_slots(0, 10, cfg) == 2);
   CHECK(spgemm_global_table_slots(int64_t{1} << 40, INT32_MAX, cfg) == int64_t{1} << 31);
   SpgemmConfig one = cfg;
@@ -533,7 +542,7 @@ TEST_CASE("SpgemmGlobalTablesHoldTheirRows") {
   SpgemmConfig small = cfg;
   small.t2 = 4096;
   CHECK(spgemm_row_may_overflow(8191, 100000, small));
-  CHECK_FALSE(spgemm_row_may_overflow(8191, 4000, small));  // B too narrow to fill 4096 slots
+  CHECK_FALSE(spgemm_row_may_overflow(8191, 4000, small));    // B too narrow to fill 4096 slots
   CHECK_FALSE(spgemm_row_may_overflow(9000, 100000, small));  // group 3: global anyway
 }
 
@@ -546,9 +555,10 @@ TEST_CASE("SpgemmAnalysisRowCodesAgreeWithTheHostRules") {
   strict.overflow_to_global = 0;
   for (const SpgemmConfig& c : {SpgemmConfig{}, tiny, strict})
     for (int32_t b_cols : {1, 7, 64, 5000, 100000, INT32_MAX})
-      for (int64_t ip : {int64_t{0}, int64_t{1}, int64_t{3}, int64_t{4}, int64_t{5}, int64_t{7}, int64_t{8},
-                         int64_t{31}, int64_t{32}, int64_t{63}, int64_t{64}, int64_t{65}, int64_t{255}, int64_t{256},
-                         int64_t{511}, int64_t{512}, int64_t{1025}, int64_t{8191}, int64_t{8192}, int64_t{1} << 33}) {
+      for (int64_t ip :
+           {int64_t{0},   int64_t{1},   int64_t{3},    int64_t{4},    int64_t{5},    int64_t{7},      int64_t{8},
+            int64_t{31},  int64_t{32},  int64_t{63},   int64_t{64},   int64_t{65},   int64_t{255},    int64_t{256},
+            int64_t{511}, int64_t{512}, int64_t{1025}, int64_t{8191}, int64_t{8192}, int64_t{1} << 33}) {
         CAPTURE(b_cols);
         CAPTURE(ip);
         const int code = abi::spgemm_row_code(ip, rule_of(c, b_cols));
@@ -563,12 +573,23 @@ TEST_CASE("SpgemmAnalysisRowCodesAgreeWithTheHostRules") {
 
 TEST_CASE("ContractCpuMatchesAHandMadeContraction") {
   // A path 0-1-2-3-4-5 (weights 1..5 both ways) and a self loop 0.5 at 0; pairs merged.
-  const auto g = from_entries<double>(6, 6, {{0, 0, 0.5}, {0, 1, 1}, {1, 0, 1}, {1, 2, 2}, {2, 1, 2}, {2, 3, 3},
-                                             {3, 2, 3}, {3, 4, 4}, {4, 3, 4}, {4, 5, 5}, {5, 4, 5}});
+  const auto g = from_entries<double>(6, 6,
+                                      {{0, 0, 0.5},
+                                       {0, 1, 1},
+                                       {1, 0, 1},
+                                       {1, 2, 2},
+                                       {2, 1, 2},
+                                       {2, 3, 3},
+                                       {3, 2, 3},
+                                       {3, 4, 4},
+                                       {4, 3, 4},
+                                       {4, 5, 5},
+                                       {5, 4, 5}});
   const std::vector<int32_t> labels = {0, 0, 1, 1, 2, 2};
   const auto c = contract_cpu(g, labels, 3);
   validate(c);
-  const auto want = from_entries<double>(3, 3, {{0, 0, 2.5}, {0, 1, 2}, {1, 0, 2}, {1, 1, 6}, {1, 2, 4}, {2, 1, 4}, {2, 2, 10}});
+  const auto want =
+      from_entries<double>(3, 3, {{0, 0, 2.5}, {0, 1, 2}, {1, 0, 2}, {1, 1, 6}, {1, 2, 4}, {2, 1, 4}, {2, 2, 10}});
   CHECK(c.row_ptr == want.row_ptr);
   CHECK(c.col_idx == want.col_idx);
   CHECK(c.values == want.values);
@@ -610,11 +631,12 @@ TEST_CASE("ContractCpuMatchesDirectSumsOnGeneratedGraphs") {
 
 TEST_CASE("ContractCpuRejectsBadLabelsNamingTheVertex") {
   const auto g = from_entries<double>(4, 4, {{0, 1, 1}, {1, 0, 1}});
-  CHECK_THROWS_WITH_AS(contract_cpu(g, std::vector<int32_t>{0, 1, 5, 0}, 3), doctest::Contains("vertex 2 has label 5, outside [0, 3)"),
-                       UsageError);
-  CHECK_THROWS_WITH_AS(contract_cpu(g, std::vector<int32_t>{0, 1, 2, -1}, 3), doctest::Contains("vertex 3 has label -1"), UsageError);
-  CHECK_THROWS_WITH_AS(contract_cpu(g, std::vector<int32_t>{0, 1, 2}, 3), doctest::Contains("3 labels for a graph of 4 vertices"),
-                       UsageError);
+  CHECK_THROWS_WITH_AS(contract_cpu(g, std::vector<int32_t>{0, 1, 5, 0}, 3),
+                       doctest::Contains("vertex 2 has label 5, outside [0, 3)"), UsageError);
+  CHECK_THROWS_WITH_AS(contract_cpu(g, std::vector<int32_t>{0, 1, 2, -1}, 3),
+                       doctest::Contains("vertex 3 has label -1"), UsageError);
+  CHECK_THROWS_WITH_AS(contract_cpu(g, std::vector<int32_t>{0, 1, 2}, 3),
+                       doctest::Contains("3 labels for a graph of 4 vertices"), UsageError);
   CHECK_THROWS_WITH_AS(contract_cpu(from_entries<double>(2, 3, {}), std::vector<int32_t>{0, 0}, 1),
                        doctest::Contains("must be square, is 2x3"), UsageError);
 }
@@ -746,4 +768,3 @@ TEST_CASE("TriangleCountCpuMatchesTheMaskedProductAndCliques") {
     CHECK(triangle_count_cpu(g) == dbs_test::masked_product_sum(g));
   }
 }
-

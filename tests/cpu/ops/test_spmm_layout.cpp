@@ -196,7 +196,8 @@ void emulated_brp_spmm(const BrpMatrix<float>& m, const std::vector<float>& b, i
     for (int j = 0; j < n; ++j) {
       float sum = 0.0f;
       for (int32_t p = m.res_row_offset[r]; p < m.res_row_offset[r + 1]; ++p)
-        sum += m.res_values[static_cast<size_t>(p)] * b[static_cast<size_t>(m.res_col_id[static_cast<size_t>(p)]) * n + j];
+        sum +=
+            m.res_values[static_cast<size_t>(p)] * b[static_cast<size_t>(m.res_col_id[static_cast<size_t>(p)]) * n + j];
       c[static_cast<size_t>(m.res_rows_id[r]) * n + j] += alpha * sum;
     }
 }

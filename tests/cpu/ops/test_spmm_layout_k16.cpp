@@ -205,7 +205,8 @@ void emulated_brp_spmm16(const BrpMatrix<float>& m, const std::vector<float>& b,
       for (int lane = 0; lane < 32; ++lane)
         for (int i = 0; i < 4; ++i) {
           const int row = row0 + mma_c_row(lane, i), col = t * kSpmmTileCols + mma_c_col(lane, i);
-          if (row < m.rows && col < n && w.d[lane][i] != 0.0f) c[static_cast<size_t>(row) * n + col] += alpha * w.d[lane][i];
+          if (row < m.rows && col < n && w.d[lane][i] != 0.0f)
+            c[static_cast<size_t>(row) * n + col] += alpha * w.d[lane][i];
         }
     }
   }
@@ -213,7 +214,8 @@ void emulated_brp_spmm16(const BrpMatrix<float>& m, const std::vector<float>& b,
     for (int j = 0; j < n; ++j) {
       float sum = 0.0f;
       for (int32_t p = m.res_row_offset[r]; p < m.res_row_offset[r + 1]; ++p)
-        sum += m.res_values[static_cast<size_t>(p)] * b[static_cast<size_t>(m.res_col_id[static_cast<size_t>(p)]) * n + j];
+        sum +=
+            m.res_values[static_cast<size_t>(p)] * b[static_cast<size_t>(m.res_col_id[static_cast<size_t>(p)]) * n + j];
       c[static_cast<size_t>(m.res_rows_id[r]) * n + j] += alpha * sum;
     }
 }

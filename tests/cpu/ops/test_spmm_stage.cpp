@@ -68,11 +68,13 @@ void check_windows(const std::string& name, const CsrMatrix<float>& a, const std
         for (int j = 0; j < n; ++j)
           c[static_cast<size_t>(w.rows[static_cast<size_t>(i)]) * n + j] +=
               double(w.vals[static_cast<size_t>(e)]) *
-              b[static_cast<size_t>(w.cols[static_cast<size_t>(w.win_col[k] + w.slot[static_cast<size_t>(e)])]) * n + j];
+              b[static_cast<size_t>(w.cols[static_cast<size_t>(w.win_col[k] + w.slot[static_cast<size_t>(e)])]) * n +
+                j];
   for (const int32_t r : w.plain)
     for (int32_t q = a.row_ptr[r]; q < a.row_ptr[r + 1]; ++q)
       for (int j = 0; j < n; ++j)
-        c[static_cast<size_t>(r) * n + j] += double(a.values[static_cast<size_t>(q)]) * b[static_cast<size_t>(a.col_idx[static_cast<size_t>(q)]) * n + j];
+        c[static_cast<size_t>(r) * n + j] += double(a.values[static_cast<size_t>(q)]) *
+                                             b[static_cast<size_t>(a.col_idx[static_cast<size_t>(q)]) * n + j];
   const auto ref = reference::spmm(a, std::span<const float>(b), n);
   REQUIRE(ref.size() == c.size());
   for (size_t i = 0; i < c.size(); ++i) CHECK(c[i] == doctest::Approx(ref[i]).epsilon(1e-12));

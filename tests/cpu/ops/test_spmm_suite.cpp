@@ -63,8 +63,8 @@ TEST_CASE("CommunityGraphsAreSymmetricBlockModelsWithTheRequestedDensities") {
   for (int32_t i = 0; i < a.rows; ++i)
     for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
       const int32_t j = a.col_idx[p];
-      REQUIRE(j != i);                            // no self loops
-      REQUIRE(at(a, j, i) == a.values[p]);        // symmetric, values too
+      REQUIRE(j != i);                      // no self loops
+      REQUIRE(at(a, j, i) == a.values[p]);  // symmetric, values too
       REQUIRE((a.values[p] != 0.0 && std::fabs(a.values[p]) <= 1.0));
       (community_of(i, n, k) == community_of(j, n, k) ? inside : outside) += 1;
     }
@@ -175,13 +175,13 @@ TEST_CASE("BadCommunityAndPrunedParametersAreInputErrorsNamingTheParameter") {
   struct Bad {
     std::string spec, mentions;
   };
-  for (const auto& b : {Bad{"community:k=0", "k"}, Bad{"community:n=10,k=11", "k"}, Bad{"community:p_in=1.5", "p_in"},
-                        Bad{"community:p_out=-0.1", "p_out"}, Bad{"community:scramble=2", "scramble"},
-                        Bad{"community:n=2000000000,k=1,p_in=0.5", "2^31-1"}, Bad{"community:q=3", "q"},
-                        Bad{"pruned:density=0", "density"}, Bad{"pruned:density=1.5", "density"},
-                        Bad{"pruned:rows=0", "rows"}, Bad{"pruned:cols=-3", "cols"},
-                        Bad{"pruned:rows=100,cols=100,block=3", "block"}, Bad{"pruned:block=0", "block"},
-                        Bad{"pruned:rows=100000,cols=100000", "rows * cols"}, Bad{"pruned:seed=-1", "seed"}}) {
+  for (const auto& b :
+       {Bad{"community:k=0", "k"}, Bad{"community:n=10,k=11", "k"}, Bad{"community:p_in=1.5", "p_in"},
+        Bad{"community:p_out=-0.1", "p_out"}, Bad{"community:scramble=2", "scramble"},
+        Bad{"community:n=2000000000,k=1,p_in=0.5", "2^31-1"}, Bad{"community:q=3", "q"},
+        Bad{"pruned:density=0", "density"}, Bad{"pruned:density=1.5", "density"}, Bad{"pruned:rows=0", "rows"},
+        Bad{"pruned:cols=-3", "cols"}, Bad{"pruned:rows=100,cols=100,block=3", "block"}, Bad{"pruned:block=0", "block"},
+        Bad{"pruned:rows=100000,cols=100000", "rows * cols"}, Bad{"pruned:seed=-1", "seed"}}) {
     CAPTURE(b.spec);
     const std::string what = input_error_text(b.spec);
     CHECK(what.find(b.spec) != std::string::npos);

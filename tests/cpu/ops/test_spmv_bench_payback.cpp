@@ -22,10 +22,9 @@ BenchRow row(const std::string& matrix, const std::string& impl, double us, bool
 }  // namespace
 
 TEST_CASE("SpmvBenchPaybackIsTheOrdersHostTimeOverTheTimeItSaves") {
-  std::vector<BenchRow> rows{row("g", "dbsparse-cols-none", 283.0, false, 0),
-                             row("g", "dbsparse-cols-degree", 208.0, true, 150.0),
-                             row("g", "dbsparse-classified", 290.0, true, 150.0),
-                             row("other", "dbsparse-cols-degree", 100.0, true, 9.0)};
+  std::vector<BenchRow> rows{
+      row("g", "dbsparse-cols-none", 283.0, false, 0), row("g", "dbsparse-cols-degree", 208.0, true, 150.0),
+      row("g", "dbsparse-classified", 290.0, true, 150.0), row("other", "dbsparse-cols-degree", 100.0, true, 9.0)};
   dbsparse::tools::note_order_payback(rows, "g", "f32");
   // 150 ms / 75 us a call = 2000 calls.
   CHECK(rows[1].paid_back_after_calls == 2000);

@@ -35,31 +35,27 @@ TEST_CASE("SpmvKeyFollowsTheNamedStrategy") {
   CHECK_THROWS_AS(key_of({{"strategy", "classified"}}, 10, 10, ValueType::F32), UsageError);
   CHECK_THROWS_AS(key_of({{"strategy", "warp"}}, 10, 10, ValueType::F32), UsageError);
   CHECK_THROWS_AS(key_of({{"strategy", "vector"}, {"lanes", 3}}, 10, 10, ValueType::F32), UsageError);
-  CHECK_THROWS_AS(key_of({{"strategy", "scalar"}, {"block_size", 100}}, 10, 10, ValueType::F32),
-                  UsageError);
+  CHECK_THROWS_AS(key_of({{"strategy", "scalar"}, {"block_size", 100}}, 10, 10, ValueType::F32), UsageError);
   // A value of the wrong kind names its key instead of leaking a JSON type error.
   CHECK_THROWS_WITH_AS(key_of({{"strategy", "scalar"}, {"block_size", "big"}}, 10, 10, ValueType::F32),
                        doctest::Contains("block_size"), UsageError);
-  CHECK_THROWS_WITH_AS(key_of({{"strategy", 3}}, 10, 10, ValueType::F32), doctest::Contains("strategy"),
-                       UsageError);
+  CHECK_THROWS_WITH_AS(key_of({{"strategy", 3}}, 10, 10, ValueType::F32), doctest::Contains("strategy"), UsageError);
 }
 
 TEST_CASE("SpmvUniformChoiceFollowsMeanRowLength") {
   const nlohmann::json conf = {{"strategy", "uniform"}};
-  auto pick = [&](int64_t rows, int64_t nnz, ValueType v = ValueType::F32) {
-    return key_of(conf, rows, nnz, v);
-  };
+  auto pick = [&](int64_t rows, int64_t nnz, ValueType v = ValueType::F32) { return key_of(conf, rows, nnz, v); };
   // f32: 8 entries per lane.
-  CHECK(pick(1000, 3000).strategy == SpmvStrategy::Scalar);   // mean 3
-  CHECK(pick(1000, 8000).strategy == SpmvStrategy::Scalar);   // mean 8: the cutoff is inclusive
-  auto v = pick(1000, 27000);                                 // mean 27: 4 lanes x 8 entries cover it
+  CHECK(pick(1000, 3000).strategy == SpmvStrategy::Scalar);  // mean 3
+  CHECK(pick(1000, 8000).strategy == SpmvStrategy::Scalar);  // mean 8: the cutoff is inclusive
+  auto v = pick(1000, 27000);                                // mean 27: 4 lanes x 8 entries cover it
   CHECK(v.strategy == SpmvStrategy::Vector);
   CHECK(v.lanes == 4);
   CHECK(pick(1000, 9000).lanes == 2);
   CHECK(pick(1000, 64000).lanes == 8);
   CHECK(pick(1000, 256000).lanes == 32);
   CHECK(pick(1000, 257000).strategy == SpmvStrategy::Block);
-  CHECK(pick(0, 0).strategy == SpmvStrategy::Scalar);         // no rows: nothing to share
+  CHECK(pick(0, 0).strategy == SpmvStrategy::Scalar);  // no rows: nothing to share
   // f64: 4 entries per lane.
   CHECK(pick(1000, 5000, ValueType::F64).lanes == 2);
   CHECK(pick(1000, 27000, ValueType::F64).lanes == 8);
@@ -67,8 +63,7 @@ TEST_CASE("SpmvUniformChoiceFollowsMeanRowLength") {
   auto moved = key_of({{"strategy", "uniform"}, {"lane_entries_f32", 1}}, 1000, 3000, ValueType::F32);
   CHECK(moved.strategy == SpmvStrategy::Vector);
   CHECK(moved.lanes == 4);
-  CHECK_THROWS_AS(key_of({{"strategy", "uniform"}, {"lane_entries_f32", 0}}, 10, 10, ValueType::F32),
-                  UsageError);
+  CHECK_THROWS_AS(key_of({{"strategy", "uniform"}, {"lane_entries_f32", 0}}, 10, 10, ValueType::F32), UsageError);
 }
 
 TEST_CASE("SpmvClassifiedLayoutComesFromTheConfig") {
@@ -141,7 +136,8 @@ TEST_CASE("SpmvDegreeColumnOrderIsAPermutationThatKeepsTheProduct") {
   for (size_t p = 0; p < a.col_idx.size(); ++p) CHECK(o.order[static_cast<size_t>(o.col_idx[p])] == a.col_idx[p]);
   std::vector<double> x(static_cast<size_t>(a.cols)), xq(static_cast<size_t>(a.cols));
   for (int32_t c = 0; c < a.cols; ++c) x[static_cast<size_t>(c)] = 0.25 + (c % 13);
-  for (int32_t k = 0; k < a.cols; ++k) xq[static_cast<size_t>(k)] = x[static_cast<size_t>(o.order[static_cast<size_t>(k)])];
+  for (int32_t k = 0; k < a.cols; ++k)
+    xq[static_cast<size_t>(k)] = x[static_cast<size_t>(o.order[static_cast<size_t>(k)])];
   auto aq = a;
   aq.col_idx = o.col_idx;
   CHECK(reference::spmv(aq, std::span<const double>(xq)) == reference::spmv(a, std::span<const double>(x)));
@@ -277,7 +273,7 @@ TEST_CASE("SpmvWindowRoundsDownToABinBoundAndNamesItsKey") {
   CHECK(layout_of(with_window(100), 1000, 5000, ValueType::F64).window == 32);
   CHECK(layout_of(with_window(1024), 1000, 5000, ValueType::F32).window == 256);
   CHECK(layout_of(with_window(8), 1000, 5000, ValueType::F32).window == 8);
-  CHECK(layout_of(with_window(5), 1000, 5000, ValueType::F32).window == 0);  // below the scalar bin's bound
+  CHECK(layout_of(with_window(5), 1000, 5000, ValueType::F32).window == 0);      // below the scalar bin's bound
   CHECK(layout_of(with_window(64, 0), 1000, 5000, ValueType::F32).window == 0);  // one launch per bin: no window
   const auto k = codegen::SpmvKey::parse("spmv.classified.f64.b128.l2.l4.l16.l32.w32");
   CHECK(k.window == 32);

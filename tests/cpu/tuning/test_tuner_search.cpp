@@ -19,8 +19,8 @@ namespace {
 double bowl(const nlohmann::json& c) {
   const double th0 = c["th0"].get<double>(), th1 = c["th1"].get<double>(), th2 = c["th2"].get<double>();
   const double th3 = c["th3"].get<double>();
-  return 100 + std::pow(std::log2(th0 / 16), 2) * 5 + std::pow((th1 - 96) / 32, 2) * 4 +
-         std::pow(th2 - 3, 2) * 3 + std::pow(std::log2(th3 / 0.8), 2) * 6;
+  return 100 + std::pow(std::log2(th0 / 16), 2) * 5 + std::pow((th1 - 96) / 32, 2) * 4 + std::pow(th2 - 3, 2) * 3 +
+         std::pow(std::log2(th3 / 0.8), 2) * 6;
 }
 
 struct Store {

@@ -28,10 +28,10 @@ namespace fs = std::filesystem;
 using dbsparse::Config;
 using dbsparse::ConfigSource;
 using dbsparse::DbError;
-using dbsparse::UsageError;
 using dbsparse::Trial;
 using dbsparse::TrialStatus;
 using dbsparse::TuningDb;
+using dbsparse::UsageError;
 using nlohmann::json;
 
 static const dbsparse::OpConfigInfo SPMSPV = dbsparse::config_info<dbsparse::SpmspvConfig>();
@@ -47,14 +47,12 @@ std::string slurp(const fs::path& p) {
 // One row, one column, straight from SQLite: checks what the file holds, not what our API says.
 std::string raw_query(const fs::path& db_path, const std::string& sql) {
   sqlite3* db = nullptr;
-  REQUIRE(sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
-                          nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_open_v2(db_path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) == SQLITE_OK);
   sqlite3_stmt* st = nullptr;
   std::string out;
   REQUIRE(sqlite3_prepare_v2(db, sql.c_str(), -1, &st, nullptr) == SQLITE_OK);
   int rc = sqlite3_step(st);
-  if (rc == SQLITE_ROW && sqlite3_column_text(st, 0))
-    out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  if (rc == SQLITE_ROW && sqlite3_column_text(st, 0)) out = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
   sqlite3_finalize(st);
   sqlite3_close_v2(db);
   return out;
@@ -118,12 +116,11 @@ TEST_CASE("tuning_db: names and defaults") {
   CHECK(std::string(to_string(ConfigSource::Tuned)) == "tuned");
   CHECK(std::string(to_string(ConfigSource::Predicted)) == "predicted");
   CHECK(std::string(to_string(ConfigSource::Default)) == "default");
-  for (auto s : {TrialStatus::Ok, TrialStatus::CompileFailed, TrialStatus::LaunchFailed,
-                 TrialStatus::WrongResult, TrialStatus::Skipped})
+  for (auto s : {TrialStatus::Ok, TrialStatus::CompileFailed, TrialStatus::LaunchFailed, TrialStatus::WrongResult,
+                 TrialStatus::Skipped})
     CHECK(dbsparse::trial_status_from_string(to_string(s)) == s);
   CHECK(std::string(to_string(TrialStatus::WrongResult)) == "wrong_result");
   CHECK_THROWS_AS(dbsparse::trial_status_from_string("exploded"), DbError);
-
 }
 
 namespace {
@@ -146,9 +143,16 @@ void rejects(std::initializer_list<BadConfig> bads) {
 
 TEST_CASE("TypedConfigsRoundTripAndNameTheKeyOnBadInput") {
   const json sp = dbsparse::config_to_json(dbsparse::SpmspvConfig{});
-  CHECK(sp == json{{"th0", 32}, {"th1", 128}, {"th2", 2.0}, {"th3", 0.4}, {"th3_scale", "nnz_per_block"},
-                   {"pull_coo", "lane"}, {"residual_below", 257},
-                   {"residual_push_below", 0.5}, {"residual_pull", "off"}, {"pdl", 1},
+  CHECK(sp == json{{"th0", 32},
+                   {"th1", 128},
+                   {"th2", 2.0},
+                   {"th3", 0.4},
+                   {"th3_scale", "nnz_per_block"},
+                   {"pull_coo", "lane"},
+                   {"residual_below", 257},
+                   {"residual_push_below", 0.5},
+                   {"residual_pull", "off"},
+                   {"pdl", 1},
                    {"compute_blocks_per_sm", 0}});
   // th0..th2 live once: the format's thresholds and the config's defaults are the same numbers.
   const dbsparse::DbThresholds th;
@@ -203,7 +207,10 @@ TEST_CASE("tuning_db: default_path follows DBSPARSE_DB, XDG_DATA_HOME, HOME") {
   setenv("HOME", "/home/u", 1);
   CHECK(TuningDb::default_path() == "/home/u/.local/share/dbsparse/tuning.db");
   auto restore = [](const char* n, const std::optional<std::string>& v) {
-    if (v) setenv(n, v->c_str(), 1); else unsetenv(n);
+    if (v)
+      setenv(n, v->c_str(), 1);
+    else
+      unsetenv(n);
   };
   restore("DBSPARSE_DB", db);
   restore("XDG_DATA_HOME", xdg);
@@ -224,8 +231,9 @@ TEST_CASE("tuning_db: a fresh file gets schema v1, WAL and empty tables") {
   }
   CHECK(raw_query(path, "PRAGMA journal_mode") == "wal");
   CHECK(raw_query(path, "PRAGMA user_version") == "1");
-  CHECK(raw_query(path, "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'trials'"
-                        " AND sql IS NOT NULL") != "");
+  CHECK(raw_query(path,
+                  "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'trials'"
+                  " AND sql IS NOT NULL") != "");
   // Reopening migrates nothing and keeps the version.
   CHECK(TuningDb::open(path.string())->schema_version() == 1);
   CHECK(TuningDb::open(path.string(), true)->schema_version() == 1);
@@ -291,8 +299,7 @@ TEST_CASE("tuning_db: trials round-trip") {
   CHECK(db->trials("dev0", "mat0", "spmv").size() == 1);
   CHECK(db->trials("dev1", "mat0", "spmspv").empty());
   // Keys are stored sorted, so equal configs are equal as text.
-  CHECK(raw_query(path, "SELECT params_json FROM trials ORDER BY id LIMIT 1") ==
-        R"({"th0":16,"th2":1.5})");
+  CHECK(raw_query(path, "SELECT params_json FROM trials ORDER BY id LIMIT 1") == R"({"th0":16,"th2":1.5})");
 }
 
 TEST_CASE("tuning_db: set_best, then lookup merges tuned params over the defaults") {
@@ -461,7 +468,8 @@ TEST_CASE("tuning_db: processes creating the same new file all succeed") {
   for (int round = 0; round < kRounds; ++round) {
     auto path = (dbs_test::temp_dir("db-race-" + std::to_string(round)) / "tuning.db").string();
     pid_t kids[kKids];
-    for (pid_t& kid : kids) kid = start_child([&] {
+    for (pid_t& kid : kids)
+      kid = start_child([&] {
         TuningDb::open(path)->add_trial(make_trial(0));
         return 0;
       });
@@ -531,10 +539,8 @@ TEST_CASE("tuning_db: lookup_config uses the default path once, and warns once")
       auto lookups = [] {
         for (int i = 0; i < 50; ++i) {
           Config c = dbsparse::lookup_config("dev0", "mat0", SPMSPV);
-          if (c.source != ConfigSource::Tuned || c.params["th1"] != 64 || c.params["th0"] != 32)
-            return false;
-          if (dbsparse::lookup_config("dev1", "mat0", SPMSPV).source != ConfigSource::Default)
-            return false;
+          if (c.source != ConfigSource::Tuned || c.params["th1"] != 64 || c.params["th0"] != 32) return false;
+          if (dbsparse::lookup_config("dev1", "mat0", SPMSPV).source != ConfigSource::Default) return false;
         }
         return true;
       };
