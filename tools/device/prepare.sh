@@ -8,6 +8,9 @@ bash scripts/build.sh >/dev/null
 rm -rf .device/bin && mkdir -p .device/bin .device/matrices .device/cache
 cp build/dbsparse build/dbtune build/tests/test_gpu build/tests/test_cpu build/tests/test_nvrtc .device/bin/
 strip --strip-debug .device/bin/*
+# An earlier build's binaries for a same-run before/after (tools/device/house_run.sh ab).
+rm -rf .device/bin-old
+if [ -n "${HOUSE_OLD_BIN:-}" ]; then mkdir -p .device/bin-old && cp "$HOUSE_OLD_BIN"/* .device/bin-old/; fi
 if [ -d ../shared/matrices ]; then cp -u ../shared/matrices/*.mtx .device/matrices/; fi
 # spmv, bfs and spmm: NVRTC here takes ~1 s a kernel for the big spmspv variants, about 30x the H200 host.
 rm -rf .device/cache && mkdir -p .device/cache
