@@ -1,12 +1,17 @@
 // The SpMM plan's spec (runtime/spmm/spmm_spec.hpp): the host decisions of a plan, checked on the
 // CPU for small matrices against values worked out by hand from the rules spmm.hpp documents
 // (path choice, rows' order, rows a warp, long rows' parts and pieces, the 16-bit workspace, the
-// TC windows' pieces and launch shapes, the kernel keys, the epilogue's fusion).
+// TC windows' pieces and launch shapes, the kernel keys, the epilogue's fusion); and that the
+// SpMM and BRP conversion modules declare every entry point role the plans fetch.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "codegen/keys/brp_convert_key.hpp"
+#include "codegen/keys/spmm_key.hpp"
 #include "dbsparse/error.hpp"
 #include "runtime/spmm/spmm_spec.hpp"
 
@@ -233,4 +238,40 @@ TEST_CASE("SpmmSpecOfADeviceView") {
   rcm.reorder = Reorder::Rcm;
   CHECK_THROWS_AS(spmm_view64_spec(4, 4, 4, 32, rcm, config(nlohmann::json::object()), 1), UsageError);
   CHECK_THROWS_AS(spmm_view64_spec(4, 4, 4, 32, {}, config({{"path", "brp"}}), 1), UsageError);
+}
+
+namespace {
+bool has_role(const codegen::KernelSource& ks, const std::string& role) {
+  return std::count(ks.entry_names.begin(), ks.entry_names.end(), role) == 1;
+}
+}  // namespace
+
+TEST_CASE("SpmmModulesDeclareTheRolesThePlansAskFor") {
+  // The roles runtime/spmm/spmm_materialize.cpp, spmm_relu.cpp and runtime/formats/brp_device.cpp
+  // fetch (LoadedKernel::entry throws at plan time for a missing one, which only a GPU would see).
+  for (const codegen::SpmmKey& k : codegen::spmm_search_space()) {
+    CAPTURE(k.to_string());
+    const codegen::KernelSource ks = codegen::make_source(k);
+    REQUIRE(ks.entry_names.size() == ks.name_expressions.size());
+    const bool f32 = k.value == codegen::SpmmValue::F32;
+    if (k.path == codegen::SpmmKernelPath::Brp) {
+      for (const char* role : {"windows", "residual", "residual_vec4", "window_pieces", "windows_frags",
+                               "window_pieces_frags", "expand_frags"})
+        CHECK(has_role(ks, role));
+    } else if (k.offsets64) {
+      CHECK(has_role(ks, "rows"));
+    } else {
+      for (const char* role : {"rows", "pieces", "relu"}) CHECK(has_role(ks, role));
+      CHECK(has_role(ks, "staged") == (f32 && k.vec == 4));
+    }
+    CHECK(has_role(ks, "finalize") == (!f32 && !k.offsets64));
+  }
+  for (const codegen::BrpConvertKey& k :
+       codegen::brp_convert_keys({codegen::ValueType::F32, codegen::ValueType::F64})) {
+    const codegen::KernelSource ks = codegen::make_source(k);
+    REQUIRE(ks.entry_names.size() == 8);
+    for (const char* role :
+         {"slots", "groups", "classify", "fill", "row_heads", "fill_rows", "scan_reduce", "scan_apply"})
+      CHECK(has_role(ks, role));
+  }
 }
