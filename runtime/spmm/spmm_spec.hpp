@@ -8,6 +8,7 @@
 // include it.
 #include <algorithm>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "codegen/keys/spmm_key.hpp"
