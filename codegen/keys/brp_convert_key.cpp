@@ -52,11 +52,14 @@ KernelSource make_source(const BrpConvertKey& key) {
                           ks.key);
   ks.options = {"-std=c++17"};
   const char* t = cuda_type(key.value);
-  for (const char* fn : {"brp_conv_slots", "brp_conv_groups", "brp_conv_classify"})
-    ks.name_expressions.push_back(fmt::format("dbs::{}<{}, {}>", fn, key.f, key.g));
-  ks.name_expressions.push_back(fmt::format("dbs::brp_conv_fill<{}, {}, {}>", t, key.f, key.g));
-  for (const char* fn : {"brp_conv_row_heads", "brp_conv_fill_rows", "brp_scan_reduce", "brp_scan_apply"})
-    ks.name_expressions.push_back(fmt::format("dbs::{}<dbsparse::abi::kBrpConvertBlock>", fn));
+  // Roles: the kernels' names without the brp_conv_ / brp_ prefix.
+  for (const char* fn : {"slots", "groups", "classify"})
+    ks.add_entry(fn, fmt::format("dbs::brp_conv_{}<{}, {}>", fn, key.f, key.g));
+  ks.add_entry("fill", fmt::format("dbs::brp_conv_fill<{}, {}, {}>", t, key.f, key.g));
+  for (const char* fn : {"row_heads", "fill_rows"})
+    ks.add_entry(fn, fmt::format("dbs::brp_conv_{}<dbsparse::abi::kBrpConvertBlock>", fn));
+  for (const char* fn : {"scan_reduce", "scan_apply"})
+    ks.add_entry(fn, fmt::format("dbs::brp_{}<dbsparse::abi::kBrpConvertBlock>", fn));
   return ks;
 }
 

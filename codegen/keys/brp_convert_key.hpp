@@ -20,10 +20,11 @@ struct BrpConvertKey {
   auto operator<=>(const BrpConvertKey&) const = default;
 };
 
-// Entry points, in this order (the order runtime/formats/brp_device.cpp launches them):
-// brp_conv_slots<F, G>, brp_conv_groups<F, G>, brp_conv_classify<F, G>, brp_conv_fill<T, F, G>,
-// brp_conv_row_heads<B>, brp_conv_fill_rows<B>, brp_scan_reduce<B>, brp_scan_apply<B>
-// (B = abi::kBrpConvertBlock). Throws UsageError for a key parse would refuse.
+// Entry points by role (KernelSource::add_entry), in the order runtime/formats/brp_device.cpp
+// launches them: "slots" brp_conv_slots<F, G>, "groups" brp_conv_groups<F, G>, "classify"
+// brp_conv_classify<F, G>, "fill" brp_conv_fill<T, F, G>, "row_heads" brp_conv_row_heads<B>,
+// "fill_rows" brp_conv_fill_rows<B>, "scan_reduce" brp_scan_reduce<B>, "scan_apply"
+// brp_scan_apply<B> (B = abi::kBrpConvertBlock). Throws UsageError for a key parse would refuse.
 KernelSource make_source(const BrpConvertKey& key);
 
 // Every (f, g) in {1, 2, 4, 8}^2 for each value type in `values`.

@@ -144,33 +144,33 @@ KernelSource make_source(const SpmmKey& key) {
                                : fmt::format("dbs::brp_tc_windows16<{}, {}, {}, {}", v, key.f, key.g, key.warps);
     const std::string expand = f32 ? fmt::format("dbs::brp_expand_frags<{}, {}, {}>", key.f, key.g, key.warps)
                                    : fmt::format("dbs::brp_expand_frags16<{}, {}, {}, {}>", v, key.f, key.g, key.warps);
-    ks.name_expressions = {tc + ", false, false>",
-                           fmt::format("dbs::brp_residual<{}, dbsparse::abi::kSpmmRowWarps, 1>", v),
-                           fmt::format("dbs::brp_residual<{}, dbsparse::abi::kSpmmRowWarps, 4>", v),
-                           tc + ", true, false>",
-                           tc + ", false, true>",
-                           tc + ", true, true>",
-                           expand};
-    if (!f32) ks.name_expressions.push_back(fmt::format("dbs::spmm_finalize16<{}>", v));
+    ks.add_entry("windows", tc + ", false, false>");
+    ks.add_entry("residual", fmt::format("dbs::brp_residual<{}, dbsparse::abi::kSpmmRowWarps, 1>", v));
+    ks.add_entry("residual_vec4", fmt::format("dbs::brp_residual<{}, dbsparse::abi::kSpmmRowWarps, 4>", v));
+    ks.add_entry("window_pieces", tc + ", true, false>");
+    ks.add_entry("windows_frags", tc + ", false, true>");
+    ks.add_entry("window_pieces_frags", tc + ", true, true>");
+    ks.add_entry("expand_frags", expand);
+    if (!f32) ks.add_entry("finalize", fmt::format("dbs::spmm_finalize16<{}>", v));
   } else {
     ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spmm_rows.cuh\"\n", ks.key);
     if (key.offsets64) {  // one kernel: no pieces (nothing is cut), f32 only (check)
-      ks.name_expressions = {
-          fmt::format("dbs::csr_spmm_rows64<{}, {}, {}, {}, {}>", v, key.warps, key.vec, key.lanes, key.rows)};
+      ks.add_entry("rows",
+                   fmt::format("dbs::csr_spmm_rows64<{}, {}, {}, {}, {}>", v, key.warps, key.vec, key.lanes, key.rows));
       return ks;
     }
     // f16 / bf16: csr_spmm_rows16, which also takes the cut rows' f32 workspace (abi::SpmmAcc).
     const char* rows = key.value == SpmmValue::F32 ? "csr_spmm_rows" : "csr_spmm_rows16";
     // R (rows a warp) is named only past 1: the rows-1 keys' texts and sources stay as they were.
     const std::string r = key.rows == 1 ? "" : fmt::format(", {}", key.rows);
-    ks.name_expressions = {fmt::format("dbs::{}<{}, {}, {}, {}, false{}>", rows, v, key.warps, key.vec, key.lanes, r),
-                           fmt::format("dbs::{}<{}, {}, {}, {}, true>", rows, v, key.warps, key.vec, key.lanes),
-                           fmt::format("dbs::relu_inplace<{}, {}>", v, key.warps)};
-    if (key.value != SpmmValue::F32) ks.name_expressions.push_back(fmt::format("dbs::spmm_finalize16<{}>", v));
-    // f32 float4: the staged windows' kernel too (SpmmConfig::csr_stage_reuse), fourth.
+    ks.add_entry("rows", fmt::format("dbs::{}<{}, {}, {}, {}, false{}>", rows, v, key.warps, key.vec, key.lanes, r));
+    ks.add_entry("pieces", fmt::format("dbs::{}<{}, {}, {}, {}, true>", rows, v, key.warps, key.vec, key.lanes));
+    ks.add_entry("relu", fmt::format("dbs::relu_inplace<{}, {}>", v, key.warps));
+    if (key.value != SpmmValue::F32) ks.add_entry("finalize", fmt::format("dbs::spmm_finalize16<{}>", v));
+    // f32 float4: the staged windows' kernel too (SpmmConfig::csr_stage_reuse).
     if (key.value == SpmmValue::F32 && key.vec == 4) {
       ks.source += "#include \"spmm_staged.cuh\"\n";
-      ks.name_expressions.push_back(fmt::format("dbs::csr_spmm_staged<{}>", key.lanes));
+      ks.add_entry("staged", fmt::format("dbs::csr_spmm_staged<{}>", key.lanes));
     }
   }
   return ks;

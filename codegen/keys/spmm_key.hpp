@@ -43,14 +43,18 @@ struct SpmmKey {
   auto operator<=>(const SpmmKey&) const = default;
 };
 
-// Entry points, in order. Brp: brp_tc_windows<f, g, warps, false, false>, brp_residual<V, 8, 1>,
-// brp_residual<V, 8, 4>, brp_tc_windows<f, g, warps, true, false> (the long windows' pieces), the
-// two brp_tc_windows with FRAGS = true (A operands expanded ahead), brp_expand_frags<f, g, warps>
-// (f16 / bf16: brp_tc_windows16<V, ..> and brp_expand_frags16<V, ..>, same order, then an eighth,
-// spmm_finalize16<V>). Csr: csr_spmm_rows<V, warps, vec, lanes, false>, then <.., true> (the long
-// rows' pieces), then relu_inplace<V, warps> (x = max(x, 0) in place: SpmmEpilogue::Relu where a
-// plan cannot fuse it, and `dbsparse gcn`'s cuSPARSE pipeline); f16 / bf16: csr_spmm_rows16 in
-// place of csr_spmm_rows, then a fourth, spmm_finalize16<V>. V is dbs::ValF32, ValF16 or ValBF16.
+// Entry points by role (KernelSource::add_entry), in this order. Brp: "windows"
+// brp_tc_windows<f, g, warps, false, false>, "residual" brp_residual<V, 8, 1>, "residual_vec4"
+// brp_residual<V, 8, 4>, "window_pieces" brp_tc_windows<f, g, warps, true, false> (the long
+// windows' pieces), "windows_frags" and "window_pieces_frags" (the two with FRAGS = true: A operands
+// expanded ahead), "expand_frags" brp_expand_frags<f, g, warps> (f16 / bf16: brp_tc_windows16<V, ..>
+// and brp_expand_frags16<V, ..>, then "finalize" spmm_finalize16<V>). Csr: "rows"
+// csr_spmm_rows<V, warps, vec, lanes, false>, "pieces" <.., true> (the long rows' pieces), "relu"
+// relu_inplace<V, warps> (x = max(x, 0) in place: SpmmEpilogue::Relu where a plan cannot fuse it,
+// and `dbsparse gcn`'s cuSPARSE pipeline); f16 / bf16: csr_spmm_rows16 in place of csr_spmm_rows,
+// then "finalize" spmm_finalize16<V>; f32 with vec 4: then "staged" csr_spmm_staged<lanes>. Csr
+// with offsets64: "rows" csr_spmm_rows64<V, warps, vec, lanes, rows> alone. V is dbs::ValF32,
+// ValF16 or ValBF16.
 // The 16-bit brp_tc_windows16, csr_spmm_rows16 and spmm_finalize16 take (SpmmArgs, SpmmAcc), every
 // other entry SpmmArgs alone (abi/spmm.h): 16-bit plans sum the rows and windows cut into pieces in
 // an f32 workspace.

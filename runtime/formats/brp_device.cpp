@@ -167,8 +167,9 @@ BrpDeviceMatrix<T> csr_to_brp_device(Context& ctx, const DeviceCsrView<T>& a, co
   }
   const auto loaded = ctx.modules().get(
       codegen::make_source(codegen::BrpConvertKey{codegen::value_type_of<T>(), p.f, p.g}), ctx.device().arch());
-  const auto& fn = loaded.fns;
-  const Kernels k{fn.at(0), fn.at(1), fn.at(2), fn.at(3), fn.at(4), fn.at(5), fn.at(6), fn.at(7)};
+  const Kernels k{loaded.entry("slots"),       loaded.entry("groups"),    loaded.entry("classify"),
+                  loaded.entry("fill"),        loaded.entry("row_heads"), loaded.entry("fill_rows"),
+                  loaded.entry("scan_reduce"), loaded.entry("scan_apply")};
   t0 = std::chrono::steady_clock::now();  // JIT is the plan's cost, once per process and key, not the conversion's
 
   const int64_t n = a.nnz, len = n + 1;

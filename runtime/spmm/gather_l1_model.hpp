@@ -1,6 +1,6 @@
 #pragma once
 // A model of how many of the row gathers of SpMM (a row of B per stored entry) and SpMV (an entry
-// of x per stored entry) L1 serves (issue 35's analysis; `dbsparse reorder` prints it per order).
+// of x per stored entry) L1 serves (`dbsparse reorder` prints it per order).
 // The CSR kernels' blocks take runs of rows_per_block rows in the order, blocks go to the SMs in
 // turn, and each SM's L1 keeps the items it read last (LRU). An item is a row of B, or the 32-byte
 // sector holding it when rows are narrower (SpMV: 8 entries of x a sector; a row asks for each of
@@ -8,11 +8,9 @@
 // most frequent columns sit in shared memory instead (hub staging), with the rest of L1 for the
 // others; or x is read in the columns' count order (SpMV's cols-degree: hubs share sectors).
 // Why a model: an order or a staging scheme is worth building only if it moves gathers from L2 to
-// the SM, and the CPU can count that for any matrix while the H200 is not lent. It ignores the
-// warps' interleaving and L1's real policy. On R-MAT 17 scrambled at N = 32 it gives 14.6% hits
-// with 128 KB of L1 and 26.6% with 256 KB; Nsight Compute measured 15.3% for the CSR kernel (s24
-// run 1, H200, 4-warp blocks; its L1 size was not recorded) and 30.5% for s22 run 2's shape (8-warp
-// blocks, long rows cut). Why the L1 size matters: runtime/gpu/l1_carveout.hpp.
+// the SM, and the CPU can count that for any matrix without a GPU. It ignores the warps'
+// interleaving and L1's real policy; how close it comes to Nsight Compute's counts:
+// docs/decisions/spmm-gather-l1-model.md. Why the L1 size matters: runtime/gpu/l1_carveout.hpp.
 // Pure host code, O(nnz + cols); tests/cpu/ops/test_gather_l1_model.cpp checks it
 // against a plain list LRU.
 #include <algorithm>
@@ -26,7 +24,7 @@ namespace dbsparse {
 
 struct GatherL1Geometry {
   int32_t n_cols = 32;           // B's width (1: SpMV's x); an item is max(n_cols * 4, 32) bytes
-  int32_t sms = 132;             // H200
+  int32_t sms = 132;             // the largest sm_90 part's SMs
   int64_t l1_bytes = 256 << 10;  // L1 and shared memory share 256 KB an SM on sm_90
   int64_t staged_bytes = 0;      // shared memory for hub rows (taken from l1_bytes); 0: none
   int32_t rows_per_block = 16;   // the CSR kernel's warps a block times its rows a warp

@@ -1,7 +1,7 @@
 #pragma once
 // SpMM's long units, rows (CSR) or 16-row windows (BRP): which are cut into pieces for the
 // second, atomic pass, and the f32 workspace a 16-bit plan sums them in (abi::SpmmAcc). Pure host
-// code shared by runtime/spmm/spmm_plan.cpp and tests/cpu/ops/test_spmm_pieces.cpp.
+// code shared by runtime/spmm/spmm_spec.cpp and tests/cpu/ops/test_spmm_pieces.cpp.
 #include <algorithm>
 #include <cstdint>
 #include <vector>

@@ -27,7 +27,7 @@ void ReluPass::run(uint64_t x, CUstream stream) const {
 ReluPass relu_pass(const Context& ctx, SpmmDtype d, long long count) {
   const codegen::SpmmKey key{codegen::SpmmKernelPath::Csr, 1, 4, kReluWarps, 1, 32, static_cast<codegen::SpmmValue>(d)};
   const auto loaded = ctx.modules().get(codegen::make_source(key), ctx.device().arch());
-  return ReluPass(loaded.fns.at(2), loaded.info, d, count, ctx.device().sm_count);
+  return ReluPass(loaded.entry("relu"), loaded.info, d, count, ctx.device().sm_count);
 }
 
 }  // namespace dbsparse::detail

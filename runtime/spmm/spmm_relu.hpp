@@ -1,6 +1,6 @@
 #pragma once
 // ReLU as a pass of its own over a C of SpMM's value types: x = max(x, 0) in place (relu_inplace<V>,
-// templates/spmm/spmm_rows.cuh, the third entry of every CSR module). One launcher for what needs
+// templates/spmm/spmm_rows.cuh, the "relu" entry of every CSR module). One launcher for what needs
 // it: SpmmEpilogue::Relu where a plan cannot fuse it, `dbsparse gcn`'s cuSPARSE pipeline and
 // `bench spmm --epilogue relu`'s cuSPARSE rows (whose SpMM has no epilogue).
 #include <cstdint>

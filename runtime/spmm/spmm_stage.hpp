@@ -2,7 +2,7 @@
 // SpMM's staged windows (SpmmConfig::csr_stage_reuse, abi::SpmmStageArgs): runs of consecutive
 // short rows, in the order the plan's warps take them, whose entries reuse their distinct columns
 // at least min_reuse times on average, and whose distinct columns' rows of B fit a block's shared
-// memory. Pure host code, O(rows + nnz): shared by runtime/spmm/spmm_plan.cpp and
+// memory. Pure host code, O(rows + nnz): shared by runtime/spmm/spmm_spec.cpp and
 // tests/cpu/ops/test_spmm_stage.cpp.
 #include <algorithm>
 #include <cstdint>
