@@ -1,6 +1,6 @@
 #pragma once
 // A model of how many of the row gathers of SpMM (a row of B per stored entry) and SpMV (an entry
-// of x per stored entry) L1 serves (issue 35's analysis; `dbsparse reorder` prints it per order).
+// of x per stored entry) L1 serves (`dbsparse reorder` prints it per order).
 // The CSR kernels' blocks take runs of rows_per_block rows in the order, blocks go to the SMs in
 // turn, and each SM's L1 keeps the items it read last (LRU). An item is a row of B, or the 32-byte
 // sector holding it when rows are narrower (SpMV: 8 entries of x a sector; a row asks for each of
@@ -8,13 +8,14 @@
 // most frequent columns sit in shared memory instead (hub staging), with the rest of L1 for the
 // others; or x is read in the columns' count order (SpMV's cols-degree: hubs share sectors).
 // Why a model: an order or a staging scheme is worth building only if it moves gathers from L2 to
-// the SM, and the CPU can count that for any matrix while the H200 is not lent. It ignores the
-// warps' interleaving and L1's real policy. On R-MAT 17 scrambled at N = 32 it gives 14.6% hits
-// with 128 KB of L1 and 26.6% with 256 KB; Nsight Compute measured 15.3% for the CSR kernel (s24
-// run 1, H200, 4-warp blocks; its L1 size was not recorded) and 30.5% for s22 run 2's shape (8-warp
-// blocks, long rows cut). Why the L1 size matters: runtime/gpu/l1_carveout.hpp.
-// Pure host code, O(nnz + cols); tests/cpu/ops/test_gather_l1_model.cpp checks it
-// against a plain list LRU.
+// the SM, and the CPU can count that for any matrix without a GPU. It ignores the warps'
+// interleaving and L1's real policy. On R-MAT 17 scrambled at N = 32 it gives 14.6% hits with
+// 128 KB of L1 and 26.6% with 256 KB; Nsight Compute measured 15.3% for the CSR kernel (4-warp
+// blocks; its L1 size was not recorded) and 30.5% with 8-warp blocks and long rows cut.
+// Why the L1 size matters: runtime/gpu/l1_carveout.hpp.
+// Pure host code, O(nnz + cols), used by tools only (no plan reads it); it lives with the benches
+// because it models what they measure. tests/cpu/ops/test_gather_l1_model.cpp checks it against a
+// plain list LRU.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
