@@ -3,7 +3,7 @@
 # scripts; needs root or sudo when something is missing.
 set -euo pipefail
 pkgs=(build-essential cmake ninja-build libfmt-dev doctest-dev libcli11-dev nlohmann-json3-dev
-      libsqlite3-dev zlib1g-dev python3-dev python3-venv clang)
+      libsqlite3-dev zlib1g-dev python3-dev python3-venv clang clang-format)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -2,6 +2,8 @@
 # Quick start, command 2: build, then run every test tier: cpu, nvrtc, gpu (skipped with exit code
 # 77 when there is no CUDA device), and the Python package (pytest; its GPU cases skip without a
 # device) plus an install test (a fresh virtual environment, `pip install .`, import, one call).
+# The rules of the tree run with them: the include layers (scripts/check_layers.py) and the
+# formatting (scripts/check_format.sh).
 # Python packages come from PyPI into build/pyvenv (scikit-build-core, nanobind, pytest, SciPy).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -124,16 +124,21 @@ NB_MODULE(_core, m) {
         return nb::ndarray<nb::array_api>(reinterpret_cast<void*>(static_cast<uintptr_t>(ptr)), 1, shape, owner,
                                           nullptr, dt, nb::device::cuda::value, device);
       },
-      nb::arg("ptr"), nb::arg("n"), nb::arg("dtype"), nb::arg("device"), nb::arg("owner"));
+      nb::arg("ptr"), nb::arg("n"), nb::arg("dtype"), nb::arg("device"), nb::arg("owner"),
+      "n values of `dtype` ('i4', 'f4', 'f8', 'f2', 'bf2') at device pointer `ptr` on CUDA device `device`, as an "
+      "array a framework takes through DLPack without a copy; `owner` stays alive while the array does.");
   // Fields of a DLPack object that has neither data_ptr() nor __cuda_array_interface__ (JAX, ...).
-  m.def("dlpack_info", [](nb::ndarray<> a) {
-    std::vector<int64_t> shape, strides;
-    for (size_t i = 0; i < a.ndim(); ++i)
-      shape.push_back(static_cast<int64_t>(a.shape(i))), strides.push_back(a.stride(i));
-    const auto dt = a.dtype();
-    return nb::make_tuple(reinterpret_cast<uintptr_t>(a.data()), shape, strides, static_cast<int>(dt.code),
-                          static_cast<int>(dt.bits), a.device_type(), a.device_id());
-  });
+  m.def(
+      "dlpack_info",
+      [](nb::ndarray<> a) {
+        std::vector<int64_t> shape, strides;
+        for (size_t i = 0; i < a.ndim(); ++i)
+          shape.push_back(static_cast<int64_t>(a.shape(i))), strides.push_back(a.stride(i));
+        const auto dt = a.dtype();
+        return nb::make_tuple(reinterpret_cast<uintptr_t>(a.data()), shape, strides, static_cast<int>(dt.code),
+                              static_cast<int>(dt.bits), a.device_type(), a.device_id());
+      },
+      "(data pointer, shape, strides, dtype code, dtype bits, device type, device id) of a DLPack object.");
   bind_spmv(m);
   bind_spmm_bfs(m);
   bind_spgemm(m);

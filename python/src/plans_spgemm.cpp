@@ -43,14 +43,17 @@ void bind_one(nb::module_& m, const char* suffix) {
           return ctx.plan_spgemm(view<T>(ar, ac, an, arp, aci, av), view<T>(br, bc, bn, brp, bci, bv),
                                  dbsparse::SpgemmOptions{}, stream_ptr(s));
         },
-        nb::keep_alive<0, 1>(), nogil);
+        nb::arg("ctx"), nb::arg("a_rows"), nb::arg("a_cols"), nb::arg("a_nnz"), nb::arg("a_row_ptr"),
+        nb::arg("a_col_idx"), nb::arg("a_values"), nb::arg("b_rows"), nb::arg("b_cols"), nb::arg("b_nnz"),
+        nb::arg("b_row_ptr"), nb::arg("b_col_idx"), nb::arg("b_values"), nb::arg("stream"), nb::keep_alive<0, 1>(),
+        nogil);
   m.def((std::string("spgemm_host") + suffix).c_str(),
         [](Context& ctx, const CsrMatrix<T>& a, const CsrMatrix<T>& b) {
           auto p = ctx.plan_spgemm(a, b);
           p.run(nullptr);
           return p.download();
         },
-        nogil);
+        nb::arg("ctx"), nb::arg("a"), nb::arg("b"), nogil);
   m.def((std::string("square") + suffix).c_str(),
         [](Context& ctx, const CsrMatrix<T>& a, bool transpose) { return dbsparse::square(ctx, a, transpose); },
         nb::arg("ctx"), nb::arg("a"), nb::arg("transpose") = false, nogil);

@@ -138,8 +138,9 @@ def test_random_csr_arguments_give_a_matrix_or_usage_error():
 
 
 def test_core_stub_names_what_the_module_has():
-    """_core.pyi is written by hand: every class, method, property and function it names exists in
-    the compiled module, and every public one of the module is in it (names, not signatures)."""
+    """_core.pyi (nanobind's stubgen writes it at build time, python/CMakeLists.txt) went with the
+    package: every class, method, property and function it names exists in the compiled module, and
+    every public one of the module is in it (names, not signatures)."""
     import ast
     stub = ast.parse(open(os.path.join(os.path.dirname(dbsparse.__file__), "_core.pyi")).read())
     missing, unlisted, top = [], [], set()

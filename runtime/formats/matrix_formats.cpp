@@ -8,7 +8,7 @@
 
 #include "dbsparse/error.hpp"
 #include "dbsparse/matrix.hpp"
-#include "runtime/core/host_memory.hpp"
+#include "support/host_memory.hpp"
 
 namespace dbsparse {
 namespace {

@@ -13,7 +13,7 @@
 #include <fmt/format.h>
 
 #include "dbsparse/error.hpp"
-#include "runtime/core/host_memory.hpp"
+#include "support/host_memory.hpp"
 
 namespace dbsparse::gen {
 namespace {

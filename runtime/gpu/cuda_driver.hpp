@@ -11,22 +11,23 @@
 
 namespace dbsparse::cuda {
 
-#define DBS_CU_FUNCTIONS(X)                                                                                           \
-  X(cuInit)                                                                                                           \
-  X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute)                 \
-      X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) X(cuCtxSetCurrent)                 \
-          X(cuCtxGetCurrent) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize) X(cuMemAlloc) X(cuMemFree)   \
-              X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuMemsetD8) X(cuMemsetD8Async)                   \
-                  X(cuMemsetD32Async) X(cuMemGetInfo) X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction)    \
-                      X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuLaunchCooperativeKernel) X(cuFuncGetAttribute)        \
-                          X(cuFuncSetAttribute) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                   \
-                              X(cuStreamWaitEvent) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuGetErrorName)      \
-                                  X(cuGetErrorString) X(cuOccupancyMaxActiveBlocksPerMultiprocessor)                  \
-                                      X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags)    \
-                                          X(cuGraphLaunch) X(cuGraphGetNodes) X(cuGraphExecDestroy) X(cuGraphDestroy) \
-                                              X(cuMemPoolCreate) X(cuMemPoolDestroy) X(cuMemPoolSetAttribute)         \
-                                                  X(cuMemPoolTrimTo) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)     \
-                                                      X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamIsCapturing)
+// One list, laid out by hand: clang-format 14 reflows a list of macro calls differently each pass.
+// clang-format off
+#define DBS_CU_FUNCTIONS(X)                                                                            \
+  X(cuInit) X(cuDriverGetVersion) X(cuDeviceGetCount) X(cuDeviceGet) X(cuDeviceGetName)                \
+  X(cuDeviceGetAttribute) X(cuDeviceTotalMem) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease) \
+  X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuStreamCreate) X(cuStreamDestroy) X(cuStreamSynchronize)    \
+  X(cuMemAlloc) X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoDAsync) X(cuMemsetD8)        \
+  X(cuMemsetD8Async) X(cuMemsetD32Async) X(cuMemGetInfo) X(cuModuleLoadData) X(cuModuleUnload)         \
+  X(cuModuleGetFunction) X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuLaunchCooperativeKernel)            \
+  X(cuFuncGetAttribute) X(cuFuncSetAttribute) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)      \
+  X(cuStreamWaitEvent) X(cuEventSynchronize) X(cuEventElapsedTime) X(cuGetErrorName)                   \
+  X(cuGetErrorString) X(cuOccupancyMaxActiveBlocksPerMultiprocessor) X(cuStreamBeginCapture)           \
+  X(cuStreamEndCapture) X(cuGraphInstantiateWithFlags) X(cuGraphLaunch) X(cuGraphGetNodes)             \
+  X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuMemPoolCreate) X(cuMemPoolDestroy)                       \
+  X(cuMemPoolSetAttribute) X(cuMemPoolTrimTo) X(cuMemAllocFromPoolAsync) X(cuMemFreeAsync)             \
+  X(cuMemHostAlloc) X(cuMemFreeHost) X(cuStreamIsCapturing)
+// clang-format on
 
 // Entry points looked up at the ABI version whose signature cuda.h declares, where a lookup at
 // CUDA_VERSION would return a newer variant with another signature. cuCtxSynchronize: cuda.h

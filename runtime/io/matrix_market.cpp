@@ -19,10 +19,10 @@
 #include <vector>
 
 #include "dbsparse/error.hpp"
-#include "runtime/core/host_memory.hpp"
 #include "dbsparse/generators.hpp"
 #include "dbsparse/io.hpp"
 #include "support/atomic_file.hpp"
+#include "support/host_memory.hpp"
 
 namespace dbsparse {
 namespace {

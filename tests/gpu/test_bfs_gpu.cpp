@@ -9,19 +9,11 @@
 
 #include "dbsparse/abi/bfs.h"
 #include "dbsparse/bfs.hpp"
-#include "dbsparse/dbsparse.hpp"
 #include "dbsparse/generators.hpp"
 #include "dbsparse/io.hpp"
-#include "test_support.hpp"
-
-using namespace dbsparse;
+#include "gpu/gpu_support.hpp"
 
 namespace {
-
-Context& ctx() {
-  static Context c;
-  return c;
-}
 
 CsrMatrix<double> from_edges(int32_t n, const std::vector<std::pair<int32_t, int32_t>>& edges, bool symmetric) {
   CooMatrix<double> coo;

@@ -7,18 +7,10 @@
 #include <cstdlib>
 
 #include "dbsparse/bfs.hpp"
-#include "dbsparse/dbsparse.hpp"
 #include "dbsparse/generators.hpp"
-#include "test_support.hpp"
-
-using namespace dbsparse;
+#include "gpu/gpu_support.hpp"
 
 namespace {
-
-Context& ctx() {
-  static Context c;
-  return c;
-}
 
 // A pattern graph on the device with its row offsets widened to int64 (or given as they are, to
 // test the checks).

@@ -14,18 +14,10 @@
 #include "cases/brp_convert_cases.hpp"
 #include "dbsparse/brp.hpp"
 #include "dbsparse/brp_device.hpp"
-#include "dbsparse/dbsparse.hpp"
 #include "dbsparse/spmm.hpp"
-#include "test_support.hpp"
-
-using namespace dbsparse;
+#include "gpu/gpu_support.hpp"
 
 namespace {
-
-Context& ctx() {
-  static Context c;
-  return c;
-}
 
 // The device matrix's counts and stats agree with the host's, and its scratch is within the bound.
 template <class T>

@@ -10,17 +10,9 @@
 #include <functional>
 #include <memory>
 
-#include "dbsparse/dbsparse.hpp"
-#include "test_support.hpp"
-
-using namespace dbsparse;
+#include "gpu/gpu_support.hpp"
 
 namespace {
-
-Context& ctx() {
-  static Context c;
-  return c;
-}
 
 // A captured graph either way: CudaGraph, or cudaStreamBeginCapture / cudaGraphLaunch.
 class Captured {

@@ -7,21 +7,10 @@
 #include <memory>
 #include <vector>
 
-#include "dbsparse/dbsparse.hpp"
 #include "dbsparse/spmm.hpp"
+#include "gpu/gpu_support.hpp"
 #include "tools/apps/gcn.hpp"
 #include "tools/baselines/cusparse_spmm.hpp"
-
-using namespace dbsparse;
-
-namespace {
-
-Context& ctx() {
-  static Context c;
-  return c;
-}
-
-}  // namespace
 
 TEST_CASE("GcnPipelineMatchesTheCpuWithDbsparseAndCusparseSparseProducts") {
   Stream s(ctx());

@@ -7,17 +7,9 @@
 
 #include <functional>
 
-#include "dbsparse/dbsparse.hpp"
-#include "test_support.hpp"
-
-using namespace dbsparse;
+#include "gpu/gpu_support.hpp"
 
 namespace {
-
-Context& ctx() {
-  static Context c;
-  return c;
-}
 
 void cuda_ok(cudaError_t e, const char* what) {
   REQUIRE_MESSAGE(e == cudaSuccess, what << ": " << cudaGetErrorString(e));

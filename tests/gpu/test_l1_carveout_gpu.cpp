@@ -10,17 +10,9 @@
 #include <string>
 #include <vector>
 
-#include "dbsparse/dbsparse.hpp"
-#include "test_support.hpp"
-
-using namespace dbsparse;
+#include "gpu/gpu_support.hpp"
 
 namespace {
-
-Context& ctx() {
-  static Context c;
-  return c;
-}
 
 // The policy for one scope, the previous value back after.
 struct CarveoutEnv {

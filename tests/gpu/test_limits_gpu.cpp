@@ -13,17 +13,9 @@
 #include <thread>
 #include <vector>
 
-#include "dbsparse/dbsparse.hpp"
-#include "test_support.hpp"
-
-using namespace dbsparse;
+#include "gpu/gpu_support.hpp"
 
 namespace {
-
-Context& ctx() {
-  static Context c;
-  return c;
-}
 
 int64_t free_device_bytes() {
   size_t free = 0, total = 0;

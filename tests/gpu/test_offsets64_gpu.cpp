@@ -6,17 +6,9 @@
 #include <cmath>
 #include <optional>
 
-#include "dbsparse/dbsparse.hpp"
-#include "test_support.hpp"
-
-using namespace dbsparse;
+#include "gpu/gpu_support.hpp"
 
 namespace {
-
-Context& ctx() {
-  static Context c;
-  return c;
-}
 
 template <class T>
 double error64(const CsrMatrix<double>& ad, const Config* cfg, double alpha, double beta,

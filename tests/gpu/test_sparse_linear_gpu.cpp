@@ -8,20 +8,13 @@
 #include <vector>
 
 #include "dbsparse/compact_weights.hpp"
-#include "dbsparse/dbsparse.hpp"
 #include "dbsparse/decode_linear.hpp"
 #include "dbsparse/half.hpp"
 #include "dbsparse/pruning.hpp"
 #include "dbsparse/sparse_linear.hpp"
-#include "test_support.hpp"
-
-using namespace dbsparse;
+#include "gpu/gpu_support.hpp"
 
 namespace {
-Context& ctx() {
-  static Context c;
-  return c;
-}
 
 // Max over rows of |y - ref| / sum_j |w_ij x_j|, at each density: the error the f32 accumulation
 // may make. W is generated, pruned and converted once per shape (the CPU side dominated: 45 s were

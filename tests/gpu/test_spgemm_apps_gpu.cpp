@@ -13,20 +13,12 @@
 #include <vector>
 
 #include "cases/spgemm_cases.hpp"
-#include "dbsparse/dbsparse.hpp"
 #include "dbsparse/spgemm_apps.hpp"
-#include "test_support.hpp"
+#include "gpu/gpu_support.hpp"
 #include "tools/bench/random.hpp"
 #include "tools/bench/spgemm_apps_check.hpp"
 
-using namespace dbsparse;
-
 namespace {
-
-Context& ctx() {
-  static Context c;
-  return c;
-}
 
 template <class T>
 double tolerance() {

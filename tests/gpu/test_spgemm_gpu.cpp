@@ -11,17 +11,10 @@
 #include <vector>
 
 #include "cases/spgemm_cases.hpp"
-#include "dbsparse/dbsparse.hpp"
 #include "dbsparse/spgemm.hpp"
-#include "test_support.hpp"
-
-using namespace dbsparse;
+#include "gpu/gpu_support.hpp"
 
 namespace {
-Context& ctx() {
-  static Context c;
-  return c;
-}
 
 using dbs_test::Entry;  // (row, col, value)
 

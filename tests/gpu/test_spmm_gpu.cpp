@@ -17,100 +17,14 @@
 
 #include "cases/spmm_cases.hpp"
 #include "dbsparse/brp.hpp"
-#include "dbsparse/dbsparse.hpp"
 #include "dbsparse/spmm.hpp"
 #include "dbsparse/tc_condensed.hpp"
-#include "test_support.hpp"
+#include "gpu/spmm_gpu_support.hpp"
 #include "tools/ops/registry.hpp"
-
-using namespace dbsparse;
 
 namespace {
 
-Context& ctx() {
-  static Context c;
-  return c;
-}
-
-constexpr double kTolTf32 = 2e-3, kTolF32 = 1e-5;
 constexpr int kNs[] = {1, 8, 32, 33, 128, 512};
-constexpr std::pair<float, float> kAlphaBeta[] = {{0.75f, -0.5f}, {1.0f, 0.0f}};
-
-// f32 sums along a row drift like a random walk, ~eps * sqrt(len) of the row's size: 1e-5 holds
-// to rows of ~20000 entries; past that the bound is the estimate with a margin of 4 (as SpMV's).
-double tol_f32(const CsrMatrix<float>& a) {
-  int64_t longest = 0;
-  for (int32_t r = 0; r < a.rows; ++r) longest = std::max<int64_t>(longest, a.row_ptr[r + 1] - a.row_ptr[r]);
-  return std::max(kTolF32, 4 * 0x1p-24 * std::sqrt(static_cast<double>(longest)));
-}
-
-// One (A, B, n, alpha, beta) and what C must become. With beta == 0, C starts as NaN: it must not
-// be read (the BRP path zeroes it, the CSR path never loads it).
-struct Expected {
-  int n = 0;
-  float alpha = 1, beta = 0;
-  std::vector<float> b, c0, ref;
-  std::vector<double> scale;
-};
-
-Expected expected(const CsrMatrix<float>& a, int n, float alpha, float beta, uint64_t seed) {
-  Expected x;
-  x.n = n;
-  x.alpha = alpha;
-  x.beta = beta;
-  x.b = dbs_test::random_vector<float>(static_cast<size_t>(a.cols) * n, seed);
-  x.c0 = beta == 0.0f ? std::vector<float>(static_cast<size_t>(a.rows) * n, std::numeric_limits<float>::quiet_NaN())
-                      : dbs_test::random_vector<float>(static_cast<size_t>(a.rows) * n, seed + 1);
-  x.ref = x.c0;
-  reference_spmm(a, x.b, n, x.ref, alpha, beta);
-  x.scale.assign(x.ref.size(), 0.0);
-  for (int32_t i = 0; i < a.rows; ++i)
-    for (int j = 0; j < n; ++j) {
-      const size_t at = static_cast<size_t>(i) * n + j;
-      double s = beta == 0.0f ? 0.0 : std::fabs(double(beta) * x.c0[at]);
-      for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
-        s += std::fabs(double(alpha) * a.values[p] * x.b[static_cast<size_t>(a.col_idx[p]) * n + j]);
-      x.scale[at] = s;
-    }
-  return x;
-}
-
-// Worst relative error of C after plan.run (twice with beta == 0: a run keeps no state).
-double spmm_error(const SpmmPlan& plan, const Expected& x) {
-  Stream s(ctx());
-  DeviceBuffer<float> b{std::span<const float>(x.b)}, c{std::span<const float>(x.c0)};
-  plan.run(b, c, s, x.alpha, x.beta);
-  if (x.beta == 0.0f) plan.run(b, c, s, x.alpha, x.beta);
-  s.synchronize();
-  const std::vector<float> got = c.download();
-  double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double err = std::fabs(double(got[i]) - double(x.ref[i])) / std::max(x.scale[i], 1e-30);
-    if (std::isnan(err)) return std::numeric_limits<double>::infinity();
-    worst = std::max(worst, err);
-  }
-  return worst;
-}
-
-// The same with B and C one float past 16-byte alignment: the plan must take its scalar kernels.
-double unaligned_error(const SpmmPlan& plan, const Expected& x) {
-  Stream s(ctx());
-  DeviceAllocation b((x.b.size() + 1) * 4), c((x.c0.size() + 1) * 4);
-  b.upload(x.b.data(), x.b.size() * 4, 4);
-  c.upload(x.c0.data(), x.c0.size() * 4, 4);
-  plan.run(b.ptr() + 4, c.ptr() + 4, s.handle(), x.alpha, x.beta);
-  s.synchronize();
-  std::vector<float> got(x.c0.size());
-  c.download(got.data(), got.size() * 4, 4);
-  double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    // A NaN (an entry never written over beta == 0's NaN C, say) fails, as in spmm_error.
-    const double err = std::fabs(double(got[i]) - x.ref[i]) / std::max(x.scale[i], 1e-30);
-    if (std::isnan(err)) return std::numeric_limits<double>::infinity();
-    worst = std::max(worst, err);
-  }
-  return worst;
-}
 
 // NaN stays NaN through the epilogue (not fmaxf's 0): a few entries of C are NaN and beta != 0,
 // so those of the product are NaN; they must come back NaN, the others within tol.
@@ -332,69 +246,20 @@ TEST_CASE("SpmmAutoOrderFollowsTheRowLengthsAndMatchesReference") {
 // group (expand_min_f 1 / 16), 1 to 8 warps sharing a window, and first-pass runs so short that most of every window and row goes
 // through the atomic pieces pass (tc_max_run, csr_max_run).
 TEST_CASE("SpmmPiecesAndExpandedOperandsMatchReference") {
-  std::vector<std::pair<std::string, CsrMatrix<float>>> mats;
+  NamedMatrices mats;
   for (auto& m : test_matrices())
     if (m.first == "long row and window 40x3000" || m.first == "ragged 45x21") mats.push_back(std::move(m));
   mats.emplace_back("rmat:scale=10,ef=8", generate("rmat:scale=10,ef=8").cast<float>());
+  // csr_blocks_per_sm 1: 132 blocks stride over every row and piece; blocks of 1 to 8 warps.
+  // csr_piece_reduce 1: a block's pieces of one row summed in shared memory first.
+  // csr_split 1: long rows cut whole into parts in the rows' launch (reduce does not apply).
+  std::vector<nlohmann::json> csr_variants;
+  for (auto [bps, warps] : {std::pair{0, 8}, std::pair{1, 8}, std::pair{6, 2}, std::pair{0, 4}, std::pair{0, 1}})
+    for (auto [split, reduce] : {std::pair{0, 0}, std::pair{0, 1}, std::pair{1, 0}})
+      csr_variants.push_back(
+          {{"csr_blocks_per_sm", bps}, {"csr_warps", warps}, {"csr_piece_reduce", reduce}, {"csr_split", split}});
   dbs_test::Shard shard;  // a plan a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
-  for (const auto& [name, a] : mats) {
-    CAPTURE(name);
-    for (int n : {8, 33, 128}) {
-      CAPTURE(n);
-      const Expected x = expected(a, n, 0.75f, -0.5f, 61 + n);
-      for (int run : {1, 3, 0}) {
-        CAPTURE(run);
-        for (auto [expand, warps] : {std::pair{1, 8}, std::pair{16, 1}, std::pair{16, 4}})
-          for (int f : {1, 8})
-            for (int g : {1, 4}) {
-              if (!shard.next()) continue;
-              CAPTURE(expand);
-              CAPTURE(warps);
-              CAPTURE(f);
-              CAPTURE(g);
-              const Config cfg{"spmm",
-                               {{"path", "brp"},
-                                {"f", f},
-                                {"g", g},
-                                {"expand_min_f", expand},
-                                {"tc_warps", warps},
-                                {"tc_max_run", run == 0 ? 32 : run}},
-                               ConfigSource::Explicit,
-                               "test"};
-              SpmmOptions o;
-              o.config = &cfg;
-              const SpmmPlan plan = ctx().plan_spmm(a, n, o);
-              CAPTURE(plan.explain());
-              CHECK(spmm_error(plan, x) <= kTolTf32);
-            }
-        // csr_blocks_per_sm 1: 132 blocks stride over every row and piece; blocks of 1 to 8 warps.
-        // csr_piece_reduce 1: a block's pieces of one row summed in shared memory first.
-        // csr_split 1: long rows cut whole into parts in the rows' launch (reduce does not apply).
-        for (auto [bps, warps] : {std::pair{0, 8}, std::pair{1, 8}, std::pair{6, 2}, std::pair{0, 4}, std::pair{0, 1}})
-          for (auto [split, reduce] : {std::pair{0, 0}, std::pair{0, 1}, std::pair{1, 0}}) {
-            if (!shard.next()) continue;
-            CAPTURE(bps);
-            CAPTURE(warps);
-            CAPTURE(split);
-            CAPTURE(reduce);
-            const Config cfg{"spmm",
-                             {{"path", "csr"},
-                              {"csr_max_run", run},
-                              {"csr_blocks_per_sm", bps},
-                              {"csr_warps", warps},
-                              {"csr_piece_reduce", reduce},
-                              {"csr_split", split}},
-                             ConfigSource::Explicit,
-                             "test"};
-            SpmmOptions o;
-            o.config = &cfg;
-            const SpmmPlan plan = ctx().plan_spmm(a, n, o);
-            CAPTURE(plan.explain());
-            CHECK(spmm_error(plan, x) <= tol_f32(a));
-          }
-      }
-    }
-  }
+  check_pieces_and_expanded_operands(mats, SpmmDtype::F32, shard, false, csr_variants);
 }
 
 // csr_split: a long row's parts run with the other rows and its last part to finish writes C.
@@ -556,16 +421,9 @@ TEST_CASE("SpmmRowsPerWarpPickedByThePlanMatchReference") {
 }
 
 // B and C one float past a 16-byte boundary: the float4 kernels must not be used (n = 128 asks
-// for them), on either path.
+// for them), on any path.
 TEST_CASE("SpmmUnalignedBAndCUseScalarLanes") {
-  const auto a = generate("rmat:scale=10,ef=8").cast<float>();
-  const int n = 128;
-  const Expected x = expected(a, n, 0.75f, -0.5f, 41);
-  for (SpmmPath path : {SpmmPath::CsrCudaCore, SpmmPath::Brp, SpmmPath::Condensed}) {
-    CAPTURE(to_string(path));
-    const SpmmPlan plan = ctx().plan_spmm(a, n, SpmmOptions{path, 1, 1});
-    CHECK(unaligned_error(plan, x) <= (path == SpmmPath::CsrCudaCore ? kTolF32 : kTolTf32));
-  }
+  check_unaligned_b_and_c({SpmmDtype::F32}, {SpmmPath::CsrCudaCore, SpmmPath::Brp, SpmmPath::Condensed});
 }
 
 // Staged windows (csr_stage_reuse): the windows' rows read B from shared memory, the other rows

@@ -16,92 +16,11 @@
 
 #include "cases/spmm_cases.hpp"
 #include "dbsparse/brp.hpp"
-#include "dbsparse/dbsparse.hpp"
 #include "dbsparse/half.hpp"
 #include "dbsparse/spmm.hpp"
-#include "test_support.hpp"
-
-using namespace dbsparse;
+#include "gpu/spmm_gpu_support.hpp"
 
 namespace {
-
-Context& ctx() {
-  static Context c;
-  return c;
-}
-
-constexpr double kTolHalf = 1e-2;
-constexpr std::pair<float, float> kAlphaBeta[] = {{0.75f, -0.5f}, {1.0f, 0.0f}};
-
-std::vector<uint16_t> to_bits(const std::vector<float>& x, SpmmDtype d) {
-  return d == SpmmDtype::F16 ? floats_to_half(x) : floats_to_bf16(x);
-}
-std::vector<float> from_bits(const std::vector<uint16_t>& h, SpmmDtype d) {
-  return d == SpmmDtype::F16 ? half_to_floats(h) : bf16_to_floats(h);
-}
-std::vector<float> rounded(const std::vector<float>& x, SpmmDtype d) { return from_bits(to_bits(x, d), d); }
-
-// One (A, B, C0, alpha, beta) in a 16-bit type and what C must become. With beta == 0, C starts
-// as NaN (0xFFFF): it must not be read.
-struct Expected16 {
-  int n = 0;
-  SpmmDtype dtype = SpmmDtype::F16;
-  float alpha = 1, beta = 0;
-  std::vector<uint16_t> b, c0;
-  std::vector<float> ref;
-  std::vector<double> scale;
-};
-
-Expected16 expected16(const CsrMatrix<float>& a, SpmmDtype d, int n, float alpha, float beta, uint64_t seed) {
-  Expected16 x;
-  x.n = n;
-  x.dtype = d;
-  x.alpha = alpha;
-  x.beta = beta;
-  CsrMatrix<float> ar = a;
-  ar.values = rounded(a.values, d);
-  const auto b = rounded(dbs_test::random_vector<float>(static_cast<size_t>(a.cols) * n, seed), d);
-  const auto c0 = beta == 0.0f ? std::vector<float>(static_cast<size_t>(a.rows) * n, 0.0f)
-                               : rounded(dbs_test::random_vector<float>(static_cast<size_t>(a.rows) * n, seed + 1), d);
-  x.b = to_bits(b, d);
-  x.c0 = beta == 0.0f ? std::vector<uint16_t>(c0.size(), 0xFFFF) : to_bits(c0, d);
-  x.ref = c0;
-  reference_spmm(ar, b, n, x.ref, alpha, beta);
-  x.scale.assign(x.ref.size(), 0.0);
-  for (int32_t i = 0; i < a.rows; ++i)
-    for (int j = 0; j < n; ++j) {
-      const size_t at = static_cast<size_t>(i) * n + j;
-      double s = std::fabs(double(beta) * c0[at]);
-      for (int32_t p = ar.row_ptr[i]; p < ar.row_ptr[i + 1]; ++p)
-        s += std::fabs(double(alpha) * ar.values[p] * b[static_cast<size_t>(ar.col_idx[p]) * n + j]);
-      x.scale[at] = s;
-    }
-  return x;
-}
-
-// spmm_rounding_floor(f16) of |C - ref| is forgiven (an entry cancelled to ~1e-6 of its sum |a||b|
-// failed at 4.8e-2 on every plan, H200 2026-12-01).
-double worst_error(const std::vector<float>& got, const Expected16& x) {
-  const double floor = spmm_rounding_floor(x.dtype);
-  double worst = 0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    const double err =
-        std::max(0.0, std::fabs(double(got[i]) - double(x.ref[i])) - floor) / std::max(x.scale[i], 1e-30);
-    if (std::isnan(err)) return std::numeric_limits<double>::infinity();
-    worst = std::max(worst, err);
-  }
-  return worst;
-}
-
-// Worst relative error of C after plan.run (twice with beta == 0: a run keeps no state).
-double spmm_error16(const SpmmPlan& plan, const Expected16& x) {
-  Stream s(ctx());
-  DeviceBuffer<uint16_t> b{std::span<const uint16_t>(x.b)}, c{std::span<const uint16_t>(x.c0)};
-  plan.run(b, c, s, x.alpha, x.beta);
-  if (x.beta == 0.0f) plan.run(b, c, s, x.alpha, x.beta);
-  s.synchronize();
-  return worst_error(from_bits(c.download(), x.dtype), x);
-}
 
 // 2-3 small generated matrices and the ragged and long-row shapes of spmm_test_matrices().
 std::vector<std::pair<std::string, CsrMatrix<float>>> half_matrices() {
@@ -112,8 +31,6 @@ std::vector<std::pair<std::string, CsrMatrix<float>>> half_matrices() {
       out.push_back(std::move(m));
   return out;
 }
-
-constexpr SpmmDtype kHalfTypes[] = {SpmmDtype::F16, SpmmDtype::BF16};
 
 }  // namespace
 
@@ -129,15 +46,15 @@ TEST_CASE("SpmmHalfMatchesReference") {
       bool any_groups = false;
       for (int n : {8, 32, 33, 128}) {
         CAPTURE(n);
-        std::vector<Expected16> xs;
-        for (auto [alpha, beta] : kAlphaBeta) xs.push_back(expected16(a, d, n, alpha, beta, 17 + n));
+        std::vector<Expected> xs;
+        for (auto [alpha, beta] : kAlphaBeta) xs.push_back(expected(a, n, alpha, beta, 17 + n, d));
         auto check_plan = [&](const SpmmPlan& plan) {
           CAPTURE(plan.explain());
           CHECK(plan.dtype() == d);
           for (const auto& x : xs) {
             CAPTURE(x.alpha);
             CAPTURE(x.beta);
-            CHECK(spmm_error16(plan, x) <= kTolHalf);
+            CHECK(spmm_error(plan, x) <= kTolHalf);
           }
         };
         for (int f : {1, 2, 4, 8})
@@ -178,56 +95,15 @@ TEST_CASE("SpmmHalfMatchesReference") {
 // 16-bit C (a compare-and-swap rounding C at every add), bf16 reached 0.0100-0.0123 here (rmat at
 // n = 128, tc_max_run 1 or csr_max_run 1, H200, 2026-12-01), past kTolHalf.
 TEST_CASE("SpmmHalfPiecesExpandedOperandsAndHostConversionMatchReference") {
-  std::vector<std::pair<std::string, CsrMatrix<float>>> mats;
+  NamedMatrices mats;
   for (auto& m : half_matrices())
     if (m.first == "long row and window 40x3000" || m.first == "ragged 45x21" || m.first == "rmat:scale=10,ef=8")
       mats.push_back(std::move(m));
   dbs_test::Shard shard;  // a plan a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
   for (SpmmDtype d : kHalfTypes) {
     CAPTURE(to_string(d));
-    for (const auto& [name, a] : mats) {
-      CAPTURE(name);
-      for (int n : {8, 33, 128}) {
-        CAPTURE(n);
-        const Expected16 x = expected16(a, d, n, 0.75f, -0.5f, 61 + n);
-        for (int run : {1, 3, 0}) {
-          CAPTURE(run);
-          for (auto [expand, warps] : {std::pair{1, 8}, std::pair{16, 1}, std::pair{16, 4}})
-            for (int f : {1, 8})
-              for (int g : {1, 4}) {
-                if (!shard.next()) continue;
-                CAPTURE(expand);
-                CAPTURE(warps);
-                CAPTURE(f);
-                CAPTURE(g);
-                const Config cfg{"spmm",
-                                 {{"path", "brp"},
-                                  {"f", f},
-                                  {"g", g},
-                                  {"expand_min_f", expand},
-                                  {"tc_warps", warps},
-                                  {"tc_max_run", run == 0 ? 32 : run}},
-                                 ConfigSource::Explicit,
-                                 "test"};
-                SpmmOptions o;
-                o.config = &cfg;
-                o.dtype = d;
-                o.convert_on_host = run == 3;
-                const SpmmPlan plan = ctx().plan_spmm(a, n, o);
-                CAPTURE(plan.explain());
-                CHECK(spmm_error16(plan, x) <= kTolHalf);
-              }
-          if (!shard.next()) continue;
-          const Config cfg{"spmm", {{"path", "csr"}, {"csr_max_run", run}}, ConfigSource::Explicit, "test"};
-          SpmmOptions o;
-          o.config = &cfg;
-          o.dtype = d;
-          const SpmmPlan plan = ctx().plan_spmm(a, n, o);
-          CAPTURE(plan.explain());
-          CHECK(spmm_error16(plan, x) <= kTolHalf);
-        }
-      }
-    }
+    // Run 3 converts A on the host; the CSR plans take only csr_max_run.
+    check_pieces_and_expanded_operands(mats, d, shard, true, {nlohmann::json::object()});
   }
 }
 
@@ -257,9 +133,9 @@ TEST_CASE("SpmmHalfReluEpilogueMatchesReference") {
             CAPTURE(plan.explain());
             CHECK(plan.epilogue_fused() == (std::string(path) == "csr"));
             for (auto [alpha, beta] : kAlphaBeta) {
-              Expected16 x = expected16(a, d, n, alpha, beta, 71);
+              Expected x = expected(a, n, alpha, beta, 71, d);
               for (auto& v : x.ref) v = v < 0.0f ? 0.0f : v;
-              CHECK(spmm_error16(plan, x) <= kTolHalf);
+              CHECK(spmm_error(plan, x) <= kTolHalf);
             }
           }
         }
@@ -292,35 +168,15 @@ TEST_CASE("SpmmHalfReorderedCsrMatchesReference") {
           o.reorder = order;
           const SpmmPlan plan = ctx().plan_spmm(a, n, o);
           CAPTURE(plan.explain());
-          CHECK(spmm_error16(plan, expected16(a, d, n, 0.75f, -0.5f, 83 + n)) <= kTolHalf);
-          CHECK(spmm_error16(plan, expected16(a, d, n, 1.0f, 0.0f, 89 + n)) <= kTolHalf);
+          CHECK(spmm_error(plan, expected(a, n, 0.75f, -0.5f, 83 + n, d)) <= kTolHalf);
+          CHECK(spmm_error(plan, expected(a, n, 1.0f, 0.0f, 89 + n, d)) <= kTolHalf);
         }
 }
 
 // B and C one value (2 bytes) past an 8-byte boundary: the 4-value kernels must not be used
 // (n = 128 asks for them), on either path.
 TEST_CASE("SpmmHalfUnalignedBAndCUseScalarLanes") {
-  const auto a = generate("rmat:scale=10,ef=8").cast<float>();
-  const int n = 128;
-  for (SpmmDtype d : kHalfTypes) {
-    CAPTURE(to_string(d));
-    const Expected16 x = expected16(a, d, n, 0.75f, -0.5f, 41);
-    for (SpmmPath path : {SpmmPath::CsrCudaCore, SpmmPath::Brp}) {
-      CAPTURE(to_string(path));
-      SpmmOptions o{path, 1, 1};
-      o.dtype = d;
-      const SpmmPlan plan = ctx().plan_spmm(a, n, o);
-      Stream s(ctx());
-      DeviceAllocation b((x.b.size() + 1) * 2), c((x.c0.size() + 1) * 2);
-      b.upload(x.b.data(), x.b.size() * 2, 2);
-      c.upload(x.c0.data(), x.c0.size() * 2, 2);
-      plan.run(b.ptr() + 2, c.ptr() + 2, s.handle(), x.alpha, x.beta);
-      s.synchronize();
-      std::vector<uint16_t> got(x.c0.size());
-      c.download(got.data(), got.size() * 2, 2);
-      CHECK(worst_error(from_bits(got, d), x) <= kTolHalf);
-    }
-  }
+  check_unaligned_b_and_c({SpmmDtype::F16, SpmmDtype::BF16}, {SpmmPath::CsrCudaCore, SpmmPath::Brp});
 }
 
 TEST_CASE("SpmmHalfPlansNameTheirTypeAndRefuseTheOtherBuffers") {

@@ -6,18 +6,10 @@
 #include <numeric>
 #include <random>
 
-#include "dbsparse/dbsparse.hpp"
 #include "dbsparse/spmspv.hpp"
-#include "test_support.hpp"
-
-using namespace dbsparse;
+#include "gpu/gpu_support.hpp"
 
 namespace {
-
-Context& ctx() {
-  static Context c;
-  return c;
-}
 
 // Sorted distinct indices: round(density * n), at least one when density > 0.
 std::vector<int32_t> pick_indices(int32_t n, double density, uint64_t seed) {

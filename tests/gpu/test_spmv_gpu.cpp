@@ -7,17 +7,9 @@
 #include <limits>
 #include <optional>
 
-#include "dbsparse/dbsparse.hpp"
-#include "test_support.hpp"
-
-using namespace dbsparse;
+#include "gpu/gpu_support.hpp"
 
 namespace {
-
-Context& ctx() {
-  static Context c;
-  return c;
-}
 
 // y = alpha*A*x + beta*y on the GPU against the CPU reference. params: an explicit config, or
 // none for the plan's own look-up (tuning DB, else defaults).

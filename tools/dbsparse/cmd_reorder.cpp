@@ -2,7 +2,7 @@
 // how local the permuted pattern is (bandwidth, mean |i - j|, lines of x a row gathers), so that
 // their cost can be set against what they save a call (issue 35), and how much of A the most
 // frequent columns hold (what staging their rows of B or x in shared memory could serve), and the
-// share of SpMM's B-row gathers each order leaves to L2 by the L1 model (runtime/spmm/gather_l1_model.hpp),
+// share of SpMM's B-row gathers each order leaves to L2 by the L1 model (tools/bench/gather_l1_model.hpp),
 // plain and with the hub rows staged in shared memory, and SpMV's x sectors in A's numbering and in
 // the columns' count order (SpMV's cols-degree). No GPU needed.
 #include <fmt/chrono.h>
@@ -19,10 +19,10 @@
 #include "dbsparse/error.hpp"
 #include "dbsparse/io.hpp"
 #include "dbsparse/reorder.hpp"
-#include "runtime/spmm/gather_l1_model.hpp"
 #include "runtime/spmm/spmm_stage.hpp"
 #include "runtime/spmv/spmv_column_order.hpp"
 #include "support/atomic_file.hpp"
+#include "tools/bench/gather_l1_model.hpp"
 #include "tools/bench/spgemm_apps_check.hpp"
 #include "tools/bench/timing.hpp"
 #include "tools/dbsparse/commands.hpp"

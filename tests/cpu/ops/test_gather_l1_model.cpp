@@ -1,4 +1,4 @@
-// The L1 model of SpMM's B-row and SpMV's x gathers (runtime/spmm/gather_l1_model.hpp), which
+// The L1 model of SpMM's B-row and SpMV's x gathers (tools/bench/gather_l1_model.hpp), which
 // `dbsparse reorder` prints and issue 35's decisions lean on: its intrusive LRU against a plain
 // std::list LRU replaying the same SM streams, on generated graphs, in A's order and a shuffled
 // one, with and without staged hub rows, whole rows and 32-byte sectors, A's column numbers and
@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "dbsparse/generators.hpp"
-#include "runtime/spmm/gather_l1_model.hpp"
+#include "tools/bench/gather_l1_model.hpp"
 
 using namespace dbsparse;
 

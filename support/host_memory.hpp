@@ -1,8 +1,9 @@
 #pragma once
 // What the host can hold, checked before an input's size turns into allocations: Linux overcommits,
-// so a 2e9 x 2e9 Matrix Market header with three entries did not fail with std::bad_alloc but
-// paged a 23 GB host for minutes (issue 36). The limit is 80% of the host's physical memory, or
-// DBSPARSE_HOST_MEMORY (bytes, or with a K, M, G or T suffix) where set.
+// so a 2e9 x 2e9 Matrix Market header with three entries does not fail with std::bad_alloc but
+// pages the host for minutes. The limit is 80% of the host's physical memory, or
+// DBSPARSE_HOST_MEMORY (bytes, or with a K, M, G or T suffix) where set. Host code without CUDA,
+// shared by the readers, the generators and the format conversions: support/, below them all.
 #include <cstdint>
 #include <string>
 

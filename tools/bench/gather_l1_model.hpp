@@ -11,8 +11,9 @@
 // the SM, and the CPU can count that for any matrix without a GPU. It ignores the warps'
 // interleaving and L1's real policy; how close it comes to Nsight Compute's counts:
 // docs/decisions/spmm-gather-l1-model.md. Why the L1 size matters: runtime/gpu/l1_carveout.hpp.
-// Pure host code, O(nnz + cols); tests/cpu/ops/test_gather_l1_model.cpp checks it
-// against a plain list LRU.
+// Pure host code, O(nnz + cols), used by tools only (no plan reads it); it lives with the benches
+// because it models what they measure. tests/cpu/ops/test_gather_l1_model.cpp checks it against a
+// plain list LRU.
 #include <algorithm>
 #include <cstdint>
 #include <vector>

@@ -1,4 +1,4 @@
-#include "runtime/core/host_memory.hpp"
+#include "support/host_memory.hpp"
 
 #include <unistd.h>
 
