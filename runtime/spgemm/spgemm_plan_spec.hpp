@@ -39,9 +39,10 @@ struct SpgemmSharedLaunch {
   int64_t symbolic_smem = 0, numeric_smem = 0;
 };
 
-// The global tables' rows (group 3's, then those of groups 0-2 that may overflow): a row per
-// block column of split blocks; C's rows written by column segments of sort_cap columns (segs of
-// them), each sorted in sort_smem = sort_cap * (4 + value bytes) of dynamic shared memory.
+// The global tables' rows (group 3's, then those of groups 0-2 that may overflow): each row's
+// products split over `split` blocks of `block` threads; C's rows written by column segments of
+// sort_cap columns (segs of them), each sorted in sort_smem = sort_cap * (4 + value bytes) of
+// dynamic shared memory.
 struct SpgemmGlobalLaunch {
   int32_t rows = 0;  // 0: no kernel loaded, nothing launched
   int split = 0, block = 0;

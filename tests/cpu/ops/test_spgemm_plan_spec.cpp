@@ -40,7 +40,7 @@ CsrMatrix<float> matrix(int32_t rows, int32_t cols, const std::vector<std::vecto
   CsrMatrix<float> m;
   m.rows = rows;
   m.cols = cols;
-  m.row_ptr.push_back(0);
+  m.row_ptr.assign(1, 0);
   for (const auto& r : row_cols) {
     for (int32_t c : r) {
       m.col_idx.push_back(c);
