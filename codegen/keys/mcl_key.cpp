@@ -44,11 +44,11 @@ KernelSource make_source(const MclKey& key) {
       fmt::format("// dbsparse generated kernel: {}\n#include \"mcl.cuh\"\n#include \"mcl_ends.cuh\"\n", ks.key);
   ks.options = {"-std=c++17"};
   const char* v = cuda_type(key.value);
-  for (const char* fn : {"mcl_prune", "mcl_gather", "mcl_change", "mcl_start_count", "mcl_start_scatter",
-                         "mcl_rows_merge", "mcl_start_scale", "mcl_cc_hook"})
-    ks.name_expressions.push_back(fmt::format("dbs::{}<{}, {}>", fn, v, key.block));
-  for (const char* fn : {"mcl_cc_init", "mcl_cc_compress", "mcl_cc_label"})
-    ks.name_expressions.push_back(fmt::format("dbs::{}<{}>", fn, key.block));
+  for (const char* role :
+       {"prune", "gather", "change", "start_count", "start_scatter", "rows_merge", "start_scale", "cc_hook"})
+    ks.add_entry(role, fmt::format("dbs::mcl_{}<{}, {}>", role, v, key.block));
+  for (const char* role : {"cc_init", "cc_compress", "cc_label"})
+    ks.add_entry(role, fmt::format("dbs::mcl_{}<{}>", role, key.block));
   return ks;
 }
 

@@ -21,11 +21,11 @@ struct MclKey {
   auto operator<=>(const MclKey&) const = default;
 };
 
-// Entry points, in this order: mcl_prune<T, BLOCK> (inflation, pruning, normalisation of each row,
-// in place), mcl_gather<T, BLOCK> (the kept entries into the next P), mcl_change<T, BLOCK> (the
-// largest |difference| between two P's); the ends (templates/apps/mcl_ends.cuh): mcl_start_count,
-// mcl_start_scatter, mcl_rows_merge, mcl_start_scale, mcl_cc_hook (each <T, BLOCK>),
-// mcl_cc_init, mcl_cc_compress, mcl_cc_label (each <BLOCK>).
+// Entry points, by role (the kernel is mcl_<role>): "prune" (inflation, pruning, normalisation of
+// each row, in place), "gather" (the kept entries into the next P), "change" (the largest
+// |difference| between two P's); the ends (templates/apps/mcl_ends.cuh): "start_count",
+// "start_scatter", "rows_merge", "start_scale", "cc_hook" (each <T, BLOCK>), "cc_init",
+// "cc_compress", "cc_label" (each <BLOCK>).
 KernelSource make_source(const MclKey& key);
 // Both value types with blocks of 128, 256 (the library's) and 512 threads.
 std::vector<MclKey> mcl_search_space();

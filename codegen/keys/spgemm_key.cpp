@@ -104,21 +104,17 @@ KernelSource make_source(const SpgemmKey& key) {
   if (key.group == 3) {
     // Then the tables' initialisation and, numeric, C's rows written (spgemm_global_sort, _count,
     // _scan, _scatter).
-    ks.name_expressions = {fmt::format("dbs::spgemm_{}_global<{}, {}>", fn, v, key.block),
-                           fmt::format("dbs::spgemm_global_init<{}, {}>", v, key.block)};
-    if (key.phase == SpgemmPhase::Numeric) {
-      ks.name_expressions.push_back(fmt::format("dbs::spgemm_global_sort<{}, {}>", v, key.block));
-      ks.name_expressions.push_back(fmt::format("dbs::spgemm_global_count<{}, {}>", v, key.block));
-      ks.name_expressions.push_back(fmt::format("dbs::spgemm_global_scan<{}, {}>", v, key.block));
-      ks.name_expressions.push_back(fmt::format("dbs::spgemm_global_scatter<{}, {}>", v, key.block));
-    }
+    ks.add_entry(fn, fmt::format("dbs::spgemm_{}_global<{}, {}>", fn, v, key.block));
+    ks.add_entry("init", fmt::format("dbs::spgemm_global_init<{}, {}>", v, key.block));
+    if (key.phase == SpgemmPhase::Numeric)
+      for (const char* step : {"sort", "count", "scan", "scatter"})
+        ks.add_entry(step, fmt::format("dbs::spgemm_global_{}<{}, {}>", step, v, key.block));
   } else {
-    ks.name_expressions = {
-        fmt::format("dbs::spgemm_{}_shared<{}, {}, {}, {}>", fn, v, key.table, key.lanes, key.block)};
+    ks.add_entry(fn, fmt::format("dbs::spgemm_{}_shared<{}, {}, {}, {}>", fn, v, key.table, key.lanes, key.block));
     // Numeric: then the one-pass first run's variant (no symbolic phase; writes row lengths).
     if (key.phase == SpgemmPhase::Numeric)
-      ks.name_expressions.push_back(
-          fmt::format("dbs::spgemm_numeric_shared_first<{}, {}, {}, {}>", v, key.table, key.lanes, key.block));
+      ks.add_entry("numeric_first",
+                   fmt::format("dbs::spgemm_numeric_shared_first<{}, {}, {}, {}>", v, key.table, key.lanes, key.block));
   }
   return ks;
 }
@@ -188,12 +184,15 @@ SpgemmAnalysisKey SpgemmAnalysisKey::parse(std::string_view text) {
 KernelSource make_source(const SpgemmAnalysisKey& key) {
   KernelSource ks;
   ks.key = key.to_string();
-  ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spgemm_analysis.cuh\"\n", ks.key);
+  // The module also holds graph contraction's factors, which use its scan (runtime/apps/contract_gpu.cpp).
+  ks.source = fmt::format(
+      "// dbsparse generated kernel: {}\n#include \"spgemm_analysis.cuh\"\n#include \"contract_factors.cuh\"\n",
+      ks.key);
   ks.options = {"-std=c++17"};
-  for (const char* fn :
-       {"spgemm_analyse_rows", "spgemm_scatter_rows", "spgemm_tile_sums", "spgemm_scan_tiles", "spgemm_row_ptr",
-        "spgemm_compact_rows", "contract_count", "contract_scatter", "contract_merge"})
-    ks.name_expressions.push_back(fmt::format("dbs::{}<{}>", fn, key.block));
+  for (const char* role : {"analyse_rows", "scatter_rows", "tile_sums", "scan_tiles", "row_ptr", "compact_rows"})
+    ks.add_entry(role, fmt::format("dbs::spgemm_{}<{}>", role, key.block));
+  for (const char* role : {"contract_count", "contract_scatter", "contract_merge"})
+    ks.add_entry(role, fmt::format("dbs::{}<{}>", role, key.block));
   return ks;
 }
 

@@ -35,9 +35,10 @@ struct SpgemmKey {
 // The key of a group's kernel in a phase under a config (its table, lanes and block).
 SpgemmKey spgemm_key(ValueType value, SpgemmPhase phase, int group, const SpgemmConfig& c);
 
-// Entry points: the symbolic or numeric kernel of the key's group (spgemm_symbolic_shared /
-// spgemm_numeric_shared for groups 0-2, numeric then spgemm_numeric_shared_first; group 3: spgemm_symbolic_global / spgemm_numeric_global,
-// then spgemm_global_init and, numeric, spgemm_global_sort, _count, _scan and _scatter).
+// Entry points, by role: "symbolic" or "numeric", the key's group's kernel of its phase
+// (spgemm_{symbolic,numeric}_shared for groups 0-2, _global for group 3); groups 0-2, numeric:
+// "numeric_first" (spgemm_numeric_shared_first); group 3: "init" (spgemm_global_init) and,
+// numeric, "sort", "count", "scan", "scatter" (spgemm_global_sort, _count, _scan, _scatter).
 KernelSource make_source(const SpgemmKey& key);
 // SpgemmConfig's defaults (both value types, both phases, every group) and a few alternatives:
 // tables twice the default, group 0 with 8 lanes, other blocks, the tuner's seeds.
@@ -49,9 +50,10 @@ struct SpgemmAnalysisKey {
   static SpgemmAnalysisKey parse(std::string_view text);  // throws UsageError
   auto operator<=>(const SpgemmAnalysisKey&) const = default;
 };
-// Entry points, in this order: spgemm_analyse_rows, spgemm_scatter_rows, spgemm_tile_sums,
-// spgemm_scan_tiles, spgemm_row_ptr, spgemm_compact_rows, and graph contraction's factors:
-// contract_count, contract_scatter, contract_merge (each <block>).
+// Entry points, by role: "analyse_rows", "scatter_rows", "tile_sums", "scan_tiles", "row_ptr",
+// "compact_rows" (spgemm_<role><block>), and graph contraction's factors (templates/apps/
+// contract_factors.cuh, included by the source beside the analysis): "contract_count",
+// "contract_scatter", "contract_merge".
 KernelSource make_source(const SpgemmAnalysisKey& key);
 // The plan's block (256) and 128 and 512.
 std::vector<SpgemmAnalysisKey> spgemm_analysis_search_space();

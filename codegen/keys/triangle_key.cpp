@@ -27,9 +27,9 @@ KernelSource make_source(const TriangleKey& key) {
   ks.key = key.to_string();
   ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"triangles.cuh\"\n", ks.key);
   ks.options = {"-std=c++17"};
-  ks.name_expressions.push_back(fmt::format("dbs::tri_count<{}>", key.block));
-  for (const char* v : {"float", "double"})
-    ks.name_expressions.push_back(fmt::format("dbs::tri_mask_sum<{}, {}>", v, key.block));
+  ks.add_entry("count", fmt::format("dbs::tri_count<{}>", key.block));
+  ks.add_entry("mask_sum_f32", fmt::format("dbs::tri_mask_sum<float, {}>", key.block));
+  ks.add_entry("mask_sum_f64", fmt::format("dbs::tri_mask_sum<double, {}>", key.block));
   return ks;
 }
 

@@ -18,7 +18,8 @@ struct TriangleKey {
   auto operator<=>(const TriangleKey&) const = default;
 };
 
-// Entry points, in this order: tri_count<BLOCK>, tri_mask_sum<float, BLOCK>, tri_mask_sum<double, BLOCK>.
+// Entry points, by role: "count" (tri_count<BLOCK>), "mask_sum_f32" and "mask_sum_f64"
+// (tri_mask_sum<float | double, BLOCK>).
 KernelSource make_source(const TriangleKey& key);
 // The library's block (256) and 128 and 512.
 std::vector<TriangleKey> triangle_search_space();

@@ -37,7 +37,7 @@
 namespace dbsparse {
 
 inline constexpr int kSpgemmGroups = abi::kSpgemmGroups;
-// The most shared memory one thread block can have on sm_90 (H100, H200; opt-in). check() holds
+// The most shared memory one thread block can have on sm_90 (opt-in). check() holds
 // the tables to it at f64's 12 bytes per slot (key + value); a plan must still compare against its
 // device's own limit (sm_80: 166912 bytes).
 inline constexpr int64_t kSpgemmMaxSharedBytes = 232448;
@@ -49,21 +49,11 @@ inline uint32_t spgemm_first_slot(int32_t key, uint32_t slots) {
 }
 
 // Hash SpGEMM's config: the IP bounds of the groups, the table and block sizes per group. The
-// defaults are the article's (paper()) but for three things, each measured on the H200
-// (2026-12-01, `bench spgemm ... --no-shared --precision f32 --mcl-iters 0 [--config]`):
-//  - group 1's mapping: a warp per row (lanes1 = 32) instead of a 256-thread block per row of
-//    32-511 products (fresh product 0.63x -> 0.69x cuSPARSE's geomean on the quick suite; uniform
-//    100K steady 0.83 -> 0.39 ms; power-law 100K steady 0.81 -> 0.93 ms, the one that got slower);
-//  - group 2's tables twice its bound (t2 = 16384): the article's 8192 slots for up to 8191
-//    distinct columns fill to a load near 1 on a power-law graph, and linear probing then walks
-//    thousands of slots a key (ncu, power-law 1M: SMs busy 32% of group 2's 1.77 ms, the last
-//    blocks holding it; symbolic 1.88 -> 0.14 ms, numeric 2.35 -> 1.16 ms with 16384);
-//  - fit_tables: a group whose longest row needs fewer slots gets smaller tables (a 27-point
-//    stencil's group-2 rows have at most 729 products: 16384-slot tables made it 1.09 -> 1.99 ms);
-//  - group 1 in blocks of 64 threads, two warp-rows (block1 = 64): with eight, a block held its
-//    1024-slot tables until its slowest row ended (achieved occupancy 14.8% of 37.5%); steady
-//    power-law 1M 4.27 -> 3.16 ms (its tables the same fitted or not), power-law 100K 0.48 ->
-//    0.37; the 27-point stencil and R-MAT 14 within 1% (0.98 -> 1.00, 2.87 -> 2.89 ms).
+// defaults are the article's (paper()) but for group 1's mapping (a warp per row, lanes1 = 32, in
+// blocks of two warp-rows, block1 = 64), group 2's tables twice its bound (t2 = 16384: a table
+// for up to 8191 distinct columns in 8192 slots fills to a load near 1, and linear probing then
+// walks thousands of slots a key) and fit_tables; why, with the figures:
+// docs/decisions/spgemm-config-defaults.md.
 struct SpgemmConfig {
   static constexpr const char* kOp = "spgemm";
   // What predicts a good config is the IP distribution, not the 16x16 block histogram.
@@ -73,12 +63,12 @@ struct SpgemmConfig {
   int b2 = 8192;               // IP < b2: group 2 (block per row); IP >= b2: group 3 (global table)
   int t0 = 64;                 // shared table slots per row, group 0
   int t1 = 1024;               // group 1
-  int t2 = 16384;              // group 2: twice its bound, as t0 and t1 are (the article's 8192; see SpgemmConfig)
+  int t2 = 16384;              // group 2: twice its bound, as t0 and t1 are (the article's 8192)
   int lanes0 = 4;              // threads per row in group 0
   int lanes1 = 32;             // threads per row in group 1: a power of two <= 32, or 0 for the whole block
   int lanes2 = 0;              // group 2, as lanes1
   int block0 = 512;            // threads per block, group 0 (block0 / lanes0 rows per block)
-  int block1 = 64;             // group 1 (block1 / lanes(1) rows per block; the article's 256, see above)
+  int block1 = 64;             // group 1 (block1 / lanes(1) rows per block; the article's 256)
   int block2 = 1024;           // group 2
   int block3 = 1024;           // group 3
   int split3 = 16;             // blocks per row of a global table, each an even share of its products
@@ -143,8 +133,8 @@ struct SpgemmConfig {
 
 // Slots between two rows' shared tables of a block: the table plus the row's lanes when a warp
 // holds several rows, so that the 32 lanes of a warp reading slots s .. s + lanes - 1 of their rows
-// hit 32 different banks (a stride of 64 slots put 8 rows of a warp on one bank: 8-way conflicts,
-// part of 0.5 ms on a 100K-row road network, H200 2026-12-01).
+// hit 32 different banks (a power-of-two stride puts several rows of a warp on one bank;
+// docs/decisions/spgemm-config-defaults.md).
 constexpr int64_t spgemm_table_stride(int64_t slots, int lanes) { return slots + (lanes < 32 ? lanes : 0); }
 
 // The slots of a shared group's tables under config table size t: the next power of two >= twice
@@ -173,9 +163,8 @@ inline SpgemmConfig spgemm_fitted(const SpgemmConfig& c, const std::array<int64_
 // row and B's columns fit its table (t2 >= b_cols), b2 rises past any row's IP (2^30): group 2
 // takes every row from b1 up, in a table that is dense once fitted (slot = column: never full, no
 // sort), and group 3 (global tables in L2: their atomics, init and sort) is left to rows of 2^30
-// products. R-MAT 14 (16384 columns) kept 68% of its products in 1606 global rows: numeric 0.96 ms,
-// sort 0.48, count 0.18 and init 0.12 of a 4.1 ms fresh product (ncu, H200, 2026-12-03). Called
-// after check() (b2 past t2 would fail its overflow rule, which a dense table cannot break).
+// products (docs/decisions/spgemm-global-tables.md). Called after check() (b2 past t2 would fail
+// its overflow rule, which a dense table cannot break).
 inline SpgemmConfig spgemm_for_width(const SpgemmConfig& c, int64_t b_cols) {
   SpgemmConfig f = c;
   if (c.narrow_dense && c.lanes2 == 0 && b_cols <= c.t2 && c.b2 < (1 << 30)) f.b2 = 1 << 30;
@@ -263,17 +252,16 @@ struct SpgemmOptions {
   std::optional<SpgemmConfig> config;
   // The most bytes the global tables (keys and values) take at once. Past it their rows run in
   // chunks, one after another, through one set of tables: the first run waits once more and reads
-  // the tables' places back to cut them. 0: a sixteenth of the device's memory. Why: an R-MAT 18
-  // product held 58 GB of tables at once, 68.8 GB at its peak against cuSPARSE ALG3's 39.8 (H200,
-  // 2026-12-01). A row larger than this alone gets a chunk of its own.
+  // the tables' places back to cut them. 0: a sixteenth of the device's memory, so that a product
+  // does not hold far more than cuSPARSE's peak (docs/decisions/spgemm-global-tables.md). A row
+  // larger than this alone gets a chunk of its own.
   int64_t global_table_bytes = 0;
   // The first run without a symbolic phase where it can: where no row can fill its shared table
   // (every group's table at least its longest row; global tables only for group 3's rows, all in
-  // one chunk: see the plan for the measurements) and the products' scratch (IP keys and values)
-  // fits global_table_bytes' budget, the numeric phase writes each row at its offset by IP and C is sized from the lengths it finds,
-  // then filled by a copy. Why group 3 too: R-MAT 14's 1606 global rows sent the whole product
-  // through the symbolic phase, 1.0 of a 4.1 ms fresh product (H200, 2026-12-03). false:
-  // always the symbolic phase first (for comparison and tests).
+  // one chunk) and the products' scratch (IP keys and values) fits global_table_bytes' budget, the
+  // numeric phase writes each row at its offset by IP, C is sized from the lengths it finds, then
+  // filled by a copy (docs/decisions/spgemm-one-pass.md). false: always the symbolic phase first
+  // (for comparison and tests).
   bool one_pass = true;
 };
 

@@ -20,8 +20,6 @@ namespace dbsparse {
 namespace {
 
 constexpr int kBlock = 256;  // the analysis module's (SpgemmAnalysisKey{}): not tuned, O(n) work
-// Entry points of that module (codegen/keys/spgemm_key.hpp).
-constexpr int kCount = 6, kScatter = 7, kMerge = 8;
 
 unsigned blocks_for(int64_t n) { return static_cast<unsigned>((n + kBlock - 1) / kBlock); }
 
@@ -37,7 +35,7 @@ std::pair<DeviceCsr<T>, DeviceCsr<T>> contraction_factors(Context& ctx, const in
   if (n < 0) throw UsageError(fmt::format("contract: a graph of {} vertices", n));
   if (n > 0 && labels == nullptr) throw UsageError(fmt::format("contract: no labels (null) for {} vertices", n));
   const auto h = static_cast<CUstream>(stream);
-  // From the pool on h, as the plans' buffers: a cuMemAlloc costs 0.07-0.27 ms (H200, 2026-12-01).
+  // From the pool on h, as the plans' buffers (docs/decisions/spgemm-pool-allocations.md).
   const PoolSlot pool = ctx.pool_on(h);
   DeviceCsr<T> s, st;
   s.rows = k;
@@ -67,7 +65,7 @@ std::pair<DeviceCsr<T>, DeviceCsr<T>> contraction_factors(Context& ctx, const in
   DBS_CU(cuMemsetD32Async(ck + sizeof(uint32_t), 0, 1, h));
   {
     void* params[] = {&n, &lp, &k, &cp, &ck};
-    DBS_CU(cuLaunchKernel(mod.fns.at(kCount), blocks_for(n), 1, 1, kBlock, 1, 1, 0, h, params, nullptr));
+    DBS_CU(cuLaunchKernel(mod.entry("contract_count"), blocks_for(n), 1, 1, kBlock, 1, 1, 0, h, params, nullptr));
   }
   uint32_t got[2] = {0, 0};
   DBS_CU(cuStreamSynchronize(h));
@@ -84,7 +82,8 @@ std::pair<DeviceCsr<T>, DeviceCsr<T>> contraction_factors(Context& ctx, const in
   int val_bytes = static_cast<int>(sizeof(T));
   {
     void* params[] = {&n, &lp, &sp, &cp, &sc, &stp, &sv, &stv, &val_bytes};
-    DBS_CU(cuLaunchKernel(mod.fns.at(kScatter), blocks_for(int64_t{n} + 1), 1, 1, kBlock, 1, 1, 0, h, params, nullptr));
+    DBS_CU(cuLaunchKernel(mod.entry("contract_scatter"), blocks_for(int64_t{n} + 1), 1, 1, kBlock, 1, 1, 0, h, params,
+                          nullptr));
   }
   DBS_CU(cuMemcpyDtoDAsync(st.col_idx.ptr(), lp, static_cast<size_t>(n) * sizeof(int32_t), h));
   // Each row of S sorted: the scatter placed its vertices in atomic order.
@@ -92,7 +91,7 @@ std::pair<DeviceCsr<T>, DeviceCsr<T>> contraction_factors(Context& ctx, const in
   uint64_t in = sc, out = other.ptr();
   for (int w = 1; static_cast<uint32_t>(w) < got[1]; w *= 2) {
     void* params[] = {&n, &lp, &sp, &in, &out, &w};
-    DBS_CU(cuLaunchKernel(mod.fns.at(kMerge), blocks_for(n), 1, 1, kBlock, 1, 1, 0, h, params, nullptr));
+    DBS_CU(cuLaunchKernel(mod.entry("contract_merge"), blocks_for(n), 1, 1, kBlock, 1, 1, 0, h, params, nullptr));
     std::swap(in, out);
   }
   if (in != sc) std::swap(s.col_idx, other);

@@ -151,22 +151,22 @@ class MclRunner {
              root = is_root.ptr(), rk = rank.ptr(), lab = labels.ptr(), ch = changed.ptr();
     {
       void* params[] = {&n, &par};
-      DBS_CU(cuLaunchKernel(fns_[kInit], blocks(n), 1, 1, kMclBlock, 1, 1, 0, h, params, nullptr));
+      DBS_CU(cuLaunchKernel(cc_init_, blocks(n), 1, 1, kMclBlock, 1, 1, 0, h, params, nullptr));
     }
     // Hook and compress until a pass hooks nothing: MCL's clusters are stars and small cliques,
     // so this takes 2-3 passes.
     for (int changed_host = 1; changed_host;) {
       DBS_CU(cuMemsetD32Async(ch, 0, 1, h));
       void* hp[] = {&n, &pp, &pc, &pv, &par, &ch};
-      DBS_CU(cuLaunchKernel(fns_[kHook], warps(n), 1, 1, kMclBlock, 1, 1, 0, h, hp, nullptr));
+      DBS_CU(cuLaunchKernel(cc_hook_, warps(n), 1, 1, kMclBlock, 1, 1, 0, h, hp, nullptr));
       void* cp[] = {&n, &par, &root};
-      DBS_CU(cuLaunchKernel(fns_[kCompress], blocks(n), 1, 1, kMclBlock, 1, 1, 0, h, cp, nullptr));
+      DBS_CU(cuLaunchKernel(cc_compress_, blocks(n), 1, 1, kMclBlock, 1, 1, 0, h, cp, nullptr));
       DBS_CU(cuStreamSynchronize(h));
       DBS_CU(cuMemcpyDtoH(&changed_host, ch, sizeof changed_host));
     }
     detail::scan_lengths(ctx_, root, n, rk, h);
     void* lp[] = {&n, &par, &rk, &lab};
-    DBS_CU(cuLaunchKernel(fns_[kLabel], blocks(n), 1, 1, kMclBlock, 1, 1, 0, h, lp, nullptr));
+    DBS_CU(cuLaunchKernel(cc_label_, blocks(n), 1, 1, kMclBlock, 1, 1, 0, h, lp, nullptr));
     DBS_CU(cuStreamSynchronize(h));
     r.labels = labels.download();
     DBS_CU(cuMemcpyDtoH(&r.clusters, rk + static_cast<uint64_t>(n) * sizeof(int32_t), sizeof r.clusters));
@@ -174,31 +174,23 @@ class MclRunner {
   }
 
  private:
-  // Entry points of the MCL module (codegen/keys/mcl_key.hpp).
-  enum {
-    kPrune,
-    kGather,
-    kChange,
-    kStartCount,
-    kStartScatter,
-    kRowsMerge,
-    kStartScale,
-    kHook,
-    kInit,
-    kCompress,
-    kLabel,
-    kEntryPoints
-  };
   static unsigned blocks(int64_t n) { return static_cast<unsigned>((n + kMclBlock - 1) / kMclBlock); }
   static unsigned warps(int64_t n) { return blocks(n * 32); }
 
   void load(int32_t n) {
     const auto k = ctx_.modules().get(codegen::make_source(codegen::MclKey{codegen::value_type_of<T>(), kMclBlock}),
                                       ctx_.device().arch());
-    for (int f = 0; f < kEntryPoints; ++f) fns_[f] = k.fns.at(static_cast<size_t>(f));
-    prune_ = fns_[kPrune];
-    gather_ = fns_[kGather];
-    change_ = fns_[kChange];
+    prune_ = k.entry("prune");
+    gather_ = k.entry("gather");
+    change_ = k.entry("change");
+    start_count_ = k.entry("start_count");
+    start_scatter_ = k.entry("start_scatter");
+    rows_merge_ = k.entry("rows_merge");
+    start_scale_ = k.entry("start_scale");
+    cc_hook_ = k.entry("cc_hook");
+    cc_init_ = k.entry("cc_init");
+    cc_compress_ = k.entry("cc_compress");
+    cc_label_ = k.entry("cc_label");
     kept_len_ = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(n, 1)));
     change_bits_ = DeviceBuffer<uint64_t>(1);
   }
@@ -228,7 +220,7 @@ class MclRunner {
     DBS_CU(cuMemsetD32Async(ck, 0, 1, h));
     {
       void* params[] = {&n, &gp, &gc, &gv, &weighted, &loops, &cn, &cm, &ck};
-      DBS_CU(cuLaunchKernel(fns_[kStartCount], warps(n), 1, 1, kMclBlock, 1, 1, 0, h, params, nullptr));
+      DBS_CU(cuLaunchKernel(start_count_, warps(n), 1, 1, kMclBlock, 1, 1, 0, h, params, nullptr));
     }
     detail::scan_lengths(ctx_, cn, n, pp, h);
     int32_t nnz = 0;
@@ -246,13 +238,13 @@ class MclRunner {
     uint64_t pc = dev_.col_idx.ptr(), pv = dev_.values.ptr(), ro = row_of.ptr();
     {
       void* params[] = {&n, &gp, &gc, &gv, &weighted, &loops, &pp, &cn, &cm, &pc, &pv, &ro};
-      DBS_CU(cuLaunchKernel(fns_[kStartScatter], warps(n), 1, 1, kMclBlock, 1, 1, 0, h, params, nullptr));
+      DBS_CU(cuLaunchKernel(start_scatter_, warps(n), 1, 1, kMclBlock, 1, 1, 0, h, params, nullptr));
     }
     // Each row sorted by column: the scatter placed its entries in atomic order.
     uint64_t in_c = pc, in_v = pv, out_c = other_col.ptr(), out_v = other_val.ptr();
     for (int w = 1; static_cast<uint32_t>(w) < longest; w *= 2) {
       void* params[] = {&nnz, &ro, &pp, &in_c, &in_v, &out_c, &out_v, &w};
-      DBS_CU(cuLaunchKernel(fns_[kRowsMerge], blocks(nnz), 1, 1, kMclBlock, 1, 1, 0, h, params, nullptr));
+      DBS_CU(cuLaunchKernel(rows_merge_, blocks(nnz), 1, 1, kMclBlock, 1, 1, 0, h, params, nullptr));
       std::swap(in_c, out_c);
       std::swap(in_v, out_v);
     }
@@ -263,7 +255,7 @@ class MclRunner {
     {
       uint64_t vals = dev_.values.ptr();
       void* params[] = {&n, &pp, &vals};
-      DBS_CU(cuLaunchKernel(fns_[kStartScale], warps(n), 1, 1, kMclBlock, 1, 1, 0, h, params, nullptr));
+      DBS_CU(cuLaunchKernel(start_scale_, warps(n), 1, 1, kMclBlock, 1, 1, 0, h, params, nullptr));
     }
     DBS_CU(cuStreamSynchronize(h));
   }
@@ -277,7 +269,9 @@ class MclRunner {
   DeviceBuffer<int32_t> kept_len_;
   DeviceBuffer<uint64_t> change_bits_;
   CUfunction prune_ = nullptr, gather_ = nullptr, change_ = nullptr;
-  CUfunction fns_[kEntryPoints] = {};
+  // The MCL module's other entry points (codegen/keys/mcl_key.cpp: the start, the components).
+  CUfunction start_count_ = nullptr, start_scatter_ = nullptr, rows_merge_ = nullptr, start_scale_ = nullptr;
+  CUfunction cc_hook_ = nullptr, cc_init_ = nullptr, cc_compress_ = nullptr, cc_label_ = nullptr;
   MclExpand<T> expand_;
 };
 

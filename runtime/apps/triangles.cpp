@@ -16,7 +16,6 @@ namespace dbsparse {
 namespace {
 
 constexpr int kBlock = 256;
-constexpr int kCount = 0, kMaskF32 = 1, kMaskF64 = 2;  // TriangleKey's entry points
 
 void check_square(int32_t rows, int32_t cols, const char* what) {
   if (rows != cols) throw UsageError(fmt::format("{}: the graph must be square, A is {}x{}", what, rows, cols));
@@ -70,7 +69,7 @@ int64_t triangle_count(Context& ctx, const DeviceCsrView<T>& a, void* stream) {
   long long nnz = a.nnz;
   void* params[] = {&rp, &ci, &n, &nnz, &total, &bad};
   DBS_CU(
-      cuLaunchKernel(mod.fns.at(kCount), grid_for((a.nnz + 31) / 32, ctx), 1, 1, kBlock, 1, 1, 0, h, params, nullptr));
+      cuLaunchKernel(mod.entry("count"), grid_for((a.nnz + 31) / 32, ctx), 1, 1, kBlock, 1, 1, 0, h, params, nullptr));
   uint64_t got[2] = {0, 0};
   DBS_CU(cuStreamSynchronize(h));
   DBS_CU(cuMemcpyDtoH(got, total, sizeof got));
@@ -106,8 +105,8 @@ double triangle_mask_sum(Context& ctx, const DeviceCsrView<T>& c, const DeviceCs
            lc = reinterpret_cast<uint64_t>(l.col_idx);
   int n = c.rows;
   void* params[] = {&cp, &cc, &cv, &lp, &lc, &n, &total};
-  DBS_CU(cuLaunchKernel(mod.fns.at(sizeof(T) == 4 ? kMaskF32 : kMaskF64), grid_for(n, ctx), 1, 1, kBlock, 1, 1, 0, h,
-                        params, nullptr));
+  DBS_CU(cuLaunchKernel(mod.entry(sizeof(T) == 4 ? "mask_sum_f32" : "mask_sum_f64"), grid_for(n, ctx), 1, 1, kBlock, 1,
+                        1, 0, h, params, nullptr));
   double got = 0;
   DBS_CU(cuStreamSynchronize(h));
   DBS_CU(cuMemcpyDtoH(&got, total, sizeof got));

@@ -7,6 +7,7 @@
 
 #include "dbsparse/error.hpp"
 #include "dbsparse/spgemm.hpp"
+#include "runtime/spgemm/spgemm_plan_spec.hpp"
 
 namespace dbsparse {
 namespace {
@@ -94,11 +95,23 @@ std::vector<int64_t> intermediate_products(const CsrMatrix<T>& a, const CsrMatri
 }
 
 int spgemm_group_of(int64_t ip, const SpgemmConfig& c) {
-  if (ip <= 0) return -1;
-  for (int g = 0; g < 3; ++g)
-    if (ip < c.bound(g)) return g;
-  return abi::kSpgemmGlobalGroup;
+  const int32_t bound[3] = {c.b0, c.b1, c.b2};
+  return abi::spgemm_ip_group(ip, bound);
 }
+
+namespace detail {
+abi::SpgemmGroupRule spgemm_group_rule(const SpgemmConfig& c, int32_t b_cols) {
+  abi::SpgemmGroupRule r{};
+  for (int g = 0; g < abi::kSpgemmGlobalGroup; ++g) {
+    r.bound[g] = c.bound(g);
+    r.table[g] = c.table(g);
+  }
+  r.b_cols = b_cols;
+  r.global_scale = c.global_scale;
+  r.overflow_to_global = c.overflow_to_global;
+  return r;
+}
+}  // namespace detail
 
 SpgemmGrouping group_rows(std::span<const int64_t> ips, const SpgemmConfig& c) {
   SpgemmGrouping out;
@@ -132,7 +145,7 @@ int64_t spgemm_global_table_slots(int64_t ip, int32_t b_cols, const SpgemmConfig
 
 bool spgemm_row_may_overflow(int64_t ip, int32_t b_cols, const SpgemmConfig& c) {
   const int g = spgemm_group_of(ip, c);
-  return g >= 0 && g < 3 && std::min<int64_t>(ip, b_cols) > c.table(g);
+  return g >= 0 && g < abi::kSpgemmGlobalGroup && abi::spgemm_may_overflow(ip, b_cols, c.table(g));
 }
 
 SpgemmChunkLayout spgemm_chunk_layout(std::span<const int64_t> slots, int64_t budget_slots) {

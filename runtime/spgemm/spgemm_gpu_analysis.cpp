@@ -38,18 +38,6 @@ std::vector<U> download_at(uint64_t base, int64_t first, int64_t n) {
 
 }  // namespace
 
-abi::SpgemmGroupRule spgemm_group_rule(const SpgemmConfig& c, int32_t b_cols) {
-  abi::SpgemmGroupRule r{};
-  for (int g = 0; g < 3; ++g) {
-    r.bound[g] = c.bound(g);
-    r.table[g] = c.table(g);
-  }
-  r.b_cols = b_cols;
-  r.global_scale = c.global_scale;
-  r.overflow_to_global = c.overflow_to_global;
-  return r;
-}
-
 SpgemmGpuAnalysis::SpgemmGpuAnalysis(Context& ctx, const SpgemmOperands& ops, const SpgemmConfig& c, CUstream h)
     : rows_(ops.rows), ops_(ops), rule_(spgemm_group_rule(c, ops.b_cols)), stats_dev_(1, ctx.pool_on(h)) {
   stats_.first_bad_b = std::numeric_limits<uint64_t>::max();
@@ -60,14 +48,14 @@ SpgemmGpuAnalysis::SpgemmGpuAnalysis(Context& ctx, const SpgemmOperands& ops, co
     return;
   }
   const auto k = ctx.modules().get(codegen::make_source(codegen::SpgemmAnalysisKey{kBlock}), ctx.device().arch());
-  analyse_ = k.fns.at(0);
-  scatter_ = k.fns.at(1);
-  tile_sums_ = k.fns.at(2);
-  scan_tiles_ = k.fns.at(3);
-  row_ptr_ = k.fns.at(4);
-  compact_ = k.fns.at(5);
-  // From the context's pool, on h: a fresh product allocates a dozen buffers (H200, 2026-12-01:
-  // 0.1-0.3 ms of cuMemAlloc per product, a third of cuSPARSE's whole product on small graphs).
+  analyse_ = k.entry("analyse_rows");
+  scatter_ = k.entry("scatter_rows");
+  tile_sums_ = k.entry("tile_sums");
+  scan_tiles_ = k.entry("scan_tiles");
+  row_ptr_ = k.entry("row_ptr");
+  compact_ = k.entry("compact_rows");
+  // From the context's pool, on h: a fresh product allocates a dozen buffers, and a cuMemAlloc
+  // each would cost a fair share of a small product (docs/decisions/spgemm-pool-allocations.md).
   const PoolSlot pool = ctx.pool_on(h);
   code_ = DeviceBuffer<int8_t>(static_cast<size_t>(ops.rows), pool);
   tile_sum_ = DeviceBuffer<int64_t>(blocks_for(ops.rows, kScanTile), pool);
@@ -192,11 +180,11 @@ void scan_lengths(Context& ctx, uint64_t row_len, int32_t rows, uint64_t out_ptr
   DeviceBuffer<SpgemmStats> stats(1, pool);  // scan_tiles writes its nnz; nothing reads it
   uint64_t ts = tile_sum.ptr(), st = stats.ptr(), no_overflow = 0;
   void* sums[] = {&row_len, &no_overflow, &rows, &ts, &st};
-  DBS_CU(cuLaunchKernel(k.fns.at(2), static_cast<unsigned>(tiles), 1, 1, kBlock, 1, 1, 0, h, sums, nullptr));
+  DBS_CU(cuLaunchKernel(k.entry("tile_sums"), static_cast<unsigned>(tiles), 1, 1, kBlock, 1, 1, 0, h, sums, nullptr));
   void* scan[] = {&ts, &tiles, &st};
-  DBS_CU(cuLaunchKernel(k.fns.at(3), 1, 1, 1, kBlock, 1, 1, 0, h, scan, nullptr));
+  DBS_CU(cuLaunchKernel(k.entry("scan_tiles"), 1, 1, 1, kBlock, 1, 1, 0, h, scan, nullptr));
   void* ptr[] = {&row_len, &rows, &ts, &out_ptr};
-  DBS_CU(cuLaunchKernel(k.fns.at(4), static_cast<unsigned>(tiles), 1, 1, kBlock, 1, 1, 0, h, ptr, nullptr));
+  DBS_CU(cuLaunchKernel(k.entry("row_ptr"), static_cast<unsigned>(tiles), 1, 1, kBlock, 1, 1, 0, h, ptr, nullptr));
   tile_sum.release(h);
   stats.release(h);
 }

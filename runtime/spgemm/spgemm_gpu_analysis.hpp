@@ -11,12 +11,9 @@
 #include "dbsparse/abi/spgemm.h"
 #include "dbsparse/context.hpp"
 #include "dbsparse/spgemm.hpp"
+#include "runtime/spgemm/spgemm_plan_spec.hpp"  // spgemm_group_rule
 
 namespace dbsparse::detail {
-
-// The config's grouping rules as the analysis kernel takes them (abi::spgemm_row_code and
-// abi::spgemm_table_slots read it); a cpu test checks them against the host's rules.
-abi::SpgemmGroupRule spgemm_group_rule(const SpgemmConfig& c, int32_t b_cols);
 
 // A and B as the analysis reads them: device pointers, shapes and nonzero counts.
 struct SpgemmOperands {

@@ -1,9 +1,11 @@
 // Hash SpGEMM on the GPU (include/dbsparse/spgemm.hpp, templates/spgemm/spgemm.cuh): the analysis on the
-// GPU (runtime/spgemm/spgemm_gpu_analysis.cpp) decides the groups and the global tables once; the kernels
-// follow hash_spgemm_cpu phase for phase.
+// GPU (runtime/spgemm/spgemm_gpu_analysis.cpp) decides the groups and the global tables once; the spec
+// (runtime/spgemm/spgemm_plan_spec.hpp) turns its counts into launch shapes and buffer sizes, which the
+// plan materializes; the kernels follow hash_spgemm_cpu phase for phase.
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <stdexcept>
@@ -19,6 +21,7 @@
 #include "runtime/gpu/module_registry.hpp"
 #include "runtime/gpu/upload_nonempty.hpp"
 #include "runtime/spgemm/spgemm_gpu_analysis.hpp"
+#include "runtime/spgemm/spgemm_plan_spec.hpp"
 
 namespace dbsparse {
 namespace {
@@ -37,16 +40,29 @@ double ms_since(std::chrono::steady_clock::time_point t) {
 struct GroupKernels {
   CUfunction symbolic = nullptr, numeric = nullptr;
   CUfunction numeric_first = nullptr;  // groups 0-2: the one-pass first run's (spgemm_numeric_shared_first)
-  // Group 3 only: hashed rows are written to C by column segments of sort_cap columns (segs of
-  // them), each sorted in sort_smem = sort_cap * (4 + value bytes) of dynamic shared memory.
+  // Group 3 only: the tables' initialisation and C's rows written by column segments.
   CUfunction init_symbolic = nullptr, init_numeric = nullptr, sort = nullptr, count = nullptr, scan = nullptr,
              scatter = nullptr;
-  int sort_cap = 0, segs = 0;
-  int64_t sort_smem = 0;
-  int rows_per_block = 1;
-  int64_t symbolic_smem = 0, numeric_smem = 0;  // dynamic shared bytes
-  KernelInfo symbolic_info, numeric_info;
 };
+
+// The arguments every global kernel takes first: its chunk of the global list and their tables.
+struct ChunkArgs {
+  int n = 0, always = 0;
+  uint64_t list = 0, tables = 0;
+};
+
+// At most this many kernel arguments (the global sort's 17).
+constexpr size_t kMaxArgs = 20;
+
+// cuLaunchKernel with the arguments in order (pointers to the values).
+void launch(CUfunction f, unsigned gx, unsigned gy, int block, int64_t smem, CUstream s,
+            std::initializer_list<void*> args) {
+  std::array<void*, kMaxArgs> params{};
+  if (args.size() > params.size()) throw std::logic_error("spgemm plan: a launch with too many arguments");
+  std::copy(args.begin(), args.end(), params.begin());
+  DBS_CU(cuLaunchKernel(f, gx, gy, 1, static_cast<unsigned>(block), 1, 1, static_cast<unsigned>(smem), s, params.data(),
+                        nullptr));
+}
 
 }  // namespace
 
@@ -59,36 +75,29 @@ struct SpgemmPlan<T>::Impl {
   }
   void* pool = nullptr;  // the context's CUmemoryPool (null: plain allocations)
   PoolSlot on(CUstream h) const { return {pool, h}; }
-  SpgemmConfig config;
-  // config with the shared groups' tables fitted to their rows (fit_tables): what the kernels use.
-  SpgemmConfig fitted;
-  // Where config came from, for explain(): SpgemmOptions::config, or the tuning DB for A (tuned,
-  // predicted or the defaults) when planning from host CSR.
-  std::string config_source = "explicit (SpgemmOptions::config)";
-  bool narrowed = false;  // spgemm_for_width raised b2 (B fits group 2's dense table)
-  int32_t rows = 0, cols = 0;
+  // What the plan launches and allocates (its config, fitted tables, launch shapes, sizes).
+  detail::SpgemmPlanSpec spec;
   // What the kernels read: the caller's arrays (a plan from device CSR) or a_own / b_own.
   DeviceCsrView<T> a, b;
   // Host inputs uploaded; from device CSR only the values of values_changed() (if ever called).
   DeviceCsr<T> a_own, b_own;
-  bool inputs_owned = false;  // planned from host CSR
   detail::SpgemmGpuAnalysis analysis;
   mutable std::optional<SpgemmGrouping> grouping;  // downloaded on the first grouping() call
   // Global tables: group 3's rows first (always run), then the rows of groups 0-2 that may overflow
   // their shared table (run where the symbolic phase flagged them).
   DeviceBuffer<int32_t> table_keys;
   DeviceBuffer<T> table_vals;
-  // The global list in chunks whose tables fit table_budget bytes, run one after another through
-  // table_keys / table_vals: one chunk (the analysis's places) when all fit, else laid out by
-  // layout_chunks in the first run.
+  // The global list in chunks whose tables fit the table budget's bytes, run one after another
+  // through table_keys / table_vals: one chunk (the analysis's places) when all fit, else laid out
+  // by layout_chunks in the first run.
   struct Chunk {
     int first = 0, n = 0, always = 0;  // positions [first, first + n) of the global list; the first `always` of group 3
     uint64_t list = 0, tables = 0;     // the chunk's part of the list and of the tables
+    ChunkArgs args() const { return {n, always, list, tables}; }
   };
   std::vector<Chunk> chunks;
-  int64_t table_budget = 0;
   // Global tables past the budget wait for layout_chunks (the first run) to get their chunks.
-  bool chunks_pending() const { return analysis.global_rows() > 0 && chunks.empty(); }
+  bool chunks_pending() const { return spec.global.rows > 0 && chunks.empty(); }
   DeviceBuffer<int32_t> row_len, overflow;
   DeviceBuffer<int32_t> seg_count;  // dense global rows: occupied slots per (row, column segment)
   DeviceBuffer<int32_t> seg_hist;   // hashed global rows: counts, then offsets, per (row, segment); then fill counters
@@ -104,15 +113,23 @@ struct SpgemmPlan<T>::Impl {
   DeviceBuffer<T> c_val;
   // The one-pass first run (SpgemmOptions::one_pass): rows at their offsets by IP in scratch, then
   // copied into C; the scratch goes back to the pool in the run's stream order.
-  bool one_pass = false;
   int64_t scratch_bytes = 0;  // what the scratch held, beside C, during the first run
   DeviceBuffer<int32_t> ip_ptr, scratch_col;
   DeviceBuffer<T> scratch_val;
 
   uint64_t ptr_of(const void* p) const { return reinterpret_cast<uint64_t>(p); }
+  // The spec's buffers allocated on h and its groups' kernels loaded.
+  void materialize(Context& ctx, CUstream h);
+  void load_group(Context& ctx, int g);
   void launch_symbolic(CUstream h);
   // The numeric phase into C, or (first) the one-pass first run's into the scratch by IP offsets.
   void launch_numeric(CUstream h, bool first = false);
+  // Groups 0-2's kernel `which` (symbolic, numeric or numeric_first), each on its lane's branch,
+  // with (list, rows) and then `args`, in `smem` of the group's dynamic shared bytes.
+  void launch_shared(CUfunction GroupKernels::*which, int64_t detail::SpgemmSharedLaunch::*smem,
+                     std::initializer_list<void*> args, detail::ForkJoin::Fork& fork,
+                     const std::array<int, kSpgemmGroups>& lane);
+  void launch_global_numeric(CUstream gs, uint64_t cp, uint64_t cc, uint64_t cv);
   void first_run_one_pass(CUstream h);
   void size_c(CUstream h);
   void add_chunk(int first, int end);
@@ -121,11 +138,67 @@ struct SpgemmPlan<T>::Impl {
   // branch of their own unless `global_last`.
   int lanes(std::array<int, kSpgemmGroups>& lane, bool global_last) const {
     int n = 0;
-    for (int g = 0; g < kSpgemmGlobalGroup; ++g) lane[g] = analysis.count(g) > 0 ? n++ : -1;
-    lane[kSpgemmGlobalGroup] = analysis.global_rows() > 0 && !global_last ? n++ : -1;
+    for (int g = 0; g < kSpgemmGlobalGroup; ++g) lane[g] = spec.shared[g].rows > 0 ? n++ : -1;
+    lane[kSpgemmGlobalGroup] = spec.global.rows > 0 && !global_last ? n++ : -1;
     return n;
   }
 };
+
+template <class T>
+void SpgemmPlan<T>::Impl::materialize(Context& ctx, CUstream h) {
+  const PoolSlot pool = on(h);
+  const detail::SpgemmGlobalLaunch& gl = spec.global;
+  if (gl.table_slots > 0) {
+    table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(gl.table_slots), pool);
+    table_vals = DeviceBuffer<T>(static_cast<size_t>(gl.table_slots), pool);
+    if (gl.one_chunk) add_chunk(0, gl.rows);
+  }
+  seg_count = DeviceBuffer<int32_t>(static_cast<size_t>(gl.seg_count), pool);
+  row_len = DeviceBuffer<int32_t>(static_cast<size_t>(spec.row_buffers), pool);
+  overflow = DeviceBuffer<int32_t>(static_cast<size_t>(spec.row_buffers), pool);
+  c_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(spec.rows) + 1, pool);
+  for (int g = 0; g < kSpgemmGlobalGroup; ++g)
+    if (spec.shared[g].rows > 0) load_group(ctx, g);
+  if (gl.rows > 0) {
+    load_group(ctx, kSpgemmGlobalGroup);
+    seg_hist = DeviceBuffer<int32_t>(static_cast<size_t>(gl.seg_hist), pool);
+  }
+}
+
+// Group g's kernels of both phases, their dynamic shared memory allowed (past 48 KiB a kernel must
+// opt in to it).
+template <class T>
+void SpgemmPlan<T>::Impl::load_group(Context& ctx, int g) {
+  const auto vt = codegen::value_type_of<T>();
+  const auto sym =
+      ctx.modules().get(codegen::make_source(codegen::spgemm_key(vt, codegen::SpgemmPhase::Symbolic, g, spec.fitted)),
+                        ctx.device().arch());
+  const auto num =
+      ctx.modules().get(codegen::make_source(codegen::spgemm_key(vt, codegen::SpgemmPhase::Numeric, g, spec.fitted)),
+                        ctx.device().arch());
+  GroupKernels& k = kernels[g];
+  k.symbolic = sym.entry("symbolic");
+  k.numeric = num.entry("numeric");
+  const auto allow = [](CUfunction f, int64_t smem) {
+    DBS_CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem)));
+  };
+  if (g == kSpgemmGlobalGroup) {
+    k.init_symbolic = sym.entry("init");
+    k.init_numeric = num.entry("init");
+    k.sort = num.entry("sort");
+    k.count = num.entry("count");
+    k.scan = num.entry("scan");
+    k.scatter = num.entry("scatter");
+    allow(k.sort, spec.global.sort_smem);
+    allow(k.symbolic, 0);
+    allow(k.numeric, 0);
+    return;
+  }
+  k.numeric_first = num.entry("numeric_first");
+  allow(k.symbolic, spec.shared[g].symbolic_smem);
+  allow(k.numeric, spec.shared[g].numeric_smem);
+  allow(k.numeric_first, spec.shared[g].numeric_smem);
+}
 
 template <class T>
 void SpgemmPlan<T>::Impl::add_chunk(int first, int end) {
@@ -144,8 +217,8 @@ template <class T>
 void SpgemmPlan<T>::Impl::layout_chunks(CUstream h) {
   DBS_CU(cuStreamSynchronize(h));  // place_rows done
   std::vector<abi::SpgemmTable> t = analysis.download_tables();
-  const int64_t budget_slots = std::max<int64_t>(table_budget / static_cast<int64_t>(4 + sizeof(T)), 1);
-  const int rows_in_list = analysis.global_rows();
+  const int64_t budget_slots = std::max<int64_t>(spec.table_budget / static_cast<int64_t>(4 + sizeof(T)), 1);
+  const int rows_in_list = spec.global.rows;
   std::vector<int64_t> slots(static_cast<size_t>(rows_in_list));
   for (int q = 0; q < rows_in_list; ++q) slots[q] = t[q].slots;
   const SpgemmChunkLayout layout = spgemm_chunk_layout(slots, budget_slots);
@@ -160,42 +233,49 @@ void SpgemmPlan<T>::Impl::layout_chunks(CUstream h) {
 }
 
 template <class T>
+void SpgemmPlan<T>::Impl::launch_shared(CUfunction GroupKernels::*which, int64_t detail::SpgemmSharedLaunch::*smem,
+                                        std::initializer_list<void*> args, detail::ForkJoin::Fork& fork,
+                                        const std::array<int, kSpgemmGroups>& lane) {
+  for (int g = 0; g < kSpgemmGlobalGroup; ++g) {
+    const detail::SpgemmSharedLaunch& l = spec.shared[g];
+    if (l.rows == 0) continue;
+    uint64_t list = analysis.group_list(g);
+    int n = static_cast<int>(l.rows);
+    std::array<void*, kMaxArgs> params{&list, &n};
+    if (args.size() + 2 > params.size()) throw std::logic_error("spgemm plan: a launch with too many arguments");
+    std::copy(args.begin(), args.end(), params.begin() + 2);
+    DBS_CU(cuLaunchKernel(kernels[g].*which, l.grid, 1, 1, static_cast<unsigned>(l.block), 1, 1,
+                          static_cast<unsigned>(l.*smem), fork.branch(lane[g]), params.data(), nullptr));
+  }
+}
+
+template <class T>
 void SpgemmPlan<T>::Impl::launch_symbolic(CUstream h) {
-  if (analysis.products() == 0) return;  // every row idle: nothing to count
+  if (spec.products == 0) return;  // every row idle: nothing to count
   DBS_CU(cuMemsetD32Async(row_len.ptr(), 0, row_len.size(), h));
   DBS_CU(cuMemsetD32Async(overflow.ptr(), 0, overflow.size(), h));
   uint64_t ap = ptr_of(a.row_ptr), ac = ptr_of(a.col_idx), bp = ptr_of(b.row_ptr), bc = ptr_of(b.col_idx),
            len = row_len.ptr(), ovf = overflow.ptr();
+  int b_cols = spec.cols;
   // Rows of groups 0-2 that overflow their shared table are flagged by those groups' kernels and
   // counted by the global ones, which then must come after them.
-  const bool global_last = analysis.global_rows() > analysis.count(kSpgemmGlobalGroup);
+  const bool global_last = spec.global.rows > analysis.count(kSpgemmGlobalGroup);
   std::array<int, kSpgemmGroups> lane{};
   detail::ForkJoin::Fork fork(*branches, h, lanes(lane, global_last));
-  for (int g = 0; g < kSpgemmGlobalGroup; ++g) {
-    int n = static_cast<int>(analysis.count(g));
-    if (n == 0) continue;
-    const GroupKernels& k = kernels[g];
-    uint64_t list = analysis.group_list(g);
-    int b_cols = cols;
-    void* params[] = {&list, &n, &ap, &ac, &bp, &bc, &len, &ovf, &b_cols};
-    DBS_CU(cuLaunchKernel(k.symbolic, static_cast<unsigned>((n + k.rows_per_block - 1) / k.rows_per_block), 1, 1,
-                          static_cast<unsigned>(config.block(g)), 1, 1, static_cast<unsigned>(k.symbolic_smem),
-                          fork.branch(lane[g]), params, nullptr));
-  }
+  launch_shared(&GroupKernels::symbolic, &detail::SpgemmSharedLaunch::symbolic_smem,
+                {&ap, &ac, &bp, &bc, &len, &ovf, &b_cols}, fork, lane);
   if (global_last) fork.join();
-  if (analysis.global_rows() > 0) {
+  if (spec.global.rows > 0) {
     const CUstream gs = global_last ? h : fork.branch(lane[kSpgemmGlobalGroup]);
     const GroupKernels& k = kernels[kSpgemmGlobalGroup];
+    const detail::SpgemmGlobalLaunch& gl = spec.global;
     uint64_t keys = table_keys.ptr(), none = 0;
-    int b_cols = cols;
-    const auto split = static_cast<unsigned>(config.split3), block = static_cast<unsigned>(config.block3);
     for (const Chunk& ch : chunks) {
-      int n = ch.n, always = ch.always;
-      uint64_t list = ch.list, tables = ch.tables;
-      void* init[] = {&list, &n, &always, &tables, &ovf, &keys, &none};
-      DBS_CU(cuLaunchKernel(k.init_symbolic, static_cast<unsigned>(n), split, 1, block, 1, 1, 0, gs, init, nullptr));
-      void* params[] = {&list, &n, &always, &tables, &ap, &ac, &bp, &bc, &keys, &len, &ovf, &b_cols};
-      DBS_CU(cuLaunchKernel(k.symbolic, static_cast<unsigned>(n), split, 1, block, 1, 1, 0, gs, params, nullptr));
+      ChunkArgs c = ch.args();
+      const auto rows = static_cast<unsigned>(c.n), split = static_cast<unsigned>(gl.split);
+      launch(k.init_symbolic, rows, split, gl.block, 0, gs, {&c.list, &c.n, &c.always, &c.tables, &ovf, &keys, &none});
+      launch(k.symbolic, rows, split, gl.block, 0, gs,
+             {&c.list, &c.n, &c.always, &c.tables, &ap, &ac, &bp, &bc, &keys, &len, &ovf, &b_cols});
     }
   }
   fork.join();
@@ -227,61 +307,60 @@ void SpgemmPlan<T>::Impl::launch_numeric(CUstream h, bool first) {
     cc = scratch_col.ptr();
     cv = scratch_val.ptr();
   }
+  int b_cols = spec.cols;
   std::array<int, kSpgemmGroups> lane{};
   // Rows are in one group each and write their own rows of C.
   detail::ForkJoin::Fork fork(*branches, h, lanes(lane, false));
-  for (int g = 0; g < kSpgemmGlobalGroup; ++g) {
-    int n = static_cast<int>(analysis.count(g));
-    if (n == 0) continue;
-    const GroupKernels& k = kernels[g];
-    uint64_t list = analysis.group_list(g);
-    int b_cols = cols;
-    void* params[] = {&list, &n, &ap, &ac, &av, &bp, &bc, &bv, &ovf, &cp, &cc, &cv, &b_cols, &len};
-    DBS_CU(cuLaunchKernel(first ? k.numeric_first : k.numeric,
-                          static_cast<unsigned>((n + k.rows_per_block - 1) / k.rows_per_block), 1, 1,
-                          static_cast<unsigned>(config.block(g)), 1, 1, static_cast<unsigned>(k.numeric_smem),
-                          fork.branch(lane[g]), params, nullptr));
-  }
-  if (analysis.global_rows() > 0) {
+  launch_shared(first ? &GroupKernels::numeric_first : &GroupKernels::numeric,
+                &detail::SpgemmSharedLaunch::numeric_smem,
+                {&ap, &ac, &av, &bp, &bc, &bv, &ovf, &cp, &cc, &cv, &b_cols, &len}, fork, lane);
+  if (spec.global.rows > 0) {
     // A one-pass first run's global rows (group 3 only: no shared table can overflow) write at their
     // IP offsets too, and their lengths come from spgemm_global_scan / _sort into row_len.
     if (first && chunks.size() != 1) throw std::logic_error("spgemm plan: a one-pass first run with chunked tables");
-    const CUstream gs = fork.branch(lane[kSpgemmGlobalGroup]);
-    const GroupKernels& k = kernels[kSpgemmGlobalGroup];
-    uint64_t keys = table_keys.ptr(), vals = table_vals.ptr();
-    int b_cols = cols, width = k.sort_cap, segs = k.segs;
-    const auto split = static_cast<unsigned>(config.split3), block = static_cast<unsigned>(config.block3);
-    const auto seg_blocks = static_cast<unsigned>(std::min(k.segs, 65535));
-    const uint64_t hist_rows = static_cast<uint64_t>(analysis.global_rows()) * k.segs;
-    for (const Chunk& ch : chunks) {
-      int n = ch.n, always = ch.always;
-      const auto rows = static_cast<unsigned>(n);
-      const auto p0 = static_cast<uint64_t>(ch.first);
-      uint64_t list = ch.list, tables = ch.tables, seg = seg_count.ptr() + sizeof(int32_t) * p0 * config.split3,
-               hist = seg_hist.ptr() + sizeof(int32_t) * p0 * k.segs,
-               fill = seg_hist.ptr() + sizeof(int32_t) * (hist_rows + p0 * k.segs);
-      void* init[] = {&list, &n, &always, &tables, &ovf, &keys, &vals};
-      DBS_CU(cuLaunchKernel(k.init_numeric, rows, split, 1, block, 1, 1, 0, gs, init, nullptr));
-      void* params[] = {&list, &n, &always, &tables, &ap, &ac, &av, &bp, &bc, &bv, &keys, &vals, &ovf, &b_cols};
-      DBS_CU(cuLaunchKernel(k.numeric, rows, split, 1, block, 1, 1, 0, gs, params, nullptr));
-      DBS_CU(cuMemsetD32Async(hist, 0, static_cast<size_t>(n) * k.segs, gs));
-      void* count[] = {&list, &n, &always, &tables, &keys, &ovf, &b_cols, &seg, &width, &segs, &hist};
-      DBS_CU(cuLaunchKernel(k.count, rows, split, 1, block, 1, 1, 0, gs, count, nullptr));
-      void* scan[] = {&list, &n, &always, &tables, &ovf, &b_cols, &segs, &hist, &fill, &len};
-      DBS_CU(cuLaunchKernel(k.scan, rows, 1, 1, block, 1, 1, 0, gs, scan, nullptr));
-      void* scatter[] = {&list, &n,  &always, &tables, &keys, &vals, &ovf, &cp,
-                         &cc,   &cv, &b_cols, &width,  &segs, &hist, &fill};
-      DBS_CU(cuLaunchKernel(k.scatter, rows, split, 1, block, 1, 1, 0, gs, scatter, nullptr));
-      int hashed = 0;
-      void* sort[] = {&list, &n,      &always, &tables, &keys, &vals, &ovf,    &cp, &cc,
-                      &cv,   &b_cols, &seg,    &width,  &segs, &hist, &hashed, &len};
-      DBS_CU(cuLaunchKernel(k.sort, rows, split, 1, block, 1, 1, 0, gs, sort, nullptr));  // dense rows
-      hashed = 1;
-      DBS_CU(cuLaunchKernel(k.sort, rows, seg_blocks, 1, block, 1, 1, static_cast<unsigned>(k.sort_smem), gs, sort,
-                            nullptr));
-    }
+    launch_global_numeric(fork.branch(lane[kSpgemmGlobalGroup]), cp, cc, cv);
   }
   fork.join();
+}
+
+// The global rows' numeric phase on stream gs, chunk by chunk: the tables filled, then C's rows
+// written from them (dense rows by segment counts, hashed rows by a histogram of column segments,
+// then both sorted).
+template <class T>
+void SpgemmPlan<T>::Impl::launch_global_numeric(CUstream gs, uint64_t cp, uint64_t cc, uint64_t cv) {
+  const GroupKernels& k = kernels[kSpgemmGlobalGroup];
+  const detail::SpgemmGlobalLaunch& gl = spec.global;
+  uint64_t ap = ptr_of(a.row_ptr), ac = ptr_of(a.col_idx), av = ptr_of(a.values), bp = ptr_of(b.row_ptr),
+           bc = ptr_of(b.col_idx), bv = ptr_of(b.values), ovf = overflow.ptr(), len = row_len.ptr();
+  uint64_t keys = table_keys.ptr(), vals = table_vals.ptr();
+  int b_cols = spec.cols, width = gl.sort_cap, segs = gl.segs;
+  const auto split = static_cast<unsigned>(gl.split);
+  const uint64_t hist_rows = static_cast<uint64_t>(gl.rows) * gl.segs;
+  for (const Chunk& ch : chunks) {
+    ChunkArgs c = ch.args();
+    const auto rows = static_cast<unsigned>(c.n);
+    const auto p0 = static_cast<uint64_t>(ch.first);
+    uint64_t seg = seg_count.ptr() + sizeof(int32_t) * p0 * gl.split,
+             hist = seg_hist.ptr() + sizeof(int32_t) * p0 * gl.segs,
+             fill = seg_hist.ptr() + sizeof(int32_t) * (hist_rows + p0 * gl.segs);
+    launch(k.init_numeric, rows, split, gl.block, 0, gs, {&c.list, &c.n, &c.always, &c.tables, &ovf, &keys, &vals});
+    launch(k.numeric, rows, split, gl.block, 0, gs,
+           {&c.list, &c.n, &c.always, &c.tables, &ap, &ac, &av, &bp, &bc, &bv, &keys, &vals, &ovf, &b_cols});
+    DBS_CU(cuMemsetD32Async(hist, 0, static_cast<size_t>(c.n) * gl.segs, gs));
+    launch(k.count, rows, split, gl.block, 0, gs,
+           {&c.list, &c.n, &c.always, &c.tables, &keys, &ovf, &b_cols, &seg, &width, &segs, &hist});
+    launch(k.scan, rows, 1, gl.block, 0, gs,
+           {&c.list, &c.n, &c.always, &c.tables, &ovf, &b_cols, &segs, &hist, &fill, &len});
+    launch(
+        k.scatter, rows, split, gl.block, 0, gs,
+        {&c.list, &c.n, &c.always, &c.tables, &keys, &vals, &ovf, &cp, &cc, &cv, &b_cols, &width, &segs, &hist, &fill});
+    int hashed = 0;
+    const std::initializer_list<void*> sort = {&c.list, &c.n,    &c.always, &c.tables, &keys, &vals, &ovf,    &cp, &cc,
+                                               &cv,     &b_cols, &seg,      &width,    &segs, &hist, &hashed, &len};
+    launch(k.sort, rows, split, gl.block, 0, gs, sort);  // dense rows
+    hashed = 1;
+    launch(k.sort, rows, gl.seg_blocks, gl.block, gl.sort_smem, gs, sort);
+  }
 }
 
 // No symbolic phase: the numeric phase writes each row at its offset by IP into the scratch and
@@ -291,7 +370,7 @@ void SpgemmPlan<T>::Impl::first_run_one_pass(CUstream h) {
   const auto t0 = std::chrono::steady_clock::now();
   analysis.place_rows(h);
   const auto ip = static_cast<size_t>(analysis.products());
-  ip_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(rows) + 1, on(h));
+  ip_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(spec.rows) + 1, on(h));
   scratch_col = DeviceBuffer<int32_t>(ip, on(h));
   scratch_val = DeviceBuffer<T>(ip, on(h));
   DBS_CU(cuMemsetD32Async(overflow.ptr(), 0, overflow.size(), h));  // none can overflow; the kernels read it
@@ -368,10 +447,10 @@ SpgemmPlan<T> Context::plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b,
   DeviceCsr<T> da(a), db(b);
   // Synchronous uploads on the legacy stream, so the analysis there follows them.
   SpgemmPlan<T> plan = plan_spgemm(da.view(), db.view(), o, nullptr);
-  if (!source.empty()) plan.impl_->config_source = source;
+  if (!source.empty()) plan.impl_->spec.config_source = source;
   plan.impl_->a_own = std::move(da);
   plan.impl_->b_own = std::move(db);
-  plan.impl_->inputs_owned = true;
+  plan.impl_->spec.inputs_owned = true;
   return plan;
 }
 
@@ -381,23 +460,20 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   make_current();
   const auto h = static_cast<CUstream>(stream);
   const auto plan_start = std::chrono::steady_clock::now();
-  auto p = std::make_unique<typename SpgemmPlan<T>::Impl>();
-  p->config = opt.config.value_or(SpgemmConfig{});
-  if (!opt.config) p->config_source = "default (SpgemmConfig{}; plans from device CSR do not look up the tuning DB)";
-  p->config.check();
+  detail::SpgemmSpecInputs in;
+  in.config = opt.config.value_or(SpgemmConfig{});
+  in.config_source = opt.config ? "explicit (SpgemmOptions::config)"
+                                : "default (SpgemmConfig{}; plans from device CSR do not look up the tuning DB)";
+  in.config.check();
   if (a.cols != b.rows)
     throw UsageError(fmt::format("spgemm: A is {}x{} but B is {}x{}: A's columns must equal B's rows", a.rows, a.cols,
                                  b.rows, b.cols));
-  p->narrowed = spgemm_for_width(p->config, b.cols).b2 != p->config.b2;
-  p->config = spgemm_for_width(p->config, b.cols);
-  const SpgemmConfig& c = p->config;
   check_view(a, "A");
   check_view(b, "B");
   if (a.nnz > 0 && !b.row_ptr) throw UsageError("spgemm: A has nonzeros but B's row_ptr is null");
+  auto p = std::make_unique<typename SpgemmPlan<T>::Impl>();
   p->a = a;
   p->b = b;
-  p->rows = a.rows;
-  p->cols = b.cols;
   detail::SpgemmOperands ops;
   ops.a_ptr = p->ptr_of(a.row_ptr);
   ops.a_col = p->ptr_of(a.col_idx);
@@ -410,101 +486,27 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   ops.b_nnz = b.nnz;
   const auto analysis_start = std::chrono::steady_clock::now();
   p->pool = pool_on(h).pool;
-  const PoolSlot pool = p->on(h);
-  p->analysis = detail::SpgemmGpuAnalysis(*this, ops, c, h);  // waits for h once
+  // Under the config narrowed for B's width, as the spec narrows it.
+  p->analysis = detail::SpgemmGpuAnalysis(*this, ops, detail::spgemm_plan_config(in.config, b.cols), h);  // waits once
   p->times.analysis_wait_ms = ms_since(analysis_start);
-  const detail::SpgemmGpuAnalysis& an = p->analysis;
 
-  p->table_budget = opt.global_table_bytes > 0 ? opt.global_table_bytes : info_.memory_bytes / 16;
-  // Past the budget the tables are allocated, and their chunks made, by layout_chunks in the first run.
-  if (an.global_slots() * static_cast<int64_t>(4 + sizeof(T)) <= p->table_budget) {
-    p->table_keys = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)), pool);
-    p->table_vals = DeviceBuffer<T>(static_cast<size_t>(std::max<int64_t>(an.global_slots(), 1)), pool);
-    if (an.global_rows() > 0) p->add_chunk(0, an.global_rows());
-  }
-  p->seg_count =
-      DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(int64_t{an.global_rows()} * c.split3, 1)), pool);
-  p->row_len = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(a.rows, 1)), pool);
-  p->overflow = DeviceBuffer<int32_t>(static_cast<size_t>(std::max(a.rows, 1)), pool);
-  p->c_ptr = DeviceBuffer<int32_t>(static_cast<size_t>(a.rows) + 1, pool);
-  p->branches = &fork_join();
-
-  // The tables a group's kernels use: fitted to its longest row (a table at most half full, with
-  // less to clear and compact, and more blocks an SM), else the config's.
-  const auto& gm = an.stats().group_max_ip;
-  p->fitted = spgemm_fitted(c, {gm[0], gm[1], gm[2]}, b.cols);
-  const SpgemmConfig& kc = p->fitted;
-  // Kernels of the groups that have rows; their tables' shared memory against the device's limit.
   CUdevice dev = 0;
   DBS_CU(cuDeviceGet(&dev, info_.ordinal));
   int optin = 0;
   DBS_CU(cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev));
-  const auto vt = codegen::value_type_of<T>();
-  for (int g = 0; g < kSpgemmGroups; ++g) {
-    const bool global = g == kSpgemmGlobalGroup;
-    if (global ? an.global_rows() == 0 : an.count(g) == 0) continue;
-    GroupKernels& k = p->kernels[g];
-    if (!global) {
-      k.rows_per_block = kc.rows_per_block(g);
-      k.symbolic_smem = spgemm_shared_bytes(kc, g, 0);
-      k.numeric_smem = spgemm_shared_bytes(kc, g, static_cast<int>(sizeof(T)));
-      if (k.numeric_smem > optin)
-        throw UsageError(
-            fmt::format("spgemm: group {} needs {} bytes of shared memory per block ({} table(s) of {} "
-                        "slots), over this device's {} ({}): lower 't{}'",
-                        g, k.numeric_smem, k.rows_per_block, kc.table(g), optin, info_.arch(), g));
-    }
-    auto sym = modules_->get(codegen::make_source(codegen::spgemm_key(vt, codegen::SpgemmPhase::Symbolic, g, kc)),
-                             info_.arch());
-    auto num = modules_->get(codegen::make_source(codegen::spgemm_key(vt, codegen::SpgemmPhase::Numeric, g, kc)),
-                             info_.arch());
-    k.symbolic = sym.fns.at(0);
-    k.numeric = num.fns.at(0);
-    if (!global) k.numeric_first = num.fns.at(1);
-    if (global) {
-      k.init_symbolic = sym.fns.at(1);
-      k.init_numeric = num.fns.at(1);
-      k.sort = num.fns.at(2);
-      k.count = num.fns.at(3);
-      k.scan = num.fns.at(4);
-      k.scatter = num.fns.at(5);
-      // The largest power of two of (key, value) pairs that fits the opt-in shared memory, past the
-      // kernel's own few bytes (16384 in f32 and in f64 on sm_90): a segment's columns.
-      const int64_t pair = 4 + static_cast<int64_t>(sizeof(T));
-      k.sort_cap = 1;
-      while (int64_t{k.sort_cap} * 2 * pair <= optin - 1024) k.sort_cap *= 2;
-      k.sort_smem = int64_t{k.sort_cap} * pair;
-      k.segs = static_cast<int>((int64_t{b.cols} + k.sort_cap - 1) / k.sort_cap);
-      const int64_t hist = 2 * int64_t{an.global_rows()} * k.segs;
-      p->seg_hist = DeviceBuffer<int32_t>(static_cast<size_t>(std::max<int64_t>(hist, 1)), pool);
-      DBS_CU(
-          cuFuncSetAttribute(k.sort, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(k.sort_smem)));
-    }
-    k.symbolic_info = sym.info;
-    k.numeric_info = num.info;
-    // Past 48 KiB a kernel must opt in to its dynamic shared memory.
-    DBS_CU(cuFuncSetAttribute(k.symbolic, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                              static_cast<int>(k.symbolic_smem)));
-    DBS_CU(cuFuncSetAttribute(k.numeric, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                              static_cast<int>(k.numeric_smem)));
-    if (k.numeric_first)
-      DBS_CU(cuFuncSetAttribute(k.numeric_first, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                static_cast<int>(k.numeric_smem)));
-  }
-  // One pass where no row can fill its shared table (a table at least as large as its group's
-  // longest row, or as B is wide), so that the global rows are group 3's alone, their tables fit
-  // the budget in one chunk, and the scratch fits the budget too. Global rows included: R-MAT 14
-  // (68% of its products in 1606 global rows) went from 1.02x to 1.15x cuSPARSE in one pass (H200,
-  // 2026-12-03). Power-law graphs with a few hubs lost in one pass (0.92x to 0.80x) while the copy
-  // into C gave each row 8 lanes (a hub's 25K entries made a 0.8 ms tail); the copy is balanced
-  // over C's entries now (spgemm_compact_rows).
-  const bool global_fits =
-      an.global_rows() == 0 || (an.global_rows() == an.count(kSpgemmGlobalGroup) && p->chunks.size() == 1);
-  bool fits = an.products() > 0 && an.products() <= std::numeric_limits<int32_t>::max() &&
-              an.products() * static_cast<int64_t>(4 + sizeof(T)) <= p->table_budget && global_fits;
-  for (int g = 0; g < kSpgemmGlobalGroup; ++g)
-    if (an.count(g) > 0 && kc.table(g) < std::min<int64_t>(gm[g], b.cols)) fits = false;
-  p->one_pass = opt.one_pass && fits;
+  in.stats = p->analysis.stats();
+  in.rows = a.rows;
+  in.b_cols = b.cols;
+  in.a_nnz = a.nnz;
+  in.b_nnz = b.nnz;
+  in.value_bytes = static_cast<int>(sizeof(T));
+  in.optin_smem = optin;
+  in.arch = info_.arch();
+  in.table_budget = opt.global_table_bytes > 0 ? opt.global_table_bytes : info_.memory_bytes / 16;
+  in.one_pass = opt.one_pass;
+  p->spec = detail::spgemm_plan_spec(in);
+  p->branches = &fork_join();
+  p->materialize(*this, h);
   // The pool's allocations on h done, so that a run on any stream may use them. Nothing else is
   // queued on h since the analysis's wait: this returns at once.
   DBS_CU(cuStreamSynchronize(h));
@@ -525,7 +527,7 @@ template <class T>
 void SpgemmPlan<T>::run(void* stream) {
   Impl& p = *impl_;
   const auto h = static_cast<CUstream>(stream);
-  if (!p.structured && p.one_pass) {
+  if (!p.structured && p.spec.one_pass) {
     p.first_run_one_pass(h);
     return;
   }
@@ -565,11 +567,11 @@ bool SpgemmPlan<T>::structure_known() const {
 }
 template <class T>
 int32_t SpgemmPlan<T>::rows() const {
-  return impl_->rows;
+  return impl_->spec.rows;
 }
 template <class T>
 int32_t SpgemmPlan<T>::cols() const {
-  return impl_->cols;
+  return impl_->spec.cols;
 }
 template <class T>
 int64_t SpgemmPlan<T>::nnz() const {
@@ -604,8 +606,8 @@ CsrMatrix<T> SpgemmPlan<T>::download() const {
   require_structure(p.structured, "download");
   DBS_CU(cuCtxSynchronize());  // the runs done, on whichever stream (it may be gone by now)
   CsrMatrix<T> c;
-  c.rows = p.rows;
-  c.cols = p.cols;
+  c.rows = p.spec.rows;
+  c.cols = p.spec.cols;
   c.row_ptr = p.c_ptr.download();
   // nnz entries only: an empty C keeps a one-entry buffer that no kernel writes (initcheck).
   c.col_idx.resize(static_cast<size_t>(p.nnz));
@@ -617,14 +619,14 @@ CsrMatrix<T> SpgemmPlan<T>::download() const {
 
 template <class T>
 const SpgemmConfig& SpgemmPlan<T>::config() const {
-  return impl_->config;
+  return impl_->spec.config;
 }
 template <class T>
 DeviceCsrView<T> SpgemmPlan<T>::result() const {
   const Impl& p = *impl_;
   require_structure(p.structured, "result");
-  return {p.rows,
-          p.cols,
+  return {p.spec.rows,
+          p.spec.cols,
           p.nnz,
           reinterpret_cast<const int32_t*>(p.c_ptr.ptr()),
           reinterpret_cast<const int32_t*>(p.c_col.ptr()),
@@ -687,38 +689,13 @@ int64_t SpgemmPlan<T>::peak_device_bytes() const {
 template <class T>
 std::string SpgemmPlan<T>::explain() const {
   const Impl& p = *impl_;
-  const SpgemmConfig& c = p.config;
-  const auto& st = p.analysis.stats();
-  const int64_t ip = p.analysis.products();
-  std::string out = fmt::format(
-      "spgemm {}x{} = A ({} nnz{}) * B ({} nnz{}), {}: IP {} (GFLOP {:.3f}, largest row {}), idle rows {}\n", p.rows,
-      p.cols, p.a.nnz, p.inputs_owned ? "" : ", read in place", p.b.nnz, p.inputs_owned ? "" : ", read in place",
-      sizeof(T) == 4 ? "f32" : "f64", ip, 2 * ip * 1e-9, st.max_ip, st.idle);
-  out += fmt::format("  config ({}): {}\n", p.config_source, config_to_json(c).dump());
-  if (p.narrowed)
-    out += fmt::format("  B's {} columns fit group 2's table (narrow_dense): b2 raised to {}, no global tables\n",
-                       p.cols, c.b2);
-  for (int g = 0; g < kSpgemmGroups; ++g) {
-    const GroupKernels& k = p.kernels[g];
-    const std::string where =
-        g < 3 ? fmt::format("IP < {} (largest {}), shared table {} slots{}, {} row(s) per block of {}", c.bound(g),
-                            st.group_max_ip[g], p.fitted.table(g),
-                            p.fitted.table(g) != c.table(g) ? fmt::format(" (fitted; config {})", c.table(g)) : "",
-                            c.rows_per_block(g), c.block(g))
-              : fmt::format("IP >= {}, global tables, {} blocks of {} a row", c.b2, c.split3, c.block3);
-    out += fmt::format("  group {}: {} rows, IP {} ({}); kernels {} / {}\n", g, st.rows[g], st.ip[g], where,
-                       k.symbolic ? k.symbolic_info.key : "-", k.numeric ? k.numeric_info.key : "-");
-  }
-  out += fmt::format(
-      "  global tables: {} rows ({} of group 3, {} that may overflow a shared table), {} slots; "
-      "overflow_to_global {}\n",
-      p.analysis.global_rows(), st.rows[kSpgemmGlobalGroup], st.may_overflow, st.global_slots, c.overflow_to_global);
-  if (p.analysis.global_rows() > 0)
+  std::string out = detail::spgemm_explain(p.spec);
+  if (p.spec.global.rows > 0)
     out += p.chunks_pending()
                ? fmt::format("  global tables over the budget of {} bytes: laid out in chunks by the first run\n",
-                             p.table_budget)
+                             p.spec.table_budget)
                : fmt::format("  global tables in {} chunk(s) of at most {} bytes, run one after another\n",
-                             p.chunks.size(), p.table_budget);
+                             p.chunks.size(), p.spec.table_budget);
   if (p.structured)
     out += fmt::format("  C: {} nnz; {} row(s) overflowed to a global table\n", p.nnz, p.overflowed);
   else
@@ -728,11 +705,11 @@ std::string SpgemmPlan<T>::explain() const {
       "  planning ran the analysis on the GPU and waited once (group counts read back); the first run() fills "
       "the group lists, then waits once more after the symbolic phase (nnz(C) read back, C's row_ptr already on "
       "the GPU, C allocated); later runs launch the numeric phase only, without a host sync\n";
-  out += p.one_pass ? fmt::format(
-                          "  first run in one pass: no symbolic phase; the numeric phase writes rows at their "
-                          "IP offsets into {} bytes of scratch, then C is sized and filled by a copy\n",
-                          p.structured ? p.scratch_bytes : int64_t{-1})
-                    : "  first run in two passes: the symbolic phase sizes C before the numeric phase\n";
+  out += p.spec.one_pass ? fmt::format(
+                               "  first run in one pass: no symbolic phase; the numeric phase writes rows at their "
+                               "IP offsets into {} bytes of scratch, then C is sized and filled by a copy\n",
+                               p.structured ? p.scratch_bytes : int64_t{-1})
+                         : "  first run in two passes: the symbolic phase sizes C before the numeric phase\n";
   return out;
 }
 

@@ -11,15 +11,15 @@
 //                        (and, for a one-pass first run, the rows' offsets by IP).
 //  spgemm_compact_rows   a one-pass first run's rows moved from their IP offsets into C, a warp per
 //                        256 of C's entries.
-//  contract_*            graph contraction's factors (templates/apps/contract_factors.cuh), which
-//                        share the scan above.
+// The module (codegen/keys/spgemm_key.cpp) also compiles graph contraction's factors
+// (templates/apps/contract_factors.cuh), whose counts the scan above turns into row pointers; this
+// header does not include them: the apps depend on SpGEMM, not the other way.
 // Counters are warp- or block-aggregated: one atomic per warp (scatter) or per block (counts).
 // Rows land in a list in whatever order the atomics give; a row's values do not depend on where it
 // is in its list (one thread group computes the whole row), so C does not either.
 #pragma once
 #include "dbs_common.cuh"
 #include "spgemm_scan.cuh"
-#include "contract_factors.cuh"
 #include "dbsparse/abi/abi_types.h"
 #include "dbsparse/abi/spgemm.h"
 

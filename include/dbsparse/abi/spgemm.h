@@ -58,15 +58,28 @@ DBS_ABI_FN int64_t spgemm_table_slots(int64_t ip, int32_t b_cols, int32_t global
   return slots;
 }
 
+// The group of a row with `ip` products: kSpgemmIdleRow when ip <= 0, else the first g of 0..2
+// with ip < bound[g], else kSpgemmGlobalGroup. The one definition of the groups' boundaries: the
+// analysis kernel (spgemm_row_code), the plan and the CPU spec (spgemm_group_of) all call it.
+DBS_ABI_FN int spgemm_ip_group(int64_t ip, const int32_t bound[3]) {
+  if (ip <= 0) return kSpgemmIdleRow;
+  for (int g = 0; g < kSpgemmGlobalGroup; ++g)
+    if (ip < bound[g]) return g;
+  return kSpgemmGlobalGroup;
+}
+
+// Whether a row of `ip` products can have more distinct columns (at most min(ip, b_cols)) than a
+// shared table of `table` slots holds: only such a row can overflow it.
+DBS_ABI_FN bool spgemm_may_overflow(int64_t ip, int32_t b_cols, int32_t table) {
+  const int64_t distinct = ip < b_cols ? ip : b_cols;
+  return distinct > table;
+}
+
 // The code of a row with `ip` products (see kSpgemmIdleRow).
 DBS_ABI_FN int spgemm_row_code(int64_t ip, const SpgemmGroupRule& r) {
-  if (ip <= 0) return kSpgemmIdleRow;
-  for (int g = 0; g < 3; ++g)
-    if (ip < r.bound[g]) {
-      const int64_t distinct = ip < r.b_cols ? ip : r.b_cols;
-      return r.overflow_to_global && distinct > r.table[g] ? g + kSpgemmMayOverflow : g;
-    }
-  return kSpgemmGlobalGroup;
+  const int g = spgemm_ip_group(ip, r.bound);
+  if (g < 0 || g == kSpgemmGlobalGroup) return g;
+  return r.overflow_to_global && spgemm_may_overflow(ip, r.b_cols, r.table[g]) ? g + kSpgemmMayOverflow : g;
 }
 
 // Where a global-table row's table lies in the plan's one array of slots (per position of the
