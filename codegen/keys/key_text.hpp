@@ -4,8 +4,9 @@
 // '.', e.g. "spmv.vector.f32.b256.l8.o64":
 //   word("spmv")                              a fixed word
 //   choice("value type", &K::value, {...})    one word per allowed value (to_string(v) by default)
-//   number("block", 'b', &K::block)           "b256": a letter and an int (std::from_chars: leading
-//                                             zeros and "-0" read, as they always were)
+//   number("block", 'b', &K::block)           "b256": a letter and an int as std::from_chars reads
+//                                             it (leading zeros and "-0" too: texts that parsed
+//                                             before the declarations still parse)
 //   flag("o64", &K::offsets64, true)          a word present exactly when the field has that value
 //   bit_set("types", "t=", &K::types, names)  "t=coo+dense": set bits' names in order, or "t=none"
 //   implied(&K::lanes, fn)                    no word: parse sets the field from the others
