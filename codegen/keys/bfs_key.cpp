@@ -14,38 +14,27 @@ namespace {
 
 }  // namespace
 
-std::string BfsKey::to_string() const {
-  return fmt::format("bfs.{}.{}.w{}{}", codegen::to_string(direction), dbsparse::to_string(semiring), warps,
-                     offsets64 ? ".o64" : "");
+namespace {
+
+const KeyText<BfsKey>& bfs_text() {
+  using K = BfsKey;
+  static const KeyText<K> t(
+      {
+          word("bfs"),
+          choice("direction", &K::direction, {Direction::Auto, Direction::Push, Direction::Pull}),
+          choice("semiring", &K::semiring, {Semiring::OrAnd}),
+          choice("warps", &K::warps, {8, 32}, [](int w) { return fmt::format("w{}", w); }),
+          flag("o64", &K::offsets64, true),
+      },
+      bad_key);
+  return t;
 }
 
-BfsKey BfsKey::parse(std::string_view text) {
-  auto p = split_key(text, '.');
-  if (p.size() != 4 && p.size() != 5) bad_key(text, "expected 4 or 5 dot-separated parts");
-  if (p[0] != "bfs") bad_key(text, "op must be 'bfs'");
-  BfsKey k;
-  if (p[1] == "auto")
-    k.direction = Direction::Auto;
-  else if (p[1] == "push")
-    k.direction = Direction::Push;
-  else if (p[1] == "pull")
-    k.direction = Direction::Pull;
-  else
-    bad_key(text, fmt::format("unknown direction '{}'", p[1]));
-  if (p[2] != "or_and") bad_key(text, fmt::format("semiring must be or_and, got '{}'", p[2]));
-  k.semiring = Semiring::OrAnd;
-  if (p[3] == "w8")
-    k.warps = 8;
-  else if (p[3] == "w32")
-    k.warps = 32;
-  else
-    bad_key(text, fmt::format("warps part must be w8 or w32, got '{}'", p[3]));
-  if (p.size() == 5) {
-    if (p[4] != "o64") bad_key(text, fmt::format("the last part must be o64 (64-bit row offsets), got '{}'", p[4]));
-    k.offsets64 = true;
-  }
-  return k;
-}
+}  // namespace
+
+std::string BfsKey::to_string() const { return bfs_text().print(*this); }
+
+BfsKey BfsKey::parse(std::string_view text) { return bfs_text().parse(text); }
 
 KernelSource make_source(const BfsKey& key) {
   KernelSource ks;

@@ -1,7 +1,5 @@
 #include "codegen/keys/brp_convert_key.hpp"
 
-#include <charconv>
-
 #include <fmt/format.h>
 
 #include "codegen/keys/key_text.hpp"
@@ -14,35 +12,24 @@ namespace {
   throw UsageError(fmt::format("bad brpconv kernel key '{}': {} (form: brpconv.f32.f1.g4)", text, why));
 }
 
-int parse_fg(std::string_view text, std::string_view part, char prefix) {
-  int v = 0;
-  if (part.size() < 2 || part[0] != prefix) bad(text, fmt::format("expected {}<1|2|4|8>, got '{}'", prefix, part));
-  const auto [p, ec] = std::from_chars(part.data() + 1, part.data() + part.size(), v);
-  if (ec != std::errc() || p != part.data() + part.size()) bad(text, fmt::format("'{}' is not a number", part));
-  if (v != 1 && v != 2 && v != 4 && v != 8) bad(text, fmt::format("{} {}: allowed 1, 2, 4, 8", prefix, v));
-  return v;
+const KeyText<BrpConvertKey>& brp_convert_text() {
+  using K = BrpConvertKey;
+  static const KeyText<K> t(
+      {
+          word("brpconv"),
+          choice("value type", &K::value, {ValueType::F32, ValueType::F64}),
+          number("f", 'f', &K::f).allow(one_of({1, 2, 4, 8})),
+          number("g", 'g', &K::g).allow(one_of({1, 2, 4, 8})),
+      },
+      bad);
+  return t;
 }
 
 }  // namespace
 
-std::string BrpConvertKey::to_string() const {
-  return fmt::format("brpconv.{}.f{}.g{}", codegen::to_string(value), f, g);
-}
+std::string BrpConvertKey::to_string() const { return brp_convert_text().print(*this); }
 
-BrpConvertKey BrpConvertKey::parse(std::string_view text) {
-  const auto p = split_key(text, '.');
-  if (p.size() != 4 || p[0] != "brpconv") bad(text, "expected 4 dot-separated parts starting with 'brpconv'");
-  BrpConvertKey k;
-  if (p[1] == "f32")
-    k.value = ValueType::F32;
-  else if (p[1] == "f64")
-    k.value = ValueType::F64;
-  else
-    bad(text, fmt::format("unknown value type '{}'", p[1]));
-  k.f = parse_fg(text, p[2], 'f');
-  k.g = parse_fg(text, p[3], 'g');
-  return k;
-}
+BrpConvertKey BrpConvertKey::parse(std::string_view text) { return brp_convert_text().parse(text); }
 
 KernelSource make_source(const BrpConvertKey& key) {
   KernelSource ks;

@@ -7,14 +7,29 @@
 
 namespace dbsparse::codegen {
 
-std::string CsrViewKey::to_string() const { return offsets64 ? "csr_view.o64" : "csr_view.o32"; }
+namespace {
 
-CsrViewKey CsrViewKey::parse(std::string_view text) {
-  const auto p = split_key(text, '.');
-  if (p.size() != 2 || p[0] != "csr_view" || (p[1] != "o32" && p[1] != "o64"))
-    throw UsageError(fmt::format("bad csr_view key '{}': expected csr_view.o32 or csr_view.o64", text));
-  return CsrViewKey{p[1] == "o64"};
+[[noreturn]] void bad(std::string_view text, const std::string& why) {
+  throw UsageError(fmt::format("bad csr_view key '{}': {} (form: csr_view.o32 or csr_view.o64)", text, why));
 }
+
+const KeyText<CsrViewKey>& csr_view_text() {
+  using K = CsrViewKey;
+  static const KeyText<K> t(
+      {
+          word("csr_view"),
+          choice("offset width", &K::offsets64, {false, true},
+                 [](bool o64) { return std::string(o64 ? "o64" : "o32"); }),
+      },
+      bad);
+  return t;
+}
+
+}  // namespace
+
+std::string CsrViewKey::to_string() const { return csr_view_text().print(*this); }
+
+CsrViewKey CsrViewKey::parse(std::string_view text) { return csr_view_text().parse(text); }
 
 KernelSource make_source(const CsrViewKey& key) {
   KernelSource ks;

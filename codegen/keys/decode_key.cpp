@@ -33,25 +33,30 @@ const char* to_string(DecodeDtype d) {
   return "?";
 }
 
-std::string DecodeKey::to_string() const {
-  return fmt::format("decode_linear.colbitmap.{}.w8x8", codegen::to_string(dtype));
+namespace {
+
+[[noreturn]] void bad(std::string_view text, const std::string& why) {
+  throw UsageError(fmt::format("bad decode kernel key '{}': {} (form: decode_linear.colbitmap.f16.w8x8)", text, why));
 }
 
-DecodeKey DecodeKey::parse(std::string_view text) {
-  auto p = split_key(text, '.');
-  if (p.size() != 4 || p[0] != "decode_linear" || p[1] != "colbitmap" || p[3] != "w8x8")
-    throw UsageError(fmt::format("bad decode kernel key '{}' (form: decode_linear.colbitmap.f16.w8x8)", text));
-  DecodeKey k;
-  if (p[2] == "f16")
-    k.dtype = DecodeDtype::F16;
-  else if (p[2] == "bf16")
-    k.dtype = DecodeDtype::BF16;
-  else if (p[2] == "f32")
-    k.dtype = DecodeDtype::F32;
-  else
-    throw UsageError(fmt::format("bad decode kernel key '{}': unknown dtype '{}' (f16, bf16, f32)", text, p[2]));
-  return k;
+const KeyText<DecodeKey>& decode_text() {
+  using K = DecodeKey;
+  static const KeyText<K> t(
+      {
+          word("decode_linear"),
+          word("colbitmap"),
+          choice("dtype", &K::dtype, {DecodeDtype::F16, DecodeDtype::BF16, DecodeDtype::F32}),
+          word("w8x8"),
+      },
+      bad);
+  return t;
 }
+
+}  // namespace
+
+std::string DecodeKey::to_string() const { return decode_text().print(*this); }
+
+DecodeKey DecodeKey::parse(std::string_view text) { return decode_text().parse(text); }
 
 KernelSource make_source(const DecodeKey& key) {
   KernelSource ks;

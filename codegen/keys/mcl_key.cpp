@@ -1,7 +1,5 @@
 #include "codegen/keys/mcl_key.hpp"
 
-#include <charconv>
-
 #include <fmt/format.h>
 
 #include "codegen/keys/key_text.hpp"
@@ -14,28 +12,23 @@ namespace {
   throw UsageError(fmt::format("bad mcl kernel key '{}': {} (form: mcl.f64.b256)", text, why));
 }
 
+const KeyText<MclKey>& mcl_text() {
+  using K = MclKey;
+  static const KeyText<K> t(
+      {
+          word("mcl"),
+          choice("value type", &K::value, {ValueType::F32, ValueType::F64}),
+          number("block", 'b', &K::block).allow(block_threads()),
+      },
+      bad);
+  return t;
+}
+
 }  // namespace
 
-std::string MclKey::to_string() const { return fmt::format("mcl.{}.b{}", codegen::to_string(value), block); }
+std::string MclKey::to_string() const { return mcl_text().print(*this); }
 
-MclKey MclKey::parse(std::string_view text) {
-  const auto p = split_key(text, '.');
-  if (p.size() != 3 || p[0] != "mcl") bad(text, "expected 3 dot-separated parts starting with 'mcl'");
-  MclKey k;
-  if (p[1] == "f32")
-    k.value = ValueType::F32;
-  else if (p[1] == "f64")
-    k.value = ValueType::F64;
-  else
-    bad(text, fmt::format("unknown value type '{}'", p[1]));
-  int b = -1;
-  if (p[2].size() < 2 || p[2][0] != 'b') bad(text, fmt::format("block part must be b<threads>, got '{}'", p[2]));
-  const auto [ptr, ec] = std::from_chars(p[2].data() + 1, p[2].data() + p[2].size(), b);
-  if (ec != std::errc() || ptr != p[2].data() + p[2].size()) bad(text, fmt::format("bad block '{}'", p[2]));
-  if (b < 32 || b > 1024 || b % 32 != 0) bad(text, fmt::format("block {} is not a multiple of 32 in [32, 1024]", b));
-  k.block = b;
-  return k;
-}
+MclKey MclKey::parse(std::string_view text) { return mcl_text().parse(text); }
 
 KernelSource make_source(const MclKey& key) {
   KernelSource ks;

@@ -7,28 +7,32 @@
 
 namespace dbsparse::codegen {
 
-std::string SparseLinearKey::to_string() const {
-  return fmt::format("sparse_linear.sparsify.{}.b{}", codegen::to_string(value), block);
+namespace {
+
+[[noreturn]] void bad(std::string_view text, const std::string& why) {
+  throw UsageError(
+      fmt::format("bad sparse_linear kernel key '{}': {} (form: sparse_linear.sparsify.f32.b256)", text, why));
 }
 
-SparseLinearKey SparseLinearKey::parse(std::string_view text) {
-  auto bad = [&](const std::string& why) {
-    return UsageError(
-        fmt::format("bad sparse_linear kernel key '{}': {} (form: sparse_linear.sparsify.f32.b256)", text, why));
-  };
-  auto p = split_key(text, '.');
-  if (p.size() != 4 || p[0] != "sparse_linear" || p[1] != "sparsify")
-    throw bad("expected sparse_linear.sparsify.<type>.b<block>");
-  SparseLinearKey k;
-  if (p[2] == "f32")
-    k.value = ValueType::F32;
-  else if (p[2] == "f64")
-    k.value = ValueType::F64;
-  else
-    throw bad(fmt::format("unknown value type '{}'", p[2]));
-  if (p[3] != "b256") throw bad("block must be b256");
-  return k;
+// The block is fixed: b256 is the one text parse takes.
+const KeyText<SparseLinearKey>& sparse_linear_text() {
+  using K = SparseLinearKey;
+  static const KeyText<K> t(
+      {
+          word("sparse_linear"),
+          word("sparsify"),
+          choice("value type", &K::value, {ValueType::F32, ValueType::F64}),
+          choice("block", &K::block, {256}, [](int b) { return fmt::format("b{}", b); }),
+      },
+      bad);
+  return t;
 }
+
+}  // namespace
+
+std::string SparseLinearKey::to_string() const { return sparse_linear_text().print(*this); }
+
+SparseLinearKey SparseLinearKey::parse(std::string_view text) { return sparse_linear_text().parse(text); }
 
 KernelSource make_source(const SparseLinearKey& key) {
   KernelSource ks;

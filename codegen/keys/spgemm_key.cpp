@@ -1,7 +1,5 @@
 #include "codegen/keys/spgemm_key.hpp"
 
-#include <charconv>
-
 #include <fmt/format.h>
 
 #include "codegen/keys/key_text.hpp"
@@ -39,48 +37,37 @@ void check_key(const SpgemmKey& k, std::string_view text) {
 
 const char* to_string(SpgemmPhase p) { return p == SpgemmPhase::Symbolic ? "symbolic" : "numeric"; }
 
-std::string SpgemmKey::to_string() const {
-  const std::string head = fmt::format("spgemm.{}.{}.g{}", codegen::to_string(value), codegen::to_string(phase), group);
-  if (group == 3) return fmt::format("{}.global.b{}", head, block);
-  // Groups 1-2 name their lanes only when they are not the block (the article's mapping, whose
-  // texts predate the lanes1 / lanes2 keys).
-  if (group == 0 || lanes != block) return fmt::format("{}.t{}.l{}.b{}", head, table, lanes, block);
-  return fmt::format("{}.t{}.b{}", head, table, block);
+namespace {
+
+// Group 3 has no shared table ("global") and a block a row; groups 1-2 name their lanes only when
+// they are not the block (the article's mapping, whose texts predate the lanes1 / lanes2 keys).
+const KeyText<SpgemmKey>& spgemm_text() {
+  using K = SpgemmKey;
+  static const auto group0 = is(&K::group, {0});
+  static const auto lanes_optional = is_not(&K::group, {0, 3});  // groups 1-2
+  static const auto global = is(&K::group, {3});
+  static const KeyText<K> t(
+      {
+          word("spgemm"),
+          choice("value type", &K::value, {ValueType::F32, ValueType::F64}),
+          choice("phase", &K::phase, {SpgemmPhase::Symbolic, SpgemmPhase::Numeric}),
+          number("group", 'g', &K::group).allow(in_range(0, 3)),
+          choice("table", &K::table, {0}, [](int) { return std::string("global"); }).when(global),
+          number("table", 't', &K::table).when(is_not(&K::group, {3})),
+          number("lanes", 'l', &K::lanes).when(group0),
+          number("lanes", 'l', &K::lanes).optional([](const K& k) { return k.block; }).when(lanes_optional),
+          implied(&K::lanes, [](const K& k) { return k.block; }).when(global),
+          number("block", 'b', &K::block),
+      },
+      bad, check_key);
+  return t;
 }
 
-SpgemmKey SpgemmKey::parse(std::string_view text) {
-  const auto p = split_key(text, '.');
-  if (p.size() < 6 || p[0] != "spgemm") bad(text, "not a spgemm key");
-  SpgemmKey k;
-  if (p[1] == "f32")
-    k.value = ValueType::F32;
-  else if (p[1] == "f64")
-    k.value = ValueType::F64;
-  else
-    bad(text, fmt::format("unknown value type '{}'", p[1]));
-  if (p[2] == "symbolic")
-    k.phase = SpgemmPhase::Symbolic;
-  else if (p[2] == "numeric")
-    k.phase = SpgemmPhase::Numeric;
-  else
-    bad(text, fmt::format("unknown phase '{}'", p[2]));
-  k.group = number_after(p[3], 'g');
-  if (k.group < 0 || k.group > 3) bad(text, fmt::format("bad group '{}'", p[3]));
-  const bool named_lanes = k.group == 0 || (k.group < 3 && p.size() == 7);
-  const size_t want = named_lanes ? 7 : 6;
-  if (p.size() != want) bad(text, fmt::format("group {} takes {} words", k.group, want));
-  if (k.group == 3) {
-    if (p[4] != "global") bad(text, fmt::format("group 3 takes 'global', got '{}'", p[4]));
-    k.table = 0;
-  } else {
-    k.table = number_after(p[4], 't');
-  }
-  k.block = number_after(p.back(), 'b');
-  k.lanes = named_lanes ? number_after(p[5], 'l') : k.block;
-  if (k.group != 0 && named_lanes && k.lanes == k.block) bad(text, "lanes equal to the block are left out of the text");
-  check_key(k, text);
-  return k;
-}
+}  // namespace
+
+std::string SpgemmKey::to_string() const { return spgemm_text().print(*this); }
+
+SpgemmKey SpgemmKey::parse(std::string_view text) { return spgemm_text().parse(text); }
 
 SpgemmKey spgemm_key(ValueType value, SpgemmPhase phase, int group, const SpgemmConfig& c) {
   SpgemmKey k;
@@ -166,20 +153,29 @@ std::vector<SpgemmKey> spgemm_search_space() {
   return out;
 }
 
-std::string SpgemmAnalysisKey::to_string() const { return fmt::format("spgemm.analysis.b{}", block); }
+namespace {
 
-SpgemmAnalysisKey SpgemmAnalysisKey::parse(std::string_view text) {
-  const auto p = split_key(text, '.');
-  auto fail = [&](const std::string& why) {
-    throw UsageError(fmt::format("bad spgemm analysis key '{}': {} (form: spgemm.analysis.b256)", text, why));
-  };
-  if (p.size() != 3 || p[0] != "spgemm" || p[1] != "analysis") fail("expected spgemm.analysis.b<threads>");
-  SpgemmAnalysisKey k;
-  k.block = number_after(p[2], 'b');
-  if (k.block < 32 || k.block > 1024 || k.block % 32 != 0)
-    fail(fmt::format("block '{}' is not b<a multiple of 32 in [32, 1024]>", p[2]));
-  return k;
+[[noreturn]] void bad_analysis(std::string_view text, const std::string& why) {
+  throw UsageError(fmt::format("bad spgemm analysis key '{}': {} (form: spgemm.analysis.b256)", text, why));
 }
+
+const KeyText<SpgemmAnalysisKey>& analysis_text() {
+  using K = SpgemmAnalysisKey;
+  static const KeyText<K> t(
+      {
+          word("spgemm"),
+          word("analysis"),
+          number("block", 'b', &K::block).allow(block_threads()),
+      },
+      bad_analysis);
+  return t;
+}
+
+}  // namespace
+
+std::string SpgemmAnalysisKey::to_string() const { return analysis_text().print(*this); }
+
+SpgemmAnalysisKey SpgemmAnalysisKey::parse(std::string_view text) { return analysis_text().parse(text); }
 
 KernelSource make_source(const SpgemmAnalysisKey& key) {
   KernelSource ks;

@@ -1,6 +1,5 @@
 #include "codegen/keys/spmm_key.hpp"
 
-#include <charconv>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -32,14 +31,6 @@ const char* value_template(SpmmValue v) {
 
 bool power_of_two_to_8(int v) { return v == 1 || v == 2 || v == 4 || v == 8; }
 
-int parse_number(std::string_view text, std::string_view part, char prefix, const char* what) {
-  int v = 0;
-  if (part.size() < 2 || part[0] != prefix) bad_key(text, fmt::format("{} part must be {}<number>", what, prefix));
-  auto [p, ec] = std::from_chars(part.data() + 1, part.data() + part.size(), v);
-  if (ec != std::errc() || p != part.data() + part.size()) bad_key(text, fmt::format("{} is not a number", what));
-  return v;
-}
-
 void check(const SpmmKey& k, std::string_view text) {
   if (!power_of_two_to_8(k.warps)) bad_key(text, fmt::format("warps {}: allowed 1, 2, 4, 8", k.warps));
   if (k.path == SpmmKernelPath::Brp) {
@@ -70,64 +61,37 @@ const char* to_string(SpmmValue v) {
   return "?";
 }
 
-std::string SpmmKey::to_string() const {
-  // f32 keys name no value type (spmm_key.hpp).
-  const std::string v = value == SpmmValue::F32 ? "" : fmt::format(".{}", codegen::to_string(value));
-  if (path == SpmmKernelPath::Brp) return fmt::format("spmm.brp{}.f{}.g{}.w{}", v, f, g, warps);
-  const std::string r = rows == 1 ? "" : fmt::format(".r{}", rows);
-  return fmt::format("spmm.csr{}.v{}.l{}.w{}{}{}", v, vec, lanes, warps, r, offsets64 ? ".o64" : "");
+namespace {
+
+// f32 keys name no value type (spmm_key.hpp); Brp keys name f and g, Csr keys vec, lanes and past
+// one the rows a warp.
+const KeyText<SpmmKey>& spmm_text() {
+  using K = SpmmKey;
+  static const auto brp = is(&K::path, {SpmmKernelPath::Brp});
+  static const auto csr = is_not(&K::path, {SpmmKernelPath::Brp});
+  static const KeyText<K> t(
+      {
+          word("spmm"),
+          choice("path", &K::path, {SpmmKernelPath::Brp, SpmmKernelPath::Csr},
+                 [](SpmmKernelPath p) { return std::string(p == SpmmKernelPath::Brp ? "brp" : "csr"); }),
+          choice("value type", &K::value, {SpmmValue::F32, SpmmValue::F16, SpmmValue::BF16}).optional(SpmmValue::F32),
+          number("f", 'f', &K::f).when(brp),
+          number("g", 'g', &K::g).when(brp),
+          number("vec", 'v', &K::vec).when(csr),
+          number("lanes", 'l', &K::lanes).when(csr),
+          number("warps", 'w', &K::warps),
+          number("rows", 'r', &K::rows).optional(1).when(csr),
+          flag("o64", &K::offsets64, true).when(csr),
+      },
+      bad_key, check);
+  return t;
 }
 
-SpmmKey SpmmKey::parse(std::string_view text) {
-  auto p = split_key(text, '.');
-  if (p.size() < 2 || p[0] != "spmm") bad_key(text, "op must be 'spmm'");
-  SpmmKey k;
-  if (p.size() > 2 && p.back() == "o64") {  // 64-bit row offsets: always the last part
-    k.offsets64 = true;
-    p.pop_back();
-  }
-  // The value type is the part after the path, when there is one: f16, bf16, or anything that
-  // is not a field's part (f<n>, v<n>) is read as one. "f32" is never written (to_string) and so
-  // never read, which keeps one text per key. (A csr key's sixth part may be .r<rows> instead.)
-  auto is_field = [](std::string_view s) {
-    if (s.size() < 2 || (s[0] != 'f' && s[0] != 'v')) return false;
-    for (char c : s.substr(1))
-      if (c < '0' || c > '9') return false;
-    return true;
-  };
-  if (p.size() >= 3 && (p[2] == "f16" || p[2] == "bf16" || !is_field(p[2]))) {
-    if (p[2] == "f16")
-      k.value = SpmmValue::F16;
-    else if (p[2] == "bf16")
-      k.value = SpmmValue::BF16;
-    else
-      bad_key(text, fmt::format("value type '{}': allowed f16, bf16 (f32 keys name none)", p[2]));
-    p.erase(p.begin() + 2);
-  }
-  if (p[1] == "brp") {
-    if (p.size() != 5) bad_key(text, "brp keys are spmm.brp[.f16|.bf16].f<f>.g<g>.w<warps>");
-    k.path = SpmmKernelPath::Brp;
-    k.f = parse_number(text, p[2], 'f', "f");
-    k.g = parse_number(text, p[3], 'g', "g");
-    k.warps = parse_number(text, p[4], 'w', "warps");
-  } else if (p[1] == "csr") {
-    if (p.size() != 5 && p.size() != 6)
-      bad_key(text, "csr keys are spmm.csr[.f16|.bf16].v<vec>.l<lanes>.w<warps>[.r<rows>]");
-    k.path = SpmmKernelPath::Csr;
-    k.vec = parse_number(text, p[2], 'v', "vec");
-    k.lanes = parse_number(text, p[3], 'l', "lanes");
-    k.warps = parse_number(text, p[4], 'w', "warps");
-    if (p.size() == 6) {
-      k.rows = parse_number(text, p[5], 'r', "rows");
-      // rows 1 is written as no part: one text per key.
-      if (k.rows == 1) bad_key(text, "rows 1 is written without an .r part");
-    }
-  } else {
-    bad_key(text, fmt::format("unknown path '{}' (brp, csr)", p[1]));
-  }
-  check(k, text);
-  return k;
-}
+}  // namespace
+
+std::string SpmmKey::to_string() const { return spmm_text().print(*this); }
+
+SpmmKey SpmmKey::parse(std::string_view text) { return spmm_text().parse(text); }
 
 KernelSource make_source(const SpmmKey& key) {
   KernelSource ks;

@@ -43,66 +43,33 @@ const char* to_string(Direction d) {
   return "?";
 }
 
-std::string SpmspvKey::to_string() const {
-  std::string t;
-  for (int i = 0; i < kTypes; ++i)
-    if (types & (1u << i)) {
-      // Appended piece by piece: `"+" + std::string(...)` set off GCC 12's -Wrestrict (a false positive).
-      if (!t.empty()) t += '+';
-      t += kTypeNames[i];
-    }
-  return fmt::format("spmspv.{}.{}.{}.bs16.t={}{}", codegen::to_string(direction), codegen::to_string(value),
-                     codegen::to_string(semiring), t.empty() ? "none" : t,
-                     pull_coo == PullCoo::Warp ? ".coo=warp" : "");
+namespace {
+
+void check(const SpmspvKey& k, std::string_view text) {
+  if (k.semiring != Semiring::PlusTimes) bad_key(text, "spmspv kernels are plus_times; or_and is bfs.* (plan_bfs)");
 }
 
-SpmspvKey SpmspvKey::parse(std::string_view text) {
-  auto p = split_key(text, '.');
-  if (p.size() != 6 && p.size() != 7) bad_key(text, "expected 6 dot-separated parts (7 with .coo=warp)");
-  if (p[0] != "spmspv") bad_key(text, "op must be 'spmspv'");
-  SpmspvKey k;
-  if (p[1] == "auto")
-    k.direction = Direction::Auto;
-  else if (p[1] == "push")
-    k.direction = Direction::Push;
-  else if (p[1] == "pull")
-    k.direction = Direction::Pull;
-  else
-    bad_key(text, fmt::format("unknown direction '{}'", p[1]));
-  if (p[2] == "f32")
-    k.value = ValueType::F32;
-  else if (p[2] == "f64")
-    k.value = ValueType::F64;
-  else
-    bad_key(text, fmt::format("unknown value type '{}'", p[2]));
-  try {
-    k.semiring = dbsparse::semiring_from_string(p[3]);
-  } catch (const UsageError&) {
-    bad_key(text, fmt::format("unknown semiring '{}'", p[3]));
-  }
-  if (k.semiring != Semiring::PlusTimes) bad_key(text, "spmspv kernels are plus_times; or_and is bfs.* (plan_bfs)");
-  if (p[4] != "bs16") bad_key(text, "block size must be bs16");
-  if (!p[5].starts_with("t=")) bad_key(text, "types part must be t=<type>+<type>... or t=none");
-  k.types = 0;
-  auto list = p[5].substr(2);
-  if (list != "none") {
-    int last = -1;
-    for (auto name : split_key(list, '+')) {
-      int found = -1;
-      for (int i = 0; i < kTypes; ++i)
-        if (name == kTypeNames[i]) found = i;
-      if (found < 0) bad_key(text, fmt::format("unknown block type '{}'", name));
-      if (found <= last) bad_key(text, "block types must be listed once, in the order coo+dense+csr+csc");
-      last = found;
-      k.types |= static_cast<uint8_t>(1u << found);
-    }
-  }
-  if (p.size() == 7) {
-    if (p[6] != "coo=warp") bad_key(text, fmt::format("unknown part '{}' (the only optional part is coo=warp)", p[6]));
-    k.pull_coo = PullCoo::Warp;
-  }
-  return k;
+const KeyText<SpmspvKey>& spmspv_text() {
+  using K = SpmspvKey;
+  static const KeyText<K> t(
+      {
+          word("spmspv"),
+          choice("direction", &K::direction, {Direction::Auto, Direction::Push, Direction::Pull}),
+          choice("value type", &K::value, {ValueType::F32, ValueType::F64}),
+          choice("semiring", &K::semiring, {Semiring::PlusTimes, Semiring::OrAnd}),
+          word("bs16"),
+          bit_set("block type", "t=", &K::types, {kTypeNames, kTypeNames + kTypes}),
+          flag("coo=warp", &K::pull_coo, PullCoo::Warp),
+      },
+      bad_key, check);
+  return t;
 }
+
+}  // namespace
+
+std::string SpmspvKey::to_string() const { return spmspv_text().print(*this); }
+
+SpmspvKey SpmspvKey::parse(std::string_view text) { return spmspv_text().parse(text); }
 
 KernelSource make_source(const SpmspvKey& key) {
   KernelSource ks;

@@ -1,7 +1,5 @@
 #include "codegen/keys/spmv_key.hpp"
 
-#include <charconv>
-
 #include <fmt/format.h>
 
 #include "codegen/keys/key_text.hpp"
@@ -43,87 +41,46 @@ const char* to_string(SpmvStrategy s) {
   return "?";
 }
 
-std::string SpmvKey::to_string() const {
-  if (strategy == SpmvStrategy::Classify) return fmt::format("spmv.classify.b{}", block_size);
-  std::string s = fmt::format("spmv.{}.{}.b{}", codegen::to_string(strategy), codegen::to_string(value), block_size);
-  if (strategy == SpmvStrategy::Vector) s += fmt::format(".l{}", lanes);
-  if (strategy == SpmvStrategy::Classified) s += fmt::format(".l{}.l{}.l{}.l{}", lanes, lanes2, lanes3, lanes4);
-  if (window > 0) s += fmt::format(".w{}", window);
-  if (offsets64) s += ".o64";
-  return s;
-}
-
 namespace {
-int parse_number(std::string_view text, std::string_view part, char prefix, const char* what) {
-  int v = 0;
-  if (part.size() < 2 || part[0] != prefix) bad_key(text, fmt::format("{} part must be {}<number>", what, prefix));
-  auto [p, ec] = std::from_chars(part.data() + 1, part.data() + part.size(), v);
-  if (ec != std::errc() || p != part.data() + part.size()) bad_key(text, fmt::format("{} is not a number", what));
-  return v;
-}
-}  // namespace
 
-SpmvKey SpmvKey::parse(std::string_view text) {
-  auto parts = split_key(text, '.');
-  if (parts.size() < 3) bad_key(text, "expected at least 3 dot-separated parts");
-  if (parts[0] != "spmv") bad_key(text, "op must be 'spmv'");
-  SpmvKey k;
-  if (parts[1] == "classify") {
-    if (parts.size() != 3) bad_key(text, "classify keys are spmv.classify.b<block>");
-    k = spmv_classify_key(parse_number(text, parts[2], 'b', "block size"));
-    if (k.block_size < 32 || k.block_size > 1024 || k.block_size % 32 != 0)
-      bad_key(text, "block size must be a multiple of 32 in [32, 1024]");
-    return k;
-  }
-  if (parts.size() < 4) bad_key(text, "expected at least 4 dot-separated parts");
-  if (parts.back() == "o64") {
-    k.offsets64 = true;
-    parts.pop_back();
-  }
-  if (parts[1] == "classified" && parts.size() == 9 && !parts.back().empty() && parts.back()[0] == 'w') {
-    k.window = parse_number(text, parts.back(), 'w', "window");
-    if (k.window < 1 || k.window > kMaxSpmvWindow)
-      bad_key(text, fmt::format("window must be in [1, {}]", kMaxSpmvWindow));
-    parts.pop_back();
-  }
-  if (parts[1] == "scalar")
-    k.strategy = SpmvStrategy::Scalar;
-  else if (parts[1] == "vector")
-    k.strategy = SpmvStrategy::Vector;
-  else if (parts[1] == "block")
-    k.strategy = SpmvStrategy::Block;
-  else if (parts[1] == "longrow")
-    k.strategy = SpmvStrategy::LongRow;
-  else if (parts[1] == "classified")
-    k.strategy = SpmvStrategy::Classified;
-  else if (parts[1] == "gather")
-    k.strategy = SpmvStrategy::Gather;
-  else
-    bad_key(text, fmt::format("unknown strategy '{}'", parts[1]));
-  const size_t lane_parts = k.strategy == SpmvStrategy::Vector ? 1 : k.strategy == SpmvStrategy::Classified ? 4 : 0;
-  if (parts.size() != 4 + lane_parts)
-    bad_key(text, lane_parts == 1   ? "vector keys end in .l<lanes>"
-                  : lane_parts == 4 ? "classified keys end in four .l<lanes> parts"
-                                    : "only vector and classified keys have lanes parts");
-  if (parts[2] == "f32")
-    k.value = ValueType::F32;
-  else if (parts[2] == "f64")
-    k.value = ValueType::F64;
-  else
-    bad_key(text, fmt::format("unknown value type '{}'", parts[2]));
-  k.block_size = parse_number(text, parts[3], 'b', "block size");
-  if (k.block_size < 32 || k.block_size > 1024 || k.block_size % 32 != 0)
-    bad_key(text, "block size must be a multiple of 32 in [32, 1024]");
+// What no single part sees: the offset width and the window each belong to some strategies only.
+void check(const SpmvKey& k, std::string_view text) {
   if (k.offsets64 && !takes_offsets64(k.strategy))
     bad_key(text, "only scalar, vector and block keys take .o64 (64-bit row offsets)");
-  int* lanes[] = {&k.lanes, &k.lanes2, &k.lanes3, &k.lanes4};
-  for (size_t i = 0; i < lane_parts; ++i) {
-    *lanes[i] = parse_number(text, parts[4 + i], 'l', "lanes");
-    if (*lanes[i] < 2 || *lanes[i] > 32 || (*lanes[i] & (*lanes[i] - 1)) != 0)
-      bad_key(text, "lanes must be 2, 4, 8, 16 or 32");
-  }
-  return k;
+  if (k.window != 0 && k.strategy != SpmvStrategy::Classified) bad_key(text, "only classified keys take .w<window>");
 }
+
+// Classify has no value type, window or offset width; Vector one lanes part, Classified four.
+const KeyText<SpmvKey>& spmv_text() {
+  using K = SpmvKey;
+  using S = SpmvStrategy;
+  static const auto not_classify = is_not(&K::strategy, {S::Classify});
+  static const auto classified = is(&K::strategy, {S::Classified});
+  static const KeyText<K> t(
+      {
+          word("spmv"),
+          choice("strategy", &K::strategy,
+                 {S::Scalar, S::Vector, S::Block, S::LongRow, S::Classified, S::Classify, S::Gather}),
+          choice("value type", &K::value, {ValueType::F32, ValueType::F64}).when(not_classify),
+          number("block size", 'b', &K::block_size).allow(block_threads()),
+          number("lanes", 'l', &K::lanes)
+              .allow(power_of_two_in(2, 32))
+              .when(is(&K::strategy, {S::Vector, S::Classified})),
+          number("lanes", 'l', &K::lanes2).allow(power_of_two_in(2, 32)).when(classified),
+          number("lanes", 'l', &K::lanes3).allow(power_of_two_in(2, 32)).when(classified),
+          number("lanes", 'l', &K::lanes4).allow(power_of_two_in(2, 32)).when(classified),
+          number("window", 'w', &K::window).allow(in_range(1, kMaxSpmvWindow)).optional(0).when(not_classify),
+          flag("o64", &K::offsets64, true).when(not_classify),
+      },
+      bad_key, check);
+  return t;
+}
+
+}  // namespace
+
+std::string SpmvKey::to_string() const { return spmv_text().print(*this); }
+
+SpmvKey SpmvKey::parse(std::string_view s) { return spmv_text().parse(s); }
 
 SpmvKey spmv_classify_key(int block_size) {
   SpmvKey k;

@@ -7,20 +7,28 @@
 
 namespace dbsparse::codegen {
 
-std::string TriangleKey::to_string() const { return fmt::format("triangles.b{}", block); }
+namespace {
 
-TriangleKey TriangleKey::parse(std::string_view text) {
-  const auto p = split_key(text, '.');
-  auto fail = [&](const std::string& why) {
-    throw UsageError(fmt::format("bad triangles key '{}': {} (form: triangles.b256)", text, why));
-  };
-  if (p.size() != 2 || p[0] != "triangles") fail("expected triangles.b<threads>");
-  TriangleKey k;
-  k.block = number_after(p[1], 'b');
-  if (k.block < 32 || k.block > 1024 || k.block % 32 != 0)
-    fail(fmt::format("block '{}' is not b<a multiple of 32 in [32, 1024]>", p[1]));
-  return k;
+[[noreturn]] void bad(std::string_view text, const std::string& why) {
+  throw UsageError(fmt::format("bad triangles key '{}': {} (form: triangles.b256)", text, why));
 }
+
+const KeyText<TriangleKey>& triangle_text() {
+  using K = TriangleKey;
+  static const KeyText<K> t(
+      {
+          word("triangles"),
+          number("block", 'b', &K::block).allow(block_threads()),
+      },
+      bad);
+  return t;
+}
+
+}  // namespace
+
+std::string TriangleKey::to_string() const { return triangle_text().print(*this); }
+
+TriangleKey TriangleKey::parse(std::string_view text) { return triangle_text().parse(text); }
 
 KernelSource make_source(const TriangleKey& key) {
   KernelSource ks;
