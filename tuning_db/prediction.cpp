@@ -13,7 +13,7 @@ using internal::handle;
 using internal::parse_json;
 using sqlite::Stmt;
 
-// DESIGN.md §6, step 2: one nearest neighbour in a small, explainable feature space. Sizes are in
+// docs/DESIGN.md §6, step 2: one nearest neighbour in a small, explainable feature space. Sizes are in
 // decades (log10), so a matrix twice as large is close; the row length and the nonzeros per block,
 // which pick SpMV's lanes and the block types, in octaves (log2), since their cutoffs double;
 // shape terms are ratios in [0, 1]. SpMV's configs depend on row lengths, not on 16x16 blocks, so

@@ -1,5 +1,5 @@
 #pragma once
-// The SQLite tuning database. Thresholds are data (DESIGN.md §6): a lookup returns the tuned config
+// The SQLite tuning database. Thresholds are data (docs/DESIGN.md §6): a lookup returns the tuned config
 // for (device, matrix, op, bucket), else a prediction, else the defaults, and says which.
 #include <cstdint>
 #include <memory>

@@ -1,4 +1,4 @@
-// CPU references (DESIGN.md §7). Deliberately the textbook loops, accumulating in double: these are
+// CPU references (docs/DESIGN.md §7). Deliberately the textbook loops, accumulating in double: these are
 // what every GPU result is judged by, so they must be easy to believe, not fast.
 #include "dbsparse/reference.hpp"
 

@@ -1,4 +1,4 @@
-// SpMM's host/kernel contract (DESIGN.md §10): compiled by the host (runtime/spmm/spmm_plan.cpp, the
+// SpMM's host/kernel contract (docs/DESIGN.md §10): compiled by the host (runtime/spmm/spmm_plan.cpp, the
 // BRP format, a cpu test) and by NVRTC with templates/spmm/spmm_tc.cuh and spmm_rows.cuh.
 //
 // The mma.m16n8k8 .tf32 fragment layouts are here as functions, so that the kernel and a cpu test
