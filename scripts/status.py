@@ -45,6 +45,15 @@ def load():
     return ops
 
 
+def sentence(text):
+    """text as a sentence: a first word of lowercase letters capitalised (names such as cit-HepPh
+    or window_max_len kept as written), one final period."""
+    first = text.split(" ", 1)[0]
+    if first.isalpha() and first.islower():
+        text = text[0].upper() + text[1:]
+    return text.rstrip(".") + "."
+
+
 def render(ops):
     out = [
         "# Status and figures",
@@ -70,7 +79,7 @@ def render(ops):
                     line += f"; worst {r['worst']}"
                 line += "."
                 if r.get("detail"):
-                    line += f" {r['detail'][0].upper()}{r['detail'][1:].rstrip('.')}."
+                    line += f" {sentence(r['detail'])}"
                 if r["command"] == NR:
                     line += " Command not recorded."
                 else:

@@ -7,7 +7,8 @@ namespace dbs {
 // programmatic-serialization attribute calls dbs_pdl_wait() before it touches memory an earlier
 // kernel of the stream writes or reads (it returns once those grids have finished and their
 // writes are visible; without the attribute it returns at once), then dbs_pdl_trigger() so that
-// the next kernel's launch overlaps this one's run. Both are no-ops before sm_90.
+// the next kernel's launch overlaps this one's run. Both are no-ops before sm_90. Why on by
+// default for SpMSpV: docs/decisions/spmspv-pdl.md.
 __device__ __forceinline__ void dbs_pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
