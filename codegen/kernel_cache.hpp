@@ -1,6 +1,6 @@
 #pragma once
 // Compiled kernels, in memory (thread-safe) and on disk. The cache key covers everything that can
-// invalidate a binary (DESIGN.md §4): key text, template hash, generated source, canonical options,
+// invalidate a binary (docs/DESIGN.md §4): key text, template hash, generated source, canonical options,
 // arch, NVRTC version and library version. A mismatch is a miss; a corrupt entry is dropped and
 // rebuilt; writes go to a temp file and are renamed into place, so readers never see a torn entry.
 #include <cstdint>

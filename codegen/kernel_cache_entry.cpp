@@ -51,7 +51,7 @@ std::optional<CompiledKernel> decode_cache_entry(std::span<const char> buf, cons
   std::memcpy(&crc, buf.data() + 24, 4);
   if (format != kFormat) return bad("unknown format version");
   // Each length against what is left, never their sum: a crafted cubin_len near 2^64 wrapped the
-  // sum around to the file size and sent the metadata read past the buffer (issue 36, valgrind).
+  // sum around to the file size and sent the metadata read past the buffer (found by valgrind).
   if (meta_len > size - kHeaderBytes || cubin_len != size - kHeaderBytes - meta_len) return bad("truncated or padded");
   const auto* body = reinterpret_cast<const Bytef*>(buf.data() + kHeaderBytes);
   if (crc32_z(0L, body, static_cast<z_size_t>(size - kHeaderBytes)) != crc) return bad("checksum mismatch");

@@ -1,6 +1,6 @@
 #pragma once
 // The only stage that touches the CUDA toolkit: source -> cubin with NVRTC, loaded by dlopen. It
-// needs no GPU, so kernels can be precompiled for a named arch anywhere (DESIGN.md §3).
+// needs no GPU, so kernels can be precompiled for a named arch anywhere (docs/DESIGN.md §3).
 #include <string>
 #include <utility>
 #include <vector>

@@ -1,6 +1,6 @@
 #pragma once
 // Replacing a file so that readers (other processes, or this one after a crash) see either the old
-// content or the whole new content, never a torn file (DESIGN.md §4). Every writer of a file that
+// content or the whole new content, never a torn file (docs/DESIGN.md §4). Every writer of a file that
 // another process may read at the same time goes through here.
 #include <filesystem>
 #include <string_view>

@@ -1,7 +1,6 @@
 #pragma once
 // Option checks for floating-point values. CLI11's Range and NonNegativeNumber compare, and NaN
-// fails every comparison, so `--density nan` and `dbtune --budget nan` went through (hostile
-// sweep, 2026-12-04); these also refuse NaN, inf and trailing junk.
+// fails every comparison, so `--density nan` and `dbtune --budget nan` went through; these also refuse NaN, inf and trailing junk.
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 

@@ -38,7 +38,7 @@ struct SearchSpace {
   // Partial configs laid over the defaults and raced with them before the grid or the descent,
   // which goes on from the fastest: moves of several parameters at once, which a descent one
   // parameter at a time cannot make (SpGEMM's group 0 taking rows of up to 127 products needs b0,
-  // t0 and lanes0 together: 1.8x on a 1M-row uniform matrix, H200 2026-12-01).
+  // t0 and lanes0 together: docs/decisions/tuner-search-spaces.md).
   std::vector<nlohmann::json> seeds;
 
   // The defaults with `partial` laid over them.

@@ -13,13 +13,12 @@ using internal::handle;
 using internal::parse_json;
 using sqlite::Stmt;
 
-// DESIGN.md §6, step 2: one nearest neighbour in a small, explainable feature space. Sizes are in
+// docs/DESIGN.md §6, step 2: one nearest neighbour in a small, explainable feature space. Sizes are in
 // decades (log10), so a matrix twice as large is close; the row length and the nonzeros per block,
 // which pick SpMV's lanes and the block types, in octaves (log2), since their cutoffs double;
 // shape terms are ratios in [0, 1]. SpMV's configs depend on row lengths, not on 16x16 blocks, so
 // its vector stops before the block terms: with them, FEM (27 per row) stayed nearer to banded
-// (17 per row) than to the 27-point stencil, and its predicted config ran at 65% of its best
-// (H200 leave-one-out, 2026-11-29); without them the stencil is nearest (0.55 against 0.68).
+// (17 per row) than to the 27-point stencil (docs/decisions/tuning-prediction-radius.md).
 std::vector<double> prediction_features(const MatrixFeatures& f, bool block_features) {
   auto dec = [](double v) { return std::log10(1.0 + std::max(0.0, v)); };
   auto oct = [](double v) { return std::log2(1.0 + std::max(0.0, v)); };

@@ -135,7 +135,7 @@ std::unique_ptr<TuningDb> TuningDb::open(const std::string& path, bool read_only
   if (auto check = schema::quick_check(raw); check != "ok") {
     // A WAL database that we may only read, in a directory we may not write (a shared install's
     // DB): SQLite cannot make its -shm file and refuses even to read. Read it as immutable then (no
-    // locks, no -shm): a read-only command must work on a read-only DB (issue 36).
+    // locks, no -shm): a read-only command must work on a read-only DB.
     sqlite3* ro = read_only ? open_immutable(path) : nullptr;
     if (!ro) throw DbError(fmt::format("{}: not a usable database: {}", path, check));
     db.reset(ro);
@@ -145,7 +145,7 @@ std::unique_ptr<TuningDb> TuningDb::open(const std::string& path, bool read_only
   }
   int version = schema::user_version(raw);
   // dbsparse writes 0 .. kSchemaVersion; a negative one was set by something else, and migrating
-  // it failed with "table devices already exists" (hostile sweep, 2026-12-04).
+  // it failed with "table devices already exists".
   if (version < 0)
     throw DbError(
         fmt::format("{}: schema version {} is not one dbsparse writes (0 .. {}): another program changed "
@@ -158,7 +158,7 @@ std::unique_ptr<TuningDb> TuningDb::open(const std::string& path, bool read_only
   if (!read_only) {
     // The switch to WAL needs the file to itself, and SQLite answers "database is locked" at once
     // rather than wait while another connection holds it (two dbtune runs starting on a new DB
-    // at the same time: one failed, hostile sweep 2026-12-04). Retry for up to 10 s, as long as
+    // at the same time: one failed). Retry for up to 10 s, as long as
     // the busy timeout; the last try reports what SQLite says.
     for (int attempt = 0; attempt < 500; ++attempt) {
       const int rc = sqlite3_exec(raw, "PRAGMA journal_mode=WAL", nullptr, nullptr, nullptr);

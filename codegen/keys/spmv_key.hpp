@@ -1,5 +1,5 @@
 #pragma once
-// The SpMV kernel variant: a small value type with a stable text form (DESIGN.md §2), e.g.
+// The SpMV kernel variant: a small value type with a stable text form (docs/DESIGN.md §2), e.g.
 // "spmv.scalar.f32.b256", "spmv.vector.f32.b256.l8" or "spmv.classified.f32.b256.l2.l4.l8.l32"
 // (".w64": its rows up to 64 long in memory order). The text names the kernel, keys both caches
 // and appears in logs. Strategies follow adaptive-csr-spmv.txt: a thread, LANES lanes, a block,

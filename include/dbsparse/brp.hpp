@@ -1,5 +1,5 @@
 #pragma once
-// The BRP format of BRP-SpMM (brp-spmm-ipdps25-slides, slides 12-16): a matrix split into a tensor
+// The BRP format of BRP-SpMM (IPDPS 2025, slides 12-16): a matrix split into a tensor
 // core part, where every group of TC blocks holds the same number of nonzeros so that each group's
 // run of values is one aligned, fixed-size load, and a residual CSR for what does not fill a group.
 //
@@ -107,7 +107,7 @@ struct BrpStats {
   int value_bytes = 4;         // sizeof(T)
   double convert_ms = 0;       // filled by callers that timed the conversion
   // csr_to_brp_device (brp_device.hpp): the conversion ran on the GPU, and the device memory it
-  // allocated beyond the input CSR and the output, at its peak, against the bound
+  // allocated beyond the input CSR and the output, at its peak, against the bound
   // 4 * nnz * (4 + value_bytes) (4 index and value bytes per nonzero, 4 times).
   bool on_device = false;
   int64_t peak_extra_bytes = 0;

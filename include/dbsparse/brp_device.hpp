@@ -2,7 +2,7 @@
 // BRP-SpMM's format (brp.hpp) converted from CSR on the GPU: the same eight arrays as csr_to_brp,
 // bitwise, left on the device. The conversion keeps only arrays over the nonzeros as scratch
 // (three int32 arrays of nnz + 1 and the scans' tile sums, about 12 bytes a nonzero), and
-// measures their peak: BrpStats::peak_extra_bytes, against the bound 4 * nnz * (4 + sizeof(T)).
+// measures their peak: BrpStats::peak_extra_bytes, against the bound 4 * nnz * (4 + sizeof(T)).
 #include <cstdint>
 
 #include "dbsparse/brp.hpp"

@@ -1,6 +1,5 @@
 #pragma once
-// Work captured from a stream into one CUDA graph and replayed at the cost of one launch (issue
-// 34): where a call's work is small, its launches are its cost, and a replay issues a plan's chain
+// Work captured from a stream into one CUDA graph and replayed at the cost of one launch: where a call's work is small, its launches are its cost, and a replay issues a plan's chain
 // of kernels (or several plans', several ops') at once.
 //
 // Every plan's run() makes no allocation, no NVRTC call and no host synchronisation, so its calls

@@ -49,7 +49,7 @@ struct DbThresholds {
   bool residual_rows = false;
 };
 
-// The type a block gets, given the nnz of each of its 16 rows and 16 columns (DESIGN.md, the DB
+// The type a block gets, given the nnz of each of its 16 rows and 16 columns (docs/DESIGN.md, the DB
 // format): COO / Dense by nnz, else ForceCSC when skew_r/skew_c > th2, ForceCSR when
 // otherwise ForceCSR (the paper's patched CSR included); skew_a = max line nnz / (nnz/16 + 1e-9).
 BlockType choose_block_type(const int row_nnz[16], const int col_nnz[16], int nnz, const DbThresholds& th);

@@ -1,5 +1,5 @@
 #pragma once
-// One exception root. Each kind carries the context a user needs to act on it (DESIGN.md §8).
+// One exception root. Each kind carries the context a user needs to act on it (docs/DESIGN.md §8).
 #include <stdexcept>
 #include <string>
 

@@ -1,5 +1,5 @@
 #pragma once
-// Typed op configs (DESIGN.md §11). Each op's config is a struct that lists its fields once, in a
+// Typed op configs (docs/DESIGN.md §11). Each op's config is a struct that lists its fields once, in a
 // `visit` member; reading JSON, writing JSON and the search space's defaults all walk that list,
 // so a quantity has one name from the tuning DB to the kernel and one default.
 //

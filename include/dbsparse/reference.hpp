@@ -1,6 +1,6 @@
 #pragma once
 // CPU references: plain, obviously correct, double accumulation. Every GPU result and every tuning
-// candidate is checked against these (DESIGN.md §7).
+// candidate is checked against these (docs/DESIGN.md §7).
 #include <cstdint>
 #include <span>
 #include <vector>

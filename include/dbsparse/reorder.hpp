@@ -1,5 +1,5 @@
 #pragma once
-// Vertex orderings for locality (issue 35): a permutation of a square matrix's rows and columns
+// Vertex orderings for locality: a permutation of a square matrix's rows and columns
 // under which neighbours sit close, so that the gathers of x (SpMV) or of B's rows (SpMM) that a
 // row makes hit fewer, shared cache lines. Computed on the CPU from the symmetrised pattern, once
 // per matrix; plans apply them inside (inputs and outputs in the user's order) or users keep their

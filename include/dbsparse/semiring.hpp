@@ -1,5 +1,5 @@
 #pragma once
-// The semiring an op computes over, as a parameter of keys, plans and the CPU reference (DESIGN.md
+// The semiring an op computes over, as a parameter of keys, plans and the CPU reference (docs/DESIGN.md
 // §"The DB format": BFS runs the same traversal with (OR, AND)). Plus-times is the numeric one;
 // or-and is reachability, the semiring of plan_bfs (structure only: no value is read).
 #include <string>

@@ -326,7 +326,7 @@ class SpgemmPlan {
   int64_t overflow_rows() const;                // rows that overflowed their shared table (known after the first run)
   int64_t global_slots() const;                 // the global tables' slots the plan holds
   const SpgemmFreshTimes& fresh_times() const;  // the plan's and its first run's host time by part
-  // Everything the plan holds on the device (DESIGN.md §12): its copies of A and B (none from
+  // Everything the plan holds on the device (docs/DESIGN.md §12): its copies of A and B (none from
   // device CSR, unless values_changed made them), the analysis's codes, group lists and counters,
   // the global tables, the per-row counters, C's row_ptr and, once sized by the first run, C.
   int64_t device_bytes() const;

@@ -1,5 +1,5 @@
 #pragma once
-// The applications of hash SpGEMM in the article (hash-spgemm-summary.md): squaring, graph
+// The applications of hash SpGEMM in the article (docs/DESIGN.md, source [4]): squaring, graph
 // contraction and Markov clustering. Each has a GPU version (square, contract, mcl: the products
 // by plan_spgemm, MCL's elementwise steps by the kernels of templates/apps/mcl.cuh) and a CPU
 // reference it is checked against (reference::spgemm for squaring, contract_cpu, mcl_cpu).
@@ -142,9 +142,8 @@ std::pair<CsrMatrix<T>, CsrMatrix<T>> contraction_factors(int32_t n, std::span<c
 // The same factors built on the device from n labels on the device (stream `stream`, which the
 // result's work is queued on; one wait, for the labels' check): S's rows by a count, a scan, a
 // scatter and a merge sort inside each row (templates/apps/contract_factors.cuh). UsageError as the
-// host overload's, naming the first vertex whose label is outside [0, k). Why: on a road network
-// of 1.4M vertices the host factors took 16 ms and their upload 7.5 ms, against ~0.5 ms for both
-// products (H200, 2026-12-01).
+// host overload's, naming the first vertex whose label is outside [0, k). Why: the host factors
+// and their upload cost many times both products (docs/decisions/spgemm-apps-on-device.md).
 template <class T>
 std::pair<DeviceCsr<T>, DeviceCsr<T>> contraction_factors(Context& ctx, const int32_t* labels, int32_t n, int32_t k,
                                                           void* stream);

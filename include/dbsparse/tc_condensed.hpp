@@ -54,8 +54,8 @@ struct CondensedTc {
 // The fill csr_to_condensed would reach at this g, from per-window distinct-column counts alone:
 // what SpmmPath::Auto weighs (SpmmConfig::min_condensed_fill) before converting. 0 for no entries.
 // max_windows > 0: an estimate from that many windows evenly spaced (all when there are fewer).
-// Auto samples 2048: the full count over a 32M-entry graph took ~0.3 s of plan_spmm (dbsparse gcn
-// on RMAT-20, H200 host, 2026-12-01), for a choice a sample makes as well.
+// Auto samples 2048: the full count over a large graph was a large share of plan_spmm, for a choice
+// a sample makes as well (docs/decisions/spmm-kernel-design.md).
 double condensed_fill(const CsrMatrix<float>& a, int g, int32_t max_windows = 0);
 
 // Throws UsageError for g outside {1, 2, 4, 8}, or when an array would pass int32 indexing.

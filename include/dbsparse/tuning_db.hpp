@@ -1,5 +1,5 @@
 #pragma once
-// The SQLite tuning database. Thresholds are data (DESIGN.md §6): a lookup returns the tuned config
+// The SQLite tuning database. Thresholds are data (docs/DESIGN.md §6): a lookup returns the tuned config
 // for (device, matrix, op, bucket), else a prediction, else the defaults, and says which.
 #include <cstdint>
 #include <memory>
@@ -57,9 +57,8 @@ struct Trial {
 // A config predicted for an unseen matrix: the best config of the nearest tuned matrix on this
 // device (features: shape, row-length moments, bandwidth, 16x16 block-density histogram).
 // Farther than kPredictionRadius (in feature units: decades of size, octaves of row length) the
-// nearest matrix says little: the defaults are used instead (too_far). Set from dbtune --evaluate
-// on the H200 (2026-11-29): the 1M-row uniform matrix took the th3 of cit-HepPh (34k rows, 2.8
-// away) and ran at 64% of its best, where the defaults reach 99%.
+// nearest matrix says little: the defaults are used instead (too_far). Set from dbtune --evaluate:
+// docs/decisions/tuning-prediction-radius.md.
 inline constexpr double kPredictionRadius = 2.0;
 struct Prediction {
   nlohmann::json params;  // the neighbour's best config; the op's defaults when too_far

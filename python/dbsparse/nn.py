@@ -24,7 +24,7 @@ class SparseLinear(torch.nn.Module):
     largest |x_i|, found on the GPU per call), run by dbsparse's decode kernels in the weight's
     dtype (fp16, bf16 or f32). Rows of a batch run one at a time: made for batch-1 decoding.
 
-    `keep` finds its threshold per call in a kernel of its own (7-13 us on an H200 for 4096-14336
+    `keep` finds its threshold per call in a kernel of its own (microseconds for 4096-14336
     features); a threshold calibrated once (`act_threshold`, see `dbsparse calibrate`) costs nothing
     per call and is the fast path."""
 

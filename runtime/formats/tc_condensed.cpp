@@ -57,7 +57,7 @@ uint32_t tf32_bits(float x) {
 }
 
 namespace {
-// BRP's check said "BRP g = 0" for the condensed windows (hostile sweep, 2026-12-04).
+// The condensed windows' own check: BRP's named BRP ("BRP g = 0") for a condensed input.
 void check_condensed_g(int g) {
   if (g != 1 && g != 2 && g != 4 && g != 8)
     throw UsageError(fmt::format("condensed TC windows g = {}: allowed 1, 2, 4, 8 (tiles a group)", g));

@@ -1,6 +1,6 @@
 #pragma once
 // libcuda behind one table of function pointers, loaded with dlopen so that a machine without a
-// driver still runs everything CPU-side (DESIGN.md §5). Entry points are resolved through
+// driver still runs everything CPU-side (docs/DESIGN.md §5). Entry points are resolved through
 // cuGetProcAddress at the toolkit's CUDA_VERSION, so each gets the ABI version that cuda.h's macros
 // (cuMemAlloc -> cuMemAlloc_v2, ...) promise.
 #include <cuda.h>

@@ -34,7 +34,7 @@ constexpr int64_t kInt32Max = std::numeric_limits<int32_t>::max();
 // Gzip is inflated here from the open FILE (zlib's gzopen would reopen the path: a pipe or a
 // process substitution has then lost the two bytes read to sniff it), member after member as
 // gzip(1) reads them; bytes after the last member that do not start another are an error, where
-// gzread ignored them silently (issue 36).
+// gzread ignored them silently.
 class ByteSource {
  public:
   explicit ByteSource(const std::string& path) : path_(path) {
@@ -133,7 +133,7 @@ class ByteSource {
 
 // Yields physical lines (without "\n" or "\r\n") from a refillable buffer; a line longer than
 // the buffer grows it, up to kMaxLineBytes (a Matrix Market line is a few dozen bytes; /dev/zero
-// grew the buffer until the host ran out: issue 36).
+// would grow the buffer until the host ran out).
 constexpr size_t kMaxLineBytes = size_t{64} << 20;
 class LineReader {
  public:
@@ -383,7 +383,7 @@ CsrMatrix<double> read_matrix_market(const std::string& path) {
 
   int64_t count = 0;
   // A symmetric file stores one triangle. Entries on both sides are read, but an entry and its
-  // mirror both given would be summed without a word (issue 36): checked once both sides are seen.
+  // mirror both given would be summed without a word: checked once both sides are seen.
   bool below = false, above = false;
   std::vector<uint64_t> offdiag;  // (min, max, side) of each off-diagonal entry
   std::string_view line;
@@ -501,7 +501,7 @@ NamedMatrix load_matrix(const std::string& spec) {
     name = fs::path(spec).stem().string();
   NamedMatrix m{name, read_matrix_market(spec)};
   // The tools run in f32: say so when a value would become inf there (a file's own "inf" is
-  // refused by the reader; an overflow was silent: issue 36).
+  // refused by the reader; an overflow would be silent).
   int64_t over = 0;
   for (double v : m.csr.values) over += std::fabs(v) > static_cast<double>(std::numeric_limits<float>::max());
   if (over)

@@ -1,4 +1,4 @@
-// CPU references (DESIGN.md §7). Deliberately the textbook loops, accumulating in double: these are
+// CPU references (docs/DESIGN.md §7). Deliberately the textbook loops, accumulating in double: these are
 // what every GPU result is judged by, so they must be easy to believe, not fast.
 #include "dbsparse/reference.hpp"
 
@@ -142,7 +142,8 @@ std::vector<double> spmm(const CsrMatrix<T>& a, std::span<const T> b, int32_t n)
 // product term reaches it, even if the terms cancel to zero. Rows are split into contiguous ranges
 // of about equal products, one per hardware thread: each row is computed exactly as by one thread,
 // so the result does not depend on the split. Why: dbtune checks every SpGEMM candidate against it,
-// and one thread stopped that check at 200M products (R-MAT 16 was never tuned, 2026-12-01).
+// and on one thread that check was too slow for the larger matrices
+// (docs/decisions/spgemm-kernel-design.md).
 template <class T>
 CsrMatrix<double> spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b) {
   if (a.cols != b.rows)

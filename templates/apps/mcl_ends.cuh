@@ -1,8 +1,7 @@
 // The two ends of Markov clustering on the GPU (runtime/apps/mcl_gpu.cpp), compiled into the MCL module
 // (codegen/keys/mcl_key.hpp) beside templates/apps/mcl.cuh's iteration. Their specs are mcl_start and
-// mcl_labels in runtime/apps/mcl_cpu.cpp; these moved to the device because on the host they took
-// 13-64 ms and 2-83 ms of pipelines whose iterations took 6-80 ms (100K-vertex graphs, H200 host,
-// 2026-12-01).
+// mcl_labels in runtime/apps/mcl_cpu.cpp; these run on the device because on the host they cost
+// more than the iterations they feed (docs/decisions/spgemm-apps-on-device.md).
 //  Start: P = Mᵀ, row j of P the column j of G with weights (|g| or 1, zeros dropped), the loop
 //  (j, j) replaced by the column's largest weight (1 for an empty column), normalised:
 //   mcl_start_count    a warp per row of G: entries per column of G, the columns' largest weights,

@@ -1,4 +1,4 @@
-// DB-BFS (db-spmspv-icpp26 §4.2, Alg. 5): each level is a Boolean (or, and) SpMSpV whose input is
+// DB-BFS (the DB-SpMSpV paper §4.2, Alg. 5): each level is a Boolean (or, and) SpMSpV whose input is
 // the frontier as 16-bit block masks and whose output is the next frontier's masks, filtered by the
 // visited masks. Push expands the frontier's out-edges (listed as tasks when their vertices were
 // discovered); pull walks, for each unvisited vertex of a block that has any, its in-edges and stops
@@ -79,7 +79,7 @@ __device__ __forceinline__ LevelChoice choose_direction(const BfsArgs& a, const 
 
 // Reserves n slots (n may be 0) of *counter for each lane with one atomic per warp, and returns the
 // lane's first slot. Every lane calls it. One atomic per discovered vertex on the level's single
-// task counter serialised at L2 and cost ~0.5 ms per level on RMAT-22 (H200, 2026-11-30).
+// task counter serialised at L2 (docs/decisions/spmspv-kernel-design.md).
 __device__ __forceinline__ unsigned warp_reserve(unsigned* counter, unsigned n) {
   int total;
   const int pre = warp_exclusive_prefix((int)n, (int)bfs_lane(), total);

@@ -3,11 +3,12 @@
 
 namespace dbs {
 
-// Programmatic dependent launch (Hopper; issue 34). A kernel that a plan may launch with the
+// Programmatic dependent launch (sm_90 and later). A kernel that a plan may launch with the
 // programmatic-serialization attribute calls dbs_pdl_wait() before it touches memory an earlier
 // kernel of the stream writes or reads (it returns once those grids have finished and their
 // writes are visible; without the attribute it returns at once), then dbs_pdl_trigger() so that
-// the next kernel's launch overlaps this one's run. Both are no-ops before sm_90.
+// the next kernel's launch overlaps this one's run. Both are no-ops before sm_90. Why on by
+// default for SpMSpV: docs/decisions/spmspv-pdl.md.
 __device__ __forceinline__ void dbs_pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -62,9 +63,9 @@ __device__ __forceinline__ void axpby_store(T* y, T acc, T alpha, T beta) {
 
 // Partial dot product of CSR entries j, j + STRIDE, ... (< end) with x. Four entries per step,
 // all their index and value loads issued before any x gather: SpMV is latency-bound unless each
-// thread keeps several loads in flight (one at a time reached ~40% of copy bandwidth on the H200).
-// In f32, four accumulators (one per slot) also shorten each serial sum four times (a 120000-entry
-// row summed by one thread drifted past 1e-5 relative error with one); in f64 they cost 16
+// thread keeps several loads in flight (docs/decisions/kernels-loads-in-flight.md).
+// In f32, four accumulators (one per slot) also shorten each serial sum four times (a very long
+// row summed by one thread with one accumulator loses accuracy); in f64 they cost 16
 // registers (32 -> 48, occupancy 100% -> 62%) and 20-40% of the time, for precision not needed.
 // O: the entry index, int or long long (a plan with 64-bit row offsets, past 2^31 entries).
 template <typename T, int STRIDE, typename O>

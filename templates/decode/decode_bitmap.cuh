@@ -16,12 +16,12 @@ namespace dbs {
 // a warp reads WINDOW of x at a time, ballots the kept ones, and walks up to four kept columns together,
 // a lane per mask word: lane l owns rows l * 32 + b of the strip in 32 registers, so the hot loop has
 // no shared-memory atomics (lane * 32 + b put every lane of a warp on one bank). The first version
-// walked one column at a time with a dependent value load per set bit: 0.3 us per active column,
-// 65 us for a 2048x2048 layer on the H200 (2026-11-30). Here a column costs a mask round trip and
+// walked one column at a time with a dependent value load per set bit, a round trip per bit
+// (docs/decisions/decode-kernel-design.md). Here a column costs a mask round trip and
 // a value round trip, and four columns' round trips overlap (values prefetched to L1 first).
 // A warp's walk of one column is ~300 dependent instructions: with 32-column windows, 4 warps a
-// block and one block per 128 columns, a 2048x1024 layer ran 16 blocks at 6% occupancy, 11.8
-// cycles per issued instruction, 14.4 us (Nsight Compute, H200, 2026-11-30). 8-column windows and
+// block and one block per 128 columns, a 2048x1024 layer ran too few warps to hide them
+// (docs/decisions/decode-kernel-design.md). 8-column windows and
 // 8 warps a block put ~one kept column on each warp: 4x the warps on 2x the SMs.
 // Block partials go to an fp32 accumulator in global memory (one red per row); the last block of a
 // strip rounds it into y and zeroes it for the next call.
@@ -128,7 +128,7 @@ __device__ __forceinline__ void transpose_reduce_step(float (&a)[32], unsigned l
 // segment's start and the word's offset in one round trip, then its <= 32 values, into 32
 // register sums. Lanes with the same word are summed by a transpose-reduce over the lane bits
 // above R (31 shuffles at R = 1), then across warps in shared memory. Why: the column mapping
-// (decode_fused) costs 6-10 us per layer on the H200, most of it a chain of round trips
+// (decode_fused) costs most of a layer's time in a chain of round trips
 // (x, words, values, reds, ticket, the last block's pass); here the chain is x, words, values.
 template <typename V, int WARPS, int R>
 __global__ void __launch_bounds__(WARPS * 32)

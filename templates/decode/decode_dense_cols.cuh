@@ -12,7 +12,7 @@ namespace dbs {
 // a time: all U * R loads (16 bytes a lane, 512 consecutive bytes a warp) before their sums. Lane l
 // owns rows (32 r + l) * per .. + per of the slab in fp32 registers.
 // Why: the column bitmap kernels spend ~7.5 instructions a mask word rebuilding each value's row,
-// which holds them near 35-45% of the copy bandwidth on the 8B layers (H200, 2026-12-02); a dense
+// which holds them well below the copy bandwidth (docs/decisions/decode-kernel-design.md); a dense
 // column costs ~17 instructions a 512 bytes a warp, so with half the activations kept the layer
 // reads half of W at the bandwidth instead of a quarter of it at a third of the bandwidth.
 template <typename V, int WARPS, int R, int U>
@@ -47,7 +47,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   const size_t base = (size_t)slab * kSlab / kPer + lane;  // 16-byte chunk of the lane's first rows
   // Software-pipelined by hand: the next U columns' loads are issued before this U's sums. Left to
   // itself, ptxas issued two loads and summed them before the next two, so a warp had 1 KB in
-  // flight (H200 SASS, 2026-12-03); here it has U * R * 512 bytes.
+  // flight (SASS); here it has U * R * 512 bytes.
   uint4 v[U][R];
   float xv[U];
   const auto fetch = [&](int k, uint4(&d)[U][R], float(&xs)[U]) {

@@ -29,8 +29,8 @@ __device__ __forceinline__ float lds_at<float>(unsigned addr) {
 // while columns k + WARPS .. k + (STAGES - 1) * WARPS are in flight. Lane l sums row 32p + l of the
 // strip in a[p]; its value is at the word's byte address plus the set bits below bit l.
 // Why: decode_lanes held one segment in flight a warp in registers (80 registers, three blocks an
-// SM): 25-44% of the copy bandwidth on the 8B layers (H200, 2026-12-02); Little's law at ~4 TB/s
-// wants ~48 KB in flight a SM, twice what it had.
+// SM) held too few bytes in flight: Little's law at ~4 TB/s wants ~48 KB in flight a SM, twice
+// what it had (docs/decisions/decode-kernel-design.md).
 // Dynamic shared memory: the list (16 bytes a column of the chunk), then WARPS * STAGES stages of
 // 128 + 16 * stage_chunks bytes; at the end the warps' sums (WARPS * 4 KB) reuse it. stage_chunks is
 // the plan's largest segment in 16-byte chunks (from an unaligned start).

@@ -1,6 +1,6 @@
-// DB-Decoding's activation sparsifier (db-spmspv-icpp26 §4.3; TEAL's magnitude threshold): x_i kept
+// DB-Decoding's activation sparsifier (the DB-SpMSpV paper §4.3; TEAL's magnitude threshold): x_i kept
 // where |x_i| >= tau, else 0, so the SpMSpV mask pass that follows sees ~keep of x as nonzero.
-// Fusing it into the mask pass (one read of x instead of two) is the next step (NOTES.md). The
+// Fusing it into the mask pass (one read of x instead of two) is an open step. The
 // decoding kernels on the column bitmap layout are in decode_bitmap.cuh.
 #pragma once
 #include "dbs_common.cuh"

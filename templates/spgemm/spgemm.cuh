@@ -192,8 +192,8 @@ __device__ void spgemm_bitonic(int* keys, V* vals, unsigned n, unsigned t, unsig
 // One row's table (keys and values, `slots` of them, `len` distinct keys; len < 0: not known yet,
 // counted here) sorted into C's row at `begin` by the row's whole block; returns len: the occupied slots are first copied, unsorted, into C's row,
 // read back to the table's front, and only the next power of two >= len is sorted. Why: sorting
-// every slot (8192 in group 2, 1024 in group 1, most of them empty) made the numeric phase 2-8x
-// cuSPARSE's whole product on the H200 (2026-11-30). counter: zero on entry.
+// every slot (8192 in group 2, 1024 in group 1, most of them empty) dominated the numeric phase
+// (docs/decisions/spgemm-kernel-design.md). counter: zero on entry.
 template <typename V>
 __device__ int spgemm_sort_row(int* table, V* tv, unsigned slots, int len, int begin, int32_t* c_col, V* c_val,
                                unsigned t, unsigned nt, unsigned* counter) {
@@ -289,16 +289,15 @@ __device__ __forceinline__ void spgemm_rank_write(const SpgemmLanes<TPR>& L, con
 // a time (a key moves only down, onto a slot already read), then a bitonic sort of the next power
 // of two >= the warp's largest count. Every lane of the warp calls it and every loop runs the same
 // number of times on all of them, so the warp stays converged: with per-row trip counts the rows
-// of a warp ran one after another (6.8 active threads a warp, 0.17 ms on a 100K-row road network;
-// a block-wide sort of whole tables before that, 0.5 ms; H200, 2026-12-01). Returns the row's
+// of a warp ran one after another (docs/decisions/spgemm-kernel-design.md). Returns the row's
 // distinct keys.
 //
 // When every row of the warp has at most E * TPR keys (E from spgemm_rank_keys, at most 8), a rank
 // sort (spgemm_rank_write) replaces the bitonic one: n loads and n * E' compares a lane for n keys,
 // against the bitonic sort's log2(p2)^2 / 2 passes of p2 / TPR compare-exchanges through shared
 // memory with a warp barrier each (p2 = 128: 28 passes; its ~1,300 instructions a lane made the
-// sort most of group 0's and group 1's numeric time on power-law rows, ncu on the H200,
-// 2026-12-03). Past 8 keys a lane (n * E' ~ 16n compares against ~8.6K instructions for a bitonic
+// sort most of group 0's and group 1's numeric time on power-law rows:
+// docs/decisions/spgemm-kernel-design.md). Past 8 keys a lane (n * E' ~ 16n compares against ~8.6K instructions for a bitonic
 // sort of 512) the bitonic sort is the cheaper.
 template <typename V, int TPR, int E, bool VEC4>
 __device__ int spgemm_sort_row_lanes(const SpgemmLanes<TPR>& L, int* table, V* tv, int slots, bool write, int begin,
@@ -328,7 +327,7 @@ __device__ int spgemm_sort_row_lanes(const SpgemmLanes<TPR>& L, int* table, V* t
   for (int o = 16; o > 0; o >>= 1) most = max(most, __shfl_xor_sync(kFull, most, o));
   // E' = the fewest keys a lane that hold the warp's largest row: a lane compares each of the row's
   // keys with E' of its own, so a fixed E of 16 made a 100-key row cost 1,600 compares a lane
-  // (group 1 of power-law 1M: 1.22 ms of a 2.97 ms numeric run, ncu on the H200, 2026-12-03).
+  // (docs/decisions/spgemm-kernel-design.md).
   if (most <= TPR) {
     spgemm_rank_write<V, TPR, 1, VEC4>(L, table, tv, n, most, write, begin, c_col, c_val);
     return n;
@@ -363,8 +362,8 @@ __device__ int spgemm_sort_row_lanes(const SpgemmLanes<TPR>& L, int* table, V* t
 
 // A global row whose table has at least as many slots as B has columns keeps its keys densely,
 // slot = column: no probing, and spgemm_global_sort writes C's row by a scan in column order, with
-// no sort (a bitonic sort of a power-law hub's 65536-slot table in global memory by one block took
-// 0.42 ms of a 0.93 ms product, H200 2026-12-01). Costs no memory: the hashed table is as large.
+// no sort (a bitonic sort of a hub's table in global memory by one block was a large share of the
+// product: docs/decisions/spgemm-kernel-design.md). Costs no memory: the hashed table is as large.
 __device__ __forceinline__ bool spgemm_dense_row(long long slots, int b_cols) { return slots >= b_cols; }
 
 // The slot of `col` in a table of `slots` (a power of two when hashed), dense (slot = column) or
@@ -381,8 +380,8 @@ __device__ __forceinline__ long long spgemm_slot(int* table, unsigned slots, boo
 // aligned with slots up to the next multiple of 4 past hi (a shared table; a global row's column
 // segments are neither). Four slots a thread a pass (one 16-byte load of keys where VEC4) and a
 // block scan by warp shuffles: a slot a thread with every thread summing the W warps' counts from
-// shared memory cost 32 shared loads a thread per 1024 slots, 512 for a 16384-slot row (R-MAT
-// 14's dense group-2 rows: 1.0 ms of a 4 ms product, H200 2026-12-03).
+// shared memory cost 32 shared loads a thread per 1024 slots, 512 for a 16384-slot row
+// (docs/decisions/spgemm-kernel-design.md).
 template <typename V, int BLOCK, bool VEC4>
 __device__ int spgemm_dense_write(const int* table, const V* tv, int lo, int hi, int base, int32_t* __restrict__ c_col,
                                   V* __restrict__ c_val) {
@@ -499,8 +498,7 @@ __global__ void __launch_bounds__(BLOCK)
 // twice the group's longest row, no global rows): c_ptr holds each row's offset by IP (an upper
 // bound of its length) into scratch c_col / c_val, and the row's length goes to row_len, from
 // which the plan sizes C and compacts the rows into it (spgemm_compact_rows). It saves the
-// symbolic phase's pass over every product (0.1-0.9 ms of a 0.35-4.5 ms fresh product, H200,
-// 2026-12-01) for a copy of C.
+// symbolic phase's pass over every product for a copy of C (docs/decisions/spgemm-kernel-design.md).
 template <typename V, int T, int TPR, int BLOCK, bool FIRST>
 __device__ __forceinline__ void spgemm_numeric_shared_body(
     const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
@@ -585,7 +583,7 @@ __global__ void __launch_bounds__(BLOCK)
 
 // Global tables (group 3 and the rows that overflowed a shared one) run with gridDim.y blocks a
 // row: each takes an even share of the row's products (SpgemmTable::ip), so that a power-law hub
-// row no longer waits on one block (2 rows took 0.46 ms of a 1.1 ms product, H200 2026-12-01).
+// row no longer waits on one block (docs/decisions/spgemm-kernel-design.md).
 // Rows rows[0..n): the first n_always (group 3) always, the others where overflow[i] is set (a
 // uniform exit for the whole block). Row rows[p]'s table: tables[p].slots slots from
 // tables[p].offset.
@@ -678,10 +676,9 @@ __device__ __forceinline__ int spgemm_segment(int b_cols, unsigned y) {
 // columns fall into segments of `width` columns (at most what a block sorts in shared memory), each
 // row's slots are counted by segment (spgemm_global_count), the counts scanned into offsets in C's
 // row (spgemm_global_scan), the keys scattered there unsorted (spgemm_global_scatter) and every
-// segment sorted by a block of its own (spgemm_global_sort). Why: one block sorting a row took
-// 290 us for two 9.5K-column hub rows, and a bitonic sort in global memory for rows past 16384
-// pairs left a 1M-row power-law graph's numeric phase at 5.45 ms, cuSPARSE's whole product at 2.25
-// (H200, 2026-12-01).
+// segment sorted by a block of its own (spgemm_global_sort). Why: one block sorting a hub row, or
+// a bitonic sort in global memory past 16384 pairs, made the numeric phase slower than cuSPARSE's
+// whole product (docs/decisions/spgemm-kernel-design.md).
 // seg_hist holds segs counts a row, then their offsets; seg_fill as many fill counters.
 
 // A slice of this block's share of `slots` (gridDim.y shares).
@@ -799,7 +796,7 @@ __global__ void __launch_bounds__(BLOCK)
   const int p = blockIdx.x;
   if (!spgemm_global_row_runs(rows, n, n_always, overflow, p, &i)) return;
   // Two launches: the dense rows' segments without dynamic shared memory (asking 196 KB for the
-  // hashed rows' sort left one block per SM for them: RMAT-14 425 -> 663 us, H200 2026-12-01), then
+  // hashed rows' sort left one block per SM for them: docs/decisions/spgemm-kernel-design.md), then
   // the hashed rows with it.
   if (spgemm_dense_row(tables[p].slots, b_cols) == (hashed_pass != 0)) return;
   if (!hashed_pass) {

@@ -27,8 +27,7 @@ namespace dbs {
 
 // IP of row i (-1: none) for the calling thread; every lane of the warp calls it. A row of more
 // than 32 entries is summed by the whole warp: a thread per row left a power-law hub's 2000-entry
-// row to one thread (0.18 ms of analysis, 0.24 ms of scatter on a 100K-row graph, H200
-// 2026-12-01). *bad: a column of A outside [0, a_cols) (then that entry counts nothing).
+// row to one thread (docs/decisions/spgemm-kernel-design.md). *bad: a column of A outside [0, a_cols) (then that entry counts nothing).
 __device__ __forceinline__ long long spgemm_row_ip(int i, const int32_t* __restrict__ a_ptr,
                                                    const int32_t* __restrict__ a_col, int a_cols,
                                                    const int32_t* __restrict__ b_ptr, bool* bad) {
@@ -292,8 +291,8 @@ __global__ void __launch_bounds__(BLOCK)
 // A one-pass first run's rows (spgemm_numeric_shared_first) moved from their offsets by IP in the
 // scratch arrays to C's (c_ptr from their lengths), balanced over C's entries: a warp per
 // kSpgemmCompactPerWarp entries, so a hub row is spread over as many warps as its length asks. A
-// group of 8 lanes a row left a power-law hub's 25K entries to one group: a 0.8 ms tail of a 4 ms
-// product (H200, 2026-12-03). An entry's row is the last r with c_ptr[r] <= e (empty rows share
+// group of 8 lanes a row left a power-law hub's 25K entries to one group, a long tail
+// (docs/decisions/spgemm-kernel-design.md). An entry's row is the last r with c_ptr[r] <= e (empty rows share
 // their offset with the next row, so the last is the one that holds e): two lanes search all of
 // c_ptr for the warp's first and last rows, then each lane searches that span, starting from its
 // previous entry's row (the entries of a lane ascend). Values move as raw words of val_bytes (4 or

@@ -17,7 +17,7 @@ namespace dbs {
 // live: those columns exist). The warp is 32 / LANES subgroups of LANES lanes: subgroup s takes
 // entries s, s + S, s + 2S, ... and its lanes cover LANES * VEC columns, so that at n = 32 with
 // float4 a warp keeps 4 rows of B in flight per step instead of 1 (a warp per row and 32 scalar
-// lanes ran at a third of cuSPARSE's CSR_ALG3 on RMAT-16, H200, 2026-11-30). The entries are read
+// lanes were latency-bound: docs/decisions/spmm-kernel-design.md). The entries are read
 // 32 at a time, one per lane, and broadcast by shuffles: one coalesced load per 32 entries. The
 // subgroups' partial sums are left apart: warp_sum_subgroups adds them.
 // G < 32 (SpmmConfig::csr_rows_per_warp): the warp is 32 / G groups of G lanes, each on a row of
@@ -53,8 +53,7 @@ __device__ __forceinline__ void row_times_b(const dbsparse::abi::SpmmArgs& a, I 
     const int steps = (here + S - 1) / S;
     // Batches of KB steps, every load of a batch issued before its first FMA: a row of fewer than
     // 8 steps used to run `#pragma unroll 8`'s remainder loop, one B load in flight a warp and
-    // an L2 round trip a step (the CSR kernel waited on L1TEX 8.8 of every 15.4 cycles, Nsight
-    // Compute, R-MAT 17 scrambled at n = 32, H200, 2026-12-04). Slots past the row's end load
+    // an L2 round trip a step (docs/decisions/spmm-kernel-design.md). Slots past the row's end load
     // nothing and add exact zeros (not 0 * B[0][n], which is NaN where B holds an inf).
     constexpr int KB = VEC == 4 ? 4 : 8;
     for (int j0 = 0; j0 < steps; j0 += KB) {
@@ -136,8 +135,8 @@ __device__ __forceinline__ void store_c(const dbsparse::abi::SpmmArgs& a, typena
 // C = alpha * A * B + beta * C, a warp per row of A, plain stores (each C entry has one writer).
 // beta == 0 never reads C, so NaNs there do not survive.
 // PIECES: the second pass over long rows' entries past the first max_run (a.pieces: row, begin,
-// end), added with atomics after the first pass stored every row: a warp walking a 150000-entry
-// row alone took 10 ms (power-law 200K, H200, 2026-11-30).
+// end), added with atomics after the first pass stored every row: one warp walking a hub row
+// alone outlasted the rest of the product (docs/decisions/spmm-kernel-design.md).
 // 16 bits (csr_spmm_rows16): a cut row's first pass and pieces go to its f32 workspace row
 // (abi::SpmmAcc) unscaled, and spmm_finalize16 writes C; f32 adds the pieces into C itself.
 // R rows a warp (SpmmConfig::csr_rows_per_warp; 1 for the pieces): group g of the warp's R groups
@@ -217,8 +216,7 @@ __global__ void __launch_bounds__(WARPS * 32)
 // A warp per unit (row, or piece), units strided by the grid's warps: a grid of one warp a unit
 // runs each once; a grid sized to what is resident (SpmmConfig::csr_blocks_per_sm) keeps every
 // warp busy to the end instead of holding a block's registers while its one long row finishes
-// (on the scrambled R-MAT 17 at N = 32, 47% achieved occupancy of 75%: Nsight Compute, H200,
-// 2026-12-04, docs/bench/2026-12-04-s22-run2-ncu-spmm.txt).
+// (docs/decisions/spmm-kernel-design.md).
 // The pieces pass with a.piece_reduce: a block's warps take consecutive pieces (a hub row's come
 // together: spmm_cut_pieces cuts row by row), add their sums in shared memory by row, and the
 // first warp of each row's run adds the total to C (or the 16-bit workspace) once. Block-uniform

@@ -1,4 +1,4 @@
-// BRP-SpMM's tensor core kernel (brp-spmm-ipdps25-slides 20-21): a warp per row window and up to
+// BRP-SpMM's tensor core kernel (IPDPS 2025, slides 20-21): a warp per row window and up to
 // 64 columns of B and C, g mma.m16n8k8 in TF32 per group, all the window's groups summed in the
 // same registers, then one plain store per C entry. Fragment layouts:
 // include/dbsparse/abi/spmm.h. Needs sm_80 or later.
@@ -67,18 +67,18 @@ __global__ void __launch_bounds__(WARPS * 32)
 // window, chunk of up to 8 column tiles), every window (one without groups gets beta * C), so C is
 // written once, with plain stores, and the residual kernel adds into it afterwards. The block's
 // WARPS warps take every WARPS-th group and add their sums in shared memory at the end: a 4096-row
-// matrix has only 256 windows, and a warp per window left most of the H200 idle (f = 8, g = 2 on
-// pruned 4096^2 at density 0.5 got slower as a warp's run grew: 391 us at 32 groups, 621 at 128). Per group the
+// matrix has only 256 windows, and a warp per window left most of the GPU idle
+// (docs/decisions/spmm-kernel-design.md). Per group the
 // warp puts the 8gf entries into its own 16 x 8g A tile in shared memory (zero elsewhere),
 // converted to tf32 and in fragment order (brp_afrag_index, build_group_tile), so block b's A
 // operand is one 16-byte load per lane. Per TC block, lane
 // (gid, tig) reads B rows old_col_id[8b + tig] and [8b + tig + 4] at column 8t + gid for each tile
 // t of the chunk, and the window's products accumulate in d across all its groups. Why: the first
 // version ran a block per group and added every group's 16 x n tile into C with atomics (and
-// scaled C by beta in a pass before): 0.19-0.9x cuSPARSE on the H200 (2026-11-30).
+// scaled C by beta in a pass before), well behind cuSPARSE (docs/decisions/spmm-kernel-design.md).
 // PIECES: the second pass over the long windows' remaining group runs (a.pieces), added into C
 // with atomics after the first pass has stored every entry: one warp walking a hub window's
-// thousands of groups took 5.7 ms on RMAT-16 (H200, 2026-11-30).
+// thousands of groups outlasted the rest (docs/decisions/spmm-kernel-design.md).
 // FRAGS: the A operands come ready from a.afrag (brp_expand_frags, once per plan): no tile build
 // and no shared memory per group. The build is serial latency (zero, scatter, two warp barriers)
 // that the window's groups pay one after another; at f >= 4 the expanded operands cost at most

@@ -48,8 +48,7 @@ __device__ __forceinline__ void compute_body(const SpmspvArgs<T>& a, ComputeShar
 }
 
 // One thread reads the call's state and shares it: every thread reading the same few words from
-// L2 put tens of thousands of requests on one L2 slice, 20 us at density 1e-4 (Nsight Compute on
-// the H200, 7-point stencil 100^3, 2026-11-30).
+// L2 put tens of thousands of requests on one L2 slice (docs/decisions/spmspv-kernel-design.md).
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_compute(SpmspvArgs<T> a) {
   __shared__ ComputeShared<T> sh;
@@ -62,8 +61,9 @@ __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_compu
 }
 
 // prep and compute in one cooperative launch: the paper's grid-level synchronisation. Meant to
-// save a launch; on the H200 the cooperative launch plus the barrier cost more than the launch it
-// saves (NOTES.md), so plans use it only when asked (SpmspvOptions::fused).
+// save a launch; measured, the cooperative launch plus the barrier cost more than the launch it
+// saves (docs/decisions/spmspv-fused-launch.md), so plans use it only when asked
+// (SpmspvOptions::fused).
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_fused(SpmspvArgs<T> a) {
   __shared__ PrepShared psh;
@@ -85,8 +85,8 @@ __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm) spmspv_fused
 // (x's nonzeros times the most entries a column block holds): the three launches' bodies in turn,
 // with __syncthreads() between them (one block: its global writes are visible to its own threads
 // past the barrier, and every ticket's "last block" is this one). Three launches with full-GPU
-// grids cost 10.5 us a call even replayed from a graph, for a one-entry x on 1M rows (H200,
-// 2026-12-03); the work itself is a few column blocks.
+// grids cost more than the work, a few column blocks, even replayed from a graph
+// (docs/decisions/spmspv-sparse-tiny.md).
 template <typename T>
 __global__ void __launch_bounds__(kWarps * 32, kComputeBlocksPerSm)
     spmspv_sparse_tiny(SpmspvArgs<T> a, const int* idx, const T* val, int n, int* yidx, T* yval, int* ynnz) {

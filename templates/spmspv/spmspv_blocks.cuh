@@ -1,4 +1,4 @@
-// DB-SpMSpV block microkernels (db-spmspv-icpp26 Alg. 2-4). Each one multiplies one 16×16 block
+// DB-SpMSpV block microkernels (the DB-SpMSpV paper Alg. 2-4). Each one multiplies one 16×16 block
 // by its 16-element x block for one warp, and leaves row r's partial in lane r (r < 16); other
 // lanes return zero. Which microkernel runs is decided per block by its type and, for Dense, the
 // popcount of the x block's mask: the local half of the two-level adaptivity. COO blocks are too

@@ -43,8 +43,8 @@ __device__ __forceinline__ void coo_by_lane(const SpmspvArgs<T>& a, const BlockM
 // (xm = 0 when it is not an active COO block); the blocks' entries are numbered through an
 // exclusive prefix over the lanes and lane e takes entries e, e + 32, ..., so consecutive lanes read
 // consecutive bytes and values of the same block (coalesced) instead of one block each at 32
-// places (Nsight Compute on the H200, 7-point stencil at x density 0.1, per-lane walks: 77% of the
-// global sectors requested were excess). Each entry finds its block with owner_lane. Row r of lane
+// places (per-lane walks: most global sectors requested were excess,
+// docs/decisions/spmspv-kernel-design.md). Each entry finds its block with owner_lane. Row r of lane
 // o's block adds into scratch[16 * (o / 16) + r].
 template <typename T, typename SR>
 __device__ __forceinline__ void coo_by_warp(const SpmspvArgs<T>& a, const BlockMeta& mine, unsigned xm_mine,

@@ -162,7 +162,7 @@ __device__ __forceinline__ SpmspvCounters call_counts(const SpmspvState* state) 
 //
 // One round of atomics per thread block round: thread 0 adds the round's counts and its task
 // counts together and gets every base back at once (each dependent round trip to L2 was about a
-// microsecond of the pass at low density: Nsight Compute, H200, 2026-11-30). The round then writes
+// microsecond of the pass at low density: docs/decisions/spmspv-kernel-design.md). The round then writes
 // its tasks only while its part can still push: a part pushes iff its final count stays below the
 // limit, and every partial count is at most the final one, so whenever push is taken every round
 // wrote its tasks and the lists are whole. Rounds that did not write still added their task counts,

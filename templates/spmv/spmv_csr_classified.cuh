@@ -54,8 +54,7 @@ __device__ __forceinline__ void classified_chunk(const abi::SpmvClassifiedArgs<T
 // W > 0 (key ".w<W>"): the scalar bin's thread blocks take every row of length <= W in memory
 // order instead, 32 rows a warp; the plan lists only the longer rows. The binned bodies read a
 // short row's entries in the order of its bin, and a 32-byte sector of col/val that holds rows of
-// several bins is fetched from DRAM once per bin (power-law 1M: 228 MB read against a 140 MB CSR,
-// ncu on an H100, docs/bench/2026-12-06-s33-run5-*). Here a warp streams its rows' entries as one
+// several bins is fetched from DRAM once per bin (docs/decisions/spmv-short-row-window.md). Here a warp streams its rows' entries as one
 // run, 32 consecutive entries a step (a long row's entries skipped), and a segmented warp sum gives
 // each row its share of the step, so each sector is read once, by one warp.
 template <typename T, int BLOCK, int W>

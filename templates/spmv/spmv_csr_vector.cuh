@@ -1,5 +1,5 @@
 // CSR SpMV, LANES lanes per row (2..32, a power of two), reduced with shuffles: for rows too long
-// for one thread and too short for a block (adaptive-csr-spmv.txt, "subgroup rows").
+// for one thread and too short for a block (the adaptive CSR SpMV note, "subgroup rows").
 #pragma once
 #include "dbs_common.cuh"
 #include "spmv_rows.cuh"

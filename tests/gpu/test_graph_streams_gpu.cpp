@@ -1,4 +1,4 @@
-// Plans under CUDA graphs and on several streams (DESIGN.md §1: run makes no allocation, no NVRTC
+// Plans under CUDA graphs and on several streams (docs/DESIGN.md §1: run makes no allocation, no NVRTC
 // call and no synchronisation, so it can be captured). Each replay is checked against the CPU
 // reference with x changed in place between replays, so a graph that baked in stale state fails.
 #include <doctest/doctest.h>

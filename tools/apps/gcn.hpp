@@ -1,5 +1,5 @@
 #pragma once
-// A 2-layer GCN forward pass (Kipf & Welling 2017), the SpMM workload of issue 14 item 5:
+// A 2-layer GCN forward pass (Kipf & Welling 2017), the SpMM workload of the GNN benches:
 //   H2 = Â · ReLU(Â · (X · W1)) · W2,  Â = D^-1/2 (A + I) D^-1/2,
 // evaluated as Z1 = X·W1, P1 = Â·Z1, H1 = ReLU(P1), Z2 = H1·W2, H2 = Â·Z2 (the dense product
 // first in both layers, as PyG's GCNConv does: the sparse products then have hidden and classes
@@ -113,7 +113,7 @@ struct GcnBenchOptions {
 // longest row with a margin of 4 (4 * 2^-24 * sqrt(length)), the rule of the SpMM gpu tests.
 inline constexpr double kGcnTolTf32 = 2e-3;
 // Forward passes a one-time row order is spread over in the amortised speed-up (a training run's
-// epochs, as issue 35 counts them).
+// epochs).
 inline constexpr int kGcnAmortisePasses = 100;
 inline constexpr double kGcnTolF32 = 1e-5;
 double gcn_tolerance(const CsrMatrix<float>& a_hat, bool tensor_cores);

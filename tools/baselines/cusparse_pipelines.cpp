@@ -99,8 +99,8 @@ MclResult cusparse_mcl(Context& ctx, const CsrMatrix<T>& g, const MclOptions& o,
     return v;
   };
   // mcl() waits for its stream after each use of Q and destroys it before returning (or throwing),
-  // so the last Q must not synchronise it on destruction: a segfault in `bench spgemm --mcl-iters`
-  // on the H200 (2026-12-01).
+  // so the last Q must not synchronise it on destruction (that segfaulted in
+  // `bench spgemm --mcl-iters`).
   struct Forget {
     std::unique_ptr<CusparseSpgemm<T>>& q;
     ~Forget() {

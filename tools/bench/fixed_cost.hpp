@@ -1,5 +1,5 @@
 #pragma once
-// The fixed cost of a call (issue 34): an op's smallest calls timed by the same harness as an
+// The fixed cost of a call: an op's smallest calls timed by the same harness as an
 // empty kernel's launch, each by stream launches and by one CUDA graph replay a batch, so that
 // every `dbsparse bench` run prints how far a call sits above an empty launch.
 #include <functional>

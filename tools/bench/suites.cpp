@@ -44,11 +44,11 @@ std::string resolve_shared_name(const std::string& spec) {
 
 std::vector<std::string> generated_suite(const std::string& size) {
   if (size == "full")
-    // The first six are DEVICE.md's cuSPARSE anchors; the power-law one has 5 rows past 10^5.
+    // The first six are the cuSPARSE anchor matrices (reference timings on the lent GPU); the power-law one has 5 rows past 10^5.
     return {"stencil3d:n=80,points=27", "stencil3d:n=160,points=27", "banded:n=1000000,bw=8",
             "fem:nodes=700000,k=3,blocks=9", "uniform:n=1000000,d=16", "rmat:scale=19,ef=8", "stencil3d:n=150,points=7",
             "fem:nodes=1200000,k=4,blocks=6", "rmat:scale=20,ef=8", "powerlaw:n=2000000,avg=8,alpha=1.2,max=300000",
-            // Graph500's own shape: ids scrambled, so hubs give no locality (issue 11).
+            // Graph500's own shape: ids scrambled, so hubs give no locality.
             "rmat:scale=20,ef=16,scramble=1"};
   if (size == "quick")
     return {"stencil3d:n=40,points=27",      "banded:n=200000,bw=8", "fem:nodes=150000,k=3,blocks=9",
@@ -58,7 +58,7 @@ std::vector<std::string> generated_suite(const std::string& size) {
 }
 
 std::vector<std::string> spmspv_suite(const std::string& size) {
-  // Where DEVICE.md has an anchor (stencil 80^3, banded, FEM 700k, uniform, RMAT 19) the same
+  // Where an anchor matrix exists (stencil 80^3, banded, FEM 700k, uniform, RMAT 19) the same
   // matrix is used, so the cuSPARSE rows can be compared with it.
   if (size == "full")
     return {"stencil3d:n=100,points=7",
@@ -82,7 +82,7 @@ std::vector<std::string> spmspv_suite(const std::string& size) {
 }
 
 std::vector<std::string> spgemm_suite(const std::string& size) {
-  // The generators have no 19-point stencil; the 27-point one at n = 171 is the issue's ~5M rows,
+  // The generators have no 19-point stencil; the 27-point one at n = 171 gives the article's ~5M rows,
   // at 27 rather than ~20 a row (A²: 125 a row in C, 3.6G products).
   if (size == "full")
     return {"roadnet:n=1393383,seed=1", "powerlaw:n=1000000,avg=5,alpha=1.5,max=5000,seed=1",

@@ -14,7 +14,7 @@ std::vector<std::string> shared_matrix_files();
 // matrix's path among shared_matrix_files(); anything else comes back unchanged.
 std::string resolve_shared_name(const std::string& spec);
 
-// Generator strings. "full": the anchor matrices of DEVICE.md (5M-110M nonzeros). "quick": the
+// Generator strings. "full": the cuSPARSE anchor matrices (5M-110M nonzeros). "quick": the
 // same shapes at a few million nonzeros at most.
 std::vector<std::string> generated_suite(const std::string& size);
 
@@ -22,13 +22,13 @@ std::vector<std::string> generated_suite(const std::string& size);
 // and power-law. "full": 7M-29M nonzeros each; "quick": the same kinds at 0.9M-1.9M.
 std::vector<std::string> spmspv_suite(const std::string& size);
 
-// Generator strings for SpGEMM (A², issue 15): a road network, a web-like power-law graph, a 27-point
-// stencil, R-MAT and uniform rows. "full": the issue's sizes (roadNet-TX's 1.39M vertices, 1M
+// Generator strings for SpGEMM (A²): a road network, a web-like power-law graph, a 27-point
+// stencil, R-MAT and uniform rows. "full": the hash SpGEMM article's sizes (roadNet-TX's 1.39M vertices, 1M
 // power-law vertices with rows up to 5000, 5M stencil rows, R-MAT scale 18, 1M uniform rows);
 // "quick": the same kinds at 16K-100K rows.
 std::vector<std::string> spgemm_suite(const std::string& size);
 
-// Generator strings for SpMM (issue 14), in two sets. "graphs": >99% sparse graphs of 20K-2M rows,
+// Generator strings for SpMM, in two sets. "graphs": >99% sparse graphs of 20K-2M rows,
 // the GNN inputs (power-law, R-MAT, uniform random, community-structured); "moderate": 50-90%
 // sparse pruned weight matrices (pruned:, per row and in 4x4 and 16x16 blocks); "all": both.
 // "quick": graphs of 20K-200K rows and 4096 x 4096 weights; "full": graphs up to 2M rows and

@@ -221,7 +221,7 @@ Runner add_bench(CLI::App& sub_ref) {
                copy_gbs, a->timing.samples, a->timing.batch,
                a->timing.graph ? "each sample one CUDA graph replay" : "stream launches");
     nlohmann::json results = op.bench(ctx, stream, req);
-    // The op's smallest calls next to an empty launch, in the same harness (issue 34).
+    // The op's smallest calls next to an empty launch, in the same harness.
     if (op.fixed_cost_calls)
       results["fixed_cost"] = tools::fixed_cost_section(ctx, stream, req.timing, op.fixed_cost_calls(ctx, stream));
     if (!a->json_path.empty()) {

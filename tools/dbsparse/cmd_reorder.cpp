@@ -1,6 +1,6 @@
 // `dbsparse reorder MATRIX`: the vertex orderings of reorder.hpp on the CPU, each with its time and
 // how local the permuted pattern is (bandwidth, mean |i - j|, lines of x a row gathers), so that
-// their cost can be set against what they save a call (issue 35), and how much of A the most
+// their cost can be set against what they save a call, and how much of A the most
 // frequent columns hold (what staging their rows of B or x in shared memory could serve), and the
 // share of SpMM's B-row gathers each order leaves to L2 by the L1 model (tools/bench/gather_l1_model.hpp),
 // plain and with the hub rows staged in shared memory, and SpMV's x sectors in A's numbering and in
@@ -64,7 +64,7 @@ int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
   // the cols-degree strategy (columns renumbered by count, x gathered into that order) saves.
   nlohmann::json spmv = nlohmann::json::object();
   {
-    GatherL1Geometry g;  // H200: 132 SMs, 256 KB of L1 each
+    GatherL1Geometry g;  // the model's defaults: 132 SMs, 256 KB of L1 each
     g.n_cols = 1;
     g.rows_per_block = 64;
     const GatherL1Counts own = gather_l1_model(csr, {}, g);
@@ -97,7 +97,7 @@ int run_reorder(const ReorderArgs& a, const NamedMatrix& m) {
     const double nnz = static_cast<double>(std::max<int64_t>(permuted.nnz(), 1));
     const double staged = static_cast<double>(sw.staged_entries()) / nnz;
     const double saved = static_cast<double>(sw.staged_entries() - static_cast<int64_t>(sw.cols.size())) / nnz;
-    // B-row gathers left to L2 (H200: 132 SMs, 256 KB of L1 each; blocks of 4 warps of 4 rows at
+    // B-row gathers left to L2 (132 SMs, 256 KB of L1 each; blocks of 4 warps of 4 rows at
     // N = 32, of 1 row at N = 128), plain and with 160 KB of hub rows staged.
     nlohmann::json l2 = nlohmann::json::object();
     std::string l2_text;

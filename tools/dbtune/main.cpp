@@ -91,8 +91,8 @@ int run(const Args& a) {
   int compiled = 0, failed = 0;
   for (const auto* op_desc : tools::ops()) {
     const std::string& op = op_desc->name;
-    // Only the ops being tuned (--ops, else those tuned by default): `--ops spgemm` spent 3 minutes
-    // of a fresh H200 host compiling the other ops' 200-odd kernels first (2026-12-01).
+    // Only the ops being tuned (--ops, else those tuned by default): `--ops spgemm` spent minutes
+    // of a fresh host compiling the other ops' 200-odd kernels first.
     if (std::find(a.ops.begin(), a.ops.end(), op) == a.ops.end()) continue;
     auto variants = op_desc->variants(/*opt_in=*/false);
     for (size_t i = 0; i < variants.size() && !g_stop; ++i) {
@@ -154,14 +154,14 @@ int run(const Args& a) {
       fmt::print(stderr, "\n  skipped: {}\n", e.what());
       ++skipped;
     } catch (const std::bad_alloc&) {
-      // A matrix larger than this host can hold: named, skipped, the run goes on (issue 36).
+      // A matrix larger than this host can hold: named, skipped, the run goes on.
       fmt::print(stderr, "\n  skipped: {}: out of host memory (larger than this machine can hold)\n", specs[i]);
       ++skipped;
     }
   }
   fmt::print(stderr, "\n");
   if (g_stop) fmt::print("interrupted: every finished trial is in the DB; run dbtune again to resume\n");
-  // Nothing to tune is a failure, not a quiet success (issue 36).
+  // Nothing to tune is a failure, not a quiet success.
   if (!specs.empty() && skipped == specs.size()) {
     fmt::print(stderr, "dbtune: error: every matrix was skipped ({}); nothing was tuned\n", skipped);
     return 1;

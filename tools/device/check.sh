@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs ON the lent H200, in one call: the gpu tests, JIT timing in two fresh processes, a
+# Runs ON the lent GPU machine, in one call: the gpu tests, JIT timing in two fresh processes, a
 # compute-sanitizer pass and the SpMV bench. Logs and JSON go to $OUT (at most 8 files come back).
 #   tools/device/check.sh [all|tests|bench|spmspv|spmv|spmv-bench|tune|tune-full|evaluate|compare|compare-tests|compare-bench|bfs|bfs-bench|spgemm-bench|decode|cases] [extra arguments...]
 # compare: every gpu test, sanitizers over the SpMSpV cases, then both benches on the generated

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (issue 31's calls): decoding gpu tests,
+# Runs ON the lent GPU machine after `tar xzf .devpack/device.tgz`: decoding gpu tests,
 # the SpMM tensor-core tests, decode-bench per model, and an Nsight Compute pass over one layer.
 #   tools/device/decode_run.sh tests|bench8b|benchsmall|bench7b|ncu|sanitize ...   (several modes in order)
 set -uo pipefail

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (issue 34's calls): the graph-capture
+# Runs ON the lent GPU machine after `tar xzf .devpack/device.tgz`: the graph-capture
 # and SpMSpV gpu tests, SpMSpV's bench with and without programmatic dependent launch (each bench
 # ends with the op's fixed-cost lines: smallest calls next to an empty kernel launch), the BFS
 # fixed cost, and compute-sanitizer over the captured and PDL paths.

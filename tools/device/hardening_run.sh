@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (issue 36): the gpu test suite under
+# Runs ON the lent GPU machine after `tar xzf .devpack/device.tgz`: the gpu test suite under
 # compute-sanitizer, a process a test case, and the device-limit tests.
 #   tools/device/hardening_run.sh sanitize|cases|limits ...   (in order)
 # cases: one process a test case, $SAN_JOBS at a time (default 1), for each "tool:pattern" of
 #   $CASES (tool plain: no sanitizer), in the order given, until $SAN_BUDGET seconds (default 500)
 #   from the mode's start, each capped at $SAN_TIMEOUT (default 540). Whole test patterns under a
-#   sanitizer outlast a device call (s24 run 2: 430 s each, most killed); single cases spread over
+#   sanitizer outlast a device call (430 s each, most killed); single cases spread over
 #   the host's cores. A summary line a case in cases-summary.txt (tool, case, rc, passed / failed,
 #   the tool's error count, seconds); cases not started are named.
 #   $SAN_DONE: earlier cases-summary files; a (tool, case) they show passed with rc 0 is not run again.
-#   The word "committed" (here and in $SAN_ORDER) stands for every docs/bench/*-sanitize-cases-summary.txt,
-#   the summaries each session copies there, so a call needs no hand-kept list.
+#   The word "kept" (here and in $SAN_ORDER; "committed" is accepted too) stands for every
+#   $SAN_KEPT/*-cases-summary.txt (default logs/sanitize, gitignored: copy each call's
+#   cases-summary.txt there under a dated name and carry "logs"), so a call needs no hand-kept list.
 #   $SAN_SKIP: a regex of case names not run under a sanitizer (e.g. Past2To31: 17 GB of A).
 #   $SAN_ORDER: earlier cases-summary files; cases start longest first by the seconds they show
 #   (any tool's, the most; a case they do not show counts as 100 s), so the long ones do not start
@@ -23,11 +24,11 @@
 #   that tool m instead (racecheck is the slow one); a whole-case pass in $SAN_DONE still counts.
 #   $SAN_GPUS: GPUs to spread the processes over (default: those nvidia-smi lists, else 1); with
 #   more than one, process i runs with CUDA_VISIBLE_DEVICES=i % SAN_GPUS, so a multi-GPU kind
-#   (nvidia-h100-x8: 8 GPUs, 128 cores) runs SAN_JOBS=96 at once in one call where one H200 takes
+#   (8 GPUs, 128 cores) runs SAN_JOBS=96 at once in one call where one GPU takes
 #   three calls at 16 (the sanitizers are bound by the host's cores and the GPU they share).
 #   $SAN_APP_ONLY: a regex of cases whose child processes run without the sanitizer
 #   (--target-processes application-only; default ^Dbtune: its test runs a whole dbtune search as
-#   a child, past 300 s under memcheck and racecheck in s24 run 3; the kernels that search times are
+#   a child, past 300 s under memcheck and racecheck; the kernels that search times are
 #   the op families' own, which their cases cover under every tool).
 #   Under racecheck each process runs with DBSPARSE_TEST_RACECHECK=1 (tests/test_support.hpp): the
 #   deep BFS graphs and SpGEMM's one-row chunks shrink, and BFS runs past 320 levels are left out
@@ -37,7 +38,7 @@
 # sanitize: `cases` with every tool of $SAN_TOOLS (default memcheck racecheck synccheck initcheck)
 #   over every gpu case ($SAN_PATTERNS, default *) but the limits tests ($SAN_EXCLUDE, default
 #   limits_cases below: run alone by `limits`). An exclusion rather than a list of
-#   prefixes: a list missed a case added later (GatherKernelsPreferringL1..., found in s32).
+#   prefixes: a list missed a case added later (GatherKernelsPreferringL1...).
 #   $SAN_PLAIN: doctest patterns (comma-separated) also run plain, sharing the same job slots.
 # limits: DeviceOutOfMemory* and OneContext* (OOM without leaks, 8 threads x 400 calls), alone:
 #   the OOM test fills the device.
@@ -47,13 +48,13 @@ cd "$(dirname "$0")/../.."
 . tools/device/device_env.sh
 B=${SAN_BIN:-$D/bin}
 summary=$OUT/cases-summary.txt
-# Cases that outlast a device call whole under a sanitizer (s24 run 3, s26 run 1: killed at 300 s
+# Cases that outlast a device call whole under a sanitizer (killed at 300 s
 # or by the budget) while taking 20-40 s plain. Item i of a case goes to shard i % n: a count prime
 # to a loop's length (SpMV's 26 configs, SpMM's 12 (n, alpha / beta) a matrix, 27 or 13 plans a
-# run) mixes that loop's heavy and light items into every shard. racecheck is the slow tool (s29
-# runs 2-4, H100, 16 at once: single processes killed at 400-420 s): its counts aim at <= 150 s a
+# run) mixes that loop's heavy and light items into every shard. racecheck is the slow tool (16 at
+# once, single processes were killed at 400-420 s): its counts aim at <= 150 s a
 # piece. The SpGEMM chunk and overflow cases have 3 items (a plan each): no finer split.
-# Under racecheck the cost of a BFS run grows with its levels, not its entries (s30, H100, 16 at
+# Under racecheck the cost of a BFS run grows with its levels, not its entries (16 at
 # once: one run on the 2000-vertex path, 2000 levels, outlasted 500 s with block_warps = 32; the
 # R-MAT runs of the same case took seconds): BfsWide* is graph-major, so its 36 racecheck pieces
 # hold one path run each, beside one stencil run and one R-MAT run.
@@ -81,11 +82,12 @@ first_bonus() {
   if [[ -n "${SAN_FIRST:-}" && $1 =~ $SAN_FIRST ]]; then echo 1000000; else echo 0; fi
 }
 
-# The summary files named by $@, "committed" expanded (set -f: find, not a glob).
+# The summary files named by $@, "kept" expanded (set -f: find, not a glob).
 summaries() {
   local f
   for f in "$@"; do
-    if [ "$f" = committed ]; then find docs/bench -maxdepth 1 -name '*-sanitize-cases-summary.txt' | sort
+    if [ "$f" = kept ] || [ "$f" = committed ]; then
+      [ -d "${SAN_KEPT:-logs/sanitize}" ] && find "${SAN_KEPT:-logs/sanitize}" -maxdepth 1 -name '*-cases-summary.txt' | sort
     else echo "$f"
     fi
   done

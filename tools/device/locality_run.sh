@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (issue 35's calls): SpMM and SpMV on
+# Runs ON the lent GPU machine after `tar xzf .devpack/device.tgz`: SpMM and SpMV on
 # irregular graphs with and without a row order, their gpu tests, and Nsight Compute on the CSR
 # kernel of one graph.
 #   tools/device/locality_run.sh tests|spmm|spmm-relu|spmm-configs|spmm-full|spmm-sweep|spmv|window|carveout|gcn|ncu|ncu-spmv|sanitize ...   (in order)
@@ -64,8 +64,8 @@ for mode in "$@"; do
       # SpmvConfig::window_max_len (rows up to N long in memory order, 32 a warp): its gpu tests
       # (the Spmv* strategy cases carry 5 window configs), then the A/B against the binned rows on
       # the irregular set and the quick suite with the shared matrices (f32 and f64), then ncu's
-      # DRAM bytes and time for classified and window-64 on power-law 1M (binned: 228 MB, 179 us
-      # on an H100; cuSPARSE 138 MB, 140 us; docs/bench/2026-12-06-s33-run5-*).
+      # DRAM bytes and time for classified and window-64 on power-law 1M (the binned rows' figures:
+      # docs/decisions/spmv-short-row-window.md).
       $T "$B/test_gpu" -tc='Spmv*' >"$OUT/window-tests.log" 2>&1; echo "window tests rc $?"
       grep -B3 -A8 "ERROR" "$OUT/window-tests.log" | head -30; tail -2 "$OUT/window-tests.log"
       $T "$B/dbsparse" bench spmv rmat:scale=20,ef=16,scramble=1 powerlaw:n=1000000,avg=16,alpha=1.5,max=100000 \
@@ -107,8 +107,8 @@ for mode in "$@"; do
       grep -E "csr_spmm_rows|Duration|L1/TEX Hit|L2 Hit|Achieved Occupancy|Compute \(SM\) Throughput|DRAM Throughput|Shared Memory Configuration Size" \
         "$OUT/ncu-spmm.txt" | cut -c1-150 | head -60 ;;
     ncu-spmv)
-      # SpMV on $NCU_MATRIX (default power-law 1M, its worst irregular matrix: 0.79x on an H100 in
-      # s29): dbsparse's classified kernel and cuSPARSE's, one call each after a warm-up, so the two
+      # SpMV on $NCU_MATRIX (default power-law 1M, its worst irregular matrix, docs/STATUS.md):
+      # dbsparse's classified kernel and cuSPARSE's, one call each after a warm-up, so the two
       # are compared launch for launch (L1 / L2 hits, sectors, stalls, occupancy).
       $T ncu --clock-control none -k 'regex:spmv|csr|Csr' \
         --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
@@ -120,7 +120,7 @@ for mode in "$@"; do
         "$OUT/ncu-spmv.txt" | cut -c1-150 | head -80 ;;
     gcn)
       # The GCN forward pass in each row order of $GCN_ORDERS (default none and degree; community
-      # never paid back in 100 passes, s22-s24), the order's host time amortised over 100 passes;
+      # never paid back in 100 passes), the order's host time amortised over 100 passes;
       # with the ReLU fused into dbsparse's first SpMM and, for the ablation, as its own pass
       # ($GCN_RELU: fused, separate).
       for g in ${GCN_GRAPHS:-rmat:scale=17,ef=16,scramble=1 powerlaw:n=200000,avg=16,alpha=1.5,max=20000 cit-HepPh}; do

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs HERE before a device call: builds, then fills .device/ (git-ignored, named in `carry`) with
-# the binaries, a copy of ../shared/matrices and a kernel cache precompiled for sm_90, so the H200
-# spends no time building or compiling. See DEVICE.md.
+# the binaries, a copy of ../shared/matrices (the default real-matrix folder, when present) and a
+# kernel cache precompiled for sm_90, so the GPU machine spends no time building or compiling.
+# See docs/DEVELOPING.md.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/build.sh >/dev/null
@@ -12,15 +13,15 @@ strip --strip-debug .device/bin/*
 rm -rf .device/bin-old
 if [ -n "${HOUSE_OLD_BIN:-}" ]; then mkdir -p .device/bin-old && cp "$HOUSE_OLD_BIN"/* .device/bin-old/; fi
 if [ -d ../shared/matrices ]; then cp -u ../shared/matrices/*.mtx .device/matrices/; fi
-# spmv, bfs and spmm: NVRTC here takes ~1 s a kernel for the big spmspv variants, about 30x the H200 host.
+# spmv, bfs and spmm: NVRTC here takes ~1 s a kernel for the big spmspv variants, about 30x the GPU machine's host.
 rm -rf .device/cache && mkdir -p .device/cache
 DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op spmv >/dev/null
 DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op bfs >/dev/null
-# SpMM too (~2 min here, 12 MB): a fresh H200 spent its tests' whole 170 s compiling SpMM kernels
-# (2026-12-04, s24 run 1).
+# SpMM too (~2 min here, 12 MB): a fresh GPU machine spent its tests' whole 170 s compiling SpMM
+# kernels.
 DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op spmm >/dev/null
 # SpGEMM and SpMSpV as well (~2 min here, +6.6 MB packed): sixteen sanitizer processes at once
-# otherwise each compile the same kernels on the device (s26).
+# otherwise each compile the same kernels on the device.
 DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op spgemm spmspv >/dev/null
 # The Python extension is built ON the device (its Python 3.12; see tools/device/python_run.sh):
 # carry the static library, the headers it was built with, the sqlite/zlib archives and the wheels
@@ -35,6 +36,6 @@ mkdir -p /tmp/dbs-wheels
 for w in /tmp/dbs-wheels/*.whl; do python3 -m zipfile -e "$w" .device/py/site/; done
 du -sh .device
 # The tree plus .device passes the 64 MiB a device call carries once the matrices are in: pack
-# .device (19.5 MB, 2026-12-01), carry [".devpack"] and start the call with
+# .device (about 20 MB), carry [".devpack"] and start the call with
 # `tar xzf .devpack/device.tgz && ...`.
 mkdir -p .devpack && tar czf .devpack/device.tgz .device && du -sh .devpack/device.tgz

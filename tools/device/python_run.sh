@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (prepare.sh --python packed .device/py):
+# Runs ON the lent GPU machine after `tar xzf .devpack/device.tgz` (prepare.sh --python packed .device/py):
 # builds dbsparse._core for the machine's Python 3.12 (torch, CuPy, SciPy) against the static library
 # built here, then runs pytest over python/tests, the examples and `python -m dbsparse.bench`.
 #   tools/device/python_run.sh [build] [tests] [examples] [bench]

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The sanitizer sweep so far, a row a tool (issue 36's "tool x test count x errors").
+"""The sanitizer sweep so far, a row a tool ("tool x test count x errors").
 
     tools/device/sanitize_table.py SUMMARY... [--left PLAN]
 

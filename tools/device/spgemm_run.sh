@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs ON the lent H200 after `tar xzf .devpack/device.tgz` (issue 33's calls): the SpGEMM gpu tests,
+# Runs ON the lent GPU machine after `tar xzf .devpack/device.tgz`: the SpGEMM gpu tests,
 # the fresh-product bench on the quick and full suites against cuSPARSE, and Nsight Compute timings of
 # every kernel of one fresh product (power-law 1M, R-MAT 14 by default; SPGEMM_NCU_MATRICES overrides).
 #   tools/device/spgemm_run.sh tests|quick|full|two-pass|shared|ncu|sanitize|dbtune ...   (several modes in order)

@@ -1,5 +1,5 @@
 #pragma once
-// The op registry (DESIGN.md §9): each op declares, in its own file under tools/ops/, everything the
+// The op registry (docs/DESIGN.md §9): each op declares, in its own file under tools/ops/, everything the
 // tools need to know of it: name, config defaults and the paper's, search space, kernel variants,
 // tuner objective, bench and explain. dbtune, `dbsparse` (bench, explain, explore, precompile) and
 // the nvrtc test tier iterate over ops(); nothing else compares op names. Adding an op is one line

@@ -1,5 +1,5 @@
 #pragma once
-// The prelude of every ABI header (DESIGN.md §10): those headers are compiled by the host
+// The prelude of every ABI header (docs/DESIGN.md §10): those headers are compiled by the host
 // compiler and by NVRTC, which has no standard headers, so the fixed-width integers and offsetof
 // are spelled here once for both.
 #ifdef __CUDACC_RTC__

@@ -1,4 +1,4 @@
-// DB-BFS's host/kernel contract (DESIGN.md §10): compiled by the host (runtime/bfs/bfs_plan.cpp) and
+// DB-BFS's host/kernel contract (docs/DESIGN.md §10): compiled by the host (runtime/bfs/bfs_plan.cpp) and
 // by NVRTC with templates/bfs/bfs.cuh. Plain structs only; sizes are asserted in both compilers.
 //
 // The search state is bit masks: visited and three rotating frontiers, one bit per vertex, read as

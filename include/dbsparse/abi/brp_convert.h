@@ -1,4 +1,4 @@
-// The GPU conversion CSR -> BRP's host/kernel contract (DESIGN.md §10): compiled by the host
+// The GPU conversion CSR -> BRP's host/kernel contract (docs/DESIGN.md §10): compiled by the host
 // (runtime/formats/brp_device.cpp) and by NVRTC with templates/formats/brp_convert.cuh.
 //
 // The conversion keeps no per-window or per-row scratch, only arrays over the nonzeros, so that its

@@ -1,5 +1,5 @@
 #pragma once
-// Batch-1 decoding's host/kernel contract (DESIGN.md §10): compiled by the host
+// Batch-1 decoding's host/kernel contract (docs/DESIGN.md §10): compiled by the host
 // (runtime/decode/decode_linear_plan.cpp) and by NVRTC with templates/decode/decode_bitmap.cuh.
 #include "dbsparse/abi/abi_types.h"
 

@@ -1,4 +1,4 @@
-// Hash SpGEMM's host/kernel contract (DESIGN.md §10): the constants of the per-row hash tables,
+// Hash SpGEMM's host/kernel contract (docs/DESIGN.md §10): the constants of the per-row hash tables,
 // shared by the CPU spec (runtime/spgemm/spgemm_hash_cpu.cpp) and the kernels, so that both probe the
 // same slots in the same order; and the analysis's rules and counters, shared by the plan and
 // the analysis kernels.

@@ -1,4 +1,4 @@
-// SpMM's host/kernel contract (DESIGN.md §10): compiled by the host (runtime/spmm/spmm_plan.cpp, the
+// SpMM's host/kernel contract (docs/DESIGN.md §10): compiled by the host (runtime/spmm/spmm_plan.cpp, the
 // BRP format, a cpu test) and by NVRTC with templates/spmm/spmm_tc.cuh and spmm_rows.cuh.
 //
 // The mma.m16n8k8 .tf32 fragment layouts are here as functions, so that the kernel and a cpu test
@@ -146,7 +146,7 @@ static_assert(DBS_ABI_OFFSETOF(SpmmArgs, value_stride) == 96 && DBS_ABI_OFFSETOF
 // f16 / bf16 only, the 16-bit kernels' second argument (the f32 kernels take SpmmArgs alone): where
 // the rows (CSR) or windows (BRP) cut into pieces are summed. Adding each piece into a 16-bit C
 // rounded C at every add, and with many pieces the roundings compounded past bf16's 1e-2 budget
-// (rmat:scale=10,ef=8 at tc_max_run 1, H200, 2026-12-01); here every part of such a unit is an f32
+// (docs/decisions/spmm-kernel-design.md); here every part of such a unit is an f32
 // sum in w, and spmm_finalize16 rounds C = alpha * w + beta * C once.
 //  - units: the cut units (row or window ids), ascending; slot[u]: u's index there, or -1. Both
 //    null (and n_units 0) when a plan cuts nothing: every unit then goes to C directly.

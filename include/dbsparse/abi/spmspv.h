@@ -1,4 +1,4 @@
-// DB-SpMSpV's host/kernel contract (DESIGN.md §10): compiled by the host (runtime/spmspv/spmspv_plan.cpp,
+// DB-SpMSpV's host/kernel contract (docs/DESIGN.md §10): compiled by the host (runtime/spmspv/spmspv_plan.cpp,
 // include/dbsparse/db_matrix.hpp) and by NVRTC with the templates (templates/spmspv*.cuh), so the
 // two cannot drift. Plain structs only; sizes and offsets are asserted here, in both compilers.
 #pragma once

@@ -1,5 +1,5 @@
 #pragma once
-// The SpMV host/kernel contract (DESIGN.md §10). runtime/spmv/spmv_plan.cpp includes it, and so do the
+// The SpMV host/kernel contract (docs/DESIGN.md §10). runtime/spmv/spmv_plan.cpp includes it, and so do the
 // SpMV templates under NVRTC: what both sides must agree on is written once. The static_asserts
 // run in both compilers, so a layout that differs between them fails to build, not at run time.
 // Device pointers are typed pointers on both sides (the host fills them from CUdeviceptr); sizes

@@ -1,4 +1,4 @@
-// The error kinds' messages carry what a user needs to act (DESIGN.md §8): DeviceOutOfMemory names
+// The error kinds' messages carry what a user needs to act (docs/DESIGN.md §8): DeviceOutOfMemory names
 // what needed the memory, the bytes needed and free, and is still a CudaError with
 // CUDA_ERROR_OUT_OF_MEMORY for code that catches that.
 #include <doctest/doctest.h>
