@@ -1,6 +1,6 @@
 #pragma once
 // libcuda behind one table of function pointers, loaded with dlopen so that a machine without a
-// driver still runs everything CPU-side (DESIGN.md §5). Entry points are resolved through
+// driver still runs everything CPU-side (docs/DESIGN.md §5). Entry points are resolved through
 // cuGetProcAddress at the toolkit's CUDA_VERSION, so each gets the ABI version that cuda.h's macros
 // (cuMemAlloc -> cuMemAlloc_v2, ...) promise.
 #include <cuda.h>
@@ -31,7 +31,7 @@ namespace dbsparse::cuda {
 // Entry points looked up at the ABI version whose signature cuda.h declares, where a lookup at
 // CUDA_VERSION would return a newer variant with another signature. cuCtxSynchronize: cuda.h
 // declares (void), CUDA 13's lookup returns cuCtxSynchronize_v2(CUcontext), which called through
-// the header's type read a garbage context and failed with CONTEXT_IS_DESTROYED (H200, 2026-11-30).
+// the header's type read a garbage context and failed with CONTEXT_IS_DESTROYED.
 #define DBS_CU_FUNCTIONS_PINNED(X) X(cuCtxSynchronize, 2000)
 
 struct DriverApi {
