@@ -4,7 +4,6 @@
 #include "dbsparse/spmspv.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -26,8 +25,6 @@ constexpr int kSparseTinyX = 64;
 constexpr int64_t kSparseTinyWork = 256;
 namespace {
 
-using abi::kPushChunk;
-using abi::kSegmentWeight;
 using abi::kWarps;
 
 // Index bytes the pull path reads for a visited block: patched CSR is read by its row walk
