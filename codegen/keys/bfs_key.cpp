@@ -45,9 +45,9 @@ KernelSource make_source(const BfsKey& key) {
   src += "#include \"bfs.cuh\"\n";
   ks.source = std::move(src);
   ks.options = {"-std=c++17"};
-  ks.name_expressions = {fmt::format("dbs::bfs_search<{}>", key.warps),
-                         fmt::format("dbs::bfs_dense_update<{}>", key.warps)};
-  if (key.offsets64) ks.name_expressions.push_back("dbs::bfs_check_view<long long>");
+  ks.add_entry("search", fmt::format("dbs::bfs_search<{}>", key.warps));
+  ks.add_entry("dense_update", fmt::format("dbs::bfs_dense_update<{}>", key.warps));
+  if (key.offsets64) ks.add_entry("check_view", "dbs::bfs_check_view<long long>");
   return ks;
 }
 

@@ -25,8 +25,8 @@ struct BfsKey {
   auto operator<=>(const BfsKey&) const = default;
 };
 
-// Entry points, in this order: bfs_search (the search), bfs_dense_update (the cuSPARSE-loop
-// baseline's frontier update), and with offsets64 bfs_check_view.
+// Entry points by role: "search" (bfs_search), "dense_update" (bfs_dense_update, the cuSPARSE-loop
+// baseline's frontier update) and, with offsets64, "check_view" (bfs_check_view).
 KernelSource make_source(const BfsKey& key);
 
 // Every variant: the three direction policies, 8 or 32 warps per block, 32- or 64-bit offsets.

@@ -37,8 +37,9 @@ KernelSource make_source(const CsrViewKey& key) {
   ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"csr_view.cuh\"\n", ks.key);
   ks.options = {"-std=c++17"};
   const char* off = key.offsets64 ? "long long" : "int";
-  for (const char* fn : {"csr_check", "csr_length_histogram", "csr_degree_scatter"})
-    ks.name_expressions.push_back(fmt::format("dbs::{}<{}>", fn, off));
+  ks.add_entry("check", fmt::format("dbs::csr_check<{}>", off));
+  ks.add_entry("length_histogram", fmt::format("dbs::csr_length_histogram<{}>", off));
+  ks.add_entry("degree_scatter", fmt::format("dbs::csr_degree_scatter<{}>", off));
   return ks;
 }
 

@@ -18,8 +18,8 @@ struct CsrViewKey {
   auto operator<=>(const CsrViewKey&) const = default;
 };
 
-// Entry points, in this order, each <int> or <long long>: csr_check, csr_length_histogram,
-// csr_degree_scatter.
+// Entry points by role, each <int> or <long long>: "check" (csr_check), "length_histogram"
+// (csr_length_histogram), "degree_scatter" (csr_degree_scatter).
 KernelSource make_source(const CsrViewKey& key);
 // Both widths.
 std::vector<CsrViewKey> csr_view_space();

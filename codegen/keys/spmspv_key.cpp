@@ -84,9 +84,9 @@ KernelSource make_source(const SpmspvKey& key) {
   src += "#include \"spmspv.cuh\"\n";
   ks.source = std::move(src);
   ks.options = {"-std=c++17"};
-  for (const char* k : {"spmspv_prep", "spmspv_compute", "spmspv_scatter", "spmspv_unscatter", "spmspv_fused",
-                        "spmspv_sparse_prep", "spmspv_sparse_finish", "spmspv_sparse_tiny"})
-    ks.name_expressions.push_back(fmt::format("dbs::{}<{}>", k, t));
+  for (const char* role :
+       {"prep", "compute", "scatter", "unscatter", "fused", "sparse_prep", "sparse_finish", "sparse_tiny"})
+    ks.add_entry(role, fmt::format("dbs::spmspv_{}<{}>", role, t));
   return ks;
 }
 

@@ -34,8 +34,9 @@ struct SpmspvKey {
   auto operator<=>(const SpmspvKey&) const = default;
 };
 
-// Entry points, in this order: prep, compute, scatter, unscatter, fused (prep + compute in one
-// cooperative launch), sparse_prep and sparse_finish (run_sparse_out's first and last launch).
+// Entry points by role, each dbs::spmspv_<role>: "prep", "compute", "scatter", "unscatter",
+// "fused" (prep + compute in one cooperative launch), "sparse_prep" and "sparse_finish"
+// (run_sparse_out's first and last launch), "sparse_tiny" (run_sparse_out's one-launch path).
 KernelSource make_source(const SpmspvKey& key);
 
 // Every variant a plan can pick by default (what dbtune and `dbsparse precompile` compile ahead);

@@ -11,9 +11,9 @@
 namespace dbsparse {
 
 // Numbered as the kernels number them (include/dbsparse/abi/spmspv.h). The paper's patched CSR
-// is ForceCsr here: with no kernel reading its column view (the row walk beat the column walk at
-// every density measured on the H200, NOTES.md step 5) its payload was ForceCSR's byte for byte,
-// and merging the two halves the kernel variants (16 type sets instead of 32).
+// is ForceCsr here: with no kernel reading its column view its payload was ForceCSR's byte for
+// byte, and merging the two halves the kernel variants (16 type sets instead of 32)
+// (docs/decisions/db-format-patched-csr.md).
 enum class BlockType : uint8_t {
   Coo = abi::kCoo,
   Dense = abi::kDense,
@@ -28,11 +28,8 @@ inline constexpr int kDefaultTh0 = 32;
 inline constexpr int kDefaultTh1 = 128;
 inline constexpr double kDefaultTh2 = 2.0;
 // Blocks with fewer nonzeros than this leave the block structure for the residual part; 257, the
-// default, makes the whole matrix residual. On the H200 (2026-11-30, `dbsparse bench spmspv`, the
-// six structured generated matrices at x densities 0.1 to 1e-4; docs/bench/2026-11-30-residual-
-// experiments.txt) the residual's push was faster than the blocks' faster forced direction at every
-// point: 7-point stencil 100^3 at 0.1, 31.9 us against 53.6; FEM 700k nodes 42.8 against 77.0. The
-// scattered matrices were nearly all residual already. Blocks stay a tuned option.
+// default, makes the whole matrix residual: the residual's push beat the blocks on every structured
+// matrix measured (docs/decisions/spmspv-residual.md). Blocks stay a tuned option.
 inline constexpr int kDefaultResidualBelow = 257;
 // The residual's packed indices keep 28 bits for the global index and 4 for the local one.
 inline constexpr int64_t kResidualMaxDim = int64_t{abi::kResidualIndexMask} + 1;
@@ -44,8 +41,8 @@ struct DbThresholds {
   double th2 = kDefaultTh2;                    // skew ratio above which ForceCSR / ForceCSC is chosen
   int residual_below = kDefaultResidualBelow;  // nnz < this: the block's entries go to the residual
   // Also store the residual's row view, so that the residual can pull at high x density. Off by
-  // default: the residual's push measured at least as fast up to density 0.9 (NOTES.md), and
-  // without the row view the residual costs one CSC's bytes.
+  // default: the residual's push measured at least as fast up to density 0.9, and without the row
+  // view the residual costs one CSC's bytes (docs/decisions/spmspv-residual.md).
   bool residual_rows = false;
 };
 

@@ -20,17 +20,15 @@ const char* to_string(SpmspvDirection d);
 
 // SpMSpV's config. th0..th2 pick each block's format (the paper's values are the defaults). th3
 // is normalised: push while xb < th3 / max(1, nnz per block) (the plan's xb_threshold), default
-// 0.4. The paper compares xb with th3 = 0.01 directly (th3_scale "none"); on the H200 the
-// push/pull crossover moves with the nonzeros per block (bench of 2026-11-29, NOTES.md: between
-// xb 0.15 and 0.81 at 1-1.5 per block on uniform and RMAT, between 0.016 and 0.15 at 12-18 on
-// stencils, at or below 0.016 at 50-90 on FEM and banded), because push pays an atomic per touched
-// row and pull a scan per block. pull_coo "warp" walks the pull path's COO blocks warp-wide.
+// 0.4. The paper compares xb with th3 = 0.01 directly (th3_scale "none"); the push/pull crossover
+// moves with the nonzeros per block, because push pays an atomic per touched row and pull a scan
+// per block (docs/decisions/spmspv-th3-scale.md). pull_coo "warp" walks the pull path's COO blocks warp-wide.
 // residual_below moves blocks with fewer nonzeros out of the block structure into the residual
 // (db_matrix.hpp); 0 keeps every block, 257 (the default) makes the whole matrix residual. The
 // residual pushes: it reads only the active column blocks' entries, in order, and adds the active
 // ones. With residual_pull "by_density" it also stores its rows and pulls from density
 // residual_push_below on (its pull reads every entry and looks its column up: slower at every
-// density measured, NOTES.md).
+// density measured, docs/decisions/spmspv-residual.md).
 struct SpmspvConfig {
   static constexpr const char* kOp = "spmspv";
   static constexpr bool kBlockFeatures = true;
@@ -84,8 +82,8 @@ struct SpmspvOptions {
   // When set, used instead of the tuning DB's config (its params are read as an SpmspvConfig).
   const Config* config = nullptr;
   // true: one cooperative launch (mask pass, grid barrier, compute), where the device supports
-  // it. Off by default: on the H200 it measured slower than two plain launches (NOTES.md,
-  // 2026-11-29: 8.8 → 15 µs on Cora, 17 → 21 µs on the 27-point stencil at density 1e-4).
+  // it. Off by default: it measured slower than two plain launches
+  // (docs/decisions/spmspv-fused-launch.md).
   bool fused = false;
   Semiring semiring = Semiring::PlusTimes;  // plus-times; or-and (reachability) is plan_bfs (bfs.hpp)
 };

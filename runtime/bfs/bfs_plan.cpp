@@ -1,5 +1,5 @@
-// DB-BFS plans (include/dbsparse/bfs.hpp): the graph's adjacency views on the device, the search
-// state, and the launch of templates/bfs/bfs.cuh.
+// DB-BFS plans (include/dbsparse/bfs.hpp): the spec (runtime/bfs/bfs_spec.hpp), then the graph's
+// adjacency views on the device, the search state, and the launch of templates/bfs/bfs.cuh.
 #include "dbsparse/bfs.hpp"
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include "runtime/gpu/cuda_driver.hpp"
 #include "runtime/gpu/device_csr_view.hpp"
 #include "runtime/gpu/module_registry.hpp"
+#include "runtime/bfs/bfs_spec.hpp"
 
 namespace dbsparse {
 
@@ -40,44 +41,6 @@ std::string BfsRunStats::to_text() const {
   return s;
 }
 
-namespace {
-
-// The plan's own allocations besides the views: the masks, the block and task lists, the state and
-// the level log (what BfsPlan::Impl allocates in finish_bfs).
-int64_t search_state_bytes(int32_t n, int64_t task_capacity) {
-  const int64_t words = std::max<int64_t>((n + 31) / 32, 1), blocks = std::max<int64_t>((n + 15) / 16, 1);
-  return 4 * words * 4 + 3 * blocks * 4 + 2 * task_capacity * static_cast<int64_t>(sizeof(abi::BfsTask)) +
-         static_cast<int64_t>(sizeof(abi::BfsState)) +
-         int64_t{abi::kBfsLogLevels} * static_cast<int64_t>(sizeof(abi::BfsLevelLog));
-}
-
-}  // namespace
-
-BfsStats bfs_storage(const PatternGraph& g) {
-  const auto t0 = std::chrono::steady_clock::now();
-  BfsStats s;
-  s.vertices = g.n;
-  s.entries = g.entries();
-  s.symmetric = is_symmetric(g);
-  // Out-pieces of every vertex, from the push view's row lengths (g's column counts when g is not
-  // symmetric): what one frontier can list at most, since each vertex joins one frontier.
-  int64_t cap = 0;
-  if (s.symmetric) {
-    for (int32_t v = 0; v < g.n; ++v) cap += (g.row_ptr[v + 1] - g.row_ptr[v] + abi::kBfsPiece - 1) / abi::kBfsPiece;
-  } else {
-    std::vector<int32_t> out(static_cast<size_t>(g.n), 0);
-    for (int32_t j : g.col_idx) ++out[static_cast<size_t>(j)];
-    for (int32_t d : out) cap += (d + abi::kBfsPiece - 1) / abi::kBfsPiece;
-  }
-  s.task_capacity = std::max<int64_t>(cap, 1);
-  const int64_t n1 = static_cast<int64_t>(g.n) + 1, views = s.symmetric ? 1 : 2;
-  s.bytes_format = views * (n1 + std::max<int64_t>(s.entries, 1)) * 4;
-  s.bytes_device = s.bytes_format + search_state_bytes(g.n, s.task_capacity);
-  s.bytes_csr = n1 * 4 + s.entries * 8;
-  s.convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  return s;
-}
-
 std::string BfsStats::to_text() const {
   const double e = static_cast<double>(std::max<int64_t>(entries, 1));
   return fmt::format(
@@ -92,17 +55,13 @@ std::string BfsStats::to_text() const {
       bytes_csr ? static_cast<double>(bytes_device) / static_cast<double>(bytes_csr) : 0.0, task_capacity, convert_ms);
 }
 
-struct BfsPlan::Impl {
-  int32_t n = 0, blocks = 0, words = 0;
+// The plan: its spec and what materialize made of it.
+struct BfsPlan::Impl : detail::BfsSpec {
   BfsStats stats;
-  Config config;
-  BfsConfig typed;
-  BfsDirection direction = BfsDirection::Auto;
   BfsLaunch launch = BfsLaunch::Cooperative;
-  bool profile = false;
   KernelInfo kernel;
   CUfunction search = nullptr;
-  unsigned coop_grid = 0, loop_grid = 0, threads = abi::kBfsWarps * 32;
+  unsigned coop_grid = 0, loop_grid = 0;
   uint64_t total_edges = 0;
   int64_t held_bytes = 0;                                        // every allocation, summed from the buffers
   DeviceBuffer<int32_t> push_ptr, push_idx, pull_ptr, pull_idx;  // pull_* empty when symmetric
@@ -174,23 +133,19 @@ DeviceBuffer<U> upload(const std::vector<U>& v) {
   return v.empty() ? DeviceBuffer<U>(1) : DeviceBuffer<U>(std::span<const U>(v));
 }
 
-// Problem -> key -> kernel: the search variant for the plan's direction policy, block size and offsets.
-detail::LoadedKernel load_search(Context& ctx, BfsPlan::Impl& p, const BfsOptions& opt, bool offsets64) {
-  codegen::BfsKey key;
-  key.direction = static_cast<codegen::Direction>(static_cast<int>(opt.direction));
-  key.warps = p.typed.block_warps;
-  key.offsets64 = offsets64;
-  p.threads = static_cast<unsigned>(key.warps * 32);
-  auto loaded = ctx.modules().get(codegen::make_source(key), ctx.device().arch());
+// The spec's search variant, loaded.
+detail::LoadedKernel load_search(Context& ctx, BfsPlan::Impl& p) {
+  auto loaded = ctx.modules().get(codegen::make_source(p.key), ctx.device().arch());
   p.kernel = loaded.info;
-  p.search = loaded.fns.at(0);
+  p.search = loaded.entry("search");
   return loaded;
 }
 
-// The search state (masks, lists, state, log; p.stats.task_capacity set) and the launch shape:
-// what both plan_bfs paths share once the views are in p.view_*.
+// The search state (masks, lists, state, log; p.stats.task_capacity set), the profiling events and
+// the launch shape: what both plan_bfs paths share once the views are in p.view_*.
 void finish_bfs(Context& ctx, BfsPlan::Impl& p, const BfsOptions& opt) {
   const auto& s = p.stats;
+  if (p.profile) p.level_start = std::make_unique<Event>(), p.level_stop = std::make_unique<Event>();
   const size_t words = static_cast<size_t>(std::max(p.words, 1));
   p.visited = DeviceBuffer<uint32_t>(words);
   p.frontier = DeviceBuffer<uint32_t>(3 * words);
@@ -215,24 +170,7 @@ void finish_bfs(Context& ctx, BfsPlan::Impl& p, const BfsOptions& opt) {
   const int sms = ctx.device().sm_count;
   p.coop_grid = static_cast<unsigned>(std::max(occ, 0) * sms);
   p.loop_grid = static_cast<unsigned>(std::max(occ, 1) * sms);
-  const bool can_coop = coop && occ > 0;
-  if (opt.launch == BfsLaunch::Cooperative && !can_coop)
-    throw UsageError("plan_bfs: cooperative launch asked for, but this device does not support it");
-  p.launch =
-      (opt.profile || opt.launch == BfsLaunch::HostLoop || !can_coop) ? BfsLaunch::HostLoop : BfsLaunch::Cooperative;
-}
-
-// The config, typed and echoed back in full, and the options every path keeps.
-void start_bfs(BfsPlan::Impl& p, const BfsOptions& opt, const Config& config, int32_t n) {
-  p.config = config;
-  p.typed = config_from_json<BfsConfig>(config.params);
-  p.config.params = config_to_json(p.typed);
-  p.direction = opt.direction;
-  p.profile = opt.profile;
-  if (opt.profile) p.level_start = std::make_unique<Event>(), p.level_stop = std::make_unique<Event>();
-  p.n = n;
-  p.blocks = (n + 15) / 16;
-  p.words = (n + 31) / 32;
+  p.launch = detail::bfs_launch(opt, coop && occ > 0);
 }
 
 }  // namespace
@@ -279,7 +217,7 @@ BfsPlan Context::build_bfs(PatternGraph g, const BfsOptions& opt, const Config& 
       fmt::format("plan_bfs of a graph of {} vertices and {} edges (its pattern, at least)", g.n, g.entries()),
       csr_device_bytes(g.n, g.entries(), 0));
   auto p = std::make_unique<BfsPlan::Impl>();
-  start_bfs(*p, opt, config, g.n);
+  static_cast<detail::BfsSpec&>(*p) = detail::bfs_spec(opt, config, g.n, false);
 
   // The views: pull reads row i of A (i's in-neighbours), push column j (j's out-neighbours). A
   // symmetric pattern is its own transpose: one copy serves both.
@@ -301,7 +239,7 @@ BfsPlan Context::build_bfs(PatternGraph g, const BfsOptions& opt, const Config& 
   p->view_push_idx = p->push_idx.ptr();
   p->view_pull_ptr = s.symmetric ? p->push_ptr.ptr() : p->pull_ptr.ptr();
   p->view_pull_idx = s.symmetric ? p->push_idx.ptr() : p->pull_idx.ptr();
-  load_search(*this, *p, opt, false);
+  load_search(*this, *p);
   finish_bfs(*this, *p, opt);
   return BfsPlan(std::move(p));
 }
@@ -384,23 +322,15 @@ BfsPlan Context::plan_bfs(const DeviceGraphView64& a, const BfsOptions& opt, con
   const Config config =
       opt.config ? *opt.config : Config{"bfs", config_to_json(BfsConfig{}), ConfigSource::Default, "device view"};
   auto p = std::make_unique<BfsPlan::Impl>();
-  start_bfs(*p, opt, config, a.n);
+  static_cast<detail::BfsSpec&>(*p) = detail::bfs_spec(opt, config, a.n, true);
   const auto t0 = std::chrono::steady_clock::now();
-  const auto loaded = load_search(*this, *p, opt, true);
-  const int64_t pieces = check_views(*this, loaded.fns.at(2), push, pull, a_transposed != nullptr);
+  const auto loaded = load_search(*this, *p);
+  const int64_t pieces = check_views(*this, loaded.entry("check_view"), push, pull, a_transposed != nullptr);
   auto& s = p->stats;
-  s.vertices = a.n;
-  s.entries = a.entries;
-  s.symmetric = a_transposed == nullptr;
-  s.views_in_place = true;
-  s.task_capacity = std::max<int64_t>(pieces, 1);
+  s = detail::bfs_view_stats(a.n, a.entries, a_transposed == nullptr, pieces);
   if (s.task_capacity > int64_t{UINT32_MAX})
     throw UsageError(fmt::format("{}: the graph lists {} push tasks; a frontier's task list holds at most {}", kWho64,
                                  s.task_capacity, UINT32_MAX));
-  const int64_t n1 = static_cast<int64_t>(a.n) + 1;
-  s.bytes_format = (s.symmetric ? 1 : 2) * (n1 * 8 + a.entries * 4);
-  s.bytes_device = search_state_bytes(a.n, s.task_capacity);
-  s.bytes_csr = n1 * 8 + a.entries * 8;
   s.convert_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   require_device_bytes(
       fmt::format("{}: the search state of a graph of {} vertices and {} edges", kWho64, a.n, a.entries),

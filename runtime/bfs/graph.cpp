@@ -183,6 +183,56 @@ std::string BfsValidation::summary() const {
                      errors.empty() ? std::string("(none recorded)") : errors.front());
 }
 
+namespace {
+
+// validate_bfs's rule 2: every tree edge p -> u is a graph edge one level down.
+template <class Fail>
+void check_tree_edges(const PatternGraph& g, int32_t source, std::span<const int32_t> level,
+                      std::span<const int32_t> parent, Fail& fail) {
+  for (int32_t u = 0; u < g.n; ++u) {
+    if (u == source) continue;
+    const int32_t p = parent[u];
+    if (level[u] < 0) {
+      if (p != -1) fail([&] { return fmt::format("vertex {}: unreached but has parent {}", u, p); });
+      continue;
+    }
+    if (p < 0 || p >= g.n) {
+      fail([&] { return fmt::format("vertex {}: parent {} out of range [0, {})", u, p, g.n); });
+    } else if (level[p] < 0) {
+      fail([&] { return fmt::format("vertex {}: parent {} is unreached", u, p); });
+    } else {
+      if (!has_entry(g, u, p))
+        fail([&] { return fmt::format("vertex {}: parent {} is not an in-neighbour (A({},{}) = 0)", u, p, u, p); });
+      if (level[u] != level[p] + 1)
+        fail([&] {
+          return fmt::format("vertex {}: level {} but parent {} has level {} (expected {})", u, level[u], p, level[p],
+                             level[u] - 1);
+        });
+    }
+  }
+}
+
+// validate_bfs's rule 3: no graph edge leaves the reached set or skips a level.
+template <class Fail>
+void check_graph_edges(const PatternGraph& g, std::span<const int32_t> level, Fail& fail) {
+  for (int32_t i = 0; i < g.n; ++i) {
+    for (int32_t q = g.row_ptr[i]; q < g.row_ptr[i + 1]; ++q) {
+      const int32_t j = g.col_idx[q];
+      if (level[j] < 0) continue;
+      if (level[i] < 0)
+        fail(
+            [&] { return fmt::format("edge A({},{}): vertex {} at level {} but {} unreached", i, j, j, level[j], i); });
+      else if (level[i] > level[j] + 1)
+        fail([&] {
+          return fmt::format("edge A({},{}): level {} of vertex {} exceeds level {} of vertex {} + 1", i, j, level[i],
+                             i, level[j], j);
+        });
+    }
+  }
+}
+
+}  // namespace
+
 BfsValidation validate_bfs(const PatternGraph& g, int32_t source, std::span<const int32_t> level,
                            std::span<const int32_t> parent) {
   check_graph("validate_bfs", g);
@@ -212,43 +262,9 @@ BfsValidation validate_bfs(const PatternGraph& g, int32_t source, std::span<cons
     fail([&] { return fmt::format("source {}: parent {}, expected itself", source, parent[source]); });
 
   // Rule 2: every tree edge p -> u is a graph edge one level down.
-  for (int32_t u = 0; has_parents && u < g.n; ++u) {
-    if (u == source) continue;
-    const int32_t p = parent[u];
-    if (level[u] < 0) {
-      if (p != -1) fail([&] { return fmt::format("vertex {}: unreached but has parent {}", u, p); });
-      continue;
-    }
-    if (p < 0 || p >= g.n) {
-      fail([&] { return fmt::format("vertex {}: parent {} out of range [0, {})", u, p, g.n); });
-    } else if (level[p] < 0) {
-      fail([&] { return fmt::format("vertex {}: parent {} is unreached", u, p); });
-    } else {
-      if (!has_entry(g, u, p))
-        fail([&] { return fmt::format("vertex {}: parent {} is not an in-neighbour (A({},{}) = 0)", u, p, u, p); });
-      if (level[u] != level[p] + 1)
-        fail([&] {
-          return fmt::format("vertex {}: level {} but parent {} has level {} (expected {})", u, level[u], p, level[p],
-                             level[u] - 1);
-        });
-    }
-  }
-
+  if (has_parents) check_tree_edges(g, source, level, parent, fail);
   // Rule 3: no graph edge leaves the reached set or skips a level.
-  for (int32_t i = 0; i < g.n; ++i) {
-    for (int32_t q = g.row_ptr[i]; q < g.row_ptr[i + 1]; ++q) {
-      const int32_t j = g.col_idx[q];
-      if (level[j] < 0) continue;
-      if (level[i] < 0)
-        fail(
-            [&] { return fmt::format("edge A({},{}): vertex {} at level {} but {} unreached", i, j, j, level[j], i); });
-      else if (level[i] > level[j] + 1)
-        fail([&] {
-          return fmt::format("edge A({},{}): level {} of vertex {} exceeds level {} of vertex {} + 1", i, j, level[i],
-                             i, level[j], j);
-        });
-    }
-  }
+  check_graph_edges(g, level, fail);
 
   // Rule 4: levels are shortest distances, which are unique, so compare them outright. With parents,
   // rules 1-3 already imply it (Graph500's argument: a parent chain is a path from the source, so

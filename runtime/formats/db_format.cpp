@@ -146,37 +146,30 @@ void check_csr_shape(const CsrMatrix<T>& a) {
     throw UsageError("csr_to_db: row_ptr, col_idx and values disagree in size");
 }
 
-}  // namespace
-
+// The last row of block row I, plus one.
 template <class T>
-DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
-  check_csr_shape(a);
-  DbMatrix<T> d;
-  d.rows = a.rows;
-  d.cols = a.cols;
-  d.block_rows = static_cast<int32_t>((int64_t{a.rows} + 15) / 16);
-  d.block_cols = static_cast<int32_t>((int64_t{a.cols} + 15) / 16);
-  d.thresholds = th;
-  d.nnz = a.nnz();
-  const int32_t br = d.block_rows, bc = d.block_cols;
-  auto row_end = [&](int32_t I) { return static_cast<int32_t>(std::min<int64_t>(a.rows, 16 * int64_t{I} + 16)); };
+int32_t row_end(const CsrMatrix<T>& a, int32_t I) {
+  return static_cast<int32_t>(std::min<int64_t>(a.rows, 16 * int64_t{I} + 16));
+}
 
-  // Pass 1: which block columns each block row touches, in order of discovery, and how many
-  // entries each such block holds; blocks below th.residual_below are left out (their entries
-  // go to the residual in pass 2). The per-entry checks here are what keep pass 2's scratch
-  // indexing in bounds.
-  const bool residual_ok = a.rows < kResidualMaxDim && a.cols < kResidualMaxDim;
-  if (!residual_ok) d.thresholds.residual_below = 0;
+// Pass 1: which block columns each block row touches, in order of discovery, and how many entries
+// each such block holds; blocks below d.thresholds.residual_below are left out (their entries go
+// to the residual in pass 2). Fills d.blk_row_ptr and d.res_row_ptr; returns the kept block
+// columns grouped by block row, and counts the blocks of each block column into per_col[J + 1].
+// The per-entry checks here are what keep pass 2's scratch indexing in bounds.
+template <class T>
+std::vector<int32_t> find_blocks(const CsrMatrix<T>& a, DbMatrix<T>& d, std::vector<int32_t>& per_col) {
+  const int32_t br = d.block_rows, bc = d.block_cols;
   const int res_below = d.thresholds.residual_below;
   std::vector<int32_t> count(bc, 0);  // entries of block column J in this block row (0: not seen)
   std::vector<int32_t> row_found;     // block columns of this block row, in order of discovery
   std::vector<int32_t> found;         // kept block columns, grouped by block row
-  std::vector<int32_t> per_col(static_cast<size_t>(bc) + 1, 0);
+  per_col.assign(static_cast<size_t>(bc) + 1, 0);
   d.blk_row_ptr.assign(static_cast<size_t>(br) + 1, 0);
   d.res_row_ptr.assign(static_cast<size_t>(br) + 1, 0);
   for (int32_t I = 0; I < br; ++I) {
     row_found.clear();
-    for (int32_t i = 16 * I; i < row_end(I); ++i) {
+    for (int32_t i = 16 * I; i < row_end(a, I); ++i) {
       if (a.row_ptr[i + 1] < a.row_ptr[i]) throw UsageError(fmt::format("csr_to_db: row_ptr decreases at row {}", i));
       int32_t prev = -1;
       for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
@@ -203,8 +196,14 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
     d.blk_row_ptr[I + 1] = static_cast<int32_t>(found.size());
     d.res_row_ptr[I + 1] = d.res_row_ptr[I] + residual;
   }
-  const size_t nb = found.size();
+  return found;
+}
 
+// The two block views from pass 1's blocks: blk_col_ptr, blk_row_idx, blk_col_idx and csc2csr.
+template <class T>
+void build_block_views(DbMatrix<T>& d, const std::vector<int32_t>& found, std::vector<int32_t> per_col) {
+  const int32_t br = d.block_rows, bc = d.block_cols;
+  const size_t nb = found.size();
   // Block-CSC view: counting sort by block column; block rows come out increasing in each column.
   for (int32_t J = 0; J < bc; ++J) per_col[J + 1] += per_col[J];
   d.blk_col_ptr = per_col;
@@ -222,27 +221,38 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
       d.blk_col_idx[id] = J;
       d.csc2csr[p] = id;
     }
-  std::vector<int32_t>().swap(found);
+}
 
-  // Pass 2: bucket each block row's entries by block, in row-major order, and write the payloads.
-  // Reserve upper bounds, so the payload is never copied by regrowth: only the pages written get
-  // touched. A Dense block has at least min_dense entries, which bounds how many there can be.
-  const int64_t nnz = a.nnz(), min_dense = std::max({int64_t{th.th1} + 1, int64_t{th.th0}, int64_t{1}});
-  const int64_t max_dense = std::min<int64_t>(static_cast<int64_t>(nb), nnz / min_dense);
-  d.meta.resize(nb);
-  d.values.reserve(std::min<uint64_t>(kMaxOffset, nnz + max_dense * std::max<int64_t>(0, 256 - min_dense)));
-  d.aux.reserve(std::min<uint64_t>(kMaxOffset, nnz + 103 * static_cast<int64_t>(nb)));
+// Reserves upper bounds for the payload, so it is never copied by regrowth: only the pages written
+// get touched. A Dense block has at least min_dense entries, which bounds how many there can be.
+template <class T>
+void reserve_payload(DbMatrix<T>& d) {
+  const DbThresholds& th = d.thresholds;
+  const int64_t nb = d.blocks();
+  const int64_t min_dense = std::max({int64_t{th.th1} + 1, int64_t{th.th0}, int64_t{1}});
+  const int64_t max_dense = std::min<int64_t>(nb, d.nnz / min_dense);
+  d.values.reserve(std::min<uint64_t>(kMaxOffset, d.nnz + max_dense * std::max<int64_t>(0, 256 - min_dense)));
+  d.aux.reserve(std::min<uint64_t>(kMaxOffset, d.nnz + 103 * nb));
+}
+
+// Pass 2: buckets each block row's entries by block, in row-major order, and writes the payloads
+// (meta, values, aux) and the residual's row view (res_rc, res_row_val).
+template <class T>
+void write_payloads(const CsrMatrix<T>& a, DbMatrix<T>& d) {
+  const int32_t br = d.block_rows;
+  d.meta.resize(d.blk_col_idx.size());
+  reserve_payload(d);
   BlockWriter<T> writer(d);
   const int64_t nres = d.res_row_ptr.back();
   d.res_rc.resize(static_cast<size_t>(nres));
   d.res_row_val.resize(static_cast<size_t>(nres));
-  std::vector<int32_t> slot(bc, -1);  // block column -> local index in the current block row, or -1
+  std::vector<int32_t> slot(d.block_cols, -1);  // block column -> local index in the current block row, or -1
   std::vector<int32_t> start, fill;
   std::vector<uint8_t> rc;
   std::vector<T> val;
   for (int32_t I = 0; I < br; ++I) {
     const int32_t base = d.blk_row_ptr[I], nbk = d.blk_row_ptr[I + 1] - base;
-    const int32_t p0 = a.row_ptr[16 * I], p1 = a.row_ptr[row_end(I)];
+    const int32_t p0 = a.row_ptr[16 * I], p1 = a.row_ptr[row_end(a, I)];
     for (int32_t k = 0; k < nbk; ++k) slot[d.blk_col_idx[base + k]] = k;
     start.assign(static_cast<size_t>(nbk) + 1, 0);
     for (int32_t p = p0; p < p1; ++p) {
@@ -254,7 +264,7 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
     rc.resize(static_cast<size_t>(p1 - p0));
     val.resize(static_cast<size_t>(p1 - p0));
     int32_t res = d.res_row_ptr[I];
-    for (int32_t i = 16 * I; i < row_end(I); ++i) {
+    for (int32_t i = 16 * I; i < row_end(a, I); ++i) {
       const int r = i - 16 * I;
       for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
         const int32_t k = slot[a.col_idx[p] >> 4];
@@ -274,18 +284,24 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
       slot[d.blk_col_idx[base + k]] = -1;
     }
   }
+}
 
-  // The residual's column view: a counting sort of the row view by (block column, local column);
-  // rows come out increasing within each column.
-  std::vector<int64_t> by_col(static_cast<size_t>(a.cols) + 1, 0);
+// The residual's column view (res_col_ptr, res_cr, res_col_val): a counting sort of the row view
+// by (block column, local column); rows come out increasing within each column. The row view is
+// dropped after unless d.thresholds.residual_rows keeps it.
+template <class T>
+void build_residual_columns(DbMatrix<T>& d) {
+  const int32_t bc = d.block_cols;
+  std::vector<int64_t> by_col(static_cast<size_t>(d.cols) + 1, 0);
   for (uint32_t e : d.res_rc) ++by_col[(e & abi::kResidualIndexMask) + 1];
-  for (int32_t c = 0; c < a.cols; ++c) by_col[c + 1] += by_col[c];
+  for (int32_t c = 0; c < d.cols; ++c) by_col[c + 1] += by_col[c];
   d.res_col_ptr.assign(static_cast<size_t>(bc) + 1, 0);
   for (int32_t J = 0; J <= bc; ++J)
-    d.res_col_ptr[J] = static_cast<int32_t>(by_col[std::min<int64_t>(int64_t{16} * J, a.cols)]);
-  d.res_cr.resize(static_cast<size_t>(nres));
-  d.res_col_val.resize(static_cast<size_t>(nres));
-  for (int32_t I = 0; I < br; ++I)
+    d.res_col_ptr[J] = static_cast<int32_t>(by_col[std::min<int64_t>(int64_t{16} * J, d.cols)]);
+  const size_t nres = d.res_rc.size();
+  d.res_cr.resize(nres);
+  d.res_col_val.resize(nres);
+  for (int32_t I = 0; I < d.block_rows; ++I)
     for (int32_t k = d.res_row_ptr[I]; k < d.res_row_ptr[I + 1]; ++k) {
       const uint32_t c = d.res_rc[k] & abi::kResidualIndexMask;
       const uint32_t row = static_cast<uint32_t>(16 * I) + (d.res_rc[k] >> abi::kResidualLocalShift);
@@ -293,10 +309,33 @@ DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
       d.res_cr[q] = (c & 15u) << abi::kResidualLocalShift | row;
       d.res_col_val[q] = d.res_row_val[k];
     }
-  if (!th.residual_rows) {
+  if (!d.thresholds.residual_rows) {
     std::vector<uint32_t>().swap(d.res_rc);
     std::vector<T>().swap(d.res_row_val);
   }
+}
+
+}  // namespace
+
+template <class T>
+DbMatrix<T> csr_to_db(const CsrMatrix<T>& a, const DbThresholds& th) {
+  check_csr_shape(a);
+  DbMatrix<T> d;
+  d.rows = a.rows;
+  d.cols = a.cols;
+  d.block_rows = static_cast<int32_t>((int64_t{a.rows} + 15) / 16);
+  d.block_cols = static_cast<int32_t>((int64_t{a.cols} + 15) / 16);
+  d.thresholds = th;
+  d.nnz = a.nnz();
+  // The residual's packed indices cannot address larger matrices: every entry stays in a block.
+  if (a.rows >= kResidualMaxDim || a.cols >= kResidualMaxDim) d.thresholds.residual_below = 0;
+  std::vector<int32_t> per_col;
+  {
+    const std::vector<int32_t> found = find_blocks(a, d, per_col);
+    build_block_views(d, found, std::move(per_col));
+  }
+  write_payloads(a, d);
+  build_residual_columns(d);
   return d;
 }
 

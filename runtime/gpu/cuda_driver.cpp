@@ -33,7 +33,7 @@ struct EntryPoint {
 
 // The symbols are stringised where the X-macro names them, before cuda.h's macros can expand them:
 // through one more macro level cuDeviceTotalMem became "cuDeviceTotalMem_v2", a name the driver
-// does not export, and every gpu call failed (H200, 2026-11-30).
+// does not export, and every gpu call failed.
 std::vector<EntryPoint> entry_points(DriverApi& api) {
   std::vector<EntryPoint> v;
 #define DBS_CU_ENTRY(name) v.push_back({#name, reinterpret_cast<void**>(&api.name), CUDA_VERSION});

@@ -32,7 +32,7 @@ namespace dbsparse::cuda {
 // Entry points looked up at the ABI version whose signature cuda.h declares, where a lookup at
 // CUDA_VERSION would return a newer variant with another signature. cuCtxSynchronize: cuda.h
 // declares (void), CUDA 13's lookup returns cuCtxSynchronize_v2(CUcontext), which called through
-// the header's type read a garbage context and failed with CONTEXT_IS_DESTROYED (H200, 2026-11-30).
+// the header's type read a garbage context and failed with CONTEXT_IS_DESTROYED.
 #define DBS_CU_FUNCTIONS_PINNED(X) X(cuCtxSynchronize, 2000)
 
 struct DriverApi {

@@ -48,7 +48,7 @@ void check_device_csr(Context& ctx, const std::string& who, const std::string& n
     throw UsageError(fmt::format("{}: {} has a null array (row_ptr needs rows + 1 entries, col_idx nnz)", who, name));
   ctx.make_current();
   const auto fn =
-      ctx.modules().get(codegen::make_source(codegen::CsrViewKey{m.offsets64}), ctx.device().arch()).fns.at(0);
+      ctx.modules().get(codegen::make_source(codegen::CsrViewKey{m.offsets64}), ctx.device().arch()).entry("check");
   DBS_CU(cuCtxSynchronize());  // the arrays may have been written on any stream
   const auto rows = run_pass(ctx, fn, m, 0);
   if (rows.bad_rows) {
@@ -90,7 +90,7 @@ unsigned grid_for(int64_t threads, int sms) {
 
 DeviceRowLengths device_row_lengths(Context& ctx, const DeviceCsrArrays& m) {
   ctx.make_current();
-  const auto fns = ctx.modules().get(view_source(m), ctx.device().arch()).fns;
+  const CUfunction histogram = ctx.modules().get(view_source(m), ctx.device().arch()).entry("length_histogram");
   DeviceBuffer<uint32_t> counts(abi::kDegreeBuckets);
   DeviceBuffer<abi::CsrLengthMoments> moments(1);
   counts.fill_bytes(0);
@@ -99,7 +99,7 @@ DeviceRowLengths device_row_lengths(Context& ctx, const DeviceCsrArrays& m) {
   int rows = m.rows;
   void* params[] = {&ptr, &rows, &c, &mo};
   DBS_CU(
-      cuLaunchKernel(fns.at(1), grid_for(m.rows, ctx.device().sm_count), 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
+      cuLaunchKernel(histogram, grid_for(m.rows, ctx.device().sm_count), 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
   DeviceRowLengths out;
   out.counts = counts.download();
   const abi::CsrLengthMoments mom = moments.download().at(0);
@@ -112,7 +112,7 @@ DeviceRowLengths device_row_lengths(Context& ctx, const DeviceCsrArrays& m) {
 
 DeviceBuffer<int32_t> device_degree_order(Context& ctx, const DeviceCsrArrays& m, const DeviceRowLengths& lengths) {
   ctx.make_current();
-  const auto fns = ctx.modules().get(view_source(m), ctx.device().arch()).fns;
+  const CUfunction scatter = ctx.modules().get(view_source(m), ctx.device().arch()).entry("degree_scatter");
   std::vector<uint32_t> start(lengths.counts.size(), 0);
   uint64_t total = 0;
   for (size_t b = 0; b < start.size(); ++b) {
@@ -127,7 +127,7 @@ DeviceBuffer<int32_t> device_degree_order(Context& ctx, const DeviceCsrArrays& m
   int rows = m.rows;
   void* params[] = {&ptr, &rows, &cur, &ord};
   DBS_CU(
-      cuLaunchKernel(fns.at(2), grid_for(m.rows, ctx.device().sm_count), 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
+      cuLaunchKernel(scatter, grid_for(m.rows, ctx.device().sm_count), 1, 1, 256, 1, 1, 0, nullptr, params, nullptr));
   DBS_CU(cuStreamSynchronize(nullptr));
   return order;
 }

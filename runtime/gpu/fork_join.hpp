@@ -1,8 +1,8 @@
 // Independent launches of one run on side streams that start after the work queued on the
 // caller's stream and that the caller's stream waits for again: a fork and a join by events, which
 // stream capture records as graph edges. Why: SpGEMM's row groups are independent, and a group of
-// a few rows on its own stream (two power-law hub rows: 290 us on two SMs, H200 2026-12-01) runs
-// beside the others instead of after them (power-law 100K numeric 0.97 -> 0.48 ms).
+// a few long rows on its own stream runs beside the others instead of after them
+// (docs/decisions/spgemm-fork-join.md).
 //
 // One per Context (Context::fork_join), made on first use: creating the streams per plan cost
 // every fresh product (and every MCL iteration) their set-up. Plans of one context share them, so

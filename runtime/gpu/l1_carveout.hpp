@@ -1,17 +1,13 @@
 #pragma once
-// The L1 / shared memory split of the gather kernels (issue 35): SpMM's CSR rows and SpMV's rows
-// read B's rows or x's entries at random, and what L1 keeps of them is what L2 does not have to
-// send. On sm_90 L1 and shared memory share 256 KB an SM. With no preference the driver sizes the
-// shared part for the most blocks the SM could hold: Nsight Compute's occupancy section put the
-// shared-memory block limit of csr_spmm_rows (no shared memory of its own, 1 KB reserved a block)
-// at 32 (s24 run 1), so at least 32 KB went to shared memory while registers allowed 9 blocks; the
-// kernels with static shared memory got carveouts sized to their occupancy (s16-s21 LaunchStats).
-// prefer_l1 asks for the least shared memory that keeps the occupancy the kernel can reach: here
-// ~16 KB, L1 ~240 KB instead of ~224. Small (the L1 model: R-MAT 17's B-row hits at N = 32 23.4%
-// -> ~25%), cheap, and measured before it becomes the default.
+// The L1 / shared memory split of the gather kernels: SpMM's CSR rows and SpMV's rows read B's
+// rows or x's entries at random, and what L1 keeps of them is what L2 does not have to send. On
+// sm_90 L1 and shared memory share 256 KB an SM. With no preference the driver sizes the shared
+// part for the most blocks the SM could hold, not for what registers allow. prefer_l1 asks for the
+// least shared memory that keeps the occupancy the kernel can reach (about 16 KB): a small, cheap
+// gain, measured before it becomes the default (docs/decisions/l1-carveout.md).
 //
-// DBSPARSE_L1_CARVEOUT: "driver" (the default: no preference, as before) or "max-l1". The default
-// changes only with an H200 measurement of both (tools/device/locality_run.sh carveout).
+// DBSPARSE_L1_CARVEOUT: "driver" (the default: no preference) or "max-l1". The default changes
+// only with a measurement of both (tools/device/locality_run.sh carveout).
 #include <cuda.h>
 
 #include <cstdint>

@@ -108,11 +108,22 @@ int64_t TensorInfo::elements() const {
   return std::accumulate(shape.begin(), shape.end(), int64_t{1}, std::multiplies<>());
 }
 
-SafetensorsFile SafetensorsFile::open(const std::string& path) {
+namespace {
+
+// Where a header lies in its file, for the messages that point into it.
+struct HeaderSpan {
+  const std::string& path;
+  const std::string& header;
+  int64_t data_start = 0;  // 8 + the header's length
+  int64_t size = 0;        // the file's
+};
+
+// The file's header (the bytes after its 8-byte length) and the file's size.
+std::string read_header(const std::string& path, int64_t& size) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, 0, fmt::format("a readable safetensors file ({})", std::strerror(errno)));
   in.seekg(0, std::ios::end);
-  const int64_t size = static_cast<int64_t>(in.tellg());
+  size = static_cast<int64_t>(in.tellg());
   in.seekg(0);
   if (size < 8)
     throw InputError(path, 0,
@@ -129,103 +140,138 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
   std::string header(n, '\0');
   if (!in.read(header.data(), static_cast<std::streamsize>(n)))
     throw InputError(path, 0, fmt::format("{} header bytes at byte 8 (read failed)", n));
+  return header;
+}
 
-  SafetensorsFile f;
-  f.path_ = path;
-  f.data_start_ = 8 + static_cast<int64_t>(n);
-  const int64_t buffer = size - f.data_start_;
-  json j;
-  // A tensor named twice: json keeps the last one silently (issue 36). Top-level keys are checked
-  // as the parser meets them.
+// The header as a JSON object. A tensor named twice would be kept once, silently, by json: the
+// top-level keys are checked as the parser meets them.
+json parse_header(const HeaderSpan& h) {
   std::set<std::string> names;
   const json::parser_callback_t unique_names = [&](int depth, json::parse_event_t event, json& parsed) {
     if (event == json::parse_event_t::key && depth == 1 && !names.insert(parsed.get<std::string>()).second)
       throw InputError(
-          path, 0,
+          h.path, 0,
           fmt::format("tensor names that appear once in the header; '{}' appears twice", parsed.get<std::string>()));
     return true;
   };
+  json j;
   try {
-    j = json::parse(header, unique_names);
+    j = json::parse(h.header, unique_names);
   } catch (const json::parse_error& e) {
-    throw InputError(path, 0,
-                     fmt::format("a JSON header at bytes 8..{}; it does not parse at byte {}: {}", f.data_start_,
+    throw InputError(h.path, 0,
+                     fmt::format("a JSON header at bytes 8..{}; it does not parse at byte {}: {}", h.data_start,
                                  8 + std::max<size_t>(e.byte, 1) - 1, e.what()));
   } catch (const json::exception& e) {
-    // Not a parse_error: a number past double's range (out_of_range 406) ended the process through
-    // an uncaught exception (found by fuzz_safetensors, 2026-12-03).
-    throw InputError(path, 0,
-                     fmt::format("a JSON header at bytes 8..{} with numbers in range: {}", f.data_start_, e.what()));
+    // Not a parse_error (a number past double's range is out_of_range 406): an InputError too,
+    // never an exception the caller does not expect.
+    throw InputError(h.path, 0,
+                     fmt::format("a JSON header at bytes 8..{} with numbers in range: {}", h.data_start, e.what()));
   }
   if (!j.is_object())
-    throw InputError(path, 0, fmt::format("a JSON object as the header at bytes 8..{}", f.data_start_));
+    throw InputError(h.path, 0, fmt::format("a JSON object as the header at bytes 8..{}", h.data_start));
+  return j;
+}
 
-  for (const auto& item : j.items()) {
-    // Not a structured binding: clang before 16 (the fuzz build's) cannot capture one in a lambda.
-    const std::string& name = item.key();
-    const auto& v = item.value();
-    auto bad = [&](const std::string& what) {
-      return InputError(path, 0,
-                        fmt::format("{} for tensor '{}' (header byte {})", what, name, key_offset(header, name)));
-    };
-    if (name == "__metadata__") {
-      if (!v.is_object()) throw bad("an object of strings");
-      for (const auto& [k, s] : v.items()) {
-        if (!s.is_string()) throw bad(fmt::format("a string value for metadata key '{}'", k));
-        f.metadata_[k] = s.get<std::string>();
-      }
-      continue;
-    }
-    if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
-      throw bad("an object with dtype, shape and data_offsets");
-    const json& dt = v["dtype"];
-    const auto dtype = dt.is_string() ? parse_dtype(dt.get<std::string>()) : std::nullopt;
-    if (!dtype) throw bad(fmt::format("dtype F16, BF16, F32, I32 or U32 (found dtype {})", dt.dump()));
-    TensorInfo t{name, *dtype, {}, 0, 0};
-    if (!v["shape"].is_array()) throw bad("shape as an array of non-negative integers");
-    int64_t elements = 1;
-    for (const json& d : v["shape"]) {
-      const auto dim = non_negative(d);
-      if (!dim) throw bad(fmt::format("shape as an array of non-negative integers (found {})", d.dump()));
-      if (__builtin_mul_overflow(elements, *dim, &elements)) throw bad("a shape whose size fits in 64 bits");
-      t.shape.push_back(*dim);
-    }
-    const json& off = v["data_offsets"];
-    std::optional<int64_t> begin, end;
-    if (off.is_array() && off.size() == 2) begin = non_negative(off[0]), end = non_negative(off[1]);
-    if (!begin || !end || *begin > *end)
-      throw bad(fmt::format("data_offsets [begin, end] with 0 <= begin <= end (found {})", off.dump()));
-    if (*end > buffer)
-      throw bad(
-          fmt::format("data_offsets within the {}-byte data buffer; [{}, {}] ends at file byte {} of {} "
-                      "(truncated?)",
-                      buffer, *begin, *end, f.data_start_ + *end, size));
-    int64_t want = 0;
-    if (__builtin_mul_overflow(elements, dtype_bytes(*dtype), &want) || want != *end - *begin)
-      throw bad(
-          fmt::format("data_offsets spanning {} elements x {} bytes = {} bytes for shape {}; found {} "
-                      "(file bytes {}..{})",
-                      elements, dtype_bytes(*dtype), elements * dtype_bytes(*dtype), json(t.shape).dump(),
-                      *end - *begin, f.data_start_ + *begin, f.data_start_ + *end));
-    t.offset = *begin;
-    t.bytes = *end - *begin;
-    f.tensors_.push_back(std::move(t));
+// An InputError about tensor `name`, pointing at its key in the header.
+InputError bad_tensor(const HeaderSpan& h, const std::string& name, const std::string& what) {
+  return InputError(h.path, 0,
+                    fmt::format("{} for tensor '{}' (header byte {})", what, name, key_offset(h.header, name)));
+}
+
+// The __metadata__ entry: an object of strings.
+std::map<std::string, std::string> parse_metadata(const HeaderSpan& h, const json& v) {
+  if (!v.is_object()) throw bad_tensor(h, "__metadata__", "an object of strings");
+  std::map<std::string, std::string> out;
+  for (const auto& [k, s] : v.items()) {
+    if (!s.is_string()) throw bad_tensor(h, "__metadata__", fmt::format("a string value for metadata key '{}'", k));
+    out[k] = s.get<std::string>();
   }
+  return out;
+}
 
-  // Overlap check by data position; empty tensors occupy nothing and cannot overlap.
+// The shape: non-negative dimensions whose product fits in 64 bits; elements gets the product.
+std::vector<int64_t> parse_shape(const HeaderSpan& h, const std::string& name, const json& shape, int64_t& elements) {
+  if (!shape.is_array()) throw bad_tensor(h, name, "shape as an array of non-negative integers");
+  std::vector<int64_t> out;
+  elements = 1;
+  for (const json& d : shape) {
+    const auto dim = non_negative(d);
+    if (!dim) throw bad_tensor(h, name, fmt::format("shape as an array of non-negative integers (found {})", d.dump()));
+    if (__builtin_mul_overflow(elements, *dim, &elements))
+      throw bad_tensor(h, name, "a shape whose size fits in 64 bits");
+    out.push_back(*dim);
+  }
+  return out;
+}
+
+// One tensor's entry: dtype, shape and data_offsets, the offsets inside the data buffer and
+// spanning exactly the shape's bytes.
+TensorInfo parse_tensor(const HeaderSpan& h, const std::string& name, const json& v) {
+  if (!v.is_object() || !v.contains("dtype") || !v.contains("shape") || !v.contains("data_offsets"))
+    throw bad_tensor(h, name, "an object with dtype, shape and data_offsets");
+  const json& dt = v["dtype"];
+  const auto dtype = dt.is_string() ? parse_dtype(dt.get<std::string>()) : std::nullopt;
+  if (!dtype) throw bad_tensor(h, name, fmt::format("dtype F16, BF16, F32, I32 or U32 (found dtype {})", dt.dump()));
+  TensorInfo t{name, *dtype, {}, 0, 0};
+  int64_t elements = 1;
+  t.shape = parse_shape(h, name, v["shape"], elements);
+  const json& off = v["data_offsets"];
+  std::optional<int64_t> begin, end;
+  if (off.is_array() && off.size() == 2) begin = non_negative(off[0]), end = non_negative(off[1]);
+  if (!begin || !end || *begin > *end)
+    throw bad_tensor(h, name, fmt::format("data_offsets [begin, end] with 0 <= begin <= end (found {})", off.dump()));
+  const int64_t buffer = h.size - h.data_start;
+  if (*end > buffer)
+    throw bad_tensor(h, name,
+                     fmt::format("data_offsets within the {}-byte data buffer; [{}, {}] ends at file byte {} of {} "
+                                 "(truncated?)",
+                                 buffer, *begin, *end, h.data_start + *end, h.size));
+  int64_t want = 0;
+  if (__builtin_mul_overflow(elements, dtype_bytes(*dtype), &want) || want != *end - *begin)
+    throw bad_tensor(h, name,
+                     fmt::format("data_offsets spanning {} elements x {} bytes = {} bytes for shape {}; found {} "
+                                 "(file bytes {}..{})",
+                                 elements, dtype_bytes(*dtype), elements * dtype_bytes(*dtype), json(t.shape).dump(),
+                                 *end - *begin, h.data_start + *begin, h.data_start + *end));
+  t.offset = *begin;
+  t.bytes = *end - *begin;
+  return t;
+}
+
+// Tensors must not share data bytes; empty tensors occupy nothing and cannot overlap.
+void check_no_overlap(const HeaderSpan& h, const std::vector<TensorInfo>& tensors) {
   std::vector<const TensorInfo*> by_offset;
-  for (const auto& t : f.tensors_)
+  for (const auto& t : tensors)
     if (t.bytes > 0) by_offset.push_back(&t);
   std::sort(by_offset.begin(), by_offset.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
   for (size_t i = 1; i < by_offset.size(); ++i) {
     const TensorInfo &a = *by_offset[i - 1], &b = *by_offset[i];
     if (b.offset < a.offset + a.bytes)
-      throw InputError(path, 0,
+      throw InputError(h.path, 0,
                        fmt::format("tensors that do not overlap; '{}' (file bytes {}..{}) and '{}' "
                                    "(file bytes {}..{}) do",
-                                   a.name, f.data_start_ + a.offset, f.data_start_ + a.offset + a.bytes, b.name,
-                                   f.data_start_ + b.offset, f.data_start_ + b.offset + b.bytes));
+                                   a.name, h.data_start + a.offset, h.data_start + a.offset + a.bytes, b.name,
+                                   h.data_start + b.offset, h.data_start + b.offset + b.bytes));
   }
+}
+
+}  // namespace
+
+SafetensorsFile SafetensorsFile::open(const std::string& path) {
+  int64_t size = 0;
+  const std::string header = read_header(path, size);
+  SafetensorsFile f;
+  f.path_ = path;
+  f.data_start_ = 8 + static_cast<int64_t>(header.size());
+  const HeaderSpan h{path, header, f.data_start_, size};
+  const json j = parse_header(h);
+  for (const auto& item : j.items()) {
+    if (item.key() == "__metadata__")
+      f.metadata_ = parse_metadata(h, item.value());
+    else
+      f.tensors_.push_back(parse_tensor(h, item.key(), item.value()));
+  }
+  check_no_overlap(h, f.tensors_);
   std::sort(f.tensors_.begin(), f.tensors_.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   return f;
 }

@@ -1,9 +1,9 @@
-// The DB-SpMSpV plan: conversion, config look-up, pull segments, push task space, JIT; then the
-// two-launch hot path (prep, compute) with the direction chosen on the device.
+// The DB-SpMSpV plan: config look-up, the host spec (runtime/spmspv/spmspv_spec.hpp), then
+// materialize (uploads, JIT, launch shapes); the two-launch hot path (prep, compute) with the
+// direction chosen on the device.
 #include "dbsparse/spmspv.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -12,21 +12,19 @@
 #include "dbsparse/features.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
 #include "runtime/gpu/module_registry.hpp"
+#include "runtime/spmspv/spmspv_spec.hpp"
 
 namespace dbsparse {
 
 // run_sparse_out's one-launch path: at most this many x nonzeros, and at most this many entries of
-// A in their column blocks (one block of kWarps warps does all of it). Its chain of ~20 dependent
-// L2 round trips costs ~7 us (Nsight Compute, H200, 2026-12-03: 9.4 us for a one-entry x), and its
-// output pass on 4 warps grows with the row blocks touched: at 4096 entries it was 1.5-2.5x slower
-// than the three launches (quick suite at 1e-4: uniform 100K 37.7 us against 15), so it is kept
-// to the few-entry calls where the three launches' own floor (11.9 us) dominates.
+// A in their column blocks (one block of kWarps warps does all of it). Its chain of dependent L2
+// round trips and its one-block output pass lose to the three launches as the work grows, so it is
+// kept to the few-entry calls where the three launches' own floor dominates
+// (docs/decisions/spmspv-sparse-tiny.md).
 constexpr int kSparseTinyX = 64;
 constexpr int64_t kSparseTinyWork = 256;
 namespace {
 
-using abi::kPushChunk;
-using abi::kSegmentWeight;
 using abi::kWarps;
 
 // Index bytes the pull path reads for a visited block: patched CSR is read by its row walk
@@ -78,14 +76,11 @@ const char* to_string(SpmspvDirection d) {
   return "?";
 }
 
+// The plan: its shape (the spec's host decisions) and what materialize made of it.
 template <class T>
-struct SpmspvPlan<T>::Impl {
-  int32_t rows = 0, cols = 0, block_cols = 0;
-  int64_t nnz = 0;
-  SpmspvStats stats;
+struct SpmspvPlan<T>::Impl : detail::SpmspvShape {
   Config config;
   SpmspvConfig typed;
-  Semiring semiring = Semiring::PlusTimes;
   KernelInfo kernel;
   DeviceBuffer<int32_t> blk_col_idx, blk_col_ptr, csc2csr;
   DeviceBuffer<BlockMeta> meta;
@@ -95,30 +90,16 @@ struct SpmspvPlan<T>::Impl {
   DeviceBuffer<T> res_row_val, res_col_val;
   DeviceBuffer<int32_t> res_col_ptr;
   DeviceBuffer<abi::Segment> segments;
-  int32_t block_segments = 0;
-  int64_t block_task_capacity = 0, residual_task_capacity = 0, small_task_capacity = 0;
-  int64_t block_nnz = 0, residual_nnz = 0;
   mutable SpmspvWorkspace<T> own;  // the plan's own workspace (see SpmspvWorkspace)
   CUfunction prep = nullptr, compute = nullptr, scatter = nullptr, unscatter = nullptr, fused = nullptr,
              sparse_prep = nullptr, sparse_finish = nullptr, sparse_tiny = nullptr;
-  // The most entries of A in one 16-column block: bounds a sparse x's push work on the host.
-  int64_t max_colblock_entries = 0;
-  SpmspvDirection direction = SpmspvDirection::Auto;
-  int32_t block_rows = 0;
-  unsigned sm_count = 1;
-  bool pdl = false;  // launch() by programmatic dependent launch
-  unsigned prep_grid = 1, compute_grid = 1;
-  int compute_occ = 1;  // compute blocks a SM that fit
-  // The compute launch for an x of about x_nnz nonzeros. Its blocks cost their start even when a
-  // call has little work, and the work follows x's nonzeros, not its density: on the quick suite
-  // (about 100K columns) 1 block a SM won at 10-100 nonzeros, 4 at 1000; on the full suite (1-3.4M
-  // columns) 2 a SM won at 1000-3400 and lost a third at 10K+ (H200, 2026-12-03,
-  // compute_blocks_per_sm sweep, docs/bench/2026-12-03-s21-run3-*). A config's
-  // compute_blocks_per_sm wins over this.
+  unsigned compute_grid = 1;  // the full compute grid (spmspv_full_compute_grid)
+  int compute_occ = 1;        // compute blocks a SM that fit
+  // The compute launch for an x of about x_nnz nonzeros (spmspv_compute_grid_for); a config's
+  // compute_blocks_per_sm wins over it.
   unsigned compute_grid_for(int64_t x_nnz) const {
     if (typed.compute_blocks_per_sm > 0 || cols <= 0) return compute_grid;
-    const int per_sm = x_nnz <= 128 ? 1 : x_nnz <= 1024 ? 2 : x_nnz <= 4096 ? 4 : compute_occ;
-    return static_cast<unsigned>(std::min(per_sm, compute_occ)) * sm_count;
+    return detail::spmspv_compute_grid_for(x_nnz, compute_occ, sm_count);
   }
   // run()'s grid: from the workspace's last call (x is on the device; a graph replays whatever
   // was captured, so a capture gets the full grid). A wrong guess costs time, never correctness:
@@ -214,6 +195,60 @@ struct SpmspvPlan<T>::Impl {
     cfg.numAttrs = 1;
     DBS_CU(cuLaunchKernelEx(&cfg, f, params, nullptr));
   }
+
+  // The spec on the device: its shape taken over, its kernel variant loaded, its format uploaded
+  // (the host keeps what pull_bytes_visited reads).
+  void materialize(detail::SpmspvSpec<T>&& spec, detail::ModuleRegistry& modules, const std::string& arch) {
+    static_cast<detail::SpmspvShape&>(*this) = spec.shape;
+    auto loaded = modules.get(codegen::make_source(key), arch);
+    kernel = loaded.info;
+    prep = loaded.entry("prep");
+    compute = loaded.entry("compute");
+    scatter = loaded.entry("scatter");
+    unscatter = loaded.entry("unscatter");
+    fused = loaded.entry("fused");
+    sparse_prep = loaded.entry("sparse_prep");
+    sparse_finish = loaded.entry("sparse_finish");
+    sparse_tiny = loaded.entry("sparse_tiny");
+    DbMatrix<T>& db = spec.db;
+    blk_col_idx = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_idx));
+    blk_col_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_ptr));
+    csc2csr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.csc2csr));
+    meta = DeviceBuffer<BlockMeta>(std::span<const BlockMeta>(db.meta));
+    values = DeviceBuffer<T>(std::span<const T>(db.values));
+    aux = DeviceBuffer<uint8_t>(std::span<const uint8_t>(db.aux));
+    res_rc = DeviceBuffer<uint32_t>(std::span<const uint32_t>(db.res_rc));
+    res_row_val = DeviceBuffer<T>(std::span<const T>(db.res_row_val));
+    res_col_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.res_col_ptr));
+    res_cr = DeviceBuffer<uint32_t>(std::span<const uint32_t>(db.res_cr));
+    res_col_val = DeviceBuffer<T>(std::span<const T>(db.res_col_val));
+    segments = DeviceBuffer<abi::Segment>(std::span<const abi::Segment>(spec.segments));
+    host_res_col_ptr = std::move(db.res_col_ptr);
+    host_meta = std::move(db.meta);
+    host_res_cr = std::move(db.res_cr);
+  }
+
+  // Every allocation the plan holds, from the buffers themselves (its own workspace included).
+  int64_t held_bytes() const {
+    return static_cast<int64_t>(
+        (blk_col_idx.size() + blk_col_ptr.size() + csc2csr.size()) * 4 + meta.size() * sizeof(BlockMeta) +
+        values.size() * sizeof(T) + aux.size() + (res_rc.size() + res_cr.size() + res_col_ptr.size()) * 4 +
+        (res_row_val.size() + res_col_val.size()) * sizeof(T) + segments.size() * sizeof(abi::Segment) + own.bytes());
+  }
+
+  // The compute and fused grids, from the loaded kernels' occupancy on `device`.
+  void size_launches(CUdevice device, int device_sm_count, bool want_fused) {
+    int occ = 0;
+    DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, compute, kWarps * 32, 0));
+    compute_grid =
+        detail::spmspv_full_compute_grid(typed.compute_blocks_per_sm, occ, static_cast<unsigned>(device_sm_count));
+    compute_occ = std::max(1, occ);
+    int coop = 0, occ_fused = 0;
+    DBS_CU(cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, device));
+    DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ_fused, fused, kWarps * 32, 0));
+    // Every block must be resident at once for the grid barrier: exactly what fits, no more.
+    if (want_fused && coop && occ_fused > 0) fused_grid = static_cast<unsigned>(occ_fused * device_sm_count);
+  }
 };
 
 template <class T>
@@ -232,9 +267,6 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
                                    a.cols, a.nnz()),
                        2 * csr_device_bytes(a.rows, a.nnz(), sizeof(T)));
   auto p = std::make_unique<typename SpmspvPlan<T>::Impl>();
-  p->rows = a.rows;
-  p->cols = a.cols;
-  p->nnz = a.nnz();
   p->config = opt.config ? *opt.config
                          : lookup_config(info_.record().fingerprint, structure_fingerprint(a),
                                          config_info<SpmspvConfig>(), "", [&] { return compute_features(a); });
@@ -242,106 +274,13 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
   // UsageErrors naming the key.
   p->typed = config_from_json<SpmspvConfig>(p->config.params);
   p->config.params = config_to_json(p->typed);
-  p->semiring = opt.semiring;
-  const SpmspvConfig& cfg = p->typed;
-  const DbThresholds th = cfg.thresholds();
-
-  auto t0 = std::chrono::steady_clock::now();
-  DbMatrix<T> db = csr_to_db(a, th);
-  // Pull segments (blocks, then residual) and the push lists' capacities; the statistics count them.
-  DbLayout layout = make_db_layout(db);
-  p->stats.storage = db_stats(db, layout);
-  p->stats.storage.convert_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  p->block_cols = db.block_cols;
-  p->residual_nnz = db.residual_nnz();
-  p->block_nnz = db.nnz - p->residual_nnz;
-  const double nnz_per_block =
-      db.blocks() > 0 ? static_cast<double>(p->block_nnz) / static_cast<double>(db.blocks()) : 1.0;
-  // Stored as the kernel compares it (a float), so explain() shows the threshold actually used.
-  p->stats.xb_threshold =
-      static_cast<float>(cfg.th3_scale == "none" ? cfg.th3 : cfg.th3 / std::max(1.0, nnz_per_block));
-
-  p->block_segments = layout.block_segments;
-  p->stats.pull_segments = static_cast<int64_t>(layout.segments.size());
-  p->block_task_capacity = layout.block_task_capacity;
-  p->residual_task_capacity = layout.residual_task_capacity;
-  p->small_task_capacity = layout.small_task_capacity;
-  p->stats.push_tasks_max = layout.block_task_capacity + layout.residual_task_capacity + layout.small_task_capacity;
-  // Without the row view the residual cannot pull: a threshold above any density.
-  p->stats.residual_push_below = cfg.residual_pull == "off" ? 2.0 : static_cast<float>(cfg.residual_push_below);
-
-  // Problem -> key: direction, value type and the block types present.
-  codegen::SpmspvKey key;
-  key.direction = static_cast<codegen::Direction>(static_cast<int>(opt.direction));
-  key.value = codegen::value_type_of<T>();
-  key.semiring = opt.semiring;
-  key.pull_coo = cfg.pull_coo == "warp" ? codegen::PullCoo::Warp : codegen::PullCoo::Lane;
-  key.types = 0;
-  for (int t = 0; t < kBlockTypes; ++t)
-    if (p->stats.storage.blocks_by_type[t] > 0) key.types |= static_cast<uint8_t>(1u << t);
-  auto loaded = modules_->get(codegen::make_source(key), info_.arch());
-  p->kernel = loaded.info;
-  p->prep = loaded.fns.at(0);
-  p->compute = loaded.fns.at(1);
-  p->scatter = loaded.fns.at(2);
-  p->unscatter = loaded.fns.at(3);
-  p->fused = loaded.fns.at(4);
-  p->sparse_prep = loaded.fns.at(5);
-  p->sparse_finish = loaded.fns.at(6);
-  p->sparse_tiny = loaded.fns.at(7);
-  {
-    std::vector<int64_t> per_block((static_cast<size_t>(a.cols) + 15) / 16 + 1, 0);
-    for (const int32_t c : a.col_idx) ++per_block[static_cast<size_t>(c) >> 4];
-    for (const int64_t e : per_block) p->max_colblock_entries = std::max(p->max_colblock_entries, e);
-  }
-  p->direction = opt.direction;
-  p->block_rows = db.block_rows;
-  p->sm_count = static_cast<unsigned>(std::max(1, info_.sm_count));
-  p->pdl = cfg.pdl != 0 && info_.cc_major >= 9;
-
-  p->blk_col_idx = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_idx));
-  p->blk_col_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_ptr));
-  p->csc2csr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.csc2csr));
-  p->meta = DeviceBuffer<BlockMeta>(std::span<const BlockMeta>(db.meta));
-  p->values = DeviceBuffer<T>(std::span<const T>(db.values));
-  p->aux = DeviceBuffer<uint8_t>(std::span<const uint8_t>(db.aux));
-  p->res_rc = DeviceBuffer<uint32_t>(std::span<const uint32_t>(db.res_rc));
-  p->res_row_val = DeviceBuffer<T>(std::span<const T>(db.res_row_val));
-  p->res_col_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.res_col_ptr));
-  p->res_cr = DeviceBuffer<uint32_t>(std::span<const uint32_t>(db.res_cr));
-  p->host_res_col_ptr = db.res_col_ptr;
-  p->res_col_val = DeviceBuffer<T>(std::span<const T>(db.res_col_val));
-  if (layout.segments.empty()) layout.segments.push_back({0, 0, 0, 0});  // a valid pointer; count 0
-  p->segments = DeviceBuffer<abi::Segment>(std::span<const abi::Segment>(layout.segments));
-  p->host_meta = std::move(db.meta);
-  p->host_res_cr = std::move(db.res_cr);
+  p->materialize(detail::spmspv_spec(a, p->typed, opt.direction, opt.semiring, {info_.sm_count, info_.cc_major}),
+                 *modules_, info_.arch());
   SpmspvPlan<T> plan(std::move(p));
   // Without run_sparse's dense x (cols elements): the first run_sparse adds it (see spmspv.hpp).
   plan.impl_->own = plan.make_workspace_without_sparse_x();
-  auto& q = *plan.impl_;
-  // Every allocation the plan holds, from the buffers themselves.
-  q.stats.device_bytes = static_cast<int64_t>(
-      (q.blk_col_idx.size() + q.blk_col_ptr.size() + q.csc2csr.size()) * 4 + q.meta.size() * sizeof(BlockMeta) +
-      q.values.size() * sizeof(T) + q.aux.size() + (q.res_rc.size() + q.res_cr.size() + q.res_col_ptr.size()) * 4 +
-      (q.res_row_val.size() + q.res_col_val.size()) * sizeof(T) + q.segments.size() * sizeof(abi::Segment) +
-      q.own.bytes());
-
-  auto& pp = plan.impl_;
-  int occ = 0;
-  DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ, pp->compute, kWarps * 32, 0));
-  const int per_sm = pp->typed.compute_blocks_per_sm > 0 ? std::min(occ, pp->typed.compute_blocks_per_sm) : occ;
-  pp->compute_grid = static_cast<unsigned>(std::max(1, per_sm) * info_.sm_count);
-  pp->compute_occ = std::max(1, occ);
-  int coop = 0, occ_fused = 0;
-  DBS_CU(cuDeviceGetAttribute(&coop, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH, device_));
-  DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&occ_fused, pp->fused, kWarps * 32, 0));
-  // Every block must be resident at once for the grid barrier: exactly what fits, no more.
-  if (opt.fused && coop && occ_fused > 0) pp->fused_grid = static_cast<unsigned>(occ_fused * info_.sm_count);
-  // The mask pass: a thread per x block; at most four thread blocks per SM, looping beyond that.
-  const int64_t threads = kWarps * 32;
-  pp->prep_grid = static_cast<unsigned>(
-      std::clamp<int64_t>((int64_t{pp->block_cols} + threads - 1) / threads, 1, int64_t(info_.sm_count) * 4));
+  plan.impl_->stats.device_bytes = plan.impl_->held_bytes();
+  plan.impl_->size_launches(device_, info_.sm_count, opt.fused);
   return plan;
 }
 
@@ -615,16 +554,7 @@ Semiring SpmspvPlan<T>::semiring() const {
 
 template <class T>
 std::string SpmspvPlan<T>::explain() const {
-  const Impl& p = *impl_;
-  return fmt::format(
-      "spmspv plan ({}): {} x {}, nnz {}, {} blocks + {} residual entries, {} pull segments, up to {} push tasks; "
-      "push while xb < {:.4g}\n"
-      "  device bytes {} (format, segments, workspace)\n"
-      "  config ({}): {}{}\n  kernel: {} (binary from {}: {:.2f} ms; module load {:.2f} ms)\n{}",
-      to_string(p.semiring), p.rows, p.cols, p.nnz, p.host_meta.size(), p.host_res_cr.size(), p.stats.pull_segments,
-      p.stats.push_tasks_max, p.stats.xb_threshold, p.stats.device_bytes, to_string(p.config.source),
-      p.config.params.dump(), p.config.note.empty() ? "" : "  [" + p.config.note + "]", p.kernel.key, p.kernel.origin,
-      p.kernel.acquire_ms, p.kernel.load_ms, p.stats.storage.to_text());
+  return detail::spmspv_explain(*impl_, impl_->config, impl_->kernel);
 }
 
 template class SpmspvPlan<float>;

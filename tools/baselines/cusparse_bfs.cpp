@@ -31,7 +31,7 @@ CusparseBfs::CusparseBfs(Context& ctx, const PatternGraph& g, const Stream& stre
   s_->count = DeviceBuffer<uint32_t>(1);
   // The frontier update comes from the same template file as DB-BFS (any variant carries it).
   auto loaded = ctx.modules().get(codegen::make_source(codegen::BfsKey{}), ctx.device().arch());
-  s_->update = loaded.fns.at(1);
+  s_->update = loaded.entry("dense_update");
   s_->grid = static_cast<unsigned>(std::clamp<int64_t>((int64_t{g.n} + 255) / 256, 1, ctx.device().sm_count * 8));
 }
 
