@@ -36,8 +36,8 @@ tuner::SearchSpace make_space() {
       ParamSpec::choice("t1", {1024, 2048}, "shared table slots per row, group 1"),
       ParamSpec::choice("t2", {8192, 16384}, "shared table slots per row, group 2"),
       ParamSpec::choice("lanes0", {4, 8}, "threads per row, group 0"),
-      // 64: two warp-rows a block, so an SM refills as rows end (ncu, power-law 1M, 256: a block
-      // held by its slowest of 8 rows, achieved occupancy 14.8% of 37.5%, H200 2026-12-01).
+      // 64: two warp-rows a block, so an SM refills as rows end (with 256 a block is held by the
+      // slowest of its 8 rows: docs/decisions/tuner-search-spaces.md).
       ParamSpec::choice("block1", {64, 256, 512}, "threads per block, group 1"),
       ParamSpec::choice("lanes1", {0, 32}, "threads per row, group 1 (0: the whole block)"),
       // Block rows of group 2 with few distinct columns (a 27-point stencil's 729 products make 125)
@@ -48,10 +48,9 @@ tuner::SearchSpace make_space() {
       ParamSpec::choice("fit_tables", {0, 1}, "shared tables fitted to each group's longest row"),
       ParamSpec::choice("narrow_dense", {0, 1}, "no global rows where B fits group 2's dense table"),
   };
-  // Joint moves from a hand sweep (H200, 2026-12-01, docs/bench/2026-12-01-s11-bench_spgemm-configs.txt):
-  // group 0 up to 127 products a row with 256-slot tables (uniform 1M 4.48 -> 2.46 ms, power-law
-  // 1M 4.58 -> 3.83; the road network slower, hence seeds and not defaults), and groups 1-2 with
-  // lower bounds (power-law 100K 0.53 -> 0.41 ms).
+  // Joint moves from a hand sweep (docs/decisions/tuner-search-spaces.md): group 0 up to 127
+  // products a row with 256-slot tables, and groups 1-2 with lower bounds; seeds and not defaults,
+  // since a road network ran slower with them.
   s.seeds = {{{"b0", 128}, {"t0", 256}, {"lanes0", 32}},
              {{"b0", 128}, {"t0", 256}, {"lanes0", 16}},
              {{"b1", 256}, {"b2", 4096}}};
@@ -227,7 +226,7 @@ OpDescriptor make() {
   d.bench_options = {"--config", "--contract-k", "--mcl-iters", "--two-pass"};
   d.bench = bench;
   d.explain = explain;
-  // Tuned by default (issue 33): plans look their config up in the DB. The objective skips a matrix
+  // Tuned by default: plans look their config up in the DB. The objective skips a matrix
   // whose A^2 passes kObjectiveMaxProducts (its CPU reference would outlast the search).
   d.tuned_by_default = true;
   d.fixed_cost_calls = spgemm_fixed_cost_calls;

@@ -31,7 +31,7 @@ namespace {
 using tuner::Measurement;
 using tuner::ParamSpec;
 
-// The issue's tolerances, per entry, relative to sum |a||b| of that entry: TF32 tensor cores
+// The accepted tolerances, per entry, relative to sum |a||b| of that entry: TF32 tensor cores
 // (BRP) and f32 CUDA cores (CSR); f16 and bf16, every path and cuSPARSE (the reference takes A and
 // B as rounded to 16 bits, so what remains is f32 summation and C's rounding: 2^-9 in bf16).
 constexpr double kTolTf32 = 2e-3;
@@ -351,7 +351,7 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
         rec["config_source"] = to_string(plan.config().source);
         rec["tc_share_brp"] = brp.tc_share();
         rec["condensed_fill"] = fill;
-        // The preprocessing the issue bounds (4 nnz (index + value bytes) of extra device memory).
+        // The preprocessing's bound (4 nnz (index + value bytes) of extra device memory).
         if (const auto st = brp.brp_stats()) {
           rec["brp_convert"] = {{"on_device", st->on_device},
                                 {"ms", st->convert_ms},
@@ -489,9 +489,8 @@ OpDescriptor make() {
   d.suite_sets = kSpmmSuiteSets;
   d.bench_suite_set = [](const std::string& size, const std::string& set) { return spmm_suite(size, set); };
   // f16 / bf16 kernels only with opt_in: the tuner times f32 alone, and dbtune compiles every
-  // variant ahead; the dbtune gpu case went from 187 to 375 s once the 152 16-bit modules (and
-  // more spgemm ones) were in the list (H200, 2026-12-01). A 16-bit plan compiles its own on first
-  // use.
+  // variant ahead, which the 16-bit modules would double (docs/decisions/tuner-search-spaces.md).
+  // A 16-bit plan compiles its own on first use.
   d.variants = [](bool opt_in) {
     std::vector<codegen::KernelSource> out;
     for (const auto& k : codegen::spmm_search_space())
