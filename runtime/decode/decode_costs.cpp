@@ -42,11 +42,11 @@ const char* to_string(DecodeDtype d) { return codegen::to_string(static_cast<cod
 // docs/decisions/decode-cost-model.md.
 namespace {
 
-// The GPU the constants were fitted on, and the one the model assumes for every device: the model
-// does not read the device's SM count or bandwidth yet, so its times are that GPU's, and on
-// another only their order (which mapping is cheaper) is meant to hold. Named here, once, so that
-// reading the device's own values replaces these two and nothing else.
-struct FittedDevice {
+// The fallback device: the GPU the constants were fitted on, assumed for every device because the
+// model does not read the device's SM count or bandwidth yet. Its times are that GPU's; on another
+// only their order (which mapping is cheaper) is meant to hold. Named here, once, so that reading
+// the device's own values replaces these two and nothing else.
+struct FallbackDevice {
   static constexpr double kCopyBandwidth = 4200e9;  // bytes/s, measured with the copy kernel
   static constexpr double kSms = 132;
 };
@@ -54,9 +54,11 @@ struct FittedDevice {
 constexpr double kRingFixedUs = 5.5, kRingShare = 0.40;
 constexpr double kColsFixedUs = 4.0, kColsShare = 0.80;
 constexpr double kDenseFixedUs = 4.0, kDenseShare = 0.92;
+// The ring reads, per kept column and strip, the strip's 32 mask words and its segment offset.
+constexpr double kRingSegmentHeaderBytes = 32 * 4 + 4;
 
 double us(double bytes, double share, double blocks) {
-  return bytes / (share * std::min(1.0, blocks / FittedDevice::kSms) * FittedDevice::kCopyBandwidth) * 1e6;
+  return bytes / (share * std::min(1.0, blocks / FallbackDevice::kSms) * FallbackDevice::kCopyBandwidth) * 1e6;
 }
 
 }  // namespace
@@ -67,9 +69,10 @@ DecodeCosts estimate_decode_costs(int32_t rows, int32_t cols, DecodeDtype dtype,
   const double rho = std::clamp(act_density, 0.0, 1.0), omega = std::clamp(weight_density, 0.0, 1.0);
   const double strips = std::ceil(r / kBitmapStripRows);
   DecodeCosts k;
-  // Ring: per kept column, each strip's 32 mask words and its offset, then its values.
+  // Ring: per kept column, each strip's mask words and offset, then its values.
   const double ring_blocks = strips * std::max(1.0, std::ceil(c / kDecodeLanesMinChunk));
-  k.ring_us = kRingFixedUs + us(rho * (c * strips * 132 + r * c * omega * esize), kRingShare, ring_blocks);
+  k.ring_us =
+      kRingFixedUs + us(rho * (c * strips * kRingSegmentHeaderBytes + r * c * omega * esize), kRingShare, ring_blocks);
   const double slab = abi::decode_cols_slab_rows(static_cast<int>(esize));
   const double slabs = std::ceil(r / slab);
   k.dense_columns_us = kColsFixedUs + us(rho * slabs * slab * c * esize, kColsShare,

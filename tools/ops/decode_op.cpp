@@ -44,7 +44,9 @@ struct DecodeConfig {
 
 const char* kNoTuning = "decode is not tuned yet: its search space and objective are still to come";
 
-nlohmann::json bench(Context&, const Stream&, const BenchRequest&) {
+// `bench decode` (with or without matrices) says where the decoding layers are timed, before any
+// GPU work where no matrix is named.
+[[noreturn]] void no_matrix_bench() {
   throw UsageError(
       "bench decode: the decoding layers are timed by `dbsparse decode-bench --model NAME` (a model's layer "
       "shapes, dtype and activation densities); there is no matrix bench of them yet");
@@ -57,7 +59,7 @@ OpDescriptor make() {
   d.config = config_info<DecodeConfig>();
   d.objective_doc = "none yet (decode is not tuned)";
   d.space = tuner::SearchSpace{"decode", {}, {}, config_to_json(DecodeConfig{}), tuner::validate_as<DecodeConfig>()};
-  d.bench_suite = [](const std::string&) { return std::vector<std::string>{}; };
+  d.bench_suite = [](const std::string&) -> std::vector<std::string> { no_matrix_bench(); };
   d.variants = [](bool) {
     std::vector<codegen::KernelSource> out;
     for (const auto& k : codegen::decode_search_space()) out.push_back(codegen::make_source(k));
@@ -70,7 +72,7 @@ OpDescriptor make() {
       return tuner::Measurement{TrialStatus::Skipped, 0, kNoTuning};
     });
   };
-  d.bench = bench;
+  d.bench = [](Context&, const Stream&, const BenchRequest&) -> nlohmann::json { no_matrix_bench(); };
   d.explain = [](Context& ctx, const NamedMatrix& m) {
     return ctx.plan_decode_linear(m.csr.cast<float>(), DecodeLinearOptions{}).explain();
   };
