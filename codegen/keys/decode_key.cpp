@@ -65,20 +65,32 @@ KernelSource make_source(const DecodeKey& key) {
       "// dbsparse generated kernel: {}\n#include \"decode_lanes_ring.cuh\"\n#include \"decode_dense_cols.cuh\"\n{}",
       ks.key, key.dtype == DecodeDtype::F32 ? "" : "#include \"decode_dense.cuh\"\n");
   ks.options = {"-std=c++17"};
-  ks.name_expressions = {
-      fmt::format("dbs::decode_fused<{}, 8, 8>", tag(key.dtype)),
-      fmt::format("dbs::decode_topk_list<{}>", tag(key.dtype)),
-      fmt::format("dbs::decode_rows<{}, 8, 1>", tag(key.dtype)),
-      fmt::format("dbs::decode_rows<{}, 8, 2>", tag(key.dtype)),
-      fmt::format("dbs::decode_rows<{}, 8, 4>", tag(key.dtype)),
-      fmt::format("dbs::decode_lanes_ring<{}, {}, {}>", tag(key.dtype), abi::kDecodeLanesWarps, abi::kDecodeRingStages),
-      fmt::format("dbs::decode_dense_cols<{}, {}, {}, {}>", tag(key.dtype), abi::kDecodeLanesWarps,
-                  abi::kDecodeColsChunks, abi::kDecodeColsUnroll)};
+  const char* t = tag(key.dtype);
+  ks.add_entry("columns", fmt::format("dbs::decode_fused<{}, 8, 8>", t));
+  ks.add_entry("topk", fmt::format("dbs::decode_topk_list<{}>", t));
+  for (int words : {1, 2, 4})
+    ks.add_entry(decode_row_blocks_entry(words), fmt::format("dbs::decode_rows<{}, 8, {}>", t, words));
+  ks.add_entry("ring",
+               fmt::format("dbs::decode_lanes_ring<{}, {}, {}>", t, abi::kDecodeLanesWarps, abi::kDecodeRingStages));
+  ks.add_entry("dense_columns", fmt::format("dbs::decode_dense_cols<{}, {}, {}, {}>", t, abi::kDecodeLanesWarps,
+                                            abi::kDecodeColsChunks, abi::kDecodeColsUnroll));
   // The dense path (mma) takes 16-bit values only.
   if (key.dtype != DecodeDtype::F32)
-    ks.name_expressions.push_back(
-        fmt::format("dbs::decode_dense<{}, {}, {}>", tag(key.dtype), abi::kDecodeLanesWarps, abi::kDecodeDenseUnroll));
+    ks.add_entry("dense",
+                 fmt::format("dbs::decode_dense<{}, {}, {}>", t, abi::kDecodeLanesWarps, abi::kDecodeDenseUnroll));
   return ks;
+}
+
+const char* decode_row_blocks_entry(int words) {
+  switch (words) {
+    case 1:
+      return "row_blocks_1";
+    case 2:
+      return "row_blocks_2";
+    case 4:
+      return "row_blocks_4";
+  }
+  throw UsageError(fmt::format("decode row blocks of {} mask words: 1, 2 or 4", words));
 }
 
 std::vector<DecodeKey> decode_search_space() {

@@ -40,7 +40,7 @@ KernelSource make_source(const SparseLinearKey& key) {
   ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"sparse_linear.cuh\"\n", ks.key);
   ks.options = {"-std=c++17"};
   const char* t = cuda_type(key.value);
-  ks.name_expressions = {fmt::format("dbs::sparsify_threshold<{}, {}>", t, key.block)};
+  ks.add_entry("sparsify", fmt::format("dbs::sparsify_threshold<{}, {}>", t, key.block));
   return ks;
 }
 

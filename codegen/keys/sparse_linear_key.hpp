@@ -20,7 +20,7 @@ struct SparseLinearKey {
   auto operator<=>(const SparseLinearKey&) const = default;
 };
 
-// Entry point: sparsify_threshold (the column bitmap layout runs on the decoding kernels).
+// Entry point "sparsify" (sparsify_threshold); the column bitmap layout runs on the decoding kernels.
 KernelSource make_source(const SparseLinearKey& key);
 std::vector<SparseLinearKey> sparse_linear_search_space();
 

@@ -107,34 +107,34 @@ KernelSource make_source(const SpmvKey& key) {
   const char* header = "spmv_csr_scalar.cuh";
   switch (key.strategy) {
     case SpmvStrategy::Scalar:
-      ks.name_expressions = {fmt::format("dbs::spmv_csr_scalar<{}, {}{}>", t, b, o)};
+      ks.add_entry("rows", fmt::format("dbs::spmv_csr_scalar<{}, {}{}>", t, b, o));
       break;
     case SpmvStrategy::Classify:
       header = "spmv_classify.cuh";
-      ks.name_expressions = {fmt::format("dbs::spmv_classify<{}>", b)};
+      ks.add_entry("classify", fmt::format("dbs::spmv_classify<{}>", b));
       break;
     case SpmvStrategy::Vector:
       header = "spmv_csr_vector.cuh";
-      ks.name_expressions = {fmt::format("dbs::spmv_csr_vector<{}, {}, {}{}>", t, b, key.lanes, o)};
+      ks.add_entry("rows", fmt::format("dbs::spmv_csr_vector<{}, {}, {}{}>", t, b, key.lanes, o));
       break;
     case SpmvStrategy::Block:
       header = "spmv_csr_block.cuh";
-      ks.name_expressions = {fmt::format("dbs::spmv_csr_block<{}, {}{}>", t, b, o)};
+      ks.add_entry("rows", fmt::format("dbs::spmv_csr_block<{}, {}{}>", t, b, o));
       break;
     case SpmvStrategy::Classified:
       header = "spmv_csr_classified.cuh";
-      ks.name_expressions = {fmt::format("dbs::spmv_csr_classified<{}, {}, {}, {}, {}, {}{}>", t, b, key.lanes,
-                                         key.lanes2, key.lanes3, key.lanes4,
-                                         key.window > 0 ? fmt::format(", {}", key.window) : std::string())};
+      ks.add_entry("classified", fmt::format("dbs::spmv_csr_classified<{}, {}, {}, {}, {}, {}{}>", t, b, key.lanes,
+                                             key.lanes2, key.lanes3, key.lanes4,
+                                             key.window > 0 ? fmt::format(", {}", key.window) : std::string()));
       break;
     case SpmvStrategy::Gather:
       header = "spmv_gather.cuh";
-      ks.name_expressions = {fmt::format("dbs::spmv_gather<{}, {}>", t, b)};
+      ks.add_entry("gather", fmt::format("dbs::spmv_gather<{}, {}>", t, b));
       break;
     case SpmvStrategy::LongRow:
       header = "spmv_csr_longrow.cuh";
-      ks.name_expressions = {fmt::format("dbs::spmv_longrow_partial<{}, {}>", t, b),
-                             fmt::format("dbs::spmv_longrow_finalize<{}>", t)};
+      ks.add_entry("partial", fmt::format("dbs::spmv_longrow_partial<{}, {}>", t, b));
+      ks.add_entry("finalize", fmt::format("dbs::spmv_longrow_finalize<{}>", t));
       break;
   }
   // The SpMV templates take everything from their template arguments (the name expressions), so

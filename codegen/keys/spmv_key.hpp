@@ -48,8 +48,10 @@ struct SpmvKey {
 // The row classifier of classified plans: one kernel for every value type.
 SpmvKey spmv_classify_key(int block_size = 256);
 
-// Pure: key -> source, options and the kernels' name expressions (LongRow: partial, then
-// finalize). Golden-tested. Throws UsageError for a Classify key with a value type other than F32.
+// Pure: key -> source, options and the kernels' entry points, by role (KernelSource::add_entry):
+// "rows" (Scalar, Vector, Block), "classified", "classify", "gather", and for LongRow "partial"
+// then "finalize". Golden-tested. Throws UsageError for a Classify key with a value type other
+// than F32.
 KernelSource make_source(const SpmvKey& key);
 
 // Every variant the nvrtc tier compiles and `precompile --op spmv` fills the cache with.

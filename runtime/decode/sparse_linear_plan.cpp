@@ -66,7 +66,7 @@ SparseLinearPlan<T> Context::plan_sparse_linear(const CsrMatrix<T>& w, const Spa
   codegen::SparseLinearKey key;
   key.value = codegen::value_type_of<T>();
   auto loaded = modules_->get(codegen::make_source(key), info_.arch());
-  impl->sparsify = loaded.fns.at(0);
+  impl->sparsify = loaded.entry("sparsify");
   impl->kernel = loaded.info;
   impl->grid =
       static_cast<unsigned>(std::clamp<int64_t>((int64_t{w.cols} + 255) / 256, 1, int64_t{info_.sm_count} * 4));

@@ -93,28 +93,30 @@ TEST_CASE("UnsupportedArchIsAClearError") {
   CHECK_THROWS_AS(compile_to_cubin(ks, "sm_12"), UsageError);
 }
 
-// DB-Decoding's sparsifier is not an op of the registry yet (its op entry comes with fp16).
-TEST_CASE("SparseLinearSparsifierCompilesForSm80AndSm90") {
-  for (const auto& key : sparse_linear_search_space())
-    for (const char* arch : {"sm_80", "sm_90"}) {
-      CAPTURE(key.to_string());
-      CAPTURE(arch);
-      const CompiledKernel k = compile_to_cubin(make_source(key), arch);
-      CHECK(k.lowered_names.size() == 1);
-      CHECK(SparseLinearKey::parse(key.to_string()) == key);
-    }
-}
-
-TEST_CASE("DecodeKernelsCompileForSm80AndSm90InEveryDtype") {
-  for (const auto& key : decode_search_space())
-    for (const char* arch : {"sm_80", "sm_90"}) {
-      CAPTURE(key.to_string());
-      CAPTURE(arch);
-      const CompiledKernel k = compile_to_cubin(make_source(key), arch);
-      // fused, top-k, three row blocks, ring, dense columns; and in 16 bits the dense (mma) path.
-      CHECK(k.lowered_names.size() == (key.dtype == DecodeDtype::F32 ? 7u : 8u));
-      CHECK(DecodeKey::parse(key.to_string()) == key);
-    }
+// The decode op's variants (the decoding kernels in each dtype, and DB-Decoding's sparsifier) are
+// compiled by EveryVariantOfEveryOpCompilesForSm80AndSm90; here, without compiling them again, that
+// the op lists them all and that each declares the entry points its plans fetch by role.
+TEST_CASE("DecodeOpListsEveryDecodingAndSparsifierVariantWithItsEntryPoints") {
+  std::vector<std::string> variants;
+  for (const auto& ks : tools::find_op("decode").variants(false)) variants.push_back(ks.key);
+  for (const auto& key : decode_search_space()) {
+    CAPTURE(key.to_string());
+    CHECK(std::find(variants.begin(), variants.end(), key.to_string()) != variants.end());
+    CHECK(DecodeKey::parse(key.to_string()) == key);
+    const KernelSource ks = make_source(key);
+    // columns, top-k, three row blocks, ring, dense columns; and in 16 bits the dense (mma) path.
+    std::vector<std::string> roles{"columns",      "topk", "row_blocks_1", "row_blocks_2",
+                                   "row_blocks_4", "ring", "dense_columns"};
+    if (key.dtype != DecodeDtype::F32) roles.push_back("dense");
+    CHECK(ks.entry_names == roles);
+    CHECK(ks.name_expressions.size() == roles.size());
+  }
+  for (const auto& key : sparse_linear_search_space()) {
+    CAPTURE(key.to_string());
+    CHECK(std::find(variants.begin(), variants.end(), key.to_string()) != variants.end());
+    CHECK(SparseLinearKey::parse(key.to_string()) == key);
+    CHECK(make_source(key).entry_names == std::vector<std::string>{"sparsify"});
+  }
 }
 
 // spgemm is an op of the registry: EveryVariantOfEveryOpCompilesForSm80AndSm90 compiles its keys.

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "dbsparse/bfs.hpp"
+#include "dbsparse/decode_linear.hpp"
 #include "dbsparse/device_csr.hpp"
 #include "dbsparse/generators.hpp"
 #include "dbsparse/graph.hpp"
@@ -37,7 +38,7 @@ std::vector<FixedCostCall> spmv_fixed_cost_calls(Context& ctx, const Stream& str
 
 std::vector<FixedCostCall> spmspv_fixed_cost_calls(Context& ctx, const Stream& stream) {
   // A large matrix and a one-entry x: what a call costs beyond its work, where the work is ~8
-  // entries (the "never touches n entries").
+  // entries (a call that never touches n entries).
   const auto a = generate("uniform:n=1000000,d=8").cast<float>();
   auto plan = std::make_shared<SpmspvPlan<float>>(ctx.plan_spmspv(a));
   std::vector<float> xh(static_cast<size_t>(a.cols), 0.f);
@@ -90,6 +91,17 @@ std::vector<FixedCostCall> spgemm_fixed_cost_calls(Context& ctx, const Stream& s
   stream.synchronize();
   return {{"spgemm numeric run (C's structure known), A^2 of 1000 rows x 8",
            [plan, da, &stream](int64_t) { plan->run(stream.handle()); }}};
+}
+
+std::vector<FixedCostCall> decode_fixed_cost_calls(Context& ctx, const Stream& stream) {
+  // A 1000 x 1000 layer of 8 weights a row in f16, every activation kept: the product's launch
+  // and its tickets, with next to no bytes to read.
+  const auto w = generate(kSmall).cast<float>();
+  auto plan = std::make_shared<DecodeLinearPlan>(ctx.plan_decode_linear(w, DecodeLinearOptions{}));
+  auto x = filled<uint16_t>(static_cast<size_t>(w.cols), 0x3c00);  // 1.0 in fp16
+  auto y = filled<uint16_t>(static_cast<size_t>(w.rows), 0);
+  return {{fmt::format("decode, 1000 x 1000 layer, 8 weights a row, f16, {}", to_string(plan->mapping())),
+           [plan, x, y, &stream](int64_t) { plan->run(x->ptr(), y->ptr(), stream.handle()); }}};
 }
 
 }  // namespace dbsparse::tools

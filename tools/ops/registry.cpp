@@ -11,9 +11,11 @@ const OpDescriptor& spmspv_op();
 const OpDescriptor& bfs_op();
 const OpDescriptor& spmm_op();
 const OpDescriptor& spgemm_op();
+const OpDescriptor& decode_op();
 
 const std::vector<const OpDescriptor*>& ops() {
-  static const std::vector<const OpDescriptor*> all = {&spmv_op(), &spmspv_op(), &bfs_op(), &spmm_op(), &spgemm_op()};
+  static const std::vector<const OpDescriptor*> all = {&spmv_op(), &spmspv_op(), &bfs_op(),
+                                                       &spmm_op(), &spgemm_op(), &decode_op()};
   return all;
 }
 

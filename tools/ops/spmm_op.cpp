@@ -31,7 +31,7 @@ namespace {
 using tuner::Measurement;
 using tuner::ParamSpec;
 
-// The issue's tolerances, per entry, relative to sum |a||b| of that entry: TF32 tensor cores
+// The accepted tolerances, per entry, relative to sum |a||b| of that entry: TF32 tensor cores
 // (BRP) and f32 CUDA cores (CSR); f16 and bf16, every path and cuSPARSE (the reference takes A and
 // B as rounded to 16 bits, so what remains is f32 summation and C's rounding: 2^-9 in bf16).
 constexpr double kTolTf32 = 2e-3;
@@ -224,235 +224,292 @@ std::vector<SpmmDtype> bench_dtypes(const std::vector<std::string>& words) {
   return out;
 }
 
-nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) {
+// What `bench spmm` was asked for, read once before any GPU work.
+struct SpmmBenchSetup {
+  std::vector<SpmmDtype> dtypes;
+  std::vector<int> widths;
+  SpmmEpilogue epilogue = SpmmEpilogue::None;
+  bool relu = false;
+  std::optional<Config> given;  // --config
+};
+
+SpmmBenchSetup bench_setup(const BenchRequest& r) {
   if (!r.densities.empty()) throw UsageError("bench spmm: --density applies to ops with a sparse x (spmspv)");
   if (!r.strategies.empty()) throw UsageError("bench spmm: --strategy applies to spmv (spmm: --config)");
-  const std::vector<SpmmDtype> dtypes = bench_dtypes(r.precisions);
-  const std::vector<int> widths = r.n_cols.empty() ? kBenchN : r.n_cols;
-  const SpmmEpilogue epilogue = parse_spmm_epilogue(r.epilogue);
-  const bool relu = epilogue == SpmmEpilogue::Relu;
-  if (relu)
+  SpmmBenchSetup s;
+  s.dtypes = bench_dtypes(r.precisions);
+  s.widths = r.n_cols.empty() ? kBenchN : r.n_cols;
+  s.epilogue = parse_spmm_epilogue(r.epilogue);
+  s.relu = s.epilogue == SpmmEpilogue::Relu;
+  if (s.relu)
     fmt::print(
         "epilogue relu: C = ReLU(A B); dbsparse's plans apply it (fused into the CSR path's stores, a pass "
         "elsewhere), cuSPARSE's rows add a relu pass over C (its SpMM has no epilogue)\n");
-  std::optional<Config> given;
-  if (r.config) given = Config{"spmm", *r.config, ConfigSource::Explicit, "--config"};
-  (void)(given ? config_from_json<SpmmConfig>(given->params) : SpmmConfig{});  // a bad key fails before GPU work
-  fmt::print("{:<36} {:>4} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7} {:>7}  {}\n", "matrix", "prec",
-             "N", "auto", "brp", "condensed", "csr", "cusparse", "GFLOP/s", "a/cs", "brp/csr", "cnd/cs",
-             "auto path; best cuSPARSE algorithm");
-  nlohmann::json results = nlohmann::json::array();
-  // (precision, N) -> (auto over cuSPARSE, matrix)
+  if (r.config) s.given = Config{"spmm", *r.config, ConfigSource::Explicit, "--config"};
+  (void)(s.given ? config_from_json<SpmmConfig>(s.given->params) : SpmmConfig{});  // a bad key fails before GPU work
+  return s;
+}
+
+// Across the suite, for the summary: auto over the best cuSPARSE by (precision, N), the BRP plans'
+// conversions, and the reordered CSR over the best cuSPARSE by (order, N), f32 and 16 bits together.
+struct SpmmBenchTotals {
   std::map<std::pair<SpmmDtype, int>, std::vector<std::pair<double, std::string>>> speedups;
-  std::vector<std::pair<std::string, BrpStats>> conversions;  // the BRP plans' formats
-  // (order, N) -> (reordered CSR over cuSPARSE, matrix), f32 and 16 bits together
+  std::vector<std::pair<std::string, BrpStats>> conversions;
   std::map<std::pair<std::string, int>, std::vector<std::pair<double, std::string>>> reordered;
-  for_each_matrix(r.specs, [&](const NamedMatrix& m, bool) {
-    const CsrMatrix<float> a = m.csr.cast<float>();
-    const CsrMatrix<float> abs_a = abs_of(a);
-    for (SpmmDtype dtype : dtypes)
-      for (int n : widths) {
-        SpmmCase k(a, abs_a, n, 101 + n, dtype, relu);
-        SpmmOptions auto_opt;
-        if (given) auto_opt.config = &*given;
-        auto_opt.dtype = dtype;
-        auto_opt.epilogue = epilogue;
-        const SpmmPlan plan = ctx.plan_spmm(a, n, auto_opt);
-        SpmmOptions brp_opt = auto_opt, csr_opt = auto_opt, cnd_opt = auto_opt;
-        brp_opt.path = SpmmPath::Brp;
-        csr_opt.path = SpmmPath::CsrCudaCore;
-        csr_opt.reorder = Reorder::None;  // the plain CSR row: auto's order shows in the auto row
-        cnd_opt.path = SpmmPath::Condensed;
-        const SpmmPlan brp = ctx.plan_spmm(a, n, brp_opt);
-        const SpmmPlan csr = ctx.plan_spmm(a, n, csr_opt);
-        // The condensed tiles take 512 bytes (f32) per 8 columns of a window: on a graph of 1% fill
-        // that is 50x CSR, so they are left out past 4 GB.
-        const double fill = condensed_fill(a, plan.g());
-        const double cnd_bytes = fill > 0 ? double(a.nnz()) / fill * spmm_value_bytes(dtype) : 0.0;
-        std::optional<SpmmPlan> cnd;
-        if (cnd_bytes <= 4e9) cnd.emplace(ctx.plan_spmm(a, n, cnd_opt));
-        std::vector<BenchTime> rows;
-        rows.push_back(time_impl("dbsparse-auto", stream, r.timing, k, [&] { k.run(plan, stream); }));
-        rows.back().note = to_string(plan.path());
-        rows.push_back(time_impl(fmt::format("dbsparse-brp-f{}-g{}", brp.f(), brp.g()), stream, r.timing, k,
-                                 [&] { k.run(brp, stream); }));
-        if (cnd)
-          rows.push_back(time_impl(fmt::format("dbsparse-condensed-g{}", cnd->g()), stream, r.timing, k,
-                                   [&] { k.run(*cnd, stream); }));
-        else
-          rows.push_back(
-              BenchTime{"dbsparse-condensed", 0, 0, fmt::format("left out: {:.1f} GB of tiles", cnd_bytes / 1e9)});
-        rows.push_back(time_impl("dbsparse-csr", stream, r.timing, k, [&] { k.run(csr, stream); }));
-        const double csr_us = rows.back().us;
-        // Reordered CSR: the ordering's host time and the calls that pay it back against plain CSR.
-        nlohmann::json reorders = nlohmann::json::array();
-        for (const std::string& name : r.reorders) {
-          if (a.rows != a.cols) break;  // orderings are of a graph's vertices
-          // degree-gpu: the path of a caller's 64-bit device CSR (f32), its degree order made on the GPU.
-          const bool on_gpu = name == "degree-gpu";
-          if (on_gpu && dtype != SpmmDtype::F32) continue;
-          SpmmOptions ro = csr_opt;
-          ro.reorder = parse_reorder(on_gpu ? "degree" : name);
-          std::optional<DeviceCsr64<float>> d64;  // A as a caller's 64-bit device CSR
-          if (on_gpu) d64.emplace(a);
-          const SpmmPlan rp = on_gpu ? ctx.plan_spmm(d64->view(), n, ro) : ctx.plan_spmm(a, n, ro);
-          rows.push_back(time_impl("dbsparse-csr-" + name, stream, r.timing, k, [&] { k.run(rp, stream); }));
-          const double saved_us = csr_us - rows.back().us;
-          const double payback = saved_us > 0 ? rp.reorder_ms() * 1e3 / saved_us : -1;
-          rows.back().note = payback > 0 ? fmt::format("order {:.1f} ms, paid back after {:.0f} calls", rp.reorder_ms(),
-                                                       std::ceil(payback))
-                                         : fmt::format("order {:.1f} ms, never paid back", rp.reorder_ms());
-          reorders.push_back({{"order", name},
-                              {"ms", rp.reorder_ms()},
-                              {"us", rows.back().us},
-                              {"payback_calls", payback > 0 ? std::ceil(payback) : -1.0}});
-        }
-        const size_t best_of_ours = rows.size();
-        nlohmann::json unsupported = nlohmann::json::object();
-        if (r.baselines) {
-          CusparseSpmm cs(a, n, stream.handle(), kCusparseSpmmAlgs, dtype);
-          // cuSPARSE SpMM has no epilogue: its users run ReLU as a pass of its own, timed with the product.
-          std::optional<detail::ReluPass> pass;
-          if (relu) pass = detail::relu_pass(ctx, dtype, static_cast<long long>(a.rows) * n);
-          for (CusparseSpmmAlg alg : kCusparseSpmmAlgs) {
-            if (!cs.supported(alg)) {
-              unsupported[to_string(alg)] = cs.why_unsupported(alg);
-              continue;
-            }
-            if (!relu) {
-              rows.push_back(
-                  time_impl(to_string(alg), stream, r.timing, k, [&] { cs.run(alg, k.b_ptr(), k.c_ptr()); }));
-              continue;
-            }
-            rows.push_back(time_impl(std::string(to_string(alg)) + "+relu", stream, r.timing, k, [&] {
-              cs.run(alg, k.b_ptr(), k.c_ptr());
-              pass->run(k.c_ptr(), static_cast<CUstream>(stream.handle()));
-            }));
-          }
-        }
-        // cuSPARSE's rows are held to CSR's tolerance (f32 CUDA cores, or the 16-bit one).
-        const double tol_cs = tolerance(SpmmPath::CsrCudaCore, dtype);
-        const BenchTime* best_cs = nullptr;
-        for (size_t i = best_of_ours; i < rows.size(); ++i)
-          if (rows[i].err <= tol_cs && (!best_cs || rows[i].us < best_cs->us)) best_cs = &rows[i];
-        const double flops = 2.0 * double(a.nnz()) * double(n);
-        auto gflops = [&](double us) { return us > 0 ? flops / (us * 1e3) : 0.0; };
-        nlohmann::json rec;
-        rec["matrix"] = m.name;
-        rec["precision"] = to_string(dtype);
-        rec["rows"] = a.rows;
-        rec["cols"] = a.cols;
-        rec["nnz"] = a.nnz();
-        rec["n"] = n;
-        rec["auto_path"] = to_string(plan.path());
-        rec["epilogue"] = to_string(epilogue);
-        rec["epilogue_fused"] = plan.epilogue_fused();
-        rec["config"] = config_to_json(plan.typed_config());
-        rec["config_source"] = to_string(plan.config().source);
-        rec["tc_share_brp"] = brp.tc_share();
-        rec["condensed_fill"] = fill;
-        // The preprocessing the issue bounds (4 nnz (index + value bytes) of extra device memory).
-        if (const auto st = brp.brp_stats()) {
-          rec["brp_convert"] = {{"on_device", st->on_device},
-                                {"ms", st->convert_ms},
-                                {"peak_extra_bytes", st->peak_extra_bytes},
-                                {"bound_bytes", st->peak_bound_bytes()},
-                                {"peak_bytes_per_nnz", a.nnz() ? double(st->peak_extra_bytes) / double(a.nnz()) : 0.0}};
-          conversions.push_back({m.name, *st});
-        }
-        rec["impls"] = nlohmann::json::array();
-        auto tol_of = [&](const BenchTime& t) {
-          if (t.impl.rfind("dbsparse-brp", 0) == 0) return tolerance(SpmmPath::Brp, dtype);
-          if (t.impl.rfind("dbsparse-condensed", 0) == 0) return tolerance(SpmmPath::Condensed, dtype);
-          if (t.impl == "dbsparse-auto") return tolerance(plan.path(), dtype);
-          return tolerance(SpmmPath::CsrCudaCore, dtype);
-        };
-        for (const auto& t : rows) {
-          if (t.us <= 0) {
-            rec["impls"].push_back({{"impl", t.impl}, {"note", t.note}});
-            continue;
-          }
-          rec["impls"].push_back({{"impl", t.impl},
-                                  {"us", t.us},
-                                  {"gflops", gflops(t.us)},
-                                  {"error", t.err},
-                                  {"tolerance", tol_of(t)},
-                                  {"correct", t.err <= tol_of(t)}});
-        }
-        if (!unsupported.empty()) rec["cusparse_unsupported"] = unsupported;
-        const double t_auto = rows[0].us, t_brp = rows[1].us, t_cnd = rows[2].us, t_csr = rows[3].us;
-        double vs_cs = 0;
-        if (best_cs) {
-          vs_cs = best_cs->us / t_auto;
-          rec["cusparse_best"] = best_cs->impl;
-          rec["auto_over_cusparse"] = vs_cs;
-          speedups[{dtype, n}].push_back({vs_cs, m.name});
-        }
-        rec["brp_over_csr"] = t_csr / t_brp;
-        const double cnd_over_cs = best_cs && t_cnd > 0 ? best_cs->us / t_cnd : 0.0;
-        if (t_cnd > 0) rec["condensed_over_cusparse"] = cnd_over_cs;
-        fmt::print(
-            "{:<36} {:>4} {:>5} {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>10.1f} {:>7.2f} {:>7.2f} "
-            "{:>7.2f}  {}; {}\n",
-            m.name.substr(0, 36), to_string(dtype), n, t_auto, t_brp, t_cnd, t_csr, best_cs ? best_cs->us : 0.0,
-            gflops(t_auto), vs_cs, t_csr / t_brp, cnd_over_cs, to_string(plan.path()),
-            best_cs ? best_cs->impl : "none correct");
-        for (size_t i = 0; i < reorders.size(); ++i) {
-          const BenchTime& t = rows[4 + i];
-          const double over_cs = best_cs && t.us > 0 ? best_cs->us / t.us : 0.0;
-          reorders[i]["over_cusparse"] = over_cs;
-          reorders[i]["correct"] = t.err <= tol_of(t);
-          if (best_cs) reordered[{reorders[i]["order"].get<std::string>(), n}].push_back({over_cs, m.name});
-          fmt::print("  {:<34} {:>4} {:>5} {:>8.1f}us  {:.2f}x the best cuSPARSE, {:.2f}x csr; {}{}\n", t.impl,
-                     to_string(dtype), n, t.us, over_cs, t.us > 0 ? t_csr / t.us : 0.0, t.note,
-                     t.err <= tol_of(t) ? "" : " WRONG");
-        }
-        if (!reorders.empty()) rec["reorders"] = reorders;
-        for (const auto& t : rows)
-          if (t.us > 0 && !(t.err <= tol_of(t)))
-            fmt::print("  WRONG: {} error {:.3e} relative to sum |a||b| (tolerance {:.0e})\n", t.impl, t.err,
-                       tol_of(t));
-        results.push_back(rec);
-      }
-  });
+};
+
+// One (matrix, precision, N): its case, the auto plan and the forced paths' plans, and its rows:
+// dbsparse's (auto, BRP, condensed, CSR, then CSR in each asked row order), then cuSPARSE's from
+// `first_cusparse` on.
+struct SpmmBenchCase {
+  const std::string& name;
+  const CsrMatrix<float>& a;
+  SpmmDtype dtype;
+  int n;
+  SpmmCase k;
+  std::vector<BenchTime> rows;
+  nlohmann::json reorders = nlohmann::json::array();
+  nlohmann::json unsupported = nlohmann::json::object();
+  size_t first_cusparse = 0;
+};
+
+// Reordered CSR: the ordering's host time and the calls that pay it back against plain CSR.
+void time_reorders(Context& ctx, const Stream& stream, const BenchRequest& r, const SpmmOptions& csr_opt,
+                   SpmmBenchCase& c) {
+  const double csr_us = c.rows.back().us;
+  for (const std::string& name : r.reorders) {
+    if (c.a.rows != c.a.cols) break;  // orderings are of a graph's vertices
+    // degree-gpu: the path of a caller's 64-bit device CSR (f32), its degree order made on the GPU.
+    const bool on_gpu = name == "degree-gpu";
+    if (on_gpu && c.dtype != SpmmDtype::F32) continue;
+    SpmmOptions ro = csr_opt;
+    ro.reorder = parse_reorder(on_gpu ? "degree" : name);
+    std::optional<DeviceCsr64<float>> d64;  // A as a caller's 64-bit device CSR
+    if (on_gpu) d64.emplace(c.a);
+    const SpmmPlan rp = on_gpu ? ctx.plan_spmm(d64->view(), c.n, ro) : ctx.plan_spmm(c.a, c.n, ro);
+    c.rows.push_back(time_impl("dbsparse-csr-" + name, stream, r.timing, c.k, [&] { c.k.run(rp, stream); }));
+    const double saved_us = csr_us - c.rows.back().us;
+    const double payback = saved_us > 0 ? rp.reorder_ms() * 1e3 / saved_us : -1;
+    c.rows.back().note =
+        payback > 0 ? fmt::format("order {:.1f} ms, paid back after {:.0f} calls", rp.reorder_ms(), std::ceil(payback))
+                    : fmt::format("order {:.1f} ms, never paid back", rp.reorder_ms());
+    c.reorders.push_back({{"order", name},
+                          {"ms", rp.reorder_ms()},
+                          {"us", c.rows.back().us},
+                          {"payback_calls", payback > 0 ? std::ceil(payback) : -1.0}});
+  }
+}
+
+// cuSPARSE's rows, each algorithm it supports for this case; with relu, the pass its users add.
+void time_cusparse(Context& ctx, const Stream& stream, const BenchRequest& r, bool relu, SpmmBenchCase& c) {
+  CusparseSpmm cs(c.a, c.n, stream.handle(), kCusparseSpmmAlgs, c.dtype);
+  // cuSPARSE SpMM has no epilogue: its users run ReLU as a pass of its own, timed with the product.
+  std::optional<detail::ReluPass> pass;
+  if (relu) pass = detail::relu_pass(ctx, c.dtype, static_cast<long long>(c.a.rows) * c.n);
+  for (CusparseSpmmAlg alg : kCusparseSpmmAlgs) {
+    if (!cs.supported(alg)) {
+      c.unsupported[to_string(alg)] = cs.why_unsupported(alg);
+      continue;
+    }
+    if (!relu) {
+      c.rows.push_back(
+          time_impl(to_string(alg), stream, r.timing, c.k, [&] { cs.run(alg, c.k.b_ptr(), c.k.c_ptr()); }));
+      continue;
+    }
+    c.rows.push_back(time_impl(std::string(to_string(alg)) + "+relu", stream, r.timing, c.k, [&] {
+      cs.run(alg, c.k.b_ptr(), c.k.c_ptr());
+      pass->run(c.k.c_ptr(), static_cast<CUstream>(stream.handle()));
+    }));
+  }
+}
+
+// The tolerance a row is held to: its path's, in the case's precision.
+double tolerance_of(const BenchTime& t, const SpmmPlan& plan, SpmmDtype dtype) {
+  if (t.impl.rfind("dbsparse-brp", 0) == 0) return tolerance(SpmmPath::Brp, dtype);
+  if (t.impl.rfind("dbsparse-condensed", 0) == 0) return tolerance(SpmmPath::Condensed, dtype);
+  if (t.impl == "dbsparse-auto") return tolerance(plan.path(), dtype);
+  return tolerance(SpmmPath::CsrCudaCore, dtype);
+}
+
+// The case's record: its shape, the auto plan's choices, the BRP conversion and every row.
+nlohmann::json case_record(const SpmmBenchCase& c, SpmmEpilogue epilogue, const SpmmPlan& plan, const SpmmPlan& brp,
+                           double fill, SpmmBenchTotals& totals) {
+  const double flops = 2.0 * double(c.a.nnz()) * double(c.n);
+  nlohmann::json rec;
+  rec["matrix"] = c.name;
+  rec["precision"] = to_string(c.dtype);
+  rec["rows"] = c.a.rows;
+  rec["cols"] = c.a.cols;
+  rec["nnz"] = c.a.nnz();
+  rec["n"] = c.n;
+  rec["auto_path"] = to_string(plan.path());
+  rec["epilogue"] = to_string(epilogue);
+  rec["epilogue_fused"] = plan.epilogue_fused();
+  rec["config"] = config_to_json(plan.typed_config());
+  rec["config_source"] = to_string(plan.config().source);
+  rec["tc_share_brp"] = brp.tc_share();
+  rec["condensed_fill"] = fill;
+  // The preprocessing's bound (4 nnz (index + value bytes) of extra device memory).
+  if (const auto st = brp.brp_stats()) {
+    rec["brp_convert"] = {{"on_device", st->on_device},
+                          {"ms", st->convert_ms},
+                          {"peak_extra_bytes", st->peak_extra_bytes},
+                          {"bound_bytes", st->peak_bound_bytes()},
+                          {"peak_bytes_per_nnz", c.a.nnz() ? double(st->peak_extra_bytes) / double(c.a.nnz()) : 0.0}};
+    totals.conversions.push_back({c.name, *st});
+  }
+  rec["impls"] = nlohmann::json::array();
+  for (const auto& t : c.rows) {
+    if (t.us <= 0) {
+      rec["impls"].push_back({{"impl", t.impl}, {"note", t.note}});
+      continue;
+    }
+    const double tol = tolerance_of(t, plan, c.dtype);
+    rec["impls"].push_back({{"impl", t.impl},
+                            {"us", t.us},
+                            {"gflops", t.us > 0 ? flops / (t.us * 1e3) : 0.0},
+                            {"error", t.err},
+                            {"tolerance", tol},
+                            {"correct", t.err <= tol}});
+  }
+  if (!c.unsupported.empty()) rec["cusparse_unsupported"] = c.unsupported;
+  return rec;
+}
+
+// The case against the best correct cuSPARSE row: into the record and the totals, one table line,
+// a line per reordered CSR row and one per wrong row.
+void compare_case(SpmmBenchCase& c, const SpmmPlan& plan, nlohmann::json& rec, SpmmBenchTotals& totals) {
+  // cuSPARSE's rows are held to CSR's tolerance (f32 CUDA cores, or the 16-bit one).
+  const double tol_cs = tolerance(SpmmPath::CsrCudaCore, c.dtype);
+  const BenchTime* best_cs = nullptr;
+  for (size_t i = c.first_cusparse; i < c.rows.size(); ++i)
+    if (c.rows[i].err <= tol_cs && (!best_cs || c.rows[i].us < best_cs->us)) best_cs = &c.rows[i];
+  const double flops = 2.0 * double(c.a.nnz()) * double(c.n);
+  auto gflops = [&](double us) { return us > 0 ? flops / (us * 1e3) : 0.0; };
+  const double t_auto = c.rows[0].us, t_brp = c.rows[1].us, t_cnd = c.rows[2].us, t_csr = c.rows[3].us;
+  double vs_cs = 0;
+  if (best_cs) {
+    vs_cs = best_cs->us / t_auto;
+    rec["cusparse_best"] = best_cs->impl;
+    rec["auto_over_cusparse"] = vs_cs;
+    totals.speedups[{c.dtype, c.n}].push_back({vs_cs, c.name});
+  }
+  rec["brp_over_csr"] = t_csr / t_brp;
+  const double cnd_over_cs = best_cs && t_cnd > 0 ? best_cs->us / t_cnd : 0.0;
+  if (t_cnd > 0) rec["condensed_over_cusparse"] = cnd_over_cs;
+  fmt::print(
+      "{:<36} {:>4} {:>5} {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>8.1f}us {:>10.1f} {:>7.2f} {:>7.2f} "
+      "{:>7.2f}  {}; {}\n",
+      c.name.substr(0, 36), to_string(c.dtype), c.n, t_auto, t_brp, t_cnd, t_csr, best_cs ? best_cs->us : 0.0,
+      gflops(t_auto), vs_cs, t_csr / t_brp, cnd_over_cs, to_string(plan.path()),
+      best_cs ? best_cs->impl : "none correct");
+  for (size_t i = 0; i < c.reorders.size(); ++i) {
+    const BenchTime& t = c.rows[4 + i];
+    const bool correct = t.err <= tolerance_of(t, plan, c.dtype);
+    const double over_cs = best_cs && t.us > 0 ? best_cs->us / t.us : 0.0;
+    c.reorders[i]["over_cusparse"] = over_cs;
+    c.reorders[i]["correct"] = correct;
+    if (best_cs) totals.reordered[{c.reorders[i]["order"].get<std::string>(), c.n}].push_back({over_cs, c.name});
+    fmt::print("  {:<34} {:>4} {:>5} {:>8.1f}us  {:.2f}x the best cuSPARSE, {:.2f}x csr; {}{}\n", t.impl,
+               to_string(c.dtype), c.n, t.us, over_cs, t.us > 0 ? t_csr / t.us : 0.0, t.note, correct ? "" : " WRONG");
+  }
+  if (!c.reorders.empty()) rec["reorders"] = c.reorders;
+  for (const auto& t : c.rows)
+    if (t.us > 0 && !(t.err <= tolerance_of(t, plan, c.dtype)))
+      fmt::print("  WRONG: {} error {:.3e} relative to sum |a||b| (tolerance {:.0e})\n", t.impl, t.err,
+                 tolerance_of(t, plan, c.dtype));
+}
+
+// One (matrix, precision, N): the auto plan and each forced path timed, then cuSPARSE; its record.
+nlohmann::json bench_case(Context& ctx, const Stream& stream, const BenchRequest& r, const SpmmBenchSetup& setup,
+                          SpmmBenchCase& c, SpmmBenchTotals& totals) {
+  SpmmOptions auto_opt;
+  if (setup.given) auto_opt.config = &*setup.given;
+  auto_opt.dtype = c.dtype;
+  auto_opt.epilogue = setup.epilogue;
+  const SpmmPlan plan = ctx.plan_spmm(c.a, c.n, auto_opt);
+  SpmmOptions brp_opt = auto_opt, csr_opt = auto_opt, cnd_opt = auto_opt;
+  brp_opt.path = SpmmPath::Brp;
+  csr_opt.path = SpmmPath::CsrCudaCore;
+  csr_opt.reorder = Reorder::None;  // the plain CSR row: auto's order shows in the auto row
+  cnd_opt.path = SpmmPath::Condensed;
+  const SpmmPlan brp = ctx.plan_spmm(c.a, c.n, brp_opt);
+  const SpmmPlan csr = ctx.plan_spmm(c.a, c.n, csr_opt);
+  // The condensed tiles take 512 bytes (f32) per 8 columns of a window: on a graph of 1% fill
+  // that is 50x CSR, so they are left out past 4 GB.
+  const double fill = condensed_fill(c.a, plan.g());
+  const double cnd_bytes = fill > 0 ? double(c.a.nnz()) / fill * spmm_value_bytes(c.dtype) : 0.0;
+  std::optional<SpmmPlan> cnd;
+  if (cnd_bytes <= 4e9) cnd.emplace(ctx.plan_spmm(c.a, c.n, cnd_opt));
+  SpmmCase& k = c.k;
+  c.rows.push_back(time_impl("dbsparse-auto", stream, r.timing, k, [&] { k.run(plan, stream); }));
+  c.rows.back().note = to_string(plan.path());
+  c.rows.push_back(time_impl(fmt::format("dbsparse-brp-f{}-g{}", brp.f(), brp.g()), stream, r.timing, k,
+                             [&] { k.run(brp, stream); }));
+  if (cnd)
+    c.rows.push_back(
+        time_impl(fmt::format("dbsparse-condensed-g{}", cnd->g()), stream, r.timing, k, [&] { k.run(*cnd, stream); }));
+  else
+    c.rows.push_back(
+        BenchTime{"dbsparse-condensed", 0, 0, fmt::format("left out: {:.1f} GB of tiles", cnd_bytes / 1e9)});
+  c.rows.push_back(time_impl("dbsparse-csr", stream, r.timing, k, [&] { k.run(csr, stream); }));
+  time_reorders(ctx, stream, r, csr_opt, c);
+  c.first_cusparse = c.rows.size();
+  if (r.baselines) time_cusparse(ctx, stream, r, setup.relu, c);
+  nlohmann::json rec = case_record(c, setup.epilogue, plan, brp, fill, totals);
+  compare_case(c, plan, rec, totals);
+  return rec;
+}
+
+// The geomean and the worst matrix of each group of ratios, printed and returned.
+template <class Key, class Name, class Line>
+void summarize_ratios(const std::map<Key, std::vector<std::pair<double, std::string>>>& groups, const char* field,
+                      Name&& name_of, Line&& line, nlohmann::json& summary) {
+  for (const auto& [key, v] : groups) {
+    std::vector<double> xs;
+    const std::pair<double, std::string>* worst = nullptr;
+    for (const auto& p : v) {
+      xs.push_back(p.first);
+      if (!worst || p.first < worst->first) worst = &p;
+    }
+    summary[name_of(key)] = {
+        {field, geomean(xs)}, {"worst", worst->first}, {"worst_matrix", worst->second}, {"matrices", xs.size()}};
+    line(key, geomean(xs), xs.size(), *worst);
+  }
+}
+
+nlohmann::json summarize(const SpmmBenchTotals& totals, const std::vector<SpmmDtype>& dtypes) {
   // f32 alone keeps the summary's old shape (keyed by N); with f16 or bf16 the key is "<precision> <N>".
   const bool f32_only = dtypes == std::vector<SpmmDtype>{SpmmDtype::F32};
   nlohmann::json summary = nlohmann::json::object();
-  for (const auto& [key, v] : speedups) {
-    const auto& [dtype, n] = key;
-    std::vector<double> xs;
-    const std::pair<double, std::string>* worst = nullptr;
-    for (const auto& p : v) {
-      xs.push_back(p.first);
-      if (!worst || p.first < worst->first) worst = &p;
-    }
-    const std::string name = f32_only ? std::to_string(n) : fmt::format("{} {}", to_string(dtype), n);
-    summary[name] = {{"geomean_auto_over_best_cusparse", geomean(xs)},
-                     {"worst", worst->first},
-                     {"worst_matrix", worst->second},
-                     {"matrices", xs.size()}};
-    fmt::print(
-        "{} N = {}: dbsparse auto over the best cuSPARSE algorithm: geomean {:.2f}x over {} matrices, worst "
-        "{:.2f}x ({})\n",
-        to_string(dtype), n, geomean(xs), xs.size(), worst->first, worst->second);
-  }
-  for (const auto& [key, v] : reordered) {
-    std::vector<double> xs;
-    const std::pair<double, std::string>* worst = nullptr;
-    for (const auto& p : v) {
-      xs.push_back(p.first);
-      if (!worst || p.first < worst->first) worst = &p;
-    }
-    summary[fmt::format("csr-{} {}", key.first, key.second)] = {{"geomean_over_best_cusparse", geomean(xs)},
-                                                                {"worst", worst->first},
-                                                                {"worst_matrix", worst->second},
-                                                                {"matrices", xs.size()}};
-    fmt::print(
-        "N = {}: dbsparse csr, rows in {} order, over the best cuSPARSE algorithm: geomean {:.2f}x over {} "
-        "matrices, worst {:.2f}x ({})\n",
-        key.second, key.first, geomean(xs), xs.size(), worst->first, worst->second);
-  }
-  // One line per matrix (the first N's plan; the format does not depend on N).
+  using Worst = std::pair<double, std::string>;
+  summarize_ratios(
+      totals.speedups, "geomean_auto_over_best_cusparse",
+      [&](const std::pair<SpmmDtype, int>& k) {
+        return f32_only ? std::to_string(k.second) : fmt::format("{} {}", to_string(k.first), k.second);
+      },
+      [](const std::pair<SpmmDtype, int>& k, double g, size_t count, const Worst& worst) {
+        fmt::print(
+            "{} N = {}: dbsparse auto over the best cuSPARSE algorithm: geomean {:.2f}x over {} matrices, worst "
+            "{:.2f}x ({})\n",
+            to_string(k.first), k.second, g, count, worst.first, worst.second);
+      },
+      summary);
+  summarize_ratios(
+      totals.reordered, "geomean_over_best_cusparse",
+      [](const std::pair<std::string, int>& k) { return fmt::format("csr-{} {}", k.first, k.second); },
+      [](const std::pair<std::string, int>& k, double g, size_t count, const Worst& worst) {
+        fmt::print(
+            "N = {}: dbsparse csr, rows in {} order, over the best cuSPARSE algorithm: geomean {:.2f}x over {} "
+            "matrices, worst {:.2f}x ({})\n",
+            k.second, k.first, g, count, worst.first, worst.second);
+      },
+      summary);
+  return summary;
+}
+
+// One line per matrix (the first N's plan; the format does not depend on N).
+void print_conversions(const std::vector<std::pair<std::string, BrpStats>>& conversions) {
   std::string last;
   for (const auto& [name, st] : conversions) {
     if (name == last) continue;
@@ -467,6 +524,26 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
         "(bound {:.0f}: {})\n",
         st.f, st.g, name.substr(0, 40), st.on_device ? "GPU" : "host", st.convert_ms, per_nnz, bound, verdict);
   }
+}
+
+nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) {
+  const SpmmBenchSetup setup = bench_setup(r);
+  fmt::print("{:<36} {:>4} {:>5} {:>10} {:>10} {:>10} {:>10} {:>10} {:>10} {:>7} {:>7} {:>7}  {}\n", "matrix", "prec",
+             "N", "auto", "brp", "condensed", "csr", "cusparse", "GFLOP/s", "a/cs", "brp/csr", "cnd/cs",
+             "auto path; best cuSPARSE algorithm");
+  nlohmann::json results = nlohmann::json::array();
+  SpmmBenchTotals totals;
+  for_each_matrix(r.specs, [&](const NamedMatrix& m, bool) {
+    const CsrMatrix<float> a = m.csr.cast<float>();
+    const CsrMatrix<float> abs_a = abs_of(a);
+    for (SpmmDtype dtype : setup.dtypes)
+      for (int n : setup.widths) {
+        SpmmBenchCase c{m.name, a, dtype, n, SpmmCase(a, abs_a, n, 101 + n, dtype, setup.relu)};
+        results.push_back(bench_case(ctx, stream, r, setup, c, totals));
+      }
+  });
+  nlohmann::json summary = summarize(totals, setup.dtypes);
+  print_conversions(totals.conversions);
   nlohmann::json j;
   j["results"] = results;
   j["summary"] = summary;
@@ -489,9 +566,8 @@ OpDescriptor make() {
   d.suite_sets = kSpmmSuiteSets;
   d.bench_suite_set = [](const std::string& size, const std::string& set) { return spmm_suite(size, set); };
   // f16 / bf16 kernels only with opt_in: the tuner times f32 alone, and dbtune compiles every
-  // variant ahead; the dbtune gpu case went from 187 to 375 s once the 152 16-bit modules (and
-  // more spgemm ones) were in the list (H200, 2026-12-01). A 16-bit plan compiles its own on first
-  // use.
+  // variant ahead, which the 16-bit modules would double (docs/decisions/tuner-search-spaces.md).
+  // A 16-bit plan compiles its own on first use.
   d.variants = [](bool opt_in) {
     std::vector<codegen::KernelSource> out;
     for (const auto& k : codegen::spmm_search_space())
