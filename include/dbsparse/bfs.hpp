@@ -23,7 +23,7 @@ namespace dbsparse {
 
 // A graph on the device with 64-bit row offsets, as PatternGraph (row i lists the j with
 // A(i, j) != 0, columns sorted and unique) but with entries past 2^31 allowed; vertices stay int32.
-// Non-owning: what Context::plan_bfs(const DeviceGraphView64&, ...) reads in place. From a CSR
+// Non-owning: what plan_bfs(ctx, const DeviceGraphView64&, ...) reads in place. From a CSR
 // with values (PyTorch, CuPy), its row offsets and columns: BFS reads no values.
 struct DeviceGraphView64 {
   int32_t n = 0;
@@ -116,6 +116,22 @@ struct BfsRunStats {
 
 class BfsPlan {
  public:
+  // Converts the graph once (its adjacency pattern: values are not read) for DB-BFS. Square
+  // matrices only (UsageError naming the shape otherwise). plan_bfs(ctx, a, ...) is the same call.
+  template <class T>
+  static BfsPlan build(Context& ctx, const CsrMatrix<T>& a, const BfsOptions& options);
+  template <class T>
+  static BfsPlan build(Context& ctx, const CsrMatrix<T>& a);
+  static BfsPlan build(Context& ctx, const PatternGraph& g, const BfsOptions& options);
+  // A graph already on the device with 64-bit row offsets (entries past 2^31: what a PatternGraph
+  // cannot hold), read in place: the arrays must outlive the plan. a's rows list in-neighbours
+  // (options.transpose: out-neighbours); a_transposed is the other direction's view, or null for
+  // a symmetric graph. The views are checked on the device first (offsets, columns, and that each
+  // entry has its mirror in the other view: columns sorted in each row), UsageError otherwise.
+  // options.config null: BfsConfig's defaults (a device view is not fingerprinted).
+  static BfsPlan build(Context& ctx, const DeviceGraphView64& a, const BfsOptions& options,
+                       const DeviceGraphView64* a_transposed = nullptr);
+
   // levels[v] = BFS level of v from source, -1 when unreached; parents (when given) a BFS tree:
   // parents[source] = source, -1 when unreached. Buffers of vertices() elements. No allocation,
   // no compilation; without profiling no host synchronisation. Runs through the plan's own
@@ -143,9 +159,15 @@ class BfsPlan {
   struct Impl;
 
  private:
-  friend class Context;
+  static BfsPlan build_impl(Context& ctx, PatternGraph g, const BfsOptions& options, const Config& config);
   explicit BfsPlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The op's entry point, as every op spells it: plan_<op>(ctx, problem, options...).
+template <class G, class... Args>
+BfsPlan plan_bfs(Context& ctx, const G& g, const Args&... args) {
+  return BfsPlan::build(ctx, g, args...);
+}
 
 }  // namespace dbsparse

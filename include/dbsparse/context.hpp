@@ -196,7 +196,6 @@ struct DeviceGraphView64;
 namespace detail {
 class ModuleRegistry;
 class ForkJoin;
-struct DecodeSource;
 }  // namespace detail
 
 class Context {
@@ -212,82 +211,6 @@ class Context {
   void make_current() const;
   void synchronize() const;
 
-  // Analysis, upload, config look-up and JIT happen here, once; plan.run() is the hot path.
-  // The context must outlive its plans.
-  template <class T>
-  SpmvPlan<T> plan_spmv(const CsrMatrix<T>& a);
-  // With a given config instead of the database's: for the tuner and for ablations.
-  template <class T>
-  SpmvPlan<T> plan_spmv(const CsrMatrix<T>& a, const Config& config);
-  // With options: the DB's config with the caller's reorder, or options.config (see SpmvOptions).
-  template <class T>
-  SpmvPlan<T> plan_spmv(const CsrMatrix<T>& a, const SpmvOptions& options);
-  // A matrix already on the device with 64-bit row offsets, as large as the GPU holds (nnz past
-  // 2^31): one kernel for every row (the config's strategy; classified takes the uniform choice,
-  // longrow and reorder are refused), reading the caller's arrays, which must outlive the plan.
-  // config null: SpmvConfig's defaults (a device view is not fingerprinted for the tuning DB).
-  template <class T>
-  SpmvPlan<T> plan_spmv(const DeviceCsrView64<T>& a, const Config* config = nullptr);
-
-  // Converts A to the DB format (thresholds th0..th2 from the config look-up) and JIT-compiles the
-  // variant for the block types present.
-  template <class T>
-  SpmspvPlan<T> plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& options);
-  template <class T>
-  SpmspvPlan<T> plan_spmspv(const CsrMatrix<T>& a);
-
-  // Converts the graph once (its adjacency pattern: values are not read) for DB-BFS (bfs.hpp).
-  // Square matrices only (UsageError naming the shape otherwise).
-  template <class T>
-  BfsPlan plan_bfs(const CsrMatrix<T>& a, const BfsOptions& options);
-  template <class T>
-  BfsPlan plan_bfs(const CsrMatrix<T>& a);
-  BfsPlan plan_bfs(const PatternGraph& g, const BfsOptions& options);
-  // A graph already on the device with 64-bit row offsets (entries past 2^31: what a PatternGraph
-  // cannot hold), read in place: the arrays must outlive the plan. a's rows list in-neighbours
-  // (options.transpose: out-neighbours); a_transposed is the other direction's view, or null for
-  // a symmetric graph. The views are checked on the device first (offsets, columns, and that each
-  // entry has its mirror in the other view: columns sorted in each row), UsageError otherwise.
-  // options.config null: BfsConfig's defaults (a device view is not fingerprinted).
-  BfsPlan plan_bfs(const DeviceGraphView64& a, const BfsOptions& options,
-                   const DeviceGraphView64* a_transposed = nullptr);
-
-  // A pruned linear layer (W as CSR, out x in) for batch-1 decoding: x sparsified on the GPU by
-  // magnitude, then SpMSpV (sparse_linear.hpp).
-  template <class T>
-  SparseLinearPlan<T> plan_sparse_linear(const CsrMatrix<T>& w, const SparseLinearOptions& options);
-  // The same layer in the model's dtype (fp16, bf16, f32) on the column bitmap layout (decode_linear.hpp).
-  DecodeLinearPlan plan_decode_linear(const CsrMatrix<float>& w, const DecodeLinearOptions& options);
-  // The same from a layer `dbsparse prune` saved (compact_weights.hpp): no pruning, no conversion;
-  // the values keep the layer's dtype, so options.dtype must match it (UsageError otherwise).
-  DecodeLinearPlan plan_decode_linear(const CompactLayer& w, const DecodeLinearOptions& options);
-
-  // Hash SpGEMM, C = A·B (spgemm.hpp): A and B uploaded, the structure analysed on the GPU once
-  // (one small read-back), kernels loaded; the first plan.run() sizes C (one host synchronisation),
-  // later runs recompute values only. From device CSR, A and B are not copied: the plan reads the
-  // caller's arrays, which must outlive it; the analysis runs on `stream` (null: the legacy
-  // default stream), so it follows whatever wrote A and B there, and is waited for before return.
-  template <class T>
-  SpgemmPlan<T> plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b);
-  template <class T>
-  SpgemmPlan<T> plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmOptions& options);
-  template <class T>
-  SpgemmPlan<T> plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrView<T>& b, const SpgemmOptions& options,
-                            void* stream = nullptr);
-  // SpMM C = alpha * A * B + beta * C for B and C with n_cols columns (spmm.hpp): BRP-SpMM,
-  // condensed tensor-core windows or the CUDA-core CSR product, in f32, f16 or bf16
-  // (SpmmOptions' dtype). A in f64 is a UsageError, as is n_cols outside 1 .. 4096.
-  template <class T>
-  SpmmPlan plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions& options);
-  template <class T>
-  SpmmPlan plan_spmm(const CsrMatrix<T>& a, int n_cols);
-  // A matrix already on the device with 64-bit row offsets (nnz past 2^31), f32: the CSR path
-  // with rows in A's order and none cut (a long row stays with one warp), reading the caller's
-  // arrays, which must outlive the plan. The options' path must be auto or csr, dtype f32 and the
-  // config's reorder auto or none; config null: SpmmConfig's defaults (not fingerprinted).
-  SpmmPlan plan_spmm(const DeviceCsrView64<float>& a, int n_cols, const SpmmOptions& options);
-  SpmmPlan plan_spmm(const DeviceCsrView64<float>& a, int n_cols);
-
   detail::ModuleRegistry& modules() const { return *modules_; }
   // Side streams for independent launches of one run (runtime/gpu/fork_join.hpp), made on first use.
   detail::ForkJoin& fork_join() const;
@@ -300,11 +223,6 @@ class Context {
   void release_cached_memory() const;
 
  private:
-  BfsPlan build_bfs(PatternGraph g, const BfsOptions& options, const Config& config);
-  DecodeLinearPlan build_decode_linear(const detail::DecodeSource& w, const DecodeLinearOptions& options);
-  template <class T>
-  SpmvPlan<T> build_spmv(const CsrMatrix<T>& a, const Config& config, std::string fingerprint);
-
   DeviceInfo info_;
   std::unique_ptr<detail::ModuleRegistry> modules_;
   mutable std::unique_ptr<detail::ForkJoin> fork_join_;

@@ -11,6 +11,11 @@
 
 namespace dbsparse {
 
+struct CompactLayer;
+namespace detail {
+struct DecodeSource;
+}
+
 enum class DecodeDtype { F16, BF16, F32 };
 const char* to_string(DecodeDtype d);
 
@@ -59,6 +64,13 @@ struct DecodeLinearOptions {
 
 class DecodeLinearPlan {
  public:
+  // The layer in the model's dtype (fp16, bf16, f32) on the column bitmap layout.
+  // plan_decode_linear(ctx, w, options) is the same call.
+  static DecodeLinearPlan build(Context& ctx, const CsrMatrix<float>& w, const DecodeLinearOptions& options);
+  // The same from a layer `dbsparse prune` saved (compact_weights.hpp): no pruning, no conversion;
+  // the values keep the layer's dtype, so options.dtype must match it (UsageError otherwise).
+  static DecodeLinearPlan build(Context& ctx, const CompactLayer& w, const DecodeLinearOptions& options);
+
   // x: cols() values and y: rows() values of the plan's dtype, on the device. One launch (two with keep), no
   // allocation, no host synchronisation (capturable).
   void run(uint64_t x, uint64_t y, void* stream) const;
@@ -83,9 +95,15 @@ class DecodeLinearPlan {
   struct Impl;
 
  private:
-  friend class Context;
+  static DecodeLinearPlan build_impl(Context& ctx, const detail::DecodeSource& w, const DecodeLinearOptions& options);
   explicit DecodeLinearPlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The op's entry point, as every op spells it: plan_<op>(ctx, problem, options...).
+template <class W>
+DecodeLinearPlan plan_decode_linear(Context& ctx, const W& w, const DecodeLinearOptions& options) {
+  return DecodeLinearPlan::build(ctx, w, options);
+}
 
 }  // namespace dbsparse

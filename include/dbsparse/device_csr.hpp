@@ -25,7 +25,7 @@ struct DeviceCsrView {
 
 // The same with 64-bit row offsets: nnz may pass 2^31 (rows and columns stay int32), for matrices
 // a CsrMatrix cannot hold, built on the device (PyTorch's CSR tensors have int64 offsets too).
-// What Context::plan_spmv(const DeviceCsrView64&) reads.
+// What plan_spmv(ctx, const DeviceCsrView64&) reads.
 template <class T>
 struct DeviceCsrView64 {
   int32_t rows = 0;

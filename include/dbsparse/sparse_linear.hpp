@@ -32,6 +32,10 @@ struct SparseLinearOptions {
 template <class T>
 class SparseLinearPlan {
  public:
+  // A pruned linear layer (W as CSR, out x in) for batch-1 decoding: x sparsified on the GPU by
+  // magnitude, then SpMSpV. plan_sparse_linear(ctx, w, options) is the same call.
+  static SparseLinearPlan build(Context& ctx, const CsrMatrix<T>& w, const SparseLinearOptions& options);
+
   // y = W · sparsify(x): two launches and the SpMSpV plan's own (column bitmap: one); no
   // allocation, no host sync. The DeviceBuffer form needs T storage (not an fp16/bf16 plan).
   void run(const DeviceBuffer<T>& x, DeviceBuffer<T>& y, const Stream& stream) const;
@@ -51,9 +55,14 @@ class SparseLinearPlan {
   struct Impl;
 
  private:
-  friend class Context;
   explicit SparseLinearPlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The op's entry point, as every op spells it: plan_<op>(ctx, problem, options...).
+template <class T>
+SparseLinearPlan<T> plan_sparse_linear(Context& ctx, const CsrMatrix<T>& w, const SparseLinearOptions& options) {
+  return SparseLinearPlan<T>::build(ctx, w, options);
+}
 
 }  // namespace dbsparse

@@ -265,7 +265,7 @@ struct SpgemmOptions {
   bool one_pass = true;
 };
 
-// C = A·B on the GPU by the phases above. ctx.plan_spgemm takes A and B as host CSR (uploaded into
+// C = A·B on the GPU by the phases above. plan_spgemm(ctx, ...) takes A and B as host CSR (uploaded into
 // the plan) or as device CSR (DeviceCsrView: read in place, not copied). It analyses the structure
 // once on the GPU (templates/spgemm/spgemm_analysis.cuh: IP and group per row, rows and products per
 // group, the rows that may overflow, A's and B's columns checked), waits for that and reads back
@@ -293,6 +293,17 @@ struct SpgemmFreshTimes {
 template <class T>
 class SpgemmPlan {
  public:
+  // Hash SpGEMM, C = A·B: A and B uploaded, the structure analysed on the GPU once (one small
+  // read-back), kernels loaded; the first run() sizes C (one host synchronisation), later runs
+  // recompute values only. From device CSR, A and B are not copied: the plan reads the caller's
+  // arrays, which must outlive it; the analysis runs on `stream` (null: the legacy default
+  // stream), so it follows whatever wrote A and B there, and is waited for before return.
+  // plan_spgemm(ctx, a, b, ...) is the same call.
+  static SpgemmPlan build(Context& ctx, const CsrMatrix<T>& a, const CsrMatrix<T>& b);
+  static SpgemmPlan build(Context& ctx, const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmOptions& options);
+  static SpgemmPlan build(Context& ctx, const DeviceCsrView<T>& a, const DeviceCsrView<T>& b,
+                          const SpgemmOptions& options, void* stream = nullptr);
+
   void run(void* stream);
   // New values for A and B (same structure, nnz(A) and nnz(B) values; UsageError otherwise),
   // uploaded after the context's work is done (it waits for the device). Takes effect at the next
@@ -341,7 +352,6 @@ class SpgemmPlan {
   struct Impl;
 
  private:
-  friend class Context;
   explicit SpgemmPlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
@@ -349,5 +359,15 @@ class SpgemmPlan {
 // One-shot C = A·B on the GPU: a plan, one run on a stream of its own, the result downloaded.
 template <class T>
 CsrMatrix<T> spgemm(Context& ctx, const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmOptions& options = {});
+
+// The op's entry point, as every op spells it: plan_<op>(ctx, problem, options...).
+template <class T, class... Args>
+SpgemmPlan<T> plan_spgemm(Context& ctx, const CsrMatrix<T>& a, const CsrMatrix<T>& b, const Args&... args) {
+  return SpgemmPlan<T>::build(ctx, a, b, args...);
+}
+template <class T, class... Args>
+SpgemmPlan<T> plan_spgemm(Context& ctx, const DeviceCsrView<T>& a, const DeviceCsrView<T>& b, const Args&... args) {
+  return SpgemmPlan<T>::build(ctx, a, b, args...);
+}
 
 }  // namespace dbsparse

@@ -204,6 +204,21 @@ struct SpmmOptions {
 
 class SpmmPlan {
  public:
+  // SpMM C = alpha * A * B + beta * C for B and C with n_cols columns: BRP-SpMM, condensed
+  // tensor-core windows or the CUDA-core CSR product, in f32, f16 or bf16 (SpmmOptions' dtype).
+  // A in f64 is a UsageError, as is n_cols outside 1 .. 4096. plan_spmm(ctx, a, n, ...) is the
+  // same call.
+  template <class T>
+  static SpmmPlan build(Context& ctx, const CsrMatrix<T>& a, int n_cols, const SpmmOptions& options);
+  template <class T>
+  static SpmmPlan build(Context& ctx, const CsrMatrix<T>& a, int n_cols);
+  // A matrix already on the device with 64-bit row offsets (nnz past 2^31), f32: the CSR path
+  // with rows in A's order and none cut (a long row stays with one warp), reading the caller's
+  // arrays, which must outlive the plan. The options' path must be auto or csr, dtype f32 and the
+  // config's reorder auto or none; config null: SpmmConfig's defaults (not fingerprinted).
+  static SpmmPlan build(Context& ctx, const DeviceCsrView64<float>& a, int n_cols, const SpmmOptions& options);
+  static SpmmPlan build(Context& ctx, const DeviceCsrView64<float>& a, int n_cols);
+
   // B: cols() x n_cols() and C: rows() x n_cols() values of dtype() on the device, row-major (f16
   // and bf16 as 16-bit words). beta == 0 never reads C. No allocation, no compilation, no host
   // synchronisation (capturable). The BRP path adds into C with atomics, so its C is equal to the
@@ -249,9 +264,14 @@ class SpmmPlan {
   struct Impl;
 
  private:
-  friend class Context;
   explicit SpmmPlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The op's entry point, as every op spells it: plan_<op>(ctx, problem, options...).
+template <class M, class... Args>
+SpmmPlan plan_spmm(Context& ctx, const M& a, int n_cols, const Args&... args) {
+  return SpmmPlan::build(ctx, a, n_cols, args...);
+}
 
 }  // namespace dbsparse

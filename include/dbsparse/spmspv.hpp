@@ -139,6 +139,11 @@ class SpmspvWorkspace {
 template <class T>
 class SpmspvPlan {
  public:
+  // Converts A to the DB format (thresholds th0..th2 from the config look-up) and JIT-compiles the
+  // variant for the block types present. plan_spmspv(ctx, a, ...) is the same call.
+  static SpmspvPlan build(Context& ctx, const CsrMatrix<T>& a, const SpmspvOptions& options);
+  static SpmspvPlan build(Context& ctx, const CsrMatrix<T>& a);
+
   // y = A·x, x dense on the device (zeros are the inactive entries), length cols(); y length rows().
   // No allocation, no compilation, no host synchronisation: capturable in a CUDA graph. Without a
   // workspace, the plan's own (see SpmspvWorkspace for running on several streams at once).
@@ -206,7 +211,6 @@ class SpmspvPlan {
   ~SpmspvPlan();
 
  private:
-  friend class Context;
   struct Impl;
   explicit SpmspvPlan(std::unique_ptr<Impl> impl);
   SpmspvWorkspace<T> make_workspace_without_sparse_x() const;
@@ -215,5 +219,11 @@ class SpmspvPlan {
                 uint32_t* feedback = nullptr) const;
   std::unique_ptr<Impl> impl_;
 };
+
+// The op's entry point, as every op spells it: plan_<op>(ctx, problem, options...).
+template <class T, class... Args>
+SpmspvPlan<T> plan_spmspv(Context& ctx, const CsrMatrix<T>& a, const Args&... args) {
+  return SpmspvPlan<T>::build(ctx, a, args...);
+}
 
 }  // namespace dbsparse

@@ -89,7 +89,7 @@ struct SpmvOptions {
 };
 
 // The config a plan with these options takes, from the one looked up (or options.config): the
-// pure part of Context::plan_spmv(a, options). UsageError naming `reorder` for a value it does not know.
+// pure part of SpmvPlan::build(ctx, a, options). UsageError naming `reorder` for a value it does not know.
 Config apply_spmv_options(Config looked_up, const SpmvOptions& options);
 
 namespace detail {
@@ -99,6 +99,19 @@ struct SpmvPlanBuilder;
 template <class T>
 class SpmvPlan {
  public:
+  // Analysis, upload, config look-up and JIT happen here, once; run() is the hot path. The context
+  // must outlive the plan. plan_spmv(ctx, a, ...) is the same call.
+  static SpmvPlan build(Context& ctx, const CsrMatrix<T>& a);
+  // With a given config instead of the database's: for the tuner and for ablations.
+  static SpmvPlan build(Context& ctx, const CsrMatrix<T>& a, const Config& config);
+  // With options: the DB's config with the caller's reorder, or options.config (see SpmvOptions).
+  static SpmvPlan build(Context& ctx, const CsrMatrix<T>& a, const SpmvOptions& options);
+  // A matrix already on the device with 64-bit row offsets, as large as the GPU holds (nnz past
+  // 2^31): one kernel for every row (the config's strategy; classified takes the uniform choice,
+  // longrow and reorder are refused), reading the caller's arrays, which must outlive the plan.
+  // config null: SpmvConfig's defaults (a device view is not fingerprinted for the tuning DB).
+  static SpmvPlan build(Context& ctx, const DeviceCsrView64<T>& a, const Config* config = nullptr);
+
   // No allocation, no compilation, no host synchronisation: safe to capture in a CUDA graph.
   // Several streams: calls on one plan may run concurrently when shares_call_state() is false
   // (every run only reads the plan). A plan with split long rows keeps per-call partial sums and
@@ -132,7 +145,7 @@ class SpmvPlan {
   std::string explain() const;
 
  private:
-  friend class Context;
+  static SpmvPlan build_impl(Context& ctx, const CsrMatrix<T>& a, const Config& config, std::string fingerprint);
   friend struct detail::SpmvPlanBuilder;  // runtime/spmv/spmv_plan.cpp: a plan's spec, materialized
   SpmvPlan() = default;
 
@@ -166,5 +179,15 @@ class SpmvPlan {
   std::vector<KernelInfo> kernels_;  // never empty once planned
   std::string matrix_fp_;
 };
+
+// The op's entry point, as every op spells it: plan_<op>(ctx, problem, options...).
+template <class T, class... Args>
+SpmvPlan<T> plan_spmv(Context& ctx, const CsrMatrix<T>& a, const Args&... args) {
+  return SpmvPlan<T>::build(ctx, a, args...);
+}
+template <class T, class... Args>
+SpmvPlan<T> plan_spmv(Context& ctx, const DeviceCsrView64<T>& a, const Args&... args) {
+  return SpmvPlan<T>::build(ctx, a, args...);
+}
 
 }  // namespace dbsparse

@@ -66,7 +66,7 @@ void bind_decode(nb::module_& m) {
         o.keep = keep;
         o.mapping = mapping_of(mapping);
         o.act_density = act_density;
-        return ctx.plan_decode_linear(w, o);
+        return plan_decode_linear(ctx, w, o);
       },
       nb::arg("ctx"), nb::arg("w"), nb::arg("dtype"), nb::arg("tau"), nb::arg("keep"), nb::arg("mapping"),
       nb::arg("act_density"), nb::keep_alive<0, 1>(), nogil);

@@ -40,8 +40,8 @@ void bind_one(nb::module_& m, const char* suffix) {
   m.def((std::string("plan_spgemm_device") + suffix).c_str(),
         [](Context& ctx, int32_t ar, int32_t ac, int64_t an, uint64_t arp, uint64_t aci, uint64_t av, int32_t br,
            int32_t bc, int64_t bn, uint64_t brp, uint64_t bci, uint64_t bv, uint64_t s) {
-          return ctx.plan_spgemm(view<T>(ar, ac, an, arp, aci, av), view<T>(br, bc, bn, brp, bci, bv),
-                                 dbsparse::SpgemmOptions{}, stream_ptr(s));
+          return plan_spgemm(ctx, view<T>(ar, ac, an, arp, aci, av), view<T>(br, bc, bn, brp, bci, bv),
+                             dbsparse::SpgemmOptions{}, stream_ptr(s));
         },
         nb::arg("ctx"), nb::arg("a_rows"), nb::arg("a_cols"), nb::arg("a_nnz"), nb::arg("a_row_ptr"),
         nb::arg("a_col_idx"), nb::arg("a_values"), nb::arg("b_rows"), nb::arg("b_cols"), nb::arg("b_nnz"),
@@ -49,7 +49,7 @@ void bind_one(nb::module_& m, const char* suffix) {
         nogil);
   m.def((std::string("spgemm_host") + suffix).c_str(),
         [](Context& ctx, const CsrMatrix<T>& a, const CsrMatrix<T>& b) {
-          auto p = ctx.plan_spgemm(a, b);
+          auto p = plan_spgemm(ctx, a, b);
           p.run(nullptr);
           return p.download();
         },

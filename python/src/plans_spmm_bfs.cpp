@@ -51,7 +51,7 @@ void bind_spmm_bfs(nb::module_& m) {
         o.path = spmm_path(path);
         if (reorder != "config") o.reorder = dbsparse::parse_reorder(reorder);
         o.epilogue = dbsparse::parse_spmm_epilogue(epilogue);
-        return ctx.plan_spmm(a, n_cols, o);
+        return plan_spmm(ctx, a, n_cols, o);
       },
       nb::arg("ctx"), nb::arg("a"), nb::arg("n_cols"), nb::arg("dtype"), nb::arg("path"), nb::arg("reorder") = "config",
       nb::arg("epilogue") = "none", nb::keep_alive<0, 1>(), nogil);
@@ -71,7 +71,7 @@ void bind_spmm_bfs(nb::module_& m) {
         o.path = spmm_path(path);
         if (reorder != "config") o.reorder = dbsparse::parse_reorder(reorder);
         o.epilogue = dbsparse::parse_spmm_epilogue(epilogue);
-        return ctx.plan_spmm(v, n_cols, o);
+        return plan_spmm(ctx, v, n_cols, o);
       },
       nb::arg("ctx"), nb::arg("rows"), nb::arg("cols"), nb::arg("nnz"), nb::arg("row_ptr"), nb::arg("col_idx"),
       nb::arg("values"), nb::arg("n_cols"), nb::arg("path"), nb::arg("reorder") = "config",
@@ -94,7 +94,7 @@ void bind_spmm_bfs(nb::module_& m) {
       [](Context& ctx, const CsrMatrix<float>& a, bool transpose) {
         dbsparse::BfsOptions o;
         o.transpose = transpose;
-        return ctx.plan_bfs(a, o);
+        return plan_bfs(ctx, a, o);
       },
       nb::arg("ctx"), nb::arg("a"), nb::arg("transpose") = false, nb::keep_alive<0, 1>(), nogil);
   // A graph on the device with int64 row offsets, read in place; t_row_ptr 0: symmetric.
@@ -110,7 +110,7 @@ void bind_spmm_bfs(nb::module_& m) {
                                           at = view(t_n, t_entries, t_row_ptr, t_col_idx);
         dbsparse::BfsOptions o;
         o.transpose = transpose;
-        return ctx.plan_bfs(a, o, t_row_ptr ? &at : nullptr);
+        return plan_bfs(ctx, a, o, t_row_ptr ? &at : nullptr);
       },
       nb::arg("ctx"), nb::arg("n"), nb::arg("entries"), nb::arg("row_ptr"), nb::arg("col_idx"), nb::arg("t_n"),
       nb::arg("t_entries"), nb::arg("t_row_ptr"), nb::arg("t_col_idx"), nb::arg("transpose"), nb::keep_alive<0, 1>(),

@@ -44,7 +44,7 @@ void bind_one(nb::module_& m, const char* suffix) {
         [](Context& ctx, const CsrMatrix<T>& a, const std::string& reorder) {
           dbsparse::SpmvOptions o;
           o.reorder = reorder;
-          return ctx.plan_spmv(a, o);
+          return plan_spmv(ctx, a, o);
         },
         nb::arg("ctx"), nb::arg("a"), nb::arg("reorder") = "", nb::keep_alive<0, 1>(), nogil);
   // A CSR matrix already on the device with int64 row offsets (the arrays stay the caller's: the
@@ -57,7 +57,7 @@ void bind_one(nb::module_& m, const char* suffix) {
                                                reinterpret_cast<const int64_t*>(row_ptr),
                                                reinterpret_cast<const int32_t*>(col_idx),
                                                reinterpret_cast<const T*>(values)};
-          return ctx.plan_spmv(v);
+          return plan_spmv(ctx, v);
         },
         nb::arg("ctx"), nb::arg("rows"), nb::arg("cols"), nb::arg("nnz"), nb::arg("row_ptr"), nb::arg("col_idx"),
         nb::arg("values"), nb::keep_alive<0, 1>(), nogil);
@@ -84,7 +84,7 @@ void bind_one(nb::module_& m, const char* suffix) {
           o.direction = direction == "push"   ? dbsparse::SpmspvDirection::Push
                         : direction == "pull" ? dbsparse::SpmspvDirection::Pull
                                               : dbsparse::SpmspvDirection::Auto;
-          return ctx.plan_spmspv(a, o);
+          return plan_spmspv(ctx, a, o);
         },
         nb::arg("ctx"), nb::arg("a"), nb::arg("direction") = "auto", nb::keep_alive<0, 1>(), nogil);
 }

@@ -114,12 +114,12 @@ DeviceContraction<T> contract(Context& ctx, const DeviceCsrView<T>& g, const int
   ContractTimes t;
   auto [s, st] = contraction_factors<T>(ctx, labels, g.rows, k, stream);
   lap(t.factors_ms);
-  SpgemmPlan<T> sg = ctx.plan_spgemm(s.view(), g, options, stream);
+  SpgemmPlan<T> sg = plan_spgemm(ctx, s.view(), g, options, stream);
   lap(t.plan_sg_ms);
   sg.run(stream);
   lap(t.run_sg_ms);
   // (S·G)·Sᵀ from S·G where the first run left it: its analysis follows that run on the same stream.
-  SpgemmPlan<T> c = ctx.plan_spgemm(sg.result(), st.view(), options, stream);
+  SpgemmPlan<T> c = plan_spgemm(ctx, sg.result(), st.view(), options, stream);
   lap(t.plan_c_ms);
   c.run(stream);
   DBS_CU(cuStreamSynchronize(h));

@@ -83,7 +83,7 @@ class MclRunner {
       qv = reinterpret_cast<uint64_t>(q.values);
       it.nnz_expanded = q.nnz;
     } else {
-      plan.emplace(ctx_.plan_spgemm(dev_.view(), dev_.view(), SpgemmOptions{}, h));
+      plan.emplace(plan_spgemm(ctx_, dev_.view(), dev_.view(), SpgemmOptions{}, h));
       plan->run(h);
       qp = plan->row_ptr();
       qc = plan->col_idx();

@@ -16,8 +16,8 @@ namespace dbsparse {
 template <class T>
 SpgemmPlan<T> plan_square(Context& ctx, const CsrMatrix<T>& a, bool transpose, const SpgemmOptions& options) {
   // The plan keeps device copies of both factors only, so Aᵀ may go when it returns.
-  if (square_uses_transpose(a, transpose)) return ctx.plan_spgemm(a, dbsparse::transpose(a), options);
-  return ctx.plan_spgemm(a, a, options);
+  if (square_uses_transpose(a, transpose)) return plan_spgemm(ctx, a, dbsparse::transpose(a), options);
+  return plan_spgemm(ctx, a, a, options);
 }
 
 template <class T>

@@ -176,21 +176,21 @@ void finish_bfs(Context& ctx, BfsPlan::Impl& p, const BfsOptions& opt) {
 }  // namespace
 
 template <class T>
-BfsPlan Context::plan_bfs(const CsrMatrix<T>& a) {
-  return plan_bfs(a, BfsOptions{});
+BfsPlan BfsPlan::build(Context& ctx, const CsrMatrix<T>& a) {
+  return build(ctx, a, BfsOptions{});
 }
 
 template <class T>
-BfsPlan Context::plan_bfs(const CsrMatrix<T>& a, const BfsOptions& opt) {
+BfsPlan BfsPlan::build(Context& ctx, const CsrMatrix<T>& a, const BfsOptions& opt) {
   if (a.rows != a.cols)
     throw UsageError(fmt::format("plan_bfs: the adjacency matrix must be square, is {}x{}", a.rows, a.cols));
   Config config = opt.config ? *opt.config
-                             : lookup_config(info_.record().fingerprint, structure_fingerprint(a),
+                             : lookup_config(ctx.device().record().fingerprint, structure_fingerprint(a),
                                              config_info<BfsConfig>(), "", [&] { return compute_features(a); });
-  return build_bfs(pattern_of(a, opt.transpose), opt, config);
+  return build_impl(ctx, pattern_of(a, opt.transpose), opt, config);
 }
 
-BfsPlan Context::plan_bfs(const PatternGraph& g, const BfsOptions& opt) {
+BfsPlan BfsPlan::build(Context& ctx, const PatternGraph& g, const BfsOptions& opt) {
   if (g.row_ptr.size() != static_cast<size_t>(g.n) + 1 || g.row_ptr.back() != g.entries())
     throw UsageError("plan_bfs: the pattern graph's row_ptr must have n + 1 entries ending at entries()");
   Config config;
@@ -198,7 +198,7 @@ BfsPlan Context::plan_bfs(const PatternGraph& g, const BfsOptions& opt) {
     config = *opt.config;
   } else {
     // The features (wanted only for a prediction) read a CsrMatrix: the copy is made only then.
-    config = lookup_config(info_.record().fingerprint, structure_fingerprint(g.n, g.n, g.row_ptr, g.col_idx),
+    config = lookup_config(ctx.device().record().fingerprint, structure_fingerprint(g.n, g.n, g.row_ptr, g.col_idx),
                            config_info<BfsConfig>(), "", [&] {
                              CsrMatrix<float> shape;  // structure only: the features read no values
                              shape.rows = shape.cols = g.n;
@@ -207,11 +207,11 @@ BfsPlan Context::plan_bfs(const PatternGraph& g, const BfsOptions& opt) {
                              return compute_features(shape);
                            });
   }
-  return build_bfs(opt.transpose ? transpose(g) : g, opt, config);
+  return build_impl(ctx, opt.transpose ? transpose(g) : g, opt, config);
 }
 
-BfsPlan Context::build_bfs(PatternGraph g, const BfsOptions& opt, const Config& config) {
-  make_current();
+BfsPlan BfsPlan::build_impl(Context& ctx, PatternGraph g, const BfsOptions& opt, const Config& config) {
+  ctx.make_current();
   if (static_cast<int64_t>(g.n) + 32 > INT32_MAX) throw UsageError("plan_bfs: too many vertices for int32 indices");
   require_device_bytes(
       fmt::format("plan_bfs of a graph of {} vertices and {} edges (its pattern, at least)", g.n, g.entries()),
@@ -239,8 +239,8 @@ BfsPlan Context::build_bfs(PatternGraph g, const BfsOptions& opt, const Config& 
   p->view_push_idx = p->push_idx.ptr();
   p->view_pull_ptr = s.symmetric ? p->push_ptr.ptr() : p->pull_ptr.ptr();
   p->view_pull_idx = s.symmetric ? p->push_idx.ptr() : p->pull_idx.ptr();
-  load_search(*this, *p);
-  finish_bfs(*this, *p, opt);
+  load_search(ctx, *p);
+  finish_bfs(ctx, *p, opt);
   return BfsPlan(std::move(p));
 }
 
@@ -305,8 +305,9 @@ int64_t check_views(Context& ctx, CUfunction fn, const DeviceGraphView64& push, 
 
 }  // namespace
 
-BfsPlan Context::plan_bfs(const DeviceGraphView64& a, const BfsOptions& opt, const DeviceGraphView64* a_transposed) {
-  make_current();
+BfsPlan BfsPlan::build(Context& ctx, const DeviceGraphView64& a, const BfsOptions& opt,
+                       const DeviceGraphView64* a_transposed) {
+  ctx.make_current();
   check_view_shape(a, "the graph");
   if (a_transposed) {
     check_view_shape(*a_transposed, "the transposed graph");
@@ -324,8 +325,8 @@ BfsPlan Context::plan_bfs(const DeviceGraphView64& a, const BfsOptions& opt, con
   auto p = std::make_unique<BfsPlan::Impl>();
   static_cast<detail::BfsSpec&>(*p) = detail::bfs_spec(opt, config, a.n, true);
   const auto t0 = std::chrono::steady_clock::now();
-  const auto loaded = load_search(*this, *p);
-  const int64_t pieces = check_views(*this, loaded.entry("check_view"), push, pull, a_transposed != nullptr);
+  const auto loaded = load_search(ctx, *p);
+  const int64_t pieces = check_views(ctx, loaded.entry("check_view"), push, pull, a_transposed != nullptr);
   auto& s = p->stats;
   s = detail::bfs_view_stats(a.n, a.entries, a_transposed == nullptr, pieces);
   if (s.task_capacity > int64_t{UINT32_MAX})
@@ -340,7 +341,7 @@ BfsPlan Context::plan_bfs(const DeviceGraphView64& a, const BfsOptions& opt, con
   p->view_pull_ptr = reinterpret_cast<uintptr_t>(pull.row_ptr);
   p->view_pull_idx = reinterpret_cast<uintptr_t>(pull.col_idx);
   p->total_edges = static_cast<uint64_t>(push.entries);
-  finish_bfs(*this, *p, opt);
+  finish_bfs(ctx, *p, opt);
   return BfsPlan(std::move(p));
 }
 
@@ -452,9 +453,9 @@ std::string BfsPlan::explain() const {
   return out;
 }
 
-template BfsPlan Context::plan_bfs(const CsrMatrix<float>&, const BfsOptions&);
-template BfsPlan Context::plan_bfs(const CsrMatrix<double>&, const BfsOptions&);
-template BfsPlan Context::plan_bfs(const CsrMatrix<float>&);
-template BfsPlan Context::plan_bfs(const CsrMatrix<double>&);
+template BfsPlan BfsPlan::build(Context&, const CsrMatrix<float>&, const BfsOptions&);
+template BfsPlan BfsPlan::build(Context&, const CsrMatrix<double>&, const BfsOptions&);
+template BfsPlan BfsPlan::build(Context&, const CsrMatrix<float>&);
+template BfsPlan BfsPlan::build(Context&, const CsrMatrix<double>&);
 
 }  // namespace dbsparse

@@ -93,7 +93,7 @@ std::vector<uint8_t> expand_dense_cols(const detail::DecodeSource& m, size_t esi
 }
 }  // namespace
 
-DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const DecodeLinearOptions& opt) {
+DecodeLinearPlan DecodeLinearPlan::build(Context& ctx, const CsrMatrix<float>& w, const DecodeLinearOptions& opt) {
   const ColumnBitmapMatrix<float> m = csr_to_column_bitmap(w);
   detail::DecodeSource src{m.rows,     m.cols,      m.strips,        &m.masks,
                            &m.seg_ptr, &m.word_off, m.values.data(), m.values.size()};
@@ -103,16 +103,16 @@ DecodeLinearPlan Context::plan_decode_linear(const CsrMatrix<float>& w, const De
     h = opt.dtype == DecodeDtype::F16 ? floats_to_half(m.values) : floats_to_bf16(m.values);
     src.values = h.data();
   }
-  return build_decode_linear(src, opt);
+  return build_impl(ctx, src, opt);
 }
 
-DecodeLinearPlan Context::plan_decode_linear(const CompactLayer& w, const DecodeLinearOptions& opt) {
+DecodeLinearPlan DecodeLinearPlan::build(Context& ctx, const CompactLayer& w, const DecodeLinearOptions& opt) {
   if (opt.dtype != w.dtype)
     throw UsageError(fmt::format("plan_decode_linear: layer {} holds {} values, the options ask for {}", w.name,
                                  to_string(w.dtype), to_string(opt.dtype)));
   detail::DecodeSource src{w.w.rows,     w.w.cols,      w.w.strips,        &w.w.masks,
                            &w.w.seg_ptr, &w.w.word_off, w.w.values.data(), w.w.values.size()};
-  return build_decode_linear(src, opt);
+  return build_impl(ctx, src, opt);
 }
 
 namespace {
@@ -178,18 +178,19 @@ void fit_splits(DecodeLinearPlan::Impl& p, int sm_count) {
 
 }  // namespace
 
-DecodeLinearPlan Context::build_decode_linear(const detail::DecodeSource& m, const DecodeLinearOptions& opt) {
+DecodeLinearPlan DecodeLinearPlan::build_impl(Context& ctx, const detail::DecodeSource& m,
+                                              const DecodeLinearOptions& opt) {
   auto p = std::make_unique<DecodeLinearPlan::Impl>();
   static_cast<DecodeSpec&>(*p) = make_decode_spec(shape_of(m), opt);  // throws before any device work
-  make_current();
+  ctx.make_current();
   upload_weights(*p, m);
   codegen::DecodeKey key;
   key.dtype = static_cast<codegen::DecodeDtype>(static_cast<int>(opt.dtype));
-  const auto loaded = modules_->get(codegen::make_source(key), info_.arch());
+  const auto loaded = ctx.modules().get(codegen::make_source(key), ctx.device().arch());
   p->product = loaded.entry(p->entry);
   p->topk = loaded.entry("topk");
   p->kernel = loaded.info;
-  fit_splits(*p, info_.sm_count);
+  fit_splits(*p, ctx.device().sm_count);
   return DecodeLinearPlan(std::move(p));
 }
 

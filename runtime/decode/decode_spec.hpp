@@ -1,5 +1,5 @@
 #pragma once
-// A decoding plan as host values (the pure stage of Context::build_decode_linear): the mapping, how
+// A decoding plan as host values (the pure stage of DecodeLinearPlan::build_impl): the mapping, how
 // W is held and what it costs, the product kernel's entry point and its launch shape. Built from
 // the options and the layer's shape and statistics, then materialized (uploads, module load,
 // occupancy, attributes) and explained; nothing here touches CUDA, so the decisions are tested on

@@ -30,7 +30,7 @@ struct SparseLinearPlan<T>::Impl {
 };
 
 template <class T>
-SparseLinearPlan<T> Context::plan_sparse_linear(const CsrMatrix<T>& w, const SparseLinearOptions& opt) {
+SparseLinearPlan<T> SparseLinearPlan<T>::build(Context& ctx, const CsrMatrix<T>& w, const SparseLinearOptions& opt) {
   if (!(opt.tau >= 0)) throw UsageError(fmt::format("plan_sparse_linear: tau must be >= 0, got {}", opt.tau));
   if (opt.layout == SparseLinearLayout::Spmspv && opt.dtype != DecodeDtype::F32)
     throw UsageError(
@@ -47,7 +47,7 @@ SparseLinearPlan<T> Context::plan_sparse_linear(const CsrMatrix<T>& w, const Spa
     SpmspvOptions so;
     so.direction = opt.direction;
     so.config = opt.config;
-    impl->spmspv.emplace(plan_spmspv(w, so));
+    impl->spmspv.emplace(plan_spmspv(ctx, w, so));
     impl->xs = DeviceBuffer<T>(n);
   } else {
     if constexpr (!std::is_same_v<T, float>) {
@@ -60,16 +60,16 @@ SparseLinearPlan<T> Context::plan_sparse_linear(const CsrMatrix<T>& w, const Spa
       d.tau = opt.tau;
       d.mapping = opt.mapping;
       d.row_block_words = opt.row_block_words;
-      impl->bitmap.emplace(plan_decode_linear(w, d));
+      impl->bitmap.emplace(plan_decode_linear(ctx, w, d));
     }
   }
   codegen::SparseLinearKey key;
   key.value = codegen::value_type_of<T>();
-  auto loaded = modules_->get(codegen::make_source(key), info_.arch());
+  auto loaded = ctx.modules().get(codegen::make_source(key), ctx.device().arch());
   impl->sparsify = loaded.entry("sparsify");
   impl->kernel = loaded.info;
   impl->grid =
-      static_cast<unsigned>(std::clamp<int64_t>((int64_t{w.cols} + 255) / 256, 1, int64_t{info_.sm_count} * 4));
+      static_cast<unsigned>(std::clamp<int64_t>((int64_t{w.cols} + 255) / 256, 1, int64_t{ctx.device().sm_count} * 4));
   return SparseLinearPlan<T>(std::move(impl));
 }
 
@@ -152,8 +152,6 @@ std::string SparseLinearPlan<T>::explain() const {
                      device_bytes(), p.bitmap->explain());
 }
 
-template SparseLinearPlan<float> Context::plan_sparse_linear(const CsrMatrix<float>&, const SparseLinearOptions&);
-template SparseLinearPlan<double> Context::plan_sparse_linear(const CsrMatrix<double>&, const SparseLinearOptions&);
 template class SparseLinearPlan<float>;
 template class SparseLinearPlan<double>;
 

@@ -416,13 +416,14 @@ void check_view(const DeviceCsrView<T>& m, const char* name) {
 }  // namespace
 
 template <class T>
-SpgemmPlan<T> Context::plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b) {
-  return plan_spgemm(a, b, SpgemmOptions{});
+SpgemmPlan<T> SpgemmPlan<T>::build(Context& ctx, const CsrMatrix<T>& a, const CsrMatrix<T>& b) {
+  return build(ctx, a, b, SpgemmOptions{});
 }
 
 template <class T>
-SpgemmPlan<T> Context::plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmOptions& opt) {
-  make_current();
+SpgemmPlan<T> SpgemmPlan<T>::build(Context& ctx, const CsrMatrix<T>& a, const CsrMatrix<T>& b,
+                                   const SpgemmOptions& opt) {
+  ctx.make_current();
   if (a.cols != b.rows)  // before the uploads
     throw UsageError(fmt::format("spgemm: A is {}x{} but B is {}x{}: A's columns must equal B's rows", a.rows, a.cols,
                                  b.rows, b.cols));
@@ -438,15 +439,15 @@ SpgemmPlan<T> Context::plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b,
   SpgemmOptions o = opt;
   std::string source;
   if (!o.config) {
-    const Config cfg = lookup_config(info_.record().fingerprint, structure_fingerprint(a), config_info<SpgemmConfig>(),
-                                     "", [&] { return compute_features(a); });
+    const Config cfg = lookup_config(ctx.device().record().fingerprint, structure_fingerprint(a),
+                                     config_info<SpgemmConfig>(), "", [&] { return compute_features(a); });
     o.config = config_from_json<SpgemmConfig>(cfg.params);
     source = fmt::format("{}{}", to_string(cfg.source), cfg.note.empty() ? "" : " — " + cfg.note);
   }
   o.config->check();
   DeviceCsr<T> da(a), db(b);
   // Synchronous uploads on the legacy stream, so the analysis there follows them.
-  SpgemmPlan<T> plan = plan_spgemm(da.view(), db.view(), o, nullptr);
+  SpgemmPlan<T> plan = build(ctx, da.view(), db.view(), o, nullptr);
   if (!source.empty()) plan.impl_->spec.config_source = source;
   plan.impl_->a_own = std::move(da);
   plan.impl_->b_own = std::move(db);
@@ -455,9 +456,9 @@ SpgemmPlan<T> Context::plan_spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b,
 }
 
 template <class T>
-SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrView<T>& b, const SpgemmOptions& opt,
-                                   void* stream) {
-  make_current();
+SpgemmPlan<T> SpgemmPlan<T>::build(Context& ctx, const DeviceCsrView<T>& a, const DeviceCsrView<T>& b,
+                                   const SpgemmOptions& opt, void* stream) {
+  ctx.make_current();
   const auto h = static_cast<CUstream>(stream);
   const auto plan_start = std::chrono::steady_clock::now();
   detail::SpgemmSpecInputs in;
@@ -485,13 +486,13 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   ops.a_nnz = a.nnz;
   ops.b_nnz = b.nnz;
   const auto analysis_start = std::chrono::steady_clock::now();
-  p->pool = pool_on(h).pool;
+  p->pool = ctx.pool_on(h).pool;
   // Under the config narrowed for B's width, as the spec narrows it.
-  p->analysis = detail::SpgemmGpuAnalysis(*this, ops, detail::spgemm_plan_config(in.config, b.cols), h);  // waits once
+  p->analysis = detail::SpgemmGpuAnalysis(ctx, ops, detail::spgemm_plan_config(in.config, b.cols), h);  // waits once
   p->times.analysis_wait_ms = ms_since(analysis_start);
 
   CUdevice dev = 0;
-  DBS_CU(cuDeviceGet(&dev, info_.ordinal));
+  DBS_CU(cuDeviceGet(&dev, ctx.device().ordinal));
   int optin = 0;
   DBS_CU(cuDeviceGetAttribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev));
   in.stats = p->analysis.stats();
@@ -501,12 +502,12 @@ SpgemmPlan<T> Context::plan_spgemm(const DeviceCsrView<T>& a, const DeviceCsrVie
   in.b_nnz = b.nnz;
   in.value_bytes = static_cast<int>(sizeof(T));
   in.optin_smem = optin;
-  in.arch = info_.arch();
-  in.table_budget = opt.global_table_bytes > 0 ? opt.global_table_bytes : info_.memory_bytes / 16;
+  in.arch = ctx.device().arch();
+  in.table_budget = opt.global_table_bytes > 0 ? opt.global_table_bytes : ctx.device().memory_bytes / 16;
   in.one_pass = opt.one_pass;
   p->spec = detail::spgemm_plan_spec(in);
-  p->branches = &fork_join();
-  p->materialize(*this, h);
+  p->branches = &ctx.fork_join();
+  p->materialize(ctx, h);
   // The pool's allocations on h done, so that a run on any stream may use them. Nothing else is
   // queued on h since the analysis's wait: this returns at once.
   DBS_CU(cuStreamSynchronize(h));
@@ -715,7 +716,7 @@ std::string SpgemmPlan<T>::explain() const {
 
 template <class T>
 CsrMatrix<T> spgemm(Context& ctx, const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmOptions& options) {
-  SpgemmPlan<T> plan = ctx.plan_spgemm(a, b, options);
+  SpgemmPlan<T> plan = plan_spgemm(ctx, a, b, options);
   Stream s(ctx);
   plan.run(s.handle());
   return plan.download();
@@ -723,15 +724,6 @@ CsrMatrix<T> spgemm(Context& ctx, const CsrMatrix<T>& a, const CsrMatrix<T>& b, 
 
 template class SpgemmPlan<float>;
 template class SpgemmPlan<double>;
-template SpgemmPlan<float> Context::plan_spgemm(const CsrMatrix<float>&, const CsrMatrix<float>&);
-template SpgemmPlan<double> Context::plan_spgemm(const CsrMatrix<double>&, const CsrMatrix<double>&);
-template SpgemmPlan<float> Context::plan_spgemm(const CsrMatrix<float>&, const CsrMatrix<float>&, const SpgemmOptions&);
-template SpgemmPlan<double> Context::plan_spgemm(const CsrMatrix<double>&, const CsrMatrix<double>&,
-                                                 const SpgemmOptions&);
-template SpgemmPlan<float> Context::plan_spgemm(const DeviceCsrView<float>&, const DeviceCsrView<float>&,
-                                                const SpgemmOptions&, void*);
-template SpgemmPlan<double> Context::plan_spgemm(const DeviceCsrView<double>&, const DeviceCsrView<double>&,
-                                                 const SpgemmOptions&, void*);
 template CsrMatrix<float> spgemm(Context&, const CsrMatrix<float>&, const CsrMatrix<float>&, const SpgemmOptions&);
 template CsrMatrix<double> spgemm(Context&, const CsrMatrix<double>&, const CsrMatrix<double>&, const SpgemmOptions&);
 

@@ -70,12 +70,12 @@ static_assert(static_cast<int>(SpmmDtype::F32) == static_cast<int>(codegen::Spmm
               "SpmmDtype and codegen::SpmmValue name the same types in the same order");
 
 template <class T>
-SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols) {
-  return plan_spmm(a, n_cols, SpmmOptions{});
+SpmmPlan SpmmPlan::build(Context& ctx, const CsrMatrix<T>& a, int n_cols) {
+  return build(ctx, a, n_cols, SpmmOptions{});
 }
 
 template <class T>
-SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions& opt) {
+SpmmPlan SpmmPlan::build(Context& ctx, const CsrMatrix<T>& a, int n_cols, const SpmmOptions& opt) {
   if constexpr (!std::is_same_v<T, float>) {
     throw UsageError(
         "plan_spmm: A must be a CsrMatrix<float> (there are no f64 SpMM kernels): convert it with a.cast<float>(); "
@@ -85,23 +85,23 @@ SpmmPlan Context::plan_spmm(const CsrMatrix<T>& a, int n_cols, const SpmmOptions
       throw UsageError(fmt::format("plan_spmm: n_cols must be in 1 .. {}, got {}", abi::kSpmmMaxCols, n_cols));
     if (opt.f || opt.g) validate(BrpParams{opt.f.value_or(1), opt.g.value_or(1)});
     validate(a);
-    make_current();
+    ctx.make_current();
     require_device_bytes(
         fmt::format("plan_spmm of a {} x {} matrix with {} nonzeros (A, at least)", a.rows, a.cols, a.nnz()),
         csr_device_bytes(a.rows, a.nnz(), spmm_value_bytes(opt.dtype)));
     // The config: SpmmOptions::config, else the tuning DB's; the spec applies the explicit options over it.
-    Config config = opt.config
-                        ? *opt.config
-                        : lookup_config(info_.record().fingerprint, structure_fingerprint(a), config_info<SpmmConfig>(),
-                                        spmm_tuning_bucket(n_cols), [&] { return compute_features(a); });
-    spmm_detail::SpmmSpec spec = spmm_detail::spmm_spec(a, n_cols, opt, std::move(config), info_.sm_count);
-    return SpmmPlan(spmm_detail::materialize(*this, std::move(spec), a));
+    Config config = opt.config ? *opt.config
+                               : lookup_config(ctx.device().record().fingerprint, structure_fingerprint(a),
+                                               config_info<SpmmConfig>(), spmm_tuning_bucket(n_cols),
+                                               [&] { return compute_features(a); });
+    spmm_detail::SpmmSpec spec = spmm_detail::spmm_spec(a, n_cols, opt, std::move(config), ctx.device().sm_count);
+    return SpmmPlan(spmm_detail::materialize(ctx, std::move(spec), a));
   }
 }
 
-template SpmmPlan Context::plan_spmm(const CsrMatrix<float>&, int);
-template SpmmPlan Context::plan_spmm(const CsrMatrix<double>&, int);
-template SpmmPlan Context::plan_spmm(const CsrMatrix<float>&, int, const SpmmOptions&);
-template SpmmPlan Context::plan_spmm(const CsrMatrix<double>&, int, const SpmmOptions&);
+template SpmmPlan SpmmPlan::build(Context&, const CsrMatrix<float>&, int);
+template SpmmPlan SpmmPlan::build(Context&, const CsrMatrix<double>&, int);
+template SpmmPlan SpmmPlan::build(Context&, const CsrMatrix<float>&, int, const SpmmOptions&);
+template SpmmPlan SpmmPlan::build(Context&, const CsrMatrix<double>&, int, const SpmmOptions&);
 
 }  // namespace dbsparse

@@ -252,15 +252,15 @@ struct SpmspvPlan<T>::Impl : detail::SpmspvShape {
 };
 
 template <class T>
-SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a) {
-  return plan_spmspv(a, SpmspvOptions{});
+SpmspvPlan<T> SpmspvPlan<T>::build(Context& ctx, const CsrMatrix<T>& a) {
+  return build(ctx, a, SpmspvOptions{});
 }
 
 template <class T>
-SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& opt) {
-  make_current();
+SpmspvPlan<T> SpmspvPlan<T>::build(Context& ctx, const CsrMatrix<T>& a, const SpmspvOptions& opt) {
+  ctx.make_current();
   if (opt.semiring != Semiring::PlusTimes)
-    throw UsageError(fmt::format("plan_spmspv: semiring {} has no SpMSpV kernels; BFS (or_and) is ctx.plan_bfs",
+    throw UsageError(fmt::format("plan_spmspv: semiring {} has no SpMSpV kernels; BFS (or_and) is plan_bfs(ctx, ...)",
                                  to_string(opt.semiring)));
   // The dual view holds A twice (rows and columns), at least.
   require_device_bytes(fmt::format("plan_spmspv of a {} x {} matrix with {} nonzeros (A's two views, at least)", a.rows,
@@ -268,19 +268,20 @@ SpmspvPlan<T> Context::plan_spmspv(const CsrMatrix<T>& a, const SpmspvOptions& o
                        2 * csr_device_bytes(a.rows, a.nnz(), sizeof(T)));
   auto p = std::make_unique<typename SpmspvPlan<T>::Impl>();
   p->config = opt.config ? *opt.config
-                         : lookup_config(info_.record().fingerprint, structure_fingerprint(a),
+                         : lookup_config(ctx.device().record().fingerprint, structure_fingerprint(a),
                                          config_info<SpmspvConfig>(), "", [&] { return compute_features(a); });
   // Keys a config leaves out take SpmspvConfig's defaults; wrong kinds and unknown keys are
   // UsageErrors naming the key.
   p->typed = config_from_json<SpmspvConfig>(p->config.params);
   p->config.params = config_to_json(p->typed);
-  p->materialize(detail::spmspv_spec(a, p->typed, opt.direction, opt.semiring, {info_.sm_count, info_.cc_major}),
-                 *modules_, info_.arch());
+  p->materialize(
+      detail::spmspv_spec(a, p->typed, opt.direction, opt.semiring, {ctx.device().sm_count, ctx.device().cc_major}),
+      ctx.modules(), ctx.device().arch());
   SpmspvPlan<T> plan(std::move(p));
   // Without run_sparse's dense x (cols elements): the first run_sparse adds it (see spmspv.hpp).
   plan.impl_->own = plan.make_workspace_without_sparse_x();
   plan.impl_->stats.device_bytes = plan.impl_->held_bytes();
-  plan.impl_->size_launches(device_, info_.sm_count, opt.fused);
+  plan.impl_->size_launches(ctx.device().ordinal, ctx.device().sm_count, opt.fused);
   return plan;
 }
 
@@ -559,9 +560,5 @@ std::string SpmspvPlan<T>::explain() const {
 
 template class SpmspvPlan<float>;
 template class SpmspvPlan<double>;
-template SpmspvPlan<float> Context::plan_spmspv(const CsrMatrix<float>&);
-template SpmspvPlan<double> Context::plan_spmspv(const CsrMatrix<double>&);
-template SpmspvPlan<float> Context::plan_spmspv(const CsrMatrix<float>&, const SpmspvOptions&);
-template SpmspvPlan<double> Context::plan_spmspv(const CsrMatrix<double>&, const SpmspvOptions&);
 
 }  // namespace dbsparse

@@ -36,13 +36,13 @@ int prefer_l1_most(const Launches& launches, const DeviceInfo& d) {
 }  // namespace
 
 template <class T>
-SpmvPlan<T> Context::plan_spmv(const CsrMatrix<T>& a) {
-  return plan_spmv(a, SpmvOptions{});
+SpmvPlan<T> SpmvPlan<T>::build(Context& ctx, const CsrMatrix<T>& a) {
+  return build(ctx, a, SpmvOptions{});
 }
 
 template <class T>
-SpmvPlan<T> Context::plan_spmv(const CsrMatrix<T>& a, const Config& config) {
-  return plan_spmv(a, SpmvOptions{&config, ""});
+SpmvPlan<T> SpmvPlan<T>::build(Context& ctx, const CsrMatrix<T>& a, const Config& config) {
+  return build(ctx, a, SpmvOptions{&config, ""});
 }
 
 namespace {
@@ -63,13 +63,13 @@ Config apply_spmv_options(Config looked_up, const SpmvOptions& options) {
 }
 
 template <class T>
-SpmvPlan<T> Context::plan_spmv(const CsrMatrix<T>& a, const SpmvOptions& options) {
+SpmvPlan<T> SpmvPlan<T>::build(Context& ctx, const CsrMatrix<T>& a, const SpmvOptions& options) {
   check_spmv_options(options);  // before any pass over A
   auto fp = structure_fingerprint(a);
   Config looked_up = options.config ? Config{}
-                                    : lookup_config(info_.record().fingerprint, fp, config_info<SpmvConfig>(), "",
-                                                    [&] { return compute_features(a); });
-  return build_spmv(a, apply_spmv_options(std::move(looked_up), options), std::move(fp));
+                                    : lookup_config(ctx.device().record().fingerprint, fp, config_info<SpmvConfig>(),
+                                                    "", [&] { return compute_features(a); });
+  return build_impl(ctx, a, apply_spmv_options(std::move(looked_up), options), std::move(fp));
 }
 
 namespace {
@@ -151,7 +151,7 @@ Classified classify_rows(ClassifyKernel classify, int32_t rows, int64_t nnz, con
 
 namespace detail {
 
-// Context::build_spmv's stages: the host decisions (make_spmv_spec, with the statistics the
+// SpmvPlan::build_impl's stages: the host decisions (make_spmv_spec, with the statistics the
 // classifier and the column counts give), the device side of the plan, and its explain text.
 struct SpmvPlanBuilder {
   // The column order (SpmvConfig::reorder) on the host, and A's arrays on the device in it.
@@ -276,20 +276,21 @@ struct SpmvPlanBuilder {
 }  // namespace detail
 
 template <class T>
-SpmvPlan<T> Context::build_spmv(const CsrMatrix<T>& a, const Config& config, std::string fingerprint) {
-  make_current();
+SpmvPlan<T> SpmvPlan<T>::build_impl(Context& ctx, const CsrMatrix<T>& a, const Config& config,
+                                    std::string fingerprint) {
+  ctx.make_current();
   require_device_bytes(
       fmt::format("plan_spmv of a {} x {} matrix with {} nonzeros (A, at least)", a.rows, a.cols, a.nnz()),
       csr_device_bytes(a.rows, a.nnz(), sizeof(T)));
-  return detail::SpmvPlanBuilder::build(*this, a, config, std::move(fingerprint));
+  return detail::SpmvPlanBuilder::build(ctx, a, config, std::move(fingerprint));
 }
 template <class T>
-SpmvPlan<T> Context::plan_spmv(const DeviceCsrView64<T>& a, const Config* config) {
+SpmvPlan<T> SpmvPlan<T>::build(Context& ctx, const DeviceCsrView64<T>& a, const Config* config) {
   using codegen::SpmvStrategy;
-  make_current();
+  ctx.make_current();
   validate(a, "plan_spmv (64-bit offsets)");
   // The kernels index x and y by the caller's arrays: checked first.
-  detail::check_device_csr(*this, "plan_spmv (64-bit offsets)", "A", detail::arrays_of(a), false);
+  detail::check_device_csr(ctx, "plan_spmv (64-bit offsets)", "A", detail::arrays_of(a), false);
   SpmvPlan<T> plan;
   plan.rows_ = a.rows;
   plan.cols_ = a.cols;
@@ -309,7 +310,7 @@ SpmvPlan<T> Context::plan_spmv(const DeviceCsrView64<T>& a, const Config* config
   codegen::SpmvKey key = choose_spmv_key(one, a.rows, a.nnz, codegen::value_type_of<T>());
   if (key.strategy == SpmvStrategy::LongRow) key = codegen::SpmvKey{key.value, SpmvStrategy::Block, one.block_size};
   key.offsets64 = true;
-  auto loaded = modules_->get(codegen::make_source(key), info_.arch());
+  auto loaded = ctx.modules().get(codegen::make_source(key), ctx.device().arch());
   plan.kernels_.push_back(loaded.info);
   plan.view_row_ptr_ = reinterpret_cast<uintptr_t>(a.row_ptr);
   plan.view_col_idx_ = reinterpret_cast<uintptr_t>(a.col_idx);
@@ -323,7 +324,7 @@ SpmvPlan<T> Context::plan_spmv(const DeviceCsrView64<T>& a, const Config* config
                   key.to_string(),
                   std::string(took_uniform ? " (classified takes the uniform choice here)" : "") +
                       (one.window_max_len > 0 ? " (window_max_len not applied)" : "")) +
-      spmv_l1_text(prefer_l1_most(plan.launches_, info_));
+      spmv_l1_text(prefer_l1_most(plan.launches_, ctx.device()));
   return plan;
 }
 
@@ -397,13 +398,5 @@ std::string SpmvPlan<T>::explain() const {
 
 template class SpmvPlan<float>;
 template class SpmvPlan<double>;
-template SpmvPlan<float> Context::plan_spmv(const CsrMatrix<float>&);
-template SpmvPlan<double> Context::plan_spmv(const CsrMatrix<double>&);
-template SpmvPlan<float> Context::plan_spmv(const CsrMatrix<float>&, const Config&);
-template SpmvPlan<double> Context::plan_spmv(const CsrMatrix<double>&, const Config&);
-template SpmvPlan<float> Context::plan_spmv(const CsrMatrix<float>&, const SpmvOptions&);
-template SpmvPlan<double> Context::plan_spmv(const CsrMatrix<double>&, const SpmvOptions&);
-template SpmvPlan<float> Context::plan_spmv(const DeviceCsrView64<float>&, const Config*);
-template SpmvPlan<double> Context::plan_spmv(const DeviceCsrView64<double>&, const Config*);
 
 }  // namespace dbsparse

@@ -1,6 +1,6 @@
 #pragma once
 // An SpMV plan as host values (the pure stage between the config and the device): the column
-// order, the bins after folding, the kernels and every launch's shape. Context::build_spmv makes
+// order, the bins after folding, the kernels and every launch's shape. SpmvPlan::build_impl makes
 // one from the config, A's shape and the classifier's counts, materializes it (uploads, module
 // loads, L1 preferences) and explains it; nothing here touches CUDA, so the decisions are tested on
 // the CPU (tests/cpu/ops/test_spmv_spec.cpp).

@@ -191,7 +191,7 @@ inline void check_pieces_and_expanded_operands(const NamedMatrices& mats, SpmmDt
               o.config = &cfg;
               o.dtype = d;
               o.convert_on_host = host_conversion && run == 3;
-              const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+              const SpmmPlan plan = plan_spmm(ctx(), a, n, o);
               CAPTURE(plan.explain());
               CHECK(spmm_error(plan, x) <= spmm_tolerance(d, SpmmPath::Brp, a));
             }
@@ -205,7 +205,7 @@ inline void check_pieces_and_expanded_operands(const NamedMatrices& mats, SpmmDt
           SpmmOptions o;
           o.config = &cfg;
           o.dtype = d;
-          const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+          const SpmmPlan plan = plan_spmm(ctx(), a, n, o);
           CAPTURE(plan.explain());
           CHECK(spmm_error(plan, x) <= spmm_tolerance(d, SpmmPath::CsrCudaCore, a));
         }
@@ -226,7 +226,7 @@ inline void check_unaligned_b_and_c(const std::vector<SpmmDtype>& types, const s
       CAPTURE(to_string(path));
       SpmmOptions o{path, 1, 1};
       o.dtype = d;
-      const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+      const SpmmPlan plan = plan_spmm(ctx(), a, n, o);
       CHECK(unaligned_error(plan, x) <= spmm_tolerance(d, path, a));
     }
   }

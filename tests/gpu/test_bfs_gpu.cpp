@@ -57,7 +57,7 @@ void check_bfs(const std::string& name, const CsrMatrix<T>& a, std::vector<int32
     opt.launch = v.launch;
     opt.transpose = transpose;
     opt.config = config;
-    BfsPlan plan = ctx().plan_bfs(a, opt);
+    BfsPlan plan = plan_bfs(ctx(), a, opt);
     DeviceBuffer<int32_t> levels(static_cast<size_t>(g.n)), parents(static_cast<size_t>(g.n));
     for (int32_t s : mine) {
       CAPTURE(name);
@@ -114,7 +114,7 @@ TEST_CASE("BfsMatchesReferenceWithSelfLoopsDuplicatesAndTinyGraphs") {
   check_bfs("one vertex, self loop", from_edges(1, {{0, 0}}, true), {0});
   check_bfs("two vertices", from_edges(2, {{0, 1}}, true), {0, 1});
   // An empty graph plans; every source is out of range.
-  BfsPlan empty = ctx().plan_bfs(from_edges(0, {}, true), BfsOptions{});
+  BfsPlan empty = plan_bfs(ctx(), from_edges(0, {}, true), BfsOptions{});
   DeviceBuffer<int32_t> levels(1);
   Stream stream(ctx());
   CHECK_THROWS_AS(empty.run(0, levels.ptr(), 0, stream.handle()), UsageError);
@@ -126,7 +126,7 @@ TEST_CASE("BfsFollowsTheYEqualsAxConventionOnDirectedGraphs") {
   check_bfs("directed", a, {0, 3, 19});
   check_bfs("directed, transposed", a, {0, 2, 19}, true);
   Stream stream(ctx());
-  BfsPlan plan = ctx().plan_bfs(a, BfsOptions{});
+  BfsPlan plan = plan_bfs(ctx(), a, BfsOptions{});
   DeviceBuffer<int32_t> levels(20);
   plan.run(0, levels, stream);
   stream.synchronize();
@@ -162,7 +162,7 @@ TEST_CASE("BfsDirectionRuleFromTheConfigIsHonoured") {
   Stream stream(ctx());
   BfsOptions opt;
   opt.config = &pull_always;
-  BfsPlan plan = ctx().plan_bfs(a, opt);
+  BfsPlan plan = plan_bfs(ctx(), a, opt);
   DeviceBuffer<int32_t> levels(static_cast<size_t>(a.rows));
   const int32_t source = pick_sources(pattern_of(a), 1, 3).back();  // vertex 0 may be isolated
   plan.run(source, levels, stream);
@@ -170,12 +170,12 @@ TEST_CASE("BfsDirectionRuleFromTheConfigIsHonoured") {
   REQUIRE(st.levels >= 2);
   for (const auto& l : st.per_level) CHECK(l.direction == BfsDirection::Pull);
   opt.config = &push_always;
-  BfsPlan pusher = ctx().plan_bfs(a, opt);
+  BfsPlan pusher = plan_bfs(ctx(), a, opt);
   pusher.run(source, levels, stream);
   for (const auto& l : pusher.last_stats().per_level) CHECK(l.direction == BfsDirection::Push);
   Config bad{"bfs", {{"alpha", -1.0}}, ConfigSource::Explicit, ""};
   opt.config = &bad;
-  CHECK_THROWS_AS(ctx().plan_bfs(a, opt), UsageError);
+  CHECK_THROWS_AS(plan_bfs(ctx(), a, opt), UsageError);
 }
 
 TEST_CASE("BfsWideBlocksAndSoloLevelsMatchReference") {
@@ -212,7 +212,7 @@ TEST_CASE("BfsProfilingTimesEveryLevelAndExplainSaysWhichPathRan") {
   Stream stream(ctx());
   BfsOptions opt;
   opt.profile = true;
-  BfsPlan plan = ctx().plan_bfs(a, opt);
+  BfsPlan plan = plan_bfs(ctx(), a, opt);
   DeviceBuffer<int32_t> levels(static_cast<size_t>(a.rows));
   plan.run(0, levels, stream);
   const BfsRunStats st = plan.last_stats();
@@ -220,7 +220,7 @@ TEST_CASE("BfsProfilingTimesEveryLevelAndExplainSaysWhichPathRan") {
   CHECK(st.levels == 399);
   for (const auto& l : st.per_level) CHECK(l.ms >= 0);
   CHECK(plan.explain().find("host loop") != std::string::npos);
-  BfsPlan coop = ctx().plan_bfs(a, BfsOptions{});
+  BfsPlan coop = plan_bfs(ctx(), a, BfsOptions{});
   CHECK(coop.explain().find("cooperative") != std::string::npos);
   DeviceBuffer<int32_t> small(3);
   CHECK_THROWS_AS(coop.run(0, small, stream), UsageError);
@@ -231,7 +231,7 @@ TEST_CASE("BfsProfilingTimesEveryLevelAndExplainSaysWhichPathRan") {
 TEST_CASE("BfsDeviceFootprintIsTheSumOfThePlansAllocations") {
   for (const char* spec : {"rmat:scale=12,ef=16,scramble=1", "uniform:n=5000,d=4,seed=2"}) {
     CAPTURE(spec);
-    BfsPlan plan = ctx().plan_bfs(generate(spec), BfsOptions{});
+    BfsPlan plan = plan_bfs(ctx(), generate(spec), BfsOptions{});
     CHECK(plan.device_bytes_held() == plan.stats().bytes_device);
   }
 }

@@ -44,7 +44,7 @@ void check_bfs64(const std::string& name, const PatternGraph& g, const DeviceGra
     opt.direction = dir;
     opt.launch = launch;
     opt.transpose = transpose;
-    const BfsPlan plan = ctx().plan_bfs(a, opt, a_t);
+    const BfsPlan plan = plan_bfs(ctx(), a, opt, a_t);
     CHECK(plan.kernel().key.find(".o64") != std::string::npos);
     CHECK(plan.explain().find("read in place") != std::string::npos);
     DeviceBuffer<int32_t> levels(static_cast<size_t>(g.n)), parents(static_cast<size_t>(g.n));
@@ -98,10 +98,10 @@ TEST_CASE("BfsOn64BitOffsetsChecksTheCallersViews") {
   const std::vector<int32_t> idx{1, 0, 2, 1, 3, 2};
   auto refused = [](const DeviceGraphView64& v, const DeviceGraphView64* vt, const char* says) {
     CAPTURE(says);
-    CHECK_THROWS_WITH_AS(ctx().plan_bfs(v, BfsOptions{}, vt), doctest::Contains(says), UsageError);
+    CHECK_THROWS_WITH_AS(plan_bfs(ctx(), v, BfsOptions{}, vt), doctest::Contains(says), UsageError);
   };
   const DeviceGraph64 good(4, ptr, idx);
-  CHECK_NOTHROW(ctx().plan_bfs(good.view, BfsOptions{}));
+  CHECK_NOTHROW(plan_bfs(ctx(), good.view, BfsOptions{}));
   auto v = good.view;
   v.n = -1;
   refused(v, nullptr, "negative");
@@ -134,7 +134,7 @@ TEST_CASE("BfsOn64BitOffsetsChecksTheCallersViews") {
   const DeviceGraph64 bigger(5, {0, 0, 1, 2, 3, 3}, {0, 1, 2});
   refused(directed.view, &bigger.view, "transpose");
   const DeviceGraph64 right(4, {0, 1, 2, 3, 3}, {1, 2, 3});
-  CHECK_NOTHROW(ctx().plan_bfs(directed.view, BfsOptions{}, &right.view));
+  CHECK_NOTHROW(plan_bfs(ctx(), directed.view, BfsOptions{}, &right.view));
 }
 
 // A circulant graph of 2^22 vertices, each joined to the 256 on either side and to itself: 513
@@ -165,7 +165,7 @@ TEST_CASE("BfsOn64BitOffsetsPast2To31EntriesMatchesReference") {
     d_col.upload(hc.data(), hc.size() * 4, static_cast<size_t>(r0) * len * 4);
   }
   const DeviceGraphView64 view{n, entries, d_ptr.data(), reinterpret_cast<const int32_t*>(d_col.ptr())};
-  const BfsPlan plan = ctx().plan_bfs(view, BfsOptions{});
+  const BfsPlan plan = plan_bfs(ctx(), view, BfsOptions{});
   CAPTURE(plan.explain());
   CHECK(plan.stats().task_capacity == int64_t{n} * ((len + 127) / 128));
   Stream s(ctx());

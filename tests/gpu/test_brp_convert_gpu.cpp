@@ -106,7 +106,7 @@ TEST_CASE("SpmmPlanConvertsOnTheDeviceLikeOnTheHost") {
   SpmmOptions dev{SpmmPath::Brp, 2, 2};
   SpmmOptions host = dev;
   host.convert_on_host = true;
-  const SpmmPlan pd = ctx().plan_spmm(a, n, dev), ph = ctx().plan_spmm(a, n, host);
+  const SpmmPlan pd = plan_spmm(ctx(), a, n, dev), ph = plan_spmm(ctx(), a, n, host);
   CHECK(pd.explain().find("converted on the GPU") != std::string::npos);
   CHECK(ph.explain().find("converted on the host") != std::string::npos);
   CHECK(pd.device_bytes() == ph.device_bytes());

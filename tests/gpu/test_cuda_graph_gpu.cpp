@@ -51,8 +51,8 @@ class Captured {
 
 TEST_CASE("SpmvAndSpmspvCapturedThroughCudaGraphMatchReferenceOnEveryReplay") {
   const auto a = generate("powerlaw:n=20000,avg=8,alpha=1.2,max=15000").cast<float>();
-  auto spmv = ctx().plan_spmv(a);
-  auto spmspv = ctx().plan_spmspv(a);
+  auto spmv = plan_spmv(ctx(), a);
+  auto spmspv = plan_spmspv(ctx(), a);
   Stream s(ctx());
   DeviceBuffer<float> x(static_cast<size_t>(a.cols)), y1(static_cast<size_t>(a.rows)), y2(static_cast<size_t>(a.rows));
   // Two plans of two ops in one graph.
@@ -83,7 +83,7 @@ TEST_CASE("SpmvAndSpmspvCapturedThroughCudaGraphMatchReferenceOnEveryReplay") {
 
 TEST_CASE("CudaGraphCaptureThatThrowsLeavesTheStreamUsable") {
   const auto a = generate("uniform:n=2000,d=8").cast<float>();
-  auto plan = ctx().plan_spmv(a);
+  auto plan = plan_spmv(ctx(), a);
   Stream s(ctx());
   DeviceBuffer<float> x(static_cast<size_t>(a.cols)), y(static_cast<size_t>(a.rows)), small(3);
   // A size mismatch is a UsageError inside the capture: it propagates, the capture is discarded.
@@ -99,7 +99,7 @@ TEST_CASE("CudaGraphCaptureThatThrowsLeavesTheStreamUsable") {
 TEST_CASE("SpmmCapturedEitherWayMatchesReferenceOnEveryReplay") {
   const auto a = generate("rmat:scale=12,ef=8").cast<float>();
   const int32_t n = 32;
-  auto plan = ctx().plan_spmm(a, n);
+  auto plan = plan_spmm(ctx(), a, n);
   Stream s(ctx());
   DeviceBuffer<float> b(static_cast<size_t>(a.cols) * n), c(static_cast<size_t>(a.rows) * n);
   for (bool user : {false, true}) {
@@ -120,7 +120,7 @@ TEST_CASE("SpmmCapturedEitherWayMatchesReferenceOnEveryReplay") {
 TEST_CASE("BfsCapturedEitherWayMatchesReferenceOnEveryReplay") {
   const auto a = generate("rmat:scale=14,ef=8,scramble=1").cast<float>();
   const auto pattern = ones_matrix<float>(symmetrize(pattern_of(a), true));
-  auto plan = ctx().plan_bfs(pattern);
+  auto plan = plan_bfs(ctx(), pattern);
   Stream s(ctx());
   DeviceBuffer<int32_t> levels(static_cast<size_t>(pattern.rows)), parents(static_cast<size_t>(pattern.rows));
   const int32_t source = 3;
@@ -147,7 +147,7 @@ TEST_CASE("SpgemmNumericRunCapturedEitherWayMatchesReferenceOnEveryReplay") {
   const auto g0 = generate("powerlaw:n=3000,avg=8,alpha=1.5,max=1500").cast<float>();
   Stream s(ctx());  // first: the context must be current before the uploads (run alone, no other test made it)
   DeviceCsr<float> da(g0), db(g0);
-  SpgemmPlan<float> plan = ctx().plan_spgemm(da.view(), db.view(), SpgemmOptions{}, s.handle());
+  SpgemmPlan<float> plan = plan_spgemm(ctx(), da.view(), db.view(), SpgemmOptions{}, s.handle());
   plan.run(s.handle());  // sizes C: not capturable (allocates, waits)
   s.synchronize();
   for (bool user : {false, true}) {

@@ -48,20 +48,20 @@ TEST_CASE("DbtuneWritesTrialsAndBestConfigsThatPlansThenUse") {
       CHECK(db->trials(dev, fp, op).size() >= 2);  // the defaults and at least one candidate
       CHECK(db->best(dev, fp, op, ""));
     }
-    auto plan = ctx.plan_spmv(a);
+    auto plan = plan_spmv(ctx, a);
     CHECK(plan.config_source() == ConfigSource::Tuned);
-    auto sp = ctx.plan_spmspv(a);
+    auto sp = plan_spmspv(ctx, a);
     CHECK(sp.config().source == ConfigSource::Tuned);
     // SpMM is tuned per N class (n32, n128), each stored under its bucket.
     for (int n : {32, 128}) {
       CAPTURE(n);
       CHECK(db->best(dev, fp, "spmm", spmm_tuning_bucket(n)));
-      CHECK(ctx.plan_spmm(a, n).config().source == ConfigSource::Tuned);
+      CHECK(plan_spmm(ctx, a, n).config().source == ConfigSource::Tuned);
     }
   }
   // An unseen matrix close to a tuned one gets a predicted config.
   auto near = generate("stencil2d:n=64").cast<float>();
-  CHECK(ctx.plan_spmv(near).config_source() == ConfigSource::Predicted);
+  CHECK(plan_spmv(ctx, near).config_source() == ConfigSource::Predicted);
 
   // SpGEMM is tuned only when named; a plan from host CSR then reads the tuned config.
   const std::string spgemm_cmd = fmt::format("'{}' --ops spgemm --matrices {} --budget 1 --db '{}' > /dev/null 2>&1",
@@ -71,7 +71,7 @@ TEST_CASE("DbtuneWritesTrialsAndBestConfigsThatPlansThenUse") {
   const auto r = generate(specs[1]).cast<float>();
   CHECK(db2->trials(dev, structure_fingerprint(r), "spgemm").size() >= 2);
   REQUIRE(db2->best(dev, structure_fingerprint(r), "spgemm", ""));
-  const auto plan = ctx.plan_spgemm(r, r);
+  const auto plan = plan_spgemm(ctx, r, r);
   CAPTURE(plan.explain());
   CHECK(plan.explain().find("config (tuned") != std::string::npos);
 }

@@ -34,7 +34,7 @@ TEST_CASE("GcnPipelineMatchesTheCpuWithDbsparseAndCusparseSparseProducts") {
       std::vector<SpmmPlan> plans;
       for (int n : widths) {
         opt.epilogue = fuse && plans.empty() ? SpmmEpilogue::Relu : SpmmEpilogue::None;
-        plans.push_back(ctx().plan_spmm(a, n, opt));
+        plans.push_back(plan_spmm(ctx(), a, n, opt));
       }
       pipe.forward([&](int layer, uint64_t b, uint64_t c) { plans[static_cast<size_t>(layer)].run(b, c, s.handle()); },
                    fuse);

@@ -54,7 +54,7 @@ TEST_CASE("SpmvRunCapturedInACudaGraphMatchesReferenceOnEveryReplay") {
   for (const char* spec : {"powerlaw:n=20000,avg=8,alpha=1.2,max=15000", "stencil3d:n=20,points=27"}) {
     CAPTURE(spec);
     const auto a = generate(spec).cast<double>();
-    auto plan = ctx().plan_spmv(a);
+    auto plan = plan_spmv(ctx(), a);
     Stream s(ctx());
     DeviceBuffer<double> x(static_cast<size_t>(a.cols)), y(static_cast<size_t>(a.rows));
     auto exec = capture(s, [&] { plan.run(x, y, s); });
@@ -74,7 +74,7 @@ TEST_CASE("SpmvRunCapturedInACudaGraphMatchesReferenceOnEveryReplay") {
 TEST_CASE("SpmspvRunCapturedInACudaGraphPicksItsDirectionOnEveryReplay") {
   const auto a = generate("banded:n=160000,bw=8").cast<float>();
   const auto blocks = blocks_only();
-  auto plan = ctx().plan_spmspv(a, SpmspvOptions{.config = &blocks});
+  auto plan = plan_spmspv(ctx(), a, SpmspvOptions{.config = &blocks});
   Stream s(ctx());
   DeviceBuffer<float> x(static_cast<size_t>(a.cols)), y(static_cast<size_t>(a.rows));
   auto exec = capture(s, [&] { plan.run(x, y, s); });
@@ -101,7 +101,7 @@ TEST_CASE("SpmspvResidualRunCapturedInACudaGraphMatchesReferenceOnEveryReplay") 
   p["residual_below"] = 257;
   p["residual_pull"] = "by_density";  // so that a replay can pull
   const Config cfg{"spmspv", p, ConfigSource::Explicit, "test"};
-  auto plan = ctx().plan_spmspv(a, SpmspvOptions{.config = &cfg});
+  auto plan = plan_spmspv(ctx(), a, SpmspvOptions{.config = &cfg});
   REQUIRE(plan.stats().storage.residual_nnz == a.nnz());
   Stream s(ctx());
   DeviceBuffer<float> x(static_cast<size_t>(a.cols)), y(static_cast<size_t>(a.rows));
@@ -127,7 +127,7 @@ TEST_CASE("SpmspvSparseOutputCapturedInACudaGraphMatchesReferenceOnEveryReplay")
   // Three launches and a device-side count: after one call has allocated the workspace's buffers,
   // the whole sparse-in, sparse-out call replays from a graph with new x each time.
   const auto a = generate("rmat:scale=14,ef=16,scramble=1").cast<float>();
-  auto plan = ctx().plan_spmspv(a);
+  auto plan = plan_spmspv(ctx(), a);
   Stream s(ctx());
   const int32_t nnz = 40;
   DeviceBuffer<int32_t> xi(nnz), yi(static_cast<size_t>(a.rows)), yn(1);
@@ -172,7 +172,7 @@ TEST_CASE("SpmspvRunsOnTwoStreamsAtOnceWithAWorkspaceEach") {
   // 40 unsynchronised calls interleaved on two streams still give each stream its own answer.
   const auto a = generate("rmat:scale=14,ef=8").cast<float>();
   const auto blocks = blocks_only();
-  auto plan = ctx().plan_spmspv(a, SpmspvOptions{.config = &blocks});
+  auto plan = plan_spmspv(ctx(), a, SpmspvOptions{.config = &blocks});
   Stream s0(ctx()), s1(ctx());
   auto w0 = plan.make_workspace(), w1 = plan.make_workspace();
   std::vector<int32_t> i0, i1;
@@ -191,7 +191,7 @@ TEST_CASE("SpmspvRunsOnTwoStreamsAtOnceWithAWorkspaceEach") {
   CHECK(reference::relative_error(std::span<const double>(r0), std::span<const float>(y0.download())) < 1e-5);
   CHECK(reference::relative_error(std::span<const double>(r1), std::span<const float>(y1.download())) < 1e-5);
   // Another plan's workspace is refused with a clear error, before anything is launched.
-  auto other = ctx().plan_spmspv(generate("stencil2d:n=50").cast<float>());
+  auto other = plan_spmspv(ctx(), generate("stencil2d:n=50").cast<float>());
   auto foreign = other.make_workspace();
   CHECK_THROWS_WITH_AS(plan.run(x0, y0, s0, foreign), doctest::Contains("workspace"), UsageError);
 }

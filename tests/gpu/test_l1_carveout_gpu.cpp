@@ -70,11 +70,11 @@ TEST_CASE("GatherKernelsPreferringL1MatchReferenceAndSaySo") {
         const Config c{"spmm", cfg, ConfigSource::Explicit, "test"};
         SpmmOptions o;
         o.config = &c;
-        const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+        const SpmmPlan plan = plan_spmm(ctx(), a, n, o);
         CAPTURE(plan.explain());
         CHECK((plan.explain().find("  L1: the rows kernels prefer") != std::string::npos) == l1);
         CHECK(spmm_error(plan, a, n) <= 1e-5);
-        const SpmmPlan plan64 = ctx().plan_spmm(d.view(), n, o);
+        const SpmmPlan plan64 = plan_spmm(ctx(), d.view(), n, o);
         CHECK((plan64.explain().find("  L1: the rows kernels prefer") != std::string::npos) == l1);
         CHECK(spmm_error(plan64, a, n) <= 1e-5);
       }
@@ -82,8 +82,8 @@ TEST_CASE("GatherKernelsPreferringL1MatchReferenceAndSaySo") {
       for (const char* reorder : {"none", "degree"}) {
         CAPTURE(strategy);
         CAPTURE(reorder);
-        const auto plan = ctx().plan_spmv(
-            a, Config{"spmv", {{"strategy", strategy}, {"reorder", reorder}}, ConfigSource::Explicit, "test"});
+        const auto plan = plan_spmv(
+            ctx(), a, Config{"spmv", {{"strategy", strategy}, {"reorder", reorder}}, ConfigSource::Explicit, "test"});
         CAPTURE(plan.explain());
         CHECK((plan.explain().find("  L1: each launch prefers") != std::string::npos) == l1);
         CHECK(spmv_error(plan, a) <= 1e-5);

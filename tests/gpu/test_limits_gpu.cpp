@@ -66,9 +66,9 @@ TEST_CASE("DeviceOutOfMemoryNamesTheSizesAndLeavesNothingBehind") {
   const auto small = generate("uniform:n=200000,d=16").cast<float>();  // 3.2M: 27 MB; A^2 about 51M entries
   Stream s(c);
   {  // warm-up: every kernel these plans load is loaded now
-    const auto p = c.plan_spmv(big);
-    const auto q = c.plan_spmm(big, 32);
-    auto g = c.plan_spgemm(small, small);
+    const auto p = plan_spmv(c, big);
+    const auto q = plan_spmm(c, big, 32);
+    auto g = plan_spgemm(c, small, small);
     g.run(s.handle());
     s.synchronize();
   }
@@ -92,7 +92,7 @@ TEST_CASE("DeviceOutOfMemoryNamesTheSizesAndLeavesNothingBehind") {
     REQUIRE(free0 < 2 * leave);
 
     try {
-      (void)c.plan_spmv(big);
+      (void)plan_spmv(c, big);
       FAIL("plan_spmv fitted in " << free0 << " bytes");
     } catch (const DeviceOutOfMemory& e) {
       CHECK(std::string(e.what()).find("plan_spmv") != std::string::npos);
@@ -102,7 +102,7 @@ TEST_CASE("DeviceOutOfMemoryNamesTheSizesAndLeavesNothingBehind") {
     CHECK(free_device_bytes() == free0);
 
     try {
-      (void)c.plan_spmm(big, 32);
+      (void)plan_spmm(c, big, 32);
       FAIL("plan_spmm fitted");
     } catch (const DeviceOutOfMemory& e) {
       CHECK(std::string(e.what()).find("plan_spmm") != std::string::npos);
@@ -120,7 +120,7 @@ TEST_CASE("DeviceOutOfMemoryNamesTheSizesAndLeavesNothingBehind") {
 
     bool spgemm_failed = false;
     try {
-      auto g = c.plan_spgemm(small, small);
+      auto g = plan_spgemm(c, small, small);
       g.run(s.handle());
       s.synchronize();
     } catch (const DeviceOutOfMemory& e) {
@@ -133,9 +133,9 @@ TEST_CASE("DeviceOutOfMemoryNamesTheSizesAndLeavesNothingBehind") {
     CHECK(free_device_bytes() >= free0);
   }
   c.release_cached_memory();
-  const auto p = c.plan_spmv(big);
+  const auto p = plan_spmv(c, big);
   CHECK(spmv_error_f32(big, p, s, 5) <= 1e-5);
-  auto g = c.plan_spgemm(small, small);
+  auto g = plan_spgemm(c, small, small);
   g.run(s.handle());
   s.synchronize();
   CHECK(g.nnz() > 0);
@@ -155,11 +155,11 @@ TEST_CASE("OneContextServesThreadsWithTheirOwnStreamsAndPlans") {
       const auto a = generate(fmt::format("rmat:scale={},ef=8,seed={}", 10 + t % 3, 11 + t)).cast<float>();
       const PatternGraph pg = pattern_of(a);
       Stream s(c);
-      const auto spmv = c.plan_spmv(a);
+      const auto spmv = plan_spmv(c, a);
       const int n = t % 2 ? 32 : 33;
-      const auto spmm = c.plan_spmm(a, n);
-      const auto spmspv = c.plan_spmspv(a);
-      const auto bfs = c.plan_bfs(a);
+      const auto spmm = plan_spmm(c, a, n);
+      const auto spmspv = plan_spmspv(c, a);
+      const auto bfs = plan_bfs(c, a);
       const auto b = dbs_test::random_vector<float>(static_cast<size_t>(a.cols) * n, 100 + t);
       std::vector<float> cref(static_cast<size_t>(a.rows) * n, 0.0f);
       reference_spmm(a, b, n, cref, 1.0f, 0.0f);

@@ -15,7 +15,7 @@ double error64(const CsrMatrix<double>& ad, const Config* cfg, double alpha, dou
                std::string* explain = nullptr) {
   const CsrMatrix<T> a = ad.cast<T>();
   const DeviceCsr64<T> d(a);
-  const auto plan = ctx().plan_spmv(d.view(), cfg);
+  const auto plan = plan_spmv(ctx(), d.view(), cfg);
   if (explain) *explain = plan.explain();
   const auto x = dbs_test::random_vector<T>(a.cols, 3);
   const auto y0 = dbs_test::random_vector<T>(a.rows, 4);
@@ -79,14 +79,14 @@ TEST_CASE("SpmvOn64BitOffsetsRefusesWhatItCannotRun") {
   for (const char* bad : {R"({"strategy":"longrow"})", R"({"reorder":"degree"})"}) {
     CAPTURE(bad);
     const Config cfg{"spmv", nlohmann::json::parse(bad), ConfigSource::Explicit, "test"};
-    CHECK_THROWS_AS(ctx().plan_spmv(d.view(), &cfg), UsageError);
+    CHECK_THROWS_AS(plan_spmv(ctx(), d.view(), &cfg), UsageError);
   }
   auto v = d.view();
   v.nnz = -1;
-  CHECK_THROWS_WITH_AS(ctx().plan_spmv(v), doctest::Contains("negative"), UsageError);
+  CHECK_THROWS_WITH_AS(plan_spmv(ctx(), v), doctest::Contains("negative"), UsageError);
   v = d.view();
   v.col_idx = nullptr;
-  CHECK_THROWS_WITH_AS(ctx().plan_spmv(v), doctest::Contains("null"), UsageError);
+  CHECK_THROWS_WITH_AS(plan_spmv(ctx(), v), doctest::Contains("null"), UsageError);
 }
 
 // The caller's arrays are checked on the GPU before a plan reads them in place: broken offsets
@@ -106,8 +106,8 @@ TEST_CASE("PlansOfA64BitDeviceCsrRefuseBrokenArraysAndTheContextStaysUsable") {
     b.col_idx = std::move(col);
     const DeviceCsr64<float> d(b);
     CAPTURE(says);
-    CHECK_THROWS_WITH_AS(ctx().plan_spmv(d.view()), doctest::Contains(says), UsageError);
-    CHECK_THROWS_WITH_AS(ctx().plan_spmm(d.view(), 32), doctest::Contains(says), UsageError);
+    CHECK_THROWS_WITH_AS(plan_spmv(ctx(), d.view()), doctest::Contains(says), UsageError);
+    CHECK_THROWS_WITH_AS(plan_spmm(ctx(), d.view(), 32), doctest::Contains(says), UsageError);
   };
   broken({0, 2, 1, 3, 6}, a.col_idx, "row_ptr is not a valid offset array at row 1");
   broken({0, 2, 3, 3, 7}, a.col_idx, "row_ptr[4] = 7");
@@ -118,7 +118,7 @@ TEST_CASE("PlansOfA64BitDeviceCsrRefuseBrokenArraysAndTheContextStaysUsable") {
   CsrMatrix<float> unsorted = a;
   unsorted.col_idx = {4, 0, 2, 4, 3, 1};
   const DeviceCsr64<float> du(unsorted);
-  CHECK_NOTHROW(ctx().plan_spmv(du.view()));
+  CHECK_NOTHROW(plan_spmv(ctx(), du.view()));
   CHECK(error64<float>(a.cast<double>(), nullptr, 1.0, 0.0) <= 1e-6);
 }
 
@@ -163,7 +163,7 @@ TEST_CASE("SpmvOn64BitOffsetsPast2To31EntriesMatchesReference") {
                                     d_ptr.data(),
                                     reinterpret_cast<const int32_t*>(d_col.ptr()),
                                     reinterpret_cast<const float*>(d_val.ptr())};
-  const auto plan = ctx().plan_spmv(view);
+  const auto plan = plan_spmv(ctx(), view);
   CAPTURE(plan.explain());
   Stream s(ctx());
   DeviceBuffer<float> dx{std::span<const float>(x)}, dy(static_cast<size_t>(rows));
@@ -203,7 +203,7 @@ TEST_CASE("SpmmOn64BitOffsetsMatchesReference") {
           // The ReLU epilogue with the device-made order: fused into csr_spmm_rows64's stores.
           const bool relu = std::string(order) == "degree";
           if (relu) o.epilogue = SpmmEpilogue::Relu;
-          const SpmmPlan plan = ctx().plan_spmm(d.view(), n, o);
+          const SpmmPlan plan = plan_spmm(ctx(), d.view(), n, o);
           CHECK(plan.explain().find("64-bit row offsets") != std::string::npos);
           CHECK(plan.epilogue() == (relu ? SpmmEpilogue::Relu : SpmmEpilogue::None));
           if (relu) CHECK(plan.epilogue_fused());
@@ -236,10 +236,10 @@ TEST_CASE("SpmmOn64BitOffsetsMatchesReference") {
   const DeviceCsr64<float> d(a);
   SpmmOptions half;
   half.dtype = SpmmDtype::F16;
-  CHECK_THROWS_AS(ctx().plan_spmm(d.view(), 32, half), UsageError);
-  CHECK_THROWS_AS(ctx().plan_spmm(d.view(), 32, SpmmOptions{SpmmPath::Brp, 1, 1}), UsageError);
-  CHECK_THROWS_AS(ctx().plan_spmm(d.view(), 0), UsageError);
+  CHECK_THROWS_AS(plan_spmm(ctx(), d.view(), 32, half), UsageError);
+  CHECK_THROWS_AS(plan_spmm(ctx(), d.view(), 32, SpmmOptions{SpmmPath::Brp, 1, 1}), UsageError);
+  CHECK_THROWS_AS(plan_spmm(ctx(), d.view(), 0), UsageError);
   SpmmOptions rcm;
   rcm.reorder = Reorder::Rcm;
-  CHECK_THROWS_WITH_AS(ctx().plan_spmm(d.view(), 32, rcm), doctest::Contains("needs A on the host"), UsageError);
+  CHECK_THROWS_WITH_AS(plan_spmm(ctx(), d.view(), 32, rcm), doctest::Contains("needs A on the host"), UsageError);
 }

@@ -26,7 +26,7 @@ double check_layer(int32_t rows, int32_t cols, const std::vector<double>& densit
   const CsrMatrix<float> pw = prune_magnitude(w, rows, cols, 0.5);
   SparseLinearOptions o;
   o.layout = layout;
-  SparseLinearPlan<float> plan = ctx().plan_sparse_linear(pw, o);
+  SparseLinearPlan<float> plan = plan_sparse_linear(ctx(), pw, o);
   Stream s(ctx());
   DeviceBuffer<float> xd{std::span<const float>(x)}, y{static_cast<size_t>(rows)};
   double worst = 0;
@@ -105,7 +105,7 @@ TEST_CASE("SparseLinearMatchesReferenceOnOddShapes") {
   }
   SparseLinearOptions bad;
   bad.tau = -1.0f;
-  CHECK_THROWS_AS(ctx().plan_sparse_linear(prune_magnitude(synthetic_weights(4, 4, 1), 4, 4, 0.5), bad), UsageError);
+  CHECK_THROWS_AS(plan_sparse_linear(ctx(), prune_magnitude(synthetic_weights(4, 4, 1), 4, 4, 0.5), bad), UsageError);
 }
 
 // The dtype path: y against the CPU on the same rounded inputs, relative to sum |w||x| of the row:
@@ -144,7 +144,7 @@ TEST_CASE("DecodeLinearMatchesReferenceInEveryDtype") {
         o.dtype = dt;
         o.mapping = mapping;
         o.row_block_words = words;
-        plans.push_back(ctx().plan_decode_linear(pw, o));
+        plans.push_back(plan_decode_linear(ctx(), pw, o));
       }
       // The bitmap saves memory against the dense matrix in the same dtype (tiny shapes pay 128 B of masks per column).
       if (rows >= 512) CHECK(plans[0].weight_bytes() < int64_t{2} * rows * cols * (dt == DecodeDtype::F32 ? 2 : 1));
@@ -195,7 +195,7 @@ TEST_CASE("DecodeLinearCloneComputesTheSameProduct") {
   DecodeLinearOptions o;
   o.dtype = DecodeDtype::F32;
   o.tau = topk_threshold(x, 0.1);
-  DecodeLinearPlan a = ctx().plan_decode_linear(prune_magnitude(w, 3000, 700, 0.5), o);
+  DecodeLinearPlan a = plan_decode_linear(ctx(), prune_magnitude(w, 3000, 700, 0.5), o);
   DecodeLinearPlan b = a.clone();
   DeviceBuffer<float> xd{std::span<const float>(x)}, ya{size_t(3000)}, yb{size_t(3000)};
   a.run(xd.ptr(), ya.ptr(), s.handle());
@@ -223,7 +223,7 @@ TEST_CASE("DecodeLinearTopKMatchesTheCpuThreshold") {
       o.dtype = DecodeDtype::F32;
       o.keep = keep;
       const CsrMatrix<float> pw = prune_magnitude(w, rows, cols, 0.5);
-      DecodeLinearPlan plan = ctx().plan_decode_linear(pw, o);
+      DecodeLinearPlan plan = plan_decode_linear(ctx(), pw, o);
       DeviceBuffer<float> xd{std::span<const float>(x)}, y{static_cast<size_t>(rows)};
       plan.run(xd.ptr(), y.ptr(), s.handle());
       const float tau = topk_threshold(x, keep);
@@ -261,7 +261,7 @@ TEST_CASE("DecodeLinearTopKMatchesTheCpuThreshold") {
         o.keep = keep;
         o.mapping = DecodeMapping::Ring;
         const CsrMatrix<float> pw = prune_magnitude(synthetic_weights(rows, cols, 44), rows, cols, 0.5);
-        DecodeLinearPlan plan = ctx().plan_decode_linear(pw, o);
+        DecodeLinearPlan plan = plan_decode_linear(ctx(), pw, o);
         const auto xh = dt == DecodeDtype::F16 ? floats_to_half(x) : floats_to_bf16(x);
         DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, yd{static_cast<size_t>(rows)};
         plan.run(xd.ptr(), yd.ptr(), s.handle());
@@ -273,7 +273,7 @@ TEST_CASE("DecodeLinearTopKMatchesTheCpuThreshold") {
       }
   DecodeLinearOptions too_wide;
   too_wide.keep = 0.1;
-  CHECK_THROWS_AS(ctx().plan_decode_linear(prune_magnitude(synthetic_weights(4, 16385, 1), 4, 16385, 0.5), too_wide),
+  CHECK_THROWS_AS(plan_decode_linear(ctx(), prune_magnitude(synthetic_weights(4, 16385, 1), 4, 16385, 0.5), too_wide),
                   UsageError);
 }
 
@@ -293,7 +293,7 @@ TEST_CASE("DecodeLinearRowBlocksMatchReferenceOnOddShapes") {
       o.mapping = DecodeMapping::RowBlocks;
       o.row_block_words = words;
       o.keep = cols <= 16384 ? 0.1 : 0.0;
-      DecodeLinearPlan plan = ctx().plan_decode_linear(pw, o);
+      DecodeLinearPlan plan = plan_decode_linear(ctx(), pw, o);
       DecodeLinearPlan copy = plan.clone();
       DeviceBuffer<float> xd{std::span<const float>(x)}, y{static_cast<size_t>(rows)};
       copy.run(xd.ptr(), y.ptr(), s.handle());
@@ -314,7 +314,7 @@ TEST_CASE("DecodeLinearRowBlocksMatchReferenceOnOddShapes") {
   DecodeLinearOptions bad;
   bad.mapping = DecodeMapping::RowBlocks;
   bad.row_block_words = 3;
-  CHECK_THROWS_AS(ctx().plan_decode_linear(prune_magnitude(synthetic_weights(4, 4, 1), 4, 4, 0.5), bad), UsageError);
+  CHECK_THROWS_AS(plan_decode_linear(ctx(), prune_magnitude(synthetic_weights(4, 4, 1), 4, 4, 0.5), bad), UsageError);
 }
 
 // The ring and dense-columns mappings on odd shapes (strips and slabs cut short, a row, columns past
@@ -345,7 +345,7 @@ TEST_CASE("DecodeLinearRingAndDenseColumnsMatchReferenceOnOddShapes") {
       o.blocks_per_sm = per_sm;
       o.keep = cols <= 16384 ? 0.3 : 0.0;
       o.tau = cols <= 16384 ? 0.0f : topk_threshold(x, 0.3);
-      DecodeLinearPlan plan = ctx().plan_decode_linear(pw, o);
+      DecodeLinearPlan plan = plan_decode_linear(ctx(), pw, o);
       CAPTURE(plan.explain());
       DecodeLinearPlan copy = plan.clone();
       DeviceBuffer<float> xd{std::span<const float>(x)}, y{static_cast<size_t>(rows)};
@@ -367,9 +367,9 @@ TEST_CASE("DecodeLinearRingAndDenseColumnsMatchReferenceOnOddShapes") {
     }
   DecodeLinearOptions bad;
   bad.blocks_per_sm = -1;
-  CHECK_THROWS_AS(ctx().plan_decode_linear(prune_magnitude(synthetic_weights(4, 4, 1), 4, 4, 0.5), bad), UsageError);
+  CHECK_THROWS_AS(plan_decode_linear(ctx(), prune_magnitude(synthetic_weights(4, 4, 1), 4, 4, 0.5), bad), UsageError);
   bad.blocks_per_sm = 65;
-  CHECK_THROWS_AS(ctx().plan_decode_linear(prune_magnitude(synthetic_weights(4, 4, 1), 4, 4, 0.5), bad), UsageError);
+  CHECK_THROWS_AS(plan_decode_linear(ctx(), prune_magnitude(synthetic_weights(4, 4, 1), 4, 4, 0.5), bad), UsageError);
 }
 
 // The 7-8B shapes (Llama-3.1-8B's MLP and k/v, Qwen2.5-7B's down) in f16 with Wanda-like 50% rows,
@@ -389,7 +389,7 @@ TEST_CASE("DecodeLinearMatchesReferenceOn8bShapes") {
       DecodeLinearOptions o;
       o.dtype = DecodeDtype::F16;
       o.mapping = mapping;
-      DecodeLinearPlan plan = ctx().plan_decode_linear(pw, o);
+      DecodeLinearPlan plan = plan_decode_linear(ctx(), pw, o);
       CAPTURE(plan.explain());
       // What a bitmap plan holds: the kept fp16 values, a bit per weight of 1024-row strips (the last
       // one whole), an offset per strip of a column; no word offsets. Llama's shapes: 0.5645x dense
@@ -439,7 +439,7 @@ TEST_CASE("DecodeLinearDenseMatchesReference") {
         o.dtype = dt;
         o.mapping = DecodeMapping::Dense;
         o.blocks_per_sm = per_sm;
-        DecodeLinearPlan plan = ctx().plan_decode_linear(pw, o);
+        DecodeLinearPlan plan = plan_decode_linear(ctx(), pw, o);
         CAPTURE(plan.explain());
         CHECK(plan.weight_bytes() == int64_t{2} * rows * cols);
         const auto xh = dt == DecodeDtype::F16 ? floats_to_half(x) : floats_to_bf16(x);
@@ -467,9 +467,9 @@ TEST_CASE("DecodeLinearDenseMatchesReference") {
   const CsrMatrix<float> small = prune_magnitude(synthetic_weights(16, 12, 1), 16, 12, 0.5);
   DecodeLinearOptions o;
   o.mapping = DecodeMapping::Dense;
-  CHECK_THROWS_AS(ctx().plan_decode_linear(small, o), UsageError);  // 12 columns: not a multiple of 8
+  CHECK_THROWS_AS(plan_decode_linear(ctx(), small, o), UsageError);  // 12 columns: not a multiple of 8
   o.dtype = DecodeDtype::F32;
-  CHECK_THROWS_AS(ctx().plan_decode_linear(prune_magnitude(synthetic_weights(16, 16, 1), 16, 16, 0.5), o), UsageError);
+  CHECK_THROWS_AS(plan_decode_linear(ctx(), prune_magnitude(synthetic_weights(16, 16, 1), 16, 16, 0.5), o), UsageError);
 }
 
 // A layer `dbsparse prune` saved, read back and planned without pruning or converting: the same
@@ -495,7 +495,7 @@ TEST_CASE("DecodeLinearFromCompactLayerEqualsThePlanFromCsr") {
       o.dtype = dt;
       o.mapping = mapping;
       o.tau = topk_threshold(x, 0.5);
-      DecodeLinearPlan from_csr = ctx().plan_decode_linear(pw, o), from_file = ctx().plan_decode_linear(layer, o);
+      DecodeLinearPlan from_csr = plan_decode_linear(ctx(), pw, o), from_file = plan_decode_linear(ctx(), layer, o);
       CHECK(from_file.weight_bytes() == from_csr.weight_bytes());
       from_csr.run(xd.ptr(), ya.ptr(), s.handle());
       from_file.run(xd.ptr(), yb.ptr(), s.handle());
@@ -509,7 +509,7 @@ TEST_CASE("DecodeLinearFromCompactLayerEqualsThePlanFromCsr") {
     }
     DecodeLinearOptions wrong;
     wrong.dtype = dt == DecodeDtype::F16 ? DecodeDtype::BF16 : DecodeDtype::F16;
-    CHECK_THROWS_AS(ctx().plan_decode_linear(layer, wrong), UsageError);
+    CHECK_THROWS_AS(plan_decode_linear(ctx(), layer, wrong), UsageError);
   }
 }
 
@@ -526,10 +526,10 @@ TEST_CASE("SparseLinearColumnBitmapInF16MatchesTheDecodingPlan") {
   o.layout = SparseLinearLayout::ColumnBitmap;
   o.dtype = DecodeDtype::F16;
   o.tau = tau;
-  SparseLinearPlan<float> plan = ctx().plan_sparse_linear(pw, o);
+  SparseLinearPlan<float> plan = plan_sparse_linear(ctx(), pw, o);
   DecodeLinearOptions d;
   d.tau = tau;
-  DecodeLinearPlan direct = ctx().plan_decode_linear(pw, d);
+  DecodeLinearPlan direct = plan_decode_linear(ctx(), pw, d);
   const auto xh = floats_to_half(x);
   DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, y1{static_cast<size_t>(rows)},
       y2{static_cast<size_t>(rows)};
@@ -545,5 +545,5 @@ TEST_CASE("SparseLinearColumnBitmapInF16MatchesTheDecodingPlan") {
   CHECK_THROWS_AS(plan.run(xf, yf, s), UsageError);
   SparseLinearOptions bad;
   bad.dtype = DecodeDtype::BF16;  // with the SpMSpV layout
-  CHECK_THROWS_AS(ctx().plan_sparse_linear(pw, bad), UsageError);
+  CHECK_THROWS_AS(plan_sparse_linear(ctx(), pw, bad), UsageError);
 }

@@ -58,7 +58,7 @@ template <class T>
 SpgemmPlan<T> check_plan(const CsrMatrix<T>& a, const CsrMatrix<T>& b, const SpgemmConfig& cfg = {}) {
   SpgemmOptions o;
   o.config = cfg;
-  SpgemmPlan<T> plan = ctx().plan_spgemm(a, b, o);
+  SpgemmPlan<T> plan = plan_spgemm(ctx(), a, b, o);
   Stream s(ctx());
   plan.run(s.handle());
   const CsrMatrix<T> c = plan.download();
@@ -272,7 +272,7 @@ TEST_CASE("SpgemmGpuMatchesReferenceWithGlobalTablesInChunks") {
   o.global_table_bytes = 3 * 16384 * 8;
   for (int run = 0; run < 2; ++run) {        // the first run lays the chunks out, the second reuses them
     if (!dbs_test::in_shard(run)) continue;  // a run a shard, then the tiny tables (hardening_run.sh SAN_SHARDS)
-    SpgemmPlan<float> plan = ctx().plan_spgemm(a.cast<float>(), b.cast<float>(), o);
+    SpgemmPlan<float> plan = plan_spgemm(ctx(), a.cast<float>(), b.cast<float>(), o);
     Stream s(ctx());
     plan.run(s.handle());
     if (run) plan.run(s.handle());
@@ -290,7 +290,7 @@ TEST_CASE("SpgemmGpuMatchesReferenceWithGlobalTablesInChunks") {
   SpgemmOptions tiny;
   tiny.config = small;
   tiny.global_table_bytes = 4096;  // a chunk a row, mostly
-  SpgemmPlan<double> plan = ctx().plan_spgemm(g, gt, tiny);
+  SpgemmPlan<double> plan = plan_spgemm(ctx(), g, gt, tiny);
   Stream s(ctx());
   plan.run(s.handle());
   CHECK(plan.overflow_rows() > 0);
@@ -335,13 +335,13 @@ TEST_CASE("SpgemmGpuValuesOnlyRerunEqualsAFreshPlan") {
     CsrMatrix<double> b2 = transpose(a);
     for (size_t p = 0; p < b2.values.size(); ++p) b2.values[p] = -1.0 + static_cast<double>(p % 5) * 0.25;
     const CsrMatrix<double> b = transpose(a);
-    auto plan = ctx().plan_spgemm(a, b);
+    auto plan = plan_spgemm(ctx(), a, b);
     Stream s(ctx());
     plan.run(s.handle());
     check_values(plan.download(), a, b);
     plan.run(std::span<const double>(a2.values), std::span<const double>(b2.values), s.handle());
     const CsrMatrix<double> rerun = plan.download();
-    auto fresh = ctx().plan_spgemm(a2, b2);
+    auto fresh = plan_spgemm(ctx(), a2, b2);
     fresh.run(s.handle());
     const CsrMatrix<double> want = fresh.download();
     CHECK(rerun.row_ptr == want.row_ptr);
@@ -365,7 +365,7 @@ void check_device_plan(const CsrMatrix<T>& a, const CsrMatrix<T>& b, const Spgem
   Stream s(ctx());
   SpgemmOptions o;
   o.config = cfg;
-  SpgemmPlan<T> plan = ctx().plan_spgemm(da.view(), db.view(), o, s.handle());
+  SpgemmPlan<T> plan = plan_spgemm(ctx(), da.view(), db.view(), o, s.handle());
   const HashSpgemmResult<T> spec = hash_spgemm_cpu(a, b, cfg);
   for (int g = 0; g < kSpgemmGroups; ++g) {
     CHECK(plan.grouping().rows[g] == spec.grouping.rows[g]);
@@ -446,7 +446,7 @@ TEST_CASE("SpgemmGpuFromDeviceCsrMatchesReference") {
     DeviceCsrView<double> none;
     none.rows = 0;
     none.cols = 0;
-    auto plan = ctx().plan_spgemm(none, none, SpgemmOptions{});
+    auto plan = plan_spgemm(ctx(), none, none, SpgemmOptions{});
     Stream s(ctx());
     plan.run(s.handle());
     CHECK(plan.nnz() == 0);
@@ -459,9 +459,9 @@ TEST_CASE("SpgemmGpuFromDeviceCsrMatchesReference") {
     const CsrMatrix<double> at = transpose(a);
     const DeviceCsr<double> da(a), dat(at);
     Stream s(ctx());
-    auto first = ctx().plan_spgemm(da.view(), da.view(), SpgemmOptions{}, s.handle());
+    auto first = plan_spgemm(ctx(), da.view(), da.view(), SpgemmOptions{}, s.handle());
     first.run(s.handle());
-    auto second = ctx().plan_spgemm(first.result(), dat.view(), SpgemmOptions{}, s.handle());
+    auto second = plan_spgemm(ctx(), first.result(), dat.view(), SpgemmOptions{}, s.handle());
     second.run(s.handle());
     const CsrMatrix<double> aa = reference::spgemm(a, a);
     check_values(second.download(), aa, at);
@@ -471,17 +471,17 @@ TEST_CASE("SpgemmGpuFromDeviceCsrMatchesReference") {
     CsrMatrix<double> a = from_entries<double>(3, 4, {{0, 1, 1}, {1, 2, 1}, {2, 3, 1}});
     const CsrMatrix<double> b = from_entries<double>(4, 5, {{0, 0, 1}, {1, 1, 1}, {2, 2, 1}, {3, 4, 1}});
     a.col_idx[1] = 7;
-    CHECK_THROWS_WITH_AS(ctx().plan_spgemm(a, b), doctest::Contains("row 1 of A has column 7, outside [0, 4)"),
+    CHECK_THROWS_WITH_AS(plan_spgemm(ctx(), a, b), doctest::Contains("row 1 of A has column 7, outside [0, 4)"),
                          UsageError);
     CsrMatrix<double> bad_b = b;
     bad_b.col_idx[2] = -3;
-    CHECK_THROWS_WITH_AS(ctx().plan_spgemm(from_entries<double>(3, 4, {{0, 2, 1}}), bad_b),
+    CHECK_THROWS_WITH_AS(plan_spgemm(ctx(), from_entries<double>(3, 4, {{0, 2, 1}}), bad_b),
                          doctest::Contains("row 2 of B has column -3, outside [0, 5)"), UsageError);
     const DeviceCsr<double> db(b);
     DeviceCsrView<double> short_b = db.view();
     short_b.nnz = 3;  // row_ptr ends at 4
     const DeviceCsr<double> da(from_entries<double>(3, 4, {{0, 2, 1}}));
-    CHECK_THROWS_WITH_AS(ctx().plan_spgemm(da.view(), short_b, SpgemmOptions{}),
+    CHECK_THROWS_WITH_AS(plan_spgemm(ctx(), da.view(), short_b, SpgemmOptions{}),
                          doctest::Contains("B's row_ptr must start at 0 and end at nnz(B) = 3"), UsageError);
   }
 }
@@ -497,7 +497,7 @@ TEST_CASE("SpgemmGpuPooledPlansMatchReferenceAcrossStreamsAndReuse") {
   const DeviceCsr<double> da(a), db(b);
   Stream s1(ctx()), s2(ctx());
   {
-    SpgemmPlan<double> plan = ctx().plan_spgemm(da.view(), db.view(), SpgemmOptions{}, s1.handle());
+    SpgemmPlan<double> plan = plan_spgemm(ctx(), da.view(), db.view(), SpgemmOptions{}, s1.handle());
     plan.run(s2.handle());
     check_values(plan.download(), a, b);
   }
@@ -506,7 +506,7 @@ TEST_CASE("SpgemmGpuPooledPlansMatchReferenceAcrossStreamsAndReuse") {
     CAPTURE(rep);
     // Destroyed at the end of each pass with its numeric phase possibly still on s2.
     SpgemmPlan<double> plan =
-        ctx().plan_spgemm(da.view(), db.view(), SpgemmOptions{}, rep % 2 ? s1.handle() : s2.handle());
+        plan_spgemm(ctx(), da.view(), db.view(), SpgemmOptions{}, rep % 2 ? s1.handle() : s2.handle());
     plan.run(s2.handle());
     const DeviceCsrView<double> c = plan.result();
     CHECK(c.nnz == plan.nnz());
@@ -543,7 +543,7 @@ TEST_CASE("SpgemmGpuOnePassFirstRunMatchesReferenceAndTheTwoPassRun") {
       Stream s(ctx());
       SpgemmOptions o;
       o.one_pass = one;
-      SpgemmPlan<float> plan = ctx().plan_spgemm(da.view(), db.view(), o, s.handle());
+      SpgemmPlan<float> plan = plan_spgemm(ctx(), da.view(), db.view(), o, s.handle());
       plan.run(s.handle());
       CHECK(plan.fresh_times().one_pass == one);
       if (plan.fresh_times().one_pass) CHECK(plan.peak_device_bytes() > plan.device_bytes());
@@ -579,7 +579,7 @@ TEST_CASE("SpgemmGpuOnePassFirstRunMatchesReferenceAndTheTwoPassRun") {
     const auto& [a, b, cfg] = cases[g];
     const DeviceCsr<double> da(a), db(b);
     Stream s(ctx());
-    SpgemmPlan<double> plan = ctx().plan_spgemm(da.view(), db.view(), SpgemmOptions{}, s.handle());
+    SpgemmPlan<double> plan = plan_spgemm(ctx(), da.view(), db.view(), SpgemmOptions{}, s.handle());
     plan.run(s.handle());
     CHECK(plan.fresh_times().one_pass);
     check_values(plan.download(), a, b);

@@ -73,7 +73,7 @@ TEST_CASE("SpmmMatchesReferenceForEveryFAndG") {
           for (int g : {1, 2, 4, 8}) {
             CAPTURE(f);
             CAPTURE(g);
-            const SpmmPlan plan = ctx().plan_spmm(a, n, SpmmOptions{SpmmPath::Brp, f, g});
+            const SpmmPlan plan = plan_spmm(ctx(), a, n, SpmmOptions{SpmmPath::Brp, f, g});
             CAPTURE(plan.explain());
             REQUIRE(plan.path() == SpmmPath::Brp);
             any_groups = any_groups || plan.tc_share() > 0;
@@ -104,7 +104,7 @@ TEST_CASE("SpmmCondensedWindowsMatchReference") {
         const Expected x = expected(a, n, alpha, beta, 37 + n);
         for (int g : {1, 2, 4, 8}) {
           CAPTURE(g);
-          const SpmmPlan plan = ctx().plan_spmm(a, n, SpmmOptions{SpmmPath::Condensed, std::nullopt, g});
+          const SpmmPlan plan = plan_spmm(ctx(), a, n, SpmmOptions{SpmmPath::Condensed, std::nullopt, g});
           CAPTURE(plan.explain());
           REQUIRE(plan.path() == SpmmPath::Condensed);
           CHECK(plan.tc_share() == (a.nnz() > 0 ? 1.0 : 0.0));
@@ -123,7 +123,7 @@ TEST_CASE("SpmmCondensedWindowsMatchReference") {
                          "test"};
         SpmmOptions o;
         o.config = &cfg;
-        const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+        const SpmmPlan plan = plan_spmm(ctx(), a, n, o);
         CAPTURE(plan.explain());
         CHECK(spmm_error(plan, x) <= kTolTf32);
       }
@@ -136,13 +136,13 @@ TEST_CASE("SpmmCondensedWindowsMatchReference") {
   o.config = &defaults;
   const auto dense_ish = generate("pruned:rows=200,cols=300,density=0.5,block=1").cast<float>();
   CHECK(condensed_fill(dense_ish, 4) >= SpmmConfig{}.min_condensed_fill);
-  const SpmmPlan by_fill = ctx().plan_spmm(dense_ish, 32, o);
+  const SpmmPlan by_fill = plan_spmm(ctx(), dense_ish, 32, o);
   CAPTURE(by_fill.explain());
   CHECK(by_fill.path() == SpmmPath::Condensed);
   CHECK(by_fill.condensed_fill() == doctest::Approx(condensed_fill(dense_ish, 4)));
   const auto stencil = generate("stencil2d:n=40").cast<float>();
   CHECK(condensed_fill(stencil, 4) < SpmmConfig{}.min_condensed_fill);
-  CHECK(ctx().plan_spmm(stencil, 32, o).path() != SpmmPath::Condensed);
+  CHECK(plan_spmm(ctx(), stencil, 32, o).path() != SpmmPath::Condensed);
 }
 
 TEST_CASE("SpmmCsrPathMatchesReference") {
@@ -156,7 +156,7 @@ TEST_CASE("SpmmCsrPathMatchesReference") {
         CAPTURE(n);
         CAPTURE(alpha);
         CAPTURE(beta);
-        const SpmmPlan plan = ctx().plan_spmm(a, n, SpmmOptions{SpmmPath::CsrCudaCore});
+        const SpmmPlan plan = plan_spmm(ctx(), a, n, SpmmOptions{SpmmPath::CsrCudaCore});
         CAPTURE(plan.explain());
         REQUIRE(plan.path() == SpmmPath::CsrCudaCore);
         CHECK(spmm_error(plan, expected(a, n, alpha, beta, 29 + n)) <= tol_f32(a));
@@ -188,7 +188,7 @@ TEST_CASE("SpmmReorderedCsrMatchesReference") {
           SpmmOptions o;
           o.config = &cfg;
           o.reorder = order;
-          const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+          const SpmmPlan plan = plan_spmm(ctx(), a, n, o);
           CAPTURE(plan.explain());
           REQUIRE(plan.path() == SpmmPath::CsrCudaCore);  // auto takes CSR when a reorder is asked
           CHECK(plan.reorder() == order);
@@ -203,25 +203,25 @@ TEST_CASE("SpmmReorderIsRefusedWhereItCannotApply") {
   const auto a = generate("rmat:scale=8,ef=8").cast<float>();
   SpmmOptions brp{SpmmPath::Brp};
   brp.reorder = Reorder::Rcm;
-  CHECK_THROWS_AS(ctx().plan_spmm(a, 32, brp), UsageError);
+  CHECK_THROWS_AS(plan_spmm(ctx(), a, 32, brp), UsageError);
   SpmmOptions cnd{SpmmPath::Condensed};
   cnd.reorder = Reorder::Degree;
-  CHECK_THROWS_AS(ctx().plan_spmm(a, 32, cnd), UsageError);
+  CHECK_THROWS_AS(plan_spmm(ctx(), a, 32, cnd), UsageError);
   CsrMatrix<float> wide = a;
   wide.cols += 5;
   SpmmOptions o;
   o.reorder = Reorder::Community;
-  CHECK_THROWS_AS(ctx().plan_spmm(wide, 32, o), UsageError);
+  CHECK_THROWS_AS(plan_spmm(ctx(), wide, 32, o), UsageError);
   o.reorder = Reorder::Degree;  // the rows' own lengths: any shape
-  CHECK(ctx().plan_spmm(wide, 32, o).reorder() == Reorder::Degree);
+  CHECK(plan_spmm(ctx(), wide, 32, o).reorder() == Reorder::Degree);
   // A config's reorder turned off by the option: the plain plan.
   const Config cfg{"spmm", {{"reorder", "rcm"}}, ConfigSource::Explicit, "test"};
   SpmmOptions off;
   off.config = &cfg;
   off.reorder = Reorder::None;
-  CHECK(ctx().plan_spmm(a, 32, off).reorder() == Reorder::None);
+  CHECK(plan_spmm(ctx(), a, 32, off).reorder() == Reorder::None);
   off.reorder.reset();
-  CHECK(ctx().plan_spmm(a, 32, off).reorder() == Reorder::Rcm);
+  CHECK(plan_spmm(ctx(), a, 32, off).reorder() == Reorder::Rcm);
 }
 
 // reorder auto (the default): the degree order where row lengths vary, A's own order where rows
@@ -232,8 +232,8 @@ TEST_CASE("SpmmAutoOrderFollowsTheRowLengthsAndMatchesReference") {
   o.config = &defaults;
   const auto skewed = generate("powerlaw:n=20000,avg=8,alpha=1.5,max=4000").cast<float>();
   const auto even = generate("stencil2d:n=100").cast<float>();
-  const SpmmPlan ps = ctx().plan_spmm(skewed, 32, o);
-  const SpmmPlan pe = ctx().plan_spmm(even, 32, o);
+  const SpmmPlan ps = plan_spmm(ctx(), skewed, 32, o);
+  const SpmmPlan pe = plan_spmm(ctx(), even, 32, o);
   CAPTURE(ps.explain());
   CAPTURE(pe.explain());
   CHECK(ps.reorder() == Reorder::Degree);
@@ -278,7 +278,7 @@ TEST_CASE("SpmmSplitLongRowsMatchReferenceCallAfterCall") {
             "spmm", {{"path", "csr"}, {"csr_split", 1}, {"reorder", order}}, ConfigSource::Explicit, "test"};
         SpmmOptions o;
         o.config = &cfg;
-        const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+        const SpmmPlan plan = plan_spmm(ctx(), a, n, o);
         CAPTURE(plan.explain());
         REQUIRE(plan.explain().find("parts of a warp each in the same launch") != std::string::npos);
         for (int call = 0; call < 3; ++call)
@@ -339,7 +339,7 @@ TEST_CASE("SpmmReluEpilogueMatchesReferenceOnEveryPath") {
       SpmmOptions o;
       o.config = &cfg;
       o.epilogue = SpmmEpilogue::Relu;
-      const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+      const SpmmPlan plan = plan_spmm(ctx(), a, n, o);
       CAPTURE(plan.explain());
       CHECK(plan.epilogue() == SpmmEpilogue::Relu);
       if (std::string(v.name) == "csr, staged windows")
@@ -357,7 +357,7 @@ TEST_CASE("SpmmReluEpilogueMatchesReferenceOnEveryPath") {
     }
   }
   // No epilogue: the same plan's C keeps its negative entries.
-  const SpmmPlan plain = ctx().plan_spmm(a, 32, SpmmOptions{SpmmPath::CsrCudaCore});
+  const SpmmPlan plain = plan_spmm(ctx(), a, 32, SpmmOptions{SpmmPath::CsrCudaCore});
   CHECK(plain.epilogue() == SpmmEpilogue::None);
   CHECK(spmm_error(plain, expected(a, 32, 1.0f, 0.0f, 5)) <= tol_f32(a));
   CHECK(parse_spmm_epilogue("relu") == SpmmEpilogue::Relu);
@@ -387,7 +387,7 @@ TEST_CASE("SpmmRowsPerWarpMatchReference") {
                            "test"};
           SpmmOptions o;
           o.config = &cfg;
-          const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+          const SpmmPlan plan = plan_spmm(ctx(), a, n, o);
           CAPTURE(plan.explain());
           if (n <= 32 && n > 1) CHECK(plan.explain().find("rows a warp") != std::string::npos);
           for (auto [alpha, beta] : kAlphaBeta)
@@ -413,7 +413,7 @@ TEST_CASE("SpmmRowsPerWarpPickedByThePlanMatchReference") {
     CAPTURE(c.spec);
     CAPTURE(c.n);
     const auto a = generate(c.spec).cast<float>();
-    const SpmmPlan plan = ctx().plan_spmm(a, c.n, SpmmOptions{SpmmPath::CsrCudaCore, 1, 1});
+    const SpmmPlan plan = plan_spmm(ctx(), a, c.n, SpmmOptions{SpmmPath::CsrCudaCore, 1, 1});
     CAPTURE(plan.explain());
     CHECK(plan.explain().find(c.says) != std::string::npos);
     for (auto [alpha, beta] : kAlphaBeta) CHECK(spmm_error(plan, expected(a, c.n, alpha, beta, 7 + c.n)) <= tol_f32(a));
@@ -449,7 +449,7 @@ TEST_CASE("SpmmStagedWindowsMatchReference") {
                          "test"};
         SpmmOptions o;
         o.config = &cfg;
-        const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+        const SpmmPlan plan = plan_spmm(ctx(), a, n, o);
         CAPTURE(plan.explain());
         const bool windows = plan.explain().find("windows of up to 32 rows") != std::string::npos;
         if (name.rfind("stencil", 0) == 0) CHECK(windows);
@@ -469,7 +469,7 @@ TEST_CASE("SpmmOnSharedMatrices") {
       const Expected x = expected(a, n, 0.75f, -0.5f, 53 + n);
       for (SpmmOptions o : {SpmmOptions{}, SpmmOptions{SpmmPath::Brp, 1, 4}, SpmmOptions{SpmmPath::CsrCudaCore},
                             SpmmOptions{SpmmPath::Condensed}}) {
-        const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+        const SpmmPlan plan = plan_spmm(ctx(), a, n, o);
         CAPTURE(plan.explain());
         CHECK(spmm_error(plan, x) <= (plan.path() == SpmmPath::CsrCudaCore ? tol_f32(a) : kTolTf32));
       }
@@ -508,12 +508,12 @@ TEST_CASE("SpmmRejectsWhatItCannotRun") {
   const auto a = generate("stencil2d:n=20").cast<float>();
   for (int n : {0, -1, 4097}) {
     CAPTURE(n);
-    CHECK_THROWS_AS(ctx().plan_spmm(a, n), UsageError);
+    CHECK_THROWS_AS(plan_spmm(ctx(), a, n), UsageError);
   }
-  CHECK_NOTHROW(ctx().plan_spmm(a, 4096));
-  CHECK_THROWS_AS(ctx().plan_spmm(generate("stencil2d:n=20"), 8), UsageError);  // f64
-  CHECK_THROWS_AS(ctx().plan_spmm(a, 8, SpmmOptions{SpmmPath::Brp, 3, 4}), UsageError);
-  const SpmmPlan plan = ctx().plan_spmm(a, 8, SpmmOptions{SpmmPath::Brp, 1, 4});
+  CHECK_NOTHROW(plan_spmm(ctx(), a, 4096));
+  CHECK_THROWS_AS(plan_spmm(ctx(), generate("stencil2d:n=20"), 8), UsageError);  // f64
+  CHECK_THROWS_AS(plan_spmm(ctx(), a, 8, SpmmOptions{SpmmPath::Brp, 3, 4}), UsageError);
+  const SpmmPlan plan = plan_spmm(ctx(), a, 8, SpmmOptions{SpmmPath::Brp, 1, 4});
   CHECK(plan.explain().find("converted on the GPU") != std::string::npos);
   CHECK(plan.device_bytes() > 0);
   Stream s(ctx());
@@ -531,34 +531,34 @@ TEST_CASE("SpmmRejectsWhatItCannotRun") {
   SpmmOptions with_defaults;
   with_defaults.config = &defaults;
   REQUIRE(condensed_fill(a, 4) < SpmmConfig{}.min_condensed_fill);
-  CHECK(ctx().plan_spmm(a, 8, with_defaults).path() == SpmmPath::CsrCudaCore);
+  CHECK(plan_spmm(ctx(), a, 8, with_defaults).path() == SpmmPath::CsrCudaCore);
   const Config weigh{"spmm", {{"path", "auto"}, {"min_tc_share", 0.5}}, ConfigSource::Explicit, ""};
   SpmmOptions by_share;
   by_share.config = &weigh;
-  CHECK(ctx().plan_spmm(a, 8, by_share).path() ==
+  CHECK(plan_spmm(ctx(), a, 8, by_share).path() ==
         (brp_group_share(a, 1, 4) >= 0.5 ? SpmmPath::Brp : SpmmPath::CsrCudaCore));
   const Config never{"spmm", {{"path", "auto"}, {"min_tc_share", 1.0}, {"f", 2}, {"g", 2}}, ConfigSource::Explicit, ""};
   SpmmOptions by_config;
   by_config.config = &never;
-  const SpmmPlan csr_by_config = ctx().plan_spmm(a, 8, by_config);
+  const SpmmPlan csr_by_config = plan_spmm(ctx(), a, 8, by_config);
   CHECK(csr_by_config.f() == 2);
   CHECK(csr_by_config.g() == 2);
   if (brp_group_share(a, 2, 2) < 1.0) CHECK(csr_by_config.path() == SpmmPath::CsrCudaCore);
   by_config.path = SpmmPath::Brp;
   by_config.g = 8;
-  const SpmmPlan forced = ctx().plan_spmm(a, 8, by_config);
+  const SpmmPlan forced = plan_spmm(ctx(), a, 8, by_config);
   CHECK(forced.path() == SpmmPath::Brp);
   CHECK(forced.f() == 2);
   CHECK(forced.g() == 8);
   const Config bad{"spmm", {{"g", 3}}, ConfigSource::Explicit, ""};
   by_config.config = &bad;
   by_config.g.reset();
-  CHECK_THROWS_AS(ctx().plan_spmm(a, 8, by_config), UsageError);
+  CHECK_THROWS_AS(plan_spmm(ctx(), a, 8, by_config), UsageError);
   CsrMatrix<float> empty;
   empty.rows = 0;
   empty.cols = 3;
   empty.row_ptr = {0};
-  const SpmmPlan none = ctx().plan_spmm(empty, 4);
+  const SpmmPlan none = plan_spmm(ctx(), empty, 4);
   DeviceBuffer<float> b3(12), c0(0);
   CHECK_NOTHROW(none.run(b3, c0, s));
 }

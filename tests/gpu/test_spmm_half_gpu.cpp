@@ -63,7 +63,7 @@ TEST_CASE("SpmmHalfMatchesReference") {
             CAPTURE(g);
             SpmmOptions o{SpmmPath::Brp, f, g};
             o.dtype = d;
-            const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+            const SpmmPlan plan = plan_spmm(ctx(), a, n, o);
             REQUIRE(plan.path() == SpmmPath::Brp);
             any_groups = any_groups || plan.tc_share() > 0;
             check_plan(plan);
@@ -72,13 +72,13 @@ TEST_CASE("SpmmHalfMatchesReference") {
           CAPTURE(g);
           SpmmOptions o{SpmmPath::Condensed, std::nullopt, g};
           o.dtype = d;
-          const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+          const SpmmPlan plan = plan_spmm(ctx(), a, n, o);
           REQUIRE(plan.path() == SpmmPath::Condensed);
           check_plan(plan);
         }
         SpmmOptions o{SpmmPath::CsrCudaCore};
         o.dtype = d;
-        const SpmmPlan csr = ctx().plan_spmm(a, n, o);
+        const SpmmPlan csr = plan_spmm(ctx(), a, n, o);
         REQUIRE(csr.path() == SpmmPath::CsrCudaCore);
         check_plan(csr);
       }
@@ -129,7 +129,7 @@ TEST_CASE("SpmmHalfReluEpilogueMatchesReference") {
           o.epilogue = SpmmEpilogue::Relu;
           for (int n : {32, 33}) {  // 33: the scalar stores (store_c's VEC = 1 branch)
             CAPTURE(n);
-            const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+            const SpmmPlan plan = plan_spmm(ctx(), a, n, o);
             CAPTURE(plan.explain());
             CHECK(plan.epilogue_fused() == (std::string(path) == "csr"));
             for (auto [alpha, beta] : kAlphaBeta) {
@@ -166,7 +166,7 @@ TEST_CASE("SpmmHalfReorderedCsrMatchesReference") {
           o.config = &cfg;
           o.dtype = d;
           o.reorder = order;
-          const SpmmPlan plan = ctx().plan_spmm(a, n, o);
+          const SpmmPlan plan = plan_spmm(ctx(), a, n, o);
           CAPTURE(plan.explain());
           CHECK(spmm_error(plan, expected(a, n, 0.75f, -0.5f, 83 + n, d)) <= kTolHalf);
           CHECK(spmm_error(plan, expected(a, n, 1.0f, 0.0f, 89 + n, d)) <= kTolHalf);
@@ -192,7 +192,7 @@ TEST_CASE("SpmmHalfPlansNameTheirTypeAndRefuseTheOtherBuffers") {
       CAPTURE(to_string(path));
       SpmmOptions o{path, 1, 4};
       o.dtype = d;
-      const SpmmPlan plan = ctx().plan_spmm(a, 8, o);
+      const SpmmPlan plan = plan_spmm(ctx(), a, 8, o);
       CHECK(plan.dtype() == d);
       const std::string want = fmt::format("spmm.{}.{}.", path == SpmmPath::Brp ? "brp" : "csr", to_string(d));
       REQUIRE(!plan.kernels().empty());
@@ -201,7 +201,7 @@ TEST_CASE("SpmmHalfPlansNameTheirTypeAndRefuseTheOtherBuffers") {
       CHECK_THROWS_AS(plan.run(bh, ch_short, s), UsageError);
       CHECK_NOTHROW(plan.run(bh, ch, s));
     }
-  const SpmmPlan f32 = ctx().plan_spmm(a, 8, SpmmOptions{SpmmPath::Brp, 1, 4});
+  const SpmmPlan f32 = plan_spmm(ctx(), a, 8, SpmmOptions{SpmmPath::Brp, 1, 4});
   CHECK(f32.dtype() == SpmmDtype::F32);
   CHECK_THROWS_AS(f32.run(bh, ch, s), UsageError);
   s.synchronize();

@@ -55,7 +55,7 @@ void check_all_directions(const CsrMatrix<double>& ad, const Config* cfg, const 
   const double tol = sizeof(T) == 4 ? 1e-5 : 1e-12;
   CsrMatrix<T> a = ad.cast<T>();
   for (auto dir : {SpmspvDirection::Auto, SpmspvDirection::Push, SpmspvDirection::Pull}) {
-    auto plan = ctx().plan_spmspv(a, SpmspvOptions{dir, cfg, fused});
+    auto plan = plan_spmspv(ctx(), a, SpmspvOptions{dir, cfg, fused});
     uint64_t seed = 1;
     for (double d : densities) {
       CAPTURE(std::string(what));
@@ -110,7 +110,7 @@ TEST_CASE("SpmspvMatchesReferenceWithEachBlockTypeAlone") {
   auto all_csr = thresholds(0, 256, 1e9);  // no skew is that large: balanced blocks are ForceCSR
   auto dense_ty = static_cast<int>(BlockType::Dense);
   {
-    auto plan = ctx().plan_spmspv(a.cast<float>(), SpmspvOptions{SpmspvDirection::Auto, &all_dense});
+    auto plan = plan_spmspv(ctx(), a.cast<float>(), SpmspvOptions{SpmspvDirection::Auto, &all_dense});
     CHECK(plan.stats().storage.blocks_by_type[dense_ty] == plan.stats().storage.bytes_meta / 20);
     CHECK(plan.kernel().key == "spmspv.auto.f32.plus_times.bs16.t=dense");
   }
@@ -120,7 +120,7 @@ TEST_CASE("SpmspvMatchesReferenceWithEachBlockTypeAlone") {
   }
   auto skewed = column_skewed(1000);
   auto csr_only = thresholds(20, 256, 2.0);
-  auto plan = ctx().plan_spmspv(skewed.cast<float>(), SpmspvOptions{SpmspvDirection::Auto, &csr_only});
+  auto plan = plan_spmspv(ctx(), skewed.cast<float>(), SpmspvOptions{SpmspvDirection::Auto, &csr_only});
   CHECK(plan.stats().storage.blocks_by_type[static_cast<int>(BlockType::ForceCsr)] > 0);
   check_all_directions<float>(skewed, &csr_only, "column-skewed");
   check_all_directions<double>(transpose(skewed), &csr_only, "row-skewed");
@@ -156,7 +156,7 @@ TEST_CASE("SpmspvWarpWideCooWalkMatchesReference") {
   const auto all_coo = with_warp({{"th0", 257}, {"th1", 256}, {"th2", 2.0}, {"residual_below", 0}});
   const auto mixed = with_warp(blocks_only().params);
   {
-    auto plan = ctx().plan_spmspv(generate("stencil2d:n=40").cast<float>(), SpmspvOptions{.config = &mixed});
+    auto plan = plan_spmspv(ctx(), generate("stencil2d:n=40").cast<float>(), SpmspvOptions{.config = &mixed});
     CHECK(plan.kernel().key.ends_with(".coo=warp"));
   }
   for (const char* spec : {"fem:nodes=3000,k=4,blocks=6", "stencil3d:n=24,points=7", "stencil3d:n=20,points=27",
@@ -169,7 +169,7 @@ TEST_CASE("SpmspvWarpWideCooWalkMatchesReference") {
   }
   auto bad = with_warp(config_to_json(SpmspvConfig{}));
   bad.params["pull_coo"] = "block";
-  CHECK_THROWS_AS(ctx().plan_spmspv(generate("stencil2d:n=40").cast<float>(), SpmspvOptions{.config = &bad}),
+  CHECK_THROWS_AS(plan_spmspv(ctx(), generate("stencil2d:n=40").cast<float>(), SpmspvOptions{.config = &bad}),
                   UsageError);
 }
 
@@ -195,7 +195,7 @@ TEST_CASE("SpmspvResidualMatchesReference") {
       if (shard.next()) check_all_directions<double>(a, &cfg, what.c_str(), {0.6, 0.1, 0.001, 0});
     }
     if (!shard.next()) continue;
-    auto plan = ctx().plan_spmspv(a.cast<float>());
+    auto plan = plan_spmspv(ctx(), a.cast<float>());
     CHECK(plan.stats().storage.residual_nnz == a.nnz());
     CHECK(plan.stats().storage.bytes_meta == 0);
   }
@@ -259,25 +259,25 @@ TEST_CASE("SpmspvSparseOutputMatchesReference") {
       CAPTURE(spec);
       CAPTURE(cfg ? cfg->params.dump() : std::string("default"));
       const auto a = ad.cast<float>();
-      auto plan = ctx().plan_spmspv(a, SpmspvOptions{.config = cfg});
+      auto plan = plan_spmspv(ctx(), a, SpmspvOptions{.config = cfg});
       uint64_t seed = 3;
       for (double d : {0.1, 0.01, 0.001, 0.0001, 0.0}) check_sparse_out(a, plan, pick_indices(a.cols, d, seed++), seed);
       check_sparse_out(a, plan, {a.cols - 1}, 77);
       check_sparse_out(a, plan, pick_indices(a.cols, 0.05, 9), 9);  // again, after the others
       const auto a64 = ad;
-      auto plan64 = ctx().plan_spmspv(a64, SpmspvOptions{.config = cfg});
+      auto plan64 = plan_spmspv(ctx(), a64, SpmspvOptions{.config = cfg});
       auto ws = plan64.make_workspace();
       for (double d : {0.02, 0.0005}) check_sparse_out(a64, plan64, pick_indices(a64.cols, d, seed++), seed, &ws);
     }
   }
   // Dense and sparse calls interleave through one workspace.
   const auto a = generate("uniform:n=20000,d=8").cast<float>();
-  auto plan = ctx().plan_spmspv(a);
+  auto plan = plan_spmspv(ctx(), a);
   check_sparse_out(a, plan, pick_indices(a.cols, 0.01, 1), 1);
   CHECK(run_error(a, plan, pick_indices(a.cols, 0.3, 2), 2) <= 1e-5);
   check_sparse_out(a, plan, pick_indices(a.cols, 0.01, 3), 3);
   // A pull-only plan cannot push: refused with a clear error.
-  auto pull = ctx().plan_spmspv(a, SpmspvOptions{SpmspvDirection::Pull});
+  auto pull = plan_spmspv(ctx(), a, SpmspvOptions{SpmspvDirection::Pull});
   DeviceBuffer<int32_t> di(4), yi(static_cast<size_t>(a.rows)), yn(1);
   DeviceBuffer<float> dv(4), yv(static_cast<size_t>(a.rows));
   Stream s(ctx());
@@ -292,7 +292,7 @@ TEST_CASE("SpmspvSparseOutputMatchesReference") {
 TEST_CASE("SpmspvSparseOutputOfATinyXMatchesReferenceCallAfterCall") {
   const auto ad = generate("uniform:n=50000,d=4");  // about 64 entries a column block
   const auto a = ad.cast<float>();
-  auto plan = ctx().plan_spmspv(a);
+  auto plan = plan_spmspv(ctx(), a);
   uint64_t seed = 500;
   for (int round = 0; round < 2; ++round)
     for (int64_t k : {1, 2, 8, 40, 64, 65, 300}) {
@@ -301,7 +301,7 @@ TEST_CASE("SpmspvSparseOutputOfATinyXMatchesReferenceCallAfterCall") {
       tools::Lcg rng(seed);
       check_sparse_out(a, plan, tools::sample_indices(a.cols, k, rng), seed++);
     }
-  auto plan64 = ctx().plan_spmspv(ad);
+  auto plan64 = plan_spmspv(ctx(), ad);
   auto ws = plan64.make_workspace();
   for (int64_t k : {1, 30, 1, 1000, 3}) {
     tools::Lcg rng(seed);
@@ -318,7 +318,7 @@ TEST_CASE("SpmspvDeviceFootprintIsTheSumOfThePlansAllocations") {
       CAPTURE(res);
       const auto cfg = with_residual(res, res == 4 ? "by_density" : "off");
       auto a = generate(spec).cast<float>();
-      auto plan = ctx().plan_spmspv(a, SpmspvOptions{.config = &cfg});
+      auto plan = plan_spmspv(ctx(), a, SpmspvOptions{.config = &cfg});
       CHECK(plan.stats().device_bytes == plan.stats().storage.bytes_device);
       const auto th = config_from_json<SpmspvConfig>(cfg.params).thresholds();
       CHECK(plan.stats().device_bytes == db_stats(csr_to_db(a, th)).bytes_device);
@@ -364,7 +364,7 @@ TEST_CASE("SpmspvMatchesReferenceOnSharedMatrices") {
 TEST_CASE("SpmspvAutoSwitchesDirectionByXBlockShare") {
   auto a = generate("banded:n=160000,bw=8").cast<float>();
   const auto blocks = blocks_only();
-  auto plan = ctx().plan_spmspv(a, SpmspvOptions{.config = &blocks});
+  auto plan = plan_spmspv(ctx(), a, SpmspvOptions{.config = &blocks});
   CHECK(plan.config().params.value("th3", 0.0) == doctest::Approx(config_to_json(SpmspvConfig{})["th3"].get<double>()));
   Stream s(ctx());
   DeviceBuffer<float> y(a.rows);
@@ -381,7 +381,7 @@ TEST_CASE("SpmspvAutoSwitchesDirectionByXBlockShare") {
   CHECK(plan.last_xb(s) > 0.5);
   // The residual chooses by x's density: with its rows stored it pulls from residual_push_below on.
   const auto rows = with_residual(257, "by_density");
-  auto rplan = ctx().plan_spmspv(a, SpmspvOptions{.config = &rows});
+  auto rplan = plan_spmspv(ctx(), a, SpmspvOptions{.config = &rows});
   auto run_res = [&](double d, uint64_t seed) {
     std::vector<float> xd(a.cols, 0.f);
     for (auto i : pick_indices(a.cols, d, seed)) xd[i] = 1.f;
@@ -392,7 +392,7 @@ TEST_CASE("SpmspvAutoSwitchesDirectionByXBlockShare") {
   CHECK(run_res(0.3, 7) == SpmspvDirection::Push);
   CHECK(run_res(0.7, 8) == SpmspvDirection::Pull);
   // The default stores no rows: the residual pushes at any density.
-  auto dplan = ctx().plan_spmspv(a);
+  auto dplan = plan_spmspv(ctx(), a);
   std::vector<float> ones(a.cols, 1.f);
   DeviceBuffer<float> x1{std::span<const float>(ones)};
   dplan.run(x1, y, s);
@@ -405,24 +405,24 @@ TEST_CASE("SpmspvPaperThresholdComparesXbDirectly") {
   auto a = ad.cast<float>();
   auto paper = config_to_json(SpmspvConfig::paper());
   Config direct{"spmspv", paper, ConfigSource::Explicit, "test"};
-  auto plan = ctx().plan_spmspv(a, SpmspvOptions{.config = &direct});
+  auto plan = plan_spmspv(ctx(), a, SpmspvOptions{.config = &direct});
   CHECK(plan.stats().xb_threshold == doctest::Approx(paper["th3"].get<double>()));
   auto scaled_params = paper;
   scaled_params["th3_scale"] = "nnz_per_block";
   Config scaled{"spmspv", scaled_params, ConfigSource::Explicit, "test"};
-  auto scaled_plan = ctx().plan_spmspv(a, SpmspvOptions{.config = &scaled});
+  auto scaled_plan = plan_spmspv(ctx(), a, SpmspvOptions{.config = &scaled});
   CHECK(scaled_plan.stats().xb_threshold < paper["th3"].get<double>() / 10);
   auto bad_params = paper;
   bad_params["th3_scale"] = "per_row";
   Config bad{"spmspv", bad_params, ConfigSource::Explicit, "test"};
-  CHECK_THROWS_AS(ctx().plan_spmspv(a, SpmspvOptions{.config = &bad}), UsageError);
+  CHECK_THROWS_AS(plan_spmspv(ctx(), a, SpmspvOptions{.config = &bad}), UsageError);
   // Both threshold forms give the reference result.
   check_all_directions<float>(ad, &direct, "banded, paper thresholds", {0.01, 0.001});
 }
 
 TEST_CASE("SpmspvRunRejectsWrongSizes") {
   auto a = generate("stencil2d:n=20").cast<float>();
-  auto plan = ctx().plan_spmspv(a);
+  auto plan = plan_spmspv(ctx(), a);
   Stream s(ctx());
   DeviceBuffer<float> x(a.cols + 3), y(a.rows);
   CHECK_THROWS_AS(plan.run(x, y, s), UsageError);

@@ -22,7 +22,8 @@ double spmv_error(const CsrMatrix<double>& ad, double alpha, double beta, bool n
   if (nan_y)
     for (auto& v : y0) v = std::numeric_limits<T>::quiet_NaN();
   auto ref = reference::spmv(a, std::span<const T>(x), alpha, beta, std::span<const T>(y0));
-  auto plan = params ? ctx().plan_spmv(a, Config{"spmv", *params, ConfigSource::Explicit, "test"}) : ctx().plan_spmv(a);
+  auto plan =
+      params ? plan_spmv(ctx(), a, Config{"spmv", *params, ConfigSource::Explicit, "test"}) : plan_spmv(ctx(), a);
   Stream s(ctx());
   DeviceBuffer<T> dx{std::span<const T>(x)}, dy{std::span<const T>(y0)};
   plan.run(dx, dy, s, static_cast<T>(alpha), static_cast<T>(beta));
@@ -104,7 +105,7 @@ TEST_CASE("SpmvHandlesEdgeShapes") {
   CsrMatrix<float> none;  // 0 × 4: nothing to launch
   none.rows = 0;
   none.cols = 4;
-  auto plan = ctx().plan_spmv(none);
+  auto plan = plan_spmv(ctx(), none);
   Stream s(ctx());
   DeviceBuffer<float> x(4), y(0);
   CHECK_NOTHROW(plan.run(x, y, s));
@@ -113,7 +114,7 @@ TEST_CASE("SpmvHandlesEdgeShapes") {
 
 TEST_CASE("SpmvRunRejectsWrongSizes") {
   auto a = generate("stencil2d:n=10").cast<float>();
-  auto plan = ctx().plan_spmv(a);
+  auto plan = plan_spmv(ctx(), a);
   Stream s(ctx());
   DeviceBuffer<float> x(a.cols + 1), y(a.rows);
   CHECK_THROWS_AS(plan.run(x, y, s), UsageError);
@@ -121,10 +122,10 @@ TEST_CASE("SpmvRunRejectsWrongSizes") {
 
 TEST_CASE("SpmvPlanRecordsWhereItsConfigAndKernelCameFrom") {
   auto a = generate("stencil2d:n=64").cast<float>();
-  auto plan = ctx().plan_spmv(a);
+  auto plan = plan_spmv(ctx(), a);
   CHECK(plan.config_source() == ConfigSource::Default);
   CHECK(plan.kernel().key == plan.kernels().front().key);
-  auto again = ctx().plan_spmv(a);
+  auto again = plan_spmv(ctx(), a);
   CHECK(again.kernel().origin == "loaded");  // same context: module already resident
   CHECK(plan.explain().find(plan.kernel().key) != std::string::npos);
   CHECK(plan.explain().find("classified") != std::string::npos);
@@ -291,16 +292,16 @@ TEST_CASE("SpmvStrategiesMatchReferenceOnSharedMatricesAndEdgeShapes") {
 
 TEST_CASE("SpmvClassifiedSplitsMixedRowsAndFoldsThinBins") {
   auto mixed = mixed_rows().cast<float>();
-  auto plan = ctx().plan_spmv(mixed, Config{"spmv", config_to_json(SpmvConfig{}), ConfigSource::Explicit, "test"});
+  auto plan = plan_spmv(ctx(), mixed, Config{"spmv", config_to_json(SpmvConfig{}), ConfigSource::Explicit, "test"});
   CHECK(plan.launches() == 1);  // every bin in one launch
   CHECK(plan.explain().find("chunks of") != std::string::npos);
   auto split_params = config_to_json(SpmvConfig{});
   split_params["fuse_bins"] = 0;
-  auto split = ctx().plan_spmv(mixed, Config{"spmv", split_params, ConfigSource::Explicit, "test"});
+  auto split = plan_spmv(ctx(), mixed, Config{"spmv", split_params, ConfigSource::Explicit, "test"});
   CHECK(split.launches() >= 4);  // short rows, a middle bin, long-row chunks and their finalize
   auto window_params = config_to_json(SpmvConfig{});
   window_params["window_max_len"] = 64;
-  auto windowed = ctx().plan_spmv(mixed, Config{"spmv", window_params, ConfigSource::Explicit, "test"});
+  auto windowed = plan_spmv(ctx(), mixed, Config{"spmv", window_params, ConfigSource::Explicit, "test"});
   CHECK(windowed.launches() == 1);
   CHECK(windowed.explain().find(".w64") != std::string::npos);
   CHECK(windowed.explain().find("rows of length <= 64 in memory order") != std::string::npos);
@@ -310,7 +311,7 @@ TEST_CASE("SpmvClassifiedSplitsMixedRowsAndFoldsThinBins") {
             .explain()
             .find("window_max_len 64 not applied: fuse_bins 0") != std::string::npos);
   auto regular = generate("stencil3d:n=40,points=27").cast<float>();
-  auto one = ctx().plan_spmv(regular, Config{"spmv", config_to_json(SpmvConfig{}), ConfigSource::Explicit, "test"});
+  auto one = plan_spmv(ctx(), regular, Config{"spmv", config_to_json(SpmvConfig{}), ConfigSource::Explicit, "test"});
   CHECK(one.launches() == 1);  // boundary rows fold into the interior's bin: one kernel, no list
 }
 
@@ -321,7 +322,7 @@ TEST_CASE("SpmvColumnOrderMatchesReferenceCallAfterCall") {
   const auto a = ad.cast<float>();
   auto params = config_to_json(SpmvConfig{});
   params["reorder"] = "degree";
-  auto plan = ctx().plan_spmv(a, Config{"spmv", params, ConfigSource::Explicit, "test"});
+  auto plan = plan_spmv(ctx(), a, Config{"spmv", params, ConfigSource::Explicit, "test"});
   CHECK(plan.explain().find("columns in degree order") != std::string::npos);
   CHECK(plan.shares_call_state());
   Stream s(ctx());
@@ -360,7 +361,7 @@ TEST_CASE("SpmvReorderAutoOrdersOnlyWhereTheGatherCanPay") {
   for (const auto& c : cases) {
     CAPTURE(c.name);
     const auto a = c.a.cast<float>();
-    auto plan = ctx().plan_spmv(a, cfg);
+    auto plan = plan_spmv(ctx(), a, cfg);
     CHECK(plan.columns_reordered() == c.ordered);
     CHECK((plan.reorder_ms() > 0) == c.ordered);
     CHECK(plan.explain().find(c.ordered ? "columns in degree order" : "entries a column (degree from 4): none") !=
@@ -386,8 +387,8 @@ TEST_CASE("SpmvOptionsReorderOverridesTheLookedUpConfigMatchesReference") {
   (void)ctx();  // first: the buffers below need a current context (alone, nothing else made one)
   DeviceBuffer<float> dx{std::span<const float>(x)}, dy(static_cast<size_t>(a.rows));
   Stream s(ctx());
-  const auto plain = ctx().plan_spmv(a);
-  const auto same = ctx().plan_spmv(a, SpmvOptions{});
+  const auto plain = plan_spmv(ctx(), a);
+  const auto same = plan_spmv(ctx(), a, SpmvOptions{});
   CHECK(same.config().params == plain.config().params);
   CHECK(same.config_source() == plain.config_source());
   CHECK(same.columns_reordered() == plain.columns_reordered());
@@ -395,7 +396,7 @@ TEST_CASE("SpmvOptionsReorderOverridesTheLookedUpConfigMatchesReference") {
     CAPTURE(r);
     SpmvOptions o;
     o.reorder = r;
-    const auto plan = ctx().plan_spmv(a, o);
+    const auto plan = plan_spmv(ctx(), a, o);
     CHECK(plan.typed_config().reorder == r);
     CHECK(plan.config_source() == plain.config_source());
     // auto's choice depends on the looked-up thresholds (SpmvReorderAutoOrdersOnlyWhereTheGatherCanPay).
@@ -409,5 +410,5 @@ TEST_CASE("SpmvOptionsReorderOverridesTheLookedUpConfigMatchesReference") {
   }
   SpmvOptions bad;
   bad.reorder = "rcm";
-  CHECK_THROWS_AS(ctx().plan_spmv(a, bad), UsageError);
+  CHECK_THROWS_AS(plan_spmv(ctx(), a, bad), UsageError);
 }

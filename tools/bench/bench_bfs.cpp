@@ -99,7 +99,7 @@ nlohmann::json bench_bfs_graph(Context& ctx, const Stream& stream, const NamedMa
     BfsOptions bo;
     bo.direction = d;
     if (opt.config) bo.config = &cfg;
-    BfsPlan plan = ctx.plan_bfs(g, bo);
+    BfsPlan plan = plan_bfs(ctx, g, bo);
     if (d == BfsDirection::Auto) {
       const BfsStats& st = plan.stats();
       rec["convert_ms"] = st.convert_ms;

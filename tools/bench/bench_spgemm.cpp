@@ -157,7 +157,7 @@ nlohmann::json bench_one(Context& ctx, const Stream& stream, const NamedMatrix& 
     // The first plan for a matrix also pays for kernels this process has not loaded yet (NVRTC or
     // the disk cache); the timed products after it do not.
     rec["dbsparse_cold_ms"] = wall_ms([&] {
-      SpgemmPlan<T> p = ctx.plan_spgemm(va, vb, so, h);
+      SpgemmPlan<T> p = plan_spgemm(ctx, va, vb, so, h);
       p.run(h);
       stream.synchronize();
     });
@@ -171,7 +171,7 @@ nlohmann::json bench_one(Context& ctx, const Stream& stream, const NamedMatrix& 
       const int64_t before = i == 0 ? device_free_bytes() : 0;
       // GPU analysis (one wait), symbolic phase and C's row_ptr (the second wait), numeric phase.
       first.push_back(wall_ms([&] {
-        plan.emplace(ctx.plan_spgemm(va, vb, so, h));
+        plan.emplace(plan_spgemm(ctx, va, vb, so, h));
         plan->run(h);
         stream.synchronize();
       }));
@@ -244,7 +244,7 @@ nlohmann::json bench_one(Context& ctx, const Stream& stream, const NamedMatrix& 
     have_ours = true;
     // From host CSR (uploads of A and B included), timed once: what planning from the host adds.
     rec["dbsparse_from_host_ms"] = wall_ms([&] {
-      SpgemmPlan<T> p = ctx.plan_spgemm(a, b, so);
+      SpgemmPlan<T> p = plan_spgemm(ctx, a, b, so);
       p.run(h);
       stream.synchronize();
     });
@@ -697,7 +697,7 @@ double spgemm_tolerance(const std::string& precision) { return precision == "f64
 
 std::string spgemm_columns_text() {
   return "Columns (wall clock unless said; A and B already on the device for both libraries, uploads untimed):\n"
-         "  first ms   dbsparse fresh product: ctx.plan_spgemm from device CSR (GPU analysis, one wait and a small "
+         "  first ms   dbsparse fresh product: plan_spgemm(ctx, ...) from device CSR (GPU analysis, one wait and a small "
          "read-back, group lists and global tables allocated; kernels already loaded) + the first run() (symbolic "
          "phase, C's row_ptr on the GPU, a second wait and read-back of nnz(C), C allocated, numeric phase) + "
          "stream sync; median over up to --reps products, stopping after 3 s\n"

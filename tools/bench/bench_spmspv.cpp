@@ -178,10 +178,10 @@ struct Bench {
     if (opt.config) o.config = &forced;
     std::vector<SpmspvPlan<T>> plans;
     try {
-      plans.push_back(ctx.plan_spmspv(a, o));
+      plans.push_back(plan_spmspv(ctx, a, o));
       const int64_t db = std::max<int64_t>(plans[0].stats().storage.bytes_total, csr_bytes);
       const int copies = copies_for(db + vec_bytes);
-      while (static_cast<int>(plans.size()) < copies) plans.push_back(ctx.plan_spmspv(a, o));
+      while (static_cast<int>(plans.size()) < copies) plans.push_back(plan_spmspv(ctx, a, o));
     } catch (const Error& e) {
       if (plans.empty()) unavailable(impl, e.what());
     }

@@ -92,7 +92,7 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
       forced.params["lanes"] = std::stoi(strategy.substr(8));
     }
     for (int c = 0; c < copies; ++c)
-      plans.push_back(strategy.empty() ? ctx.plan_spmv(p.a) : ctx.plan_spmv(p.a, forced));
+      plans.push_back(strategy.empty() ? plan_spmv(ctx, p.a) : plan_spmv(ctx, p.a, forced));
     if (opt.explain)
       fmt::print(stderr, "{} {} {}:\n{}", m.name, sizeof(T) == 4 ? "f32" : "f64",
                  strategy.empty() ? "config" : strategy, plans[0].explain());

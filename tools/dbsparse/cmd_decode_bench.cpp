@@ -150,7 +150,7 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     o.mapping = mapping;
     o.blocks_per_sm = a.blocks_per_sm;
     auto& v = plans[name];
-    v.push_back(ctx.plan_decode_linear(pw, o));
+    v.push_back(plan_decode_linear(ctx, pw, o));
     const int64_t touched = touched_min;
     const int64_t budget = int64_t{12} << 30;
     const int n = static_cast<int>(std::clamp<int64_t>(
@@ -217,7 +217,7 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
         SparseLinearOptions o;
         o.tau = tau32;
         o.direction = dir;
-        auto plan = ctx.plan_sparse_linear(pw, o);
+        auto plan = plan_sparse_linear(ctx, pw, o);
         DeviceBuffer<float> y(static_cast<size_t>(rows));
         at[name] = {{"us", tools::time_on_stream(s.handle(), timing, [&](int64_t) { plan.run(xd, y, s); }).median_us},
                     {"note", "one copy: the L2 may serve part of W"}};

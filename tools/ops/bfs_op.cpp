@@ -53,7 +53,7 @@ struct BfsObjective {
       Config cfg{"bfs", params, ConfigSource::Explicit, "tuning candidate"};
       BfsOptions opt;
       opt.config = &cfg;
-      BfsPlan plan = ctx.plan_bfs(g, opt);
+      BfsPlan plan = plan_bfs(ctx, g, opt);
       Stream s(ctx);
       DeviceBuffer<int32_t> levels(static_cast<size_t>(g.n));
       std::vector<double> times;
@@ -112,7 +112,7 @@ OpDescriptor make() {
   };
   d.bench_options = {"--config"};
   d.bench = bench;
-  d.explain = [](Context& ctx, const NamedMatrix& m) { return ctx.plan_bfs(m.csr).explain(); };
+  d.explain = [](Context& ctx, const NamedMatrix& m) { return plan_bfs(ctx, m.csr).explain(); };
   d.fixed_cost_calls = bfs_fixed_cost_calls;
   return d;
 }

@@ -74,7 +74,7 @@ OpDescriptor make() {
   };
   d.bench = [](Context&, const Stream&, const BenchRequest&) -> nlohmann::json { no_matrix_bench(); };
   d.explain = [](Context& ctx, const NamedMatrix& m) {
-    return ctx.plan_decode_linear(m.csr.cast<float>(), DecodeLinearOptions{}).explain();
+    return plan_decode_linear(ctx, m.csr.cast<float>(), DecodeLinearOptions{}).explain();
   };
   d.fixed_cost_calls = decode_fixed_cost_calls;
   d.tuned_by_default = false;

@@ -30,7 +30,7 @@ std::shared_ptr<DeviceBuffer<T>> filled(size_t n, T v) {
 
 std::vector<FixedCostCall> spmv_fixed_cost_calls(Context& ctx, const Stream& stream) {
   const auto a = generate(kSmall).cast<float>();
-  auto plan = std::make_shared<SpmvPlan<float>>(ctx.plan_spmv(a));
+  auto plan = std::make_shared<SpmvPlan<float>>(plan_spmv(ctx, a));
   auto x = filled<float>(static_cast<size_t>(a.cols), 1.f);
   auto y = filled<float>(static_cast<size_t>(a.rows), 0.f);
   return {{"spmv, 1000 rows x 8 entries", [plan, x, y, &stream](int64_t) { plan->run(*x, *y, stream); }}};
@@ -40,7 +40,7 @@ std::vector<FixedCostCall> spmspv_fixed_cost_calls(Context& ctx, const Stream& s
   // A large matrix and a one-entry x: what a call costs beyond its work, where the work is ~8
   // entries (a call that never touches n entries).
   const auto a = generate("uniform:n=1000000,d=8").cast<float>();
-  auto plan = std::make_shared<SpmspvPlan<float>>(ctx.plan_spmspv(a));
+  auto plan = std::make_shared<SpmspvPlan<float>>(plan_spmspv(ctx, a));
   std::vector<float> xh(static_cast<size_t>(a.cols), 0.f);
   xh[12345] = 1.f;
   auto x = std::make_shared<DeviceBuffer<float>>(xh);
@@ -64,7 +64,7 @@ std::vector<FixedCostCall> bfs_fixed_cost_calls(Context& ctx, const Stream& stre
   // A 300 x 300 grid searched from a corner: 599 levels of at most 300 vertices each, so a level's
   // time is nearly all fixed cost.
   const PatternGraph g = pattern_of(generate("stencil2d:n=300"));
-  auto plan = std::make_shared<BfsPlan>(ctx.plan_bfs(g, BfsOptions{}));
+  auto plan = std::make_shared<BfsPlan>(plan_bfs(ctx, g, BfsOptions{}));
   auto levels = filled<int32_t>(static_cast<size_t>(g.n), 0);
   plan->run(0, *levels, stream);
   const int32_t depth = plan->last_stats().levels;
@@ -76,7 +76,7 @@ std::vector<FixedCostCall> bfs_fixed_cost_calls(Context& ctx, const Stream& stre
 std::vector<FixedCostCall> spmm_fixed_cost_calls(Context& ctx, const Stream& stream) {
   const auto a = generate(kSmall).cast<float>();
   const int n = 32;
-  auto plan = std::make_shared<SpmmPlan>(ctx.plan_spmm(a, n));
+  auto plan = std::make_shared<SpmmPlan>(plan_spmm(ctx, a, n));
   auto b = filled<float>(static_cast<size_t>(a.cols) * n, 1.f);
   auto c = filled<float>(static_cast<size_t>(a.rows) * n, 0.f);
   return {{"spmm, 1000 rows x 8 entries, N = 32", [plan, b, c, &stream](int64_t) { plan->run(*b, *c, stream); }}};
@@ -86,7 +86,7 @@ std::vector<FixedCostCall> spgemm_fixed_cost_calls(Context& ctx, const Stream& s
   const auto a = generate(kSmall).cast<float>();
   auto da = std::make_shared<DeviceCsr<float>>(a);
   auto plan =
-      std::make_shared<SpgemmPlan<float>>(ctx.plan_spgemm(da->view(), da->view(), SpgemmOptions{}, stream.handle()));
+      std::make_shared<SpgemmPlan<float>>(plan_spgemm(ctx, da->view(), da->view(), SpgemmOptions{}, stream.handle()));
   plan->run(stream.handle());  // sizes C: the numeric run is what is timed
   stream.synchronize();
   return {{"spgemm numeric run (C's structure known), A^2 of 1000 rows x 8",
@@ -97,7 +97,7 @@ std::vector<FixedCostCall> decode_fixed_cost_calls(Context& ctx, const Stream& s
   // A 1000 x 1000 layer of 8 weights a row in f16, every activation kept: the product's launch
   // and its tickets, with next to no bytes to read.
   const auto w = generate(kSmall).cast<float>();
-  auto plan = std::make_shared<DecodeLinearPlan>(ctx.plan_decode_linear(w, DecodeLinearOptions{}));
+  auto plan = std::make_shared<DecodeLinearPlan>(plan_decode_linear(ctx, w, DecodeLinearOptions{}));
   auto x = filled<uint16_t>(static_cast<size_t>(w.cols), 0x3c00);  // 1.0 in fp16
   auto y = filled<uint16_t>(static_cast<size_t>(w.rows), 0);
   return {{fmt::format("decode, 1000 x 1000 layer, 8 weights a row, f16, {}", to_string(plan->mapping())),

@@ -88,7 +88,7 @@ struct SpgemmObjective {
       SpgemmOptions opt;
       opt.config = config_from_json<SpgemmConfig>(params);
       Stream s(ctx);
-      SpgemmPlan<float> plan = ctx.plan_spgemm(a, b, opt);
+      SpgemmPlan<float> plan = plan_spgemm(ctx, a, b, opt);
       plan.run(s.handle());
       const SpgemmCheck c = compare_spgemm(ref, plan.download(), scale, spgemm_tolerance("f32"));
       if (!c.ok) return {TrialStatus::WrongResult, 0, c.note};
@@ -155,13 +155,13 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   j["product"] = "C = A*A for a square A, else A*A^T (A^T built on the host)";
   j["timings"] = {
       {"dbsparse_first_ms",
-       "ctx.plan_spgemm from device CSR (A and B uploaded before timing and read in place; GPU analysis: IP, "
+       "plan_spgemm(ctx, ...) from device CSR (A and B uploaded before timing and read in place; GPU analysis: IP, "
        "groups, lists and global tables' places, one wait and read-back of the counts; kernels already loaded) + "
        "the first run() (symbolic phase, C's row_ptr on the GPU, a second wait and read-back of nnz(C), C "
        "allocated, numeric phase) + stream sync; wall clock, median over up to --reps products, stopping after 3 s"},
       {"dbsparse_fresh_parts_ms",
        "dbsparse_first_ms split by SpgemmPlan::fresh_times() (host wall clock, medians over the same products): plan "
-       "(all of ctx.plan_spgemm), analysis_wait (its GPU analysis launched, waited for and read back), "
+       "(all of plan_spgemm(ctx, ...)), analysis_wait (its GPU analysis launched, waited for and read back), "
        "symbolic_wait (place_rows + symbolic launches + C's row_ptr + the wait and nnz(C) read back), alloc_c, "
        "numeric_launch, rest (the caller's sync: the numeric phase's GPU time past its launch)"},
       {"dbsparse_cold_ms", "the same for the first plan of the matrix, which also loads any kernel not yet loaded"},
@@ -171,7 +171,7 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
        "otherwise), counted by hash_spgemm_cpu (the kernels' CPU spec) with the plan's config; left out past 2e8 "
        "products"},
       {"dbsparse_from_host_ms",
-       "ctx.plan_spgemm from host CSR (uploads of A and B included) + the first run() + stream sync; one run"},
+       "plan_spgemm(ctx, ...) from host CSR (uploads of A and B included) + the first run() + stream sync; one run"},
       {"dbsparse_oneshot_ms",
        "spgemm(ctx, A, B): plan from host CSR, one run, C downloaded to the host; wall clock, one run"},
       {"cusparse_ms",
@@ -195,7 +195,7 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
 std::string explain(Context& ctx, const NamedMatrix& m) {
   const CsrMatrix<float> a = m.csr.cast<float>();
   return fmt::format("{} (f32): the plan's config line says whether it was tuned, predicted or the defaults\n{}",
-                     a.rows == a.cols ? "A*A" : "A*A^T", ctx.plan_spgemm(a, second_operand(a)).explain());
+                     a.rows == a.cols ? "A*A" : "A*A^T", plan_spgemm(ctx, a, second_operand(a)).explain());
 }
 
 OpDescriptor make() {

@@ -175,7 +175,7 @@ struct SpmmObjective {
       std::vector<double> times;
       std::string detail;
       for (auto& k : cases) {
-        const SpmmPlan plan = ctx.plan_spmm(a, k->n, opt);
+        const SpmmPlan plan = plan_spmm(ctx, a, k->n, opt);
         k->poison();
         k->run(plan, s);
         s.synchronize();
@@ -286,7 +286,7 @@ void time_reorders(Context& ctx, const Stream& stream, const BenchRequest& r, co
     ro.reorder = parse_reorder(on_gpu ? "degree" : name);
     std::optional<DeviceCsr64<float>> d64;  // A as a caller's 64-bit device CSR
     if (on_gpu) d64.emplace(c.a);
-    const SpmmPlan rp = on_gpu ? ctx.plan_spmm(d64->view(), c.n, ro) : ctx.plan_spmm(c.a, c.n, ro);
+    const SpmmPlan rp = on_gpu ? plan_spmm(ctx, d64->view(), c.n, ro) : plan_spmm(ctx, c.a, c.n, ro);
     c.rows.push_back(time_impl("dbsparse-csr-" + name, stream, r.timing, c.k, [&] { c.k.run(rp, stream); }));
     const double saved_us = csr_us - c.rows.back().us;
     const double payback = saved_us > 0 ? rp.reorder_ms() * 1e3 / saved_us : -1;
@@ -427,20 +427,20 @@ nlohmann::json bench_case(Context& ctx, const Stream& stream, const BenchRequest
   if (setup.given) auto_opt.config = &*setup.given;
   auto_opt.dtype = c.dtype;
   auto_opt.epilogue = setup.epilogue;
-  const SpmmPlan plan = ctx.plan_spmm(c.a, c.n, auto_opt);
+  const SpmmPlan plan = plan_spmm(ctx, c.a, c.n, auto_opt);
   SpmmOptions brp_opt = auto_opt, csr_opt = auto_opt, cnd_opt = auto_opt;
   brp_opt.path = SpmmPath::Brp;
   csr_opt.path = SpmmPath::CsrCudaCore;
   csr_opt.reorder = Reorder::None;  // the plain CSR row: auto's order shows in the auto row
   cnd_opt.path = SpmmPath::Condensed;
-  const SpmmPlan brp = ctx.plan_spmm(c.a, c.n, brp_opt);
-  const SpmmPlan csr = ctx.plan_spmm(c.a, c.n, csr_opt);
+  const SpmmPlan brp = plan_spmm(ctx, c.a, c.n, brp_opt);
+  const SpmmPlan csr = plan_spmm(ctx, c.a, c.n, csr_opt);
   // The condensed tiles take 512 bytes (f32) per 8 columns of a window: on a graph of 1% fill
   // that is 50x CSR, so they are left out past 4 GB.
   const double fill = condensed_fill(c.a, plan.g());
   const double cnd_bytes = fill > 0 ? double(c.a.nnz()) / fill * spmm_value_bytes(c.dtype) : 0.0;
   std::optional<SpmmPlan> cnd;
-  if (cnd_bytes <= 4e9) cnd.emplace(ctx.plan_spmm(c.a, c.n, cnd_opt));
+  if (cnd_bytes <= 4e9) cnd.emplace(plan_spmm(ctx, c.a, c.n, cnd_opt));
   SpmmCase& k = c.k;
   c.rows.push_back(time_impl("dbsparse-auto", stream, r.timing, k, [&] { k.run(plan, stream); }));
   c.rows.back().note = to_string(plan.path());
@@ -584,7 +584,7 @@ OpDescriptor make() {
   d.buckets = {spmm_tuning_bucket(32), spmm_tuning_bucket(128)};
   d.bench_options = {"--config", "--n", "--precision", "--reorder", "--epilogue"};
   d.bench = bench;
-  d.explain = [](Context& ctx, const NamedMatrix& m) { return ctx.plan_spmm(m.csr.cast<float>(), 128).explain(); };
+  d.explain = [](Context& ctx, const NamedMatrix& m) { return plan_spmm(ctx, m.csr.cast<float>(), 128).explain(); };
   d.fixed_cost_calls = spmm_fixed_cost_calls;
   return d;
 }

@@ -80,7 +80,7 @@ struct SpmspvObjective {
     Config cfg{"spmspv", params, ConfigSource::Explicit, "tuning candidate"};
     SpmspvOptions opt;
     opt.config = &cfg;
-    plans.emplace_front(key, ctx.plan_spmspv(a, opt));
+    plans.emplace_front(key, plan_spmspv(ctx, a, opt));
     return plans.front().second;
   }
 
@@ -159,7 +159,7 @@ OpDescriptor make() {
   };
   d.bench_options = {"--density", "--config", "--fused"};
   d.bench = bench;
-  d.explain = [](Context& ctx, const NamedMatrix& m) { return ctx.plan_spmspv(m.csr.cast<float>()).explain(); };
+  d.explain = [](Context& ctx, const NamedMatrix& m) { return plan_spmspv(ctx, m.csr.cast<float>()).explain(); };
   d.fixed_cost_calls = spmspv_fixed_cost_calls;
   return d;
 }

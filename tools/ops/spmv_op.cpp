@@ -56,7 +56,7 @@ struct SpmvInputs {
 
   // Checked, then timed; time 0 and the error in `why` when the result is wrong.
   double measure(Context& ctx, const Config& cfg, int samples, std::string& why) {
-    auto plan = ctx.plan_spmv(a, cfg);
+    auto plan = plan_spmv(ctx, a, cfg);
     Stream s(ctx);
     DeviceBuffer<T> y(static_cast<size_t>(a.rows));
     y.fill_bytes(0xFF);
@@ -150,7 +150,7 @@ OpDescriptor make() {
   };
   d.bench_options = {"--strategy", "--explain"};
   d.bench = bench;
-  d.explain = [](Context& ctx, const NamedMatrix& m) { return ctx.plan_spmv(m.csr.cast<float>()).explain(); };
+  d.explain = [](Context& ctx, const NamedMatrix& m) { return plan_spmv(ctx, m.csr.cast<float>()).explain(); };
   d.fixed_cost_calls = spmv_fixed_cost_calls;
   return d;
 }
