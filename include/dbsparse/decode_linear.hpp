@@ -28,8 +28,9 @@ const char* to_string(DecodeDtype d);
 enum class DecodeMapping { Auto, Columns, RowBlocks, Lanes, Ring, Dense, DenseColumns };
 const char* to_string(DecodeMapping m);
 
-// Estimated time of one call in us on an H200-class GPU (fitted to decode-bench, see the .cpp), by
-// mapping: what Auto compares and what explain() prints. NaN where a mapping does not apply.
+// Estimated time of one call in us on the GPU the model was fitted on (fitted to decode-bench:
+// runtime/decode/decode_costs.cpp, docs/decisions/decode-cost-model.md), by mapping: what Auto
+// compares and what explain() prints. NaN where a mapping does not apply.
 struct DecodeCosts {
   double ring_us = 0, dense_columns_us = 0, dense_us = 0;
 };

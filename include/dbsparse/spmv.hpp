@@ -11,8 +11,8 @@
 
 namespace dbsparse {
 
-// SpMV's config: the strategy and the row-length cutoffs between strategies. Why each default is
-// what it is: runtime/spmv/spmv_strategy.hpp (measured on the H200).
+// SpMV's config: the strategy and the row-length cutoffs between strategies. What each default
+// does: runtime/spmv/spmv_strategy.hpp; the measurements behind them: docs/decisions/spmv-defaults.md.
 struct SpmvConfig {
   static constexpr const char* kOp = "spmv";
   static constexpr bool kBlockFeatures = false;
@@ -28,8 +28,7 @@ struct SpmvConfig {
   int fuse_bins = 1;
   // classified, one launch: rows of length <= window_max_len (rounded down to a bin's bound) run
   // in memory order, 32 rows a warp, not from their bins' lists; 0 leaves every row in its bin.
-  // Off by default until a benchmark on the GPU shows where it wins (power-law 1M: the bins read
-  // 228 MB where the CSR is 140 MB, ncu on an H100, 2026-12-06).
+  // Off by default until a benchmark on the GPU shows where it wins.
   int window_max_len = 0;
   // degree: A's columns renumbered by decreasing count at plan time and x gathered into that order
   // each call (one more launch, n reads and writes): the x entries the rows read most share cache
@@ -37,9 +36,8 @@ struct SpmvConfig {
   // auto: degree where A's columns are skewed enough for hubs to share lines (the
   // reorder_hub_columns most frequent columns hold >= reorder_min_hub_share of the entries), x is
   // past L1 (cols >= reorder_min_cols) and A has >= 4 entries a column (the gather's bytes); else
-  // none. auto is the default: on scrambled R-MAT 20 degree took 283 -> 209 us (cuSPARSE 259), and
-  // auto leaves power-law 1M and uniform 2M (columns uniform, hub share < 1%) as they are (H100,
-  // 2026-12-05, docs/bench/2026-12-05-s29-run1-carveout-spmv-*).
+  // none. auto is the default: it takes degree on scrambled power-law graphs, where it wins, and
+  // leaves matrices with uniform columns as they are.
   std::string reorder = "auto";
   int64_t reorder_hub_columns = 4096;
   double reorder_min_hub_share = 0.2;

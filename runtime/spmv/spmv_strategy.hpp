@@ -12,15 +12,12 @@
 namespace dbsparse {
 
 // Entries per lane, E: a lane of any strategy takes 4 entries a step (strided_dot), and a row of
-// up to E entries per lane is best served without more lanes. Measured on the H200 (2026-11-29,
-// `dbsparse bench spmv --strategy scalar,vector-l2,...,vector-l16`, NOTES.md): f32 is fastest at
-// about 2 steps per lane (7-entry rows scalar 59.8 us vs 66.8 with 2 lanes; 27-entry rows 4 lanes
-// 37.8-48.3 us vs 45.6-57.4 with 2), f64 at about 1 (7-entry rows 2 lanes 88.6 vs scalar 100.6;
-// 27-entry rows 8 lanes 49.0-65.7 vs 55.3-71.6 with 4): lane_entries_f32 = 8, lane_entries_f64 = 4.
+// up to E entries per lane is best served without more lanes: about 2 steps a lane in f32 and 1 in
+// f64 (lane_entries_f32 = 8, lane_entries_f64 = 4; the figures: docs/decisions/spmv-defaults.md).
 //
 // A single strategy for the whole matrix. config.strategy:
 //   "scalar", "vector" (config.lanes, 0: from the mean), "block", "longrow";
-//   "uniform": one strategy chosen from rows, nnz and the mean row length (adaptive-csr-spmv.txt),
+//   "uniform": one strategy chosen from rows, nnz and the mean row length (docs/DESIGN.md [2]),
 //     no read-back: mean <= E scalar; mean <= 32 E vector with the smallest power of two >= mean/E
 //     lanes, in [2, 32]; longer: block per row.
 // Throws UsageError for "classified" (see choose_spmv_layout).
@@ -36,13 +33,14 @@ struct SpmvBin {
 // first, the last one unbounded. Classified (defaults: SpmvConfig):
 //   scalar up to E entries, then vector bins of v1..v4_lanes (2, 4, 8, 32) lanes up to lanes x E
 //     entries each (f32: 8, 16, 32, 64, 256; f64: 4, 8, 16, 32, 128);
-//   block_max_len 4096: a 256-thread block takes 1024 entries a step, at most 4 steps; at 65536
-//     (the first try) RMAT-19's longest rows would take ~60 dependent steps;
+//   block_max_len 4096: a 256-thread block takes 1024 entries a step, at most 4 steps (at 65536,
+//     a power-law graph's longest rows take dozens of dependent steps in one block);
 //   longer rows: long-row split, longrow_chunk (2048) entries per block;
 //   fold_share 0.02: a bin with less than 2% of the nonzeros joins the next wider one, so a
 //     regular matrix runs one kernel over all rows with no row list;
-//   fuse_bins 1: every bin in one launch of fused_key's kernel. One kernel per bin (0, the
-//     paper's way) measured 0.82x of cuSPARSE on the irregular matrices against 1.03x fused (f32).
+//   fuse_bins 1: every bin in one launch of fused_key's kernel; one kernel per bin (0, the
+//     paper's way) pays a launch and a partly empty grid per bin.
+// The figures behind these defaults: docs/decisions/spmv-defaults.md.
 struct SpmvLayout {
   bool classified = false;
   std::vector<SpmvBin> bins;

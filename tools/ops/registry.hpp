@@ -80,7 +80,7 @@ struct OpDescriptor {
   // Problem classes tuned and stored apart (the tuning DB's bucket; plans look theirs up), e.g.
   // spmm's N classes. Empty: one config per matrix, bucket "".
   std::vector<std::string> buckets;
-  // The op's smallest calls (issue 34: its fixed cost), set up on this context: every `bench` of
+  // The op's smallest calls (its fixed cost), set up on this context: every `bench` of
   // the op times them next to an empty kernel's launch (tools/bench/fixed_cost.hpp). Empty: none.
   std::function<std::vector<FixedCostCall>(Context&, const Stream&)> fixed_cost_calls;
   // dbtune tunes it unless --ops leaves it out; false for an op whose plan does not read the DB yet,

@@ -1,4 +1,4 @@
-// The SpMSpV op's registry entry: DB-SpMSpV (db-spmspv-icpp26.txt), adaptive push/pull.
+// The SpMSpV op's registry entry: DB-SpMSpV (docs/DESIGN.md [1]), adaptive push/pull.
 #include <fmt/format.h>
 
 #include <list>
@@ -30,7 +30,7 @@ tuner::SearchSpace make_space() {
       ParamSpec::choice("th1", {64, 96, 128, 192}, "Dense above this many nonzeros in a block"),
       ParamSpec::choice("th2", {1.5, 2.0, 3.0, 4.0}, "skew ratio for ForceCSR / ForceCSC"),
       // Down to 0.0125: on small matrices with ~1 nonzero per block pull wins even at xb ~0.02
-      // (dbtune, H200, 2026-11-29: the paper's th3 = 0.01 beat every tuned config on 6 of them).
+      // (docs/decisions/tuner-search-spaces.md).
       ParamSpec::range("th3", 0.0125, 3.2, 9, true, false,
                        "push while the x-block share < th3 / max(1, nonzeros per block)"),
       // 0 keeps every block; 4 moves the blocks smaller as residual; 16 keeps only Dense-ish
