@@ -133,7 +133,7 @@ std::vector<SpgemmKey> spgemm_search_space() {
   c.lanes0 = 16;
   configs.push_back(c);
   c = SpgemmConfig{};
-  c.block1 = 256;  // eight warp-rows a block (the default before 2026-12-01)
+  c.block1 = 256;  // eight warp-rows a block (docs/decisions/spgemm-config-defaults.md)
   configs.push_back(c);
   for (int b2 : {256, 512}) {  // group 2's block rows narrower (the tuner's block2)
     c = SpgemmConfig{};

@@ -2,7 +2,7 @@
 // The SpMV kernel variant: a small value type with a stable text form (docs/DESIGN.md §2), e.g.
 // "spmv.scalar.f32.b256", "spmv.vector.f32.b256.l8" or "spmv.classified.f32.b256.l2.l4.l8.l32"
 // (".w64": its rows up to 64 long in memory order). The text names the kernel, keys both caches
-// and appears in logs. Strategies follow adaptive-csr-spmv.txt: a thread, LANES lanes, a block,
+// and appears in logs. Strategies follow adaptive CSR SpMV (docs/DESIGN.md [2]): a thread, LANES lanes, a block,
 // or several blocks per row (long-row split, with a finalize pass); Classified serves every bin of
 // the row classifier in one launch, with the four vector bins' lanes in its key. A key ending
 // ".o64" (e.g. "spmv.vector.f32.b256.l8.o64") reads 64-bit row offsets. Classify is the

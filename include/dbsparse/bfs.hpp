@@ -1,5 +1,5 @@
 #pragma once
-// DB-BFS (db-spmspv-icpp26 §4.2): breadth-first search as one Boolean (or, and) SpMSpV per level
+// DB-BFS (DB-SpMSpV, docs/DESIGN.md [1] §4.2): breadth-first search as one Boolean (or, and) SpMSpV per level
 // over a graph converted once, with the frontier and the visited set as 16-bit masks per
 // 16-vertex block on the device and the direction (push or pull) chosen on the GPU every level.
 // The whole search is one cooperative launch with a grid barrier between levels: no host

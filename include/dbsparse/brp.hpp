@@ -1,5 +1,5 @@
 #pragma once
-// The BRP format of BRP-SpMM (IPDPS 2025, slides 12-16): a matrix split into a tensor
+// The BRP format of BRP-SpMM (docs/DESIGN.md [3], slides 12-16): a matrix split into a tensor
 // core part, where every group of TC blocks holds the same number of nonzeros so that each group's
 // run of values is one aligned, fixed-size load, and a residual CSR for what does not fill a group.
 //

@@ -1,5 +1,5 @@
 #pragma once
-// The dual-view blocked (DB) format of db-spmspv-icpp26 §3.2: 16×16 blocks with a block-CSR and a
+// The dual-view blocked (DB) format of DB-SpMSpV (docs/DESIGN.md [1] §3.2): 16×16 blocks with a block-CSR and a
 // block-CSC view over one copy of per-block metadata and payload. Converted once from CSR.
 #include <cstdint>
 #include <string>

@@ -1,5 +1,5 @@
 #pragma once
-// DB-Decoding (db-spmspv-icpp26 §4.3): a pruned linear layer y = W·x at batch 1 with x made sparse
+// DB-Decoding (DB-SpMSpV, docs/DESIGN.md [1] §4.3): a pruned linear layer y = W·x at batch 1 with x made sparse
 // on the GPU by magnitude (|x_i| >= tau, as TEAL calibrates tau per layer), then an SpMSpV plan
 // on W converted once; or the column bitmap layout through the decoding plan (decode_linear.hpp,
 // which also takes fp16/bf16).

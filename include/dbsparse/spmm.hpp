@@ -1,6 +1,6 @@
 #pragma once
 // SpMM, C = alpha * A * B + beta * C with A sparse (CSR, M x K) and B (K x n), C (M x n) dense,
-// row-major; n = 1 .. 4096. Three paths: BRP-SpMM (brp.hpp; brp-spmm-ipdps25-slides), the TC
+// row-major; n = 1 .. 4096. Three paths: BRP-SpMM (brp.hpp; docs/DESIGN.md [3]), the TC
 // groups on tensor cores plus the residual rows on CUDA cores; condensed TC windows
 // (tc_condensed.hpp), every entry on tensor cores in zero-padded tiles, for moderate sparsity; or
 // a CUDA-core CSR product (the fallback, and the ablation's baseline). Plan once, run many times.
@@ -34,9 +34,10 @@ const char* to_string(SpmmDtype d);  // "f32", "f16", "bf16"
 // Also accepts "tf32" for F32 (the f32 plans' tensor core precision; `bench spmm --precision`).
 SpmmDtype spmm_dtype_from_string(const std::string& s);
 // The absolute error a C of this type can carry from its own rounding however small the entry:
-// f16 below 2^-14 is subnormal, spaced 2^-24 apart (an entry cancelled to ~1e-6 of its sum |a||b|
-// showed 4e-2 "relative" error in every implementation, cuSPARSE's too: RMAT-16, H200 2026-12-01);
-// bf16 keeps f32's exponents, f32 C is checked relatively alone. Checks forgive this much of |C - ref|.
+// f16 below 2^-14 is subnormal, spaced 2^-24 apart, so an entry that cancels to a small fraction of
+// its sum |a||b| carries a large "relative" error in any implementation
+// (docs/decisions/spmm-config-defaults.md); bf16 keeps f32's exponents, f32 C is checked
+// relatively alone. Checks forgive this much of |C - ref|.
 inline double spmm_rounding_floor(SpmmDtype d) { return d == SpmmDtype::F16 ? 0x1p-24 : 0.0; }
 int spmm_value_bytes(SpmmDtype d);  // 4 or 2
 
@@ -56,27 +57,22 @@ struct SpmmConfig {
   static constexpr const char* kOp = "spmm";
   static constexpr bool kBlockFeatures = false;  // BRP's windows are 16 x 8g, not the 16x16 histogram's blocks
   // auto, in order: condensed when condensed_fill(A, g) >= min_condensed_fill; brp when
-  // brp_group_share(A, f, g) >= min_tc_share; else csr. BRP (f = 1, g = 4) lost to CSR on every
-  // matrix of the H200 runs, even at a TC share of 1 (pruned 4096^2 at density 0.1: 94 against 25
-  // us, n = 32, 2026-12-01), so auto leaves it out by default (min_tc_share above 1): BRP runs when
-  // asked or tuned. dbtune searches all four.
+  // brp_group_share(A, f, g) >= min_tc_share; else csr. BRP lost to CSR on every matrix measured,
+  // even at a TC share of 1, so auto leaves it out by default (min_tc_share above 1): BRP runs when
+  // asked or tuned. dbtune searches all four. Figures: docs/decisions/spmm-config-defaults.md.
   std::string path = "auto";
   int f = 1;                   // BRP: nonzeros per slot
   int g = 4;                   // BRP: TC blocks (mma.m16n8k8 A operands) per group
   double min_tc_share = 1.01;  // auto's threshold on the share of nonzeros in TC groups (above 1: never)
-  // auto's threshold on the condensed tiles' fill (stored entries / tile capacity). Condensed
-  // against CSR on pruned 4096^2 (H200, 2026-12-01, docs/bench/2026-12-01-s15-bench_spmm-sweep*):
-  // fill 0.07-0.21 lost 1.8-3.7x / 1.3-2.9x (n = 32 / 128), 0.27 lost 1.4x at n = 32 and won 1.3x at
-  // 128, 0.5 won 1.3x / 2.1x, 0.99 won 2.4x / 4.8x. On small real matrices fill 0.32-0.42 lost 1.3-2.3x
-  // at both widths (bcsstk16 / 28, mhd3200a, orani678: too few windows to fill the GPU; H200,
-  // 2026-12-04, docs/bench/2026-12-04-s22-run2-spmm-graphs.*), so auto asks for 0.45.
+  // auto's threshold on the condensed tiles' fill (stored entries / tile capacity). Condensed wins
+  // over CSR from a fill of about half; below that, and on small matrices with too few windows to
+  // fill the GPU, it loses, so auto asks for 0.45 (docs/decisions/spmm-config-defaults.md).
   double min_condensed_fill = 0.45;
   // BRP: expand the groups' A operands into fragment order once per plan when f >= this (16:
   // never). They take 16 x 8 x 4 bytes a block against 8f values, so 2x at f = 8, 16x at f = 1.
   int expand_min_f = 4;
   // BRP: the TC kernel's warps per block (1, 2, 4 or 8), which split a window's groups and add
-  // their sums in shared memory. 8: f = 8, g = 2 on block-pruned 4096^2 took 49 / 44 us at 4 / 8
-  // warps (71 at 1 warp with 8-group runs), n = 32 (H200, 2026-11-30, docs/bench/2026-11-30-s9-bench_spmm-brp-configs.txt).
+  // their sums in shared memory. 8 was the fastest measured (docs/decisions/spmm-config-defaults.md).
   int tc_warps = 8;
   // BRP: a block sums at most this many of a window's groups; the rest of the window goes to a
   // second, atomic pass in runs of this length.
@@ -96,11 +92,10 @@ struct SpmmConfig {
   // stride over the rows, so no block holds its registers while one long row finishes.
   int csr_blocks_per_sm = 0;
   // CSR: warps a block (1, 2, 4 or 8). A block keeps its registers until its slowest row is done,
-  // so rows of unequal length waste less of the SM in small blocks; 2 lost (H200, 2026-12-04).
+  // so rows of unequal length waste less of the SM in small blocks; 2 lost to 4.
   // CSR: 1 adds a block's pieces of one row in shared memory before the atomic add into C (a hub
-  // row's pieces otherwise all add into the same n values). 4 warps with the sums: geomean 1.01x
-  // plain over 22 graphs and matrices at N = 32 and 128, up to 1.06x (R-MAT 16 and 17), worst
-  // 0.92x (ex10hs at 128) (docs/bench/2026-12-04-s22-run4-spmm-config-*).
+  // row's pieces otherwise all add into the same n values); it gains most on hub-heavy graphs
+  // (docs/decisions/spmm-config-defaults.md).
   int csr_warps = 4;
   int csr_piece_reduce = 1;
   // CSR, f32: 1 cuts a long row whole into parts that run in the same launch as the other rows
@@ -117,10 +112,9 @@ struct SpmmConfig {
   // reuse their distinct columns at least this many times on average go to staged windows
   // (templates/spmm/spmm_staged.cuh: the window's rows of B copied once into shared memory by
   // cp.async, its rows read them there), the rest to the CSR kernel, a second launch. 0: off.
-  // Measured (H200, 2026-12-05, s26 run 1, N = 32, reuse 1.5): 2-3x slower than the plain rows on
-  // every matrix that stages (bcsstk28 21.0 against 7.6 us, bayer10 14.4 against 7.9): a block a
-  // window of 32 rows gives ~1 block an SM on these matrices, and each block loads, waits, then
-  // computes. Off by default and out of dbtune's space; kept as an option for a rework.
+  // Slower than the plain rows on every matrix that stages: a block a window of 32 rows gives ~1
+  // block an SM on these matrices, and each block loads, waits, then computes. Off by default and
+  // out of dbtune's space; kept as an option for a rework (docs/decisions/spmm-config-defaults.md).
   double csr_stage_reuse = 0;
 
   template <class V>

@@ -1,6 +1,6 @@
 #pragma once
 // SpMSpV, y = A·x with x sparse, on the DB format with two-level adaptive push/pull
-// (db-spmspv-icpp26 §3.3). Plan once (conversion, look-up, JIT), then run many times.
+// (docs/DESIGN.md [1] §3.3). Plan once (conversion, look-up, JIT), then run many times.
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -70,7 +70,7 @@ struct SpmspvConfig {
   }
   void check() const;  // no rule between fields (runtime/spmspv/spmspv_plan.cpp says why)
   DbThresholds thresholds() const { return DbThresholds{th0, th1, th2, residual_below, residual_pull != "off"}; }
-  // The paper's published defaults (db-spmspv-icpp26 §3.2-3.3): th3 = 0.01 compared with xb.
+  // The paper's published defaults (docs/DESIGN.md [1] §3.2-3.3): th3 = 0.01 compared with xb.
   static SpmspvConfig paper();
 };
 

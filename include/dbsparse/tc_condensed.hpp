@@ -1,7 +1,7 @@
 #pragma once
 // Condensed tensor-core windows: the zero-padded counterpart of BRP (brp.hpp) for matrices of
 // moderate sparsity, where BRP's exact slots of f nonzeros leave most of the matrix to the
-// residual rows (the slides' own critique: f = 1 is poor there; f = 8 takes a column's entries only
+// residual rows (BRP-SpMM's own critique, docs/DESIGN.md [3]: f = 1 is poor there; f = 8 takes a column's entries only
 // in whole runs of 8).
 //
 // Definition (A is M x K, parameter g in {1, 2, 4, 8}):

@@ -17,7 +17,7 @@ namespace dbsparse {
 //
 // A single strategy for the whole matrix. config.strategy:
 //   "scalar", "vector" (config.lanes, 0: from the mean), "block", "longrow";
-//   "uniform": one strategy chosen from rows, nnz and the mean row length (adaptive-csr-spmv.txt),
+//   "uniform": one strategy chosen from rows, nnz and the mean row length (docs/DESIGN.md [2]),
 //     no read-back: mean <= E scalar; mean <= 32 E vector with the smallest power of two >= mean/E
 //     lanes, in [2, 32]; longer: block per row.
 // Throws UsageError for "classified" (see choose_spmv_layout).

@@ -53,7 +53,8 @@ Runner add_precompile(CLI::App& sub_ref) {
   auto* sub = &sub_ref;
   auto arch = std::make_shared<std::string>();
   auto ops = std::make_shared<std::vector<std::string>>();
-  sub->add_option("--arch", *arch, "Target, e.g. sm_90 (H100/H200) or sm_80; default: the current device's arch");
+  sub->add_option("--arch", *arch,
+                  "Target, e.g. sm_90 (compute capability 9.0) or sm_80 (8.0); default: the current device's arch");
   sub->add_option("--op", *ops, "Ops to precompile (default: all)")->check(CLI::IsMember(tools::op_names()));
   auto resources = std::make_shared<bool>(false);
   sub->add_flag("--resources", *resources,

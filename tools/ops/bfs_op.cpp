@@ -1,4 +1,4 @@
-// The BFS op's registry entry: DB-BFS (db-spmspv-icpp26.txt §4.2), direction chosen on the GPU
+// The BFS op's registry entry: DB-BFS (docs/DESIGN.md [1] §4.2), direction chosen on the GPU
 // every level, the whole search one cooperative launch.
 #include <fmt/format.h>
 

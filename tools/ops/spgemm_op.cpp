@@ -226,7 +226,7 @@ OpDescriptor make() {
   d.bench_options = {"--config", "--contract-k", "--mcl-iters", "--two-pass"};
   d.bench = bench;
   d.explain = explain;
-  // Tuned by default (issue 33): plans look their config up in the DB. The objective skips a matrix
+  // Tuned by default: plans look their config up in the DB. The objective skips a matrix
   // whose A^2 passes kObjectiveMaxProducts (its CPU reference would outlast the search).
   d.tuned_by_default = true;
   d.fixed_cost_calls = spgemm_fixed_cost_calls;

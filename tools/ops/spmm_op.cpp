@@ -1,4 +1,4 @@
-// The SpMM op's registry entry: BRP-SpMM (brp-spmm-ipdps25-slides; include/dbsparse/spmm.hpp), TC
+// The SpMM op's registry entry: BRP-SpMM (docs/DESIGN.md [3]; include/dbsparse/spmm.hpp), TC
 // groups in TF32 (f32) or f16 / bf16 plus residual rows on CUDA cores, or the CUDA-core CSR
 // product; against cuSPARSE in the same value type.
 #include <fmt/format.h>

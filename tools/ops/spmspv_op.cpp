@@ -1,4 +1,4 @@
-// The SpMSpV op's registry entry: DB-SpMSpV (db-spmspv-icpp26.txt), adaptive push/pull.
+// The SpMSpV op's registry entry: DB-SpMSpV (docs/DESIGN.md [1]), adaptive push/pull.
 #include <fmt/format.h>
 
 #include <list>

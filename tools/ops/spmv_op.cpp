@@ -1,4 +1,4 @@
-// The SpMV op's registry entry: adaptive CSR SpMV (adaptive-csr-spmv.txt).
+// The SpMV op's registry entry: adaptive CSR SpMV (docs/DESIGN.md [2]).
 #include <fmt/format.h>
 
 #include <cmath>
