@@ -11,18 +11,27 @@ cp build/dbsparse build/dbtune build/tests/test_gpu build/tests/test_cpu build/t
 strip --strip-debug .device/bin/*
 # An earlier build's binaries for a same-run before/after (tools/device/house_run.sh ab).
 rm -rf .device/bin-old
+rm -rf .device/cache-old
 if [ -n "${HOUSE_OLD_BIN:-}" ]; then mkdir -p .device/bin-old && cp "$HOUSE_OLD_BIN"/* .device/bin-old/; fi
+# ... and their kernel cache, precompiled by them (HOUSE_OLD_CACHE), if there is one.
+if [ -n "${HOUSE_OLD_CACHE:-}" ]; then cp -r "$HOUSE_OLD_CACHE" .device/cache-old; fi
 if [ -d ../shared/matrices ]; then cp -u ../shared/matrices/*.mtx .device/matrices/; fi
 # spmv, bfs and spmm: NVRTC here takes ~1 s a kernel for the big spmspv variants, about 30x the GPU machine's host.
 rm -rf .device/cache && mkdir -p .device/cache
-DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op spmv >/dev/null
-DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op bfs >/dev/null
-# SpMM too (~2 min here, 12 MB): a fresh GPU machine spent its tests' whole 170 s compiling SpMM
-# kernels.
-DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op spmm >/dev/null
-# SpGEMM and SpMSpV as well (~2 min here, +6.6 MB packed): sixteen sanitizer processes at once
-# otherwise each compile the same kernels on the device.
-DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op spgemm spmspv >/dev/null
+# PREPARE_CACHE: a cache already precompiled for sm_90 by this build (`dbsparse precompile`), copied
+# instead of compiled again.
+if [ -n "${PREPARE_CACHE:-}" ]; then
+  cp -r "$PREPARE_CACHE"/. .device/cache/
+else
+  DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op spmv >/dev/null
+  DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op bfs >/dev/null
+  # SpMM too (~2 min here, 12 MB): a fresh GPU machine spent its tests' whole 170 s compiling SpMM
+  # kernels.
+  DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op spmm >/dev/null
+  # SpGEMM and SpMSpV as well (~2 min here, +6.6 MB packed): sixteen sanitizer processes at once
+  # otherwise each compile the same kernels on the device.
+  DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op spgemm spmspv >/dev/null
+fi
 # The Python extension is built ON the device (its Python 3.12; see tools/device/python_run.sh):
 # carry the static library, the headers it was built with, the sqlite/zlib archives and the wheels
 # of nanobind and pytest (the device reaches no registry), unpacked.
