@@ -190,7 +190,7 @@ int main(int argc, char** argv) {
   app.add_flag("--no-shared", a.no_shared, "Leave out ../shared/matrices ($DBSPARSE_MATRICES)");
   app.add_option(
          "--ops", a.ops,
-         "Ops to tune (comma-separate); default every op that is tuned by default (all of them; spgemm skips matrices whose A^2 passes 6e8 products)")
+         "Ops to tune (comma-separate); default the ops tuned by default (every op but decode, whose plans do not read the tuning DB yet; spgemm skips matrices whose A^2 passes 6e8 products)")
       ->delimiter(',')
       ->check(CLI::IsMember(tools::op_names()));
   app.add_option("--budget", a.budget_s, "Seconds of search per (matrix, op); default 2 with --quick, else 6")
