@@ -306,8 +306,7 @@ TEST_CASE("SpmvClassifiedSplitsMixedRowsAndFoldsThinBins") {
   CHECK(windowed.explain().find(".w64") != std::string::npos);
   CHECK(windowed.explain().find("rows of length <= 64 in memory order") != std::string::npos);
   window_params["fuse_bins"] = 0;  // asked for where it cannot apply: explain says so
-  CHECK(ctx()
-            .plan_spmv(mixed, Config{"spmv", window_params, ConfigSource::Explicit, "test"})
+  CHECK(plan_spmv(ctx(), mixed, Config{"spmv", window_params, ConfigSource::Explicit, "test"})
             .explain()
             .find("window_max_len 64 not applied: fuse_bins 0") != std::string::npos);
   auto regular = generate("stencil3d:n=40,points=27").cast<float>();
