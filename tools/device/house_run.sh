@@ -5,7 +5,7 @@
 #   tools/device/house_run.sh ab [ops]  each op's bench on the quick generated suite, old binaries
 #                                       (.device/bin-old) and new (.device/bin) alternated per op,
 #                                       JSON to $OUT/<op>-{old,new}.json; compare here with
-#                                       scripts/bench_ab.py
+#                                       scripts/bench_ab.py (AB_ORDER="new old" swaps the order)
 # prepare.sh fills .device/bin; HOUSE_OLD_BIN names a folder of older binaries to copy to bin-old.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,7 +23,7 @@ fi
 if [ "$mode" = ab ]; then
   ops=${*:-spmv spmspv bfs spmm spgemm}
   for op in $ops; do
-    for side in old new; do
+    for side in ${AB_ORDER:-old new}; do
       bin=$D/bin cache=$D/cache
       # The old binaries embed other templates, so their kernels live in a cache of their own.
       [ $side = old ] && bin=$D/bin-old cache=$D/cache-old
