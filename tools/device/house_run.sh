@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ON the lent GPU: a restructuring's before/after check in the same run.
 #   tools/device/house_run.sh gpu       the whole plain gpu suite with the new binaries (Past2To31 too
-#                                       unless HOUSE_SKIP_BIG=1), then test_cpu and test_nvrtc there
+#                                       unless HOUSE_SKIP_BIG=1), log to $OUT/gpu.log
 #   tools/device/house_run.sh ab [ops]  each op's bench on the quick generated suite, old binaries
 #                                       (.device/bin-old) and new (.device/bin) alternated per op,
 #                                       JSON to $OUT/<op>-{old,new}.json; compare here with
