@@ -144,7 +144,7 @@ void set_decode_splits(DecodeSpec& s, int fit_asked, int sm_count) {
   } else if (s.mapping == DecodeMapping::Dense) {
     // Enough blocks for `fit` on every SM; each warp at least a full unroll of 32-column steps.
     const int64_t tiles = (int64_t{s.rows} + 15) / 16, steps = (cols + 31) / 32;
-    const int64_t want = (fit * sms + tiles - 1) / tiles;
+    const int64_t want = (fit * sms + tiles - 1) / std::max<int64_t>(tiles, 1);  // a 0-row layer: 1
     const int64_t most = std::max<int64_t>(1, steps / (int64_t{kLanesWarps} * abi::kDecodeDenseUnroll));
     s.splits = static_cast<int>(std::clamp<int64_t>(want, 1, most));
   }

@@ -91,6 +91,13 @@ TEST_CASE("DecodeSpecOfTheDenseLayouts") {
   CHECK(decode_launch_shape(d).grid == 512);
   set_decode_splits(d, 64, 132);  // 33 wanted, 4 at most
   CHECK(d.splits == 4);
+  // A layer of no rows: no tiles, so any split count launches nothing; it must not divide by zero.
+  DecodeShape no_rows = l.shape;
+  no_rows.rows = 0;
+  DecodeSpec z = make_decode_spec(no_rows, asked(DecodeMapping::Dense));
+  set_decode_splits(z, 2, 132);
+  CHECK(z.splits >= 1);
+  CHECK(decode_launch_shape(z).grid == 0);
   // f32 values, or columns not a multiple of 8, have no dense (mma) path.
   DecodeLinearOptions f32 = asked(DecodeMapping::Dense);
   f32.dtype = DecodeDtype::F32;
