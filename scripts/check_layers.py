@@ -40,6 +40,7 @@ MAY_INCLUDE = {
     "templates": ["include/dbsparse/abi"],
     "runtime/gpu": ["codegen", "include/dbsparse"],
     "runtime/core": ["include/dbsparse"],
+    "runtime/profile": ["runtime/gpu", "codegen/keys", "include/dbsparse"],
     "runtime/formats": ["runtime/gpu", "codegen/keys"],
     "runtime/io": ["include/dbsparse", "support"],
     "runtime/generators": ["include/dbsparse", "support"],

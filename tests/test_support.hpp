@@ -17,12 +17,24 @@
 
 #include <sys/wait.h>
 
+#include <fstream>
+
+#include "dbsparse/device_profile.hpp"
 #include "dbsparse/matrix.hpp"
 
 #include "tools/bench/random.hpp"
 #include "tools/bench/suites.hpp"
 
 namespace dbs_test {
+
+// A card's device profile as recorded in tests/cases/profiles/<card>.json (measured there with
+// `dbsparse profile --measure --json`): what the cost models' choices are tested against.
+inline dbsparse::DeviceProfile recorded_profile(const std::string& card) {
+  const std::string path = std::string(DBS_SOURCE_DIR) + "/tests/cases/profiles/" + card + ".json";
+  std::ifstream f(path);
+  if (!f) throw std::runtime_error("no recorded profile " + path);
+  return dbsparse::DeviceProfile::from_json(nlohmann::json::parse(f));
+}
 
 // The real matrices (../shared/matrices or $DBSPARSE_MATRICES), found as the tools find them.
 // Empty when absent: the cases that need them say once that they were left out.

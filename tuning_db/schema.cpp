@@ -131,6 +131,25 @@ CREATE TABLE configs (
   PRIMARY KEY (device_fp, matrix_fp, op, bucket)
 );
 )sql",
+    // v1 -> v2: the measured device profile (include/dbsparse/device_profile.hpp) and the outcomes
+    // of plan-time trials (a plan that timed its close candidates on the real input).
+    R"sql(
+CREATE TABLE device_profiles (
+  device_fp TEXT PRIMARY KEY,
+  profile_json TEXT NOT NULL,
+  measured_at INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE plan_choices (
+  device_fp TEXT NOT NULL,
+  matrix_fp TEXT NOT NULL,
+  op TEXT NOT NULL,
+  setting TEXT NOT NULL DEFAULT '',
+  choice TEXT NOT NULL,
+  detail_json TEXT NOT NULL DEFAULT '{}',
+  created_at INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (device_fp, matrix_fp, op, setting)
+);
+)sql",
 };
 
 static_assert(std::size(kSteps) == TuningDb::kSchemaVersion, "each schema version needs exactly one migration step");

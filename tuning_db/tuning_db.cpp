@@ -334,9 +334,10 @@ void overlay(Config& c, const nlohmann::json& stored) {
 Config TuningDb::lookup(const std::string& device_fp, const std::string& matrix_fp, const OpConfigInfo& op,
                         const std::string& bucket, const std::function<MatrixFeatures()>& features) const {
   Config c{op.op, op.defaults, ConfigSource::Default, ""};
-  // A read-only handle on an older file cannot migrate it, so nothing in it is readable.
-  if (int v = schema_version(); v < kSchemaVersion) {
-    c.note = fmt::format("{} has schema v{} (this build needs v{}); nothing tuned", path_, v, kSchemaVersion);
+  // A read-only handle on an older file cannot migrate it: what v1 has (the configs) is read,
+  // what later versions added (profiles, plan choices) is missing until dbtune opens it.
+  if (int v = schema_version(); v < 1) {
+    c.note = fmt::format("{} has schema v{} (this build needs v1 or later); nothing tuned", path_, v);
     return c;
   }
   if (auto tuned = best(device_fp, matrix_fp, op.op, bucket); tuned && tuned->is_object()) {
@@ -369,61 +370,116 @@ Config TuningDb::lookup(const std::string& device_fp, const std::string& matrix_
 
 // ---- the process-wide lookup ------------------------------------------------------------------
 
-Config lookup_config(const std::string& device_fp, const std::string& matrix_fp, const OpConfigInfo& op,
-                     const std::string& bucket, const std::function<MatrixFeatures()>& features) {
-  struct Shared {
-    std::mutex mu;
-    bool opened = false;
-    bool warned = false;
-    std::string path;
-    std::unique_ptr<TuningDb> db;
-    std::string reason;  // why the DB is unusable; empty when it is usable or simply absent
-  };
-  static Shared s;
-  std::lock_guard lock(s.mu);
+namespace {
 
-  auto warn = [&](std::string why) {
+// The default DB, opened read-only once per process and shared by every look-up.
+struct SharedDb {
+  std::mutex mu;
+  bool opened = false;
+  bool warned = false;
+  std::string path;
+  std::unique_ptr<TuningDb> db;
+  std::string reason;  // why the DB is unusable; empty when it is usable or simply absent
+
+  void warn(std::string why) {
     // DbError's text repeats "tuning db: <path>: "; the line below already says both.
-    for (const std::string& prefix : {std::string("tuning db: "), s.path + ": "})
+    for (const std::string& prefix : {std::string("tuning db: "), path + ": "})
       if (why.starts_with(prefix)) why.erase(0, prefix.size());
     std::replace(why.begin(), why.end(), '\n', ' ');
-    s.reason = why;
-    if (!s.warned)
-      std::fprintf(stderr, "dbsparse: warning: tuning db %s unusable (%s); using defaults\n", s.path.c_str(),
+    reason = why;
+    if (!warned)
+      std::fprintf(stderr, "dbsparse: warning: tuning db %s unusable (%s); using defaults\n", path.c_str(),
                    why.c_str());
-    s.warned = true;
-  };
-
-  // A DB that did not exist at the first look-up may have been written since (by dbtune in
-  // another process): look again, as long as nothing was wrong with it. A changed $DBSPARSE_DB
-  // means another DB altogether.
-  if (s.opened && TuningDb::default_path() != s.path) {
-    s.db.reset();
-    s.opened = s.warned = false;
-    s.reason.clear();
-  } else if (s.opened && !s.db && s.reason.empty() && std::filesystem::exists(s.path)) {
-    s.opened = false;
-  }
-  if (!s.opened) {
-    s.opened = true;
-    s.path = TuningDb::default_path();
-    std::string warning;
-    s.db = TuningDb::try_open(s.path, /*read_only=*/true, &warning);
-    if (!warning.empty()) warn(warning);
+    warned = true;
   }
 
-  Config c{op.op, op.defaults, ConfigSource::Default, ""};
-  if (s.db) {
-    try {
-      return s.db->lookup(device_fp, matrix_fp, op, bucket, features);
-    } catch (const std::exception& e) {
-      // Damage found after a clean open: planning must still go on with the defaults.
-      warn(e.what());
+  // Opens or reopens as needed; call with mu held.
+  void refresh() {
+    // A DB that did not exist at the first look-up may have been written since (by dbtune in
+    // another process): look again, as long as nothing was wrong with it. A changed $DBSPARSE_DB
+    // means another DB altogether.
+    if (opened && TuningDb::default_path() != path) {
+      db.reset();
+      opened = warned = false;
+      reason.clear();
+    } else if (opened && !db && reason.empty() && std::filesystem::exists(path)) {
+      opened = false;
+    }
+    if (!opened) {
+      opened = true;
+      path = TuningDb::default_path();
+      std::string warning;
+      db = TuningDb::try_open(path, /*read_only=*/true, &warning);
+      if (!warning.empty()) warn(warning);
     }
   }
+};
+
+SharedDb& shared_db() {
+  static SharedDb s;
+  return s;
+}
+
+// f(db) on the shared read-only DB, nullopt when there is none or f threw (damage found after a
+// clean open: planning must still go on).
+template <class F>
+auto read_shared(F&& f) -> std::optional<decltype(f(std::declval<const TuningDb&>()))> {
+  SharedDb& s = shared_db();
+  std::lock_guard lock(s.mu);
+  s.refresh();
+  if (!s.db) return std::nullopt;
+  try {
+    return f(*s.db);
+  } catch (const std::exception& e) {
+    s.warn(e.what());
+    return std::nullopt;
+  }
+}
+
+}  // namespace
+
+Config lookup_config(const std::string& device_fp, const std::string& matrix_fp, const OpConfigInfo& op,
+                     const std::string& bucket, const std::function<MatrixFeatures()>& features) {
+  if (auto c = read_shared([&](const TuningDb& db) { return db.lookup(device_fp, matrix_fp, op, bucket, features); }))
+    return *c;
+  SharedDb& s = shared_db();
+  std::lock_guard lock(s.mu);
+  Config c{op.op, op.defaults, ConfigSource::Default, ""};
   c.note = s.reason.empty() ? fmt::format("no tuning db at {}", s.path)
                             : fmt::format("tuning db {} unusable ({})", s.path, s.reason);
   return c;
+}
+
+std::optional<nlohmann::json> lookup_device_profile_json(const std::string& device_fp) {
+  auto r = read_shared([&](const TuningDb& db) { return db.device_profile(device_fp); });
+  return r ? *r : std::nullopt;
+}
+
+std::optional<PlanChoice> lookup_plan_choice(const std::string& device_fp, const std::string& matrix_fp,
+                                             const std::string& op, const std::string& setting) {
+  auto r = read_shared([&](const TuningDb& db) { return db.plan_choice(device_fp, matrix_fp, op, setting); });
+  return r ? *r : std::nullopt;
+}
+
+bool record_plan_choice(const PlanChoice& c, std::string* why) {
+  const std::string path = TuningDb::default_path();
+  {
+    // A DB this process found damaged is left alone: writing could only make it worse.
+    SharedDb& s = shared_db();
+    std::lock_guard lock(s.mu);
+    s.refresh();
+    if (!s.reason.empty()) {
+      if (why) *why = fmt::format("tuning db {} unusable ({})", s.path, s.reason);
+      return false;
+    }
+  }
+  try {
+    TuningDb::open(path)->set_plan_choice(c);
+    return true;
+  } catch (const std::exception& e) {
+    if (why) *why = e.what();
+    return false;
+  }
 }
 
 }  // namespace dbsparse

@@ -38,11 +38,14 @@ struct DeviceInfo {
   int64_t shared_per_sm = 0;              // L1 and shared memory's shared part at most, bytes
   int64_t reserved_shared_per_block = 0;  // what the system keeps of it a resident block
   int driver_version = 0;
-  std::string arch() const;  // "sm_90"
+  int64_t memory_clock_khz = 0;  // peak memory clock (0 where the driver does not say)
+  int memory_bus_bits = 0;       // global memory bus width
+  std::string arch() const;      // "sm_90"
   DeviceRecord record() const;
 };
 
 class Context;
+struct DeviceProfile;
 
 class Stream {
  public:
@@ -207,6 +210,11 @@ class Context {
   Context& operator=(const Context&) = delete;
 
   const DeviceInfo& device() const { return info_; }
+  // What the cost models read of this device (device_profile.hpp): resolved on first use (the
+  // tuning DB's measured profile, else the built-in one) and kept for the context's life.
+  const DeviceProfile& profile() const;
+  // Replaces it (dbtune after measuring; tests that replay a recorded card's profile).
+  void set_profile(DeviceProfile p);
   // Makes this context current on the calling thread (plans do it for you).
   void make_current() const;
   void synchronize() const;
@@ -229,6 +237,8 @@ class Context {
   mutable std::once_flag fork_join_once_;
   mutable void* pool_ = nullptr;  // CUmemoryPool; null until pool_on, or where pools are unsupported
   mutable std::once_flag pool_once_;
+  mutable std::unique_ptr<DeviceProfile> profile_;
+  mutable std::mutex profile_mu_;
   int device_ = 0;
   void* ctx_ = nullptr;  // CUcontext
 };

@@ -4,6 +4,7 @@
 #include "dbsparse/context.hpp"
 #include "dbsparse/cuda_graph.hpp"
 #include "dbsparse/device_csr.hpp"
+#include "dbsparse/device_profile.hpp"
 #include "dbsparse/error.hpp"
 #include "dbsparse/features.hpp"
 #include "dbsparse/generators.hpp"

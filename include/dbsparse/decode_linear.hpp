@@ -3,10 +3,12 @@
 // column bitmap layout (column_bitmap.hpp), x thresholded by magnitude (|x_i| >= tau) inside the
 // product kernel, y = W x summed in fp32 and rounded once. Only the kept columns' weights are read.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "dbsparse/context.hpp"
+#include "dbsparse/device_profile.hpp"
 #include "dbsparse/matrix.hpp"
 
 namespace dbsparse {
@@ -33,17 +35,36 @@ const char* to_string(DecodeDtype d);
 enum class DecodeMapping { Auto, Columns, RowBlocks, Lanes, Ring, Dense, DenseColumns };
 const char* to_string(DecodeMapping m);
 
-// Estimated time of one call in us on the GPU the model was fitted on (fitted to decode-bench:
-// runtime/decode/decode_costs.cpp, docs/decisions/decode-cost-model.md), by mapping: what Auto
-// compares and what explain() prints. NaN where a mapping does not apply.
+// Estimated time of one call in us on `device` (its profile's bandwidth, SMs and the mappings'
+// calibrated shares: runtime/decode/decode_costs.cpp, docs/decisions/decode-cost-model.md), by
+// mapping: what Auto compares and what explain() prints. NaN where a mapping does not apply.
 struct DecodeCosts {
   double ring_us = 0, dense_columns_us = 0, dense_us = 0;
 };
 DecodeCosts estimate_decode_costs(int32_t rows, int32_t cols, DecodeDtype dtype, double weight_density,
-                                  double act_density);
+                                  double act_density, const DeviceProfile& device);
 // The cheapest mapping by estimate_decode_costs; with allow_dense false, only the column bitmap ones.
 DecodeMapping choose_decode_mapping(int32_t rows, int32_t cols, DecodeDtype dtype, double weight_density,
-                                    double act_density, bool allow_dense = true);
+                                    double act_density, const DeviceProfile& device, bool allow_dense = true);
+
+// The model's terms for one mapping, independent of the device: its fixed cost, the bytes it reads
+// and its grid's blocks (applies = false where the mapping cannot run the layer).
+struct DecodeModelTerms {
+  double fixed_us = 0, bytes = 0, blocks = 1;
+  bool applies = true;
+};
+DecodeModelTerms decode_model_terms(DecodeMapping m, int32_t rows, int32_t cols, DecodeDtype dtype,
+                                    double weight_density, double act_density);
+// The share of the copy bandwidth the mapping reaches on `device` at that activation density.
+double decode_model_share(DecodeMapping m, double act_density, const DeviceProfile& device);
+double decode_model_us(const DecodeModelTerms& t, double share, const DeviceProfile& device);
+
+// Times the ring, dense-columns and dense mappings on a synthetic f16 layer of an LLM's shape
+// (half the weights kept; all and half of the activations), by CUDA graph replay with the weights
+// rotated past the L2, and stores each one's share in device.calibrations
+// ("decode.<mapping>.share.full|half"); `progress` gets a line per measurement. About 2 s.
+void calibrate_decode(Context& ctx, DeviceProfile& device,
+                      const std::function<void(const std::string&)>& progress = {});
 
 struct DecodeLinearOptions {
   DecodeDtype dtype = DecodeDtype::F16;

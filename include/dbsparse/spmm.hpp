@@ -194,6 +194,12 @@ struct SpmmOptions {
   std::optional<Reorder> reorder;
   // Applied to C by every run() (SpmmEpilogue): not a tuned field, the caller's model decides it.
   SpmmEpilogue epilogue = SpmmEpilogue::None;
+  // Plan-time trial (path auto, no explicit config): where auto takes a tensor-core path, the plan
+  // also builds the CSR one, times both on A (zero B and C of n_cols columns) and keeps the faster;
+  // the tuning DB records the outcome for this matrix, device and n_cols, and later plans take it
+  // without timing. < 0: on for A of >= 100K nonzeros with a 20 ms budget ($DBSPARSE_PLAN_TRIALS=0:
+  // off); 0: off; > 0: that budget in ms of device time, whatever A's size.
+  double trial_ms = -1;
 };
 
 class SpmmPlan {

@@ -71,6 +71,13 @@ struct Prediction {
 // 16x16 block terms (OpConfigInfo::block_features).
 std::vector<double> prediction_features(const MatrixFeatures& f, bool block_features);
 
+struct PlanChoice {
+  std::string device_fp, matrix_fp, op, setting;  // setting: what else decided it (e.g. "n32.f32")
+  std::string choice;
+  nlohmann::json detail = nlohmann::json::object();
+  int64_t created_at = 0;  // unix seconds; filled by set_plan_choice when 0
+};
+
 struct DbCounts {
   int64_t devices = 0, matrices = 0, trials = 0, configs = 0;
 };
@@ -91,7 +98,7 @@ class TuningDb {
   TuningDb(const TuningDb&) = delete;
   TuningDb& operator=(const TuningDb&) = delete;
 
-  static constexpr int kSchemaVersion = 1;
+  static constexpr int kSchemaVersion = 2;
   int schema_version() const;
   const std::string& path() const { return path_; }
 
@@ -106,6 +113,16 @@ class TuningDb {
   std::optional<nlohmann::json> best(const std::string& device_fp, const std::string& matrix_fp, const std::string& op,
                                      const std::string& bucket) const;
   DbCounts counts() const;
+
+  // The device's measured profile (device_profile.hpp), replacing an earlier one.
+  void set_device_profile(const std::string& device_fp, const nlohmann::json& profile, int64_t measured_at);
+  // nullopt where none was measured (or the file predates profiles).
+  std::optional<nlohmann::json> device_profile(const std::string& device_fp) const;
+  // A plan-time trial's outcome for (device, matrix, op, setting): the candidate that won and the
+  // times ({"us": {candidate: time}}), so that the next plan of the matrix takes it without timing.
+  void set_plan_choice(const PlanChoice& c);
+  std::optional<PlanChoice> plan_choice(const std::string& device_fp, const std::string& matrix_fp,
+                                        const std::string& op, const std::string& setting) const;
 
   // Nearest tuned matrix on this device for op and bucket, leaving out `exclude_fp`
   // (leave-one-out evaluation); nullopt when this device has tuned nothing else for op.
@@ -132,5 +149,16 @@ class TuningDb {
 // gives the defaults, with the reason in Config::note (and one warning line on stderr per process).
 Config lookup_config(const std::string& device_fp, const std::string& matrix_fp, const OpConfigInfo& op,
                      const std::string& bucket = "", const std::function<MatrixFeatures()>& features = {});
+
+// The default DB's measured profile of the device, read-only (nullopt when none, or the DB is
+// missing or unusable: the warning is lookup_config's).
+std::optional<nlohmann::json> lookup_device_profile_json(const std::string& device_fp);
+// The default DB's recorded plan choice, read-only; nullopt when none.
+std::optional<PlanChoice> lookup_plan_choice(const std::string& device_fp, const std::string& matrix_fp,
+                                             const std::string& op, const std::string& setting);
+// Records a plan choice in the default DB, opening it writable for the one write. Never throws:
+// a DB that cannot be written ($DBSPARSE_DB read-only, damaged) costs the next plan its trial
+// again, nothing else; returns false then, with the reason in *why.
+bool record_plan_choice(const PlanChoice& c, std::string* why = nullptr);
 
 }  // namespace dbsparse

@@ -1,6 +1,9 @@
 // The decoding layers' mappings and the cost model Auto chooses by (include/dbsparse/decode_linear.hpp).
 #include <algorithm>
 #include <cmath>
+#include <string>
+
+#include <fmt/format.h>
 
 #include "codegen/keys/decode_key.hpp"
 #include "dbsparse/abi/decode.h"
@@ -37,19 +40,12 @@ static_assert(static_cast<int>(DecodeDtype::F16) == static_cast<int>(codegen::De
 const char* to_string(DecodeDtype d) { return codegen::to_string(static_cast<codegen::DecodeDtype>(d)); }
 
 // The cost model: a fixed cost per mapping (launch, list, the sums' atomics and tickets) plus the
-// bytes read over a share of the copy bandwidth, less where the grid has fewer blocks than SMs.
-// Fitted, not derived: refit when the kernels change. The fit and its misses:
-// docs/decisions/decode-cost-model.md.
+// bytes read over a share of the device's copy bandwidth, less where the grid has fewer blocks than
+// SMs. The bandwidth and SM count are the device profile's; each mapping's share is the profile's
+// calibration (measured by calibrate_decode on the device, at half and at all activations kept,
+// interpolated between), else the share fitted where the model was first built. The fit and its
+// misses: docs/decisions/decode-cost-model.md.
 namespace {
-
-// The fallback device: the GPU the constants were fitted on, assumed for every device because the
-// model does not read the device's SM count or bandwidth yet. Its times are that GPU's; on another
-// only their order (which mapping is cheaper) is meant to hold. Named here, once, so that reading
-// the device's own values replaces these two and nothing else.
-struct FallbackDevice {
-  static constexpr double kCopyBandwidth = 4200e9;  // bytes/s, measured with the copy kernel
-  static constexpr double kSms = 132;
-};
 
 constexpr double kRingFixedUs = 5.5, kRingShare = 0.40;
 constexpr double kColsFixedUs = 4.0, kColsShare = 0.80;
@@ -57,35 +53,83 @@ constexpr double kDenseFixedUs = 4.0, kDenseShare = 0.92;
 // The ring reads, per kept column and strip, the strip's 32 mask words and its segment offset.
 constexpr double kRingSegmentHeaderBytes = 32 * 4 + 4;
 
-double us(double bytes, double share, double blocks) {
-  return bytes / (share * std::min(1.0, blocks / FallbackDevice::kSms) * FallbackDevice::kCopyBandwidth) * 1e6;
+// The share at act_density rho: the calibration at half and at all kept, linear between them and
+// held outside.
+double share_at(const DeviceProfile& p, const std::string& mapping, double fallback, double rho) {
+  const double half = p.calibration(fmt::format("decode.{}.share.half", mapping), fallback);
+  const double full = p.calibration(fmt::format("decode.{}.share.full", mapping), fallback);
+  const double t = std::clamp((rho - 0.5) / 0.5, 0.0, 1.0);
+  return half + (full - half) * t;
 }
 
 }  // namespace
 
-DecodeCosts estimate_decode_costs(int32_t rows, int32_t cols, DecodeDtype dtype, double weight_density,
-                                  double act_density) {
+DecodeModelTerms decode_model_terms(DecodeMapping m, int32_t rows, int32_t cols, DecodeDtype dtype,
+                                    double weight_density, double act_density) {
   const double esize = dtype == DecodeDtype::F32 ? 4 : 2, r = rows, c = cols;
   const double rho = std::clamp(act_density, 0.0, 1.0), omega = std::clamp(weight_density, 0.0, 1.0);
-  const double strips = std::ceil(r / kBitmapStripRows);
-  DecodeCosts k;
-  // Ring: per kept column, each strip's mask words and offset, then its values.
-  const double ring_blocks = strips * std::max(1.0, std::ceil(c / kDecodeLanesMinChunk));
-  k.ring_us =
-      kRingFixedUs + us(rho * (c * strips * kRingSegmentHeaderBytes + r * c * omega * esize), kRingShare, ring_blocks);
-  const double slab = abi::decode_cols_slab_rows(static_cast<int>(esize));
-  const double slabs = std::ceil(r / slab);
-  k.dense_columns_us = kColsFixedUs + us(rho * slabs * slab * c * esize, kColsShare,
-                                         slabs * std::max(1.0, std::ceil(c / kDecodeColsMinChunk)));
-  k.dense_us = dtype == DecodeDtype::F32 || cols % 8 != 0
-                   ? std::nan("")
-                   : kDenseFixedUs + us(r * c * esize, kDenseShare, std::ceil(r / 16) * std::max(1.0, c / 128));
-  return k;
+  DecodeModelTerms t;
+  switch (m) {
+    case DecodeMapping::Ring: {
+      // Per kept column, each strip's mask words and offset, then its values.
+      const double strips = std::ceil(r / kBitmapStripRows);
+      t.fixed_us = kRingFixedUs;
+      t.bytes = rho * (c * strips * kRingSegmentHeaderBytes + r * c * omega * esize);
+      t.blocks = strips * std::max(1.0, std::ceil(c / kDecodeLanesMinChunk));
+      return t;
+    }
+    case DecodeMapping::DenseColumns: {
+      const double slab = abi::decode_cols_slab_rows(static_cast<int>(esize));
+      const double slabs = std::ceil(r / slab);
+      t.fixed_us = kColsFixedUs;
+      t.bytes = rho * slabs * slab * c * esize;
+      t.blocks = slabs * std::max(1.0, std::ceil(c / kDecodeColsMinChunk));
+      return t;
+    }
+    case DecodeMapping::Dense:
+      if (dtype == DecodeDtype::F32 || cols % 8 != 0) break;
+      t.fixed_us = kDenseFixedUs;
+      t.bytes = r * c * esize;
+      t.blocks = std::ceil(r / 16) * std::max(1.0, c / 128);
+      return t;
+    default:
+      break;
+  }
+  t.applies = false;
+  return t;
+}
+
+double decode_model_share(DecodeMapping m, double act_density, const DeviceProfile& p) {
+  switch (m) {
+    case DecodeMapping::Ring:
+      return share_at(p, "ring", kRingShare, act_density);
+    case DecodeMapping::DenseColumns:
+      return share_at(p, "dense_columns", kColsShare, act_density);
+    case DecodeMapping::Dense:
+      return p.calibration("decode.dense.share", kDenseShare);
+    default:
+      return std::nan("");
+  }
+}
+
+double decode_model_us(const DecodeModelTerms& t, double share, const DeviceProfile& p) {
+  if (!t.applies) return std::nan("");
+  const double sms = std::max(p.sm_count, 1);
+  return t.fixed_us + t.bytes / (share * std::min(1.0, t.blocks / sms) * p.copy_bytes_per_s) * 1e6;
+}
+
+DecodeCosts estimate_decode_costs(int32_t rows, int32_t cols, DecodeDtype dtype, double weight_density,
+                                  double act_density, const DeviceProfile& device) {
+  auto us = [&](DecodeMapping m) {
+    return decode_model_us(decode_model_terms(m, rows, cols, dtype, weight_density, act_density),
+                           decode_model_share(m, act_density, device), device);
+  };
+  return DecodeCosts{us(DecodeMapping::Ring), us(DecodeMapping::DenseColumns), us(DecodeMapping::Dense)};
 }
 
 DecodeMapping choose_decode_mapping(int32_t rows, int32_t cols, DecodeDtype dtype, double weight_density,
-                                    double act_density, bool allow_dense) {
-  const DecodeCosts k = estimate_decode_costs(rows, cols, dtype, weight_density, act_density);
+                                    double act_density, const DeviceProfile& device, bool allow_dense) {
+  const DecodeCosts k = estimate_decode_costs(rows, cols, dtype, weight_density, act_density, device);
   if (!allow_dense) return DecodeMapping::Ring;
   DecodeMapping best = DecodeMapping::Ring;
   double t = k.ring_us;

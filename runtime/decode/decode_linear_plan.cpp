@@ -181,7 +181,7 @@ void fit_splits(DecodeLinearPlan::Impl& p, int sm_count) {
 DecodeLinearPlan DecodeLinearPlan::build_impl(Context& ctx, const detail::DecodeSource& m,
                                               const DecodeLinearOptions& opt) {
   auto p = std::make_unique<DecodeLinearPlan::Impl>();
-  static_cast<DecodeSpec&>(*p) = make_decode_spec(shape_of(m), opt);  // throws before any device work
+  static_cast<DecodeSpec&>(*p) = make_decode_spec(shape_of(m), opt, ctx.profile());  // throws before any device work
   ctx.make_current();
   upload_weights(*p, m);
   codegen::DecodeKey key;

@@ -73,7 +73,7 @@ unsigned decode_ring_smem(int64_t chunk, int stage_chunks) {
                         int64_t{kLanesWarps} * 1024 * 4));
 }
 
-DecodeSpec make_decode_spec(const DecodeShape& m, const DecodeLinearOptions& opt) {
+DecodeSpec make_decode_spec(const DecodeShape& m, const DecodeLinearOptions& opt, const DeviceProfile& device) {
   check_decode_options(opt, m.cols);
   DecodeSpec s;
   s.dtype = opt.dtype;
@@ -87,10 +87,11 @@ DecodeSpec make_decode_spec(const DecodeShape& m, const DecodeLinearOptions& opt
   s.act_density = opt.act_density > 0 ? opt.act_density : opt.keep > 0 ? opt.keep : opt.tau == 0 ? 1.0 : 0.5;
   const double weight_density =
       static_cast<double>(m.nnz) / std::max(1.0, static_cast<double>(m.rows) * static_cast<double>(m.cols));
-  s.costs = estimate_decode_costs(m.rows, m.cols, opt.dtype, weight_density, s.act_density);
+  s.costs = estimate_decode_costs(m.rows, m.cols, opt.dtype, weight_density, s.act_density, device);
+  s.device = device.summary();
   // Lanes names the mapping the ring kernel replaced.
-  s.mapping = opt.mapping == DecodeMapping::Auto
-                  ? choose_decode_mapping(m.rows, m.cols, opt.dtype, weight_density, s.act_density, opt.allow_dense)
+  s.mapping = opt.mapping == DecodeMapping::Auto    ? choose_decode_mapping(m.rows, m.cols, opt.dtype, weight_density,
+                                                                            s.act_density, device, opt.allow_dense)
               : opt.mapping == DecodeMapping::Lanes ? DecodeMapping::Ring
                                                     : opt.mapping;
   s.entry = product_entry(s.mapping, s.row_words);
@@ -187,8 +188,9 @@ std::string explain_decode_spec(const DecodeSpec& p, const KernelInfo& kernel) {
   const std::string why =
       p.asked == DecodeMapping::Auto
           ? fmt::format(
-                "auto at {:.2f} of activations kept, estimated us: ring {:.1f}, dense-columns {:.1f}, dense {:.1f}",
-                p.act_density, p.costs.ring_us, p.costs.dense_columns_us, p.costs.dense_us)
+                "auto at {:.2f} of activations kept, estimated us: ring {:.1f}, dense-columns {:.1f}, dense {:.1f} "
+                "(device profile: {})",
+                p.act_density, p.costs.ring_us, p.costs.dense_columns_us, p.costs.dense_us, p.device)
           : fmt::format("mapping {} as asked", to_string(p.asked));
   return fmt::format(
       "decode linear {}x{} {}: {}, weights {} bytes ({:.3f}x dense "

@@ -38,6 +38,7 @@ struct DecodeSpec {
   DecodeMapping mapping = DecodeMapping::Columns;  // Lanes is asked as Ring
   double act_density = 1;                          // what Auto assumed
   DecodeCosts costs;
+  std::string device;  // the profile the costs were estimated on (DeviceProfile::summary)
   float tau = 0;
   int keep_k = 0;  // > 0: top-k threshold per call
   int row_words = 1;
@@ -63,7 +64,8 @@ struct DecodeSpec {
 void check_decode_options(const DecodeLinearOptions& options, int32_t cols);
 // Pure: everything but the splits of a product whose splits follow the occupancy (those:
 // set_decode_splits). Checks the options first.
-DecodeSpec make_decode_spec(const DecodeShape& shape, const DecodeLinearOptions& options);
+// Auto's costs are estimated on `device`.
+DecodeSpec make_decode_spec(const DecodeShape& shape, const DecodeLinearOptions& options, const DeviceProfile& device);
 // The splits (and the ring's shared memory) for `fit` blocks an SM (0 taken as 1) on `sm_count`
 // SMs (0 taken as 1).
 void set_decode_splits(DecodeSpec& spec, int fit, int sm_count);

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "dbsparse/device_profile.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
 #include "runtime/gpu/fork_join.hpp"
 #include "runtime/gpu/module_registry.hpp"
@@ -59,6 +60,8 @@ Context::Context(int ordinal) : device_(ordinal) {
   info_.l2_bytes = attr(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
   info_.shared_per_sm = attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR);
   info_.reserved_shared_per_block = attr(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK);
+  info_.memory_clock_khz = attr(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE);
+  info_.memory_bus_bits = attr(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
   size_t mem = 0;
   DBS_CU(cuDeviceTotalMem(&mem, dev));
   info_.memory_bytes = static_cast<int64_t>(mem);
@@ -73,6 +76,17 @@ Context::~Context() {
   modules_.reset();  // modules belong to the context: unload before releasing it
   // Releasing the primary context is safe while cuSPARSE handles elsewhere retain it too.
   if (ctx_) cuda::driver().cuDevicePrimaryCtxRelease(static_cast<CUdevice>(device_));
+}
+
+const DeviceProfile& Context::profile() const {
+  std::lock_guard lock(profile_mu_);
+  if (!profile_) profile_ = std::make_unique<DeviceProfile>(resolve_device_profile(info_));
+  return *profile_;
+}
+
+void Context::set_profile(DeviceProfile p) {
+  std::lock_guard lock(profile_mu_);
+  profile_ = std::make_unique<DeviceProfile>(std::move(p));
 }
 
 detail::ForkJoin& Context::fork_join() const {

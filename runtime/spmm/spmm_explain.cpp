@@ -25,6 +25,7 @@ std::string explain_path(const SpmmSpec& p) {
     if (p.auto_share >= 0)
       why += fmt::format("; TC share at f = {}, g = {} is {:.3f} {} min_tc_share {}", p.f, p.g, p.auto_share,
                          p.auto_share >= th ? ">=" : "<", th);
+    if (!p.trial.empty()) why += "; " + p.trial;
   }
   std::string out = fmt::format("spmm {}x{}, {} nonzeros, n = {}, {}: path {} ({})\n", p.rows, p.cols, p.nnz, p.n,
                                 to_string(p.dtype), to_string(p.path), why);

@@ -16,6 +16,7 @@
 #include "dbsparse/device_csr.hpp"
 #include "dbsparse/features.hpp"
 #include "runtime/spmm/spmm_plan_impl.hpp"
+#include "runtime/spmm/spmm_trial.hpp"
 
 namespace dbsparse {
 
@@ -90,12 +91,24 @@ SpmmPlan SpmmPlan::build(Context& ctx, const CsrMatrix<T>& a, int n_cols, const 
         fmt::format("plan_spmm of a {} x {} matrix with {} nonzeros (A, at least)", a.rows, a.cols, a.nnz()),
         csr_device_bytes(a.rows, a.nnz(), spmm_value_bytes(opt.dtype)));
     // The config: SpmmOptions::config, else the tuning DB's; the spec applies the explicit options over it.
-    Config config = opt.config ? *opt.config
-                               : lookup_config(ctx.device().record().fingerprint, structure_fingerprint(a),
-                                               config_info<SpmmConfig>(), spmm_tuning_bucket(n_cols),
-                                               [&] { return compute_features(a); });
-    spmm_detail::SpmmSpec spec = spmm_detail::spmm_spec(a, n_cols, opt, std::move(config), ctx.device().sm_count);
-    return SpmmPlan(spmm_detail::materialize(ctx, std::move(spec), a));
+    const std::string matrix_fp = structure_fingerprint(a);
+    const Config config = opt.config
+                              ? *opt.config
+                              : lookup_config(ctx.device().record().fingerprint, matrix_fp, config_info<SpmmConfig>(),
+                                              spmm_tuning_bucket(n_cols), [&] { return compute_features(a); });
+    spmm_detail::SpmmSpec spec = spmm_detail::spmm_spec(a, n_cols, opt, config, ctx.device().sm_count);
+    auto make = [&](spmm_detail::SpmmSpec s) { return SpmmPlan(spmm_detail::materialize(ctx, std::move(s), a)); };
+    if (opt.config || spec.asked != SpmmPath::Auto || spec.path == SpmmPath::CsrCudaCore) return make(std::move(spec));
+    // Auto took a tensor-core path: the CSR one is the alternative a trial weighs it against.
+    auto csr_spec = [&] {
+      SpmmOptions o = opt;
+      o.path = SpmmPath::CsrCudaCore;
+      spmm_detail::SpmmSpec s = spmm_detail::spmm_spec(a, n_cols, o, config, ctx.device().sm_count);
+      s.asked = SpmmPath::Auto;
+      return s;
+    };
+    auto note = [](SpmmPlan& p, std::string text) { p.impl_->spec.trial = std::move(text); };
+    return spmm_detail::auto_by_trial(ctx, matrix_fp, a.nnz(), opt.trial_ms, std::move(spec), csr_spec, make, note);
   }
 }
 

@@ -91,6 +91,7 @@ struct SpmmSpec {
   int f = 1, g = 4;
   double auto_share = -1;  // brp_group_share, when Auto weighed it
   double auto_fill = -1;   // condensed_fill, when Auto weighed it
+  std::string trial;       // Auto's plan-time trial or its recorded outcome (explain), empty when none
   bool vec4 = false;
   // SpmmOptions::epilogue: fused (SpmmArgs::relu) where each entry of C has one final writer, the
   // CSR path's stores; else a pass over C after the product.

@@ -224,9 +224,9 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
       }
     }
     // What a plan with the default mapping runs when told the density it will see.
-    const DecodeMapping chosen =
-        choose_decode_mapping(rows, cols, static_cast<DecodeDtype>(static_cast<int>(dt)),
-                              static_cast<double>(pw.nnz()) / (static_cast<double>(rows) * cols), density);
+    const DecodeMapping chosen = choose_decode_mapping(
+        rows, cols, static_cast<DecodeDtype>(static_cast<int>(dt)),
+        static_cast<double>(pw.nnz()) / (static_cast<double>(rows) * cols), density, ctx.profile());
     const auto row =
         std::find_if(kMappings.begin(), kMappings.end(), [&](const auto& m) { return m.second == chosen; });
     at["auto"] = at[row->first];

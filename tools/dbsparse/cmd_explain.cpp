@@ -30,8 +30,9 @@ Runner add_explain(CLI::App& sub) {
     auto f = m.csr.cast<float>();
     Config c = lookup_config(ctx.device().record().fingerprint, structure_fingerprint(f), op.config, "",
                              [&] { return compute_features(f); });
-    fmt::print("{} on {} ({}), op {}\nconfig: {}\n  from: {}\n  params: {}\n\n", m.name, ctx.device().name,
-               ctx.device().arch(), a->op, to_string(c.source), c.note, c.params.dump());
+    fmt::print("{} on {} ({}), op {}\ndevice profile: {}\nconfig: {}\n  from: {}\n  params: {}\n\n", m.name,
+               ctx.device().name, ctx.device().arch(), a->op, ctx.profile().summary(), to_string(c.source), c.note,
+               c.params.dump());
     fmt::print("{}", op.explain(ctx, m));
     return 0;
   };

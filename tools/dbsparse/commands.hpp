@@ -25,5 +25,6 @@ Runner add_contract(CLI::App& sub);
 Runner add_mcl(CLI::App& sub);
 Runner add_triangles(CLI::App& sub);
 Runner add_reorder(CLI::App& sub);
+Runner add_profile(CLI::App& sub);
 
 }  // namespace dbsparse::cli

@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
       dbsparse::cli::add_convert);
   add("explain", "The config a plan would use for a matrix on this GPU, and where it came from",
       dbsparse::cli::add_explain);
+  add("profile", "The device profile the cost models read on this GPU and its source; --measure measures and stores it",
+      dbsparse::cli::add_profile);
   add("explore", "Time a sweep of one tuning parameter; table, SVG plot, every point stored as a trial",
       dbsparse::cli::add_explore);
   add("bfs", "Breadth-first search from a few sources: GTEPS, levels, per-level directions, validation",

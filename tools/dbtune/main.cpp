@@ -35,7 +35,8 @@ extern "C" void on_sigint(int) {
 }
 
 struct Args {
-  bool quick = false, no_shared = false, evaluate = false, evaluate_only = false;
+  bool quick = false, no_shared = false, evaluate = false, evaluate_only = false, reprofile = false,
+       profile_only = false;
   std::vector<std::string> matrices, ops = tools::default_tuned_op_names();
   std::string db_path = TuningDb::default_path();
   std::string arch;
@@ -54,6 +55,27 @@ std::vector<std::string> suite(const Args& a) {
 }
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+// The device profile first: the cost models of every plan timed below read it. Measured once per
+// device (or again with --reprofile), then read from the DB.
+void profile_step(Context& ctx, TuningDb& db, bool reprofile) {
+  const std::string fp = ctx.device().record().fingerprint;
+  if (auto stored = db.device_profile(fp); stored && !reprofile) {
+    try {
+      ctx.set_profile(DeviceProfile::from_json(*stored));
+      fmt::print("device profile: {} (--reprofile measures it again)\n", ctx.profile().summary());
+      return;
+    } catch (const DbError& e) {
+      fmt::print(stderr, "device profile in the DB unusable ({}): measuring it again\n", e.what());
+    }
+  }
+  const double t0 = now_s();
+  DeviceProfile p =
+      tools::measure_profile(ctx, [](const std::string& line) { fmt::print(stderr, "  profile: {}\n", line); });
+  db.set_device_profile(fp, p.to_json(), p.measured_at);
+  ctx.set_profile(p);
+  fmt::print("device profile: {} ({:.1f} s)\n", ctx.profile().summary(), now_s() - t0);
+}
 
 int run(const Args& a) {
   const double t0 = now_s();
@@ -79,6 +101,11 @@ int run(const Args& a) {
   auto db = TuningDb::open(a.db_path);
   fmt::print("tuning DB: {}\n", db->path());
   if (ctx) db->upsert_device(ctx->device().record());
+  if (ctx && !a.evaluate_only) profile_step(*ctx, *db, a.reprofile || a.profile_only);
+  if (a.profile_only) {
+    if (!ctx) throw UsageError("dbtune --profile-only measures the device and needs a GPU");
+    return 0;
+  }
   std::signal(SIGINT, on_sigint);
   if (a.evaluate_only) {
     if (!ctx) throw UsageError("dbtune --evaluate-only measures configs and needs a GPU");
@@ -204,6 +231,10 @@ int main(int argc, char** argv) {
                "its time against the best config's");
   app.add_flag("--evaluate-only", a.evaluate_only,
                "Only the leave-one-out evaluation of the matrices this DB has tuned (no search)");
+  app.add_flag(
+      "--reprofile", a.reprofile,
+      "Measure the device profile again (bandwidths, latencies, the ops' calibrations) even if the DB has one");
+  app.add_flag("--profile-only", a.profile_only, "Only measure and store the device profile (about ten seconds)");
   app.add_option("--db", a.db_path, "Tuning DB (default $DBSPARSE_DB or $XDG_DATA_HOME/dbsparse/tuning.db)");
   app.add_option("--arch", a.arch, "Kernel target when there is no GPU (default sm_90)");
   CLI11_PARSE(app, argc, argv);

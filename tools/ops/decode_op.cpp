@@ -77,6 +77,9 @@ OpDescriptor make() {
     return plan_decode_linear(ctx, m.csr.cast<float>(), DecodeLinearOptions{}).explain();
   };
   d.fixed_cost_calls = decode_fixed_cost_calls;
+  d.calibrate = [](Context& ctx, DeviceProfile& p, const std::function<void(const std::string&)>& progress) {
+    calibrate_decode(ctx, p, progress);
+  };
   d.tuned_by_default = false;
   return d;
 }

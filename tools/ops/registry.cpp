@@ -32,6 +32,18 @@ std::vector<std::string> default_tuned_op_names() {
   return out;
 }
 
+DeviceProfile measure_profile(Context& ctx, const std::function<void(const std::string&)>& progress) {
+  if (progress) progress("device: bandwidths, launch, grid barrier and atomic latencies");
+  DeviceProfile p = measure_device_profile(ctx);
+  if (progress) progress(p.summary());
+  for (const auto* o : ops())
+    if (o->calibrate) {
+      if (progress) progress(fmt::format("{}: calibrating its cost model", o->name));
+      o->calibrate(ctx, p, progress);
+    }
+  return p;
+}
+
 const OpDescriptor& find_op(const std::string& name) {
   for (const auto* o : ops())
     if (o->name == name) return *o;

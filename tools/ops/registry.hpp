@@ -14,6 +14,7 @@
 
 #include "codegen/kernel_source.hpp"
 #include "dbsparse/context.hpp"
+#include "dbsparse/device_profile.hpp"
 #include "dbsparse/io.hpp"
 #include "dbsparse/op_config.hpp"
 #include "tools/bench/fixed_cost.hpp"
@@ -83,12 +84,18 @@ struct OpDescriptor {
   // The op's smallest calls (its fixed cost), set up on this context: every `bench` of
   // the op times them next to an empty kernel's launch (tools/bench/fixed_cost.hpp). Empty: none.
   std::function<std::vector<FixedCostCall>(Context&, const Stream&)> fixed_cost_calls;
+  // The op's own device constants (DeviceProfile::calibrations), measured on ctx's device and
+  // added to the profile; progress gets a line per measurement. Empty: the op's models need none.
+  std::function<void(Context&, DeviceProfile&, const std::function<void(const std::string&)>&)> calibrate;
   // dbtune tunes it unless --ops leaves it out; false for an op whose plan does not read the DB yet,
   // so that a default run spends none of its budget on configs nothing would use.
   bool tuned_by_default = true;
 };
 
 const std::vector<const OpDescriptor*>& ops();
+// The device's profile measured (measure_device_profile) with every op's calibrations added, about
+// ten seconds; progress gets a line per step.
+DeviceProfile measure_profile(Context& ctx, const std::function<void(const std::string&)>& progress);
 std::vector<std::string> op_names();
 // The ops dbtune tunes when --ops is not given (tuned_by_default).
 std::vector<std::string> default_tuned_op_names();

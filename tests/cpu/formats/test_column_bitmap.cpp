@@ -8,6 +8,7 @@
 #include "dbsparse/column_bitmap.hpp"
 #include "dbsparse/decode_linear.hpp"
 #include "dbsparse/pruning.hpp"
+#include "test_support.hpp"
 
 using namespace dbsparse;
 
@@ -67,23 +68,25 @@ TEST_CASE("AutoDecodeMappingTakesTheCheapestEstimate") {
   using dbsparse::choose_decode_mapping;
   using dbsparse::DecodeDtype;
   using dbsparse::DecodeMapping;
-  // Llama-3.1-8B gate, half the weights kept: all activations kept reads W whole (dense mma); half
+  const dbsparse::DeviceProfile h200 = dbs_test::recorded_profile("h200");
+  // On the card the shares were fitted on, with its recorded profile (no calibrations: the
+  // fallback shares). Llama-3.1-8B gate, half the weights kept: all activations kept reads W whole (dense mma); half
   // kept reads half of the dense columns, cheaper than a quarter of W at the bitmap kernel's rate.
-  CHECK(choose_decode_mapping(14336, 4096, DecodeDtype::F16, 0.5, 1.0) == DecodeMapping::Dense);
-  CHECK(choose_decode_mapping(14336, 4096, DecodeDtype::F16, 0.5, 0.5) == DecodeMapping::DenseColumns);
+  CHECK(choose_decode_mapping(14336, 4096, DecodeDtype::F16, 0.5, 1.0, h200) == DecodeMapping::Dense);
+  CHECK(choose_decode_mapping(14336, 4096, DecodeDtype::F16, 0.5, 0.5, h200) == DecodeMapping::DenseColumns);
   // 80% pruned: the bitmap's bytes win.
-  CHECK(choose_decode_mapping(14336, 4096, DecodeDtype::F16, 0.2, 0.5) == DecodeMapping::Ring);
+  CHECK(choose_decode_mapping(14336, 4096, DecodeDtype::F16, 0.2, 0.5, h200) == DecodeMapping::Ring);
   // Dense layouts refused: the bitmap whatever the cost.
-  CHECK(choose_decode_mapping(14336, 4096, DecodeDtype::F16, 0.5, 0.5, false) == DecodeMapping::Ring);
+  CHECK(choose_decode_mapping(14336, 4096, DecodeDtype::F16, 0.5, 0.5, h200, false) == DecodeMapping::Ring);
   // f32 has no mma path.
-  CHECK(choose_decode_mapping(4096, 4096, DecodeDtype::F32, 0.5, 1.0) != DecodeMapping::Dense);
-  const auto lo = dbsparse::estimate_decode_costs(4096, 14336, DecodeDtype::F16, 0.5, 0.1);
-  const auto hi = dbsparse::estimate_decode_costs(4096, 14336, DecodeDtype::F16, 0.5, 0.9);
+  CHECK(choose_decode_mapping(4096, 4096, DecodeDtype::F32, 0.5, 1.0, h200) != DecodeMapping::Dense);
+  const auto lo = dbsparse::estimate_decode_costs(4096, 14336, DecodeDtype::F16, 0.5, 0.1, h200);
+  const auto hi = dbsparse::estimate_decode_costs(4096, 14336, DecodeDtype::F16, 0.5, 0.9, h200);
   CHECK(lo.ring_us < hi.ring_us);
   CHECK(lo.dense_columns_us < hi.dense_columns_us);
   CHECK(lo.dense_us == hi.dense_us);  // reads all of W whatever x is
-  CHECK(std::isnan(dbsparse::estimate_decode_costs(64, 64, DecodeDtype::F32, 0.5, 1).dense_us));
-  CHECK(std::isnan(dbsparse::estimate_decode_costs(64, 60, DecodeDtype::F16, 0.5, 1).dense_us));
+  CHECK(std::isnan(dbsparse::estimate_decode_costs(64, 64, DecodeDtype::F32, 0.5, 1, h200).dense_us));
+  CHECK(std::isnan(dbsparse::estimate_decode_costs(64, 60, DecodeDtype::F16, 0.5, 1, h200).dense_us));
   CHECK(std::string(dbsparse::to_string(DecodeMapping::Auto)) == "auto");
   CHECK(std::string(dbsparse::to_string(DecodeMapping::DenseColumns)) == "dense-columns");
 }

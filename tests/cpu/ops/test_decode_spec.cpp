@@ -9,6 +9,7 @@
 #include "codegen/keys/decode_key.hpp"
 #include "dbsparse/error.hpp"
 #include "runtime/decode/decode_spec.hpp"
+#include "test_support.hpp"
 
 using namespace dbsparse;
 
@@ -25,6 +26,10 @@ struct Layer {
   }
 };
 
+// The spec reads the device only for Auto's costs; these cases fix the mapping (or check what
+// does not depend on the device).
+const DeviceProfile kDevice = dbs_test::recorded_profile("h200");
+
 DecodeLinearOptions asked(DecodeMapping m, int blocks_per_sm = 2) {
   DecodeLinearOptions o;
   o.mapping = m;
@@ -36,7 +41,7 @@ DecodeLinearOptions asked(DecodeMapping m, int blocks_per_sm = 2) {
 
 TEST_CASE("DecodeSpecOfTheRingOn132Sms") {
   const Layer l;
-  DecodeSpec s = make_decode_spec(l.shape, asked(DecodeMapping::Lanes));  // Lanes is the ring's old name
+  DecodeSpec s = make_decode_spec(l.shape, asked(DecodeMapping::Lanes), kDevice);  // Lanes is the ring's old name
   CHECK(s.mapping == DecodeMapping::Ring);
   CHECK(std::string(s.entry) == "ring");
   CHECK(s.needs_occupancy);
@@ -71,7 +76,7 @@ TEST_CASE("DecodeSpecOfTheDenseLayouts") {
   // Dense columns in f16: slabs of 32 lanes x 8 values x 2 chunks = 512 rows; 1000 rows pad to 1024.
   DecodeShape short_rows = l.shape;
   short_rows.rows = 1000;
-  DecodeSpec c = make_decode_spec(short_rows, asked(DecodeMapping::DenseColumns));
+  DecodeSpec c = make_decode_spec(short_rows, asked(DecodeMapping::DenseColumns), kDevice);
   CHECK(std::string(c.entry) == "dense_columns");
   CHECK(c.dense_layout);
   CHECK(c.rows_pad == 1024);
@@ -82,7 +87,7 @@ TEST_CASE("DecodeSpecOfTheDenseLayouts") {
   CHECK(c.splits == 128);
   CHECK(decode_launch_shape(c).grid == 256);
   // Dense (mma): 256 tiles of 16 rows; ceil(264 / 256) = 2 splits, at most 128 steps / 32 = 4.
-  DecodeSpec d = make_decode_spec(l.shape, asked(DecodeMapping::Dense));
+  DecodeSpec d = make_decode_spec(l.shape, asked(DecodeMapping::Dense), kDevice);
   CHECK(std::string(d.entry) == "dense");
   CHECK(d.row_ranges == 256);
   CHECK(d.weight_bytes == int64_t{4096} * 4096 * 2);
@@ -94,24 +99,24 @@ TEST_CASE("DecodeSpecOfTheDenseLayouts") {
   // A layer of no rows: no tiles, so any split count launches nothing; it must not divide by zero.
   DecodeShape no_rows = l.shape;
   no_rows.rows = 0;
-  DecodeSpec z = make_decode_spec(no_rows, asked(DecodeMapping::Dense));
+  DecodeSpec z = make_decode_spec(no_rows, asked(DecodeMapping::Dense), kDevice);
   set_decode_splits(z, 2, 132);
   CHECK(z.splits >= 1);
   CHECK(decode_launch_shape(z).grid == 0);
   // f32 values, or columns not a multiple of 8, have no dense (mma) path.
   DecodeLinearOptions f32 = asked(DecodeMapping::Dense);
   f32.dtype = DecodeDtype::F32;
-  CHECK_THROWS_AS(make_decode_spec(l.shape, f32), UsageError);
+  CHECK_THROWS_AS(make_decode_spec(l.shape, f32, kDevice), UsageError);
   DecodeShape odd = l.shape;
   odd.cols = 4092;
-  CHECK_THROWS_AS(make_decode_spec(odd, asked(DecodeMapping::Dense)), UsageError);
+  CHECK_THROWS_AS(make_decode_spec(odd, asked(DecodeMapping::Dense), kDevice), UsageError);
 }
 
 TEST_CASE("DecodeSpecOfTheColumnsAndRowBlocksMappings") {
   const Layer l;
   DecodeLinearOptions o = asked(DecodeMapping::Columns, 0);
   o.keep = 0.1;  // ceil(409.6) = 410 activations a call
-  const DecodeSpec c = make_decode_spec(l.shape, o);
+  const DecodeSpec c = make_decode_spec(l.shape, o, kDevice);
   CHECK_FALSE(c.needs_occupancy);
   CHECK(c.keep_k == 410);
   CHECK(c.act_density == 0.1);
@@ -120,20 +125,20 @@ TEST_CASE("DecodeSpecOfTheColumnsAndRowBlocksMappings") {
   CHECK(std::string(c.entry) == "columns");
   DecodeLinearOptions r = asked(DecodeMapping::RowBlocks, 0);
   r.row_block_words = 2;
-  const DecodeSpec b = make_decode_spec(l.shape, r);
+  const DecodeSpec b = make_decode_spec(l.shape, r, kDevice);
   CHECK(std::string(b.entry) == "row_blocks_2");
   CHECK(b.word_offsets);  // the only mapping that reads them: 2 bytes a mask word more
   CHECK(b.weight_bytes == 2097152 + 65540 + 327680 + 1048576);
   CHECK(decode_launch_shape(b).grid == 4096 / 64);
   r.row_block_words = 3;
-  CHECK_THROWS_AS(make_decode_spec(l.shape, r), UsageError);
+  CHECK_THROWS_AS(make_decode_spec(l.shape, r, kDevice), UsageError);
   // Auto without the dense layouts keeps the bitmap: the ring.
   DecodeLinearOptions a;
   a.allow_dense = false;
-  CHECK(make_decode_spec(l.shape, a).mapping == DecodeMapping::Ring);
-  CHECK(make_decode_spec(l.shape, a).act_density == 1.0);  // tau 0: every activation kept
+  CHECK(make_decode_spec(l.shape, a, kDevice).mapping == DecodeMapping::Ring);
+  CHECK(make_decode_spec(l.shape, a, kDevice).act_density == 1.0);  // tau 0: every activation kept
   a.tau = 0.5f;
-  CHECK(make_decode_spec(l.shape, a).act_density == 0.5);
+  CHECK(make_decode_spec(l.shape, a, kDevice).act_density == 0.5);
 }
 
 TEST_CASE("DecodeKeyDeclaresEveryEntryPointItsPlansFetch") {

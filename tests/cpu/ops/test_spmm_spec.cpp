@@ -13,6 +13,7 @@
 #include "codegen/keys/brp_convert_key.hpp"
 #include "codegen/keys/spmm_key.hpp"
 #include "dbsparse/error.hpp"
+#include "dbsparse/generators.hpp"
 #include "runtime/spmm/spmm_spec.hpp"
 
 using namespace dbsparse;
@@ -274,4 +275,16 @@ TEST_CASE("SpmmModulesDeclareTheRolesThePlansAskFor") {
          {"slots", "groups", "classify", "fill", "row_heads", "fill_rows", "scan_reduce", "scan_apply"})
       CHECK(has_role(ks, role));
   }
+}
+
+TEST_CASE("SpmmAutoTakesCondensedForABand") {
+  // Rows i hold columns i-8 .. i+8: a 16-row window's 272 entries lie in its 32 columns, which the
+  // condensed tiles hold at a fill well above min_condensed_fill, so auto takes the tensor-core
+  // path (the premise of the gpu tier's plan-trial case).
+  const auto a = dbsparse::generate("banded:n=65536,bw=8").cast<float>();
+  const auto s = dbsparse::spmm_detail::spmm_spec(
+      a, 32, dbsparse::SpmmOptions{}, dbsparse::Config{"spmm", dbsparse::config_to_json(dbsparse::SpmmConfig{})}, 132);
+  CHECK(s.asked == dbsparse::SpmmPath::Auto);
+  CHECK(s.path == dbsparse::SpmmPath::Condensed);
+  CHECK(s.auto_fill >= dbsparse::SpmmConfig{}.min_condensed_fill);
 }

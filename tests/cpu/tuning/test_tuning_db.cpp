@@ -217,12 +217,12 @@ TEST_CASE("tuning_db: default_path follows DBSPARSE_DB, XDG_DATA_HOME, HOME") {
   restore("HOME", home);
 }
 
-TEST_CASE("tuning_db: a fresh file gets schema v1, WAL and empty tables") {
+TEST_CASE("tuning_db: a fresh file gets schema v2, WAL and empty tables") {
   auto path = dbs_test::temp_dir("db-fresh") / "nested" / "dir" / "tuning.db";
   {
     auto db = TuningDb::open(path.string());
     CHECK(db->schema_version() == TuningDb::kSchemaVersion);
-    CHECK(db->schema_version() == 1);
+    CHECK(db->schema_version() == 2);
     auto n = db->counts();
     CHECK(n.devices == 0);
     CHECK(n.matrices == 0);
@@ -230,13 +230,13 @@ TEST_CASE("tuning_db: a fresh file gets schema v1, WAL and empty tables") {
     CHECK(n.configs == 0);
   }
   CHECK(raw_query(path, "PRAGMA journal_mode") == "wal");
-  CHECK(raw_query(path, "PRAGMA user_version") == "1");
+  CHECK(raw_query(path, "PRAGMA user_version") == "2");
   CHECK(raw_query(path,
                   "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'trials'"
                   " AND sql IS NOT NULL") != "");
   // Reopening migrates nothing and keeps the version.
-  CHECK(TuningDb::open(path.string())->schema_version() == 1);
-  CHECK(TuningDb::open(path.string(), true)->schema_version() == 1);
+  CHECK(TuningDb::open(path.string())->schema_version() == 2);
+  CHECK(TuningDb::open(path.string(), true)->schema_version() == 2);
 }
 
 TEST_CASE("tuning_db: devices and matrices upsert idempotently") {
@@ -475,7 +475,7 @@ TEST_CASE("tuning_db: processes creating the same new file all succeed") {
       });
     for (pid_t kid : kids) failed += wait_child(kid) != 0 ? 1 : 0;
     auto db = TuningDb::open(path);
-    CHECK(db->schema_version() == 1);
+    CHECK(db->schema_version() == TuningDb::kSchemaVersion);
     CHECK(db->counts().trials == kKids);
   }
   CHECK(failed == 0);
@@ -710,4 +710,48 @@ TEST_CASE("tuning_db: a reader sees whole configs while a writer process tunes")
   auto db = TuningDb::open(path);
   CHECK(db->counts().trials == 400);
   CHECK(db->lookup("dev0", "mat0", SPMSPV).params.at("th0") == 400);
+}
+
+TEST_CASE("tuning_db: a v1 file read-only still gives its configs; opened writable it gains v2's tables") {
+  auto path = dbs_test::temp_dir("db-v1") / "tuning.db";
+  {
+    auto db = TuningDb::open(path.string());
+    db->set_best("dev0", "mat0", "spmspv", "", {{"th0", 0.25}}, 10, 1.5);
+  }
+  // What a file written before profiles existed looks like.
+  raw_query(path, "DROP TABLE device_profiles");
+  raw_query(path, "DROP TABLE plan_choices");
+  raw_query(path, "PRAGMA user_version = 1");
+  {
+    auto ro = TuningDb::open(path.string(), true);
+    CHECK(ro->schema_version() == 1);
+    Config c = ro->lookup("dev0", "mat0", SPMSPV);
+    CHECK(c.source == ConfigSource::Tuned);
+    CHECK(c.params["th0"] == 0.25);
+    CHECK_FALSE(ro->device_profile("dev0").has_value());
+    CHECK_FALSE(ro->plan_choice("dev0", "mat0", "spmm", "n32.f32").has_value());
+  }
+  CHECK(raw_query(path, "PRAGMA user_version") == "1");  // read-only: not migrated
+  auto rw = TuningDb::open(path.string());
+  CHECK(rw->schema_version() == 2);
+  CHECK(rw->lookup("dev0", "mat0", SPMSPV).source == ConfigSource::Tuned);
+  rw->set_device_profile("dev0", {{"x", 1}}, 5);
+  CHECK(rw->device_profile("dev0").value()["x"] == 1);
+}
+
+TEST_CASE("tuning_db: plan choices are kept per (device, matrix, op, setting) and replaced") {
+  auto path = dbs_test::temp_dir("db-choices") / "tuning.db";
+  auto db = TuningDb::open(path.string());
+  dbsparse::PlanChoice c{"dev0", "mat0", "spmm", "n32.f32", "csr-cuda-core", {{"us", {{"condensed", 43.5}}}}, 0};
+  db->set_plan_choice(c);
+  auto got = db->plan_choice("dev0", "mat0", "spmm", "n32.f32");
+  REQUIRE(got.has_value());
+  CHECK(got->choice == "csr-cuda-core");
+  CHECK(got->detail["us"]["condensed"] == 43.5);
+  CHECK(got->created_at > 0);
+  CHECK_FALSE(db->plan_choice("dev0", "mat0", "spmm", "n128.f32").has_value());
+  CHECK_FALSE(db->plan_choice("dev1", "mat0", "spmm", "n32.f32").has_value());
+  c.choice = "condensed";
+  db->set_plan_choice(c);
+  CHECK(db->plan_choice("dev0", "mat0", "spmm", "n32.f32")->choice == "condensed");
 }

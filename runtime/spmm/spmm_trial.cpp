@@ -1,0 +1,57 @@
+#include "runtime/spmm/spmm_trial.hpp"
+
+#include <fmt/format.h>
+
+#include "runtime/gpu/plan_trial.hpp"
+
+namespace dbsparse::spmm_detail {
+namespace {
+
+// B and C of a trial (zeros: the kernels' time does not depend on the values) are left out above
+// this many bytes; such a plan keeps auto's path untimed.
+constexpr int64_t kTrialBufferBytes = int64_t{512} << 20;
+
+const char* kCsr = "csr-cuda-core";
+
+}  // namespace
+
+SpmmPlan auto_by_trial(Context& ctx, const std::string& matrix_fp, int64_t nnz, double trial_ms, SpmmSpec chosen,
+                       const std::function<SpmmSpec()>& csr_spec, const SpmmMake& make, const SpmmNote& note) {
+  const std::string setting = fmt::format("n{}.{}", chosen.n, to_string(chosen.dtype));
+  const std::string dev = ctx.device().record().fingerprint;
+  if (auto rec = lookup_plan_choice(dev, matrix_fp, "spmm", setting)) {
+    const std::string text = fmt::format("trial recorded in the tuning DB: {} ({})", rec->choice, rec->detail.dump());
+    SpmmPlan p = rec->choice == kCsr ? make(csr_spec()) : make(std::move(chosen));
+    note(p, text);
+    return p;
+  }
+  const int esize = spmm_value_bytes(chosen.dtype);
+  const int64_t buffer_bytes = (int64_t{chosen.rows} + chosen.cols) * chosen.n * esize;
+  const double budget = detail::trial_budget_ms(trial_ms, nnz);
+  if (budget <= 0 || buffer_bytes > kTrialBufferBytes) {
+    SpmmPlan p = make(std::move(chosen));
+    if (budget > 0) note(p, fmt::format("no trial: B and C would take {} bytes", buffer_bytes));
+    return p;
+  }
+  const std::string tc_name = to_string(chosen.path);
+  SpmmPlan tc = make(std::move(chosen));
+  SpmmPlan csr = make(csr_spec());
+  DeviceAllocation b(static_cast<size_t>(int64_t{tc.cols()} * tc.n_cols() * esize) + 16),
+      c(static_cast<size_t>(int64_t{tc.rows()} * tc.n_cols() * esize) + 16);
+  b.memset8(0);
+  c.memset8(0);
+  const std::vector<detail::TrialRun> runs = {
+      {tc_name, [&](void* s) { tc.run(b.ptr(), c.ptr(), s); }},
+      {kCsr, [&](void* s) { csr.run(b.ptr(), c.ptr(), s); }},
+  };
+  const detail::TrialResult r = detail::time_candidates(ctx, runs, budget);
+  std::string why;
+  const bool kept = record_plan_choice(detail::trial_choice(ctx, matrix_fp, "spmm", setting, runs, r), &why);
+  const std::string text =
+      fmt::format("plan-time trial: {}{}", detail::trial_text(runs, r), kept ? "" : "; not recorded: " + why);
+  SpmmPlan& won = r.best == 0 ? tc : csr;
+  note(won, text);
+  return std::move(won);
+}
+
+}  // namespace dbsparse::spmm_detail

@@ -1,0 +1,101 @@
+// The device profile (include/dbsparse/device_profile.hpp): its JSON form and its checks, the
+// built-in cards and the profile derived from a device's attributes, and the decoding cost
+// model's choices on the recorded profiles of both cards.
+#include <doctest/doctest.h>
+
+#include <cmath>
+
+#include "dbsparse/context.hpp"
+#include "dbsparse/decode_linear.hpp"
+#include "dbsparse/device_profile.hpp"
+#include "dbsparse/error.hpp"
+#include "test_support.hpp"
+
+using namespace dbsparse;
+
+namespace {
+
+DeviceInfo device(const std::string& name, int sms, int64_t mem_khz, int bus_bits) {
+  DeviceInfo d;
+  d.name = name;
+  d.sm_count = sms;
+  d.cc_major = 9;
+  d.l2_bytes = 50 << 20;
+  d.memory_clock_khz = mem_khz;
+  d.memory_bus_bits = bus_bits;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("DeviceProfileJsonRoundTrip") {
+  DeviceProfile p = builtin_profile(device("NVIDIA H100 80GB HBM3", 132, 2619000, 5120));
+  p.calibrations["decode.ring.share.full"] = 0.61;
+  const DeviceProfile back = DeviceProfile::from_json(p.to_json());
+  CHECK(back.source == p.source);
+  CHECK(back.device_fp == p.device_fp);
+  CHECK(back.copy_bytes_per_s == p.copy_bytes_per_s);
+  CHECK(back.calibrations == p.calibrations);
+  CHECK(back.calibration("decode.ring.share.full", 0.4) == 0.61);
+  CHECK(back.calibration("decode.ring.share.half", 0.4) == 0.4);  // absent: the fallback
+}
+
+TEST_CASE("DeviceProfileFromJsonNamesWhatIsWrong") {
+  nlohmann::json j = builtin_profile(device("NVIDIA H200", 132, 3201000, 6144)).to_json();
+  auto fails_naming = [](const nlohmann::json& bad, const std::string& what) {
+    try {
+      DeviceProfile::from_json(bad);
+      FAIL("accepted: " << bad.dump());
+    } catch (const DbError& e) {
+      CHECK(std::string(e.what()).find(what) != std::string::npos);
+    }
+  };
+  nlohmann::json missing = j;
+  missing.erase("launch_us");
+  fails_naming(missing, "launch_us");
+  nlohmann::json wrong = j;
+  wrong["sm_count"] = "many";
+  fails_naming(wrong, "sm_count");
+  nlohmann::json zero = j;
+  zero["copy_bytes_per_s"] = 0;
+  fails_naming(zero, "not positive");
+  nlohmann::json source = j;
+  source["source"] = "guessed";
+  fails_naming(source, "guessed");
+}
+
+TEST_CASE("BuiltinProfileMatchesKnownCardsByNameAndSms") {
+  const DeviceProfile h100 = builtin_profile(device("NVIDIA H100 80GB HBM3", 132, 2619000, 5120));
+  CHECK(h100.source == ProfileSource::Builtin);
+  CHECK(h100.copy_bytes_per_s == doctest::Approx(3.0e12));
+  const DeviceProfile h200 = builtin_profile(device("NVIDIA H200", 132, 3201000, 6144));
+  CHECK(h200.source == ProfileSource::Builtin);
+  CHECK(h200.copy_bytes_per_s == doctest::Approx(4.2e12));
+  // The same name with fewer SMs (a cut-down part) is not that card: derived from attributes.
+  const DeviceProfile cut = builtin_profile(device("NVIDIA H100 80GB HBM3", 114, 2619000, 5120));
+  CHECK(cut.source == ProfileSource::Attributes);
+  // An unknown card: 2 x 1.593 GHz x 5120 bits / 8 = 2.039 TB/s peak (an A100 80GB's figures).
+  const DeviceProfile a100 = builtin_profile(device("NVIDIA A100-SXM4-80GB", 108, 1593000, 5120));
+  CHECK(a100.source == ProfileSource::Attributes);
+  CHECK(a100.copy_bytes_per_s == doctest::Approx(0.88 * 2.039e12).epsilon(0.001));
+  CHECK(a100.sm_count == 108);
+  CHECK(a100.complete());
+  // No memory clock from the driver: still a complete profile, and it says so.
+  const DeviceProfile blind = builtin_profile(device("Some GPU", 40, 0, 0));
+  CHECK(blind.complete());
+  CHECK(blind.note.find("no memory clock") != std::string::npos);
+}
+
+TEST_CASE("DecodeModelSolvesTheCalibratedShareBack") {
+  // calibrate_decode stores share = bytes / ((t - fixed) * fill * bandwidth); the model must give t
+  // back at that point, on any profile.
+  const DeviceProfile h200 = dbs_test::recorded_profile("h200");
+  for (DecodeMapping m : {DecodeMapping::Ring, DecodeMapping::DenseColumns, DecodeMapping::Dense}) {
+    const DecodeModelTerms t = decode_model_terms(m, 8192, 4096, DecodeDtype::F16, 0.5, 1.0);
+    REQUIRE(t.applies);
+    const double measured_us = 30.0;
+    const double fill = std::min(1.0, t.blocks / h200.sm_count);
+    const double share = t.bytes / ((measured_us - t.fixed_us) * 1e-6 * fill * h200.copy_bytes_per_s);
+    CHECK(decode_model_us(t, share, h200) == doctest::Approx(measured_us));
+  }
+}
