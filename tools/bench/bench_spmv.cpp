@@ -68,8 +68,10 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
     ys.emplace_back(static_cast<size_t>(p.a.rows));
   }
   std::vector<std::string> strategies = opt.strategies;
-  if (strategies.empty()) strategies.push_back("");  // the config look-up's choice
-  for (const auto& strategy : strategies) {
+  if (strategies.empty()) strategies.push_back("auto");
+  for (const auto& named : strategies) {
+    // "auto": the config look-up's choice, the row a caller's plan_spmv(ctx, a) gets ("dbsparse").
+    const std::string strategy = named == "auto" ? "" : named;
     std::vector<SpmvPlan<T>> plans;
     Config forced{"spmv", config_to_json(SpmvConfig{}), ConfigSource::Explicit, "bench --strategy"};
     forced.params["strategy"] = strategy;

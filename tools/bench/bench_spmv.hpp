@@ -33,7 +33,8 @@ struct SpmvBenchOptions {
   TimingOptions timing;
   bool baselines = true;  // cuSPARSE ALG1 and ALG2
   // Forced dbsparse strategies (classified, uniform, scalar, vector, block, longrow), one row
-  // each, named dbsparse-<strategy>, for ablation; empty: one row from the config look-up.
+  // each, named dbsparse-<strategy>, for ablation; "auto" is the config look-up's row, named
+  // dbsparse. Empty: that row alone.
   std::vector<std::string> strategies;
   bool explain = false;  // print each dbsparse plan's explain() (bins, kernels) to stderr
 };

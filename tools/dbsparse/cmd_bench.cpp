@@ -41,7 +41,8 @@ struct BenchArgs {
   bool contract_k_set = false, mcl_iters_set = false;
   bool two_pass = false;  // spgemm: SpgemmOptions::one_pass off
   bool explain = false;
-  std::string config;  // JSON params for the dbsparse rows instead of the tuning DB's
+  bool check_auto = false;  // auto against every forced path (OpDescriptor::auto_checks)
+  std::string config;       // JSON params for the dbsparse rows instead of the tuning DB's
   tools::TimingOptions timing;
   std::string json_path;
 };
@@ -87,6 +88,21 @@ std::vector<std::string> resolve_specs(const BenchArgs& a) {
   return specs;
 }
 
+std::vector<std::string> ops_with_auto_checks() {
+  std::vector<std::string> names;
+  for (const auto* op : tools::ops())
+    if (op->auto_checks) names.push_back(op->name);
+  return names;
+}
+
+// The op's pairs of auto and forced rows, printed worst first; their JSON section.
+nlohmann::json check_auto(const tools::OpDescriptor& op, const nlohmann::json& results) {
+  std::vector<tools::AutoCheck> checks = op.auto_checks(results.at("results"));
+  tools::sort_worst_first(checks);
+  fmt::print("{}", tools::auto_check_report(checks));
+  return tools::auto_check_json(checks);
+}
+
 }  // namespace
 
 Runner add_bench(CLI::App& sub_ref) {
@@ -121,11 +137,12 @@ Runner add_bench(CLI::App& sub_ref) {
                   "(classified, A's columns in degree order / as given: the reorder A/B), window-8 .. window-256 "
                   "(classified with window_max_len 8, 16, 32, 64 or 256: rows up to that length in memory order, "
                   "32 a warp)); "
-                  "default: the tuning DB's config")
+                  "auto: the tuning DB's config, the row named dbsparse; default: that row alone")
       ->delimiter(',')
-      ->check(CLI::IsMember({"classified", "classified-split", "uniform", "scalar", "vector", "vector-l2", "vector-l4",
-                             "vector-l8", "vector-l16", "vector-l32", "block", "longrow", "cols-degree", "cols-none",
-                             "window-8", "window-16", "window-32", "window-64", "window-256"}));
+      ->check(CLI::IsMember({"auto",       "classified", "classified-split", "uniform",     "scalar",
+                             "vector",     "vector-l2",  "vector-l4",        "vector-l8",   "vector-l16",
+                             "vector-l32", "block",      "longrow",          "cols-degree", "cols-none",
+                             "window-8",   "window-16",  "window-32",        "window-64",   "window-256"}));
   sub->add_option("--config", a->config,
                   "config params (JSON object) for the dbsparse rows instead of the tuning DB's (spmspv); "
                   "keys left out take the defaults, e.g. '{\"pull_coo\":\"warp\"}'");
@@ -165,6 +182,10 @@ Runner add_bench(CLI::App& sub_ref) {
   sub->add_flag("--graph", a->timing.graph,
                 "Time every implementation (baselines too) by replaying a CUDA graph of each sample's "
                 "calls, instead of launching them on a stream");
+  sub->add_flag("--check-auto", a->check_auto,
+                "Also time every forced path the op has (spmm: brp, condensed, csr; bfs and spmspv: push, pull; spmv: "
+                "each strategy) and report auto / the best forced path per matrix and setting, worst first; with "
+                "--json, under \"check_auto\"");
   sub->add_option("--json", a->json_path, "Write every row, the device and the command as JSON");
   return [a]() {
     const auto& op = tools::find_op(a->op);
@@ -212,6 +233,13 @@ Runner add_bench(CLI::App& sub_ref) {
     req.baselines = !a->no_baselines;
     req.fused = a->fused;
     req.explain = a->explain;
+    if (a->check_auto) {
+      if (!op.auto_checks)
+        throw UsageError(fmt::format(
+            "--check-auto does not apply to bench {}: its bench times no forced path beside auto (ops with one: {})",
+            op.name, fmt::join(ops_with_auto_checks(), ", ")));
+      if (op.auto_check_request) op.auto_check_request(req);
+    }
     Context ctx;  // throws NoDeviceError with the reason when there is no GPU
     Stream stream(ctx);
     const auto& d = ctx.device();
@@ -224,6 +252,7 @@ Runner add_bench(CLI::App& sub_ref) {
     // The op's smallest calls next to an empty launch, in the same harness.
     if (op.fixed_cost_calls)
       results["fixed_cost"] = tools::fixed_cost_section(ctx, stream, req.timing, op.fixed_cost_calls(ctx, stream));
+    if (a->check_auto) results["check_auto"] = check_auto(op, results);
     if (!a->json_path.empty()) {
       nlohmann::json j;
       j["tool"] = "dbsparse bench";

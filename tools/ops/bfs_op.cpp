@@ -93,6 +93,34 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   return j;
 }
 
+// A search's time in µs, geomean over the sources whose component has an edge (the sources the
+// GTEPS figures count; all of them when none has one).
+double search_us(const nlohmann::json& impl, const std::vector<int64_t>& edges) {
+  const auto seconds = impl.at("seconds").get<std::vector<double>>();
+  std::vector<double> us, all;
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    all.push_back(seconds[i] * 1e6);
+    if (i < edges.size() && edges[i] > 0) us.push_back(seconds[i] * 1e6);
+  }
+  return geomean(us.empty() ? all : us);
+}
+
+// --check-auto: per graph, auto's search against push-only's and pull-only's over the same sources
+// (the ratio of their times is that of their GTEPS).
+std::vector<AutoCheck> auto_checks(const nlohmann::json& results) {
+  std::vector<TimedRow> rows;
+  for (const auto& g : results) {
+    if (g.contains("skipped")) continue;
+    const auto edges = g.value("component_edges", std::vector<int64_t>{});
+    const std::string setting = fmt::format("{} sources", edges.size());
+    for (const auto& impl : g.at("results"))
+      rows.push_back(
+          {g.at("graph"), setting, impl.at("impl"), search_us(impl, edges), g.value("directions_vertex0", "")});
+  }
+  return group_auto_checks("bfs", rows, "dbsparse-auto",
+                           [](const std::string& impl) { return impl == "dbsparse-push" || impl == "dbsparse-pull"; });
+}
+
 OpDescriptor make() {
   OpDescriptor d;
   d.name = "bfs";
@@ -114,6 +142,11 @@ OpDescriptor make() {
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return plan_bfs(ctx, m.csr).explain(); };
   d.fixed_cost_calls = bfs_fixed_cost_calls;
+  d.auto_checks = auto_checks;
+  d.auto_check_request = [](BenchRequest& r) {
+    if (!r.baselines)
+      throw UsageError("--check-auto: bench bfs times push-only and pull-only with its baselines; drop --no-baselines");
+  };
   return d;
 }
 

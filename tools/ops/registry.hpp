@@ -17,6 +17,7 @@
 #include "dbsparse/device_profile.hpp"
 #include "dbsparse/io.hpp"
 #include "dbsparse/op_config.hpp"
+#include "tools/bench/check_auto.hpp"
 #include "tools/bench/fixed_cost.hpp"
 #include "tools/bench/timing.hpp"
 #include "tuner/search.hpp"
@@ -87,6 +88,13 @@ struct OpDescriptor {
   // The op's own device constants (DeviceProfile::calibrations), measured on ctx's device and
   // added to the profile; progress gets a line per measurement. Empty: the op's models need none.
   std::function<void(Context&, DeviceProfile&, const std::function<void(const std::string&)>&)> calibrate;
+  // `bench --check-auto`: auto against every forced path, per matrix and setting, read from the
+  // "results" array bench returned (tools/bench/check_auto.hpp). Empty: the op has no forced path
+  // to compare with, and the CLI refuses --check-auto before any GPU work.
+  std::function<std::vector<AutoCheck>(const nlohmann::json& results)> auto_checks;
+  // What --check-auto needs of the request so that bench times the forced paths beside auto (a
+  // UsageError where an option the user gave rules them out). Empty: nothing to change.
+  std::function<void(BenchRequest&)> auto_check_request;
   // dbtune tunes it unless --ops leaves it out; false for an op whose plan does not read the DB yet,
   // so that a default run spends none of its budget on configs nothing would use.
   bool tuned_by_default = true;

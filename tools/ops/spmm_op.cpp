@@ -555,6 +555,23 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   return j;
 }
 
+// --check-auto: per (matrix, precision, N, epilogue), the auto row against the forced paths' rows
+// (BRP, condensed, plain CSR) that ran and were correct. The reordered CSR rows are row orders
+// of the CSR path, not paths, and take no part.
+std::vector<AutoCheck> auto_checks(const nlohmann::json& results) {
+  std::vector<TimedRow> rows;
+  for (const auto& rec : results) {
+    std::string setting = fmt::format("{} N={}", rec.at("precision").get<std::string>(), rec.at("n").get<int>());
+    if (rec.value("epilogue", "none") != "none") setting += " " + rec["epilogue"].get<std::string>();
+    for (const auto& t : rec.at("impls"))
+      rows.push_back({rec.at("matrix"), setting, t.at("impl"), t.value("correct", false) ? t.value("us", 0.0) : 0.0,
+                      rec.value("auto_path", "")});
+  }
+  return group_auto_checks("spmm", rows, "dbsparse-auto", [](const std::string& impl) {
+    return impl == "dbsparse-csr" || impl.rfind("dbsparse-brp", 0) == 0 || impl.rfind("dbsparse-condensed", 0) == 0;
+  });
+}
+
 OpDescriptor make() {
   OpDescriptor d;
   d.name = "spmm";
@@ -586,6 +603,7 @@ OpDescriptor make() {
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return plan_spmm(ctx, m.csr.cast<float>(), 128).explain(); };
   d.fixed_cost_calls = spmm_fixed_cost_calls;
+  d.auto_checks = auto_checks;  // every bench case times the forced paths: nothing to ask of the request
   return d;
 }
 

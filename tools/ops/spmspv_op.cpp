@@ -139,6 +139,20 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   return j;
 }
 
+// --check-auto: per (matrix, precision, x density), the auto row against push-only's and
+// pull-only's (always timed); the sparse-output row is another output form, not a forced path.
+std::vector<AutoCheck> auto_checks(const nlohmann::json& results) {
+  std::vector<TimedRow> rows;
+  for (const auto& r : results) {
+    if (!r.value("available", true)) continue;
+    const std::string setting =
+        fmt::format("{} x {:g}", r.at("precision").get<std::string>(), r.at("density").get<double>());
+    rows.push_back({r.at("matrix"), setting, r.at("impl"), r.value("time_us", 0.0), r.value("direction", "")});
+  }
+  return group_auto_checks("spmspv", rows, "dbsparse-auto",
+                           [](const std::string& impl) { return impl == "dbsparse-push" || impl == "dbsparse-pull"; });
+}
+
 OpDescriptor make() {
   OpDescriptor d;
   d.name = "spmspv";
@@ -161,6 +175,7 @@ OpDescriptor make() {
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return plan_spmspv(ctx, m.csr.cast<float>()).explain(); };
   d.fixed_cost_calls = spmspv_fixed_cost_calls;
+  d.auto_checks = auto_checks;  // push-only and pull-only are timed on every run
   return d;
 }
 

@@ -1,6 +1,7 @@
 // The SpMV op's registry entry: adaptive CSR SpMV (docs/DESIGN.md [2]).
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -127,6 +128,22 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   return j;
 }
 
+// --check-auto's forced rows: every strategy SpmvConfig takes, with the default reorder, and the
+// default strategy with each column order (the finer ablations, vector-l* and window-*, only
+// when --strategy names them).
+const std::vector<std::string> kForcedStrategies = {"classified", "uniform", "scalar",    "vector",
+                                                    "block",      "longrow", "cols-none", "cols-degree"};
+
+// --check-auto: per (matrix, precision), the config look-up's row (dbsparse) against every forced
+// strategy's row (dbsparse-<strategy>).
+std::vector<AutoCheck> auto_checks(const nlohmann::json& results) {
+  std::vector<TimedRow> rows;
+  for (const auto& r : results)
+    rows.push_back({r.at("matrix"), r.at("precision"), r.at("impl"), r.value("time_us", 0.0), ""});
+  return group_auto_checks("spmv", rows, "dbsparse",
+                           [](const std::string& impl) { return impl.rfind("dbsparse-", 0) == 0; });
+}
+
 OpDescriptor make() {
   OpDescriptor d;
   d.name = "spmv";
@@ -152,6 +169,13 @@ OpDescriptor make() {
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return plan_spmv(ctx, m.csr.cast<float>()).explain(); };
   d.fixed_cost_calls = spmv_fixed_cost_calls;
+  d.auto_checks = auto_checks;
+  // The auto row and every forced strategy; strategies the user named are kept, with auto first.
+  d.auto_check_request = [](BenchRequest& r) {
+    if (r.strategies.empty()) r.strategies = kForcedStrategies;
+    if (std::find(r.strategies.begin(), r.strategies.end(), "auto") == r.strategies.end())
+      r.strategies.insert(r.strategies.begin(), "auto");
+  };
   return d;
 }
 
