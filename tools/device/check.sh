@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ON the lent GPU machine, in one call: the gpu tests, JIT timing in two fresh processes, a
 # compute-sanitizer pass and the SpMV bench. Logs and JSON go to $OUT (at most 8 files come back).
-#   tools/device/check.sh [all|tests|bench|spmspv|spmv|spmv-bench|tune|tune-full|evaluate|compare|compare-tests|compare-bench|bfs|bfs-bench|spgemm-bench|decode|cases] [extra arguments...]
+#   tools/device/check.sh [all|tests|bench|spmspv|spmv|spmv-bench|tune|tune-full|evaluate|compare|compare-tests|compare-bench|bfs|bfs-bench|spgemm-bench|public-bench|decode|cases] [extra arguments...]
 # compare: every gpu test, sanitizers over the SpMSpV cases, then both benches on the generated
 # suite with the defaults (no tuning DB): the before/after figures of a restructuring.
 set -uo pipefail
@@ -62,6 +62,21 @@ if [ "$mode" = spgemm-bench ]; then
   "$D/bin/dbsparse" bench spgemm --json "$OUT/bench_spgemm.json" "$@" 2>"$OUT/bench_progress.log" \
     | grep -v '^jit' >"$OUT/bench_spgemm.txt" || status=1
   cut -c1-240 "$OUT/bench_spgemm.txt"
+  tail -3 "$OUT/bench_progress.log"
+fi
+# public-bench OP [arguments]: bench OP (default spmm) on the public matrices alone (docs/MATRICES.md;
+# prepare.sh carries them when scripts/fetch_matrices.py has fetched them), no generated suite.
+if [ "$mode" = public-bench ]; then
+  op=${1:-spmm}; shift || true
+  if [ -z "$(ls "$DBSPARSE_PUBLIC_MATRICES"/*.mtx.gz 2>/dev/null)" ]; then
+    echo "public-bench: no .mtx.gz in $DBSPARSE_PUBLIC_MATRICES: run scripts/fetch_matrices.py, then prepare.sh, here" >&2
+    exit 1
+  fi
+  echo "== bench $op on $DBSPARSE_PUBLIC_MATRICES $*"
+  DBSPARSE_MATRICES=$DBSPARSE_PUBLIC_MATRICES "$D/bin/dbsparse" bench "$op" --suite none \
+    --json "$OUT/bench_${op}_public.json" "$@" 2>"$OUT/bench_progress.log" | grep -v '^jit' >"$OUT/bench_${op}_public.txt" ||
+    status=1
+  cut -c1-240 "$OUT/bench_${op}_public.txt"
   tail -3 "$OUT/bench_progress.log"
 fi
 # cases: every gpu test case in its own process under its own timeout (CASE_LIMIT, 45 s), so a slow

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs HERE before a device call: builds, then fills .device/ (git-ignored, named in `carry`) with
-# the binaries, a copy of ../shared/matrices (the default real-matrix folder, when present) and a
+# the binaries, a copy of ../shared/matrices (the default real-matrix folder, when present), the
+# fetched public matrices (scripts/fetch_matrices.py, when present) and a
 # kernel cache precompiled for sm_90, so the GPU machine spends no time building or compiling.
 # See docs/DEVELOPING.md.
 set -euo pipefail
@@ -16,6 +17,14 @@ if [ -n "${HOUSE_OLD_BIN:-}" ]; then mkdir -p .device/bin-old && cp "$HOUSE_OLD_
 # ... and their kernel cache, precompiled by them (HOUSE_OLD_CACHE), if there is one.
 if [ -n "${HOUSE_OLD_CACHE:-}" ]; then cp -r "$HOUSE_OLD_CACHE" .device/cache-old; fi
 if [ -d ../shared/matrices ]; then cp -u ../shared/matrices/*.mtx .device/matrices/; fi
+# The public matrices of scripts/fetch_matrices.py (docs/MATRICES.md), when fetched: already
+# gzip'ed (the reader takes .mtx.gz), about 12 MB. PREPARE_PUBLIC=0 leaves them out.
+PUBLIC=${DBSPARSE_PUBLIC_MATRICES:-$HOME/.cache/dbsparse/public-matrices}
+rm -rf .device/public-matrices
+if [ "${PREPARE_PUBLIC:-1}" != 0 ] && [ -n "$(ls "$PUBLIC"/*.mtx.gz 2>/dev/null)" ]; then
+  mkdir -p .device/public-matrices && cp "$PUBLIC"/*.mtx.gz .device/public-matrices/
+  echo "public matrices: $(ls .device/public-matrices | wc -l) files, $(du -sh .device/public-matrices | cut -f1)"
+fi
 # spmv, bfs and spmm: NVRTC here takes ~1 s a kernel for the big spmspv variants, about 30x the GPU machine's host.
 rm -rf .device/cache && mkdir -p .device/cache
 # PREPARE_CACHE: a cache already precompiled for sm_90 by this build (`dbsparse precompile`), copied
@@ -48,3 +57,8 @@ du -sh .device
 # .device (about 20 MB), carry [".devpack"] and start the call with
 # `tar xzf .devpack/device.tgz && ...`.
 mkdir -p .devpack && tar czf .devpack/device.tgz .device && du -sh .devpack/device.tgz
+# The call carries at most 64 MiB, the tree included: say so before a call fails for it.
+PACK=$(stat -c %s .devpack/device.tgz)
+if [ "$PACK" -gt $((60 << 20)) ]; then
+  echo "warning: .devpack/device.tgz is $((PACK >> 20)) MiB; with the tree it may pass the 64 MiB a call carries (PREPARE_PUBLIC=0 leaves the public matrices out)" >&2
+fi
