@@ -76,6 +76,12 @@ struct BfsOptions {
   const Config* config = nullptr;  // instead of the tuning DB's (read as a BfsConfig)
   BfsLaunch launch = BfsLaunch::Auto;
   bool profile = false;  // time every level (host loop; syncs after each level)
+  // Plan-time trial (direction auto, no explicit or tuned config): the plan times its direction
+  // policy against push only (alpha so large that no level pulls) on BFSs from three of the graph's
+  // vertices and keeps the faster; the tuning DB records the outcome for this graph and device, and
+  // later plans take it without timing. < 0: on for graphs of >= 100K entries with a 20 ms budget
+  // ($DBSPARSE_PLAN_TRIALS=0: off); 0: off; > 0: that budget in ms, whatever the size.
+  double trial_ms = -1;
 };
 
 struct BfsStats {
@@ -159,7 +165,8 @@ class BfsPlan {
   struct Impl;
 
  private:
-  static BfsPlan build_impl(Context& ctx, PatternGraph g, const BfsOptions& options, const Config& config);
+  static BfsPlan build_impl(Context& ctx, PatternGraph g, const BfsOptions& options, const Config& config,
+                            const std::string& matrix_fp);
   explicit BfsPlan(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -15,6 +15,7 @@
 #include "runtime/gpu/device_csr_view.hpp"
 #include "runtime/gpu/module_registry.hpp"
 #include "runtime/bfs/bfs_spec.hpp"
+#include "runtime/gpu/plan_trial.hpp"
 
 namespace dbsparse {
 
@@ -126,6 +127,37 @@ struct BfsPlan::Impl : detail::BfsSpec {
   }
 };
 
+namespace detail {
+
+// The trial's second candidate: the same kernel with alpha so large that no level pulls.
+constexpr const char* kBfsPushOnly = "push";
+constexpr double kBfsPushOnlyAlpha = 1e6;
+
+// Times the plan's direction policy against push only on BFSs from `sources`, or takes the
+// tuning DB's recorded outcome; sets p.typed.alpha to the winner's and p.trial to what decided.
+void bfs_direction_by_trial(Context& ctx, const BfsPlan& plan, BfsPlan::Impl& p, const std::string& matrix_fp,
+                            const std::vector<int32_t>& sources, double trial_ms);
+
+// The trial's sources: the vertex of most out-edges and two others with edges (a third and two
+// thirds of the way through the vertices), each once.
+std::vector<int32_t> bfs_trial_sources(const PatternGraph& g) {
+  std::vector<int32_t> out;
+  if (g.n == 0) return out;
+  int32_t best = 0;
+  for (int32_t v = 1; v < g.n; ++v)
+    if (g.row_ptr[v + 1] - g.row_ptr[v] > g.row_ptr[best + 1] - g.row_ptr[best]) best = v;
+  if (g.row_ptr[best + 1] == g.row_ptr[best]) return out;  // no edges: nothing to time
+  out.push_back(best);
+  for (int32_t start : {g.n / 3, 2 * (g.n / 3)}) {
+    int32_t v = start;
+    while (v < g.n && (g.row_ptr[v + 1] == g.row_ptr[v] || v == best)) ++v;
+    if (v < g.n && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
+  return out;
+}
+
+}  // namespace detail
+
 namespace {
 
 template <class U>
@@ -184,33 +216,35 @@ template <class T>
 BfsPlan BfsPlan::build(Context& ctx, const CsrMatrix<T>& a, const BfsOptions& opt) {
   if (a.rows != a.cols)
     throw UsageError(fmt::format("plan_bfs: the adjacency matrix must be square, is {}x{}", a.rows, a.cols));
+  const std::string fp = structure_fingerprint(a);
   Config config = opt.config ? *opt.config
-                             : lookup_config(ctx.device().record().fingerprint, structure_fingerprint(a),
-                                             config_info<BfsConfig>(), "", [&] { return compute_features(a); });
-  return build_impl(ctx, pattern_of(a, opt.transpose), opt, config);
+                             : lookup_config(ctx.device().record().fingerprint, fp, config_info<BfsConfig>(), "",
+                                             [&] { return compute_features(a); });
+  return build_impl(ctx, pattern_of(a, opt.transpose), opt, config, fp);
 }
 
 BfsPlan BfsPlan::build(Context& ctx, const PatternGraph& g, const BfsOptions& opt) {
   if (g.row_ptr.size() != static_cast<size_t>(g.n) + 1 || g.row_ptr.back() != g.entries())
     throw UsageError("plan_bfs: the pattern graph's row_ptr must have n + 1 entries ending at entries()");
   Config config;
+  const std::string fp = structure_fingerprint(g.n, g.n, g.row_ptr, g.col_idx);
   if (opt.config) {
     config = *opt.config;
   } else {
     // The features (wanted only for a prediction) read a CsrMatrix: the copy is made only then.
-    config = lookup_config(ctx.device().record().fingerprint, structure_fingerprint(g.n, g.n, g.row_ptr, g.col_idx),
-                           config_info<BfsConfig>(), "", [&] {
-                             CsrMatrix<float> shape;  // structure only: the features read no values
-                             shape.rows = shape.cols = g.n;
-                             shape.row_ptr = g.row_ptr;
-                             shape.col_idx = g.col_idx;
-                             return compute_features(shape);
-                           });
+    config = lookup_config(ctx.device().record().fingerprint, fp, config_info<BfsConfig>(), "", [&] {
+      CsrMatrix<float> shape;  // structure only: the features read no values
+      shape.rows = shape.cols = g.n;
+      shape.row_ptr = g.row_ptr;
+      shape.col_idx = g.col_idx;
+      return compute_features(shape);
+    });
   }
-  return build_impl(ctx, opt.transpose ? transpose(g) : g, opt, config);
+  return build_impl(ctx, opt.transpose ? transpose(g) : g, opt, config, fp);
 }
 
-BfsPlan BfsPlan::build_impl(Context& ctx, PatternGraph g, const BfsOptions& opt, const Config& config) {
+BfsPlan BfsPlan::build_impl(Context& ctx, PatternGraph g, const BfsOptions& opt, const Config& config,
+                            const std::string& matrix_fp) {
   ctx.make_current();
   if (static_cast<int64_t>(g.n) + 32 > INT32_MAX) throw UsageError("plan_bfs: too many vertices for int32 indices");
   require_device_bytes(
@@ -241,7 +275,12 @@ BfsPlan BfsPlan::build_impl(Context& ctx, PatternGraph g, const BfsOptions& opt,
   p->view_pull_idx = s.symmetric ? p->push_idx.ptr() : p->pull_idx.ptr();
   load_search(ctx, *p);
   finish_bfs(ctx, *p, opt);
-  return BfsPlan(std::move(p));
+  const bool trial =
+      !opt.config && opt.direction == BfsDirection::Auto && !opt.profile && p->config.source != ConfigSource::Tuned;
+  const std::vector<int32_t> sources = trial ? detail::bfs_trial_sources(g) : std::vector<int32_t>{};
+  BfsPlan plan(std::move(p));
+  if (trial) detail::bfs_direction_by_trial(ctx, plan, *plan.impl_, matrix_fp, sources, opt.trial_ms);
+  return plan;
 }
 
 namespace {
@@ -426,6 +465,38 @@ const Config& BfsPlan::config() const { return impl_->config; }
 const BfsConfig& BfsPlan::typed_config() const { return impl_->typed; }
 const KernelInfo& BfsPlan::kernel() const { return impl_->kernel; }
 
+namespace detail {
+
+void bfs_direction_by_trial(Context& ctx, const BfsPlan& plan, BfsPlan::Impl& p, const std::string& matrix_fp,
+                            const std::vector<int32_t>& sources, double trial_ms) {
+  const std::string dev = ctx.device().record().fingerprint;
+  const float auto_alpha = static_cast<float>(p.typed.alpha);
+  if (auto rec = lookup_plan_choice(dev, matrix_fp, "bfs", "")) {
+    if (rec->choice == kBfsPushOnly) p.typed.alpha = kBfsPushOnlyAlpha;
+    p.trial = fmt::format("trial recorded in the tuning DB: {} ({})", rec->choice, rec->detail.dump());
+    return;
+  }
+  const double budget = trial_budget_ms(trial_ms, static_cast<int64_t>(p.stats.entries));
+  if (budget <= 0 || sources.empty()) return;
+  DeviceBuffer<int32_t> levels(static_cast<size_t>(std::max(p.n, 1)));
+  auto all_sources = [&](float alpha, void* stream) {
+    p.typed.alpha = alpha;
+    for (int32_t s : sources) plan.run(s, levels.ptr(), 0, stream);
+  };
+  const std::vector<TrialRun> runs = {
+      {"auto", [&](void* s) { all_sources(auto_alpha, s); }},
+      {kBfsPushOnly, [&](void* s) { all_sources(static_cast<float>(kBfsPushOnlyAlpha), s); }},
+  };
+  const TrialResult r = time_candidates(ctx, runs, budget);
+  p.typed.alpha = r.best == 0 ? auto_alpha : kBfsPushOnlyAlpha;
+  std::string why;
+  const bool kept = record_plan_choice(trial_choice(ctx, matrix_fp, "bfs", "", runs, r), &why);
+  p.trial = fmt::format("plan-time trial over {} sources: {}{}", sources.size(), trial_text(runs, r),
+                        kept ? "" : "; not recorded: " + why);
+}
+
+}  // namespace detail
+
 std::string BfsPlan::explain() const {
   const Impl& p = *impl_;
   const BfsStats& s = p.stats;
@@ -439,6 +510,7 @@ std::string BfsPlan::explain() const {
                          : std::string());
   out += fmt::format("  config ({}): {}{}\n", to_string(p.config.source), p.config.params.dump(),
                      p.config.note.empty() ? "" : " — " + p.config.note);
+  if (!p.trial.empty()) out += fmt::format("  direction: {}; alpha used {}\n", p.trial, p.typed.alpha);
   if (s.views_in_place)
     out += fmt::format(
         "  the caller's views read in place (64-bit row offsets, {} bytes); the plan's own device bytes {}\n",

@@ -18,6 +18,7 @@ struct BfsSpec {
   int32_t n = 0, blocks = 0, words = 0;  // vertices, 16-vertex blocks, 32-bit mask words
   codegen::BfsKey key;                   // the search variant: direction policy, block size, offsets
   unsigned threads = 0;                  // a search block's threads
+  std::string trial;                     // the plan-time trial or its recorded outcome (explain); empty: none
 };
 
 // Throws UsageError for a config that is not a BfsConfig.

@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Runs ON the lent GPU machine: the autotuner's checks (docs/decisions/device-profile.md,
+# auto-selection). Logs and JSON to $OUT (at most 8 files come back: tar them).
+#   tools/device/autotune_run.sh tests      gpu tests of the profile, plan trials, check-auto, spmm, bfs, decode
+#   tools/device/autotune_run.sh profile    dbsparse profile --measure (stored in the run's DB), --json
+#   tools/device/autotune_run.sh decode     decode-bench llama-3.1-8b f16 at 1 and 0.5 of activations
+#   tools/device/autotune_run.sh auto SUITE bench --check-auto of spmm, bfs, spmspv, spmv on SUITE:
+#                                           quick (generated), real (../shared/matrices), public
+# Several modes in one call: tools/device/autotune_run.sh tests profile decode
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+. tools/device/device_env.sh
+B=$D/bin/dbsparse
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$OUT/card.txt" 2>&1
+# Each bench's suite arguments and matrix folder.
+suite_args() {
+  case $1 in
+    quick) echo "--suite quick --no-shared" ;;
+    real) echo "--suite none" ;;
+    public) echo "--suite none" ;;
+  esac
+}
+while [ $# -gt 0 ]; do
+  mode=$1; shift
+  case $mode in
+    tests)
+      timeout 400 "$D/bin/test_gpu" -tc='DeviceProfile*,*PlanTrial*,CheckAuto*,Spmm*,Bfs*,*Decode*,SparseLinear*' \
+        >"$OUT/tests.log" 2>&1
+      echo "tests exit $?"; tail -3 "$OUT/tests.log" ;;
+    profile)
+      "$B" profile --measure --json "$OUT/profile.json" >"$OUT/profile.txt" 2>&1
+      echo "profile exit $?"; cat "$OUT/profile.txt" ;;
+    decode)
+      timeout 200 "$B" decode-bench --model llama-3.1-8b --dtype f16 --act-density 1,0.5 \
+        --json "$OUT/decode.json" >"$OUT/decode.txt" 2>&1
+      echo "decode exit $?"; grep -iE "auto|gate|down|mlp" "$OUT/decode.txt" | head -30 ;;
+    auto)
+      set_name=$1; shift
+      mats=$DBSPARSE_MATRICES
+      [ "$set_name" = public ] && mats=$DBSPARSE_PUBLIC_MATRICES
+      for op in spmm bfs spmspv spmv; do
+        extra=""
+        [ $op = spmm ] && extra="--n 32,128"
+        DBSPARSE_MATRICES=$mats timeout ${AUTO_TIMEOUT:-120} "$B" bench $op $(suite_args "$set_name") $extra \
+          --check-auto --json "$OUT/ca_${op}_${set_name}.json" >"$OUT/ca_${op}_${set_name}.txt" 2>&1
+        echo "$op $set_name exit $?"; grep -A3 -i "check-auto\|share" "$OUT/ca_${op}_${set_name}.txt" | tail -4
+      done ;;
+    *) echo "unknown mode $mode"; exit 2 ;;
+  esac
+done
