@@ -55,14 +55,16 @@ struct DecodeModelTerms {
 };
 DecodeModelTerms decode_model_terms(DecodeMapping m, int32_t rows, int32_t cols, DecodeDtype dtype,
                                     double weight_density, double act_density);
-// The share of the copy bandwidth the mapping reaches on `device` at that activation density.
+// The share of the copy bandwidth the mapping reaches on `device` at that activation density, and
+// its fixed cost there (each the device's calibration, else the fitted fallback).
 double decode_model_share(DecodeMapping m, double act_density, const DeviceProfile& device);
+double decode_model_fixed_us(DecodeMapping m, double act_density, const DeviceProfile& device);
 double decode_model_us(const DecodeModelTerms& t, double share, const DeviceProfile& device);
 
-// Times the ring, dense-columns and dense mappings on a synthetic f16 layer of an LLM's shape
-// (half the weights kept; all and half of the activations), by CUDA graph replay with the weights
-// rotated past the L2, and stores each one's share in device.calibrations
-// ("decode.<mapping>.share.full|half"); `progress` gets a line per measurement. About 2 s.
+// Times the ring, dense-columns and dense mappings on two synthetic f16 layers of LLM shapes (half
+// the weights kept; all and half of the activations), by CUDA graph replay with the weights rotated
+// past the L2, and stores each one's fixed cost and share in device.calibrations
+// ("decode.<mapping>.fixed_us|share.full|half"); `progress` gets a line per mapping. About 3 s.
 void calibrate_decode(Context& ctx, DeviceProfile& device,
                       const std::function<void(const std::string&)>& progress = {});
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <functional>
 
 #include <fmt/format.h>
 
@@ -129,14 +130,17 @@ struct BfsPlan::Impl : detail::BfsSpec {
 
 namespace detail {
 
-// The trial's second candidate: the same kernel with alpha so large that no level pulls.
+// The trial's second candidate: the push-only plan (its own search variant, which never weighs a
+// pull).
 constexpr const char* kBfsPushOnly = "push";
-constexpr double kBfsPushOnlyAlpha = 1e6;
 
-// Times the plan's direction policy against push only on BFSs from `sources`, or takes the
-// tuning DB's recorded outcome; sets p.typed.alpha to the winner's and p.trial to what decided.
-void bfs_direction_by_trial(Context& ctx, const BfsPlan& plan, BfsPlan::Impl& p, const std::string& matrix_fp,
-                            const std::vector<int32_t>& sources, double trial_ms);
+using BfsNote = std::function<void(BfsPlan&, std::string)>;
+
+// The auto plan or push_plan(): the tuning DB's recorded outcome, else the faster of the two on
+// BFSs from `sources` within the budget; note(plan, text) leaves what decided in its explain.
+BfsPlan bfs_direction_by_trial(Context& ctx, BfsPlan auto_plan, const std::function<BfsPlan()>& push_plan,
+                               const BfsNote& note, const std::string& matrix_fp, const std::vector<int32_t>& sources,
+                               int64_t entries, double trial_ms);
 
 // The trial's sources: the vertex of most out-edges and two others with edges (a third and two
 // thirds of the way through the vertices), each once.
@@ -277,10 +281,17 @@ BfsPlan BfsPlan::build_impl(Context& ctx, PatternGraph g, const BfsOptions& opt,
   finish_bfs(ctx, *p, opt);
   const bool trial =
       !opt.config && opt.direction == BfsDirection::Auto && !opt.profile && p->config.source != ConfigSource::Tuned;
-  const std::vector<int32_t> sources = trial ? detail::bfs_trial_sources(g) : std::vector<int32_t>{};
+  const int64_t entries = p->stats.entries;
   BfsPlan plan(std::move(p));
-  if (trial) detail::bfs_direction_by_trial(ctx, plan, *plan.impl_, matrix_fp, sources, opt.trial_ms);
-  return plan;
+  if (!trial) return plan;
+  auto push_plan = [&] {
+    BfsOptions o = opt;
+    o.direction = BfsDirection::Push;
+    return build_impl(ctx, g, o, config, matrix_fp);
+  };
+  auto note = [](BfsPlan& b, std::string text) { b.impl_->trial = std::move(text); };
+  return detail::bfs_direction_by_trial(ctx, std::move(plan), push_plan, note, matrix_fp, detail::bfs_trial_sources(g),
+                                        entries, opt.trial_ms);
 }
 
 namespace {
@@ -467,32 +478,33 @@ const KernelInfo& BfsPlan::kernel() const { return impl_->kernel; }
 
 namespace detail {
 
-void bfs_direction_by_trial(Context& ctx, const BfsPlan& plan, BfsPlan::Impl& p, const std::string& matrix_fp,
-                            const std::vector<int32_t>& sources, double trial_ms) {
+BfsPlan bfs_direction_by_trial(Context& ctx, BfsPlan auto_plan, const std::function<BfsPlan()>& push_plan,
+                               const BfsNote& note, const std::string& matrix_fp, const std::vector<int32_t>& sources,
+                               int64_t entries, double trial_ms) {
   const std::string dev = ctx.device().record().fingerprint;
-  const float auto_alpha = static_cast<float>(p.typed.alpha);
   if (auto rec = lookup_plan_choice(dev, matrix_fp, "bfs", "")) {
-    if (rec->choice == kBfsPushOnly) p.typed.alpha = kBfsPushOnlyAlpha;
-    p.trial = fmt::format("trial recorded in the tuning DB: {} ({})", rec->choice, rec->detail.dump());
-    return;
+    BfsPlan kept = rec->choice == kBfsPushOnly ? push_plan() : std::move(auto_plan);
+    note(kept, fmt::format("trial recorded in the tuning DB: {} ({})", rec->choice, rec->detail.dump()));
+    return kept;
   }
-  const double budget = trial_budget_ms(trial_ms, static_cast<int64_t>(p.stats.entries));
-  if (budget <= 0 || sources.empty()) return;
-  DeviceBuffer<int32_t> levels(static_cast<size_t>(std::max(p.n, 1)));
-  auto all_sources = [&](float alpha, void* stream) {
-    p.typed.alpha = alpha;
-    for (int32_t s : sources) plan.run(s, levels.ptr(), 0, stream);
+  const double budget = trial_budget_ms(trial_ms, entries);
+  if (budget <= 0 || sources.empty()) return auto_plan;
+  BfsPlan push = push_plan();
+  DeviceBuffer<int32_t> levels(static_cast<size_t>(std::max(auto_plan.stats().vertices, 1)));
+  auto all_sources = [&](const BfsPlan& b, void* stream) {
+    for (int32_t s : sources) b.run(s, levels.ptr(), 0, stream);
   };
   const std::vector<TrialRun> runs = {
-      {"auto", [&](void* s) { all_sources(auto_alpha, s); }},
-      {kBfsPushOnly, [&](void* s) { all_sources(static_cast<float>(kBfsPushOnlyAlpha), s); }},
+      {"auto", [&](void* s) { all_sources(auto_plan, s); }},
+      {kBfsPushOnly, [&](void* s) { all_sources(push, s); }},
   };
   const TrialResult r = time_candidates(ctx, runs, budget);
-  p.typed.alpha = r.best == 0 ? auto_alpha : kBfsPushOnlyAlpha;
   std::string why;
-  const bool kept = record_plan_choice(trial_choice(ctx, matrix_fp, "bfs", "", runs, r), &why);
-  p.trial = fmt::format("plan-time trial over {} sources: {}{}", sources.size(), trial_text(runs, r),
-                        kept ? "" : "; not recorded: " + why);
+  const bool recorded = record_plan_choice(trial_choice(ctx, matrix_fp, "bfs", "", runs, r), &why);
+  BfsPlan& won = r.best == 0 ? auto_plan : push;
+  note(won, fmt::format("plan-time trial over {} sources: {}{}", sources.size(), trial_text(runs, r),
+                        recorded ? "" : "; not recorded: " + why));
+  return std::move(won);
 }
 
 }  // namespace detail
@@ -510,7 +522,7 @@ std::string BfsPlan::explain() const {
                          : std::string());
   out += fmt::format("  config ({}): {}{}\n", to_string(p.config.source), p.config.params.dump(),
                      p.config.note.empty() ? "" : " — " + p.config.note);
-  if (!p.trial.empty()) out += fmt::format("  direction: {}; alpha used {}\n", p.trial, p.typed.alpha);
+  if (!p.trial.empty()) out += fmt::format("  direction policy chosen by {}\n", p.trial);
   if (s.views_in_place)
     out += fmt::format(
         "  the caller's views read in place (64-bit row offsets, {} bytes); the plan's own device bytes {}\n",

@@ -1,6 +1,6 @@
-// calibrate_decode (include/dbsparse/decode_linear.hpp): each dense-or-bitmap mapping timed on a
-// synthetic layer, its share of the copy bandwidth solved from the cost model's own terms, so that
-// the model reproduces the time measured at that point on this device.
+// calibrate_decode (include/dbsparse/decode_linear.hpp): each dense-or-bitmap mapping timed on two
+// synthetic layers of LLM shapes, its fixed cost and its share of the copy bandwidth solved from
+// the cost model's own terms, so that the model reproduces both times on this device.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -17,19 +17,20 @@
 namespace dbsparse {
 namespace {
 
-// An LLM projection's shape (8192 x 4096: between a 7-8B model's q and its MLP), f16, each weight
-// kept with probability 1/2: large enough that every mapping fills the GPU.
-constexpr int32_t kRows = 8192, kCols = 4096;
+// Two projections of a 7-8B model (its q and its MLP's gate), f16, each weight kept with
+// probability 1/2: both fill the GPU, and their bytes differ by 3.5x, which separates the fixed
+// cost from the bandwidth.
+constexpr int32_t kCols = 4096, kSmallRows = 4096, kLargeRows = 14336;
 constexpr int kCallsPerGraph = 20;
 
-CompactLayer synthetic_layer() {
+CompactLayer synthetic_layer(int32_t rows) {
   CompactLayer l;
   l.name = "calibration";
   l.dtype = DecodeDtype::F16;
   auto& w = l.w;
-  w.rows = kRows;
+  w.rows = rows;
   w.cols = kCols;
-  w.strips = (kRows + kBitmapStripRows - 1) / kBitmapStripRows;
+  w.strips = (rows + kBitmapStripRows - 1) / kBitmapStripRows;
   std::mt19937 rng(7);
   const size_t segments = static_cast<size_t>(w.cols) * w.strips;
   w.masks.resize(segments * 32);
@@ -72,10 +73,52 @@ double time_call_us(const std::vector<DecodeLinearPlan>& copies, uint64_t x, uin
 
 }  // namespace
 
+namespace {
+
+struct Point {
+  DecodeMapping mapping;
+  const char* name;
+  double act_density;
+};
+
+// Per call, us, of the mapping on `layer` at the point's activation density.
+double time_point(Context& ctx, const CompactLayer& layer, const Point& pt, float tau_half, uint64_t x,
+                  const Stream& s) {
+  DecodeLinearOptions o;
+  o.dtype = DecodeDtype::F16;
+  o.mapping = pt.mapping;
+  o.tau = pt.act_density < 1 ? tau_half : 0.0f;
+  std::vector<DecodeLinearPlan> copies;
+  copies.push_back(plan_decode_linear(ctx, layer, o));
+  // Enough copies that a graph's calls read three L2s: the weights come from device memory.
+  const int64_t per_call = std::max<int64_t>(copies[0].weight_bytes(), 1);
+  const int n = static_cast<int>(std::clamp<int64_t>((3 * ctx.device().l2_bytes + per_call - 1) / per_call, 1, 16));
+  while (static_cast<int>(copies.size()) < n) copies.push_back(copies[0].clone());
+  DeviceBuffer<uint16_t> y(static_cast<size_t>(layer.w.rows));
+  return time_call_us(copies, x, y.ptr(), s);
+}
+
+// The fixed cost and share that put the model through both measured points (f, s from
+// t = f + bytes / (s * fill * bw), fill 1 at both shapes when their grids fill the GPU); the
+// default fixed cost and the large point's share where the two do not give a sane pair.
+std::pair<double, double> solve_fixed_and_share(const DecodeModelTerms& small, double t_small,
+                                                const DecodeModelTerms& large, double t_large, const DeviceProfile& d) {
+  auto fill = [&](const DecodeModelTerms& t) { return std::min(1.0, t.blocks / std::max(d.sm_count, 1)); };
+  const double bw = d.copy_bytes_per_s * 1e-6;  // bytes per us
+  const double ws = small.bytes / fill(small), wl = large.bytes / fill(large);
+  double share = (wl - ws) / ((t_large - t_small) * bw), fixed = t_small - ws / (share * bw);
+  if (!(t_large > t_small && share > 0.05 && share < 2.0 && fixed > 0.3 && fixed < 30.0)) {
+    fixed = large.fixed_us;
+    share = wl / (std::max(t_large - fixed, 0.5) * bw);
+  }
+  return {fixed, std::clamp(share, 0.05, 2.0)};
+}
+
+}  // namespace
+
 void calibrate_decode(Context& ctx, DeviceProfile& device, const std::function<void(const std::string&)>& progress) {
   ctx.make_current();
-  const CompactLayer layer = synthetic_layer();
-  const double weight_density = static_cast<double>(layer.w.nnz()) / (double{kRows} * kCols);
+  const CompactLayer small = synthetic_layer(kSmallRows), large = synthetic_layer(kLargeRows);
   // x: every entry nonzero; tau at the median |x| keeps half of them.
   std::vector<float> xf(kCols);
   std::mt19937 rng(11);
@@ -86,45 +129,28 @@ void calibrate_decode(Context& ctx, DeviceProfile& device, const std::function<v
   std::nth_element(mag.begin(), mag.begin() + kCols / 2, mag.end());
   const float tau_half = mag[kCols / 2];
   const std::vector<uint16_t> xh = floats_to_half(xf);
-  DeviceBuffer<uint16_t> x{std::span<const uint16_t>(xh)}, y(kRows);
+  DeviceBuffer<uint16_t> x{std::span<const uint16_t>(xh)};
   Stream s(ctx);
-
-  struct Point {
-    DecodeMapping mapping;
-    const char* name;
-    double act_density;
-  };
   for (const Point& pt :
        {Point{DecodeMapping::Ring, "ring", 1.0}, Point{DecodeMapping::Ring, "ring", 0.5},
         Point{DecodeMapping::DenseColumns, "dense_columns", 1.0},
         Point{DecodeMapping::DenseColumns, "dense_columns", 0.5}, Point{DecodeMapping::Dense, "dense", 1.0}}) {
-    DecodeLinearOptions o;
-    o.dtype = DecodeDtype::F16;
-    o.mapping = pt.mapping;
-    o.tau = pt.act_density < 1 ? tau_half : 0.0f;
-    std::vector<DecodeLinearPlan> copies;
-    copies.push_back(plan_decode_linear(ctx, layer, o));
-    // Enough copies that a graph's calls read three L2s: the weights come from device memory.
-    const int64_t per_call = std::max<int64_t>(copies[0].weight_bytes(), 1);
-    const int n = static_cast<int>(std::clamp<int64_t>((3 * ctx.device().l2_bytes + per_call - 1) / per_call, 1, 16));
-    while (static_cast<int>(copies.size()) < n) copies.push_back(copies[0].clone());
-    const double us = time_call_us(copies, x.ptr(), y.ptr(), s);
-    const DecodeModelTerms t =
-        decode_model_terms(pt.mapping, kRows, kCols, DecodeDtype::F16, weight_density, pt.act_density);
-    const double fill = std::min(1.0, t.blocks / std::max(device.sm_count, 1));
-    const double moving = us - t.fixed_us;
-    const std::string name = pt.mapping == DecodeMapping::Dense
-                                 ? std::string("decode.dense.share")
-                                 : fmt::format("decode.{}.share.{}", pt.name, pt.act_density < 1 ? "half" : "full");
-    if (moving <= 0.5) {
-      // Faster than the fixed cost alone: the model's terms do not describe this device; keep the
-      // fallback rather than store a share it cannot use.
-      if (progress) progress(fmt::format("{}: {:.1f} us per call, below the fixed cost; not calibrated", name, us));
-      continue;
-    }
-    const double share = std::clamp(t.bytes / (moving * 1e-6 * fill * device.copy_bytes_per_s), 0.05, 1.5);
-    device.calibrations[name] = share;
-    if (progress) progress(fmt::format("{}: {:.1f} us per call, share {:.3f}", name, us, share));
+    const double t_small = time_point(ctx, small, pt, tau_half, x.ptr(), s);
+    const double t_large = time_point(ctx, large, pt, tau_half, x.ptr(), s);
+    auto terms = [&](int32_t rows, const CompactLayer& l) {
+      const double wd = static_cast<double>(l.w.nnz()) / (double{rows} * kCols);
+      return decode_model_terms(pt.mapping, rows, kCols, DecodeDtype::F16, wd, pt.act_density);
+    };
+    const auto [fixed, share] =
+        solve_fixed_and_share(terms(kSmallRows, small), t_small, terms(kLargeRows, large), t_large, device);
+    const std::string base =
+        pt.mapping == DecodeMapping::Dense ? std::string("decode.dense") : fmt::format("decode.{}", pt.name);
+    const std::string suffix = pt.mapping == DecodeMapping::Dense ? "" : pt.act_density < 1 ? ".half" : ".full";
+    device.calibrations[base + ".share" + suffix] = share;
+    device.calibrations[base + ".fixed_us" + suffix] = fixed;
+    if (progress)
+      progress(fmt::format("{}{}: {:.1f} us ({}x{}), {:.1f} us ({}x{}): fixed {:.2f} us, share {:.3f}", base, suffix,
+                           t_small, kSmallRows, kCols, t_large, kLargeRows, kCols, fixed, share));
   }
 }
 

@@ -42,8 +42,9 @@ const char* to_string(DecodeDtype d) { return codegen::to_string(static_cast<cod
 // The cost model: a fixed cost per mapping (launch, list, the sums' atomics and tickets) plus the
 // bytes read over a share of the device's copy bandwidth, less where the grid has fewer blocks than
 // SMs. The bandwidth and SM count are the device profile's; each mapping's share is the profile's
-// calibration (measured by calibrate_decode on the device, at half and at all activations kept,
-// interpolated between), else the share fitted where the model was first built. The fit and its
+// calibration, and so is its fixed cost (measured by calibrate_decode on the device, at half and at
+// all activations kept, interpolated between), else the values fitted where the model was first
+// built. The fit and its
 // misses: docs/decisions/decode-cost-model.md.
 namespace {
 
@@ -53,11 +54,12 @@ constexpr double kDenseFixedUs = 4.0, kDenseShare = 0.92;
 // The ring reads, per kept column and strip, the strip's 32 mask words and its segment offset.
 constexpr double kRingSegmentHeaderBytes = 32 * 4 + 4;
 
-// The share at act_density rho: the calibration at half and at all kept, linear between them and
-// held outside.
-double share_at(const DeviceProfile& p, const std::string& mapping, double fallback, double rho) {
-  const double half = p.calibration(fmt::format("decode.{}.share.half", mapping), fallback);
-  const double full = p.calibration(fmt::format("decode.{}.share.full", mapping), fallback);
+// A calibrated quantity ("share", "fixed_us") at act_density rho: the calibration at half and at
+// all kept, linear between them and held outside.
+double calibrated_at(const DeviceProfile& p, const std::string& mapping, const char* what, double fallback,
+                     double rho) {
+  const double half = p.calibration(fmt::format("decode.{}.{}.half", mapping, what), fallback);
+  const double full = p.calibration(fmt::format("decode.{}.{}.full", mapping, what), fallback);
   const double t = std::clamp((rho - 0.5) / 0.5, 0.0, 1.0);
   return half + (full - half) * t;
 }
@@ -102,11 +104,24 @@ DecodeModelTerms decode_model_terms(DecodeMapping m, int32_t rows, int32_t cols,
 double decode_model_share(DecodeMapping m, double act_density, const DeviceProfile& p) {
   switch (m) {
     case DecodeMapping::Ring:
-      return share_at(p, "ring", kRingShare, act_density);
+      return calibrated_at(p, "ring", "share", kRingShare, act_density);
     case DecodeMapping::DenseColumns:
-      return share_at(p, "dense_columns", kColsShare, act_density);
+      return calibrated_at(p, "dense_columns", "share", kColsShare, act_density);
     case DecodeMapping::Dense:
       return p.calibration("decode.dense.share", kDenseShare);
+    default:
+      return std::nan("");
+  }
+}
+
+double decode_model_fixed_us(DecodeMapping m, double act_density, const DeviceProfile& p) {
+  switch (m) {
+    case DecodeMapping::Ring:
+      return calibrated_at(p, "ring", "fixed_us", kRingFixedUs, act_density);
+    case DecodeMapping::DenseColumns:
+      return calibrated_at(p, "dense_columns", "fixed_us", kColsFixedUs, act_density);
+    case DecodeMapping::Dense:
+      return p.calibration("decode.dense.fixed_us", kDenseFixedUs);
     default:
       return std::nan("");
   }
@@ -121,8 +136,9 @@ double decode_model_us(const DecodeModelTerms& t, double share, const DeviceProf
 DecodeCosts estimate_decode_costs(int32_t rows, int32_t cols, DecodeDtype dtype, double weight_density,
                                   double act_density, const DeviceProfile& device) {
   auto us = [&](DecodeMapping m) {
-    return decode_model_us(decode_model_terms(m, rows, cols, dtype, weight_density, act_density),
-                           decode_model_share(m, act_density, device), device);
+    DecodeModelTerms t = decode_model_terms(m, rows, cols, dtype, weight_density, act_density);
+    t.fixed_us = decode_model_fixed_us(m, act_density, device);
+    return decode_model_us(t, decode_model_share(m, act_density, device), device);
   };
   return DecodeCosts{us(DecodeMapping::Ring), us(DecodeMapping::DenseColumns), us(DecodeMapping::Dense)};
 }

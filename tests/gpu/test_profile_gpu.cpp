@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 #include "gpu/gpu_support.hpp"
 #include "tools/ops/registry.hpp"
 
@@ -47,13 +49,20 @@ TEST_CASE("DeviceProfileMeasuredIsSane") {
 
 TEST_CASE("DeviceProfileWithCalibrationsRoundTripsThroughTheDb") {
   DeviceProfile p = dbsparse::tools::measure_profile(ctx(), {});
-  for (const char* name : {"decode.ring.share.full", "decode.ring.share.half", "decode.dense_columns.share.full",
-                           "decode.dense_columns.share.half", "decode.dense.share"}) {
-    INFO(name);
-    REQUIRE(p.calibrations.count(name) == 1);
-    CHECK(p.calibrations.at(name) > 0.05);
-    CHECK(p.calibrations.at(name) < 1.5);
-  }
+  for (const char* mapping : {"ring", "dense_columns", "dense"})
+    for (const char* at : {".full", ".half"}) {
+      const std::string suffix = std::string(mapping) == "dense" ? "" : at;
+      const std::string share = fmt::format("decode.{}.share{}", mapping, suffix);
+      const std::string fixed = fmt::format("decode.{}.fixed_us{}", mapping, suffix);
+      INFO(share);
+      REQUIRE(p.calibrations.count(share) == 1);
+      REQUIRE(p.calibrations.count(fixed) == 1);
+      // A share above 1: the kernel reads faster than the copy (reads alone, no writes).
+      CHECK(p.calibrations.at(share) > 0.05);
+      CHECK(p.calibrations.at(share) < 2.0);
+      CHECK(p.calibrations.at(fixed) > 0.3);
+      CHECK(p.calibrations.at(fixed) < 30);
+    }
   const auto dir = dbs_test::temp_dir("profile-db");
   auto db = TuningDb::open((dir / "tuning.db").string());
   db->set_device_profile(p.device_fp, p.to_json(), p.measured_at);

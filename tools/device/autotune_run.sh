@@ -24,7 +24,7 @@ while [ $# -gt 0 ]; do
   mode=$1; shift
   case $mode in
     tests)
-      timeout 400 "$D/bin/test_gpu" -tc='DeviceProfile*,*PlanTrial*,CheckAuto*,Spmm*,Bfs*,*Decode*,SparseLinear*' \
+      timeout 400 "$D/bin/test_gpu" -tc="${TESTS:-DeviceProfile*,*PlanTrial*,CheckAuto*,Spmm*,Bfs*,*Decode*,SparseLinear*}" \
         >"$OUT/tests.log" 2>&1
       echo "tests exit $?"; tail -3 "$OUT/tests.log" ;;
     profile)
@@ -38,7 +38,7 @@ while [ $# -gt 0 ]; do
       set_name=$1; shift
       mats=$DBSPARSE_MATRICES
       [ "$set_name" = public ] && mats=$DBSPARSE_PUBLIC_MATRICES
-      for op in spmm bfs spmspv spmv; do
+      for op in ${AUTO_OPS:-spmm bfs spmspv spmv}; do
         extra=""
         [ $op = spmm ] && extra="--n 32,128"
         DBSPARSE_MATRICES=$mats timeout ${AUTO_TIMEOUT:-120} "$B" bench $op $(suite_args "$set_name") $extra \
