@@ -142,22 +142,24 @@ BfsPlan bfs_direction_by_trial(Context& ctx, BfsPlan auto_plan, const std::funct
                                const BfsNote& note, const std::string& matrix_fp, const std::vector<int32_t>& sources,
                                int64_t entries, double trial_ms);
 
-// The trial's sources: the vertex of most out-edges and two others with edges (a third and two
-// thirds of the way through the vertices), each once.
+// The trial's sources: up to four vertices with out-edges, drawn by a fixed generator, as a user's
+// searches start anywhere (a hub alone would favour pulling).
 std::vector<int32_t> bfs_trial_sources(const PatternGraph& g) {
   std::vector<int32_t> out;
-  if (g.n == 0) return out;
-  int32_t best = 0;
-  for (int32_t v = 1; v < g.n; ++v)
-    if (g.row_ptr[v + 1] - g.row_ptr[v] > g.row_ptr[best + 1] - g.row_ptr[best]) best = v;
-  if (g.row_ptr[best + 1] == g.row_ptr[best]) return out;  // no edges: nothing to time
-  out.push_back(best);
-  for (int32_t start : {g.n / 3, 2 * (g.n / 3)}) {
-    int32_t v = start;
-    while (v < g.n && (g.row_ptr[v + 1] == g.row_ptr[v] || v == best)) ++v;
-    if (v < g.n && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  uint64_t state = 0x9E3779B97F4A7C15ull;
+  for (int tries = 0; tries < 256 && out.size() < 4 && g.n > 0; ++tries) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    const auto v = static_cast<int32_t>((state >> 33) % static_cast<uint64_t>(g.n));
+    if (g.row_ptr[v + 1] > g.row_ptr[v] && std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
   }
   return out;
+}
+
+// Auto on a graph below the trial's size, with nothing tuned or asked: push only. On such graphs the
+// direction policy's per-level work costs more than its pulls save (docs/decisions/plan-trials.md).
+bool bfs_small_auto_takes_push(const BfsOptions& opt, const Config& config, int64_t entries) {
+  return opt.direction == BfsDirection::Auto && !opt.config && !opt.profile && opt.trial_ms < 0 &&
+         config.source != ConfigSource::Tuned && entries < kTrialMinNnz;
 }
 
 }  // namespace detail
@@ -249,6 +251,14 @@ BfsPlan BfsPlan::build(Context& ctx, const PatternGraph& g, const BfsOptions& op
 
 BfsPlan BfsPlan::build_impl(Context& ctx, PatternGraph g, const BfsOptions& opt, const Config& config,
                             const std::string& matrix_fp) {
+  if (detail::bfs_small_auto_takes_push(opt, config, g.entries())) {
+    BfsOptions o = opt;
+    o.direction = BfsDirection::Push;
+    BfsPlan plan = build_impl(ctx, std::move(g), o, config, matrix_fp);
+    plan.impl_->trial = fmt::format("size: auto on a graph of {} entries (< {}) pushes only", plan.stats().entries,
+                                    detail::kTrialMinNnz);
+    return plan;
+  }
   ctx.make_current();
   if (static_cast<int64_t>(g.n) + 32 > INT32_MAX) throw UsageError("plan_bfs: too many vertices for int32 indices");
   require_device_bytes(

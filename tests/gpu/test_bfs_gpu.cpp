@@ -57,6 +57,7 @@ void check_bfs(const std::string& name, const CsrMatrix<T>& a, std::vector<int32
     opt.launch = v.launch;
     opt.transpose = transpose;
     opt.config = config;
+    opt.trial_ms = 0;  // each variant's own kernel: no trial, no size rule turning auto into push
     BfsPlan plan = plan_bfs(ctx(), a, opt);
     DeviceBuffer<int32_t> levels(static_cast<size_t>(g.n)), parents(static_cast<size_t>(g.n));
     for (int32_t s : mine) {

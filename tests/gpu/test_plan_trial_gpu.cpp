@@ -98,7 +98,7 @@ TEST_CASE("BfsPlanTrialIsRecordedReusedAndCorrect") {
   o.trial_ms = 50;
   const BfsPlan plan = plan_bfs(ctx(), gen, o);
   INFO(plan.explain());
-  CHECK(plan.explain().find("plan-time trial over 3 sources") != std::string::npos);
+  CHECK(plan.explain().find("plan-time trial over 4 sources") != std::string::npos);
   const auto rec = TuningDb::open(db.path, true)
                        ->plan_choice(ctx().device().record().fingerprint, structure_fingerprint(gen), "bfs", "");
   REQUIRE(rec.has_value());
@@ -114,4 +114,25 @@ TEST_CASE("BfsPlanTrialIsRecordedReusedAndCorrect") {
   const std::string text = explain_in_fresh_process(db, gen, "bfs");
   INFO(text);
   CHECK(text.find("trial recorded in the tuning DB: " + rec->choice) != std::string::npos);
+}
+
+TEST_CASE("BfsAutoOnASmallGraphPushesUnlessAskedOtherwise") {
+  const TempDb db("trial-bfs-small");
+  const auto gen = generate("stencil2d:n=100");  // 10,000 vertices, under 50,000 entries
+  const BfsPlan plain = plan_bfs(ctx(), gen);
+  INFO(plain.explain());
+  CHECK(plain.direction() == BfsDirection::Push);
+  CHECK(plain.explain().find("size: auto on a graph of") != std::string::npos);
+  BfsOptions keep;
+  keep.trial_ms = 0;  // the policy as asked: no size rule
+  CHECK(plan_bfs(ctx(), gen, keep).direction() == BfsDirection::Auto);
+  // Asked for a trial, the small graph gets one.
+  BfsOptions asked;
+  asked.trial_ms = 20;
+  CHECK(plan_bfs(ctx(), gen, asked).explain().find("plan-time trial") != std::string::npos);
+  DeviceBuffer<int32_t> levels(static_cast<size_t>(gen.rows));
+  Stream s(ctx());
+  plain.run(0, levels, s);
+  s.synchronize();
+  CHECK(levels.download() == reference::bfs(gen, 0).level);
 }
