@@ -55,16 +55,21 @@ struct DecodeModelTerms {
 };
 DecodeModelTerms decode_model_terms(DecodeMapping m, int32_t rows, int32_t cols, DecodeDtype dtype,
                                     double weight_density, double act_density);
-// The share of the copy bandwidth the mapping reaches on `device` at that activation density, and
-// its fixed cost there (each the device's calibration, else the fitted fallback).
-double decode_model_share(DecodeMapping m, double act_density, const DeviceProfile& device);
-double decode_model_fixed_us(DecodeMapping m, double act_density, const DeviceProfile& device);
+// A call's work: its bytes over its grid's fill of the device's SMs.
+double decode_model_work(const DecodeModelTerms& t, const DeviceProfile& device);
+// The share of the copy bandwidth the mapping reaches on `device` at that activation density and
+// work, and its fixed cost there (each the device's calibration, from the segment its work falls
+// in, else the fitted fallback).
+double decode_model_share(DecodeMapping m, double act_density, double work, const DeviceProfile& device);
+double decode_model_fixed_us(DecodeMapping m, double act_density, double work, const DeviceProfile& device);
 double decode_model_us(const DecodeModelTerms& t, double share, const DeviceProfile& device);
 
-// Times the ring, dense-columns and dense mappings on two synthetic f16 layers of LLM shapes (half
-// the weights kept; all and half of the activations), by CUDA graph replay with the weights rotated
-// past the L2, and stores each one's fixed cost and share in device.calibrations
-// ("decode.<mapping>.fixed_us|share.full|half"); `progress` gets a line per mapping. About 3 s.
+// Times the ring, dense-columns and dense mappings on three synthetic f16 layers of LLM shapes
+// (1024, 4096 and 14336 x 4096, half the weights kept; all and half of the activations), by CUDA
+// graph replay with the weights rotated past the L2, and stores each one's fixed cost and share
+// fitted through the two larger layers ("decode.<mapping>.fixed_us|share.full|half"), through the
+// two smaller ones (the same names + ".small") and the work between them
+// ("decode.<mapping>.split_bytes.full|half"); `progress` gets a line per mapping. About 4 s.
 void calibrate_decode(Context& ctx, DeviceProfile& device,
                       const std::function<void(const std::string&)>& progress = {});
 

@@ -17,10 +17,10 @@
 namespace dbsparse {
 namespace {
 
-// Two projections of a 7-8B model (its q and its MLP's gate), f16, each weight kept with
-// probability 1/2: both fill the GPU, and their bytes differ by 3.5x, which separates the fixed
-// cost from the bandwidth.
-constexpr int32_t kCols = 4096, kSmallRows = 4096, kLargeRows = 14336;
+// Three projections of a 7-8B model (its k, q and MLP gate), f16, each weight kept with probability
+// 1/2: their bytes differ by 4x and 3.5x, which separates the fixed cost from the bandwidth in
+// each of the two segments between them.
+constexpr int32_t kCols = 4096, kSmallRows = 1024, kMiddleRows = 4096, kLargeRows = 14336;
 constexpr int kCallsPerGraph = 20;
 
 CompactLayer synthetic_layer(int32_t rows) {
@@ -118,7 +118,8 @@ std::pair<double, double> solve_fixed_and_share(const DecodeModelTerms& small, d
 
 void calibrate_decode(Context& ctx, DeviceProfile& device, const std::function<void(const std::string&)>& progress) {
   ctx.make_current();
-  const CompactLayer small = synthetic_layer(kSmallRows), large = synthetic_layer(kLargeRows);
+  const CompactLayer small = synthetic_layer(kSmallRows), middle = synthetic_layer(kMiddleRows),
+                     large = synthetic_layer(kLargeRows);
   // x: every entry nonzero; tau at the median |x| keeps half of them.
   std::vector<float> xf(kCols);
   std::mt19937 rng(11);
@@ -136,21 +137,28 @@ void calibrate_decode(Context& ctx, DeviceProfile& device, const std::function<v
         Point{DecodeMapping::DenseColumns, "dense_columns", 1.0},
         Point{DecodeMapping::DenseColumns, "dense_columns", 0.5}, Point{DecodeMapping::Dense, "dense", 1.0}}) {
     const double t_small = time_point(ctx, small, pt, tau_half, x.ptr(), s);
+    const double t_middle = time_point(ctx, middle, pt, tau_half, x.ptr(), s);
     const double t_large = time_point(ctx, large, pt, tau_half, x.ptr(), s);
-    auto terms = [&](int32_t rows, const CompactLayer& l) {
-      const double wd = static_cast<double>(l.w.nnz()) / (double{rows} * kCols);
-      return decode_model_terms(pt.mapping, rows, kCols, DecodeDtype::F16, wd, pt.act_density);
+    auto terms = [&](const CompactLayer& l) {
+      const double wd = static_cast<double>(l.w.nnz()) / (double{l.w.rows} * kCols);
+      return decode_model_terms(pt.mapping, l.w.rows, kCols, DecodeDtype::F16, wd, pt.act_density);
     };
-    const auto [fixed, share] =
-        solve_fixed_and_share(terms(kSmallRows, small), t_small, terms(kLargeRows, large), t_large, device);
-    const std::string base =
-        pt.mapping == DecodeMapping::Dense ? std::string("decode.dense") : fmt::format("decode.{}", pt.name);
-    const std::string suffix = pt.mapping == DecodeMapping::Dense ? "" : pt.act_density < 1 ? ".half" : ".full";
-    device.calibrations[base + ".share" + suffix] = share;
-    device.calibrations[base + ".fixed_us" + suffix] = fixed;
+    const auto [fixed, share] = solve_fixed_and_share(terms(middle), t_middle, terms(large), t_large, device);
+    const auto [fixed_s, share_s] = solve_fixed_and_share(terms(small), t_small, terms(middle), t_middle, device);
+    const bool dense = pt.mapping == DecodeMapping::Dense;
+    const std::string base = dense ? std::string("decode.dense") : fmt::format("decode.{}", pt.name);
+    const std::string at = dense ? "" : pt.act_density < 1 ? ".half" : ".full";
+    device.calibrations[base + ".share" + at] = share;
+    device.calibrations[base + ".fixed_us" + at] = fixed;
+    device.calibrations[base + ".share" + at + ".small"] = share_s;
+    device.calibrations[base + ".fixed_us" + at + ".small"] = fixed_s;
+    device.calibrations[base + ".split_bytes" + at] = decode_model_work(terms(middle), device);
     if (progress)
-      progress(fmt::format("{}{}: {:.1f} us ({}x{}), {:.1f} us ({}x{}): fixed {:.2f} us, share {:.3f}", base, suffix,
-                           t_small, kSmallRows, kCols, t_large, kLargeRows, kCols, fixed, share));
+      progress(
+          fmt::format("{}{}: {:.1f} / {:.1f} / {:.1f} us at {} / {} / {} x {}: fixed {:.2f} / {:.2f} us, share "
+                      "{:.3f} / {:.3f} (small / large segment)",
+                      base, at, t_small, t_middle, t_large, kSmallRows, kMiddleRows, kLargeRows, kCols, fixed_s, fixed,
+                      share_s, share));
   }
 }
 

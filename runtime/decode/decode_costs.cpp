@@ -55,13 +55,27 @@ constexpr double kDenseFixedUs = 4.0, kDenseShare = 0.92;
 constexpr double kRingSegmentHeaderBytes = 32 * 4 + 4;
 
 // A calibrated quantity ("share", "fixed_us") at act_density rho: the calibration at half and at
-// all kept, linear between them and held outside.
-double calibrated_at(const DeviceProfile& p, const std::string& mapping, const char* what, double fallback,
-                     double rho) {
-  const double half = p.calibration(fmt::format("decode.{}.{}.half", mapping, what), fallback);
-  const double full = p.calibration(fmt::format("decode.{}.{}.full", mapping, what), fallback);
+// all kept, linear between them and held outside. seg ".small" reads the segment fitted between
+// the smaller layers, where the model has one (else the larger layers').
+double calibrated_at(const DeviceProfile& p, const std::string& mapping, const char* what, double fallback, double rho,
+                     const char* seg) {
+  auto one = [&](const char* at) {
+    const std::string name = fmt::format("decode.{}.{}.{}", mapping, what, at);
+    return p.calibration(name + seg, p.calibration(name, fallback));
+  };
+  const double half = one("half"), full = one("full");
   const double t = std::clamp((rho - 0.5) / 0.5, 0.0, 1.0);
   return half + (full - half) * t;
+}
+
+// ".small" where a call's work (bytes over the grid's fill) is below the split the calibration
+// measured between its small and middle layers; "" otherwise or without a calibration.
+const char* segment(const std::string& name, double rho, double work, const DeviceProfile& p) {
+  const std::string key = name == "dense"
+                              ? "decode.dense.split_bytes"
+                              : fmt::format("decode.{}.split_bytes.{}", name, rho >= 0.75 ? "full" : "half");
+  const double split = p.calibration(key, 0);
+  return split > 0 && work < split ? ".small" : "";
 }
 
 }  // namespace
@@ -101,27 +115,37 @@ DecodeModelTerms decode_model_terms(DecodeMapping m, int32_t rows, int32_t cols,
   return t;
 }
 
-double decode_model_share(DecodeMapping m, double act_density, const DeviceProfile& p) {
+double decode_model_work(const DecodeModelTerms& t, const DeviceProfile& p) {
+  return t.bytes / std::min(1.0, t.blocks / std::max(p.sm_count, 1));
+}
+
+double decode_model_share(DecodeMapping m, double act_density, double work, const DeviceProfile& p) {
   switch (m) {
     case DecodeMapping::Ring:
-      return calibrated_at(p, "ring", "share", kRingShare, act_density);
+      return calibrated_at(p, "ring", "share", kRingShare, act_density, segment("ring", act_density, work, p));
     case DecodeMapping::DenseColumns:
-      return calibrated_at(p, "dense_columns", "share", kColsShare, act_density);
-    case DecodeMapping::Dense:
-      return p.calibration("decode.dense.share", kDenseShare);
+      return calibrated_at(p, "dense_columns", "share", kColsShare, act_density,
+                           segment("dense_columns", act_density, work, p));
+    case DecodeMapping::Dense: {
+      const std::string seg = segment("dense", 1.0, work, p);
+      return p.calibration("decode.dense.share" + seg, p.calibration("decode.dense.share", kDenseShare));
+    }
     default:
       return std::nan("");
   }
 }
 
-double decode_model_fixed_us(DecodeMapping m, double act_density, const DeviceProfile& p) {
+double decode_model_fixed_us(DecodeMapping m, double act_density, double work, const DeviceProfile& p) {
   switch (m) {
     case DecodeMapping::Ring:
-      return calibrated_at(p, "ring", "fixed_us", kRingFixedUs, act_density);
+      return calibrated_at(p, "ring", "fixed_us", kRingFixedUs, act_density, segment("ring", act_density, work, p));
     case DecodeMapping::DenseColumns:
-      return calibrated_at(p, "dense_columns", "fixed_us", kColsFixedUs, act_density);
-    case DecodeMapping::Dense:
-      return p.calibration("decode.dense.fixed_us", kDenseFixedUs);
+      return calibrated_at(p, "dense_columns", "fixed_us", kColsFixedUs, act_density,
+                           segment("dense_columns", act_density, work, p));
+    case DecodeMapping::Dense: {
+      const std::string seg = segment("dense", 1.0, work, p);
+      return p.calibration("decode.dense.fixed_us" + seg, p.calibration("decode.dense.fixed_us", kDenseFixedUs));
+    }
     default:
       return std::nan("");
   }
@@ -137,8 +161,10 @@ DecodeCosts estimate_decode_costs(int32_t rows, int32_t cols, DecodeDtype dtype,
                                   double act_density, const DeviceProfile& device) {
   auto us = [&](DecodeMapping m) {
     DecodeModelTerms t = decode_model_terms(m, rows, cols, dtype, weight_density, act_density);
-    t.fixed_us = decode_model_fixed_us(m, act_density, device);
-    return decode_model_us(t, decode_model_share(m, act_density, device), device);
+    if (!t.applies) return std::nan("");
+    const double work = decode_model_work(t, device);
+    t.fixed_us = decode_model_fixed_us(m, act_density, work, device);
+    return decode_model_us(t, decode_model_share(m, act_density, work, device), device);
   };
   return DecodeCosts{us(DecodeMapping::Ring), us(DecodeMapping::DenseColumns), us(DecodeMapping::Dense)};
 }

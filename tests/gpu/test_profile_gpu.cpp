@@ -57,6 +57,8 @@ TEST_CASE("DeviceProfileWithCalibrationsRoundTripsThroughTheDb") {
       INFO(share);
       REQUIRE(p.calibrations.count(share) == 1);
       REQUIRE(p.calibrations.count(fixed) == 1);
+      REQUIRE(p.calibrations.count(share + ".small") == 1);
+      CHECK(p.calibrations.count(fmt::format("decode.{}.split_bytes{}", mapping, suffix)) == 1);
       // A share above 1: the kernel reads faster than the copy (reads alone, no writes).
       CHECK(p.calibrations.at(share) > 0.05);
       CHECK(p.calibrations.at(share) < 2.0);

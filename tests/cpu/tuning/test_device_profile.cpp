@@ -99,3 +99,19 @@ TEST_CASE("DecodeModelSolvesTheCalibratedShareBack") {
     CHECK(decode_model_us(t, share, h200) == doctest::Approx(measured_us));
   }
 }
+
+TEST_CASE("DecodeModelReadsTheSmallSegmentBelowItsSplit") {
+  DeviceProfile p = dbs_test::recorded_profile("h200");
+  p.copy_bytes_per_s = 1e12;  // 1 byte a picosecond: bytes / 1e6 us at share 1
+  p.calibrations = {{"decode.dense.share", 1.0},
+                    {"decode.dense.fixed_us", 5.0},
+                    {"decode.dense.share.small", 0.5},
+                    {"decode.dense.fixed_us.small", 2.0},
+                    {"decode.dense.split_bytes", 20e6}};
+  // 1024 x 4096 f16 dense: 8,388,608 bytes, 64 x 32 blocks (a full grid): below the split, so
+  // 2 + 8.388608 / 0.5 us; 4096 x 4096 reads 33,554,432 bytes, above it: 5 + 33.554432 us.
+  const DecodeCosts small = estimate_decode_costs(1024, 4096, DecodeDtype::F16, 0.5, 1.0, p);
+  const DecodeCosts large = estimate_decode_costs(4096, 4096, DecodeDtype::F16, 0.5, 1.0, p);
+  CHECK(small.dense_us == doctest::Approx(2.0 + 8.388608 / 0.5));
+  CHECK(large.dense_us == doctest::Approx(5.0 + 33.554432));
+}
