@@ -142,8 +142,8 @@ BfsPlan bfs_direction_by_trial(Context& ctx, BfsPlan auto_plan, const std::funct
                                const BfsNote& note, const std::string& matrix_fp, const std::vector<int32_t>& sources,
                                int64_t entries, double trial_ms);
 
-// The trial's sources: up to four vertices with out-edges, drawn by a fixed generator, as a user's
-// searches start anywhere (a hub alone would favour pulling).
+// The trial's sources: up to four vertices with out-edges (g: the push view), drawn by a fixed
+// generator, as a user's searches start anywhere (a hub alone would favour pulling).
 std::vector<int32_t> bfs_trial_sources(const PatternGraph& g) {
   std::vector<int32_t> out;
   uint64_t state = 0x9E3779B97F4A7C15ull;
@@ -300,7 +300,7 @@ BfsPlan BfsPlan::build_impl(Context& ctx, PatternGraph g, const BfsOptions& opt,
     return build_impl(ctx, g, o, config, matrix_fp);
   };
   auto note = [](BfsPlan& b, std::string text) { b.impl_->trial = std::move(text); };
-  return detail::bfs_direction_by_trial(ctx, std::move(plan), push_plan, note, matrix_fp, detail::bfs_trial_sources(g),
+  return detail::bfs_direction_by_trial(ctx, std::move(plan), push_plan, note, matrix_fp, detail::bfs_trial_sources(pv),
                                         entries, opt.trial_ms);
 }
 

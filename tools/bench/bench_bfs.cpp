@@ -8,6 +8,7 @@
 
 #include "dbsparse/graph.hpp"
 #include "tools/baselines/cusparse_bfs.hpp"
+#include "tools/bench/timing.hpp"
 #include "tools/bench/stats.hpp"
 
 namespace dbsparse::tools {
@@ -94,6 +95,8 @@ nlohmann::json bench_bfs_graph(Context& ctx, const Stream& stream, const NamedMa
   std::string directions;
   std::vector<BfsDirection> dirs = {BfsDirection::Auto};
   if (opt.baselines) dirs.push_back(BfsDirection::Push), dirs.push_back(BfsDirection::Pull);
+  // $DBSPARSE_BENCH_AUTO_LAST=1: auto after the forced directions (an order effect's check).
+  if (auto_timed_last()) std::rotate(dirs.begin(), dirs.begin() + 1, dirs.end());
   DeviceBuffer<int32_t> levels(static_cast<size_t>(std::max(g.n, 1))), parents(static_cast<size_t>(std::max(g.n, 1)));
   for (BfsDirection d : dirs) {
     BfsOptions bo;

@@ -1,4 +1,6 @@
 #pragma once
+#include <cstdlib>
+#include <string>
 // Event timing on a stream, per METHOD.md: warm up, then the median over samples, each sample a
 // batch of back-to-back calls between two events, inputs rotated so the L2 cannot serve them.
 #include <algorithm>
@@ -37,6 +39,13 @@ double measure_copy_bandwidth(void* stream, size_t bytes = size_t(1) << 30);
 
 // Wall-clock timing of whole pipelines (fresh products, applications), which wait for their results.
 using Clock = std::chrono::steady_clock;
+// $DBSPARSE_BENCH_AUTO_LAST=1: benches that time auto beside forced paths time it after them, so
+// that an order effect (clocks, caches warming over a matrix's rows) can be told from auto's cost.
+inline bool auto_timed_last() {
+  const char* v = std::getenv("DBSPARSE_BENCH_AUTO_LAST");
+  return v && std::string(v) == "1";
+}
+
 inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 template <class F>
 double wall_ms(F&& f) {
