@@ -102,28 +102,66 @@ DeviceProfile DeviceProfile::from_json(const nlohmann::json& j) {
 
 namespace {
 
-// Cards measured with `dbsparse profile --measure` (docs/decisions/device-profile.md): matched by
-// the name's model and the SM count, so that a cut-down part of the same name gets the derived
-// profile instead.
-struct BuiltinCard {
-  const char* name_part;
-  int sms;
-  double copy_tbs, l2_read_tbs, launch_us, barrier_us, atomic_ns;
-  std::map<std::string, double> calibrations;
-};
+// Cards measured with `dbsparse profile --measure` (docs/decisions/device-profile.md says when and
+// what each figure is), as that command's JSON: matched by the name's model and the SM count, so
+// that a cut-down part of the same name gets the derived profile instead.
+constexpr const char* kBuiltinCards = R"json([
+ {
+  "name_part": "H100 80GB HBM3",
+  "sms": 132,
+  "measured": "2026-12-06",
+  "profile": {
+   "copy_bytes_per_s": 2762000000000.0,
+   "l2_read_bytes_per_s": 6375000000000.0,
+   "launch_us": 3.432,
+   "grid_barrier_us": 4.694,
+   "atomic_ns": 152.9,
+   "calibrations": {
+    "decode.dense.fixed_us": 6.342,
+    "decode.dense.fixed_us.small": 3.263,
+    "decode.dense.share": 1.197,
+    "decode.dense.share.small": 0.9184,
+    "decode.dense.split_bytes": 33550000.0,
+    "decode.dense_columns.fixed_us.full": 4.216,
+    "decode.dense_columns.fixed_us.full.small": 5.365,
+    "decode.dense_columns.fixed_us.half": 5.607,
+    "decode.dense_columns.fixed_us.half.small": 5.409,
+    "decode.dense_columns.share.full": 1.105,
+    "decode.dense_columns.share.full.small": 1.234,
+    "decode.dense_columns.share.half": 1.175,
+    "decode.dense_columns.share.half.small": 1.132,
+    "decode.dense_columns.split_bytes.full": 33550000.0,
+    "decode.dense_columns.split_bytes.half": 16780000.0,
+    "decode.ring.fixed_us.full": 6.725,
+    "decode.ring.fixed_us.full.small": 8.28,
+    "decode.ring.fixed_us.half": 7.131,
+    "decode.ring.fixed_us.half.small": 6.366,
+    "decode.ring.share.full": 0.7933,
+    "decode.ring.share.full.small": 0.9673,
+    "decode.ring.share.half": 0.6898,
+    "decode.ring.share.half.small": 0.5977,
+    "decode.ring.split_bytes.full": 18940000.0,
+    "decode.ring.split_bytes.half": 9471000.0
+   }
+  }
+ },
+ {
+  "name_part": "H200",
+  "sms": 132,
+  "measured": "copy 2026-11-29; the rest the H100's",
+  "profile": {
+   "copy_bytes_per_s": 4200000000000.0,
+   "l2_read_bytes_per_s": 6400000000000.0,
+   "launch_us": 3.4,
+   "grid_barrier_us": 4.7,
+   "atomic_ns": 153,
+   "calibrations": {}
+  }
+ }
+])json";
 
-const std::vector<BuiltinCard>& builtin_cards() {
-  static const std::vector<BuiltinCard> cards = {
-      {"H100 80GB HBM3", 132, 3.0, 9.0, 2.9, 2.0, 700, {}},
-      {"H200",
-       132,
-       4.2,
-       9.0,
-       2.9,
-       2.0,
-       700,
-       {{"decode.ring.share", 0.40}, {"decode.dense_columns.share", 0.80}, {"decode.dense.share", 0.92}}},
-  };
+const nlohmann::json& builtin_cards() {
+  static const nlohmann::json cards = nlohmann::json::parse(kBuiltinCards);
   return cards;
 }
 
@@ -138,16 +176,18 @@ DeviceProfile builtin_profile(const DeviceInfo& info) {
   p.sm_count = std::max(info.sm_count, 1);
   p.l2_bytes = info.l2_bytes;
   p.shared_per_sm = info.shared_per_sm;
-  for (const BuiltinCard& c : builtin_cards()) {
-    if (info.name.find(c.name_part) == std::string::npos || info.sm_count != c.sms) continue;
+  for (const auto& c : builtin_cards()) {
+    const auto name = c.at("name_part").get<std::string>();
+    if (info.name.find(name) == std::string::npos || info.sm_count != c.at("sms").get<int>()) continue;
+    const auto& f = c.at("profile");
     p.source = ProfileSource::Builtin;
-    p.note = fmt::format("built-in {}", c.name_part);
-    p.copy_bytes_per_s = c.copy_tbs * 1e12;
-    p.l2_read_bytes_per_s = c.l2_read_tbs * 1e12;
-    p.launch_us = c.launch_us;
-    p.grid_barrier_us = c.barrier_us;
-    p.atomic_ns = c.atomic_ns;
-    p.calibrations = c.calibrations;
+    p.note = fmt::format("built-in {} (measured {})", name, c.at("measured").get<std::string>());
+    p.copy_bytes_per_s = f.at("copy_bytes_per_s").get<double>();
+    p.l2_read_bytes_per_s = f.at("l2_read_bytes_per_s").get<double>();
+    p.launch_us = f.at("launch_us").get<double>();
+    p.grid_barrier_us = f.at("grid_barrier_us").get<double>();
+    p.atomic_ns = f.at("atomic_ns").get<double>();
+    p.calibrations = f.at("calibrations").get<std::map<std::string, double>>();
     return p;
   }
   // Unknown card: the peak from the memory clock (double data rate) and bus, and latencies typical

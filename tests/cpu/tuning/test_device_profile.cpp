@@ -29,7 +29,7 @@ DeviceInfo device(const std::string& name, int sms, int64_t mem_khz, int bus_bit
 }  // namespace
 
 TEST_CASE("DeviceProfileJsonRoundTrip") {
-  DeviceProfile p = builtin_profile(device("NVIDIA H100 80GB HBM3", 132, 2619000, 5120));
+  DeviceProfile p = builtin_profile(device("NVIDIA A100-SXM4-80GB", 108, 1593000, 5120));
   p.calibrations["decode.ring.share.full"] = 0.61;
   const DeviceProfile back = DeviceProfile::from_json(p.to_json());
   CHECK(back.source == p.source);
@@ -67,7 +67,8 @@ TEST_CASE("DeviceProfileFromJsonNamesWhatIsWrong") {
 TEST_CASE("BuiltinProfileMatchesKnownCardsByNameAndSms") {
   const DeviceProfile h100 = builtin_profile(device("NVIDIA H100 80GB HBM3", 132, 2619000, 5120));
   CHECK(h100.source == ProfileSource::Builtin);
-  CHECK(h100.copy_bytes_per_s == doctest::Approx(3.0e12));
+  CHECK(h100.copy_bytes_per_s == doctest::Approx(2.762e12));
+  CHECK(h100.calibration("decode.ring.share.full", 0) > 0);  // its decode calibration ships too
   const DeviceProfile h200 = builtin_profile(device("NVIDIA H200", 132, 3201000, 6144));
   CHECK(h200.source == ProfileSource::Builtin);
   CHECK(h200.copy_bytes_per_s == doctest::Approx(4.2e12));
@@ -114,4 +115,25 @@ TEST_CASE("DecodeModelReadsTheSmallSegmentBelowItsSplit") {
   const DecodeCosts large = estimate_decode_costs(4096, 4096, DecodeDtype::F16, 0.5, 1.0, p);
   CHECK(small.dense_us == doctest::Approx(2.0 + 8.388608 / 0.5));
   CHECK(large.dense_us == doctest::Approx(5.0 + 33.554432));
+}
+
+TEST_CASE("DecodeAutoOnTheRecordedH100ProfileTakesWhatWasFastestThere") {
+  // tests/cases/profiles/h100.json was measured with `dbsparse profile --measure` on an H100; the
+  // same call's `decode-bench --model llama-3.1-8b --dtype f16 --act-density 1,0.5` timed every
+  // mapping (2026-12-06, half the weights kept). The fastest there, per layer:
+  const DeviceProfile h100 = dbs_test::recorded_profile("h100");
+  using M = DecodeMapping;
+  auto pick = [&](int32_t rows, int32_t cols, double act) {
+    return choose_decode_mapping(rows, cols, DecodeDtype::F16, 0.5, act, h100);
+  };
+  CHECK(pick(14336, 4096, 1.0) == M::Ring);          // gate: ring 37.3 us, dense 42.0, dense-columns 42.5
+  CHECK(pick(4096, 14336, 1.0) == M::Ring);          // down: ring 35.9, dense 45.6
+  CHECK(pick(28672, 4096, 1.0) == M::Ring);          // gate|up: ring 65.2, dense 78.6
+  CHECK(pick(1024, 4096, 1.0) == M::Dense);          // k: dense 6.82, dense-columns 7.99
+  CHECK(pick(4096, 4096, 1.0) == M::DenseColumns);   // q: dense-columns 15.5, ring 16.0, dense 16.5
+  CHECK(pick(14336, 4096, 0.5) == M::DenseColumns);  // gate: dense-columns 24.2, ring 27.7
+  CHECK(pick(28672, 4096, 0.5) == M::DenseColumns);  // gate|up: dense-columns 43.4, ring 47.2
+  // The same layers on the H200's recorded profile (no calibration: the shares fitted there).
+  const DeviceProfile h200 = dbs_test::recorded_profile("h200");
+  CHECK(choose_decode_mapping(14336, 4096, DecodeDtype::F16, 0.5, 1.0, h200) == M::Dense);
 }
