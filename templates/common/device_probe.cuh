@@ -6,17 +6,15 @@
 namespace dbs {
 
 // A streaming copy of n 16-byte words: device memory's bandwidth when the buffers exceed the L2.
-__global__ void __launch_bounds__(256) probe_copy(const float4* __restrict__ in, float4* __restrict__ out,
-                                                  long long n) {
+__global__ void __launch_bounds__(256)
+    probe_copy(const float4* __restrict__ in, float4* __restrict__ out, long long n) {
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
-  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride)
-    out[i] = in[i];
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) out[i] = in[i];
 }
 
 // Reads n 16-byte words reps times, past L1 (ld.global.cg): the L2's read bandwidth when the
 // buffer fits in it. The sum is written only on an impossible value, so the loads stay.
-__global__ void __launch_bounds__(256) probe_read(const float4* __restrict__ in, long long n, int reps,
-                                                  float* out) {
+__global__ void __launch_bounds__(256) probe_read(const float4* __restrict__ in, long long n, int reps, float* out) {
   const long long stride = static_cast<long long>(gridDim.x) * blockDim.x;
   float acc = 0.f;
   for (int r = 0; r < reps; ++r)
