@@ -45,6 +45,11 @@ BfsPlan bfs_direction_by_trial(Context& ctx, BfsPlan auto_plan, const std::funct
       {kBfsPushOnly, [&](void* s) { all_sources(push, s); }},
   };
   const TrialResult r = time_candidates(ctx, runs, budget);
+  if (!r.complete) {
+    note(auto_plan,
+         fmt::format("no trial: one round of searches took {:.1f} ms, past the {:.0f} ms budget", r.spent_ms, budget));
+    return auto_plan;
+  }
   std::string why;
   const bool recorded = record_plan_choice(trial_choice(ctx, matrix_fp, "bfs", "", runs, r), &why);
   BfsPlan& won = r.best == 0 ? auto_plan : push;

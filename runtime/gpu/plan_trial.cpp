@@ -35,6 +35,10 @@ TrialResult time_candidates(Context& ctx, const std::vector<TrialRun>& runs, dou
       const double ms = b.elapsed_ms_since(a);
       r.spent_ms += ms;
       if (rep > 0) t[i].push_back(ms * 1e3);
+      if (rep == 0 && i == 0 && r.spent_ms > budget_ms) {
+        r.complete = false;
+        return r;
+      }
     }
   }
   for (size_t i = 0; i < runs.size(); ++i) {

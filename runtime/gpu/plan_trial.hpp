@@ -29,11 +29,14 @@ struct TrialRun {
 struct TrialResult {
   std::vector<double> us;  // per candidate, the median; +inf where it was not timed
   size_t best = 0;
-  double spent_ms = 0;  // device time the trial took, warm-ups included
+  double spent_ms = 0;   // device time the trial took, warm-ups included
+  bool complete = true;  // false: the first call alone passed the budget, nothing was compared
 };
 
 // Times each candidate on its own stream: a warm-up call, then up to 5 timed calls, stopping early
-// when the budget is spent (each candidate gets at least its warm-up and one timed call).
+// when the budget is spent (each candidate gets at least its warm-up and one timed call). Where
+// the first candidate's warm-up alone passes the budget, the trial stops there (complete = false,
+// best = 0): a problem that large would pay several budgets for one comparison.
 TrialResult time_candidates(Context& ctx, const std::vector<TrialRun>& runs, double budget_ms);
 
 // The outcome as a PlanChoice for (this device, matrix, op, setting), times in detail["us"].

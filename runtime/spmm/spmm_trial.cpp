@@ -45,6 +45,10 @@ SpmmPlan auto_by_trial(Context& ctx, const std::string& matrix_fp, int64_t nnz, 
       {kCsr, [&](void* s) { csr.run(b.ptr(), c.ptr(), s); }},
   };
   const detail::TrialResult r = detail::time_candidates(ctx, runs, budget);
+  if (!r.complete) {
+    note(tc, fmt::format("no trial: one call took {:.1f} ms, past the {:.0f} ms budget", r.spent_ms, budget));
+    return tc;
+  }
   std::string why;
   const bool kept = record_plan_choice(detail::trial_choice(ctx, matrix_fp, "spmm", setting, runs, r), &why);
   const std::string text =
