@@ -57,11 +57,9 @@ DecodeModelTerms decode_model_terms(DecodeMapping m, int32_t rows, int32_t cols,
                                     double weight_density, double act_density);
 // A call's work: its bytes over its grid's fill of the device's SMs.
 double decode_model_work(const DecodeModelTerms& t, const DeviceProfile& device);
-// The share of the copy bandwidth the mapping reaches on `device` at that activation density and
-// work, and its fixed cost there (each the device's calibration, from the segment its work falls
-// in, else the fitted fallback).
-double decode_model_share(DecodeMapping m, double act_density, double work, const DeviceProfile& device);
-double decode_model_fixed_us(DecodeMapping m, double act_density, double work, const DeviceProfile& device);
+// The terms' time at a share of the device's copy bandwidth: fixed + work / (share x bandwidth).
+// Each mapping's fixed cost and share come from the device's calibration, from the segment the
+// call's work falls in, else the constants fitted where the model was first built.
 double decode_model_us(const DecodeModelTerms& t, double share, const DeviceProfile& device);
 
 // Times the ring, dense-columns and dense mappings on three synthetic f16 layers of LLM shapes

@@ -187,7 +187,8 @@ template <class T>
 BfsPlan BfsPlan::build(Context& ctx, const CsrMatrix<T>& a, const BfsOptions& opt) {
   if (a.rows != a.cols)
     throw UsageError(fmt::format("plan_bfs: the adjacency matrix must be square, is {}x{}", a.rows, a.cols));
-  const std::string fp = structure_fingerprint(a);
+  // Only a plan without an explicit config reads the DB (its config, a trial's outcome).
+  const std::string fp = opt.config ? std::string() : structure_fingerprint(a);
   Config config = opt.config ? *opt.config
                              : lookup_config(ctx.device().record().fingerprint, fp, config_info<BfsConfig>(), "",
                                              [&] { return compute_features(a); });
@@ -198,7 +199,7 @@ BfsPlan BfsPlan::build(Context& ctx, const PatternGraph& g, const BfsOptions& op
   if (g.row_ptr.size() != static_cast<size_t>(g.n) + 1 || g.row_ptr.back() != g.entries())
     throw UsageError("plan_bfs: the pattern graph's row_ptr must have n + 1 entries ending at entries()");
   Config config;
-  const std::string fp = structure_fingerprint(g.n, g.n, g.row_ptr, g.col_idx);
+  const std::string fp = opt.config ? std::string() : structure_fingerprint(g.n, g.n, g.row_ptr, g.col_idx);
   if (opt.config) {
     config = *opt.config;
   } else {

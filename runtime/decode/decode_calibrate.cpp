@@ -13,6 +13,7 @@
 #include "dbsparse/cuda_graph.hpp"
 #include "dbsparse/decode_linear.hpp"
 #include "dbsparse/half.hpp"
+#include "runtime/gpu/event_timing.hpp"
 
 namespace dbsparse {
 namespace {
@@ -57,18 +58,7 @@ double time_call_us(const std::vector<DecodeLinearPlan>& copies, uint64_t x, uin
   const CudaGraph g = CudaGraph::capture(s, [&] {
     for (int i = 0; i < kCallsPerGraph; ++i) copies[static_cast<size_t>(i) % copies.size()].run(x, y, s.handle());
   });
-  Event a, b;
-  g.replay(s);
-  std::vector<double> t;
-  for (int r = 0; r < 7; ++r) {
-    a.record(s);
-    g.replay(s);
-    b.record(s);
-    b.synchronize();
-    t.push_back(double{b.elapsed_ms_since(a)} * 1e3 / kCallsPerGraph);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return detail::median_event_us(s, 7, [&] { g.replay(s); }) / kCallsPerGraph;
 }
 
 }  // namespace
@@ -103,9 +93,8 @@ double time_point(Context& ctx, const CompactLayer& layer, const Point& pt, floa
 // default fixed cost and the large point's share where the two do not give a sane pair.
 std::pair<double, double> solve_fixed_and_share(const DecodeModelTerms& small, double t_small,
                                                 const DecodeModelTerms& large, double t_large, const DeviceProfile& d) {
-  auto fill = [&](const DecodeModelTerms& t) { return std::min(1.0, t.blocks / std::max(d.sm_count, 1)); };
   const double bw = d.copy_bytes_per_s * 1e-6;  // bytes per us
-  const double ws = small.bytes / fill(small), wl = large.bytes / fill(large);
+  const double ws = decode_model_work(small, d), wl = decode_model_work(large, d);
   double share = (wl - ws) / ((t_large - t_small) * bw), fixed = t_small - ws / (share * bw);
   if (!(t_large > t_small && share > 0.05 && share < 2.0 && fixed > 0.3 && fixed < 30.0)) {
     fixed = large.fixed_us;

@@ -48,34 +48,52 @@ const char* to_string(DecodeDtype d) { return codegen::to_string(static_cast<cod
 // misses: docs/decisions/decode-cost-model.md.
 namespace {
 
-constexpr double kRingFixedUs = 5.5, kRingShare = 0.40;
-constexpr double kColsFixedUs = 4.0, kColsShare = 0.80;
-constexpr double kDenseFixedUs = 4.0, kDenseShare = 0.92;
+// Each mapping's name in the calibration and the constants fitted where the model was first built
+// (its fallback). per_density: calibrated at half and at all of x kept (dense reads all of W
+// whatever x is).
+struct MappingModel {
+  const char* name;
+  double fixed_us, share;
+  bool per_density;
+};
+constexpr MappingModel kRing{"ring", 5.5, 0.40, true};
+constexpr MappingModel kDenseColumns{"dense_columns", 4.0, 0.80, true};
+constexpr MappingModel kDense{"dense", 4.0, 0.92, false};
+
+const MappingModel* model_of(DecodeMapping m) {
+  switch (m) {
+    case DecodeMapping::Ring:
+      return &kRing;
+    case DecodeMapping::DenseColumns:
+      return &kDenseColumns;
+    case DecodeMapping::Dense:
+      return &kDense;
+    default:
+      return nullptr;
+  }
+}
+
 // The ring reads, per kept column and strip, the strip's 32 mask words and its segment offset.
 constexpr double kRingSegmentHeaderBytes = 32 * 4 + 4;
 
-// A calibrated quantity ("share", "fixed_us") at act_density rho: the calibration at half and at
-// all kept, linear between them and held outside. seg ".small" reads the segment fitted between
-// the smaller layers, where the model has one (else the larger layers').
-double calibrated_at(const DeviceProfile& p, const std::string& mapping, const char* what, double fallback, double rho,
-                     const char* seg) {
+// A calibrated constant ("share" or "fixed_us") of mapping m at act_density rho for a call of this
+// work: "decode.<m>.<what>[.half|.full][.small]". ".small" is the segment fitted between the
+// smaller layers, read where the work is below the split the calibration measured at the nearer
+// density (else the larger layers'); per density, the calibrations at half and at all kept,
+// linear between them and held outside; each falls back to the fitted constant.
+double calibrated(const DeviceProfile& p, const MappingModel& m, const char* what, double fallback, double rho,
+                  double work) {
+  const char* nearer = !m.per_density ? "" : rho >= 0.75 ? ".full" : ".half";
+  const double split = p.calibration(fmt::format("decode.{}.split_bytes{}", m.name, nearer), 0);
+  const char* seg = split > 0 && work < split ? ".small" : "";
   auto one = [&](const char* at) {
-    const std::string name = fmt::format("decode.{}.{}.{}", mapping, what, at);
+    const std::string name = fmt::format("decode.{}.{}{}", m.name, what, at);
     return p.calibration(name + seg, p.calibration(name, fallback));
   };
-  const double half = one("half"), full = one("full");
+  if (!m.per_density) return one("");
+  const double half = one(".half"), full = one(".full");
   const double t = std::clamp((rho - 0.5) / 0.5, 0.0, 1.0);
   return half + (full - half) * t;
-}
-
-// ".small" where a call's work (bytes over the grid's fill) is below the split the calibration
-// measured between its small and middle layers; "" otherwise or without a calibration.
-const char* segment(const std::string& name, double rho, double work, const DeviceProfile& p) {
-  const std::string key = name == "dense"
-                              ? "decode.dense.split_bytes"
-                              : fmt::format("decode.{}.split_bytes.{}", name, rho >= 0.75 ? "full" : "half");
-  const double split = p.calibration(key, 0);
-  return split > 0 && work < split ? ".small" : "";
 }
 
 }  // namespace
@@ -89,7 +107,7 @@ DecodeModelTerms decode_model_terms(DecodeMapping m, int32_t rows, int32_t cols,
     case DecodeMapping::Ring: {
       // Per kept column, each strip's mask words and offset, then its values.
       const double strips = std::ceil(r / kBitmapStripRows);
-      t.fixed_us = kRingFixedUs;
+      t.fixed_us = kRing.fixed_us;
       t.bytes = rho * (c * strips * kRingSegmentHeaderBytes + r * c * omega * esize);
       t.blocks = strips * std::max(1.0, std::ceil(c / kDecodeLanesMinChunk));
       return t;
@@ -97,14 +115,14 @@ DecodeModelTerms decode_model_terms(DecodeMapping m, int32_t rows, int32_t cols,
     case DecodeMapping::DenseColumns: {
       const double slab = abi::decode_cols_slab_rows(static_cast<int>(esize));
       const double slabs = std::ceil(r / slab);
-      t.fixed_us = kColsFixedUs;
+      t.fixed_us = kDenseColumns.fixed_us;
       t.bytes = rho * slabs * slab * c * esize;
       t.blocks = slabs * std::max(1.0, std::ceil(c / kDecodeColsMinChunk));
       return t;
     }
     case DecodeMapping::Dense:
       if (dtype == DecodeDtype::F32 || cols % 8 != 0) break;
-      t.fixed_us = kDenseFixedUs;
+      t.fixed_us = kDense.fixed_us;
       t.bytes = r * c * esize;
       t.blocks = std::ceil(r / 16) * std::max(1.0, c / 128);
       return t;
@@ -119,42 +137,9 @@ double decode_model_work(const DecodeModelTerms& t, const DeviceProfile& p) {
   return t.bytes / std::min(1.0, t.blocks / std::max(p.sm_count, 1));
 }
 
-double decode_model_share(DecodeMapping m, double act_density, double work, const DeviceProfile& p) {
-  switch (m) {
-    case DecodeMapping::Ring:
-      return calibrated_at(p, "ring", "share", kRingShare, act_density, segment("ring", act_density, work, p));
-    case DecodeMapping::DenseColumns:
-      return calibrated_at(p, "dense_columns", "share", kColsShare, act_density,
-                           segment("dense_columns", act_density, work, p));
-    case DecodeMapping::Dense: {
-      const std::string seg = segment("dense", 1.0, work, p);
-      return p.calibration("decode.dense.share" + seg, p.calibration("decode.dense.share", kDenseShare));
-    }
-    default:
-      return std::nan("");
-  }
-}
-
-double decode_model_fixed_us(DecodeMapping m, double act_density, double work, const DeviceProfile& p) {
-  switch (m) {
-    case DecodeMapping::Ring:
-      return calibrated_at(p, "ring", "fixed_us", kRingFixedUs, act_density, segment("ring", act_density, work, p));
-    case DecodeMapping::DenseColumns:
-      return calibrated_at(p, "dense_columns", "fixed_us", kColsFixedUs, act_density,
-                           segment("dense_columns", act_density, work, p));
-    case DecodeMapping::Dense: {
-      const std::string seg = segment("dense", 1.0, work, p);
-      return p.calibration("decode.dense.fixed_us" + seg, p.calibration("decode.dense.fixed_us", kDenseFixedUs));
-    }
-    default:
-      return std::nan("");
-  }
-}
-
 double decode_model_us(const DecodeModelTerms& t, double share, const DeviceProfile& p) {
   if (!t.applies) return std::nan("");
-  const double sms = std::max(p.sm_count, 1);
-  return t.fixed_us + t.bytes / (share * std::min(1.0, t.blocks / sms) * p.copy_bytes_per_s) * 1e6;
+  return t.fixed_us + decode_model_work(t, p) / (share * p.copy_bytes_per_s) * 1e6;
 }
 
 DecodeCosts estimate_decode_costs(int32_t rows, int32_t cols, DecodeDtype dtype, double weight_density,
@@ -162,9 +147,10 @@ DecodeCosts estimate_decode_costs(int32_t rows, int32_t cols, DecodeDtype dtype,
   auto us = [&](DecodeMapping m) {
     DecodeModelTerms t = decode_model_terms(m, rows, cols, dtype, weight_density, act_density);
     if (!t.applies) return std::nan("");
+    const MappingModel& mm = *model_of(m);
     const double work = decode_model_work(t, device);
-    t.fixed_us = decode_model_fixed_us(m, act_density, work, device);
-    return decode_model_us(t, decode_model_share(m, act_density, work, device), device);
+    t.fixed_us = calibrated(device, mm, "fixed_us", mm.fixed_us, act_density, work);
+    return decode_model_us(t, calibrated(device, mm, "share", mm.share, act_density, work), device);
   };
   return DecodeCosts{us(DecodeMapping::Ring), us(DecodeMapping::DenseColumns), us(DecodeMapping::Dense)};
 }

@@ -10,6 +10,7 @@
 #include "dbsparse/context.hpp"
 #include "dbsparse/device_profile.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
+#include "runtime/gpu/event_timing.hpp"
 #include "runtime/gpu/module_registry.hpp"
 
 namespace dbsparse {
@@ -17,26 +18,10 @@ namespace {
 
 constexpr int kRuns = 7;  // timed runs of each probe; the median is kept
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
-// The median time, in microseconds, of kRuns runs of launch() between two events (after one
-// untimed run).
+// The median time, in microseconds, of kRuns runs of launch() (after one untimed run).
 template <class F>
 double time_us(const Stream& s, F&& launch) {
-  Event a, b;
-  launch();
-  std::vector<double> t;
-  for (int r = 0; r < kRuns; ++r) {
-    a.record(s);
-    launch();
-    b.record(s);
-    b.synchronize();
-    t.push_back(double{b.elapsed_ms_since(a)} * 1e3);
-  }
-  return median(t);
+  return detail::median_event_us(s, kRuns, launch);
 }
 
 struct Probes {

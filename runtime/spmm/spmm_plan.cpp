@@ -91,7 +91,8 @@ SpmmPlan SpmmPlan::build(Context& ctx, const CsrMatrix<T>& a, int n_cols, const 
         fmt::format("plan_spmm of a {} x {} matrix with {} nonzeros (A, at least)", a.rows, a.cols, a.nnz()),
         csr_device_bytes(a.rows, a.nnz(), spmm_value_bytes(opt.dtype)));
     // The config: SpmmOptions::config, else the tuning DB's; the spec applies the explicit options over it.
-    const std::string matrix_fp = structure_fingerprint(a);
+    // Only a plan without an explicit config reads the DB (its config, a trial's outcome).
+    const std::string matrix_fp = opt.config ? std::string() : structure_fingerprint(a);
     const Config config = opt.config
                               ? *opt.config
                               : lookup_config(ctx.device().record().fingerprint, matrix_fp, config_info<SpmmConfig>(),
