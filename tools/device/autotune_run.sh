@@ -10,7 +10,10 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/device/device_env.sh
-B=$D/bin/dbsparse
+# BIN: another build's dbsparse for the auto mode (a branch's, carried beside .device), TAG: a
+# suffix for its files, so two builds' check-auto runs come back side by side.
+B=${BIN:-$D/bin/dbsparse}
+TAG=${TAG:-}
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >"$OUT/card.txt" 2>&1
 # Each bench's suite arguments and matrix folder.
 suite_args() {
@@ -42,8 +45,8 @@ while [ $# -gt 0 ]; do
         extra=""
         [ $op = spmm ] && extra="--n 32,128"
         DBSPARSE_MATRICES=$mats timeout ${AUTO_TIMEOUT:-120} "$B" bench $op $(suite_args "$set_name") $extra \
-          --check-auto --json "$OUT/ca_${op}_${set_name}.json" >"$OUT/ca_${op}_${set_name}.txt" 2>&1
-        echo "$op $set_name exit $?"; grep -A3 -i "check-auto\|share" "$OUT/ca_${op}_${set_name}.txt" | tail -4
+          --check-auto --json "$OUT/ca_${op}_${set_name}$TAG.json" >"$OUT/ca_${op}_${set_name}$TAG.txt" 2>&1
+        echo "$op $set_name$TAG exit $?"; grep -A3 -i "check-auto\|share" "$OUT/ca_${op}_${set_name}$TAG.txt" | tail -4
       done ;;
     *) echo "unknown mode $mode"; exit 2 ;;
   esac
