@@ -6,10 +6,14 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "dbsparse/context.hpp"
 #include "dbsparse/device_profile.hpp"
+#include "dbsparse/features.hpp"
 #include "dbsparse/matrix.hpp"
+#include "dbsparse/op_config.hpp"
+#include "dbsparse/tuning_db.hpp"
 
 namespace dbsparse {
 
@@ -34,6 +38,51 @@ const char* to_string(DecodeDtype d);
 // expected share of activations kept (estimate_decode_costs) and takes the cheapest.
 enum class DecodeMapping { Auto, Columns, RowBlocks, Lanes, Ring, Dense, DenseColumns };
 const char* to_string(DecodeMapping m);
+// The mapping a to_string name names; UsageError naming the known names otherwise.
+DecodeMapping decode_mapping_from_string(const std::string& name);
+
+// The decode op's config (op_config.hpp): DecodeLinearOptions' tunable part, what dbtune searches
+// and the tuning DB stores per problem (decode_problem_key) and activation-density bucket
+// (decode_density_bucket). Its defaults are the options' own: mapping auto, the calibrated cost
+// model's choice. How tuned rows and the model combine: docs/decisions/decode-cost-model.md.
+struct DecodeConfig {
+  static constexpr const char* kOp = "decode";
+  static constexpr bool kBlockFeatures = false;
+
+  std::string mapping = "auto";
+  int row_block_words = 1;
+  int blocks_per_sm = 0;
+  int allow_dense = 1;
+
+  template <class V>
+  void visit(V& v) {
+    v.choice("mapping", mapping, {"auto", "ring", "dense-columns", "dense", "columns", "row-blocks"},
+             "how the product's work is cut (DecodeMapping); auto: the cheapest by the cost model");
+    v.integer("row_block_words", row_block_words, 1, 4, "row-blocks: mask words (32 rows each) a block");
+    v.integer("blocks_per_sm", blocks_per_sm, 0, 64, "ring, dense, dense-columns: blocks an SM (0: as many as fit)");
+    v.integer("allow_dense", allow_dense, 0, 1, "auto may hold W dense where that is estimated faster");
+  }
+  void check() const {
+    if (row_block_words == 3) throw UsageError("decode config: 'row_block_words' must be 1, 2 or 4, got 3");
+  }
+};
+
+// The tuning DB's key of a decoding layer, in place of the structure fingerprint (hashing a model's
+// weights at plan time would cost seconds): "decode.<rows>x<cols>.<dtype>.w<density>", the share of
+// weights kept rounded to the nearest 0.05 with two decimals, e.g. "decode.4096x4096.f16.w0.50".
+std::string decode_problem_key(int32_t rows, int32_t cols, DecodeDtype dtype, double weight_density);
+// The activation-density classes decode is tuned and stored under: "a1", "a0.5", "a0.3", "a0.1",
+// densest first.
+const std::vector<std::string>& decode_density_buckets();
+// The class nearest to `act_density` (a tie goes to the denser one).
+std::string decode_density_bucket(double act_density);
+// The density a class stands for (1, 0.5, 0.3, 0.1); UsageError for a name not listed.
+double decode_bucket_density(const std::string& bucket);
+// What prediction compares (tuning_db.hpp), from the shape and density alone, with no pass over the
+// weights: the features compute_features gives a layer pruned per row, each row keeping the same
+// share of weights spread over all the columns (the generator's "pruned:", Wanda and magnitude
+// pruning per output row).
+MatrixFeatures decode_problem_features(int32_t rows, int32_t cols, double weight_density);
 
 // Estimated time of one call in us on `device` (its profile's bandwidth, SMs and the mappings'
 // calibrated shares: runtime/decode/decode_costs.cpp, docs/decisions/decode-cost-model.md), by
@@ -86,6 +135,13 @@ struct DecodeLinearOptions {
   bool allow_dense = true;
   double keep = 0.0;  // ... or, when > 0, the ceil(keep * cols) largest |x_i| (exact, ties all kept), found
                       // on the GPU per call; needs cols <= 16384
+  // A DecodeConfig (its params) instead of the tuning DB's row: what the tuner times. With mapping
+  // Auto and no config, the plan looks up the DB's row for the layer's decode_problem_key and
+  // decode_density_bucket (tuned, else predicted from the nearest tuned shape, else the cost model).
+  // An explicit mapping reads neither. The options' row_block_words and blocks_per_sm, where not at
+  // their defaults, win over the config's; allow_dense false keeps a config's dense mappings out (the
+  // model then picks among the column bitmap ones).
+  const Config* config = nullptr;
 };
 
 class DecodeLinearPlan {
@@ -112,7 +168,10 @@ class DecodeLinearPlan {
   DecodeDtype dtype() const;
   int64_t weight_bytes() const;   // W as the plan holds it (bitmap: no word offsets but for RowBlocks; dense: padded)
   DecodeMapping mapping() const;  // the one Auto chose, or the one asked for
-  int64_t device_bytes() const;   // everything the plan holds
+  // Where the mapping came from: Explicit (a mapping or a config asked for), Tuned or Predicted (the
+  // tuning DB's row), Default (the cost model). explain() says which, with the DB's note.
+  ConfigSource config_source() const;
+  int64_t device_bytes() const;  // everything the plan holds
   std::string explain() const;
 
   DecodeLinearPlan(DecodeLinearPlan&&) noexcept;

@@ -13,6 +13,7 @@
 #include "dbsparse/cuda_graph.hpp"
 #include "dbsparse/decode_linear.hpp"
 #include "dbsparse/half.hpp"
+#include "runtime/decode/decode_timing.hpp"
 #include "runtime/gpu/event_timing.hpp"
 
 namespace dbsparse {
@@ -22,7 +23,6 @@ namespace {
 // 1/2: their bytes differ by 4x and 3.5x, which separates the fixed cost from the bandwidth in
 // each of the two segments between them.
 constexpr int32_t kCols = 4096, kSmallRows = 1024, kMiddleRows = 4096, kLargeRows = 14336;
-constexpr int kCallsPerGraph = 20;
 
 CompactLayer synthetic_layer(int32_t rows) {
   CompactLayer l;
@@ -53,15 +53,24 @@ CompactLayer synthetic_layer(int32_t rows) {
   return l;
 }
 
-// Per call, us: kCallsPerGraph calls over the plan's copies in one graph, the median of 7 replays.
-double time_call_us(const std::vector<DecodeLinearPlan>& copies, uint64_t x, uint64_t y, const Stream& s) {
-  const CudaGraph g = CudaGraph::capture(s, [&] {
-    for (int i = 0; i < kCallsPerGraph; ++i) copies[static_cast<size_t>(i) % copies.size()].run(x, y, s.handle());
-  });
-  return detail::median_event_us(s, 7, [&] { g.replay(s); }) / kCallsPerGraph;
+}  // namespace
+
+std::vector<DecodeLinearPlan> decode_copies_past_l2(Context& ctx, DecodeLinearPlan plan) {
+  std::vector<DecodeLinearPlan> copies;
+  copies.push_back(std::move(plan));
+  const int64_t per_call = std::max<int64_t>(copies[0].weight_bytes(), 1);
+  const int n = static_cast<int>(std::clamp<int64_t>((3 * ctx.device().l2_bytes + per_call - 1) / per_call, 1, 16));
+  while (static_cast<int>(copies.size()) < n) copies.push_back(copies[0].clone());
+  return copies;
 }
 
-}  // namespace
+double decode_graph_call_us(const std::vector<DecodeLinearPlan>& copies, uint64_t x, uint64_t y, const Stream& s,
+                            int replays) {
+  const CudaGraph g = CudaGraph::capture(s, [&] {
+    for (int i = 0; i < kDecodeCallsPerGraph; ++i) copies[static_cast<size_t>(i) % copies.size()].run(x, y, s.handle());
+  });
+  return detail::median_event_us(s, std::max(replays, 1), [&] { g.replay(s); }) / kDecodeCallsPerGraph;
+}
 
 namespace {
 
@@ -78,14 +87,9 @@ double time_point(Context& ctx, const CompactLayer& layer, const Point& pt, floa
   o.dtype = DecodeDtype::F16;
   o.mapping = pt.mapping;
   o.tau = pt.act_density < 1 ? tau_half : 0.0f;
-  std::vector<DecodeLinearPlan> copies;
-  copies.push_back(plan_decode_linear(ctx, layer, o));
-  // Enough copies that a graph's calls read three L2s: the weights come from device memory.
-  const int64_t per_call = std::max<int64_t>(copies[0].weight_bytes(), 1);
-  const int n = static_cast<int>(std::clamp<int64_t>((3 * ctx.device().l2_bytes + per_call - 1) / per_call, 1, 16));
-  while (static_cast<int>(copies.size()) < n) copies.push_back(copies[0].clone());
+  const std::vector<DecodeLinearPlan> copies = decode_copies_past_l2(ctx, plan_decode_linear(ctx, layer, o));
   DeviceBuffer<uint16_t> y(static_cast<size_t>(layer.w.rows));
-  return time_call_us(copies, x, y.ptr(), s);
+  return decode_graph_call_us(copies, x, y.ptr(), s);
 }
 
 // The fixed cost and share that put the model through both measured points (f, s from

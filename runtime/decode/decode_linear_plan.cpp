@@ -5,6 +5,7 @@
 #include <bit>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -176,12 +177,33 @@ void fit_splits(DecodeLinearPlan::Impl& p, int sm_count) {
     DBS_CU(cuFuncSetAttribute(p.product, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(p.smem)));
 }
 
+// The tuning DB's row for the layer (mapping Auto, no config given): keyed by its problem key and
+// activation-density bucket, not by its structure, so no pass over the weights; nullopt otherwise.
+struct DbRow {
+  std::optional<Config> config;
+  std::string key, bucket;
+};
+DbRow lookup_decode_row(Context& ctx, const detail::DecodeSource& m, const DecodeLinearOptions& opt) {
+  DbRow r;
+  if (opt.mapping != DecodeMapping::Auto || opt.config) return r;
+  check_decode_options(opt, m.cols);  // a bucket is looked up only for a valid density
+  const double wd = static_cast<double>(m.nnz) / std::max(1.0, static_cast<double>(m.rows) * m.cols);
+  r.key = decode_problem_key(m.rows, m.cols, opt.dtype, wd);
+  r.bucket = decode_density_bucket(decode_assumed_act_density(opt));
+  r.config = lookup_config(ctx.device().record().fingerprint, r.key, config_info<DecodeConfig>(), r.bucket,
+                           [&] { return decode_problem_features(m.rows, m.cols, wd); });
+  return r;
+}
+
 }  // namespace
 
 DecodeLinearPlan DecodeLinearPlan::build_impl(Context& ctx, const detail::DecodeSource& m,
                                               const DecodeLinearOptions& opt) {
   auto p = std::make_unique<DecodeLinearPlan::Impl>();
-  static_cast<DecodeSpec&>(*p) = make_decode_spec(shape_of(m), opt, ctx.profile());  // throws before any device work
+  const DbRow row = lookup_decode_row(ctx, m, opt);
+  // Throws before any device work.
+  static_cast<DecodeSpec&>(*p) =
+      make_decode_spec(shape_of(m), opt, ctx.profile(), row.config ? &*row.config : nullptr, row.key, row.bucket);
   ctx.make_current();
   upload_weights(*p, m);
   codegen::DecodeKey key;
@@ -295,6 +317,7 @@ int64_t DecodeLinearPlan::device_bytes() const {
                               p.word_off.size() * 2);
 }
 DecodeMapping DecodeLinearPlan::mapping() const { return impl_->mapping; }
+ConfigSource DecodeLinearPlan::config_source() const { return impl_->source; }
 std::string DecodeLinearPlan::explain() const { return explain_decode_spec(*impl_, impl_->kernel); }
 
 }  // namespace dbsparse

@@ -73,7 +73,8 @@ unsigned decode_ring_smem(int64_t chunk, int stage_chunks) {
                         int64_t{kLanesWarps} * 1024 * 4));
 }
 
-DecodeSpec make_decode_spec(const DecodeShape& m, const DecodeLinearOptions& opt, const DeviceProfile& device) {
+DecodeSpec make_decode_spec(const DecodeShape& m, const DecodeLinearOptions& opt, const DeviceProfile& device,
+                            const Config* config, const std::string& problem_key, const std::string& bucket) {
   check_decode_options(opt, m.cols);
   DecodeSpec s;
   s.dtype = opt.dtype;
@@ -81,19 +82,23 @@ DecodeSpec make_decode_spec(const DecodeShape& m, const DecodeLinearOptions& opt
   s.cols = m.cols;
   s.strips = m.strips;
   s.tau = opt.tau;
-  s.row_words = opt.row_block_words;
-  s.blocks_per_sm = opt.blocks_per_sm;
   s.asked = opt.mapping;
-  s.act_density = opt.act_density > 0 ? opt.act_density : opt.keep > 0 ? opt.keep : opt.tau == 0 ? 1.0 : 0.5;
+  s.act_density = decode_assumed_act_density(opt);
   const double weight_density =
       static_cast<double>(m.nnz) / std::max(1.0, static_cast<double>(m.rows) * static_cast<double>(m.cols));
   s.costs = estimate_decode_costs(m.rows, m.cols, opt.dtype, weight_density, s.act_density, device);
   s.device = device.summary();
+  const DecodeChoice choice = choose_decode_config(opt, m.cols, config ? config : opt.config, [&](bool allow_dense) {
+    return choose_decode_mapping(m.rows, m.cols, opt.dtype, weight_density, s.act_density, device, allow_dense);
+  });
+  s.row_words = choice.row_block_words;
+  s.blocks_per_sm = choice.blocks_per_sm;
+  s.source = choice.source;
+  s.source_note = choice.note;
+  s.problem_key = problem_key;
+  s.bucket = bucket;
   // Lanes names the mapping the ring kernel replaced.
-  s.mapping = opt.mapping == DecodeMapping::Auto    ? choose_decode_mapping(m.rows, m.cols, opt.dtype, weight_density,
-                                                                            s.act_density, device, opt.allow_dense)
-              : opt.mapping == DecodeMapping::Lanes ? DecodeMapping::Ring
-                                                    : opt.mapping;
+  s.mapping = choice.mapping == DecodeMapping::Lanes ? DecodeMapping::Ring : choice.mapping;
   s.entry = product_entry(s.mapping, s.row_words);
   s.esize = opt.dtype == DecodeDtype::F32 ? 4 : 2;
   const bool dense_cols = s.mapping == DecodeMapping::DenseColumns;
@@ -169,6 +174,27 @@ DecodeLaunchShape decode_launch_shape(const DecodeSpec& s) {
   }
 }
 
+namespace {
+
+// Where auto's mapping came from, for explain: the tuning DB's row (tuned or predicted) for the
+// layer's key and bucket, a config given, or the cost model.
+std::string decode_source_text(const DecodeSpec& p) {
+  const std::string note = p.source_note.empty() ? "" : fmt::format(" ({})", p.source_note);
+  switch (p.source) {
+    case ConfigSource::Tuned:
+    case ConfigSource::Predicted:
+      return fmt::format("{} config for {} [{}]{}", to_string(p.source), p.problem_key, p.bucket, note);
+    case ConfigSource::Explicit:
+      return "config given";
+    case ConfigSource::Default:
+      break;
+  }
+  const std::string where = p.problem_key.empty() ? "" : fmt::format(" for {} [{}]", p.problem_key, p.bucket);
+  return fmt::format("model's choice{}{}", where, note);
+}
+
+}  // namespace
+
 std::string explain_decode_spec(const DecodeSpec& p, const KernelInfo& kernel) {
   std::string cut;
   switch (p.mapping) {
@@ -188,8 +214,9 @@ std::string explain_decode_spec(const DecodeSpec& p, const KernelInfo& kernel) {
   const std::string why =
       p.asked == DecodeMapping::Auto
           ? fmt::format(
-                "auto at {:.2f} of activations kept, estimated us: ring {:.1f}, dense-columns {:.1f}, dense {:.1f} "
-                "(device profile: {})",
+                "auto: {}{}; at {:.2f} of activations kept, estimated us: ring {:.1f}, dense-columns {:.1f}, dense "
+                "{:.1f} (device profile: {})",
+                decode_source_text(p), p.blocks_per_sm > 0 ? fmt::format(", {} blocks an SM", p.blocks_per_sm) : "",
                 p.act_density, p.costs.ring_us, p.costs.dense_columns_us, p.costs.dense_us, p.device)
           : fmt::format("mapping {} as asked", to_string(p.asked));
   return fmt::format(

@@ -5,6 +5,7 @@
 // occupancy, attributes) and explained; nothing here touches CUDA, so the decisions are tested on
 // the CPU (tests/cpu/ops/test_decode_spec.cpp).
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 
@@ -30,6 +31,27 @@ struct DecodeShape {
   std::span<const int32_t> seg_ptr;         // one offset per (column, strip) segment, and the end
 };
 
+// The mapping and its parameters, and where they came from (DecodeLinearPlan::config_source).
+struct DecodeChoice {
+  DecodeMapping mapping = DecodeMapping::Ring;  // never Auto
+  int row_block_words = 1, blocks_per_sm = 0;
+  ConfigSource source = ConfigSource::Default;  // Default: the cost model's choice
+  std::string note;                             // the config's note, or why its mapping was set aside
+};
+
+// The share of activations a plan expects to keep: act_density when given, else keep, else 1 with
+// tau = 0, else 0.5.
+double decode_assumed_act_density(const DecodeLinearOptions& options);
+
+// Pure: the plan's mapping. An explicit options.mapping (not Auto) is taken as asked, with the
+// options' parameters. Else `config` (options.config, or the tuning DB's row for the layer; null or
+// of source Default: none) gives the mapping unless it is auto, the layer cannot take it (dense:
+// f32 or columns not a multiple of 8), it is dense and allow_dense is off in the options or the
+// config, or it is not a DecodeConfig; then `model(allow_dense)` picks and the config's parameters
+// still apply. The options' row_block_words and blocks_per_sm win where not at their defaults.
+DecodeChoice choose_decode_config(const DecodeLinearOptions& options, int32_t cols, const Config* config,
+                                  const std::function<DecodeMapping(bool allow_dense)>& model);
+
 struct DecodeSpec {
   DecodeDtype dtype = DecodeDtype::F16;
   int32_t rows = 0, cols = 0;
@@ -37,6 +59,8 @@ struct DecodeSpec {
   DecodeMapping asked = DecodeMapping::Auto;
   DecodeMapping mapping = DecodeMapping::Columns;  // Lanes is asked as Ring
   double act_density = 1;                          // what Auto assumed
+  ConfigSource source = ConfigSource::Default;     // DecodeChoice's
+  std::string source_note, problem_key, bucket;    // where a config was looked up, and its note
   DecodeCosts costs;
   std::string device;  // the profile the costs were estimated on (DeviceProfile::summary)
   float tau = 0;
@@ -64,8 +88,11 @@ struct DecodeSpec {
 void check_decode_options(const DecodeLinearOptions& options, int32_t cols);
 // Pure: everything but the splits of a product whose splits follow the occupancy (those:
 // set_decode_splits). Checks the options first.
-// Auto's costs are estimated on `device`.
-DecodeSpec make_decode_spec(const DecodeShape& shape, const DecodeLinearOptions& options, const DeviceProfile& device);
+// Auto's costs are estimated on `device`; the mapping by choose_decode_config over `config` (the
+// options' own when null). `problem_key` and `bucket` name where `config` was looked up (explain).
+DecodeSpec make_decode_spec(const DecodeShape& shape, const DecodeLinearOptions& options, const DeviceProfile& device,
+                            const Config* config = nullptr, const std::string& problem_key = "",
+                            const std::string& bucket = "");
 // The splits (and the ring's shared memory) for `fit` blocks an SM (0 taken as 1) on `sm_count`
 // SMs (0 taken as 1).
 void set_decode_splits(DecodeSpec& spec, int fit, int sm_count);

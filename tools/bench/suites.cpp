@@ -5,7 +5,10 @@
 #include <filesystem>
 #include <string>
 
+#include <fmt/format.h>
+
 #include "dbsparse/error.hpp"
+#include "dbsparse/pruning.hpp"
 
 namespace dbsparse::tools {
 
@@ -135,6 +138,19 @@ std::vector<std::string> spmm_suite(const std::string& size, const std::string& 
                                         "pruned:rows=4096,cols=4096,density=0.3,block=16,seed=1"};
     out.insert(out.end(), moderate.begin(), moderate.end());
   }
+  return out;
+}
+
+std::vector<std::string> decode_suite(const std::string& size) {
+  if (size != "quick" && size != "full") throw UsageError("unknown suite size '" + size + "' (expected quick or full)");
+  std::vector<std::string> models{"llama-3.1-8b"};
+  if (size == "full") models.insert(models.end(), {"llama-3.2-1b", "qwen2.5-1.5b"});
+  std::vector<std::string> out;
+  for (const auto& model : models)
+    for (const auto& l : model_shapes(model).linear) {
+      std::string spec = fmt::format("pruned:rows={},cols={},density=0.5,seed=1", l.out, l.in);
+      if (std::find(out.begin(), out.end(), spec) == out.end()) out.push_back(std::move(spec));
+    }
   return out;
 }
 

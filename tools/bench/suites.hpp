@@ -36,4 +36,9 @@ std::vector<std::string> spgemm_suite(const std::string& size);
 std::vector<std::string> spmm_suite(const std::string& size, const std::string& set = "all");
 inline const std::vector<std::string> kSpmmSuiteSets = {"graphs", "moderate"};
 
+// Generator strings dbtune tunes decode on: the distinct linear-layer shapes (out x in) of
+// Llama-3.1-8B ("quick"), plus Llama-3.2-1B's and Qwen2.5-1.5B's ("full"), each a normal(0, 1)
+// matrix with half of each row's weights kept by magnitude.
+std::vector<std::string> decode_suite(const std::string& size);
+
 }  // namespace dbsparse::tools

@@ -27,9 +27,11 @@ Runner add_explain(CLI::App& sub) {
       return 0;
     }
     Context ctx;
-    auto f = m.csr.cast<float>();
-    Config c = lookup_config(ctx.device().record().fingerprint, structure_fingerprint(f), op.config, "",
-                             [&] { return compute_features(f); });
+    // An op keyed by a problem key (decode) is looked up under it, in its first bucket (decode's a1:
+    // what a plan with tau 0 expects); the others by structure.
+    const std::string bucket = op.problem_key && !op.buckets.empty() ? op.buckets.front() : "";
+    Config c = lookup_config(ctx.device().record().fingerprint, tools::db_key(op, m), op.config, bucket,
+                             [&] { return op.problem_features ? op.problem_features(m) : compute_features(m.csr); });
     fmt::print("{} on {} ({}), op {}\ndevice profile: {}\nconfig: {}\n  from: {}\n  params: {}\n\n", m.name,
                ctx.device().name, ctx.device().arch(), a->op, ctx.profile().summary(), to_string(c.source), c.note,
                c.params.dump());

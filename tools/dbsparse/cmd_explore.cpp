@@ -166,10 +166,10 @@ Runner add_explore(CLI::App& sub) {
 
     NamedMatrix m = load_matrix(a->matrix);
     Context ctx;  // throws NoDeviceError with the reason when there is no GPU
-    const std::string dev = ctx.device().record().fingerprint, fp = structure_fingerprint(m.csr);
+    const std::string dev = ctx.device().record().fingerprint, fp = tools::db_key(op, m);
     auto db = TuningDb::open(a->db_path);
     db->upsert_device(ctx.device().record());
-    db->upsert_matrix({fp, m.name, compute_features(m.csr)});
+    db->upsert_matrix(tools::db_record(op, m));
     const Config base = db->lookup(dev, fp, op.config);
     std::optional<nlohmann::json> tuned;
     if (base.source == ConfigSource::Tuned) tuned = base.params[a->param];

@@ -44,14 +44,34 @@ struct Args {
   double total_s = 0;   // 0: 100 s with --quick, else 540 s, for the whole run
 };
 
-std::vector<std::string> suite(const Args& a) {
+// The matrices `op` is tuned on: --matrices, else its own suite (OpDescriptor::tune_suite), else
+// the common one (generated, then the shared matrices unless --no-shared).
+std::vector<std::string> suite(const Args& a, const tools::OpDescriptor& op) {
   if (!a.matrices.empty()) return a.matrices;
-  auto specs = tools::generated_suite(a.quick ? "quick" : "full");
+  const std::string size = a.quick ? "quick" : "full";
+  if (op.tune_suite) return op.tune_suite(size);
+  auto specs = tools::generated_suite(size);
   if (!a.no_shared) {
     auto shared = tools::shared_matrix_files();
     specs.insert(specs.end(), shared.begin(), shared.end());
   }
   return specs;
+}
+
+// Each matrix once, with the ops tuned on it, in the order the suites name them.
+struct Unit {
+  std::string spec;
+  std::vector<std::string> ops;
+};
+std::vector<Unit> units_of(const Args& a) {
+  std::vector<Unit> out;
+  for (const auto& op : a.ops)
+    for (const auto& spec : suite(a, tools::find_op(op))) {
+      auto it = std::find_if(out.begin(), out.end(), [&](const Unit& u) { return u.spec == spec; });
+      if (it == out.end()) it = out.insert(out.end(), Unit{spec, {}});
+      it->ops.push_back(op);
+    }
+  return out;
 }
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
@@ -107,9 +127,10 @@ int run(const Args& a) {
     return 0;
   }
   std::signal(SIGINT, on_sigint);
+  const auto suite_of = [&a](const tools::OpDescriptor& op) { return suite(a, op); };
   if (a.evaluate_only) {
     if (!ctx) throw UsageError("dbtune --evaluate-only measures configs and needs a GPU");
-    tools::evaluate(*ctx, *db, suite(a), a.ops, stop);
+    tools::evaluate(*ctx, *db, suite_of, a.ops, stop);
     return g_stop ? 130 : 0;
   }
 
@@ -141,55 +162,64 @@ int run(const Args& a) {
   if (compiled == 0 && failed > 0)
     throw UsageError(fmt::format("no kernel compiled for {} ({} failed; the first error is above)", arch, failed));
 
-  const auto specs = suite(a);
+  const auto units = units_of(a);
   const double budget = a.budget_s > 0 ? a.budget_s : a.quick ? 2.0 : 6.0;
   const double total = a.total_s > 0 ? a.total_s : a.quick ? 100.0 : 540.0;
   std::map<std::string, std::vector<tools::TuneRow>> rows;
-  const size_t units = specs.size() * a.ops.size();
-  size_t done = 0, skipped = 0;
-  for (size_t i = 0; i < specs.size() && !g_stop; ++i) {
+  // Each (matrix, op) unit weighs its op's budget_units in the run's budget.
+  double weight = 0, weight_done = 0;
+  for (const auto& u : units)
+    for (const auto& op : u.ops) weight += tools::find_op(op).budget_units;
+  size_t skipped = 0;
+  for (size_t i = 0; i < units.size() && !g_stop; ++i) {
     try {
-      NamedMatrix m = load_matrix(specs[i]);
-      MatrixRecord rec{structure_fingerprint(m.csr), m.name, compute_features(m.csr)};
-      db->upsert_matrix(rec);
+      NamedMatrix m = load_matrix(units[i].spec);
+      std::map<std::string, MatrixRecord> records;  // by key: the structure's once for the ops keyed by it
+      for (const auto& op : units[i].ops) {
+        const auto& desc = tools::find_op(op);
+        const std::string key = tools::db_key(desc, m);
+        if (!records.count(key)) db->upsert_matrix(records[key] = tools::db_record(desc, m));
+      }
       if (!ctx) {
-        fmt::print(stderr, "[{}/{}] {}: features recorded\n", i + 1, specs.size(), m.name);
+        fmt::print(stderr, "[{}/{}] {}: features recorded\n", i + 1, units.size(), m.name);
         continue;
       }
-      for (const auto& op : a.ops) {
+      for (const auto& op : units[i].ops) {
         if (g_stop) break;
+        const auto& desc = tools::find_op(op);
         const double elapsed = now_s() - t0;
-        const std::string eta =
-            done ? fmt::format("ETA {:.0f} s", elapsed / static_cast<double>(done) * static_cast<double>(units - done))
-                 : fmt::format("ETA <= {:.0f} s", budget * static_cast<double>(units));
+        const std::string eta = weight_done > 0
+                                    ? fmt::format("ETA {:.0f} s", elapsed / weight_done * (weight - weight_done))
+                                    : fmt::format("ETA <= {:.0f} s", budget * weight);
         auto status = [&](const std::string& what) {
-          fmt::print(stderr, "\r[{}/{}] {:<40} {:<7} {:<10} {}   ", i + 1, specs.size(), m.name.substr(0, 40), op, what,
+          fmt::print(stderr, "\r[{}/{}] {:<40} {:<7} {:<10} {}   ", i + 1, units.size(), m.name.substr(0, 40), op, what,
                      eta);
         };
         status("starting");
         // The run as a whole keeps to --total: later units get less when earlier ones overran
         // (large matrices spend seconds in plan-time conversion outside the search's budget).
         const double left = total - (now_s() - t0);
-        const double unit = std::clamp(left / static_cast<double>(units - done), 0.2, budget);
-        for (auto& row : tools::tune_op(*ctx, *db, op, m, rec.fingerprint, unit, stop, status)) {
-          row.generated = is_generator_spec(specs[i]);
+        const double share = desc.budget_units / std::max(weight - weight_done, desc.budget_units);
+        const double unit = std::clamp(left * share, 0.2, budget * desc.budget_units);
+        for (auto& row : tools::tune_op(*ctx, *db, op, m, tools::db_key(desc, m), unit, stop, status)) {
+          row.generated = is_generator_spec(units[i].spec);
           rows[op].push_back(std::move(row));
         }
-        ++done;
+        weight_done += desc.budget_units;
       }
     } catch (const InputError& e) {
       fmt::print(stderr, "\n  skipped: {}\n", e.what());
       ++skipped;
     } catch (const std::bad_alloc&) {
       // A matrix larger than this host can hold: named, skipped, the run goes on.
-      fmt::print(stderr, "\n  skipped: {}: out of host memory (larger than this machine can hold)\n", specs[i]);
+      fmt::print(stderr, "\n  skipped: {}: out of host memory (larger than this machine can hold)\n", units[i].spec);
       ++skipped;
     }
   }
   fmt::print(stderr, "\n");
   if (g_stop) fmt::print("interrupted: every finished trial is in the DB; run dbtune again to resume\n");
   // Nothing to tune is a failure, not a quiet success.
-  if (!specs.empty() && skipped == specs.size()) {
+  if (!units.empty() && skipped == units.size()) {
     fmt::print(stderr, "dbtune: error: every matrix was skipped ({}); nothing was tuned\n", skipped);
     return 1;
   }
@@ -201,7 +231,7 @@ int run(const Args& a) {
     return 0;
   }
   for (const auto& op : a.ops) tools::print_table(op, rows[op]);
-  if (a.evaluate && !g_stop) tools::evaluate(*ctx, *db, specs, a.ops, stop);
+  if (a.evaluate && !g_stop) tools::evaluate(*ctx, *db, suite_of, a.ops, stop);
   return g_stop ? 130 : 0;
 }
 
@@ -217,7 +247,8 @@ int main(int argc, char** argv) {
   app.add_flag("--no-shared", a.no_shared, "Leave out ../shared/matrices ($DBSPARSE_MATRICES)");
   app.add_option(
          "--ops", a.ops,
-         "Ops to tune (comma-separate); default the ops tuned by default (every op but decode, whose plans do not read the tuning DB yet; spgemm skips matrices whose A^2 passes 6e8 products)")
+         "Ops to tune (comma-separate); default every op (decode on its own suite of LLM layer shapes, 4 buckets of "
+         "activation density each; spgemm skips matrices whose A^2 passes 6e8 products)")
       ->delimiter(',')
       ->check(CLI::IsMember(tools::op_names()));
   app.add_option("--budget", a.budget_s, "Seconds of search per (matrix, op); default 2 with --quick, else 6")

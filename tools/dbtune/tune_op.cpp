@@ -95,13 +95,12 @@ std::string row_name(const std::string& matrix, const std::string& bucket) {
 }
 
 TuneRow tune_bucket(Context& ctx, TuningDb& db, const OpDescriptor& desc, const NamedMatrix& m, const std::string& fp,
-                    const std::string& bucket, double budget_s, const std::function<bool()>& stop,
+                    const ObjectiveOptions& oo, double budget_s, const std::function<bool()>& stop,
                     const std::function<void(const std::string&)>& status) {
   const std::string dev = ctx.device().record().fingerprint;
   const std::string& op = desc.name;
+  const std::string& bucket = oo.bucket;
   const auto& space = desc.space;
-  ObjectiveOptions oo;
-  oo.bucket = bucket;
   auto objective = desc.objective(ctx, m, oo);
   std::map<std::string, tuner::Measurement> stored;  // the latest trial per config
   for (const auto& t : db.trials(dev, fp, op))
@@ -169,17 +168,25 @@ std::vector<TuneRow> tune_op(Context& ctx, TuningDb& db, const std::string& op_n
   const auto& desc = find_op(op_name);
   const auto buckets = buckets_of(desc);
   std::vector<TuneRow> rows;
+  ObjectiveOptions oo;
+  try {
+    if (desc.objective_state) oo.state = desc.objective_state(ctx, m);
+  } catch (const Error& e) {  // the matrix cannot be set up for this op: its rows say why, the run goes on
+    for (const auto& b : buckets) rows.push_back(TuneRow{.matrix = row_name(m.name, b), .why = e.what()});
+    return rows;
+  }
   for (const auto& b : buckets) {
     if (stop()) break;
-    rows.push_back(tune_bucket(ctx, db, desc, m, fp, b, budget_s / static_cast<double>(buckets.size()), stop, status));
+    oo.bucket = b;
+    rows.push_back(tune_bucket(ctx, db, desc, m, fp, oo, budget_s / static_cast<double>(buckets.size()), stop, status));
   }
   return rows;
 }
 
 // Leave-one-out: each tuned matrix's config predicted from the others, measured now against its
 // tuned config, back to back.
-void evaluate(Context& ctx, TuningDb& db, const std::vector<std::string>& specs, const std::vector<std::string>& ops,
-              const std::function<bool()>& stop) {
+void evaluate(Context& ctx, TuningDb& db, const std::function<std::vector<std::string>(const OpDescriptor&)>& specs,
+              const std::vector<std::string>& ops, const std::function<bool()>& stop) {
   const std::string dev = ctx.device().record().fingerprint;
   for (const auto& op : ops) {
     const auto& desc = find_op(op);
@@ -188,12 +195,13 @@ void evaluate(Context& ctx, TuningDb& db, const std::vector<std::string>& specs,
                "best us", "predicted us", "ratio");
     std::vector<double> ratios;
     double worst = 1;
-    for (const auto& spec : specs) {
+    for (const auto& spec : specs(desc)) {
       if (stop()) return;
       NamedMatrix m = load_matrix(spec);
-      const std::string fp = structure_fingerprint(m.csr);
+      const std::string fp = db_key(desc, m);
       auto rec = db.find_matrix(fp);
       if (!rec) continue;
+      ObjectiveOptions oo;
       for (const auto& bucket : buckets_of(desc)) {
         auto tuned = db.best(dev, fp, op, bucket);
         if (!tuned) continue;  // not tuned on this device
@@ -202,7 +210,7 @@ void evaluate(Context& ctx, TuningDb& db, const std::vector<std::string>& specs,
         // Both configs measured now, head to head (alternating, best of two): the stored times of
         // the search are minima over noisy runs and would flatter the tuned config.
         const auto best_config = space.complete(*tuned), config = space.complete(p->params);
-        ObjectiveOptions oo;
+        if (desc.objective_state && !oo.state) oo.state = desc.objective_state(ctx, m);  // once, for every bucket
         oo.bucket = bucket;
         auto objective = desc.objective(ctx, m, oo);
         const auto t =

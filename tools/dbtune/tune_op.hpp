@@ -22,7 +22,7 @@ struct TuneRow {
   bool generated = false;  // the targets are stated over the generated suite
 };
 
-// Searches op's space for matrix m (fingerprint fp) within budget_s, storing every trial in db;
+// Searches op's space for matrix m (its tuning-DB key fp: tools::db_key) within budget_s, storing every trial in db;
 // confirms the best against the defaults and stores it with its speed-up. An op with buckets
 // (OpDescriptor::buckets, e.g. spmm's N classes) is tuned and stored per bucket, the budget split
 // between them: one row each.
@@ -33,8 +33,11 @@ std::vector<TuneRow> tune_op(Context& ctx, TuningDb& db, const std::string& op, 
 // Each matrix's best config, its speed-up over the defaults, and the geometric means.
 void print_table(const std::string& op, const std::vector<TuneRow>& rows);
 
-// Leave-one-out: each tuned matrix's config predicted from the others, timed against its best.
-void evaluate(Context& ctx, TuningDb& db, const std::vector<std::string>& specs, const std::vector<std::string>& ops,
-              const std::function<bool()>& stop);
+struct OpDescriptor;
+
+// Leave-one-out: each tuned matrix's config predicted from the others, timed against its best, over
+// the matrices specs(op) names for each op.
+void evaluate(Context& ctx, TuningDb& db, const std::function<std::vector<std::string>(const OpDescriptor&)>& specs,
+              const std::vector<std::string>& ops, const std::function<bool()>& stop);
 
 }  // namespace dbsparse::tools

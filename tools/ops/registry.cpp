@@ -44,6 +44,15 @@ DeviceProfile measure_profile(Context& ctx, const std::function<void(const std::
   return p;
 }
 
+std::string db_key(const OpDescriptor& op, const NamedMatrix& m) {
+  return op.problem_key ? op.problem_key(m) : structure_fingerprint(m.csr);
+}
+
+MatrixRecord db_record(const OpDescriptor& op, const NamedMatrix& m) {
+  if (op.problem_key) return MatrixRecord{op.problem_key(m), m.name, op.problem_features(m)};
+  return MatrixRecord{structure_fingerprint(m.csr), m.name, compute_features(m.csr)};
+}
+
 const OpDescriptor& find_op(const std::string& name) {
   for (const auto* o : ops())
     if (o->name == name) return *o;

@@ -15,6 +15,7 @@
 #include "codegen/kernel_source.hpp"
 #include "dbsparse/context.hpp"
 #include "dbsparse/device_profile.hpp"
+#include "dbsparse/features.hpp"
 #include "dbsparse/io.hpp"
 #include "dbsparse/op_config.hpp"
 #include "tools/bench/check_auto.hpp"
@@ -51,6 +52,9 @@ struct BenchRequest {
 struct ObjectiveOptions {
   std::vector<double> densities;  // ops with a sparse x: the densities timed (empty: the op's own)
   std::string bucket;             // one of OpDescriptor::buckets: time that class of problem only
+  // OpDescriptor::objective_state's for this matrix, shared by its buckets' objectives; null: the
+  // objective makes its own.
+  std::shared_ptr<void> state;
 };
 
 struct OpDescriptor {
@@ -71,6 +75,22 @@ struct OpDescriptor {
   // `precompile` and dbtune compile ahead and the nvrtc tier compiles.
   std::function<std::vector<codegen::KernelSource>(bool opt_in)> variants;
   std::function<std::unique_ptr<tuner::Objective>(Context&, const NamedMatrix&, const ObjectiveOptions&)> objective;
+  // What the objectives of one matrix's buckets share (decode: the layer converted once and the
+  // plans built so far), made once per matrix by dbtune and passed in ObjectiveOptions::state.
+  // Empty: nothing shared.
+  std::function<std::shared_ptr<void>(Context&, const NamedMatrix&)> objective_state;
+  // The key the tuning DB stores the op's rows under instead of the matrix's structure fingerprint,
+  // and the features prediction compares under it (both set or both empty): for an op whose plans
+  // cannot afford a pass over the matrix (decode: hashing a model's weights costs seconds a layer).
+  // Empty: structure_fingerprint and compute_features.
+  std::function<std::string(const NamedMatrix&)> problem_key;
+  std::function<MatrixFeatures(const NamedMatrix&)> problem_features;
+  // The matrices dbtune tunes the op on when --matrices is not given ("quick" or "full"), instead
+  // of the common suite. Empty: the common suite (generated, then the shared matrices).
+  std::function<std::vector<std::string>(const std::string& size)> tune_suite;
+  // A (matrix, op) unit's share of dbtune's budget, in per-unit budgets: more than 1 for an op whose
+  // buckets each need a search of their own (decode: one budget a bucket). Default 1.
+  double budget_units = 1;
   // The op-specific options its bench takes, of "--density", "--strategy", "--config", "--explain",
   // "--fused", "--n";
   // the CLI rejects the others before any GPU work.
@@ -107,6 +127,10 @@ DeviceProfile measure_profile(Context& ctx, const std::function<void(const std::
 std::vector<std::string> op_names();
 // The ops dbtune tunes when --ops is not given (tuned_by_default).
 std::vector<std::string> default_tuned_op_names();
+// The tuning DB's key of m for op (problem_key, else the structure fingerprint) and the features
+// stored with it (problem_features, else compute_features).
+std::string db_key(const OpDescriptor& op, const NamedMatrix& m);
+MatrixRecord db_record(const OpDescriptor& op, const NamedMatrix& m);
 // UsageError naming the known ops for any other name.
 const OpDescriptor& find_op(const std::string& name);
 
