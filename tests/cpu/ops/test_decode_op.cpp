@@ -28,7 +28,7 @@ TEST_CASE("DecodeIsARegistryOpTunedOnItsOwnSuite") {
   CHECK(tools::default_tuned_op_names() ==
         std::vector<std::string>{"spmv", "spmspv", "bfs", "spmm", "spgemm", "decode"});
   CHECK(op.buckets == std::vector<std::string>{"a1", "a0.5", "a0.3", "a0.1"});
-  CHECK(op.budget_units == 4);
+  CHECK(op.budget_units == 8);  // two budgets a bucket
   // No matrix bench: both the suite and the bench say where the layers are timed.
   CHECK_THROWS_WITH_AS(op.bench_suite("quick"), doctest::Contains("decode-bench"), UsageError);
   // Every decoding key and sparsifier key once, nothing else.
