@@ -185,6 +185,18 @@ class DecodeLinearPlan {
   std::unique_ptr<Impl> impl_;
 };
 
+// The mapping and parameters a plan of a rows x cols layer with nnz weights would take with
+// `options` on ctx's device, and where they came from (Explicit, Tuned, Predicted, Default: the
+// model), without building it: for benchmarks that time auto's choice among forced plans.
+struct DecodeChoice {
+  DecodeMapping mapping = DecodeMapping::Ring;  // never Auto
+  int row_block_words = 1, blocks_per_sm = 0;
+  ConfigSource source = ConfigSource::Default;  // Default: the cost model's choice
+  std::string note;                             // the config's note, or why its mapping was set aside
+};
+DecodeChoice decode_plan_choice(Context& ctx, int32_t rows, int32_t cols, int64_t nnz,
+                                const DecodeLinearOptions& options);
+
 // The op's entry point, as every op spells it: plan_<op>(ctx, problem, options...).
 template <class W>
 DecodeLinearPlan plan_decode_linear(Context& ctx, const W& w, const DecodeLinearOptions& options) {

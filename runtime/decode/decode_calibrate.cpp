@@ -133,7 +133,7 @@ void calibrate_decode(Context& ctx, DeviceProfile& device, const std::function<v
     const double t_middle = time_point(ctx, middle, pt, tau_half, x.ptr(), s);
     const double t_large = time_point(ctx, large, pt, tau_half, x.ptr(), s);
     auto terms = [&](const CompactLayer& l) {
-      const double wd = static_cast<double>(l.w.nnz()) / (double{l.w.rows} * kCols);
+      const double wd = static_cast<double>(l.w.nnz()) / (static_cast<double>(l.w.rows) * kCols);
       return decode_model_terms(pt.mapping, l.w.rows, kCols, DecodeDtype::F16, wd, pt.act_density);
     };
     const auto [fixed, share] = solve_fixed_and_share(terms(middle), t_middle, terms(large), t_large, device);

@@ -177,21 +177,22 @@ void fit_splits(DecodeLinearPlan::Impl& p, int sm_count) {
     DBS_CU(cuFuncSetAttribute(p.product, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(p.smem)));
 }
 
-// The tuning DB's row for the layer (mapping Auto, no config given): keyed by its problem key and
-// activation-density bucket, not by its structure, so no pass over the weights; nullopt otherwise.
+// The tuning DB's row for a layer of rows x cols with nnz weights (mapping Auto, no config given):
+// keyed by its problem key and activation-density bucket, not by its structure, so no pass over
+// the weights; none otherwise.
 struct DbRow {
   std::optional<Config> config;
   std::string key, bucket;
 };
-DbRow lookup_decode_row(Context& ctx, const detail::DecodeSource& m, const DecodeLinearOptions& opt) {
+DbRow lookup_decode_row(Context& ctx, int32_t rows, int32_t cols, int64_t nnz, const DecodeLinearOptions& opt) {
   DbRow r;
   if (opt.mapping != DecodeMapping::Auto || opt.config) return r;
-  check_decode_options(opt, m.cols);  // a bucket is looked up only for a valid density
-  const double wd = static_cast<double>(m.nnz) / std::max(1.0, static_cast<double>(m.rows) * m.cols);
-  r.key = decode_problem_key(m.rows, m.cols, opt.dtype, wd);
+  check_decode_options(opt, cols);  // a bucket is looked up only for a valid density
+  const double wd = static_cast<double>(nnz) / std::max(1.0, static_cast<double>(rows) * cols);
+  r.key = decode_problem_key(rows, cols, opt.dtype, wd);
   r.bucket = decode_density_bucket(decode_assumed_act_density(opt));
   r.config = lookup_config(ctx.device().record().fingerprint, r.key, config_info<DecodeConfig>(), r.bucket,
-                           [&] { return decode_problem_features(m.rows, m.cols, wd); });
+                           [&] { return decode_problem_features(rows, cols, wd); });
   return r;
 }
 
@@ -200,7 +201,7 @@ DbRow lookup_decode_row(Context& ctx, const detail::DecodeSource& m, const Decod
 DecodeLinearPlan DecodeLinearPlan::build_impl(Context& ctx, const detail::DecodeSource& m,
                                               const DecodeLinearOptions& opt) {
   auto p = std::make_unique<DecodeLinearPlan::Impl>();
-  const DbRow row = lookup_decode_row(ctx, m, opt);
+  const DbRow row = lookup_decode_row(ctx, m.rows, m.cols, static_cast<int64_t>(m.nnz), opt);
   // Throws before any device work.
   static_cast<DecodeSpec&>(*p) =
       make_decode_spec(shape_of(m), opt, ctx.profile(), row.config ? &*row.config : nullptr, row.key, row.bucket);
@@ -214,6 +215,18 @@ DecodeLinearPlan DecodeLinearPlan::build_impl(Context& ctx, const detail::Decode
   p->kernel = loaded.info;
   fit_splits(*p, ctx.device().sm_count);
   return DecodeLinearPlan(std::move(p));
+}
+
+DecodeChoice decode_plan_choice(Context& ctx, int32_t rows, int32_t cols, int64_t nnz, const DecodeLinearOptions& opt) {
+  check_decode_options(opt, cols);
+  const DbRow row = lookup_decode_row(ctx, rows, cols, nnz, opt);
+  const double wd = static_cast<double>(nnz) / std::max(1.0, static_cast<double>(rows) * cols);
+  DecodeChoice c = choose_decode_config(opt, cols, row.config ? &*row.config : opt.config, [&](bool allow_dense) {
+    return choose_decode_mapping(rows, cols, opt.dtype, wd, decode_assumed_act_density(opt), ctx.profile(),
+                                 allow_dense);
+  });
+  if (c.mapping == DecodeMapping::Lanes) c.mapping = DecodeMapping::Ring;  // as make_decode_spec takes it
+  return c;
 }
 
 DecodeLinearPlan::DecodeLinearPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

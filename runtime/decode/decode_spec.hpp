@@ -31,19 +31,11 @@ struct DecodeShape {
   std::span<const int32_t> seg_ptr;         // one offset per (column, strip) segment, and the end
 };
 
-// The mapping and its parameters, and where they came from (DecodeLinearPlan::config_source).
-struct DecodeChoice {
-  DecodeMapping mapping = DecodeMapping::Ring;  // never Auto
-  int row_block_words = 1, blocks_per_sm = 0;
-  ConfigSource source = ConfigSource::Default;  // Default: the cost model's choice
-  std::string note;                             // the config's note, or why its mapping was set aside
-};
-
 // The share of activations a plan expects to keep: act_density when given, else keep, else 1 with
 // tau = 0, else 0.5.
 double decode_assumed_act_density(const DecodeLinearOptions& options);
 
-// Pure: the plan's mapping. An explicit options.mapping (not Auto) is taken as asked, with the
+// Pure: the plan's mapping (DecodeChoice, decode_linear.hpp). An explicit options.mapping (not Auto) is taken as asked, with the
 // options' parameters. Else `config` (options.config, or the tuning DB's row for the layer; null or
 // of source Default: none) gives the mapping unless it is auto, the layer cannot take it (dense:
 // f32 or columns not a multiple of 8), it is dense and allow_dense is off in the options or the

@@ -107,6 +107,10 @@ TEST_CASE("DecodeTunedThroughItsObjectiveIsThePlansChoice") {
   CAPTURE(plan.explain());
   CHECK(plan.config_source() == ConfigSource::Tuned);
   CHECK(plan.explain().find("auto: tuned config for " + key + " [a1]") != std::string::npos);
+  // What decode-bench reads as auto's choice without building the plan.
+  const DecodeChoice choice = decode_plan_choice(ctx(), w.rows, w.cols, w.nnz(), DecodeLinearOptions{});
+  CHECK(choice.mapping == plan.mapping());
+  CHECK(choice.source == ConfigSource::Tuned);
   plan.run(xd.ptr(), yd.ptr(), s.handle());
   plan.run(xd.ptr(), yd.ptr(), s.handle());
   s.synchronize();

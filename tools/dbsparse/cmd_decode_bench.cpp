@@ -59,6 +59,48 @@ DeviceBuffer<uint16_t> dense16(const std::vector<float>& w, tools::DenseType t) 
   return DeviceBuffer<uint16_t>(std::span<const uint16_t>(h));
 }
 
+// The plans a layer is timed with: each forced mapping's row, then auto's choice at each density
+// (decode_plan_choice: the tuning DB's row for the layer, else the model) where no forced row is
+// that plan (another blocks_per_sm or row_block_words), under a name of its own. `auto_row` gets
+// the row auto's time is read from at each density, with the choice.
+std::vector<std::pair<std::string, DecodeLinearOptions>> plans_to_time(
+    Context& ctx, const DecodeArgs& a, const CsrMatrix<float>& pw, DecodeDtype dtype,
+    std::map<double, std::pair<std::string, DecodeChoice>>& auto_row) {
+  std::vector<std::pair<std::string, DecodeLinearOptions>> out;
+  for (const auto& [name, mapping] : kMappings) {
+    if (mapping == DecodeMapping::Dense && dtype == DecodeDtype::F32) continue;  // 16-bit only
+    DecodeLinearOptions o;
+    o.dtype = dtype;
+    o.mapping = mapping;
+    o.blocks_per_sm = a.blocks_per_sm;
+    out.emplace_back(name, o);
+  }
+  for (double density : a.act_densities) {
+    DecodeLinearOptions o;
+    o.dtype = dtype;
+    o.act_density = density;
+    o.blocks_per_sm = a.blocks_per_sm;
+    const DecodeChoice c = decode_plan_choice(ctx, pw.rows, pw.cols, pw.nnz(), o);
+    const bool splits = c.mapping == DecodeMapping::Ring || c.mapping == DecodeMapping::Dense ||
+                        c.mapping == DecodeMapping::DenseColumns;
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) {
+      return p.second.mapping == c.mapping && (!splits || p.second.blocks_per_sm == c.blocks_per_sm) &&
+             (c.mapping != DecodeMapping::RowBlocks || p.second.row_block_words == c.row_block_words);
+    });
+    if (it == out.end()) {
+      DecodeLinearOptions f;
+      f.dtype = dtype;
+      f.mapping = c.mapping;
+      f.blocks_per_sm = c.blocks_per_sm;
+      f.row_block_words = c.row_block_words;
+      out.emplace_back(fmt::format("auto-{}-b{}-w{}", to_string(c.mapping), c.blocks_per_sm, c.row_block_words), f);
+      it = std::prev(out.end());
+    }
+    auto_row[density] = {it->first, c};
+  }
+  return out;
+}
+
 // One layer at every activation density: dense cuBLAS (once: it reads all of W whatever x is),
 // cuSPARSE f32 CSR SpMV (once, at the first density), and each column bitmap mapping in the dtype at
 // each density, its y checked against the CPU on the same rounded inputs. Returns the layer's record
@@ -143,12 +185,8 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
   const float tau_min = min_density >= 1.0 ? 0.0f : topk_threshold(xr, min_density);
   const int64_t touched_min = touched_at(threshold_activations(xr, tau_min)).second;
   std::map<std::string, std::vector<DecodeLinearPlan>> plans;
-  for (const auto& [name, mapping] : kMappings) {
-    if (mapping == DecodeMapping::Dense && dt == tools::DenseType::F32) continue;  // 16-bit only
-    DecodeLinearOptions o;
-    o.dtype = static_cast<DecodeDtype>(static_cast<int>(dt));
-    o.mapping = mapping;
-    o.blocks_per_sm = a.blocks_per_sm;
+  std::map<double, std::pair<std::string, DecodeChoice>> auto_row;
+  for (const auto& [name, o] : plans_to_time(ctx, a, pw, static_cast<DecodeDtype>(static_cast<int>(dt)), auto_row)) {
     auto& v = plans[name];
     v.push_back(plan_decode_linear(ctx, pw, o));
     const int64_t touched = touched_min;
@@ -198,9 +236,11 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
       // whole (padded); the dense (mma) one all of W.
       const int64_t slab = abi::decode_cols_slab_rows(static_cast<int>(esize)),
                     rows_pad = (rows + slab - 1) / slab * slab;
-      const int64_t read = name == "dbcols"    ? kept * rows_pad * esize + (int64_t{cols} + rows) * esize
-                           : name == "dbdense" ? static_cast<int64_t>(dense_bytes) + (int64_t{cols} + rows) * esize
-                                               : touched;
+      const DecodeMapping held = v[0].mapping();
+      const int64_t read =
+          held == DecodeMapping::DenseColumns ? kept * rows_pad * esize + (int64_t{cols} + rows) * esize
+          : held == DecodeMapping::Dense      ? static_cast<int64_t>(dense_bytes) + (int64_t{cols} + rows) * esize
+                                              : touched;
       at[name] = {{"us", us},
                   {"read_bytes", read},
                   {"speedup_over_dense", dense_us / us},
@@ -223,14 +263,13 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
                     {"note", "one copy: the L2 may serve part of W"}};
       }
     }
-    // What a plan with the default mapping runs when told the density it will see.
-    const DecodeMapping chosen = choose_decode_mapping(
-        rows, cols, static_cast<DecodeDtype>(static_cast<int>(dt)),
-        static_cast<double>(pw.nnz()) / (static_cast<double>(rows) * cols), density, ctx.profile());
-    const auto row =
-        std::find_if(kMappings.begin(), kMappings.end(), [&](const auto& m) { return m.second == chosen; });
-    at["auto"] = at[row->first];
-    at["auto"]["mapping"] = to_string(chosen);
+    // What a plan with the default mapping runs when told the density it will see: the tuning
+    // DB's row for the layer, else the model's choice.
+    const auto& [auto_name, chosen] = auto_row.at(density);
+    at["auto"] = at[auto_name];
+    at["auto"]["mapping"] = to_string(chosen.mapping);
+    at["auto"]["blocks_per_sm"] = chosen.blocks_per_sm;
+    at["auto"]["source"] = chosen.source == ConfigSource::Default ? "model" : to_string(chosen.source);
     rec["at"].push_back(at);
     double best = INFINITY;
     for (const auto& pl : plans) best = std::min(best, at[pl.first]["us"].get<double>());
