@@ -35,12 +35,14 @@ struct DecodeShape {
 // tau = 0, else 0.5.
 double decode_assumed_act_density(const DecodeLinearOptions& options);
 
-// Pure: the plan's mapping (DecodeChoice, decode_linear.hpp). An explicit options.mapping (not Auto) is taken as asked, with the
-// options' parameters. Else `config` (options.config, or the tuning DB's row for the layer; null or
-// of source Default: none) gives the mapping unless it is auto, the layer cannot take it (dense:
-// f32 or columns not a multiple of 8), it is dense and allow_dense is off in the options or the
-// config, or it is not a DecodeConfig; then `model(allow_dense)` picks and the config's parameters
-// still apply. The options' row_block_words and blocks_per_sm win where not at their defaults.
+// Pure: the plan's mapping (DecodeChoice, decode_linear.hpp). An explicit options.mapping (not
+// Auto) is taken as asked, with the options' parameters. Else `config` (options.config, or the
+// tuning DB's row for the layer; null or of source Default: none) gives the mapping and its
+// parameters; a config of auto gives its parameters and `model(allow_dense)` the mapping. A
+// config's mapping the layer cannot take (dense: f32, or columns not a multiple of 8), a dense one
+// where allow_dense is off (the options' or the config's), or a stored row that is not a
+// DecodeConfig is set aside with its parameters: the model picks, the note says why. The options'
+// row_block_words and blocks_per_sm win where not at their defaults.
 DecodeChoice choose_decode_config(const DecodeLinearOptions& options, int32_t cols, const Config* config,
                                   const std::function<DecodeMapping(bool allow_dense)>& model);
 

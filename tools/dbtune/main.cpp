@@ -37,6 +37,7 @@ extern "C" void on_sigint(int) {
 struct Args {
   bool quick = false, no_shared = false, evaluate = false, evaluate_only = false, reprofile = false,
        profile_only = false;
+  bool ops_named = false;  // --ops given
   std::vector<std::string> matrices, ops = tools::default_tuned_op_names();
   std::string db_path = TuningDb::default_path();
   std::string arch;
@@ -45,9 +46,11 @@ struct Args {
 };
 
 // The matrices `op` is tuned on: --matrices, else its own suite (OpDescriptor::tune_suite), else
-// the common one (generated, then the shared matrices unless --no-shared).
+// the common one (generated, then the shared matrices unless --no-shared). An op with a suite of its
+// own (decode: LLM layer shapes) takes --matrices only when --ops names it: `dbtune --matrices
+// my/*.mtx` tunes the graph ops on a user's graphs, not decode.
 std::vector<std::string> suite(const Args& a, const tools::OpDescriptor& op) {
-  if (!a.matrices.empty()) return a.matrices;
+  if (!a.matrices.empty()) return op.tune_suite && !a.ops_named ? std::vector<std::string>{} : a.matrices;
   const std::string size = a.quick ? "quick" : "full";
   if (op.tune_suite) return op.tune_suite(size);
   auto specs = tools::generated_suite(size);
@@ -245,12 +248,14 @@ int main(int argc, char** argv) {
                "Small suite and 2 s per (matrix, op): about two minutes of search, four with a cold kernel cache");
   app.add_option("--matrices", a.matrices, "Matrix files or generator strings instead of the suite");
   app.add_flag("--no-shared", a.no_shared, "Leave out ../shared/matrices ($DBSPARSE_MATRICES)");
-  app.add_option(
-         "--ops", a.ops,
-         "Ops to tune (comma-separate); default every op (decode on its own suite of LLM layer shapes, 4 buckets of "
-         "activation density each; spgemm skips matrices whose A^2 passes 6e8 products)")
-      ->delimiter(',')
-      ->check(CLI::IsMember(tools::op_names()));
+  auto* ops_option =
+      app.add_option(
+             "--ops", a.ops,
+             "Ops to tune (comma-separate); default every op (decode on its own suite of LLM layer shapes, 4 buckets of "
+             "activation density each, and on --matrices only when named here; spgemm skips matrices whose A^2 passes "
+             "6e8 products)")
+          ->delimiter(',')
+          ->check(CLI::IsMember(tools::op_names()));
   app.add_option("--budget", a.budget_s, "Seconds of search per (matrix, op); default 2 with --quick, else 6")
       ->check(dbsparse::cli::finite_range(0.1, 3600.0));
   app.add_option("--total", a.total_s,
@@ -269,6 +274,7 @@ int main(int argc, char** argv) {
   app.add_option("--db", a.db_path, "Tuning DB (default $DBSPARSE_DB or $XDG_DATA_HOME/dbsparse/tuning.db)");
   app.add_option("--arch", a.arch, "Kernel target when there is no GPU (default sm_90)");
   CLI11_PARSE(app, argc, argv);
+  a.ops_named = ops_option->count() > 0;
   try {
     return dbsparse::cli::exit_code_after_stdout("dbtune", run(a));
   } catch (const Error& e) {

@@ -4,12 +4,17 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 
 #include "codegen/keys/decode_key.hpp"
 #include "codegen/keys/sparse_linear_key.hpp"
 #include "dbsparse/decode_linear.hpp"
 #include "dbsparse/error.hpp"
 #include "dbsparse/generators.hpp"
+#include "dbsparse/io.hpp"
+#include "dbsparse/tuning_db.hpp"
+#include "test_support.hpp"
 #include "tools/bench/suites.hpp"
 #include "tools/ops/registry.hpp"
 
@@ -97,4 +102,21 @@ TEST_CASE("DecodeRowsAreKeyedByProblemKeyNotStructure") {
   CHECK(tools::db_key(spmv, m) == structure_fingerprint(m.csr));
   CHECK(tools::db_record(spmv, m).features.bandwidth == compute_features(m.csr).bandwidth);
   CHECK_FALSE(spmv.problem_key);
+}
+
+// Without a GPU dbtune records what it can: decode's layer under its problem key with the cheap
+// features, not under its structure (no device visible, so that this holds on a GPU host too).
+TEST_CASE("DbtuneRecordsDecodeLayersUnderTheirProblemKey") {
+  const std::filesystem::path db = dbs_test::temp_dir("dbtune-decode-key") / "t.db";
+  const std::string spec = "pruned:rows=64,cols=96,density=0.5,seed=1";
+  const std::string cmd = "CUDA_VISIBLE_DEVICES= '" + dbs_test::sibling_binary("dbtune").string() +
+                          "' --ops decode --arch sm_90 --matrices " + spec + " --db '" + db.string() +
+                          "' > /dev/null 2>&1";
+  REQUIRE(std::system(cmd.c_str()) == 0);
+  auto t = TuningDb::open(db.string(), /*read_only=*/true);
+  const auto rec = t->find_matrix("decode.64x96.f16.w0.50");
+  REQUIRE(rec);
+  CHECK(rec->name == load_matrix(spec).name);
+  CHECK(rec->features.nnz == 64 * 48);
+  CHECK_FALSE(t->find_matrix(structure_fingerprint(generate(spec))));
 }
