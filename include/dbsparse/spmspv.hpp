@@ -216,7 +216,7 @@ class SpmspvPlan {
   SpmspvWorkspace<T> make_workspace_without_sparse_x() const;
   void sparse_in(uint64_t x_idx, uint64_t x_val, int32_t x_nnz, uint64_t y, void* stream, SpmspvWorkspace<T>& ws) const;
   void dense_in(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws, unsigned compute_grid,
-                uint32_t* feedback = nullptr) const;
+                uint32_t* feedback = nullptr, bool push_hint = false) const;
   std::unique_ptr<Impl> impl_;
 };
 

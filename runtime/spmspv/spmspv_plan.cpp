@@ -93,8 +93,13 @@ struct SpmspvPlan<T>::Impl : detail::SpmspvShape {
   mutable SpmspvWorkspace<T> own;  // the plan's own workspace (see SpmspvWorkspace)
   CUfunction prep = nullptr, compute = nullptr, scatter = nullptr, unscatter = nullptr, fused = nullptr,
              sparse_prep = nullptr, sparse_finish = nullptr, sparse_tiny = nullptr;
-  unsigned compute_grid = 1;  // the full compute grid (spmspv_full_compute_grid)
-  int compute_occ = 1;        // compute blocks a SM that fit
+  // An auto plan's push-only prep and compute (its own variant): run() takes them where the last
+  // call's x was so sparse that auto would push every part (push_sure_below), and saves the auto
+  // variant's direction work; any x is still computed right by them, only slower if it grew dense.
+  CUfunction push_prep = nullptr, push_compute = nullptr;
+  uint32_t push_sure_below = 0;  // x nonzeros; 0: never
+  unsigned compute_grid = 1;     // the full compute grid (spmspv_full_compute_grid)
+  int compute_occ = 1;           // compute blocks a SM that fit
   // The compute launch for an x of about x_nnz nonzeros (spmspv_compute_grid_for); a config's
   // compute_blocks_per_sm wins over it.
   unsigned compute_grid_for(int64_t x_nnz) const {
@@ -104,12 +109,16 @@ struct SpmspvPlan<T>::Impl : detail::SpmspvShape {
   // run()'s grid: from the workspace's last call (x is on the device; a graph replays whatever
   // was captured, so a capture gets the full grid). A wrong guess costs time, never correctness:
   // every path strides over its tasks by the grid's size.
-  unsigned compute_grid_for_run(const SpmspvWorkspace<T>& ws, void* stream) const {
-    if (ws.feedback_.data() == nullptr) return compute_grid;
+  // The workspace's last call's x nonzeros, kFeedbackUnknown without one or under a capture (a
+  // graph replays whatever was captured, so a capture must not lean on one call's x).
+  uint32_t last_x_nnz(const SpmspvWorkspace<T>& ws, void* stream) const {
+    if (ws.feedback_.data() == nullptr) return kFeedbackUnknown;
     CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
     DBS_CU(cuStreamIsCapturing(static_cast<CUstream>(stream), &capture));
-    if (capture != CU_STREAM_CAPTURE_STATUS_NONE) return compute_grid;
-    const uint32_t last = *static_cast<const volatile uint32_t*>(ws.feedback_.data());
+    if (capture != CU_STREAM_CAPTURE_STATUS_NONE) return kFeedbackUnknown;
+    return *static_cast<const volatile uint32_t*>(ws.feedback_.data());
+  }
+  unsigned compute_grid_for_run(uint32_t last) const {
     return last == kFeedbackUnknown ? compute_grid : compute_grid_for(last);
   }
   static constexpr uint32_t kFeedbackUnknown = 0xffffffffu;
@@ -210,6 +219,18 @@ struct SpmspvPlan<T>::Impl : detail::SpmspvShape {
     sparse_prep = loaded.entry("sparse_prep");
     sparse_finish = loaded.entry("sparse_finish");
     sparse_tiny = loaded.entry("sparse_tiny");
+    if (key.direction == codegen::Direction::Auto) {
+      codegen::SpmspvKey push_key = key;
+      push_key.direction = codegen::Direction::Push;
+      auto push = modules.get(codegen::make_source(push_key), arch);
+      push_prep = push.entry("prep");
+      push_compute = push.entry("compute");
+      // Nonempty x blocks never outnumber x's nonzeros: below half of either threshold (blocks'
+      // and the residual's), this call and one whose x doubled would push every part.
+      const double sure = 0.5 * std::min(static_cast<double>(stats.xb_threshold) * std::max(block_cols, 0),
+                                         static_cast<double>(stats.residual_push_below) * std::max(cols, 0));
+      push_sure_below = static_cast<uint32_t>(std::clamp(sure, 0.0, 4e9));
+    }
     DbMatrix<T>& db = spec.db;
     blk_col_idx = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_idx));
     blk_col_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_ptr));
@@ -339,13 +360,15 @@ template <class T>
 void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws) const {
   const Impl& p = *impl_;
   p.check_workspace(ws, "SpmspvPlan::run");
-  dense_in(x, y, stream, ws, p.compute_grid_for_run(ws, stream), static_cast<uint32_t*>(ws.feedback_.data()));
+  const uint32_t last = p.last_x_nnz(ws, stream);
+  const bool push_hint = p.push_prep && last != Impl::kFeedbackUnknown && last < p.push_sure_below;
+  dense_in(x, y, stream, ws, p.compute_grid_for_run(last), static_cast<uint32_t*>(ws.feedback_.data()), push_hint);
 }
 
 // The mask pass and the compute (or the fused kernel) over a dense x, the compute on `grid` blocks.
 template <class T>
 void SpmspvPlan<T>::dense_in(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws, unsigned grid,
-                             uint32_t* feedback) const {
+                             uint32_t* feedback, bool push_hint) const {
   const Impl& p = *impl_;
   abi::SpmspvArgs<T> args = p.args(x, y, ws);
   args.feedback = feedback;
@@ -355,8 +378,8 @@ void SpmspvPlan<T>::dense_in(uint64_t x, uint64_t y, void* stream, SpmspvWorkspa
                                      params));
     return;
   }
-  p.launch(p.prep, p.prep_grid, params, stream);
-  p.launch(p.compute, grid, params, stream);
+  p.launch(push_hint ? p.push_prep : p.prep, p.prep_grid, params, stream);
+  p.launch(push_hint ? p.push_compute : p.compute, grid, params, stream);
 }
 
 template <class T>
