@@ -76,8 +76,11 @@ struct SpmspvConfig {
 
 struct SpmspvOptions {
   // Auto picks per run on the GPU: push when the share xb of non-empty 16-element x blocks is
-  // below the plan's stats().xb_threshold, pull otherwise. Push or Pull force one path (and
-  // compile only that one): for ablation.
+  // below the plan's stats().xb_threshold, pull otherwise. One exception, for speed: run() after a
+  // call (through the same workspace, not under a stream capture) whose x had fewer than half the
+  // nonzeros either part would push at runs the push-only kernels, which skip the direction
+  // work; an x that jumped dense since then is pushed once, with the same result. Push or Pull
+  // force one path (and compile only that one): for ablation.
   SpmspvDirection direction = SpmspvDirection::Auto;
   // When set, used instead of the tuning DB's config (its params are read as an SpmspvConfig).
   const Config* config = nullptr;

@@ -24,8 +24,11 @@ BfsPlan bfs_direction_by_trial(Context& ctx, BfsPlan auto_plan, const std::funct
                                const BfsNote& note, const std::string& matrix_fp, const std::vector<int32_t>& sources,
                                int64_t entries, double trial_ms);
 
-// The trial's sources: up to four vertices with out-edges (g: the push view), drawn by a fixed
-// generator, as a user's searches start anywhere (a hub alone would favour pulling).
+// The trial's sources: up to kTrialSources vertices with out-edges (g: the push view), drawn by a
+// fixed generator, as a user's searches start anywhere (a hub alone would favour pulling). Eight:
+// on some graphs the direction policy's time varies several-fold from source to source while
+// push's does not.
+constexpr size_t kTrialSources = 8;
 std::vector<int32_t> bfs_trial_sources(const PatternGraph& g);
 
 // Auto on a graph below the trial's size, with nothing tuned or asked: push only. On such graphs

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "gpu/gpu_support.hpp"
+#include "runtime/bfs/bfs_trial.hpp"
 
 namespace {
 
@@ -98,7 +99,8 @@ TEST_CASE("BfsPlanTrialIsRecordedReusedAndCorrect") {
   o.trial_ms = 50;
   const BfsPlan plan = plan_bfs(ctx(), gen, o);
   INFO(plan.explain());
-  CHECK(plan.explain().find("plan-time trial over 4 sources") != std::string::npos);
+  CHECK(plan.explain().find(fmt::format("plan-time trial over {} sources", detail::kTrialSources)) !=
+        std::string::npos);
   const auto rec = TuningDb::open(db.path, true)
                        ->plan_choice(ctx().device().record().fingerprint, structure_fingerprint(gen), "bfs", "");
   REQUIRE(rec.has_value());

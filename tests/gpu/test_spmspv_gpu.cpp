@@ -368,17 +368,27 @@ TEST_CASE("SpmspvAutoSwitchesDirectionByXBlockShare") {
   CHECK(plan.config().params.value("th3", 0.0) == doctest::Approx(config_to_json(SpmspvConfig{})["th3"].get<double>()));
   Stream s(ctx());
   DeviceBuffer<float> y(a.rows);
+  // Each call's y against the reference too: the direction is the plan's choice, the result never is.
   auto run_with = [&](const std::vector<int32_t>& idx) {
     std::vector<float> xd(a.cols, 0.f);
     for (auto i : idx) xd[i] = 1.f;
     DeviceBuffer<float> x{std::span<const float>(xd)};
     plan.run(x, y, s);
-    return plan.last_direction(s);
+    const auto dir = plan.last_direction(s);
+    const std::vector<float> ones(idx.size(), 1.f);
+    const auto ref = reference::spmspv(a, std::span<const int32_t>(idx), std::span<const float>(ones));
+    const auto got = y.download();
+    CHECK(reference::relative_error(std::span<const double>(ref), std::span<const float>(got)) <= 1e-5);
+    return dir;
   };
   CHECK(run_with(pick_indices(a.cols, 0.0001, 5)) == SpmspvDirection::Push);
   CHECK(plan.last_xb(s) < 0.01);
-  CHECK(run_with(pick_indices(a.cols, 0.5, 6)) == SpmspvDirection::Pull);
+  // After a call whose x was far below the push thresholds, the next call runs the push-only
+  // kernels (SpmspvOptions::direction): a jump to a dense x pushes once, then the plan pulls.
+  const auto dense = pick_indices(a.cols, 0.5, 6);
+  CHECK(run_with(dense) == SpmspvDirection::Push);
   CHECK(plan.last_xb(s) > 0.5);
+  CHECK(run_with(dense) == SpmspvDirection::Pull);
   // The residual chooses by x's density: with its rows stored it pulls from residual_push_below on.
   const auto rows = with_residual(257, "by_density");
   auto rplan = plan_spmspv(ctx(), a, SpmspvOptions{.config = &rows});
