@@ -77,9 +77,9 @@ struct SpmspvConfig {
 struct SpmspvOptions {
   // Auto picks per run on the GPU: push when the share xb of non-empty 16-element x blocks is
   // below the plan's stats().xb_threshold, pull otherwise. One exception, for speed: run() after a
-  // call (through the same workspace, not under a stream capture) whose x had fewer than half the
-  // nonzeros either part would push at runs the push-only kernels, which skip the direction
-  // work; an x that jumped dense since then is pushed once, with the same result. Push or Pull
+  // call (through the same workspace, not under a stream capture) that pushed every part runs the
+  // push-only kernels, which skip the direction work; an x that grew past the thresholds since
+  // then is pushed once, with the same result, and the call after it chooses again. Push or Pull
   // force one path (and compile only that one): for ablation.
   SpmspvDirection direction = SpmspvDirection::Auto;
   // When set, used instead of the tuning DB's config (its params are read as an SpmspvConfig).
@@ -134,8 +134,9 @@ class SpmspvWorkspace {
   DeviceBuffer<T> y_acc_;
   DeviceBuffer<uint32_t> ytouched_;
   DeviceBuffer<int32_t> ylist_;
-  // The last run()'s x nonzeros, written by its compute kernel (all ones before the first):
-  // run() sizes the next compute grid from it without reading anything back.
+  // The last run()'s x nonzeros and non-empty x blocks, written by its compute kernel (all ones
+  // before the first): run() sizes the next compute grid and picks its kernels from them without
+  // reading anything back.
   MappedHostAllocation feedback_;
 };
 

@@ -94,12 +94,11 @@ struct SpmspvPlan<T>::Impl : detail::SpmspvShape {
   CUfunction prep = nullptr, compute = nullptr, scatter = nullptr, unscatter = nullptr, fused = nullptr,
              sparse_prep = nullptr, sparse_finish = nullptr, sparse_tiny = nullptr;
   // An auto plan's push-only prep and compute (its own variant): run() takes them where the last
-  // call's x was so sparse that auto would push every part (push_sure_below), and saves the auto
-  // variant's direction work; any x is still computed right by them, only slower if it grew dense.
+  // call's x would have pushed every part (push_hint), and saves the auto variant's direction
+  // work; any x is still computed right by them, only slower if it grew dense.
   CUfunction push_prep = nullptr, push_compute = nullptr;
-  uint32_t push_sure_below = 0;  // x nonzeros; 0: never
-  unsigned compute_grid = 1;     // the full compute grid (spmspv_full_compute_grid)
-  int compute_occ = 1;           // compute blocks a SM that fit
+  unsigned compute_grid = 1;  // the full compute grid (spmspv_full_compute_grid)
+  int compute_occ = 1;        // compute blocks a SM that fit
   // The compute launch for an x of about x_nnz nonzeros (spmspv_compute_grid_for); a config's
   // compute_blocks_per_sm wins over it.
   unsigned compute_grid_for(int64_t x_nnz) const {
@@ -109,17 +108,31 @@ struct SpmspvPlan<T>::Impl : detail::SpmspvShape {
   // run()'s grid: from the workspace's last call (x is on the device; a graph replays whatever
   // was captured, so a capture gets the full grid). A wrong guess costs time, never correctness:
   // every path strides over its tasks by the grid's size.
-  // The workspace's last call's x nonzeros, kFeedbackUnknown without one or under a capture (a
-  // graph replays whatever was captured, so a capture must not lean on one call's x).
-  uint32_t last_x_nnz(const SpmspvWorkspace<T>& ws, void* stream) const {
-    if (ws.feedback_.data() == nullptr) return kFeedbackUnknown;
+  // The workspace's last call's x nonzeros and non-empty x blocks, kFeedbackUnknown in both
+  // without one or under a capture (a graph replays whatever was captured, so a capture must not
+  // lean on one call's x).
+  struct LastX {
+    uint32_t nnz = kFeedbackUnknown, nonempty = kFeedbackUnknown;
+  };
+  LastX last_x(const SpmspvWorkspace<T>& ws, void* stream) const {
+    if (ws.feedback_.data() == nullptr) return {};
     CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
     DBS_CU(cuStreamIsCapturing(static_cast<CUstream>(stream), &capture));
-    if (capture != CU_STREAM_CAPTURE_STATUS_NONE) return kFeedbackUnknown;
-    return *static_cast<const volatile uint32_t*>(ws.feedback_.data());
+    if (capture != CU_STREAM_CAPTURE_STATUS_NONE) return {};
+    const volatile uint32_t* f = static_cast<const volatile uint32_t*>(ws.feedback_.data());
+    return {f[0], f[1]};
   }
   unsigned compute_grid_for_run(uint32_t last) const {
     return last == kFeedbackUnknown ? compute_grid : compute_grid_for(last);
+  }
+  // Whether the last call's x, by its counts, pushed every part: the blocks' (non-empty x blocks
+  // below xb_threshold of them) and the residual's (x nonzeros below residual_push_below of the
+  // columns), the rule spmspv_prep.cuh applies on the device.
+  bool push_hint(const LastX& last) const {
+    if (!push_prep || last.nnz == kFeedbackUnknown || last.nonempty == kFeedbackUnknown) return false;
+    return static_cast<float>(last.nonempty) <
+               static_cast<float>(stats.xb_threshold) * static_cast<float>(block_cols) &&
+           static_cast<float>(last.nnz) < static_cast<float>(stats.residual_push_below) * static_cast<float>(cols);
   }
   static constexpr uint32_t kFeedbackUnknown = 0xffffffffu;
   unsigned fused_grid = 0;  // 0: no cooperative launch on this device; two launches instead
@@ -225,11 +238,6 @@ struct SpmspvPlan<T>::Impl : detail::SpmspvShape {
       auto push = modules.get(codegen::make_source(push_key), arch);
       push_prep = push.entry("prep");
       push_compute = push.entry("compute");
-      // Nonempty x blocks never outnumber x's nonzeros: below half of either threshold (blocks'
-      // and the residual's), this call and one whose x doubled would push every part.
-      const double sure = 0.5 * std::min(static_cast<double>(stats.xb_threshold) * std::max(block_cols, 0),
-                                         static_cast<double>(stats.residual_push_below) * std::max(cols, 0));
-      push_sure_below = static_cast<uint32_t>(std::clamp(sure, 0.0, 4e9));
     }
     DbMatrix<T>& db = spec.db;
     blk_col_idx = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_idx));
@@ -326,8 +334,9 @@ template <class T>
 SpmspvWorkspace<T> SpmspvPlan<T>::make_workspace_without_sparse_x() const {
   SpmspvWorkspace<T> ws;
   ws.state_ = zeroed<uint8_t>(sizeof(abi::SpmspvState));
-  ws.feedback_ = MappedHostAllocation(sizeof(uint32_t));
-  *static_cast<volatile uint32_t*>(ws.feedback_.data()) = Impl::kFeedbackUnknown;
+  ws.feedback_ = MappedHostAllocation(2 * sizeof(uint32_t));
+  static_cast<volatile uint32_t*>(ws.feedback_.data())[0] = Impl::kFeedbackUnknown;
+  static_cast<volatile uint32_t*>(ws.feedback_.data())[1] = Impl::kFeedbackUnknown;
   ws.xmask_ = DeviceBuffer<uint16_t>(static_cast<size_t>(std::max(impl_->block_cols, 1)));
   ws.block_tasks_ = DeviceBuffer<abi::PushTask>(static_cast<size_t>(std::max<int64_t>(impl_->block_task_capacity, 1)));
   ws.residual_tasks_ =
@@ -360,9 +369,9 @@ template <class T>
 void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws) const {
   const Impl& p = *impl_;
   p.check_workspace(ws, "SpmspvPlan::run");
-  const uint32_t last = p.last_x_nnz(ws, stream);
-  const bool push_hint = p.push_prep && last != Impl::kFeedbackUnknown && last < p.push_sure_below;
-  dense_in(x, y, stream, ws, p.compute_grid_for_run(last), static_cast<uint32_t*>(ws.feedback_.data()), push_hint);
+  const auto last = p.last_x(ws, stream);
+  dense_in(x, y, stream, ws, p.compute_grid_for_run(last.nnz), static_cast<uint32_t*>(ws.feedback_.data()),
+           p.push_hint(last));
 }
 
 // The mask pass and the compute (or the fused kernel) over a dense x, the compute on `grid` blocks.

@@ -273,7 +273,10 @@ __device__ __forceinline__ RunInfo begin_compute(const SpmspvArgs<T>& a) {
     st->last_res_direction = r.res_dir;
     st->last_nonempty = c.nonempty;
     st->gen ^= 1u;
-    if (a.feedback != nullptr) *(volatile unsigned*)a.feedback = c.xnnz;  // a posted write over the bus
+    if (a.feedback != nullptr) {  // posted writes over the bus: x's nonzeros, its non-empty blocks
+      ((volatile unsigned*)a.feedback)[0] = c.xnnz;
+      ((volatile unsigned*)a.feedback)[1] = c.nonempty;
+    }
   }
   return r;
 }

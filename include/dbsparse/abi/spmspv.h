@@ -133,8 +133,9 @@ struct SpmspvArgs {
   // of those row blocks, so the output pass costs the touched rows, not all of y.
   uint32_t* ytouched;
   int32_t* ylist;
-  // Mapped host memory (null where the host knows x's nonzeros): compute writes the call's
-  // x nonzeros there, and run() sizes the next call's compute grid from it.
+  // Mapped host memory, two words (null where the host knows x's nonzeros): compute writes the
+  // call's x nonzeros and non-empty x blocks there; run() sizes the next call's compute grid from
+  // the first and picks the next call's kernels from both.
   uint32_t* feedback;
   int32_t rows, cols, block_cols, nsegments, nblock_segments;
   float xb_threshold;   // blocks: push while non-empty x blocks < xb_threshold * block_cols
