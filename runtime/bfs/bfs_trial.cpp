@@ -29,73 +29,6 @@ BfsPlan push_after_freeing(BfsPlan auto_plan, const std::function<BfsPlan()>& pu
   return push_plan();
 }
 
-// What searches of the auto plan showed before the trial: their time, whether any level pulled,
-// and whether one reached a tenth of the vertices or more (a search stuck in a small component
-// pushes at every level on any graph).
-struct AutoProbe {
-  int searches = 0;
-  double ms = 0;  // the searches' device time
-  bool pulled = false, reached_far = false;
-};
-
-// The auto plan's search from sources[0], timed; then, while `more` says the budget allows, from
-// the next sources, stopping at the first that pulls.
-AutoProbe probe_auto(Context& ctx, const BfsPlan& plan, const std::vector<int32_t>& sources,
-                     DeviceBuffer<int32_t>& levels, const std::function<bool(const AutoProbe&)>& more) {
-  AutoProbe p;
-  ctx.make_current();
-  Stream s(ctx);
-  Event a, b;
-  const int64_t far = std::max<int64_t>(plan.stats().vertices / 10, 1);
-  for (int32_t src : sources) {
-    a.record(s);
-    plan.run(src, levels.ptr(), 0, s.handle());
-    b.record(s);
-    b.synchronize();
-    p.ms += b.elapsed_ms_since(a);
-    ++p.searches;
-    int64_t reached = 0;
-    for (const auto& l : plan.last_stats().per_level) {
-      reached += l.frontier;
-      p.pulled = p.pulled || l.direction == BfsDirection::Pull;
-    }
-    p.reached_far = p.reached_far || reached >= far;
-    if (p.pulled || !more(p)) break;
-  }
-  return p;
-}
-
-// The choice where the trial would not fit the budget, from the probe's searches (recorded where
-// they said something: a pull, or a far-reaching search that never pulled).
-BfsPlan keep_by_probe(Context& ctx, BfsPlan auto_plan, const std::function<BfsPlan()>& push_plan, const BfsNote& note,
-                      const std::string& matrix_fp, const AutoProbe& probe, double budget) {
-  const std::string dev = ctx.device().record().fingerprint;
-  const bool push = !probe.pulled && probe.reached_far;
-  PlanChoice c{dev,
-               matrix_fp,
-               "bfs",
-               "",
-               push ? kBfsPushOnly : "auto",
-               {{"probe_searches", probe.searches}, {"pulled", probe.pulled}, {"spent_ms", probe.ms}}};
-  std::string why;
-  const bool recorded = (push || probe.pulled) && record_plan_choice(c, &why);
-  const std::string text = fmt::format(
-      "plan-time trial cut short (searches too long to time both plans in {:.0f} ms): {} search(es) "
-      "of the policy, {:.1f} ms, {} -> {}{}",
-      budget, probe.searches, probe.ms,
-      probe.pulled        ? "one pulled"
-      : probe.reached_far ? "every level pushed"
-                          : "none reached far",
-      c.choice, recorded ? "" : "; not recorded" + (why.empty() ? std::string() : ": " + why));
-  if (!push) {
-    note(auto_plan, text);
-    return auto_plan;
-  }
-  BfsPlan kept = push_after_freeing(std::move(auto_plan), push_plan);
-  note(kept, text);
-  return kept;
-}
-
 }  // namespace
 
 bool bfs_small_auto_takes_push(const BfsOptions& opt, const Config& config, int64_t entries) {
@@ -118,19 +51,8 @@ BfsPlan bfs_direction_by_trial(Context& ctx, BfsPlan auto_plan, const std::funct
   }
   const double budget = trial_budget_ms(trial_ms, entries);
   if (budget <= 0 || sources.empty()) return auto_plan;
-  DeviceBuffer<int32_t> levels(static_cast<size_t>(std::max(auto_plan.stats().vertices, 1)));
-  // The trial times each candidate over every source three times (a warm-up, two timed). Where one
-  // search says that would pass the budget, the searches that fit decide instead: a policy that
-  // pushed at every level of a far-reaching search does the push-only plan's work with more
-  // overhead (the direction test each level), so push-only is kept; one that pulled keeps auto.
-  const double full_rounds = 6.0 * static_cast<double>(sources.size());
-  const AutoProbe probe = probe_auto(ctx, auto_plan, sources, levels, [&](const AutoProbe& p) {
-    const double per_search = p.ms / p.searches;
-    return per_search * full_rounds > budget && p.ms + per_search <= budget;
-  });
-  if ((probe.ms / probe.searches) * full_rounds > budget)
-    return keep_by_probe(ctx, std::move(auto_plan), push_plan, note, matrix_fp, probe, budget);
   BfsPlan push = push_plan();
+  DeviceBuffer<int32_t> levels(static_cast<size_t>(std::max(auto_plan.stats().vertices, 1)));
   auto all_sources = [&](const BfsPlan& b, void* stream) {
     for (int32_t s : sources) b.run(s, levels.ptr(), 0, stream);
   };

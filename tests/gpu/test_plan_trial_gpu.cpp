@@ -118,28 +118,6 @@ TEST_CASE("BfsPlanTrialIsRecordedReusedAndCorrect") {
   CHECK(text.find("trial recorded in the tuning DB: " + rec->choice) != std::string::npos);
 }
 
-TEST_CASE("BfsTrialTooLongForItsBudgetKeepsPushWhereThePolicyNeverPulled") {
-  const TempDb db("trial-bfs-probe");
-  const auto gen = generate("stencil2d:n=300");  // 600 levels from a corner: a search costs more than the budget
-  BfsOptions o;
-  o.trial_ms = 0.05;
-  const BfsPlan plan = plan_bfs(ctx(), gen, o);
-  INFO(plan.explain());
-  CHECK(plan.explain().find("plan-time trial cut short") != std::string::npos);
-  CHECK(plan.explain().find("every level pushed -> push") != std::string::npos);
-  CHECK(plan.direction() == BfsDirection::Push);
-  DeviceBuffer<int32_t> levels(static_cast<size_t>(gen.rows));
-  Stream s(ctx());
-  for (int32_t src : {0, gen.rows / 2 + 150}) {
-    plan.run(src, levels, s);
-    s.synchronize();
-    CHECK(levels.download() == reference::bfs(gen, src).level);
-  }
-  const std::string text = explain_in_fresh_process(db, gen, "bfs");
-  INFO(text);
-  CHECK(text.find("trial recorded in the tuning DB: push") != std::string::npos);
-}
-
 TEST_CASE("BfsAutoOnASmallGraphPushesUnlessAskedOtherwise") {
   const TempDb db("trial-bfs-small");
   const auto gen = generate("stencil2d:n=100");  // 10,000 vertices, under 50,000 entries
