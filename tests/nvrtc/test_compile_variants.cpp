@@ -17,6 +17,7 @@
 #include "codegen/keys/spgemm_key.hpp"
 #include "codegen/keys/spmm_key.hpp"
 #include "codegen/keys/spmv_key.hpp"
+#include "codegen/compile_pool.hpp"
 #include "codegen/nvrtc_compiler.hpp"
 #include "dbsparse/error.hpp"
 #include "test_support.hpp"
@@ -371,4 +372,46 @@ TEST_CASE("PrecompileResourcesReportsEveryKernelsRegistersAndSpills") {
     at = eol;
   }
   CHECK(lines == 12);  // 3 directions x 2 block sizes x 2 offset widths
+}
+
+// The pool (precompile, dbtune's kernel pass): each variant reported once, its kernel what a plain
+// get() of a fresh cache on the same directory reads back; stop() leaves the rest unstarted; a
+// failing variant is reported, not thrown.
+TEST_CASE("CacheAllOnSeveralThreadsMatchesSequentialGets") {
+  const auto dir = dbs_test::temp_dir("compile-pool");
+  const auto sources = tools::find_op("bfs").variants(/*opt_in=*/false);
+  REQUIRE(sources.size() >= 4);
+  std::vector<int> seen(sources.size(), 0);
+  std::vector<std::vector<char>> cubins(sources.size());
+  {
+    KernelCache pooled(dir.string());
+    cache_all(pooled, sources, "sm_90", 3, [&](const PoolOutcome& o) {
+      REQUIRE(o.index < sources.size());
+      ++seen[o.index];
+      CHECK(o.error.empty());
+      if (o.kernel.kernel) cubins[o.index] = o.kernel.kernel->cubin;
+    });
+  }
+  CHECK(std::all_of(seen.begin(), seen.end(), [](int n) { return n == 1; }));
+  KernelCache fresh(dir.string());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const CachedKernel k = fresh.get(sources[i], "sm_90");
+    CHECK(k.origin == CacheOrigin::Disk);
+    CHECK(k.kernel->cubin == cubins[i]);
+  }
+  // Stopped after the first report, one worker: exactly one variant.
+  int reports = 0;
+  KernelCache memory_only(dir.string(), /*persistent=*/false);
+  cache_all(
+      memory_only, sources, "sm_90", 1, [&](const PoolOutcome&) { ++reports; }, [&] { return reports > 0; });
+  CHECK(reports == 1);
+  // An arch NVRTC refuses: every variant reported with its error.
+  std::vector<std::string> errors;
+  cache_all(memory_only, {sources[0], sources[1]}, "sm_12", 2,
+            [&](const PoolOutcome& o) { errors.push_back(o.error); });
+  REQUIRE(errors.size() == 2);
+  for (const auto& e : errors) CHECK(e.find("sm_12") != std::string::npos);
+  CHECK(pool_threads(0, 1) == 1);
+  CHECK(pool_threads(5, 3) == 3);
+  CHECK(pool_threads(2, 100) == 2);
 }

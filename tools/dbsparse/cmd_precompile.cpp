@@ -1,11 +1,14 @@
 // `dbsparse precompile`: fills the persistent kernel cache for a named arch. Needs NVRTC, no GPU.
 #include <fmt/format.h>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "codegen/compile_pool.hpp"
 #include "codegen/kernel_cache.hpp"
 #include "codegen/nvrtc_compiler.hpp"
 #include "dbsparse/context.hpp"
@@ -56,6 +59,9 @@ Runner add_precompile(CLI::App& sub_ref) {
   sub->add_option("--arch", *arch,
                   "Target, e.g. sm_90 (compute capability 9.0) or sm_80 (8.0); default: the current device's arch");
   sub->add_option("--op", *ops, "Ops to precompile (default: all)")->check(CLI::IsMember(tools::op_names()));
+  auto jobs = std::make_shared<int>(0);
+  sub->add_option("--jobs,-j", *jobs, "NVRTC compiles at once (default 0: one per core)")
+      ->check(CLI::NonNegativeNumber);
   auto resources = std::make_shared<bool>(false);
   sub->add_flag("--resources", *resources,
                 "Also compile each variant once more with ptxas -v and print each kernel's registers, spills, stack "
@@ -70,21 +76,38 @@ Runner add_precompile(CLI::App& sub_ref) {
     }
     auto& cache = codegen::KernelCache::global();
     fmt::print("precompiling for {} into {}\n", target, cache.persistent() ? cache.dir() : "(memory)");
+    std::vector<codegen::KernelSource> all;
+    for (const auto& op : ops->empty() ? tools::op_names() : *ops)
+      for (auto& ks : tools::find_op(op).variants(/*opt_in=*/false)) all.push_back(std::move(ks));
     int n = 0;
     double total_ms = 0;
-    auto selected = ops->empty() ? tools::op_names() : *ops;
-    for (const auto& op : selected) {
-      for (const auto& ks : tools::find_op(op).variants(/*opt_in=*/false)) {
-        auto k = cache.get(ks, target);
-        fmt::print("  {:<56} {:>9} {:8.1f} ms  {:>7} bytes\n", ks.key, to_string(k.origin), k.ms,
-                   k.kernel->cubin.size());
-        if (*resources) print_resources(ks, target);
-        std::fflush(stdout);
-        total_ms += k.ms;
-        ++n;
-      }
-    }
-    fmt::print("{} kernels ready ({:.0f} ms)\n", n, total_ms);
+    std::string first_error;          // the first failure stops the pass (a bad --arch fails every variant)
+    std::atomic<bool> failed{false};  // what the workers poll (first_error is written under done's lock)
+    const auto t0 = std::chrono::steady_clock::now();
+    // --resources compiles each variant again with ptxas -v and prints its report under its line:
+    // one worker, so the reports stay with their variants.
+    const int threads = *resources ? 1 : *jobs;
+    fmt::print("{} variants on {} threads\n", all.size(), codegen::pool_threads(threads, all.size()));
+    codegen::cache_all(
+        cache, all, target, threads,
+        [&](const codegen::PoolOutcome& o) {
+          const auto& ks = all[o.index];
+          if (!o.error.empty()) {
+            if (first_error.empty()) first_error = fmt::format("{}: {}", ks.key, o.error);
+            failed = true;
+            return;
+          }
+          fmt::print("  {:<56} {:>9} {:8.1f} ms  {:>7} bytes\n", ks.key, to_string(o.kernel.origin), o.kernel.ms,
+                     o.kernel.kernel->cubin.size());
+          if (*resources) print_resources(ks, target);
+          std::fflush(stdout);
+          total_ms += o.kernel.ms;
+          ++n;
+        },
+        [&] { return failed.load(); });
+    const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (!first_error.empty()) throw UsageError("precompile: " + first_error);
+    fmt::print("{} kernels ready ({:.0f} ms of compiles and loads, {:.0f} ms wall)\n", n, total_ms, wall_ms);
     return 0;
   };
 }

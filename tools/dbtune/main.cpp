@@ -16,6 +16,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "codegen/compile_pool.hpp"
 #include "codegen/kernel_cache.hpp"
 #include "dbsparse/dbsparse.hpp"
 #include "tools/bench/suites.hpp"
@@ -145,17 +146,20 @@ int run(const Args& a) {
     // Only the ops being tuned (--ops, else those tuned by default): `--ops spgemm` spent minutes
     // of a fresh host compiling the other ops' 200-odd kernels first.
     if (std::find(a.ops.begin(), a.ops.end(), op) == a.ops.end()) continue;
-    auto variants = op_desc->variants(/*opt_in=*/false);
-    for (size_t i = 0; i < variants.size() && !g_stop; ++i) {
-      fmt::print(stderr, "\rkernels for {}: {}/{} ", op, i + 1, variants.size());
-      try {
-        cache.get(variants[i], arch);
-        ++compiled;
-      } catch (const Error& e) {
-        ++failed;
-        fmt::print(stderr, "\n  kernel {} failed: {}\n", variants[i].key, e.what());
-      }
-    }
+    const auto variants = op_desc->variants(/*opt_in=*/false);
+    size_t finished = 0;
+    codegen::cache_all(
+        cache, variants, arch, 0,
+        [&](const codegen::PoolOutcome& o) {
+          fmt::print(stderr, "\rkernels for {}: {}/{} ", op, ++finished, variants.size());
+          if (o.error.empty()) {
+            ++compiled;
+            return;
+          }
+          ++failed;
+          fmt::print(stderr, "\n  kernel {} failed: {}\n", variants[o.index].key, o.error);
+        },
+        [] { return g_stop.load(); });
     fmt::print(stderr, "\n");
   }
   fmt::print("kernels: {} ready for {} in {}{}\n", compiled, arch, cache.persistent() ? cache.dir() : "memory",
