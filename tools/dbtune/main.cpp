@@ -20,6 +20,7 @@
 #include "codegen/kernel_cache.hpp"
 #include "dbsparse/dbsparse.hpp"
 #include "tools/bench/suites.hpp"
+#include "tools/dbtune/eta.hpp"
 #include "tools/dbtune/tune_op.hpp"
 #include "tools/ops/registry.hpp"
 #include "tuner/search.hpp"
@@ -175,9 +176,11 @@ int run(const Args& a) {
   std::map<std::string, std::vector<tools::TuneRow>> rows;
   // Each (matrix, op) unit weighs its op's budget_units in the run's budget.
   double weight = 0, weight_done = 0;
+  size_t pairs = 0, pairs_done = 0;  // (matrix, op) units
   for (const auto& u : units)
-    for (const auto& op : u.ops) weight += tools::find_op(op).budget_units;
+    for (const auto& op : u.ops) weight += tools::find_op(op).budget_units, ++pairs;
   size_t skipped = 0;
+  const double tuning_t0 = now_s();
   for (size_t i = 0; i < units.size() && !g_stop; ++i) {
     try {
       NamedMatrix m = load_matrix(units[i].spec);
@@ -194,10 +197,13 @@ int run(const Args& a) {
       for (const auto& op : units[i].ops) {
         if (g_stop) break;
         const auto& desc = tools::find_op(op);
-        const double elapsed = now_s() - t0;
-        const std::string eta = weight_done > 0
-                                    ? fmt::format("ETA {:.0f} s", elapsed / weight_done * (weight - weight_done))
-                                    : fmt::format("ETA <= {:.0f} s", budget * weight);
+        const std::string eta =
+            fmt::format("ETA {:.0f} s", tools::dbtune_eta_s({.tuning_elapsed_s = now_s() - tuning_t0,
+                                                             .weight_done = weight_done,
+                                                             .weight = weight,
+                                                             .total_left_s = total - (now_s() - t0),
+                                                             .unit_budget_s = budget,
+                                                             .units_left = pairs - pairs_done}));
         auto status = [&](const std::string& what) {
           fmt::print(stderr, "\r[{}/{}] {:<40} {:<7} {:<10} {}   ", i + 1, units.size(), m.name.substr(0, 40), op, what,
                      eta);
@@ -207,12 +213,13 @@ int run(const Args& a) {
         // (large matrices spend seconds in plan-time conversion outside the search's budget).
         const double left = total - (now_s() - t0);
         const double share = desc.budget_units / std::max(weight - weight_done, desc.budget_units);
-        const double unit = std::clamp(left * share, 0.2, budget * desc.budget_units);
+        const double unit = std::clamp(left * share, tools::kUnitFloorS, budget * desc.budget_units);
         for (auto& row : tools::tune_op(*ctx, *db, op, m, tools::db_key(desc, m), unit, stop, status)) {
           row.generated = is_generator_spec(units[i].spec);
           rows[op].push_back(std::move(row));
         }
         weight_done += desc.budget_units;
+        ++pairs_done;
       }
     } catch (const InputError& e) {
       fmt::print(stderr, "\n  skipped: {}\n", e.what());
