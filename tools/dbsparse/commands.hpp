@@ -26,5 +26,6 @@ Runner add_mcl(CLI::App& sub);
 Runner add_triangles(CLI::App& sub);
 Runner add_reorder(CLI::App& sub);
 Runner add_profile(CLI::App& sub);
+Runner add_first_call(CLI::App& sub);
 
 }  // namespace dbsparse::cli

@@ -27,6 +27,9 @@ int main(int argc, char** argv) {
       dbsparse::cli::add_explain);
   add("profile", "The device profile the cost models read on this GPU and its source; --measure measures and stores it",
       dbsparse::cli::add_profile);
+  add("first-call",
+      "Each op's first plan-and-call in a fresh process, with an empty and with a filled kernel cache (a GPU)",
+      dbsparse::cli::add_first_call);
   add("explore", "Time a sweep of one tuning parameter; table, SVG plot, every point stored as a trial",
       dbsparse::cli::add_explore);
   add("bfs", "Breadth-first search from a few sources: GTEPS, levels, per-level directions, validation",

@@ -21,3 +21,18 @@ TEST_CASE("ProfileCliSaysWhatItHasWithOrWithoutADevice") {
   else
     CHECK((code == 0 && out.find("measured") != std::string::npos));
 }
+
+// `dbsparse first-call`: without a GPU the CLI's no-device code; with one, SpMV's first call in a
+// fresh process with an empty cache, then with the cache that run filled.
+TEST_CASE("FirstCallCliTimesFreshProcessesOrSaysThereIsNoDevice") {
+  auto [code, out] = dbs_test::run_tool("dbsparse", "first-call --op spmv");
+  CAPTURE(out);
+  if (out.find("no CUDA device") != std::string::npos) {
+    CHECK(code == 3);
+    return;
+  }
+  CHECK(code == 0);
+  CHECK(out.find("spmv     empty") != std::string::npos);
+  CHECK(out.find("spmv     filled") != std::string::npos);
+  CHECK(out.find("failed") == std::string::npos);
+}
