@@ -87,8 +87,7 @@ Runner add_first_call(CLI::App& sub) {
   return [=]() {
     if (!child->empty()) return run_child(*child);
     std::string why;
-    if (!cuda_device_available(&why))
-      throw NoDeviceError(fmt::format("no CUDA device ({}): there is no first call to time", why));
+    if (!cuda_device_available(&why)) throw NoDeviceError(fmt::format("{}; there is no first call to time", why));
     std::vector<std::string> selected = *ops;
     if (selected.empty())
       for (const auto* d : tools::ops())

@@ -29,7 +29,7 @@ Runner add_profile(CLI::App& sub) {
   return [a]() {
     std::string why;
     if (!cuda_device_available(&why)) {
-      if (a->measure) throw NoDeviceError(fmt::format("no CUDA device ({}): there is nothing to measure", why));
+      if (a->measure) throw NoDeviceError(fmt::format("{}; there is nothing to measure", why));
       fmt::print("no CUDA device ({}): a profile describes a device, so there is none to show\n", why);
       return 0;
     }
