@@ -188,7 +188,7 @@ DbRow lookup_decode_row(Context& ctx, int32_t rows, int32_t cols, int64_t nnz, c
   DbRow r;
   if (opt.mapping != DecodeMapping::Auto || opt.config) return r;
   check_decode_options(opt, cols);  // a bucket is looked up only for a valid density
-  const double wd = static_cast<double>(nnz) / std::max(1.0, static_cast<double>(rows) * cols);
+  const double wd = decode_weight_density(rows, cols, nnz);
   r.key = decode_problem_key(rows, cols, opt.dtype, wd);
   r.bucket = decode_density_bucket(decode_assumed_act_density(opt));
   r.config = lookup_config(ctx.device().record().fingerprint, r.key, config_info<DecodeConfig>(), r.bucket,
@@ -220,13 +220,7 @@ DecodeLinearPlan DecodeLinearPlan::build_impl(Context& ctx, const detail::Decode
 DecodeChoice decode_plan_choice(Context& ctx, int32_t rows, int32_t cols, int64_t nnz, const DecodeLinearOptions& opt) {
   check_decode_options(opt, cols);
   const DbRow row = lookup_decode_row(ctx, rows, cols, nnz, opt);
-  const double wd = static_cast<double>(nnz) / std::max(1.0, static_cast<double>(rows) * cols);
-  DecodeChoice c = choose_decode_config(opt, cols, row.config ? &*row.config : opt.config, [&](bool allow_dense) {
-    return choose_decode_mapping(rows, cols, opt.dtype, wd, decode_assumed_act_density(opt), ctx.profile(),
-                                 allow_dense);
-  });
-  if (c.mapping == DecodeMapping::Lanes) c.mapping = DecodeMapping::Ring;  // as make_decode_spec takes it
-  return c;
+  return decode_choice(rows, cols, nnz, opt, ctx.profile(), row.config ? &*row.config : opt.config);
 }
 
 DecodeLinearPlan::DecodeLinearPlan(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -73,6 +73,20 @@ unsigned decode_ring_smem(int64_t chunk, int stage_chunks) {
                         int64_t{kLanesWarps} * 1024 * 4));
 }
 
+double decode_weight_density(int32_t rows, int32_t cols, int64_t nnz) {
+  return static_cast<double>(nnz) / std::max(1.0, static_cast<double>(rows) * static_cast<double>(cols));
+}
+
+DecodeChoice decode_choice(int32_t rows, int32_t cols, int64_t nnz, const DecodeLinearOptions& opt,
+                           const DeviceProfile& device, const Config* config) {
+  const double wd = decode_weight_density(rows, cols, nnz);
+  DecodeChoice c = choose_decode_config(opt, cols, config, [&](bool allow_dense) {
+    return choose_decode_mapping(rows, cols, opt.dtype, wd, decode_assumed_act_density(opt), device, allow_dense);
+  });
+  if (c.mapping == DecodeMapping::Lanes) c.mapping = DecodeMapping::Ring;  // Lanes names what the ring kernel replaced
+  return c;
+}
+
 DecodeSpec make_decode_spec(const DecodeShape& m, const DecodeLinearOptions& opt, const DeviceProfile& device,
                             const Config* config, const std::string& problem_key, const std::string& bucket) {
   check_decode_options(opt, m.cols);
@@ -84,21 +98,17 @@ DecodeSpec make_decode_spec(const DecodeShape& m, const DecodeLinearOptions& opt
   s.tau = opt.tau;
   s.asked = opt.mapping;
   s.act_density = decode_assumed_act_density(opt);
-  const double weight_density =
-      static_cast<double>(m.nnz) / std::max(1.0, static_cast<double>(m.rows) * static_cast<double>(m.cols));
-  s.costs = estimate_decode_costs(m.rows, m.cols, opt.dtype, weight_density, s.act_density, device);
+  s.costs = estimate_decode_costs(m.rows, m.cols, opt.dtype, decode_weight_density(m.rows, m.cols, m.nnz),
+                                  s.act_density, device);
   s.device = device.summary();
-  const DecodeChoice choice = choose_decode_config(opt, m.cols, config ? config : opt.config, [&](bool allow_dense) {
-    return choose_decode_mapping(m.rows, m.cols, opt.dtype, weight_density, s.act_density, device, allow_dense);
-  });
+  const DecodeChoice choice = decode_choice(m.rows, m.cols, m.nnz, opt, device, config ? config : opt.config);
   s.row_words = choice.row_block_words;
   s.blocks_per_sm = choice.blocks_per_sm;
   s.source = choice.source;
   s.source_note = choice.note;
   s.problem_key = problem_key;
   s.bucket = bucket;
-  // Lanes names the mapping the ring kernel replaced.
-  s.mapping = choice.mapping == DecodeMapping::Lanes ? DecodeMapping::Ring : choice.mapping;
+  s.mapping = choice.mapping;
   s.entry = product_entry(s.mapping, s.row_words);
   s.esize = opt.dtype == DecodeDtype::F32 ? 4 : 2;
   const bool dense_cols = s.mapping == DecodeMapping::DenseColumns;

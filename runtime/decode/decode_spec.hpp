@@ -46,6 +46,15 @@ double decode_assumed_act_density(const DecodeLinearOptions& options);
 DecodeChoice choose_decode_config(const DecodeLinearOptions& options, int32_t cols, const Config* config,
                                   const std::function<DecodeMapping(bool allow_dense)>& model);
 
+// A layer's share of weights kept: nnz / (rows * cols).
+double decode_weight_density(int32_t rows, int32_t cols, int64_t nnz);
+
+// The mapping a plan takes for a layer of rows x cols with nnz weights on `device`:
+// choose_decode_config with the calibrated cost model as its fallback, Lanes taken as Ring. What
+// make_decode_spec and decode_plan_choice both decide by.
+DecodeChoice decode_choice(int32_t rows, int32_t cols, int64_t nnz, const DecodeLinearOptions& options,
+                           const DeviceProfile& device, const Config* config);
+
 struct DecodeSpec {
   DecodeDtype dtype = DecodeDtype::F16;
   int32_t rows = 0, cols = 0;
