@@ -118,6 +118,31 @@ TEST_CASE("BfsPlanTrialIsRecordedReusedAndCorrect") {
   CHECK(text.find("trial recorded in the tuning DB: " + rec->choice) != std::string::npos);
 }
 
+TEST_CASE("BfsSearchesTooLongForTrialRoundsAreTimedOneEachRecordedAndCorrect") {
+  const TempDb db("trial-bfs-duel");
+  const auto gen = generate("stencil2d:n=300");  // about 600 levels: rounds over 8 sources pass 40 ms
+  BfsOptions o;
+  o.trial_ms = 40;
+  const BfsPlan plan = plan_bfs(ctx(), gen, o);
+  INFO(plan.explain());
+  CHECK(plan.explain().find("one search each") != std::string::npos);
+  const auto rec = TuningDb::open(db.path, true)
+                       ->plan_choice(ctx().device().record().fingerprint, structure_fingerprint(gen), "bfs", "");
+  REQUIRE(rec.has_value());
+  CHECK(rec->detail.value("spent_ms", 1e9) <= 40.0);
+  CHECK(plan.direction() == (rec->choice == "push" ? BfsDirection::Push : BfsDirection::Auto));
+  DeviceBuffer<int32_t> levels(static_cast<size_t>(gen.rows));
+  Stream s(ctx());
+  for (int32_t src : {0, gen.rows / 2 + 150}) {
+    plan.run(src, levels, s);
+    s.synchronize();
+    CHECK(levels.download() == reference::bfs(gen, src).level);
+  }
+  const std::string text = explain_in_fresh_process(db, gen, "bfs");
+  INFO(text);
+  CHECK(text.find("trial recorded in the tuning DB: " + rec->choice) != std::string::npos);
+}
+
 TEST_CASE("BfsAutoOnASmallGraphPushesUnlessAskedOtherwise") {
   const TempDb db("trial-bfs-small");
   const auto gen = generate("stencil2d:n=100");  // 10,000 vertices, under 50,000 entries
