@@ -77,10 +77,11 @@ struct SpmspvConfig {
 struct SpmspvOptions {
   // Auto picks per run on the GPU: push when the share xb of non-empty 16-element x blocks is
   // below the plan's stats().xb_threshold, pull otherwise. One exception, for speed: run() after a
-  // call (through the same workspace, not under a stream capture) that pushed every part runs the
-  // push-only kernels, which skip the direction work; an x that grew past the thresholds since
-  // then is pushed once, with the same result, and the call after it chooses again. Push or Pull
-  // force one path (and compile only that one): for ablation.
+  // call (through the same workspace, not under a stream capture) whose parts all took the
+  // directions of the push-only or the pull-only kernels runs those kernels, which skip the
+  // direction work; an x whose density crossed the thresholds since then runs once in the old
+  // direction, with the same result, and the call after it chooses again. Push or Pull force one
+  // path (and compile only that one): for ablation.
   SpmspvDirection direction = SpmspvDirection::Auto;
   // When set, used instead of the tuning DB's config (its params are read as an SpmspvConfig).
   const Config* config = nullptr;
@@ -219,8 +220,11 @@ class SpmspvPlan {
   explicit SpmspvPlan(std::unique_ptr<Impl> impl);
   SpmspvWorkspace<T> make_workspace_without_sparse_x() const;
   void sparse_in(uint64_t x_idx, uint64_t x_val, int32_t x_nnz, uint64_t y, void* stream, SpmspvWorkspace<T>& ws) const;
+  // Which variant a dense run launches: the auto one, or the push-only or pull-only one that the
+  // last call's counts matched (Impl::hint).
+  enum class DirectionHint { None, Push, Pull };
   void dense_in(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws, unsigned compute_grid,
-                uint32_t* feedback = nullptr, bool push_hint = false) const;
+                uint32_t* feedback = nullptr, DirectionHint hint = DirectionHint::None) const;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -93,10 +93,11 @@ struct SpmspvPlan<T>::Impl : detail::SpmspvShape {
   mutable SpmspvWorkspace<T> own;  // the plan's own workspace (see SpmspvWorkspace)
   CUfunction prep = nullptr, compute = nullptr, scatter = nullptr, unscatter = nullptr, fused = nullptr,
              sparse_prep = nullptr, sparse_finish = nullptr, sparse_tiny = nullptr;
-  // An auto plan's push-only prep and compute (its own variant): run() takes them where the last
-  // call's x would have pushed every part (push_hint), and saves the auto variant's direction
-  // work; any x is still computed right by them, only slower if it grew dense.
-  CUfunction push_prep = nullptr, push_compute = nullptr;
+  // An auto plan's push-only and pull-only prep and compute (their own variants): run() takes
+  // one where the last call's x would have taken that variant's direction in every part (hint),
+  // and saves the auto variant's direction work; any x is still computed right by them, only
+  // slower if its density changed much since the last call.
+  CUfunction push_prep = nullptr, push_compute = nullptr, pull_prep = nullptr, pull_compute = nullptr;
   unsigned compute_grid = 1;  // the full compute grid (spmspv_full_compute_grid)
   int compute_occ = 1;        // compute blocks a SM that fit
   // The compute launch for an x of about x_nnz nonzeros (spmspv_compute_grid_for); a config's
@@ -125,14 +126,21 @@ struct SpmspvPlan<T>::Impl : detail::SpmspvShape {
   unsigned compute_grid_for_run(uint32_t last) const {
     return last == kFeedbackUnknown ? compute_grid : compute_grid_for(last);
   }
-  // Whether the last call's x, by its counts, pushed every part: the blocks' (non-empty x blocks
-  // below xb_threshold of them) and the residual's (x nonzeros below residual_push_below of the
-  // columns), the rule spmspv_prep.cuh applies on the device.
-  bool push_hint(const LastX& last) const {
-    if (!push_prep || last.nnz == kFeedbackUnknown || last.nonempty == kFeedbackUnknown) return false;
-    return static_cast<float>(last.nonempty) <
-               static_cast<float>(stats.xb_threshold) * static_cast<float>(block_cols) &&
-           static_cast<float>(last.nnz) < static_cast<float>(stats.residual_push_below) * static_cast<float>(cols);
+  // Which variant the last call's x, by its counts, would have matched in every part, by the
+  // rules spmspv_prep.cuh applies on the device: the blocks push while the non-empty x blocks are
+  // below xb_threshold of them, the residual while x's nonzeros are below residual_push_below of
+  // the columns. Push: both parts pushed. Pull: the blocks pulled and the residual went the way
+  // the pull-only variant takes it (pulled where it has a row view, else pushed).
+  DirectionHint hint(const LastX& last) const {
+    if (!push_prep || last.nnz == kFeedbackUnknown || last.nonempty == kFeedbackUnknown) return DirectionHint::None;
+    const bool blocks_push =
+        static_cast<float>(last.nonempty) < static_cast<float>(stats.xb_threshold) * static_cast<float>(block_cols);
+    const bool residual_push =
+        static_cast<float>(last.nnz) < static_cast<float>(stats.residual_push_below) * static_cast<float>(cols);
+    if (blocks_push && residual_push) return DirectionHint::Push;
+    const bool pull_only_residual_pushes = stats.pull_segments <= block_segments;
+    if (!blocks_push && residual_push == pull_only_residual_pushes) return DirectionHint::Pull;
+    return DirectionHint::None;
   }
   static constexpr uint32_t kFeedbackUnknown = 0xffffffffu;
   unsigned fused_grid = 0;  // 0: no cooperative launch on this device; two launches instead
@@ -238,6 +246,11 @@ struct SpmspvPlan<T>::Impl : detail::SpmspvShape {
       auto push = modules.get(codegen::make_source(push_key), arch);
       push_prep = push.entry("prep");
       push_compute = push.entry("compute");
+      codegen::SpmspvKey pull_key = key;
+      pull_key.direction = codegen::Direction::Pull;
+      auto pull = modules.get(codegen::make_source(pull_key), arch);
+      pull_prep = pull.entry("prep");
+      pull_compute = pull.entry("compute");
     }
     DbMatrix<T>& db = spec.db;
     blk_col_idx = DeviceBuffer<int32_t>(std::span<const int32_t>(db.blk_col_idx));
@@ -371,13 +384,13 @@ void SpmspvPlan<T>::run(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>
   p.check_workspace(ws, "SpmspvPlan::run");
   const auto last = p.last_x(ws, stream);
   dense_in(x, y, stream, ws, p.compute_grid_for_run(last.nnz), static_cast<uint32_t*>(ws.feedback_.data()),
-           p.push_hint(last));
+           p.hint(last));
 }
 
 // The mask pass and the compute (or the fused kernel) over a dense x, the compute on `grid` blocks.
 template <class T>
 void SpmspvPlan<T>::dense_in(uint64_t x, uint64_t y, void* stream, SpmspvWorkspace<T>& ws, unsigned grid,
-                             uint32_t* feedback, bool push_hint) const {
+                             uint32_t* feedback, DirectionHint hint) const {
   const Impl& p = *impl_;
   abi::SpmspvArgs<T> args = p.args(x, y, ws);
   args.feedback = feedback;
@@ -387,8 +400,9 @@ void SpmspvPlan<T>::dense_in(uint64_t x, uint64_t y, void* stream, SpmspvWorkspa
                                      params));
     return;
   }
-  p.launch(push_hint ? p.push_prep : p.prep, p.prep_grid, params, stream);
-  p.launch(push_hint ? p.push_compute : p.compute, grid, params, stream);
+  const bool push = hint == DirectionHint::Push, pull = hint == DirectionHint::Pull;
+  p.launch(push ? p.push_prep : pull ? p.pull_prep : p.prep, p.prep_grid, params, stream);
+  p.launch(push ? p.push_compute : pull ? p.pull_compute : p.compute, grid, params, stream);
 }
 
 template <class T>

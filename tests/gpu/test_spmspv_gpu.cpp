@@ -389,6 +389,11 @@ TEST_CASE("SpmspvAutoSwitchesDirectionByXBlockShare") {
   CHECK(run_with(dense) == SpmspvDirection::Push);
   CHECK(plan.last_xb(s) > 0.5);
   CHECK(run_with(dense) == SpmspvDirection::Pull);
+  // ... and after a call that pulled every part, the pull-only kernels: a jump back to a sparse x
+  // pulls once, then the plan pushes again.
+  const auto sparse = pick_indices(a.cols, 0.0001, 9);
+  CHECK(run_with(sparse) == SpmspvDirection::Pull);
+  CHECK(run_with(sparse) == SpmspvDirection::Push);
   // The residual chooses by x's density: with its rows stored it pulls from residual_push_below on.
   const auto rows = with_residual(257, "by_density");
   auto rplan = plan_spmspv(ctx(), a, SpmspvOptions{.config = &rows});
@@ -401,6 +406,11 @@ TEST_CASE("SpmspvAutoSwitchesDirectionByXBlockShare") {
   };
   CHECK(run_res(0.3, 7) == SpmspvDirection::Push);
   CHECK(run_res(0.7, 8) == SpmspvDirection::Pull);
+  // Both parts pulled, so the pull-only kernels run next (they pull this residual): a sparser x
+  // has its residual pulled once, then pushed again by the auto kernels.
+  CHECK(run_res(0.7, 9) == SpmspvDirection::Pull);
+  CHECK(run_res(0.3, 10) == SpmspvDirection::Pull);
+  CHECK(run_res(0.3, 11) == SpmspvDirection::Push);
   // The default stores no rows: the residual pushes at any density.
   auto dplan = plan_spmspv(ctx(), a);
   std::vector<float> ones(a.cols, 1.f);
