@@ -99,17 +99,26 @@ SpmmPlan SpmmPlan::build(Context& ctx, const CsrMatrix<T>& a, int n_cols, const 
                                               spmm_tuning_bucket(n_cols), [&] { return compute_features(a); });
     spmm_detail::SpmmSpec spec = spmm_detail::spmm_spec(a, n_cols, opt, config, ctx.device().sm_count);
     auto make = [&](spmm_detail::SpmmSpec s) { return SpmmPlan(spmm_detail::materialize(ctx, std::move(s), a)); };
-    if (opt.config || spec.asked != SpmmPath::Auto || spec.path == SpmmPath::CsrCudaCore) return make(std::move(spec));
-    // Auto took a tensor-core path: the CSR one is the alternative a trial weighs it against.
-    auto csr_spec = [&] {
+    // A trial where auto took a tensor-core path (against the CSR path) or, on the CSR path, the
+    // degree order by the rows' CV alone (against A's own order: which wins also depends on N).
+    const bool tc = spec.path != SpmmPath::CsrCudaCore;
+    const bool auto_degree = !tc && spec.typed.reorder == "auto" && spec.order == Reorder::Degree;
+    if (opt.config || spec.asked != SpmmPath::Auto || !(tc || auto_degree)) return make(std::move(spec));
+    auto alternative = [&, tc] {
       SpmmOptions o = opt;
-      o.path = SpmmPath::CsrCudaCore;
+      if (tc)
+        o.path = SpmmPath::CsrCudaCore;
+      else
+        o.reorder = Reorder::None;
       spmm_detail::SpmmSpec s = spmm_detail::spmm_spec(a, n_cols, o, config, ctx.device().sm_count);
       s.asked = SpmmPath::Auto;
       return s;
     };
     auto note = [](SpmmPlan& p, std::string text) { p.impl_->spec.trial = std::move(text); };
-    return spmm_detail::auto_by_trial(ctx, matrix_fp, a.nnz(), opt.trial_ms, std::move(spec), csr_spec, make, note);
+    std::string chosen_name = tc ? to_string(spec.path) : "csr-degree";
+    spmm_detail::SpmmTrialPair pair{std::move(spec), std::move(chosen_name), alternative,
+                                    tc ? "csr-cuda-core" : "csr-none"};
+    return spmm_detail::auto_by_trial(ctx, matrix_fp, a.nnz(), opt.trial_ms, std::move(pair), make, note);
   }
 }
 

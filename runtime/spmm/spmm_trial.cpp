@@ -11,17 +11,17 @@ namespace {
 // this many bytes; such a plan keeps auto's path untimed.
 constexpr int64_t kTrialBufferBytes = int64_t{512} << 20;
 
-const char* kCsr = "csr-cuda-core";
-
 }  // namespace
 
-SpmmPlan auto_by_trial(Context& ctx, const std::string& matrix_fp, int64_t nnz, double trial_ms, SpmmSpec chosen,
-                       const std::function<SpmmSpec()>& csr_spec, const SpmmMake& make, const SpmmNote& note) {
+SpmmPlan auto_by_trial(Context& ctx, const std::string& matrix_fp, int64_t nnz, double trial_ms, SpmmTrialPair pair,
+                       const SpmmMake& make, const SpmmNote& note) {
+  SpmmSpec& chosen = pair.chosen;
   const std::string setting = fmt::format("n{}.{}", chosen.n, to_string(chosen.dtype));
   const std::string dev = ctx.device().record().fingerprint;
-  if (auto rec = lookup_plan_choice(dev, matrix_fp, "spmm", setting)) {
+  const auto rec = lookup_plan_choice(dev, matrix_fp, "spmm", setting);
+  if (rec && (rec->choice == pair.chosen_name || rec->choice == pair.alternative_name)) {
     const std::string text = fmt::format("trial recorded in the tuning DB: {} ({})", rec->choice, rec->detail.dump());
-    SpmmPlan p = rec->choice == kCsr ? make(csr_spec()) : make(std::move(chosen));
+    SpmmPlan p = rec->choice == pair.alternative_name ? make(pair.alternative()) : make(std::move(chosen));
     note(p, text);
     return p;
   }
@@ -33,27 +33,26 @@ SpmmPlan auto_by_trial(Context& ctx, const std::string& matrix_fp, int64_t nnz, 
     if (budget > 0) note(p, fmt::format("no trial: B and C would take {} bytes", buffer_bytes));
     return p;
   }
-  const std::string tc_name = to_string(chosen.path);
-  SpmmPlan tc = make(std::move(chosen));
-  SpmmPlan csr = make(csr_spec());
-  DeviceAllocation b(static_cast<size_t>(int64_t{tc.cols()} * tc.n_cols() * esize) + 16),
-      c(static_cast<size_t>(int64_t{tc.rows()} * tc.n_cols() * esize) + 16);
+  SpmmPlan first = make(std::move(chosen));
+  SpmmPlan second = make(pair.alternative());
+  DeviceAllocation b(static_cast<size_t>(int64_t{first.cols()} * first.n_cols() * esize) + 16),
+      c(static_cast<size_t>(int64_t{first.rows()} * first.n_cols() * esize) + 16);
   b.memset8(0);
   c.memset8(0);
   const std::vector<detail::TrialRun> runs = {
-      {tc_name, [&](void* s) { tc.run(b.ptr(), c.ptr(), s); }},
-      {kCsr, [&](void* s) { csr.run(b.ptr(), c.ptr(), s); }},
+      {pair.chosen_name, [&](void* s) { first.run(b.ptr(), c.ptr(), s); }},
+      {pair.alternative_name, [&](void* s) { second.run(b.ptr(), c.ptr(), s); }},
   };
   const detail::TrialResult r = detail::time_candidates(ctx, runs, budget);
   if (!r.complete) {
-    note(tc, fmt::format("no trial: one call took {:.1f} ms, past the {:.0f} ms budget", r.spent_ms, budget));
-    return tc;
+    note(first, fmt::format("no trial: one call took {:.1f} ms, past the {:.0f} ms budget", r.spent_ms, budget));
+    return first;
   }
   std::string why;
   const bool kept = record_plan_choice(detail::trial_choice(ctx, matrix_fp, "spmm", setting, runs, r), &why);
   const std::string text =
       fmt::format("plan-time trial: {}{}", detail::trial_text(runs, r), kept ? "" : "; not recorded: " + why);
-  SpmmPlan& won = r.best == 0 ? tc : csr;
+  SpmmPlan& won = r.best == 0 ? first : second;
   note(won, text);
   return std::move(won);
 }

@@ -46,6 +46,30 @@ std::string explain_in_fresh_process(const TempDb& db, const CsrMatrix<double>& 
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
+// plan (n = 128) computes A B: every entry within TF32's reach of the reference (a 10-bit
+// mantissa keeps each product within about 1e-3 of it, so within 2e-3 of sum |a||b|).
+void check_spmm_128(const SpmmPlan& plan, const CsrMatrix<float>& a) {
+  constexpr int kN = 128;
+  std::vector<float> b(static_cast<size_t>(a.cols) * kN);
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 7919) % 17) * 0.125f - 1.0f;
+  std::vector<double> ref(static_cast<size_t>(a.rows) * kN, 0.0), mag(ref.size(), 0.0);
+  for (int32_t r = 0; r < a.rows; ++r)
+    for (int32_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k)
+      for (int c = 0; c < kN; ++c) {
+        const double p = double{a.values[k]} * b[static_cast<size_t>(a.col_idx[k]) * kN + c];
+        ref[static_cast<size_t>(r) * kN + c] += p;
+        mag[static_cast<size_t>(r) * kN + c] += std::abs(p);
+      }
+  DeviceBuffer<float> bd{std::span<const float>(b)}, cd(ref.size());
+  Stream s(ctx());
+  plan.run(bd, cd, s);
+  s.synchronize();
+  const auto c = cd.download();
+  size_t bad = 0;
+  for (size_t i = 0; i < c.size(); ++i) bad += std::abs(c[i] - ref[i]) > 2e-3 * mag[i] + 1e-6;
+  CHECK(bad == 0);
+}
+
 }  // namespace
 
 TEST_CASE("SpmmPlanTrialIsRecordedAndReusedByAFreshProcess") {
@@ -65,31 +89,32 @@ TEST_CASE("SpmmPlanTrialIsRecordedAndReusedByAFreshProcess") {
   REQUIRE(rec.has_value());
   CHECK(rec->choice == to_string(first.path()));
   // The plan the trial kept computes A B.
-  constexpr int kN = 128;
-  std::vector<float> b(static_cast<size_t>(a.cols) * kN);
-  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 7919) % 17) * 0.125f - 1.0f;
-  // The reference and, per entry, sum |a||b|: TF32 (a 10-bit mantissa) keeps each product within
-  // about 1e-3 of it.
-  std::vector<double> ref(static_cast<size_t>(a.rows) * kN, 0.0), mag(ref.size(), 0.0);
-  for (int32_t r = 0; r < a.rows; ++r)
-    for (int32_t k = a.row_ptr[r]; k < a.row_ptr[r + 1]; ++k)
-      for (int c = 0; c < kN; ++c) {
-        const double p = double{a.values[k]} * b[static_cast<size_t>(a.col_idx[k]) * kN + c];
-        ref[static_cast<size_t>(r) * kN + c] += p;
-        mag[static_cast<size_t>(r) * kN + c] += std::abs(p);
-      }
-  DeviceBuffer<float> bd{std::span<const float>(b)}, cd(ref.size());
-  Stream s(ctx());
-  first.run(bd, cd, s);
-  s.synchronize();
-  const auto c = cd.download();
-  size_t bad = 0;
-  for (size_t i = 0; i < c.size(); ++i) bad += std::abs(c[i] - ref[i]) > 2e-3 * mag[i] + 1e-6;
-  CHECK(bad == 0);
+  check_spmm_128(first, a);
   // A fresh process plans the same matrix: it reads the outcome and times nothing.
   const std::string text = explain_in_fresh_process(db, gen, "spmm");
   INFO(text);
   CHECK(text.find("trial recorded in the tuning DB: " + std::string(to_string(first.path()))) != std::string::npos);
+}
+
+// Auto's degree order on the CSR path (rows' CV alone) is weighed against A's own order.
+TEST_CASE("SpmmAutoDegreeOrderIsTrialledAgainstOwnOrderRecordedAndCorrect") {
+  const TempDb db("trial-spmm-order");
+  const auto gen = generate("rmat:scale=15,ef=16,scramble=1");
+  const auto a = gen.cast<float>();
+  SpmmOptions o;
+  o.trial_ms = 50;
+  const SpmmPlan first = plan_spmm(ctx(), a, 128, o);
+  INFO(first.explain());
+  REQUIRE(first.path() == SpmmPath::CsrCudaCore);
+  CHECK(first.explain().find("plan-time trial") != std::string::npos);
+  const auto rec = TuningDb::open(db.path, true)
+                       ->plan_choice(ctx().device().record().fingerprint, structure_fingerprint(a), "spmm", "n128.f32");
+  REQUIRE(rec.has_value());
+  CHECK(rec->choice == (first.reorder() == Reorder::Degree ? "csr-degree" : "csr-none"));
+  check_spmm_128(first, a);
+  const std::string text = explain_in_fresh_process(db, gen, "spmm");
+  INFO(text);
+  CHECK(text.find("trial recorded in the tuning DB: " + rec->choice) != std::string::npos);
 }
 
 TEST_CASE("BfsPlanTrialIsRecordedReusedAndCorrect") {
