@@ -21,6 +21,14 @@ struct FixedCostCall {
   double per = 1;  // the times reported are a call's over this (a BFS's levels: the cost a level)
 };
 
+// An op's first call as a user makes it: the input is ready; plan() plans (config look-up,
+// analysis, upload, kernels from the cache or NVRTC) and returns the call, which launches on the
+// stream the first call was made for.
+struct FirstCall {
+  std::string what;
+  std::function<std::function<void()>()> plan;
+};
+
 // Times the empty kernel and each call (stream launches, then graph replays), prints one line
 // each, and returns {"empty_kernel": {...}, "calls": [...]}, times in us a call.
 nlohmann::json fixed_cost_section(Context& ctx, const Stream& stream, const TimingOptions& timing,

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -27,25 +28,26 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
-// The child: a context, the op's smallest calls set up (plans, kernels from the cache or NVRTC),
-// the first of them launched and waited for. One JSON line on stdout.
+// The child: a context, the op's input made, then the plan (config look-up, analysis, kernels from
+// the cache or NVRTC) and its first call launched and waited for. One JSON line on stdout.
 int run_child(const std::string& op) {
   const auto& desc = tools::find_op(op);
-  if (!desc.fixed_cost_calls) throw UsageError(fmt::format("first-call: op {} has no smallest call to time", op));
+  if (!desc.first_call) throw UsageError(fmt::format("first-call: op {} has no first call to time", op));
   auto t = Clock::now();
   Context ctx;
   const double context_ms = ms_since(t);
   Stream s(ctx);
+  const tools::FirstCall first = desc.first_call(ctx, s);
+  s.synchronize();
   t = Clock::now();
-  const auto calls = desc.fixed_cost_calls(ctx, s);
+  const std::function<void()> call = first.plan();
   const double plan_ms = ms_since(t);
-  if (calls.empty()) throw UsageError(fmt::format("first-call: op {} set up no call", op));
   t = Clock::now();
-  calls[0].launch(0);
+  call();
   s.synchronize();
   const double call_ms = ms_since(t);
-  nlohmann::json j{{"op", op},           {"what", calls[0].what}, {"context_ms", context_ms},
-                   {"plan_ms", plan_ms}, {"call_ms", call_ms},    {"first_call_ms", plan_ms + call_ms}};
+  nlohmann::json j{{"op", op},           {"what", first.what}, {"context_ms", context_ms},
+                   {"plan_ms", plan_ms}, {"call_ms", call_ms}, {"first_call_ms", plan_ms + call_ms}};
   fmt::print("{}\n", j.dump());
   return 0;
 }
@@ -80,7 +82,7 @@ Runner add_first_call(CLI::App& sub) {
   auto ops = std::make_shared<std::vector<std::string>>();
   auto child = std::make_shared<std::string>();
   auto json = std::make_shared<std::string>();
-  sub.add_option("--op", *ops, "Ops to time (default: every op with a smallest call)")
+  sub.add_option("--op", *ops, "Ops to time (default: every op with a first call)")
       ->check(CLI::IsMember(tools::op_names()));
   sub.add_option("--json", *json, "Also write the rows as JSON to this file");
   sub.add_option("--child", *child, "(internal) time one op in this process and print one JSON line");
@@ -91,7 +93,7 @@ Runner add_first_call(CLI::App& sub) {
     std::vector<std::string> selected = *ops;
     if (selected.empty())
       for (const auto* d : tools::ops())
-        if (d->fixed_cost_calls) selected.push_back(d->name);
+        if (d->first_call) selected.push_back(d->name);
     const fs::path self = fs::read_symlink("/proc/self/exe");
     const fs::path dir = fs::temp_directory_path() / fmt::format("dbsparse-first-call-{}", getpid());
     nlohmann::json rows = nlohmann::json::array();

@@ -8,6 +8,7 @@
 #include "tools/bench/bench_bfs.hpp"
 #include "tools/bench/stats.hpp"
 #include "tools/ops/op_support.hpp"
+#include "tools/ops/first_calls.hpp"
 #include "tools/ops/fixed_cost_calls.hpp"
 #include "tools/ops/registry.hpp"
 
@@ -142,6 +143,7 @@ OpDescriptor make() {
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return plan_bfs(ctx, m.csr).explain(); };
   d.fixed_cost_calls = bfs_fixed_cost_calls;
+  d.first_call = bfs_first_call;
   d.auto_checks = auto_checks;
   d.auto_check_request = [](BenchRequest& r) {
     if (!r.baselines)

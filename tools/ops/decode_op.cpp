@@ -22,6 +22,7 @@
 #include "dbsparse/pruning.hpp"
 #include "runtime/decode/decode_timing.hpp"
 #include "tools/bench/suites.hpp"
+#include "tools/ops/first_calls.hpp"
 #include "tools/ops/fixed_cost_calls.hpp"
 #include "tools/ops/op_support.hpp"
 #include "tools/ops/registry.hpp"
@@ -207,6 +208,7 @@ OpDescriptor make() {
     return plan_decode_linear(ctx, m.csr.cast<float>(), DecodeLinearOptions{}).explain();
   };
   d.fixed_cost_calls = decode_fixed_cost_calls;
+  d.first_call = decode_first_call;
   d.calibrate = [](Context& ctx, DeviceProfile& p, const std::function<void(const std::string&)>& progress) {
     calibrate_decode(ctx, p, progress);
   };

@@ -105,6 +105,9 @@ struct OpDescriptor {
   // The op's smallest calls (its fixed cost), set up on this context: every `bench` of
   // the op times them next to an empty kernel's launch (tools/bench/fixed_cost.hpp). Empty: none.
   std::function<std::vector<FixedCostCall>(Context&, const Stream&)> fixed_cost_calls;
+  // A user's first call of the op (`dbsparse first-call`): the input made (untimed), then plan()
+  // builds the plan and returns its first call. Empty: the op has none.
+  std::function<FirstCall(Context&, const Stream&)> first_call;
   // The op's own device constants (DeviceProfile::calibrations), measured on ctx's device and
   // added to the profile; progress gets a line per measurement. Empty: the op's models need none.
   std::function<void(Context&, DeviceProfile&, const std::function<void(const std::string&)>&)> calibrate;

@@ -12,6 +12,7 @@
 #include "tools/bench/bench_spgemm.hpp"
 #include "tools/bench/suites.hpp"
 #include "tools/ops/op_support.hpp"
+#include "tools/ops/first_calls.hpp"
 #include "tools/ops/fixed_cost_calls.hpp"
 #include "tools/ops/registry.hpp"
 
@@ -230,6 +231,7 @@ OpDescriptor make() {
   // whose A^2 passes kObjectiveMaxProducts (its CPU reference would outlast the search).
   d.tuned_by_default = true;
   d.fixed_cost_calls = spgemm_fixed_cost_calls;
+  d.first_call = spgemm_first_call;
   return d;
 }
 

@@ -22,6 +22,7 @@
 #include "tools/bench/stats.hpp"
 #include "tools/bench/suites.hpp"
 #include "tools/ops/op_support.hpp"
+#include "tools/ops/first_calls.hpp"
 #include "tools/ops/fixed_cost_calls.hpp"
 #include "tools/ops/registry.hpp"
 
@@ -603,6 +604,7 @@ OpDescriptor make() {
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return plan_spmm(ctx, m.csr.cast<float>(), 128).explain(); };
   d.fixed_cost_calls = spmm_fixed_cost_calls;
+  d.first_call = spmm_first_call;
   d.auto_checks = auto_checks;  // every bench case times the forced paths: nothing to ask of the request
   return d;
 }

@@ -10,6 +10,7 @@
 #include "tools/bench/stats.hpp"
 #include "tools/bench/suites.hpp"
 #include "tools/ops/op_support.hpp"
+#include "tools/ops/first_calls.hpp"
 #include "tools/ops/fixed_cost_calls.hpp"
 #include "tools/ops/registry.hpp"
 
@@ -175,6 +176,7 @@ OpDescriptor make() {
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return plan_spmspv(ctx, m.csr.cast<float>()).explain(); };
   d.fixed_cost_calls = spmspv_fixed_cost_calls;
+  d.first_call = spmspv_first_call;
   d.auto_checks = auto_checks;  // push-only and pull-only are timed on every run
   return d;
 }

@@ -13,6 +13,7 @@
 #include "tools/bench/random.hpp"
 #include "tools/bench/suites.hpp"
 #include "tools/ops/op_support.hpp"
+#include "tools/ops/first_calls.hpp"
 #include "tools/ops/fixed_cost_calls.hpp"
 #include "tools/ops/registry.hpp"
 
@@ -169,6 +170,7 @@ OpDescriptor make() {
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return plan_spmv(ctx, m.csr.cast<float>()).explain(); };
   d.fixed_cost_calls = spmv_fixed_cost_calls;
+  d.first_call = spmv_first_call;
   d.auto_checks = auto_checks;
   // The auto row and every forced strategy; strategies the user named are kept, with auto first.
   d.auto_check_request = [](BenchRequest& r) {
