@@ -1,5 +1,6 @@
 #include "codegen/kernel_cache.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +44,8 @@ const char* to_string(CacheOrigin o) {
       return "memory";
     case CacheOrigin::Disk:
       return "disk";
+    case CacheOrigin::Aot:
+      return "aot";
     case CacheOrigin::Compiled:
       return "compiled";
   }
@@ -59,62 +62,110 @@ KernelCache& KernelCache::global() {
   static KernelCache cache = [] {
     std::string dir = default_dir();
     bool persistent = dir != "off";
-    return KernelCache(persistent ? dir : std::string(), persistent);
+    return KernelCache(persistent ? dir : std::string(), persistent, default_aot_dirs());
   }();
   return cache;
 }
 
-KernelCache::KernelCache(std::string dir, bool persistent) : dir_(std::move(dir)), persistent_(persistent) {}
+KernelCache::KernelCache(std::string dir, bool persistent, std::vector<std::string> aot_dirs)
+    : dir_(std::move(dir)), persistent_(persistent) {
+  for (const auto& d : aot_dirs) add_aot_dir(d);
+}
 
-std::string KernelCache::full_key(const KernelSource& ks, const std::string& arch) const {
+void KernelCache::add_aot_dir(const std::string& dir) {
+  if (dir.empty()) return;
+  std::lock_guard lock(mu_);
+  if (std::find(aot_dirs_.begin(), aot_dirs_.end(), dir) == aot_dirs_.end()) aot_dirs_.push_back(dir);
+}
+
+std::vector<std::string> KernelCache::aot_dirs() const {
+  std::lock_guard lock(mu_);
+  return aot_dirs_;
+}
+
+namespace {
+std::string key_text(const KernelSource& ks, const std::string& arch, const std::string& nvrtc) {
   std::string names;
   for (const auto& n : ks.name_expressions) names += n + ";";
   return fmt::format("key={}\ntemplates={}\nsource={}\noptions={}\nnames={}\narch={}\nnvrtc={}\nlibrary={}\n", ks.key,
-                     templates_hash(), fnv1a64_hex(ks.source), join_options(ks.options), names, arch, nvrtc_version(),
+                     templates_hash(), fnv1a64_hex(ks.source), join_options(ks.options), names, arch, nvrtc,
                      DBSPARSE_VERSION);
 }
+}  // namespace
+
+std::string KernelCache::full_key(const KernelSource& ks, const std::string& arch) const {
+  return key_text(ks, arch, nvrtc_version());
+}
+
+std::string KernelCache::aot_key(const KernelSource& ks, const std::string& arch) { return key_text(ks, arch, "aot"); }
 
 fs::path KernelCache::entry_path(const KernelSource& ks, const std::string& arch) const {
   return fs::path(dir_) / fmt::format("{}-{}.cubin", sanitize(ks.key), fnv1a64_hex(full_key(ks, arch)));
 }
 
+fs::path KernelCache::aot_entry_path(const fs::path& dir, const KernelSource& ks, const std::string& arch) {
+  return dir / sanitize(arch) / fmt::format("{}-{}.cubin", sanitize(ks.key), fnv1a64_hex(aot_key(ks, arch)));
+}
+
+int64_t KernelCache::write_aot_entry(const fs::path& dir, const KernelSource& ks, const std::string& arch,
+                                     const CompiledKernel& k) {
+  const fs::path p = aot_entry_path(dir, ks, arch);
+  std::error_code ec;
+  fs::create_directories(p.parent_path(), ec);
+  const std::string bytes = encode_aot_entry(aot_key(ks, arch), k);
+  support::write_file_atomic(p, bytes);
+  return static_cast<int64_t>(bytes.size());
+}
+
+std::shared_ptr<const CompiledKernel> KernelCache::remember(const std::string& key,
+                                                            std::shared_ptr<const CompiledKernel> k,
+                                                            int64_t CacheStats::*counter) {
+  std::lock_guard lock(mu_);
+  ++(stats_.*counter);
+  return memory_.emplace(key, std::move(k)).first->second;  // another thread's, where it won the race
+}
+
+std::shared_ptr<const CompiledKernel> KernelCache::read_aot(const KernelSource& ks, const std::string& arch,
+                                                            const std::string& key) {
+  for (const auto& dir : aot_dirs())
+    if (auto k = read_entry(aot_entry_path(dir, ks, arch), key, /*ours=*/false)) return k;
+  return nullptr;
+}
+
 CachedKernel KernelCache::get(const KernelSource& ks, const std::string& arch) {
   auto t0 = std::chrono::steady_clock::now();
   CachedKernel out;
-  out.cache_key = full_key(ks, arch);
+  out.cache_key = aot_key(ks, arch);
+  const auto found = [&](std::shared_ptr<const CompiledKernel> k, CacheOrigin origin) {
+    out.kernel = std::move(k);
+    out.origin = origin;
+    out.ms = ms_since(t0);
+    return out;
+  };
   {
     std::lock_guard lock(mu_);
     if (auto it = memory_.find(out.cache_key); it != memory_.end()) {
       ++stats_.memory_hits;
-      out.kernel = it->second;
-      out.origin = CacheOrigin::Memory;
-      out.ms = ms_since(t0);
-      return out;
+      return found(it->second, CacheOrigin::Memory);
     }
   }
+  if (auto k = read_aot(ks, arch, out.cache_key))
+    return found(remember(out.cache_key, std::move(k), &CacheStats::aot_hits), CacheOrigin::Aot);
+  // The user cache's key needs NVRTC's version; without NVRTC no entry of it can be checked, and
+  // the compile below reports why NVRTC is missing.
+  std::string user_key;
+  std::string why;
+  if (persistent_ && nvrtc_available(&why)) user_key = full_key(ks, arch);
   fs::path path;
-  if (persistent_) {
-    path = entry_path(ks, arch);
-    if (auto k = read_entry(path, out.cache_key)) {
-      std::lock_guard lock(mu_);
-      ++stats_.disk_hits;
-      memory_.emplace(out.cache_key, k);
-      out.kernel = k;
-      out.origin = CacheOrigin::Disk;
-      out.ms = ms_since(t0);
-      return out;
-    }
+  if (!user_key.empty()) {
+    path = fs::path(dir_) / fmt::format("{}-{}.cubin", sanitize(ks.key), fnv1a64_hex(user_key));
+    if (auto k = read_entry(path, user_key, /*ours=*/true))
+      return found(remember(out.cache_key, std::move(k), &CacheStats::disk_hits), CacheOrigin::Disk);
   }
   // Compiled outside the lock: NVRTC takes ~100 ms and other keys must not wait for it.
   auto k = std::make_shared<const CompiledKernel>(compile_to_cubin(ks, arch));
-  if (persistent_) write_entry(path, out.cache_key, *k);
-  std::lock_guard lock(mu_);
-  ++stats_.compiles;
-  auto [it, inserted] = memory_.emplace(out.cache_key, k);
-  out.kernel = it->second;
-  out.origin = CacheOrigin::Compiled;
-  out.ms = ms_since(t0);
-  return out;
+  if (!user_key.empty()) write_entry(path, user_key, *k);
+  return found(remember(out.cache_key, std::move(k), &CacheStats::compiles), CacheOrigin::Compiled);
 }
 
 void KernelCache::clear_memory() {
@@ -122,11 +173,18 @@ void KernelCache::clear_memory() {
   memory_.clear();
 }
 
-std::shared_ptr<const CompiledKernel> KernelCache::read_entry(const fs::path& p, const std::string& full_key) {
+std::shared_ptr<const CompiledKernel> KernelCache::read_entry(const fs::path& p, const std::string& full_key,
+                                                              bool ours) {
   std::error_code ec;
   auto size = fs::file_size(p, ec);
   if (ec) return nullptr;  // absent: a plain miss
   auto drop = [&](const char* why) -> std::shared_ptr<const CompiledKernel> {
+    if (!ours) {  // an installed file: not ours to delete; compiled instead, as if absent
+      std::fprintf(stderr, "dbsparse: ignoring damaged precompiled kernel %s (%s)\n", p.c_str(), why);
+      std::lock_guard lock(mu_);
+      ++stats_.ignored_aot;
+      return nullptr;
+    }
     std::fprintf(stderr, "dbsparse: dropping corrupt kernel cache entry %s (%s)\n", p.c_str(), why);
     fs::remove(p, ec);
     std::lock_guard lock(mu_);
@@ -139,7 +197,7 @@ std::shared_ptr<const CompiledKernel> KernelCache::read_entry(const fs::path& p,
   std::vector<char> buf(size);
   if (!in.read(buf.data(), static_cast<std::streamsize>(size))) return drop("short read");
   const char* why = nullptr;
-  auto k = decode_cache_entry(buf, full_key, &why);
+  auto k = ours ? decode_cache_entry(buf, full_key, &why) : decode_aot_entry(buf, full_key, kMaxEntryBytes, &why);
   if (!k) return why ? drop(why) : nullptr;
   return std::make_shared<const CompiledKernel>(std::move(*k));
 }

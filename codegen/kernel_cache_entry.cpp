@@ -1,6 +1,9 @@
 // One kernel cache entry's bytes (codegen/kernel_cache.hpp): header (magic, format, metadata
 // length, cubin length, crc32 of the rest), JSON metadata, cubin. Pure functions, apart from the
 // cache's files, so that the fuzz harness (tests/fuzz/fuzz_cache_entry.cpp) reaches them alone.
+// An AOT entry is the same bytes deflated (zlib, best compression) behind a header of its own
+// (magic, inflated length): cubins shrink about 4x, and an installed set of archs is the size that
+// matters there (docs/decisions/aot-kernels.md).
 #include <zlib.h>
 
 #include <cstring>
@@ -8,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/kernel_cache.hpp"
+#include "dbsparse/error.hpp"
 
 namespace dbsparse::codegen {
 namespace {
@@ -73,6 +77,53 @@ std::optional<CompiledKernel> decode_cache_entry(std::span<const char> buf, cons
   }
   k.cubin.assign(buf.begin() + kHeaderBytes + meta_len, buf.end());
   return k;
+}
+
+}  // namespace dbsparse::codegen
+
+namespace dbsparse::codegen {
+namespace {
+constexpr char kAotMagic[8] = {'D', 'B', 'S', 'K', 'Z', 'L', 'I', 'B'};
+constexpr size_t kAotHeaderBytes = 8 + 8;  // magic, inflated length
+}  // namespace
+
+std::string encode_aot_entry(const std::string& full_key, const CompiledKernel& k) {
+  const std::string raw = encode_cache_entry(full_key, k);
+  uLongf packed_len = compressBound(static_cast<uLong>(raw.size()));
+  std::string out(kAotHeaderBytes + packed_len, '\0');
+  std::memcpy(out.data(), kAotMagic, 8);
+  const uint64_t raw_len = raw.size();
+  std::memcpy(out.data() + 8, &raw_len, 8);
+  if (compress2(reinterpret_cast<Bytef*>(out.data() + kAotHeaderBytes), &packed_len,
+                reinterpret_cast<const Bytef*>(raw.data()), static_cast<uLong>(raw.size()), Z_BEST_COMPRESSION) != Z_OK)
+    throw Error("zlib could not compress the kernel entry of " + full_key);
+  out.resize(kAotHeaderBytes + packed_len);
+  return out;
+}
+
+std::optional<CompiledKernel> decode_aot_entry(std::span<const char> buf, const std::string& full_key,
+                                               uint64_t max_inflated, const char** why) {
+  *why = nullptr;
+  if (buf.size() < kAotHeaderBytes || std::memcmp(buf.data(), kAotMagic, 8) != 0) {
+    *why = "bad magic";
+    return std::nullopt;
+  }
+  uint64_t raw_len = 0;
+  std::memcpy(&raw_len, buf.data() + 8, 8);
+  if (raw_len > max_inflated) {
+    *why = "larger than any kernel";
+    return std::nullopt;
+  }
+  std::vector<char> raw(raw_len);
+  uLongf got = static_cast<uLongf>(raw_len);
+  if (uncompress(reinterpret_cast<Bytef*>(raw.data()), &got,
+                 reinterpret_cast<const Bytef*>(buf.data()) + kAotHeaderBytes,
+                 static_cast<uLong>(buf.size() - kAotHeaderBytes)) != Z_OK ||
+      got != raw_len) {
+    *why = "damaged compressed data";
+    return std::nullopt;
+  }
+  return decode_cache_entry(raw, full_key, why);
 }
 
 }  // namespace dbsparse::codegen

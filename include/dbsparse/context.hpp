@@ -19,6 +19,12 @@ namespace dbsparse {
 // True when libcuda loads, cuInit succeeds and a device exists; otherwise *why says which failed.
 bool cuda_device_available(std::string* why = nullptr);
 
+// Adds a folder of precompiled kernels (what `dbsparse precompile --aot DIR` writes) to those the
+// process-wide kernel cache reads before compiling: how the Python package registers the kernels it
+// ships. Read-only; a folder that does not exist is a miss, not an error. Ignored under
+// DBSPARSE_AOT_DIR=off.
+void add_kernel_dir(const std::string& path);
+
 // Throws DeviceOutOfMemory naming `what` when the current context's device has fewer than
 // `bytes` free: a plan checks its estimated peak here before it allocates anything.
 void require_device_bytes(const std::string& what, int64_t bytes);

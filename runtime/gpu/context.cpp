@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "codegen/kernel_cache.hpp"
 #include "dbsparse/device_profile.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
 #include "runtime/gpu/fork_join.hpp"
@@ -12,6 +13,10 @@
 namespace dbsparse {
 
 bool cuda_device_available(std::string* why) { return cuda::driver_available(why); }
+
+void add_kernel_dir(const std::string& path) {
+  if (!codegen::KernelCache::aot_disabled()) codegen::KernelCache::global().add_aot_dir(path);
+}
 
 std::string DeviceInfo::arch() const { return fmt::format("sm_{}{}", cc_major, cc_minor); }
 

@@ -27,7 +27,8 @@ LoadedKernel ModuleRegistry::get(const codegen::KernelSource& ks, const std::str
   out.info.key = ks.key;
   out.entry_names = ks.entry_names;
   auto& cache = codegen::KernelCache::global();
-  std::string full_key = cache.full_key(ks, arch);
+  // The version-free key: a module already loaded is found without loading NVRTC.
+  std::string full_key = codegen::KernelCache::aot_key(ks, arch);
   {
     std::lock_guard lock(mu_);
     if (auto it = loaded_.find(full_key); it != loaded_.end()) {

@@ -1,6 +1,7 @@
 // `dbsparse precompile`: fills the persistent kernel cache for a named arch. Needs NVRTC, no GPU.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -50,6 +51,83 @@ void print_resources(const codegen::KernelSource& ks, const std::string& arch) {
   }
 }
 
+// The variants to compile: each op's default-reachable set (OpDescriptor::default_variants) or all;
+// with keys, only those of them (a UsageError names a key none of them has).
+std::vector<codegen::KernelSource> precompile_sources(const std::vector<std::string>& ops, const std::string& set,
+                                                      const std::vector<std::string>& keys) {
+  std::vector<codegen::KernelSource> all;
+  std::vector<bool> found(keys.size(), false);
+  for (const auto& op : ops.empty() ? tools::op_names() : ops) {
+    const auto& d = tools::find_op(op);
+    for (auto& ks : set == "default" ? tools::default_variants(d) : d.variants(/*opt_in=*/false)) {
+      const auto at = std::find(keys.begin(), keys.end(), ks.key);
+      if (!keys.empty() && at == keys.end()) continue;
+      if (at != keys.end()) found[static_cast<size_t>(at - keys.begin())] = true;
+      all.push_back(std::move(ks));
+    }
+  }
+  for (size_t i = 0; i < keys.size(); ++i)
+    if (!found[i]) throw UsageError(fmt::format("precompile --key: no {} variant is '{}'", set, keys[i]));
+  return all;
+}
+
+std::vector<std::string> split_archs(const std::string& text) {
+  std::vector<std::string> out;
+  for (size_t at = 0; at <= text.size();) {
+    size_t end = text.find(',', at);
+    if (end == std::string::npos) end = text.size();
+    if (end > at) out.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  return out;
+}
+
+struct PassTotals {
+  int kernels = 0;
+  double total_ms = 0, wall_ms = 0;
+  int64_t aot_bytes = 0;  // written under --aot
+};
+
+// One arch's pass over `all` on the pool; with aot_dir, each kernel is also written there as an AOT
+// entry. Throws UsageError with the first failure (a bad --arch fails every variant).
+PassTotals precompile_pass(codegen::KernelCache& cache, const std::vector<codegen::KernelSource>& all,
+                           const std::string& target, int threads, bool resources, const std::string& aot_dir) {
+  PassTotals t;
+  std::string first_error;
+  std::atomic<bool> failed{false};  // what the workers poll (first_error is written under done's lock)
+  const auto t0 = std::chrono::steady_clock::now();
+  codegen::cache_all(
+      cache, all, target, threads,
+      [&](const codegen::PoolOutcome& o) {
+        const auto& ks = all[o.index];
+        std::string error = o.error;
+        if (error.empty() && !aot_dir.empty()) {
+          try {
+            t.aot_bytes += codegen::KernelCache::write_aot_entry(aot_dir, ks, target, *o.kernel.kernel);
+          } catch (const std::exception& e) {  // done() must not throw
+            error = e.what();
+          }
+        }
+        if (!error.empty()) {
+          if (first_error.empty()) first_error = fmt::format("{}: {}", ks.key, error);
+          failed = true;
+          return;
+        }
+        fmt::print("  {:<56} {:>9} {:8.1f} ms  {:>7} bytes\n", ks.key, to_string(o.kernel.origin), o.kernel.ms,
+                   o.kernel.kernel->cubin.size());
+        if (resources) print_resources(ks, target);
+        std::fflush(stdout);
+        t.total_ms += o.kernel.ms;
+        ++t.kernels;
+      },
+      [&] { return failed.load(); });
+  t.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (!first_error.empty()) throw UsageError("precompile: " + first_error);
+  return t;
+}
+
+std::string mib(int64_t bytes) { return fmt::format("{:.1f} MiB", static_cast<double>(bytes) / (1 << 20)); }
+
 }  // namespace
 
 Runner add_precompile(CLI::App& sub_ref) {
@@ -57,7 +135,8 @@ Runner add_precompile(CLI::App& sub_ref) {
   auto arch = std::make_shared<std::string>();
   auto ops = std::make_shared<std::vector<std::string>>();
   sub->add_option("--arch", *arch,
-                  "Target, e.g. sm_90 (compute capability 9.0) or sm_80 (8.0); default: the current device's arch");
+                  "Targets, comma-separated, e.g. sm_90 (compute capability 9.0) or sm_80,sm_86,sm_90; default: the "
+                  "current device's arch");
   sub->add_option("--op", *ops, "Ops to precompile (default: all)")->check(CLI::IsMember(tools::op_names()));
   auto jobs = std::make_shared<int>(0);
   sub->add_option("--jobs,-j", *jobs, "NVRTC compiles at once (default 0: one per core)")
@@ -66,48 +145,54 @@ Runner add_precompile(CLI::App& sub_ref) {
   sub->add_flag("--resources", *resources,
                 "Also compile each variant once more with ptxas -v and print each kernel's registers, spills, stack "
                 "and shared memory (what Nsight Compute would show, without a GPU)");
+  auto aot = std::make_shared<std::string>();
+  sub->add_option("--aot", *aot,
+                  "Also write each kernel as a precompiled (AOT) entry under this folder, <arch>/ a folder, for "
+                  "installing to share/dbsparse/kernels or naming in DBSPARSE_AOT_DIR");
+  auto set = std::make_shared<std::string>();
+  sub->add_option("--variants", *set,
+                  "default: the variants default configs and auto choices reach; all: every variant (default: "
+                  "default with --aot, all without)")
+      ->check(CLI::IsMember({"default", "all"}));
+  auto keys = std::make_shared<std::vector<std::string>>();
+  sub->add_option("--key", *keys, "Only these variants, by key (as --list prints them)");
+  auto list = std::make_shared<bool>(false);
+  sub->add_flag("--list", *list, "Print the variants' keys, one a line, and compile nothing");
   return [=]() {
-    std::string target = *arch;
-    if (target.empty()) {
+    if (*list) {
+      const std::string which = set->empty() ? (aot->empty() ? "all" : "default") : *set;
+      for (const auto& ks : precompile_sources(*ops, which, *keys)) fmt::print("{}\n", ks.key);
+      return 0;
+    }
+    std::vector<std::string> targets = split_archs(*arch);
+    if (targets.empty()) {
       std::string why;
       if (!cuda_device_available(&why))
         throw UsageError("no CUDA device (" + why + "); name the target with --arch, e.g. --arch sm_90");
-      target = Context().device().arch();
+      targets.push_back(Context().device().arch());
     }
-    auto& cache = codegen::KernelCache::global();
-    fmt::print("precompiling for {} into {}\n", target, cache.persistent() ? cache.dir() : "(memory)");
-    std::vector<codegen::KernelSource> all;
-    for (const auto& op : ops->empty() ? tools::op_names() : *ops)
-      for (auto& ks : tools::find_op(op).variants(/*opt_in=*/false)) all.push_back(std::move(ks));
-    int n = 0;
-    double total_ms = 0;
-    std::string first_error;          // the first failure stops the pass (a bad --arch fails every variant)
-    std::atomic<bool> failed{false};  // what the workers poll (first_error is written under done's lock)
-    const auto t0 = std::chrono::steady_clock::now();
+    // Under --aot the AOT folders are not read: every kernel comes from the user's cache or NVRTC.
+    codegen::KernelCache own(codegen::KernelCache::default_dir(), codegen::KernelCache::default_dir() != "off");
+    auto& cache = aot->empty() ? codegen::KernelCache::global() : own;
+    const std::string which = set->empty() ? (aot->empty() ? "all" : "default") : *set;
+    const std::vector<codegen::KernelSource> all = precompile_sources(*ops, which, *keys);
     // --resources compiles each variant again with ptxas -v and prints its report under its line:
     // one worker, so the reports stay with their variants.
     const int threads = *resources ? 1 : *jobs;
-    fmt::print("{} variants on {} threads\n", all.size(), codegen::pool_threads(threads, all.size()));
-    codegen::cache_all(
-        cache, all, target, threads,
-        [&](const codegen::PoolOutcome& o) {
-          const auto& ks = all[o.index];
-          if (!o.error.empty()) {
-            if (first_error.empty()) first_error = fmt::format("{}: {}", ks.key, o.error);
-            failed = true;
-            return;
-          }
-          fmt::print("  {:<56} {:>9} {:8.1f} ms  {:>7} bytes\n", ks.key, to_string(o.kernel.origin), o.kernel.ms,
-                     o.kernel.kernel->cubin.size());
-          if (*resources) print_resources(ks, target);
-          std::fflush(stdout);
-          total_ms += o.kernel.ms;
-          ++n;
-        },
-        [&] { return failed.load(); });
-    const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (!first_error.empty()) throw UsageError("precompile: " + first_error);
-    fmt::print("{} kernels ready ({:.0f} ms of compiles and loads, {:.0f} ms wall)\n", n, total_ms, wall_ms);
+    int64_t aot_total = 0;
+    for (const auto& target : targets) {
+      fmt::print("precompiling {} variants ({}) for {} into {}{} on {} threads\n", all.size(), which, target,
+                 cache.persistent() ? cache.dir() : "(memory)", aot->empty() ? "" : " and " + *aot,
+                 codegen::pool_threads(threads, all.size()));
+      const PassTotals t = precompile_pass(cache, all, target, threads, *resources, *aot);
+      fmt::print("{} kernels ready for {} ({:.0f} ms of compiles and loads, {:.0f} ms wall)\n", t.kernels, target,
+                 t.total_ms, t.wall_ms);
+      if (!aot->empty()) fmt::print("AOT {}: {} bytes ({})\n", target, t.aot_bytes, mib(t.aot_bytes));
+      aot_total += t.aot_bytes;
+    }
+    if (!aot->empty())
+      fmt::print("AOT total: {} kernels, {} archs, {} bytes ({}) in {}\n", all.size() * targets.size(), targets.size(),
+                 aot_total, mib(aot_total), *aot);
     return 0;
   };
 }

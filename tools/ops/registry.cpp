@@ -53,6 +53,10 @@ MatrixRecord db_record(const OpDescriptor& op, const NamedMatrix& m) {
   return MatrixRecord{structure_fingerprint(m.csr), m.name, compute_features(m.csr)};
 }
 
+std::vector<codegen::KernelSource> default_variants(const OpDescriptor& op) {
+  return op.default_variants ? op.default_variants() : op.variants(/*opt_in=*/false);
+}
+
 const OpDescriptor& find_op(const std::string& name) {
   for (const auto* o : ops())
     if (o->name == name) return *o;

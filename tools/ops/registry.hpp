@@ -74,6 +74,9 @@ struct OpDescriptor {
   // Every kernel variant (with opt_in, also those only an explicit config selects): what
   // `precompile` and dbtune compile ahead and the nvrtc tier compiles.
   std::function<std::vector<codegen::KernelSource>(bool opt_in)> variants;
+  // The variants that the default configs and the plans' auto choices can reach, derived from the
+  // plans' own problem -> key functions: what `precompile --aot` ships. Empty: variants(false).
+  std::function<std::vector<codegen::KernelSource>()> default_variants;
   std::function<std::unique_ptr<tuner::Objective>(Context&, const NamedMatrix&, const ObjectiveOptions&)> objective;
   // What the objectives of one matrix's buckets share (decode: the layer converted once and the
   // plans built so far), made once per matrix by dbtune and passed in ObjectiveOptions::state.
@@ -134,6 +137,8 @@ std::vector<std::string> default_tuned_op_names();
 // stored with it (problem_features, else compute_features).
 std::string db_key(const OpDescriptor& op, const NamedMatrix& m);
 MatrixRecord db_record(const OpDescriptor& op, const NamedMatrix& m);
+// op.default_variants(), else op.variants(false).
+std::vector<codegen::KernelSource> default_variants(const OpDescriptor& op);
 // UsageError naming the known ops for any other name.
 const OpDescriptor& find_op(const std::string& name);
 

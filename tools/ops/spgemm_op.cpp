@@ -2,6 +2,7 @@
 // on C = A² (A·Aᵀ for a non-square A), against cuSPARSE SpGEMM in `bench spgemm`.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "codegen/keys/mcl_key.hpp"
@@ -199,6 +200,37 @@ std::string explain(Context& ctx, const NamedMatrix& m) {
                      a.rows == a.cols ? "A*A" : "A*A^T", plan_spgemm(ctx, a, second_operand(a)).explain());
 }
 
+// The analysis kernels, and the applications' modules riding along so that precompile covers them too.
+void add_analysis_and_apps(std::vector<codegen::KernelSource>& out) {
+  for (const auto& k : codegen::spgemm_analysis_search_space()) out.push_back(codegen::make_source(k));
+  out.push_back(codegen::make_source(codegen::TriangleKey{}));
+  out.push_back(codegen::make_source(codegen::MclKey{codegen::ValueType::F32, 256}));
+  out.push_back(codegen::make_source(codegen::MclKey{codegen::ValueType::F64, 256}));
+}
+
+// The variants SpgemmConfig's defaults reach (OpDescriptor::default_variants): each group's kernels
+// in both phases and value types under the config as a plan fits it (spgemm_for_width, then
+// spgemm_fitted: the shared tables shrink to the longest row), over B widths and longest rows of
+// every power of two up to 2^20; the analysis kernels and the applications' modules, as variants.
+std::vector<codegen::KernelSource> spgemm_default_variants() {
+  const SpgemmConfig c;
+  std::vector<codegen::SpgemmKey> keys;
+  for (auto vt : {codegen::ValueType::F32, codegen::ValueType::F64})
+    for (auto ph : {codegen::SpgemmPhase::Symbolic, codegen::SpgemmPhase::Numeric})
+      for (int64_t b_cols = 1; b_cols <= (int64_t{1} << 20); b_cols *= 2)
+        for (int64_t ip = 1; ip <= (int64_t{1} << 20); ip *= 2) {
+          const SpgemmConfig f = spgemm_fitted(spgemm_for_width(c, b_cols), {ip, ip, ip}, b_cols);
+          for (int g = 0; g < 4; ++g) {
+            const auto k = codegen::spgemm_key(vt, ph, g, f);
+            if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+          }
+        }
+  std::vector<codegen::KernelSource> out;
+  for (const auto& k : keys) out.push_back(codegen::make_source(k));
+  add_analysis_and_apps(out);
+  return out;
+}
+
 OpDescriptor make() {
   OpDescriptor d;
   d.name = "spgemm";
@@ -212,13 +244,10 @@ OpDescriptor make() {
   d.variants = [](bool) {
     std::vector<codegen::KernelSource> out;
     for (const auto& k : codegen::spgemm_search_space()) out.push_back(codegen::make_source(k));
-    for (const auto& k : codegen::spgemm_analysis_search_space()) out.push_back(codegen::make_source(k));
-    // The applications' modules ride along, so that precompile covers them too.
-    out.push_back(codegen::make_source(codegen::TriangleKey{}));
-    out.push_back(codegen::make_source(codegen::MclKey{codegen::ValueType::F32, 256}));
-    out.push_back(codegen::make_source(codegen::MclKey{codegen::ValueType::F64, 256}));
+    add_analysis_and_apps(out);
     return out;
   };
+  d.default_variants = spgemm_default_variants;
   d.objective = [](Context& ctx, const NamedMatrix& m, const ObjectiveOptions& o) -> std::unique_ptr<tuner::Objective> {
     if (!o.densities.empty()) throw UsageError("spgemm: B is the sparse A (or A^T); --density does not apply");
     auto obj = std::make_shared<SpgemmObjective>(ctx, m);

@@ -8,6 +8,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "codegen/keys/brp_convert_key.hpp"
 #include "codegen/keys/spmm_key.hpp"
@@ -17,6 +18,7 @@
 #include "dbsparse/spmm.hpp"
 #include "dbsparse/tc_condensed.hpp"
 #include "runtime/spmm/spmm_relu.hpp"
+#include "runtime/spmm/spmm_spec.hpp"
 #include "tools/baselines/cusparse_spmm.hpp"
 #include "tools/bench/random.hpp"
 #include "tools/bench/stats.hpp"
@@ -573,6 +575,41 @@ std::vector<AutoCheck> auto_checks(const nlohmann::json& results) {
   });
 }
 
+// The variants SpmmConfig's defaults reach (OpDescriptor::default_variants), in f32, f16 and bf16:
+// the CSR path's keys as the plans make them (csr_key over csr_rows_a_warp, run here through the
+// pure spmm_view64_spec over widths N 1..256, short and long mean rows, few and many rows and SMs),
+// with 32- and 64-bit offsets; auto's condensed path (BRP's module at f 1 and the config's g and
+// tc_warps); the ReLU pass (spmm_relu.cpp: the CSR module with 8 warps). BRP itself is not auto's
+// by default (min_tc_share above 1), nor its conversion.
+std::vector<codegen::KernelSource> spmm_default_variants() {
+  const SpmmConfig c;
+  const Config config{"spmm", config_to_json(c), ConfigSource::Default, "defaults"};
+  std::set<codegen::SpmmKey> keys;
+  const auto add_csr = [&](codegen::SpmmKey k) {
+    keys.insert(k);  // 64-bit offsets: f32 only
+    k.offsets64 = false;
+    for (auto v : {codegen::SpmmValue::F32, codegen::SpmmValue::F16, codegen::SpmmValue::BF16}) {
+      k.value = v;
+      keys.insert(k);
+    }
+  };
+  for (int n = 1; n <= 256; ++n)
+    for (int32_t rows : {1, 1 << 24})
+      for (int64_t mean : {1, 64})
+        for (int sms : {1, 132}) {
+          const auto s = spmm_detail::spmm_view64_spec(rows, rows, rows * mean, n, SpmmOptions{}, config, sms);
+          add_csr(s.csr_key1);
+          if (s.vec4) add_csr(s.csr_key4);
+        }
+  for (auto v : {codegen::SpmmValue::F32, codegen::SpmmValue::F16, codegen::SpmmValue::BF16}) {
+    keys.insert(codegen::SpmmKey{codegen::SpmmKernelPath::Brp, 1, c.g, c.tc_warps, 1, 32, v});
+    keys.insert(codegen::SpmmKey{codegen::SpmmKernelPath::Csr, 1, 4, 8, 1, 32, v});
+  }
+  std::vector<codegen::KernelSource> out;
+  for (const auto& k : keys) out.push_back(codegen::make_source(k));
+  return out;
+}
+
 OpDescriptor make() {
   OpDescriptor d;
   d.name = "spmm";
@@ -594,6 +631,7 @@ OpDescriptor make() {
     for (const auto& k : codegen::brp_convert_keys({codegen::ValueType::F32})) out.push_back(codegen::make_source(k));
     return out;
   };
+  d.default_variants = spmm_default_variants;
   d.objective = [](Context& ctx, const NamedMatrix& m, const ObjectiveOptions& o) -> std::unique_ptr<tuner::Objective> {
     if (!o.densities.empty()) throw UsageError("spmm: B is dense; --density does not apply");
     auto obj = std::make_shared<SpmmObjective>(ctx, m, o.bucket);

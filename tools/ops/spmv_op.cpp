@@ -9,6 +9,8 @@
 #include "codegen/keys/spmv_key.hpp"
 #include "dbsparse/reference.hpp"
 #include "dbsparse/spmv.hpp"
+#include "runtime/spmv/spmv_spec.hpp"
+#include "runtime/spmv/spmv_strategy.hpp"
 #include "tools/bench/bench_spmv.hpp"
 #include "tools/bench/random.hpp"
 #include "tools/bench/suites.hpp"
@@ -145,6 +147,56 @@ std::vector<AutoCheck> auto_checks(const nlohmann::json& results) {
                            [](const std::string& impl) { return impl.rfind("dbsparse-", 0) == 0; });
 }
 
+// The kernels one default-config plan of a shape loads: SpmvPlan's own layout and spec functions,
+// with the column order either way and the rows in bin `only` (every bin when out of range).
+void spmv_plan_keys(const SpmvConfig& cfg, const SpmvShape& shape, codegen::ValueType vt, size_t only,
+                    std::set<codegen::SpmvKey>& keys) {
+  const SpmvLayout layout = choose_spmv_layout(cfg, shape.rows, shape.nnz, vt);
+  if (layout.classified) keys.insert(codegen::spmv_classify_key());
+  std::vector<SpmvBinCount> counts(layout.bins.size());
+  int32_t long_rows = 0;
+  for (size_t b = 0; b < counts.size(); ++b) {
+    if (only < counts.size() && b != only) continue;
+    counts[b] = {shape.rows / static_cast<int64_t>(counts.size()), shape.nnz / static_cast<int64_t>(counts.size())};
+    if (layout.bins[b].key.strategy == codegen::SpmvStrategy::LongRow) long_rows = 1;
+  }
+  const SpmvBins bins =
+      layout.classified ? fold_spmv_bins(layout, counts, shape.nnz) : unclassified_spmv_bins(layout, shape);
+  if (!layout.classified && layout.bins[0].key.strategy == codegen::SpmvStrategy::LongRow) long_rows = shape.rows;
+  for (bool degree : {false, true}) {
+    SpmvOrderChoice order;
+    order.by_degree = degree;
+    for (const auto& k : make_spmv_spec(cfg, shape, layout, order, bins, long_rows, long_rows).kernels) keys.insert(k);
+  }
+}
+
+// The variants SpmvConfig's defaults reach (OpDescriptor::default_variants): the plans' layouts
+// over both value types, mean row lengths from 1/8 to 2^17 and each bin alone or all filled; the
+// 64-bit-offset plan's one kernel (classified takes uniform there, long rows a block, as
+// SpmvPlan::build of a DeviceCsrView64 does); the 64-bit view's check.
+std::vector<codegen::KernelSource> spmv_default_variants() {
+  const SpmvConfig cfg;
+  std::set<codegen::SpmvKey> keys;
+  constexpr int32_t kRows = 1 << 20;
+  for (auto vt : {codegen::ValueType::F32, codegen::ValueType::F64})
+    for (int e = -3; e <= 17; ++e) {
+      const int64_t nnz = e < 0 ? int64_t{kRows} >> -e : int64_t{kRows} << e;
+      const SpmvShape shape{kRows, kRows, nnz};
+      for (size_t only = 0; only <= abi::kSpmvClassBins; ++only) spmv_plan_keys(cfg, shape, vt, only, keys);
+      SpmvConfig one = cfg;
+      if (one.strategy == "classified") one.strategy = "uniform";
+      codegen::SpmvKey k = choose_spmv_key(one, kRows, nnz, vt);
+      if (k.strategy == codegen::SpmvStrategy::LongRow)
+        k = codegen::SpmvKey{vt, codegen::SpmvStrategy::Block, one.block_size};
+      k.offsets64 = true;
+      keys.insert(k);
+    }
+  std::vector<codegen::KernelSource> out;
+  for (const auto& k : keys) out.push_back(codegen::make_source(k));
+  for (const auto& k : codegen::csr_view_space()) out.push_back(codegen::make_source(k));
+  return out;
+}
+
 OpDescriptor make() {
   OpDescriptor d;
   d.name = "spmv";
@@ -161,6 +213,7 @@ OpDescriptor make() {
     for (const auto& k : codegen::csr_view_space()) out.push_back(codegen::make_source(k));
     return out;
   };
+  d.default_variants = spmv_default_variants;
   d.objective = [](Context& ctx, const NamedMatrix& m, const ObjectiveOptions& o) -> std::unique_ptr<tuner::Objective> {
     if (!o.densities.empty()) throw UsageError("spmv: x is dense; --density does not apply");
     auto obj = std::make_shared<SpmvObjective>(ctx, m);
