@@ -1,5 +1,6 @@
 // libFuzzer: kernel cache entries (codegen/kernel_cache_entry.cpp). Every input decodes to a kernel
-// or to a reason; an entry that decodes re-encodes to the same bytes.
+// or to a reason; an entry that decodes re-encodes to the same bytes. The same input as a deflated
+// AOT entry (decode_aot_entry), its inflated size capped as the cache caps it.
 #include <cstdint>
 #include <span>
 #include <string>
@@ -17,6 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const std::string again = encode_cache_entry("k", *k);
       (void)again;
     }
+    auto a = decode_aot_entry(bytes, "k", uint64_t{1} << 24, &why);
+    if (a) (void)encode_aot_entry("k", *a);
   } catch (const dbsparse::Error&) {
   }
   return 0;

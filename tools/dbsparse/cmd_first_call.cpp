@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/kernel_cache.hpp"
 #include "dbsparse/context.hpp"
 #include "dbsparse/error.hpp"
 #include "support/atomic_file.hpp"
@@ -48,6 +49,9 @@ int run_child(const std::string& op) {
   const double call_ms = ms_since(t);
   nlohmann::json j{{"op", op},           {"what", first.what}, {"context_ms", context_ms},
                    {"plan_ms", plan_ms}, {"call_ms", call_ms}, {"first_call_ms", plan_ms + call_ms}};
+  // Where the kernels came from: precompiled (aot), the user's cache (disk) or NVRTC (compiled).
+  const codegen::CacheStats st = codegen::KernelCache::global().stats();
+  j["kernels"] = {{"aot", st.aot_hits}, {"disk", st.disk_hits}, {"compiled", st.compiles}};
   fmt::print("{}\n", j.dump());
   return 0;
 }
@@ -109,9 +113,11 @@ Runner add_first_call(CLI::App& sub) {
           fmt::print("{:<8} {:<7} failed: {}\n", op, mode, r["error"].get<std::string>());
           continue;
         }
-        fmt::print("{:<8} {:<7} {:>11.1f} {:>11.1f} {:>10.1f} {:>9.2f}  {}\n", op, mode, r["process_ms"].get<double>(),
-                   r["context_ms"].get<double>(), r["plan_ms"].get<double>(), r["call_ms"].get<double>(),
-                   r["what"].get<std::string>());
+        const nlohmann::json k = r.value("kernels", nlohmann::json::object());
+        fmt::print("{:<8} {:<7} {:>11.1f} {:>11.1f} {:>10.1f} {:>9.2f}  {} [kernels: {} aot, {} disk, {} compiled]\n",
+                   op, mode, r["process_ms"].get<double>(), r["context_ms"].get<double>(), r["plan_ms"].get<double>(),
+                   r["call_ms"].get<double>(), r["what"].get<std::string>(), k.value("aot", 0), k.value("disk", 0),
+                   k.value("compiled", 0));
       }
     }
     fs::remove_all(dir);

@@ -103,6 +103,13 @@ Runner add_info(CLI::App& sub_ref) {
                          : fmt::format("{} entries, {:.1f} KiB", usage.entries, usage.bytes / 1024.0));
     report["cache"] = {{"dir", cache.dir()}, {"entries", usage.entries}, {"bytes", usage.bytes}};
     if (not_a_dir) report["cache"]["usable"] = false;
+    const auto aot_dirs = cache.aot_dirs();
+    std::string aot_text;
+    for (const auto& d : aot_dirs) aot_text += (aot_text.empty() ? "" : ", ") + d;
+    fmt::print(
+        "precompiled:  {}\n",
+        aot_dirs.empty() ? (codegen::KernelCache::aot_disabled() ? "off (DBSPARSE_AOT_DIR)" : "none found") : aot_text);
+    report["aot_dirs"] = aot_dirs;
 
     std::string db_path = TuningDb::default_path(), warning;
     auto db = TuningDb::try_open(db_path, /*read_only=*/true, &warning);
