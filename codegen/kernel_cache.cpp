@@ -100,7 +100,11 @@ std::string KernelCache::full_key(const KernelSource& ks, const std::string& arc
 std::string KernelCache::aot_key(const KernelSource& ks, const std::string& arch) { return key_text(ks, arch, "aot"); }
 
 fs::path KernelCache::entry_path(const KernelSource& ks, const std::string& arch) const {
-  return fs::path(dir_) / fmt::format("{}-{}.cubin", sanitize(ks.key), fnv1a64_hex(full_key(ks, arch)));
+  return user_entry_path(ks, full_key(ks, arch));
+}
+
+fs::path KernelCache::user_entry_path(const KernelSource& ks, const std::string& full_key) const {
+  return fs::path(dir_) / fmt::format("{}-{}.cubin", sanitize(ks.key), fnv1a64_hex(full_key));
 }
 
 fs::path KernelCache::aot_entry_path(const fs::path& dir, const KernelSource& ks, const std::string& arch) {
@@ -158,7 +162,7 @@ CachedKernel KernelCache::get(const KernelSource& ks, const std::string& arch) {
   if (persistent_ && nvrtc_available(&why)) user_key = full_key(ks, arch);
   fs::path path;
   if (!user_key.empty()) {
-    path = fs::path(dir_) / fmt::format("{}-{}.cubin", sanitize(ks.key), fnv1a64_hex(user_key));
+    path = user_entry_path(ks, user_key);
     if (auto k = read_entry(path, user_key, /*ours=*/true))
       return found(remember(out.cache_key, std::move(k), &CacheStats::disk_hits), CacheOrigin::Disk);
   }

@@ -11,8 +11,9 @@
 // before the user's cache because the user cache's key needs NVRTC's version, and asking for it
 // loads NVRTC (a dlopen of a large library): an AOT hit loads no NVRTC. Both entries of one key hold
 // a kernel from the same source, options, arch and library version, so which one is read does not
-// change what runs (docs/decisions/aot-kernels.md). AOT folders are never written or cleaned here:
-// a damaged AOT entry is ignored (the kernel is compiled as if it were absent), never deleted.
+// change what runs (docs/decisions/aot-kernels.md). get() never writes or cleans an AOT folder
+// (write_aot_entry is precompile's): a damaged AOT entry is ignored (the kernel is compiled as if it
+// were absent), never deleted. AOT entries are the cache's entry bytes, deflated (encode_aot_entry).
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -104,6 +105,7 @@ class KernelCache {
   DiskUsage disk_usage() const;
 
  private:
+  std::filesystem::path user_entry_path(const KernelSource& ks, const std::string& full_key) const;
   // ours: an entry of the user's cache (a damaged one is deleted); else an AOT one (left in place).
   std::shared_ptr<const CompiledKernel> read_entry(const std::filesystem::path& p, const std::string& full_key,
                                                    bool ours);
