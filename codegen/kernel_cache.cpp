@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -140,21 +141,50 @@ CachedKernel KernelCache::get(const KernelSource& ks, const std::string& arch) {
   auto t0 = std::chrono::steady_clock::now();
   CachedKernel out;
   out.cache_key = aot_key(ks, arch);
-  const auto found = [&](std::shared_ptr<const CompiledKernel> k, CacheOrigin origin) {
-    out.kernel = std::move(k);
-    out.origin = origin;
-    out.ms = ms_since(t0);
-    return out;
-  };
+  std::promise<std::shared_ptr<const CompiledKernel>> mine;
   {
-    std::lock_guard lock(mu_);
+    std::unique_lock lock(mu_);
     if (auto it = memory_.find(out.cache_key); it != memory_.end()) {
       ++stats_.memory_hits;
-      return found(it->second, CacheOrigin::Memory);
+      out.kernel = it->second;
+      out.origin = CacheOrigin::Memory;
+      out.ms = ms_since(t0);
+      return out;
     }
+    // Another thread is reading or compiling this key (a pool precompiling what a plan asks for
+    // now): wait for its kernel rather than compile the same source twice.
+    if (auto it = inflight_.find(out.cache_key); it != inflight_.end()) {
+      auto pending = it->second;
+      ++stats_.inflight_waits;
+      lock.unlock();
+      out.kernel = pending.get();  // rethrows the other thread's compile error
+      out.origin = CacheOrigin::Memory;
+      out.ms = ms_since(t0);
+      return out;
+    }
+    inflight_.emplace(out.cache_key, mine.get_future().share());
   }
-  if (auto k = read_aot(ks, arch, out.cache_key))
-    return found(remember(out.cache_key, std::move(k), &CacheStats::aot_hits), CacheOrigin::Aot);
+  try {
+    out.kernel = load_or_compile(ks, arch, out.cache_key, out.origin);
+    mine.set_value(out.kernel);
+  } catch (...) {
+    mine.set_exception(std::current_exception());
+    std::lock_guard lock(mu_);
+    inflight_.erase(out.cache_key);
+    throw;
+  }
+  std::lock_guard lock(mu_);
+  inflight_.erase(out.cache_key);
+  out.ms = ms_since(t0);
+  return out;
+}
+
+std::shared_ptr<const CompiledKernel> KernelCache::load_or_compile(const KernelSource& ks, const std::string& arch,
+                                                                   const std::string& key, CacheOrigin& origin) {
+  if (auto k = read_aot(ks, arch, key)) {
+    origin = CacheOrigin::Aot;
+    return remember(key, std::move(k), &CacheStats::aot_hits);
+  }
   // The user cache's key needs NVRTC's version; without NVRTC no entry of it can be checked, and
   // the compile below reports why NVRTC is missing.
   std::string user_key;
@@ -163,13 +193,16 @@ CachedKernel KernelCache::get(const KernelSource& ks, const std::string& arch) {
   fs::path path;
   if (!user_key.empty()) {
     path = user_entry_path(ks, user_key);
-    if (auto k = read_entry(path, user_key, /*ours=*/true))
-      return found(remember(out.cache_key, std::move(k), &CacheStats::disk_hits), CacheOrigin::Disk);
+    if (auto k = read_entry(path, user_key, /*ours=*/true)) {
+      origin = CacheOrigin::Disk;
+      return remember(key, std::move(k), &CacheStats::disk_hits);
+    }
   }
   // Compiled outside the lock: NVRTC takes ~100 ms and other keys must not wait for it.
   auto k = std::make_shared<const CompiledKernel>(compile_to_cubin(ks, arch));
   if (!user_key.empty()) write_entry(path, user_key, *k);
-  return found(remember(out.cache_key, std::move(k), &CacheStats::compiles), CacheOrigin::Compiled);
+  origin = CacheOrigin::Compiled;
+  return remember(key, std::move(k), &CacheStats::compiles);
 }
 
 void KernelCache::clear_memory() {

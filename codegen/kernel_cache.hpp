@@ -16,6 +16,7 @@
 // were absent), never deleted. AOT entries are the cache's entry bytes, deflated (encode_aot_entry).
 #include <cstdint>
 #include <filesystem>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -41,7 +42,8 @@ struct CachedKernel {
 
 struct CacheStats {
   int64_t memory_hits = 0, disk_hits = 0, aot_hits = 0, compiles = 0, dropped_corrupt = 0, write_failures = 0;
-  int64_t ignored_aot = 0;  // damaged AOT entries passed over (left in place)
+  int64_t inflight_waits = 0;  // gets that waited for another thread's read or compile of the same key
+  int64_t ignored_aot = 0;     // damaged AOT entries passed over (left in place)
 };
 
 struct DiskUsage {
@@ -114,12 +116,17 @@ class KernelCache {
   std::shared_ptr<const CompiledKernel> remember(const std::string& key, std::shared_ptr<const CompiledKernel> k,
                                                  int64_t CacheStats::*counter);
   void write_entry(const std::filesystem::path& p, const std::string& full_key, const CompiledKernel& k);
+  // After a memory miss: the AOT folders, the user's cache, else NVRTC (origin says which).
+  std::shared_ptr<const CompiledKernel> load_or_compile(const KernelSource& ks, const std::string& arch,
+                                                        const std::string& key, CacheOrigin& origin);
 
   std::string dir_;
   bool persistent_;
   std::vector<std::string> aot_dirs_;  // under mu_
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const CompiledKernel>> memory_;
+  // Keys a thread is reading or compiling now (under mu_): later gets of them wait for it.
+  std::map<std::string, std::shared_future<std::shared_ptr<const CompiledKernel>>> inflight_;
   CacheStats stats_;
 };
 

@@ -424,3 +424,29 @@ TEST_CASE("CacheAllOnSeveralThreadsMatchesSequentialGets") {
   CHECK(pool_threads(5, 3) == 3);
   CHECK(pool_threads(2, 100) == 2);
 }
+
+// Gets of one key on several threads at once (a pool precompiling what a plan asks for): one
+// compile, the others wait for it and receive the same kernel; an arch NVRTC refuses throws in
+// every waiter too.
+TEST_CASE("ConcurrentGetsOfOneKeyCompileItOnce") {
+  const auto sources = tools::find_op("bfs").variants(/*opt_in=*/false);
+  REQUIRE(!sources.empty());
+  KernelCache cache("", /*persistent=*/false, {});
+  constexpr int kThreads = 4;
+  std::vector<std::future<CachedKernel>> got;
+  for (int t = 0; t < kThreads; ++t)
+    got.push_back(std::async(std::launch::async, [&] { return cache.get(sources[0], "sm_90"); }));
+  std::vector<CachedKernel> ks;
+  for (auto& f : got) ks.push_back(f.get());
+  const CacheStats st = cache.stats();
+  CHECK(st.compiles == 1);
+  CHECK(st.inflight_waits + st.memory_hits == kThreads - 1);
+  for (const auto& k : ks) CHECK(k.kernel == ks[0].kernel);
+  CHECK(std::count_if(ks.begin(), ks.end(), [](const CachedKernel& k) { return k.origin == CacheOrigin::Compiled; }) ==
+        1);
+  std::vector<std::future<CachedKernel>> bad;
+  for (int t = 0; t < kThreads; ++t)
+    bad.push_back(std::async(std::launch::async, [&] { return cache.get(sources[1], "sm_12"); }));
+  for (auto& f : bad) CHECK_THROWS(f.get());
+  CHECK(cache.stats().compiles == 1);
+}
