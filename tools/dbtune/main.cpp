@@ -13,6 +13,7 @@
 #include <csignal>
 #include <cstdio>
 #include <map>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 
@@ -102,6 +103,76 @@ void profile_step(Context& ctx, TuningDb& db, bool reprofile) {
   fmt::print("device profile: {} ({:.1f} s)\n", ctx.profile().summary(), now_s() - t0);
 }
 
+// Every variant of the tuned ops into the kernel cache on a pool of NVRTC threads: in the
+// background (finish() joins it) or at once. Failures are printed as they come; finish() prints
+// the tally and throws where every variant failed (a target NVRTC does not know, `--arch sm_1`):
+// nothing could be tuned, and exit 0 would tell a script the device is ready.
+class KernelPass {
+ public:
+  KernelPass(const std::vector<std::string>& ops, std::string arch, bool background) : arch_(std::move(arch)) {
+    // Only the ops being tuned (--ops, else those tuned by default): `--ops spgemm` spent minutes
+    // of a fresh host compiling the other ops' 200-odd kernels first.
+    for (const auto* op : tools::ops())
+      if (std::find(ops.begin(), ops.end(), op->name) != ops.end())
+        for (auto& v : op->variants(/*opt_in=*/false)) sources_.push_back(std::move(v));
+    t0_ = now_s();
+    if (!background) {
+      run(0, /*progress=*/true);
+      finish();
+      return;
+    }
+    fmt::print("kernels: compiling {} for {} in the background\n", sources_.size(), arch_);
+    const int threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) - 1);
+    worker_ = std::thread([this, threads] { run(threads, /*progress=*/false); });
+  }
+  KernelPass(const KernelPass&) = delete;
+  KernelPass& operator=(const KernelPass&) = delete;
+  ~KernelPass() {  // on an early exit: the variants not started yet are left
+    abandon_ = true;
+    if (worker_.joinable()) worker_.join();
+  }
+
+  void finish() {
+    if (worker_.joinable()) worker_.join();
+    if (reported_) return;
+    reported_ = true;
+    auto& cache = codegen::KernelCache::global();
+    fmt::print("kernels: {} ready for {} in {} ({:.0f} s){}\n", compiled_.load(), arch_,
+               cache.persistent() ? cache.dir() : "memory", now_s() - t0_,
+               failed_ ? fmt::format(", {} failed", failed_.load()) : "");
+    if (compiled_ == 0 && failed_ > 0)
+      throw UsageError(
+          fmt::format("no kernel compiled for {} ({} failed; the first error is above)", arch_, failed_.load()));
+  }
+
+ private:
+  void run(int threads, bool progress) {
+    size_t finished = 0;
+    codegen::cache_all(
+        codegen::KernelCache::global(), sources_, arch_, threads,
+        [&](const codegen::PoolOutcome& o) {
+          ++finished;
+          if (progress) fmt::print(stderr, "\rkernels: {}/{} ", finished, sources_.size());
+          if (o.error.empty()) {
+            ++compiled_;
+            return;
+          }
+          ++failed_;
+          fmt::print(stderr, "\n  kernel {} failed: {}\n", sources_[o.index].key, o.error);
+        },
+        [this] { return g_stop.load() || abandon_.load(); });
+    if (progress) fmt::print(stderr, "\n");
+  }
+
+  std::vector<codegen::KernelSource> sources_;
+  std::string arch_;
+  std::atomic<int> compiled_{0}, failed_{0};
+  std::atomic<bool> abandon_{false};
+  bool reported_ = false;
+  double t0_ = 0;
+  std::thread worker_;
+};
+
 int run(const Args& a) {
   const double t0 = now_s();
   const std::function<bool()> stop = [] {
@@ -139,37 +210,10 @@ int run(const Args& a) {
     return g_stop ? 130 : 0;
   }
 
-  // Kernels first: a failing variant is reported here, before any matrix work.
-  auto& cache = codegen::KernelCache::global();
-  int compiled = 0, failed = 0;
-  for (const auto* op_desc : tools::ops()) {
-    const std::string& op = op_desc->name;
-    // Only the ops being tuned (--ops, else those tuned by default): `--ops spgemm` spent minutes
-    // of a fresh host compiling the other ops' 200-odd kernels first.
-    if (std::find(a.ops.begin(), a.ops.end(), op) == a.ops.end()) continue;
-    const auto variants = op_desc->variants(/*opt_in=*/false);
-    size_t finished = 0;
-    codegen::cache_all(
-        cache, variants, arch, 0,
-        [&](const codegen::PoolOutcome& o) {
-          fmt::print(stderr, "\rkernels for {}: {}/{} ", op, ++finished, variants.size());
-          if (o.error.empty()) {
-            ++compiled;
-            return;
-          }
-          ++failed;
-          fmt::print(stderr, "\n  kernel {} failed: {}\n", variants[o.index].key, o.error);
-        },
-        [] { return g_stop.load(); });
-    fmt::print(stderr, "\n");
-  }
-  fmt::print("kernels: {} ready for {} in {}{}\n", compiled, arch, cache.persistent() ? cache.dir() : "memory",
-             failed ? fmt::format(", {} failed", failed) : "");
-  // Every variant failed (a target NVRTC does not know, `--arch sm_1`): nothing can be tuned, and
-  // exit 0 would tell a script the device is ready.
-  if (compiled == 0 && failed > 0)
-    throw UsageError(fmt::format("no kernel compiled for {} ({} failed; the first error is above)", arch, failed));
-
+  // The tuned ops' kernels: with a GPU on a background pool (one core left to the tuning) while
+  // the search starts, so the first trials wait only for the kernels they need (KernelCache
+  // shares a compile in flight); without one, here, before the matrix work.
+  KernelPass kernels(a.ops, arch, /*background=*/ctx != nullptr);
   const auto units = units_of(a);
   const double budget = a.budget_s > 0 ? a.budget_s : a.quick ? 2.0 : 6.0;
   const double total = a.total_s > 0 ? a.total_s : a.quick ? 100.0 : 540.0;
@@ -231,6 +275,7 @@ int run(const Args& a) {
     }
   }
   fmt::print(stderr, "\n");
+  kernels.finish();
   if (g_stop) fmt::print("interrupted: every finished trial is in the DB; run dbtune again to resume\n");
   // Nothing to tune is a failure, not a quiet success.
   if (!units.empty() && skipped == units.size()) {
