@@ -19,6 +19,12 @@ from . import _core
 _core._set_error_classes(UsageError, InputError, DeviceError, CompileError, TuningDbError, Error, DeviceOutOfMemory,
                          HostMemoryError)
 
+# Kernels precompiled into the package (a wheel built with DBSPARSE_AOT_ARCHS): found before NVRTC.
+import os as _os  # noqa: E402
+
+if _os.path.isdir(_os.path.join(_os.path.dirname(__file__), "kernels")):
+    _core.add_kernel_dir(_os.path.join(_os.path.dirname(__file__), "kernels"))
+
 from ._apps import SpgemmResult, contract, mcl, spgemm, square  # noqa: E402
 from ._ops import (BfsPlan, SpmmPlan, SpmspvPlan, SpmvPlan, bfs, context, plan_bfs, plan_spmm,  # noqa: E402
                    plan_spmspv, plan_spmv, spmm, spmspv, spmv)

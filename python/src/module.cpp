@@ -96,6 +96,8 @@ NB_MODULE(_core, m) {
   });
 
   m.def("version", [] { return std::string(DBSPARSE_VERSION); });
+  m.def("add_kernel_dir", &dbsparse::add_kernel_dir, nb::arg("path"),
+        "A folder of precompiled kernels (`dbsparse precompile --aot`) searched before NVRTC compiles");
   m.def("device_available", [] {
     std::string why;
     const bool ok = dbsparse::cuda_device_available(&why);
