@@ -6,6 +6,9 @@
 #   tools/device/autotune_run.sh decode     decode-bench llama-3.1-8b f16 at 1 and 0.5 of activations
 #   tools/device/autotune_run.sh auto SUITE bench --check-auto of spmm, bfs, spmspv, spmv on SUITE:
 #                                           quick (generated), real (../shared/matrices), public
+#   tools/device/autotune_run.sh spmv-sweep SUITE  bench spmv f32,f64 over the scalar-bin and lane
+#                                           strategies (SPMV_STRATEGIES overrides the list)
+#   tools/device/autotune_run.sh first-call dbsparse first-call (DBSPARSE_AOT_DIR, when set, is read)
 # Several modes in one call: tools/device/autotune_run.sh tests profile decode
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -48,6 +51,17 @@ while [ $# -gt 0 ]; do
           --check-auto --json "$OUT/ca_${op}_${set_name}$TAG.json" >"$OUT/ca_${op}_${set_name}$TAG.txt" 2>&1
         echo "$op $set_name$TAG exit $?"; grep -A3 -i "check-auto\|share" "$OUT/ca_${op}_${set_name}$TAG.txt" | tail -4
       done ;;
+    spmv-sweep)
+      set_name=$1; shift
+      mats=$DBSPARSE_MATRICES
+      [ "$set_name" = public ] && mats=$DBSPARSE_PUBLIC_MATRICES
+      st=${SPMV_STRATEGIES:-auto,scalar-max-2,scalar-max-4,scalar-max-6,uniform,uniform-scalar-max-4,scalar,vector,vector-l2,window-8}
+      DBSPARSE_MATRICES=$mats timeout ${AUTO_TIMEOUT:-120} "$B" bench spmv $(suite_args "$set_name") --precision f32,f64 \
+        --strategy "$st" --json "$OUT/spmv_${set_name}$TAG.json" >"$OUT/spmv_${set_name}$TAG.txt" 2>&1
+      echo "spmv-sweep $set_name$TAG exit $?" ;;
+    first-call)
+      timeout 120 "$B" first-call --json "$OUT/first-call$TAG.json" >"$OUT/first-call$TAG.txt" 2>&1
+      echo "first-call exit $?"; cat "$OUT/first-call$TAG.txt" ;;
     *) echo "unknown mode $mode"; exit 2 ;;
   esac
 done
