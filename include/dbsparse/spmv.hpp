@@ -21,6 +21,9 @@ struct SpmvConfig {
   int lanes = 0;  // strategy "vector": lanes per row; 0 picks them from the mean row length
   int block_size = 256;
   int lane_entries_f32 = 8, lane_entries_f64 = 4;
+  // The longest row one thread serves alone (the scalar bin, and uniform's scalar cutoff); longer
+  // rows take the vector bins. 0: the precision's lane_entries.
+  int scalar_max_len = 0;
   int v1_lanes = 2, v2_lanes = 4, v3_lanes = 8, v4_lanes = 32;
   int64_t block_max_len = 4096;
   int64_t longrow_chunk = 2048;
@@ -52,6 +55,8 @@ struct SpmvConfig {
     v.integer("block_size", block_size, 32, 1024, "threads per block of every SpMV kernel");
     v.integer("lane_entries_f32", lane_entries_f32, 1, 1024, "f32: entries per lane before a wider lane group");
     v.integer("lane_entries_f64", lane_entries_f64, 1, 1024, "f64: entries per lane before a wider lane group");
+    v.integer("scalar_max_len", scalar_max_len, 0, 1024,
+              "longest row for one thread (scalar bin, uniform's scalar cutoff); 0: lane_entries");
     v.integer("v1_lanes", v1_lanes, 2, 32, "lanes of the narrowest vector bin");
     v.integer("v2_lanes", v2_lanes, 2, 32, "lanes of the second vector bin");
     v.integer("v3_lanes", v3_lanes, 2, 32, "lanes of the third vector bin");
@@ -77,6 +82,7 @@ struct SpmvConfig {
   // bin, and block_max_len past the widest vector bin. UsageError naming the keys.
   void check() const;
   int lane_entries(bool f64) const { return f64 ? lane_entries_f64 : lane_entries_f32; }
+  int scalar_max(bool f64) const { return scalar_max_len > 0 ? scalar_max_len : lane_entries(f64); }
 };
 
 // What a caller may set on a plan beside its matrix. The tuning DB (or the defaults) gives the

@@ -36,6 +36,10 @@ void SpmvConfig::check() const {
     if (i && v[i] <= v[i - 1])
       bad(fmt::format("vector bins must widen: 'v{}_lanes' {} <= 'v{}_lanes' {}", i + 1, v[i], i, v[i - 1]));
   }
+  for (bool f64 : {false, true})
+    if (scalar_max_len > int64_t{v1_lanes} * lane_entries(f64))
+      bad(fmt::format("'scalar_max_len' {} is past the first vector bin (v1_lanes x lane_entries_{} = {})",
+                      scalar_max_len, f64 ? "f64" : "f32", int64_t{v1_lanes} * lane_entries(f64)));
   const int64_t widest = int64_t{v4_lanes} * std::max(lane_entries_f32, lane_entries_f64);
   if (block_max_len < widest)
     bad(fmt::format("'block_max_len' {} is below the widest vector bin (v4_lanes x lane_entries = {})", block_max_len,
@@ -59,7 +63,7 @@ codegen::SpmvKey choose_spmv_key(const SpmvConfig& cfg, int64_t rows, int64_t nn
   } else if (strategy == "longrow") {
     key.strategy = SpmvStrategy::LongRow;
   } else if (strategy == "uniform") {
-    if (mean <= entries)
+    if (mean <= cfg.scalar_max(value == codegen::ValueType::F64))
       key.strategy = SpmvStrategy::Scalar;
     else if (mean <= 32.0 * entries)
       key.strategy = SpmvStrategy::Vector;
@@ -88,7 +92,7 @@ SpmvLayout choose_spmv_layout(const SpmvConfig& cfg, int64_t rows, int64_t nnz, 
   const int block = cfg.block_size;
   const int64_t entries = cfg.lane_entries(value == codegen::ValueType::F64);
   auto key = [&](SpmvStrategy s, int lanes) { return checked(codegen::SpmvKey{value, s, block, lanes}); };
-  layout.bins.push_back({key(SpmvStrategy::Scalar, 0), entries});
+  layout.bins.push_back({key(SpmvStrategy::Scalar, 0), cfg.scalar_max(value == codegen::ValueType::F64)});
   const int lanes[4] = {cfg.v1_lanes, cfg.v2_lanes, cfg.v3_lanes, cfg.v4_lanes};
   for (int v = 0; v < 4; ++v) layout.bins.push_back({key(SpmvStrategy::Vector, lanes[v]), lanes[v] * entries});
   layout.bins.push_back({key(SpmvStrategy::Block, 0), cfg.block_max_len});

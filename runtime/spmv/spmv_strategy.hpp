@@ -18,7 +18,7 @@ namespace dbsparse {
 // A single strategy for the whole matrix. config.strategy:
 //   "scalar", "vector" (config.lanes, 0: from the mean), "block", "longrow";
 //   "uniform": one strategy chosen from rows, nnz and the mean row length (docs/DESIGN.md [2]),
-//     no read-back: mean <= E scalar; mean <= 32 E vector with the smallest power of two >= mean/E
+//     no read-back: mean <= scalar_max_len (0: E) scalar; mean <= 32 E vector with the smallest power of two >= mean/E
 //     lanes, in [2, 32]; longer: block per row.
 // Throws UsageError for "classified" (see choose_spmv_layout).
 codegen::SpmvKey choose_spmv_key(const SpmvConfig& config, int64_t rows, int64_t nnz, codegen::ValueType value);
@@ -31,7 +31,7 @@ struct SpmvBin {
 
 // The plan's layout: one bin (uniform or forced strategy) or the classified bins, shortest rows
 // first, the last one unbounded. Classified (defaults: SpmvConfig):
-//   scalar up to E entries, then vector bins of v1..v4_lanes (2, 4, 8, 32) lanes up to lanes x E
+//   scalar up to scalar_max_len (0: E) entries, then vector bins of v1..v4_lanes (2, 4, 8, 32) lanes up to lanes x E
 //     entries each (f32: 8, 16, 32, 64, 256; f64: 4, 8, 16, 32, 128);
 //   block_max_len 4096: a 256-thread block takes 1024 entries a step, at most 4 steps (at 65536,
 //     a power-law graph's longest rows take dozens of dependent steps in one block);

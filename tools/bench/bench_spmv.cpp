@@ -89,6 +89,14 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
       forced.params["strategy"] = "classified";
       forced.params["window_max_len"] = std::stoi(strategy.substr(7));
     }
+    if (strategy.rfind("scalar-max-", 0) == 0) {  // classified, the scalar bin up to N, e.g. scalar-max-4
+      forced.params["strategy"] = "classified";
+      forced.params["scalar_max_len"] = std::stoi(strategy.substr(11));
+    }
+    if (strategy.rfind("uniform-scalar-max-", 0) == 0) {
+      forced.params["strategy"] = "uniform";
+      forced.params["scalar_max_len"] = std::stoi(strategy.substr(19));
+    }
     if (strategy.rfind("vector-l", 0) == 0) {  // vector with a fixed width, e.g. vector-l4
       forced.params["strategy"] = "vector";
       forced.params["lanes"] = std::stoi(strategy.substr(8));

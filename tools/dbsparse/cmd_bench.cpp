@@ -136,13 +136,15 @@ Runner add_bench(CLI::App& sub_ref) {
                   "(fixed lanes), block, longrow (each with the default reorder, auto), cols-degree / cols-none "
                   "(classified, A's columns in degree order / as given: the reorder A/B), window-8 .. window-256 "
                   "(classified with window_max_len 8, 16, 32, 64 or 256: rows up to that length in memory order, "
-                  "32 a warp)); "
+                  "32 a warp), scalar-max-2 .. scalar-max-6 (classified, one thread a row up to that length, "
+                  "the vector bins after it), uniform-scalar-max-4 (uniform, scalar only up to a mean of 4)); "
                   "auto: the tuning DB's config, the row named dbsparse; default: that row alone")
       ->delimiter(',')
-      ->check(CLI::IsMember({"auto",       "classified", "classified-split", "uniform",     "scalar",
-                             "vector",     "vector-l2",  "vector-l4",        "vector-l8",   "vector-l16",
-                             "vector-l32", "block",      "longrow",          "cols-degree", "cols-none",
-                             "window-8",   "window-16",  "window-32",        "window-64",   "window-256"}));
+      ->check(CLI::IsMember(
+          {"auto",      "classified",  "classified-split", "uniform",      "scalar",       "vector",
+           "vector-l2", "vector-l4",   "vector-l8",        "vector-l16",   "vector-l32",   "block",
+           "longrow",   "cols-degree", "cols-none",        "window-8",     "window-16",    "window-32",
+           "window-64", "window-256",  "scalar-max-2",     "scalar-max-4", "scalar-max-6", "uniform-scalar-max-4"}));
   sub->add_option("--config", a->config,
                   "config params (JSON object) for the dbsparse rows instead of the tuning DB's (spmspv); "
                   "keys left out take the defaults, e.g. '{\"pull_coo\":\"warp\"}'");

@@ -107,6 +107,24 @@ TEST_CASE("SpmvClassifiedLayoutComesFromTheConfig") {
   CHECK(single.bins.size() == 1);
 }
 
+// scalar_max_len moves only the scalar bin's bound (and uniform's scalar cutoff); the vector bins
+// keep lanes x E.
+TEST_CASE("SpmvScalarBinBoundIsItsOwnKnob") {
+  auto p = config_to_json(SpmvConfig{});
+  p["scalar_max_len"] = 4;
+  for (auto v : {ValueType::F32, ValueType::F64}) {
+    auto l = layout_of(p, 1000, 5000, v);
+    CHECK(l.bins[0].max_len == 4);
+    CHECK(l.bins[1].max_len == (v == ValueType::F32 ? 16 : 8));
+  }
+  CHECK(key_of({{"strategy", "uniform"}, {"scalar_max_len", 4}}, 1000, 5000, ValueType::F32).strategy ==
+        SpmvStrategy::Vector);
+  CHECK(key_of({{"strategy", "uniform"}, {"scalar_max_len", 4}}, 1000, 4000, ValueType::F32).strategy ==
+        SpmvStrategy::Scalar);
+  p["scalar_max_len"] = 9;  // past f64's first vector bin (2 lanes x 4)
+  CHECK_THROWS_WITH_AS(layout_of(p, 1000, 5000, ValueType::F32), doctest::Contains("scalar_max_len"), UsageError);
+}
+
 TEST_CASE("SpmvGridCoversEveryRow") {
   CHECK(spmv_grid(codegen::SpmvKey{ValueType::F32, SpmvStrategy::Scalar, 256}, 1000) == 4);
   CHECK(spmv_grid(codegen::SpmvKey{ValueType::F32, SpmvStrategy::Vector, 256, 8}, 1000) == 32);
