@@ -22,8 +22,9 @@ _core._set_error_classes(UsageError, InputError, DeviceError, CompileError, Tuni
 # Kernels precompiled into the package (a wheel built with DBSPARSE_AOT_ARCHS): found before NVRTC.
 import os as _os  # noqa: E402
 
-if _os.path.isdir(_os.path.join(_os.path.dirname(__file__), "kernels")):
-    _core.add_kernel_dir(_os.path.join(_os.path.dirname(__file__), "kernels"))
+_kernels = _os.path.join(_os.path.dirname(__file__), "share", "dbsparse", "kernels")
+if _os.path.isdir(_kernels):
+    _core.add_kernel_dir(_kernels)
 
 from ._apps import SpgemmResult, contract, mcl, spgemm, square  # noqa: E402
 from ._ops import (BfsPlan, SpmmPlan, SpmspvPlan, SpmvPlan, bfs, context, plan_bfs, plan_spmm,  # noqa: E402

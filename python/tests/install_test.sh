@@ -21,8 +21,12 @@ os.environ["DBSPARSE_CACHE_DIR"] = tempfile.mkdtemp()
 log = dbsparse.precompile(arch="sm_90", ops=["spmv"])
 assert "kernels ready" in log, log
 print("one call: precompiled spmv for sm_90 with the installed package")
-kernels = os.path.join(os.path.dirname(dbsparse.__file__), "kernels", "sm_90")
+kernels = os.path.join(os.path.dirname(dbsparse.__file__), "share", "dbsparse", "kernels", "sm_90")
 shipped = [f for f in os.listdir(kernels) if f.endswith(".cubin")]
 assert len(shipped) > 100, (kernels, len(shipped))
 print(f"the package carries {len(shipped)} precompiled sm_90 kernels")
+# The bundled programs find them beside themselves, as an installed prefix's do.
+info = dbsparse._tools._run("dbsparse", ["info"], capture=True)
+assert os.path.realpath(os.path.dirname(kernels)) in info, info
+print("the bundled dbsparse reads them")
 PY
