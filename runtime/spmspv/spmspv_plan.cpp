@@ -126,20 +126,17 @@ struct SpmspvPlan<T>::Impl : detail::SpmspvShape {
   unsigned compute_grid_for_run(uint32_t last) const {
     return last == kFeedbackUnknown ? compute_grid : compute_grid_for(last);
   }
-  // Which variant the last call's x, by its counts, would have matched in every part, by the
-  // rules spmspv_prep.cuh applies on the device: the blocks push while the non-empty x blocks are
-  // below xb_threshold of them, the residual while x's nonzeros are below residual_push_below of
-  // the columns. Push: both parts pushed. Pull: the blocks pulled and the residual went the way
-  // the pull-only variant takes it (pulled where it has a row view, else pushed).
+  // Which variant the last call's counts say this call can take (detail::spmspv_direction_hint).
   DirectionHint hint(const LastX& last) const {
     if (!push_prep || last.nnz == kFeedbackUnknown || last.nonempty == kFeedbackUnknown) return DirectionHint::None;
-    const bool blocks_push =
-        static_cast<float>(last.nonempty) < static_cast<float>(stats.xb_threshold) * static_cast<float>(block_cols);
-    const bool residual_push =
-        static_cast<float>(last.nnz) < static_cast<float>(stats.residual_push_below) * static_cast<float>(cols);
-    if (blocks_push && residual_push) return DirectionHint::Push;
-    const bool pull_only_residual_pushes = stats.pull_segments <= block_segments;
-    if (!blocks_push && residual_push == pull_only_residual_pushes) return DirectionHint::Pull;
+    switch (detail::spmspv_direction_hint(*this, last.nnz, last.nonempty)) {
+      case detail::SpmspvHint::Push:
+        return DirectionHint::Push;
+      case detail::SpmspvHint::Pull:
+        return DirectionHint::Pull;
+      case detail::SpmspvHint::None:
+        break;
+    }
     return DirectionHint::None;
   }
   static constexpr uint32_t kFeedbackUnknown = 0xffffffffu;

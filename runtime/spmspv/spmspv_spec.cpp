@@ -89,6 +89,18 @@ SpmspvSpec<T> spmspv_spec(const CsrMatrix<T>& a, const SpmspvConfig& cfg, Spmspv
   return spec;
 }
 
+SpmspvHint spmspv_direction_hint(const SpmspvShape& shape, uint32_t x_nnz, uint32_t x_nonempty) {
+  // The same float expressions as the device's, so that a count at a threshold goes the same way.
+  const bool blocks_push = static_cast<float>(x_nonempty) <
+                           static_cast<float>(shape.stats.xb_threshold) * static_cast<float>(shape.block_cols);
+  const bool residual_push =
+      static_cast<float>(x_nnz) < static_cast<float>(shape.stats.residual_push_below) * static_cast<float>(shape.cols);
+  if (blocks_push && residual_push) return SpmspvHint::Push;
+  const bool pull_only_residual_pushes = shape.stats.pull_segments <= shape.block_segments;
+  if (!blocks_push && residual_push == pull_only_residual_pushes) return SpmspvHint::Pull;
+  return SpmspvHint::None;
+}
+
 unsigned spmspv_full_compute_grid(int compute_blocks_per_sm, int occupancy, unsigned sm_count) {
   const int per_sm = compute_blocks_per_sm > 0 ? std::min(occupancy, compute_blocks_per_sm) : occupancy;
   return static_cast<unsigned>(std::max(1, per_sm)) * sm_count;

@@ -64,6 +64,15 @@ unsigned spmspv_full_compute_grid(int compute_blocks_per_sm, int occupancy, unsi
 // nonzeros, not its density (docs/decisions/spmspv-compute-grid.md).
 unsigned spmspv_compute_grid_for(int64_t x_nnz, int occupancy, unsigned sm_count);
 
+// Which variant an auto plan's run() launches after a call with x_nnz nonzeros in x_nonempty
+// non-empty 16-column x blocks, by the rules spmspv_prep.cuh applies on the device: the blocks
+// push while x_nonempty < xb_threshold x block_cols, the residual while x_nnz <
+// residual_push_below x cols. Push: both parts pushed. Pull: the blocks pulled and the residual
+// went the way the pull-only variant takes it (pulled where it has a row view, pull segments past
+// the blocks', else pushed). None: the auto variant (parts split, or no feedback).
+enum class SpmspvHint { None, Push, Pull };
+SpmspvHint spmspv_direction_hint(const SpmspvShape& shape, uint32_t x_nnz, uint32_t x_nonempty);
+
 // explain()'s text for a plan of this shape, config and kernel (device_bytes from shape.stats).
 std::string spmspv_explain(const SpmspvShape& shape, const Config& config, const KernelInfo& kernel);
 

@@ -203,3 +203,28 @@ TEST_CASE("spmspv explain text from a spec") {
       "tasks; push while xb < 0.004776\n  device bytes 1234 (format, segments, workspace)\n"));
   CHECK(text.find("kernel: spmspv.auto.f32.plus_times.bs16.t=coo+dense+csr+csc") != std::string::npos);
 }
+
+// The run-time hint from the last call's counts, against hand-worked thresholds: 100 x blocks of
+// 1600 columns, push while fewer than 40 are non-empty; the residual pushes at any density
+// without a row view (residual_push_below 2), below 800 nonzeros with one (0.5).
+TEST_CASE("SpmspvDirectionHintFollowsTheDeviceRules") {
+  using dbsparse::detail::SpmspvHint;
+  dbsparse::detail::SpmspvShape s;
+  s.cols = 1600;
+  s.block_cols = 100;
+  s.stats.xb_threshold = 0.4;
+  s.stats.residual_push_below = 2.0;
+  s.stats.pull_segments = s.block_segments = 10;  // no row view: the pull-only variant pushes it
+  auto hint = [&](uint32_t nnz, uint32_t nonempty) {
+    return dbsparse::detail::spmspv_direction_hint(s, nnz, nonempty);
+  };
+  CHECK(hint(100, 39) == SpmspvHint::Push);
+  CHECK(hint(100, 40) == SpmspvHint::Pull);  // blocks pull, residual pushes: the pull-only variant's way
+  CHECK(hint(1600, 100) == SpmspvHint::Pull);
+  s.stats.residual_push_below = 0.5;
+  s.stats.pull_segments = 12;                // a row view: the pull-only variant pulls the residual
+  CHECK(hint(799, 50) == SpmspvHint::None);  // blocks pull, residual pushes: split
+  CHECK(hint(800, 50) == SpmspvHint::Pull);
+  CHECK(hint(799, 39) == SpmspvHint::Push);
+  CHECK(hint(800, 39) == SpmspvHint::None);  // blocks push, residual pulls: split
+}
