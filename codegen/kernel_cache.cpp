@@ -130,10 +130,26 @@ std::shared_ptr<const CompiledKernel> KernelCache::remember(const std::string& k
   return memory_.emplace(key, std::move(k)).first->second;  // another thread's, where it won the race
 }
 
+std::vector<std::string> aot_arch_fallbacks(const std::string& arch) {
+  std::vector<std::string> out{arch};
+  // sm_<major><minor> with one minor digit, no feature suffix (sm_90a runs on sm_90 alone).
+  if (arch.size() < 5 || arch.rfind("sm_", 0) != 0) return out;
+  const std::string digits = arch.substr(3);
+  if (!std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return out;
+  const std::string major = digits.substr(0, digits.size() - 1);
+  for (int minor = digits.back() - '0' - 1; minor >= 0; --minor) out.push_back("sm_" + major + std::to_string(minor));
+  return out;
+}
+
 std::shared_ptr<const CompiledKernel> KernelCache::read_aot(const KernelSource& ks, const std::string& arch,
                                                             const std::string& key) {
-  for (const auto& dir : aot_dirs())
-    if (auto k = read_entry(aot_entry_path(dir, ks, arch), key, /*ours=*/false)) return k;
+  const auto dirs = aot_dirs();
+  if (dirs.empty()) return nullptr;
+  for (const auto& target : aot_arch_fallbacks(arch)) {
+    const std::string target_key = target == arch ? key : aot_key(ks, target);
+    for (const auto& dir : dirs)
+      if (auto k = read_entry(aot_entry_path(dir, ks, target), target_key, /*ours=*/false)) return k;
+  }
   return nullptr;
 }
 

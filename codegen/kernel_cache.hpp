@@ -63,6 +63,11 @@ std::string encode_aot_entry(const std::string& full_key, const CompiledKernel& 
 std::optional<CompiledKernel> decode_aot_entry(std::span<const char> bytes, const std::string& full_key,
                                                uint64_t max_inflated, const char** why);
 
+// The archs whose AOT cubins a device of `arch` runs, nearest first: arch itself, then the lower
+// minor versions of its major (a cubin runs on any later minor of the same major: sm_86's on
+// sm_87 and sm_89, sm_120's on sm_121). An arch with a feature suffix (sm_90a) has only itself.
+std::vector<std::string> aot_arch_fallbacks(const std::string& arch);
+
 class KernelCache {
  public:
   // $DBSPARSE_CACHE_DIR, else $XDG_CACHE_HOME/dbsparse, else $HOME/.cache/dbsparse.

@@ -12,6 +12,7 @@
 #include <iterator>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "codegen/kernel_cache.hpp"
 #include "codegen/keys/spmv_key.hpp"
@@ -59,13 +60,14 @@ std::string cli() { return "'" + dbs_test::sibling_binary("dbsparse").string() +
 
 // The sample's AOT entry under dir, written by `precompile --aot` (the CLI, its user cache in
 // `user`, no AOT folder read).
-fs::path precompile_sample(const fs::path& dir, const fs::path& user) {
-  const auto [rc, out] = run_shell("DBSPARSE_CACHE_DIR='" + user.string() + "' DBSPARSE_AOT_DIR=off " + cli() +
-                                   " precompile --aot '" + dir.string() + "' --arch sm_90 --op spmv --key " + kKey);
+fs::path precompile_sample(const fs::path& dir, const fs::path& user, const std::string& arch = "sm_90") {
+  const auto [rc, out] =
+      run_shell("DBSPARSE_CACHE_DIR='" + user.string() + "' DBSPARSE_AOT_DIR=off " + cli() + " precompile --aot '" +
+                dir.string() + "' --arch " + arch + " --op spmv --key " + kKey);
   INFO(out);
   REQUIRE(rc == 0);
   CHECK(out.find("AOT total: 1 kernels") != std::string::npos);
-  return KernelCache::aot_entry_path(dir, sample(), "sm_90");
+  return KernelCache::aot_entry_path(dir, sample(), arch);
 }
 
 // Sets an environment variable for a scope, then restores it.
@@ -178,5 +180,25 @@ TEST_CASE("FreshProcessWithEmptyUserCacheHitsAotWithoutNvrtcAndOffCompiles") {
   CHECK(rc_off == 0);
   CHECK(out_off.find(" compiled ") != std::string::npos);
   CHECK(count_files(user_off) == 1);
+  fs::remove_all(root);
+}
+
+// A device of a later minor version runs the nearest lower minor's cubin of its major.
+TEST_CASE("AotEntryOfALowerMinorArchServesALaterOne") {
+  using V = std::vector<std::string>;
+  CHECK(aot_arch_fallbacks("sm_89") ==
+        V{"sm_89", "sm_88", "sm_87", "sm_86", "sm_85", "sm_84", "sm_83", "sm_82", "sm_81", "sm_80"});
+  CHECK(aot_arch_fallbacks("sm_121") == V{"sm_121", "sm_120"});
+  CHECK(aot_arch_fallbacks("sm_90") == V{"sm_90"});
+  CHECK(aot_arch_fallbacks("sm_100") == V{"sm_100"});
+  CHECK(aot_arch_fallbacks("sm_90a") == V{"sm_90a"});
+  CHECK(aot_arch_fallbacks("compute_90") == V{"compute_90"});
+  const auto root = dbs_test::temp_dir("aot-minor");
+  const fs::path aot = root / "aot";
+  precompile_sample(aot, root / "build-cache", "sm_86");
+  KernelCache cache("", /*persistent=*/false, {aot.string()});
+  CHECK(cache.get(sample(), "sm_87").origin == CacheOrigin::Aot);
+  CHECK(cache.get(sample(), "sm_80").origin == CacheOrigin::Compiled);  // a lower minor: not served
+  CHECK(cache.stats().aot_hits == 1);
   fs::remove_all(root);
 }
