@@ -152,16 +152,20 @@ inline std::filesystem::path sibling_binary(const std::string& name) {
   return {};
 }
 
-// Runs a tool binary of the build (see sibling_binary) with `args`: {exit code, stdout + stderr}.
-inline std::pair<int, std::string> run_tool(const std::string& tool, const std::string& args) {
-  const std::string cmd = "'" + sibling_binary(tool).string() + "' " + args + " 2>&1";
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen(cmd.c_str(), "r"), pclose);
+// Runs a shell command line (environment assignments in front): {exit code, stdout + stderr}.
+inline std::pair<int, std::string> run_shell(const std::string& cmd) {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(popen((cmd + " 2>&1").c_str(), "r"), pclose);
   std::string out;
   std::array<char, 4096> buf{};
   size_t n = 0;
   while (pipe && (n = fread(buf.data(), 1, buf.size(), pipe.get())) > 0) out.append(buf.data(), n);
   const int status = pipe ? pclose(pipe.release()) : -1;
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+// Runs a tool binary of the build (see sibling_binary) with `args`: {exit code, stdout + stderr}.
+inline std::pair<int, std::string> run_tool(const std::string& tool, const std::string& args) {
+  return run_shell("'" + sibling_binary(tool).string() + "' " + args);
 }
 
 // A CSR matrix from (row, col, value) entries in any order (through coo_to_csr).

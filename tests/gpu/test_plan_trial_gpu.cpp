@@ -32,6 +32,13 @@ struct TempDb {
   }
 };
 
+// The plan choice a trial recorded in db for this matrix (its structure), op and setting.
+template <class M>
+auto recorded_choice(const TempDb& db, const M& a, const char* op, const char* setting) {
+  return TuningDb::open(db.path, true)
+      ->plan_choice(ctx().device().record().fingerprint, structure_fingerprint(a), op, setting);
+}
+
 // `dbsparse explain` of the matrix in a fresh process (same DB): its output.
 std::string explain_in_fresh_process(const TempDb& db, const CsrMatrix<double>& a, const char* op) {
   const auto cli = dbs_test::sibling_binary("dbsparse");
@@ -84,8 +91,7 @@ TEST_CASE("SpmmPlanTrialIsRecordedAndReusedByAFreshProcess") {
   const SpmmPlan first = plan_spmm(ctx(), a, 128, o);
   INFO(first.explain());
   CHECK(first.explain().find("plan-time trial") != std::string::npos);
-  const auto rec = TuningDb::open(db.path, true)
-                       ->plan_choice(ctx().device().record().fingerprint, structure_fingerprint(a), "spmm", "n128.f32");
+  const auto rec = recorded_choice(db, a, "spmm", "n128.f32");
   REQUIRE(rec.has_value());
   CHECK(rec->choice == to_string(first.path()));
   // The plan the trial kept computes A B.
@@ -107,8 +113,7 @@ TEST_CASE("SpmmAutoDegreeOrderIsTrialledAgainstOwnOrderRecordedAndCorrect") {
   INFO(first.explain());
   REQUIRE(first.path() == SpmmPath::CsrCudaCore);
   CHECK(first.explain().find("plan-time trial") != std::string::npos);
-  const auto rec = TuningDb::open(db.path, true)
-                       ->plan_choice(ctx().device().record().fingerprint, structure_fingerprint(a), "spmm", "n128.f32");
+  const auto rec = recorded_choice(db, a, "spmm", "n128.f32");
   REQUIRE(rec.has_value());
   CHECK(rec->choice == (first.reorder() == Reorder::Degree ? "csr-degree" : "csr-none"));
   check_spmm_128(first, a);
@@ -126,8 +131,7 @@ TEST_CASE("BfsPlanTrialIsRecordedReusedAndCorrect") {
   INFO(plan.explain());
   CHECK(plan.explain().find(fmt::format("plan-time trial over {} sources", detail::kTrialSources)) !=
         std::string::npos);
-  const auto rec = TuningDb::open(db.path, true)
-                       ->plan_choice(ctx().device().record().fingerprint, structure_fingerprint(gen), "bfs", "");
+  const auto rec = recorded_choice(db, gen, "bfs", "");
   REQUIRE(rec.has_value());
   CHECK((rec->choice == "auto" || rec->choice == "push"));
   // Whatever alpha the trial kept, the levels are the reference's.
@@ -151,8 +155,7 @@ TEST_CASE("BfsSearchesTooLongForTrialRoundsAreTimedOneEachRecordedAndCorrect") {
   const BfsPlan plan = plan_bfs(ctx(), gen, o);
   INFO(plan.explain());
   CHECK(plan.explain().find("one search each") != std::string::npos);
-  const auto rec = TuningDb::open(db.path, true)
-                       ->plan_choice(ctx().device().record().fingerprint, structure_fingerprint(gen), "bfs", "");
+  const auto rec = recorded_choice(db, gen, "bfs", "");
   REQUIRE(rec.has_value());
   CHECK(rec->detail.value("spent_ms", 1e9) <= 40.0);
   CHECK(plan.direction() == (rec->choice == "push" ? BfsDirection::Push : BfsDirection::Auto));

@@ -3,6 +3,7 @@
 // empty kernel's launch, each by stream launches and by one CUDA graph replay a batch, so that
 // every `dbsparse bench` run prints how far a call sits above an empty launch.
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,12 @@ struct FixedCostCall {
   std::function<void(int64_t)> launch;
   double per = 1;  // the times reported are a call's over this (a BFS's levels: the cost a level)
 };
+
+// A device buffer of n copies of v, shared by the calls that launch on it.
+template <class T>
+std::shared_ptr<DeviceBuffer<T>> filled(size_t n, T v) {
+  return std::make_shared<DeviceBuffer<T>>(std::vector<T>(n, v));
+}
 
 // An op's first call as a user makes it: the input is ready; plan() plans (config look-up,
 // analysis, upload, kernels from the cache or NVRTC) and returns the call, which launches on the

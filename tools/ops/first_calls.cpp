@@ -19,11 +19,6 @@ namespace {
 constexpr const char* kGraph = "rmat:scale=14,ef=8,scramble=1";
 constexpr const char* kGraphText = "R-MAT 16K vertices x 8";
 
-template <class T>
-std::shared_ptr<DeviceBuffer<T>> filled(size_t n, T v) {
-  return std::make_shared<DeviceBuffer<T>>(std::vector<T>(n, v));
-}
-
 std::shared_ptr<const CsrMatrix<float>> graph() {
   return std::make_shared<const CsrMatrix<float>>(generate(kGraph).cast<float>());
 }

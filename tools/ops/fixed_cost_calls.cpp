@@ -21,11 +21,6 @@ namespace {
 // 1000 rows of 8 entries: a problem whose work is a few hundred nanoseconds.
 constexpr const char* kSmall = "uniform:n=1000,d=8";
 
-template <class T>
-std::shared_ptr<DeviceBuffer<T>> filled(size_t n, T v) {
-  return std::make_shared<DeviceBuffer<T>>(std::vector<T>(n, v));
-}
-
 }  // namespace
 
 std::vector<FixedCostCall> spmv_fixed_cost_calls(Context& ctx, const Stream& stream) {

@@ -18,19 +18,6 @@
 namespace fs = std::filesystem;
 
 namespace {
-// A shell command line (environment assignments in front): {exit code, stdout + stderr}.
-std::pair<int, std::string> run_shell(const std::string& cmd) {
-  std::string out;
-  int rc = -1;
-  if (FILE* pipe = popen((cmd + " 2>&1").c_str(), "r")) {
-    char buf[4096];
-    size_t n = 0;
-    while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-    const int status = pclose(pipe);
-    rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  return {rc, out};
-}
 
 std::string bin(const char* tool) { return "'" + dbs_test::sibling_binary(tool).string() + "'"; }
 }  // namespace
@@ -84,7 +71,7 @@ TEST_CASE("CliInfoReportsAnEmptyTuningDbAndAFileForACacheFolder") {
   std::ofstream(cache) << "not a folder";
   const std::string cmd =
       "DBSPARSE_DB='" + db.string() + "' DBSPARSE_CACHE_DIR='" + cache.string() + "' " + bin("dbsparse") + " info";
-  const auto [rc, out] = run_shell(cmd);
+  const auto [rc, out] = dbs_test::run_shell(cmd);
   CAPTURE(out);
   CHECK(rc == 0);
   CHECK(out.find("no dbsparse tables") != std::string::npos);
@@ -95,8 +82,8 @@ TEST_CASE("CliInfoReportsAnEmptyTuningDbAndAFileForACacheFolder") {
 TEST_CASE("DbtuneFailsWhenNoKernelCompiles") {
   const fs::path dir = dbs_test::temp_dir("dbtune-no-kernels");
   // No device visible, so that --arch decides (a GPU's own arch would win on the H200).
-  const auto [rc, out] = run_shell("CUDA_VISIBLE_DEVICES= " + bin("dbtune") + " --arch sm_1 --quick --ops spmv --db '" +
-                                   (dir / "t.db").string() + "'");
+  const auto [rc, out] = dbs_test::run_shell("CUDA_VISIBLE_DEVICES= " + bin("dbtune") +
+                                             " --arch sm_1 --quick --ops spmv --db '" + (dir / "t.db").string() + "'");
   CAPTURE(out);
   CHECK(rc != 0);
   CHECK(out.find("no kernel compiled for sm_1") != std::string::npos);

@@ -42,28 +42,14 @@ std::string read_all(const fs::path& p) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// A shell command line (environment assignments in front): {exit code, stdout + stderr}.
-std::pair<int, std::string> run_shell(const std::string& cmd) {
-  std::string out;
-  int rc = -1;
-  if (FILE* pipe = popen((cmd + " 2>&1").c_str(), "r")) {
-    char buf[4096];
-    size_t n = 0;
-    while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
-    const int status = pclose(pipe);
-    rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  }
-  return {rc, out};
-}
-
 std::string cli() { return "'" + dbs_test::sibling_binary("dbsparse").string() + "'"; }
 
 // The sample's AOT entry under dir, written by `precompile --aot` (the CLI, its user cache in
 // `user`, no AOT folder read).
 fs::path precompile_sample(const fs::path& dir, const fs::path& user, const std::string& arch = "sm_90") {
   const auto [rc, out] =
-      run_shell("DBSPARSE_CACHE_DIR='" + user.string() + "' DBSPARSE_AOT_DIR=off " + cli() + " precompile --aot '" +
-                dir.string() + "' --arch " + arch + " --op spmv --key " + kKey);
+      dbs_test::run_shell("DBSPARSE_CACHE_DIR='" + user.string() + "' DBSPARSE_AOT_DIR=off " + cli() +
+                          " precompile --aot '" + dir.string() + "' --arch " + arch + " --op spmv --key " + kKey);
   INFO(out);
   REQUIRE(rc == 0);
   CHECK(out.find("AOT total: 1 kernels") != std::string::npos);
@@ -165,8 +151,8 @@ TEST_CASE("FreshProcessWithEmptyUserCacheHitsAotWithoutNvrtcAndOffCompiles") {
   precompile_sample(aot, root / "build-cache");
   const std::string args = " precompile --arch sm_90 --op spmv --key " + std::string(kKey);
 
-  const auto [rc, out] = run_shell("DBSPARSE_CACHE_DIR='" + user.string() + "' DBSPARSE_AOT_DIR='" + aot.string() +
-                                   "' LD_DEBUG=libs " + cli() + args);
+  const auto [rc, out] = dbs_test::run_shell("DBSPARSE_CACHE_DIR='" + user.string() + "' DBSPARSE_AOT_DIR='" +
+                                             aot.string() + "' LD_DEBUG=libs " + cli() + args);
   INFO(out);
   CHECK(rc == 0);
   CHECK(out.find(std::string(kKey) + " ") != std::string::npos);
@@ -175,7 +161,7 @@ TEST_CASE("FreshProcessWithEmptyUserCacheHitsAotWithoutNvrtcAndOffCompiles") {
   CHECK(count_files(user) == 0);
 
   const auto [rc_off, out_off] =
-      run_shell("DBSPARSE_CACHE_DIR='" + user_off.string() + "' DBSPARSE_AOT_DIR=off " + cli() + args);
+      dbs_test::run_shell("DBSPARSE_CACHE_DIR='" + user_off.string() + "' DBSPARSE_AOT_DIR=off " + cli() + args);
   INFO(out_off);
   CHECK(rc_off == 0);
   CHECK(out_off.find(" compiled ") != std::string::npos);
