@@ -357,3 +357,33 @@ def test_spmm_with_64bit_offsets_reads_a_torch_csr_in_place():
     assert torch.allclose(deg(b), ref, rtol=1e-4, atol=1e-4 * ref.abs().max().item())
     with pytest.raises(dbsparse.UsageError, match="made on the GPU"):
         dbsparse.plan_spmm(t, 32, reorder="rcm", offsets64=True)
+
+
+# A script that keeps every kind of result alive to the end, so the interpreter tears them down
+# in its own order at exit: nanobind reports any instance still alive then.
+_EXIT_SCRIPT = """
+import numpy as np, scipy.sparse as sp, torch, dbsparse
+a = sp.random(800, 800, density=5e-3, format="csr", dtype=np.float32, random_state=1)
+ta = torch.sparse_csr_tensor(torch.as_tensor(a.indptr), torch.as_tensor(a.indices), torch.as_tensor(a.data),
+                             size=a.shape).cuda()
+c = dbsparse.spgemm(ta, ta)
+empty = dbsparse.spgemm(torch.sparse_csr_tensor(torch.zeros(801, dtype=torch.int32), torch.zeros(0, dtype=torch.int32),
+                                                torch.zeros(0), size=(800, 800)).cuda(), ta)
+host = dbsparse.spgemm(a, a)
+sq = dbsparse.square(a)
+plan = dbsparse.plan_spmv(a)
+y = plan(torch.ones(800, device="cuda"))
+mm = dbsparse.plan_spmm(a, 8)
+z = mm(torch.ones(800, 8, device="cuda"))
+torch.cuda.synchronize()
+print("ok", c._nnz(), empty._nnz())
+"""
+
+
+@gpu
+def test_no_leak_messages_at_interpreter_exit():
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.startswith("ok"), r.stderr
+    assert "leaked" not in r.stderr, r.stderr
