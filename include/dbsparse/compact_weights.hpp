@@ -39,6 +39,11 @@ void write_compact_weights(const std::string& path, const std::vector<CompactLay
 // running count of the mask bits, a bit past the last row).
 std::vector<CompactLayer> read_compact_weights(const std::string& path);
 
+// Checks a layer built elsewhere (from Python's arrays, or read from a file) against its shape: array
+// sizes, seg_ptr the running count of the mask bits, no bit past the last row, values as many as
+// the bits (UsageError "layer NAME: ..." otherwise), then sets strips and fills word_off.
+void check_compact_layer(CompactLayer& layer);
+
 // The layer back in CSR with its values widened to float (tests, `dbsparse prune --check`).
 CsrMatrix<float> compact_to_csr(const CompactLayer& layer);
 

@@ -128,37 +128,54 @@ std::vector<CompactLayer> read_compact_weights(const std::string& path) {
     const auto sp = f.read_raw32(l.name + ".seg_ptr");
     l.w.seg_ptr.assign(sp.begin(), sp.end());
     l.w.values = f.read_raw16(l.name + ".values");
-    // The offsets must be the running count of the mask bits, and no bit may name a row past the last.
-    if (l.w.seg_ptr[0] != 0) throw bad(fmt::format("{}.seg_ptr[0] = 0 (found {})", l.name, l.w.seg_ptr[0]));
-    const int32_t tail_rows = l.w.rows - (l.w.strips - 1) * kBitmapStripRows;
-    for (int64_t seg = 0; seg < segs; ++seg) {
-      int64_t bits = 0;
-      const bool last_strip = seg % l.w.strips == l.w.strips - 1;
-      for (int w = 0; w < 32; ++w) {
-        uint32_t m = l.w.masks[static_cast<size_t>(seg * 32 + w)];
-        bits += std::popcount(m);
-        if (last_strip) {
-          const int32_t first_row = 32 * w;  // within the strip
-          const uint32_t allowed = first_row >= tail_rows        ? 0u
-                                   : tail_rows - first_row >= 32 ? ~0u
-                                                                 : (1u << (tail_rows - first_row)) - 1u;
-          if (m & ~allowed)
-            throw bad(fmt::format("{}.masks: segment {} word {} sets a bit past row {}", l.name, seg, w, l.w.rows - 1));
-        }
-      }
-      const int64_t len = int64_t{l.w.seg_ptr[static_cast<size_t>(seg + 1)]} - l.w.seg_ptr[static_cast<size_t>(seg)];
-      if (len != bits)
-        throw bad(fmt::format("{}.seg_ptr[{}] - seg_ptr[{}] = {}, the bits set in segment {} (found {})", l.name,
-                              seg + 1, seg, bits, seg, len));
+    try {
+      check_compact_layer(l);
+    } catch (const UsageError& e) {
+      throw InputError(path, 0, e.what());
     }
-    if (static_cast<size_t>(l.w.seg_ptr.back()) != l.w.values.size())
-      throw bad(fmt::format("{}.values of {} elements, the bits set (found {})", l.name, l.w.seg_ptr.back(),
-                            l.w.values.size()));
-    fill_word_offsets(l.w);
     out.push_back(std::move(l));
   }
   if (out.empty()) throw InputError(path, 0, "at least one layer (metadata NAME.shape)");
   return out;
+}
+
+void check_compact_layer(CompactLayer& l) {
+  const auto bad = [&](const std::string& what) { return UsageError(fmt::format("layer {}: {}", l.name, what)); };
+  if (l.w.rows < 0 || l.w.cols < 0) throw bad(fmt::format("shape {}x{}", l.w.rows, l.w.cols));
+  l.w.strips = strips_of(l.w.rows);
+  const int64_t segs = int64_t{l.w.cols} * l.w.strips;
+  if (static_cast<int64_t>(l.w.masks.size()) != segs * 32)
+    throw bad(fmt::format("{}.masks of {} words for a {}x{} layer (found {})", l.name, segs * 32, l.w.rows, l.w.cols,
+                          l.w.masks.size()));
+  if (static_cast<int64_t>(l.w.seg_ptr.size()) != segs + 1)
+    throw bad(fmt::format("{}.seg_ptr of {} entries (found {})", l.name, segs + 1, l.w.seg_ptr.size()));
+  // The offsets must be the running count of the mask bits, and no bit may name a row past the last.
+  if (l.w.seg_ptr[0] != 0) throw bad(fmt::format("{}.seg_ptr[0] = 0 (found {})", l.name, l.w.seg_ptr[0]));
+  const int32_t tail_rows = l.w.rows - (l.w.strips - 1) * kBitmapStripRows;
+  for (int64_t seg = 0; seg < segs; ++seg) {
+    int64_t bits = 0;
+    const bool last_strip = seg % l.w.strips == l.w.strips - 1;
+    for (int w = 0; w < 32; ++w) {
+      uint32_t m = l.w.masks[static_cast<size_t>(seg * 32 + w)];
+      bits += std::popcount(m);
+      if (last_strip) {
+        const int32_t first_row = 32 * w;  // within the strip
+        const uint32_t allowed = first_row >= tail_rows        ? 0u
+                                 : tail_rows - first_row >= 32 ? ~0u
+                                                               : (1u << (tail_rows - first_row)) - 1u;
+        if (m & ~allowed)
+          throw bad(fmt::format("{}.masks: segment {} word {} sets a bit past row {}", l.name, seg, w, l.w.rows - 1));
+      }
+    }
+    const int64_t len = int64_t{l.w.seg_ptr[static_cast<size_t>(seg + 1)]} - l.w.seg_ptr[static_cast<size_t>(seg)];
+    if (len != bits)
+      throw bad(fmt::format("{}.seg_ptr[{}] - seg_ptr[{}] = {}, the bits set in segment {} (found {})", l.name, seg + 1,
+                            seg, bits, seg, len));
+  }
+  if (static_cast<size_t>(l.w.seg_ptr.back()) != l.w.values.size())
+    throw bad(fmt::format("{}.values of {} elements, the bits set (found {})", l.name, l.w.seg_ptr.back(),
+                          l.w.values.size()));
+  fill_word_offsets(l.w);
 }
 
 CsrMatrix<float> compact_to_csr(const CompactLayer& layer) {

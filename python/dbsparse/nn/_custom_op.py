@@ -1,0 +1,42 @@
+"""The decode kernels as a torch custom op (torch.library), so torch.compile(fullgraph=True) traces a
+SparseLinear as one opaque node with a fake (meta) kernel for its shape, and CUDA-graph capture
+records the launches like any other op's.
+
+A plan is not a tensor, so the op takes an int handle into a registry of weak references to the
+layers; a layer leaves the registry when it is collected."""
+import itertools
+import weakref
+
+import torch
+
+from .._errors import UsageError
+
+_layers = {}
+_ids = itertools.count(1)
+
+
+def register(layer):
+    """A handle for `layer` (anything with out_features and run_rows(x2d) -> y2d)."""
+    h = next(_ids)
+    _layers[h] = weakref.ref(layer)
+    weakref.finalize(layer, _layers.pop, h, None)
+    return h
+
+
+def _layer(handle):
+    ref = _layers.get(handle)
+    layer = ref() if ref is not None else None
+    if layer is None:
+        raise UsageError(f"dbsparse::sparse_linear: layer handle {handle} is gone (its SparseLinear was freed)")
+    return layer
+
+
+@torch.library.custom_op("dbsparse::sparse_linear", mutates_args=())
+def sparse_linear(x: torch.Tensor, handle: int) -> torch.Tensor:
+    """y = W_pruned x_kept for the rows of x (x: (rows, in_features), contiguous) by the layer's plan."""
+    return _layer(handle).run_rows(x)
+
+
+@sparse_linear.register_fake
+def _(x, handle):
+    return x.new_empty((x.shape[0], _layer(handle).out_features))

@@ -1,0 +1,67 @@
+"""The nn package's pruning and column bitmap layout (torch, any device) against the C++ reference
+(prune_magnitude / prune_wanda and make_compact_layer). Needs torch, not a GPU."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+torch = pytest.importorskip("torch")
+
+from dbsparse import _core, _matrix as mat  # noqa: E402
+from dbsparse._errors import UsageError  # noqa: E402
+from dbsparse.nn import _layout  # noqa: E402
+
+
+def weights(rows, cols, seed):
+    return np.random.default_rng(seed).standard_normal((rows, cols)).astype(np.float32)
+
+
+def host_mask(csr, rows, cols):
+    return mat.to_scipy(csr).toarray() != 0 if csr.rows else np.zeros((rows, cols), dtype=bool)
+
+
+@pytest.mark.parametrize("rows,cols,sparsity", [(300, 64, 0.5), (77, 33, 0.7), (10, 9, 0.0)])
+def test_magnitude_mask_matches_the_cpp_pruning(rows, cols, sparsity):
+    w = weights(rows, cols, rows)
+    ref = host_mask(_core.prune(w, sparsity, "magnitude", None), rows, cols)
+    got = _layout.prune_mask(torch.from_numpy(w), sparsity).numpy()
+    assert (got == ref).all()
+
+
+def test_wanda_mask_matches_the_cpp_pruning():
+    w = weights(200, 48, 5)
+    norms = np.abs(np.random.default_rng(6).standard_normal(48)).astype(np.float32) + 0.1
+    ref = host_mask(_core.prune(w, 0.5, "wanda", norms), 200, 48)
+    got = _layout.prune_mask(torch.from_numpy(w), 0.5, "wanda", torch.from_numpy(norms)).numpy()
+    assert (got == ref).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("rows,cols", [(1100, 40), (2048, 70), (5, 3), (1024, 1)])
+def test_column_bitmap_matches_the_cpp_layout(rows, cols, dtype):
+    w = torch.from_numpy(weights(rows, cols, cols)).to(dtype)
+    mask = _layout.prune_mask(w, 0.5)
+    pruned = torch.where(mask, w, torch.zeros((), dtype=dtype))
+    got = _layout.column_bitmap(pruned, mask)
+    dense = pruned.float().numpy()
+    c = sp.csr_matrix(np.where(mask.numpy(), dense, 0))
+    c.eliminate_zeros()
+    ref = _core.compact_from_csr("w", mat.host_csr(c, "f32"), "f16" if dtype == torch.float16 else "bf16")
+    assert (got.rows, got.cols, got.strips, got.nnz) == (ref.rows, ref.cols, ref.strips, ref.nnz)
+    assert (np.asarray(got.masks) == np.asarray(ref.masks)).all()
+    assert (np.asarray(got.seg_ptr) == np.asarray(ref.seg_ptr)).all()
+    assert (np.asarray(got.values) == np.asarray(ref.values)).all()
+    back = _layout.dense_from_bitmap(got, torch.device("cpu"), dtype)
+    assert torch.equal(back, pruned)
+
+
+def test_layout_and_pruning_reject_bad_input():
+    with pytest.raises(UsageError, match="sparsity"):
+        _layout.prune_mask(torch.ones(4, 4), 1.0)
+    with pytest.raises(UsageError, match="NaN"):
+        _layout.prune_mask(torch.full((2, 2), float("nan")), 0.5)
+    with pytest.raises(UsageError, match="norms"):
+        _layout.prune_mask(torch.ones(4, 4), 0.5, "wanda")
+    with pytest.raises(UsageError, match="expected magnitude"):
+        _layout.prune_mask(torch.ones(4, 4), 0.5, "random")
+    with pytest.raises(UsageError, match="f16 or bf16"):
+        _layout.column_bitmap(torch.ones(4, 4), torch.ones(4, 4, dtype=torch.bool))
