@@ -89,9 +89,36 @@ class GatedMLP(torch.nn.Module if torch else object):
         return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
 
 
+class Qkv(torch.nn.Module if torch else object):
+    """q, k, v of one x (GQA sizes), as an attention module calls them."""
+
+    def __init__(self, h, kv):
+        super().__init__()
+        self.q_proj = torch.nn.Linear(h, h, bias=True)
+        self.k_proj = torch.nn.Linear(h, kv, bias=True)
+        self.v_proj = torch.nn.Linear(h, kv, bias=True)
+
+    def forward(self, x):
+        return torch.cat([self.q_proj(x), self.k_proj(x), self.v_proj(x)], dim=-1)
+
+
 def tiny_model():
     torch.manual_seed(3)
     return torch.nn.Sequential(GatedMLP(512, 1536), torch.nn.Linear(512, 512)).to(device="cuda", dtype=torch.float16)
+
+
+@gpu
+def test_q_k_v_run_as_one_stacked_layer_and_match_the_masked_model():
+    torch.manual_seed(5)
+    attn = torch.nn.Sequential(Qkv(512, 128)).to(device="cuda", dtype=torch.float16)
+    names = dnn.replace_linear(attn, sparsity=0.5)
+    assert names == ["0.q_proj.qkv"]
+    layer = attn[0].q_proj.qkv
+    assert layer.out_features == 768 and layer.stack_sizes == [512, 128, 128]
+    for rows in (1, 16):
+        x = torch.randn(rows, 512, device="cuda", dtype=torch.float16)
+        assert close(attn(x), masked_ref(layer, x)), rows
+        assert close(attn[0].k_proj(x), masked_ref(layer, x)[:, 512:640]), rows  # k alone: its own run
 
 
 @gpu
@@ -124,17 +151,24 @@ def test_calibrate_sets_thresholds_that_keep_the_asked_share():
     assert close(layer(x), masked_ref(layer, x, layer.act_threshold))
 
 
+def saved_model():
+    torch.manual_seed(3)
+    return torch.nn.Sequential(GatedMLP(512, 1536), torch.nn.Linear(512, 512), Qkv(512, 128)).to(
+        device="cuda", dtype=torch.float16)
+
+
 @gpu
 def test_save_and_load_without_pruning_again(tmp_path):
     pytest.importorskip("safetensors")
-    model = tiny_model()
+    model = saved_model()
     dnn.replace_linear(model, sparsity=0.5)
     dnn.calibrate(model, [torch.randn(32, 512, device="cuda", dtype=torch.float16)], density=0.5)
     dnn.save_pruned(model, tmp_path)
-    fresh = tiny_model()
+    fresh = saved_model()
     torch.nn.init.normal_(fresh[1].weight)  # different weights: all must come from the files
     dnn.load_pruned(fresh, tmp_path)
     assert isinstance(fresh[0], dnn.SparseMLP) and isinstance(fresh[1], dnn.SparseLinear)
+    assert fresh[2].q_proj.qkv.stack_sizes == [512, 128, 128]
     assert torch.equal(fresh[1].weight, model[1].weight) and torch.equal(fresh[1].bias, model[1].bias)
     assert fresh[1].act_threshold == model[1].act_threshold
     x = torch.randn(1, 512, device="cuda", dtype=torch.float16)
@@ -149,7 +183,7 @@ def test_hugging_face_llama_generates_after_replace_linear():
     torch.manual_seed(4)
     model = transformers.LlamaForCausalLM(cfg).to(device="cuda", dtype=torch.float16).eval()
     names = dnn.replace_linear(model, filter=lambda name, m: "lm_head" not in name, sparsity=0.5)
-    assert "model.layers.0.mlp.gate_up" in names and "model.layers.1.self_attn.q_proj" in names
+    assert "model.layers.0.mlp.gate_up" in names and "model.layers.1.self_attn.q_proj.qkv" in names
     ids = torch.randint(0, 256, (1, 12), device="cuda")
     out = model.generate(ids, max_new_tokens=6, do_sample=False)
     assert out.shape == (1, 18)

@@ -12,7 +12,7 @@ import torch
 from .._errors import UsageError
 from .. import _core
 from ._linear import SparseLinear
-from ._model import SparseMLP, _is_gated_mlp
+from ._model import SparseMLP, _has_qkv, _is_gated_mlp, _stack_qkv
 from . import _layout
 
 LAYERS = "dbsparse_layers.safetensors"
@@ -30,7 +30,8 @@ def _safetensors():
 def _settings(layer):
     return {"act_threshold": layer._tau, "act_density": layer._density, "keep": layer._keep,
             "mapping": layer.mapping_asked, "max_sparse_rows": layer.max_sparse_rows,
-            "dense_copy": layer.weight is not None, "has_bias": layer.bias is not None}
+            "dense_copy": layer.weight is not None, "has_bias": layer.bias is not None,
+            "stack_sizes": layer.stack_sizes}
 
 
 def save_pruned(model, folder):
@@ -92,6 +93,12 @@ def load_pruned(model, folder, device="cuda"):
                 setattr(mlp_parent, mlp_attr, SparseMLP(made(name), made(down), mlp.act_fn, layers[name].rows // 2))
         elif name.endswith(".down") and f"{name[:-len('.down')]}.gate_up" in layers:
             continue  # made with its gate_up
+        elif name.endswith(".q_proj.qkv"):
+            attn = model.get_submodule(name[:-len(".q_proj.qkv")])
+            if not _has_qkv(attn):
+                raise UsageError(f"load_pruned: {name} stacks q, k and v; the model's module there has no "
+                                 "q_proj, k_proj and v_proj layers")
+            _stack_qkv(attn, made(name))
         else:
             setattr(parent, attr, made(name))
     missing, unexpected = model.load_state_dict(rest, strict=False)

@@ -53,6 +53,7 @@ class SparseLinear(torch.nn.Module):
         self.dtype_name = _DT[weight.dtype]
         self._device = weight.device
         self.sparsity = sparsity
+        self.stack_sizes = None  # [q, k, v] rows where this layer stacks an attention's projections
         self.mapping_asked = mapping
         self._keep, self._tau, self._density = float(keep), float(act_threshold), float(act_density)
         with torch.no_grad():

@@ -37,6 +37,61 @@ class SparseMLP(torch.nn.Module):
         return self.down(self.act_fn(g) * u)
 
 
+_QKV = ("q_proj", "k_proj", "v_proj")
+
+
+def _has_qkv(m):
+    """An attention module whose q, k and v projections are nn.Linear layers of one input."""
+    parts = [getattr(m, p, None) for p in _QKV]
+    return (all(isinstance(p, torch.nn.Linear) for p in parts) and len({p.in_features for p in parts}) == 1
+            and len({p.bias is None for p in parts}) == 1)
+
+
+class StackedPart(torch.nn.Module):
+    """One of q, k, v stacked into one SparseLinear, held (as `qkv`) by the q part. The q part runs the
+    stacked layer and keeps its output for the k and v parts' call on the same x (the attention
+    module calls q, k, v in turn on one tensor); a part called on another x runs the layer itself.
+    Under CUDA-graph capture and torch.compile the same Python runs once, so the stacked layer is one
+    launch there too."""
+
+    def __init__(self, head, index, lo, hi, qkv=None):
+        super().__init__()
+        if qkv is not None:
+            self.qkv = qkv
+            self._x = self._y = None
+        object.__setattr__(self, "_head", head if head is not None else self)
+        self.index, self.lo, self.hi = index, lo, hi
+
+    def forward(self, x):
+        h = self._head
+        if self.index == 0 or h._x is not x:
+            h._y, h._x = h.qkv(x), x
+        y = h._y[..., self.lo:self.hi]
+        if self.index == len(_QKV) - 1:
+            h._x = h._y = None
+        return y
+
+
+def _stack_qkv(attn, layer):
+    """Puts three StackedParts over the stacked SparseLinear `layer` in place of attn's q, k, v."""
+    sizes = [getattr(attn, p).out_features for p in _QKV]
+    if sum(sizes) != layer.out_features:
+        raise UsageError(f"q|k|v: {layer.out_features} stacked rows, the projections have {sizes}")
+    layer.stack_sizes = sizes
+    head = StackedPart(None, 0, 0, sizes[0], qkv=layer)
+    setattr(attn, _QKV[0], head)
+    for i in (1, 2):
+        lo = sum(sizes[:i])
+        setattr(attn, _QKV[i], StackedPart(head, i, lo, lo + sizes[i]))
+
+
+def _qkv_layer(attn, norms=None, **kw):
+    parts = [getattr(attn, p) for p in _QKV]
+    w = torch.cat([p.weight.detach() for p in parts])
+    b = None if parts[0].bias is None else torch.cat([p.bias.detach() for p in parts])
+    return SparseLinear(w, b, norms=norms, **kw)
+
+
 def _children(module, prefix=""):
     """(name, parent, attribute, child) depth first; a child the caller replaced is not entered."""
     for child_name, child in list(module.named_children()):
@@ -56,14 +111,19 @@ def replace_linear(model, filter=None, stack=True, norms=None, **kw):
     """Replaces, in place, every nn.Linear of `model` (for which filter(name, module) is true) by a
     SparseLinear with the keywords given (SparseLinear's); with `stack`, a gated MLP (gate_proj,
     up_proj, down_proj and act_fn, as in Hugging Face Llama, Qwen and Mistral) whose three parts pass
-    the filter becomes a SparseMLP. `norms`: Wanda's input norms, one tensor, or a dict by layer name.
-    Returns the names of the layers replaced (a stacked pair as NAME.gate_up)."""
+    the filter becomes a SparseMLP, and an attention module's q_proj, k_proj and v_proj one stacked
+    layer (StackedPart). `norms`: Wanda's input norms, one tensor, or a dict by layer name. Returns the
+    names of the SparseLinear layers made (NAME.gate_up and NAME.down for an MLP, NAME.q_proj.qkv for
+    q|k|v), as named_modules() gives them."""
     done = []
     keep = filter or (lambda name, m: True)
     for full, parent, child_name, child in _children(model):
-        if isinstance(child, (SparseLinear, SparseMLP)):
+        if isinstance(child, (SparseLinear, SparseMLP, StackedPart)):
             continue
-        if stack and _is_gated_mlp(child) and all(keep(f"{full}.{p}", getattr(child, p)) for p in _MLP_PARTS):
+        if stack and _has_qkv(child) and all(keep(f"{full}.{p}", getattr(child, p)) for p in _QKV):
+            _stack_qkv(child, _qkv_layer(child, norms=_norms_of(norms, f"{full}.q_proj"), **kw))
+            done.append(f"{full}.q_proj.qkv")
+        elif stack and _is_gated_mlp(child) and all(keep(f"{full}.{p}", getattr(child, p)) for p in _MLP_PARTS):
             setattr(parent, child_name, SparseMLP.from_mlp(child, norms=_norms_of(norms, f"{full}.gate_proj"),
                                                            down_norms=_norms_of(norms, f"{full}.down_proj"), **kw))
             done += [f"{full}.gate_up", f"{full}.down"]
