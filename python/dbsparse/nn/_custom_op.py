@@ -3,7 +3,8 @@ SparseLinear as one opaque node with a fake (meta) kernel for its shape, and CUD
 records the launches like any other op's.
 
 A plan is not a tensor, so the op takes an int handle into a registry of weak references to the
-layers; a layer leaves the registry when it is collected."""
+layers (and the layer's output size, for the fake kernel); a layer leaves the registry when it is
+collected."""
 import itertools
 import weakref
 
@@ -32,11 +33,14 @@ def _layer(handle):
 
 
 @torch.library.custom_op("dbsparse::sparse_linear", mutates_args=())
-def sparse_linear(x: torch.Tensor, handle: int) -> torch.Tensor:
-    """y = W_pruned x_kept for the rows of x (x: (rows, in_features), contiguous) by the layer's plan."""
+def sparse_linear(x: torch.Tensor, handle: int, out_features: int) -> torch.Tensor:
+    """y = W_pruned x_kept for the rows of x (x: (rows, in_features), contiguous) by the plan of the
+    layer `handle` (out_features rows)."""
     return _layer(handle).run_rows(x)
 
 
+# The shape comes from an argument, not from the registry: Dynamo may turn the ints into symbols
+# (one graph serving every layer, the handle an input), which no registry lookup could take.
 @sparse_linear.register_fake
-def _(x, handle):
-    return x.new_empty((x.shape[0], _layer(handle).out_features))
+def _(x, handle, out_features):
+    return x.new_empty((x.shape[0], out_features))

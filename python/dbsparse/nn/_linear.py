@@ -165,7 +165,7 @@ class SparseLinear(torch.nn.Module):
         if rows.shape[0] > self.max_sparse_rows:
             y = F.linear(rows, self.weight)
         else:
-            y = _custom_op.sparse_linear(rows.contiguous(), self._handle)
+            y = _custom_op.sparse_linear(rows.contiguous(), self._handle, self.out_features)
         if self.bias is not None:
             y = y + self.bias
         return y.reshape(*x.shape[:-1], self.out_features)

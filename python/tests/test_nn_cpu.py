@@ -65,3 +65,53 @@ def test_layout_and_pruning_reject_bad_input():
         _layout.prune_mask(torch.ones(4, 4), 0.5, "random")
     with pytest.raises(UsageError, match="f16 or bf16"):
         _layout.column_bitmap(torch.ones(4, 4), torch.ones(4, 4, dtype=torch.bool))
+
+
+class _HostLayer:
+    """A stand-in for SparseLinear's plan on the CPU: the custom op's registry takes any object with
+    out_features and run_rows."""
+
+    def __init__(self, w):
+        self.w, self.out_features = w, w.shape[0]
+
+    def run_rows(self, x):
+        return x @ self.w.T
+
+
+@pytest.mark.parametrize("backend", ["eager", "aot_eager"])
+def test_the_custom_op_traces_under_torch_compile_fullgraph(backend):
+    from dbsparse.nn import _custom_op
+    w = torch.randn(6, 4)
+    layer = _HostLayer(w)
+    h = _custom_op.register(layer)
+
+    def f(x):
+        return torch.relu(torch.ops.dbsparse.sparse_linear(x, h, 6)) * 2
+
+    x = torch.randn(3, 4)
+    got = torch.compile(f, fullgraph=True, backend=backend)(x)
+    assert torch.allclose(got, torch.relu(x @ w.T) * 2)
+
+
+def test_a_freed_layer_leaves_the_custom_op_registry():
+    import gc
+    from dbsparse.nn import _custom_op
+    h = _custom_op.register(_HostLayer(torch.ones(2, 2)))
+    gc.collect()
+    with pytest.raises(UsageError, match="gone"):
+        torch.ops.dbsparse.sparse_linear(torch.ones(1, 2), h, 2)
+
+
+def test_one_compiled_function_serves_layers_of_other_handles():
+    from dbsparse.nn import _custom_op
+    a, b = _HostLayer(torch.randn(6, 4)), _HostLayer(torch.randn(3, 6))
+    c, d = _HostLayer(torch.randn(6, 4)), _HostLayer(torch.randn(3, 6))
+    ha, hb, hc, hd = (_custom_op.register(layer) for layer in (a, b, c, d))
+
+    def f(x, h1, h2):
+        return torch.ops.dbsparse.sparse_linear(torch.ops.dbsparse.sparse_linear(x, h1, 6), h2, 3)
+
+    g = torch.compile(f, fullgraph=True, backend="aot_eager")
+    x = torch.randn(2, 4)
+    assert torch.allclose(g(x, ha, hb), x @ a.w.T @ b.w.T, atol=1e-5)
+    assert torch.allclose(g(x, hc, hd), x @ c.w.T @ d.w.T, atol=1e-5)
