@@ -18,14 +18,23 @@ class SpgemmResult:
     def arrays(self):
         """(indptr, indices, data) as device arrays of the inputs' framework (int32, int32, dtype)."""
         p = self._plan
-        views = [_core.device_view(p.row_ptr, p.rows + 1, "i4", self.device, self),
-                 _core.device_view(p.col_idx, p.nnz, "i4", self.device, self),
-                 _core.device_view(p.values, p.nnz, "f4" if self.dtype == "f32" else "f8", self.device, self)]
-        if self.framework == "torch":
-            torch = sys.modules["torch"]
-            return tuple(torch.from_dlpack(v) for v in views)
-        cupy = sys.modules["cupy"]
-        return tuple(cupy.from_dlpack(v) for v in views)
+        parts = [(p.row_ptr, p.rows + 1, "i4"), (p.col_idx, p.nnz, "i4"),
+                 (p.values, p.nnz, "f4" if self.dtype == "f32" else "f8")]
+        fw = sys.modules[self.framework]
+        dev = f"cuda:{self.device}"
+        names = {"i4": "int32", "f4": "float32", "f8": "float64"}
+
+        def one(ptr, n, dt):
+            # An empty part is made empty here, not viewed: a consumer may never release an empty
+            # DLPack view (whose data pointer may be null), and the view would keep this result alive.
+            if n == 0:
+                if self.framework == "torch":
+                    return fw.empty(0, dtype=getattr(fw, names[dt]), device=dev)
+                with fw.cuda.Device(self.device):
+                    return fw.empty(0, dtype=names[dt])
+            return fw.from_dlpack(_core.device_view(ptr, n, dt, self.device, self))
+
+        return tuple(one(*part) for part in parts)
 
     def matrix(self):
         """C as a torch sparse CSR tensor or a CuPy csr_matrix (no copy)."""
