@@ -115,3 +115,16 @@ def test_one_compiled_function_serves_layers_of_other_handles():
     x = torch.randn(2, 4)
     assert torch.allclose(g(x, ha, hb), x @ a.w.T @ b.w.T, atol=1e-5)
     assert torch.allclose(g(x, hc, hd), x @ c.w.T @ d.w.T, atol=1e-5)
+
+
+def test_input_norms_are_each_features_l2_norm_over_every_token():
+    import dbsparse.nn as dnn
+    model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.ReLU(), torch.nn.Linear(3, 2))
+    batches = [torch.randn(5, 4), torch.randn(2, 7, 4)]
+    got = dnn.input_norms(model, batches)
+    x = torch.cat([batches[0], batches[1].reshape(-1, 4)])
+    assert torch.allclose(got["0"], x.norm(dim=0))
+    h = torch.relu(model[0](x))
+    assert torch.allclose(got["2"], h.norm(dim=0), atol=1e-5)
+    with pytest.raises(UsageError, match="no nn.Linear"):
+        dnn.input_norms(torch.nn.ReLU(), batches)

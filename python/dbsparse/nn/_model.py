@@ -179,3 +179,33 @@ def calibrate(model, batches, density=0.5, samples_per_layer=1 << 20, seed=0):
         layer.set_activation_threshold(tau, density=max(kept, 1e-6))
         out[name] = (tau, kept)
     return out
+
+
+def input_norms(model, batches, filter=None):
+    """Wanda's calibration: the L2 norm of each input feature over every token of `batches`, for
+    every nn.Linear (for which filter(name, module) is true) of a dense model. Returns
+    {layer name: float32 tensor of in_features}, what replace_linear(method="wanda", norms=...) takes."""
+    keep = filter or (lambda name, m: True)
+    layers = {n: m for n, m in model.named_modules() if isinstance(m, torch.nn.Linear) and keep(n, m)}
+    if not layers:
+        raise UsageError("input_norms: the model has no nn.Linear to calibrate")
+    sums = {}
+
+    def hook(name):
+        def pre(module, args):
+            x = args[0].detach().reshape(-1, args[0].shape[-1]).float()
+            sums[name] = sums.get(name, 0) + (x * x).sum(0)
+        return pre
+
+    handles = [m.register_forward_pre_hook(hook(n)) for n, m in layers.items()]
+    try:
+        with torch.no_grad():
+            for b in batches:
+                model(**b) if isinstance(b, dict) else model(*b) if isinstance(b, tuple) else model(b)
+    finally:
+        for h in handles:
+            h.remove()
+    missing = [n for n in layers if n not in sums]
+    if missing:
+        raise UsageError(f"input_norms: {len(missing)} layers saw no input, e.g. {missing[:3]}")
+    return {n: s.sqrt() for n, s in sums.items()}
