@@ -52,7 +52,16 @@ def save_pruned(model, folder):
         raise UsageError("save_pruned: the model has no SparseLinear (run replace_linear first)")
     os.makedirs(folder, exist_ok=True)
     _core.write_compact_weights(os.path.join(folder, LAYERS), layers, meta)
-    rest = {k: v.detach().contiguous() for k, v in model.state_dict().items() if k not in skip}
+    rest, seen = {}, set()
+    for k, v in model.state_dict().items():
+        if k in skip:
+            continue
+        v = v.detach().contiguous()
+        # Tied weights (an embedding shared with the LM head) share storage, which safetensors
+        # refuses: each later name gets its own copy; loading writes both into the one parameter.
+        key = (v.device, v.data_ptr()) if v.numel() else None
+        rest[k] = v.clone() if key in seen else v
+        seen.add(key)
     st.save_file(rest, os.path.join(folder, REST))
 
 

@@ -67,6 +67,9 @@ class SparseLinear(torch.nn.Module):
             self._compact = self._compact_of(pruned, m)
         self.register_buffer("weight", pruned if dense_copy else None)
         self.bias = None if bias is None else torch.nn.Parameter(bias.detach().clone(), requires_grad=False)
+        # Without a dense copy every row runs on the kernels; a given count stays; else it follows the
+        # density the plan is made for.
+        self._rows_follow_density = max_sparse_rows is None and dense_copy
         self.max_sparse_rows = int(max_sparse_rows) if max_sparse_rows is not None else \
             (self._default_sparse_rows() if dense_copy else 1 << 30)
         self._handle = _custom_op.register(self)
@@ -111,7 +114,10 @@ class SparseLinear(torch.nn.Module):
         d = _assumed_density(self._tau, self._keep, self._density)
         wd = 1.0 - self.sparsity
         c = _core.decode_costs(self._ctx, self.out_features, self.in_features, self.dtype_name, wd, d)
-        best = min(v for v in c.values() if not math.isnan(v))
+        known = [v for v in c.values() if not math.isnan(v)]
+        if not known:
+            return 1
+        best = min(known)
         # cuBLAS reads every weight, zeros included: the dense mapping's estimate at full weights.
         dense = _core.decode_costs(self._ctx, self.out_features, self.in_features, self.dtype_name, 1.0, 1.0)["dense"]
         if math.isnan(dense) or best <= 0:
@@ -140,6 +146,8 @@ class SparseLinear(torch.nn.Module):
             self._density = float(density)
         if _assumed_density(self._tau, self._keep, self._density) != old:
             self._replan()
+            if self._rows_follow_density:
+                self.max_sparse_rows = self._default_sparse_rows()
         else:
             self._plan.set_tau(self._tau)
 
