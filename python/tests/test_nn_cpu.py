@@ -128,3 +128,22 @@ def test_input_norms_are_each_features_l2_norm_over_every_token():
     assert torch.allclose(got["2"], h.norm(dim=0), atol=1e-5)
     with pytest.raises(UsageError, match="no nn.Linear"):
         dnn.input_norms(torch.nn.ReLU(), batches)
+
+
+def test_compact_layers_from_arrays_are_checked_and_survive_a_file(tmp_path):
+    w = torch.from_numpy(weights(1100, 40, 9)).half()
+    mask = _layout.prune_mask(w, 0.5)
+    layer = _layout.column_bitmap(torch.where(mask, w, torch.zeros((), dtype=w.dtype)), mask, "a.b")
+    masks, seg, vals = (np.array(x) for x in (layer.masks, layer.seg_ptr, layer.values))
+    with pytest.raises(UsageError, match="masks of 2560 words"):
+        _core.compact_layer("x", 1100, 40, masks[:-1], seg, vals, "f16")
+    with pytest.raises(UsageError, match="f16 or bf16"):
+        _core.compact_layer("x", 1100, 40, masks, seg, vals, "f32")
+    bad = masks.copy()
+    bad[(0 * 2 + 1) * 32 + 31] |= 1  # column 0, strip 1, last word: row 2016, past row 1099
+    with pytest.raises(UsageError, match="past row 1099"):
+        _core.compact_layer("x", 1100, 40, bad, seg, vals, "f16")
+    path = str(tmp_path / "l.safetensors")
+    _core.write_compact_weights(path, [layer], {"a.b.settings": "{}"})
+    back = _core.read_compact_weights(path)[0]
+    assert back.name == "a.b" and (np.asarray(back.values) == vals).all()
