@@ -15,6 +15,11 @@ from . import _layout
 _DT = {torch.float16: "f16", torch.bfloat16: "bf16", torch.float32: "f32"}
 
 
+def _check_device(weight):
+    if not weight.is_cuda:
+        raise UsageError("weight: move the layer to a CUDA device first")
+
+
 def _assumed_density(tau, keep, act_density):
     """The share of activations a plan is made for: given, else keep's, else 1 without a threshold
     and 0.5 with one (what TEAL-style thresholds are calibrated to), as the C++ options read it."""
@@ -47,8 +52,7 @@ class SparseLinear(torch.nn.Module):
             raise UsageError(f"weight: expected a 2-D tensor, got shape {tuple(weight.shape)}")
         if weight.dtype not in _DT:
             raise UsageError(f"weight: dtype {weight.dtype}; SparseLinear takes float16, bfloat16 or float32")
-        if not weight.is_cuda:
-            raise UsageError("weight: move the layer to a CUDA device first")
+        _check_device(weight)
         self.out_features, self.in_features = weight.shape
         self.dtype_name = _DT[weight.dtype]
         self._device = weight.device
