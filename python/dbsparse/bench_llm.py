@@ -34,7 +34,8 @@ def _list(text, conv, name, ok, what):
 
 def parser():
     ap = argparse.ArgumentParser(prog="python -m dbsparse.bench llm", description=__doc__)
-    ap.add_argument("--model", default="llama-3.1-8b", help=f"one of {', '.join(_llama.PRESETS)} (default llama-3.1-8b)")
+    ap.add_argument("--model", default="llama-3.1-8b",
+                    help=f"one of {', '.join(_llama.PRESETS)} (default llama-3.1-8b)")
     ap.add_argument("--layers", type=int, default=4, help="decoder layers (default 4)")
     ap.add_argument("--sparsity", type=float, default=0.5, help="share of each weight matrix pruned (default 0.5)")
     ap.add_argument("--densities", default="1,0.5,0.3", help="activation densities kept, in (0, 1] (default 1,0.5,0.3)")
@@ -43,7 +44,8 @@ def parser():
     ap.add_argument("--dtype", default="f16", help="f16 or bf16 (default f16)")
     ap.add_argument("--reps", type=int, default=50, help="timed samples of a decode step, each 10 replays (default 50)")
     ap.add_argument("--prefill-reps", type=int, default=5, help="timed prefill calls per length (default 5)")
-    ap.add_argument("--calib-tokens", type=int, default=128, help="tokens of hidden states for calibration (default 128)")
+    ap.add_argument("--calib-tokens", type=int, default=128,
+                    help="tokens of hidden states for calibration (default 128)")
     ap.add_argument("--seed", type=int, default=0, help="weights, inputs and cache contents (default 0)")
     ap.add_argument("--no-graph", action="store_true", help="time the decode step eagerly, without a CUDA graph")
     ap.add_argument("--json", help="write every figure here")
@@ -139,13 +141,15 @@ def _replace_kwargs(nn, a, density):
 
 
 def sparse_variant(nn, dense, a, density):
-    """A deep copy of `dense` through replace_linear (timed), calibrated to `density`."""
+    """A deep copy of `dense` through replace_linear (timed; the plans told the density where
+    SparseLinear takes act_density), not yet calibrated."""
     model = copy.deepcopy(dense)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
-    names = nn.replace_linear(model, **_replace_kwargs(nn, a, density))
+    nn.replace_linear(model, **_replace_kwargs(nn, a, density))
     torch.cuda.synchronize()
-    info = {"density": density, "replace_linear_s": time.perf_counter() - t0, "layers_replaced": len(names)}
+    info = {"density": density, "replace_linear_s": time.perf_counter() - t0,
+            "replace_kwargs": _replace_kwargs(nn, a, density), "layers_replaced": len(_llm_check.linear_layers(model, nn.SparseLinear))}
     return model, info
 
 
@@ -273,7 +277,8 @@ def table(res):
     lines = [head]
 
     def row(label, r):
-        s = f"{label:<22}{r['decode_us']:>15.1f}{r['tokens_per_s']:>10.0f}{_ratio(d['decode_us'], r['decode_us']):>8.2f}x"
+        s = f"{label:<22}{r['decode_us']:>15.1f}{r['tokens_per_s']:>10.0f}"
+        s += f"{_ratio(d['decode_us'], r['decode_us']):>8.2f}x"
         for t in lens:
             s += f"{r['prefill_ms'][t]:>18.2f}{_ratio(d['prefill_ms'][t], r['prefill_ms'][t]):>8.3f}x"
         return s
