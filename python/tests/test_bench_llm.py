@@ -162,7 +162,7 @@ def test_reference_model_and_activation_masks():
     w[:, :3] = 1.0
     ref = _llm_check.reference_model(m, {"layers.0.mlp.gate_proj": w})
     assert torch.equal(ref.layers[0].mlp.gate_proj.weight, w) and not torch.equal(m.layers[0].mlp.gate_proj.weight, w)
-    lin = torch.nn.Linear(4, 1, bias=False)
+    lin = torch.nn.Linear(4, 1, bias=False).requires_grad_(False)
     with torch.no_grad():
         lin.weight.fill_(1.0)
     hooks = _llm_check.mask_activations(torch.nn.Sequential(lin), {"0": 0.5})
