@@ -114,9 +114,10 @@ class MLP(torch.nn.Module):
         self.gate_proj = torch.nn.Linear(cfg.hidden, cfg.intermediate, **kw)
         self.up_proj = torch.nn.Linear(cfg.hidden, cfg.intermediate, **kw)
         self.down_proj = torch.nn.Linear(cfg.intermediate, cfg.hidden, **kw)
+        self.act_fn = torch.nn.SiLU()  # named as in Hugging Face: replace_linear stacks gate|up by it
 
     def forward(self, x):
-        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+        return self.down_proj(self.act_fn(self.gate_proj(x)) * self.up_proj(x))
 
 
 class Layer(torch.nn.Module):

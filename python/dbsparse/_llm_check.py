@@ -37,6 +37,24 @@ def hook_thresholds(model, batches, density, cls):
     return out
 
 
+# The names replace_linear gives the layers it stacks, and the dense layers each stands for, in row order.
+_STACKED = ((".q_proj.qkv", (".q_proj", ".k_proj", ".v_proj")), (".gate_up", (".gate_proj", ".up_proj")),
+            (".down", (".down_proj",)))
+
+
+def dense_parts(name, rows, cols, dense_mods):
+    """[(dense layer name, rows)] that the sparse layer `name` of shape (rows, cols) stands for in the
+    dense model (modules by name): itself, or the parts replace_linear stacked into it; None when
+    nothing in the dense model matches."""
+    cands = [[name]] + [[name[:-len(suf)] + p for p in parts] for suf, parts in _STACKED if name.endswith(suf)]
+    for names in cands:
+        mods = [dense_mods.get(n) for n in names]
+        if all(isinstance(m, torch.nn.Linear) and m.in_features == cols for m in mods) and \
+                sum(m.out_features for m in mods) == rows:
+            return [(n, m.out_features) for n, m in zip(names, mods)]
+    return None
+
+
 def probe_weight(layer, in_features, dtype, device, chunk=4096):
     """The (out, in) weight `layer` applies, read back by running it on the rows of the identity
     (exact for any layer linear in x without bias: one product per output entry)."""

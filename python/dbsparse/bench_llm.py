@@ -48,6 +48,8 @@ def parser():
                     help="tokens of hidden states for calibration (default 128)")
     ap.add_argument("--seed", type=int, default=0, help="weights, inputs and cache contents (default 0)")
     ap.add_argument("--no-graph", action="store_true", help="time the decode step eagerly, without a CUDA graph")
+    ap.add_argument("--no-stack", action="store_true",
+                    help="replace_linear(stack=False): q, k, v and gate, up as separate sparse layers")
     ap.add_argument("--json", help="write every figure here")
     return ap
 
@@ -137,6 +139,10 @@ def _replace_kwargs(nn, a, density):
     kw = {"sparsity": a.sparsity}
     if "act_density" in inspect.signature(nn.SparseLinear.__init__).parameters:
         kw["act_density"] = density  # the plan's mapping chosen for the density it will see
+    if a.no_stack:
+        if "stack" not in inspect.signature(nn.replace_linear).parameters:
+            raise UsageError("--no-stack: this dbsparse.nn.replace_linear does not stack layers")
+        kw["stack"] = False
     return kw
 
 
@@ -146,10 +152,12 @@ def sparse_variant(nn, dense, a, density):
     model = copy.deepcopy(dense)
     torch.cuda.synchronize()
     t0 = time.perf_counter()
-    nn.replace_linear(model, **_replace_kwargs(nn, a, density))
+    names = nn.replace_linear(model, **_replace_kwargs(nn, a, density))
     torch.cuda.synchronize()
     info = {"density": density, "replace_linear_s": time.perf_counter() - t0,
-            "replace_kwargs": _replace_kwargs(nn, a, density), "layers_replaced": len(_llm_check.linear_layers(model, nn.SparseLinear))}
+            "replace_kwargs": _replace_kwargs(nn, a, density),
+            "layers_replaced": len(_llm_check.linear_layers(model, nn.SparseLinear)),
+            "replaced": list(names) if isinstance(names, (list, tuple)) else None}
     return model, info
 
 
@@ -187,18 +195,33 @@ def make_inputs(cfg, a, dtype):
             "calib": [rnd(a.calib_tokens)], "max_seq": max([a.context + 1, a.calib_tokens, *a.prefill])}
 
 
-def masked_reference(nn, dense, model, dtype):
-    """(the dense model on the weights `model`'s sparse layers hold, the mask's report), or
-    (None, why) where replace_linear changed the layer structure (stacked layers)."""
+def _sparse_to_dense(nn, model, dense):
+    """[(sparse layer, [(dense name, rows)])] for every SparseLinear of `model`, or (None, why)."""
     dense_mods = dict(dense.named_modules())
-    layers = _llm_check.linear_layers(model, nn.SparseLinear)
+    out = []
+    for name, m in _llm_check.linear_layers(model, nn.SparseLinear):
+        parts = _llm_check.dense_parts(name, m.out_features, m.in_features, dense_mods)
+        if parts is None:
+            return None, f"{name}: no dense layer (or stacked parts) of its shape: correctness check skipped"
+        out.append((m, parts))
+    return out, ""
+
+
+def masked_reference(nn, dense, model, dtype):
+    """(the dense model on the pruned weights `model`'s sparse layers hold, the mask's report), or
+    (None, why). The pruned weights: the layer's dense copy (`weight`) where it keeps one, else read
+    back through the layer."""
+    pairs, why = _sparse_to_dense(nn, model, dense)
+    if pairs is None:
+        return None, why
+    dense_mods = dict(dense.named_modules())
     masked, reports = {}, []
-    for name, m in layers:
-        d = dense_mods.get(name)
-        if not isinstance(d, torch.nn.Linear) or tuple(d.weight.shape) != (m.out_features, m.in_features):
-            return None, f"{name}: no dense nn.Linear of its shape (stacked by replace_linear?): check skipped"
-        masked[name] = _llm_check.probe_weight(m, m.in_features, dtype, "cuda")
-        reports.append(_llm_check.mask_report(d.weight, masked[name]))
+    for m, parts in pairs:
+        w = getattr(m, "weight", None)
+        w = _llm_check.probe_weight(m, m.in_features, dtype, "cuda") if w is None else w.detach()
+        for (n, _), pw in zip(parts, w.split([r for _, r in parts])):
+            masked[n] = pw
+            reports.append(_llm_check.mask_report(dense_mods[n].weight, pw))
     rep = {"kept_equal_dense": all(r["kept_equal_dense"] for r in reports),
            "row_magnitude_order": all(r["row_magnitude_order"] for r in reports),
            "kept_share": statistics.mean(r["kept_share"] for r in reports) if reports else 0.0}
@@ -206,9 +229,11 @@ def masked_reference(nn, dense, model, dtype):
 
 
 def check_variant(nn, ref, model, a, inputs):
-    """The variant's decode output against the masked reference with the variant's thresholds."""
-    thresholds = {n: float(getattr(m, "act_threshold", 0.0) or 0.0)
-                  for n, m in _llm_check.linear_layers(model, nn.SparseLinear)}
+    """The variant's decode output against the masked reference with the variant's thresholds (a
+    stacked layer's on each of its parts)."""
+    pairs, _ = _sparse_to_dense(nn, model, ref)
+    taus = [float(getattr(m, "act_threshold", 0.0) or 0.0) for m, _ in pairs]
+    thresholds = {n: t for (m, parts), t in zip(pairs, taus) for n, _ in parts}
     hooks = _llm_check.mask_activations(ref, thresholds)
     try:
         ref.allocate_cache(inputs["max_seq"], fill_seed=a.seed + 1)
@@ -216,8 +241,8 @@ def check_variant(nn, ref, model, a, inputs):
     finally:
         for h in hooks:
             h.remove()
-    taus = [t for t in thresholds.values() if t > 0]
-    return out, {"thresholds_set": len(taus), "mean_threshold": statistics.mean(taus) if taus else 0.0}
+    set_ = [t for t in taus if t > 0]
+    return out, {"thresholds_set": len(set_), "mean_threshold": statistics.mean(set_) if set_ else 0.0}
 
 
 def run(a, argv):
@@ -289,7 +314,8 @@ def table(res):
     full = res["full_model_layers"]
     for v in res["variants"]:
         per = v["replace_linear_s"] / res["config"]["layers"]
-        lines.append(f"act {v['density']:g}: replace_linear {v['replace_linear_s']:.2f} s ({per:.2f} s a layer, "
+        lines.append(f"act {v['density']:g}: replace_linear {v['replace_linear_s']:.2f} s "
+                     f"({v.get('layers_replaced', '?')} sparse layers; {per:.2f} s a decoder layer, "
                      f"~{per * full:.0f} s for all {full} layers); calibration {v['calibration_s']:.2f} s: "
                      f"{v['calibration']}")
     m = res.get("mask", {})

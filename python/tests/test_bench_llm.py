@@ -138,6 +138,26 @@ def test_hook_thresholds_name_every_layer_of_the_decoder():
     assert len(taus) == 14 and "layers.1.mlp.down_proj" in taus and all(t > 0 for t in taus.values())
 
 
+def test_dense_parts_name_the_layers_a_stacked_layer_stands_for():
+    mods = dict(tiny().named_modules())
+    parts = lambda name, rows, cols: _llm_check.dense_parts(name, rows, cols, mods)  # noqa: E731
+    assert parts("layers.0.self_attn.q_proj.qkv", 128, 64) == [
+        ("layers.0.self_attn.q_proj", 64), ("layers.0.self_attn.k_proj", 32), ("layers.0.self_attn.v_proj", 32)]
+    assert parts("layers.1.mlp.gate_up", 192, 64) == [("layers.1.mlp.gate_proj", 96), ("layers.1.mlp.up_proj", 96)]
+    assert parts("layers.1.mlp.down", 64, 96) == [("layers.1.mlp.down_proj", 64)]
+    assert parts("layers.0.self_attn.o_proj", 64, 64) == [("layers.0.self_attn.o_proj", 64)]
+    assert parts("layers.0.mlp.gate_up", 96, 64) is None and parts("layers.0.mlp.other", 64, 64) is None
+
+
+def test_the_mlp_names_its_activation_as_hugging_face_does():
+    mlp = tiny().layers[0].mlp
+    x = torch.randn(3, 64)
+    with torch.no_grad():
+        want = mlp.down_proj(torch.nn.functional.silu(mlp.gate_proj(x)) * mlp.up_proj(x))
+        torch.testing.assert_close(mlp(x), want)
+    assert isinstance(mlp.act_fn, torch.nn.SiLU)
+
+
 def test_probe_reads_back_a_layers_weight():
     lin = torch.nn.Linear(37, 5, bias=False)
     w = _llm_check.probe_weight(lin, 37, torch.float32, "cpu", chunk=8)
@@ -223,7 +243,7 @@ def test_table_shows_ratios_to_dense():
     text = bench_llm.table(res)
     row = next(line for line in text.splitlines() if line.startswith("50% weights, act 0.5"))
     assert "2.00x" in row and "0.500x" in row
-    assert "2.00 s a layer, ~64 s for all 32 layers" in text and "no LM head" in text
+    assert "2.00 s a decoder layer, ~64 s for all 32 layers" in text and "no LM head" in text
 
 
 @gpu
@@ -237,5 +257,7 @@ def test_bench_runs_end_to_end_on_a_small_model(tmp_path):
     assert res["device"] and res["command"].startswith("python -m dbsparse.bench llm") and res["dense"]["decode_us"] > 0
     assert res["mask"]["kept_equal_dense"] and res["mask"]["kept_share"] == pytest.approx(0.5, abs=0.01)
     d1, d05 = res["variants"]
-    assert d1["layers_replaced"] == 7 and d1["vs_masked_reference"]["rel_err"] < 1e-2
-    assert d05["thresholds"]["thresholds_set"] == 7 and d05["vs_masked_reference"]["rel_err"] < 0.1
+    # q|k|v and gate|up stacked: qkv, o_proj, gate_up, down.
+    assert d1["layers_replaced"] == 4 and d1["vs_masked_reference"]["rel_err"] < 1e-2
+    assert d05["thresholds"]["thresholds_set"] == 4 and d05["vs_masked_reference"]["rel_err"] < 0.1
+    assert d05["calibration"] == "dbsparse.nn.calibrate"
