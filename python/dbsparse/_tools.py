@@ -55,7 +55,7 @@ def main(argv=None):
         print("usage: python -m dbsparse {tune|precompile|bench} [arguments]\n"
               "  tune        runs dbtune (same arguments; --help for them)\n"
               "  precompile  fills the kernel cache (dbsparse precompile)\n"
-              "  bench       the Python package's benchmark (python -m dbsparse.bench --help)")
+              "  bench       the Python package's benchmarks (python -m dbsparse.bench --help; bench llm --help)")
         return 0
     cmd, rest = argv[0], argv[1:]
     try:

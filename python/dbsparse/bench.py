@@ -1,6 +1,8 @@
 """`python -m dbsparse.bench`: the Python call's added cost over the C++ plan call, and dbsparse
 against torch.sparse and CuPy (cuSPARSE underneath both) on generated matrices, same process and
-GPU. Times are medians of CUDA-event timings (each a batch of calls); JSON with --json."""
+GPU. Times are medians of CUDA-event timings (each a batch of calls); JSON with --json.
+
+`python -m dbsparse.bench llm ...`: a Llama-architecture model, dense against sparse (bench_llm.py)."""
 import argparse
 import json
 import statistics
@@ -115,10 +117,15 @@ def side_by_side(torch, n, n_cols):
 
 
 def main(argv=None):
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["llm"]:
+        from . import bench_llm
+        return bench_llm.main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m dbsparse.bench", description=__doc__)
     ap.add_argument("--n", type=int, default=100_000, help="rows of the generated matrices (default 100000)")
     ap.add_argument("--n-cols", type=int, default=32, help="columns of B for SpMM (default 32)")
     ap.add_argument("--json", help="write the results here")
+    ap.epilog = "python -m dbsparse.bench llm --help: the LLM decode and prefill bench"
     a = ap.parse_args(argv)
     try:
         import torch

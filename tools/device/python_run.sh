@@ -2,7 +2,8 @@
 # Runs ON the lent GPU machine after `tar xzf .devpack/device.tgz` (prepare.sh --python packed .device/py):
 # builds dbsparse._core for the machine's Python 3.12 (torch, CuPy, SciPy) against the static library
 # built here, then runs pytest over python/tests, the examples and `python -m dbsparse.bench`.
-#   tools/device/python_run.sh [build] [tests] [examples] [bench]
+#   tools/device/python_run.sh [build] [tests] [examples] [bench] [llm]
+# LLM_ARGS: the arguments of `python -m dbsparse.bench llm` (default: its defaults, Llama-3.1-8B shapes).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/device/device_env.sh
@@ -28,6 +29,8 @@ for mode in "$@"; do
         $PY python/examples/$e.py >"$OUT/example-$e.log" 2>&1; echo "$e rc $?"; tail -4 "$OUT/example-$e.log"
       done ;;
     bench) $PY -m dbsparse.bench --json "$OUT/py-bench.json" >"$OUT/py-bench.txt" 2>&1; echo "bench rc $?"; cat "$OUT/py-bench.txt" ;;
+    llm) $PY -m dbsparse.bench llm ${LLM_ARGS:-} --json "$OUT/py-bench-llm.json" >"$OUT/py-bench-llm.txt" 2>&1
+      echo "bench llm rc $?"; cat "$OUT/py-bench-llm.txt" ;;
     *) echo "unknown mode $mode"; exit 2 ;;
   esac
   echo "== $mode $(( $(date +%s) - t0 )) s"
