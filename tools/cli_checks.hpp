@@ -8,8 +8,10 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <string>
+#include <vector>
 
 namespace dbsparse::cli {
 
@@ -41,6 +43,18 @@ inline int exit_code_after_stdout(const char* tool, int rc) {
   std::fprintf(stderr, "%s: error: could not write the output to stdout (%s)\n", tool,
                errno ? std::strerror(errno) : "a write failed");
   return rc != 0 ? rc : 1;
+}
+
+// UsageError-worthy text when `out` names one of `inputs` (the same file by any path, a link
+// included): an output must never overwrite what it is made from. Empty when it names none.
+inline std::string output_is_an_input(const std::string& option, const std::string& out,
+                                      const std::vector<std::string>& inputs) {
+  for (const auto& in : inputs) {
+    std::error_code ec;
+    if (std::filesystem::equivalent(out, in, ec))
+      return fmt::format("{} {}: the output names the input {}; choose another file", option, out, in);
+  }
+  return {};
 }
 
 }  // namespace dbsparse::cli

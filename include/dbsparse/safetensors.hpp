@@ -84,9 +84,10 @@ struct LinearLayerRef {
   TensorInfo info;
 };
 
-// Every *.safetensors file in dir (not its subdirectories; a sharded model has several), sorted by
-// layer, then q, k, v, o, gate, up, down. InputError when dir has no such file, when a linear
-// weight is not 2-D, or when two shards hold the same weight.
-std::vector<LinearLayerRef> find_linear_layers(const std::string& dir);
+// The linear weights of one .safetensors file, or of every *.safetensors file in a directory (not
+// its subdirectories; a sharded model has several), sorted by layer, then q, k, v, o, gate, up,
+// down. InputError when a directory has no such file, when a linear weight is not 2-D, or when two
+// shards hold the same weight.
+std::vector<LinearLayerRef> find_linear_layers(const std::string& path);
 
 }  // namespace dbsparse

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "support/json_limits.hpp"
+
 namespace dbsparse::config_detail {
 
 void fail(const std::string& op, const std::string& key, const std::string& what) {
@@ -28,10 +30,10 @@ void read_integer(const std::string& op, const char* key, const nlohmann::json* 
   if (!v) return;
   // 4.0 from a JSON writer that prints every number as a double is still the integer 4.
   if (!v->is_number() || (v->is_number_float() && std::floor(v->get<double>()) != v->get<double>()))
-    fail(op, key, fmt::format("must be an integer, got {}", v->dump()));
+    fail(op, key, fmt::format("must be an integer, got {}", json_brief(*v)));
   const double d = v->get<double>();
   if (d < static_cast<double>(lo) || d > static_cast<double>(hi))
-    fail(op, key, fmt::format("must be in [{}, {}], got {}", lo, hi, v->dump()));
+    fail(op, key, fmt::format("must be in [{}, {}], got {}", lo, hi, json_brief(*v)));
   out = static_cast<I>(v->get<int64_t>());
 }
 }  // namespace
@@ -46,16 +48,16 @@ void Reader::integer(const char* key, int64_t& v, int64_t lo, int64_t hi, const 
 void Reader::number(const char* key, double& v, double lo, double hi, const char*) {
   const nlohmann::json* j = find(key);
   if (!j) return;
-  if (!j->is_number()) fail(op_, key, fmt::format("must be a number, got {}", j->dump()));
+  if (!j->is_number()) fail(op_, key, fmt::format("must be a number, got {}", json_brief(*j)));
   const double d = j->get<double>();
-  if (!(d >= lo && d <= hi)) fail(op_, key, fmt::format("must be in [{}, {}], got {}", lo, hi, j->dump()));
+  if (!(d >= lo && d <= hi)) fail(op_, key, fmt::format("must be in [{}, {}], got {}", lo, hi, json_brief(*j)));
   v = d;
 }
 
 void Reader::choice(const char* key, std::string& v, std::initializer_list<const char*> allowed, const char*) {
   const nlohmann::json* j = find(key);
   if (!j) return;
-  if (!j->is_string()) fail(op_, key, fmt::format("must be a string, got {}", j->dump()));
+  if (!j->is_string()) fail(op_, key, fmt::format("must be a string, got {}", json_brief(*j)));
   const auto s = j->get<std::string>();
   if (std::none_of(allowed.begin(), allowed.end(), [&](const char* a) { return s == a; }))
     fail(op_, key, fmt::format("'{}' is not one of {}", s, fmt::join(allowed, ", ")));

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <bit>
 #include <charconv>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -54,6 +55,16 @@ CompactLayer make_compact_layer(std::string name, const CsrMatrix<float>& pruned
   if (dtype != DecodeDtype::F16 && dtype != DecodeDtype::BF16)
     throw UsageError(
         fmt::format("make_compact_layer {}: values are stored as f16 or bf16, not {}", name, to_string(dtype)));
+  if (dtype == DecodeDtype::F16) {
+    // f16 tops out at 65504: a larger kept weight would become +-inf, silently.
+    const auto big =
+        std::find_if(pruned.values.begin(), pruned.values.end(), [](float v) { return !(std::fabs(v) <= 65504.0f); });
+    if (big != pruned.values.end())
+      throw UsageError(
+          fmt::format("make_compact_layer {}: weight {} does not fit in f16 (|w| <= 65504); store bf16 "
+                      "values (--dtype bf16) instead",
+                      name, *big));
+  }
   ColumnBitmapMatrix<float> f = csr_to_column_bitmap(pruned);
   CompactLayer l;
   l.name = std::move(name);

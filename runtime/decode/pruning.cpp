@@ -20,6 +20,8 @@ void check_shape(const char* fn, std::span<const float> w, int32_t rows, int32_t
     throw UsageError(fmt::format("{}: {} weights for a {} x {} matrix", fn, w.size(), rows, cols));
   if (std::any_of(w.begin(), w.end(), [](float v) { return std::isnan(v); }))
     throw UsageError(fmt::format("{}: the weights hold a NaN, which has no magnitude to rank", fn));
+  if (std::any_of(w.begin(), w.end(), [](float v) { return std::isinf(v); }))
+    throw UsageError(fmt::format("{}: the weights hold an infinite value (a diverged or damaged checkpoint)", fn));
 }
 
 // One pass per row: rank columns by score (ties to the lower column, which makes the order total
@@ -110,8 +112,8 @@ CsrMatrix<float> prune_wanda(std::span<const float> w, int32_t rows, int32_t col
   check_shape("prune_wanda", w, rows, cols);
   if (act_norms.size() != static_cast<size_t>(cols))
     throw UsageError(fmt::format("prune_wanda: {} activation norms for {} columns", act_norms.size(), cols));
-  if (std::any_of(act_norms.begin(), act_norms.end(), [](float v) { return !(v >= 0.0f); }))
-    throw UsageError("prune_wanda: activation norms must be non-negative (a norm), and not NaN");
+  if (std::any_of(act_norms.begin(), act_norms.end(), [](float v) { return !(v >= 0.0f) || std::isinf(v); }))
+    throw UsageError("prune_wanda: activation norms must be finite and non-negative (a norm)");
   // In double the product of two floats is exact: rounding it to float could make two different
   // scores equal and hand the choice to the tie rule.
   return prune_rows("prune_wanda", w, rows, cols, sparsity, [&](float v, int32_t c) {

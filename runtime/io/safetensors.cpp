@@ -1,4 +1,6 @@
 #include "dbsparse/safetensors.hpp"
+#include "support/file_kind.hpp"
+#include "support/json_limits.hpp"
 
 #include <algorithm>
 #include <array>
@@ -120,6 +122,8 @@ struct HeaderSpan {
 
 // The file's header (the bytes after its 8-byte length) and the file's size.
 std::string read_header(const std::string& path, int64_t& size) {
+  if (auto kind = not_a_regular_file(path))
+    throw InputError(path, 0, fmt::format("a regular safetensors file, found {}", *kind));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path, 0, fmt::format("a readable safetensors file ({})", std::strerror(errno)));
   in.seekg(0, std::ios::end);
@@ -154,6 +158,8 @@ json parse_header(const HeaderSpan& h) {
           fmt::format("tensor names that appear once in the header; '{}' appears twice", parsed.get<std::string>()));
     return true;
   };
+  if (auto why = json_too_deep(h.header))
+    throw InputError(h.path, 0, fmt::format("a header at bytes 8..{} with {}", h.data_start, *why));
   json j;
   try {
     j = json::parse(h.header, unique_names);
@@ -196,7 +202,8 @@ std::vector<int64_t> parse_shape(const HeaderSpan& h, const std::string& name, c
   elements = 1;
   for (const json& d : shape) {
     const auto dim = non_negative(d);
-    if (!dim) throw bad_tensor(h, name, fmt::format("shape as an array of non-negative integers (found {})", d.dump()));
+    if (!dim)
+      throw bad_tensor(h, name, fmt::format("shape as an array of non-negative integers (found {})", json_brief(d)));
     if (__builtin_mul_overflow(elements, *dim, &elements))
       throw bad_tensor(h, name, "a shape whose size fits in 64 bits");
     out.push_back(*dim);
@@ -211,7 +218,8 @@ TensorInfo parse_tensor(const HeaderSpan& h, const std::string& name, const json
     throw bad_tensor(h, name, "an object with dtype, shape and data_offsets");
   const json& dt = v["dtype"];
   const auto dtype = dt.is_string() ? parse_dtype(dt.get<std::string>()) : std::nullopt;
-  if (!dtype) throw bad_tensor(h, name, fmt::format("dtype F16, BF16, F32, I32 or U32 (found dtype {})", dt.dump()));
+  if (!dtype)
+    throw bad_tensor(h, name, fmt::format("dtype F16, BF16, F32, I32 or U32 (found dtype {})", json_brief(dt)));
   TensorInfo t{name, *dtype, {}, 0, 0};
   int64_t elements = 1;
   t.shape = parse_shape(h, name, v["shape"], elements);
@@ -219,7 +227,8 @@ TensorInfo parse_tensor(const HeaderSpan& h, const std::string& name, const json
   std::optional<int64_t> begin, end;
   if (off.is_array() && off.size() == 2) begin = non_negative(off[0]), end = non_negative(off[1]);
   if (!begin || !end || *begin > *end)
-    throw bad_tensor(h, name, fmt::format("data_offsets [begin, end] with 0 <= begin <= end (found {})", off.dump()));
+    throw bad_tensor(h, name,
+                     fmt::format("data_offsets [begin, end] with 0 <= begin <= end (found {})", json_brief(off)));
   const int64_t buffer = h.size - h.data_start;
   if (*end > buffer)
     throw bad_tensor(h, name,
@@ -400,15 +409,20 @@ void write_safetensors(const std::string& path, const std::vector<TensorToWrite>
   out.commit();
 }
 
-std::vector<LinearLayerRef> find_linear_layers(const std::string& dir) {
+std::vector<LinearLayerRef> find_linear_layers(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec, ignored;
   std::vector<std::string> files;
-  // is_regular_file follows symlinks: a Hugging Face cache snapshot links its shards to blobs.
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    if (it->path().extension() == ".safetensors" && it->is_regular_file(ignored)) files.push_back(it->path().string());
+  if (fs::is_regular_file(path, ignored)) {
+    files.push_back(path);  // one file: its siblings are not read (a damaged one must not fail it)
+  } else {
+    // is_regular_file follows symlinks: a Hugging Face cache snapshot links its shards to blobs.
+    for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
+      if (it->path().extension() == ".safetensors" && it->is_regular_file(ignored))
+        files.push_back(it->path().string());
+  }
   if (files.empty())
-    throw InputError(dir, 0,
+    throw InputError(path, 0,
                      ec ? fmt::format("a readable directory ({})", ec.message())
                         : std::string("at least one *.safetensors file in the directory"));
   std::sort(files.begin(), files.end());

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dbsparse/io.hpp"
+#include "support/json_limits.hpp"
 #include "tools/bench/suites.hpp"
 #include "tools/dbsparse/commands.hpp"
 #include "tools/ops/registry.hpp"
@@ -52,6 +53,7 @@ namespace {
 // The parser's own words where the text is not JSON at all ('1e999' is "number overflow", not
 // "not an object").
 nlohmann::json parse_config(const std::string& text) {
+  if (auto why = json_too_deep(text)) throw UsageError(fmt::format("--config: expected {}", *why));
   nlohmann::json c;
   try {
     c = nlohmann::json::parse(text);

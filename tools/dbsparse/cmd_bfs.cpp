@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dbsparse/io.hpp"
+#include "support/json_limits.hpp"
 #include "tools/bench/bench_bfs.hpp"
 #include "tools/dbsparse/commands.hpp"
 #include "support/atomic_file.hpp"
@@ -58,6 +59,7 @@ Runner add_bfs(CLI::App& sub_ref) {
     opt.levels_table = a->levels;
     opt.symmetrise = !a->directed;
     if (!a->config.empty()) {
+      if (auto why = json_too_deep(a->config)) throw UsageError(fmt::format("--config: expected {}", *why));
       nlohmann::json c = nlohmann::json::parse(a->config, nullptr, false);
       if (!c.is_object())
         throw UsageError(fmt::format("--config '{}': expected a JSON object such as '{{\"alpha\":8}}'", a->config));

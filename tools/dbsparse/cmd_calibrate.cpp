@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "dbsparse/calibration.hpp"
 #include "dbsparse/error.hpp"
 #include "dbsparse/safetensors.hpp"
+#include "tools/cli_checks.hpp"
 #include "tools/dbsparse/commands.hpp"
 
 namespace dbsparse::cli {
@@ -69,6 +71,7 @@ Runner add_calibrate(CLI::App& sub) {
         throw UsageError(fmt::format("calibrate: --density {} given twice", d));
     }
 
+    if (auto why = output_is_an_input("calibrate: -o", a->out, a->inputs); !why.empty()) throw UsageError(why);
     // Every header first, so that a bad name, rank or size stops the run before any data is read.
     std::vector<SafetensorsFile> files;
     for (const auto& path : a->inputs) files.push_back(SafetensorsFile::open(path));
@@ -132,7 +135,13 @@ Runner add_calibrate(CLI::App& sub) {
                                      "name hold none)",
                                      w, parts[0].info.name));
       std::vector<float> tau = cal.thresholds(a->densities);
-      out.push_back({w + ".input_norm", DType::F32, {cal.in_features()}, cal.input_norms(), {}});
+      const std::vector<float> norms = cal.input_norms();
+      if (std::any_of(norms.begin(), norms.end(), [](float v) { return !std::isfinite(v); }))
+        throw InputError(files[parts[0].file].path(), 0,
+                         fmt::format("activations for {} whose input norms fit in float (a sum of squares "
+                                     "overflowed: values near float's largest)",
+                                     w));
+      out.push_back({w + ".input_norm", DType::F32, {cal.in_features()}, norms, {}});
       out.push_back({w + ".act_threshold", DType::F32, {static_cast<int64_t>(tau.size())}, tau, {}});
       fmt::print(stderr, "  [{}/{}] {}: {} tokens x {}, tau {} ({:.2f} s)\n", ++done, weights.size(), w, cal.tokens(),
                  cal.in_features(), fmt::join(tau, ","),

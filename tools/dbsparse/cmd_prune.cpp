@@ -48,17 +48,14 @@ Runner add_prune(CLI::App& sub) {
     if (a->method == "wanda" && a->norms.empty())
       throw UsageError("prune: --method wanda needs --norms FILE (per weight W, a tensor W.input_norm)");
     if (a->method != "wanda" && !a->norms.empty()) throw UsageError("prune: --norms applies to --method wanda only");
-    const bool one_file = fs::is_regular_file(a->model);
-    const std::string dir = one_file ? fs::path(a->model).parent_path().string() : a->model;
-    std::vector<LinearLayerRef> refs = find_linear_layers(dir.empty() ? "." : dir);
-    if (one_file) {
-      const auto same = [&](const LinearLayerRef& r) {
-        std::error_code ec;
-        return fs::equivalent(r.file, a->model, ec);
-      };
-      refs.erase(std::remove_if(refs.begin(), refs.end(), [&](const LinearLayerRef& r) { return !same(r); }),
-                 refs.end());
+    {
+      std::vector<std::string> inputs{a->model};
+      if (!a->norms.empty()) inputs.push_back(a->norms);
+      if (std::filesystem::is_directory(a->model))
+        for (const auto& e : std::filesystem::directory_iterator(a->model)) inputs.push_back(e.path().string());
+      if (auto why = output_is_an_input("prune: -o", a->out, inputs); !why.empty()) throw UsageError(why);
     }
+    std::vector<LinearLayerRef> refs = find_linear_layers(a->model);  // a file, or a directory's shards
     if (!a->layers.empty())
       refs.erase(std::remove_if(refs.begin(), refs.end(),
                                 [&](const LinearLayerRef& r) {

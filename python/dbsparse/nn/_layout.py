@@ -36,6 +36,8 @@ def prune_mask(w, sparsity, method="magnitude", norms=None):
     rows, cols = w.shape
     if torch.isnan(w).any():
         raise UsageError("weight: holds a NaN, which has no magnitude to rank")
+    if torch.isinf(w).any():
+        raise UsageError("weight: holds an infinite value (a diverged or damaged checkpoint)")
     score = w.detach().abs().float()
     if method == "wanda":
         if norms is None:
@@ -43,6 +45,8 @@ def prune_mask(w, sparsity, method="magnitude", norms=None):
         n = torch.as_tensor(norms, dtype=torch.float32, device=w.device).reshape(-1)
         if n.numel() != cols:
             raise UsageError(f"norms has {n.numel()} entries, the weight {cols} columns")
+        if not (torch.isfinite(n).all() and (n >= 0).all()):
+            raise UsageError("norms: must be finite and non-negative (an input norm per column)")
         score = score * n[None, :]
     keep = keep_count(cols, sparsity)
     mask = torch.zeros(rows, cols, dtype=torch.bool, device=w.device)

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -109,4 +111,69 @@ TEST_CASE("PruneWritesEveryLinearLayerPrunedAndRounded") {
               "model.layers.0.mlp.down_proj.weight.input_norm");
   check_error(fmt::format("prune '{}' -o '{}'", (d / "none").string(), out), "none");
   fs::remove_all(d);
+}
+
+TEST_CASE("PruneAndCalibrateRefuseHostileFilesAndValues") {
+  REQUIRE_MESSAGE(!dbs_test::sibling_binary("dbsparse").empty(), "dbsparse binary not found beside the test binary");
+  const fs::path d = dbs_test::temp_dir("prune-hostile");
+  const std::string name = "model.layers.0.mlp.up_proj.weight";
+  std::vector<float> w = synthetic_weights(32, 16, 7);
+  const std::string good = (d / "good.safetensors").string();
+  write_safetensors(good, {{name, DType::F32, {32, 16}, w}});
+  const auto expect_error = [](const std::string& args, std::vector<std::string> parts) {
+    auto [code, text] = run(args);
+    CAPTURE(args);
+    CAPTURE(text);
+    CHECK(code != 0);
+    for (const auto& p : parts) CHECK(text.find(p) != std::string::npos);
+  };
+  {  // a damaged sibling does not fail a prune of one good file
+    std::ofstream(d / "damaged.safetensors") << "not a safetensors file";
+    auto [code, text] = run(fmt::format("prune '{}' -o '{}'", good, (d / "out.safetensors").string()));
+    CAPTURE(text);
+    CHECK(code == 0);
+  }
+  // A header nesting 100,000 arrays: refused by its depth, without a crash.
+  const std::string header =
+      "{\"w\":{\"dtype\":\"F16\",\"shape\":" + std::string(100000, '[') + std::string(100000, ']') + "}}";
+  fs::create_directories(d / "deep");
+  {
+    std::ofstream out(d / "deep" / "x.safetensors", std::ios::binary);
+    const uint64_t n = header.size();
+    out.write(reinterpret_cast<const char*>(&n), 8);
+    out << header;
+  }
+  expect_error(
+      fmt::format("prune '{}' -o '{}'", (d / "deep" / "x.safetensors").string(), (d / "o2.safetensors").string()),
+      {"x.safetensors", "nested at most 64 levels"});
+  // The output naming the input: refused, the input untouched.
+  const auto before = fs::file_size(good);
+  expect_error(fmt::format("prune '{}' -o '{}'", good, good), {"-o", "names the input"});
+  CHECK(fs::file_size(good) == before);
+  // An infinite weight, and one past f16's range, are refused by name.
+  std::vector<float> bad = w;
+  bad[5] = std::numeric_limits<float>::infinity();
+  fs::create_directories(d / "inf");
+  write_safetensors((d / "inf" / "m.safetensors").string(), {{name, DType::F32, {32, 16}, bad}});
+  expect_error(
+      fmt::format("prune '{}' -o '{}'", (d / "inf" / "m.safetensors").string(), (d / "o3.safetensors").string()),
+      {"infinite"});
+  bad[5] = 1e6f;
+  fs::create_directories(d / "big");
+  write_safetensors((d / "big" / "m.safetensors").string(), {{name, DType::F32, {32, 16}, bad}});
+  expect_error(
+      fmt::format("prune '{}' -o '{}'", (d / "big" / "m.safetensors").string(), (d / "o4.safetensors").string()),
+      {"f16", "bf16"});
+  // A FIFO as --norms: refused by what it is, not waited on.
+  const std::string fifo = (d / "norms.fifo").string();
+  REQUIRE(dbs_test::run_shell(fmt::format("mkfifo '{}'", fifo)).first == 0);
+  expect_error(
+      fmt::format("prune '{}' -o '{}' --method wanda --norms '{}'", good, (d / "o5.safetensors").string(), fifo),
+      {"norms.fifo", "FIFO"});
+  // calibrate: its output naming an input, and activations whose norms overflow.
+  const std::string acts = (d / "acts.safetensors").string();
+  write_safetensors(acts, {{name + ".input", DType::F32, {2, 16}, std::vector<float>(32, 3e38f)}});
+  expect_error(fmt::format("calibrate '{}' -o '{}'", acts, acts), {"-o", "names the input"});
+  expect_error(fmt::format("calibrate '{}' -o '{}'", acts, (d / "cal.safetensors").string()), {"overflow"});
+  CHECK(!fs::exists(d / "cal.safetensors"));
 }
