@@ -5,6 +5,7 @@
 // measured again, so a rerun or a run after Ctrl-C resumes. Without a GPU it does the parts that
 // need none (matrices, features, kernels for --arch) and says so.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <atomic>
@@ -223,7 +224,7 @@ int run(const Args& a) {
   size_t pairs = 0, pairs_done = 0;  // (matrix, op) units
   for (const auto& u : units)
     for (const auto& op : u.ops) weight += tools::find_op(op).budget_units, ++pairs;
-  size_t skipped = 0;
+  std::vector<std::string> skipped;
   const double tuning_t0 = now_s();
   for (size_t i = 0; i < units.size() && !g_stop; ++i) {
     try {
@@ -267,31 +268,38 @@ int run(const Args& a) {
       }
     } catch (const InputError& e) {
       fmt::print(stderr, "\n  skipped: {}\n", e.what());
-      ++skipped;
+      skipped.push_back(units[i].spec);
     } catch (const std::bad_alloc&) {
       // A matrix larger than this host can hold: named, skipped, the run goes on.
       fmt::print(stderr, "\n  skipped: {}: out of host memory (larger than this machine can hold)\n", units[i].spec);
-      ++skipped;
+      skipped.push_back(units[i].spec);
     }
   }
   fmt::print(stderr, "\n");
   kernels.finish();
   if (g_stop) fmt::print("interrupted: every finished trial is in the DB; run dbtune again to resume\n");
   // Nothing to tune is a failure, not a quiet success.
-  if (!units.empty() && skipped == units.size()) {
-    fmt::print(stderr, "dbtune: error: every matrix was skipped ({}); nothing was tuned\n", skipped);
+  if (!units.empty() && skipped.size() == units.size()) {
+    fmt::print(stderr, "dbtune: error: every matrix was skipped ({}); nothing was tuned\n", skipped.size());
     return 1;
   }
+  // Matrices the user named and did not get tuned make the run a partial failure (exit 2) after
+  // the rest is stored; a suite's file that cannot be read is reported and the run goes on.
+  const bool named = !a.matrices.empty();
+  if (!skipped.empty())
+    fmt::print(stderr, "dbtune: {}: {} of {} matrices skipped: {}\n", named ? "error" : "warning", skipped.size(),
+               units.size(), fmt::join(skipped, ", "));
+  const int partial = named && !skipped.empty() ? 2 : 0;
   auto c = db->counts();
   fmt::print("DB now holds {} devices, {} matrices, {} trials, {} configs ({:.0f} s)\n", c.devices, c.matrices,
              c.trials, c.configs, now_s() - t0);
   if (!ctx) {
     fmt::print("No GPU: nothing was timed. Run dbtune on the GPU machine to tune.\n");
-    return 0;
+    return partial;
   }
   for (const auto& op : a.ops) tools::print_table(op, rows[op]);
   if (a.evaluate && !g_stop) tools::evaluate(*ctx, *db, suite_of, a.ops, stop);
-  return g_stop ? 130 : 0;
+  return g_stop ? 130 : partial;
 }
 
 }  // namespace
