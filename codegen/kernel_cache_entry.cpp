@@ -12,6 +12,7 @@
 
 #include "codegen/kernel_cache.hpp"
 #include "dbsparse/error.hpp"
+#include "support/json_limits.hpp"
 
 namespace dbsparse::codegen {
 namespace {
@@ -59,6 +60,7 @@ std::optional<CompiledKernel> decode_cache_entry(std::span<const char> buf, cons
   if (meta_len > size - kHeaderBytes || cubin_len != size - kHeaderBytes - meta_len) return bad("truncated or padded");
   const auto* body = reinterpret_cast<const Bytef*>(buf.data() + kHeaderBytes);
   if (crc32_z(0L, body, static_cast<z_size_t>(size - kHeaderBytes)) != crc) return bad("checksum mismatch");
+  if (json_too_deep(std::string_view(buf.data() + kHeaderBytes, meta_len))) return bad("unreadable metadata");
   nlohmann::json meta;
   try {
     meta = nlohmann::json::parse(buf.begin() + kHeaderBytes, buf.begin() + kHeaderBytes + meta_len);

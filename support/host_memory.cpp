@@ -1,7 +1,9 @@
 #include "support/host_memory.hpp"
 
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
 
@@ -26,7 +28,13 @@ double host_memory_bytes() {
   // 80% of the physical memory: the rest is the system's and the other processes'. At 100% a
   // 2e9 x 2e9 header (24.0 GB of pointers on a 24.7 GB host) passed and paged for minutes.
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? 0.8 * static_cast<double>(pages) * static_cast<double>(page) : 1e18;
+  double limit = pages > 0 && page > 0 ? 0.8 * static_cast<double>(pages) * static_cast<double>(page) : 1e18;
+  // A process address-space limit (ulimit -v, a batch system's) below that is the real one: past it
+  // an allocation fails after the work that led to it.
+  rlimit as{};
+  if (getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+    limit = std::min(limit, 0.8 * static_cast<double>(as.rlim_cur));
+  return limit;
 }
 
 void require_host_bytes(double bytes, const std::string& what) {

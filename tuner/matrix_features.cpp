@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "dbsparse/error.hpp"
+#include "support/json_limits.hpp"
 
 namespace dbsparse {
 namespace {
@@ -131,7 +132,7 @@ namespace {
 // version may hold anything, and nlohmann's get<int64_t> of 1e300 is undefined behaviour (found by
 // tests/fuzz/fuzz_tuning_db_rows): each field is checked for its kind and range first.
 [[noreturn]] void bad_feature(const std::string& key, const nlohmann::json& v, const char* want) {
-  throw InputError("matrix features JSON", 0, fmt::format("'{}' {}, got {}", key, want, v.dump()));
+  throw InputError("matrix features JSON", 0, fmt::format("'{}' {}, got {}", key, want, json_brief(v)));
 }
 int64_t count_value(const nlohmann::json& v, const std::string& key) {
   if (v.is_number_unsigned()) {

@@ -429,11 +429,19 @@ static void bernoulli_run(std::mt19937_64& rng, int64_t lo, int64_t hi, double p
 // communities, independently. Symmetric, no self loops; scramble relabels the vertices as rmat's.
 CsrMatrix<double> community(int32_t n, int32_t k, double p_in, double p_out, uint64_t seed, bool scramble,
                             const std::string& spec) {
+  // The expected edge count and memory, before any work: a spec of 2e9 vertices took 100 s to run
+  // into the limit it could have been refused by.
+  const int64_t q = n / k, extra = n % k;
+  const double within =
+      double(k - extra) * double(q) * double(q - 1) / 2 + double(extra) * double(q + 1) * double(q) / 2;
+  const double edges = within * p_in + (double(n) * double(n - 1) / 2 - within) * p_out;
+  if (2 * edges > double(kMaxNnz))
+    throw InputError(spec, 0, fmt::format("at most 2^31-1 nonzeros, but about {:.3g} are expected", 2 * edges));
+  require_host_bytes(8.0 * edges + 4.0 * (double(n) + 1) * (scramble ? 8 : 7) + 2 * 12.0 * edges, spec);
   std::mt19937_64 rng(seed);
   const double log_in = p_in < 1 ? det_log(1 - p_in) : 0.0;
   const double log_out = p_out < 1 ? det_log(1 - p_out) : 0.0;
   std::vector<int32_t> src, dst;
-  const int64_t q = n / k, extra = n % k;
   int64_t end = 0;  // one past the last vertex of the current vertex's community
   int64_t c = -1;
   for (int64_t i = 0; i < n; ++i) {

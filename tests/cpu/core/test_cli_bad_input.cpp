@@ -99,3 +99,17 @@ TEST_CASE("DbtuneFailsWhenANamedMatrixIsSkipped") {
   CHECK(out.find("1 of 2 matrices skipped") != std::string::npos);
   CHECK(out.find("missing.mtx") != std::string::npos);
 }
+
+TEST_CASE("CommunityGeneratorIsSizedBeforeItRuns") {
+  // Under an address-space limit (ulimit -v) as under DBSPARSE_HOST_MEMORY: refused by name at once.
+  const auto [rc, out] = dbs_test::run_shell("ulimit -v 4000000; " + bin("dbsparse") +
+                                             " convert community:n=200000000,k=100,p_in=1e-8,p_out=0");
+  CAPTURE(out);
+  CHECK(rc != 0);
+  CHECK(out.find("community:n=200000000") != std::string::npos);
+  CHECK(out.find("host memory") != std::string::npos);
+  const auto [rc2, out2] = dbs_test::run_tool("dbsparse", "convert community:n=2000000000,k=100");
+  CAPTURE(out2);
+  CHECK(rc2 != 0);
+  CHECK(out2.find("2^31-1 nonzeros") != std::string::npos);
+}
