@@ -247,6 +247,9 @@ Header parse_banner(const std::string& path, LineReader& in) {
       "<general|symmetric|skew-symmetric>'";
   std::string_view line;
   if (!in.next(line)) throw InputError(path, 1, banner);
+  // A UTF-8 byte order mark (some editors write one) is not part of the banner.
+  if (line.starts_with("\xEF\xBB\xBF")) line.remove_prefix(3);
+  if (is_blank(line)) throw InputError(path, 1, banner + " on the first line, found an empty line before it");
   std::string_view rest = line;
   if (lower(next_token(rest)) != "%%matrixmarket") throw InputError(path, 1, banner);
   std::string object = lower(next_token(rest)), format = lower(next_token(rest));
@@ -385,6 +388,7 @@ CsrMatrix<double> read_matrix_market(const std::string& path) {
   // A symmetric file stores one triangle. Entries on both sides are read, but an entry and its
   // mirror both given would be summed without a word: checked once both sides are seen.
   bool below = false, above = false;
+  int64_t above_count = 0;
   std::vector<uint64_t> offdiag;  // (min, max, side) of each off-diagonal entry
   std::string_view line;
   // A gzip bomb can declare and hold 2^31 - 1 real entries: when the host runs out, say which file.
@@ -397,6 +401,7 @@ CsrMatrix<double> read_matrix_market(const std::string& path) {
       const Entry e = parse_entry(path, ln, line, h, size);
       if (h.symmetry != Symmetry::general && e.row != e.col) {
         (e.row > e.col ? below : above) = true;
+        above_count += e.row < e.col;
         const uint64_t lo = static_cast<uint64_t>(std::min(e.row, e.col)),
                        hi = static_cast<uint64_t>(std::max(e.row, e.col));
         offdiag.push_back(lo << 33 | hi << 1 | (e.row > e.col ? 1u : 0u));
@@ -434,6 +439,14 @@ CsrMatrix<double> read_matrix_market(const std::string& path) {
       }
   }
   offdiag = {};
+  // The format stores the lower triangle; an upper one is read the same way (mirrored), as other
+  // readers do, but said.
+  if (above_count > 0)
+    std::fprintf(stderr,
+                 "dbsparse: warning: %s: %lld entries above the diagonal in a %s file (the format stores the lower "
+                 "triangle); each is mirrored below it\n",
+                 path.c_str(), static_cast<long long>(above_count),
+                 h.symmetry == Symmetry::skew ? "skew-symmetric" : "symmetric");
   if (static_cast<int64_t>(coo.row.size()) > kInt32Max)
     throw InputError(path, size_line, fmt::format("at most {} entries after symmetric expansion", kInt32Max));
   try {

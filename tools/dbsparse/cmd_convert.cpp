@@ -307,6 +307,12 @@ Runner add_convert(CLI::App& sub_ref) {
     if (a->bfs && a->format != "db")
       throw UsageError("convert: --bfs and --format " + a->format + " are two different reports; give one");
     if (a->format != "db") validate(a->brp);  // before loading: a bad --f / --g is reported at once
+    // Legal (COO is tested first, so every block below th0 is COO), but rarely what was meant.
+    if (a->th.th0 > a->th.th1 + 1)
+      fmt::print(stderr,
+                 "dbsparse: warning: --th0 {} is above --th1 {}: every block of fewer than {} nonzeros is COO, so "
+                 "no block between {} and {} is Dense\n",
+                 a->th.th0, a->th.th1, a->th.th0, a->th.th1 + 1, a->th.th0 - 1);
     NamedMatrix m = load_matrix(a->matrix);
     if (a->bfs) return run_convert_bfs(*a, m);
     if (a->format == "condensed") return run_convert_condensed(*a, m);
