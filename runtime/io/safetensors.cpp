@@ -320,8 +320,9 @@ std::string SafetensorsFile::read_bytes(const TensorInfo& t) const {
 std::vector<float> SafetensorsFile::read_f32(const std::string& name) const {
   const TensorInfo& t = info(name);
   if (t.dtype == DType::I32 || t.dtype == DType::U32)
-    throw UsageError(
-        fmt::format("read_f32: tensor '{}' in {} is {}, not a float; use read_raw32", name, path_, to_string(t.dtype)));
+    throw InputError(
+        path_, 0,
+        fmt::format("tensor '{}' of floating-point values (F32, F16 or BF16), found {}", name, to_string(t.dtype)));
   const std::string raw = read_bytes(t);
   std::vector<float> out(static_cast<size_t>(t.elements()));
   if (t.dtype == DType::F32) {
@@ -338,8 +339,8 @@ std::vector<float> SafetensorsFile::read_f32(const std::string& name) const {
 std::vector<uint16_t> SafetensorsFile::read_raw16(const std::string& name) const {
   const TensorInfo& t = info(name);
   if (dtype_bytes(t.dtype) != 2)
-    throw UsageError(fmt::format("read_raw16: tensor '{}' in {} is {}; use read_f32 or read_raw32", name, path_,
-                                 to_string(t.dtype)));
+    throw InputError(path_, 0,
+                     fmt::format("tensor '{}' of 16-bit values (F16 or BF16), found {}", name, to_string(t.dtype)));
   const std::string raw = read_bytes(t);
   std::vector<uint16_t> out(static_cast<size_t>(t.elements()));
   std::copy(raw.begin(), raw.end(), reinterpret_cast<char*>(out.data()));
@@ -349,8 +350,8 @@ std::vector<uint16_t> SafetensorsFile::read_raw16(const std::string& name) const
 std::vector<uint32_t> SafetensorsFile::read_raw32(const std::string& name) const {
   const TensorInfo& t = info(name);
   if (dtype_bytes(t.dtype) != 4)
-    throw UsageError(
-        fmt::format("read_raw32: tensor '{}' in {} is {}; use read_raw16", name, path_, to_string(t.dtype)));
+    throw InputError(path_, 0,
+                     fmt::format("tensor '{}' of 32-bit values (F32, I32 or U32), found {}", name, to_string(t.dtype)));
   const std::string raw = read_bytes(t);
   std::vector<uint32_t> out(static_cast<size_t>(t.elements()));
   std::copy(raw.begin(), raw.end(), reinterpret_cast<char*>(out.data()));

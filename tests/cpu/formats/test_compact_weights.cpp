@@ -69,8 +69,8 @@ TEST_CASE("SafetensorsKeepsI32AndU32TensorsBitForBit") {
   CHECK(f.read_raw32("u") == u);
   const auto ib = f.read_raw32("i");
   CHECK(std::vector<int32_t>(ib.begin(), ib.end()) == i);
-  CHECK_THROWS_AS((void)f.read_f32("u"), UsageError);    // integers are not weights
-  CHECK_THROWS_AS((void)f.read_raw16("i"), UsageError);  // nor 16-bit words
+  CHECK_THROWS_AS((void)f.read_f32("u"), InputError);    // integers are not weights
+  CHECK_THROWS_AS((void)f.read_raw16("i"), InputError);  // nor 16-bit words
   // Raw bytes must match the shape, and an integer tensor cannot come from floats.
   CHECK_THROWS_AS(write_safetensors(path, {{"u", DType::U32, {3}, {}, bytes_of(u)}}), UsageError);
   CHECK_THROWS_AS(write_safetensors(path, {{"u", DType::U32, {1}, {1.0f}}}), UsageError);
