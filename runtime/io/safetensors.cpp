@@ -424,7 +424,7 @@ std::vector<LinearLayerRef> find_linear_layers(const std::string& path) {
   }
   if (files.empty())
     throw InputError(path, 0,
-                     ec ? fmt::format("a readable directory ({})", ec.message())
+                     ec ? fmt::format("a checkpoint directory or .safetensors file ({})", ec.message())
                         : std::string("at least one *.safetensors file in the directory"));
   std::sort(files.begin(), files.end());
   std::vector<std::pair<size_t, LinearLayerRef>> found;  // (kind index, ref)

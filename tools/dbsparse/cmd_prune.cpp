@@ -56,6 +56,14 @@ Runner add_prune(CLI::App& sub) {
       if (auto why = output_is_an_input("prune: -o", a->out, inputs); !why.empty()) throw UsageError(why);
     }
     std::vector<LinearLayerRef> refs = find_linear_layers(a->model);  // a file, or a directory's shards
+    if (!a->layers.empty() && !refs.empty()) {
+      int lo = refs.front().layer, hi = refs.front().layer;
+      for (const auto& r : refs) lo = std::min(lo, r.layer), hi = std::max(hi, r.layer);
+      for (int l : a->layers)
+        if (std::none_of(refs.begin(), refs.end(), [&](const LinearLayerRef& r) { return r.layer == l; }))
+          throw UsageError(
+              fmt::format("prune: --layers {}: {} has transformer blocks {}..{} only", l, a->model, lo, hi));
+    }
     if (!a->layers.empty())
       refs.erase(std::remove_if(refs.begin(), refs.end(),
                                 [&](const LinearLayerRef& r) {
