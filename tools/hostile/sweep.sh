@@ -471,7 +471,7 @@ ln -s "$D/good.db" "$D/link_to_good.db"
 untouched() { echo "; rc=\$?; cmp -s \$T/db/$1.dir/$1.db \$T/db/$1.orig || echo 'HOSTILE-CHECK-FAILED: $1.db was modified' >&2; [[ \$(ls \$T/db/$1.dir | wc -l) == 1 ]] || echo \"HOSTILE-CHECK-FAILED: side files left: \$(ls \$T/db/$1.dir)\" >&2; exit \$rc"; }
 [[ -e /dev/null-journal ]] && DEVNULL_J=1 || DEVNULL_J=0
 d() { case_ $F "$1" "$2" "$3" "$4"; }
-d valid_info report:'schema v1' - 'DBSPARSE_DB=$T/db/good.db $DBS info'
+d valid_info report:'schema v[0-9]' - 'DBSPARSE_DB=$T/db/good.db $DBS info'
 d valid_dbtune_rerun pass - "DBSPARSE_DB=\$T/db/good.db $TUNE"
 d garbage_info report:'unusable|not a usable' - 'DBSPARSE_DB=$T/db/garbage.db $DBS info'
 d garbage_dbtune fail 'garbage.db' "DBSPARSE_DB=\$T/db/garbage.db $TUNE; rc=\$?; cmp -s \$T/db/garbage.db \$T/db/garbage.orig || echo 'HOSTILE-CHECK-FAILED: dbtune modified the garbage DB' >&2; exit \$rc"
@@ -493,7 +493,7 @@ d bad_feature_rows_dbtune either 'badrows.db|features' "DBSPARSE_DB=\$T/db/badro
 d garbage_wal_file either 'wal_garbage.db' 'DBSPARSE_DB=$T/db/wal_garbage.db $DBS info'
 for n in other other_uv1 other_appid other_wal; do
   d foreign_${n#other_}_dbtune fail "$n.db.*(another program|without dbsparse)" "DBSPARSE_DB=\$T/db/$n.dir/$n.db $TUNE$(untouched $n)"
-  d foreign_${n#other_}_info report:"$n.db.*(another program|without dbsparse)" "DBSPARSE_DB=\$T/db/$n.dir/$n.db \$DBS info$(untouched $n)"
+  d foreign_${n#other_}_info report:"$n.db.*(another program|without dbsparse)" - "DBSPARSE_DB=\$T/db/$n.dir/$n.db \$DBS info$(untouched $n)"
 done
 d fifo_as_db_dbtune fail 'fifo.db.*FIFO' "DBSPARSE_DB=\$T/db/fifo.db $TUNE; rc=\$?; [[ -p \$T/db/fifo.db ]] || echo 'HOSTILE-CHECK-FAILED: the FIFO was replaced' >&2; exit \$rc"
 d fifo_as_db_info report:'fifo.db.*FIFO' - 'DBSPARSE_DB=$T/db/fifo.db $DBS info'
@@ -505,14 +505,14 @@ d symlink_loop_info report:'loop_a.db.*loop' - 'DBSPARSE_DB=$T/db/loop_a.db $DBS
 d symlink_to_our_db pass - "DBSPARSE_DB=\$T/db/link_to_good.db $TUNE; rc=\$?; [[ -L \$T/db/link_to_good.db ]] || echo 'HOSTILE-CHECK-FAILED: the symlink was replaced' >&2; exit \$rc"
 d legacy_db_adopted pass - "DBSPARSE_DB=\$T/db/legacy.db $TUNE; rc=\$?; [[ \$(sqlite3 \$T/db/legacy.db 'PRAGMA application_id') == 1684165456 ]] || echo 'HOSTILE-CHECK-FAILED: the earlier DB was not marked' >&2; exit \$rc"
 if [[ -n $AS_NOBODY ]]; then
-  d readonly_dir_info_as_nobody report:'schema v1' - 'DBSPARSE_DB=$T/db/rodir/tuning.db $AS_NOBODY $DBS info'
+  d readonly_dir_info_as_nobody report:'schema v[0-9]' - 'DBSPARSE_DB=$T/db/rodir/tuning.db $AS_NOBODY $DBS info'
   d readonly_dir_explain_as_nobody pass - 'DBSPARSE_DB=$T/db/rodir/tuning.db $AS_NOBODY $DBS explain stencil2d:n=10'
   d readonly_dir_dbtune_as_nobody fail 'rodir/tuning.db' "DBSPARSE_DB=\$T/db/rodir/tuning.db DBSPARSE_CACHE_DIR=off \$AS_NOBODY $TUNE"
 else
-  d readonly_dir_info report:'schema v1' - 'DBSPARSE_DB=$T/db/rodir/tuning.db $DBS info'
+  d readonly_dir_info report:'schema v[0-9]' - 'DBSPARSE_DB=$T/db/rodir/tuning.db $DBS info'
 fi
 if [[ $IMM == 1 ]]; then
-  d immutable_file_info_root report:'schema v1' - 'DBSPARSE_DB=$T/db/roimm.db $DBS info'
+  d immutable_file_info_root report:'schema v[0-9]' - 'DBSPARSE_DB=$T/db/roimm.db $DBS info'
   d immutable_file_dbtune_root fail 'roimm.db' "DBSPARSE_DB=\$T/db/roimm.db $TUNE"
 fi
 d unwritable_dir_proc fail '/proc/dbsparse' "DBSPARSE_DB=/proc/dbsparse/tuning.db $TUNE"
@@ -524,9 +524,9 @@ d empty_env_default_path pass - "DBSPARSE_DB= $TUNE && test -f \$XDG_DATA_HOME/d
 d two_dbtune_at_once report:'2 matrices' - 'X=$T/db/two.db; $DBT --quick --no-shared --ops spmv --db $X --matrices rmat:scale=14 & p=$!; $DBT --quick --no-shared --ops spmv --db $X --matrices uniform:n=20000,d=8; r2=$?; wait $p; r1=$?; echo "rc $r1 $r2" >&2; [[ $r1 == 0 && $r2 == 0 ]] || exit 1; DBSPARSE_DB=$X $DBS info'
 d two_dbtune_same_matrix report:'1 matrices' - 'X=$T/db/two_same.db; $DBT --quick --no-shared --ops spmv --db $X --matrices rmat:scale=14 & p=$!; $DBT --quick --no-shared --ops spmv --db $X --matrices rmat:scale=14; r2=$?; wait $p; r1=$?; [[ $r1 == 0 && $r2 == 0 ]] || exit 1; DBSPARSE_DB=$X $DBS info'
 # SIGKILL mid-run (many matrices so it is busy): the DB must still open, info must show it.
-d sigkill_mid_run report:'schema v1' - 'X=$T/db/killed.db; $DBT --quick --no-shared --ops spmv --db $X --matrices rmat:scale=20,seed=1 rmat:scale=20,seed=2 rmat:scale=20,seed=3 rmat:scale=20,seed=4 rmat:scale=20,seed=5 rmat:scale=20,seed=6 rmat:scale=20,seed=7 rmat:scale=20,seed=8 >$T/db/killed.log 2>&1 & p=$!; sleep 2.5; kill -9 $p && echo "SIGKILL delivered mid-run" >&2 || echo "dbtune finished before the SIGKILL" >&2; wait $p 2>/dev/null; sqlite3 $X "PRAGMA integrity_check" | grep -qx ok || echo "HOSTILE-CHECK-FAILED: integrity_check after SIGKILL" >&2; DBSPARSE_DB=$X $DBS info'
+d sigkill_mid_run report:'schema v[0-9]' - 'X=$T/db/killed.db; $DBT --quick --no-shared --ops spmv --db $X --matrices rmat:scale=20,seed=1 rmat:scale=20,seed=2 rmat:scale=20,seed=3 rmat:scale=20,seed=4 rmat:scale=20,seed=5 rmat:scale=20,seed=6 rmat:scale=20,seed=7 rmat:scale=20,seed=8 >$T/db/killed.log 2>&1 & p=$!; sleep 2.5; kill -9 $p && echo "SIGKILL delivered mid-run" >&2 || echo "dbtune finished before the SIGKILL" >&2; wait $p 2>/dev/null; sqlite3 $X "PRAGMA integrity_check" | grep -qx ok || echo "HOSTILE-CHECK-FAILED: integrity_check after SIGKILL" >&2; DBSPARSE_DB=$X $DBS info'
 d sigkill_then_rerun pass - "X=\$T/db/killed.db; \$DBT --quick --no-shared --ops spmv --db \$X --matrices stencil2d:n=20"
-d sigkill_existing_db report:'schema v1' - 'X=$T/db/sigkill.db; $DBT --quick --no-shared --ops spmv --db $X --matrices rmat:scale=20,seed=11 rmat:scale=20,seed=12 rmat:scale=20,seed=13 rmat:scale=20,seed=14 rmat:scale=20,seed=15 rmat:scale=20,seed=16 >$T/db/killed2.log 2>&1 & p=$!; sleep 1.7; kill -9 $p && echo "SIGKILL delivered mid-run" >&2 || echo "dbtune finished before the SIGKILL" >&2; wait $p 2>/dev/null; DBSPARSE_DB=$X $DBS info'
+d sigkill_existing_db report:'schema v[0-9]' - 'X=$T/db/sigkill.db; $DBT --quick --no-shared --ops spmv --db $X --matrices rmat:scale=20,seed=11 rmat:scale=20,seed=12 rmat:scale=20,seed=13 rmat:scale=20,seed=14 rmat:scale=20,seed=15 rmat:scale=20,seed=16 >$T/db/killed2.log 2>&1 & p=$!; sleep 1.7; kill -9 $p && echo "SIGKILL delivered mid-run" >&2 || echo "dbtune finished before the SIGKILL" >&2; wait $p 2>/dev/null; DBSPARSE_DB=$X $DBS info'
 
 ############################################################################ 6. kernel cache
 F=cache
