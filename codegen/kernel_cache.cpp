@@ -205,7 +205,7 @@ std::shared_ptr<const CompiledKernel> KernelCache::load_or_compile(const KernelS
   // the compile below reports why NVRTC is missing.
   std::string user_key;
   std::string why;
-  if (persistent_ && nvrtc_available(&why)) user_key = full_key(ks, arch);
+  if (persistent_ && dir_usable() && nvrtc_available(&why)) user_key = full_key(ks, arch);
   fs::path path;
   if (!user_key.empty()) {
     path = user_entry_path(ks, user_key);
@@ -219,6 +219,42 @@ std::shared_ptr<const CompiledKernel> KernelCache::load_or_compile(const KernelS
   if (!user_key.empty()) write_entry(path, user_key, *k);
   origin = CacheOrigin::Compiled;
   return remember(key, std::move(k), &CacheStats::compiles);
+}
+
+namespace {
+const char* describe(fs::file_type t) {
+  switch (t) {
+    case fs::file_type::regular:
+      return "a regular file";
+    case fs::file_type::fifo:
+      return "a FIFO";
+    case fs::file_type::character:
+      return "a character device";
+    case fs::file_type::block:
+      return "a block device";
+    case fs::file_type::socket:
+      return "a socket";
+    default:
+      return "not a directory";
+  }
+}
+}  // namespace
+
+bool KernelCache::dir_usable() {
+  std::call_once(dir_checked_, [this] {
+    std::error_code ec;
+    const fs::file_status st = fs::status(dir_, ec);  // follows symlinks: a link to a directory is fine
+    std::string why;
+    if (ec && st.type() != fs::file_type::not_found)
+      why = ec.message();  // a symlink loop, a component that cannot be searched
+    else if (fs::exists(st) && !fs::is_directory(st))
+      why = fmt::format("it is {}, not a directory", describe(st.type()));
+    if (why.empty()) return;
+    dir_usable_ = false;
+    std::fprintf(stderr, "dbsparse: warning: cannot write kernel cache in %s (%s); caching in memory only\n",
+                 dir_.c_str(), why.c_str());
+  });
+  return dir_usable_;
 }
 
 void KernelCache::clear_memory() {

@@ -125,8 +125,15 @@ class KernelCache {
   std::shared_ptr<const CompiledKernel> load_or_compile(const KernelSource& ks, const std::string& arch,
                                                         const std::string& key, CacheOrigin& origin);
 
+  // The cache directory, checked once per cache before its first use: a path that exists and is
+  // not a directory (a file, FIFO, device, symlink loop) turns the disk cache off for this
+  // process with one warning line, so nothing is read from or written under it.
+  bool dir_usable();
+
   std::string dir_;
   bool persistent_;
+  std::once_flag dir_checked_;
+  bool dir_usable_ = true;
   std::vector<std::string> aot_dirs_;  // under mu_
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<const CompiledKernel>> memory_;

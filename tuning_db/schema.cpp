@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <iterator>
 
 #include "dbsparse/error.hpp"
@@ -74,6 +75,23 @@ Transaction::~Transaction() {
 void Transaction::commit() {
   exec(db_, "COMMIT");
   done_ = true;
+}
+
+sqlite3* open_immutable(const std::string& path) {
+  std::string uri = "file:";
+  for (char c : std::filesystem::absolute(path).string()) {
+    if (c == '%' || c == '?' || c == '#')
+      uri += fmt::format("%{:02x}", static_cast<unsigned char>(c));
+    else
+      uri += c;
+  }
+  uri += "?mode=ro&immutable=1";
+  sqlite3* raw = nullptr;
+  if (sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) != SQLITE_OK) {
+    sqlite3_close_v2(raw);
+    return nullptr;
+  }
+  return raw;
 }
 
 }  // namespace dbsparse::sqlite

@@ -90,34 +90,16 @@ std::string TuningDb::default_path() {
   return "dbsparse-tuning.db";  // no home at all (a bare container): the working directory
 }
 
-namespace {
-
-// The file as an immutable read-only URI (file:...?mode=ro&immutable=1), or null when it will not open.
-sqlite3* open_immutable(const std::string& path) {
-  std::string uri = "file:";
-  for (char c : std::filesystem::absolute(path).string()) {
-    if (c == '%' || c == '?' || c == '#')
-      uri += fmt::format("%{:02x}", static_cast<unsigned char>(c));
-    else
-      uri += c;
-  }
-  uri += "?mode=ro&immutable=1";
-  sqlite3* raw = nullptr;
-  if (sqlite3_open_v2(uri.c_str(), &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, nullptr) != SQLITE_OK) {
-    sqlite3_close_v2(raw);
-    return nullptr;
-  }
-  return raw;
-}
-
-}  // namespace
-
 TuningDb::TuningDb(std::string path, void* handle) : path_(std::move(path)), db_(handle) {}
 
 TuningDb::~TuningDb() { sqlite3_close_v2(handle(db_)); }
 
 std::unique_ptr<TuningDb> TuningDb::open(const std::string& path, bool read_only) {
-  if (!read_only) {
+  // Before SQLite sees the path: anything that is not a regular file of ours (or nothing yet) is
+  // refused here, so that it is never locked, blocked on, given side files or written.
+  const schema::FileState state = schema::check_file(path);
+  if (state == schema::FileState::Absent) {
+    if (read_only) throw DbError(fmt::format("{}: does not exist", path));
     std::error_code ec;
     auto parent = std::filesystem::path(path).parent_path();
     if (!parent.empty()) std::filesystem::create_directories(parent, ec);
@@ -136,7 +118,7 @@ std::unique_ptr<TuningDb> TuningDb::open(const std::string& path, bool read_only
     // A WAL database that we may only read, in a directory we may not write (a shared install's
     // DB): SQLite cannot make its -shm file and refuses even to read. Read it as immutable then (no
     // locks, no -shm): a read-only command must work on a read-only DB.
-    sqlite3* ro = read_only ? open_immutable(path) : nullptr;
+    sqlite3* ro = read_only ? sqlite::open_immutable(path) : nullptr;
     if (!ro) throw DbError(fmt::format("{}: not a usable database: {}", path, check));
     db.reset(ro);
     raw = ro;
@@ -156,6 +138,8 @@ std::unique_ptr<TuningDb> TuningDb::open(const std::string& path, bool read_only
                               kSchemaVersion));
 
   if (!read_only) {
+    // The marker first: nothing else is written to a file that is not (or not yet) marked ours.
+    schema::claim(raw, path);
     // The switch to WAL needs the file to itself, and SQLite answers "database is locked" at once
     // rather than wait while another connection holds it (two dbtune runs starting on a new DB
     // at the same time: one failed). Retry for up to 10 s, as long as
@@ -175,8 +159,10 @@ std::unique_ptr<TuningDb> TuningDb::open(const std::string& path, bool read_only
 
 std::unique_ptr<TuningDb> TuningDb::try_open(const std::string& path, bool read_only, std::string* warning) {
   if (warning) warning->clear();
+  // Nothing there yet: nothing tuned, no warning. A path that cannot be looked at (a symlink loop)
+  // goes on to open, which names the problem.
   std::error_code ec;
-  if (read_only && !std::filesystem::exists(path, ec)) return nullptr;
+  if (read_only && !std::filesystem::exists(path, ec) && !ec) return nullptr;
   try {
     return open(path, read_only);
   } catch (const DbError& e) {
@@ -402,7 +388,7 @@ struct SharedDb {
       db.reset();
       opened = warned = false;
       reason.clear();
-    } else if (opened && !db && reason.empty() && std::filesystem::exists(path)) {
+    } else if (std::error_code ec; opened && !db && reason.empty() && std::filesystem::exists(path, ec)) {
       opened = false;
     }
     if (!opened) {

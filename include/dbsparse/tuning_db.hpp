@@ -88,8 +88,12 @@ class TuningDb {
   static std::string default_path();
 
   // Opens (creating and migrating when writable). WAL mode, busy timeout 10 s.
-  // Throws DbError when the file is not a database, is corrupt, or has a newer schema; the file is
-  // never modified in that case.
+  // Only a regular file that is dbsparse's own (SQLite application_id 0x64625350, set at creation;
+  // a file from before the marker is recognised by its tables and user_version, and marked on its
+  // first writable open), an empty file, or a path that does not exist yet (writable: created) is
+  // opened. Throws DbError naming the path when it is anything else (a directory, FIFO, device,
+  // symlink loop, another program's SQLite file, not a database), is corrupt, or has a schema this
+  // build does not write; the file is never modified, and no side file is made, in that case.
   static std::unique_ptr<TuningDb> open(const std::string& path, bool read_only = false);
   // Like open, but returns nullptr and fills *warning instead of throwing (a missing file in
   // read-only mode is not a warning: there is simply nothing tuned yet).

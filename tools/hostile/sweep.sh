@@ -18,6 +18,7 @@
 # (exit 0, or refused naming NAME_RE), usage (non-zero exit or a usage text).
 # Output: one line per case `CLASS family case exit 'first stderr line'`, a summary per family, then
 # the command of every case. SWEEP_VERBOSE=1 also writes each case's output to stderr.
+# SWEEP_FAMILIES=db,cache runs only the cases of those families (the inputs of all are still made).
 set -u
 BUILD=$(cd "${1:-build}" 2>/dev/null && pwd) || { echo "sweep: no build dir '${1:-build}'" >&2; exit 2; }
 DBS=$BUILD/dbsparse
@@ -56,6 +57,7 @@ FAM_ORDER=()
 # case_ FAMILY NAME EXPECT NAME_RE 'COMMAND (bash, run by bash -c)'
 case_() {
   local fam=$1 name=$2 expect=$3 name_re=$4 cmd=$5
+  [[ -n ${SWEEP_FAMILIES:-} && ",$SWEEP_FAMILIES," != *",$fam,"* ]] && return 0
   local out=$T/run.out err=$T/run.err
   local t0=$SECONDS
   (ulimit -v $MEMCAP_KB; exec timeout -k 5 $TIMEOUT bash -c "$cmd") >"$out" 2>"$err" </dev/null
@@ -453,8 +455,23 @@ mkdir -p "$D/rodir"; cp "$D/good.db" "$D/rodir/tuning.db"; chmod 555 "$D/rodir";
 mkdir -p "$D/adir.db"
 touch "$D/afile"
 if chattr +i "$D/roimm.db" 2>/dev/null; then IMMUTABLE+=("$D/roimm.db"); IMM=1; else IMM=0; fi
+# Not ours: another program's SQLite files (no application_id; dbsparse's user_version but other
+# tables; another application_id; WAL mode), a FIFO, a symlink loop; each must be left byte for
+# byte, with no -journal/-wal/-shm beside it. And a DB from before the application_id (adopted).
+sqlite3 "$D/other.db" 'CREATE TABLE notes (x); INSERT INTO notes VALUES (1)'
+sqlite3 "$D/other_uv1.db" 'CREATE TABLE notes (x); PRAGMA user_version=1'
+sqlite3 "$D/other_appid.db" 'CREATE TABLE notes (x); PRAGMA application_id=252006674'
+sqlite3 "$D/other_wal.db" 'PRAGMA journal_mode=WAL; CREATE TABLE notes (x)' >/dev/null
+for n in other other_uv1 other_appid other_wal; do mkdir -p "$D/$n.dir"; mv "$D/$n.db" "$D/$n.dir/"; cp "$D/$n.dir/$n.db" "$D/$n.orig"; done
+mkfifo "$D/fifo.db"
+ln -s "$D/loop_b.db" "$D/loop_a.db"; ln -s "$D/loop_a.db" "$D/loop_b.db"
+cp "$D/good.db" "$D/legacy.db"; sqlite3 "$D/legacy.db" 'PRAGMA application_id=0'
+ln -s "$D/good.db" "$D/link_to_good.db"
+# UNTOUCHED n: the DB other.dir/n.db must equal its copy and be alone in its folder.
+untouched() { echo "; rc=\$?; cmp -s \$T/db/$1.dir/$1.db \$T/db/$1.orig || echo 'HOSTILE-CHECK-FAILED: $1.db was modified' >&2; [[ \$(ls \$T/db/$1.dir | wc -l) == 1 ]] || echo \"HOSTILE-CHECK-FAILED: side files left: \$(ls \$T/db/$1.dir)\" >&2; exit \$rc"; }
+[[ -e /dev/null-journal ]] && DEVNULL_J=1 || DEVNULL_J=0
 d() { case_ $F "$1" "$2" "$3" "$4"; }
-d valid_info report:'schema v1' - 'DBSPARSE_DB=$T/db/good.db $DBS info'
+d valid_info report:'schema v[0-9]' - 'DBSPARSE_DB=$T/db/good.db $DBS info'
 d valid_dbtune_rerun pass - "DBSPARSE_DB=\$T/db/good.db $TUNE"
 d garbage_info report:'unusable|not a usable' - 'DBSPARSE_DB=$T/db/garbage.db $DBS info'
 d garbage_dbtune fail 'garbage.db' "DBSPARSE_DB=\$T/db/garbage.db $TUNE; rc=\$?; cmp -s \$T/db/garbage.db \$T/db/garbage.orig || echo 'HOSTILE-CHECK-FAILED: dbtune modified the garbage DB' >&2; exit \$rc"
@@ -474,15 +491,28 @@ d missing_table_dbtune fail 'notable.db' "DBSPARSE_DB=\$T/db/notable.db $TUNE"
 d bad_feature_rows_info report:'badrows.db' - 'DBSPARSE_DB=$T/db/badrows.db $DBS info'
 d bad_feature_rows_dbtune either 'badrows.db|features' "DBSPARSE_DB=\$T/db/badrows.db $TUNE"
 d garbage_wal_file either 'wal_garbage.db' 'DBSPARSE_DB=$T/db/wal_garbage.db $DBS info'
+for n in other other_uv1 other_appid other_wal; do
+  d foreign_${n#other_}_dbtune fail "$n.db.*(another program|without dbsparse)" "DBSPARSE_DB=\$T/db/$n.dir/$n.db $TUNE$(untouched $n)"
+  d foreign_${n#other_}_info report:"$n.db.*(another program|without dbsparse)" - "DBSPARSE_DB=\$T/db/$n.dir/$n.db \$DBS info$(untouched $n)"
+done
+d fifo_as_db_dbtune fail 'fifo.db.*FIFO' "DBSPARSE_DB=\$T/db/fifo.db $TUNE; rc=\$?; [[ -p \$T/db/fifo.db ]] || echo 'HOSTILE-CHECK-FAILED: the FIFO was replaced' >&2; exit \$rc"
+d fifo_as_db_info report:'fifo.db.*FIFO' - 'DBSPARSE_DB=$T/db/fifo.db $DBS info'
+d fifo_as_db_explain either 'fifo.db' 'DBSPARSE_DB=$T/db/fifo.db $DBS explain stencil2d:n=10'
+d devnull_as_db_dbtune fail '/dev/null.*character device' "DBSPARSE_DB=/dev/null $TUNE; rc=\$?; [[ $DEVNULL_J == 1 || ! -e /dev/null-journal ]] || echo 'HOSTILE-CHECK-FAILED: /dev/null-journal left behind' >&2; exit \$rc"
+d devnull_as_db_info report:'/dev/null.*character device' - 'DBSPARSE_DB=/dev/null $DBS info'
+d symlink_loop_dbtune fail 'loop_a.db.*loop' "DBSPARSE_DB=\$T/db/loop_a.db $TUNE"
+d symlink_loop_info report:'loop_a.db.*loop' - 'DBSPARSE_DB=$T/db/loop_a.db $DBS info'
+d symlink_to_our_db pass - "DBSPARSE_DB=\$T/db/link_to_good.db $TUNE; rc=\$?; [[ -L \$T/db/link_to_good.db ]] || echo 'HOSTILE-CHECK-FAILED: the symlink was replaced' >&2; exit \$rc"
+d legacy_db_adopted pass - "DBSPARSE_DB=\$T/db/legacy.db $TUNE; rc=\$?; [[ \$(sqlite3 \$T/db/legacy.db 'PRAGMA application_id') == 1684165456 ]] || echo 'HOSTILE-CHECK-FAILED: the earlier DB was not marked' >&2; exit \$rc"
 if [[ -n $AS_NOBODY ]]; then
-  d readonly_dir_info_as_nobody report:'schema v1' - 'DBSPARSE_DB=$T/db/rodir/tuning.db $AS_NOBODY $DBS info'
+  d readonly_dir_info_as_nobody report:'schema v[0-9]' - 'DBSPARSE_DB=$T/db/rodir/tuning.db $AS_NOBODY $DBS info'
   d readonly_dir_explain_as_nobody pass - 'DBSPARSE_DB=$T/db/rodir/tuning.db $AS_NOBODY $DBS explain stencil2d:n=10'
   d readonly_dir_dbtune_as_nobody fail 'rodir/tuning.db' "DBSPARSE_DB=\$T/db/rodir/tuning.db DBSPARSE_CACHE_DIR=off \$AS_NOBODY $TUNE"
 else
-  d readonly_dir_info report:'schema v1' - 'DBSPARSE_DB=$T/db/rodir/tuning.db $DBS info'
+  d readonly_dir_info report:'schema v[0-9]' - 'DBSPARSE_DB=$T/db/rodir/tuning.db $DBS info'
 fi
 if [[ $IMM == 1 ]]; then
-  d immutable_file_info_root report:'schema v1' - 'DBSPARSE_DB=$T/db/roimm.db $DBS info'
+  d immutable_file_info_root report:'schema v[0-9]' - 'DBSPARSE_DB=$T/db/roimm.db $DBS info'
   d immutable_file_dbtune_root fail 'roimm.db' "DBSPARSE_DB=\$T/db/roimm.db $TUNE"
 fi
 d unwritable_dir_proc fail '/proc/dbsparse' "DBSPARSE_DB=/proc/dbsparse/tuning.db $TUNE"
@@ -494,9 +524,9 @@ d empty_env_default_path pass - "DBSPARSE_DB= $TUNE && test -f \$XDG_DATA_HOME/d
 d two_dbtune_at_once report:'2 matrices' - 'X=$T/db/two.db; $DBT --quick --no-shared --ops spmv --db $X --matrices rmat:scale=14 & p=$!; $DBT --quick --no-shared --ops spmv --db $X --matrices uniform:n=20000,d=8; r2=$?; wait $p; r1=$?; echo "rc $r1 $r2" >&2; [[ $r1 == 0 && $r2 == 0 ]] || exit 1; DBSPARSE_DB=$X $DBS info'
 d two_dbtune_same_matrix report:'1 matrices' - 'X=$T/db/two_same.db; $DBT --quick --no-shared --ops spmv --db $X --matrices rmat:scale=14 & p=$!; $DBT --quick --no-shared --ops spmv --db $X --matrices rmat:scale=14; r2=$?; wait $p; r1=$?; [[ $r1 == 0 && $r2 == 0 ]] || exit 1; DBSPARSE_DB=$X $DBS info'
 # SIGKILL mid-run (many matrices so it is busy): the DB must still open, info must show it.
-d sigkill_mid_run report:'schema v1' - 'X=$T/db/killed.db; $DBT --quick --no-shared --ops spmv --db $X --matrices rmat:scale=20,seed=1 rmat:scale=20,seed=2 rmat:scale=20,seed=3 rmat:scale=20,seed=4 rmat:scale=20,seed=5 rmat:scale=20,seed=6 rmat:scale=20,seed=7 rmat:scale=20,seed=8 >$T/db/killed.log 2>&1 & p=$!; sleep 2.5; kill -9 $p && echo "SIGKILL delivered mid-run" >&2 || echo "dbtune finished before the SIGKILL" >&2; wait $p 2>/dev/null; sqlite3 $X "PRAGMA integrity_check" | grep -qx ok || echo "HOSTILE-CHECK-FAILED: integrity_check after SIGKILL" >&2; DBSPARSE_DB=$X $DBS info'
+d sigkill_mid_run report:'schema v[0-9]' - 'X=$T/db/killed.db; $DBT --quick --no-shared --ops spmv --db $X --matrices rmat:scale=20,seed=1 rmat:scale=20,seed=2 rmat:scale=20,seed=3 rmat:scale=20,seed=4 rmat:scale=20,seed=5 rmat:scale=20,seed=6 rmat:scale=20,seed=7 rmat:scale=20,seed=8 >$T/db/killed.log 2>&1 & p=$!; sleep 2.5; kill -9 $p && echo "SIGKILL delivered mid-run" >&2 || echo "dbtune finished before the SIGKILL" >&2; wait $p 2>/dev/null; sqlite3 $X "PRAGMA integrity_check" | grep -qx ok || echo "HOSTILE-CHECK-FAILED: integrity_check after SIGKILL" >&2; DBSPARSE_DB=$X $DBS info'
 d sigkill_then_rerun pass - "X=\$T/db/killed.db; \$DBT --quick --no-shared --ops spmv --db \$X --matrices stencil2d:n=20"
-d sigkill_existing_db report:'schema v1' - 'X=$T/db/sigkill.db; $DBT --quick --no-shared --ops spmv --db $X --matrices rmat:scale=20,seed=11 rmat:scale=20,seed=12 rmat:scale=20,seed=13 rmat:scale=20,seed=14 rmat:scale=20,seed=15 rmat:scale=20,seed=16 >$T/db/killed2.log 2>&1 & p=$!; sleep 1.7; kill -9 $p && echo "SIGKILL delivered mid-run" >&2 || echo "dbtune finished before the SIGKILL" >&2; wait $p 2>/dev/null; DBSPARSE_DB=$X $DBS info'
+d sigkill_existing_db report:'schema v[0-9]' - 'X=$T/db/sigkill.db; $DBT --quick --no-shared --ops spmv --db $X --matrices rmat:scale=20,seed=11 rmat:scale=20,seed=12 rmat:scale=20,seed=13 rmat:scale=20,seed=14 rmat:scale=20,seed=15 rmat:scale=20,seed=16 >$T/db/killed2.log 2>&1 & p=$!; sleep 1.7; kill -9 $p && echo "SIGKILL delivered mid-run" >&2 || echo "dbtune finished before the SIGKILL" >&2; wait $p 2>/dev/null; DBSPARSE_DB=$X $DBS info'
 
 ############################################################################ 6. kernel cache
 F=cache
@@ -530,6 +560,7 @@ mkc tune; v=$(victim tune); head -c 3000 /dev/zero | tr '\0' 'Z' >"$C/tune/$v"
 mkc stray; printf 'not a kernel' >"$C/stray/zzz.cubin"; printf 'x' >"$C/stray/README"
 mkc ro; rm -f "$C/ro/$(victim ro)"; chmod -R a+rX "$C/ro"; chmod 555 "$C/ro"   # one entry missing: must compile, cannot write
 touch "$C/afile"
+mkfifo "$C/afifo"
 k() { case_ $F "$1" "$2" "$3" "$4"; }
 k valid_warm pass - "DBSPARSE_CACHE_DIR=\$T/cache/good $PRE"
 NWARM=$(ls "$T/cache-warm" | grep -c '\.cubin$')
@@ -551,6 +582,8 @@ k stray_files_info report:'entries' - 'DBSPARSE_CACHE_DIR=$T/cache/stray $DBS in
 k dir_unwritable_proc warn:'cannot write kernel cache' - "DBSPARSE_CACHE_DIR=/proc/dbsparse-cache $PRE"
 k dir_is_a_file warn:'cannot write kernel cache' - "DBSPARSE_CACHE_DIR=\$T/cache/afile $PRE"
 k dir_is_a_file_info report:'afile.*(not a directory|unusable|not writable)' - 'DBSPARSE_CACHE_DIR=$T/cache/afile $DBS info'
+k dir_is_a_fifo warn:'cannot write kernel cache.*afifo.*FIFO' - "DBSPARSE_CACHE_DIR=\$T/cache/afifo $PRE; rc=\$?; [[ -p \$T/cache/afifo ]] || echo 'HOSTILE-CHECK-FAILED: the FIFO was replaced' >&2; exit \$rc"
+k dir_is_a_fifo_info report:'afifo.*(not a directory|unusable)' - 'DBSPARSE_CACHE_DIR=$T/cache/afifo $DBS info'
 k dir_off pass - "DBSPARSE_CACHE_DIR=off $PRE"
 k dir_new_nested pass - "DBSPARSE_CACHE_DIR=\$T/cache/new/a/b/c $PRE && test -d \$T/cache/new/a/b/c"
 if [[ -n $AS_NOBODY ]]; then

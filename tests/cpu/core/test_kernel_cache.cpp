@@ -1,9 +1,12 @@
 // The persistent kernel cache: hits, misses, atomic writes and corrupt entries. Uses the real NVRTC
 // (no GPU needed), compiling for sm_90.
 #include <doctest/doctest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
 
 #include <zlib.h>
@@ -116,6 +119,31 @@ TEST_CASE("KernelCacheKeepsWorkingWhenItsDirectoryIsUnwritable") {
   CHECK(k.origin == CacheOrigin::Compiled);
   CHECK(cache.stats().write_failures == 1);
   CHECK(cache.get(sample(), "sm_90").origin == CacheOrigin::Memory);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("KernelCacheDirThatIsNotADirectoryIsNeverWritten") {
+  auto dir = dbs_test::temp_dir("cache-notdir");
+  SUBCASE("a regular file") {
+    const fs::path file = dir / "cache";
+    std::ofstream(file) << "mine";
+    KernelCache cache(file.string());
+    CHECK(cache.get(sample(), "sm_90").origin == CacheOrigin::Compiled);
+    CHECK(cache.stats().write_failures == 0);  // not even tried
+    std::ifstream in(file);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    CHECK(text == "mine");
+  }
+  SUBCASE("a FIFO") {
+    const fs::path fifo = dir / "cache";
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    KernelCache cache(fifo.string());
+    CHECK(cache.get(sample(), "sm_90").origin == CacheOrigin::Compiled);
+    CHECK(cache.get(sample(), "sm_90").origin == CacheOrigin::Memory);
+    CHECK(cache.stats().write_failures == 0);
+    CHECK(fs::is_fifo(fifo));
+  }
+  CHECK(count_files(dir) <= 1);  // nothing but what the case made
   fs::remove_all(dir);
 }
 

@@ -2,7 +2,9 @@
 // see (garbage files, newer files, missing files, concurrent and killed writers).
 #include <doctest/doctest.h>
 
+#include <fmt/format.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -42,6 +44,14 @@ namespace {
 std::string slurp(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The one entry of dir (empty path when there are none or several): shows that no side file
+// (-journal, -wal, -shm) was left beside the file a case looks at.
+fs::path only_file(const fs::path& dir) {
+  std::vector<fs::path> all;
+  for (const auto& e : fs::directory_iterator(dir)) all.push_back(e.path());
+  return all.size() == 1 ? all[0] : fs::path();
 }
 
 // One row, one column, straight from SQLite: checks what the file holds, not what our API says.
@@ -385,8 +395,10 @@ TEST_CASE("tuning_db: a database with a damaged page is refused and left alone")
 }
 
 TEST_CASE("tuning_db: a file from a newer dbsparse is refused and left alone") {
-  auto path = dbs_test::temp_dir("db-newer") / "tuning.db";
+  auto dir = dbs_test::temp_dir("db-newer");
+  auto path = dir / "tuning.db";
   raw_query(path, "CREATE TABLE future (x)");
+  raw_query(path, "PRAGMA application_id = 1684165456");  // 0x64625350: ours
   raw_query(path, "PRAGMA user_version = 99");
   const std::string before = slurp(path);
   for (bool ro : {false, true}) {
@@ -399,29 +411,177 @@ TEST_CASE("tuning_db: a file from a newer dbsparse is refused and left alone") {
     }
   }
   CHECK(slurp(path) == before);
+  CHECK(only_file(dir) == path);
   CHECK(raw_query(path, "PRAGMA journal_mode") != "wal");
 }
 
-TEST_CASE("tuning_db: a missing file read-only is no warning and creates nothing") {
-  auto path = dbs_test::temp_dir("db-missing") / "sub" / "tuning.db";
-  std::string warning = "stale";
-  CHECK(TuningDb::try_open(path.string(), true, &warning) == nullptr);
-  CHECK(warning.empty());
-  CHECK_THROWS_AS(TuningDb::open(path.string(), true), DbError);
-  CHECK_FALSE(fs::exists(path));
-  CHECK_FALSE(fs::exists(path.parent_path()));
+TEST_CASE("tuning_db: a schema version dbsparse never writes is refused before the switch to WAL") {
+  auto dir = dbs_test::temp_dir("db-negative");
+  auto path = dir / "tuning.db";
+  TuningDb::open(path.string());
+  raw_query(path, "PRAGMA journal_mode = DELETE");  // so that a switch back to WAL would show
+  raw_query(path, "PRAGMA user_version = -1");
+  const std::string before = slurp(path);
+  for (bool ro : {false, true}) {
+    CAPTURE(ro);
+    CHECK_THROWS_WITH_AS(TuningDb::open(path.string(), ro), doctest::Contains("schema version -1"), DbError);
+  }
+  CHECK(slurp(path) == before);
+  CHECK(only_file(dir) == path);
+  CHECK(raw_query(path, "PRAGMA journal_mode") == "delete");
 }
 
-TEST_CASE("tuning_db: read-only on an older schema gives defaults and does not migrate") {
-  auto path = dbs_test::temp_dir("db-older") / "tuning.db";
-  raw_query(path, "CREATE TABLE unrelated (x)");
-  auto db = TuningDb::open(path.string(), true);
-  CHECK(db->schema_version() == 0);
-  Config c = db->lookup("dev0", "mat0", SPMSPV);
-  CHECK(c.source == ConfigSource::Default);
-  CHECK(c.params == SPMSPV.defaults);
-  CHECK_FALSE(c.note.empty());
-  CHECK(raw_query(path, "PRAGMA user_version") == "0");
+TEST_CASE("tuning_db: another program's SQLite file is refused before any write, byte for byte") {
+  auto dir = dbs_test::temp_dir("db-foreign");
+  auto path = dir / "other.db";
+  struct Kind {
+    const char* name;
+    std::vector<std::string> sql;
+    const char* says;
+  };
+  const Kind kinds[] = {
+      {"no application_id", {"CREATE TABLE notes (x)", "INSERT INTO notes VALUES (1)"}, "without dbsparse's"},
+      {"our user_version, not our tables", {"CREATE TABLE notes (x)", "PRAGMA user_version = 1"}, "without dbsparse's"},
+      {"an empty database of its own", {"PRAGMA user_version = 7"}, "without dbsparse's"},
+      {"another application_id", {"CREATE TABLE notes (x)", "PRAGMA application_id = 252006674"}, "0x0f055112"},
+      // A WAL file: even reading it with a writable handle would make -wal and -shm files.
+      {"in WAL mode", {"PRAGMA journal_mode = WAL", "CREATE TABLE notes (x)"}, "without dbsparse's"},
+  };
+  for (const Kind& k : kinds) {
+    CAPTURE(k.name);
+    fs::remove(path);
+    for (const auto& q : k.sql) raw_query(path, q);
+    REQUIRE(only_file(dir) == path);
+    const std::string before = slurp(path);
+    for (bool ro : {false, true}) {
+      CAPTURE(ro);
+      try {
+        TuningDb::open(path.string(), ro);
+        FAIL("open accepted another program's database");
+      } catch (const DbError& e) {
+        const std::string what = e.what();
+        CHECK(what.find(path.string()) != std::string::npos);
+        CHECK(what.find(k.says) != std::string::npos);
+        CHECK(what.find("application_id 0x64625350") != std::string::npos);  // what was expected
+      }
+      std::string warning;
+      CHECK(TuningDb::try_open(path.string(), ro, &warning) == nullptr);
+      CHECK(warning.find(path.string()) != std::string::npos);
+    }
+    CHECK(slurp(path) == before);
+    CHECK(only_file(dir) == path);  // no -journal, -wal or -shm beside it
+  }
+}
+
+TEST_CASE("tuning_db: an empty file opens read-only as schema v0 and is created as ours when writable") {
+  auto dir = dbs_test::temp_dir("db-empty");
+  auto path = dir / "tuning.db";
+  std::ofstream(path).close();
+  {
+    auto db = TuningDb::open(path.string(), true);
+    CHECK(db->schema_version() == 0);
+    Config c = db->lookup("dev0", "mat0", SPMSPV);
+    CHECK(c.source == ConfigSource::Default);
+    CHECK(c.params == SPMSPV.defaults);
+    CHECK(c.note.find("schema v0") != std::string::npos);
+  }
+  CHECK(fs::file_size(path) == 0);  // read-only: nothing written
+  TuningDb::open(path.string());
+  CHECK(raw_query(path, "PRAGMA application_id") == "1684165456");
+  CHECK(raw_query(path, "PRAGMA user_version") == "2");
+}
+
+TEST_CASE("tuning_db: a DB from before the application_id is recognised by its tables and adopted") {
+  auto dir = dbs_test::temp_dir("db-legacy");
+  for (int version : {1, 2}) {
+    CAPTURE(version);
+    auto path = dir / fmt::format("v{}.db", version);
+    {
+      auto db = TuningDb::open(path.string());
+      db->set_best("dev0", "mat0", "spmspv", "", {{"th0", 0.25}}, 10, 1.5);
+    }
+    // What an earlier dbsparse left: no marker (and, for v1, no v2 tables).
+    raw_query(path, "PRAGMA application_id = 0");
+    if (version == 1) {
+      raw_query(path, "DROP TABLE device_profiles");
+      raw_query(path, "DROP TABLE plan_choices");
+      raw_query(path, "PRAGMA user_version = 1");
+    }
+    {
+      auto ro = TuningDb::open(path.string(), true);
+      CHECK(ro->lookup("dev0", "mat0", SPMSPV).source == ConfigSource::Tuned);
+    }
+    CHECK(raw_query(path, "PRAGMA application_id") == "0");  // read-only: not marked
+    {
+      auto rw = TuningDb::open(path.string());
+      CHECK(rw->schema_version() == 2);
+      CHECK(rw->lookup("dev0", "mat0", SPMSPV).params["th0"] == 0.25);
+    }
+    CHECK(raw_query(path, "PRAGMA application_id") == "1684165456");
+  }
+  // Without its tables it is not ours, whatever its user_version says.
+  auto gutted = dir / "gutted.db";
+  TuningDb::open(gutted.string());
+  raw_query(gutted, "PRAGMA application_id = 0");
+  raw_query(gutted, "DROP TABLE trials");
+  CHECK_THROWS_WITH_AS(TuningDb::open(gutted.string()), doctest::Contains("without dbsparse's"), DbError);
+}
+
+TEST_CASE("tuning_db: a path that is not a regular file is refused by name, before SQLite opens it") {
+  auto dir = dbs_test::temp_dir("db-special");
+  auto check_refused = [](const fs::path& p, const char* says) {
+    for (bool ro : {false, true}) {
+      CAPTURE(ro);
+      CHECK_THROWS_WITH_AS(TuningDb::open(p.string(), ro), doctest::Contains((p.string() + ": " + says).c_str()),
+                           DbError);
+      std::string warning;
+      CHECK(TuningDb::try_open(p.string(), ro, &warning) == nullptr);
+      CHECK(warning.find(says) != std::string::npos);
+    }
+  };
+  SUBCASE("a directory") {
+    fs::create_directory(dir / "adir.db");
+    check_refused(dir / "adir.db", "a directory, not a regular file");
+    CHECK(fs::is_empty(dir / "adir.db"));
+    CHECK(only_file(dir) == dir / "adir.db");
+  }
+  SUBCASE("a FIFO, without blocking") {
+    const auto fifo = dir / "fifo.db";
+    REQUIRE(mkfifo(fifo.c_str(), 0600) == 0);
+    // In a child with an alarm: an open that blocks on the FIFO fails the case instead of hanging.
+    const int rc = run_child([&] {
+      alarm(20);
+      for (bool ro : {false, true}) {
+        try {
+          TuningDb::open(fifo.string(), ro);
+          return 1;
+        } catch (const DbError& e) {
+          if (std::string(e.what()).find(fifo.string() + ": a FIFO") == std::string::npos) return 2;
+        }
+      }
+      return 0;
+    });
+    CHECK(rc == 0);
+    CHECK(fs::is_fifo(fifo));
+    CHECK(only_file(dir) == fifo);
+  }
+  SUBCASE("/dev/null, leaving no /dev/null-journal") {
+    const bool journal_before = fs::exists("/dev/null-journal");
+    check_refused("/dev/null", "a character device, not a regular file");
+    if (!journal_before) CHECK_FALSE(fs::exists("/dev/null-journal"));
+    CHECK_FALSE(fs::exists("/dev/null-wal"));
+  }
+  SUBCASE("a symlink loop") {
+    fs::create_symlink(dir / "b.db", dir / "a.db");
+    fs::create_symlink(dir / "a.db", dir / "b.db");
+    check_refused(dir / "a.db", "a loop of symbolic links");
+  }
+  SUBCASE("a symlink to a DB of ours is fine") {
+    TuningDb::open((dir / "real.db").string())->set_best("dev0", "mat0", "spmspv", "", {{"th0", 0.5}}, 1, 2);
+    fs::create_symlink(dir / "real.db", dir / "link.db");
+    CHECK(TuningDb::open((dir / "link.db").string(), true)->lookup("dev0", "mat0", SPMSPV).params["th0"] == 0.5);
+    CHECK(TuningDb::open((dir / "link.db").string())->schema_version() == 2);
+  }
 }
 
 TEST_CASE("tuning_db: two writer processes serialise") {
