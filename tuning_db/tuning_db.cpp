@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "dbsparse/error.hpp"
+#include "support/json_limits.hpp"
 #include "tuning_db/internal.hpp"
 #include "tuning_db/schema.hpp"
 
@@ -33,6 +34,7 @@ struct Closer {
 }  // namespace
 
 nlohmann::json internal::parse_json(const std::string& text, const std::string& path, const char* column) {
+  if (auto why = json_too_deep(text)) throw DbError(fmt::format("{}: malformed {}: expected {}", path, column, *why));
   try {
     return nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& e) {
