@@ -135,6 +135,8 @@ mk hermitian.mtx "%%MatrixMarket matrix coordinate real hermitian\n3 3 1\n1 1 1\
 mk pattern_skew.mtx "%%MatrixMarket matrix coordinate pattern skew-symmetric\n3 3 1\n2 1\n"
 mk banner_extra.mtx "$MM_HEAD extra\n3 3 1\n1 1 1\n"
 mk bom.mtx "\xef\xbb\xbf$VALID"
+mk crlf_first.mtx "\r\n$VALID"
+mk sym_upper.mtx "%%MatrixMarket matrix coordinate real symmetric\n3 3 2\n1 2 1.0\n2 3 2.0\n"
 mk size_neg.mtx "$MM_HEAD\n-3 3 1\n1 1 1\n"
 mk size_2p31.mtx "$MM_HEAD\n2147483648 3 1\n1 1 1\n"
 mk size_2p63.mtx "$MM_HEAD\n9223372036854775808 9223372036854775808 1\n1 1 1\n"
@@ -204,7 +206,9 @@ case_ $F symmetry_word fail 'sym_word.mtx:1' '$DBS convert $T/mtx/sym_word.mtx'
 case_ $F hermitian fail 'hermitian.mtx:1' '$DBS convert $T/mtx/hermitian.mtx'
 case_ $F pattern_skew fail 'pattern_skew.mtx:1' '$DBS convert $T/mtx/pattern_skew.mtx'
 case_ $F banner_extra_word fail 'banner_extra.mtx:1' '$DBS convert $T/mtx/banner_extra.mtx'
-case_ $F utf8_bom either 'bom.mtx:1' '$DBS convert $T/mtx/bom.mtx'
+case_ $F utf8_bom pass - '$DBS convert $T/mtx/bom.mtx'
+case_ $F empty_line_before_banner fail 'crlf_first.mtx:1.*empty line' '$DBS convert $T/mtx/crlf_first.mtx'
+case_ $F symmetric_upper_triangle warn:'sym_upper.mtx.*above the diagonal' '$DBS convert $T/mtx/sym_upper.mtx'
 case_ $F size_negative fail 'size_neg.mtx:2' '$DBS convert $T/mtx/size_neg.mtx'
 case_ $F size_rows_2p31 fail 'size_2p31.mtx:2' '$DBS convert $T/mtx/size_2p31.mtx'
 case_ $F size_2p63 fail 'size_2p63.mtx:2' '$DBS convert $T/mtx/size_2p63.mtx'
@@ -377,6 +381,7 @@ g banded_max fail 'banded' '$DBS convert banded:n=2147483647,bw=2147483646'
 g fem_huge either 'fem' '$DBS convert fem:nodes=2147483647,k=1,blocks=1'
 g roadnet_2p28 either 'roadnet' '$DBS convert roadnet:n=268435456'
 g community_huge_p_out either 'community' '$DBS convert community:n=2000000000,k=2,p_in=0,p_out=1'
+g community_2e8_sized_first fail 'community:n=200000000.*host memory' 'bash -c "ulimit -v 4000000; $DBS convert community:n=200000000,k=100,p_in=1e-8,p_out=0"'
 g reorder_rmat_40 fail 'rmat.*scale' '$DBS reorder rmat:scale=40'
 g dbtune_matrices_bad_spec fail 'rmat.*scale' '$DBT --quick --no-shared --ops spmv --db $T/out/gen.db --matrices rmat:scale=40'
 g dbtune_matrices_missing_file fail 'nope.mtx' '$DBT --quick --no-shared --ops spmv --db $T/out/gen2.db --matrices $T/mtx/nope.mtx'
@@ -420,7 +425,7 @@ c empty_string either 'config' "$B --config ''"
 c trailing_text fail 'config' "$B --config '{\"th0\":16} x'"
 c truncated_json fail 'config' "$B --config '{\"th0\":'"
 c deep_nesting_array fail 'config' "$B --config \"\$(python3 -c 'print(\"[\"*60000 + \"]\"*60000)')\""
-c deep_nesting_value fail 'th0' "$B --config \"\$(python3 -c 'print(\"{\\\"th0\\\":\" + \"[\"*60000 + \"]\"*60000 + \"}\")')\""
+c deep_nesting_value fail '--config.*nested' "$B --config \"\$(python3 -c 'print(\"{\\\"th0\\\":\" + \"[\"*60000 + \"]\"*60000 + \"}\")')\""
 c deep_unclosed fail 'config' "$B --config \"\$(python3 -c 'print(\"{\\\"a\\\":\"*20000)')\""
 c huge_string_value fail 'pull_coo' "$B --config \"\$(python3 -c 'print(\"{\\\"pull_coo\\\":\\\"\" + \"x\"*120000 + \"\\\"}\")')\""
 c huge_key fail 'config' "$B --config \"\$(python3 -c 'print(\"{\\\"\" + \"k\"*120000 + \"\\\":1}\")')\""
@@ -653,6 +658,15 @@ st("acts_none/a.safetensors", {"other": {"dtype": "F32", "shape": [4, 16], "data
 # wanda norms of the wrong length
 st("norms_short/n.safetensors", {W + ".input_norm": {"dtype": "F32", "shape": [8], "data_offsets": [0, 32]}}, f32(8))
 st("norms_nan/n.safetensors", {W + ".input_norm": {"dtype": "F32", "shape": [16], "data_offsets": [0, 64]}}, f32(16, float("nan")))
+st("norms_inf/n.safetensors", {W + ".input_norm": {"dtype": "F32", "shape": [16], "data_offsets": [0, 64]}}, f32(16, float("inf")))
+st("deep_shape/m.safetensors", None, b"", raw_header=('{"%s":{"dtype":"F16","shape":' % W).encode() + b"[" * 100000 + b"]" * 100000 + b',"data_offsets":[0,0]}}')
+st("inf_weights/m.safetensors", {W: {"dtype": "F32", "shape": [16, 16], "data_offsets": [0, 1024]}}, f32(256, float("inf")))
+st("big_weights/m.safetensors", {W: {"dtype": "F32", "shape": [16, 16], "data_offsets": [0, 1024]}}, f32(256, 1e6))
+st("acts_huge/a.safetensors", {A: {"dtype": "F32", "shape": [4, 16], "data_offsets": [0, 256]}}, f32(64, 3e38))
+# a good file beside a damaged sibling: pruning the good one reads only it
+st("sibling/good.safetensors", ok, f16(256))
+open(os.path.join(S, "sibling/bad.safetensors"), "wb").write(b"damaged")
+os.mkfifo(os.path.join(S, "norms.fifo"))
 EOF
 s() { case_ $F "$1" "$2" "$3" "$4"; }
 PR='$DBS prune'
@@ -698,6 +712,17 @@ s wanda_norms_garbage fail 'garbage.mtx' "$PR \$T/st/valid/m.safetensors $O --me
 s out_unwritable fail '/proc/x.safetensors' "$PR \$T/st/valid/m.safetensors -o /proc/x.safetensors"
 s out_missing_dir fail 'missing/dir' "$PR \$T/st/valid/m.safetensors -o \$T/missing/dir/o.safetensors"
 s model_is_dev_zero fail '/dev/zero' "$PR /dev/zero $O"
+s header_shape_nesting_100k fail 'deep_shape/m.safetensors.*nested' "$PR \$T/st/deep_shape/m.safetensors $O"
+s weight_inf fail 'inf_weights.*|infinite' "$PR \$T/st/inf_weights/m.safetensors $O"
+s weight_past_f16 fail 'f16' "$PR \$T/st/big_weights/m.safetensors $O"
+s weight_past_f16_as_bf16 pass - "$PR \$T/st/big_weights/m.safetensors $O --dtype bf16"
+s wanda_norms_inf fail 'norms_inf|finite' "$PR \$T/st/valid/m.safetensors $O --method wanda --norms \$T/st/norms_inf/n.safetensors"
+s wanda_norms_fifo fail 'norms.fifo.*FIFO' "$PR \$T/st/valid/m.safetensors $O --method wanda --norms \$T/st/norms.fifo"
+s calibrate_input_fifo fail 'norms.fifo.*FIFO' "\$DBS calibrate \$T/st/norms.fifo $O"
+s prune_out_is_input fail 'names the input' "$PR \$T/st/valid/m.safetensors -o \$T/st/valid/m.safetensors"
+s calibrate_out_is_input fail 'names the input' "\$DBS calibrate \$T/st/acts/a.safetensors -o \$T/st/acts/a.safetensors"
+s calibrate_norms_overflow fail 'acts_huge.*overflow' "\$DBS calibrate \$T/st/acts_huge/a.safetensors $O"
+s prune_file_beside_damaged_sibling pass - "$PR \$T/st/sibling/good.safetensors $O"
 s model_nonexistent fail 'nope.safetensors' "$PR \$T/st/nope.safetensors $O"
 s calib_header_garbage fail 'garbage.mtx' "\$DBS calibrate \$T/mtx/garbage.mtx $O"
 s calib_nan_acts fail 'acts_nan' "\$DBS calibrate \$T/st/acts_nan/a.safetensors $O"
@@ -720,6 +745,9 @@ u dbtune_unknown_flag fail 'bogus' '$DBT --bogus'
 u unknown_subcommand fail 'frobnicate' '$DBS frobnicate'
 u convert_no_matrix fail 'matrix' '$DBS convert'
 u prune_no_out fail 'out' '$DBS prune $T/st/valid'
+u convert_th0_above_th1 warn:'th0 200 is above --th1 10' '$DBS convert stencil2d:n=16 --th0 200 --th1 10'
+u dbtune_named_matrix_skipped fail 'missing.mtx' 'CUDA_VISIBLE_DEVICES= $DBT --ops spmv --db $T/cli/partial.db --matrices $T/cli/missing.mtx --matrices stencil2d:n=16'
+u reorder_1e8_empty_rows_sized_first fail 'reorder.*host memory' 'printf "%%%%MatrixMarket matrix coordinate real general\n100000000 100000000 1\n1 1 1\n" > $T/cli/rows.mtx; bash -c "ulimit -v 4000000; $DBS reorder $T/cli/rows.mtx"'
 u version pass - '$DBS --version'
 u n_abc fail '\-\-n' '$DBS bench spmm stencil2d:n=10 --n abc'
 u n_minus_1 fail '\-\-n' '$DBS bench spmm stencil2d:n=10 --n -1'
