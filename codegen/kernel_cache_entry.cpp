@@ -12,7 +12,7 @@
 
 #include "codegen/kernel_cache.hpp"
 #include "dbsparse/error.hpp"
-#include "support/json_limits.hpp"
+#include "dbsparse/json_limits.hpp"
 
 namespace dbsparse::codegen {
 namespace {

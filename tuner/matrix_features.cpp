@@ -12,7 +12,7 @@
 #include <fmt/format.h>
 
 #include "dbsparse/error.hpp"
-#include "support/json_limits.hpp"
+#include "dbsparse/json_limits.hpp"
 
 namespace dbsparse {
 namespace {

@@ -13,7 +13,7 @@
 #include <thread>
 
 #include "dbsparse/error.hpp"
-#include "support/json_limits.hpp"
+#include "dbsparse/json_limits.hpp"
 #include "tuning_db/internal.hpp"
 #include "tuning_db/schema.hpp"
 

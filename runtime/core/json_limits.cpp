@@ -1,4 +1,4 @@
-#include "support/json_limits.hpp"
+#include "dbsparse/json_limits.hpp"
 
 #include <algorithm>
 

@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "support/json_limits.hpp"
+#include "dbsparse/json_limits.hpp"
 
 namespace dbsparse::config_detail {
 

@@ -1,6 +1,6 @@
 #include "dbsparse/safetensors.hpp"
 #include "support/file_kind.hpp"
-#include "support/json_limits.hpp"
+#include "dbsparse/json_limits.hpp"
 
 #include <algorithm>
 #include <array>

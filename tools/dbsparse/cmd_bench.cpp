@@ -16,7 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dbsparse/io.hpp"
-#include "support/json_limits.hpp"
+#include "dbsparse/json_limits.hpp"
 #include "tools/bench/suites.hpp"
 #include "tools/dbsparse/commands.hpp"
 #include "tools/ops/registry.hpp"

@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "dbsparse/io.hpp"
-#include "support/json_limits.hpp"
+#include "dbsparse/json_limits.hpp"
 #include "tools/bench/bench_bfs.hpp"
 #include "tools/dbsparse/commands.hpp"
 #include "support/atomic_file.hpp"

@@ -91,9 +91,9 @@ TEST_CASE("DbtuneFailsWhenNoKernelCompiles") {
 
 TEST_CASE("DbtuneFailsWhenANamedMatrixIsSkipped") {
   const fs::path dir = dbs_test::temp_dir("dbtune-partial");
-  const auto [rc, out] = dbs_test::run_shell("CUDA_VISIBLE_DEVICES= " + bin("dbtune") + " --ops spmv --db '" +
-                                             (dir / "t.db").string() + "' --matrices '" +
-                                             (dir / "missing.mtx").string() + "' --matrices stencil2d:n=16");
+  const auto [rc, out] =
+      dbs_test::run_shell("CUDA_VISIBLE_DEVICES= " + bin("dbtune") + " --ops spmv --db '" + (dir / "t.db").string() +
+                          "' --matrices '" + (dir / "missing.mtx").string() + "' --matrices stencil2d:n=16");
   CAPTURE(out);
   CHECK(rc == 2);  // the rest stored, the run a partial failure
   CHECK(out.find("1 of 2 matrices skipped") != std::string::npos);

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "support/json_limits.hpp"
+#include "dbsparse/json_limits.hpp"
 
 using namespace dbsparse;
 
