@@ -147,3 +147,35 @@ def test_compact_layers_from_arrays_are_checked_and_survive_a_file(tmp_path):
     _core.write_compact_weights(path, [layer], {"a.b.settings": "{}"})
     back = _core.read_compact_weights(path)[0]
     assert back.name == "a.b" and (np.asarray(back.values) == vals).all()
+
+
+def test_layout_round_trips_on_random_shapes_and_densities():
+    """Property: for any shape and kept share, the bitmap holds exactly the kept weights and reads
+    back to the masked matrix; the C++ check accepts it (it would raise otherwise)."""
+    rng = np.random.default_rng(11)
+    for _ in range(30):
+        rows, cols = int(rng.integers(1, 2600)), int(rng.integers(1, 70))
+        w = torch.from_numpy(rng.standard_normal((rows, cols)).astype(np.float32)).to(torch.bfloat16)
+        mask = torch.from_numpy(rng.random((rows, cols)) < rng.random())
+        pruned = torch.where(mask, w, torch.zeros((), dtype=w.dtype))
+        layer = _layout.column_bitmap(pruned, mask)
+        assert layer.nnz == int(mask.sum())
+        assert torch.equal(_layout.dense_from_bitmap(layer, torch.device("cpu"), torch.bfloat16), pruned)
+
+
+def test_the_python_surface_refuses_bad_arguments_by_name():
+    import dbsparse.nn as dnn
+    with pytest.raises(UsageError, match="2-D"):
+        dnn.SparseLinear(torch.ones(3))
+    with pytest.raises(UsageError, match="dtype"):
+        dnn.SparseLinear(torch.ones(2, 2, dtype=torch.int32))
+    with pytest.raises(UsageError, match="CUDA"):
+        dnn.SparseLinear(torch.ones(2, 2))
+    with pytest.raises(UsageError, match="no SparseLinear"):
+        dnn.calibrate(torch.nn.Linear(2, 2), [torch.ones(1, 2)])
+    with pytest.raises(UsageError, match="density"):
+        dnn.calibrate(torch.nn.Linear(2, 2), [torch.ones(1, 2)], density=0)
+    with pytest.raises(UsageError, match="no SparseLinear"):
+        dnn.save_pruned(torch.nn.Linear(2, 2), "/tmp/unused-dbsparse-save")
+    with pytest.raises(UsageError, match="not found"):
+        dnn.load_pruned(torch.nn.Linear(2, 2), "/nonexistent-dbsparse-folder")
