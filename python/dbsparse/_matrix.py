@@ -41,8 +41,32 @@ def host_csr(a, dtype, name="A"):
     if len(indptr) and int(indptr[-1]) > 2**31 - 1:
         raise UsageError(f"{name}: {int(indptr[-1])} entries; dbsparse's indices are 32-bit (at most 2^31 - 1)")
     make = _core.make_CsrF32 if dtype == "f32" else _core.make_CsrF64
-    return make(int(rows), int(cols), np.ascontiguousarray(indptr, dtype=np.int32),
-                np.ascontiguousarray(indices, dtype=np.int32), np.ascontiguousarray(data, dtype=_NP[dtype]))
+    return make(int(rows), int(cols), _int32(indptr, f"{name}.indptr"), _int32(indices, f"{name}.indices"),
+                _finite(data, dtype, f"{name}.data"))
+
+
+def _int32(a, what):
+    """a as int32, refused where a value would wrap (an int64 index past 2^31 - 1 became another)."""
+    a = np.asarray(a)
+    if a.dtype.kind not in "iu":
+        raise UsageError(f"{what}: expected integer indices, got dtype {a.dtype}")
+    if a.dtype != np.int32 and a.size and (int(a.max()) > 2**31 - 1 or int(a.min()) < -2**31):
+        bad = int(np.argmax((a > 2**31 - 1) | (a < -2**31)))
+        raise UsageError(f"{what}[{bad}] = {int(a[bad])} does not fit dbsparse's 32-bit indices")
+    return np.ascontiguousarray(a, dtype=np.int32)
+
+
+def _finite(a, dtype, what):
+    """a as dtype's floats, refused when complex or when a value is or becomes NaN or inf."""
+    a = np.asarray(a)
+    if a.dtype.kind == "c":
+        raise UsageError(f"{what}: complex values ({a.dtype}); dbsparse takes real ones")
+    with np.errstate(over="ignore", invalid="ignore"):
+        out = np.ascontiguousarray(a, dtype=_NP[dtype])
+    if out.size and not np.isfinite(out).all():
+        bad = int(np.argmin(np.isfinite(out)))
+        raise UsageError(f"{what}[{bad}] = {float(a[bad])}: expected a finite value that fits {dtype}")
+    return out
 
 
 def value_dtype(a, default="f32"):

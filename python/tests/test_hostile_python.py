@@ -1,0 +1,101 @@
+"""A hostile sweep of the Python surface that needs no GPU: matrices handed to the planners (SciPy,
+torch) and compact layers built from arrays, each damaged in one way. Every case must end in a
+named dbsparse exception (UsageError and its kinds) or succeed with what was given: never another
+exception type, a crash, or a value silently changed (an index wrapped, a value turned inf)."""
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+import dbsparse
+from dbsparse import _core
+from dbsparse import _matrix as mat
+
+
+def valid(seed=0, dtype=np.float32):
+    return sp.random(7, 5, density=0.5, format="csr", dtype=dtype, random_state=np.random.default_rng(seed))
+
+
+def damaged(a, how, rng):
+    """One damaged copy of CSR a (arrays copied, so each case starts from a)."""
+    ip, ix, v = a.indptr.astype(np.int64), a.indices.astype(np.int64), a.data.copy()
+    k = int(rng.integers(0, max(len(ix), 1)))
+    if how == "index_past_cols":
+        ix[k] = a.shape[1] + int(rng.integers(0, 3))
+    elif how == "index_negative":
+        ix[k] = -1 - int(rng.integers(0, 5))
+    elif how == "index_wraps":
+        ix[k] = 2**32 + int(ix[k])  # narrowed to int32 it would be the original index again
+    elif how == "indptr_decreasing":
+        ip[1 + k % (len(ip) - 2)] = ip[-1] + 1
+    elif how == "indptr_short":
+        ip = ip[:-2]
+    elif how == "indptr_past_nnz":
+        ip[-1] += 3
+    elif how == "value_nan":
+        v[k] = np.nan
+    elif how == "value_inf":
+        v[k] = -np.inf
+    elif how == "value_past_f32":
+        v = v.astype(np.float64)
+        v[k] = 1e300
+    return ip, ix, v
+
+
+HOW = ["index_past_cols", "index_negative", "index_wraps", "indptr_decreasing", "indptr_short", "indptr_past_nnz",
+       "value_nan", "value_inf", "value_past_f32"]
+
+
+class _Csr:
+    """What host_csr reads of a SciPy matrix, without SciPy's own checks (a hostile caller's)."""
+    __module__ = "scipy.sparse._fake"
+    format = "csr"
+
+    def __init__(self, shape, ip, ix, v):
+        self.shape, self.indptr, self.indices, self.data = shape, ip, ix, v
+
+    def tocsr(self):
+        return self
+
+
+@pytest.mark.parametrize("how", HOW)
+def test_damaged_matrices_are_refused_by_name(how):
+    rng = np.random.default_rng(HOW.index(how))
+    for seed in range(20):
+        a = valid(seed)
+        with pytest.raises(dbsparse.UsageError):
+            mat.host_csr(_Csr(a.shape, *damaged(a, how, rng)), "f32")
+
+
+def test_valid_matrices_pass_unchanged():
+    for seed in range(20):
+        a = valid(seed, np.float64 if seed % 2 else np.float32)
+        c = mat.host_csr(a, "f64" if seed % 2 else "f32")
+        back = mat.to_scipy(c)
+        assert (back != a).nnz == 0 and back.shape == a.shape
+
+
+@pytest.mark.parametrize("obj", [np.ones((2, 2)), [1, 2], None, "A", sp.csr_matrix(np.ones((2, 2), np.complex64))])
+def test_wrong_kinds_of_matrix_are_refused_by_name(obj):
+    with pytest.raises(dbsparse.UsageError):
+        mat.host_csr(obj, "f32")
+
+
+def test_shapes_past_32_bits_are_refused():
+    with pytest.raises(dbsparse.UsageError, match="2\\^31"):
+        mat.host_csr(_Csr((5, 2**31 + 5), np.zeros(6, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)), "f32")
+
+
+def test_compact_layers_from_random_arrays_never_crash():
+    rng = np.random.default_rng(5)
+    for _ in range(200):
+        rows, cols = int(rng.integers(0, 3000)), int(rng.integers(0, 6))
+        strips = (rows + 1023) // 1024
+        n = cols * strips * 32 + int(rng.integers(-2, 3))
+        masks = rng.integers(0, 2**32, max(n, 0), dtype=np.uint64).astype(np.uint32)
+        seg = np.sort(rng.integers(0, 50, max(cols * strips + 1 + int(rng.integers(-1, 2)), 0))).astype(np.int32)
+        vals = rng.integers(0, 2**16, int(rng.integers(0, 60)), dtype=np.uint32).astype(np.uint16)
+        try:
+            layer = _core.compact_layer("x", rows, cols, masks, seg, vals, "f16")
+        except dbsparse.UsageError:
+            continue
+        assert layer.nnz == len(vals)  # accepted only when the arrays are consistent
