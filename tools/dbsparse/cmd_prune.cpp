@@ -51,8 +51,9 @@ Runner add_prune(CLI::App& sub) {
     {
       std::vector<std::string> inputs{a->model};
       if (!a->norms.empty()) inputs.push_back(a->norms);
-      if (std::filesystem::is_directory(a->model))
-        for (const auto& e : std::filesystem::directory_iterator(a->model)) inputs.push_back(e.path().string());
+      std::error_code ec;  // an unreadable directory is reported by find_linear_layers below
+      for (std::filesystem::directory_iterator it(a->model, ec), end; !ec && it != end; it.increment(ec))
+        inputs.push_back(it->path().string());
       if (auto why = output_is_an_input("prune: -o", a->out, inputs); !why.empty()) throw UsageError(why);
     }
     std::vector<LinearLayerRef> refs = find_linear_layers(a->model);  // a file, or a directory's shards

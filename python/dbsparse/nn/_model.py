@@ -140,6 +140,19 @@ def _sample(x, limit, gen):
     return a
 
 
+def _run_with_pre_hooks(model, hooks, layers, batches):
+    """Runs `batches` (each a tensor, a tuple of positional arguments or a dict of keyword arguments
+    for model(...)) without gradients, with hooks[name] as a forward pre-hook on layers[name]."""
+    handles = [layers[n].register_forward_pre_hook(h) for n, h in hooks.items()]
+    try:
+        with torch.no_grad():
+            for b in batches:
+                model(**b) if isinstance(b, dict) else model(*b) if isinstance(b, tuple) else model(b)
+    finally:
+        for h in handles:
+            h.remove()
+
+
 def calibrate(model, batches, density=0.5, samples_per_layer=1 << 20, seed=0):
     """TEAL-style thresholds: runs `batches` (each a tensor, a tuple of positional arguments or a dict
     of keyword arguments for model(...)) and sets each SparseLinear's act_threshold to the |x| that
@@ -159,14 +172,7 @@ def calibrate(model, batches, density=0.5, samples_per_layer=1 << 20, seed=0):
             seen[name].append(_sample(args[0], samples_per_layer, g))
         return pre
 
-    handles = [m.register_forward_pre_hook(hook(n)) for n, m in layers.items()]
-    try:
-        with torch.no_grad():
-            for b in batches:
-                model(**b) if isinstance(b, dict) else model(*b) if isinstance(b, tuple) else model(b)
-    finally:
-        for h in handles:
-            h.remove()
+    _run_with_pre_hooks(model, {n: hook(n) for n in layers}, layers, batches)
     out = {}
     for name, layer in layers.items():
         if not seen[name]:
@@ -197,14 +203,7 @@ def input_norms(model, batches, filter=None):
             sums[name] = sums.get(name, 0) + (x * x).sum(0)
         return pre
 
-    handles = [m.register_forward_pre_hook(hook(n)) for n, m in layers.items()]
-    try:
-        with torch.no_grad():
-            for b in batches:
-                model(**b) if isinstance(b, dict) else model(*b) if isinstance(b, tuple) else model(b)
-    finally:
-        for h in handles:
-            h.remove()
+    _run_with_pre_hooks(model, {n: hook(n) for n in layers}, layers, batches)
     missing = [n for n in layers if n not in sums]
     if missing:
         raise UsageError(f"input_norms: {len(missing)} layers saw no input, e.g. {missing[:3]}")
