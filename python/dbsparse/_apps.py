@@ -9,37 +9,41 @@ from ._ops import context
 
 
 class SpgemmResult:
-    """C = A B computed from device CSR: C's arrays stay in the plan and leave through DLPack views
-    (zero copy) that keep it alive."""
+    """C = A B computed from device CSR: C's arrays stay on the device and leave through DLPack
+    views (zero copy) that keep them alive."""
 
     def __init__(self, plan, keep, framework, dtype, device):
-        self._plan, self._keep, self.framework, self.dtype, self.device = plan, keep, framework, dtype, device
+        self.framework, self.dtype, self.device, self._keep = framework, dtype, device, keep
+        self._shape, self._nnz, self._text = (plan.rows, plan.cols), plan.nnz, plan.explain()
+        self._parts = [(plan.row_ptr, plan.rows + 1, "i4"), (plan.col_idx, plan.nnz, "i4"),
+                       (plan.values, plan.nnz, "f4" if dtype == "f32" else "f8")]
+        # The views' owner is the plan moved into a capsule: no nanobind instance (the plan's, the
+        # Context's) stays reachable from a view a framework keeps to the interpreter's exit.
+        hold = _core.hold_spgemm_planF32 if dtype == "f32" else _core.hold_spgemm_planF64
+        self._held = hold(plan)
 
     def arrays(self):
         """(indptr, indices, data) as device arrays of the inputs' framework (int32, int32, dtype)."""
-        p = self._plan
-        parts = [(p.row_ptr, p.rows + 1, "i4"), (p.col_idx, p.nnz, "i4"),
-                 (p.values, p.nnz, "f4" if self.dtype == "f32" else "f8")]
         fw = sys.modules[self.framework]
         dev = f"cuda:{self.device}"
         names = {"i4": "int32", "f4": "float32", "f8": "float64"}
 
         def one(ptr, n, dt):
             # An empty part is made empty here, not viewed: a consumer may never release an empty
-            # DLPack view (whose data pointer may be null), and the view would keep this result alive.
+            # DLPack view (whose data pointer may be null).
             if n == 0:
                 if self.framework == "torch":
                     return fw.empty(0, dtype=getattr(fw, names[dt]), device=dev)
                 with fw.cuda.Device(self.device):
                     return fw.empty(0, dtype=names[dt])
-            return fw.from_dlpack(_core.device_view(ptr, n, dt, self.device, self))
+            return fw.from_dlpack(_core.device_view(ptr, n, dt, self.device, self._held))
 
-        return tuple(one(*part) for part in parts)
+        return tuple(one(*part) for part in self._parts)
 
     def matrix(self):
         """C as a torch sparse CSR tensor or a CuPy csr_matrix (no copy)."""
         ip, ix, v = self.arrays()
-        shape = (self._plan.rows, self._plan.cols)
+        shape = self._shape
         if self.framework == "torch":
             torch = sys.modules["torch"]
             return torch.sparse_csr_tensor(ip, ix, v, size=shape)
@@ -47,7 +51,7 @@ class SpgemmResult:
         return csp.csr_matrix((v, ix, ip), shape=shape)
 
     def explain(self):
-        return {"op": "spgemm", "text": self._plan.explain()}
+        return {"op": "spgemm", "text": self._text}
 
 
 def spgemm(a, b, stream=None):

@@ -1,5 +1,5 @@
 // Hash SpGEMM for Python: from device CSR (the caller's arrays read in place; C stays in the plan and
-// leaves through DLPack views that keep the plan alive) or host CSR, and its applications.
+// leaves through DLPack views that keep it alive) or host CSR, and its applications.
 #include "bind.hpp"
 #include "dbsparse/device_csr.hpp"
 #include "dbsparse/spgemm.hpp"
@@ -37,6 +37,14 @@ void bind_one(nb::module_& m, const char* suffix) {
       .def_prop_ro("values", &Plan::values)
       .def("download", &Plan::download, nogil)
       .def("explain", &Plan::explain);
+  // C's owner for the DLPack views: the plan moved into a capsule (a plain Python object, no
+  // reference to the plan's instance or the Context's). A framework that never releases an
+  // imported view at exit then holds no instance nanobind reports as leaked. The plan's
+  // buffers are freed in the legacy stream's order, so the capsule may outlive the Context.
+  m.def((std::string("hold_spgemm_plan") + suffix).c_str(), [](Plan& p) {
+    auto* held = new Plan(std::move(p));
+    return nb::capsule(held, "dbsparse.spgemm_result", [](void* v) noexcept { delete static_cast<Plan*>(v); });
+  });
   m.def((std::string("plan_spgemm_device") + suffix).c_str(),
         [](Context& ctx, int32_t ar, int32_t ac, int64_t an, uint64_t arp, uint64_t aci, uint64_t av, int32_t br,
            int32_t bc, int64_t bn, uint64_t brp, uint64_t bci, uint64_t bv, uint64_t s) {

@@ -167,14 +167,11 @@ void fit_splits(DecodeLinearPlan::Impl& p, int sm_count) {
   const bool ring = p.mapping == DecodeMapping::Ring;
   int fit = p.blocks_per_sm;
   if (fit == 0) {
-    if (ring)
-      DBS_CU(cuFuncSetAttribute(p.product, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                static_cast<int>(p.probe_smem)));
+    if (ring) cuda::allow_dynamic_smem(p.product, p.probe_smem);
     DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, p.product, abi::kDecodeLanesWarps * 32, p.probe_smem));
   }
   set_decode_splits(p, fit, sm_count);
-  if (ring)
-    DBS_CU(cuFuncSetAttribute(p.product, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(p.smem)));
+  if (ring) cuda::allow_dynamic_smem(p.product, p.smem);
 }
 
 // The tuning DB's row for a layer of rows x cols with nnz weights (mapping Auto, no config given):

@@ -166,4 +166,15 @@ void check(CUresult r, const char* call, size_t bytes) {
   throw CudaError(call, static_cast<int>(r), name ? name : "unknown CUresult");
 }
 
+void allow_dynamic_smem(CUfunction f, int64_t bytes) {
+  static std::mutex mu;
+  std::lock_guard lock(mu);
+  int now = 0;
+  check(driver().cuFuncGetAttribute(&now, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, f),
+        "cuFuncGetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+  if (bytes <= now) return;
+  check(driver().cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(bytes)),
+        "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)");
+}
+
 }  // namespace dbsparse::cuda

@@ -79,6 +79,11 @@ bool driver_available(std::string* why);
 // DeviceOutOfMemory with the device's free memory and, from an allocation, the `bytes` it asked.
 void check(CUresult r, const char* call, size_t bytes = 0);
 
+// Lets f launch with `bytes` of dynamic shared memory. The limit is the function's, shared by
+// every plan that loaded the same kernel, so it is only ever raised: a later plan asking for less
+// must not lower it under an earlier plan's launches. Thread-safe.
+void allow_dynamic_smem(CUfunction f, int64_t bytes);
+
 }  // namespace dbsparse::cuda
 
 // DBS_CU(cuMemAlloc(&p, n)): calls through the table and checks the result.

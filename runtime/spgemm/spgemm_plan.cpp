@@ -179,9 +179,7 @@ void SpgemmPlan<T>::Impl::load_group(Context& ctx, int g) {
   GroupKernels& k = kernels[g];
   k.symbolic = sym.entry("symbolic");
   k.numeric = num.entry("numeric");
-  const auto allow = [](CUfunction f, int64_t smem) {
-    DBS_CU(cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(smem)));
-  };
+  const auto allow = [](CUfunction f, int64_t smem) { cuda::allow_dynamic_smem(f, smem); };
   if (g == kSpgemmGlobalGroup) {
     k.init_symbolic = sym.entry("init");
     k.init_numeric = num.entry("init");

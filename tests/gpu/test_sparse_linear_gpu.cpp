@@ -372,6 +372,34 @@ TEST_CASE("DecodeLinearRingAndDenseColumnsMatchReferenceOnOddShapes") {
   CHECK_THROWS_AS(plan_decode_linear(ctx(), prune_magnitude(synthetic_weights(4, 4, 1), 4, 4, 0.5), bad), UsageError);
 }
 
+// Ring plans of one dtype share a kernel, and its dynamic shared-memory limit is the kernel's: a
+// plan built later with a smaller list (fewer columns a block) must not lower the limit under an
+// earlier plan's launches (the Llama MLP's gate|up plan failed to launch once down's plan existed).
+TEST_CASE("DecodeRingPlansSharingAKernelEachLaunchWithTheirOwnSharedMemory") {
+  Stream s(ctx());
+  std::vector<DecodeLinearPlan> plans;
+  std::vector<CsrMatrix<float>> ws;
+  const std::vector<std::pair<int32_t, int32_t>> shapes{{2048, 4096}, {1024, 512}, {64, 64}};
+  for (auto [rows, cols] : shapes) {
+    ws.push_back(prune_magnitude(synthetic_weights(rows, cols, 81), rows, cols, 0.5));
+    DecodeLinearOptions o;
+    o.dtype = DecodeDtype::F32;
+    o.mapping = DecodeMapping::Ring;
+    o.blocks_per_sm = 1;  // f32 segments of 1024 rows: the first plan needs over 48 KB
+    plans.push_back(plan_decode_linear(ctx(), ws.back(), o));
+  }
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    const auto [rows, cols] = shapes[i];
+    CAPTURE(rows);
+    CAPTURE(cols);
+    const std::vector<float> x = synthetic_weights(1, cols, 82);
+    DeviceBuffer<float> xd{std::span<const float>(x)}, y{static_cast<size_t>(rows)};
+    plans[i].run(xd.ptr(), y.ptr(), s.handle());
+    s.synchronize();
+    CHECK(masked_rel_err(ws[i], x, 0.0f, y.download(), DecodeDtype::F32) <= 1e-5);
+  }
+}
+
 // The 7-8B shapes (Llama-3.1-8B's MLP and k/v, Qwen2.5-7B's down) in f16 with Wanda-like 50% rows,
 // at the bench's activation densities: y against the CPU on the same rounded inputs.
 TEST_CASE("DecodeLinearMatchesReferenceOn8bShapes") {

@@ -68,10 +68,14 @@ nlohmann::json run_one(const fs::path& self, const fs::path& dir, const std::str
   while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
   const int status = pclose(p);
   nlohmann::json r{{"op", op}, {"cache", mode}, {"process_ms", ms_since(t0)}};
-  const size_t last = out.find_last_of('{');
-  if (status == 0 && last != std::string::npos) {
+  // The report is the child's last line; anything printed before it (warnings) is skipped. Its
+  // own nested objects rule out searching for the last '{'.
+  const size_t end = out.find_last_not_of("\r\n");
+  const size_t nl = end == std::string::npos ? std::string::npos : out.rfind('\n', end);
+  const size_t last = nl == std::string::npos ? 0 : nl + 1;
+  if (status == 0 && end != std::string::npos && out[last] == '{') {
     try {
-      r.update(nlohmann::json::parse(out.substr(last)));
+      r.update(nlohmann::json::parse(out.substr(last, end + 1 - last)));
       return r;
     } catch (const nlohmann::json::exception&) {
     }
