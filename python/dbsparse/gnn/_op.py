@@ -128,6 +128,10 @@ def _setup(ctx, inputs, output):
     x, values, handle, out_rows, reduce, transposed = inputs
     ctx.save_for_backward(x, values, output[1])
     ctx.meta = (handle, x.shape[0], reduce, transposed)
+    # A Graph made for one call (dbsparse.spmm(scipy_matrix, X)) must outlive its forward: the
+    # backward reads it through the handle. (Under torch.compile the handle may be symbolic; the
+    # caller's model holds the Graph there.)
+    ctx.graph = graph_of(handle) if isinstance(handle, int) else None
 
 
 def _backward(ctx, grad_out, grad_arg):
