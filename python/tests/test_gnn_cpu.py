@@ -393,3 +393,77 @@ def test_importing_dbsparse_imports_neither_torch_geometric_nor_the_gnn_package(
             "assert 'torch_geometric' not in sys.modules; print('ok')")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr
+
+
+def test_pyg_route_with_a_fake_torch_geometric(monkeypatch):
+    """route() patches the module-level spmm of fused layer classes; the product runs through a
+    Graph made once per adjacency object; other calls fall back to PyG's function."""
+    import types
+    from dbsparse.gnn import pyg
+
+    class MessagePassing(torch.nn.Module):
+        def message_and_aggregate(self, adj_t, x):
+            raise NotImplementedError
+
+    fallback_calls = []
+
+    def pyg_spmm(src, other, reduce="sum"):
+        fallback_calls.append(reduce)
+        return src.to_dense() @ other
+
+    conv_mod = types.ModuleType("fake_pyg_conv")
+    conv_mod.spmm = pyg_spmm
+
+    class Conv(MessagePassing):
+        aggr = "add"
+
+        def message_and_aggregate(self, adj_t, x):
+            return sys.modules["fake_pyg_conv"].spmm(adj_t, x, reduce=self.aggr)
+
+    class Unfused(MessagePassing):
+        pass
+
+    Conv.__module__ = Unfused.__module__ = "fake_pyg_conv"
+    tg, tg_nn = types.ModuleType("torch_geometric"), types.ModuleType("torch_geometric.nn")
+    tg_nn.MessagePassing = MessagePassing
+    tg.nn = tg_nn
+    for name, mod in (("torch_geometric", tg), ("torch_geometric.nn", tg_nn), ("fake_pyg_conv", conv_mod)):
+        monkeypatch.setitem(sys.modules, name, mod)
+    layer = Conv()
+    model = torch.nn.Sequential(layer, Unfused())
+    a = small(13).astype(np.float32)
+    adj = torch.sparse_csr_tensor(torch.from_numpy(a.indptr.astype(np.int64)), torch.from_numpy(a.indices.astype(
+        np.int64)), torch.from_numpy(a.data), size=a.shape)
+    x = torch.randn(7, 4, requires_grad=True)
+    undo = pyg.route(model)
+    assert undo.modules == ["fake_pyg_conv"] and conv_mod.spmm is not pyg_spmm
+    y1, y2 = layer.message_and_aggregate(adj, x), layer.message_and_aggregate(adj, x)
+    torch.testing.assert_close(y1, torch.from_numpy(a.toarray()) @ x)
+    assert fallback_calls == [] and pyg.graph_for(adj) is pyg.graph_for(adj)
+    y1.sum().backward()
+    torch.testing.assert_close(x.grad, torch.from_numpy(a.toarray()).T @ torch.ones(9, 4))
+    layer.aggr = "mul"  # not a dbsparse reduction: PyG's own function
+    layer.message_and_aggregate(adj, x)
+    assert fallback_calls == ["mul"]
+    layer.aggr = "mean"
+
+    class FakeSparseTensor:  # torch_sparse.SparseTensor's csr() and sparse_sizes()
+        def csr(self):
+            return adj.crow_indices(), adj.col_indices(), None
+
+        def sparse_sizes(self):
+            return a.shape
+
+    got = layer.message_and_aggregate(FakeSparseTensor(), x)
+    torch.testing.assert_close(got.double(), loop_ref(sp.csr_matrix((np.ones_like(a.data), a.indices, a.indptr),
+                                                                    a.shape), x, "mean")[0], rtol=1e-5, atol=1e-5)
+    undo()
+    assert conv_mod.spmm is pyg_spmm
+
+
+def test_pyg_route_needs_torch_geometric_when_it_is_absent():
+    from dbsparse.gnn import pyg
+    if "torch_geometric" in sys.modules or __import__("importlib").util.find_spec("torch_geometric") is not None:
+        pytest.skip("torch_geometric is installed")
+    with pytest.raises(ImportError):
+        pyg.route(torch.nn.Linear(2, 2))

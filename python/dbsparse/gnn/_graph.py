@@ -95,6 +95,18 @@ class Graph:
         _graphs[self.handle] = weakref.ref(self)
         weakref.finalize(self, _graphs.pop, self.handle, None)
 
+    @classmethod
+    def from_csr(cls, indptr, indices, values=None, shape=None, device=None, path="auto"):
+        """A Graph of CSR arrays (torch tensors), entry order kept; `values` (None: ones) is used
+        as it is, so its gradient reaches the caller's tensor."""
+        n = indices.numel()
+        v = _values_tensor(values, n, "values", indices.device)
+        rows = indptr.numel() - 1
+        shape = tuple(shape) if shape is not None else (rows, int(indices.max()) + 1 if n else 0)
+        g = cls(torch.sparse_csr_tensor(indptr, indices, v.detach(), size=shape), device=device, path=path)
+        g._src = v if device is None or v.device == g.device else v.to(g.device)
+        return g
+
     # The matrix.
     @property
     def shape(self):
