@@ -467,3 +467,20 @@ def test_pyg_route_needs_torch_geometric_when_it_is_absent():
         pytest.skip("torch_geometric is installed")
     with pytest.raises(ImportError):
         pyg.route(torch.nn.Linear(2, 2))
+
+
+def test_a_symmetric_graph_plans_once_for_both_sides(host_kernels):
+    a = small(14, rows=8, cols=8).astype(np.float32)
+    sym = (a + a.T).tocsr()
+    sym.sort_indices()
+    x = torch.randn(8, 4, requires_grad=True)
+    g = Graph(sym)
+    dbsparse.spmm(g, x).sum().backward()
+    assert host_kernels == [("spmm", 4, "f32", "sum", (8, 8))]  # Aᵀ = A: the backward reuses A's plan
+    torch.testing.assert_close(x.grad, torch.from_numpy(sym.toarray()).T @ torch.ones(8, 4))
+    host_kernels.clear()
+    skew = sp.csr_matrix((np.arange(1, sym.nnz + 1, dtype=np.float32), sym.indices, sym.indptr), sym.shape)
+    x.grad = None
+    dbsparse.spmm(Graph(skew), x).sum().backward()  # same pattern, values not symmetric: two plans
+    assert len(host_kernels) == 2
+    torch.testing.assert_close(x.grad, torch.from_numpy(skew.toarray()).T @ torch.ones(8, 4))

@@ -88,6 +88,10 @@ class Graph:
         perm = torch.argsort(col, stable=True)
         self.t = _Side(cols, rows, col[perm], row[perm], perm)
         self.perm = perm
+        # A pattern equal to its transpose's, entry for entry (columns sorted in each row): Aᵀ's
+        # plans are A's when the values are symmetric too (checked when planning).
+        self._symmetric_pattern = (rows == cols and torch.equal(self.t.indptr, self.a.indptr)
+                                   and torch.equal(self.t.col, self.a.col))
         self.device = dev
         self._plans, self._hosts, self._values_key = {}, {}, None
         self._kernels = None
@@ -170,27 +174,44 @@ class Graph:
             self._hosts.clear()
             self._values_key = key
 
-    def _host(self, transposed):
-        """A (or Aᵀ) as a float32 SciPy CSR matrix with the current values, the plans' input."""
-        import scipy.sparse as sp
-        h = self._hosts.get(transposed)
-        if h is None:
-            s = self.side(transposed)
+    def _symmetric(self):
+        """Whether Aᵀ is A, values included (its plans are then A's)."""
+        if not self._symmetric_pattern:
+            return False
+        if "symmetric" not in self._hosts:
             v = self.values.detach()
-            v = v if s.to_a is None else v.index_select(0, s.to_a)
-            h = sp.csr_matrix((v.float().cpu().numpy(), s.col.to(torch.int32).cpu().numpy(),
+            self._hosts["symmetric"] = bool(torch.equal(v.index_select(0, self.perm), v))
+        return self._hosts["symmetric"]
+
+    def _host(self, transposed, scaled):
+        """A (or Aᵀ) as a float32 SciPy CSR matrix with the current values, the plans' input.
+        scaled: each entry divided by the other side's length of the row it came from (Aᵀ's entry
+        of A's entry e over len(row(e)) of A): one SpMM then gives the mean's backward."""
+        import scipy.sparse as sp
+        key = (transposed, scaled)
+        h = self._hosts.get(key)
+        if h is None:
+            s, o = self.side(transposed), self.side(not transposed)
+            v = self.values.detach()
+            v = (v if s.to_a is None else v.index_select(0, s.to_a)).float()
+            if scaled:
+                v = v / o.deg.clamp(min=1).index_select(0, s.col)
+            h = sp.csr_matrix((v.cpu().numpy(), s.col.to(torch.int32).cpu().numpy(),
                                s.indptr.to(torch.int32).cpu().numpy()), shape=(s.rows, s.cols))
-            self._hosts[transposed] = h
+            self._hosts[key] = h
         return h
 
-    def spmm_plan(self, n_cols, dtype, reduce, transposed):
-        """The SpMM plan of A (or Aᵀ) for n_cols columns, dtype ('f32', 'f16', 'bf16') and reduce."""
+    def spmm_plan(self, n_cols, dtype, reduce, transposed, scaled=False):
+        """The SpMM plan of A (or Aᵀ) for n_cols columns, dtype ('f32', 'f16', 'bf16') and reduce
+        (scaled: see _host; with reduce 'sum')."""
         self._check_values()
-        key = ("spmm", n_cols, dtype, reduce, transposed)
+        if transposed and self._symmetric():
+            transposed = False
+        key = ("spmm", n_cols, dtype, reduce, transposed, scaled)
         p = self._plans.get(key)
         if p is None:
-            p = self._plans[key] = _plan_spmm(self._host(transposed), n_cols, dtype, reduce, self._device_index(),
-                                              self.path)
+            p = self._plans[key] = _plan_spmm(self._host(transposed, scaled), n_cols, dtype, reduce,
+                                              self._device_index(), self.path)
         return p
 
     def sddmm_plan(self, k, dtype):
@@ -199,7 +220,7 @@ class Graph:
         key = ("sddmm", k, dtype)
         p = self._plans.get(key)
         if p is None:
-            p = self._plans[key] = _plan_sddmm(self._host(False), k, dtype, self._device_index())
+            p = self._plans[key] = _plan_sddmm(self._host(False, False), k, dtype, self._device_index())
         return p
 
     def _device_index(self):

@@ -9,7 +9,8 @@ _graph.graph_of) and the output sizes as ints.
 Gradients, for out = reduce_e a_e x[col(e)] over each row of a side S (A, or Aᵀ when transposed):
 - sum:  dX = Sᵀ G (the other side's SpMM plan); da_e = dot(G[row(e)], X[col(e)]) (SDDMM on A's
         pattern; for S = Aᵀ the same SDDMM with X and G swapped, so no permutation is needed).
-- mean: the same with G / len(row) in place of G.
+- mean: the same with G / len(row) in place of G; on the kernels, dX is one SpMM of the other
+        side planned with its values divided by those lengths (no pass over G).
 - max/min: only each output element's winning entry k = arg: dX[col(k)] += G a_k and
         da_k += G X[col(k)], by index_add over the arg array (no host sync)."""
 import torch
@@ -70,8 +71,12 @@ def gnn_spmm_grad_x(grad: torch.Tensor, values: torch.Tensor, arg: torch.Tensor,
     g = graph_of(handle)
     side = g.side(transposed)
     grad = grad.contiguous()
-    if reduce in ("sum", "mean"):
+    if reduce == "sum" or (reduce == "mean" and not g.uses_kernels(grad)):
         return forward(g, _scaled(side, grad, reduce), values, "sum", not transposed)[0]
+    if reduce == "mean":  # one SpMM of the other side with its values over the row lengths: no pass over G
+        out = torch.empty(in_rows, grad.shape[1], dtype=grad.dtype, device=grad.device)
+        g.spmm_plan(grad.shape[1], _KERNEL_DTYPES[grad.dtype], "sum", not transposed, scaled=True)(grad, out=out)
+        return out
     cd = _ref.compute_dtype(grad.dtype)
     f = grad.shape[1]
     if side.col.numel() == 0:
