@@ -78,6 +78,8 @@ class Graph:
     def __init__(self, a, edge_weight=None, num_nodes=None, device=None, path="auto"):
         rows, cols, row, col, src, order = _coo_of(a, edge_weight, num_nodes)
         dev = torch.device(device) if device is not None else row.device
+        if dev.type == "cuda" and dev.index is None:  # 'cuda' means the current device, as torch reads it
+            dev = torch.device("cuda", torch.cuda.current_device())
         row, col = row.to(dev), col.to(dev)
         self.path = path
         if order is not None and not src.requires_grad:  # values fixed: put them in CSR order once
