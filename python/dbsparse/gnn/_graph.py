@@ -15,7 +15,6 @@ import numpy as np
 import torch
 
 from .._errors import UsageError
-from . import _ref
 
 _graphs = {}
 _ids = itertools.count(1)
@@ -259,11 +258,13 @@ def _coo_of(a, edge_weight, num_nodes):
         if a.layout == torch.sparse_coo:
             a = a.coalesce()
             i = a.indices()
-            return a.shape[0], a.shape[1], i[0], i[1], _values_tensor(a.values(), i.shape[1], "A.values", i.device), None
+            v = _values_tensor(a.values(), i.shape[1], "A.values", i.device)
+            return a.shape[0], a.shape[1], i[0], i[1], v, None
         if a.layout == torch.sparse_csr:
             ip, col = _as_index(a.crow_indices(), "A.crow_indices"), _as_index(a.col_indices(), "A.col_indices")
             row = torch.repeat_interleave(torch.arange(a.shape[0], device=ip.device), ip.diff())
-            return a.shape[0], a.shape[1], row, col, _values_tensor(a.values(), col.numel(), "A.values", ip.device), None
+            v = _values_tensor(a.values(), col.numel(), "A.values", ip.device)
+            return a.shape[0], a.shape[1], row, col, v, None
         raise UsageError(f"A: expected a sparse CSR or COO tensor or an edge_index, got layout {a.layout}")
     mod = type(a).__module__
     if mod.startswith("scipy.sparse") and hasattr(a, "tocoo"):
