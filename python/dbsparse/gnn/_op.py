@@ -131,7 +131,8 @@ def _(grad, x, values, arg, handle, reduce, transposed):
 
 def _setup(ctx, inputs, output):
     x, values, handle, out_rows, reduce, transposed = inputs
-    ctx.save_for_backward(x, values, output[1])
+    # X is needed only for the values' gradient: not kept for a fixed adjacency (a GCN's).
+    ctx.save_for_backward(x if values.requires_grad else None, values, output[1])
     ctx.meta = (handle, x.shape[0], reduce, transposed)
     # A Graph made for one call (dbsparse.spmm(scipy_matrix, X)) must outlive its forward: the
     # backward reads it through the handle. (Under torch.compile the handle may be symbolic; the
