@@ -119,8 +119,8 @@ def host_kernels(monkeypatch):
 
     monkeypatch.setattr(_graph, "_plan_spmm", plan_spmm)
     monkeypatch.setattr(_graph, "_plan_sddmm", plan_sddmm)
-    monkeypatch.setattr(_graph.Graph, "uses_kernels",
-                        lambda self, x: x.dtype in _graph._KERNEL_DTYPES and self.nnz > 0 and x.shape[1] > 0)
+    monkeypatch.setattr(_graph.Graph, "uses_kernels", lambda self, x, max_cols=_graph.SPMM_MAX_COLS:
+                        x.dtype in _graph._KERNEL_DTYPES and self.nnz > 0 and 0 < x.shape[1] <= max_cols)
     return made
 
 
@@ -483,3 +483,15 @@ def test_a_symmetric_graph_plans_once_for_both_sides(host_kernels):
     dbsparse.spmm(Graph(skew), x).sum().backward()  # same pattern, values not symmetric: two plans
     assert len(host_kernels) == 2
     torch.testing.assert_close(x.grad, torch.from_numpy(skew.toarray()).T @ torch.ones(8, 4))
+
+
+def test_widths_past_the_kernels_run_the_pytorch_path(host_kernels):
+    a = small(15).astype(np.float32)
+    g = Graph(a)
+    g.values.requires_grad_()
+    x = torch.randn(7, 600, requires_grad=True)  # SpMM takes 600 columns, SDDMM at most 512
+    y = dbsparse.spmm(g, x)
+    y.sum().backward()
+    assert sorted(m[0] for m in host_kernels) == ["spmm", "spmm"]
+    torch.testing.assert_close(g.values.grad.double(), dbsparse.gnn.sddmm(Graph(a), torch.ones(9, 600),
+                                                                         x.detach()).double())

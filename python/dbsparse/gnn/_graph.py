@@ -19,6 +19,8 @@ from .._errors import UsageError
 _graphs = {}
 _ids = itertools.count(1)
 _KERNEL_DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
+# The widths the kernels take (the bindings refuse others): wider calls run the PyTorch path.
+SPMM_MAX_COLS, SDDMM_MAX_K = 4096, 512
 
 
 def graph_of(handle):
@@ -159,9 +161,9 @@ class Graph:
         return f"<dbsparse.Graph {self.a.rows}x{self.a.cols}, {self.nnz} entries, on {self.device}>"
 
     # Plans.
-    def uses_kernels(self, x):
-        """Whether a call with `x` runs dbsparse's kernels (else the PyTorch path)."""
-        if not (x.is_cuda and x.dtype in _KERNEL_DTYPES and self.nnz and x.shape[1]):
+    def uses_kernels(self, x, max_cols=SPMM_MAX_COLS):
+        """Whether a call with `x` (n_cols = x.shape[1]) runs dbsparse's kernels (else the PyTorch path)."""
+        if not (x.is_cuda and x.dtype in _KERNEL_DTYPES and self.nnz and 0 < x.shape[1] <= max_cols):
             return False
         if self._kernels is None:
             self._kernels = _kernel_ok()

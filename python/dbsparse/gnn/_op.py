@@ -16,7 +16,7 @@ Gradients, for out = reduce_e a_e x[col(e)] over each row of a side S (A, or Aáµ
 import torch
 
 from . import _ref
-from ._graph import _KERNEL_DTYPES, graph_of
+from ._graph import _KERNEL_DTYPES, SDDMM_MAX_K, graph_of
 
 
 def _side_values(side, values):
@@ -97,7 +97,7 @@ def _(grad, values, arg, handle, in_rows, reduce, transposed):
 
 def _sddmm(g, x, y):
     """dot(x[row(e)], y[col(e)]) for A's entries e, in A's order (compute dtype)."""
-    if g.uses_kernels(x) and x.dtype == y.dtype:
+    if g.uses_kernels(x, SDDMM_MAX_K) and x.dtype == y.dtype:
         return g.sddmm_plan(x.shape[1], _KERNEL_DTYPES[x.dtype])(x.contiguous(), y.contiguous())
     return _ref.sddmm(g.a, x, y)
 
