@@ -495,3 +495,18 @@ def test_widths_past_the_kernels_run_the_pytorch_path(host_kernels):
     assert sorted(m[0] for m in host_kernels) == ["spmm", "spmm"]
     torch.testing.assert_close(g.values.grad.double(), dbsparse.gnn.sddmm(Graph(a), torch.ones(9, 600),
                                                                          x.detach()).double())
+
+
+@pytest.mark.parametrize("reduce", ["max", "min"])
+def test_gradcheck_x_through_exact_ties(reduce):
+    """A repeated edge with its weight repeated: two entries of one row give the same product for
+    every X, so the tie stays under any perturbation of X, and the one winner's gradient is exact.
+    (Ties between values cannot pass a finite-difference check: max is not differentiable there.)"""
+    ei = torch.tensor([[0, 1, 1, 2, 3, 3], [1, 0, 0, 0, 2, 4]])  # 1 -> 0 twice; node 3 has no in-edge
+    w = torch.tensor([1.5, -2.0, -2.0, 0.75, 1.25, 0.5], dtype=torch.float64)
+    g = Graph(ei, edge_weight=w, num_nodes=5)
+    x = torch.randn(5, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(16), requires_grad=True)
+    _, arg = _op.gnn_spmm(x.detach(), g.values, g.handle, 5, reduce, False)
+    # row 0's entries: 0 and 1 (the repeated edge, tied), 2; the lowest tied entry wins; row 3 is empty
+    assert set(arg[0].tolist()) <= {0, 2} and arg[3].tolist() == [-1, -1, -1]
+    assert torch.autograd.gradcheck(lambda x: dbsparse.spmm(g, x, reduce=reduce), (x,), eps=1e-6, atol=1e-7)
