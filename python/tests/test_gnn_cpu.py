@@ -510,3 +510,20 @@ def test_gradcheck_x_through_exact_ties(reduce):
     # row 0's entries: 0 and 1 (the repeated edge, tied), 2; the lowest tied entry wins; row 3 is empty
     assert set(arg[0].tolist()) <= {0, 2} and arg[3].tolist() == [-1, -1, -1]
     assert torch.autograd.gradcheck(lambda x: dbsparse.spmm(g, x, reduce=reduce), (x,), eps=1e-6, atol=1e-7)
+
+
+def test_plans_are_asked_of_the_bindings_as_they_are_stated(monkeypatch):
+    """_graph's planners call dbsparse.plan_spmm (reduce= only past sum, so a binding without it
+    still plans sums) and dbsparse.plan_sddmm(a, k, dtype=, device=)."""
+    from dbsparse import _ops
+    calls = []
+    monkeypatch.setattr(_ops, "plan_spmm", lambda a, n, **kw: calls.append(("spmm", a.shape, n, kw)))
+    monkeypatch.setattr(_ops, "plan_sddmm", lambda a, k, **kw: calls.append(("sddmm", a.shape, k, kw)),
+                        raising=False)
+    h = sp.eye(4, format="csr", dtype=np.float32)
+    _graph._plan_spmm(h, 32, "bf16", "sum", 1, "auto")
+    _graph._plan_spmm(h, 16, "f32", "max", 0, "csr")
+    _graph._plan_sddmm(h, 8, "f16", 0)
+    assert calls == [("spmm", (4, 4), 32, {"dtype": "bf16", "path": "auto", "device": 1}),
+                     ("spmm", (4, 4), 16, {"dtype": "f32", "path": "csr", "device": 0, "reduce": "max"}),
+                     ("sddmm", (4, 4), 8, {"dtype": "f16", "device": 0})]
