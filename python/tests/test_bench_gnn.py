@@ -66,3 +66,19 @@ def test_without_a_gpu_the_cuda_run_says_why():
     if torch.cuda.is_available():
         pytest.skip("a GPU is here")
     assert bench.main(["gnn", "--graphs", "cora"]) == 77
+
+
+def test_a_wrong_aggregation_fails_the_check(monkeypatch, tmp_path):
+    real = bench_gnn.aggregators
+
+    def off_by_one_percent(model, a, device, dtype):
+        d, t, g = real(model, a, device, dtype)
+        return (lambda z: d(z) * 1.01), t, g
+
+    monkeypatch.setattr(bench_gnn, "aggregators", off_by_one_percent)
+    out = tmp_path / "r.json"
+    rc = bench.main(["gnn", "--device", "cpu", "--graphs", "cora", "--scale", "0.05", "--features", "16",
+                     "--models", "gcn", "--epochs", "1", "--reps", "1", "--warmup", "0", "--json", str(out)])
+    assert rc == 1
+    c = json.loads(out.read_text())["rows"][0]["check"]
+    assert not c["ok"] and c["grad_rel_diff"] > 1e-3
