@@ -10,7 +10,8 @@ Arrays go in and out without copies: torch CUDA tensors, CuPy arrays, anything w
     x = torch.ones(10000, device="cuda")
     y = plan(x)                    # torch tensor, on torch's current stream
 
-Ops: spmv, spmspv, spmm, spgemm, bfs, square, contract, mcl; SparseLinear in dbsparse.nn.
+Ops: spmv, spmspv, spmm, spgemm, bfs, square, contract, mcl; SparseLinear in dbsparse.nn; Graph and
+a differentiable spmm(graph, X, reduce=...) for GNNs in dbsparse.gnn.
 """
 from ._errors import (CompileError, DeviceError, DeviceOutOfMemory, Error, HostMemoryError, InputError, TuningDbError,
                       UsageError)
@@ -53,6 +54,9 @@ def __getattr__(name):
     if name == "SparseLinear":
         from .nn import SparseLinear
         return SparseLinear
+    if name == "Graph":  # torch imported on first use, not by `import dbsparse`
+        from .gnn import Graph
+        return Graph
     raise AttributeError(f"module 'dbsparse' has no attribute {name!r}")
 
 
@@ -60,4 +64,4 @@ __all__ = ["Error", "UsageError", "InputError", "DeviceError", "CompileError", "
            "HostMemoryError", "plan_spmv", "spmv",
            "plan_spmspv", "spmspv", "plan_spmm", "spmm", "plan_bfs", "bfs", "spgemm", "square", "contract", "mcl",
            "SpmvPlan", "SpmspvPlan", "SpmmPlan", "BfsPlan", "SpgemmResult", "explain", "tune", "precompile",
-           "device_available", "context", "SparseLinear"]
+           "device_available", "context", "SparseLinear", "Graph"]

@@ -1,6 +1,7 @@
 """The ops and their plans. A plan does the analysis, the upload and the JIT once; calling it runs
 the kernels on the caller's stream with no allocation (unless `out` is omitted) and no host sync."""
 import json
+import sys
 import threading
 
 from ._errors import UsageError
@@ -271,12 +272,38 @@ def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None, of
     return plan
 
 
-def spmm(a, b, out=None, alpha=1.0, beta=0.0, stream=None, epilogue=None):
-    """C = A B (epilogue='relu': max(A B, 0)), planning A each call (keep a plan_spmm for repeated calls)."""
+def spmm(a, b, out=None, alpha=1.0, beta=0.0, stream=None, epilogue=None, reduce=None):
+    """C = A B (epilogue='relu': max(A B, 0)), planning A each call (keep a plan_spmm for repeated calls).
+
+    With a dbsparse.Graph as A, a `reduce` ('sum', 'mean', 'max', 'min'), a B that requires grad or
+    a CPU torch tensor B, this is dbsparse.gnn.spmm: differentiable, a torch custom op, returning a
+    new tensor (out, alpha, beta, stream and epilogue are not taken there)."""
+    if _gnn_call(a, b, reduce):
+        given = [k for k, v, d in (("out", out, None), ("alpha", alpha, 1.0), ("beta", beta, 0.0), ("stream", stream, None),
+                                   ("epilogue", epilogue, None)) if v != d]
+        if given:
+            raise UsageError(f"{', '.join(given)}: not taken by the differentiable spmm (a Graph, reduce= or a "
+                             "tensor that requires grad); use plan_spmm for them")
+        from .gnn import spmm as gnn_spmm
+        return gnn_spmm(a, b, reduce or "sum")
     ba = arr.device_array(b, "B")
     if len(ba[1]) != 2:
         raise UsageError(f"B: expected a 2-D array, got shape {ba[1]}")
     return plan_spmm(a, ba[1][1], dtype=ba[2], epilogue=epilogue)(b, out, alpha, beta, stream)
+
+
+def _gnn_call(a, b, reduce):
+    """Whether spmm(a, b) is the differentiable torch op: a Graph, a reduce, or a torch B that
+    requires grad (grad mode on) or lives on the CPU."""
+    if reduce is not None:
+        return True
+    gnn = sys.modules.get("dbsparse.gnn._graph")
+    if gnn is not None and gnn.is_graph(a):
+        return True
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(b, torch.Tensor) or b.layout != torch.strided:
+        return False
+    return (b.requires_grad and torch.is_grad_enabled()) or b.device.type == "cpu"
 
 
 class BfsPlan(_Plan):

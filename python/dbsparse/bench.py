@@ -2,7 +2,8 @@
 against torch.sparse and CuPy (cuSPARSE underneath both) on generated matrices, same process and
 GPU. Times are medians of CUDA-event timings (each a batch of calls); JSON with --json.
 
-`python -m dbsparse.bench llm ...`: a Llama-architecture model, dense against sparse (bench_llm.py)."""
+`python -m dbsparse.bench llm ...`: a Llama-architecture model, dense against sparse (bench_llm.py).
+`python -m dbsparse.bench gnn ...`: GCN and GraphSAGE training, dbsparse against torch (bench_gnn.py)."""
 import argparse
 import json
 import statistics
@@ -121,11 +122,15 @@ def main(argv=None):
     if argv[:1] == ["llm"]:
         from . import bench_llm
         return bench_llm.main(argv[1:])
+    if argv[:1] == ["gnn"]:
+        from . import bench_gnn
+        return bench_gnn.main(argv[1:])
     ap = argparse.ArgumentParser(prog="python -m dbsparse.bench", description=__doc__)
     ap.add_argument("--n", type=int, default=100_000, help="rows of the generated matrices (default 100000)")
     ap.add_argument("--n-cols", type=int, default=32, help="columns of B for SpMM (default 32)")
     ap.add_argument("--json", help="write the results here")
-    ap.epilog = "python -m dbsparse.bench llm --help: the LLM decode and prefill bench"
+    ap.epilog = ("python -m dbsparse.bench llm --help: the LLM decode and prefill bench; "
+                 "python -m dbsparse.bench gnn --help: GCN and GraphSAGE training epochs")
     a = ap.parse_args(argv)
     try:
         import torch

@@ -2,8 +2,9 @@
 # Runs ON the lent GPU machine after `tar xzf .devpack/device.tgz` (prepare.sh --python packed .device/py):
 # builds dbsparse._core for the machine's Python 3.12 (torch, CuPy, SciPy) against the static library
 # built here, then runs pytest over python/tests, the examples and `python -m dbsparse.bench`.
-#   tools/device/python_run.sh [build] [tests] [examples] [bench] [llm]
+#   tools/device/python_run.sh [build] [tests] [examples] [bench] [llm] [gnn]
 # LLM_ARGS: the arguments of `python -m dbsparse.bench llm` (default: its defaults, Llama-3.1-8B shapes).
+# GNN_ARGS: the arguments of `python -m dbsparse.bench gnn` (default: its defaults, Cora to ogbn-arxiv sizes).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 . tools/device/device_env.sh
@@ -31,6 +32,8 @@ for mode in "$@"; do
     bench) $PY -m dbsparse.bench --json "$OUT/py-bench.json" >"$OUT/py-bench.txt" 2>&1; echo "bench rc $?"; cat "$OUT/py-bench.txt" ;;
     llm) $PY -m dbsparse.bench llm ${LLM_ARGS:-} --json "$OUT/py-bench-llm.json" >"$OUT/py-bench-llm.txt" 2>&1
       echo "bench llm rc $?"; cat "$OUT/py-bench-llm.txt" ;;
+    gnn) $PY -m dbsparse.bench gnn ${GNN_ARGS:-} --json "$OUT/py-bench-gnn.json" >"$OUT/py-bench-gnn.txt" 2>&1
+      echo "bench gnn rc $?"; cat "$OUT/py-bench-gnn.txt" ;;
     *) echo "unknown mode $mode"; exit 2 ;;
   esac
   echo "== $mode $(( $(date +%s) - t0 )) s"
