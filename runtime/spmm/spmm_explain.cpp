@@ -122,12 +122,14 @@ std::string explain_csr_extras(const SpmmSpec& p) {
 
 std::string explain_csr(const SpmmSpec& p, int64_t device_bytes) {
   const std::string long_rows =
-      p.n_parts ? fmt::format(
-                      "rows longer than {} entries ({}) cut into {} parts of a warp each in the same launch, "
-                      "the last part of a row to finish adding them in order",
-                      p.max_run, p.cut_rows, p.n_parts)
-                : fmt::format("its first {} entries; {} more runs added atomically in a second launch", p.max_run,
-                              p.n_pieces);
+      p.reduce != SpmmReduce::Sum ? fmt::format("reduce {}: no row cut, the longest ({} entries) with one warp's group",
+                                                to_string(p.reduce), p.max_run)
+      : p.n_parts                 ? fmt::format(
+                                        "rows longer than {} entries ({}) cut into {} parts of a warp each in the same launch, "
+                                                        "the last part of a row to finish adding them in order",
+                                        p.max_run, p.cut_rows, p.n_parts)
+                  : fmt::format("its first {} entries; {} more runs added atomically in a second launch", p.max_run,
+                                p.n_pieces);
   const std::string per_warp =
       p.csr_rows4 == 1 && p.csr_rows1 == 1
           ? std::string("a warp per row")

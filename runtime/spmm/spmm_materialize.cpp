@@ -179,12 +179,11 @@ void materialize_brp(Context& ctx, Impl& p, const CsrMatrix<float>& a) {
   upload_pieces(p);
 }
 
-}  // namespace
-
-void load_csr_kernels(const Context& ctx, Impl& p) {
+// The sum's CSR kernels besides k1's "rows": the pieces, the 16-bit finalize, the float4 module
+// and its staged windows.
+void load_csr_sum_kernels(const Context& ctx, Impl& p, const detail::LoadedKernel& k1) {
   const SpmmSpec& s = p.spec;
   const bool o64 = s.csr_key1.offsets64;  // 64-bit offsets: one kernel a module, nothing cut
-  const detail::LoadedKernel k1 = load(ctx, p, s.csr_key1);
   p.rows1 = k1.entry("rows");
   if (!o64) p.rows1_pieces = k1.entry("pieces");
   if (!o64 && s.dtype != SpmmDtype::F32) p.finalize = k1.entry("finalize");
@@ -193,6 +192,19 @@ void load_csr_kernels(const Context& ctx, Impl& p) {
     p.rows4 = k4.entry("rows");
     if (!o64) p.rows4_pieces = k4.entry("pieces");
     if (!o64 && s.dtype == SpmmDtype::F32) p.staged = k4.entry("staged");  // used when windows qualify
+  }
+}
+
+}  // namespace
+
+void load_csr_kernels(const Context& ctx, Impl& p) {
+  const SpmmSpec& s = p.spec;
+  const detail::LoadedKernel k1 = load(ctx, p, s.csr_key1);
+  if (s.reduce != SpmmReduce::Sum) {  // one kernel a module: nothing cut, nothing staged
+    p.rows1 = k1.entry("reduce");
+    if (s.vec4) p.rows4 = load(ctx, p, s.csr_key4).entry("reduce");
+  } else {
+    load_csr_sum_kernels(ctx, p, k1);
   }
   // As gather kernels: the least shared carveout that keeps their occupancy, so L1 keeps more of
   // B's rows (DBSPARSE_L1_CARVEOUT=max-l1; l1_carveout.hpp).

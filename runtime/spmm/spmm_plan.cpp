@@ -65,6 +65,20 @@ SpmmEpilogue parse_spmm_epilogue(const std::string& s) {
   throw UsageError(fmt::format("unknown SpMM epilogue '{}' (none or relu)", s));
 }
 
+const char* to_string(SpmmReduce r) { return codegen::to_string(static_cast<codegen::SpmmReduceOp>(r)); }
+
+SpmmReduce parse_spmm_reduce(const std::string& s) {
+  for (SpmmReduce r : {SpmmReduce::Sum, SpmmReduce::Mean, SpmmReduce::Max, SpmmReduce::Min})
+    if (s == to_string(r)) return r;
+  throw UsageError(fmt::format("unknown SpMM reduce '{}' (sum, mean, max or min)", s));
+}
+
+static_assert(static_cast<int>(SpmmReduce::Sum) == static_cast<int>(codegen::SpmmReduceOp::Sum) &&
+                  static_cast<int>(SpmmReduce::Mean) == static_cast<int>(codegen::SpmmReduceOp::Mean) &&
+                  static_cast<int>(SpmmReduce::Max) == static_cast<int>(codegen::SpmmReduceOp::Max) &&
+                  static_cast<int>(SpmmReduce::Min) == static_cast<int>(codegen::SpmmReduceOp::Min),
+              "SpmmReduce and codegen::SpmmReduceOp name the same reductions in the same order");
+
 static_assert(static_cast<int>(SpmmDtype::F32) == static_cast<int>(codegen::SpmmValue::F32) &&
                   static_cast<int>(SpmmDtype::F16) == static_cast<int>(codegen::SpmmValue::F16) &&
                   static_cast<int>(SpmmDtype::BF16) == static_cast<int>(codegen::SpmmValue::BF16),

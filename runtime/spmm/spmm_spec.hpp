@@ -97,6 +97,9 @@ struct SpmmSpec {
   // CSR path's stores; else a pass over C after the product.
   SpmmEpilogue epilogue = SpmmEpilogue::None;
   bool epilogue_fused = false;
+  // SpmmOptions::reduce: not Sum takes the CSR path with one kernel (csr_spmm_reduce) and no row
+  // cut, no staged window.
+  SpmmReduce reduce = SpmmReduce::Sum;
 
   // The CSR path's rows' order (SpmmConfig::reorder): warp k takes A's row row_order[k].
   Reorder order = Reorder::None;

@@ -289,6 +289,36 @@ TEST_CASE("SpmmHalfKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
   MESSAGE(jobs.size() << " f16 / bf16 spmm modules compiled");
 }
 
+// SpMM's reductions (mean, max, min; spmm_reduce_keys): every key round-trips; a sample per value
+// type and op (float4 with 4 rows a warp, scalars across 32 lanes, float4 across 32 lanes) compiles
+// for sm_90, the float4 one for sm_80 too. The default-reachable ones compile in
+// EveryVariantOfEveryOpCompilesForSm80AndSm90 (spmm_default_variants).
+TEST_CASE("SpmmReduceKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
+  size_t compiled = 0, listed = 0;
+  for (const auto& key : spmm_reduce_keys()) {
+    CAPTURE(key.to_string());
+    CHECK(SpmmKey::parse(key.to_string()) == key);
+    ++listed;
+    const bool sample = (key.vec == 4 && key.lanes == 8 && key.rows == 4) ||
+                        (key.vec == 1 && key.lanes == 32 && key.rows == 1) ||
+                        (key.vec == 4 && key.lanes == 32 && key.rows == 1);
+    if (!sample) continue;
+    const KernelSource ks = make_source(key);
+    for (const char* arch : {"sm_90", "sm_80"}) {
+      if (std::string(arch) == "sm_80" && !(key.vec == 4 && key.lanes == 8)) continue;
+      CAPTURE(arch);
+      CompiledKernel k;
+      REQUIRE_NOTHROW(k = compile_to_cubin(ks, arch));
+      REQUIRE(k.lowered_names.size() == 1);
+      for (const auto& [expr, lowered] : k.lowered_names) CHECK(lowered.rfind("_Z", 0) == 0);
+      ++compiled;
+    }
+  }
+  // 3 types x 3 ops x 2 vec x 15 (lanes, rows a warp) with lanes x rows <= 32.
+  CHECK(listed == 3 * 3 * 2 * 15);
+  MESSAGE(compiled << " spmm reduce modules compiled");
+}
+
 // MCL's kernels are not an op of the registry: every key, both archs, all eleven entry points.
 TEST_CASE("MclKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
   const auto space = mcl_search_space();

@@ -1,0 +1,117 @@
+// SpMM with a reduction other than the sum over each row's entries (SpmmOptions::reduce), on the
+// CUDA-core CSR path: C[i, j] = alpha * reduce_e(a_e * B[col(e), j]) + beta * C[i, j].
+//  - OP 1 (mean): the row's sum (row_sum_block, as csr_spmm_rows) over its length; 0 for an empty row.
+//  - OP 2 (max), 3 (min): the largest (smallest) product; 0 for an empty row. `arg`, when not null
+//    (rows x n int32, row-major as C), gets the CSR entry index e that won, the lowest e on ties,
+//    -1 for an empty row: what the gradient of a max / min needs.
+// The warp's layout is csr_spmm_rows' (R groups of G = 32 / R lanes a warp, LANES lanes across N
+// with VEC columns each, G / LANES subgroups over the row's entries), but no row is cut: a row's
+// whole reduction stays with its group, so every C entry has one writer and needs no atomic
+// max / min. The epilogue (SpmmArgs::relu) applies in the store, as in csr_spmm_rows.
+#pragma once
+#include "spmm_rows.cuh"
+
+namespace dbs {
+
+// A candidate (value, entry) beats the best so far when it is larger (max) or smaller (min), or
+// equal with a lower entry index; entry -1 is "none yet".
+template <bool MAX>
+__device__ __forceinline__ bool reduce_beats(float v, int e, float best, int best_e) {
+  if (e < 0) return false;
+  if (best_e < 0) return true;
+  if (MAX ? v > best : v < best) return true;
+  return v == best && e < best_e;
+}
+
+// The group's max (min) over entries [p0, p1) at the lane's VEC columns from n, with the winning
+// entry; subgroup s takes entries p0 + s, p0 + s + S, ... in ascending order (so a strict
+// comparison keeps its lowest e), then the subgroups' winners meet by shuffles. Afterwards the
+// group's lanes below LANES hold the row's.
+template <typename V, int VEC, int LANES, int G, bool MAX>
+__device__ __forceinline__ void row_extreme(const dbsparse::abi::SpmmArgs& a, int p0, int p1, int n, bool live,
+                                            unsigned lane, float (&best)[VEC], int (&arg)[VEC]) {
+  typedef typename V::S T;
+  constexpr int S = G / LANES;
+  const unsigned mask = group_mask<G>(lane);
+  const int sub = ((int)lane % G) / LANES;
+  const T* vals = reinterpret_cast<const T*>(a.vals);
+  const T* bm = reinterpret_cast<const T*>(a.b);
+#pragma unroll
+  for (int v = 0; v < VEC; ++v) {
+    best[v] = 0.0f;
+    arg[v] = -1;
+  }
+  if (live) {
+#pragma unroll 4
+    for (int e = p0 + sub; e < p1; e += S) {
+      const int col = __ldg(a.col_idx + e);
+      const float val = V::ld(vals[e]);
+      float bv[VEC];
+      const T* src = bm + (size_t)col * a.n + n;
+      if constexpr (VEC == 4)
+        load4<V>(src, bv);
+      else
+        bv[0] = V::ld(__ldg(src));
+#pragma unroll
+      for (int v = 0; v < VEC; ++v) {
+        const float prod = val * bv[v];
+        if (arg[v] < 0 || (MAX ? prod > best[v] : prod < best[v])) {
+          best[v] = prod;
+          arg[v] = e;
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int off = LANES; off < G; off <<= 1)
+#pragma unroll
+    for (int v = 0; v < VEC; ++v) {
+      const float ov = __shfl_xor_sync(mask, best[v], off);
+      const int oe = __shfl_xor_sync(mask, arg[v], off);
+      if (reduce_beats<MAX>(ov, oe, best[v], arg[v])) {
+        best[v] = ov;
+        arg[v] = oe;
+      }
+    }
+}
+
+// OP: 1 mean, 2 max, 3 min (codegen's SpmmReduce order). One argument more than csr_spmm_rows:
+// arg (max / min only; may be null).
+template <typename V, int WARPS, int VEC, int LANES, int R, int OP>
+__global__ void __launch_bounds__(WARPS * 32) csr_spmm_reduce(const dbsparse::abi::SpmmArgs a, int* arg_out) {
+  static_assert(OP >= 1 && OP <= 3, "OP: 1 mean, 2 max, 3 min");
+  typedef typename V::S T;
+  constexpr int G = 32 / R;
+  const unsigned lane = threadIdx.x & 31u;
+  const int units = (a.rows + R - 1) / R;
+  const bool writer = (int)lane % G < LANES;
+  // warp-uniform bounds; a spare group past the last row leaves (its shuffles are masked to it)
+  for (int u = (int)blockIdx.x * WARPS + (int)(threadIdx.x >> 5); u < units; u += (int)gridDim.x * WARPS) {
+    const int k = u * R + (int)lane / G;
+    if (k >= a.rows) continue;
+    const int r = a.row_id ? a.row_id[k] : k;
+    const int p0 = a.row_ptr[r], p1 = a.row_ptr[r + 1];
+    T* crow = reinterpret_cast<T*>(a.c) + (size_t)r * a.n;
+    for (int n0 = 0; n0 < a.n; n0 += LANES * VEC) {
+      float acc[VEC];
+      int n;
+      if constexpr (OP == 1) {
+        n = row_sum_block<V, VEC, LANES, G>(a, p0, p1, n0, lane, acc);
+        const float inv = p1 > p0 ? 1.0f / (float)(p1 - p0) : 0.0f;
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) acc[v] *= inv;
+      } else {
+        n = n0 + ((int)lane % LANES) * VEC;
+        int win[VEC];
+        row_extreme<V, VEC, LANES, G, OP == 2>(a, p0, p1, n, n < a.n, lane, acc, win);
+        if (arg_out && writer && n < a.n) {
+#pragma unroll
+          for (int v = 0; v < VEC; ++v) arg_out[(size_t)r * a.n + n + v] = win[v];
+        }
+      }
+      if (n < a.n && writer) store_c<V, VEC>(a, crow + n, acc);
+    }
+  }
+}
+
+}  // namespace dbs

@@ -1,0 +1,137 @@
+// SpMM's reductions (SpmmOptions::reduce): their texts, the kernel keys that name them (so cache
+// keys differ from the sum's), the modules' roles, and the spec's path and cuts, on the CPU.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/keys/spmm_key.hpp"
+#include "dbsparse/error.hpp"
+#include "runtime/spmm/spmm_spec.hpp"
+
+using namespace dbsparse;
+using namespace dbsparse::spmm_detail;
+using codegen::SpmmKey;
+using codegen::SpmmReduceOp;
+
+namespace {
+
+CsrMatrix<float> rows_of(const std::vector<int32_t>& lengths, int32_t cols) {
+  CsrMatrix<float> a;
+  a.rows = static_cast<int32_t>(lengths.size());
+  a.cols = cols;
+  for (int32_t len : lengths) {
+    for (int32_t c = 0; c < len; ++c) {
+      a.col_idx.push_back(c);
+      a.values.push_back(1.0f);
+    }
+    a.row_ptr.push_back(static_cast<int32_t>(a.col_idx.size()));
+  }
+  return a;
+}
+
+Config config(nlohmann::json params) { return Config{"spmm", std::move(params), ConfigSource::Explicit, ""}; }
+
+SpmmOptions reducing(SpmmReduce r, SpmmDtype d = SpmmDtype::F32) {
+  SpmmOptions o;
+  o.reduce = r;
+  o.dtype = d;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("SpmmReduceParsesAndPrintsItsNames") {
+  CHECK(parse_spmm_reduce("sum") == SpmmReduce::Sum);
+  CHECK(parse_spmm_reduce("mean") == SpmmReduce::Mean);
+  CHECK(parse_spmm_reduce("max") == SpmmReduce::Max);
+  CHECK(parse_spmm_reduce("min") == SpmmReduce::Min);
+  for (SpmmReduce r : {SpmmReduce::Sum, SpmmReduce::Mean, SpmmReduce::Max, SpmmReduce::Min})
+    CHECK(parse_spmm_reduce(to_string(r)) == r);
+  for (const char* bad : {"", "Sum", "avg", "prod", "max "}) CHECK_THROWS_AS(parse_spmm_reduce(bad), UsageError);
+  try {
+    parse_spmm_reduce("avg");
+  } catch (const UsageError& e) {
+    CHECK(std::string(e.what()).find("sum, mean, max or min") != std::string::npos);
+  }
+  CHECK(SpmmOptions{}.reduce == SpmmReduce::Sum);
+}
+
+TEST_CASE("SpmmReduceKeysNameTheReductionLastAndRoundTrip") {
+  SpmmKey k{codegen::SpmmKernelPath::Csr, 1, 4, 4, 4, 8};
+  CHECK(k.to_string() == "spmm.csr.v4.l8.w4");  // the sum's text as before the field
+  k.reduce = SpmmReduceOp::Max;
+  CHECK(k.to_string() == "spmm.csr.v4.l8.w4.max");
+  k.rows = 4;
+  k.value = codegen::SpmmValue::BF16;
+  k.reduce = SpmmReduceOp::Mean;
+  CHECK(k.to_string() == "spmm.csr.bf16.v4.l8.w4.r4.mean");
+  CHECK(SpmmKey::parse("spmm.csr.bf16.v4.l8.w4.r4.mean") == k);
+  CHECK(SpmmKey::parse("spmm.csr.v1.l32.w4.min").reduce == SpmmReduceOp::Min);
+  for (const char* bad : {"spmm.csr.v4.l8.w4.sum", "spmm.brp.f1.g4.w4.max", "spmm.csr.v4.l8.w4.o64.max",
+                          "spmm.csr.v4.l8.w4.avg", "spmm.csr.v4.l8.w4.max.max"})
+    CHECK_THROWS_AS(SpmmKey::parse(bad), UsageError);
+  for (const SpmmKey& key : codegen::spmm_reduce_keys()) {
+    CAPTURE(key.to_string());
+    CHECK(key.reduce != SpmmReduceOp::Sum);
+    CHECK(SpmmKey::parse(key.to_string()) == key);
+    // One kernel a module, the role the plan fetches, its template arguments ending in the op.
+    const codegen::KernelSource ks = codegen::make_source(key);
+    REQUIRE(ks.entry_names.size() == 1);
+    CHECK(ks.entry_names[0] == "reduce");
+    const std::string op = std::to_string(static_cast<int>(key.reduce));
+    CHECK(ks.name_expressions[0].rfind("dbs::csr_spmm_reduce<", 0) == 0);
+    CHECK(ks.name_expressions[0].find(", " + op + ">") != std::string::npos);
+  }
+  // The sum's search space (what dbtune compiles and times) holds no reduction.
+  for (const SpmmKey& key : codegen::spmm_search_space()) CHECK(key.reduce == SpmmReduceOp::Sum);
+}
+
+TEST_CASE("SpmmSpecWithAReductionTakesTheCsrPathAndCutsNoRow") {
+  // Row 3 of 300 entries would be cut into parts (f32 split) for the sum.
+  const CsrMatrix<float> a = rows_of({1, 0, 1, 300, 1, 1}, 300);
+  const SpmmSpec sum = spmm_spec(a, 32, SpmmOptions{}, config({{"path", "csr"}}), 132);
+  CHECK(sum.n_parts > 0);
+  for (SpmmReduce r : {SpmmReduce::Mean, SpmmReduce::Max, SpmmReduce::Min}) {
+    CAPTURE(to_string(r));
+    for (SpmmDtype d : {SpmmDtype::F32, SpmmDtype::BF16}) {
+      const SpmmSpec s = spmm_spec(a, 32, reducing(r, d), config({{"path", "auto"}}), 132);
+      CHECK(s.path == SpmmPath::CsrCudaCore);
+      CHECK(s.reduce == r);
+      CHECK(s.n_parts == 0);
+      CHECK(s.n_pieces == 0);
+      CHECK(s.acc.n_units == 0);
+      CHECK(s.st_windows == 0);
+      CHECK(s.max_run == 300);  // the longest row, whole
+      CHECK(s.csr_key1.reduce == static_cast<SpmmReduceOp>(r));
+      CHECK(s.csr_key4.reduce == static_cast<SpmmReduceOp>(r));
+      CHECK(s.csr_key4.to_string() != sum.csr_key4.to_string());
+      CHECK(s.csr_key4.to_string().rfind(std::string(".") + to_string(r)) != std::string::npos);
+    }
+  }
+  // Auto would take the condensed path for a dense A; a reduction keeps the CSR path.
+  const CsrMatrix<float> full = rows_of(std::vector<int32_t>(64, 64), 64);
+  CHECK(spmm_spec(full, 32, SpmmOptions{}, config({{"path", "auto"}}), 132).path == SpmmPath::Condensed);
+  CHECK(spmm_spec(full, 32, reducing(SpmmReduce::Max), config({{"path", "auto"}}), 132).path == SpmmPath::CsrCudaCore);
+}
+
+TEST_CASE("SpmmSpecRefusesAReductionOnATensorCorePathAskedFor") {
+  const CsrMatrix<float> a = rows_of({2, 2, 2, 2}, 4);
+  SpmmOptions o = reducing(SpmmReduce::Mean);
+  o.path = SpmmPath::Brp;
+  CHECK_THROWS_WITH_AS(spmm_spec(a, 8, o, config({{"path", "auto"}}), 132), doctest::Contains("SpmmOptions::path"),
+                       UsageError);
+  o.path = SpmmPath::Condensed;
+  CHECK_THROWS_AS(spmm_spec(a, 8, o, config({{"path", "auto"}}), 132), UsageError);
+  // An explicit config's path: the same refusal, naming the config's option.
+  const Config brp = config({{"path", "brp"}});
+  SpmmOptions via_config = reducing(SpmmReduce::Max);
+  via_config.config = &brp;
+  CHECK_THROWS_WITH_AS(spmm_spec(a, 8, via_config, brp, 132), doctest::Contains("'path'"), UsageError);
+  // The sum on those paths stays allowed.
+  SpmmOptions sum;
+  sum.path = SpmmPath::Condensed;
+  CHECK(spmm_spec(a, 8, sum, config({{"path", "auto"}}), 132).path == SpmmPath::Condensed);
+}
