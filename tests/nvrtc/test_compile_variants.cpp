@@ -14,6 +14,7 @@
 #include "codegen/keys/brp_convert_key.hpp"
 #include "codegen/keys/decode_key.hpp"
 #include "codegen/keys/mcl_key.hpp"
+#include "codegen/keys/sddmm_key.hpp"
 #include "codegen/keys/triangle_key.hpp"
 #include "codegen/keys/sparse_linear_key.hpp"
 #include "codegen/keys/spgemm_key.hpp"
@@ -317,6 +318,27 @@ TEST_CASE("SpmmReduceKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
   // 3 types x 3 ops x 2 vec x 15 (lanes, rows a warp) with lanes x rows <= 32.
   CHECK(listed == 3 * 3 * 2 * 15);
   MESSAGE(compiled << " spmm reduce modules compiled");
+}
+
+// SDDMM's kernels (sddmm_keys: every shape a plan takes for k in 1 .. 512): each compiles for
+// sm_90, and the scaled f32 and bf16 float4 ones for sm_80 too.
+TEST_CASE("SddmmKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
+  size_t compiled = 0;
+  for (const auto& key : sddmm_keys()) {
+    CAPTURE(key.to_string());
+    CHECK(SddmmKey::parse(key.to_string()) == key);
+    const KernelSource ks = make_source(key);
+    for (const char* arch : {"sm_90", "sm_80"}) {
+      if (std::string(arch) == "sm_80" && !(key.scale && key.vec == 4 && key.value != SddmmValue::F16)) continue;
+      CAPTURE(arch);
+      CompiledKernel k;
+      REQUIRE_NOTHROW(k = compile_to_cubin(ks, arch));
+      REQUIRE(k.lowered_names.size() == 1);
+      CHECK(k.lowered_names.begin()->second.rfind("_Z", 0) == 0);
+      ++compiled;
+    }
+  }
+  MESSAGE(compiled << " sddmm modules compiled");
 }
 
 // MCL's kernels are not an op of the registry: every key, both archs, all eleven entry points.
