@@ -151,8 +151,8 @@ Runner add_bench(CLI::App& sub_ref) {
                   "config params (JSON object) for the dbsparse rows instead of the tuning DB's (spmspv); "
                   "keys left out take the defaults, e.g. '{\"pull_coo\":\"warp\"}'");
   sub->add_option("--n", a->n_cols,
-                  "spmm only: columns N of the dense B and C to time (comma-separate, 1 .. 4096); "
-                  "default 32,64,128,256")
+                  "spmm: columns N of the dense B and C to time (comma-separate, 1 .. 4096; default 32,64,128,256); "
+                  "sddmm: k, the width of X and Y (1 .. 512; default 32,128)")
       ->delimiter(',')
       ->check(CLI::Range(1, 4096));
   sub->add_option("--reorder", a->reorders,
