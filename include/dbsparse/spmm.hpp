@@ -284,6 +284,8 @@ class SpmmPlan {
 
  private:
   explicit SpmmPlan(std::unique_ptr<Impl> impl);
+  // A CsrMatrix<float>'s plan, its values already divided by their row's length for a mean.
+  static SpmmPlan build_f32(Context& ctx, const CsrMatrix<float>& a, int n_cols, const SpmmOptions& options);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -200,7 +200,7 @@ void load_csr_sum_kernels(const Context& ctx, Impl& p, const detail::LoadedKerne
 void load_csr_kernels(const Context& ctx, Impl& p) {
   const SpmmSpec& s = p.spec;
   const detail::LoadedKernel k1 = load(ctx, p, s.csr_key1);
-  if (s.reduce != SpmmReduce::Sum) {  // one kernel a module: nothing cut, nothing staged
+  if (extreme_kernel(s.reduce)) {  // one kernel a module: nothing cut, nothing staged
     p.rows1 = k1.entry("reduce");
     if (s.vec4) p.rows4 = load(ctx, p, s.csr_key4).entry("reduce");
   } else {

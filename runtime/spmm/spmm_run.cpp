@@ -123,7 +123,7 @@ void run_view64(Call& k) {
   k.epilogue();  // fused today (one kernel writes every row); here so that a later change cannot drop it
 }
 
-// A reduction other than the sum: one launch, every row whole (csr_spmm_reduce takes arg too).
+// Max and min: one launch, every row whole (csr_spmm_reduce takes arg too).
 void run_reduce(Call& k) {
   const Impl& p = k.p;
   void* params[] = {&k.args, &k.arg};
@@ -134,7 +134,7 @@ void run_reduce(Call& k) {
 void run_csr(Call& k, float alpha, float beta) {
   const Impl& p = k.p;
   const spmm_detail::SpmmSpec& s = p.spec;
-  if (s.reduce != SpmmReduce::Sum) {
+  if (extreme_kernel(s.reduce)) {
     run_reduce(k);
     return;
   }

@@ -196,12 +196,13 @@ void place_stage(SpmmSpec& s, const CsrMatrix<float>& a, int sm_count) {
 codegen::SpmmKey csr_key(const SpmmSpec& s, int vec, int rows) {
   codegen::SpmmKey k{codegen::SpmmKernelPath::Csr, 1, 4, s.csr_warps, vec, csr_lanes(s.n, vec), value_of(s.dtype)};
   k.rows = rows;
-  k.reduce = static_cast<codegen::SpmmReduceOp>(s.reduce);
+  // Mean runs the sum's kernels (over values scaled at plan time): the same modules.
+  if (extreme_kernel(s.reduce)) k.reduce = static_cast<codegen::SpmmReduceOp>(s.reduce);
   return k;
 }
 
-// A reduction other than the sum: every row whole with its group (csr_spmm_reduce), so nothing
-// is cut and no window staged; max_run only for explain.
+// Max and min: every row whole with its group (csr_spmm_reduce), so nothing is cut and no window
+// staged; max_run only for explain.
 void place_reduce_rows(SpmmSpec& s, const CsrMatrix<float>& a, int sm_count) {
   s.max_run = 0;
   for (int32_t r = 0; r < a.rows; ++r) s.max_run = std::max(s.max_run, a.row_ptr[r + 1] - a.row_ptr[r]);
@@ -236,7 +237,7 @@ void csr_spec(SpmmSpec& s, const CsrMatrix<float>& a, int sm_count) {
   s.csr_rows4 = csr_rows_a_warp(s.typed, s.n, 4, a.nnz(), a.rows, sm_count);
   s.csr_key1 = csr_key(s, 1, s.csr_rows1);
   if (s.vec4) s.csr_key4 = csr_key(s, 4, s.csr_rows4);
-  if (s.reduce != SpmmReduce::Sum) {
+  if (extreme_kernel(s.reduce)) {
     place_reduce_rows(s, a, sm_count);
     return;
   }
@@ -286,6 +287,15 @@ void place_epilogue(SpmmSpec& s, SpmmEpilogue e) {
 }
 
 }  // namespace
+
+CsrMatrix<float> mean_scaled(const CsrMatrix<float>& a) {
+  CsrMatrix<float> m = a;
+  for (int32_t r = 0; r < m.rows; ++r) {
+    const int32_t len = m.row_ptr[r + 1] - m.row_ptr[r];
+    for (int32_t e = m.row_ptr[r]; e < m.row_ptr[r + 1]; ++e) m.values[e] /= static_cast<float>(len);
+  }
+  return m;
+}
 
 SpmmSpec spmm_spec(const CsrMatrix<float>& a, int n_cols, const SpmmOptions& opt, Config config, int sm_count) {
   SpmmSpec s;

@@ -1,6 +1,6 @@
-// SpMM with a reduction other than the sum over each row's entries (SpmmOptions::reduce), on the
-// CUDA-core CSR path: C[i, j] = alpha * reduce_e(a_e * B[col(e), j]) + beta * C[i, j].
-//  - OP 1 (mean): the row's sum (row_sum_block, as csr_spmm_rows) over its length; 0 for an empty row.
+// SpMM's max and min over each row's entries (SpmmOptions::reduce), on the CUDA-core CSR path:
+// C[i, j] = alpha * reduce_e(a_e * B[col(e), j]) + beta * C[i, j]. (The mean is the sum's kernels
+// over values divided by the row's length at plan time: runtime/spmm/spmm_spec.hpp.)
 //  - OP 2 (max), 3 (min): the largest (smallest) product; 0 for an empty row. `arg`, when not null
 //    (rows x n int32, row-major as C), gets the CSR entry index e that won, the lowest e on ties,
 //    -1 for an empty row: what the gradient of a max / min needs.
@@ -75,11 +75,11 @@ __device__ __forceinline__ void row_extreme(const dbsparse::abi::SpmmArgs& a, in
     }
 }
 
-// OP: 1 mean, 2 max, 3 min (codegen's SpmmReduce order). One argument more than csr_spmm_rows:
-// arg (max / min only; may be null).
+// OP: 2 max, 3 min (codegen's SpmmReduceOp order). One argument more than csr_spmm_rows: arg
+// (may be null).
 template <typename V, int WARPS, int VEC, int LANES, int R, int OP>
 __global__ void __launch_bounds__(WARPS * 32) csr_spmm_reduce(const dbsparse::abi::SpmmArgs a, int* arg_out) {
-  static_assert(OP >= 1 && OP <= 3, "OP: 1 mean, 2 max, 3 min");
+  static_assert(OP == 2 || OP == 3, "OP: 2 max, 3 min");
   typedef typename V::S T;
   constexpr int G = 32 / R;
   const unsigned lane = threadIdx.x & 31u;
@@ -94,22 +94,15 @@ __global__ void __launch_bounds__(WARPS * 32) csr_spmm_reduce(const dbsparse::ab
     T* crow = reinterpret_cast<T*>(a.c) + (size_t)r * a.n;
     for (int n0 = 0; n0 < a.n; n0 += LANES * VEC) {
       float acc[VEC];
-      int n;
-      if constexpr (OP == 1) {
-        n = row_sum_block<V, VEC, LANES, G>(a, p0, p1, n0, lane, acc);
-        const float inv = p1 > p0 ? 1.0f / (float)(p1 - p0) : 0.0f;
+      int win[VEC];
+      const int n = n0 + ((int)lane % LANES) * VEC;
+      row_extreme<V, VEC, LANES, G, OP == 2>(a, p0, p1, n, n < a.n, lane, acc, win);
+      if (n >= a.n || !writer) continue;
+      if (arg_out) {
 #pragma unroll
-        for (int v = 0; v < VEC; ++v) acc[v] *= inv;
-      } else {
-        n = n0 + ((int)lane % LANES) * VEC;
-        int win[VEC];
-        row_extreme<V, VEC, LANES, G, OP == 2>(a, p0, p1, n, n < a.n, lane, acc, win);
-        if (arg_out && writer && n < a.n) {
-#pragma unroll
-          for (int v = 0; v < VEC; ++v) arg_out[(size_t)r * a.n + n + v] = win[v];
-        }
+        for (int v = 0; v < VEC; ++v) arg_out[(size_t)r * a.n + n + v] = win[v];
       }
-      if (n < a.n && writer) store_c<V, VEC>(a, crow + n, acc);
+      store_c<V, VEC>(a, crow + n, acc);
     }
   }
 }

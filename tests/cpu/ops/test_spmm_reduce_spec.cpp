@@ -1,5 +1,6 @@
-// SpMM's reductions (SpmmOptions::reduce): their texts, the kernel keys that name them (so cache
-// keys differ from the sum's), the modules' roles, and the spec's path and cuts, on the CPU.
+// SpMM's reductions (SpmmOptions::reduce): their texts, the kernel keys that name max and min (so
+// cache keys differ from the sum's), the modules' roles, the spec's path and cuts, and the mean as
+// the sum over scaled values, on the CPU.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -66,16 +67,18 @@ TEST_CASE("SpmmReduceKeysNameTheReductionLastAndRoundTrip") {
   CHECK(k.to_string() == "spmm.csr.v4.l8.w4.max");
   k.rows = 4;
   k.value = codegen::SpmmValue::BF16;
-  k.reduce = SpmmReduceOp::Mean;
-  CHECK(k.to_string() == "spmm.csr.bf16.v4.l8.w4.r4.mean");
-  CHECK(SpmmKey::parse("spmm.csr.bf16.v4.l8.w4.r4.mean") == k);
-  CHECK(SpmmKey::parse("spmm.csr.v1.l32.w4.min").reduce == SpmmReduceOp::Min);
+  k.reduce = SpmmReduceOp::Min;
+  CHECK(k.to_string() == "spmm.csr.bf16.v4.l8.w4.r4.min");
+  CHECK(SpmmKey::parse("spmm.csr.bf16.v4.l8.w4.r4.min") == k);
+  CHECK(SpmmKey::parse("spmm.csr.v1.l32.w4.max").reduce == SpmmReduceOp::Max);
+  // The mean has no key of its own (the sum's modules over scaled values).
   for (const char* bad : {"spmm.csr.v4.l8.w4.sum", "spmm.brp.f1.g4.w4.max", "spmm.csr.v4.l8.w4.o64.max",
-                          "spmm.csr.v4.l8.w4.avg", "spmm.csr.v4.l8.w4.max.max"})
+                          "spmm.csr.v4.l8.w4.avg", "spmm.csr.v4.l8.w4.max.max", "spmm.csr.v4.l8.w4.mean"})
     CHECK_THROWS_AS(SpmmKey::parse(bad), UsageError);
+  size_t listed = 0;
   for (const SpmmKey& key : codegen::spmm_reduce_keys()) {
     CAPTURE(key.to_string());
-    CHECK(key.reduce != SpmmReduceOp::Sum);
+    CHECK((key.reduce == SpmmReduceOp::Max || key.reduce == SpmmReduceOp::Min));
     CHECK(SpmmKey::parse(key.to_string()) == key);
     // One kernel a module, the role the plan fetches, its template arguments ending in the op.
     const codegen::KernelSource ks = codegen::make_source(key);
@@ -84,17 +87,19 @@ TEST_CASE("SpmmReduceKeysNameTheReductionLastAndRoundTrip") {
     const std::string op = std::to_string(static_cast<int>(key.reduce));
     CHECK(ks.name_expressions[0].rfind("dbs::csr_spmm_reduce<", 0) == 0);
     CHECK(ks.name_expressions[0].find(", " + op + ">") != std::string::npos);
+    ++listed;
   }
+  CHECK(listed == 3 * 2 * 2 * 15);  // types x ops x vec x (lanes, rows a warp) with lanes x rows <= 32
   // The sum's search space (what dbtune compiles and times) holds no reduction.
   for (const SpmmKey& key : codegen::spmm_search_space()) CHECK(key.reduce == SpmmReduceOp::Sum);
 }
 
-TEST_CASE("SpmmSpecWithAReductionTakesTheCsrPathAndCutsNoRow") {
+TEST_CASE("SpmmSpecWithMaxOrMinTakesTheCsrPathAndCutsNoRow") {
   // Row 3 of 300 entries would be cut into parts (f32 split) for the sum.
   const CsrMatrix<float> a = rows_of({1, 0, 1, 300, 1, 1}, 300);
   const SpmmSpec sum = spmm_spec(a, 32, SpmmOptions{}, config({{"path", "csr"}}), 132);
   CHECK(sum.n_parts > 0);
-  for (SpmmReduce r : {SpmmReduce::Mean, SpmmReduce::Max, SpmmReduce::Min}) {
+  for (SpmmReduce r : {SpmmReduce::Max, SpmmReduce::Min}) {
     CAPTURE(to_string(r));
     for (SpmmDtype d : {SpmmDtype::F32, SpmmDtype::BF16}) {
       const SpmmSpec s = spmm_spec(a, 32, reducing(r, d), config({{"path", "auto"}}), 132);
@@ -114,7 +119,31 @@ TEST_CASE("SpmmSpecWithAReductionTakesTheCsrPathAndCutsNoRow") {
   // Auto would take the condensed path for a dense A; a reduction keeps the CSR path.
   const CsrMatrix<float> full = rows_of(std::vector<int32_t>(64, 64), 64);
   CHECK(spmm_spec(full, 32, SpmmOptions{}, config({{"path", "auto"}}), 132).path == SpmmPath::Condensed);
-  CHECK(spmm_spec(full, 32, reducing(SpmmReduce::Max), config({{"path", "auto"}}), 132).path == SpmmPath::CsrCudaCore);
+  for (SpmmReduce r : {SpmmReduce::Mean, SpmmReduce::Max})
+    CHECK(spmm_spec(full, 32, reducing(r), config({{"path", "auto"}}), 132).path == SpmmPath::CsrCudaCore);
+}
+
+TEST_CASE("SpmmSpecOfAMeanIsTheSumsOnTheCsrPath") {
+  // The mean runs the sum's modules and cuts (the long row's parts too) over scaled values.
+  const CsrMatrix<float> a = rows_of({1, 0, 1, 300, 1, 1}, 300);
+  for (SpmmDtype d : {SpmmDtype::F32, SpmmDtype::BF16}) {
+    const SpmmSpec sum = spmm_spec(a, 32, reducing(SpmmReduce::Sum, d), config({{"path", "csr"}}), 132);
+    const SpmmSpec mean = spmm_spec(a, 32, reducing(SpmmReduce::Mean, d), config({{"path", "auto"}}), 132);
+    CHECK(mean.path == SpmmPath::CsrCudaCore);
+    CHECK(mean.reduce == SpmmReduce::Mean);
+    CHECK(mean.csr_key1 == sum.csr_key1);
+    CHECK(mean.csr_key4 == sum.csr_key4);
+    CHECK(mean.n_parts == sum.n_parts);
+    CHECK(mean.n_pieces == sum.n_pieces);
+    CHECK(mean.max_run == sum.max_run);
+  }
+  // mean_scaled: each value over its row's length; empty rows stay empty.
+  CsrMatrix<float> b = rows_of({2, 0, 4}, 4);
+  b.values = {1, 3, 4, 8, -2, 6};
+  const CsrMatrix<float> m = mean_scaled(b);
+  CHECK(m.row_ptr == b.row_ptr);
+  CHECK(m.col_idx == b.col_idx);
+  CHECK(m.values == std::vector<float>{0.5f, 1.5f, 1.0f, 2.0f, -0.5f, 1.5f});
 }
 
 TEST_CASE("SpmmSpecRefusesAReductionOnATensorCorePathAskedFor") {
