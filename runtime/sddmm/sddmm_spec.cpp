@@ -16,6 +16,11 @@ unsigned grid_of(const SddmmSpec& s, const codegen::SddmmKey& key) {
   return static_cast<unsigned>(std::max<int64_t>(1, (groups + per_block - 1) / per_block));
 }
 
+static_assert(static_cast<int>(SpmmDtype::F32) == static_cast<int>(codegen::SddmmValue::F32) &&
+                  static_cast<int>(SpmmDtype::F16) == static_cast<int>(codegen::SddmmValue::F16) &&
+                  static_cast<int>(SpmmDtype::BF16) == static_cast<int>(codegen::SddmmValue::BF16),
+              "SpmmDtype and codegen::SddmmValue name the same types in the same order");
+
 }  // namespace
 
 SddmmSpec sddmm_spec(int32_t rows, int32_t cols, int64_t nnz, int k, const SddmmOptions& opt, Config config) {
