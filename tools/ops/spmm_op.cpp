@@ -20,6 +20,7 @@
 #include "runtime/spmm/spmm_relu.hpp"
 #include "runtime/spmm/spmm_spec.hpp"
 #include "tools/baselines/cusparse_spmm.hpp"
+#include "tools/bench/bench_spmm_reduce.hpp"
 #include "tools/bench/random.hpp"
 #include "tools/bench/stats.hpp"
 #include "tools/bench/suites.hpp"
@@ -249,7 +250,9 @@ SpmmBenchSetup bench_setup(const BenchRequest& r) {
         "epilogue relu: C = ReLU(A B); dbsparse's plans apply it (fused into the CSR path's stores, a pass "
         "elsewhere), cuSPARSE's rows add a relu pass over C (its SpMM has no epilogue)\n");
   if (r.config) s.given = Config{"spmm", *r.config, ConfigSource::Explicit, "--config"};
-  (void)(s.given ? config_from_json<SpmmConfig>(s.given->params) : SpmmConfig{});  // a bad key fails before GPU work
+  const SpmmConfig typed = s.given ? config_from_json<SpmmConfig>(s.given->params) : SpmmConfig{};  // before GPU work
+  if (!r.reduces.empty() && (typed.path == "brp" || typed.path == "condensed"))
+    throw UsageError("bench spmm: --reduce runs on the CSR path, but --config asks for path " + typed.path);
   return s;
 }
 
@@ -461,6 +464,9 @@ nlohmann::json bench_case(Context& ctx, const Stream& stream, const BenchRequest
   if (r.baselines) time_cusparse(ctx, stream, r, setup.relu, c);
   nlohmann::json rec = case_record(c, setup.epilogue, plan, brp, fill, totals);
   compare_case(c, plan, rec, totals);
+  if (!r.reduces.empty())
+    rec["reductions"] = bench_spmm_reductions(ctx, stream, c.a, c.dtype, c.n, r.reduces, r.timing,
+                                              setup.given ? &*setup.given : nullptr, c.rows[3].us);
   return rec;
 }
 
@@ -644,7 +650,7 @@ OpDescriptor make() {
     return std::make_unique<tuner::Objective>([obj](const nlohmann::json& c, int n) { return (*obj)(c, n); });
   };
   d.buckets = {spmm_tuning_bucket(32), spmm_tuning_bucket(128)};
-  d.bench_options = {"--config", "--n", "--precision", "--reorder", "--epilogue"};
+  d.bench_options = {"--config", "--n", "--precision", "--reorder", "--epilogue", "--reduce"};
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return plan_spmm(ctx, m.csr.cast<float>(), 128).explain(); };
   d.fixed_cost_calls = spmm_fixed_cost_calls;
