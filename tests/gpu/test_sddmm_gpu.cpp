@@ -12,6 +12,7 @@
 #include "dbsparse/reference.hpp"
 #include "dbsparse/sddmm.hpp"
 #include "gpu/gpu_support.hpp"
+#include "tools/ops/registry.hpp"
 
 namespace {
 
@@ -137,4 +138,30 @@ TEST_CASE("SddmmPlansRefuseWrongSizesAndTypes") {
   DeviceBuffer<uint16_t> x16(x.size()), y16(y.size()), out16(out.size());
   CHECK_THROWS_AS(plan.run(x16, y16, out16, s), UsageError);
   s.synchronize();
+}
+
+// `dbsparse bench sddmm`: dbsparse's and cuSPARSE's rows, each checked by the bench against the
+// reference, in f32 and bf16 at a k of each kernel shape (float4 and scalars).
+TEST_CASE("BenchSddmmChecksDbsparseAndCusparseRows") {
+  Stream s(ctx());
+  tools::BenchRequest req;
+  req.specs = {"powerlaw:n=3000,avg=8,alpha=1.5,max=1500,seed=3", "stencil2d:n=40"};
+  req.n_cols = {32, 33};
+  req.precisions = {"f32", "bf16"};
+  req.timing.samples = 2;
+  req.timing.batch = 1;
+  req.timing.warmup = 1;
+  const nlohmann::json out = tools::find_op("sddmm").bench(ctx(), s, req);
+  REQUIRE(out["results"].size() == 8);
+  for (const auto& rec : out["results"]) {
+    CAPTURE(rec.dump());
+    REQUIRE(rec["impls"].size() >= 1);
+    CHECK(rec["impls"][0]["impl"] == "dbsparse");
+    CHECK(rec["impls"][0]["correct"].get<bool>());
+    if (rec["precision"] == "f32") {  // cuSPARSE's SDDMM takes f32 everywhere
+      REQUIRE(rec["impls"].size() == 2);
+      CHECK(rec["impls"][1]["correct"].get<bool>());
+    }
+  }
+  CHECK(out["summary"].contains("f32 32"));
 }

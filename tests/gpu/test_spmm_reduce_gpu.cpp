@@ -13,6 +13,7 @@
 #include "dbsparse/half.hpp"
 #include "dbsparse/spmm.hpp"
 #include "gpu/gpu_support.hpp"
+#include "tools/ops/registry.hpp"
 
 namespace {
 
@@ -170,4 +171,30 @@ TEST_CASE("SpmmReducePlansRefuseWhatTheyCannotDo") {
   DeviceBuffer<int32_t> arg(static_cast<size_t>(a.rows) * 32);
   Stream s(ctx());
   CHECK_THROWS_AS(plan.run_arg(b.ptr(), c.ptr(), arg.ptr(), s.handle()), UsageError);
+}
+
+// `dbsparse bench spmm --reduce mean,max,min`: a record per reduction in each case, each checked by
+// the bench against its CPU reference.
+TEST_CASE("BenchSpmmReduceChecksEveryReduction") {
+  Stream s(ctx());
+  tools::BenchRequest req;
+  req.specs = {"powerlaw:n=3000,avg=8,alpha=1.5,max=1500,seed=3"};
+  req.n_cols = {32, 33};
+  req.precisions = {"f32", "bf16"};
+  req.reduces = {"mean", "max", "min"};
+  req.baselines = false;
+  req.timing.samples = 2;
+  req.timing.batch = 1;
+  req.timing.warmup = 1;
+  const nlohmann::json out = tools::find_op("spmm").bench(ctx(), s, req);
+  REQUIRE(out["results"].size() == 4);
+  for (const auto& rec : out["results"]) {
+    REQUIRE(rec.contains("reductions"));
+    REQUIRE(rec["reductions"].size() == 3);
+    for (const auto& red : rec["reductions"]) {
+      CAPTURE(red.dump());
+      CHECK(red["correct"].get<bool>());
+      CHECK(red["us"].get<double>() > 0);
+    }
+  }
 }
