@@ -56,8 +56,9 @@ SpmmEpilogue parse_spmm_epilogue(const std::string& s);  // UsageError naming th
 // (SpmmOptions::reduce); C = alpha * reduce + beta * C as for the sum:
 //  - Sum: sum_e a_e * B[k, j] (the product).
 //  - Mean: the sum over row i's length; 0 for an empty row.
-//  - Max, Min: the largest (smallest) a_e * B[k, j]; 0 for an empty row (as torch_scatter and
-//    PyG). SpmmPlan::run_arg also writes which entry e won, for the gradient.
+//  - Max, Min: the largest (smallest) a_e * B[k, j], NaN when a product is; 0 for an empty row
+//    (as torch_scatter and PyG). SpmmPlan::run_arg also writes which entry e won (the lowest e on
+//    ties and among NaNs), for the gradient.
 // A reduction other than Sum takes the CSR path (auto picks it; brp or condensed asked for is a
 // UsageError) and cuts no row: a row's reduction stays with one warp.
 enum class SpmmReduce { Sum, Mean, Max, Min };

@@ -1,9 +1,9 @@
 // SpMM's max and min over each row's entries (SpmmOptions::reduce), on the CUDA-core CSR path:
 // C[i, j] = alpha * reduce_e(a_e * B[col(e), j]) + beta * C[i, j]. (The mean is the sum's kernels
 // over values divided by the row's length at plan time: runtime/spmm/spmm_spec.hpp.)
-//  - OP 2 (max), 3 (min): the largest (smallest) product; 0 for an empty row. `arg`, when not null
-//    (rows x n int32, row-major as C), gets the CSR entry index e that won, the lowest e on ties,
-//    -1 for an empty row: what the gradient of a max / min needs.
+//  - OP 2 (max), 3 (min): the largest (smallest) product (NaN when any product is); 0 for an
+//    empty row. `arg`, when not null (rows x n int32, row-major as C), gets the CSR entry index e
+//    that won, the lowest e on ties, -1 for an empty row: what the gradient of a max / min needs.
 // The warp's layout is csr_spmm_rows' (R groups of G = 32 / R lanes a warp, LANES lanes across N
 // with VEC columns each, G / LANES subgroups over the row's entries), but no row is cut: a row's
 // whole reduction stays with its group, so every C entry has one writer and needs no atomic
@@ -13,14 +13,20 @@
 
 namespace dbs {
 
-// A candidate (value, entry) beats the best so far when it is larger (max) or smaller (min), or
-// equal with a lower entry index; entry -1 is "none yet".
+// v is a better extreme than best: larger (max) or smaller (min), or NaN where best is not, so
+// that a NaN product propagates to C (as torch's amax / amin) instead of depending on the order.
+template <bool MAX>
+__device__ __forceinline__ bool reduce_better(float v, float best) {
+  return (MAX ? v > best : v < best) || (v != v && best == best);
+}
+
+// A candidate (value, entry) beats the best so far when it is better, or equal (both NaN
+// included) with a lower entry index; entry -1 is "none yet".
 template <bool MAX>
 __device__ __forceinline__ bool reduce_beats(float v, int e, float best, int best_e) {
   if (e < 0) return false;
-  if (best_e < 0) return true;
-  if (MAX ? v > best : v < best) return true;
-  return v == best && e < best_e;
+  if (best_e < 0 || reduce_better<MAX>(v, best)) return true;
+  return (v == best || (v != v && best != best)) && e < best_e;
 }
 
 // The group's max (min) over entries [p0, p1) at the lane's VEC columns from n, with the winning
@@ -55,7 +61,7 @@ __device__ __forceinline__ void row_extreme(const dbsparse::abi::SpmmArgs& a, in
 #pragma unroll
       for (int v = 0; v < VEC; ++v) {
         const float prod = val * bv[v];
-        if (arg[v] < 0 || (MAX ? prod > best[v] : prod < best[v])) {
+        if (arg[v] < 0 || reduce_better<MAX>(prod, best[v])) {
           best[v] = prod;
           arg[v] = e;
         }

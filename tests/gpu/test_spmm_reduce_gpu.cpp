@@ -155,6 +155,36 @@ TEST_CASE("SpmmReduceMatchesReference") {
   }
 }
 
+// A NaN product wins a max or min (it propagates, as torch's amax / amin), the lowest NaN entry
+// its arg; the other columns are untouched by it.
+TEST_CASE("SpmmMaxAndMinPropagateNaN") {
+  CsrMatrix<float> a;  // row 0: entries 0, 1, 2 at columns 0, 1, 2; row 1: entry 3 at column 1
+  a.rows = 2;
+  a.cols = 3;
+  a.row_ptr = {0, 3, 4};
+  a.col_idx = {0, 1, 2, 1};
+  a.values = {1.0f, 1.0f, 1.0f, 2.0f};
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  // B (3 x 2): column 0 holds a NaN at B[1][0] and B[2][0]; column 1 is finite.
+  const std::vector<float> b = {5.0f, 1.0f, nan, 7.0f, nan, -3.0f};
+  const std::vector<float> c0(4, 0.0f);
+  for (SpmmReduce op : {SpmmReduce::Max, SpmmReduce::Min}) {
+    CAPTURE(to_string(op));
+    SpmmOptions o;
+    o.reduce = op;
+    const SpmmPlan plan = plan_spmm(ctx(), a, 2, o);
+    std::vector<int32_t> arg;
+    const std::vector<float> c = run_plan(plan, SpmmDtype::F32, b, c0, 1.0f, 0.0f, arg);
+    CHECK(std::isnan(c[0]));
+    CHECK(arg[0] == 1);  // the lowest NaN entry
+    CHECK(c[1] == (op == SpmmReduce::Max ? 7.0f : -3.0f));
+    CHECK(arg[1] == (op == SpmmReduce::Max ? 1 : 2));
+    CHECK(std::isnan(c[2]));  // row 1: 2 * NaN
+    CHECK(arg[2] == 3);
+    CHECK(c[3] == 14.0f);
+  }
+}
+
 TEST_CASE("SpmmReducePlansRefuseWhatTheyCannotDo") {
   const CsrMatrix<float> a = reduce_graph(64, 64, 3);
   SpmmOptions o;
