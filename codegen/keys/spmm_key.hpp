@@ -12,7 +12,7 @@
 //    `rows` > 1 ("spmm.csr.v4.l8.w4.r4"), that many rows a warp, each on 32 / rows lanes
 //    (lanes * rows <= 32; the text of rows 1 names none, as before the field). A max or min
 //    (SpmmOptions::reduce) is named last: "spmm.csr.v4.l8.w4.max"; its module holds
-//    csr_spmm_reduce alone (templates/spmm/spmm_reduce.cuh), rows never cut. The mean has no key
+//    csr_spmm_reduce alone (templates/spmm/spmm_reduce.cuh), long rows in parts. The mean has no key
 //    of its own: it runs the sum's modules over values scaled at plan time.
 // Fields a path's text does not name keep their defaults, so parse(to_string(k)) == k holds for
 // every key of spmm_search_space().

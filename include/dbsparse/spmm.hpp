@@ -60,7 +60,8 @@ SpmmEpilogue parse_spmm_epilogue(const std::string& s);  // UsageError naming th
 //    (as torch_scatter and PyG). SpmmPlan::run_arg also writes which entry e won (the lowest e on
 //    ties and among NaNs), for the gradient.
 // A reduction other than Sum takes the CSR path (auto picks it; brp or condensed asked for is a
-// UsageError) and cuts no row: a row's reduction stays with one warp.
+// UsageError). The mean runs the sum's kernels over A's values divided by their row's length; max
+// and min a kernel of their own that cuts long rows into parts as the f32 sum does.
 enum class SpmmReduce { Sum, Mean, Max, Min };
 const char* to_string(SpmmReduce r);                 // "sum", "mean", "max", "min"
 SpmmReduce parse_spmm_reduce(const std::string& s);  // UsageError naming the choices

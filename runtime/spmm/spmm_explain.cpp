@@ -120,16 +120,22 @@ std::string explain_csr_extras(const SpmmSpec& p) {
   return out;
 }
 
+// How the CSR path treats long rows: the f32 split's parts, the pieces pass, or (max and min) parts
+// merging their extremes, or none cut.
+std::string long_rows_text(const SpmmSpec& p) {
+  if (extreme_kernel(p.reduce) && p.n_parts == 0)
+    return fmt::format("reduce {}: no row cut, the longest ({} entries) with one warp's group", to_string(p.reduce),
+                       p.max_run);
+  if (p.n_parts)
+    return fmt::format(
+        "rows longer than {} entries ({}) cut into {} parts of a warp each in the same launch, the last "
+        "part of a row to finish {}",
+        p.max_run, p.cut_rows, p.n_parts, extreme_kernel(p.reduce) ? "merging their extremes" : "adding them in order");
+  return fmt::format("its first {} entries; {} more runs added atomically in a second launch", p.max_run, p.n_pieces);
+}
+
 std::string explain_csr(const SpmmSpec& p, int64_t device_bytes) {
-  const std::string long_rows =
-      extreme_kernel(p.reduce) ? fmt::format("reduce {}: no row cut, the longest ({} entries) with one warp's group",
-                                             to_string(p.reduce), p.max_run)
-      : p.n_parts              ? fmt::format(
-                                     "rows longer than {} entries ({}) cut into {} parts of a warp each in the same launch, "
-                                                  "the last part of a row to finish adding them in order",
-                                     p.max_run, p.cut_rows, p.n_parts)
-                  : fmt::format("its first {} entries; {} more runs added atomically in a second launch", p.max_run,
-                                p.n_pieces);
+  const std::string long_rows = long_rows_text(p);
   const std::string per_warp =
       p.csr_rows4 == 1 && p.csr_rows1 == 1
           ? std::string("a warp per row")

@@ -73,7 +73,9 @@ void materialize_csr(const Context& ctx, Impl& p, const CsrMatrix<float>& a) {
   if (s.n_parts > 0) {
     p.parts = upload(s.tables.split.parts);
     p.part_first = upload(s.tables.split.first);
-    p.part_sum = DeviceBuffer<float>(static_cast<size_t>(s.n_parts) * static_cast<size_t>(s.n));
+    // Max and min keep each part's extremes and, past them, its winning entries (int32 bits).
+    const size_t per_part = extreme_kernel(s.reduce) ? 2 : 1;
+    p.part_sum = DeviceBuffer<float>(per_part * static_cast<size_t>(s.n_parts) * static_cast<size_t>(s.n));
     p.part_count = upload(std::vector<uint32_t>(static_cast<size_t>(s.tables.split.slots()), 0u));
   }
   upload_pieces(p);

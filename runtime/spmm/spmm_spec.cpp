@@ -201,13 +201,23 @@ codegen::SpmmKey csr_key(const SpmmSpec& s, int vec, int rows) {
   return k;
 }
 
-// Max and min: every row whole with its group (csr_spmm_reduce), so nothing is cut and no window
-// staged; max_run only for explain.
+// Max and min (csr_spmm_reduce): rows past the sum's max_run cut whole into parts in the same
+// launch, as the f32 sum's split (whatever the value type: the parts' extremes and entries go to an
+// f32 workspace, two floats a column), the last part of a row to finish merging them; no pieces
+// pass (an atomic max with the tie rule has no one-word form), no staged window. Where the parts
+// would be too many (a small csr_max_run of the user's) every row stays whole with its group.
 void place_reduce_rows(SpmmSpec& s, const CsrMatrix<float>& a, int sm_count) {
-  s.max_run = 0;
-  for (int32_t r = 0; r < a.rows; ++r) s.max_run = std::max(s.max_run, a.row_ptr[r + 1] - a.row_ptr[r]);
-  s.csr_grid1 = csr_grid(s, (int64_t{a.rows} + s.csr_rows1 - 1) / s.csr_rows1, sm_count);
-  s.csr_grid4 = csr_grid(s, (int64_t{a.rows} + s.csr_rows4 - 1) / s.csr_rows4, sm_count);
+  s.max_run = csr_max_run(s.typed, csr_lanes(s.n, s.vec4 ? 4 : 1), a.nnz(), a.rows);
+  SpmmSplitParts sp = spmm_split_parts(a.row_ptr, s.max_run);
+  if (sp.count() > 0 && int64_t{sp.count()} <= std::max<int64_t>(a.rows, 1 << 16)) {
+    s.n_parts = sp.count();
+    s.cut_rows = sp.slots();
+    s.tables.split = std::move(sp);
+  } else {
+    for (int32_t r = 0; r < a.rows; ++r) s.max_run = std::max(s.max_run, a.row_ptr[r + 1] - a.row_ptr[r]);
+  }
+  s.csr_grid1 = csr_grid(s, (int64_t{a.rows} + s.csr_rows1 - 1) / s.csr_rows1 + s.n_parts, sm_count);
+  s.csr_grid4 = csr_grid(s, (int64_t{a.rows} + s.csr_rows4 - 1) / s.csr_rows4 + s.n_parts, sm_count);
 }
 
 // reduce != Sum: the CSR path. Asked for brp or condensed (SpmmOptions::path or an explicit

@@ -98,7 +98,7 @@ struct SpmmSpec {
   SpmmEpilogue epilogue = SpmmEpilogue::None;
   bool epilogue_fused = false;
   // SpmmOptions::reduce: not Sum takes the CSR path. Max and min: one kernel (csr_spmm_reduce),
-  // no row cut, no staged window (extreme_kernel). Mean: the sum's kernels, cuts and all, over A's
+  // long rows cut into parts as the f32 sum's (n_parts), no pieces, no staged window (extreme_kernel). Mean: the sum's kernels, cuts and all, over A's
   // values divided by their row's length once at plan time (mean_scaled).
   SpmmReduce reduce = SpmmReduce::Sum;
 

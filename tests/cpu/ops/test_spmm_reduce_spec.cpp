@@ -94,28 +94,36 @@ TEST_CASE("SpmmReduceKeysNameTheReductionLastAndRoundTrip") {
   for (const SpmmKey& key : codegen::spmm_search_space()) CHECK(key.reduce == SpmmReduceOp::Sum);
 }
 
-TEST_CASE("SpmmSpecWithMaxOrMinTakesTheCsrPathAndCutsNoRow") {
-  // Row 3 of 300 entries would be cut into parts (f32 split) for the sum.
+TEST_CASE("SpmmSpecWithMaxOrMinTakesTheCsrPathAndCutsLongRowsIntoParts") {
+  // Row 3 of 300 entries; n = 32 with float4 (8 lanes across N): max_run is the sum's, the larger
+  // of twice the mean row (102) and 32 entries per subgroup (128), so row 3 is cut into parts of
+  // 128, 128 and 44 from its first entry, 2 (rows 0 and 2 hold one each), in every value type (the
+  // parts' extremes go to an f32 workspace).
   const CsrMatrix<float> a = rows_of({1, 0, 1, 300, 1, 1}, 300);
   const SpmmSpec sum = spmm_spec(a, 32, SpmmOptions{}, config({{"path", "csr"}}), 132);
-  CHECK(sum.n_parts > 0);
+  CHECK(sum.n_parts == 3);
   for (SpmmReduce r : {SpmmReduce::Max, SpmmReduce::Min}) {
     CAPTURE(to_string(r));
     for (SpmmDtype d : {SpmmDtype::F32, SpmmDtype::BF16}) {
       const SpmmSpec s = spmm_spec(a, 32, reducing(r, d), config({{"path", "auto"}}), 132);
       CHECK(s.path == SpmmPath::CsrCudaCore);
       CHECK(s.reduce == r);
-      CHECK(s.n_parts == 0);
+      CHECK(s.max_run == 128);
+      CHECK(s.n_parts == 3);
+      CHECK(s.cut_rows == 1);
+      CHECK(s.tables.split.parts == std::vector<int32_t>{3, 2, 130, 0, 3, 130, 258, 0, 3, 258, 302, 0});
       CHECK(s.n_pieces == 0);
       CHECK(s.acc.n_units == 0);
       CHECK(s.st_windows == 0);
-      CHECK(s.max_run == 300);  // the longest row, whole
       CHECK(s.csr_key1.reduce == static_cast<SpmmReduceOp>(r));
       CHECK(s.csr_key4.reduce == static_cast<SpmmReduceOp>(r));
       CHECK(s.csr_key4.to_string() != sum.csr_key4.to_string());
       CHECK(s.csr_key4.to_string().rfind(std::string(".") + to_string(r)) != std::string::npos);
     }
   }
+  // Short rows only: nothing cut, max_run the longest row's bound.
+  const SpmmSpec flat = spmm_spec(rows_of({3, 0, 5, 2}, 8), 32, reducing(SpmmReduce::Max), config({}), 132);
+  CHECK(flat.n_parts == 0);
   // Auto would take the condensed path for a dense A; a reduction keeps the CSR path.
   const CsrMatrix<float> full = rows_of(std::vector<int32_t>(64, 64), 64);
   CHECK(spmm_spec(full, 32, SpmmOptions{}, config({{"path", "auto"}}), 132).path == SpmmPath::Condensed);
