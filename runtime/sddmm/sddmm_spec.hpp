@@ -4,6 +4,7 @@
 // alone. No CUDA: sddmm_plan.cpp materializes it, tests/cpu/ops/test_sddmm_spec.cpp checks it.
 // Internal: only runtime/sddmm and the tests include it.
 #include <cstdint>
+#include <vector>
 
 #include "codegen/keys/sddmm_key.hpp"
 #include "dbsparse/sddmm.hpp"
@@ -24,5 +25,9 @@ struct SddmmSpec {
 };
 
 SddmmSpec sddmm_spec(int32_t rows, int32_t cols, int64_t nnz, int k, const SddmmOptions& opt, Config config);
+
+// abi::SddmmArgs::tile_row: for each tile of `tile` consecutive entries, the row holding its first
+// entry (an empty row never: the last row r with row_ptr[r] <= t * tile). O(rows + tiles).
+std::vector<int32_t> sddmm_tile_rows(const std::vector<int32_t>& row_ptr, int64_t nnz, int tile);
 
 }  // namespace dbsparse::sddmm_detail

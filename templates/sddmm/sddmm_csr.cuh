@@ -1,6 +1,6 @@
 // SDDMM on A's CSR pattern: out[e] = alpha * dot(X[row(e), :], Y[col(e), :]) (times a_e with
-// SCALE), abi::SddmmArgs. A group of LANES lanes takes a tile of consecutive entries (rows found by
-// a binary search of row_ptr for the tile's first entry, then walked): X's row is loaded once per
+// SCALE), abi::SddmmArgs. A group of LANES lanes takes a tile of consecutive entries (the tile's
+// first row from tile_row, the next ones walked along row_ptr): X's row is loaded once per
 // (row, tile) into registers, CH chunks of LANES x VEC values (VEC = 4: one 16- or 8-byte load a
 // lane, k % 4 == 0 and X, Y aligned to 4 values; the plan checks), and each entry's row of Y is
 // gathered with the same layout, kSddmmUnroll entries' loads in flight before their FMAs. The
@@ -47,16 +47,7 @@ __global__ void __launch_bounds__(WARPS * 32) sddmm_csr(const dbsparse::abi::Sdd
   const long long e0 = group * a.tile;
   if (e0 >= a.nnz) return;  // the whole group (its shuffles are masked to it)
   const long long e1 = min(e0 + (long long)a.tile, a.nnz);
-  // The row holding e0: the last r with row_ptr[r] <= e0 (row_ptr[rows] = nnz > e0).
-  int lo = 0, hi = a.rows - 1;
-  while (lo < hi) {
-    const int mid = (lo + hi + 1) >> 1;
-    if (__ldg(a.row_ptr + mid) <= e0)
-      lo = mid;
-    else
-      hi = mid - 1;
-  }
-  int r = lo;
+  int r = __ldg(a.tile_row + group);  // the row holding e0
   const T* xm = reinterpret_cast<const T*>(a.x);
   const T* ym = reinterpret_cast<const T*>(a.y);
   T* out = reinterpret_cast<T*>(a.out);

@@ -73,6 +73,16 @@ TEST_CASE("SddmmSpecPicksBothKernelsAndTheGrid") {
   CHECK_THROWS_AS(sddmm_detail::sddmm_spec(10, 10, 10, 8, SddmmOptions{}, bad), UsageError);
 }
 
+TEST_CASE("SddmmTileRowsNameTheRowOfEachTilesFirstEntry") {
+  // Rows of 0, 5, 0, 0, 1, 7 entries: row_ptr 0 0 5 5 5 6 13. Tiles of 4: entries 0, 4, 8, 12 are
+  // in rows 1, 1, 5, 5 (never an empty row); tiles of 5: 0, 5, 10 in rows 1, 4, 5.
+  const std::vector<int32_t> ptr = {0, 0, 5, 5, 5, 6, 13};
+  CHECK(sddmm_detail::sddmm_tile_rows(ptr, 13, 4) == std::vector<int32_t>{1, 1, 5, 5});
+  CHECK(sddmm_detail::sddmm_tile_rows(ptr, 13, 5) == std::vector<int32_t>{1, 4, 5});
+  CHECK(sddmm_detail::sddmm_tile_rows(ptr, 13, 32) == std::vector<int32_t>{1});
+  CHECK(sddmm_detail::sddmm_tile_rows({0, 0}, 0, 32).empty());
+}
+
 TEST_CASE("SddmmReferenceOnAHandWorkedPattern") {
   // A = [[0, 2], [0, 0], [3, 0]] (row 1 empty); X rows (1, 2), (0, 0), (-1, 4); Y rows (5, 6), (7, 8).
   CsrMatrix<float> a;
