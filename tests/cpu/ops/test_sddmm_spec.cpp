@@ -3,10 +3,14 @@
 // reference (reference::sddmm) on a hand-worked case.
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include "codegen/keys/sddmm_key.hpp"
+#include "codegen/keys/spmm_key.hpp"
 #include "dbsparse/error.hpp"
 #include "dbsparse/reference.hpp"
 #include "runtime/sddmm/sddmm_spec.hpp"
@@ -97,4 +101,22 @@ TEST_CASE("SddmmReferenceOnAHandWorkedPattern") {
   CHECK(reference::sddmm(a, std::span<const float>(x), std::span<const float>(y), 2, true) ==
         std::vector<double>{46, 57});
   CHECK_THROWS_AS(reference::sddmm(a, std::span<const float>(x), std::span<const float>(y), 3), UsageError);
+}
+
+// The new modules' sources byte for byte (tests/golden; to update after an intended change, write
+// make_source(key).source over the file and review the diff), with their one entry point each.
+TEST_CASE("SddmmAndSpmmMaxSourcesMatchGolden") {
+  auto golden = [](const std::string& key) {
+    std::ifstream in(std::filesystem::path(DBS_SOURCE_DIR) / "tests" / "golden" / (key + ".cu"));
+    REQUIRE_MESSAGE(in, key);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  };
+  const codegen::KernelSource sd = codegen::make_source(SddmmKey::parse("sddmm.bf16.v4.l8.c1.w4.scale"));
+  CHECK(sd.source == golden(sd.key));
+  CHECK(sd.name_expressions == std::vector<std::string>{"dbs::sddmm_csr<dbs::ValBF16, 4, 4, 8, 1, true>"});
+  const codegen::KernelSource mx = codegen::make_source(codegen::SpmmKey::parse("spmm.csr.v4.l8.w4.r4.max"));
+  CHECK(mx.source == golden(mx.key));
+  CHECK(mx.name_expressions == std::vector<std::string>{"dbs::csr_spmm_reduce<dbs::ValF32, 4, 4, 8, 4, 2>"});
 }
