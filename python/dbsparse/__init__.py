@@ -10,8 +10,7 @@ Arrays go in and out without copies: torch CUDA tensors, CuPy arrays, anything w
     x = torch.ones(10000, device="cuda")
     y = plan(x)                    # torch tensor, on torch's current stream
 
-Ops: spmv, spmspv, spmm (reduce= sum, mean, max, min), sddmm, spgemm, bfs, square, contract, mcl;
-SparseLinear in dbsparse.nn.
+Ops: spmv, spmspv, spmm, spgemm, bfs, square, contract, mcl; SparseLinear in dbsparse.nn.
 """
 from ._errors import (CompileError, DeviceError, DeviceOutOfMemory, Error, HostMemoryError, InputError, TuningDbError,
                       UsageError)
@@ -28,8 +27,9 @@ if _os.path.isdir(_kernels):
     _core.add_kernel_dir(_kernels)
 
 from ._apps import SpgemmResult, contract, mcl, spgemm, square  # noqa: E402
-from ._ops import (BfsPlan, SddmmPlan, SpmmPlan, SpmspvPlan, SpmvPlan, bfs, context, plan_bfs,  # noqa: E402
-                   plan_sddmm, plan_spmm, plan_spmspv, plan_spmv, spmm, spmspv, spmv)
+from ._ops import (BfsPlan, SpmmPlan, SpmspvPlan, SpmvPlan, bfs, context, plan_bfs, plan_spmm,  # noqa: E402
+                   plan_spmspv, plan_spmv, spmm, spmspv, spmv)
+from ._ops import SddmmPlan, plan_sddmm  # noqa: E402
 from ._tools import precompile, tune  # noqa: E402
 
 __version__ = _core.version()
@@ -58,8 +58,7 @@ def __getattr__(name):
 
 
 __all__ = ["Error", "UsageError", "InputError", "DeviceError", "CompileError", "TuningDbError", "DeviceOutOfMemory",
-           "HostMemoryError", "plan_spmv", "spmv",
+           "HostMemoryError", "plan_spmv", "spmv", "plan_sddmm", "SddmmPlan",
            "plan_spmspv", "spmspv", "plan_spmm", "spmm", "plan_bfs", "bfs", "spgemm", "square", "contract", "mcl",
            "SpmvPlan", "SpmspvPlan", "SpmmPlan", "BfsPlan", "SpgemmResult", "explain", "tune", "precompile",
-           "plan_sddmm", "SddmmPlan",
            "device_available", "context", "SparseLinear"]

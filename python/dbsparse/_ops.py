@@ -310,53 +310,6 @@ def spmm(a, b, out=None, alpha=1.0, beta=0.0, stream=None, epilogue=None):
     return plan_spmm(a, ba[1][1], dtype=ba[2], epilogue=epilogue)(b, out, alpha, beta, stream)
 
 
-class SddmmPlan(_Plan):
-    """out[e] = alpha * dot(X[row(e), :], Y[col(e), :]) for each stored entry e of A (in CSR order),
-    times A's value with scale_by_values. Example::
-
-        plan = dbsparse.plan_sddmm(A, 64)            # X: (A.shape[0], 64), Y: (A.shape[1], 64)
-        vals = plan(X, Y)                           # a new (A.nnz,) array in X's framework and dtype
-    """
-
-    def __call__(self, x, y, out=None, alpha=1.0, stream=None):
-        p = self._plan
-        xa = arr.device_array(x, "X")
-        arr.check("X", xa, (p.rows, p.k), self.dtype)
-        ya = arr.device_array(y, "Y")
-        arr.check("Y", ya, (p.cols, p.k), self.dtype)
-        if out is None:
-            out = arr.empty((p.nnz,), self.dtype, xa[4], xa[3])
-        oa = arr.device_array(out, "out")
-        arr.check("out", oa, (p.nnz,), self.dtype)
-        self._ctx.make_current()
-        p.run(xa[0], ya[0], oa[0], arr.stream_of(stream, xa[4], xa[3]), alpha)
-        return out
-
-    @property
-    def shape(self):
-        return (self._plan.rows, self._plan.cols)
-
-    def explain(self):
-        return {"op": "sddmm", "dtype": self._plan.dtype, "k": self._plan.k, "nnz": self._plan.nnz,
-                "scale_by_values": self._plan.scale_by_values, "text": self._plan.explain()}
-
-
-def plan_sddmm(a, k, dtype="f32", device=None, scale_by_values=False):
-    """Plans SDDMM on A's pattern for X (A.shape[0] x k) and Y (A.shape[1] x k), row-major, k = 1 ..
-    512: plan(X, Y) returns out with out[e] = dot(X[row(e)], Y[col(e)]) for each stored entry of A
-    in CSR order (SciPy's / torch's order of A's values), times A's value with scale_by_values.
-    dtype: 'f32', 'f16' or 'bf16' (X's, Y's and out's; the dot is summed in f32)."""
-    if dtype not in ("f32", "f16", "bf16"):
-        raise UsageError(f"dtype: SDDMM takes f32, f16 or bf16, got {dtype!r}")
-    if not 1 <= int(k) <= 512:
-        raise UsageError(f"k: 1 .. 512, got {k}")
-    ctx = context(_dev(device))
-    core = _core.plan_sddmm(ctx, mat.host_csr(a, "f32"), int(k), dtype, bool(scale_by_values))
-    plan = SddmmPlan("sddmm", core, ctx, _dev(device))
-    plan.dtype = dtype
-    return plan
-
-
 class BfsPlan(_Plan):
     """Breadth-first search from a source vertex (DB-BFS, direction-optimising). Example::
 
@@ -422,3 +375,50 @@ def bfs(a, source, parents=False, framework=None):
     """Levels (and parents) of a BFS from `source` as int32 device arrays (framework: 'torch' or
     'cupy'; default whichever is imported, torch first); planning A each call."""
     return plan_bfs(a)(source, parents=parents, framework=framework)
+
+
+class SddmmPlan(_Plan):
+    """out[e] = alpha * dot(X[row(e), :], Y[col(e), :]) for each stored entry e of A (in CSR order),
+    times A's value with scale_by_values. Example::
+
+        plan = dbsparse.plan_sddmm(A, 64)            # X: (A.shape[0], 64), Y: (A.shape[1], 64)
+        vals = plan(X, Y)                           # a new (A.nnz,) array in X's framework and dtype
+    """
+
+    def __call__(self, x, y, out=None, alpha=1.0, stream=None):
+        p = self._plan
+        xa = arr.device_array(x, "X")
+        arr.check("X", xa, (p.rows, p.k), self.dtype)
+        ya = arr.device_array(y, "Y")
+        arr.check("Y", ya, (p.cols, p.k), self.dtype)
+        if out is None:
+            out = arr.empty((p.nnz,), self.dtype, xa[4], xa[3])
+        oa = arr.device_array(out, "out")
+        arr.check("out", oa, (p.nnz,), self.dtype)
+        self._ctx.make_current()
+        p.run(xa[0], ya[0], oa[0], arr.stream_of(stream, xa[4], xa[3]), alpha)
+        return out
+
+    @property
+    def shape(self):
+        return (self._plan.rows, self._plan.cols)
+
+    def explain(self):
+        return {"op": "sddmm", "dtype": self._plan.dtype, "k": self._plan.k, "nnz": self._plan.nnz,
+                "scale_by_values": self._plan.scale_by_values, "text": self._plan.explain()}
+
+
+def plan_sddmm(a, k, dtype="f32", device=None, scale_by_values=False):
+    """Plans SDDMM on A's pattern for X (A.shape[0] x k) and Y (A.shape[1] x k), row-major, k = 1 ..
+    512: plan(X, Y) returns out with out[e] = dot(X[row(e)], Y[col(e)]) for each stored entry of A
+    in CSR order (SciPy's / torch's order of A's values), times A's value with scale_by_values.
+    dtype: 'f32', 'f16' or 'bf16' (X's, Y's and out's; the dot is summed in f32)."""
+    if dtype not in ("f32", "f16", "bf16"):
+        raise UsageError(f"dtype: SDDMM takes f32, f16 or bf16, got {dtype!r}")
+    if not 1 <= int(k) <= 512:
+        raise UsageError(f"k: 1 .. 512, got {k}")
+    ctx = context(_dev(device))
+    core = _core.plan_sddmm(ctx, mat.host_csr(a, "f32"), int(k), dtype, bool(scale_by_values))
+    plan = SddmmPlan("sddmm", core, ctx, _dev(device))
+    plan.dtype = dtype
+    return plan
