@@ -27,7 +27,7 @@ CUDA_HEADER_RE = re.compile(r"^(cuda[a-zA-Z0-9_]*\.h|cuda/.*|nvrtc\.h|cusparse[a
 VENDOR_LIBRARY_RE = re.compile(r"^(cusparse|cublas)[a-zA-Z0-9_]*\.h$")
 
 LIBRARY = ["include/dbsparse", "support", "codegen", "templates", "runtime", "tuner", "tuning_db"]
-OPS = ["runtime/spmv", "runtime/spmspv", "runtime/bfs", "runtime/spmm", "runtime/spgemm", "runtime/decode"]
+OPS = ["runtime/spmv", "runtime/spmspv", "runtime/bfs", "runtime/spmm", "runtime/spgemm", "runtime/decode", "runtime/sddmm"]
 
 # A layer is a folder; a file belongs to the longest layer that prefixes its path. Each entry
 # mirrors a row of ARCHITECTURE.md's table ("may include"); a layer may always include itself.

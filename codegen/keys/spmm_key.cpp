@@ -45,6 +45,9 @@ void check(const SpmmKey& k, std::string_view text) {
   }
   if (k.offsets64 && (k.path != SpmmKernelPath::Csr || k.value != SpmmValue::F32))
     bad_key(text, "64-bit row offsets (.o64) are for f32 csr keys only");
+  if (k.reduce != SpmmReduceOp::Sum && (k.path != SpmmKernelPath::Csr || k.offsets64))
+    bad_key(text, fmt::format("reduce {}: csr keys with 32-bit offsets only", to_string(k.reduce)));
+  if (k.reduce == SpmmReduceOp::Mean) bad_key(text, "reduce mean runs the sum's kernels (no key of its own)");
 }
 
 }  // namespace
@@ -57,6 +60,20 @@ const char* to_string(SpmmValue v) {
       return "f16";
     case SpmmValue::BF16:
       return "bf16";
+  }
+  return "?";
+}
+
+const char* to_string(SpmmReduceOp r) {
+  switch (r) {
+    case SpmmReduceOp::Sum:
+      return "sum";
+    case SpmmReduceOp::Mean:
+      return "mean";
+    case SpmmReduceOp::Max:
+      return "max";
+    case SpmmReduceOp::Min:
+      return "min";
   }
   return "?";
 }
@@ -82,6 +99,9 @@ const KeyText<SpmmKey>& spmm_text() {
           number("warps", 'w', &K::warps),
           number("rows", 'r', &K::rows).optional(1).when(csr),
           flag("o64", &K::offsets64, true).when(csr),
+          choice("reduce", &K::reduce, {SpmmReduceOp::Sum, SpmmReduceOp::Mean, SpmmReduceOp::Max, SpmmReduceOp::Min})
+              .optional(SpmmReduceOp::Sum)
+              .when(csr),
       },
       bad_key, check);
   return t;
@@ -117,6 +137,12 @@ KernelSource make_source(const SpmmKey& key) {
     ks.add_entry("expand_frags", expand);
     if (!f32) ks.add_entry("finalize", fmt::format("dbs::spmm_finalize16<{}>", v));
   } else {
+    if (key.reduce != SpmmReduceOp::Sum) {  // max or min, one kernel: no pieces, parts or staging (check)
+      ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spmm_reduce.cuh\"\n", ks.key);
+      ks.add_entry("reduce", fmt::format("dbs::csr_spmm_reduce<{}, {}, {}, {}, {}, {}>", v, key.warps, key.vec,
+                                         key.lanes, key.rows, static_cast<int>(key.reduce)));
+      return ks;
+    }
     ks.source = fmt::format("// dbsparse generated kernel: {}\n#include \"spmm_rows.cuh\"\n", ks.key);
     if (key.offsets64) {  // one kernel: no pieces (nothing is cut), f32 only (check)
       ks.add_entry("rows",
@@ -168,6 +194,22 @@ std::vector<SpmmKey> spmm_search_space() {
     k.offsets64 = true;
     out.push_back(k);
   }
+  return out;
+}
+
+std::vector<SpmmKey> spmm_reduce_keys() {
+  std::vector<SpmmKey> out;
+  for (SpmmValue t : {SpmmValue::F32, SpmmValue::F16, SpmmValue::BF16})
+    for (SpmmReduceOp op : {SpmmReduceOp::Max, SpmmReduceOp::Min})
+      for (int v : {1, 4})
+        for (int l : {1, 2, 4, 8, 16, 32})
+          for (int r : {1, 2, 4})
+            if (l * r <= 32) {
+              SpmmKey k{SpmmKernelPath::Csr, 1, 4, 4, v, l, t};
+              k.rows = r;
+              k.reduce = op;
+              out.push_back(k);
+            }
   return out;
 }
 

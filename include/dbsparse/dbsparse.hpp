@@ -13,6 +13,7 @@
 #include "dbsparse/matrix.hpp"
 #include "dbsparse/plan_info.hpp"
 #include "dbsparse/reference.hpp"
+#include "dbsparse/sddmm.hpp"
 #include "dbsparse/spgemm.hpp"
 #include "dbsparse/spgemm_apps.hpp"
 #include "dbsparse/spmm.hpp"

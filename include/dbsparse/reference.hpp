@@ -38,6 +38,12 @@ bool bfs_parents_valid(const CsrMatrix<T>& a, int32_t source, std::span<const in
 template <class T>
 std::vector<double> spmm(const CsrMatrix<T>& a, std::span<const T> b, int32_t n);
 
+// SDDMM on A's pattern: out[e] = dot(X[row(e), :], Y[col(e), :]) (times a_e when
+// scale_by_values) for each entry e in CSR order; X is a.rows x k and Y a.cols x k, row-major.
+template <class T>
+std::vector<double> sddmm(const CsrMatrix<T>& a, std::span<const T> x, std::span<const T> y, int32_t k,
+                          bool scale_by_values = false);
+
 // C = A * B, both CSR; result CSR with sorted columns; explicit zeros from cancellation are kept.
 template <class T>
 CsrMatrix<double> spgemm(const CsrMatrix<T>& a, const CsrMatrix<T>& b);

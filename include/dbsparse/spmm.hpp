@@ -52,6 +52,20 @@ enum class SpmmEpilogue { None, Relu };
 const char* to_string(SpmmEpilogue e);                   // "none", "relu"
 SpmmEpilogue parse_spmm_epilogue(const std::string& s);  // UsageError naming the choices
 
+// How run() reduces row i's entries e (column k = col(e), value a_e) into C[i, j]
+// (SpmmOptions::reduce); C = alpha * reduce + beta * C as for the sum:
+//  - Sum: sum_e a_e * B[k, j] (the product).
+//  - Mean: the sum over row i's length; 0 for an empty row.
+//  - Max, Min: the largest (smallest) a_e * B[k, j], NaN when a product is; 0 for an empty row
+//    (as torch_scatter and PyG). SpmmPlan::run_arg also writes which entry e won (the lowest e on
+//    ties and among NaNs), for the gradient.
+// A reduction other than Sum takes the CSR path (auto picks it; brp or condensed asked for is a
+// UsageError). The mean runs the sum's kernels over A's values divided by their row's length; max
+// and min a kernel of their own that cuts long rows into parts as the f32 sum does.
+enum class SpmmReduce { Sum, Mean, Max, Min };
+const char* to_string(SpmmReduce r);                 // "sum", "mean", "max", "min"
+SpmmReduce parse_spmm_reduce(const std::string& s);  // UsageError naming the choices
+
 // The SpMM op's config (op_config.hpp): what the tuning DB stores and dbtune searches.
 struct SpmmConfig {
   static constexpr const char* kOp = "spmm";
@@ -194,6 +208,8 @@ struct SpmmOptions {
   std::optional<Reorder> reorder;
   // Applied to C by every run() (SpmmEpilogue): not a tuned field, the caller's model decides it.
   SpmmEpilogue epilogue = SpmmEpilogue::None;
+  // The reduction over a row's entries (SpmmReduce): not a tuned field. Not Sum: the CSR path.
+  SpmmReduce reduce = SpmmReduce::Sum;
   // Plan-time trial (path auto, no explicit config): where auto takes a tensor-core path, the plan
   // also builds the CSR one, times both on A (zero B and C of n_cols columns) and keeps the faster;
   // the tuning DB records the outcome for this matrix, device and n_cols, and later plans take it
@@ -233,6 +249,10 @@ class SpmmPlan {
            float beta = 0.0f) const;
   void run(const DeviceBuffer<uint16_t>& b, DeviceBuffer<uint16_t>& c, const Stream& stream, float alpha = 1.0f,
            float beta = 0.0f) const;
+  // Max and Min plans: run() and, in `arg` (rows() x n_cols() int32 on the device, row-major as C),
+  // the CSR entry index of A that gave each C entry (the lowest on ties; -1 for an empty row). A
+  // plan of another reduction throws UsageError. run() of a Max / Min plan writes no arg.
+  void run_arg(uint64_t b, uint64_t c, uint64_t arg, void* stream, float alpha = 1.0f, float beta = 0.0f) const;
 
   int32_t rows() const;
   int32_t cols() const;
@@ -244,6 +264,7 @@ class SpmmPlan {
   double tc_share() const;        // nonzeros in TC groups / nnz (0 on the CSR path, 1 on the condensed one)
   double condensed_fill() const;  // the condensed path's tile fill (0 on the others)
   SpmmEpilogue epilogue() const;
+  SpmmReduce reduce() const;
   bool epilogue_fused() const;  // applied in the product's own stores (no pass over C of its own)
   Reorder reorder() const;      // the rows' order the plan walks (None: A's own)
   double reorder_ms() const;    // its host time at plan creation (0 for None)
@@ -265,6 +286,8 @@ class SpmmPlan {
 
  private:
   explicit SpmmPlan(std::unique_ptr<Impl> impl);
+  // A CsrMatrix<float>'s plan, its values already divided by their row's length for a mean.
+  static SpmmPlan build_f32(Context& ctx, const CsrMatrix<float>& a, int n_cols, const SpmmOptions& options);
   std::unique_ptr<Impl> impl_;
 };
 

@@ -30,6 +30,7 @@ if _os.path.isdir(_kernels):
 from ._apps import SpgemmResult, contract, mcl, spgemm, square  # noqa: E402
 from ._ops import (BfsPlan, SpmmPlan, SpmspvPlan, SpmvPlan, bfs, context, plan_bfs, plan_spmm,  # noqa: E402
                    plan_spmspv, plan_spmv, spmm, spmspv, spmv)
+from ._ops import SddmmPlan, plan_sddmm  # noqa: E402
 from ._tools import precompile, tune  # noqa: E402
 
 __version__ = _core.version()
@@ -61,7 +62,7 @@ def __getattr__(name):
 
 
 __all__ = ["Error", "UsageError", "InputError", "DeviceError", "CompileError", "TuningDbError", "DeviceOutOfMemory",
-           "HostMemoryError", "plan_spmv", "spmv",
+           "HostMemoryError", "plan_spmv", "spmv", "plan_sddmm", "SddmmPlan",
            "plan_spmspv", "spmspv", "plan_spmm", "spmm", "plan_bfs", "bfs", "spgemm", "square", "contract", "mcl",
            "SpmvPlan", "SpmspvPlan", "SpmmPlan", "BfsPlan", "SpgemmResult", "explain", "tune", "precompile",
            "device_available", "context", "SparseLinear", "Graph"]

@@ -212,7 +212,10 @@ class SpmmPlan(_Plan):
         C = plan(B)                                   # B: (A.shape[1], 64) CUDA tensor
     """
 
-    def __call__(self, b, out=None, alpha=1.0, beta=0.0, stream=None):
+    def __call__(self, b, out=None, alpha=1.0, beta=0.0, stream=None, arg=None):
+        """C = alpha * reduce(A, B) + beta * C. arg (max / min plans only): an int32 device array of
+        shape (rows, n_cols) that gets, for each entry of C, the index of A's CSR entry that won (the
+        lowest on ties; -1 for an empty row)."""
         p = self._plan
         ba = arr.device_array(b, "B")
         arr.check("B", ba, (p.cols, p.n_cols), self.dtype)
@@ -220,17 +223,34 @@ class SpmmPlan(_Plan):
             out = arr.empty((p.rows, p.n_cols), self.dtype, ba[4], ba[3])
         ca = arr.device_array(out, "out")
         arr.check("out", ca, (p.rows, p.n_cols), self.dtype)
+        arg_ptr = 0
+        if arg is not None:
+            if self.reduce not in ("max", "min"):
+                raise UsageError(f"arg: only a max or min plan writes it (this plan's reduce is {self.reduce})")
+            aa = arr.device_array(arg, "arg")
+            arr.check("arg", aa, (p.rows, p.n_cols), "i32")
+            arg_ptr = aa[0]
         self._ctx.make_current()
-        p.run(ba[0], ca[0], arr.stream_of(stream, ba[4], ba[3]), alpha, beta)
+        stream = arr.stream_of(stream, ba[4], ba[3])
+        if arg_ptr:
+            p.run_arg(ba[0], ca[0], arg_ptr, stream, alpha, beta)
+        else:
+            p.run(ba[0], ca[0], stream, alpha, beta)
         return out
+
+    @property
+    def reduce(self):
+        """'sum', 'mean', 'max' or 'min': how each row's products are combined."""
+        return getattr(self._plan, "reduce", "sum")
 
     def explain(self):
         return {"op": "spmm", "path": self._plan.path, "dtype": self._plan.dtype, "reorder": self._plan.reorder,
                 "reorder_ms": self._plan.reorder_ms, "epilogue": self._plan.epilogue,
-                "epilogue_fused": self._plan.epilogue_fused, "text": self._plan.explain()}
+                "epilogue_fused": self._plan.epilogue_fused, "reduce": self.reduce, "text": self._plan.explain()}
 
 
-def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None, offsets64=None, epilogue=None):
+def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None, offsets64=None, epilogue=None,
+              reduce="sum"):
     """Plans SpMM for A and B of n_cols columns. dtype: 'f32', 'f16' or 'bf16' (B's and C's);
     path: 'auto', 'brp', 'csr' or 'condensed'. reorder: the order the CSR path's warps take A's rows
     in (None or 'auto': the tuning DB's, by default auto, the degree order where row lengths vary;
@@ -244,7 +264,12 @@ def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None, of
     A float32 torch or CuPy CSR matrix on the GPU with more than 2^31 - 1 entries is planned in
     place with 64-bit row offsets (the CSR path, f32; the column indices narrowed to int32 once, a
     copy the plan keeps; the degree order, where asked or auto picks it, made on the GPU; rcm and
-    community need the host path); offsets64=True takes that path at any size, False never."""
+    community need the host path); offsets64=True takes that path at any size, False never.
+
+    reduce: how row i's products a_e * B[col(e), j] combine into C[i, j]: 'sum' (the product),
+    'mean' (the sum over the row's length), 'max' or 'min'; an empty row gives 0 (as torch_scatter
+    and PyG). Not 'sum' takes the CSR path (path 'brp' or 'condensed' is a UsageError) and the
+    32-bit offsets; a max / min plan's call can also write which entry won (arg=)."""
     if dtype not in ("f32", "f16", "bf16"):
         raise UsageError(f"dtype: SpMM takes f32, f16 or bf16, got {dtype!r}")
     if reorder not in (None, "auto", "none", "degree", "rcm", "community"):
@@ -252,7 +277,13 @@ def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None, of
     if epilogue not in (None, "none", "relu"):
         raise UsageError(f"epilogue: none or relu, got {epilogue!r}")
     epilogue = epilogue or "none"
+    if reduce not in ("sum", "mean", "max", "min"):
+        raise UsageError(f"reduce: sum, mean, max or min, got {reduce!r}")
+    if reduce != "sum" and path in ("brp", "condensed"):
+        raise UsageError(f"reduce {reduce} runs on the CSR path only, not path={path!r}")
     if _takes_offsets64(a, offsets64):
+        if reduce != "sum":
+            raise UsageError(f"reduce {reduce}: with 64-bit offsets only the sum (offsets64=False for the others)")
         d, dev = _device_csr64(a, "SpMM", device)
         if d[8] != "f32" or dtype != "f32":
             raise UsageError(f"dtype: SpMM with 64-bit offsets takes f32 (A is {d[8]}, dtype {dtype})")
@@ -266,7 +297,7 @@ def plan_spmm(a, n_cols, dtype="f32", path="auto", device=None, reorder=None, of
         return plan
     ctx = context(_dev(device))
     core = _core.plan_spmm(ctx, mat.host_csr(a, "f32"), int(n_cols), dtype, path,
-                           "config" if reorder in (None, "auto") else reorder, epilogue)
+                           "config" if reorder in (None, "auto") else reorder, epilogue, reduce)
     plan = SpmmPlan("spmm", core, ctx, _dev(device))
     plan.dtype = dtype
     return plan
@@ -371,3 +402,50 @@ def bfs(a, source, parents=False, framework=None):
     """Levels (and parents) of a BFS from `source` as int32 device arrays (framework: 'torch' or
     'cupy'; default whichever is imported, torch first); planning A each call."""
     return plan_bfs(a)(source, parents=parents, framework=framework)
+
+
+class SddmmPlan(_Plan):
+    """out[e] = alpha * dot(X[row(e), :], Y[col(e), :]) for each stored entry e of A (in CSR order),
+    times A's value with scale_by_values. Example::
+
+        plan = dbsparse.plan_sddmm(A, 64)            # X: (A.shape[0], 64), Y: (A.shape[1], 64)
+        vals = plan(X, Y)                           # a new (A.nnz,) array in X's framework and dtype
+    """
+
+    def __call__(self, x, y, out=None, alpha=1.0, stream=None):
+        p = self._plan
+        xa = arr.device_array(x, "X")
+        arr.check("X", xa, (p.rows, p.k), self.dtype)
+        ya = arr.device_array(y, "Y")
+        arr.check("Y", ya, (p.cols, p.k), self.dtype)
+        if out is None:
+            out = arr.empty((p.nnz,), self.dtype, xa[4], xa[3])
+        oa = arr.device_array(out, "out")
+        arr.check("out", oa, (p.nnz,), self.dtype)
+        self._ctx.make_current()
+        p.run(xa[0], ya[0], oa[0], arr.stream_of(stream, xa[4], xa[3]), alpha)
+        return out
+
+    @property
+    def shape(self):
+        return (self._plan.rows, self._plan.cols)
+
+    def explain(self):
+        return {"op": "sddmm", "dtype": self._plan.dtype, "k": self._plan.k, "nnz": self._plan.nnz,
+                "scale_by_values": self._plan.scale_by_values, "text": self._plan.explain()}
+
+
+def plan_sddmm(a, k, dtype="f32", device=None, scale_by_values=False):
+    """Plans SDDMM on A's pattern for X (A.shape[0] x k) and Y (A.shape[1] x k), row-major, k = 1 ..
+    512: plan(X, Y) returns out with out[e] = dot(X[row(e)], Y[col(e)]) for each stored entry of A
+    in CSR order (SciPy's / torch's order of A's values), times A's value with scale_by_values.
+    dtype: 'f32', 'f16' or 'bf16' (X's, Y's and out's; the dot is summed in f32)."""
+    if dtype not in ("f32", "f16", "bf16"):
+        raise UsageError(f"dtype: SDDMM takes f32, f16 or bf16, got {dtype!r}")
+    if not 1 <= int(k) <= 512:
+        raise UsageError(f"k: 1 .. 512, got {k}")
+    ctx = context(_dev(device))
+    core = _core.plan_sddmm(ctx, mat.host_csr(a, "f32"), int(k), dtype, bool(scale_by_values))
+    plan = SddmmPlan("sddmm", core, ctx, _dev(device))
+    plan.dtype = dtype
+    return plan

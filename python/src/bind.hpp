@@ -39,5 +39,6 @@ void bind_spmv(nb::module_& m);
 void bind_spmm_bfs(nb::module_& m);
 void bind_spgemm(nb::module_& m);
 void bind_decode(nb::module_& m);
+void bind_sddmm(nb::module_& m);
 
 }  // namespace dbs_py

@@ -145,4 +145,5 @@ NB_MODULE(_core, m) {
   bind_spmm_bfs(m);
   bind_spgemm(m);
   bind_decode(m);
+  bind_sddmm(m);
 }

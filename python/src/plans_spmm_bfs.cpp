@@ -32,6 +32,13 @@ void bind_spmm_bfs(nb::module_& m) {
             p.run(b, c, stream_ptr(s), alpha, beta);
           },
           nb::arg("b"), nb::arg("c"), nb::arg("stream"), nb::arg("alpha"), nb::arg("beta"), nogil)
+      // Max / min plans: also the winning CSR entry of A for each C entry (int32, rows x n_cols).
+      .def(
+          "run_arg",
+          [](const SpmmPlan& p, uint64_t b, uint64_t c, uint64_t arg, uint64_t s, float alpha, float beta) {
+            p.run_arg(b, c, arg, stream_ptr(s), alpha, beta);
+          },
+          nb::arg("b"), nb::arg("c"), nb::arg("arg"), nb::arg("stream"), nb::arg("alpha"), nb::arg("beta"), nogil)
       .def_prop_ro("rows", &SpmmPlan::rows)
       .def_prop_ro("cols", &SpmmPlan::cols)
       .def_prop_ro("n_cols", &SpmmPlan::n_cols)
@@ -41,20 +48,22 @@ void bind_spmm_bfs(nb::module_& m) {
       .def_prop_ro("reorder_ms", &SpmmPlan::reorder_ms)
       .def_prop_ro("epilogue", [](const SpmmPlan& p) { return std::string(dbsparse::to_string(p.epilogue())); })
       .def_prop_ro("epilogue_fused", &SpmmPlan::epilogue_fused)
+      .def_prop_ro("reduce", [](const SpmmPlan& p) { return std::string(dbsparse::to_string(p.reduce())); })
       .def("explain", &SpmmPlan::explain);
   m.def(
       "plan_spmm",
       [](Context& ctx, const CsrMatrix<float>& a, int n_cols, const std::string& dtype, const std::string& path,
-         const std::string& reorder, const std::string& epilogue) {
+         const std::string& reorder, const std::string& epilogue, const std::string& reduce) {
         dbsparse::SpmmOptions o;
         o.dtype = dbsparse::spmm_dtype_from_string(dtype);
         o.path = spmm_path(path);
         if (reorder != "config") o.reorder = dbsparse::parse_reorder(reorder);
         o.epilogue = dbsparse::parse_spmm_epilogue(epilogue);
+        o.reduce = dbsparse::parse_spmm_reduce(reduce);
         return plan_spmm(ctx, a, n_cols, o);
       },
       nb::arg("ctx"), nb::arg("a"), nb::arg("n_cols"), nb::arg("dtype"), nb::arg("path"), nb::arg("reorder") = "config",
-      nb::arg("epilogue") = "none", nb::keep_alive<0, 1>(), nogil);
+      nb::arg("epilogue") = "none", nb::arg("reduce") = "sum", nb::keep_alive<0, 1>(), nogil);
   // f32 A already on the device with int64 row offsets (the arrays stay the caller's: the Python
   // plan keeps them alive).
   m.def(

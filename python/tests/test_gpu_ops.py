@@ -190,6 +190,103 @@ def test_spmm_in_a_row_order_matches_torch_in_the_users_order(reorder):
         dbsparse.plan_spmm(a, 32, reorder="rabbit")
 
 
+def _graph_with_ties(rows, cols, seed):
+    """Every 7th row empty, row 5 long, the others 1..20 entries; values in {-1, 1, 2} (ties)."""
+    rng = np.random.default_rng(seed)
+    indptr, indices, data = [0], [], []
+    for r in range(rows):
+        n = 0 if r % 7 == 0 else (150 if r == 5 else int(rng.integers(1, 21)))
+        indices.extend(sorted(rng.choice(cols, size=n, replace=False).tolist()))
+        data.extend(rng.choice([-1.0, 1.0, 2.0], size=n).tolist())
+        indptr.append(len(indices))
+    return sp.csr_matrix((np.array(data, np.float32), np.array(indices, np.int32), np.array(indptr, np.int32)),
+                         shape=(rows, cols))
+
+
+def _reduce_reference(a, b, reduce):
+    """(C, arg) in float64 / int32: each row's products a_e * B[col(e)] reduced; arg the lowest winning entry."""
+    c = np.zeros((a.shape[0], b.shape[1]))
+    arg = np.full((a.shape[0], b.shape[1]), -1, np.int32)
+    for i in range(a.shape[0]):
+        lo, hi = a.indptr[i], a.indptr[i + 1]
+        if lo == hi:
+            continue
+        prod = a.data[lo:hi, None].astype(np.float64) * b[a.indices[lo:hi]].astype(np.float64)
+        if reduce in ("sum", "mean"):
+            c[i] = prod.sum(0) / (hi - lo if reduce == "mean" else 1)
+        else:
+            win = prod.argmax(0) if reduce == "max" else prod.argmin(0)  # the first extreme: the lowest entry
+            c[i] = prod[win, np.arange(b.shape[1])]
+            arg[i] = lo + win
+    return c, arg
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("reduce", ["sum", "mean", "max", "min"])
+def test_spmm_reduce_matches_a_numpy_reference(reduce, dtype):
+    a = _graph_with_ties(600, 300, 21)
+    for n in (8, 33, 128):
+        bh = np.random.default_rng(n).integers(-2, 3, size=(300, n)).astype(np.float32)
+        tdt = torch.float32 if dtype == "f32" else torch.bfloat16
+        b = torch.as_tensor(bh).cuda().to(tdt)
+        plan = dbsparse.plan_spmm(a, n, dtype=dtype, reduce=reduce)
+        assert plan.reduce == reduce and plan.explain()["reduce"] == reduce
+        ref, ref_arg = _reduce_reference(a, bh, reduce)
+        if reduce in ("max", "min"):
+            arg = torch.empty((600, n), dtype=torch.int32, device="cuda")
+            c = plan(b, arg=arg)
+            np.testing.assert_array_equal(c.float().cpu().numpy(), ref)  # exact products of small integers
+            np.testing.assert_array_equal(arg.cpu().numpy(), ref_arg)
+        else:
+            c = plan(b)
+            tol = 1e-5 if dtype == "f32" else 1e-2
+            np.testing.assert_allclose(c.float().cpu().numpy(), ref, rtol=tol, atol=tol)
+        out = torch.ones((600, n), dtype=tdt, device="cuda")  # alpha and beta as for the sum
+        plan(b, out=out, alpha=0.5, beta=-1.0)
+        np.testing.assert_allclose(out.float().cpu().numpy(), 0.5 * ref - 1.0, rtol=1e-2, atol=1e-2)
+
+
+@gpu
+def test_spmm_reduce_refuses_what_it_cannot_do():
+    a = _graph_with_ties(60, 40, 3)
+    b = torch.ones((40, 8), device="cuda")
+    with pytest.raises(dbsparse.UsageError, match="reduce"):
+        dbsparse.plan_spmm(a, 8, reduce="prod")
+    with pytest.raises(dbsparse.UsageError, match="CSR path"):
+        dbsparse.plan_spmm(a, 8, reduce="max", path="brp")
+    with pytest.raises(dbsparse.UsageError, match="arg"):
+        dbsparse.plan_spmm(a, 8, reduce="mean")(b, arg=torch.empty((60, 8), dtype=torch.int32, device="cuda"))
+    with pytest.raises(dbsparse.UsageError, match="arg"):
+        dbsparse.plan_spmm(a, 8, reduce="max")(b, arg=torch.empty((60, 8), dtype=torch.int64, device="cuda"))
+
+
+@gpu
+@pytest.mark.parametrize("dtype", ["f32", "bf16"])
+@pytest.mark.parametrize("k", [1, 16, 33, 128])
+@pytest.mark.parametrize("scale", [False, True])
+def test_sddmm_matches_scipy(k, dtype, scale):
+    a = _graph_with_ties(500, 400, 5)
+    a.data = np.random.default_rng(1).standard_normal(a.nnz).astype(np.float32)
+    tdt = torch.float32 if dtype == "f32" else torch.bfloat16
+    x = torch.randn(500, k, device="cuda").to(tdt)
+    y = torch.randn(400, k, device="cuda").to(tdt)
+    plan = dbsparse.plan_sddmm(a, k, dtype=dtype, scale_by_values=scale)
+    assert plan.explain()["op"] == "sddmm" and plan.shape == (500, 400)
+    got = plan(x, y, alpha=0.5)
+    assert got.shape == (a.nnz,) and got.dtype == tdt
+    xh, yh = x.float().cpu().numpy().astype(np.float64), y.float().cpu().numpy().astype(np.float64)
+    rows = np.repeat(np.arange(500), np.diff(a.indptr))
+    ref = 0.5 * (xh[rows] * yh[a.indices]).sum(1) * (a.data if scale else 1.0)
+    mag = 0.5 * (np.abs(xh[rows]) * np.abs(yh[a.indices])).sum(1) * (np.abs(a.data) if scale else 1.0)
+    tol = 1e-5 if dtype == "f32" else 1e-2
+    assert (np.abs(got.float().cpu().numpy() - ref) <= tol * mag + 1e-30).all()
+    out = torch.empty(a.nnz, dtype=tdt, device="cuda")
+    assert plan(x, y, out=out).data_ptr() == out.data_ptr()
+    with pytest.raises(dbsparse.UsageError, match="Y"):
+        plan(x, x)
+
+
 @gpu
 def test_bfs_levels_and_parents_match_scipy():
     g = rand(3000, 3000, 2e-3, 11)

@@ -138,6 +138,25 @@ std::vector<double> spmm(const CsrMatrix<T>& a, std::span<const T> b, int32_t n)
   return c;
 }
 
+template <class T>
+std::vector<double> sddmm(const CsrMatrix<T>& a, std::span<const T> x, std::span<const T> y, int32_t k,
+                          bool scale_by_values) {
+  if (k < 0) throw UsageError(fmt::format("sddmm: k must be >= 0, got {}", k));
+  check_size("sddmm X", x.size(), static_cast<size_t>(a.rows) * static_cast<size_t>(k));
+  check_size("sddmm Y", y.size(), static_cast<size_t>(a.cols) * static_cast<size_t>(k));
+  std::vector<double> out(static_cast<size_t>(a.nnz()), 0.0);
+  for (int32_t i = 0; i < a.rows; ++i) {
+    const T* xi = x.data() + static_cast<size_t>(i) * k;
+    for (int32_t p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
+      const T* yj = y.data() + static_cast<size_t>(a.col_idx[p]) * k;
+      double dot = 0;
+      for (int32_t j = 0; j < k; ++j) dot += static_cast<double>(xi[j]) * static_cast<double>(yj[j]);
+      out[static_cast<size_t>(p)] = scale_by_values ? dot * static_cast<double>(a.values[p]) : dot;
+    }
+  }
+  return out;
+}
+
 // Gustavson's row-by-row product with a dense accumulator. A column is in the result when some
 // product term reaches it, even if the terms cancel to zero. Rows are split into contiguous ranges
 // of about equal products, one per hardware thread: each row is computed exactly as by one thread,
@@ -253,6 +272,7 @@ double relative_error(std::span<const double> ref, std::span<const T> y) {
   template BfsResult bfs(const CsrMatrix<T>&, int32_t);                                                              \
   template bool bfs_parents_valid(const CsrMatrix<T>&, int32_t, std::span<const int32_t>, std::span<const int32_t>); \
   template std::vector<double> spmm(const CsrMatrix<T>&, std::span<const T>, int32_t);                               \
+  template std::vector<double> sddmm(const CsrMatrix<T>&, std::span<const T>, std::span<const T>, int32_t, bool);    \
   template CsrMatrix<double> spgemm(const CsrMatrix<T>&, const CsrMatrix<T>&);                                       \
   template double relative_error(std::span<const double>, std::span<const T>);
 DBS_INSTANTIATE(float)

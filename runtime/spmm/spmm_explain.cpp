@@ -120,14 +120,22 @@ std::string explain_csr_extras(const SpmmSpec& p) {
   return out;
 }
 
+// How the CSR path treats long rows: the f32 split's parts, the pieces pass, or (max and min) parts
+// merging their extremes, or none cut.
+std::string long_rows_text(const SpmmSpec& p) {
+  if (extreme_kernel(p.reduce) && p.n_parts == 0)
+    return fmt::format("reduce {}: no row cut, the longest ({} entries) with one warp's group", to_string(p.reduce),
+                       p.max_run);
+  if (p.n_parts)
+    return fmt::format(
+        "rows longer than {} entries ({}) cut into {} parts of a warp each in the same launch, the last "
+        "part of a row to finish {}",
+        p.max_run, p.cut_rows, p.n_parts, extreme_kernel(p.reduce) ? "merging their extremes" : "adding them in order");
+  return fmt::format("its first {} entries; {} more runs added atomically in a second launch", p.max_run, p.n_pieces);
+}
+
 std::string explain_csr(const SpmmSpec& p, int64_t device_bytes) {
-  const std::string long_rows =
-      p.n_parts ? fmt::format(
-                      "rows longer than {} entries ({}) cut into {} parts of a warp each in the same launch, "
-                      "the last part of a row to finish adding them in order",
-                      p.max_run, p.cut_rows, p.n_parts)
-                : fmt::format("its first {} entries; {} more runs added atomically in a second launch", p.max_run,
-                              p.n_pieces);
+  const std::string long_rows = long_rows_text(p);
   const std::string per_warp =
       p.csr_rows4 == 1 && p.csr_rows1 == 1
           ? std::string("a warp per row")
@@ -166,6 +174,8 @@ std::string explain_tail(const SpmmPlan::Impl& i) {
   const SpmmSpec& p = i.spec;
   std::string out = fmt::format("  columns per lane: {} (4 a load needs n % 4 == 0 and B and C aligned to {} bytes)\n",
                                 p.vec4 ? "4 where B and C are aligned, else 1" : "1", 4 * spmm_value_bytes(p.dtype));
+  if (p.reduce == SpmmReduce::Mean)
+    out += "  reduce mean: the sum's kernels over A's values divided by their row's length at plan time\n";
   if (p.epilogue != SpmmEpilogue::None)
     out += fmt::format("  epilogue {}: {}\n", to_string(p.epilogue),
                        p.epilogue_fused ? "fused into the final stores of C (no pass of its own)"

@@ -73,7 +73,9 @@ void materialize_csr(const Context& ctx, Impl& p, const CsrMatrix<float>& a) {
   if (s.n_parts > 0) {
     p.parts = upload(s.tables.split.parts);
     p.part_first = upload(s.tables.split.first);
-    p.part_sum = DeviceBuffer<float>(static_cast<size_t>(s.n_parts) * static_cast<size_t>(s.n));
+    // Max and min keep each part's extremes and, past them, its winning entries (int32 bits).
+    const size_t per_part = extreme_kernel(s.reduce) ? 2 : 1;
+    p.part_sum = DeviceBuffer<float>(per_part * static_cast<size_t>(s.n_parts) * static_cast<size_t>(s.n));
     p.part_count = upload(std::vector<uint32_t>(static_cast<size_t>(s.tables.split.slots()), 0u));
   }
   upload_pieces(p);
@@ -179,12 +181,11 @@ void materialize_brp(Context& ctx, Impl& p, const CsrMatrix<float>& a) {
   upload_pieces(p);
 }
 
-}  // namespace
-
-void load_csr_kernels(const Context& ctx, Impl& p) {
+// The sum's CSR kernels besides k1's "rows": the pieces, the 16-bit finalize, the float4 module
+// and its staged windows.
+void load_csr_sum_kernels(const Context& ctx, Impl& p, const detail::LoadedKernel& k1) {
   const SpmmSpec& s = p.spec;
   const bool o64 = s.csr_key1.offsets64;  // 64-bit offsets: one kernel a module, nothing cut
-  const detail::LoadedKernel k1 = load(ctx, p, s.csr_key1);
   p.rows1 = k1.entry("rows");
   if (!o64) p.rows1_pieces = k1.entry("pieces");
   if (!o64 && s.dtype != SpmmDtype::F32) p.finalize = k1.entry("finalize");
@@ -193,6 +194,19 @@ void load_csr_kernels(const Context& ctx, Impl& p) {
     p.rows4 = k4.entry("rows");
     if (!o64) p.rows4_pieces = k4.entry("pieces");
     if (!o64 && s.dtype == SpmmDtype::F32) p.staged = k4.entry("staged");  // used when windows qualify
+  }
+}
+
+}  // namespace
+
+void load_csr_kernels(const Context& ctx, Impl& p) {
+  const SpmmSpec& s = p.spec;
+  const detail::LoadedKernel k1 = load(ctx, p, s.csr_key1);
+  if (extreme_kernel(s.reduce)) {  // one kernel a module: nothing cut, nothing staged
+    p.rows1 = k1.entry("reduce");
+    if (s.vec4) p.rows4 = load(ctx, p, s.csr_key4).entry("reduce");
+  } else {
+    load_csr_sum_kernels(ctx, p, k1);
   }
   // As gather kernels: the least shared carveout that keeps their occupancy, so L1 keeps more of
   // B's rows (DBSPARSE_L1_CARVEOUT=max-l1; l1_carveout.hpp).

@@ -24,6 +24,11 @@ SpmmPlan SpmmPlan::build(Context& ctx, const DeviceCsrView64<float>& a, int n_co
     throw UsageError("plan_spmm (64-bit offsets): f32 only (a 16-bit A would be a copy of the caller's values)");
   if (opt.path == SpmmPath::Brp || opt.path == SpmmPath::Condensed)
     throw UsageError(fmt::format("plan_spmm (64-bit offsets): the CSR path only, not {}", to_string(opt.path)));
+  if (opt.reduce != SpmmReduce::Sum)
+    throw UsageError(
+        fmt::format("plan_spmm (64-bit offsets): reduce {} is not available here (sum only); a "
+                    "CsrMatrix's plan takes it",
+                    to_string(opt.reduce)));
   ctx.make_current();
   Config config =
       opt.config ? *opt.config : Config{"spmm", config_to_json(SpmmConfig{}), ConfigSource::Default, "device view"};

@@ -51,7 +51,8 @@ struct Call {
   uint64_t c;
   abi::SpmmArgs args{};
   abi::SpmmAcc acc{};
-  bool v4 = false;  // the float4 kernels: n % 4 == 0 and B and C aligned to 4 values
+  uint64_t arg = 0;  // a Max / Min plan's run_arg: where csr_spmm_reduce writes the winning entries
+  bool v4 = false;   // the float4 kernels: n % 4 == 0 and B and C aligned to 4 values
 
   void launch(CUfunction fn, unsigned grid, int threads, void** params, unsigned smem = 0) const {
     DBS_CU(cuLaunchKernel(fn, grid, 1, 1, static_cast<unsigned>(threads), 1, 1, smem, h, params, nullptr));
@@ -122,10 +123,21 @@ void run_view64(Call& k) {
   k.epilogue();  // fused today (one kernel writes every row); here so that a later change cannot drop it
 }
 
+// Max and min: one launch, every row whole (csr_spmm_reduce takes arg too).
+void run_reduce(Call& k) {
+  const Impl& p = k.p;
+  void* params[] = {&k.args, &k.arg};
+  k.launch(k.v4 ? p.rows4 : p.rows1, k.v4 ? p.spec.csr_grid4 : p.spec.csr_grid1, p.spec.csr_warps * 32, params);
+}
+
 // The CSR path: the staged windows (float4 calls, when any), the rows, the pieces, finalize.
 void run_csr(Call& k, float alpha, float beta) {
   const Impl& p = k.p;
   const spmm_detail::SpmmSpec& s = p.spec;
+  if (extreme_kernel(s.reduce)) {
+    run_reduce(k);
+    return;
+  }
   unsigned grid = k.v4 ? s.csr_grid4 : s.csr_grid1;
   if (s.st_windows > 0 && k.v4) {  // the staged windows, then the CSR kernel on the other rows
     abi::SpmmStageArgs sa{dev(p.st_win_row),
@@ -173,10 +185,18 @@ void run_tc(Call& k) {
 }  // namespace
 
 void SpmmPlan::run(uint64_t b, uint64_t c, void* stream, float alpha, float beta) const {
+  run_arg(b, c, 0, stream, alpha, beta);
+}
+
+void SpmmPlan::run_arg(uint64_t b, uint64_t c, uint64_t arg, void* stream, float alpha, float beta) const {
   const Impl& p = *impl_;
+  if (arg && p.spec.reduce != SpmmReduce::Max && p.spec.reduce != SpmmReduce::Min)
+    throw UsageError(fmt::format("SpmmPlan::run_arg: the plan's reduce is {}; an arg array is for max and min",
+                                 to_string(p.spec.reduce)));
   if (p.spec.rows == 0) return;
   if (!c || (!b && p.spec.cols > 0)) throw UsageError("SpmmPlan::run: B and C must be device pointers");
   Call k{p, static_cast<CUstream>(stream), c};
+  k.arg = arg;
   k.args = args_of(p, b, c, alpha, beta);
   k.acc = p.acc();
   const uint64_t vec_bytes = 4 * static_cast<uint64_t>(spmm_value_bytes(p.spec.dtype));
@@ -205,6 +225,7 @@ double SpmmPlan::reorder_ms() const { return impl_->spec.reorder_ms; }
 const std::vector<int32_t>& SpmmPlan::row_order() const { return impl_->spec.row_order; }
 double SpmmPlan::condensed_fill() const { return impl_->spec.path == SpmmPath::Condensed ? impl_->spec.fill : 0.0; }
 SpmmEpilogue SpmmPlan::epilogue() const { return impl_->spec.epilogue; }
+SpmmReduce SpmmPlan::reduce() const { return impl_->spec.reduce; }
 bool SpmmPlan::epilogue_fused() const { return impl_->spec.epilogue_fused; }
 std::optional<BrpStats> SpmmPlan::brp_stats() const {
   if (impl_->spec.path != SpmmPath::Brp) return std::nullopt;

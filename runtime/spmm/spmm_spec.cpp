@@ -81,6 +81,7 @@ void choose_path(SpmmSpec& s, const CsrMatrix<float>& a) {
             : s.typed.path == "condensed" ? SpmmPath::Condensed
                                           : SpmmPath::Auto;
   s.path = s.asked;
+  if (s.reduce != SpmmReduce::Sum) s.path = SpmmPath::CsrCudaCore;  // check_reduce_path refused a TC path asked for
   const bool auto_order = s.typed.reorder == "auto";
   s.order = auto_order ? Reorder::None : parse_reorder(s.typed.reorder);
   if (s.order != Reorder::None) {
@@ -195,7 +196,41 @@ void place_stage(SpmmSpec& s, const CsrMatrix<float>& a, int sm_count) {
 codegen::SpmmKey csr_key(const SpmmSpec& s, int vec, int rows) {
   codegen::SpmmKey k{codegen::SpmmKernelPath::Csr, 1, 4, s.csr_warps, vec, csr_lanes(s.n, vec), value_of(s.dtype)};
   k.rows = rows;
+  // Mean runs the sum's kernels (over values scaled at plan time): the same modules.
+  if (extreme_kernel(s.reduce)) k.reduce = static_cast<codegen::SpmmReduceOp>(s.reduce);
   return k;
+}
+
+// Max and min (csr_spmm_reduce): rows past the sum's max_run cut whole into parts in the same
+// launch, as the f32 sum's split (whatever the value type: the parts' extremes and entries go to an
+// f32 workspace, two floats a column), the last part of a row to finish merging them; no pieces
+// pass (an atomic max with the tie rule has no one-word form), no staged window. Where the parts
+// would be too many (a small csr_max_run of the user's) every row stays whole with its group.
+void place_reduce_rows(SpmmSpec& s, const CsrMatrix<float>& a, int sm_count) {
+  s.max_run = csr_max_run(s.typed, csr_lanes(s.n, s.vec4 ? 4 : 1), a.nnz(), a.rows);
+  SpmmSplitParts sp = spmm_split_parts(a.row_ptr, s.max_run);
+  if (sp.count() > 0 && int64_t{sp.count()} <= std::max<int64_t>(a.rows, 1 << 16)) {
+    s.n_parts = sp.count();
+    s.cut_rows = sp.slots();
+    s.tables.split = std::move(sp);
+  } else {
+    for (int32_t r = 0; r < a.rows; ++r) s.max_run = std::max(s.max_run, a.row_ptr[r + 1] - a.row_ptr[r]);
+  }
+  s.csr_grid1 = csr_grid(s, (int64_t{a.rows} + s.csr_rows1 - 1) / s.csr_rows1 + s.n_parts, sm_count);
+  s.csr_grid4 = csr_grid(s, (int64_t{a.rows} + s.csr_rows4 - 1) / s.csr_rows4 + s.n_parts, sm_count);
+}
+
+// reduce != Sum: the CSR path. Asked for brp or condensed (SpmmOptions::path or an explicit
+// config's path) it is the caller's contradiction; a tuned or predicted config's TC path is only
+// the sum's choice, so it gives way.
+void check_reduce_path(const SpmmSpec& s, const SpmmOptions& opt) {
+  if (s.reduce == SpmmReduce::Sum) return;
+  const bool tc_option = opt.path == SpmmPath::Brp || opt.path == SpmmPath::Condensed;
+  const bool tc_config = opt.config && (s.typed.path == "brp" || s.typed.path == "condensed");
+  if (tc_option || tc_config)
+    throw UsageError(fmt::format("plan_spmm: reduce {} runs on the CSR path only, but {} asks for path {}",
+                                 to_string(s.reduce), tc_option ? "SpmmOptions::path" : "the config's 'path'",
+                                 tc_option ? to_string(opt.path) : s.typed.path));
 }
 
 // The CUDA-core CSR product: the rows' order, rows a warp, long rows, launch shapes and staged
@@ -212,6 +247,10 @@ void csr_spec(SpmmSpec& s, const CsrMatrix<float>& a, int sm_count) {
   s.csr_rows4 = csr_rows_a_warp(s.typed, s.n, 4, a.nnz(), a.rows, sm_count);
   s.csr_key1 = csr_key(s, 1, s.csr_rows1);
   if (s.vec4) s.csr_key4 = csr_key(s, 4, s.csr_rows4);
+  if (extreme_kernel(s.reduce)) {
+    place_reduce_rows(s, a, sm_count);
+    return;
+  }
   // One max_run serves both kernels (the pieces are cut once): the float4 kernel's lanes when it
   // is loaded, as it runs whenever B and C are aligned.
   s.max_run = csr_max_run(s.typed, csr_lanes(s.n, s.vec4 ? 4 : 1), a.nnz(), a.rows);
@@ -259,6 +298,15 @@ void place_epilogue(SpmmSpec& s, SpmmEpilogue e) {
 
 }  // namespace
 
+CsrMatrix<float> mean_scaled(const CsrMatrix<float>& a) {
+  CsrMatrix<float> m = a;
+  for (int32_t r = 0; r < m.rows; ++r) {
+    const int32_t len = m.row_ptr[r + 1] - m.row_ptr[r];
+    for (int32_t e = m.row_ptr[r]; e < m.row_ptr[r + 1]; ++e) m.values[e] /= static_cast<float>(len);
+  }
+  return m;
+}
+
 SpmmSpec spmm_spec(const CsrMatrix<float>& a, int n_cols, const SpmmOptions& opt, Config config, int sm_count) {
   SpmmSpec s;
   s.config = std::move(config);
@@ -268,6 +316,8 @@ SpmmSpec spmm_spec(const CsrMatrix<float>& a, int n_cols, const SpmmOptions& opt
   s.nnz = a.nnz();
   s.n = n_cols;
   s.dtype = opt.dtype;
+  s.reduce = opt.reduce;
+  check_reduce_path(s, opt);
   choose_path(s, a);
   s.vec4 = wants_vec4(n_cols);
   if (s.path == SpmmPath::CsrCudaCore)

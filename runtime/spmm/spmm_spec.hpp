@@ -97,6 +97,10 @@ struct SpmmSpec {
   // CSR path's stores; else a pass over C after the product.
   SpmmEpilogue epilogue = SpmmEpilogue::None;
   bool epilogue_fused = false;
+  // SpmmOptions::reduce: not Sum takes the CSR path. Max and min: one kernel (csr_spmm_reduce),
+  // long rows cut into parts as the f32 sum's (n_parts), no pieces, no staged window (extreme_kernel). Mean: the sum's kernels, cuts and all, over A's
+  // values divided by their row's length once at plan time (mean_scaled).
+  SpmmReduce reduce = SpmmReduce::Sum;
 
   // The CSR path's rows' order (SpmmConfig::reorder): warp k takes A's row row_order[k].
   Reorder order = Reorder::None;
@@ -135,6 +139,13 @@ struct SpmmSpec {
 
   SpmmTables tables;
 };
+
+// Max and min run csr_spmm_reduce; sum and mean the sum's kernels.
+inline bool extreme_kernel(SpmmReduce r) { return r == SpmmReduce::Max || r == SpmmReduce::Min; }
+
+// A with each value divided by its row's length: the sum of its products is then their mean
+// (SpmmReduce::Mean), whatever cuts the sum's kernels make of a long row.
+CsrMatrix<float> mean_scaled(const CsrMatrix<float>& a);
 
 // The spec of a CsrMatrix<float>'s plan; `config` is the config read (before SpmmOptions' fields
 // apply). Throws UsageError for options the config cannot take. A BRP spec ends before the

@@ -16,7 +16,11 @@ constexpr int64_t kTrialBufferBytes = int64_t{512} << 20;
 SpmmPlan auto_by_trial(Context& ctx, const std::string& matrix_fp, int64_t nnz, double trial_ms, SpmmTrialPair pair,
                        const SpmmMake& make, const SpmmNote& note) {
   SpmmSpec& chosen = pair.chosen;
-  const std::string setting = fmt::format("n{}.{}", chosen.n, to_string(chosen.dtype));
+  // Max and min run kernels of their own: their outcomes are recorded apart from the sum's (and
+  // the mean's, which runs the sum's kernels).
+  const std::string setting =
+      fmt::format("n{}.{}{}", chosen.n, to_string(chosen.dtype),
+                  extreme_kernel(chosen.reduce) ? std::string(".") + to_string(chosen.reduce) : std::string());
   const std::string dev = ctx.device().record().fingerprint;
   const auto rec = lookup_plan_choice(dev, matrix_fp, "spmm", setting);
   if (rec && (rec->choice == pair.chosen_name || rec->choice == pair.alternative_name)) {

@@ -10,6 +10,7 @@
 #include "codegen/keys/csr_view_key.hpp"
 #include "codegen/keys/decode_key.hpp"
 #include "codegen/keys/mcl_key.hpp"
+#include "codegen/keys/sddmm_key.hpp"
 #include "codegen/keys/sparse_linear_key.hpp"
 #include "codegen/keys/spgemm_key.hpp"
 #include "codegen/keys/spmm_key.hpp"
@@ -41,6 +42,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   one<CsrViewKey>(text);
   one<DecodeKey>(text);
   one<MclKey>(text);
+  one<SddmmKey>(text);
   one<SparseLinearKey>(text);
   one<SpgemmKey>(text);
   one<SpgemmAnalysisKey>(text);

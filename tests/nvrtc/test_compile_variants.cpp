@@ -14,6 +14,7 @@
 #include "codegen/keys/brp_convert_key.hpp"
 #include "codegen/keys/decode_key.hpp"
 #include "codegen/keys/mcl_key.hpp"
+#include "codegen/keys/sddmm_key.hpp"
 #include "codegen/keys/triangle_key.hpp"
 #include "codegen/keys/sparse_linear_key.hpp"
 #include "codegen/keys/spgemm_key.hpp"
@@ -287,6 +288,57 @@ TEST_CASE("SpmmHalfKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
                           "spmm.csr.tf32.v4.l8.w8", "spmm.brp.f16.f3.g4.w4", "spmm.csr.bf16.v2.l8.w8"})
     CHECK_THROWS_AS(SpmmKey::parse(bad), UsageError);
   MESSAGE(jobs.size() << " f16 / bf16 spmm modules compiled");
+}
+
+// SpMM's reductions max and min (spmm_reduce_keys): every key round-trips; a sample per value
+// type and op (float4 with 4 rows a warp, scalars across 32 lanes, float4 across 32 lanes) compiles
+// for sm_90, the float4 one for sm_80 too. The default-reachable ones compile in
+// EveryVariantOfEveryOpCompilesForSm80AndSm90 (spmm_default_variants).
+TEST_CASE("SpmmReduceKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
+  size_t compiled = 0, listed = 0;
+  for (const auto& key : spmm_reduce_keys()) {
+    CAPTURE(key.to_string());
+    CHECK(SpmmKey::parse(key.to_string()) == key);
+    ++listed;
+    const bool sample = (key.vec == 4 && key.lanes == 8 && key.rows == 4) ||
+                        (key.vec == 1 && key.lanes == 32 && key.rows == 1) ||
+                        (key.vec == 4 && key.lanes == 32 && key.rows == 1);
+    if (!sample) continue;
+    const KernelSource ks = make_source(key);
+    for (const char* arch : {"sm_90", "sm_80"}) {
+      if (std::string(arch) == "sm_80" && !(key.vec == 4 && key.lanes == 8)) continue;
+      CAPTURE(arch);
+      CompiledKernel k;
+      REQUIRE_NOTHROW(k = compile_to_cubin(ks, arch));
+      REQUIRE(k.lowered_names.size() == 1);
+      for (const auto& [expr, lowered] : k.lowered_names) CHECK(lowered.rfind("_Z", 0) == 0);
+      ++compiled;
+    }
+  }
+  // 3 types x 2 ops x 2 vec x 15 (lanes, rows a warp) with lanes x rows <= 32.
+  CHECK(listed == 3 * 2 * 2 * 15);
+  MESSAGE(compiled << " spmm reduce modules compiled");
+}
+
+// SDDMM's kernels (sddmm_keys: every shape a plan takes for k in 1 .. 512): each compiles for
+// sm_90, and the scaled f32 and bf16 float4 ones for sm_80 too.
+TEST_CASE("SddmmKernelsCompileForSm80AndSm90AndKeysRoundTrip") {
+  size_t compiled = 0;
+  for (const auto& key : sddmm_keys()) {
+    CAPTURE(key.to_string());
+    CHECK(SddmmKey::parse(key.to_string()) == key);
+    const KernelSource ks = make_source(key);
+    for (const char* arch : {"sm_90", "sm_80"}) {
+      if (std::string(arch) == "sm_80" && !(key.scale && key.vec == 4 && key.value != SddmmValue::F16)) continue;
+      CAPTURE(arch);
+      CompiledKernel k;
+      REQUIRE_NOTHROW(k = compile_to_cubin(ks, arch));
+      REQUIRE(k.lowered_names.size() == 1);
+      CHECK(k.lowered_names.begin()->second.rfind("_Z", 0) == 0);
+      ++compiled;
+    }
+  }
+  MESSAGE(compiled << " sddmm modules compiled");
 }
 
 // MCL's kernels are not an op of the registry: every key, both archs, all eleven entry points.

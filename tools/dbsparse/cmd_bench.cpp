@@ -37,6 +37,7 @@ struct BenchArgs {
   std::vector<int> n_cols;            // spmm: widths of B and C
   std::vector<std::string> reorders;  // spmm: the row orders timed beside the CSR row
   std::string epilogue = "none";      // spmm: SpmmEpilogue of dbsparse's rows
+  std::vector<std::string> reduces;   // spmm: SpmmReduce rows timed beside the CSR row
   int32_t contract_k = 0;             // spgemm: k of the contraction rows (0: rows / 64)
   int mcl_iters = 5;                  // spgemm: MCL expansions (0: no MCL rows)
   bool contract_k_set = false, mcl_iters_set = false;
@@ -151,8 +152,8 @@ Runner add_bench(CLI::App& sub_ref) {
                   "config params (JSON object) for the dbsparse rows instead of the tuning DB's (spmspv); "
                   "keys left out take the defaults, e.g. '{\"pull_coo\":\"warp\"}'");
   sub->add_option("--n", a->n_cols,
-                  "spmm only: columns N of the dense B and C to time (comma-separate, 1 .. 4096); "
-                  "default 32,64,128,256")
+                  "spmm: columns N of the dense B and C to time (comma-separate, 1 .. 4096; default 32,64,128,256); "
+                  "sddmm: k, the width of X and Y (1 .. 512; default 32,128)")
       ->delimiter(',')
       ->check(CLI::Range(1, 4096));
   sub->add_option("--reorder", a->reorders,
@@ -161,6 +162,12 @@ Runner add_bench(CLI::App& sub_ref) {
                   "with the ordering's time and the calls that pay it back")
       ->delimiter(',')
       ->check(CLI::IsMember({"degree", "rcm", "community", "degree-gpu"}));
+  sub->add_option("--reduce", a->reduces,
+                  "spmm only: also time these reductions (comma-separate: mean, max, min; the CSR path, max and min "
+                  "writing the winning entries too), one row each checked against a CPU reference, against the sum's "
+                  "CSR row of the same run")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"mean", "max", "min"}));
   sub->add_option("--epilogue", a->epilogue,
                   "spmm only: C = relu(A B) (relu): dbsparse's plans apply it (fused into the CSR path's stores), "
                   "cuSPARSE's rows add the separate relu pass its users need; default none")
@@ -205,6 +212,7 @@ Runner add_bench(CLI::App& sub_ref) {
     given("--fused", a->fused);
     given("--n", !a->n_cols.empty());
     given("--reorder", !a->reorders.empty());
+    given("--reduce", !a->reduces.empty());
     given("--epilogue", a->epilogue != "none");
     given("--contract-k", a->contract_k_set);
     given("--mcl-iters", a->mcl_iters_set);
@@ -225,6 +233,7 @@ Runner add_bench(CLI::App& sub_ref) {
     req.strategies = a->strategies;
     req.n_cols = a->n_cols;
     req.reorders = a->reorders;
+    req.reduces = a->reduces;
     req.epilogue = a->epilogue;
     req.contract_k = a->contract_k;
     req.mcl_iters = a->mcl_iters;

@@ -12,10 +12,11 @@ const OpDescriptor& bfs_op();
 const OpDescriptor& spmm_op();
 const OpDescriptor& spgemm_op();
 const OpDescriptor& decode_op();
+const OpDescriptor& sddmm_op();
 
 const std::vector<const OpDescriptor*>& ops() {
-  static const std::vector<const OpDescriptor*> all = {&spmv_op(), &spmspv_op(), &bfs_op(),
-                                                       &spmm_op(), &spgemm_op(), &decode_op()};
+  static const std::vector<const OpDescriptor*> all = {&spmv_op(),   &spmspv_op(), &bfs_op(),  &spmm_op(),
+                                                       &spgemm_op(), &decode_op(), &sddmm_op()};
   return all;
 }
 

@@ -43,6 +43,7 @@ struct BenchRequest {
   // spmm: SpmmEpilogue of dbsparse's rows ("none" or "relu"); with relu, cuSPARSE's rows add the
   // relu pass a user of it needs (its SpMM has no epilogue), and every row is checked against ReLU(A B).
   std::string epilogue = "none";
+  std::vector<std::string> reduces;  // spmm: reductions (mean, max, min) timed beside the sum's CSR row
   double copy_gbs = 0;
   int32_t contract_k = 0;  // spgemm: k of the contraction rows (0: rows / 64)
   int mcl_iters = 5;       // spgemm: expansions of the MCL rows (0: none)

@@ -20,6 +20,7 @@
 #include "runtime/spmm/spmm_relu.hpp"
 #include "runtime/spmm/spmm_spec.hpp"
 #include "tools/baselines/cusparse_spmm.hpp"
+#include "tools/bench/bench_spmm_reduce.hpp"
 #include "tools/bench/random.hpp"
 #include "tools/bench/stats.hpp"
 #include "tools/bench/suites.hpp"
@@ -249,7 +250,9 @@ SpmmBenchSetup bench_setup(const BenchRequest& r) {
         "epilogue relu: C = ReLU(A B); dbsparse's plans apply it (fused into the CSR path's stores, a pass "
         "elsewhere), cuSPARSE's rows add a relu pass over C (its SpMM has no epilogue)\n");
   if (r.config) s.given = Config{"spmm", *r.config, ConfigSource::Explicit, "--config"};
-  (void)(s.given ? config_from_json<SpmmConfig>(s.given->params) : SpmmConfig{});  // a bad key fails before GPU work
+  const SpmmConfig typed = s.given ? config_from_json<SpmmConfig>(s.given->params) : SpmmConfig{};  // before GPU work
+  if (!r.reduces.empty() && (typed.path == "brp" || typed.path == "condensed"))
+    throw UsageError("bench spmm: --reduce runs on the CSR path, but --config asks for path " + typed.path);
   return s;
 }
 
@@ -461,6 +464,9 @@ nlohmann::json bench_case(Context& ctx, const Stream& stream, const BenchRequest
   if (r.baselines) time_cusparse(ctx, stream, r, setup.relu, c);
   nlohmann::json rec = case_record(c, setup.epilogue, plan, brp, fill, totals);
   compare_case(c, plan, rec, totals);
+  if (!r.reduces.empty())
+    rec["reductions"] = bench_spmm_reductions(ctx, stream, c.a, c.dtype, c.n, r.reduces, r.timing,
+                                              setup.given ? &*setup.given : nullptr, c.rows[3].us);
   return rec;
 }
 
@@ -579,7 +585,8 @@ std::vector<AutoCheck> auto_checks(const nlohmann::json& results) {
 // the CSR path's keys as the plans make them (csr_key over csr_rows_a_warp, run here through the
 // pure spmm_view64_spec over widths N 1..256, short and long mean rows, few and many rows and SMs),
 // with 32- and 64-bit offsets; auto's condensed path (BRP's module at f 1 and the config's g and
-// tc_warps); the ReLU pass (spmm_relu.cpp: the CSR module with 8 warps). BRP itself is not auto's
+// tc_warps); the ReLU pass (spmm_relu.cpp: the CSR module with 8 warps); the CSR keys' max and
+// min (SpmmOptions::reduce) at the same lanes and rows a warp. BRP itself is not auto's
 // by default (min_tc_share above 1), nor its conversion.
 std::vector<codegen::KernelSource> spmm_default_variants() {
   const SpmmConfig c;
@@ -590,7 +597,12 @@ std::vector<codegen::KernelSource> spmm_default_variants() {
     k.offsets64 = false;
     for (auto v : {codegen::SpmmValue::F32, codegen::SpmmValue::F16, codegen::SpmmValue::BF16}) {
       k.value = v;
-      keys.insert(k);
+      // Max and min (SpmmOptions::reduce) take the sum's lanes and rows a warp (spmm_spec.cpp);
+      // the mean runs the sum's modules.
+      for (auto r : {codegen::SpmmReduceOp::Sum, codegen::SpmmReduceOp::Max, codegen::SpmmReduceOp::Min}) {
+        k.reduce = r;
+        keys.insert(k);
+      }
     }
   };
   for (int n = 1; n <= 256; ++n)
@@ -638,7 +650,7 @@ OpDescriptor make() {
     return std::make_unique<tuner::Objective>([obj](const nlohmann::json& c, int n) { return (*obj)(c, n); });
   };
   d.buckets = {spmm_tuning_bucket(32), spmm_tuning_bucket(128)};
-  d.bench_options = {"--config", "--n", "--precision", "--reorder", "--epilogue"};
+  d.bench_options = {"--config", "--n", "--precision", "--reorder", "--epilogue", "--reduce"};
   d.bench = bench;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return plan_spmm(ctx, m.csr.cast<float>(), 128).explain(); };
   d.fixed_cost_calls = spmm_fixed_cost_calls;

@@ -46,7 +46,15 @@ TEST_CASE("DefaultVariantsHoldTheDefaultConfigsKernelsAndNoTunedOnlyOnes") {
     CHECK_MESSAGE(spmm.count(k) == 1, k);
   CHECK_FALSE(any_contains(spmm, ".w2"));   // csr_warps 2 is a tuned choice
   CHECK_FALSE(any_contains(spmm, ".f2."));  // BRP's other f: not auto's by default
-  CHECK(spmm.size() < tools::find_op("spmm").variants(/*opt_in=*/true).size());
+  // Max and min (SpmmOptions::reduce) at the CSR defaults' lanes and rows a warp, every type.
+  for (const char* k : {"spmm.csr.v4.l32.w4.max", "spmm.csr.bf16.v1.l32.w4.min", "spmm.csr.f16.v4.l32.w4.max"})
+    CHECK_MESSAGE(spmm.count(k) == 1, k);
+  CHECK_FALSE(any_contains(spmm, ".mean"));    // the mean runs the sum's modules
+  CHECK_FALSE(any_contains(spmm, ".w8.max"));  // the relu pass's module is the sum's alone
+  size_t sums = 0;
+  for (const auto& k : spmm)
+    if (k.find(".max") == std::string::npos && k.find(".min") == std::string::npos) ++sums;
+  CHECK(sums < tools::find_op("spmm").variants(/*opt_in=*/true).size());
 
   // SpGEMM: the defaults' own tables (t0 64, t1 1024, t2 16384) and the global group, both phases
   // and value types; a fitted table below them; no other block size of group 1.

@@ -104,6 +104,9 @@ TEST_CASE("BenchSpgemmAppOptionsAreCheckedBeforeAnyGpuWork") {
   check_error("bench spmv stencil2d:n=10 --contract-k 4", "--contract-k does not apply to bench spmv");
   check_error("bench spmm stencil2d:n=10 --mcl-iters 2", "--mcl-iters does not apply to bench spmm");
   check_error("bench spmv stencil2d:n=10 --epilogue relu", "--epilogue does not apply to bench spmv");
+  check_error("bench spmv stencil2d:n=10 --reduce max", "--reduce does not apply to bench spmv");
+  check_error("bench sddmm stencil2d:n=10 --reduce mean", "--reduce does not apply to bench sddmm");
+  check_error("bench sddmm stencil2d:n=10 --reorder degree", "--reorder does not apply to bench sddmm");
   {
     auto [code, out] = run("bench spgemm stencil2d:n=10 --contract-k 0");
     CAPTURE(out);
