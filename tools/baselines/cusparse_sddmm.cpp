@@ -14,18 +14,6 @@
 namespace dbsparse::tools {
 namespace {
 
-cudaDataType data_type(SpmmDtype d) {
-  switch (d) {
-    case SpmmDtype::F32:
-      return CUDA_R_32F;
-    case SpmmDtype::F16:
-      return CUDA_R_16F;
-    case SpmmDtype::BF16:
-      return CUDA_R_16BF;
-  }
-  return CUDA_R_32F;
-}
-
 constexpr auto kOp = CUSPARSE_OPERATION_NON_TRANSPOSE;
 
 }  // namespace
@@ -43,7 +31,7 @@ struct CusparseSddmm::State {
 CusparseSddmm::CusparseSddmm(const CsrMatrix<float>& a, int k, void* stream, SpmmDtype dtype)
     : s_(std::make_unique<State>()) {
   if (k < 1) throw UsageError(fmt::format("CusparseSddmm: k must be >= 1, got {}", k));
-  const cudaDataType type = data_type(dtype);
+  const cudaDataType type = cuda_data_type(dtype);
   s_->row_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(a.row_ptr));
   s_->col_idx = DeviceBuffer<int32_t>(std::span<const int32_t>(a.col_idx));
   s_->x_probe = DeviceBuffer<float>(std::max<size_t>(size_t(a.rows) * size_t(k), 1));

@@ -29,18 +29,6 @@ cusparseSpMMAlg_t native(CusparseSpmmAlg a) {
 
 constexpr auto kOp = CUSPARSE_OPERATION_NON_TRANSPOSE;
 
-cudaDataType data_type(SpmmDtype d) {
-  switch (d) {
-    case SpmmDtype::F32:
-      return CUDA_R_32F;
-    case SpmmDtype::F16:
-      return CUDA_R_16F;
-    case SpmmDtype::BF16:
-      return CUDA_R_16BF;
-  }
-  return CUDA_R_32F;
-}
-
 }  // namespace
 
 const char* to_string(CusparseSpmmAlg a) {
@@ -83,7 +71,7 @@ CusparseSpmm::CusparseSpmm(const CsrMatrix<float>& a, int n, void* stream, std::
   s_->n = n;
   s_->row_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(a.row_ptr));
   s_->col_idx = DeviceBuffer<int32_t>(std::span<const int32_t>(a.col_idx));
-  const cudaDataType type = data_type(dtype);
+  const cudaDataType type = cuda_data_type(dtype);
   void* values = nullptr;
   if (dtype == SpmmDtype::F32) {
     s_->values = DeviceBuffer<float>(std::span<const float>(a.values));
