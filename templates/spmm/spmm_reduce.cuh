@@ -103,13 +103,8 @@ __device__ __forceinline__ void csr_part_extreme(const dbsparse::abi::SpmmArgs& 
       for (int v = 0; v < VEC; ++v) mine[n + v] = best[v], mine_e[n + v] = win[v];
     }
   }
-  __threadfence();
-  __syncwarp();
   const int first = a.part_first[s], count = a.part_first[s + 1] - first;
-  unsigned last = 0;
-  if (lane == 0) last = atomicAdd(a.part_count + s, 1u) == (unsigned)(count - 1);
-  if (!__shfl_sync(kFull, last, 0)) return;
-  __threadfence();
+  if (!last_row_part(a, s, count, lane)) return;
   T* crow = reinterpret_cast<T*>(a.c) + (size_t)r * a.n;
   const int* part_e = reinterpret_cast<const int*>(a.part_sum + stride);
   for (int n = (int)lane; n < a.n; n += 32) {

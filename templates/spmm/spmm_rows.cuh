@@ -274,10 +274,22 @@ __device__ __forceinline__ void csr_pieces_reduced(const dbsparse::abi::SpmmArgs
   }
 }
 
+// Whether this warp's part of split row s finished last of the row's `count` parts (the same
+// answer in every lane): that warp merges the parts. The fences make each part's stores visible
+// before its count (the writer's) and the count before the reads (the last arriver's); the reads
+// go around L1 (__ldcg), which is not coherent across SMs.
+__device__ __forceinline__ bool last_row_part(const dbsparse::abi::SpmmArgs& a, int s, int count, unsigned lane) {
+  __threadfence();
+  __syncwarp();
+  unsigned last = 0;
+  if (lane == 0) last = atomicAdd(a.part_count + s, 1u) == (unsigned)(count - 1);
+  if (!__shfl_sync(kFull, last, 0)) return false;
+  __threadfence();
+  return true;
+}
+
 // Part q of a split row (SpmmArgs::parts, f32): its sum to part_sum, and the row's last part to
-// arrive adds every part's sum in part order and writes C. The fences make each part's sums
-// visible before its count (the writer's) and the count before the reads (the last arriver's);
-// the reads go around L1 (__ldcg), which is not coherent across SMs.
+// arrive adds every part's sum in part order and writes C.
 template <typename V, int VEC, int LANES>
 __device__ __forceinline__ void csr_part(const dbsparse::abi::SpmmArgs& a, int q, unsigned lane) {
   typedef typename V::S T;
@@ -291,13 +303,8 @@ __device__ __forceinline__ void csr_part(const dbsparse::abi::SpmmArgs& a, int q
       for (int v = 0; v < VEC; ++v) mine[n + v] = acc[v];
     }
   }
-  __threadfence();
-  __syncwarp();
   const int first = a.part_first[s], count = a.part_first[s + 1] - first;
-  unsigned last = 0;
-  if (lane == 0) last = atomicAdd(a.part_count + s, 1u) == (unsigned)(count - 1);
-  if (!__shfl_sync(kFull, last, 0)) return;
-  __threadfence();
+  if (!last_row_part(a, s, count, lane)) return;
   T* crow = reinterpret_cast<T*>(a.c) + (size_t)r * a.n;
   for (int n = (int)lane; n < a.n; n += 32) {
     float sum = 0.0f;
