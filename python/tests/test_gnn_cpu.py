@@ -527,3 +527,15 @@ def test_plans_are_asked_of_the_bindings_as_they_are_stated(monkeypatch):
     assert calls == [("spmm", (4, 4), 32, {"dtype": "bf16", "path": "auto", "device": 1}),
                      ("spmm", (4, 4), 16, {"dtype": "f32", "path": "csr", "device": 0, "reduce": "max"}),
                      ("sddmm", (4, 4), 8, {"dtype": "f16", "device": 0})]
+
+
+def test_gnn_train_example_trains_as_the_pytorch_reference_on_the_cpu():
+    # The example asserts itself that dbsparse's model and the scatter-based one train alike.
+    import pathlib
+    import subprocess
+    import sys
+    example = pathlib.Path(__file__).resolve().parents[1] / "examples" / "gnn_train.py"
+    r = subprocess.run([sys.executable, str(example), "--cpu", "--nodes", "2000", "--epochs", "5"],
+                       capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    assert "largest loss difference" in r.stdout

@@ -26,7 +26,7 @@ for mode in "$@"; do
       $PY -m pytest -q -rs python/tests ${PYTEST_K:+-k "$PYTEST_K"} >"$OUT/pytest.log" 2>&1; echo "pytest rc $?"
       tail -15 "$OUT/pytest.log" ;;
     examples)
-      for e in gcn_torch bfs_scipy sparse_mlp; do
+      for e in gcn_torch gnn_train bfs_scipy sparse_mlp; do
         $PY python/examples/$e.py >"$OUT/example-$e.log" 2>&1; echo "$e rc $?"; tail -4 "$OUT/example-$e.log"
       done ;;
     bench) $PY -m dbsparse.bench --json "$OUT/py-bench.json" >"$OUT/py-bench.txt" 2>&1; echo "bench rc $?"; cat "$OUT/py-bench.txt" ;;
