@@ -253,6 +253,7 @@ Runner add_bench(CLI::App& sub_ref) {
             op.name, fmt::join(ops_with_auto_checks(), ", ")));
       if (op.auto_check_request) op.auto_check_request(req);
     }
+    if (op.check_request) op.check_request(req);
     Context ctx;  // throws NoDeviceError with the reason when there is no GPU
     Stream stream(ctx);
     const auto& d = ctx.device();

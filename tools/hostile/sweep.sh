@@ -395,6 +395,11 @@ c valid_bfs nogpu - "\$DBS bench bfs stencil2d:n=10 --config '{\"alpha\":8}'"
 c valid_bfs_cmd nogpu - "\$DBS bfs stencil2d:n=10 --config '{\"alpha\":8}'"
 c valid_spmm nogpu - "\$DBS bench spmm stencil2d:n=10 --config '{\"path\":\"csr\"}'"
 c valid_spgemm nogpu - "\$DBS bench spgemm stencil2d:n=10 --config '{\"b0\":16}'"
+c valid_sddmm nogpu - "\$DBS bench sddmm stencil2d:n=10 --config '{\"tile\":16}'"
+c sddmm_tile_0 fail 'tile' "\$DBS bench sddmm stencil2d:n=10 --config '{\"tile\":0}'"
+c sddmm_tile_string fail 'tile' "\$DBS bench sddmm stencil2d:n=10 --config '{\"tile\":\"16\"}'"
+c sddmm_warps_1000 fail 'warps' "\$DBS bench sddmm stencil2d:n=10 --config '{\"warps\":1000}'"
+c sddmm_unknown_key fail 'th0' "\$DBS bench sddmm stencil2d:n=10 --config '{\"th0\":16}'"
 c key_value_form fail 'th0' "$B --config 'th0=16'"
 c wrong_type_string fail 'th0' "$B --config '{\"th0\":\"16\"}'"
 c wrong_type_bool fail 'th0' "$B --config '{\"th0\":true}'"
@@ -758,6 +763,13 @@ u n_0 fail '\-\-n' '$DBS bench spmm stencil2d:n=10 --n 0'
 u n_2p64 fail '\-\-n' '$DBS bench spmm stencil2d:n=10 --n 18446744073709551616'
 u n_trailing_comma either '\-\-n' '$DBS bench spmm stencil2d:n=10 --n 32,'
 u n_on_spmv fail '\-\-n' '$DBS bench spmv stencil2d:n=10 --n 32'
+u reduce_unknown fail 'reduce' '$DBS bench spmm stencil2d:n=10 --reduce median'
+u reduce_on_spmv fail 'reduce' '$DBS bench spmv stencil2d:n=10 --reduce max'
+u reduce_on_brp_config fail 'path|reduce' "\$DBS bench spmm stencil2d:n=10 --reduce max --config '{\"path\":\"brp\"}'"
+u reduce_valid nogpu - '$DBS bench spmm stencil2d:n=10 --reduce mean,max,min'
+u sddmm_k_0 fail '\-\-n' '$DBS bench sddmm stencil2d:n=10 --n 0'
+u sddmm_k_513 fail '513|512' '$DBS bench sddmm stencil2d:n=10 --n 513'
+u sddmm_precision_f64 fail 'f64|precision' '$DBS bench sddmm stencil2d:n=10 --precision f64'
 u reps_nan fail '\-\-reps' '$DBS bench spmv stencil2d:n=10 --reps nan'
 u density_nan fail '\-\-density' '$DBS bench spmspv stencil2d:n=10 --density nan'
 u density_2 fail '\-\-density' '$DBS bench spmspv stencil2d:n=10 --density 2'

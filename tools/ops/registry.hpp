@@ -119,6 +119,9 @@ struct OpDescriptor {
   // "results" array bench returned (tools/bench/check_auto.hpp). Empty: the op has no forced path
   // to compare with, and the CLI refuses --check-auto before any GPU work.
   std::function<std::vector<AutoCheck>(const nlohmann::json& results)> auto_checks;
+  // What bench refuses in a request (UsageError), run by the CLI before it opens the device so that
+  // a bad combination of options fails on a machine without a GPU too. Empty: only the CLI's checks.
+  std::function<void(const BenchRequest&)> check_request;
   // What --check-auto needs of the request so that bench times the forced paths beside auto (a
   // UsageError where an option the user gave rules them out). Empty: nothing to change.
   std::function<void(BenchRequest&)> auto_check_request;

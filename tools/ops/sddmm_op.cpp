@@ -204,15 +204,21 @@ nlohmann::json summarize(const Totals& totals) {
   return summary;
 }
 
-nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) {
+// What bench sddmm refuses before any GPU work (OpDescriptor::check_request; bench again).
+void check_bench_request(const BenchRequest& r) {
   if (!r.densities.empty() || !r.strategies.empty())
     throw UsageError("bench sddmm: --density and --strategy do not apply (X and Y are dense)");
+  (void)bench_dtypes(r.precisions);
+  for (int k : r.n_cols)
+    if (k > abi::kSddmmMaxK) throw UsageError(fmt::format("bench sddmm: --n (k) {} is past {}", k, abi::kSddmmMaxK));
+  if (r.config) (void)config_from_json<SddmmConfig>(*r.config);
+}
+
+nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) {
+  check_bench_request(r);
   const std::vector<SpmmDtype> dtypes = bench_dtypes(r.precisions);
   std::vector<int> widths = r.n_cols;
   if (widths.empty()) widths.assign(std::begin(kDefaultWidths), std::end(kDefaultWidths));
-  for (int k : widths)
-    if (k > abi::kSddmmMaxK) throw UsageError(fmt::format("bench sddmm: --n (k) {} is past {}", k, abi::kSddmmMaxK));
-  if (r.config) (void)config_from_json<SddmmConfig>(*r.config);
   fmt::print("{:<36} {:>4} {:>4} {:>11} {:>11} {:>7} {:>8}\n", "matrix", "prec", "k", "dbsparse", "cusparse", "db/cs",
              "GB/s");
   nlohmann::json results = nlohmann::json::array();
@@ -297,6 +303,7 @@ OpDescriptor make() {
   };
   d.bench_options = {"--n", "--config", "--explain"};
   d.bench = bench;
+  d.check_request = check_bench_request;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return plan_sddmm(ctx, m.csr.cast<float>(), 32).explain(); };
   d.fixed_cost_calls = fixed_cost_calls;
   d.tuned_by_default = false;  // plans do not read the tuning DB yet

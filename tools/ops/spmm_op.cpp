@@ -237,9 +237,19 @@ struct SpmmBenchSetup {
   std::optional<Config> given;  // --config
 };
 
-SpmmBenchSetup bench_setup(const BenchRequest& r) {
+// What bench spmm refuses before any GPU work (OpDescriptor::check_request; bench_setup again).
+void check_bench_request(const BenchRequest& r) {
   if (!r.densities.empty()) throw UsageError("bench spmm: --density applies to ops with a sparse x (spmspv)");
   if (!r.strategies.empty()) throw UsageError("bench spmm: --strategy applies to spmv (spmm: --config)");
+  (void)bench_dtypes(r.precisions);
+  (void)parse_spmm_epilogue(r.epilogue);
+  const SpmmConfig typed = r.config ? config_from_json<SpmmConfig>(*r.config) : SpmmConfig{};
+  if (!r.reduces.empty() && (typed.path == "brp" || typed.path == "condensed"))
+    throw UsageError("bench spmm: --reduce runs on the CSR path, but --config asks for path " + typed.path);
+}
+
+SpmmBenchSetup bench_setup(const BenchRequest& r) {
+  check_bench_request(r);
   SpmmBenchSetup s;
   s.dtypes = bench_dtypes(r.precisions);
   s.widths = r.n_cols.empty() ? kBenchN : r.n_cols;
@@ -250,9 +260,6 @@ SpmmBenchSetup bench_setup(const BenchRequest& r) {
         "epilogue relu: C = ReLU(A B); dbsparse's plans apply it (fused into the CSR path's stores, a pass "
         "elsewhere), cuSPARSE's rows add a relu pass over C (its SpMM has no epilogue)\n");
   if (r.config) s.given = Config{"spmm", *r.config, ConfigSource::Explicit, "--config"};
-  const SpmmConfig typed = s.given ? config_from_json<SpmmConfig>(s.given->params) : SpmmConfig{};  // before GPU work
-  if (!r.reduces.empty() && (typed.path == "brp" || typed.path == "condensed"))
-    throw UsageError("bench spmm: --reduce runs on the CSR path, but --config asks for path " + typed.path);
   return s;
 }
 
@@ -652,6 +659,7 @@ OpDescriptor make() {
   d.buckets = {spmm_tuning_bucket(32), spmm_tuning_bucket(128)};
   d.bench_options = {"--config", "--n", "--precision", "--reorder", "--epilogue", "--reduce"};
   d.bench = bench;
+  d.check_request = check_bench_request;
   d.explain = [](Context& ctx, const NamedMatrix& m) { return plan_spmm(ctx, m.csr.cast<float>(), 128).explain(); };
   d.fixed_cost_calls = spmm_fixed_cost_calls;
   d.first_call = spmm_first_call;
