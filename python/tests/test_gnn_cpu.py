@@ -539,3 +539,15 @@ def test_gnn_train_example_trains_as_the_pytorch_reference_on_the_cpu():
                        capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stderr
     assert "largest loss difference" in r.stdout
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda: dbsparse.Graph(torch.tensor([[0, 1], [1, 0]]), num_nodes=-5), "num_nodes: expected 0 or more"),
+    (lambda: dbsparse.Graph(torch.tensor([[0, 1], [1, 0]]), num_nodes=2**62), "past 2\\^31 - 1"),
+    (lambda: dbsparse.Graph(torch.tensor([[0, 2**40], [1, 0]])), "edge_index: .*past 2\\^31 - 1"),
+    (lambda: dbsparse.Graph(torch.sparse_coo_tensor(torch.tensor([[0], [1]]), torch.tensor([1.0]), (2**40, 2))),
+     "A: .*past 2\\^31 - 1"),
+])
+def test_graph_sizes_past_32_bit_indices_are_refused_by_name(make, match):
+    with pytest.raises(dbsparse.UsageError, match=match):
+        make()

@@ -247,6 +247,16 @@ def _values_tensor(v, n, what, device):
     return v
 
 
+_MAX_DIM = 2**31 - 1
+
+
+def _check_size(rows, cols, what):
+    """A's sizes within the 32-bit row and column indices the kernels and plans take."""
+    if rows > _MAX_DIM or cols > _MAX_DIM:
+        raise UsageError(f"{what}: a {rows} x {cols} matrix is past 2^31 - 1 rows or columns (dbsparse's "
+                         f"indices are 32-bit)")
+
+
 def _coo_of(a, edge_weight, num_nodes):
     """(rows, cols, row, col, values source, order): entries in CSR order, values = src[order]
     (order None: src is in CSR order already)."""
@@ -257,6 +267,7 @@ def _coo_of(a, edge_weight, num_nodes):
     if isinstance(a, torch.Tensor):
         if a.dim() != 2:
             raise UsageError(f"A: expected a 2-D sparse tensor, got shape {tuple(a.shape)}")
+        _check_size(a.shape[0], a.shape[1], "A")
         if a.layout == torch.sparse_coo:
             a = a.coalesce()
             i = a.indices()
@@ -270,6 +281,7 @@ def _coo_of(a, edge_weight, num_nodes):
         raise UsageError(f"A: expected a sparse CSR or COO tensor or an edge_index, got layout {a.layout}")
     mod = type(a).__module__
     if mod.startswith("scipy.sparse") and hasattr(a, "tocoo"):
+        _check_size(a.shape[0], a.shape[1], "A")
         c = a.tocsr(copy=True)
         c.sum_duplicates()
         c.sort_indices()
@@ -288,7 +300,10 @@ def _from_edge_index(ei, edge_weight, num_nodes):
         raise UsageError(f"edge_index: expected shape (2, E), got {tuple(ei.shape)}")
     ei = _as_index(ei, "edge_index")
     e = ei.shape[1]
+    if num_nodes is not None and int(num_nodes) < 0:
+        raise UsageError(f"num_nodes: expected 0 or more, got {int(num_nodes)}")
     n = int(num_nodes) if num_nodes is not None else (int(ei.max()) + 1 if e else 0)
+    _check_size(n, n, "edge_index" if num_nodes is None else "num_nodes")
     if e and (int(ei.min()) < 0 or int(ei.max()) >= n):
         raise UsageError(f"edge_index: node ids must be in [0, {n}) (num_nodes {n}), got "
                          f"[{int(ei.min())}, {int(ei.max())}]")
