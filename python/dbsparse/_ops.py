@@ -1,6 +1,7 @@
 """The ops and their plans. A plan does the analysis, the upload and the JIT once; calling it runs
 the kernels on the caller's stream with no allocation (unless `out` is omitted) and no host sync."""
 import json
+import numbers
 import sys
 import threading
 
@@ -442,10 +443,13 @@ def plan_sddmm(a, k, dtype="f32", device=None, scale_by_values=False):
     dtype: 'f32', 'f16' or 'bf16' (X's, Y's and out's; the dot is summed in f32)."""
     if dtype not in ("f32", "f16", "bf16"):
         raise UsageError(f"dtype: SDDMM takes f32, f16 or bf16, got {dtype!r}")
-    if not 1 <= int(k) <= 512:
-        raise UsageError(f"k: 1 .. 512, got {k}")
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or not 1 <= int(k) <= 512:
+        raise UsageError(f"k: an integer in 1 .. 512, got {k!r}")
+    if not isinstance(scale_by_values, bool):
+        raise UsageError(f"scale_by_values: True or False, got {scale_by_values!r}")
+    host = mat.host_csr(a, "f32")  # A's errors before the device's
     ctx = context(_dev(device))
-    core = _core.plan_sddmm(ctx, mat.host_csr(a, "f32"), int(k), dtype, bool(scale_by_values))
+    core = _core.plan_sddmm(ctx, host, int(k), dtype, scale_by_values)
     plan = SddmmPlan("sddmm", core, ctx, _dev(device))
     plan.dtype = dtype
     return plan

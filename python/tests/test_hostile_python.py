@@ -99,3 +99,24 @@ def test_compact_layers_from_random_arrays_never_crash():
         except dbsparse.UsageError:
             continue
         assert layer.nnz == len(vals)  # accepted only when the arrays are consistent
+
+
+_A = sp.random(10, 10, density=0.3, format="csr", dtype=np.float32, random_state=0)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: dbsparse.plan_spmm(_A, 8, reduce="median"), "reduce"),
+    (lambda: dbsparse.plan_spmm(_A, 8, reduce=None), "reduce"),
+    (lambda: dbsparse.plan_spmm(_A, 8, reduce="max", path="brp"), "CSR path"),
+    (lambda: dbsparse.plan_sddmm(_A, 0), "k: an integer in 1 .. 512"),
+    (lambda: dbsparse.plan_sddmm(_A, 513), "k: an integer in 1 .. 512"),
+    (lambda: dbsparse.plan_sddmm(_A, 3.5), "k: an integer in 1 .. 512"),
+    (lambda: dbsparse.plan_sddmm(_A, True), "k: an integer in 1 .. 512"),
+    (lambda: dbsparse.plan_sddmm(_A, 8, dtype="f64"), "dtype"),
+    (lambda: dbsparse.plan_sddmm(_A, 8, scale_by_values="yes"), "scale_by_values"),
+    (lambda: dbsparse.plan_sddmm([[1.0]], 8), "A: expected"),
+])
+def test_gnn_plan_options_are_refused_by_name_before_the_device(call, match):
+    # Checked before a context is made, so they fail the same way with or without a GPU.
+    with pytest.raises(dbsparse.UsageError, match=match):
+        call()
