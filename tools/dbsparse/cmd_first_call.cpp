@@ -18,6 +18,7 @@
 #include "dbsparse/context.hpp"
 #include "dbsparse/error.hpp"
 #include "support/atomic_file.hpp"
+#include "tools/dbsparse/child_report.hpp"
 #include "tools/dbsparse/commands.hpp"
 #include "tools/ops/registry.hpp"
 
@@ -68,18 +69,11 @@ nlohmann::json run_one(const fs::path& self, const fs::path& dir, const std::str
   while (size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
   const int status = pclose(p);
   nlohmann::json r{{"op", op}, {"cache", mode}, {"process_ms", ms_since(t0)}};
-  // The report is the child's last line; anything printed before it (warnings) is skipped. Its
-  // own nested objects rule out searching for the last '{'.
-  const size_t end = out.find_last_not_of("\r\n");
-  const size_t nl = end == std::string::npos ? std::string::npos : out.rfind('\n', end);
-  const size_t last = nl == std::string::npos ? 0 : nl + 1;
-  if (status == 0 && end != std::string::npos && out[last] == '{') {
-    try {
-      r.update(nlohmann::json::parse(out.substr(last, end + 1 - last)));
+  if (status == 0)
+    if (auto report = last_line_json(out)) {
+      r.update(*report);
       return r;
-    } catch (const nlohmann::json::exception&) {
     }
-  }
   r["error"] = out.empty() ? fmt::format("exit status {}", status) : out;
   return r;
 }
