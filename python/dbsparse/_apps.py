@@ -13,14 +13,15 @@ class SpgemmResult:
     views (zero copy) that keep them alive."""
 
     def __init__(self, plan, keep, framework, dtype, device):
-        self.framework, self.dtype, self.device, self._keep = framework, dtype, device, keep
+        self.framework, self.dtype, self.device = framework, dtype, device
         self._shape, self._nnz, self._text = (plan.rows, plan.cols), plan.nnz, plan.explain()
         self._parts = [(plan.row_ptr, plan.rows + 1, "i4"), (plan.col_idx, plan.nnz, "i4"),
                        (plan.values, plan.nnz, "f4" if dtype == "f32" else "f8")]
         # The views' owner is the plan moved into a capsule: no nanobind instance (the plan's, the
         # Context's) stays reachable from a view a framework keeps to the interpreter's exit.
+        # A and B ride along (plain Python objects): the views keep the inputs as long as before.
         hold = _core.hold_spgemm_planF32 if dtype == "f32" else _core.hold_spgemm_planF64
-        self._held = hold(plan)
+        self._owner = (hold(plan), keep)
 
     def arrays(self):
         """(indptr, indices, data) as device arrays of the inputs' framework (int32, int32, dtype)."""
@@ -36,7 +37,7 @@ class SpgemmResult:
                     return fw.empty(0, dtype=getattr(fw, names[dt]), device=dev)
                 with fw.cuda.Device(self.device):
                     return fw.empty(0, dtype=names[dt])
-            return fw.from_dlpack(_core.device_view(ptr, n, dt, self.device, self._held))
+            return fw.from_dlpack(_core.device_view(ptr, n, dt, self.device, self._owner))
 
         return tuple(one(*part) for part in self._parts)
 

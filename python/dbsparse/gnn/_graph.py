@@ -7,17 +7,15 @@ entry that Aᵀ's entry k is, so Aᵀ's values are values[perm] and anything com
 maps back to A's order through it. Plans (the kernels' analysis, upload and JIT) are made on first
 use per (op, n_cols, dtype, reduce, side) and made again when the values change (their tensor is
 written in place, e.g. by an optimizer step, or replaced)."""
-import itertools
 import sys
-import weakref
 
 import numpy as np
 import torch
 
 from .._errors import UsageError
+from .._handles import Handles
 
-_graphs = {}
-_ids = itertools.count(1)
+_graphs = Handles("dbsparse::gnn", "graph", "Graph")
 _KERNEL_DTYPES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16"}
 # The widths the kernels take (the bindings refuse others): wider calls run the PyTorch path.
 SPMM_MAX_COLS, SDDMM_MAX_K = 4096, 512
@@ -25,11 +23,7 @@ SPMM_MAX_COLS, SDDMM_MAX_K = 4096, 512
 
 def graph_of(handle):
     """The Graph of a handle (UsageError once it is freed)."""
-    ref = _graphs.get(handle)
-    g = ref() if ref is not None else None
-    if g is None:
-        raise UsageError(f"dbsparse::gnn: graph handle {handle} is gone (its Graph was freed)")
-    return g
+    return _graphs.get(handle)
 
 
 class _Side:
@@ -98,9 +92,7 @@ class Graph:
         self.device = dev
         self._plans, self._hosts, self._values_key = {}, {}, None
         self._kernels = None
-        self.handle = next(_ids)
-        _graphs[self.handle] = weakref.ref(self)
-        weakref.finalize(self, _graphs.pop, self.handle, None)
+        self.handle = _graphs.register(self)
 
     @classmethod
     def from_csr(cls, indptr, indices, values=None, shape=None, device=None, path="auto"):

@@ -5,31 +5,20 @@ records the launches like any other op's.
 A plan is not a tensor, so the op takes an int handle into a registry of weak references to the
 layers (and the layer's output size, for the fake kernel); a layer leaves the registry when it is
 collected."""
-import itertools
-import weakref
-
 import torch
 
-from .._errors import UsageError
+from .._handles import Handles
 
-_layers = {}
-_ids = itertools.count(1)
+_layers = Handles("dbsparse::sparse_linear", "layer", "SparseLinear")
 
 
 def register(layer):
     """A handle for `layer` (anything with out_features and run_rows(x2d) -> y2d)."""
-    h = next(_ids)
-    _layers[h] = weakref.ref(layer)
-    weakref.finalize(layer, _layers.pop, h, None)
-    return h
+    return _layers.register(layer)
 
 
 def _layer(handle):
-    ref = _layers.get(handle)
-    layer = ref() if ref is not None else None
-    if layer is None:
-        raise UsageError(f"dbsparse::sparse_linear: layer handle {handle} is gone (its SparseLinear was freed)")
-    return layer
+    return _layers.get(handle)
 
 
 @torch.library.custom_op("dbsparse::sparse_linear", mutates_args=())
