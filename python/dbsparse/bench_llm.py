@@ -48,6 +48,9 @@ def parser():
                     help="tokens of hidden states for calibration (default 128)")
     ap.add_argument("--seed", type=int, default=0, help="weights, inputs and cache contents (default 0)")
     ap.add_argument("--no-graph", action="store_true", help="time the decode step eagerly, without a CUDA graph")
+    ap.add_argument("--compile", action="store_true",
+                    help="also time the decode step through torch.compile(fullgraph=True) (inductor), dense and "
+                         "sparse alike, in the same CUDA graph replay (adds the compile time, ~10-60 s a model)")
     ap.add_argument("--no-stack", action="store_true",
                     help="replace_linear(stack=False): q, k, v and gate, up as separate sparse layers")
     ap.add_argument("--json", help="write every figure here")
@@ -85,10 +88,13 @@ def _event_ms(fn, reps, batch):
     return statistics.median(out)
 
 
-def time_decode(model, a, x, pos):
+def time_decode(model, a, x, pos, compiled=False):
     """(us per step, graph used, the step's output): warm-up calls on a side stream, capture, warm
-    replays, then the median. Each replay rewrites the same cache slot with the same values."""
+    replays, then the median. Each replay rewrites the same cache slot with the same values.
+    compiled: the step through torch.compile(fullgraph=True), so a graph break is an error."""
     step = lambda: model.decode(x, pos, a.context + 1)  # noqa: E731
+    if compiled:
+        step = torch.compile(step, fullgraph=True)
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -132,7 +138,24 @@ def measure(model, a, inputs):
     if why:
         r["graph_error"] = why
     r["prefill_ms"] = time_prefill(model, a, inputs["prefill"])
+    if a.compile:
+        r.update(time_compiled(model, a, inputs, out))
     return r, out
+
+
+def time_compiled(model, a, inputs, eager_out):
+    """The decode step through torch.compile(fullgraph=True): its time, the compile's wall time and
+    its output against the eager step's; a failure is reported, not raised (the other figures stand)."""
+    torch._dynamo.reset()  # each model compiles afresh: no recompile limit carried over
+    t0 = time.perf_counter()
+    try:
+        us, graph, why, out = time_decode(model, a, inputs["x"], inputs["pos"], compiled=True)
+    except Exception as e:  # noqa: BLE001 - the bench reports what failed
+        msg = f"{type(e).__name__}: {str(e).splitlines()[0][:200] if str(e) else ''}"
+        print(f"  torch.compile(fullgraph=True) failed: {msg}", flush=True)
+        return {"compiled_error": msg}
+    return {"compiled_decode_us": us, "compiled_graph": graph, "compiled_wall_s": time.perf_counter() - t0,
+            "compiled_vs_eager": _llm_check.compare(out, eager_out)}
 
 
 def _replace_kwargs(nn, a, density):
@@ -332,10 +355,31 @@ def table(res):
             s += (f"vs dense on the masked weights{' and activations' if v['density'] < 1 else ''}: "
                   f"max abs diff {c['max_abs_diff']:.3g}, rel err {c['rel_err']:.3g}; ")
         lines.append(s + f"vs the unpruned dense model: rel err {o['rel_err']:.3g}")
+    lines += _compiled_lines(res)
     graphs = [r.get("graph_error") for r in (d, *res["variants"]) if r.get("graph_error")]
     lines.append(f"decode: {res['decode']}" + (f" (capture failed, timed eagerly: {graphs[0]})" if graphs else "")
                  + f"; prefill: {res['prefill']}; {res['note']}")
     return "\n".join(lines)
+
+
+def _compiled_lines(res):
+    """--compile: each model's compiled step against its own eager step and the compiled dense one."""
+    d = res["dense"]
+    if "compiled_decode_us" not in d and "compiled_error" not in d:
+        return []
+    lines = []
+    for label, r in [("dense", d)] + [(f"act {v['density']:g}", v) for v in res["variants"]]:
+        if "compiled_error" in r:
+            lines.append(f"torch.compile(fullgraph=True) {label}: FAILED: {r['compiled_error']}")
+            continue
+        s = (f"torch.compile(fullgraph=True) {label}: {r['compiled_decode_us']:.1f} us/step "
+             f"({_ratio(r['decode_us'], r['compiled_decode_us']):.2f}x its eager step")
+        if "compiled_decode_us" in d:
+            s += f", {_ratio(d['compiled_decode_us'], r['compiled_decode_us']):.2f}x compiled dense"
+        s += (f"; compile {r['compiled_wall_s']:.0f} s; output vs eager rel err "
+              f"{r['compiled_vs_eager']['rel_err']:.3g})")
+        lines.append(s)
+    return lines
 
 
 def main(argv=None):

@@ -246,6 +246,39 @@ def test_table_shows_ratios_to_dense():
     assert "2.00 s a decoder layer, ~64 s for all 32 layers" in text and "no LM head" in text
 
 
+def test_table_shows_compiled_steps_and_their_failures():
+    base = {"prefill_ms": {}, "tokens_per_s": 1e4, "compiled_vs_eager": {"rel_err": 1e-4}, "compiled_wall_s": 12.0}
+    d = dict(base, decode_us=100.0, compiled_decode_us=80.0)
+    ok = dict(base, density=1.0, decode_us=50.0, compiled_decode_us=40.0, replace_linear_s=1.0, calibration="none",
+              calibration_s=0.0, vs_dense={"rel_err": 0.2})
+    bad = {k: v for k, v in ok.items() if not k.startswith("compiled")}
+    bad.update(density=0.5, compiled_error="Unsupported: graph break")
+    res = {"dense": d, "variants": [ok, bad], "sparsity": 0.5, "full_model_layers": 32, "config": {"layers": 4},
+           "decode": "CUDA graph", "prefill": "eager", "note": bench_llm.NOTE}
+    text = bench_llm.table(res)
+    assert "torch.compile(fullgraph=True) dense: 80.0 us/step (1.25x its eager step" in text
+    assert "torch.compile(fullgraph=True) act 1: 40.0 us/step (1.25x its eager step, 2.00x compiled dense" in text
+    assert "torch.compile(fullgraph=True) act 0.5: FAILED: Unsupported: graph break" in text
+    assert "torch.compile" not in bench_llm.table(dict(res, dense={k: v for k, v in d.items() if "compiled" not in k}))
+
+
+def test_compile_flag_parses():
+    assert bench_llm.parse_args(["--compile"]).compile and not bench_llm.parse_args([]).compile
+
+
+@gpu
+def test_bench_compiles_the_sparse_model_with_fullgraph(tmp_path):
+    out = tmp_path / "llm.json"
+    rc = bench_llm.main(["--model", "qwen3-0.6b", "--layers", "1", "--context", "32", "--prefill", "none",
+                         "--reps", "2", "--calib-tokens", "16", "--densities", "0.5", "--compile", "--json", str(out)])
+    assert rc == 0
+    res = json.loads(out.read_text())
+    for r in (res["dense"], res["variants"][0]):
+        assert "compiled_error" not in r, r.get("compiled_error")
+        assert r["compiled_decode_us"] > 0 and r["compiled_graph"]
+        assert r["compiled_vs_eager"]["rel_err"] < 1e-2
+
+
 @gpu
 def test_bench_runs_end_to_end_on_a_small_model(tmp_path):
     out = tmp_path / "llm.json"
