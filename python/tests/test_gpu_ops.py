@@ -191,11 +191,12 @@ def test_spmm_in_a_row_order_matches_torch_in_the_users_order(reorder):
 
 
 def _graph_with_ties(rows, cols, seed):
-    """Every 7th row empty, row 5 long, the others 1..20 entries; values in {-1, 1, 2} (ties)."""
+    """Every 7th row empty, row 5 long (150 entries, or every column of a narrower graph), the others
+    1..20 entries (at most `cols`); values in {-1, 1, 2} (ties)."""
     rng = np.random.default_rng(seed)
     indptr, indices, data = [0], [], []
     for r in range(rows):
-        n = 0 if r % 7 == 0 else (150 if r == 5 else int(rng.integers(1, 21)))
+        n = min(cols, 0 if r % 7 == 0 else (150 if r == 5 else int(rng.integers(1, 21))))
         indices.extend(sorted(rng.choice(cols, size=n, replace=False).tolist()))
         data.extend(rng.choice([-1.0, 1.0, 2.0], size=n).tolist())
         indptr.append(len(indices))

@@ -4,6 +4,7 @@
 // the float4 and scalar kernels and several rows a warp.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -17,7 +18,7 @@
 
 namespace {
 
-// rows x cols, every 7th row empty, row 5 with 150 entries, the others 1..20 sorted distinct
+// rows x cols, every 7th row empty, row 5 with 150 entries (or all of a narrower graph), the others 1..20 sorted distinct
 // columns; values in {-1, 1, 2}.
 CsrMatrix<float> reduce_graph(int32_t rows, int32_t cols, uint64_t seed) {
   std::mt19937_64 rng(seed);
@@ -26,7 +27,8 @@ CsrMatrix<float> reduce_graph(int32_t rows, int32_t cols, uint64_t seed) {
   a.cols = cols;
   const float vals[] = {-1.0f, 1.0f, 2.0f};
   for (int32_t r = 0; r < rows; ++r) {
-    const int len = r % 7 == 0 ? 0 : r == 5 ? 150 : 1 + static_cast<int>(rng() % 20);
+    // At most `cols` distinct columns: a longer row would never be placed (the loop below).
+    const int len = std::min(cols, r % 7 == 0 ? 0 : r == 5 ? 150 : 1 + static_cast<int>(rng() % 20));
     std::vector<char> used(static_cast<size_t>(cols), 0);
     int placed = 0;
     while (placed < len) {
