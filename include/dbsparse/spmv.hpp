@@ -1,5 +1,6 @@
 #pragma once
 // SpMV, y = alpha*A*x + beta*y, with A in CSR. Plan once, run many times.
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,8 +23,11 @@ struct SpmvConfig {
   int block_size = 256;
   int lane_entries_f32 = 8, lane_entries_f64 = 4;
   // The longest row one thread serves alone (the scalar bin, and uniform's scalar cutoff); longer
-  // rows take the vector bins. 0: the precision's lane_entries.
+  // rows take the vector bins. 0: the precision's lane_entries on a matrix of at least
+  // scalar_min_rows rows, 2 on a smaller one: there one thread a row leaves most of the device idle
+  // while each row's entries form one dependent chain, so rows past 2 entries gain from a second lane.
   int scalar_max_len = 0;
+  int64_t scalar_min_rows = 524288;
   int v1_lanes = 2, v2_lanes = 4, v3_lanes = 8, v4_lanes = 32;
   int64_t block_max_len = 4096;
   int64_t longrow_chunk = 2048;
@@ -56,7 +60,11 @@ struct SpmvConfig {
     v.integer("lane_entries_f32", lane_entries_f32, 1, 1024, "f32: entries per lane before a wider lane group");
     v.integer("lane_entries_f64", lane_entries_f64, 1, 1024, "f64: entries per lane before a wider lane group");
     v.integer("scalar_max_len", scalar_max_len, 0, 1024,
-              "longest row for one thread (scalar bin, uniform's scalar cutoff); 0: lane_entries");
+              "longest row for one thread (scalar bin, uniform's scalar cutoff); 0: lane_entries, or 2 on a matrix "
+              "of fewer than scalar_min_rows rows");
+    v.integer("scalar_min_rows", scalar_min_rows, 0, INT32_MAX,
+              "scalar_max_len 0: the fewest rows for lane_entries as the scalar bound (fewer: 2); 0: always "
+              "lane_entries");
     v.integer("v1_lanes", v1_lanes, 2, 32, "lanes of the narrowest vector bin");
     v.integer("v2_lanes", v2_lanes, 2, 32, "lanes of the second vector bin");
     v.integer("v3_lanes", v3_lanes, 2, 32, "lanes of the third vector bin");
@@ -82,7 +90,11 @@ struct SpmvConfig {
   // bin, and block_max_len past the widest vector bin. UsageError naming the keys.
   void check() const;
   int lane_entries(bool f64) const { return f64 ? lane_entries_f64 : lane_entries_f32; }
-  int scalar_max(bool f64) const { return scalar_max_len > 0 ? scalar_max_len : lane_entries(f64); }
+  // The scalar bound a matrix of `rows` rows takes (scalar_max_len, or its default by size).
+  int scalar_max(bool f64, int64_t rows) const {
+    if (scalar_max_len > 0) return scalar_max_len;
+    return scalar_min_rows > 0 && rows < scalar_min_rows ? std::min(2, lane_entries(f64)) : lane_entries(f64);
+  }
 };
 
 // What a caller may set on a plan beside its matrix. The tuning DB (or the defaults) gives the

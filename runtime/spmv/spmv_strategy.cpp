@@ -63,7 +63,7 @@ codegen::SpmvKey choose_spmv_key(const SpmvConfig& cfg, int64_t rows, int64_t nn
   } else if (strategy == "longrow") {
     key.strategy = SpmvStrategy::LongRow;
   } else if (strategy == "uniform") {
-    if (mean <= cfg.scalar_max(value == codegen::ValueType::F64))
+    if (mean <= cfg.scalar_max(value == codegen::ValueType::F64, rows))
       key.strategy = SpmvStrategy::Scalar;
     else if (mean <= 32.0 * entries)
       key.strategy = SpmvStrategy::Vector;
@@ -92,7 +92,7 @@ SpmvLayout choose_spmv_layout(const SpmvConfig& cfg, int64_t rows, int64_t nnz, 
   const int block = cfg.block_size;
   const int64_t entries = cfg.lane_entries(value == codegen::ValueType::F64);
   auto key = [&](SpmvStrategy s, int lanes) { return checked(codegen::SpmvKey{value, s, block, lanes}); };
-  layout.bins.push_back({key(SpmvStrategy::Scalar, 0), cfg.scalar_max(value == codegen::ValueType::F64)});
+  layout.bins.push_back({key(SpmvStrategy::Scalar, 0), cfg.scalar_max(value == codegen::ValueType::F64, rows)});
   const int lanes[4] = {cfg.v1_lanes, cfg.v2_lanes, cfg.v3_lanes, cfg.v4_lanes};
   for (int v = 0; v < 4; ++v) layout.bins.push_back({key(SpmvStrategy::Vector, lanes[v]), lanes[v] * entries});
   layout.bins.push_back({key(SpmvStrategy::Block, 0), cfg.block_max_len});

@@ -22,7 +22,8 @@ const std::vector<SpmvBinCount> kTenCounts{{6, 18}, {0, 0}, {2, 40}, {0, 0}, {0,
 
 TEST_CASE("SpmvBinsFoldThinBinsUpwardAndListOnlyWhereSeveralBinsRun") {
   // fold_share 0: nothing folds; the bins' rows follow one another in the lists.
-  const SpmvLayout unfolded = choose_spmv_layout(config_of({{"fold_share", 0.0}}), 10, 5358, ValueType::F32);
+  const SpmvLayout unfolded =
+      choose_spmv_layout(config_of({{"fold_share", 0.0}, {"scalar_min_rows", 0}}), 10, 5358, ValueType::F32);
   const SpmvBins b = fold_spmv_bins(unfolded, kTenCounts, 5358);
   CHECK(b.rows == std::vector<int64_t>{6, 0, 2, 0, 0, 1, 1});
   CHECK(b.off == std::vector<int64_t>{0, 6, 6, 8, 8, 8, 9});
@@ -61,7 +62,7 @@ TEST_CASE("SpmvLongRowsSplitIntoChunksAndAnEmptyRowKeepsOne") {
 }
 
 TEST_CASE("SpmvSpecOfOneLaunchClassifiedPlan") {
-  const SpmvConfig cfg = config_of({{"fold_share", 0.0}});
+  const SpmvConfig cfg = config_of({{"fold_share", 0.0}, {"scalar_min_rows", 0}});
   const SpmvLayout layout = choose_spmv_layout(cfg, 10, 5358, ValueType::F32);
   // One long row of 5000 entries: 3 chunks.
   const SpmvSpec s = make_spmv_spec(cfg, kTen, layout, {}, fold_spmv_bins(layout, kTenCounts, 5358), 1, 3);
@@ -122,7 +123,7 @@ TEST_CASE("SpmvSpecOfOneLaunchPerBin") {
 }
 
 TEST_CASE("SpmvSpecOfARegularMatrixIsOneRowKernelWithoutLists") {
-  const SpmvConfig cfg;
+  const SpmvConfig cfg = config_of({{"scalar_min_rows", 0}});  // the scalar bound of a large matrix
   const SpmvShape a{4, 4, 12};
   const SpmvLayout layout = choose_spmv_layout(cfg, 4, 12, ValueType::F32);
   const SpmvSpec s = make_spmv_spec(cfg, a, layout, choose_spmv_order(cfg, a, {}),

@@ -44,7 +44,10 @@ TEST_CASE("SpmvKeyFollowsTheNamedStrategy") {
 
 TEST_CASE("SpmvUniformChoiceFollowsMeanRowLength") {
   const nlohmann::json conf = {{"strategy", "uniform"}};
-  auto pick = [&](int64_t rows, int64_t nnz, ValueType v = ValueType::F32) { return key_of(conf, rows, nnz, v); };
+  // A matrix of rows x 1000 rows, past scalar_min_rows: the precision's own scalar cutoff.
+  auto pick = [&](int64_t rows, int64_t nnz, ValueType v = ValueType::F32) {
+    return key_of(conf, rows * 1000, nnz * 1000, v);
+  };
   // f32: 8 entries per lane.
   CHECK(pick(1000, 3000).strategy == SpmvStrategy::Scalar);  // mean 3
   CHECK(pick(1000, 8000).strategy == SpmvStrategy::Scalar);  // mean 8: the cutoff is inclusive
@@ -60,14 +63,14 @@ TEST_CASE("SpmvUniformChoiceFollowsMeanRowLength") {
   CHECK(pick(1000, 5000, ValueType::F64).lanes == 2);
   CHECK(pick(1000, 27000, ValueType::F64).lanes == 8);
   // The cutoffs are data: the tuner moves them.
-  auto moved = key_of({{"strategy", "uniform"}, {"lane_entries_f32", 1}}, 1000, 3000, ValueType::F32);
+  auto moved = key_of({{"strategy", "uniform"}, {"lane_entries_f32", 1}}, 1000000, 3000000, ValueType::F32);
   CHECK(moved.strategy == SpmvStrategy::Vector);
   CHECK(moved.lanes == 4);
   CHECK_THROWS_AS(key_of({{"strategy", "uniform"}, {"lane_entries_f32", 0}}, 10, 10, ValueType::F32), UsageError);
 }
 
 TEST_CASE("SpmvClassifiedLayoutComesFromTheConfig") {
-  auto l = layout_of(config_to_json(SpmvConfig{}), 1000, 5000, ValueType::F32);
+  auto l = layout_of(config_to_json(SpmvConfig{}), 1000000, 5000000, ValueType::F32);
   REQUIRE(l.classified);
   REQUIRE(l.bins.size() == 7);
   CHECK(l.bins[0].key.to_string() == "spmv.scalar.f32.b256");
@@ -85,7 +88,7 @@ TEST_CASE("SpmvClassifiedLayoutComesFromTheConfig") {
   CHECK(l.fuse_bins);
   CHECK(l.fused_key.to_string() == "spmv.classified.f32.b256.l2.l4.l8.l32");
   CHECK(l.window == 0);
-  auto d = layout_of(config_to_json(SpmvConfig{}), 1000, 5000, ValueType::F64);
+  auto d = layout_of(config_to_json(SpmvConfig{}), 1000000, 5000000, ValueType::F64);
   CHECK(d.bins[0].max_len == 4);
   CHECK(d.bins[4].max_len == 128);
   CHECK(codegen::SpmvKey::parse("spmv.classified.f64.b128.l2.l4.l16.l32").lanes3 == 16);
@@ -123,6 +126,33 @@ TEST_CASE("SpmvScalarBinBoundIsItsOwnKnob") {
         SpmvStrategy::Scalar);
   p["scalar_max_len"] = 9;  // past f64's first vector bin (2 lanes x 4)
   CHECK_THROWS_WITH_AS(layout_of(p, 1000, 5000, ValueType::F32), doctest::Contains("scalar_max_len"), UsageError);
+}
+
+// scalar_max_len 0 on a matrix of fewer than scalar_min_rows rows: rows past 2 entries take the
+// first vector bin, in the classified layout and uniform's choice alike; an explicit
+// scalar_max_len, or scalar_min_rows 0, keeps the bound whatever the size.
+TEST_CASE("SpmvSmallMatricesKeepOnlyTheShortestRowsScalar") {
+  const auto defaults = config_to_json(SpmvConfig{});
+  const int64_t small = SpmvConfig{}.scalar_min_rows - 1, large = SpmvConfig{}.scalar_min_rows;
+  for (auto v : {ValueType::F32, ValueType::F64}) {
+    CAPTURE(to_string(v));
+    CHECK(layout_of(defaults, small, small * 6, v).bins[0].max_len == 2);
+    CHECK(layout_of(defaults, small, small * 6, v).bins[1].max_len == (v == ValueType::F32 ? 16 : 8));
+    CHECK(layout_of(defaults, large, large * 6, v).bins[0].max_len == (v == ValueType::F32 ? 8 : 4));
+    auto fixed = defaults;
+    fixed["scalar_max_len"] = 4;
+    CHECK(layout_of(fixed, small, small * 6, v).bins[0].max_len == 4);
+    auto off = defaults;
+    off["scalar_min_rows"] = 0;
+    CHECK(layout_of(off, small, small * 6, v).bins[0].max_len == (v == ValueType::F32 ? 8 : 4));
+  }
+  const nlohmann::json uniform = {{"strategy", "uniform"}};
+  CHECK(key_of(uniform, 15606, 91756, ValueType::F32).strategy == SpmvStrategy::Vector);  // 4elt: rows of ~6
+  CHECK(key_of(uniform, 15606, 31212, ValueType::F32).strategy == SpmvStrategy::Scalar);  // mean 2
+  CHECK(key_of(uniform, large, large * 6, ValueType::F32).strategy == SpmvStrategy::Scalar);
+  auto bad = defaults;
+  bad["scalar_min_rows"] = -1;
+  CHECK_THROWS_WITH_AS(layout_of(bad, 10, 10, ValueType::F32), doctest::Contains("scalar_min_rows"), UsageError);
 }
 
 TEST_CASE("SpmvGridCoversEveryRow") {
@@ -282,6 +312,7 @@ TEST_CASE("SpmvWindowRoundsDownToABinBoundAndNamesItsKey") {
     auto p = config_to_json(SpmvConfig{});
     p["window_max_len"] = w;
     p["fuse_bins"] = fuse;
+    p["scalar_min_rows"] = 0;  // the bins of a large matrix
     return p;
   };
   // f32 bounds 8, 16, 32, 64, 256; f64 4, 8, 16, 32, 128.
