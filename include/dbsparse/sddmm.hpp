@@ -25,14 +25,14 @@ namespace dbsparse {
 struct SddmmConfig {
   static constexpr const char* kOp = "sddmm";
   static constexpr bool kBlockFeatures = false;
-  // Consecutive entries a group of lanes takes: a hub row is shared by nnz / tile groups, and X's
-  // row is loaded once per (row, tile).
-  int tile = 32;
+  // Consecutive entries a group of lanes takes, kSddmmUnroll at a time: a hub row is shared by
+  // nnz / tile groups, and short tiles give a short graph more groups to hide latency with.
+  int tile = 8;
   int warps = 4;  // warps a block (1, 2, 4 or 8)
 
   template <class V>
   void visit(V& v) {
-    v.integer("tile", tile, 1, 1 << 16, "entries a group of lanes takes (X's row loaded once per row and tile)");
+    v.integer("tile", tile, 1, 1 << 16, "consecutive entries a group of lanes takes");
     v.integer("warps", warps, 1, 8, "warps a block (1, 2, 4 or 8)");
   }
   void check() const {

@@ -19,7 +19,7 @@ using sddmm_detail::SddmmSpec;
 
 struct SddmmPlan::Impl {
   SddmmSpec spec;
-  DeviceBuffer<int32_t> row_ptr, col_idx, tile_row;
+  DeviceBuffer<int32_t> row_ptr, col_idx, entry_row;
   DeviceBuffer<float> vals;  // only when scaled
   CUfunction fn1 = nullptr, fn4 = nullptr;
   std::vector<KernelInfo> kernels;
@@ -66,8 +66,8 @@ SddmmPlan SddmmPlan::build(Context& ctx, const CsrMatrix<T>& a, int k, const Sdd
                          csr_device_bytes(a.rows, a.nnz(), opt.scale_by_values ? 4 : 0));
     p->row_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(a.row_ptr));
     p->col_idx = DeviceBuffer<int32_t>(std::span<const int32_t>(a.col_idx));
-    const std::vector<int32_t> tiles = sddmm_detail::sddmm_tile_rows(a.row_ptr, a.nnz(), p->spec.typed.tile);
-    if (!tiles.empty()) p->tile_row = DeviceBuffer<int32_t>(std::span<const int32_t>(tiles));
+    const std::vector<int32_t> rows = sddmm_detail::sddmm_entry_rows(a.row_ptr, a.nnz());
+    if (!rows.empty()) p->entry_row = DeviceBuffer<int32_t>(std::span<const int32_t>(rows));
     if (opt.scale_by_values) p->vals = DeviceBuffer<float>(std::span<const float>(a.values));
     p->fn1 = load(ctx, *p, p->spec.key1);
     if (p->spec.vec4) p->fn4 = load(ctx, *p, p->spec.key4);
@@ -91,7 +91,7 @@ void SddmmPlan::run(uint64_t x, uint64_t y, uint64_t out, void* stream, float al
   args.row_ptr = reinterpret_cast<const int32_t*>(p.row_ptr.ptr());
   args.col_idx = reinterpret_cast<const int32_t*>(p.col_idx.ptr());
   args.vals = s.scale ? reinterpret_cast<const float*>(p.vals.ptr()) : nullptr;
-  args.tile_row = reinterpret_cast<const int32_t*>(p.tile_row.ptr());
+  args.entry_row = reinterpret_cast<const int32_t*>(p.entry_row.ptr());
   args.x = reinterpret_cast<const void*>(x);
   args.y = reinterpret_cast<const void*>(y);
   args.out = reinterpret_cast<void*>(out);
@@ -144,7 +144,7 @@ bool SddmmPlan::scale_by_values() const { return impl_->spec.scale; }
 const SddmmConfig& SddmmPlan::typed_config() const { return impl_->spec.typed; }
 int64_t SddmmPlan::device_bytes() const {
   const Impl& p = *impl_;
-  return static_cast<int64_t>((p.row_ptr.size() + p.col_idx.size() + p.tile_row.size() + p.vals.size()) * 4);
+  return static_cast<int64_t>((p.row_ptr.size() + p.col_idx.size() + p.entry_row.size() + p.vals.size()) * 4);
 }
 const std::vector<KernelInfo>& SddmmPlan::kernels() const { return impl_->kernels; }
 

@@ -48,15 +48,10 @@ SddmmSpec sddmm_spec(int32_t rows, int32_t cols, int64_t nnz, int k, const Sddmm
   return s;
 }
 
-std::vector<int32_t> sddmm_tile_rows(const std::vector<int32_t>& row_ptr, int64_t nnz, int tile) {
-  const int64_t tiles = (nnz + tile - 1) / tile;
-  std::vector<int32_t> out(static_cast<size_t>(tiles));
-  int32_t r = 0;
-  for (int64_t t = 0; t < tiles; ++t) {
-    const int64_t e = t * tile;
-    while (row_ptr[static_cast<size_t>(r) + 1] <= e) ++r;  // row_ptr's last entry is nnz > e
-    out[static_cast<size_t>(t)] = r;
-  }
+std::vector<int32_t> sddmm_entry_rows(const std::vector<int32_t>& row_ptr, int64_t nnz) {
+  std::vector<int32_t> out(static_cast<size_t>(nnz));
+  for (size_t r = 0; r + 1 < row_ptr.size(); ++r)
+    std::fill(out.begin() + row_ptr[r], out.begin() + row_ptr[r + 1], static_cast<int32_t>(r));
   return out;
 }
 

@@ -26,8 +26,7 @@ struct SddmmSpec {
 
 SddmmSpec sddmm_spec(int32_t rows, int32_t cols, int64_t nnz, int k, const SddmmOptions& opt, Config config);
 
-// abi::SddmmArgs::tile_row: for each tile of `tile` consecutive entries, the row holding its first
-// entry (an empty row never: the last row r with row_ptr[r] <= t * tile). O(rows + tiles).
-std::vector<int32_t> sddmm_tile_rows(const std::vector<int32_t>& row_ptr, int64_t nnz, int tile);
+// abi::SddmmArgs::entry_row: each entry's row (A's row indices in COO form). O(rows + nnz).
+std::vector<int32_t> sddmm_entry_rows(const std::vector<int32_t>& row_ptr, int64_t nnz);
 
 }  // namespace dbsparse::sddmm_detail

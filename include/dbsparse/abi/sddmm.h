@@ -12,14 +12,14 @@ constexpr int kSddmmUnroll = 4;  // entries a group keeps in flight (their Y row
 // vals[e] when the key scales), for A's nnz entries e in CSR order. X is rows x k and Y cols x k,
 // row-major, and out nnz values, all in the key's value type (f32, or 16-bit words for f16 /
 // bf16); vals are f32. A group of lanes takes `tile` consecutive entries (the last group fewer):
-// the work is split by entries, so a hub row is shared by many groups. tile_row[t] is the row
-// holding entry t * tile (made on the host at plan time: a search per group in the kernel would
-// be ~log2(rows) dependent loads before its first entry).
+// the work is split by entries, so a hub row is shared by many groups. entry_row[e] is entry e's
+// row (made on the host at plan time), so a group's entries are independent: finding rows by
+// walking row_ptr made each row, empty ones included, a dependent load before the next entry.
 struct SddmmArgs {
   const int32_t* row_ptr;
   const int32_t* col_idx;
   const float* vals;
-  const int32_t* tile_row;
+  const int32_t* entry_row;
   const void* x;
   const void* y;
   void* out;

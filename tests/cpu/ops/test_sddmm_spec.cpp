@@ -58,33 +58,31 @@ TEST_CASE("SddmmSpecPicksBothKernelsAndTheGrid") {
   const Config defaults{"sddmm", nlohmann::json::object(), ConfigSource::Default, ""};
   SddmmOptions o;
   o.dtype = SpmmDtype::BF16;
-  // k = 16: 4 lanes a group with float4, 16 with scalars; 1000 entries in tiles of 32 = 32 groups;
-  // 4 warps of 8 groups (float4) = 32 a block: 1 block; scalars 4 warps of 2 groups: 4 blocks.
+  // k = 16: 4 lanes a group with float4, 16 with scalars; 1000 entries in tiles of 8 = 125 groups;
+  // 4 warps of 8 groups (float4) = 32 a block: 4 blocks; scalars 4 warps of 2 groups: 16 blocks.
   const auto s = sddmm_detail::sddmm_spec(100, 80, 1000, 16, o, defaults);
   CHECK(s.vec4);
   CHECK(s.key4.to_string() == "sddmm.bf16.v4.l4.c1.w4");
   CHECK(s.key1.to_string() == "sddmm.bf16.v1.l16.c1.w4");
-  CHECK(s.grid4 == 1);
-  CHECK(s.grid1 == 4);
-  CHECK(s.typed.tile == 32);
+  CHECK(s.grid4 == 4);
+  CHECK(s.grid1 == 16);
+  CHECK(s.typed.tile == 8);
   const auto odd = sddmm_detail::sddmm_spec(100, 80, 1000, 33, SddmmOptions{}, defaults);
   CHECK_FALSE(odd.vec4);
   CHECK(odd.key1.to_string() == "sddmm.f32.v1.l32.c2.w4");
-  CHECK(odd.grid1 == 8);  // 32 groups, 4 a block
+  CHECK(odd.grid1 == 32);  // 125 groups, 4 a block
   CHECK_THROWS_AS(sddmm_detail::sddmm_spec(10, 10, 10, 0, SddmmOptions{}, defaults), UsageError);
   CHECK_THROWS_AS(sddmm_detail::sddmm_spec(10, 10, 10, 513, SddmmOptions{}, defaults), UsageError);
   const Config bad{"sddmm", {{"warps", 3}}, ConfigSource::Explicit, ""};
   CHECK_THROWS_AS(sddmm_detail::sddmm_spec(10, 10, 10, 8, SddmmOptions{}, bad), UsageError);
 }
 
-TEST_CASE("SddmmTileRowsNameTheRowOfEachTilesFirstEntry") {
-  // Rows of 0, 5, 0, 0, 1, 7 entries: row_ptr 0 0 5 5 5 6 13. Tiles of 4: entries 0, 4, 8, 12 are
-  // in rows 1, 1, 5, 5 (never an empty row); tiles of 5: 0, 5, 10 in rows 1, 4, 5.
+TEST_CASE("SddmmEntryRowsNameEachEntrysRow") {
+  // Rows of 0, 5, 0, 0, 1, 7 entries: row_ptr 0 0 5 5 5 6 13; empty rows hold no entry.
   const std::vector<int32_t> ptr = {0, 0, 5, 5, 5, 6, 13};
-  CHECK(sddmm_detail::sddmm_tile_rows(ptr, 13, 4) == std::vector<int32_t>{1, 1, 5, 5});
-  CHECK(sddmm_detail::sddmm_tile_rows(ptr, 13, 5) == std::vector<int32_t>{1, 4, 5});
-  CHECK(sddmm_detail::sddmm_tile_rows(ptr, 13, 32) == std::vector<int32_t>{1});
-  CHECK(sddmm_detail::sddmm_tile_rows({0, 0}, 0, 32).empty());
+  CHECK(sddmm_detail::sddmm_entry_rows(ptr, 13) == std::vector<int32_t>{1, 1, 1, 1, 1, 4, 5, 5, 5, 5, 5, 5, 5});
+  CHECK(sddmm_detail::sddmm_entry_rows({0, 0}, 0).empty());
+  CHECK(sddmm_detail::sddmm_entry_rows({0}, 0).empty());
 }
 
 TEST_CASE("SddmmReferenceOnAHandWorkedPattern") {
