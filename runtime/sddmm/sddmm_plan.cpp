@@ -63,7 +63,7 @@ SddmmPlan SddmmPlan::build(Context& ctx, const CsrMatrix<T>& a, int k, const Sdd
     p->spec = sddmm_detail::sddmm_spec(a.rows, a.cols, a.nnz(), k, opt, config);
     ctx.make_current();
     require_device_bytes(fmt::format("plan_sddmm of a {} x {} pattern with {} entries", a.rows, a.cols, a.nnz()),
-                         csr_device_bytes(a.rows, a.nnz(), opt.scale_by_values ? 4 : 0));
+                         csr_device_bytes(a.rows, a.nnz(), (opt.scale_by_values ? 4 : 0) + 4));  // + the row table
     p->row_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(a.row_ptr));
     p->col_idx = DeviceBuffer<int32_t>(std::span<const int32_t>(a.col_idx));
     const std::vector<int32_t> rows = sddmm_detail::sddmm_entry_rows(a.row_ptr, a.nnz());
