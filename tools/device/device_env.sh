@@ -8,3 +8,5 @@ export DBSPARSE_MATRICES=$D/matrices DBSPARSE_CACHE_DIR=$D/cache DBSPARSE_DB=/tm
 # The public matrices (docs/MATRICES.md), when prepare.sh carried them: run a bench on them with
 # DBSPARSE_MATRICES=$DBSPARSE_PUBLIC_MATRICES ... --suite none, or name their files.
 export DBSPARSE_PUBLIC_MATRICES=$D/public-matrices
+# The AOT kernels prepare.sh made with PREPARE_AOT=1, when present (an installed package's folder).
+if [ -d "$D/aot" ]; then export DBSPARSE_AOT_DIR=$D/aot; fi

@@ -26,10 +26,14 @@ if [ "${PREPARE_PUBLIC:-1}" != 0 ] && [ -n "$(ls "$PUBLIC"/*.mtx.gz 2>/dev/null)
   echo "public matrices: $(ls .device/public-matrices | wc -l) files, $(du -sh .device/public-matrices | cut -f1)"
 fi
 # spmv, bfs and spmm: NVRTC here takes ~1 s a kernel for the big spmspv variants, about 30x the GPU machine's host.
-rm -rf .device/cache && mkdir -p .device/cache
+rm -rf .device/cache .device/aot && mkdir -p .device/cache
 # PREPARE_CACHE: a cache already precompiled for sm_90 by this build (`dbsparse precompile`), copied
-# instead of compiled again.
-if [ -n "${PREPARE_CACHE:-}" ]; then
+# instead of compiled again. PREPARE_AOT=1: only the kernels the default configs and auto choices
+# reach, as the AOT folder an installed package carries (~2 min here, ~10 MB; device_env.sh points
+# DBSPARSE_AOT_DIR at it): what a user's first calls load; a tuned or forced variant compiles there.
+if [ "${PREPARE_AOT:-0}" = 1 ]; then
+  DBSPARSE_CACHE_DIR=$(mktemp -d) build/dbsparse precompile --aot "$PWD/.device/aot" --arch sm_90 >/dev/null
+elif [ -n "${PREPARE_CACHE:-}" ]; then
   cp -r "$PREPARE_CACHE"/. .device/cache/
 else
   DBSPARSE_CACHE_DIR=$PWD/.device/cache build/dbsparse precompile --arch sm_90 --op spmv >/dev/null
