@@ -55,15 +55,6 @@ sed -n 's/^project(dbsparse VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt > .device
 mkdir -p /tmp/dbs-wheels
 [ -n "$(ls /tmp/dbs-wheels/nanobind-*.whl 2>/dev/null)" ] ||
   pip download -q nanobind pytest --python-version 3.12 --only-binary=:all: -d /tmp/dbs-wheels >/dev/null
-# PREPARE_HF=1: also Hugging Face transformers and the packages it imports (each --no-deps: torch,
-# numpy and the rest come from the device's venv), so test_hugging_face_llama_generates_after_
-# replace_linear runs there instead of skipping (~15 MB more).
-if [ "${PREPARE_HF:-0}" = 1 ] && [ -z "$(ls /tmp/dbs-wheels/transformers-*.whl 2>/dev/null)" ]; then
-  pip download -q --no-deps transformers huggingface_hub tokenizers safetensors regex pyyaml tqdm requests \
-    urllib3 idna certifi charset_normalizer hf_xet --python-version 3.12 --only-binary=:all: \
-    --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 \
-    -d /tmp/dbs-wheels >/dev/null
-fi
 for w in /tmp/dbs-wheels/*.whl; do python3 -m zipfile -e "$w" .device/py/site/; done
 du -sh .device
 # The tree plus .device passes the 64 MiB a device call carries once the matrices are in: pack
