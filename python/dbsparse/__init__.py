@@ -21,7 +21,26 @@ _core._set_error_classes(UsageError, InputError, DeviceError, CompileError, Tuni
                          HostMemoryError)
 
 # Kernels precompiled into the package (a wheel built with DBSPARSE_AOT_ARCHS): found before NVRTC.
+import atexit as _atexit  # noqa: E402
 import os as _os  # noqa: E402
+import sys as _sys  # noqa: E402
+
+
+@_atexit.register
+def _drop_compiled_references():
+    """torch.compile's caches (a compiled function's guards and closures) keep the plans of the
+    objects they saw, a gnn Graph's say, until torch is torn down, after this module: nanobind then
+    prints them as leaks. Dropped here, while the interpreter is whole (atexit runs last-registered
+    first, so before torch's own hooks)."""
+    dynamo = _sys.modules.get("torch._dynamo")
+    if dynamo is not None:
+        try:
+            dynamo.reset()
+        except Exception:  # noqa: BLE001 - best effort at exit: nothing to report to
+            pass
+    import gc
+    gc.collect()
+
 
 _kernels = _os.path.join(_os.path.dirname(__file__), "share", "dbsparse", "kernels")
 if _os.path.isdir(_kernels):

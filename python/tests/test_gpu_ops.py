@@ -460,7 +460,7 @@ def test_spmm_with_64bit_offsets_reads_a_torch_csr_in_place():
 # A script that keeps every kind of result alive to the end, so the interpreter tears them down
 # in its own order at exit: nanobind reports any instance still alive then.
 _EXIT_SCRIPT = """
-import numpy as np, scipy.sparse as sp, torch, dbsparse
+import numpy as np, scipy.sparse as sp, torch, dbsparse, dbsparse.gnn
 a = sp.random(800, 800, density=5e-3, format="csr", dtype=np.float32, random_state=1)
 ta = torch.sparse_csr_tensor(torch.as_tensor(a.indptr), torch.as_tensor(a.indices), torch.as_tensor(a.data),
                              size=a.shape).cuda()
@@ -473,6 +473,9 @@ plan = dbsparse.plan_spmv(a)
 y = plan(torch.ones(800, device="cuda"))
 mm = dbsparse.plan_spmm(a, 8)
 z = mm(torch.ones(800, 8, device="cuda"))
+g = dbsparse.gnn.Graph(a, device="cuda")  # its plans, seen by a compiled function's guards
+f = torch.compile(lambda x: dbsparse.spmm(g, x, reduce="mean").sum(), fullgraph=True, backend="aot_eager")
+s = f(torch.ones(800, 4, device="cuda"))
 torch.cuda.synchronize()
 print("ok", c._nnz(), empty._nnz())
 """
