@@ -19,8 +19,8 @@ using sddmm_detail::SddmmSpec;
 
 struct SddmmPlan::Impl {
   SddmmSpec spec;
-  DeviceBuffer<int32_t> row_ptr, col_idx, entry_row;
-  DeviceBuffer<float> vals;  // only when scaled
+  DeviceBuffer<int32_t> col_idx, entry_row;  // entry_row: A's row of each entry
+  DeviceBuffer<float> vals;                  // only when scaled
   CUfunction fn1 = nullptr, fn4 = nullptr;
   std::vector<KernelInfo> kernels;
 };
@@ -64,7 +64,6 @@ SddmmPlan SddmmPlan::build(Context& ctx, const CsrMatrix<T>& a, int k, const Sdd
     ctx.make_current();
     require_device_bytes(fmt::format("plan_sddmm of a {} x {} pattern with {} entries", a.rows, a.cols, a.nnz()),
                          csr_device_bytes(a.rows, a.nnz(), (opt.scale_by_values ? 4 : 0) + 4));  // + the row table
-    p->row_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(a.row_ptr));
     p->col_idx = DeviceBuffer<int32_t>(std::span<const int32_t>(a.col_idx));
     const std::vector<int32_t> rows = sddmm_detail::sddmm_entry_rows(a.row_ptr, a.nnz());
     if (!rows.empty()) p->entry_row = DeviceBuffer<int32_t>(std::span<const int32_t>(rows));
@@ -88,7 +87,6 @@ void SddmmPlan::run(uint64_t x, uint64_t y, uint64_t out, void* stream, float al
   const uint64_t vec_bytes = 4 * static_cast<uint64_t>(spmm_value_bytes(s.dtype));
   const bool v4 = s.vec4 && x % vec_bytes == 0 && y % vec_bytes == 0;
   abi::SddmmArgs args{};
-  args.row_ptr = reinterpret_cast<const int32_t*>(p.row_ptr.ptr());
   args.col_idx = reinterpret_cast<const int32_t*>(p.col_idx.ptr());
   args.vals = s.scale ? reinterpret_cast<const float*>(p.vals.ptr()) : nullptr;
   args.entry_row = reinterpret_cast<const int32_t*>(p.entry_row.ptr());
@@ -144,7 +142,7 @@ bool SddmmPlan::scale_by_values() const { return impl_->spec.scale; }
 const SddmmConfig& SddmmPlan::typed_config() const { return impl_->spec.typed; }
 int64_t SddmmPlan::device_bytes() const {
   const Impl& p = *impl_;
-  return static_cast<int64_t>((p.row_ptr.size() + p.col_idx.size() + p.entry_row.size() + p.vals.size()) * 4);
+  return static_cast<int64_t>((p.col_idx.size() + p.entry_row.size() + p.vals.size()) * 4);
 }
 const std::vector<KernelInfo>& SddmmPlan::kernels() const { return impl_->kernels; }
 

@@ -16,7 +16,6 @@ constexpr int kSddmmUnroll = 4;  // entries a group keeps in flight (their Y row
 // row (made on the host at plan time), so a group's entries are independent: finding rows by
 // walking row_ptr made each row, empty ones included, a dependent load before the next entry.
 struct SddmmArgs {
-  const int32_t* row_ptr;
   const int32_t* col_idx;
   const float* vals;
   const int32_t* entry_row;
@@ -28,9 +27,9 @@ struct SddmmArgs {
   int32_t tile;
   float alpha;
 };
-static_assert(sizeof(SddmmArgs) == 80, "SddmmArgs layout");
-static_assert(DBS_ABI_OFFSETOF(SddmmArgs, nnz) == 56 && DBS_ABI_OFFSETOF(SddmmArgs, tile) == 72 &&
-                  DBS_ABI_OFFSETOF(SddmmArgs, alpha) == 76,
+static_assert(sizeof(SddmmArgs) == 72, "SddmmArgs layout");
+static_assert(DBS_ABI_OFFSETOF(SddmmArgs, nnz) == 48 && DBS_ABI_OFFSETOF(SddmmArgs, tile) == 64 &&
+                  DBS_ABI_OFFSETOF(SddmmArgs, alpha) == 68,
               "SddmmArgs layout");
 
 }  // namespace dbsparse::abi
