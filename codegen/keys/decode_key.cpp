@@ -63,7 +63,7 @@ KernelSource make_source(const DecodeKey& key) {
   ks.key = key.to_string();
   ks.source = fmt::format(
       "// dbsparse generated kernel: {}\n#include \"decode_lanes_ring.cuh\"\n#include \"decode_dense_cols.cuh\"\n{}",
-      ks.key, key.dtype == DecodeDtype::F32 ? "" : "#include \"decode_dense.cuh\"\n");
+      ks.key, key.dtype == DecodeDtype::F32 ? "" : "#include \"decode_dense.cuh\"\n#include \"decode_tiles.cuh\"\n");
   ks.options = {"-std=c++17"};
   const char* t = tag(key.dtype);
   ks.add_entry("columns", fmt::format("dbs::decode_fused<{}, 8, 8>", t));
@@ -74,10 +74,13 @@ KernelSource make_source(const DecodeKey& key) {
                fmt::format("dbs::decode_lanes_ring<{}, {}, {}>", t, abi::kDecodeLanesWarps, abi::kDecodeRingStages));
   ks.add_entry("dense_columns", fmt::format("dbs::decode_dense_cols<{}, {}, {}, {}>", t, abi::kDecodeLanesWarps,
                                             abi::kDecodeColsChunks, abi::kDecodeColsUnroll));
-  // The dense path (mma) takes 16-bit values only.
-  if (key.dtype != DecodeDtype::F32)
+  // The dense and tiles paths (mma) take 16-bit values only.
+  if (key.dtype != DecodeDtype::F32) {
     ks.add_entry("dense",
                  fmt::format("dbs::decode_dense<{}, {}, {}>", t, abi::kDecodeLanesWarps, abi::kDecodeDenseUnroll));
+    ks.add_entry("tiles",
+                 fmt::format("dbs::decode_tiles<{}, {}, {}>", t, abi::kDecodeTilesWarps, abi::kDecodeTilesStages));
+  }
   return ks;
 }
 

@@ -24,7 +24,8 @@ struct DecodeKey {
 // Entry points, by role (KernelSource::add_entry): "columns" (decode_fused, 8 warps, 8-column
 // windows), "topk" (decode_topk_list), "row_blocks_1", "row_blocks_2", "row_blocks_4" (decode_rows,
 // 8 warps, 1, 2 or 4 mask words a block), "ring" (decode_lanes_ring), "dense_columns"
-// (decode_dense_cols) and, for f16 and bf16 only, "dense" (decode_dense, tensor-core mma).
+// (decode_dense_cols) and, for f16 and bf16 only, "dense" (decode_dense, tensor-core mma) and "tiles"
+// (decode_tiles: the tile bitmap layout on tensor-core mma).
 KernelSource make_source(const DecodeKey& key);
 // The role of decode_rows over `words` mask words (1, 2 or 4; UsageError otherwise).
 const char* decode_row_blocks_entry(int words);

@@ -34,9 +34,12 @@ const char* to_string(DecodeDtype d);
 // where pruned, twice the bytes of the kept values at 50%): DenseColumns (decode_dense_cols: W
 // column-major, only the kept activations' columns read, each contiguous, as TEAL does) and Dense
 // (decode_dense: W row-major, all of it read with tensor-core mma whatever x is; f16 and bf16 only,
-// the columns a multiple of 8). Auto estimates each one's time from the layer's bytes and the
+// the columns a multiple of 8). Tiles (decode_tiles: the tile bitmap layout, 1 bit of index a weight
+// plus the kept values as the column bitmap, in 16-row x 256-column chunks in tensor-core fragment
+// order, every column read whatever x is; f16 and bf16 only, the columns a multiple of 8): the
+// weights-only mapping. Auto estimates each one's time from the layer's bytes and the
 // expected share of activations kept (estimate_decode_costs) and takes the cheapest.
-enum class DecodeMapping { Auto, Columns, RowBlocks, Lanes, Ring, Dense, DenseColumns };
+enum class DecodeMapping { Auto, Columns, RowBlocks, Lanes, Ring, Dense, DenseColumns, Tiles };
 const char* to_string(DecodeMapping m);
 // The mapping a to_string name names; UsageError naming the known names otherwise.
 DecodeMapping decode_mapping_from_string(const std::string& name);
@@ -56,10 +59,11 @@ struct DecodeConfig {
 
   template <class V>
   void visit(V& v) {
-    v.choice("mapping", mapping, {"auto", "ring", "dense-columns", "dense", "columns", "row-blocks"},
+    v.choice("mapping", mapping, {"auto", "ring", "dense-columns", "dense", "columns", "row-blocks", "tiles"},
              "how the product's work is cut (DecodeMapping); auto: the cheapest by the cost model");
     v.integer("row_block_words", row_block_words, 1, 4, "row-blocks: mask words (32 rows each) a block");
-    v.integer("blocks_per_sm", blocks_per_sm, 0, 64, "ring, dense, dense-columns: blocks an SM (0: as many as fit)");
+    v.integer("blocks_per_sm", blocks_per_sm, 0, 64,
+              "ring, dense, dense-columns, tiles: blocks an SM (0: as many as fit)");
     v.integer("allow_dense", allow_dense, 0, 1, "auto may hold W dense where that is estimated faster");
   }
   void check() const {
@@ -88,11 +92,11 @@ MatrixFeatures decode_problem_features(int32_t rows, int32_t cols, double weight
 // calibrated shares: runtime/decode/decode_costs.cpp, docs/decisions/decode-cost-model.md), by
 // mapping: what Auto compares and what explain() prints. NaN where a mapping does not apply.
 struct DecodeCosts {
-  double ring_us = 0, dense_columns_us = 0, dense_us = 0;
+  double ring_us = 0, dense_columns_us = 0, dense_us = 0, tiles_us = 0;
 };
 DecodeCosts estimate_decode_costs(int32_t rows, int32_t cols, DecodeDtype dtype, double weight_density,
                                   double act_density, const DeviceProfile& device);
-// The cheapest mapping by estimate_decode_costs; with allow_dense false, only the column bitmap ones.
+// The cheapest mapping by estimate_decode_costs; with allow_dense false, only the bitmap ones (ring, tiles).
 DecodeMapping choose_decode_mapping(int32_t rows, int32_t cols, DecodeDtype dtype, double weight_density,
                                     double act_density, const DeviceProfile& device, bool allow_dense = true);
 
@@ -125,7 +129,7 @@ struct DecodeLinearOptions {
   float tau = 0.0f;  // x_i kept where |x_i| >= tau ...
   DecodeMapping mapping = DecodeMapping::Auto;
   int row_block_words = 1;  // RowBlocks: 1, 2 or 4 mask words (32 rows each) per block
-  int blocks_per_sm = 0;    // Lanes, Ring, Dense, DenseColumns: thread blocks to aim for per SM (splits of
+  int blocks_per_sm = 0;    // Lanes, Ring, Dense, DenseColumns, Tiles: thread blocks to aim for per SM (splits of
                             // the columns); 0: as many as fit (registers and shared memory)
   // Auto: the share of activations expected to be kept, which decides between the layouts (0: keep
   // when given, else 1 with tau = 0, else 0.5, what TEAL-style thresholds are calibrated to).

@@ -18,9 +18,10 @@ using Weights = nb::ndarray<nb::numpy, const float, nb::ndim<2>, nb::c_contig, n
 
 DecodeMapping mapping_of(const std::string& s) {
   for (DecodeMapping m : {DecodeMapping::Auto, DecodeMapping::Columns, DecodeMapping::RowBlocks, DecodeMapping::Lanes,
-                          DecodeMapping::Ring, DecodeMapping::Dense, DecodeMapping::DenseColumns})
+                          DecodeMapping::Ring, DecodeMapping::Dense, DecodeMapping::DenseColumns, DecodeMapping::Tiles})
     if (s == dbsparse::to_string(m)) return m;
-  throw UsageError(fmt::format("mapping '{}': expected auto, ring, dense-columns, dense, columns or row-blocks", s));
+  throw UsageError(
+      fmt::format("mapping '{}': expected auto, ring, dense-columns, dense, tiles, columns or row-blocks", s));
 }
 DecodeDtype dtype_of(const std::string& s) {
   if (s == "f16") return DecodeDtype::F16;

@@ -125,10 +125,10 @@ void calibrate_decode(Context& ctx, DeviceProfile& device, const std::function<v
   const std::vector<uint16_t> xh = floats_to_half(xf);
   DeviceBuffer<uint16_t> x{std::span<const uint16_t>(xh)};
   Stream s(ctx);
-  for (const Point& pt :
-       {Point{DecodeMapping::Ring, "ring", 1.0}, Point{DecodeMapping::Ring, "ring", 0.5},
-        Point{DecodeMapping::DenseColumns, "dense_columns", 1.0},
-        Point{DecodeMapping::DenseColumns, "dense_columns", 0.5}, Point{DecodeMapping::Dense, "dense", 1.0}}) {
+  for (const Point& pt : {Point{DecodeMapping::Ring, "ring", 1.0}, Point{DecodeMapping::Ring, "ring", 0.5},
+                          Point{DecodeMapping::DenseColumns, "dense_columns", 1.0},
+                          Point{DecodeMapping::DenseColumns, "dense_columns", 0.5},
+                          Point{DecodeMapping::Dense, "dense", 1.0}, Point{DecodeMapping::Tiles, "tiles", 1.0}}) {
     const double t_small = time_point(ctx, small, pt, tau_half, x.ptr(), s);
     const double t_middle = time_point(ctx, middle, pt, tau_half, x.ptr(), s);
     const double t_large = time_point(ctx, large, pt, tau_half, x.ptr(), s);
@@ -138,9 +138,10 @@ void calibrate_decode(Context& ctx, DeviceProfile& device, const std::function<v
     };
     const auto [fixed, share] = solve_fixed_and_share(terms(middle), t_middle, terms(large), t_large, device);
     const auto [fixed_s, share_s] = solve_fixed_and_share(terms(small), t_small, terms(middle), t_middle, device);
-    const bool dense = pt.mapping == DecodeMapping::Dense;
-    const std::string base = dense ? std::string("decode.dense") : fmt::format("decode.{}", pt.name);
-    const std::string at = dense ? "" : pt.act_density < 1 ? ".half" : ".full";
+    // The mma paths read all of W whatever x is: one calibration, not one per density.
+    const bool whole = pt.mapping == DecodeMapping::Dense || pt.mapping == DecodeMapping::Tiles;
+    const std::string base = fmt::format("decode.{}", pt.name);
+    const std::string at = whole ? "" : pt.act_density < 1 ? ".half" : ".full";
     device.calibrations[base + ".share" + at] = share;
     device.calibrations[base + ".fixed_us" + at] = fixed;
     device.calibrations[base + ".share" + at + ".small"] = share_s;

@@ -27,6 +27,8 @@ const char* to_string(DecodeMapping m) {
       return "dense";
     case DecodeMapping::DenseColumns:
       return "dense-columns";
+    case DecodeMapping::Tiles:
+      return "tiles";
     case DecodeMapping::Auto:
       break;
   }
@@ -59,6 +61,15 @@ struct MappingModel {
 constexpr MappingModel kRing{"ring", 5.5, 0.40, true};
 constexpr MappingModel kDenseColumns{"dense_columns", 4.0, 0.80, true};
 constexpr MappingModel kDense{"dense", 4.0, 0.92, false};
+// Tiles: its constants are never guessed; only a profile that calibrated it (calibrate_decode)
+// estimates it (model_estimates).
+constexpr MappingModel kTiles{"tiles", 5.5, 0.40, false};
+
+// Whether the model estimates mapping m on this profile: the tiles path only once calibrated on the
+// device, where the others fall back to the constants fitted where the model was first built.
+bool model_estimates(DecodeMapping m, const DeviceProfile& p) {
+  return m != DecodeMapping::Tiles || !std::isnan(p.calibration("decode.tiles.share", std::nan("")));
+}
 
 const MappingModel* model_of(DecodeMapping m) {
   switch (m) {
@@ -68,6 +79,8 @@ const MappingModel* model_of(DecodeMapping m) {
       return &kDenseColumns;
     case DecodeMapping::Dense:
       return &kDense;
+    case DecodeMapping::Tiles:
+      return &kTiles;
     default:
       return nullptr;
   }
@@ -126,6 +139,15 @@ DecodeModelTerms decode_model_terms(DecodeMapping m, int32_t rows, int32_t cols,
       t.bytes = r * c * esize;
       t.blocks = std::ceil(r / 16) * std::max(1.0, c / 128);
       return t;
+    case DecodeMapping::Tiles: {
+      // Every chunk's 512 bytes of masks and its offset, and every kept value, whatever x is.
+      if (dtype == DecodeDtype::F32 || cols % 8 != 0) break;
+      const double tiles = std::ceil(r / abi::kDecodeTilesRows), chunks = std::ceil(c / abi::kDecodeTilesChunkCols);
+      t.fixed_us = kTiles.fixed_us;
+      t.bytes = tiles * chunks * (512 + 4) + r * c * omega * esize;
+      t.blocks = tiles * std::max(1.0, std::floor(chunks / abi::kDecodeTilesWarps));
+      return t;
+    }
     default:
       break;
   }
@@ -146,21 +168,23 @@ DecodeCosts estimate_decode_costs(int32_t rows, int32_t cols, DecodeDtype dtype,
                                   double act_density, const DeviceProfile& device) {
   auto us = [&](DecodeMapping m) {
     DecodeModelTerms t = decode_model_terms(m, rows, cols, dtype, weight_density, act_density);
-    if (!t.applies) return std::nan("");
+    if (!t.applies || !model_estimates(m, device)) return std::nan("");
     const MappingModel& mm = *model_of(m);
     const double work = decode_model_work(t, device);
     t.fixed_us = calibrated(device, mm, "fixed_us", mm.fixed_us, act_density, work);
     return decode_model_us(t, calibrated(device, mm, "share", mm.share, act_density, work), device);
   };
-  return DecodeCosts{us(DecodeMapping::Ring), us(DecodeMapping::DenseColumns), us(DecodeMapping::Dense)};
+  return DecodeCosts{us(DecodeMapping::Ring), us(DecodeMapping::DenseColumns), us(DecodeMapping::Dense),
+                     us(DecodeMapping::Tiles)};
 }
 
 DecodeMapping choose_decode_mapping(int32_t rows, int32_t cols, DecodeDtype dtype, double weight_density,
                                     double act_density, const DeviceProfile& device, bool allow_dense) {
   const DecodeCosts k = estimate_decode_costs(rows, cols, dtype, weight_density, act_density, device);
-  if (!allow_dense) return DecodeMapping::Ring;
   DecodeMapping best = DecodeMapping::Ring;
   double t = k.ring_us;
+  if (k.tiles_us < t) best = DecodeMapping::Tiles, t = k.tiles_us;  // false for NaN
+  if (!allow_dense) return best;
   if (k.dense_columns_us < t) best = DecodeMapping::DenseColumns, t = k.dense_columns_us;
   if (k.dense_us < t) best = DecodeMapping::Dense;  // false for NaN
   return best;

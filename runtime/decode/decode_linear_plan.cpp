@@ -15,7 +15,9 @@
 #include "dbsparse/compact_weights.hpp"
 #include "dbsparse/half.hpp"
 #include "runtime/gpu/cuda_driver.hpp"
+#include "runtime/decode/decode_source.hpp"
 #include "runtime/decode/decode_spec.hpp"
+#include "runtime/decode/tile_layout.hpp"
 #include "runtime/gpu/module_registry.hpp"
 
 namespace dbsparse {
@@ -38,33 +40,8 @@ struct DecodeLinearPlan::Impl : DecodeSetup {
       dense;  // Dense: W row-major, DenseColumns: column-major, in the dtype (the bitmap buffers then stay empty)
 };
 
-// A layer in the column bitmap layout, its values already in the plan's dtype: what both entry
-// points (a CSR matrix converted here, a compact layer read from a file) hand to the one builder.
-namespace detail {
-struct DecodeSource {
-  int32_t rows = 0, cols = 0, strips = 0;
-  const std::vector<uint32_t>* masks = nullptr;
-  const std::vector<int32_t>* seg_ptr = nullptr;
-  const std::vector<uint16_t>* word_off = nullptr;
-  const void* values = nullptr;
-  size_t nnz = 0;
-};
-}  // namespace detail
-
 namespace {
-// Calls f(row, column, index of the value) for every kept weight of the column bitmap, column by
-// column, rows ascending within a column.
-template <class F>
-void for_each_weight(const detail::DecodeSource& m, F&& f) {
-  for (int32_t j = 0; j < m.cols; ++j)
-    for (int32_t t = 0; t < m.strips; ++t) {
-      const size_t seg = static_cast<size_t>(j) * m.strips + t;
-      int64_t at = (*m.seg_ptr)[seg];
-      for (int p = 0; p < 32; ++p)
-        for (uint32_t word = (*m.masks)[seg * 32 + p]; word; word &= word - 1)
-          f(int64_t{t} * kBitmapStripRows + p * 32 + std::countr_zero(word), j, at++);
-    }
-}
+using detail::for_each_weight;
 
 // Zeroed first: the lanes kernel reads whole 16-byte chunks past the last value, and a clone
 // copies whole buffers; neither may meet bytes nothing wrote (compute-sanitizer initcheck).
@@ -132,7 +109,16 @@ DecodeShape shape_of(const detail::DecodeSource& m) {
 // W on the device as the spec holds it, and the per-call state (tickets, sums, threshold) zeroed.
 void upload_weights(DecodeLinearPlan::Impl& p, const detail::DecodeSource& m) {
   const size_t esize = static_cast<size_t>(p.esize);
-  if (p.mapping == DecodeMapping::DenseColumns) {
+  if (p.mapping == DecodeMapping::Tiles) {
+    // The tile bitmap layout in the buffers of the column bitmap's: masks, offsets (a chunk's), values.
+    const TileLayout l = make_tile_layout(m);
+    set_tiles_stage(p, l.max_chunk_pieces);
+    p.values = zeroed(l.values.size() * esize + 16);
+    p.values.upload(l.values.data(), l.values.size() * esize);
+    p.masks = DeviceBuffer<uint32_t>(std::span<const uint32_t>(l.masks.empty() ? std::vector<uint32_t>{0} : l.masks));
+    p.seg_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(l.chunk_ptr));
+    p.word_off = DeviceBuffer<uint16_t>(std::span<const uint16_t>(std::vector<uint16_t>{0}));
+  } else if (p.mapping == DecodeMapping::DenseColumns) {
     // W alone, column-major, each column padded to whole slabs.
     const std::vector<uint8_t> d = expand_dense_cols(m, esize, p.rows_pad);
     p.dense = zeroed(std::max<size_t>(d.size(), 1));
@@ -147,11 +133,13 @@ void upload_weights(DecodeLinearPlan::Impl& p, const detail::DecodeSource& m) {
     p.values = zeroed(std::max<size_t>(m.nnz, 1) * esize + 16);
     if (m.nnz) p.values.upload(m.values, m.nnz * esize);
   }
-  p.masks = DeviceBuffer<uint32_t>(
-      std::span<const uint32_t>(m.masks->empty() || p.dense_layout ? std::vector<uint32_t>{0} : *m.masks));
-  p.seg_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(p.dense_layout ? std::vector<int32_t>{0} : *m.seg_ptr));
-  p.word_off =
-      DeviceBuffer<uint16_t>(std::span<const uint16_t>(p.word_offsets ? *m.word_off : std::vector<uint16_t>{0}));
+  if (p.mapping != DecodeMapping::Tiles) {
+    p.masks = DeviceBuffer<uint32_t>(
+        std::span<const uint32_t>(m.masks->empty() || p.dense_layout ? std::vector<uint32_t>{0} : *m.masks));
+    p.seg_ptr = DeviceBuffer<int32_t>(std::span<const int32_t>(p.dense_layout ? std::vector<int32_t>{0} : *m.seg_ptr));
+    p.word_off =
+        DeviceBuffer<uint16_t>(std::span<const uint16_t>(p.word_offsets ? *m.word_off : std::vector<uint16_t>{0}));
+  }
   p.tickets = DeviceBuffer<uint32_t>(static_cast<size_t>(std::max(p.row_ranges, 1)));
   p.tickets.fill_bytes(0);
   p.acc = DeviceBuffer<float>(static_cast<size_t>(std::max(p.rows, 1)));
@@ -164,14 +152,15 @@ void upload_weights(DecodeLinearPlan::Impl& p, const detail::DecodeSource& m) {
 // its largest list's shared memory allowed first), then the ring's own shared memory allowed.
 void fit_splits(DecodeLinearPlan::Impl& p, int sm_count) {
   if (!p.needs_occupancy) return;
-  const bool ring = p.mapping == DecodeMapping::Ring;
+  const bool ring = p.mapping == DecodeMapping::Ring, tiles = p.mapping == DecodeMapping::Tiles;
   int fit = p.blocks_per_sm;
   if (fit == 0) {
-    if (ring) cuda::allow_dynamic_smem(p.product, p.probe_smem);
-    DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, p.product, abi::kDecodeLanesWarps * 32, p.probe_smem));
+    if (ring || tiles) cuda::allow_dynamic_smem(p.product, p.probe_smem);
+    const int threads = tiles ? abi::kDecodeTilesWarps * 32 : abi::kDecodeLanesWarps * 32;
+    DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, p.product, threads, p.probe_smem));
   }
   set_decode_splits(p, fit, sm_count);
-  if (ring) cuda::allow_dynamic_smem(p.product, p.smem);
+  if (ring || tiles) cuda::allow_dynamic_smem(p.product, p.smem);
 }
 
 // The tuning DB's row for a layer of rows x cols with nnz weights (mapping Auto, no config given):
@@ -249,6 +238,12 @@ void DecodeLinearPlan::run(uint64_t x, uint64_t y, void* stream) const {
     int rows_pad = p.rows_pad;
     void* params[] = {&wt, &x, &rows, &rows_pad, &n, &tau, &tau_dev, &splits, &acc, &tick, &y};
     DBS_CU(cuLaunchKernel(p.product, shape.grid, 1, 1, shape.block, 1, 1, 0, h, params, nullptr));
+    return;
+  }
+  if (p.mapping == DecodeMapping::Tiles) {
+    int stage_bytes = p.stage_bytes;
+    void* params[] = {&masks, &seg, &vals, &x, &rows, &n, &tau, &tau_dev, &splits, &acc, &tick, &y, &stage_bytes};
+    DBS_CU(cuLaunchKernel(p.product, shape.grid, 1, 1, shape.block, 1, 1, p.smem, h, params, nullptr));
     return;
   }
   if (p.mapping == DecodeMapping::Dense) {

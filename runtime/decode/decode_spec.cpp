@@ -37,6 +37,8 @@ const char* product_entry(DecodeMapping m, int row_words) {
       return "dense_columns";
     case DecodeMapping::Dense:
       return "dense";
+    case DecodeMapping::Tiles:
+      return "tiles";
     default:
       return "columns";
   }
@@ -65,6 +67,10 @@ void check_decode_options(const DecodeLinearOptions& opt, int32_t cols) {
     throw UsageError("plan_decode_linear: the dense path takes f16 or bf16 values, not f32");
   if (opt.mapping == DecodeMapping::Dense && cols % 8 != 0)
     throw UsageError(fmt::format("plan_decode_linear: the dense path needs the columns a multiple of 8, got {}", cols));
+  if (opt.mapping == DecodeMapping::Tiles && opt.dtype == DecodeDtype::F32)
+    throw UsageError("plan_decode_linear: the tiles path takes f16 or bf16 values, not f32");
+  if (opt.mapping == DecodeMapping::Tiles && cols % 8 != 0)
+    throw UsageError(fmt::format("plan_decode_linear: the tiles path needs the columns a multiple of 8, got {}", cols));
 }
 
 unsigned decode_ring_smem(int64_t chunk, int stage_chunks) {
@@ -122,14 +128,20 @@ DecodeSpec make_decode_spec(const DecodeShape& m, const DecodeLinearOptions& opt
     s.weight_bytes = int64_t{s.rows_pad} * m.cols * s.esize;
   } else if (s.dense_layout) {
     s.weight_bytes = int64_t{m.rows} * m.cols * 2;
+  } else if (s.mapping == DecodeMapping::Tiles) {
+    const int64_t pieces = (int64_t{m.rows} + 15) / 16 * ((int64_t{m.cols} + 255) / 256);
+    s.weight_bytes = pieces * (512 + 4) + 4 + m.nnz * s.esize;
   } else {
     s.weight_bytes = static_cast<int64_t>(m.mask_words * 4 + m.seg_ptr.size() * 4 +
                                           (s.word_offsets ? m.word_offsets * 2 : 0) + m.nnz * s.esize);
   }
   // A ticket per strip (the dense path: per 16-row tile; dense columns: per slab).
-  s.row_ranges = dense_cols ? s.rows_pad / slab : s.dense_layout ? (m.rows + 15) / 16 : m.strips;
+  s.row_ranges = dense_cols                                            ? s.rows_pad / slab
+                 : s.dense_layout || s.mapping == DecodeMapping::Tiles ? (m.rows + 15) / 16
+                                                                       : m.strips;
   if (opt.keep > 0) s.keep_k = std::max(1, static_cast<int>(std::ceil(opt.keep * m.cols - 1e-9)));
-  s.needs_occupancy = s.mapping == DecodeMapping::Ring || s.dense_layout;
+  s.needs_occupancy = s.mapping == DecodeMapping::Ring || s.mapping == DecodeMapping::Tiles || s.dense_layout;
+  if (s.mapping == DecodeMapping::Tiles) set_tiles_stage(s, abi::kDecodeTilesChunkCols * abi::kDecodeTilesRows / 8 + 1);
   if (s.mapping == DecodeMapping::Ring) {
     s.stage_chunks = stage_chunks_of(m.seg_ptr, s.esize);
     s.probe_smem = decode_ring_smem(kLanesMaxChunk, s.stage_chunks);
@@ -157,6 +169,12 @@ void set_decode_splits(DecodeSpec& s, int fit_asked, int sm_count) {
     const int64_t want = std::max<int64_t>(1, fit * sms / std::max<int64_t>(slabs, 1));
     const int64_t most = std::max<int64_t>(1, (cols + kDecodeColsMinChunk - 1) / kDecodeColsMinChunk);
     s.splits = static_cast<int>(std::max<int64_t>({1, least, std::min(want, most)}));
+  } else if (s.mapping == DecodeMapping::Tiles) {
+    // Enough blocks for `fit` on every SM, rounded down as the ring's; each warp at least a chunk.
+    const int64_t tiles = (int64_t{s.rows} + 15) / 16, chunks = (cols + 255) / 256;
+    const int64_t want = std::max<int64_t>(1, fit * sms / std::max<int64_t>(tiles, 1));
+    const int64_t most = std::max<int64_t>(1, chunks / abi::kDecodeTilesWarps);
+    s.splits = static_cast<int>(std::clamp<int64_t>(want, 1, most));
   } else if (s.mapping == DecodeMapping::Dense) {
     // Enough blocks for `fit` on every SM; each warp at least a full unroll of 32-column steps.
     const int64_t tiles = (int64_t{s.rows} + 15) / 16, steps = (cols + 31) / 32;
@@ -166,6 +184,12 @@ void set_decode_splits(DecodeSpec& s, int fit_asked, int sm_count) {
   }
 }
 
+void set_tiles_stage(DecodeSpec& s, int max_chunk_pieces) {
+  s.stage_bytes = 512 + 16 * std::max(max_chunk_pieces, 1);
+  s.smem = static_cast<unsigned>(abi::kDecodeTilesWarps * abi::kDecodeTilesStages * s.stage_bytes);
+  s.probe_smem = s.smem;
+}
+
 DecodeLaunchShape decode_launch_shape(const DecodeSpec& s) {
   const unsigned lanes_block = kLanesWarps * 32;
   switch (s.mapping) {
@@ -173,6 +197,8 @@ DecodeLaunchShape decode_launch_shape(const DecodeSpec& s) {
       return {static_cast<unsigned>(s.rows_pad / abi::decode_cols_slab_rows(s.esize) * s.splits), lanes_block};
     case DecodeMapping::Dense:
       return {static_cast<unsigned>((s.rows + 15) / 16 * s.splits), lanes_block};
+    case DecodeMapping::Tiles:
+      return {static_cast<unsigned>((s.rows + 15) / 16 * s.splits), abi::kDecodeTilesWarps * 32};
     case DecodeMapping::RowBlocks: {
       const int block_rows = 32 * s.row_words;
       return {static_cast<unsigned>((s.rows + block_rows - 1) / block_rows), 256};
@@ -218,6 +244,10 @@ std::string explain_decode_spec(const DecodeSpec& p, const KernelInfo& kernel) {
     case DecodeMapping::Dense:
       cut = fmt::format("dense row-major, dense (mma): {} tiles x {} splits", (p.rows + 15) / 16, p.splits);
       break;
+    case DecodeMapping::Tiles:
+      cut = fmt::format("tile bitmap, tiles (mma): {} tiles x {} splits, {}-byte stages", (p.rows + 15) / 16, p.splits,
+                        p.stage_bytes);
+      break;
     default:
       cut = fmt::format("column bitmap, {}: {} strips x {} splits", to_string(p.mapping), p.strips, p.splits);
   }
@@ -225,9 +255,9 @@ std::string explain_decode_spec(const DecodeSpec& p, const KernelInfo& kernel) {
       p.asked == DecodeMapping::Auto
           ? fmt::format(
                 "auto: {}{}; at {:.2f} of activations kept, estimated us: ring {:.1f}, dense-columns {:.1f}, dense "
-                "{:.1f} (device profile: {})",
+                "{:.1f}, tiles {:.1f} (device profile: {})",
                 decode_source_text(p), p.blocks_per_sm > 0 ? fmt::format(", {} blocks an SM", p.blocks_per_sm) : "",
-                p.act_density, p.costs.ring_us, p.costs.dense_columns_us, p.costs.dense_us, p.device)
+                p.act_density, p.costs.ring_us, p.costs.dense_columns_us, p.costs.dense_us, p.costs.tiles_us, p.device)
           : fmt::format("mapping {} as asked", to_string(p.asked));
   return fmt::format(
       "decode linear {}x{} {}: {}, weights {} bytes ({:.3f}x dense "

@@ -76,6 +76,7 @@ struct DecodeSpec {
   bool word_offsets = false;      // RowBlocks reads the words' offsets: uploaded
   int64_t weight_bytes = 0;       // W as the plan holds it
   int stage_chunks = 0;           // Ring: the largest segment in 16-byte chunks
+  int stage_bytes = 0;            // Tiles: a warp's stage (masks, then the largest chunk's values)
   const char* entry = "columns";  // the product kernel's role (codegen/keys/decode_key.hpp)
   // Ring, Dense, DenseColumns: the splits follow the blocks an SM holds, asked for
   // (blocks_per_sm) or, at 0, the product kernel's occupancy with probe_smem bytes of dynamic
@@ -84,7 +85,7 @@ struct DecodeSpec {
   int blocks_per_sm = 0;
   unsigned probe_smem = 0;
   int splits = 1;     // blocks per strip, tile or slab (each a share of the columns)
-  unsigned smem = 0;  // Ring: dynamic shared memory a block
+  unsigned smem = 0;  // Ring, Tiles: dynamic shared memory a block
 };
 
 // UsageError naming the option for options out of range or a mapping the layer cannot take.
@@ -102,6 +103,11 @@ void set_decode_splits(DecodeSpec& spec, int fit, int sm_count);
 // The ring's dynamic shared memory for a block over `chunk` columns: its list (16 bytes a column),
 // the warps' stages, or at the end the warps' sums, whichever is larger.
 unsigned decode_ring_smem(int64_t chunk, int stage_chunks);
+
+// Tiles: a warp's stage and the block's shared memory for a layout whose largest chunk of values
+// spans `max_chunk_pieces` 16-byte pieces (make_decode_spec assumes every weight kept; the plan sets
+// the layout's own).
+void set_tiles_stage(DecodeSpec& spec, int max_chunk_pieces);
 
 // The product kernel's launch: thread blocks and threads a block.
 struct DecodeLaunchShape {

@@ -15,10 +15,10 @@ namespace dbsparse {
 
 DecodeMapping decode_mapping_from_string(const std::string& name) {
   for (DecodeMapping m : {DecodeMapping::Auto, DecodeMapping::Columns, DecodeMapping::RowBlocks, DecodeMapping::Lanes,
-                          DecodeMapping::Ring, DecodeMapping::Dense, DecodeMapping::DenseColumns})
+                          DecodeMapping::Ring, DecodeMapping::Dense, DecodeMapping::DenseColumns, DecodeMapping::Tiles})
     if (name == to_string(m)) return m;
   throw UsageError(fmt::format(
-      "decode mapping '{}': expected auto, ring, dense-columns, dense, columns, row-blocks or lanes", name));
+      "decode mapping '{}': expected auto, ring, dense-columns, dense, tiles, columns, row-blocks or lanes", name));
 }
 
 std::string decode_problem_key(int32_t rows, int32_t cols, DecodeDtype dtype, double weight_density) {
@@ -77,13 +77,15 @@ double decode_assumed_act_density(const DecodeLinearOptions& o) {
 
 namespace {
 
-// Why the layer cannot take mapping m (empty: it can): the dense path's limits (check_decode_options).
+// Why the layer cannot take mapping m (empty: it can): the mma paths' limits (check_decode_options).
 std::string refusal(DecodeMapping m, const DecodeLinearOptions& o, int32_t cols, bool allow_dense) {
   const bool dense = m == DecodeMapping::Dense || m == DecodeMapping::DenseColumns;
   if (dense && !allow_dense) return fmt::format("its mapping {} holds W dense and allow_dense is off", to_string(m));
-  if (m == DecodeMapping::Dense && o.dtype == DecodeDtype::F32) return "its mapping dense takes 16-bit values, not f32";
-  if (m == DecodeMapping::Dense && cols % 8 != 0)
-    return fmt::format("its mapping dense needs the columns a multiple of 8, not {}", cols);
+  const bool mma = m == DecodeMapping::Dense || m == DecodeMapping::Tiles;
+  if (mma && o.dtype == DecodeDtype::F32)
+    return fmt::format("its mapping {} takes 16-bit values, not f32", to_string(m));
+  if (mma && cols % 8 != 0)
+    return fmt::format("its mapping {} needs the columns a multiple of 8, not {}", to_string(m), cols);
   return "";
 }
 

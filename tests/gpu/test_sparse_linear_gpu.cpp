@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -496,6 +497,69 @@ TEST_CASE("DecodeLinearDenseMatchesReference") {
   DecodeLinearOptions o;
   o.mapping = DecodeMapping::Dense;
   CHECK_THROWS_AS(plan_decode_linear(ctx(), small, o), UsageError);  // 12 columns: not a multiple of 8
+  o.dtype = DecodeDtype::F32;
+  CHECK_THROWS_AS(plan_decode_linear(ctx(), prune_magnitude(synthetic_weights(16, 16, 1), 16, 16, 0.5), o), UsageError);
+}
+
+// The tile bitmap path (tensor-core mma over 16-row x 256-column chunks): shapes with partial tiles
+// and chunks, f16 and bf16, its own splits and forced ones, all activations and half of them (x
+// thresholded inside the kernel), densities of W where chunks run from empty to full, and a clone.
+TEST_CASE("DecodeLinearTilesMatchesReference") {
+  Stream s(ctx());
+  dbs_test::Shard shard;  // a (shape, type, per_sm) a shard under a sanitizer (hardening_run.sh SAN_SHARDS)
+  for (auto [rows, cols, keep] : {std::tuple{1, 8, 0.5},
+                                  {17, 264, 0.5},
+                                  {33, 1032, 0.9},
+                                  {1000, 4096, 0.5},
+                                  {4096, 1024, 0.1},
+                                  {3000, 14336, 0.5},
+                                  {64, 512, 1.0}})
+    for (DecodeDtype dt : {DecodeDtype::F16, DecodeDtype::BF16})
+      for (int per_sm : {0, 1, 16}) {
+        if (!shard.next()) continue;
+        CAPTURE(rows);
+        CAPTURE(cols);
+        CAPTURE(keep);
+        CAPTURE(to_string(dt));
+        CAPTURE(per_sm);
+        const CsrMatrix<float> pw = prune_magnitude(synthetic_weights(rows, cols, 93), rows, cols, 1.0 - keep);
+        std::vector<float> x = synthetic_weights(1, cols, 94);
+        for (auto& v : x)
+          v = dt == DecodeDtype::F16 ? half_to_float(float_to_half(v)) : bf16_to_float(float_to_bf16(v));
+        DecodeLinearOptions o;
+        o.dtype = dt;
+        o.mapping = DecodeMapping::Tiles;
+        o.blocks_per_sm = per_sm;
+        DecodeLinearPlan plan = plan_decode_linear(ctx(), pw, o);
+        CAPTURE(plan.explain());
+        CHECK(plan.mapping() == DecodeMapping::Tiles);
+        // 1 bit a weight slot of whole tiles and chunks, 4 bytes a chunk, and the kept values.
+        const int64_t chunks = int64_t{(rows + 15) / 16} * ((cols + 255) / 256);
+        CHECK(plan.weight_bytes() == chunks * 516 + 4 + pw.nnz() * 2);
+        const auto xh = dt == DecodeDtype::F16 ? floats_to_half(x) : floats_to_bf16(x);
+        DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(xh)}, yd{static_cast<size_t>(rows)};
+        for (double d : {1.0, 0.5}) {
+          CAPTURE(d);
+          const float tau = d >= 1.0 ? 0.0f : topk_threshold(x, d);
+          plan.set_tau(tau);
+          plan.run(xd.ptr(), yd.ptr(), s.handle());  // twice: the split path resets its sums itself
+          plan.run(xd.ptr(), yd.ptr(), s.handle());
+          s.synchronize();
+          const auto h = yd.download();
+          const auto got = dt == DecodeDtype::F16 ? half_to_floats(h) : bf16_to_floats(h);
+          CHECK(masked_rel_err(pw, x, tau, got, dt) <= (dt == DecodeDtype::F16 ? 1e-3 : 8e-3));
+        }
+        DecodeLinearPlan copy = plan.clone();
+        copy.run(xd.ptr(), yd.ptr(), s.handle());
+        s.synchronize();
+        const auto h = yd.download();
+        CHECK(masked_rel_err(pw, x, plan.tau(), dt == DecodeDtype::F16 ? half_to_floats(h) : bf16_to_floats(h), dt) <=
+              (dt == DecodeDtype::F16 ? 1e-3 : 8e-3));
+      }
+  DecodeLinearOptions o;
+  o.mapping = DecodeMapping::Tiles;
+  CHECK_THROWS_AS(plan_decode_linear(ctx(), prune_magnitude(synthetic_weights(16, 12, 1), 16, 12, 0.5), o),
+                  UsageError);  // 12 columns: not a multiple of 8
   o.dtype = DecodeDtype::F32;
   CHECK_THROWS_AS(plan_decode_linear(ctx(), prune_magnitude(synthetic_weights(16, 16, 1), 16, 16, 0.5), o), UsageError);
 }

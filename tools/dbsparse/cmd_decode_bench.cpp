@@ -47,11 +47,10 @@ struct DecodeArgs {
 };
 
 // The column bitmap plans the bench times, by the name of their row.
-const std::vector<std::pair<std::string, DecodeMapping>> kMappings{{"ring", DecodeMapping::Ring},
-                                                                   {"dbcols", DecodeMapping::DenseColumns},
-                                                                   {"columns", DecodeMapping::Columns},
-                                                                   {"rowblocks", DecodeMapping::RowBlocks},
-                                                                   {"dbdense", DecodeMapping::Dense}};
+const std::vector<std::pair<std::string, DecodeMapping>> kMappings{
+    {"ring", DecodeMapping::Ring},       {"dbcols", DecodeMapping::DenseColumns},
+    {"columns", DecodeMapping::Columns}, {"rowblocks", DecodeMapping::RowBlocks},
+    {"dbdense", DecodeMapping::Dense},   {"tiles", DecodeMapping::Tiles}};
 
 // The dense weights in the benchmark's dtype, as device bytes.
 DeviceBuffer<uint16_t> dense16(const std::vector<float>& w, tools::DenseType t) {
@@ -68,7 +67,8 @@ std::vector<std::pair<std::string, DecodeLinearOptions>> plans_to_time(
     std::map<double, std::pair<std::string, DecodeChoice>>& auto_row) {
   std::vector<std::pair<std::string, DecodeLinearOptions>> out;
   for (const auto& [name, mapping] : kMappings) {
-    if (mapping == DecodeMapping::Dense && dtype == DecodeDtype::F32) continue;  // 16-bit only
+    if ((mapping == DecodeMapping::Dense || mapping == DecodeMapping::Tiles) && dtype == DecodeDtype::F32)
+      continue;  // 16-bit only
     DecodeLinearOptions o;
     o.dtype = dtype;
     o.mapping = mapping;
@@ -82,7 +82,7 @@ std::vector<std::pair<std::string, DecodeLinearOptions>> plans_to_time(
     o.blocks_per_sm = a.blocks_per_sm;
     const DecodeChoice c = decode_plan_choice(ctx, pw.rows, pw.cols, pw.nnz(), o);
     const bool splits = c.mapping == DecodeMapping::Ring || c.mapping == DecodeMapping::Dense ||
-                        c.mapping == DecodeMapping::DenseColumns;
+                        c.mapping == DecodeMapping::DenseColumns || c.mapping == DecodeMapping::Tiles;
     auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) {
       return p.second.mapping == c.mapping && (!splits || p.second.blocks_per_sm == c.blocks_per_sm) &&
              (c.mapping != DecodeMapping::RowBlocks || p.second.row_block_words == c.row_block_words);
@@ -233,13 +233,14 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
                           v[static_cast<size_t>(i % static_cast<int64_t>(v.size()))].run(xin, yout, s.handle());
                         }).median_us;
       // The bytes this row reads: the bitmap's touched segments; a dense-columns plan the kept columns
-      // whole (padded); the dense (mma) one all of W.
+      // whole (padded); the dense (mma) one all of W; the tiles one all of its layout, whatever x is.
       const int64_t slab = abi::decode_cols_slab_rows(static_cast<int>(esize)),
                     rows_pad = (rows + slab - 1) / slab * slab;
       const DecodeMapping held = v[0].mapping();
       const int64_t read =
           held == DecodeMapping::DenseColumns ? kept * rows_pad * esize + (int64_t{cols} + rows) * esize
           : held == DecodeMapping::Dense      ? static_cast<int64_t>(dense_bytes) + (int64_t{cols} + rows) * esize
+          : held == DecodeMapping::Tiles      ? v[0].weight_bytes() + (int64_t{cols} + rows) * esize
                                               : touched;
       at[name] = {{"us", us},
                   {"read_bytes", read},

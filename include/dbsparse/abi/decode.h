@@ -16,6 +16,12 @@ constexpr int kDecodeLanesWarps = 8;
 constexpr int kDecodeRingStages = 4;
 // decode_dense's 32-column steps a warp loads before their mma.
 constexpr int kDecodeDenseUnroll = 4;
+// decode_tiles: warps a block, stages a warp, and the columns of a chunk (16 m16n8k16 steps; the
+// tile bitmap layout's unit, runtime/decode/tile_layout.hpp) over 16-row tiles.
+constexpr int kDecodeTilesWarps = 8;
+constexpr int kDecodeTilesStages = 3;
+constexpr int kDecodeTilesChunkCols = 256;
+constexpr int kDecodeTilesRows = 16;
 // decode_dense_cols: 16-byte chunks a lane loads from each column (a slab is 32 lanes times that,
 // 512 rows in 16 bits, 256 in f32; every column is padded to whole slabs) and columns a warp has
 // in flight.

@@ -1,0 +1,161 @@
+// decode_tiles: y = W · x on the tensor cores from the tile bitmap layout (runtime/decode/tile_layout.hpp):
+// the weights-only mapping, where every column is read whatever x is. Each 16-row tile is cut into
+// chunks of 256 columns (16 m16n8k16 steps); in a chunk, lane (g, t) = (lane / 4, lane % 4) owns 8
+// slots a step, rows g and g + 8 of columns 32p + 8t + 4h + 0..3 (step 2p + h), in the order of its A
+// fragment. A chunk holds each lane's 128 mask bits (4 words, one 16-byte load a lane) and its kept
+// values, lane after lane, in slot order.
+// Why: the column bitmap's lanes-across-rows kernel spends ~7.5 instructions a weight slot (shift,
+// test, popcount, address, load, convert, fma), near the issue rate the bandwidth leaves it; here a
+// slot costs a predicated shared load and a pointer step where it is kept, the products go to the
+// tensor cores, and x arrives as one 16-byte load per two steps (docs/decisions/decode-kernel-design.md).
+#pragma once
+#include "decode_strip.cuh"
+#include "mma16.cuh"
+
+namespace dbs {
+
+constexpr int kTileSteps = 16, kTileChunkCols = 16 * kTileSteps;
+
+__device__ __forceinline__ unsigned tiles_lds16(unsigned addr) {
+  unsigned short v;
+  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr));
+  return v;
+}
+
+// Two slots of an A-fragment register (mask bits `bit` and `bit << 1` of `word`): each the lane's
+// next value where its bit is set, else 0.
+__device__ __forceinline__ unsigned tiles_take2(unsigned& at, unsigned word, unsigned bit) {
+  unsigned lo = 0, hi = 0;
+  if (word & bit) {
+    lo = tiles_lds16(at);
+    at += 2;
+  }
+  if (word & (bit << 1)) {
+    hi = tiles_lds16(at);
+    at += 2;
+  }
+  return __byte_perm(lo, hi, 0x5410);
+}
+
+// One chunk's 16 steps: `at` is the lane's first value in shared memory, `xv` its 16 bytes of x for
+// step pair 0 (pair p at xv + 4p). GUARD: the chunk passes the last column (x read only below
+// `cols`, a multiple of 8, and 0 past it) or x is thresholded at th > 0.
+template <typename V, bool GUARD>
+__device__ __forceinline__ void tiles_chunk(float (&d)[4], const uint4& mk, unsigned at, const uint4* xv, int col,
+                                            int cols, float th) {
+  const auto keep2 = [th](unsigned v) {
+    const float lo = V::ld((typename V::S)(v & 0xFFFFu)), hi = V::ld((typename V::S)(v >> 16));
+    return v & ((fabsf(lo) >= th ? 0xFFFFu : 0u) | (fabsf(hi) >= th ? 0xFFFF0000u : 0u));
+  };
+#pragma unroll
+  for (int p = 0; p < kTileSteps / 2; ++p) {
+    uint4 xx;
+    if (GUARD) {
+      xx = col + 32 * p < cols ? __ldg(xv + 4 * p) : make_uint4(0, 0, 0, 0);
+      if (th > 0.0f) xx = make_uint4(keep2(xx.x), keep2(xx.y), keep2(xx.z), keep2(xx.w));
+    } else {
+      xx = __ldg(xv + 4 * p);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int j = 2 * p + h;
+      const unsigned w = j < 4 ? mk.x : j < 8 ? mk.y : j < 12 ? mk.z : mk.w;
+      const unsigned sh = 8u * (unsigned)(j & 3);
+      uint4 a;
+      a.x = tiles_take2(at, w, 1u << sh);
+      a.y = tiles_take2(at, w, 1u << (sh + 2));
+      a.z = tiles_take2(at, w, 1u << (sh + 4));
+      a.w = tiles_take2(at, w, 1u << (sh + 6));
+      MmaK16<V>::run(d, a, h ? xx.z : xx.x, h ? xx.w : xx.y);
+    }
+  }
+}
+
+// Block (tile, split) sums rows 16 * tile .. + 16 over its share of the chunks; each warp takes a
+// contiguous run of that share and brings each chunk (its lanes' masks, then its values from the
+// 16-byte chunk the first one is in) into one of its STAGES shared-memory stages by cp.async, with
+// the next STAGES - 1 in flight while it sums one. Dynamic shared memory: WARPS * STAGES stages of
+// stage_bytes (512 for the masks, then the plan's largest chunk of values in 16-byte pieces).
+template <typename V, int WARPS, int STAGES>
+__global__ void __launch_bounds__(WARPS * 32)
+    decode_tiles(const uint4* __restrict__ masks, const int32_t* __restrict__ chunk_ptr,
+                 const typename V::S* __restrict__ vals, const typename V::S* __restrict__ x, int rows, int cols,
+                 float tau, const float* __restrict__ tau_dev, int splits, float* acc, unsigned* tickets,
+                 typename V::S* y, int stage_bytes) {
+  static_assert(sizeof(typename V::S) == 2, "the tiles path takes 16-bit values");
+  extern __shared__ __align__(16) unsigned char dyn_tiles[];
+  __shared__ float red[WARPS][16];
+  __shared__ bool last;
+  const int tiles = (rows + 15) / 16, chunks = (cols + kTileChunkCols - 1) / kTileChunkCols;
+  const int tile = (int)blockIdx.x % tiles, split = (int)blockIdx.x / tiles;
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const int g = (int)(lane >> 2), t4 = (int)(lane & 3u);
+  const int per = (chunks + splits - 1) / splits, s0 = min(chunks, split * per), n = min(chunks, s0 + per) - s0;
+  const int c0 = s0 + (int)warp * n / WARPS, mine = s0 + ((int)warp + 1) * n / WARPS - c0;
+  const unsigned base =
+      (unsigned)__cvta_generic_to_shared(dyn_tiles) + warp * (unsigned)(STAGES * stage_bytes);
+  const float th = tau_dev ? *tau_dev : tau;
+  const size_t first_chunk = (size_t)tile * chunks;
+  constexpr int kPer = 8;  // values in a 16-byte piece
+  // Chunk i of the warp's run into stage `slot`; one commit group a call, empty past the run, so
+  // the waits below count chunks.
+  auto issue = [&](int i, int slot) {
+    if (i < mine) {
+      const size_t mc = first_chunk + (size_t)(c0 + i);
+      const unsigned dst = base + (unsigned)(slot * stage_bytes);
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst + lane * 16u), "l"(masks + mc * 32 + lane));
+      const int o = chunk_ptr[mc], e = chunk_ptr[mc + 1], first = o & ~(kPer - 1), pieces = (e - first + kPer - 1) / kPer;
+      const uint4* src = reinterpret_cast<const uint4*>(vals + first);
+      for (int k = (int)lane; k < pieces; k += 32)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst + 512u + (unsigned)k * 16u), "l"(src + k));
+    }
+    asm volatile("cp.async.commit_group;");
+  };
+  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) issue(s, s);
+  int slot = 0;
+  for (int i = 0; i < mine; ++i) {
+    issue(i + STAGES - 1, slot == 0 ? STAGES - 1 : slot - 1);  // the stage summed last time
+    asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 1) : "memory");
+    __syncwarp();
+    const unsigned st = base + (unsigned)(slot * stage_bytes);
+    uint4 mk;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(mk.x), "=r"(mk.y), "=r"(mk.z), "=r"(mk.w)
+                 : "r"(st + lane * 16u));
+    int total;
+    const int pre = warp_exclusive_prefix(__popc(mk.x) + __popc(mk.y) + __popc(mk.z) + __popc(mk.w), (int)lane, total);
+    const int c = c0 + i, o = chunk_ptr[first_chunk + (size_t)c];
+    const unsigned at = st + 512u + (unsigned)((o - (o & ~(kPer - 1)) + pre) * 2);
+    const int col = c * kTileChunkCols + 8 * t4;
+    const uint4* xv = reinterpret_cast<const uint4*>(x + col);
+    if ((c + 1) * kTileChunkCols <= cols && !(th > 0.0f))
+      tiles_chunk<V, false>(d, mk, at, xv, col, cols, th);
+    else
+      tiles_chunk<V, true>(d, mk, at, xv, col, cols, th);
+    __syncwarp();  // the stage is rewritten next
+    slot = slot + 1 == STAGES ? 0 : slot + 1;
+  }
+  asm volatile("cp.async.wait_all;" ::: "memory");
+  if (t4 == 0) {
+    red[warp][g] = d[0];
+    red[warp][g + 8] = d[2];
+  }
+  __syncthreads();
+  const int row0 = tile * 16, nr = min(16, rows - row0);
+  if ((int)threadIdx.x < nr) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int k = 0; k < WARPS; ++k) sum += red[k][threadIdx.x];
+    if (splits == 1)
+      y[row0 + threadIdx.x] = V::st(sum);
+    else if (sum != 0.0f)
+      atomicAdd(&acc[row0 + threadIdx.x], sum);
+  }
+  if (splits == 1) return;
+  __threadfence();
+  finish_strip<V, WARPS * 32>(acc, tickets, y, tile, row0, nr, splits, &last);
+}
+
+}  // namespace dbs
