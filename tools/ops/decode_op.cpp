@@ -43,11 +43,12 @@ double weight_density(const NamedMatrix& m) {
 }
 
 // The space: every mapping, the blocks an SM where the mapping has splits, the words a block where
-// it has row blocks; the others at their defaults (20 points: the exhaustive strategy).
+// it has row blocks; the others at their defaults (21 points: the exhaustive strategy). Tiles takes
+// its own splits only: one block an SM fits its stages.
 tuner::SearchSpace make_space() {
   using tuner::ParamSpec;
   tuner::SearchSpace s{"decode", {}, {}, config_to_json(DecodeConfig{}), tuner::validate_as<DecodeConfig>()};
-  s.params = {ParamSpec::choice("mapping", {"auto", "ring", "dense-columns", "dense", "columns", "row-blocks"},
+  s.params = {ParamSpec::choice("mapping", {"auto", "ring", "dense-columns", "dense", "columns", "row-blocks", "tiles"},
                                 "how the product's work is cut; auto: the calibrated cost model's choice"),
               ParamSpec::choice("blocks_per_sm", {0, 1, 2, 4, 8}, "ring, dense, dense-columns: blocks an SM"),
               ParamSpec::choice("row_block_words", {1, 2, 4}, "row-blocks: mask words a block")};
@@ -183,7 +184,7 @@ OpDescriptor make() {
   d.bench_suite = [](const std::string&) -> std::vector<std::string> { no_matrix_bench(); };
   d.tune_suite = decode_suite;
   // Two budgets a bucket: the first bucket builds most of the plans (host conversion and upload of
-  // W for each of the space's 20 points), which the others then only time.
+  // W for each of the space's 21 points), which the others then only time.
   d.budget_units = 2.0 * static_cast<double>(decode_density_buckets().size());
   d.variants = [](bool) {
     std::vector<codegen::KernelSource> out;

@@ -23,8 +23,8 @@ struct Source {
 Source source_of(const CsrMatrix<float>& w) {
   Source s{csr_to_column_bitmap(w), {}, {}};
   s.h = floats_to_half(s.m.values);
-  s.src = detail::DecodeSource{s.m.rows, s.m.cols, s.m.strips, &s.m.masks, &s.m.seg_ptr, &s.m.word_off, s.h.data(),
-                               s.h.size()};
+  s.src = detail::DecodeSource{s.m.rows,     s.m.cols,      s.m.strips, &s.m.masks,
+                               &s.m.seg_ptr, &s.m.word_off, s.h.data(), s.h.size()};
   return s;
 }
 }  // namespace

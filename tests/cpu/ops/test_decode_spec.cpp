@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <vector>
 
 #include "codegen/keys/decode_key.hpp"
@@ -154,4 +155,45 @@ TEST_CASE("DecodeKeyDeclaresEveryEntryPointItsPlansFetch") {
   }
   CHECK(std::string(codegen::decode_row_blocks_entry(4)) == "row_blocks_4");
   CHECK_THROWS_AS(codegen::decode_row_blocks_entry(3), UsageError);
+}
+
+TEST_CASE("DecodeSpecOfTheTilesMapping") {
+  const Layer l;
+  DecodeSpec s = make_decode_spec(l.shape, asked(DecodeMapping::Tiles), kDevice);
+  CHECK(std::string(s.entry) == "tiles");
+  CHECK(s.needs_occupancy);
+  CHECK_FALSE(s.dense_layout);
+  // 256 tiles x 16 chunks, 512 bytes of masks and a 4-byte offset each, one end offset, the values.
+  CHECK(s.weight_bytes == int64_t{256} * 16 * 516 + 4 + 163840 * 2);
+  CHECK(s.row_ranges == 256);
+  // Before the layout is built, its stages are sized for every weight kept: 16 x 256 values in
+  // 513 pieces of 16 bytes (from an unaligned start), after 512 bytes of masks.
+  CHECK(s.stage_bytes == 512 + 16 * 513);
+  CHECK(s.smem == 8u * 3u * s.stage_bytes);
+  set_tiles_stage(s, 276);  // what a layer at half kept needs
+  CHECK(s.stage_bytes == 4928);
+  CHECK(s.smem == 8u * 3u * 4928u);
+  // 1 block an SM on 132 SMs over 256 tiles: no split; on 1024 SMs, 4 wanted, at most 16 / 8 = 2.
+  set_decode_splits(s, 1, 132);
+  CHECK(s.splits == 1);
+  CHECK(decode_launch_shape(s).grid == 256);
+  CHECK(decode_launch_shape(s).block == 256);
+  set_decode_splits(s, 1, 1024);
+  CHECK(s.splits == 2);
+  // f32 values and columns not a multiple of 8 have no tiles path.
+  DecodeLinearOptions f32 = asked(DecodeMapping::Tiles);
+  f32.dtype = DecodeDtype::F32;
+  CHECK_THROWS_AS(make_decode_spec(l.shape, f32, kDevice), UsageError);
+  DecodeShape odd = l.shape;
+  odd.cols = 4092;
+  CHECK_THROWS_AS(make_decode_spec(odd, asked(DecodeMapping::Tiles), kDevice), UsageError);
+  // The recorded profile has no tiles calibration: the model never estimates it, so auto keeps off it.
+  CHECK(std::isnan(estimate_decode_costs(4096, 4096, DecodeDtype::F16, 0.5, 1.0, kDevice).tiles_us));
+  DeviceProfile calibrated = kDevice;
+  calibrated.calibrations["decode.tiles.share"] = 0.9;
+  calibrated.calibrations["decode.tiles.fixed_us"] = 3.0;
+  const DecodeCosts k = estimate_decode_costs(4096, 4096, DecodeDtype::F16, 0.5, 1.0, calibrated);
+  CHECK(k.tiles_us > 0);
+  CHECK(k.tiles_us < k.ring_us);
+  CHECK(choose_decode_mapping(4096, 4096, DecodeDtype::F16, 0.5, 1.0, calibrated, false) == DecodeMapping::Tiles);
 }
