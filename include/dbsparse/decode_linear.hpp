@@ -160,6 +160,11 @@ class DecodeLinearPlan {
   // x: cols() values and y: rows() values of the plan's dtype, on the device. One launch (two with keep), no
   // allocation, no host synchronisation (capturable).
   void run(uint64_t x, uint64_t y, void* stream) const;
+  // `batch` rows of x (row-major, cols() apart) into as many rows of y (rows() apart): several
+  // sequences or speculative tokens at one step. The tiles mapping reads each weight once for up to
+  // 8 rows a launch; the others launch once a row. UsageError for batch < 1 and, past one row, with
+  // keep (its threshold is one vector's).
+  void run_batch(uint64_t x, uint64_t y, int batch, void* stream) const;
   // An independent plan on a device copy of the same weights (no conversion): for benchmarks that
   // rotate over copies so the L2 cannot serve the weights, as it could not in a whole model.
   DecodeLinearPlan clone() const;

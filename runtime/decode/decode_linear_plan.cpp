@@ -142,7 +142,9 @@ void upload_weights(DecodeLinearPlan::Impl& p, const detail::DecodeSource& m) {
   }
   p.tickets = DeviceBuffer<uint32_t>(static_cast<size_t>(std::max(p.row_ranges, 1)));
   p.tickets.fill_bytes(0);
-  p.acc = DeviceBuffer<float>(static_cast<size_t>(std::max(p.rows, 1)));
+  // Tiles sums up to kDecodeTilesBatch rows of x a launch.
+  const size_t acc_rows = p.mapping == DecodeMapping::Tiles ? abi::kDecodeTilesBatch : 1;
+  p.acc = DeviceBuffer<float>(static_cast<size_t>(std::max(p.rows, 1)) * acc_rows);
   p.acc.fill_bytes(0);
   p.tau_dev = DeviceBuffer<float>(1);
   p.tau_dev.fill_bytes(0);
@@ -241,8 +243,8 @@ void DecodeLinearPlan::run(uint64_t x, uint64_t y, void* stream) const {
     return;
   }
   if (p.mapping == DecodeMapping::Tiles) {
-    int stage_bytes = p.stage_bytes;
-    void* params[] = {&masks, &seg, &vals, &x, &rows, &n, &tau, &tau_dev, &splits, &acc, &tick, &y, &stage_bytes};
+    int stage_bytes = p.stage_bytes, one = 1;
+    void* params[] = {&masks, &seg, &vals, &x, &rows, &n, &tau, &tau_dev, &splits, &acc, &tick, &y, &stage_bytes, &one};
     DBS_CU(cuLaunchKernel(p.product, shape.grid, 1, 1, shape.block, 1, 1, p.smem, h, params, nullptr));
     return;
   }
@@ -262,6 +264,35 @@ void DecodeLinearPlan::run(uint64_t x, uint64_t y, void* stream) const {
   void* params[] = {&masks, &seg,  &vals, &x,    &n,      &tau,    &tau_dev,
                     &acc,   &tick, &y,    &rows, &strips, &splits, &stage_chunks};
   DBS_CU(cuLaunchKernel(p.product, shape.grid, 1, 1, shape.block, 1, 1, p.smem, h, params, nullptr));
+}
+
+void DecodeLinearPlan::run_batch(uint64_t x, uint64_t y, int batch, void* stream) const {
+  const Impl& p = *impl_;
+  if (batch < 1) throw UsageError(fmt::format("DecodeLinearPlan::run_batch: batch must be >= 1, got {}", batch));
+  if (batch > 1 && p.keep_k > 0)
+    throw UsageError("DecodeLinearPlan::run_batch: keep finds one vector's threshold; give tau for a batch");
+  if (batch == 1) return run(x, y, stream);
+  if (p.rows == 0) return;
+  if (!x || !y) throw UsageError("DecodeLinearPlan::run_batch: x and y must be device pointers");
+  const uint64_t x_row = static_cast<uint64_t>(p.cols) * static_cast<uint64_t>(p.esize),
+                 y_row = static_cast<uint64_t>(p.rows) * static_cast<uint64_t>(p.esize);
+  if (p.mapping != DecodeMapping::Tiles) {
+    for (int b = 0; b < batch; ++b) run(x + b * x_row, y + b * y_row, stream);
+    return;
+  }
+  uint64_t masks = p.masks.ptr(), seg = p.seg_ptr.ptr(), vals = p.values.ptr(), acc = p.acc.ptr(),
+           tick = p.tickets.ptr(), tau_dev = 0;
+  int rows = p.rows, n = p.cols, splits = p.splits, stage_bytes = p.stage_bytes;
+  float tau = p.tau;
+  const DecodeLaunchShape shape = decode_launch_shape(p);
+  for (int b0 = 0; b0 < batch; b0 += abi::kDecodeTilesBatch) {
+    int now = std::min(batch - b0, abi::kDecodeTilesBatch);
+    uint64_t xb = x + static_cast<uint64_t>(b0) * x_row, yb = y + static_cast<uint64_t>(b0) * y_row;
+    void* params[] = {&masks,   &seg,    &vals, &xb,   &rows, &n,           &tau,
+                      &tau_dev, &splits, &acc,  &tick, &yb,   &stage_bytes, &now};
+    DBS_CU(cuLaunchKernel(p.product, shape.grid, 1, 1, shape.block, 1, 1, p.smem, static_cast<CUstream>(stream), params,
+                          nullptr));
+  }
 }
 
 namespace {

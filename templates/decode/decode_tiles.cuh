@@ -15,6 +15,7 @@
 namespace dbs {
 
 constexpr int kTileSteps = 16, kTileChunkCols = 16 * kTileSteps;
+constexpr int kTileBatch = 8;  // rows of x one call takes: the columns of an m16n8k16's B
 
 __device__ __forceinline__ unsigned tiles_lds16(unsigned addr) {
   unsigned short v;
@@ -71,6 +72,8 @@ __device__ __forceinline__ void tiles_chunk(float (&d)[4], const uint4& mk, unsi
   }
 }
 
+// y[b] = W · x[b] for batch rows b < batch <= 8 (x and y row-major, cols and rows apart): each weight is
+// read once for all of them, B's columns being the batch's rows.
 // Block (tile, split) sums rows 16 * tile .. + 16 over its share of the chunks; each warp takes a
 // contiguous run of that share and brings each chunk (its lanes' masks, then its values from the
 // 16-byte chunk the first one is in) into one of its STAGES shared-memory stages by cp.async, with
@@ -81,10 +84,10 @@ __global__ void __launch_bounds__(WARPS * 32)
     decode_tiles(const uint4* __restrict__ masks, const int32_t* __restrict__ chunk_ptr,
                  const typename V::S* __restrict__ vals, const typename V::S* __restrict__ x, int rows, int cols,
                  float tau, const float* __restrict__ tau_dev, int splits, float* acc, unsigned* tickets,
-                 typename V::S* y, int stage_bytes) {
+                 typename V::S* y, int stage_bytes, int batch) {
   static_assert(sizeof(typename V::S) == 2, "the tiles path takes 16-bit values");
   extern __shared__ __align__(16) unsigned char dyn_tiles[];
-  __shared__ float red[WARPS][16];
+  __shared__ float red[WARPS][16][kTileBatch];
   __shared__ bool last;
   const int tiles = (rows + 15) / 16, chunks = (cols + kTileChunkCols - 1) / kTileChunkCols;
   const int tile = (int)blockIdx.x % tiles, split = (int)blockIdx.x / tiles;
@@ -92,8 +95,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   const int g = (int)(lane >> 2), t4 = (int)(lane & 3u);
   const int per = (chunks + splits - 1) / splits, s0 = min(chunks, split * per), n = min(chunks, s0 + per) - s0;
   const int c0 = s0 + (int)warp * n / WARPS, mine = s0 + ((int)warp + 1) * n / WARPS - c0;
-  const unsigned base =
-      (unsigned)__cvta_generic_to_shared(dyn_tiles) + warp * (unsigned)(STAGES * stage_bytes);
+  const unsigned base = (unsigned)__cvta_generic_to_shared(dyn_tiles) + warp * (unsigned)(STAGES * stage_bytes);
   const float th = tau_dev ? *tau_dev : tau;
   const size_t first_chunk = (size_t)tile * chunks;
   constexpr int kPer = 8;  // values in a 16-byte piece
@@ -104,7 +106,8 @@ __global__ void __launch_bounds__(WARPS * 32)
       const size_t mc = first_chunk + (size_t)(c0 + i);
       const unsigned dst = base + (unsigned)(slot * stage_bytes);
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst + lane * 16u), "l"(masks + mc * 32 + lane));
-      const int o = chunk_ptr[mc], e = chunk_ptr[mc + 1], first = o & ~(kPer - 1), pieces = (e - first + kPer - 1) / kPer;
+      const int o = chunk_ptr[mc], e = chunk_ptr[mc + 1], first = o & ~(kPer - 1),
+                pieces = (e - first + kPer - 1) / kPer;
       const uint4* src = reinterpret_cast<const uint4*>(vals + first);
       for (int k = (int)lane; k < pieces; k += 32)
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst + 512u + (unsigned)k * 16u), "l"(src + k));
@@ -129,7 +132,8 @@ __global__ void __launch_bounds__(WARPS * 32)
     const int c = c0 + i, o = chunk_ptr[first_chunk + (size_t)c];
     const unsigned at = st + 512u + (unsigned)((o - (o & ~(kPer - 1)) + pre) * 2);
     const int col = c * kTileChunkCols + 8 * t4;
-    const uint4* xv = reinterpret_cast<const uint4*>(x + col);
+    // B's column g is batch row g (row 0 again past the batch: those columns of D are dropped).
+    const uint4* xv = reinterpret_cast<const uint4*>(x + (size_t)(g < batch ? g : 0) * cols + col);
     if ((c + 1) * kTileChunkCols <= cols && !(th > 0.0f))
       tiles_chunk<V, false>(d, mk, at, xv, col, cols, th);
     else
@@ -138,24 +142,39 @@ __global__ void __launch_bounds__(WARPS * 32)
     slot = slot + 1 == STAGES ? 0 : slot + 1;
   }
   asm volatile("cp.async.wait_all;" ::: "memory");
-  if (t4 == 0) {
-    red[warp][g] = d[0];
-    red[warp][g + 8] = d[2];
-  }
+  // D[r][n] = y of row r, batch row n: lane (g, t) holds rows g and g + 8 of columns 2t, 2t + 1.
+  red[warp][g][2 * t4] = d[0];
+  red[warp][g][2 * t4 + 1] = d[1];
+  red[warp][g + 8][2 * t4] = d[2];
+  red[warp][g + 8][2 * t4 + 1] = d[3];
   __syncthreads();
   const int row0 = tile * 16, nr = min(16, rows - row0);
-  if ((int)threadIdx.x < nr) {
+  for (int i = (int)threadIdx.x; i < 16 * batch; i += WARPS * 32) {
+    const int r = i & 15, b = i >> 4;
+    if (r >= nr) continue;
     float sum = 0.0f;
 #pragma unroll
-    for (int k = 0; k < WARPS; ++k) sum += red[k][threadIdx.x];
+    for (int k = 0; k < WARPS; ++k) sum += red[k][r][b];
+    const size_t at = (size_t)b * rows + row0 + r;
     if (splits == 1)
-      y[row0 + threadIdx.x] = V::st(sum);
+      y[at] = V::st(sum);
     else if (sum != 0.0f)
-      atomicAdd(&acc[row0 + threadIdx.x], sum);
+      atomicAdd(&acc[at], sum);
   }
   if (splits == 1) return;
   __threadfence();
-  finish_strip<V, WARPS * 32>(acc, tickets, y, tile, row0, nr, splits, &last);
+  // The tile's last block (by ticket) rounds every batch row's sums into y and zeroes them.
+  __syncthreads();
+  if (threadIdx.x == 0) last = atomicAdd(&tickets[tile], 1u) == (unsigned)splits - 1;
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  for (int i = (int)threadIdx.x; i < nr * batch; i += WARPS * 32) {
+    const size_t at = (size_t)(i / nr) * rows + row0 + i % nr;
+    y[at] = V::st(__ldcg(&acc[at]));
+    acc[at] = 0.0f;
+  }
+  if (threadIdx.x == 0) tickets[tile] = 0;
 }
 
 }  // namespace dbs

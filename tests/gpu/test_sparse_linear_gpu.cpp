@@ -564,6 +564,54 @@ TEST_CASE("DecodeLinearTilesMatchesReference") {
   CHECK_THROWS_AS(plan_decode_linear(ctx(), prune_magnitude(synthetic_weights(16, 16, 1), 16, 16, 0.5), o), UsageError);
 }
 
+// Several rows of x at one step (run_batch): the tiles path reads W once for up to 8 rows a launch
+// (11 rows: two launches), with its own splits and forced ones, and at half the activations; a ring
+// plan launches once a row; every row of y equals its own product.
+TEST_CASE("DecodeLinearBatchMatchesReferenceRowByRow") {
+  Stream s(ctx());
+  for (auto [rows, cols] : {std::pair{17, 264}, {1000, 4096}, {4096, 1024}})
+    for (auto [mapping, per_sm] :
+         {std::pair{DecodeMapping::Tiles, 0}, {DecodeMapping::Tiles, 16}, {DecodeMapping::Ring, 0}})
+      for (int batch : {2, 8, 11}) {
+        CAPTURE(rows);
+        CAPTURE(cols);
+        CAPTURE(to_string(mapping));
+        CAPTURE(per_sm);
+        CAPTURE(batch);
+        const CsrMatrix<float> pw = prune_magnitude(synthetic_weights(rows, cols, 95), rows, cols, 0.5);
+        std::vector<float> x = synthetic_weights(batch, cols, 96);
+        for (auto& v : x) v = half_to_float(float_to_half(v));
+        DecodeLinearOptions o;
+        o.mapping = mapping;
+        o.blocks_per_sm = per_sm;
+        DecodeLinearPlan plan = plan_decode_linear(ctx(), pw, o);
+        CAPTURE(plan.explain());
+        DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(floats_to_half(x))};
+        DeviceBuffer<uint16_t> yd{static_cast<size_t>(rows) * batch};
+        for (double d : {1.0, 0.5}) {
+          CAPTURE(d);
+          const std::vector<float> x0(x.begin(), x.begin() + cols);
+          const float tau = d >= 1.0 ? 0.0f : topk_threshold(x0, d);
+          plan.set_tau(tau);
+          plan.run_batch(xd.ptr(), yd.ptr(), batch, s.handle());  // twice: the split path resets its sums
+          plan.run_batch(xd.ptr(), yd.ptr(), batch, s.handle());
+          s.synchronize();
+          const std::vector<float> got = half_to_floats(yd.download());
+          for (int b = 0; b < batch; ++b) {
+            CAPTURE(b);
+            const std::vector<float> xb(x.begin() + int64_t{b} * cols, x.begin() + int64_t{b + 1} * cols);
+            const std::vector<float> yb(got.begin() + int64_t{b} * rows, got.begin() + int64_t{b + 1} * rows);
+            CHECK(masked_rel_err(pw, xb, tau, yb, DecodeDtype::F16) <= 1e-3);
+          }
+        }
+      }
+  DecodeLinearOptions o;
+  o.mapping = DecodeMapping::Tiles;
+  DecodeLinearPlan plan = plan_decode_linear(ctx(), prune_magnitude(synthetic_weights(16, 16, 1), 16, 16, 0.5), o);
+  DeviceBuffer<uint16_t> b(64);
+  CHECK_THROWS_AS(plan.run_batch(b.ptr(), b.ptr(), 0, nullptr), UsageError);
+}
+
 // A layer `dbsparse prune` saved, read back and planned without pruning or converting: the same
 // weight bytes and y as the plan from the pruned CSR (same values, same kernel), in f16 and bf16,
 // on every mapping; a dtype that does not match the file's is refused.

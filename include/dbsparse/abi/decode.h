@@ -22,6 +22,8 @@ constexpr int kDecodeTilesWarps = 8;
 constexpr int kDecodeTilesStages = 3;
 constexpr int kDecodeTilesChunkCols = 256;
 constexpr int kDecodeTilesRows = 16;
+// decode_tiles: the most rows of x one launch takes (the columns of an m16n8k16's B operand).
+constexpr int kDecodeTilesBatch = 8;
 // decode_dense_cols: 16-byte chunks a lane loads from each column (a slab is 32 lanes times that,
 // 512 rows in 16 bits, 256 in f32; every column is padded to whole slabs) and columns a warp has
 // in flight.
