@@ -56,11 +56,11 @@ CublasGemv::~CublasGemv() {
   if (handle_) cublasDestroy(static_cast<cublasHandle_t>(handle_));
 }
 
-void CublasGemv::run(DenseType t, int32_t rows, int32_t cols, uint64_t w, uint64_t x, uint64_t y) {
+void CublasGemv::run(DenseType t, int32_t rows, int32_t cols, uint64_t w, uint64_t x, uint64_t y, int batch) {
   // Row-major W (rows x cols) is column-major W^T (cols x rows): y = op(W^T)^T... i.e. op = T.
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t dt = cuda_type(t);
-  check(cublasGemmEx(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_T, CUBLAS_OP_N, rows, 1, cols, &alpha,
+  check(cublasGemmEx(static_cast<cublasHandle_t>(handle_), CUBLAS_OP_T, CUBLAS_OP_N, rows, batch, cols, &alpha,
                      reinterpret_cast<const void*>(w), dt, cols, reinterpret_cast<const void*>(x), dt, cols, &beta,
                      reinterpret_cast<void*>(y), dt, rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
         "cublasGemmEx");

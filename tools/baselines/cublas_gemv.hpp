@@ -19,7 +19,8 @@ class CublasGemv {
   CublasGemv(const CublasGemv&) = delete;
   CublasGemv& operator=(const CublasGemv&) = delete;
   // y (rows) = W (rows x cols, row-major, as PyTorch's Linear.weight) · x (cols); device pointers of type t.
-  void run(DenseType t, int32_t rows, int32_t cols, uint64_t w, uint64_t x, uint64_t y);
+  // batch > 1: that many rows of x (cols apart) into as many rows of y (rows apart), one GEMM.
+  void run(DenseType t, int32_t rows, int32_t cols, uint64_t w, uint64_t x, uint64_t y, int batch = 1);
 
  private:
   void* handle_ = nullptr;

@@ -38,6 +38,7 @@ namespace {
 struct DecodeArgs {
   std::string model, weights, dtype = "f16", prune = "wanda", json_path;
   double weight_sparsity = 0.5;
+  int batch = 1;  // rows of x a step: plans run_batch, cuBLAS a GEMM of that many columns
   std::vector<double> act_densities{1.0, 0.5, 0.3, 0.1};
   int layer = 0;
   int blocks_per_sm = DecodeLinearOptions{}.blocks_per_sm;
@@ -134,9 +135,12 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
   std::vector<float> xr(x.size());
   for (size_t i = 0; i < x.size(); ++i) xr[i] = round(x[i]);
 
-  DeviceBuffer<float> xd{std::span<const float>(x)}, yd{static_cast<size_t>(rows)};
-  DeviceBuffer<uint16_t> x16 = dt == tools::DenseType::F32 ? DeviceBuffer<uint16_t>(1) : dense16(x, dt),
-                         y16(static_cast<size_t>(rows));
+  // --batch: the same x in every row (each row's y is then row 0's, which is checked).
+  std::vector<float> xrep;
+  for (int b = 0; b < a.batch; ++b) xrep.insert(xrep.end(), x.begin(), x.end());
+  const size_t y_len = static_cast<size_t>(rows) * static_cast<size_t>(a.batch);
+  DeviceBuffer<float> xd{std::span<const float>(xrep)}, yd{y_len};
+  DeviceBuffer<uint16_t> x16 = dt == tools::DenseType::F32 ? DeviceBuffer<uint16_t>(1) : dense16(xrep, dt), y16(y_len);
   {
     std::vector<DeviceBuffer<uint16_t>> w16;
     std::vector<DeviceBuffer<float>> w32;
@@ -149,9 +153,9 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     rec["dense_us"] = tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
                         const auto c = static_cast<size_t>(i % copies);
                         if (dt == tools::DenseType::F32)
-                          cublas.run(dt, rows, cols, w32[c].ptr(), xd.ptr(), yd.ptr());
+                          cublas.run(dt, rows, cols, w32[c].ptr(), xd.ptr(), yd.ptr(), a.batch);
                         else
-                          cublas.run(dt, rows, cols, w16[c].ptr(), x16.ptr(), y16.ptr());
+                          cublas.run(dt, rows, cols, w16[c].ptr(), x16.ptr(), y16.ptr(), a.batch);
                       }).median_us;
   }
   w.clear();
@@ -165,7 +169,8 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     DeviceBuffer<float> ys{static_cast<size_t>(rows)};
     rec["cusparse_f32_us"] =
         tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
-          cs[static_cast<size_t>(i % sp_copies)]->run(tools::CusparseSpmvAlg::CsrAlg1, xd.ptr(), ys.ptr());
+          for (int b = 0; b < a.batch; ++b)  // an SpMV a row of x
+            cs[static_cast<size_t>(i % sp_copies)]->run(tools::CusparseSpmvAlg::CsrAlg1, xd.ptr(), ys.ptr());
         }).median_us;
   }
   std::vector<int64_t> col_nnz(static_cast<size_t>(cols), 0);
@@ -216,7 +221,7 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     nlohmann::json at{{"density", density}, {"tau", tau}, {"act_kept", kept}, {"touched_bytes", touched}};
     for (auto& [name, v] : plans) {
       for (auto& plan : v) plan.set_tau(tau);
-      v[0].run(xin, yout, s.handle());
+      v[0].run_batch(xin, yout, a.batch, s.handle());
       s.synchronize();
       std::vector<float> got;
       if (dt == tools::DenseType::F32) {
@@ -229,9 +234,10 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
       for (int32_t i = 0; i < rows; ++i)
         err = std::max(err, std::fabs(got[static_cast<size_t>(i)] - ref[static_cast<size_t>(i)]) /
                                 std::max(scale[static_cast<size_t>(i)], 1e-30));
-      const double us = tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
-                          v[static_cast<size_t>(i % static_cast<int64_t>(v.size()))].run(xin, yout, s.handle());
-                        }).median_us;
+      const double us =
+          tools::time_on_stream(s.handle(), timing, [&](int64_t i) {
+            v[static_cast<size_t>(i % static_cast<int64_t>(v.size()))].run_batch(xin, yout, a.batch, s.handle());
+          }).median_us;
       // The bytes this row reads: the bitmap's touched segments; a dense-columns plan the kept columns
       // whole (padded); the dense (mma) one all of W; the tiles one all of its layout, whatever x is.
       const int64_t slab = abi::decode_cols_slab_rows(static_cast<int>(esize)),
@@ -275,11 +281,12 @@ nlohmann::json bench_layer(Context& ctx, const Stream& s, const DecodeArgs& a, c
     double best = INFINITY;
     for (const auto& pl : plans) best = std::min(best, at[pl.first]["us"].get<double>());
     fmt::print(
-        "{:<6} {:>5}x{:<5} {:>5.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f}x {:>7.2f}x {:>6.1f}% {:>6.3f} {:>9.1e}\n",
+        "{:<6} {:>5}x{:<5} {:>5.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>9.2f} {:>7.2f}x {:>7.2f}x {:>6.1f}% {:>6.3f} {:>9.1e}\n",
         shape.kind, rows, cols, density, dense_us, rec["cusparse_f32_us"].get<double>(), at["ring"]["us"].get<double>(),
         at["dbcols"]["us"].get<double>(), at["columns"]["us"].get<double>(), at["rowblocks"]["us"].get<double>(),
         at.contains("dbdense") ? at["dbdense"]["us"].get<double>() : NAN,
-        at["auto"]["speedup_over_dense"].get<double>(), dense_us / best, at["auto"]["pct_copy_bw"].get<double>(),
+        at.contains("tiles") ? at["tiles"]["us"].get<double>() : NAN, at["auto"]["speedup_over_dense"].get<double>(),
+        dense_us / best, at["auto"]["pct_copy_bw"].get<double>(),
         double(rec["weight_bytes"]["ring"].get<int64_t>()) / (2.0 * rows * cols),
         at["auto"]["max_rel_err"].get<double>());
     std::fflush(stdout);
@@ -313,6 +320,10 @@ Runner add_decode_bench(CLI::App& sub_ref) {
   sub->add_option("--json", a->json_path, "Write every layer's record as JSON");
   sub->add_option("--blocks-per-sm", a->blocks_per_sm, "The lanes mapping's thread blocks per SM (column splits)")
       ->check(CLI::Range(1, 64));
+  sub->add_option("--batch", a->batch,
+                  "Rows of x a step (several sequences or speculative tokens): plans run_batch, the dense baseline a "
+                  "GEMM of that many columns, cuSPARSE an SpMV a row")
+      ->check(CLI::Range(1, 64));
   sub->add_flag("--no-fuse", a->no_fuse, "Leave out the stacked q|k|v and gate|up rows (one plan and one launch each)");
   sub->add_option("--only", a->only, "Time only these layers (q,k,v,o,gate,up,down); no stacked rows or block sums")
       ->delimiter(',')
@@ -328,12 +339,12 @@ Runner add_decode_bench(CLI::App& sub_ref) {
     tools::CublasGemv cublas(s.handle());
     fmt::print(
         "device {}, copy bandwidth {:.0f} GB/s; {} ({} layers), weights {}, {:.0f}% pruned ({}); dtype {}; "
-        "CUDA graph replay, median of 15 x 20, weights rotated past the L2\n",
+        "batch {}; CUDA graph replay, median of 15 x 20, weights rotated past the L2\n",
         ctx.device().name, copy_gbs, m.name, m.layers, a->weights.empty() ? "synthetic" : a->weights,
-        100 * a->weight_sparsity, a->prune, a->dtype);
-    fmt::print("{:<6} {:>11} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>6} {:>9}\n", "layer",
-               "shape", "act", "dense us", "cusp f32", "ring", "dbcols", "columns", "rowblks", "dbdense", "auto x",
-               "best x", "%BW", "w/f16", "err");
+        100 * a->weight_sparsity, a->prune, a->dtype, a->batch);
+    fmt::print("{:<6} {:>11} {:>5} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>7} {:>6} {:>9}\n",
+               "layer", "shape", "act", "dense us", "cusp f32", "ring", "dbcols", "columns", "rowblks", "dbdense",
+               "tiles", "auto x", "best x", "%BW", "w/f16", "err");
     nlohmann::json layers = nlohmann::json::array();
     std::map<std::string, std::vector<float>> kept_w;  // dense weights of the layers stacked below
     std::map<std::string, nlohmann::json> by_kind;
@@ -390,7 +401,7 @@ Runner add_decode_bench(CLI::App& sub_ref) {
       };
       std::vector<const nlohmann::json*> one;
       for (const auto& l : layers) one.push_back(&l);
-      for (const std::string row : {"dense", "ring", "dbcols", "columns", "rowblocks", "dbdense", "auto"})
+      for (const std::string row : {"dense", "ring", "dbcols", "columns", "rowblocks", "dbdense", "tiles", "auto"})
         b["layers_us"][row] = sum(one, row);
       std::string line =
           fmt::format("block  act {:.2f}: seven layers dense {:.1f} us, auto {:.1f} us ({:.2f}x)", a->act_densities[d],
@@ -398,7 +409,7 @@ Runner add_decode_bench(CLI::App& sub_ref) {
                       b["layers_us"]["dense"].get<double>() / b["layers_us"]["auto"].get<double>());
       if (!a->no_fuse) {
         const std::vector<const nlohmann::json*> st{&fused["qkv"], &by_kind["o"], &fused["gateup"], &by_kind["down"]};
-        for (const std::string row : {"dense", "ring", "dbcols", "columns", "rowblocks", "dbdense", "auto"})
+        for (const std::string row : {"dense", "ring", "dbcols", "columns", "rowblocks", "dbdense", "tiles", "auto"})
           b["stacked_us"][row] = sum(st, row);
         line += fmt::format("; stacked dense {:.1f} us, auto {:.1f} us ({:.2f}x)",
                             b["stacked_us"]["dense"].get<double>(), b["stacked_us"]["auto"].get<double>(),
@@ -418,6 +429,7 @@ Runner add_decode_bench(CLI::App& sub_ref) {
                        {"model", m.name},
                        {"dtype", a->dtype},
                        {"weight_sparsity", a->weight_sparsity},
+                       {"batch", a->batch},
                        {"act_densities", a->act_densities},
                        {"prune", a->prune},
                        {"device", ctx.device().name},
