@@ -78,10 +78,17 @@ KernelSource make_source(const DecodeKey& key) {
   if (key.dtype != DecodeDtype::F32) {
     ks.add_entry("dense",
                  fmt::format("dbs::decode_dense<{}, {}, {}>", t, abi::kDecodeLanesWarps, abi::kDecodeDenseUnroll));
-    ks.add_entry("tiles",
-                 fmt::format("dbs::decode_tiles<{}, {}, {}>", t, abi::kDecodeTilesWarps, abi::kDecodeTilesStages));
+    for (int warps : {4, 8})
+      for (int stages : {2, 3})
+        ks.add_entry(decode_tiles_entry(warps, stages), fmt::format("dbs::decode_tiles<{}, {}, {}>", t, warps, stages));
   }
   return ks;
+}
+
+std::string decode_tiles_entry(int warps, int stages) {
+  if ((warps != 4 && warps != 8) || (stages != 2 && stages != 3))
+    throw UsageError(fmt::format("decode tiles of {} warps and {} stages: 4 or 8 warps, 2 or 3 stages", warps, stages));
+  return fmt::format("tiles_w{}s{}", warps, stages);
 }
 
 const char* decode_row_blocks_entry(int words) {

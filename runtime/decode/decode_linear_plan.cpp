@@ -158,7 +158,7 @@ void fit_splits(DecodeLinearPlan::Impl& p, int sm_count) {
   int fit = p.blocks_per_sm;
   if (fit == 0) {
     if (ring || tiles) cuda::allow_dynamic_smem(p.product, p.probe_smem);
-    const int threads = tiles ? abi::kDecodeTilesWarps * 32 : abi::kDecodeLanesWarps * 32;
+    const int threads = tiles ? p.tiles_warps * 32 : abi::kDecodeLanesWarps * 32;
     DBS_CU(cuOccupancyMaxActiveBlocksPerMultiprocessor(&fit, p.product, threads, p.probe_smem));
   }
   set_decode_splits(p, fit, sm_count);

@@ -37,8 +37,6 @@ const char* product_entry(DecodeMapping m, int row_words) {
       return "dense_columns";
     case DecodeMapping::Dense:
       return "dense";
-    case DecodeMapping::Tiles:
-      return "tiles";
     default:
       return "columns";
   }
@@ -69,6 +67,11 @@ void check_decode_options(const DecodeLinearOptions& opt, int32_t cols) {
     throw UsageError(fmt::format("plan_decode_linear: the dense path needs the columns a multiple of 8, got {}", cols));
   if (opt.mapping == DecodeMapping::Tiles && opt.dtype == DecodeDtype::F32)
     throw UsageError("plan_decode_linear: the tiles path takes f16 or bf16 values, not f32");
+  if ((opt.tiles_warps != 0 && opt.tiles_warps != 4 && opt.tiles_warps != 8) ||
+      (opt.tiles_stages != 0 && opt.tiles_stages != 2 && opt.tiles_stages != 3))
+    throw UsageError(
+        fmt::format("plan_decode_linear: tiles_warps must be 0, 4 or 8 and tiles_stages 0, 2 or 3, got {} and {}",
+                    opt.tiles_warps, opt.tiles_stages));
   if (opt.mapping == DecodeMapping::Tiles && cols % 8 != 0)
     throw UsageError(fmt::format("plan_decode_linear: the tiles path needs the columns a multiple of 8, got {}", cols));
 }
@@ -116,6 +119,12 @@ DecodeSpec make_decode_spec(const DecodeShape& m, const DecodeLinearOptions& opt
   s.bucket = bucket;
   s.mapping = choice.mapping;
   s.entry = product_entry(s.mapping, s.row_words);
+  if (s.mapping == DecodeMapping::Tiles) {
+    s.tiles_warps = opt.tiles_warps ? opt.tiles_warps : abi::kDecodeTilesWarps;
+    s.tiles_stages = opt.tiles_stages ? opt.tiles_stages : abi::kDecodeTilesStages;
+    static const char* const kEntries[2][2] = {{"tiles_w4s2", "tiles_w4s3"}, {"tiles_w8s2", "tiles_w8s3"}};
+    s.entry = kEntries[s.tiles_warps == 8][s.tiles_stages == 3];
+  }
   s.esize = opt.dtype == DecodeDtype::F32 ? 4 : 2;
   const bool dense_cols = s.mapping == DecodeMapping::DenseColumns;
   s.dense_layout = s.mapping == DecodeMapping::Dense || dense_cols;
@@ -173,7 +182,7 @@ void set_decode_splits(DecodeSpec& s, int fit_asked, int sm_count) {
     // Enough blocks for `fit` on every SM, rounded down as the ring's; each warp at least a chunk.
     const int64_t tiles = (int64_t{s.rows} + 15) / 16, chunks = (cols + 255) / 256;
     const int64_t want = std::max<int64_t>(1, fit * sms / std::max<int64_t>(tiles, 1));
-    const int64_t most = std::max<int64_t>(1, chunks / abi::kDecodeTilesWarps);
+    const int64_t most = std::max<int64_t>(1, chunks / std::max(s.tiles_warps, 1));
     s.splits = static_cast<int>(std::clamp<int64_t>(want, 1, most));
   } else if (s.mapping == DecodeMapping::Dense) {
     // Enough blocks for `fit` on every SM; each warp at least a full unroll of 32-column steps.
@@ -186,7 +195,7 @@ void set_decode_splits(DecodeSpec& s, int fit_asked, int sm_count) {
 
 void set_tiles_stage(DecodeSpec& s, int max_chunk_pieces) {
   s.stage_bytes = 512 + 16 * std::max(max_chunk_pieces, 1);
-  s.smem = static_cast<unsigned>(abi::kDecodeTilesWarps * abi::kDecodeTilesStages * s.stage_bytes);
+  s.smem = static_cast<unsigned>(s.tiles_warps * s.tiles_stages * s.stage_bytes);
   s.probe_smem = s.smem;
 }
 
@@ -198,7 +207,7 @@ DecodeLaunchShape decode_launch_shape(const DecodeSpec& s) {
     case DecodeMapping::Dense:
       return {static_cast<unsigned>((s.rows + 15) / 16 * s.splits), lanes_block};
     case DecodeMapping::Tiles:
-      return {static_cast<unsigned>((s.rows + 15) / 16 * s.splits), abi::kDecodeTilesWarps * 32};
+      return {static_cast<unsigned>((s.rows + 15) / 16 * s.splits), static_cast<unsigned>(s.tiles_warps * 32)};
     case DecodeMapping::RowBlocks: {
       const int block_rows = 32 * s.row_words;
       return {static_cast<unsigned>((s.rows + block_rows - 1) / block_rows), 256};
@@ -245,8 +254,8 @@ std::string explain_decode_spec(const DecodeSpec& p, const KernelInfo& kernel) {
       cut = fmt::format("dense row-major, dense (mma): {} tiles x {} splits", (p.rows + 15) / 16, p.splits);
       break;
     case DecodeMapping::Tiles:
-      cut = fmt::format("tile bitmap, tiles (mma): {} tiles x {} splits, {}-byte stages", (p.rows + 15) / 16, p.splits,
-                        p.stage_bytes);
+      cut = fmt::format("tile bitmap, tiles (mma, {} warps x {} stages of {} bytes): {} tiles x {} splits",
+                        p.tiles_warps, p.tiles_stages, p.stage_bytes, (p.rows + 15) / 16, p.splits);
       break;
     default:
       cut = fmt::format("column bitmap, {}: {} strips x {} splits", to_string(p.mapping), p.strips, p.splits);

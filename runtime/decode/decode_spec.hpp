@@ -69,15 +69,16 @@ struct DecodeSpec {
   float tau = 0;
   int keep_k = 0;  // > 0: top-k threshold per call
   int row_words = 1;
-  int esize = 2;                  // bytes a value
-  int rows_pad = 0;               // DenseColumns: each column's rows, padded to whole slabs
-  int row_ranges = 1;             // tickets: strips, 16-row tiles (Dense) or slabs (DenseColumns)
-  bool dense_layout = false;      // W held dense (Dense or DenseColumns): the bitmap buffers stay empty
-  bool word_offsets = false;      // RowBlocks reads the words' offsets: uploaded
-  int64_t weight_bytes = 0;       // W as the plan holds it
-  int stage_chunks = 0;           // Ring: the largest segment in 16-byte chunks
-  int stage_bytes = 0;            // Tiles: a warp's stage (masks, then the largest chunk's values)
-  const char* entry = "columns";  // the product kernel's role (codegen/keys/decode_key.hpp)
+  int esize = 2;                          // bytes a value
+  int rows_pad = 0;                       // DenseColumns: each column's rows, padded to whole slabs
+  int row_ranges = 1;                     // tickets: strips, 16-row tiles (Dense) or slabs (DenseColumns)
+  bool dense_layout = false;              // W held dense (Dense or DenseColumns): the bitmap buffers stay empty
+  bool word_offsets = false;              // RowBlocks reads the words' offsets: uploaded
+  int64_t weight_bytes = 0;               // W as the plan holds it
+  int stage_chunks = 0;                   // Ring: the largest segment in 16-byte chunks
+  int stage_bytes = 0;                    // Tiles: a warp's stage (masks, then the largest chunk's values)
+  int tiles_warps = 0, tiles_stages = 0;  // Tiles: the kernel variant (warps a block, stages a warp)
+  const char* entry = "columns";          // the product kernel's role (codegen/keys/decode_key.hpp)
   // Ring, Dense, DenseColumns: the splits follow the blocks an SM holds, asked for
   // (blocks_per_sm) or, at 0, the product kernel's occupancy with probe_smem bytes of dynamic
   // shared memory.

@@ -76,6 +76,16 @@ std::vector<std::pair<std::string, DecodeLinearOptions>> plans_to_time(
     o.blocks_per_sm = a.blocks_per_sm;
     out.emplace_back(name, o);
   }
+  // The tiles path's other kernel variants (warps a block x stages a warp; "tiles" is the default).
+  if (dtype != DecodeDtype::F32)
+    for (auto [warps, stages] : {std::pair{8, 3}, {8, 2}, {4, 3}}) {
+      DecodeLinearOptions o;
+      o.dtype = dtype;
+      o.mapping = DecodeMapping::Tiles;
+      o.tiles_warps = warps;
+      o.tiles_stages = stages;
+      out.emplace_back(fmt::format("tiles-w{}s{}", warps, stages), o);
+    }
   for (double density : a.act_densities) {
     DecodeLinearOptions o;
     o.dtype = dtype;
@@ -86,7 +96,8 @@ std::vector<std::pair<std::string, DecodeLinearOptions>> plans_to_time(
                         c.mapping == DecodeMapping::DenseColumns || c.mapping == DecodeMapping::Tiles;
     auto it = std::find_if(out.begin(), out.end(), [&](const auto& p) {
       return p.second.mapping == c.mapping && (!splits || p.second.blocks_per_sm == c.blocks_per_sm) &&
-             (c.mapping != DecodeMapping::RowBlocks || p.second.row_block_words == c.row_block_words);
+             (c.mapping != DecodeMapping::RowBlocks || p.second.row_block_words == c.row_block_words) &&
+             p.second.tiles_warps == 0;
     });
     if (it == out.end()) {
       DecodeLinearOptions f;

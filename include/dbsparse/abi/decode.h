@@ -16,10 +16,12 @@ constexpr int kDecodeLanesWarps = 8;
 constexpr int kDecodeRingStages = 4;
 // decode_dense's 32-column steps a warp loads before their mma.
 constexpr int kDecodeDenseUnroll = 4;
-// decode_tiles: warps a block, stages a warp, and the columns of a chunk (16 m16n8k16 steps; the
-// tile bitmap layout's unit, runtime/decode/tile_layout.hpp) over 16-row tiles.
-constexpr int kDecodeTilesWarps = 8;
-constexpr int kDecodeTilesStages = 3;
+// decode_tiles: the columns of a chunk (16 m16n8k16 steps; the tile bitmap layout's unit,
+// runtime/decode/tile_layout.hpp) over 16-row tiles. Its variants: 4 or 8 warps a block, 2 or 3
+// stages a warp (entries "tiles_w<W>s<S>"), by default 4 x 2: one block of 8 x 3 held a whole SM's
+// shared memory (12% occupancy, latency-bound: docs/decisions/decode-kernel-design.md).
+constexpr int kDecodeTilesWarps = 4;
+constexpr int kDecodeTilesStages = 2;
 constexpr int kDecodeTilesChunkCols = 256;
 constexpr int kDecodeTilesRows = 16;
 // decode_tiles: the most rows of x one launch takes (the columns of an m16n8k16's B operand).
