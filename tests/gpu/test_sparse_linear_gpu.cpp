@@ -530,8 +530,8 @@ TEST_CASE("DecodeLinearTilesMatchesReference") {
         o.dtype = dt;
         o.mapping = DecodeMapping::Tiles;
         o.blocks_per_sm = per_sm;
-        // One block an SM asked: the 8-warp, 3-stage variant; otherwise the default 4 x 2.
-        o.tiles_warps = per_sm == 1 ? 8 : 0;
+        // One block an SM asked: the 4-warp, 3-stage variant; otherwise the default 8 x 2.
+        o.tiles_warps = per_sm == 1 ? 4 : 0;
         o.tiles_stages = per_sm == 1 ? 3 : 0;
         DecodeLinearPlan plan = plan_decode_linear(ctx(), pw, o);
         CAPTURE(plan.explain());

@@ -18,9 +18,9 @@ constexpr int kDecodeRingStages = 4;
 constexpr int kDecodeDenseUnroll = 4;
 // decode_tiles: the columns of a chunk (16 m16n8k16 steps; the tile bitmap layout's unit,
 // runtime/decode/tile_layout.hpp) over 16-row tiles. Its variants: 4 or 8 warps a block, 2 or 3
-// stages a warp (entries "tiles_w<W>s<S>"), by default 4 x 2: one block of 8 x 3 held a whole SM's
-// shared memory (12% occupancy, latency-bound: docs/decisions/decode-kernel-design.md).
-constexpr int kDecodeTilesWarps = 4;
+// stages a warp (entries "tiles_w<W>s<S>"), by default 8 x 2, the fastest of the four measured
+// (docs/decisions/decode-kernel-design.md).
+constexpr int kDecodeTilesWarps = 8;
 constexpr int kDecodeTilesStages = 2;
 constexpr int kDecodeTilesChunkCols = 256;
 constexpr int kDecodeTilesRows = 16;

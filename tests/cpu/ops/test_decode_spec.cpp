@@ -160,7 +160,7 @@ TEST_CASE("DecodeKeyDeclaresEveryEntryPointItsPlansFetch") {
 TEST_CASE("DecodeSpecOfTheTilesMapping") {
   const Layer l;
   DecodeSpec s = make_decode_spec(l.shape, asked(DecodeMapping::Tiles), kDevice);
-  CHECK(std::string(s.entry) == "tiles_w4s2");  // the default variant: 4 warps x 2 stages
+  CHECK(std::string(s.entry) == "tiles_w8s2");  // the default variant: 8 warps x 2 stages
   CHECK(s.needs_occupancy);
   CHECK_FALSE(s.dense_layout);
   // 256 tiles x 16 chunks, 512 bytes of masks and a 4-byte offset each, one end offset, the values.
@@ -169,17 +169,17 @@ TEST_CASE("DecodeSpecOfTheTilesMapping") {
   // Before the layout is built, its stages are sized for every weight kept: 16 x 256 values in
   // 513 pieces of 16 bytes (from an unaligned start), after 512 bytes of masks.
   CHECK(s.stage_bytes == 512 + 16 * 513);
-  CHECK(s.smem == 4u * 2u * s.stage_bytes);
+  CHECK(s.smem == 8u * 2u * s.stage_bytes);
   set_tiles_stage(s, 276);  // what a layer at half kept needs
   CHECK(s.stage_bytes == 4928);
-  CHECK(s.smem == 4u * 2u * 4928u);
-  // 1 block an SM on 132 SMs over 256 tiles: no split; on 1024 SMs, 4 wanted, at most 16 / 4 = 4.
+  CHECK(s.smem == 8u * 2u * 4928u);
+  // 1 block an SM on 132 SMs over 256 tiles: no split; on 1024 SMs, 4 wanted, at most 16 / 8 = 2.
   set_decode_splits(s, 1, 132);
   CHECK(s.splits == 1);
   CHECK(decode_launch_shape(s).grid == 256);
-  CHECK(decode_launch_shape(s).block == 128);
+  CHECK(decode_launch_shape(s).block == 256);
   set_decode_splits(s, 1, 1024);
-  CHECK(s.splits == 4);
+  CHECK(s.splits == 2);
   // The 8-warp, 3-stage variant: its entry, threads, shared memory, and at most 16 / 8 = 2 splits.
   DecodeLinearOptions w8 = asked(DecodeMapping::Tiles);
   w8.tiles_warps = 8;
