@@ -78,17 +78,20 @@ KernelSource make_source(const DecodeKey& key) {
   if (key.dtype != DecodeDtype::F32) {
     ks.add_entry("dense",
                  fmt::format("dbs::decode_dense<{}, {}, {}>", t, abi::kDecodeLanesWarps, abi::kDecodeDenseUnroll));
-    for (int warps : {4, 8})
-      for (int stages : {2, 3})
-        ks.add_entry(decode_tiles_entry(warps, stages), fmt::format("dbs::decode_tiles<{}, {}, {}>", t, warps, stages));
+    for (bool per_warp : {false, true})
+      for (int warps : {4, 8})
+        for (int stages : {2, 3})
+          ks.add_entry(
+              decode_tiles_entry(warps, stages, per_warp),
+              fmt::format("dbs::{}<{}, {}, {}>", per_warp ? "decode_tiles_warp" : "decode_tiles", t, warps, stages));
   }
   return ks;
 }
 
-std::string decode_tiles_entry(int warps, int stages) {
+std::string decode_tiles_entry(int warps, int stages, bool per_warp) {
   if ((warps != 4 && warps != 8) || (stages != 2 && stages != 3))
     throw UsageError(fmt::format("decode tiles of {} warps and {} stages: 4 or 8 warps, 2 or 3 stages", warps, stages));
-  return fmt::format("tiles_w{}s{}", warps, stages);
+  return fmt::format("tiles_{}w{}s{}", per_warp ? "warp_" : "", warps, stages);
 }
 
 const char* decode_row_blocks_entry(int words) {

@@ -25,11 +25,12 @@ struct DecodeKey {
 // windows), "topk" (decode_topk_list), "row_blocks_1", "row_blocks_2", "row_blocks_4" (decode_rows,
 // 8 warps, 1, 2 or 4 mask words a block), "ring" (decode_lanes_ring), "dense_columns"
 // (decode_dense_cols) and, for f16 and bf16 only, "dense" (decode_dense, tensor-core mma) and
-// "tiles_w<W>s<S>" (decode_tiles: the tile bitmap layout on tensor-core mma; decode_tiles_entry).
+// "tiles_[warp_]w<W>s<S>" (decode_tiles, decode_tiles_warp: the tile bitmap layout on tensor-core
+// mma; decode_tiles_entry).
 KernelSource make_source(const DecodeKey& key);
-// The role of decode_tiles with `warps` warps a block (4 or 8) and `stages` stages a warp (2 or 3);
-// UsageError otherwise.
-std::string decode_tiles_entry(int warps, int stages);
+// The role of decode_tiles (per_warp: decode_tiles_warp) with `warps` warps a block (4 or 8) and
+// `stages` stages a warp (2 or 3), "tiles_[warp_]w<W>s<S>"; UsageError otherwise.
+std::string decode_tiles_entry(int warps, int stages, bool per_warp = false);
 // The role of decode_rows over `words` mask words (1, 2 or 4; UsageError otherwise).
 const char* decode_row_blocks_entry(int words);
 std::vector<DecodeKey> decode_search_space();

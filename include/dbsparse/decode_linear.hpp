@@ -129,8 +129,11 @@ struct DecodeLinearOptions {
   float tau = 0.0f;  // x_i kept where |x_i| >= tau ...
   DecodeMapping mapping = DecodeMapping::Auto;
   int row_block_words = 1;  // RowBlocks: 1, 2 or 4 mask words (32 rows each) per block
-  // Tiles: warps a block (4 or 8) and shared-memory stages a warp (2 or 3); 0: the defaults (4, 2).
+  // Tiles: warps a block (4 or 8) and shared-memory stages a warp (2 or 3); 0: the defaults (8, 2).
   int tiles_warps = 0, tiles_stages = 0;
+  // Tiles: a warp per 16-row tile and split (decode_tiles_warp) instead of a block's warps splitting
+  // one tile's chunks.
+  bool tiles_per_warp = false;
   int blocks_per_sm = 0;  // Lanes, Ring, Dense, DenseColumns, Tiles: thread blocks to aim for per SM (splits of
                           // the columns); 0: as many as fit (registers and shared memory)
   // Auto: the share of activations expected to be kept, which decides between the layouts (0: keep

@@ -122,8 +122,11 @@ DecodeSpec make_decode_spec(const DecodeShape& m, const DecodeLinearOptions& opt
   if (s.mapping == DecodeMapping::Tiles) {
     s.tiles_warps = opt.tiles_warps ? opt.tiles_warps : abi::kDecodeTilesWarps;
     s.tiles_stages = opt.tiles_stages ? opt.tiles_stages : abi::kDecodeTilesStages;
-    static const char* const kEntries[2][2] = {{"tiles_w4s2", "tiles_w4s3"}, {"tiles_w8s2", "tiles_w8s3"}};
-    s.entry = kEntries[s.tiles_warps == 8][s.tiles_stages == 3];
+    s.tiles_per_warp = opt.tiles_per_warp;
+    static const char* const kEntries[2][2][2] = {
+        {{"tiles_w4s2", "tiles_w4s3"}, {"tiles_w8s2", "tiles_w8s3"}},
+        {{"tiles_warp_w4s2", "tiles_warp_w4s3"}, {"tiles_warp_w8s2", "tiles_warp_w8s3"}}};
+    s.entry = kEntries[s.tiles_per_warp][s.tiles_warps == 8][s.tiles_stages == 3];
   }
   s.esize = opt.dtype == DecodeDtype::F32 ? 4 : 2;
   const bool dense_cols = s.mapping == DecodeMapping::DenseColumns;
@@ -178,6 +181,12 @@ void set_decode_splits(DecodeSpec& s, int fit_asked, int sm_count) {
     const int64_t want = std::max<int64_t>(1, fit * sms / std::max<int64_t>(slabs, 1));
     const int64_t most = std::max<int64_t>(1, (cols + kDecodeColsMinChunk - 1) / kDecodeColsMinChunk);
     s.splits = static_cast<int>(std::max<int64_t>({1, least, std::min(want, most)}));
+  } else if (s.mapping == DecodeMapping::Tiles && s.tiles_per_warp) {
+    // A warp per (tile, split): enough warps for `fit` blocks on every SM, rounded down; each warp at
+    // least 4 chunks (its pipeline's length).
+    const int64_t tiles = (int64_t{s.rows} + 15) / 16, chunks = (cols + 255) / 256;
+    const int64_t want = std::max<int64_t>(1, fit * sms * s.tiles_warps / std::max<int64_t>(tiles, 1));
+    s.splits = static_cast<int>(std::clamp<int64_t>(want, 1, std::max<int64_t>(1, chunks / 4)));
   } else if (s.mapping == DecodeMapping::Tiles) {
     // Enough blocks for `fit` on every SM, rounded down as the ring's; each warp at least a chunk.
     const int64_t tiles = (int64_t{s.rows} + 15) / 16, chunks = (cols + 255) / 256;
@@ -206,8 +215,10 @@ DecodeLaunchShape decode_launch_shape(const DecodeSpec& s) {
       return {static_cast<unsigned>(s.rows_pad / abi::decode_cols_slab_rows(s.esize) * s.splits), lanes_block};
     case DecodeMapping::Dense:
       return {static_cast<unsigned>((s.rows + 15) / 16 * s.splits), lanes_block};
-    case DecodeMapping::Tiles:
-      return {static_cast<unsigned>((s.rows + 15) / 16 * s.splits), static_cast<unsigned>(s.tiles_warps * 32)};
+    case DecodeMapping::Tiles: {
+      const unsigned items = static_cast<unsigned>((s.rows + 15) / 16 * s.splits), warps = s.tiles_warps;
+      return {s.tiles_per_warp ? (items + warps - 1) / std::max(warps, 1u) : items, warps * 32};
+    }
     case DecodeMapping::RowBlocks: {
       const int block_rows = 32 * s.row_words;
       return {static_cast<unsigned>((s.rows + block_rows - 1) / block_rows), 256};
@@ -254,8 +265,9 @@ std::string explain_decode_spec(const DecodeSpec& p, const KernelInfo& kernel) {
       cut = fmt::format("dense row-major, dense (mma): {} tiles x {} splits", (p.rows + 15) / 16, p.splits);
       break;
     case DecodeMapping::Tiles:
-      cut = fmt::format("tile bitmap, tiles (mma, {} warps x {} stages of {} bytes): {} tiles x {} splits",
-                        p.tiles_warps, p.tiles_stages, p.stage_bytes, (p.rows + 15) / 16, p.splits);
+      cut = fmt::format("tile bitmap, tiles (mma, {} warps x {} stages of {} bytes{}): {} tiles x {} splits",
+                        p.tiles_warps, p.tiles_stages, p.stage_bytes, p.tiles_per_warp ? ", a warp a tile" : "",
+                        (p.rows + 15) / 16, p.splits);
       break;
     default:
       cut = fmt::format("column bitmap, {}: {} strips x {} splits", to_string(p.mapping), p.strips, p.splits);

@@ -78,6 +78,7 @@ struct DecodeSpec {
   int stage_chunks = 0;                   // Ring: the largest segment in 16-byte chunks
   int stage_bytes = 0;                    // Tiles: a warp's stage (masks, then the largest chunk's values)
   int tiles_warps = 0, tiles_stages = 0;  // Tiles: the kernel variant (warps a block, stages a warp)
+  bool tiles_per_warp = false;            // Tiles: decode_tiles_warp (a warp per tile and split)
   const char* entry = "columns";          // the product kernel's role (codegen/keys/decode_key.hpp)
   // Ring, Dense, DenseColumns: the splits follow the blocks an SM holds, asked for
   // (blocks_per_sm) or, at 0, the product kernel's occupancy with probe_smem bytes of dynamic

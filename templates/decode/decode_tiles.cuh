@@ -72,37 +72,22 @@ __device__ __forceinline__ void tiles_chunk(float (&d)[4], const uint4& mk, unsi
   }
 }
 
-// y[b] = W · x[b] for batch rows b < batch <= 8 (x and y row-major, cols and rows apart): each weight is
-// read once for all of them, B's columns being the batch's rows.
-// Block (tile, split) sums rows 16 * tile .. + 16 over its share of the chunks; each warp takes a
-// contiguous run of that share and brings each chunk (its lanes' masks, then its values from the
-// 16-byte chunk the first one is in) into one of its STAGES shared-memory stages by cp.async, with
-// the next STAGES - 1 in flight while it sums one. Dynamic shared memory: WARPS * STAGES stages of
-// stage_bytes (512 for the masks, then the plan's largest chunk of values in 16-byte pieces).
-template <typename V, int WARPS, int STAGES>
-__global__ void __launch_bounds__(WARPS * 32)
-    decode_tiles(const uint4* __restrict__ masks, const int32_t* __restrict__ chunk_ptr,
-                 const typename V::S* __restrict__ vals, const typename V::S* __restrict__ x, int rows, int cols,
-                 float tau, const float* __restrict__ tau_dev, int splits, float* acc, unsigned* tickets,
-                 typename V::S* y, int stage_bytes, int batch) {
-  static_assert(sizeof(typename V::S) == 2, "the tiles path takes 16-bit values");
-  extern __shared__ __align__(16) unsigned char dyn_tiles[];
-  __shared__ float red[WARPS][16][kTileBatch];
-  __shared__ bool last;
-  const int tiles = (rows + 15) / 16, chunks = (cols + kTileChunkCols - 1) / kTileChunkCols;
-  const int tile = (int)blockIdx.x % tiles, split = (int)blockIdx.x / tiles;
-  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+// One warp's run of chunks c0 .. c0 + n of a tile (first_chunk: the tile's first) summed into d:
+// each chunk (its lanes' masks, then its values from the 16-byte piece the first one is in) is
+// brought into one of the warp's STAGES shared-memory stages at `base` by cp.async, with the next
+// STAGES - 1 in flight while it sums one.
+template <typename V, int STAGES>
+__device__ __forceinline__ void tiles_run(float (&d)[4], const uint4* __restrict__ masks,
+                                          const int32_t* __restrict__ chunk_ptr, const typename V::S* __restrict__ vals,
+                                          const typename V::S* __restrict__ x, int cols, int batch, size_t first_chunk,
+                                          int c0, int n, unsigned base, int stage_bytes, float th) {
+  const unsigned lane = threadIdx.x & 31u;
   const int g = (int)(lane >> 2), t4 = (int)(lane & 3u);
-  const int per = (chunks + splits - 1) / splits, s0 = min(chunks, split * per), n = min(chunks, s0 + per) - s0;
-  const int c0 = s0 + (int)warp * n / WARPS, mine = s0 + ((int)warp + 1) * n / WARPS - c0;
-  const unsigned base = (unsigned)__cvta_generic_to_shared(dyn_tiles) + warp * (unsigned)(STAGES * stage_bytes);
-  const float th = tau_dev ? *tau_dev : tau;
-  const size_t first_chunk = (size_t)tile * chunks;
   constexpr int kPer = 8;  // values in a 16-byte piece
-  // Chunk i of the warp's run into stage `slot`; one commit group a call, empty past the run, so
-  // the waits below count chunks.
+  // Chunk i of the run into stage `slot`; one commit group a call, empty past the run, so the waits
+  // below count chunks.
   auto issue = [&](int i, int slot) {
-    if (i < mine) {
+    if (i < n) {
       const size_t mc = first_chunk + (size_t)(c0 + i);
       const unsigned dst = base + (unsigned)(slot * stage_bytes);
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst + lane * 16u), "l"(masks + mc * 32 + lane));
@@ -114,11 +99,10 @@ __global__ void __launch_bounds__(WARPS * 32)
     }
     asm volatile("cp.async.commit_group;");
   };
-  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
   for (int s = 0; s < STAGES - 1; ++s) issue(s, s);
   int slot = 0;
-  for (int i = 0; i < mine; ++i) {
+  for (int i = 0; i < n; ++i) {
     issue(i + STAGES - 1, slot == 0 ? STAGES - 1 : slot - 1);  // the stage summed last time
     asm volatile("cp.async.wait_group %0;" ::"n"(STAGES - 1) : "memory");
     __syncwarp();
@@ -142,6 +126,35 @@ __global__ void __launch_bounds__(WARPS * 32)
     slot = slot + 1 == STAGES ? 0 : slot + 1;
   }
   asm volatile("cp.async.wait_all;" ::: "memory");
+}
+
+// y[b] = W · x[b] for batch rows b < batch <= 8 (x and y row-major, cols and rows apart): each weight is
+// read once for all of them, B's columns being the batch's rows.
+// Block (tile, split) sums rows 16 * tile .. + 16 over its share of the chunks, each warp a
+// contiguous run of that share (tiles_run), the warps' sums added in shared memory. Dynamic shared
+// memory: WARPS * STAGES stages of stage_bytes (512 for the masks, then the plan's largest chunk of
+// values in 16-byte pieces).
+template <typename V, int WARPS, int STAGES>
+__global__ void __launch_bounds__(WARPS * 32)
+    decode_tiles(const uint4* __restrict__ masks, const int32_t* __restrict__ chunk_ptr,
+                 const typename V::S* __restrict__ vals, const typename V::S* __restrict__ x, int rows, int cols,
+                 float tau, const float* __restrict__ tau_dev, int splits, float* acc, unsigned* tickets,
+                 typename V::S* y, int stage_bytes, int batch) {
+  static_assert(sizeof(typename V::S) == 2, "the tiles path takes 16-bit values");
+  extern __shared__ __align__(16) unsigned char dyn_tiles[];
+  __shared__ float red[WARPS][16][kTileBatch];
+  __shared__ bool last;
+  const int tiles = (rows + 15) / 16, chunks = (cols + kTileChunkCols - 1) / kTileChunkCols;
+  const int tile = (int)blockIdx.x % tiles, split = (int)blockIdx.x / tiles;
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const int g = (int)(lane >> 2), t4 = (int)(lane & 3u);
+  const int per = (chunks + splits - 1) / splits, s0 = min(chunks, split * per), n = min(chunks, s0 + per) - s0;
+  const int c0 = s0 + (int)warp * n / WARPS, mine = s0 + ((int)warp + 1) * n / WARPS - c0;
+  const unsigned base = (unsigned)__cvta_generic_to_shared(dyn_tiles) + warp * (unsigned)(STAGES * stage_bytes);
+  const float th = tau_dev ? *tau_dev : tau;
+  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  tiles_run<V, STAGES>(d, masks, chunk_ptr, vals, x, cols, batch, (size_t)tile * chunks, c0, mine, base, stage_bytes,
+                       th);
   // D[r][n] = y of row r, batch row n: lane (g, t) holds rows g and g + 8 of columns 2t, 2t + 1.
   red[warp][g][2 * t4] = d[0];
   red[warp][g][2 * t4 + 1] = d[1];
@@ -175,6 +188,58 @@ __global__ void __launch_bounds__(WARPS * 32)
     acc[at] = 0.0f;
   }
   if (threadIdx.x == 0) tickets[tile] = 0;
+}
+
+// The same product with a warp per (tile, split): the warp sums its share of the tile's chunks alone
+// (tiles_run over all of them: a pipeline as long as the share), so no warp waits on another and
+// no block-wide sum; its lanes write y (or, split, add to the accumulator, the split's last warp by
+// ticket rounding it into y). Why: a block of warps splitting one tile gave each warp of a
+// 4096-column layer 2 chunks, a pipeline that never filled (docs/decisions/decode-kernel-design.md).
+template <typename V, int WARPS, int STAGES>
+__global__ void __launch_bounds__(WARPS * 32)
+    decode_tiles_warp(const uint4* __restrict__ masks, const int32_t* __restrict__ chunk_ptr,
+                      const typename V::S* __restrict__ vals, const typename V::S* __restrict__ x, int rows, int cols,
+                      float tau, const float* __restrict__ tau_dev, int splits, float* acc, unsigned* tickets,
+                      typename V::S* y, int stage_bytes, int batch) {
+  static_assert(sizeof(typename V::S) == 2, "the tiles path takes 16-bit values");
+  extern __shared__ __align__(16) unsigned char dyn_tiles[];
+  const int tiles = (rows + 15) / 16, chunks = (cols + kTileChunkCols - 1) / kTileChunkCols;
+  const unsigned lane = threadIdx.x & 31u, warp = threadIdx.x >> 5;
+  const int item = (int)blockIdx.x * WARPS + (int)warp;
+  if (item >= tiles * splits) return;  // no block-wide barrier below
+  const int tile = item % tiles, split = item / tiles;
+  const int g = (int)(lane >> 2), t4 = (int)(lane & 3u);
+  const int per = (chunks + splits - 1) / splits, c0 = min(chunks, split * per), n = min(chunks, c0 + per) - c0;
+  const unsigned base = (unsigned)__cvta_generic_to_shared(dyn_tiles) + warp * (unsigned)(STAGES * stage_bytes);
+  const float th = tau_dev ? *tau_dev : tau;
+  float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  tiles_run<V, STAGES>(d, masks, chunk_ptr, vals, x, cols, batch, (size_t)tile * chunks, c0, n, base, stage_bytes,
+                       th);
+  // Lane (g, t) holds rows g and g + 8 of batch rows 2t and 2t + 1.
+  const int row0 = tile * 16, nr = min(16, rows - row0);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    const int r = g + (k >= 2 ? 8 : 0), b = 2 * t4 + (k & 1);
+    if (r >= nr || b >= batch) continue;
+    const size_t at = (size_t)b * rows + row0 + r;
+    if (splits == 1)
+      y[at] = V::st(d[k]);
+    else if (d[k] != 0.0f)
+      atomicAdd(&acc[at], d[k]);
+  }
+  if (splits == 1) return;
+  __threadfence();
+  __syncwarp();
+  unsigned last = 0;
+  if (lane == 0) last = atomicAdd(&tickets[tile], 1u) == (unsigned)splits - 1;
+  if (!__shfl_sync(0xffffffffu, last, 0)) return;
+  __threadfence();
+  for (int i = (int)lane; i < nr * batch; i += 32) {
+    const size_t at = (size_t)(i / nr) * rows + row0 + i % nr;
+    y[at] = V::st(__ldcg(&acc[at]));
+    acc[at] = 0.0f;
+  }
+  if (lane == 0) tickets[tile] = 0;
 }
 
 }  // namespace dbs

@@ -530,9 +530,11 @@ TEST_CASE("DecodeLinearTilesMatchesReference") {
         o.dtype = dt;
         o.mapping = DecodeMapping::Tiles;
         o.blocks_per_sm = per_sm;
-        // One block an SM asked: the 4-warp, 3-stage variant; otherwise the default 8 x 2.
+        // One block an SM asked: the 4-warp, 3-stage variant; 16: a warp per tile (its splits past
+        // one wherever the tiles are fewer than the warps); otherwise the default 8 x 2.
         o.tiles_warps = per_sm == 1 ? 4 : 0;
         o.tiles_stages = per_sm == 1 ? 3 : 0;
+        o.tiles_per_warp = per_sm == 16;
         DecodeLinearPlan plan = plan_decode_linear(ctx(), pw, o);
         CAPTURE(plan.explain());
         CHECK(plan.mapping() == DecodeMapping::Tiles);
@@ -573,8 +575,10 @@ TEST_CASE("DecodeLinearTilesMatchesReference") {
 TEST_CASE("DecodeLinearBatchMatchesReferenceRowByRow") {
   Stream s(ctx());
   for (auto [rows, cols] : {std::pair{17, 264}, {1000, 4096}, {4096, 1024}})
-    for (auto [mapping, per_sm] :
-         {std::pair{DecodeMapping::Tiles, 0}, {DecodeMapping::Tiles, 16}, {DecodeMapping::Ring, 0}})
+    for (auto [mapping, per_sm] : {std::pair{DecodeMapping::Tiles, 0},
+                                   {DecodeMapping::Tiles, 16},
+                                   {DecodeMapping::Tiles, 17},
+                                   {DecodeMapping::Ring, 0}})
       for (int batch : {2, 8, 11}) {
         CAPTURE(rows);
         CAPTURE(cols);
@@ -586,7 +590,8 @@ TEST_CASE("DecodeLinearBatchMatchesReferenceRowByRow") {
         for (auto& v : x) v = half_to_float(float_to_half(v));
         DecodeLinearOptions o;
         o.mapping = mapping;
-        o.blocks_per_sm = per_sm;
+        o.blocks_per_sm = std::min(per_sm, 16);
+        o.tiles_per_warp = per_sm == 17;  // a warp per tile, its splits past one
         DecodeLinearPlan plan = plan_decode_linear(ctx(), pw, o);
         CAPTURE(plan.explain());
         DeviceBuffer<uint16_t> xd{std::span<const uint16_t>(floats_to_half(x))};

@@ -78,13 +78,15 @@ std::vector<std::pair<std::string, DecodeLinearOptions>> plans_to_time(
   }
   // The tiles path's other kernel variants (warps a block x stages a warp; "tiles" is the default).
   if (dtype != DecodeDtype::F32)
-    for (auto [warps, stages] : {std::pair{8, 3}, {8, 2}, {4, 3}}) {
+    for (auto [warps, stages, per_warp] :
+         {std::tuple{8, 3, false}, {4, 2, false}, {8, 2, true}, {4, 2, true}, {4, 3, true}}) {
       DecodeLinearOptions o;
       o.dtype = dtype;
       o.mapping = DecodeMapping::Tiles;
       o.tiles_warps = warps;
       o.tiles_stages = stages;
-      out.emplace_back(fmt::format("tiles-w{}s{}", warps, stages), o);
+      o.tiles_per_warp = per_warp;
+      out.emplace_back(fmt::format("tiles-{}w{}s{}", per_warp ? "warp-" : "", warps, stages), o);
     }
   for (double density : a.act_densities) {
     DecodeLinearOptions o;

@@ -190,6 +190,16 @@ TEST_CASE("DecodeSpecOfTheTilesMapping") {
   CHECK(v.smem == 8u * 3u * v.stage_bytes);
   set_decode_splits(v, 1, 1024);
   CHECK(v.splits == 2);
+  // A warp per tile: 256 tiles, 2 blocks an SM x 132 SMs x 8 warps = 2112 warps: 8 splits (at most
+  // 16 / 4 = 4: a warp at least 4 chunks), 1024 warps in 128 blocks.
+  DecodeLinearOptions pw = asked(DecodeMapping::Tiles);
+  pw.tiles_per_warp = true;
+  DecodeSpec q = make_decode_spec(l.shape, pw, kDevice);
+  CHECK(std::string(q.entry) == "tiles_warp_w8s2");
+  set_decode_splits(q, 2, 132);
+  CHECK(q.splits == 4);
+  CHECK(decode_launch_shape(q).grid == 128);
+  CHECK(decode_launch_shape(q).block == 256);
   w8.tiles_warps = 6;
   CHECK_THROWS_AS(make_decode_spec(l.shape, w8, kDevice), UsageError);
   // f32 values and columns not a multiple of 8 have no tiles path.
