@@ -213,8 +213,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   const unsigned base = (unsigned)__cvta_generic_to_shared(dyn_tiles) + warp * (unsigned)(STAGES * stage_bytes);
   const float th = tau_dev ? *tau_dev : tau;
   float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-  tiles_run<V, STAGES>(d, masks, chunk_ptr, vals, x, cols, batch, (size_t)tile * chunks, c0, n, base, stage_bytes,
-                       th);
+  tiles_run<V, STAGES>(d, masks, chunk_ptr, vals, x, cols, batch, (size_t)tile * chunks, c0, n, base, stage_bytes, th);
   // Lane (g, t) holds rows g and g + 8 of batch rows 2t and 2t + 1.
   const int row0 = tile * 16, nr = min(16, rows - row0);
 #pragma unroll
