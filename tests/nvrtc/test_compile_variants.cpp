@@ -115,10 +115,16 @@ TEST_CASE("DecodeOpListsEveryDecodingAndSparsifierVariantWithItsEntryPoints") {
     CHECK(std::find(variants.begin(), variants.end(), key.to_string()) != variants.end());
     CHECK(DecodeKey::parse(key.to_string()) == key);
     const KernelSource ks = make_source(key);
-    // columns, top-k, three row blocks, ring, dense columns; and in 16 bits the dense (mma) path.
+    // columns, top-k, three row blocks, ring, dense columns; and in 16 bits the dense (mma) path
+    // and the tiles paths' eight variants (a block or a warp a tile, 4 or 8 warps, 2 or 3 stages).
     std::vector<std::string> roles{"columns",      "topk", "row_blocks_1", "row_blocks_2",
                                    "row_blocks_4", "ring", "dense_columns"};
-    if (key.dtype != DecodeDtype::F32) roles.push_back("dense");
+    if (key.dtype != DecodeDtype::F32) {
+      roles.push_back("dense");
+      for (bool per_warp : {false, true})
+        for (int warps : {4, 8})
+          for (int stages : {2, 3}) roles.push_back(decode_tiles_entry(warps, stages, per_warp));
+    }
     CHECK(ks.entry_names == roles);
     CHECK(ks.name_expressions.size() == roles.size());
   }
