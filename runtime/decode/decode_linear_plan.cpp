@@ -216,6 +216,20 @@ DecodeLinearPlan::DecodeLinearPlan(DecodeLinearPlan&&) noexcept = default;
 DecodeLinearPlan& DecodeLinearPlan::operator=(DecodeLinearPlan&&) noexcept = default;
 DecodeLinearPlan::~DecodeLinearPlan() = default;
 
+namespace {
+// decode_tiles(_warp) over `batch` (<= kDecodeTilesBatch) rows of x; tau_dev: the top-k pass's
+// threshold, or 0 for the plan's tau.
+void launch_tiles(const DecodeLinearPlan::Impl& p, uint64_t x, uint64_t y, int batch, uint64_t tau_dev, CUstream h) {
+  uint64_t masks = p.masks.ptr(), seg = p.seg_ptr.ptr(), vals = p.values.ptr(), acc = p.acc.ptr(),
+           tick = p.tickets.ptr();
+  int rows = p.rows, n = p.cols, splits = p.splits, stage_bytes = p.stage_bytes;
+  float tau = p.tau;
+  const DecodeLaunchShape shape = decode_launch_shape(p);
+  void* params[] = {&masks, &seg, &vals, &x, &rows, &n, &tau, &tau_dev, &splits, &acc, &tick, &y, &stage_bytes, &batch};
+  DBS_CU(cuLaunchKernel(p.product, shape.grid, 1, 1, shape.block, 1, 1, p.smem, h, params, nullptr));
+}
+}  // namespace
+
 void DecodeLinearPlan::run(uint64_t x, uint64_t y, void* stream) const {
   const Impl& p = *impl_;
   if (p.rows == 0) return;
@@ -243,9 +257,7 @@ void DecodeLinearPlan::run(uint64_t x, uint64_t y, void* stream) const {
     return;
   }
   if (p.mapping == DecodeMapping::Tiles) {
-    int stage_bytes = p.stage_bytes, one = 1;
-    void* params[] = {&masks, &seg, &vals, &x, &rows, &n, &tau, &tau_dev, &splits, &acc, &tick, &y, &stage_bytes, &one};
-    DBS_CU(cuLaunchKernel(p.product, shape.grid, 1, 1, shape.block, 1, 1, p.smem, h, params, nullptr));
+    launch_tiles(p, x, y, 1, tau_dev, h);
     return;
   }
   if (p.mapping == DecodeMapping::Dense) {
@@ -280,19 +292,9 @@ void DecodeLinearPlan::run_batch(uint64_t x, uint64_t y, int batch, void* stream
     for (int b = 0; b < batch; ++b) run(x + b * x_row, y + b * y_row, stream);
     return;
   }
-  uint64_t masks = p.masks.ptr(), seg = p.seg_ptr.ptr(), vals = p.values.ptr(), acc = p.acc.ptr(),
-           tick = p.tickets.ptr(), tau_dev = 0;
-  int rows = p.rows, n = p.cols, splits = p.splits, stage_bytes = p.stage_bytes;
-  float tau = p.tau;
-  const DecodeLaunchShape shape = decode_launch_shape(p);
-  for (int b0 = 0; b0 < batch; b0 += abi::kDecodeTilesBatch) {
-    int now = std::min(batch - b0, abi::kDecodeTilesBatch);
-    uint64_t xb = x + static_cast<uint64_t>(b0) * x_row, yb = y + static_cast<uint64_t>(b0) * y_row;
-    void* params[] = {&masks,   &seg,    &vals, &xb,   &rows, &n,           &tau,
-                      &tau_dev, &splits, &acc,  &tick, &yb,   &stage_bytes, &now};
-    DBS_CU(cuLaunchKernel(p.product, shape.grid, 1, 1, shape.block, 1, 1, p.smem, static_cast<CUstream>(stream), params,
-                          nullptr));
-  }
+  for (int b0 = 0; b0 < batch; b0 += abi::kDecodeTilesBatch)
+    launch_tiles(p, x + static_cast<uint64_t>(b0) * x_row, y + static_cast<uint64_t>(b0) * y_row,
+                 std::min(batch - b0, abi::kDecodeTilesBatch), 0, static_cast<CUstream>(stream));
 }
 
 namespace {

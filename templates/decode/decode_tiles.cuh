@@ -128,6 +128,19 @@ __device__ __forceinline__ void tiles_run(float (&d)[4], const uint4* __restrict
   asm volatile("cp.async.wait_all;" ::: "memory");
 }
 
+// The tile's last block or warp (by ticket) rounds the accumulator's rows row0 .. row0 + nr of
+// every batch row into y and zeroes them; threads `first`, first + step, ... share the rows.
+template <typename V>
+__device__ __forceinline__ void tiles_round(float* acc, typename V::S* y, int rows, int row0, int nr, int batch,
+                                            int first, int step) {
+  __threadfence();
+  for (int i = first; i < nr * batch; i += step) {
+    const size_t at = (size_t)(i / nr) * rows + row0 + i % nr;
+    y[at] = V::st(__ldcg(&acc[at]));
+    acc[at] = 0.0f;
+  }
+}
+
 // y[b] = W · x[b] for batch rows b < batch <= 8 (x and y row-major, cols and rows apart): each weight is
 // read once for all of them, B's columns being the batch's rows.
 // Block (tile, split) sums rows 16 * tile .. + 16 over its share of the chunks, each warp a
@@ -181,12 +194,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   if (threadIdx.x == 0) last = atomicAdd(&tickets[tile], 1u) == (unsigned)splits - 1;
   __syncthreads();
   if (!last) return;
-  __threadfence();
-  for (int i = (int)threadIdx.x; i < nr * batch; i += WARPS * 32) {
-    const size_t at = (size_t)(i / nr) * rows + row0 + i % nr;
-    y[at] = V::st(__ldcg(&acc[at]));
-    acc[at] = 0.0f;
-  }
+  tiles_round<V>(acc, y, rows, row0, nr, batch, (int)threadIdx.x, WARPS * 32);
   if (threadIdx.x == 0) tickets[tile] = 0;
 }
 
@@ -232,12 +240,7 @@ __global__ void __launch_bounds__(WARPS * 32)
   unsigned last = 0;
   if (lane == 0) last = atomicAdd(&tickets[tile], 1u) == (unsigned)splits - 1;
   if (!__shfl_sync(0xffffffffu, last, 0)) return;
-  __threadfence();
-  for (int i = (int)lane; i < nr * batch; i += 32) {
-    const size_t at = (size_t)(i / nr) * rows + row0 + i % nr;
-    y[at] = V::st(__ldcg(&acc[at]));
-    acc[at] = 0.0f;
-  }
+  tiles_round<V>(acc, y, rows, row0, nr, batch, (int)lane, 32);
   if (lane == 0) tickets[tile] = 0;
 }
 
