@@ -39,6 +39,7 @@ struct DeviceInfo {
   std::string name;
   int cc_major = 0, cc_minor = 0;
   int sm_count = 0;
+  int threads_per_sm = 2048;  // resident threads a multiprocessor holds at most
   int64_t memory_bytes = 0;
   int64_t l2_bytes = 0;
   int64_t shared_per_sm = 0;              // L1 and shared memory's shared part at most, bytes

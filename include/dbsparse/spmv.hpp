@@ -37,6 +37,13 @@ struct SpmvConfig {
   // in memory order, 32 rows a warp, not from their bins' lists; 0 leaves every row in its bin.
   // Off by default until a benchmark on the GPU shows where it wins.
   int window_max_len = 0;
+  // classified, a small matrix: where no row is longer than the widest vector bin holds (v4_lanes
+  // x the larger lane_entries) and the rows at 2 lanes each fit in the device's resident threads
+  // (fill_threads; -1: SMs x resident threads per SM), one vector kernel runs every row, with the
+  // most lanes a row that still fit (at most 32, at most the longest row's length). Such a matrix
+  // is latency-bound: a wider row shortens each row's chain of dependent steps, and no row list
+  // puts a dependent load before the row's offsets. 0: off.
+  int64_t fill_threads = -1;
   // degree: A's columns renumbered by decreasing count at plan time and x gathered into that order
   // each call (one more launch, n reads and writes): the x entries the rows read most share cache
   // lines. For scattered power-law graphs; A, x and y stay as the user gave them.
@@ -73,6 +80,9 @@ struct SpmvConfig {
     v.integer("longrow_chunk", longrow_chunk, 256, int64_t{1} << 30, "entries per block of a split long row");
     v.number("fold_share", fold_share, 0.0, 1.0, "bins under this share of the nonzeros join the next wider one");
     v.integer("fuse_bins", fuse_bins, 0, 1, "1: every classified bin in one launch; 0: one launch per bin");
+    v.integer("fill_threads", fill_threads, -1, INT32_MAX,
+              "classified, a small matrix (no row past the widest vector bin, rows x 2 <= this many threads; -1: the "
+              "device's resident threads, 0: off): one vector kernel, as many lanes a row as fit");
     v.integer(
         "window_max_len", window_max_len, 0, 1024,
         "classified, one launch: rows up to this length (down to a bin's bound) in memory order, 32 a warp; 0: off");

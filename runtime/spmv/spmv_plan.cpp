@@ -244,6 +244,21 @@ struct SpmvPlanBuilder {
     return spmv_l1_text(prefer_l1_most(plan.launches_, ctx.device()));
   }
 
+  // The config's layout, or for a classified config on a small matrix its one-kernel path
+  // (SpmvConfig::fill_threads), decided from A's longest row.
+  template <class T>
+  static SpmvLayout choose_layout(Context& ctx, const SpmvConfig& cfg, const CsrMatrix<T>& a) {
+    SpmvLayout layout = choose_spmv_layout(cfg, a.rows, a.nnz(), codegen::value_type_of<T>());
+    if (!layout.classified) return layout;
+    int64_t max_len = 0;
+    for (int32_t r = 0; r < a.rows; ++r) max_len = std::max<int64_t>(max_len, a.row_ptr[r + 1] - a.row_ptr[r]);
+    const DeviceInfo& d = ctx.device();
+    const int64_t resident = int64_t{d.sm_count} * d.threads_per_sm;
+    const int lanes = spmv_fill_lanes(cfg, a.rows, a.nnz(), max_len, codegen::value_type_of<T>(), resident);
+    if (lanes == 0) return layout;
+    return spmv_fill_layout(cfg, codegen::value_type_of<T>(), lanes, spmv_fill_threads(cfg, resident), max_len);
+  }
+
   template <class T>
   static SpmvPlan<T> build(Context& ctx, const CsrMatrix<T>& a, const Config& config, std::string fingerprint) {
     SpmvPlan<T> plan;
@@ -258,7 +273,7 @@ struct SpmvPlanBuilder {
     plan.config_.params = config_to_json(plan.typed_);
     const SpmvShape shape{a.rows, a.cols, a.nnz()};
     // Problem -> keys: the config decides the variants; the keys are all the JIT sees.
-    const SpmvLayout layout = choose_spmv_layout(plan.typed_, a.rows, a.nnz(), codegen::value_type_of<T>());
+    const SpmvLayout layout = choose_layout(ctx, plan.typed_, a);
     SpmvPlanTimes times;
     const SpmvOrderChoice order = upload_matrix(plan, a, times);
     Classified c = classify(ctx, plan, a, layout);

@@ -238,10 +238,16 @@ std::string launches_text(const SpmvSpec& s) {
 std::string explain_spmv_spec(const SpmvSpec& s, const SpmvPlanTimes& times) {
   const SpmvLayout& layout = s.layout;
   std::string text = layout.classified ? bins_text(s) + launches_text(s) : std::string();
+  if (layout.fill_lanes > 0)
+    text += fmt::format(
+        "  small matrix (fill_threads): no row past the widest vector bin (longest {}) and {} rows x {} lanes <= {} "
+        "resident threads: one launch of {} for every row, no row lists\n",
+        layout.fill_max_len, s.shape.rows, layout.fill_lanes, layout.fill_threads, layout.bins[0].key.to_string());
   if (s.config.window_max_len > 0 && layout.window == 0)  // asked for, yet not in the kernel: say why
     text += fmt::format("  window_max_len {} not applied: {}\n", s.config.window_max_len,
-                        !layout.classified  ? "the strategy is not classified"
-                        : !layout.fuse_bins ? "fuse_bins 0 (one launch per bin)"
+                        layout.fill_lanes > 0 ? "the small-matrix path runs one vector kernel"
+                        : !layout.classified  ? "the strategy is not classified"
+                        : !layout.fuse_bins   ? "fuse_bins 0 (one launch per bin)"
                                             : fmt::format("below the scalar bin's bound, {}", layout.bins[0].max_len));
   return order_text(s, times) +
          (layout.classified ? fmt::format("  classified, {} launch(es) per run:\n{}", s.launches.size(), text) : text);

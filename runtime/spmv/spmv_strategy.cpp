@@ -106,6 +106,45 @@ SpmvLayout choose_spmv_layout(const SpmvConfig& cfg, int64_t rows, int64_t nnz, 
   return layout;
 }
 
+int64_t spmv_fill_threads(const SpmvConfig& cfg, int64_t resident) {
+  return cfg.fill_threads < 0 ? resident : cfg.fill_threads;
+}
+
+int spmv_fill_lanes(const SpmvConfig& cfg, int64_t rows, int64_t nnz, int64_t max_len, codegen::ValueType value,
+                    int64_t resident) {
+  const int64_t threads = spmv_fill_threads(cfg, resident);
+  if (cfg.strategy != "classified" || threads <= 0 || rows <= 0) return 0;
+  // Rows past the widest vector bin take block rows or long-row chunks: classified's own work.
+  if (max_len > int64_t{cfg.v4_lanes} * std::max(cfg.lane_entries_f32, cfg.lane_entries_f64)) return 0;
+  int lanes = 32;
+  // No more lanes than the longest row has entries: the rest would only add shuffle steps.
+  while (lanes > 2 && lanes > max_len) lanes /= 2;
+  while (lanes >= 2 && rows * lanes > threads) lanes /= 2;
+  // Fewer lanes than the mean row asks for (uniform's choice) would lengthen the typical row's
+  // chain: there the device is full enough for the bins.
+  const double mean = static_cast<double>(nnz) / static_cast<double>(rows);
+  if (lanes < lanes_for_mean(mean, cfg.lane_entries(value == codegen::ValueType::F64))) return 0;
+  return lanes >= 2 ? lanes : 0;
+}
+
+SpmvLayout spmv_fill_layout(const SpmvConfig& cfg, codegen::ValueType value, int lanes, int64_t threads,
+                            int64_t max_len) {
+  SpmvLayout layout;
+  layout.longrow_chunk = cfg.longrow_chunk;
+  layout.fold_share = cfg.fold_share;
+  layout.fuse_bins = cfg.fuse_bins != 0;
+  codegen::SpmvKey key;
+  key.value = value;
+  key.strategy = codegen::SpmvStrategy::Vector;
+  key.block_size = cfg.block_size;
+  key.lanes = lanes;
+  layout.bins.push_back({checked(key), std::numeric_limits<int64_t>::max()});
+  layout.fill_lanes = lanes;
+  layout.fill_threads = threads;
+  layout.fill_max_len = max_len;
+  return layout;
+}
+
 int64_t spmv_grid(const codegen::SpmvKey& key, int64_t rows) {
   using codegen::SpmvStrategy;
   const int64_t b = key.block_size;

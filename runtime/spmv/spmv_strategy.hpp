@@ -55,8 +55,24 @@ struct SpmvLayout {
   // Whether bin b's rows run in the window: a scalar or vector bin (below the block bin) whose
   // bound is within it. False for every bin without a window.
   bool in_window(size_t b) const { return b < static_cast<size_t>(abi::kSpmvBlockBin) && bins[b].max_len <= window; }
+  // A classified config's small-matrix path (spmv_fill_layout): the lanes a row of its one vector
+  // kernel, the resident threads they fill and A's longest row; 0 lanes: not taken.
+  int fill_lanes = 0;
+  int64_t fill_threads = 0, fill_max_len = 0;
 };
 SpmvLayout choose_spmv_layout(const SpmvConfig& config, int64_t rows, int64_t nnz, codegen::ValueType value);
+
+// A classified config's small-matrix path (SpmvConfig::fill_threads): the lanes a row of one
+// vector kernel over every row, or 0 to classify. rows, nnz and max_len are A's (max_len: its
+// longest row); resident: the device's resident threads, taken where fill_threads is -1. Never
+// fewer lanes than uniform would give the mean row.
+int spmv_fill_lanes(const SpmvConfig& config, int64_t rows, int64_t nnz, int64_t max_len, codegen::ValueType value,
+                    int64_t resident);
+// That path's layout: one unclassified vector bin of `lanes` lanes over every row.
+SpmvLayout spmv_fill_layout(const SpmvConfig& config, codegen::ValueType value, int lanes, int64_t threads,
+                            int64_t max_len);
+// The threads spmv_fill_lanes fills: fill_threads, or the device's resident threads for -1.
+int64_t spmv_fill_threads(const SpmvConfig& config, int64_t resident);
 
 // Thread blocks a row kernel (scalar, vector, block) is launched with for `rows` rows.
 int64_t spmv_grid(const codegen::SpmvKey& key, int64_t rows);

@@ -128,7 +128,7 @@ TEST_CASE("SpmvPlanRecordsWhereItsConfigAndKernelCameFrom") {
   auto again = plan_spmv(ctx(), a);
   CHECK(again.kernel().origin == "loaded");  // same context: module already resident
   CHECK(plan.explain().find(plan.kernel().key) != std::string::npos);
-  CHECK(plan.explain().find("classified") != std::string::npos);
+  CHECK(plan.explain().find("small matrix") != std::string::npos);  // 4096 rows of <= 5: one vector kernel
 }
 
 namespace {
@@ -204,6 +204,18 @@ std::vector<nlohmann::json> strategy_configs() {
     p["reorder_min_cols"] = min_cols;
     configs.push_back(p);
   }
+  // The classified configs above run their bins (a small matrix would take the one-kernel path
+  // instead); that path on its own: as the device's threads allow, on every matrix whose rows fit
+  // the widest vector bin (fill_threads past any matrix here), and in degree order.
+  for (auto& p : configs)
+    if (p["strategy"] == "classified") p["fill_threads"] = 0;
+  for (const int64_t threads : {int64_t{-1}, int64_t{INT32_MAX}})
+    for (const char* order : {"none", "degree"}) {
+      auto p = config_to_json(SpmvConfig{});
+      p["fill_threads"] = threads;
+      p["reorder"] = order;
+      configs.push_back(p);
+    }
   return configs;
 }
 
@@ -410,4 +422,23 @@ TEST_CASE("SpmvOptionsReorderOverridesTheLookedUpConfigMatchesReference") {
   SpmvOptions bad;
   bad.reorder = "rcm";
   CHECK_THROWS_AS(plan_spmv(ctx(), a, bad), UsageError);
+}
+
+// A small matrix takes one vector kernel as wide as the device's resident threads allow; the same
+// matrix past them (fill_threads below its rows x 2) and a matrix with rows past the widest
+// vector bin are classified. Each matches the reference.
+TEST_CASE("SpmvSmallMatrixPathMatchesReferenceAndGivesWayWherePastTheDevice") {
+  const auto small = generate("stencil2d:n=64");  // 4096 rows of at most 5 entries
+  auto plan = plan_spmv(ctx(), small.cast<float>());
+  CHECK(plan.launches() == 1);
+  CHECK(plan.kernel().key == "spmv.vector.f32.b256.l4");  // no more lanes than the longest row
+  CHECK(spmv_error<float>(small, 1.5, 0.5) <= kTolF32);
+  CHECK(spmv_error<double>(small, 1.5, 0.5) <= kTolF64);
+  auto params = config_to_json(SpmvConfig{});
+  params["fill_threads"] = 4096;  // 2 lanes a row would need 8192
+  auto past = plan_spmv(ctx(), small.cast<float>(), Config{"spmv", params, ConfigSource::Explicit, "test"});
+  CHECK(past.explain().find("small matrix") == std::string::npos);
+  CHECK(spmv_error<float>(small, 1.5, 0.5, false, params) <= kTolF32);
+  const auto mixed = mixed_rows();  // rows past the block bin
+  CHECK(plan_spmv(ctx(), mixed.cast<float>()).explain().find("small matrix") == std::string::npos);
 }

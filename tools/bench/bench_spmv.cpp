@@ -101,6 +101,9 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
       forced.params["strategy"] = "vector";
       forced.params["lanes"] = std::stoi(strategy.substr(8));
     }
+    // A forced classified row (and its window and scalar-bin ablations) runs the bins, never the
+    // small-matrix path: vector-l<N> forces that one. cols-* keep the default config's path.
+    if (forced.params["strategy"] == "classified" && strategy.rfind("cols-", 0) != 0) forced.params["fill_threads"] = 0;
     for (int c = 0; c < copies; ++c)
       plans.push_back(strategy.empty() ? plan_spmv(ctx, p.a) : plan_spmv(ctx, p.a, forced));
     if (opt.explain)

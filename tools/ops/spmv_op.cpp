@@ -36,6 +36,8 @@ tuner::SearchSpace make_space() {
       ParamSpec::choice("block_max_len", {1024, 4096, 16384}, "longest row for one block per row"),
       ParamSpec::choice("longrow_chunk", {1024, 2048, 8192}, "entries per block of a split long row"),
       ParamSpec::choice("fold_share", {0.0, 0.02, 0.1}, "bins under this share of nonzeros join the next"),
+      ParamSpec::choice("fill_threads", {-1, 0},
+                        "classified, a small matrix: one vector kernel filling the device, or off"),
       ParamSpec::choice(
           "reorder", {"auto", "none", "degree"},
           "auto (degree where hub columns are skewed), A's columns as given, or by decreasing count (x gathered)"),
@@ -131,11 +133,13 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   return j;
 }
 
-// --check-auto's forced rows: every strategy SpmvConfig takes, with the default reorder, and the
-// default strategy with each column order (the finer ablations, vector-l* and window-*, only
-// when --strategy names them).
-const std::vector<std::string> kForcedStrategies = {"classified", "uniform", "scalar",    "vector",
-                                                    "block",      "longrow", "cols-none", "cols-degree"};
+// --check-auto's forced rows: every strategy SpmvConfig takes, with the default reorder (classified
+// without its small-matrix path), every vector width (that path's kernels), and the default
+// strategy with each column order (the finer ablations, window-* and scalar-max-*, only when
+// --strategy names them).
+const std::vector<std::string> kForcedStrategies = {"classified", "uniform",   "scalar",     "vector",     "vector-l2",
+                                                    "vector-l4",  "vector-l8", "vector-l16", "vector-l32", "block",
+                                                    "longrow",    "cols-none", "cols-degree"};
 
 // --check-auto: per (matrix, precision), the config look-up's row (dbsparse) against every forced
 // strategy's row (dbsparse-<strategy>).
@@ -172,6 +176,7 @@ void spmv_plan_keys(const SpmvConfig& cfg, const SpmvShape& shape, codegen::Valu
 
 // The variants SpmvConfig's defaults reach (OpDescriptor::default_variants): the plans' layouts
 // over both value types, mean row lengths from 1/8 to 2^17 and each bin alone or all filled; the
+// small-matrix path's vector kernels; the
 // 64-bit-offset plan's one kernel (classified takes uniform there, long rows a block, as
 // SpmvPlan::build of a DeviceCsrView64 does); the 64-bit view's check.
 std::vector<codegen::KernelSource> spmv_default_variants() {
@@ -191,6 +196,9 @@ std::vector<codegen::KernelSource> spmv_default_variants() {
       k.offsets64 = true;
       keys.insert(k);
     }
+  // The small-matrix path's one vector kernel (SpmvConfig::fill_threads), every width it takes.
+  for (auto vt : {codegen::ValueType::F32, codegen::ValueType::F64})
+    for (int lanes = 2; lanes <= 32; lanes *= 2) keys.insert(spmv_fill_layout(cfg, vt, lanes, 1, 1).bins[0].key);
   std::vector<codegen::KernelSource> out;
   for (const auto& k : keys) out.push_back(codegen::make_source(k));
   for (const auto& k : codegen::csr_view_space()) out.push_back(codegen::make_source(k));

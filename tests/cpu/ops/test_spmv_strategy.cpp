@@ -342,3 +342,45 @@ TEST_CASE("SpmvWindowRoundsDownToABinBoundAndNamesItsKey") {
   too_wide["window_max_len"] = 2048;
   CHECK_THROWS_AS(config_from_json<SpmvConfig>(too_wide), UsageError);
 }
+
+// The small-matrix path: one vector kernel as wide as the device's resident threads allow, up to
+// 32 lanes and up to the longest row; off past the widest vector bin, for other strategies and at
+// fill_threads 0.
+TEST_CASE("SpmvSmallMatrixTakesTheWidestRowsThatFitTheDevice") {
+  const SpmvConfig cfg;
+  constexpr int64_t kH100 = 132 * 2048;
+  // rows of mean length 2 unless said: the mean asks for the fewest lanes, 2
+  auto fill = [&](const SpmvConfig& c, int64_t rows, int64_t max_len, int64_t nnz = -1, ValueType v = ValueType::F32) {
+    return spmv_fill_lanes(c, rows, nnz < 0 ? 2 * rows : nnz, max_len, v, kH100);
+  };
+  CHECK(fill(cfg, 2548, 50) == 32);   // 2.5K rows of at most 50: a warp a row
+  CHECK(fill(cfg, 13436, 27) == 16);  // 13K rows: 16 lanes fill the device
+  CHECK(fill(cfg, 3081, 9) == 8);     // no more lanes than the longest row
+  CHECK(fill(cfg, 114599, 6) == 2);   // 115K rows: 2 lanes fit, 4 do not
+  CHECK(fill(cfg, 258569, 4) == 0);   // 2 lanes a row past the device: classify
+  CHECK(fill(cfg, 2708, 166) == 32);  // within 32 lanes x 8 entries
+  CHECK(fill(cfg, 2708, 257) == 0);   // past it: block rows, classify
+  CHECK(fill(cfg, 10, 1) == 2);       // rows of one entry still take 2 lanes
+  CHECK(fill(cfg, 0, 0) == 0);
+  // 100K rows of mean 50 (uniform: 8 lanes in f32, 16 in f64) fit only 2 lanes: classify.
+  CHECK(fill(cfg, 100000, 100, 5000000) == 0);
+  CHECK(fill(cfg, 100000, 100, 5000000, ValueType::F64) == 0);
+  CHECK(fill(cfg, 8000, 100, 400000, ValueType::F64) == 32);
+  SpmvConfig off = cfg;
+  off.fill_threads = 0;
+  CHECK(fill(off, 2548, 50) == 0);
+  SpmvConfig fixed = cfg;
+  fixed.fill_threads = 2548 * 8;  // a caller's own thread count replaces the device's
+  CHECK(fill(fixed, 2548, 50) == 8);
+  SpmvConfig uniform = cfg;
+  uniform.strategy = "uniform";
+  CHECK(fill(uniform, 2548, 50) == 0);
+  const SpmvLayout l = spmv_fill_layout(cfg, ValueType::F64, 16, kH100, 27);
+  CHECK_FALSE(l.classified);
+  REQUIRE(l.bins.size() == 1);
+  CHECK(l.bins[0].key.to_string() == "spmv.vector.f64.b256.l16");
+  CHECK(l.fill_lanes == 16);
+  // Read from JSON as the tuning DB gives it, range-checked.
+  CHECK(config_from_json<SpmvConfig>({{"fill_threads", 0}}).fill_threads == 0);
+  CHECK_THROWS_AS(config_from_json<SpmvConfig>({{"fill_threads", -2}}), UsageError);
+}
