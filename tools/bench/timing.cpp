@@ -1,6 +1,8 @@
 #include "tools/bench/timing.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
 #include <vector>
 
 #include "dbsparse/context.hpp"
@@ -9,9 +11,31 @@
 
 namespace dbsparse::tools {
 
+namespace {
+
+double warmup_ms(const TimingOptions& opt) {
+  const char* env = std::getenv("DBSPARSE_BENCH_WARMUP_MS");
+  if (env && *env) {
+    char* end = nullptr;
+    const double v = std::strtod(env, &end);
+    if (end && *end == '\0' && v >= 0 && v <= 10000) return v;
+  }
+  return opt.warmup_ms;
+}
+
+}  // namespace
+
 TimingResult time_on_stream(void* stream, const TimingOptions& opt, const std::function<void(int64_t)>& launch) {
   int64_t call = 0;
-  for (int i = 0; i < opt.warmup; ++i) launch(call++);
+  const auto t0 = std::chrono::steady_clock::now();
+  const double settle_ms = warmup_ms(opt);
+  for (int i = 0; i < opt.warmup ||
+                  std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() < settle_ms;
+       ++i) {
+    launch(call++);
+    // Every 64 calls, wait for them: the host must not queue more than the GPU runs in the time.
+    if (i % 64 == 63) DBS_CU(cuStreamSynchronize(static_cast<CUstream>(stream)));
+  }
   std::vector<Event> starts(opt.samples), stops(opt.samples);
   if (opt.graph) {
     // The batch's calls captured from the stream into one graph (dbsparse::CudaGraph).

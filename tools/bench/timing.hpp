@@ -14,6 +14,11 @@ namespace dbsparse::tools {
 
 struct TimingOptions {
   int warmup = 5;    // calls before the first timed sample
+  // ... and calls until this much host time has passed (at least `warmup` of them): after the
+  // host work between two rows (plans built, results checked) the GPU sits idle and its clocks
+  // fall; a small op's timed calls (~1 ms in all) would be over before they are back up.
+  // $DBSPARSE_BENCH_WARMUP_MS overrides it (0: calls only).
+  double warmup_ms = 2.0;
   int samples = 15;  // the median is taken over these
   int batch = 20;    // calls per sample, between two events
   // Each sample replays one CUDA graph holding the batch's calls (captured once), instead of
