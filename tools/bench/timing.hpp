@@ -13,7 +13,7 @@
 namespace dbsparse::tools {
 
 struct TimingOptions {
-  int warmup = 5;    // calls before the first timed sample
+  int warmup = 5;  // calls before the first timed sample
   // ... and calls until this much host time has passed (at least `warmup` of them): after the
   // host work between two rows (plans built, results checked) the GPU sits idle and its clocks
   // fall; a small op's timed calls (~1 ms in all) would be over before they are back up.
