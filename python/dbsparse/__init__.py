@@ -29,9 +29,9 @@ import sys as _sys  # noqa: E402
 @_atexit.register
 def _drop_compiled_references():
     """torch.compile's caches (a compiled function's guards and closures) keep the plans of the
-    objects they saw, a gnn Graph's say, until torch is torn down, after this module: nanobind then
-    prints them as leaks. Dropped here, while the interpreter is whole (atexit runs last-registered
-    first, so before torch's own hooks)."""
+    objects they saw, a gnn Graph's say, and the globals of the module that defined it, until torch
+    is torn down, after this module: nanobind then prints them as leaks. Dropped here, while the
+    interpreter is whole (atexit runs last-registered first, so before torch's own hooks)."""
     dynamo = _sys.modules.get("torch._dynamo")
     if dynamo is not None:
         try:
@@ -39,6 +39,12 @@ def _drop_compiled_references():
         except Exception:  # noqa: BLE001 - best effort at exit: nothing to report to
             pass
     import gc
+    gc.collect()
+    # What the caches still hold (a compiled frame keeps its module's globals): the native state
+    # of every plan, layer and context, dropped while the extension is whole (_lifetime.py).
+    from . import _lifetime, _ops
+    _lifetime.release_all()
+    _ops._contexts.clear()
     gc.collect()
 
 

@@ -8,6 +8,7 @@ import threading
 from ._errors import UsageError
 from . import _arrays as arr
 from . import _core
+from . import _lifetime
 from . import _matrix as mat
 
 _contexts = {}
@@ -29,11 +30,25 @@ def _dev(device):
     return 0 if device is None else int(device)
 
 
+class _Released:
+    """What a plan's native parts become once the exit hook released them: any use says so."""
+
+    def __init__(self, owner):
+        self._owner = owner
+
+    def __getattr__(self, name):
+        raise UsageError(f"dbsparse {self._owner}: its native state was released at interpreter exit")
+
+
 class _Plan:
     """Common parts: the C++ plan, its context, and explain()."""
 
     def __init__(self, op, plan, ctx, device):
         self._op, self._plan, self._ctx, self.device = op, plan, ctx, device
+        _lifetime.hold(self)
+
+    def _release_native(self):
+        self._plan = self._ctx = _Released(type(self).__name__)
 
     def explain(self):
         """The plan's config as a dict (op, source: tuned / predicted / default, params) plus its text."""

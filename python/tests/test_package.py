@@ -164,3 +164,35 @@ def test_core_stub_names_what_the_module_has():
     unlisted += [a for a in dir(_core) if not a.startswith("_") and a not in top]
     assert not missing, f"in _core.pyi, not in the module: {missing}"
     assert not unlisted, f"in the module, not in _core.pyi: {unlisted}"
+
+
+# The exit hook's release (dbsparse._lifetime): every registered holder's native references
+# dropped, and a released plan's use a UsageError naming it. In a child process: the release
+# reaches every live plan of the process it runs in.
+_RELEASE_SCRIPT = """
+import dbsparse
+from dbsparse import _lifetime, _ops
+class Native:
+    def config_json(self): return '{}'
+    def explain(self): return 'native'
+class SomePlan(_ops._Plan):
+    pass
+p = SomePlan("spmv", Native(), object(), 0)
+assert p.explain()["text"] == "native"
+assert not _lifetime.released()
+_lifetime.release_all()
+_lifetime.release_all()  # twice: idempotent
+assert _lifetime.released()
+try:
+    p.explain()
+except dbsparse.UsageError as e:
+    assert "SomePlan" in str(e) and "released at interpreter exit" in str(e), e
+    print("ok")
+"""
+
+
+def test_exit_release_drops_native_references_and_names_a_later_use():
+    import subprocess
+    import sys
+    r = subprocess.run([sys.executable, "-c", _RELEASE_SCRIPT], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stdout + r.stderr

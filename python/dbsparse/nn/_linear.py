@@ -7,8 +7,8 @@ import torch
 import torch.nn.functional as F
 
 from .._errors import UsageError
-from .. import _core
-from .._ops import context
+from .. import _core, _lifetime
+from .._ops import _Released, context
 from . import _custom_op
 from . import _layout
 
@@ -65,6 +65,7 @@ class SparseLinear(torch.nn.Module):
                 _layout.prune_mask(weight, sparsity, method, norms)
             pruned = torch.where(m, weight.detach(), torch.zeros((), dtype=weight.dtype, device=weight.device))
         self._ctx = context(weight.device.index or 0)
+        _lifetime.hold(self)
         self._compact = None
         self._plan = self._make_plan(pruned, m)
         if not dense_copy and self.dtype_name != "f32":
@@ -93,6 +94,9 @@ class SparseLinear(torch.nn.Module):
     # Planning.
     def _compact_of(self, pruned, mask):
         return _layout.column_bitmap(pruned, mask)
+
+    def _release_native(self):
+        self._plan = self._ctx = self._compact = _Released(type(self).__name__)
 
     def _make_plan(self, pruned, mask):
         density = _assumed_density(self._tau, self._keep, self._density)
