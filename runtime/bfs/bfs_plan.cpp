@@ -458,8 +458,9 @@ std::string BfsPlan::explain() const {
   std::string out = fmt::format("bfs plan: {} vertices, {} adjacency entries ({})\n", s.vertices, s.entries,
                                 s.symmetric ? "symmetric: one view for push and pull" : "push and pull views");
   out += fmt::format("  kernel {} ({}), direction policy {}\n", p.kernel.key, p.kernel.origin, to_string(p.direction));
-  out += fmt::format("  levels driven by: {}{}; {} threads per block{}\n", to_string(p.launch),
-                     p.profile ? ", profiling every level" : "", p.threads,
+  out += fmt::format("  levels driven by: {}{}; {} blocks of {} threads{}\n", to_string(p.launch),
+                     p.profile ? ", profiling every level" : "",
+                     p.launch == BfsLaunch::Cooperative ? p.coop_grid : p.loop_grid, p.threads,
                      p.typed.solo_tasks && p.launch == BfsLaunch::Cooperative
                          ? fmt::format(", push levels of <= {} tasks on one block", p.typed.solo_tasks)
                          : std::string());
