@@ -114,7 +114,7 @@ nlohmann::json bench_bfs_graph(Context& ctx, const Stream& stream, const NamedMa
       rec["config"] = plan.config().params;
     }
     ImplResult r{std::string("dbsparse-") + to_string(d), {}, {}, {}};
-    rec["plans"][r.impl] = plan.explain();  // the trial's note, the launch and grid of each row
+    rec["plans"][r.impl] = plan.explain();          // the trial's note, the launch and grid of each row
     plan.run(sources[0], levels, parents, stream);  // warm-up
     stream.synchronize();
     for (size_t i = 0; i < sources.size(); ++i) {
