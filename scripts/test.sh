@@ -12,7 +12,7 @@ VENV=$PWD/build/pyvenv
 if [ ! -x "$VENV/bin/python" ]; then
   mkdir -p build && python3 -m venv "$VENV"
 fi
-"$VENV/bin/python" -m pip install -q --disable-pip-version-check scikit-build-core nanobind pytest scipy numpy
+"$VENV/bin/python" -m pip install -q --disable-pip-version-check scikit-build-core nanobind pytest hypothesis scipy numpy
 DBSPARSE_CMAKE_ARGS="-DDBSPARSE_PYTHON=ON -DPython_EXECUTABLE=$VENV/bin/python" bash scripts/build.sh
 cd build
 ctest --output-on-failure "$@"

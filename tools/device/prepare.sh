@@ -47,14 +47,14 @@ else
 fi
 # The Python extension is built ON the device (its Python 3.12; see tools/device/python_run.sh):
 # carry the static library, the headers it was built with, the sqlite/zlib archives and the wheels
-# of nanobind and pytest (the device reaches no registry), unpacked.
+# of nanobind, pytest and hypothesis (the device reaches no registry), unpacked.
 rm -rf .device/py && mkdir -p .device/py/include .device/py/site
 cp build/libdbsparse.a /usr/lib/x86_64-linux-gnu/libsqlite3.a /usr/lib/x86_64-linux-gnu/libz.a .device/py/
 cp -r /usr/include/fmt /usr/include/nlohmann .device/py/include/
 sed -n 's/^project(dbsparse VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt > .device/py/version
 mkdir -p /tmp/dbs-wheels
-[ -n "$(ls /tmp/dbs-wheels/nanobind-*.whl 2>/dev/null)" ] ||
-  pip download -q nanobind pytest --python-version 3.12 --only-binary=:all: -d /tmp/dbs-wheels >/dev/null
+[ -n "$(ls /tmp/dbs-wheels/hypothesis-*.whl 2>/dev/null)" ] ||
+  pip download -q nanobind pytest hypothesis --python-version 3.12 --only-binary=:all: -d /tmp/dbs-wheels >/dev/null
 for w in /tmp/dbs-wheels/*.whl; do python3 -m zipfile -e "$w" .device/py/site/; done
 du -sh .device
 # The tree plus .device passes the 64 MiB a device call carries once the matrices are in: pack
