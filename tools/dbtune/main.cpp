@@ -222,12 +222,14 @@ int run(const Args& a) {
   // Each (matrix, op) unit weighs its op's budget_units in the run's budget.
   double weight = 0, weight_done = 0;
   size_t pairs = 0, pairs_done = 0;  // (matrix, op) units
+  double overhead_done = 0;          // their time outside the searches' budgets (tools/dbtune/eta.hpp)
   for (const auto& u : units)
     for (const auto& op : u.ops) weight += tools::find_op(op).budget_units, ++pairs;
   std::vector<std::string> skipped;
   const double tuning_t0 = now_s();
   for (size_t i = 0; i < units.size() && !g_stop; ++i) {
     try {
+      const double load_t0 = now_s();
       NamedMatrix m = load_matrix(units[i].spec);
       std::map<std::string, MatrixRecord> records;  // by key: the structure's once for the ops keyed by it
       for (const auto& op : units[i].ops) {
@@ -239,6 +241,7 @@ int run(const Args& a) {
         fmt::print(stderr, "[{}/{}] {}: features recorded\n", i + 1, units.size(), m.name);
         continue;
       }
+      overhead_done += now_s() - load_t0;  // the matrix loaded or generated, its features recorded
       for (const auto& op : units[i].ops) {
         if (g_stop) break;
         const auto& desc = tools::find_op(op);
@@ -248,7 +251,9 @@ int run(const Args& a) {
                                                              .weight = weight,
                                                              .total_left_s = total - (now_s() - t0),
                                                              .unit_budget_s = budget,
-                                                             .units_left = pairs - pairs_done}));
+                                                             .units_left = pairs - pairs_done,
+                                                             .units_done = pairs_done,
+                                                             .overhead_done_s = overhead_done}));
         auto status = [&](const std::string& what) {
           fmt::print(stderr, "\r[{}/{}] {:<40} {:<7} {:<10} {}   ", i + 1, units.size(), m.name.substr(0, 40), op, what,
                      eta);
@@ -259,10 +264,12 @@ int run(const Args& a) {
         const double left = total - (now_s() - t0);
         const double share = desc.budget_units / std::max(weight - weight_done, desc.budget_units);
         const double unit = std::clamp(left * share, tools::kUnitFloorS, budget * desc.budget_units);
+        const double unit_t0 = now_s();
         for (auto& row : tools::tune_op(*ctx, *db, op, m, tools::db_key(desc, m), unit, stop, status)) {
           row.generated = is_generator_spec(units[i].spec);
           rows[op].push_back(std::move(row));
         }
+        overhead_done += std::max(now_s() - unit_t0 - unit, 0.0);
         weight_done += desc.budget_units;
         ++pairs_done;
       }
