@@ -19,3 +19,15 @@ except ImportError:
 
 gpu = pytest.mark.skipif(not (HAVE_GPU and HAVE_TORCH), reason=f"needs a CUDA device and torch ({WHY or 'no torch'})")
 cupy_gpu = pytest.mark.skipif(not HAVE_CUPY, reason="needs a CUDA device and CuPy")
+
+
+class FakeCsr:
+    """What host_csr reads of a SciPy matrix, with none of SciPy's own checks (a hostile caller's)."""
+    __module__ = "scipy.sparse._fake"
+    format = "csr"
+
+    def __init__(self, shape, ip, ix, v):
+        self.shape, self.indptr, self.indices, self.data = shape, ip, ix, v
+
+    def tocsr(self):
+        return self

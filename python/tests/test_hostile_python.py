@@ -9,6 +9,7 @@ import scipy.sparse as sp
 import dbsparse
 from dbsparse import _core
 from dbsparse import _matrix as mat
+from conftest import FakeCsr
 
 
 def valid(seed=0, dtype=np.float32):
@@ -45,25 +46,13 @@ HOW = ["index_past_cols", "index_negative", "index_wraps", "indptr_decreasing", 
        "value_nan", "value_inf", "value_past_f32"]
 
 
-class _Csr:
-    """What host_csr reads of a SciPy matrix, without SciPy's own checks (a hostile caller's)."""
-    __module__ = "scipy.sparse._fake"
-    format = "csr"
-
-    def __init__(self, shape, ip, ix, v):
-        self.shape, self.indptr, self.indices, self.data = shape, ip, ix, v
-
-    def tocsr(self):
-        return self
-
-
 @pytest.mark.parametrize("how", HOW)
 def test_damaged_matrices_are_refused_by_name(how):
     rng = np.random.default_rng(HOW.index(how))
     for seed in range(20):
         a = valid(seed)
         with pytest.raises(dbsparse.UsageError):
-            mat.host_csr(_Csr(a.shape, *damaged(a, how, rng)), "f32")
+            mat.host_csr(FakeCsr(a.shape, *damaged(a, how, rng)), "f32")
 
 
 def test_valid_matrices_pass_unchanged():
@@ -82,7 +71,7 @@ def test_wrong_kinds_of_matrix_are_refused_by_name(obj):
 
 def test_shapes_past_32_bits_are_refused():
     with pytest.raises(dbsparse.UsageError, match="2\\^31"):
-        mat.host_csr(_Csr((5, 2**31 + 5), np.zeros(6, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)), "f32")
+        mat.host_csr(FakeCsr((5, 2**31 + 5), np.zeros(6, np.int64), np.zeros(0, np.int64), np.zeros(0, np.float32)), "f32")
 
 
 def test_compact_layers_from_random_arrays_never_crash():

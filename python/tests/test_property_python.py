@@ -9,18 +9,7 @@ from hypothesis.extra import numpy as hnp
 
 import dbsparse
 from dbsparse import _matrix as mat
-
-
-class _Csr:
-    """What host_csr reads of a SciPy matrix, with none of SciPy's own checks (a hostile caller's)."""
-    __module__ = "scipy.sparse._fake"
-    format = "csr"
-
-    def __init__(self, shape, ip, ix, v):
-        self.shape, self.indptr, self.indices, self.data = shape, ip, ix, v
-
-    def tocsr(self):
-        return self
+from conftest import FakeCsr
 
 
 _INT_DTYPES = st.sampled_from([np.int32, np.int64, np.uint32, np.int16, np.float64])
@@ -57,7 +46,7 @@ def csr_arrays(draw):
 def test_any_csr_arrays_are_refused_by_name_or_pass_unchanged(arrays, dtype):
     shape, ip, ix, v = arrays
     try:
-        c = mat.host_csr(_Csr(shape, ip, ix, v), dtype)
+        c = mat.host_csr(FakeCsr(shape, ip, ix, v), dtype)
     except dbsparse.UsageError:
         return
     back = mat.to_scipy(c)
