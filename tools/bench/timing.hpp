@@ -13,18 +13,19 @@
 namespace dbsparse::tools {
 
 struct TimingOptions {
-  int warmup = 5;  // calls before the first timed sample
-  // ... and calls until this much host time has passed (at least `warmup` of them): after the
-  // host work between two rows (plans built, results checked) the GPU sits idle and its clocks
-  // fall; a small op's timed calls (~1 ms in all) would be over before they are back up.
-  // $DBSPARSE_BENCH_WARMUP_MS overrides it (0: calls only).
-  double warmup_ms = 2.0;
+  int warmup = 5;    // calls before the first timed sample
   int samples = 15;  // the median is taken over these
   int batch = 20;    // calls per sample, between two events
   // Each sample replays one CUDA graph holding the batch's calls (captured once), instead of
   // launching them on the stream: what a caller that captures its loop sees, with launch costs
   // mostly gone.
   bool graph = false;
+  // Warm-up calls go on until this much host time has passed (at least `warmup` of them): after
+  // the host work between two rows (plans built, results checked) the GPU sits idle and its
+  // clocks fall; a small op's timed calls (~1 ms in all) would be over before they are back up.
+  // $DBSPARSE_BENCH_WARMUP_MS overrides it (0: calls only). Last, so that positional
+  // initialisers {warmup, samples, batch} keep their meaning.
+  double warmup_ms = 2.0;
 };
 
 struct TimingResult {
