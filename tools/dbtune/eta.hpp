@@ -31,8 +31,7 @@ inline double dbtune_eta_s(const EtaInput& in) {
   const double remaining = std::max(in.weight - in.weight_done, 0.0);
   const double most = std::max(in.total_left_s, kUnitFloorS * static_cast<double>(in.units_left));
   const double search_elapsed = std::max(in.tuning_elapsed_s - in.overhead_done_s, 0.0);
-  const double pace =
-      in.weight_done > 0 ? search_elapsed / in.weight_done * remaining : in.unit_budget_s * remaining;
+  const double pace = in.weight_done > 0 ? search_elapsed / in.weight_done * remaining : in.unit_budget_s * remaining;
   const double per_unit =
       in.units_done > 0 ? std::max(in.overhead_done_s, 0.0) / static_cast<double>(in.units_done) : in.overhead_prior_s;
   return std::clamp(pace, 0.0, most) + per_unit * static_cast<double>(in.units_left);

@@ -13,9 +13,9 @@ TEST_CASE("DbtuneEtaBeforeAnyUnitIsTheBudgetsBoundedByTotalPlusThePrior") {
   CHECK(dbtune_eta_s({.weight = 40, .total_left_s = 60, .unit_budget_s = 2, .units_left = 40}) ==
         doctest::Approx(60 + 40 * kUnitOverheadPriorS));
   // Plenty of --total: the budgets, 80 s.
-  CHECK(dbtune_eta_s(
-            {.weight = 40, .total_left_s = 500, .unit_budget_s = 2, .units_left = 40, .overhead_prior_s = 0}) ==
-        doctest::Approx(80));
+  CHECK(
+      dbtune_eta_s({.weight = 40, .total_left_s = 500, .unit_budget_s = 2, .units_left = 40, .overhead_prior_s = 0}) ==
+      doctest::Approx(80));
 }
 
 TEST_CASE("DbtuneEtaFollowsThePaceOfTheSearchesAndTheMeasuredOverhead") {
