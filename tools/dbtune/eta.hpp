@@ -11,9 +11,8 @@
 namespace dbsparse::tools {
 
 constexpr double kUnitFloorS = 0.2;  // the least budget a unit gets however late the run is
-// A (matrix, op) unit's time past its search budget before any unit has been measured: `dbtune
-// --quick` on a fresh H100 spent about 45 s past its 94 s of search budgets over 39 units
-// (docs/decisions/dbtune-eta.md).
+// A (matrix, op) unit's time past its search budget before any unit has been measured: the mean
+// of a measured `dbtune --quick` run (the figures: docs/decisions/dbtune-eta.md).
 constexpr double kUnitOverheadPriorS = 1.2;
 
 struct EtaInput {
