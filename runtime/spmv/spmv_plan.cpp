@@ -249,11 +249,12 @@ struct SpmvPlanBuilder {
   template <class T>
   static SpmvLayout choose_layout(Context& ctx, const SpmvConfig& cfg, const CsrMatrix<T>& a) {
     SpmvLayout layout = choose_spmv_layout(cfg, a.rows, a.nnz(), codegen::value_type_of<T>());
-    if (!layout.classified) return layout;
-    int64_t max_len = 0;
-    for (int32_t r = 0; r < a.rows; ++r) max_len = std::max<int64_t>(max_len, a.row_ptr[r + 1] - a.row_ptr[r]);
     const DeviceInfo& d = ctx.device();
     const int64_t resident = int64_t{d.sm_count} * d.threads_per_sm;
+    // The longest row is only looked for where the path can be taken at all.
+    if (!layout.classified || int64_t{a.rows} * 2 > spmv_fill_threads(cfg, resident)) return layout;
+    int64_t max_len = 0;
+    for (int32_t r = 0; r < a.rows; ++r) max_len = std::max<int64_t>(max_len, a.row_ptr[r + 1] - a.row_ptr[r]);
     const int lanes = spmv_fill_lanes(cfg, a.rows, a.nnz(), max_len, codegen::value_type_of<T>(), resident);
     if (lanes == 0) return layout;
     return spmv_fill_layout(cfg, codegen::value_type_of<T>(), lanes, spmv_fill_threads(cfg, resident), max_len);

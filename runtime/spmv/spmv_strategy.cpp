@@ -123,22 +123,16 @@ int spmv_fill_lanes(const SpmvConfig& cfg, int64_t rows, int64_t nnz, int64_t ma
   // Fewer lanes than the mean row asks for (uniform's choice) would lengthen the typical row's
   // chain: there the device is full enough for the bins.
   const double mean = static_cast<double>(nnz) / static_cast<double>(rows);
-  if (lanes < lanes_for_mean(mean, cfg.lane_entries(value == codegen::ValueType::F64))) return 0;
-  return lanes >= 2 ? lanes : 0;
+  return lanes < lanes_for_mean(mean, cfg.lane_entries(value == codegen::ValueType::F64)) ? 0 : lanes;
 }
 
 SpmvLayout spmv_fill_layout(const SpmvConfig& cfg, codegen::ValueType value, int lanes, int64_t threads,
                             int64_t max_len) {
-  SpmvLayout layout;
-  layout.longrow_chunk = cfg.longrow_chunk;
-  layout.fold_share = cfg.fold_share;
-  layout.fuse_bins = cfg.fuse_bins != 0;
-  codegen::SpmvKey key;
-  key.value = value;
-  key.strategy = codegen::SpmvStrategy::Vector;
-  key.block_size = cfg.block_size;
-  key.lanes = lanes;
-  layout.bins.push_back({checked(key), std::numeric_limits<int64_t>::max()});
+  // The config's own one-strategy layout, forced to a vector kernel of `lanes` lanes.
+  SpmvConfig vector = cfg;
+  vector.strategy = "vector";
+  vector.lanes = lanes;
+  SpmvLayout layout = choose_spmv_layout(vector, 0, 0, value);
   layout.fill_lanes = lanes;
   layout.fill_threads = threads;
   layout.fill_max_len = max_len;

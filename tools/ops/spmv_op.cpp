@@ -176,9 +176,9 @@ void spmv_plan_keys(const SpmvConfig& cfg, const SpmvShape& shape, codegen::Valu
 
 // The variants SpmvConfig's defaults reach (OpDescriptor::default_variants): the plans' layouts
 // over both value types, mean row lengths from 1/8 to 2^17 and each bin alone or all filled; the
-// small-matrix path's vector kernels; the
-// 64-bit-offset plan's one kernel (classified takes uniform there, long rows a block, as
-// SpmvPlan::build of a DeviceCsrView64 does); the 64-bit view's check.
+// small-matrix path's vector kernels; the 64-bit-offset plan's one kernel (classified takes
+// uniform there, long rows a block, as SpmvPlan::build of a DeviceCsrView64 does); the 64-bit
+// view's check.
 std::vector<codegen::KernelSource> spmv_default_variants() {
   const SpmvConfig cfg;
   std::set<codegen::SpmvKey> keys;
