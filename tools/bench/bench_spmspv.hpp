@@ -22,6 +22,9 @@ struct SpmspvBenchOptions {
   bool baselines = true;                 // cuSPARSE BSR16 and CSR ALG1
   bool fused = false;                    // the dbsparse plans take SpmspvOptions::fused
   std::optional<nlohmann::json> config;  // params for the dbsparse plans; else the tuning DB's
+  // check-auto's second look: auto, push-only and pull-only near the best timed again in turn,
+  // this many rounds per density (0: none; their plans then stay on the device together).
+  int recheck_rounds = 0;
 };
 
 // A sparse x with exactly round(density * cols) distinct nonzeros (at least one when density > 0),

@@ -16,8 +16,13 @@ namespace dbsparse::tools {
 struct BenchRow {
   std::string matrix, precision, impl, key, config_source, kernel_origin;
   int64_t rows = 0, cols = 0, nnz = 0;
-  double time_us = 0, min_us = 0, max_us = 0, gflops = 0, gbps = 0, pct_bw = 0, rel_err = 0;
+  double time_us = 0, min_us = 0, max_us = 0, host_us = 0, gflops = 0, gbps = 0, pct_bw = 0, rel_err = 0;
   double acquire_ms = 0, load_ms = 0;
+  // check-auto's second look (time_interleaved): the first pass's median, where time_us is the
+  // interleaved one; 0: not timed again.
+  double first_pass_us = 0;
+  // time_us becomes the second look's `us`; the figures derived from it follow.
+  void retime(double us);
   // dbsparse rows: A's columns in degree order, the plan's host time for the order (auto's feature
   // included), and what it pays back against the cols-none row of the same run (-1: no such row;
   // 0: never, the order is no faster).
@@ -37,6 +42,9 @@ struct SpmvBenchOptions {
   // dbsparse. Empty: that row alone.
   std::vector<std::string> strategies;
   bool explain = false;  // print each dbsparse plan's explain() (bins, kernels) to stderr
+  // check-auto's second look: auto and the forced rows near the best timed again in turn, this
+  // many rounds (0: no second look).
+  int recheck_rounds = 0;
 };
 
 // Sets note (and paid_back_after_calls) on the column-ordered dbsparse rows of `matrix` in `prec`:

@@ -42,6 +42,19 @@ std::vector<AutoCheck> group_auto_checks(const std::string& op, const std::vecto
   return out;
 }
 
+std::vector<size_t> recheck_candidates(size_t auto_index, const std::vector<double>& us,
+                                       const std::vector<bool>& forced, double margin) {
+  if (auto_index >= us.size() || !(us[auto_index] > 0)) return {};
+  double best = 0;
+  for (size_t i = 0; i < us.size(); ++i)
+    if (forced[i] && us[i] > 0 && (best == 0 || us[i] < best)) best = us[i];
+  if (best == 0) return {};
+  std::vector<size_t> out{auto_index};
+  for (size_t i = 0; i < us.size(); ++i)
+    if (i != auto_index && forced[i] && us[i] > 0 && us[i] <= margin * best) out.push_back(i);
+  return out;
+}
+
 void sort_worst_first(std::vector<AutoCheck>& checks) {
   std::stable_sort(checks.begin(), checks.end(), [](const AutoCheck& p, const AutoCheck& q) {
     return std::tie(p.ratio, p.op, p.matrix, p.setting) < std::tie(q.ratio, q.op, q.matrix, q.setting);

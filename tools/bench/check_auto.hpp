@@ -54,6 +54,15 @@ void sort_worst_first(std::vector<AutoCheck>& checks);
 AutoCheckSummary summarize_auto_checks(const std::vector<AutoCheck>& checks);
 // The table (in the order given: sort first) and the summary line, as printed.
 std::string auto_check_report(const std::vector<AutoCheck>& checks);
+// check-auto's second look (time_interleaved): which rows of one (matrix, setting) are timed again
+// in turn: auto's first, then every forced row within `margin` of the fastest forced one (us[i]
+// <= 0: did not run). Empty when auto or every forced row is missing. The second look covers
+// the rows near the top, so a forced row that was lucky in the first pass cannot stay the best
+// on that luck alone, and neither can auto.
+inline constexpr double kRecheckMargin = 1.10;
+std::vector<size_t> recheck_candidates(size_t auto_index, const std::vector<double>& us,
+                                       const std::vector<bool>& forced, double margin = kRecheckMargin);
+
 // {"pairs": [...], "summary": {...}}, pairs in the order given.
 nlohmann::json auto_check_json(const std::vector<AutoCheck>& checks);
 

@@ -11,9 +11,7 @@
 
 namespace dbsparse::tools {
 
-namespace {
-
-double warmup_ms(const TimingOptions& opt) {
+double effective_warmup_ms(const TimingOptions& opt) {
   const char* env = std::getenv("DBSPARSE_BENCH_WARMUP_MS");
   if (env && *env) {
     char* end = nullptr;
@@ -23,12 +21,10 @@ double warmup_ms(const TimingOptions& opt) {
   return opt.warmup_ms;
 }
 
-}  // namespace
-
 TimingResult time_on_stream(void* stream, const TimingOptions& opt, const std::function<void(int64_t)>& launch) {
   int64_t call = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  const double settle_ms = warmup_ms(opt);
+  const double settle_ms = effective_warmup_ms(opt);
   for (int i = 0; i < opt.warmup ||
                   std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() < settle_ms;
        ++i) {
@@ -37,6 +33,7 @@ TimingResult time_on_stream(void* stream, const TimingOptions& opt, const std::f
     if (i % 64 == 63) DBS_CU(cuStreamSynchronize(static_cast<CUstream>(stream)));
   }
   std::vector<Event> starts(opt.samples), stops(opt.samples);
+  std::vector<double> host(opt.samples, 0.0);
   if (opt.graph) {
     // The batch's calls captured from the stream into one graph (dbsparse::CudaGraph).
     const CudaGraph g = CudaGraph::capture(stream, [&] {
@@ -52,7 +49,9 @@ TimingResult time_on_stream(void* stream, const TimingOptions& opt, const std::f
   } else {
     for (int s = 0; s < opt.samples; ++s) {
       starts[s].record(stream);
+      const auto h0 = std::chrono::steady_clock::now();
       for (int b = 0; b < opt.batch; ++b) launch(call++);
+      host[s] = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count() / opt.batch;
       stops[s].record(stream);
     }
   }
@@ -68,7 +67,23 @@ TimingResult time_on_stream(void* stream, const TimingOptions& opt, const std::f
   r.max_us = per_call.back();
   size_t n = per_call.size();
   r.median_us = n % 2 ? per_call[n / 2] : 0.5 * (per_call[n / 2 - 1] + per_call[n / 2]);
+  std::sort(host.begin(), host.end());
+  r.host_us = host.empty() ? 0.0 : host[host.size() / 2];
   return r;
+}
+
+std::vector<double> time_interleaved(void* stream, const TimingOptions& opt,
+                                     const std::vector<std::function<void(int64_t)>>& launches, int rounds) {
+  std::vector<std::vector<double>> per(launches.size());
+  for (int r = 0; r < rounds; ++r)
+    for (size_t k = 0; k < launches.size(); ++k) per[k].push_back(time_on_stream(stream, opt, launches[k]).median_us);
+  std::vector<double> out;
+  for (auto& v : per) {
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    out.push_back(n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+  }
+  return out;
 }
 
 int rotation_copies(size_t footprint, int64_t l2_bytes, size_t budget) {

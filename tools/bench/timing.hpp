@@ -30,11 +30,24 @@ struct TimingOptions {
 
 struct TimingResult {
   double median_us = 0, min_us = 0, max_us = 0;  // per call
+  // The host's time to enqueue one call (median over the samples; 0 under graph replay). Near
+  // median_us, the row measures the launch path, not the GPU.
+  double host_us = 0;
   int samples = 0;
 };
 
+// opt.warmup_ms, or $DBSPARSE_BENCH_WARMUP_MS where set to a number in [0, 10000].
+double effective_warmup_ms(const TimingOptions& opt);
+
 // launch(i) enqueues the i-th call (callers rotate their input copies by i) on `stream`.
 TimingResult time_on_stream(void* stream, const TimingOptions& opt, const std::function<void(int64_t)>& launch);
+
+// Times each launcher once a round, `rounds` rounds in turn (a b c a b c ...), and returns each
+// one's median over its rounds' medians. check-auto's second look: a first pass times each path
+// once, at its own moment, and the least of many forced paths' noisy times is biased low against
+// auto's one; paths timed in turn see the same clocks and caches.
+std::vector<double> time_interleaved(void* stream, const TimingOptions& opt,
+                                     const std::vector<std::function<void(int64_t)>>& launches, int rounds);
 
 // How many independent copies of a problem of `footprint` bytes keep the working set at least
 // three times the L2, capped by `budget` bytes of device memory and by 64.

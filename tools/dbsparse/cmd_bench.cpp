@@ -44,6 +44,7 @@ struct BenchArgs {
   bool two_pass = false;  // spgemm: SpgemmOptions::one_pass off
   bool explain = false;
   bool check_auto = false;  // auto against every forced path (OpDescriptor::auto_checks)
+  int recheck_rounds = 5;   // with check_auto: the second look's rounds (spmv, spmspv)
   std::string config;       // JSON params for the dbsparse rows instead of the tuning DB's
   tools::TimingOptions timing;
   std::string json_path;
@@ -197,6 +198,11 @@ Runner add_bench(CLI::App& sub_ref) {
                 "Also time every forced path the op has (spmm: brp, condensed, csr; bfs and spmspv: push, pull; spmv: "
                 "each strategy) and report auto / the best forced path per matrix and setting, worst first; with "
                 "--json, under \"check_auto\"");
+  sub->add_option("--recheck-rounds", a->recheck_rounds,
+                  "With --check-auto (spmv, spmspv): after the first pass, time auto and the forced paths within 10% "
+                  "of the best forced one again, in turn, this many rounds, and report those medians (the first "
+                  "pass's stays in the JSON as first_pass_us); 0: no second look")
+      ->check(CLI::Range(0, 100));
   sub->add_option("--json", a->json_path, "Write every row, the device and the command as JSON");
   return [a]() {
     const auto& op = tools::find_op(a->op);
@@ -252,6 +258,7 @@ Runner add_bench(CLI::App& sub_ref) {
             "--check-auto does not apply to bench {}: its bench times no forced path beside auto (ops with one: {})",
             op.name, fmt::join(ops_with_auto_checks(), ", ")));
       if (op.auto_check_request) op.auto_check_request(req);
+      req.recheck_rounds = a->recheck_rounds;
     }
     if (op.check_request) op.check_request(req);
     Context ctx;  // throws NoDeviceError with the reason when there is no GPU
@@ -283,6 +290,8 @@ Runner add_bench(CLI::App& sub_ref) {
       j["timing"] = {{"samples", a->timing.samples},
                      {"batch", a->timing.batch},
                      {"warmup", a->timing.warmup},
+                     {"warmup_ms", tools::effective_warmup_ms(a->timing)},
+                     {"recheck_rounds", a->check_auto ? a->recheck_rounds : 0},
                      {"statistic", "median per call"},
                      {"launch", a->timing.graph ? "graph" : "stream"}};
       j.update(results);

@@ -38,6 +38,9 @@ struct BenchRequest {
   bool baselines = true;
   bool fused = false;  // spmspv: plans made with SpmspvOptions::fused (one cooperative launch)
   bool explain = false;
+  // --check-auto's second look (time_interleaved): rounds of auto and the forced paths near the
+  // best, timed in turn; 0: none. Benches that do not take it ignore it.
+  int recheck_rounds = 0;
   std::vector<int> n_cols;            // spmm: the widths N of B and C (empty: the op's own, 32,64,128,256)
   std::vector<std::string> reorders;  // spmm: row orders timed beside the CSR row (reorder.hpp names)
   // spmm: SpmmEpilogue of dbsparse's rows ("none" or "relu"); with relu, cuSPARSE's rows add the

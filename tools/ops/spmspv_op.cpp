@@ -117,6 +117,7 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   opt.timing = r.timing;
   opt.baselines = r.baselines;
   opt.fused = r.fused;
+  opt.recheck_rounds = r.recheck_rounds;
   if (r.config) {
     (void)config_from_json<SpmspvConfig>(*r.config);  // a bad key fails here, before any GPU work
     opt.config = r.config;

@@ -113,6 +113,7 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   opt.baselines = r.baselines;
   opt.strategies = r.strategies;
   opt.explain = r.explain;
+  opt.recheck_rounds = r.recheck_rounds;
   std::vector<BenchRow> rows;
   print_bench_header();
   std::set<std::string> generated;

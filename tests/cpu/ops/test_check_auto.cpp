@@ -204,6 +204,19 @@ TEST_CASE("CheckAutoReportIsWorstFirstWithTheSummary") {
   CHECK(tools::auto_check_report({}).find("no pair") != std::string::npos);
 }
 
+TEST_CASE("RecheckTakesAutoAndTheForcedRowsNearTheBest") {
+  // auto 10, forced 8 (best), 8.7 (within 10%), 9.0 (past it), a non-forced 5 and a row that did not run.
+  const std::vector<double> us{10.0, 8.0, 8.7, 9.0, 5.0, 0.0};
+  const std::vector<bool> forced{false, true, true, true, false, true};
+  CHECK(tools::recheck_candidates(0, us, forced) == std::vector<size_t>{0, 1, 2});
+  CHECK(tools::recheck_candidates(0, us, forced, 1.2) == std::vector<size_t>{0, 1, 2, 3});
+  // auto in the middle of the list comes first; no forced row, or auto missing: nothing to re-time.
+  CHECK(tools::recheck_candidates(2, {8.0, 9.0, 7.0}, {true, true, false}) == std::vector<size_t>{2, 0});
+  CHECK(tools::recheck_candidates(0, {7.0, 0.0}, {false, true}).empty());
+  CHECK(tools::recheck_candidates(1, {7.0, 0.0}, {true, false}).empty());
+  CHECK(tools::recheck_candidates(5, {7.0}, {true}).empty());
+}
+
 TEST_CASE("CheckAutoIsRefusedBeforeAnyGpuWork") {
   {
     const auto [rc, out] = dbs_test::run_tool("dbsparse", "bench spgemm stencil2d:n=10 --check-auto");
