@@ -217,7 +217,7 @@ int run(const Args& a) {
   KernelPass kernels(a.ops, arch, /*background=*/ctx != nullptr);
   const auto units = units_of(a);
   const double budget = a.budget_s > 0 ? a.budget_s : a.quick ? 2.0 : 6.0;
-  const double total = a.total_s > 0 ? a.total_s : a.quick ? 100.0 : 540.0;
+  const double total = a.total_s > 0 ? a.total_s : a.quick ? 130.0 : 540.0;
   std::map<std::string, std::vector<tools::TuneRow>> rows;
   // Each (matrix, op) unit weighs its op's budget_units in the run's budget.
   double weight = 0, weight_done = 0;
@@ -259,11 +259,12 @@ int run(const Args& a) {
                      eta);
         };
         status("starting");
-        // The run as a whole keeps to --total: later units get less when earlier ones overran
-        // (large matrices spend seconds in plan-time conversion outside the search's budget).
+        // The run as a whole keeps to --total: the units' time outside their searches (large
+        // matrices spend seconds in plan-time conversion) is set aside first, as measured so far.
         const double left = total - (now_s() - t0);
         const double share = desc.budget_units / std::max(weight - weight_done, desc.budget_units);
-        const double unit = std::clamp(left * share, tools::kUnitFloorS, budget * desc.budget_units);
+        const double unit = tools::dbtune_unit_budget_s(left, share, budget * desc.budget_units, pairs - pairs_done,
+                                                        tools::dbtune_unit_overhead_s(overhead_done, pairs_done));
         const double unit_t0 = now_s();
         for (auto& row : tools::tune_op(*ctx, *db, op, m, tools::db_key(desc, m), unit, stop, status)) {
           row.generated = is_generator_spec(units[i].spec);
@@ -331,8 +332,9 @@ int main(int argc, char** argv) {
   app.add_option("--budget", a.budget_s, "Seconds of search per (matrix, op); default 2 with --quick, else 6")
       ->check(dbsparse::cli::finite_range(0.1, 3600.0));
   app.add_option("--total", a.total_s,
-                 "Seconds for the whole run: the per-(matrix, op) budget shrinks to fit; default 100 with "
-                 "--quick, else 540")
+                 "Seconds for the tuning phase, wall clock: each (matrix, op)'s time outside its search (loading, "
+                 "conversion, kernels), as measured so far, is set aside and the searches share the rest; default "
+                 "130 with --quick, else 540")
       ->check(dbsparse::cli::finite_range(1.0, 86400.0));
   app.add_flag("--evaluate", a.evaluate,
                "Afterwards, predict each tuned matrix's config from the others (leave-one-out) and report "
