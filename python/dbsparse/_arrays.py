@@ -88,12 +88,53 @@ def device_array(x, name):
     raise UsageError(f"{name}: expected a CUDA array (torch, CuPy, __cuda_array_interface__ or DLPack), got {type(x).__name__}")
 
 
-def check(name, got, shape, dtype):
-    """UsageError unless the array (ptr, shape, dtype, ...) has this shape and dtype."""
+def check(name, got, shape, dtype, device=None):
+    """UsageError unless the array (ptr, shape, dtype, device, ...) has this shape and dtype, and,
+    where `device` is given, lives on that CUDA device (the plan's)."""
     if tuple(got[1]) != tuple(shape):
         raise UsageError(f"{name}: expected shape {tuple(shape)}, got {tuple(got[1])}")
     if got[2] != dtype:
         raise UsageError(f"{name}: expected dtype {dtype}, got {got[2]}")
+    if device is not None and got[3] is not None and got[3] != device:
+        raise UsageError(f"{name}: on CUDA device {got[3]}, but the plan was made for device {device}")
+
+
+def _nbytes(a):
+    n = _ITEMSIZE.get(a[2], 1)
+    for d in a[1]:
+        n *= d
+    return n
+
+
+def disjoint(out_name, out, *inputs):
+    """UsageError where the output's bytes overlap an input's (pairs of name and array): the kernels
+    read their inputs while they write the output, so an aliased call would give wrong values."""
+    lo = out[0]
+    hi = lo + _nbytes(out)
+    for name, a in inputs:
+        if a is not None and a[0] < hi and lo < a[0] + _nbytes(a) and hi > lo:
+            raise UsageError(f"{out_name}: overlaps {name} in device memory; pass a separate output array")
+
+
+def real(name, v):
+    """v as a float; UsageError naming `name` for anything that is not a real number."""
+    if type(v) is float:
+        return v
+    try:
+        if isinstance(v, (str, bytes)):
+            raise TypeError
+        return float(v)
+    except (TypeError, ValueError):
+        raise UsageError(f"{name}: expected a real number, got {type(v).__name__} {v!r:.40}") from None
+
+
+def vertex(name, v):
+    """v as an int (an integer of any kind, never a float); UsageError naming `name` otherwise."""
+    import operator
+    try:
+        return operator.index(v)
+    except TypeError:
+        raise UsageError(f"{name}: expected an integer vertex, got {type(v).__name__} {v!r:.40}") from None
 
 
 def empty(shape, dtype, like_fw, device):

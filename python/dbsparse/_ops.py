@@ -87,11 +87,13 @@ class SpmvPlan(_Plan):
     def __call__(self, x, out=None, alpha=1.0, beta=0.0, stream=None):
         p = self._plan
         xa = arr.device_array(x, "x")
-        arr.check("x", xa, (p.cols,), self.dtype)
+        arr.check("x", xa, (p.cols,), self.dtype, self.device)
+        alpha, beta = arr.real("alpha", alpha), arr.real("beta", beta)
         if out is None:
             out = arr.empty((p.rows,), self.dtype, xa[4], xa[3])
         ya = arr.device_array(out, "out")
-        arr.check("out", ya, (p.rows,), self.dtype)
+        arr.check("out", ya, (p.rows,), self.dtype, self.device)
+        arr.disjoint("out", ya, ("x", xa))
         self._ctx.make_current()
         p.run(xa[0], ya[0], arr.stream_of(stream, xa[4], xa[3]), alpha, beta)
         return out
@@ -178,7 +180,8 @@ class SpmspvPlan(_Plan):
             raise UsageError("give either x (dense) or indices and values (sparse)")
         if x is not None:
             xa = arr.device_array(x, "x")
-            arr.check("x", xa, (p.cols,), self.dtype)
+            arr.check("x", xa, (p.cols,), self.dtype, self.device)
+            ia = va = None
             fw, dev = xa[4], xa[3]
         else:
             if values is None:
@@ -186,12 +189,15 @@ class SpmspvPlan(_Plan):
             ia, va = arr.device_array(indices, "indices"), arr.device_array(values, "values")
             if len(ia[1]) != 1 or ia[2] != "i32":
                 raise UsageError(f"indices: expected a 1-D int32 array, got shape {ia[1]} {ia[2]}")
-            arr.check("values", va, ia[1], self.dtype)
+            arr.check("values", va, ia[1], self.dtype, self.device)
+            arr.check("indices", ia, ia[1], "i32", self.device)
+            xa = None
             fw, dev = ia[4], ia[3]
         if out is None:
             out = arr.empty((p.rows,), self.dtype, fw, dev)
         ya = arr.device_array(out, "out")
-        arr.check("out", ya, (p.rows,), self.dtype)
+        arr.check("out", ya, (p.rows,), self.dtype, self.device)
+        arr.disjoint("out", ya, ("x", xa), ("indices", ia), ("values", va))
         s = arr.stream_of(stream, fw, dev)
         self._ctx.make_current()
         if x is not None:
@@ -234,17 +240,20 @@ class SpmmPlan(_Plan):
         lowest on ties; -1 for an empty row)."""
         p = self._plan
         ba = arr.device_array(b, "B")
-        arr.check("B", ba, (p.cols, p.n_cols), self.dtype)
+        arr.check("B", ba, (p.cols, p.n_cols), self.dtype, self.device)
+        alpha, beta = arr.real("alpha", alpha), arr.real("beta", beta)
         if out is None:
             out = arr.empty((p.rows, p.n_cols), self.dtype, ba[4], ba[3])
         ca = arr.device_array(out, "out")
-        arr.check("out", ca, (p.rows, p.n_cols), self.dtype)
+        arr.check("out", ca, (p.rows, p.n_cols), self.dtype, self.device)
+        arr.disjoint("out", ca, ("B", ba))
         arg_ptr = 0
         if arg is not None:
             if self.reduce not in ("max", "min"):
                 raise UsageError(f"arg: only a max or min plan writes it (this plan's reduce is {self.reduce})")
             aa = arr.device_array(arg, "arg")
-            arr.check("arg", aa, (p.rows, p.n_cols), "i32")
+            arr.check("arg", aa, (p.rows, p.n_cols), "i32", self.device)
+            arr.disjoint("arg", aa, ("B", ba), ("out", ca))
             arg_ptr = aa[0]
         self._ctx.make_current()
         stream = arr.stream_of(stream, ba[4], ba[3])
@@ -369,15 +378,19 @@ class BfsPlan(_Plan):
             pa = arr.empty((n,), "i32", framework, self.device) if parents else None
         else:
             lv, pa = (out if isinstance(out, tuple) else (out, None))
+        source = arr.vertex("source", source)
+        if not 0 <= source < n:
+            raise UsageError(f"source: {source} is not a vertex (the graph has {n})")
         la = arr.device_array(lv, "levels")
-        arr.check("levels", la, (n,), "i32")
+        arr.check("levels", la, (n,), "i32", self.device)
         pptr = 0
         if pa is not None:
             paa = arr.device_array(pa, "parents")
-            arr.check("parents", paa, (n,), "i32")
+            arr.check("parents", paa, (n,), "i32", self.device)
+            arr.disjoint("parents", paa, ("levels", la))
             pptr = paa[0]
         self._ctx.make_current()
-        p.run(int(source), la[0], pptr, arr.stream_of(stream, la[4], la[3]))
+        p.run(source, la[0], pptr, arr.stream_of(stream, la[4], la[3]))
         return (lv, pa) if pa is not None else lv
 
 
@@ -431,13 +444,15 @@ class SddmmPlan(_Plan):
     def __call__(self, x, y, out=None, alpha=1.0, stream=None):
         p = self._plan
         xa = arr.device_array(x, "X")
-        arr.check("X", xa, (p.rows, p.k), self.dtype)
+        arr.check("X", xa, (p.rows, p.k), self.dtype, self.device)
         ya = arr.device_array(y, "Y")
-        arr.check("Y", ya, (p.cols, p.k), self.dtype)
+        arr.check("Y", ya, (p.cols, p.k), self.dtype, self.device)
+        alpha = arr.real("alpha", alpha)
         if out is None:
             out = arr.empty((p.nnz,), self.dtype, xa[4], xa[3])
         oa = arr.device_array(out, "out")
-        arr.check("out", oa, (p.nnz,), self.dtype)
+        arr.check("out", oa, (p.nnz,), self.dtype, self.device)
+        arr.disjoint("out", oa, ("X", xa), ("Y", ya))
         self._ctx.make_current()
         p.run(xa[0], ya[0], oa[0], arr.stream_of(stream, xa[4], xa[3]), alpha)
         return out

@@ -109,3 +109,27 @@ def test_gnn_plan_options_are_refused_by_name_before_the_device(call, match):
     # Checked before a context is made, so they fail the same way with or without a GPU.
     with pytest.raises(dbsparse.UsageError, match=match):
         call()
+
+
+def test_call_argument_checks_name_what_they_refuse():
+    from dbsparse import _arrays as arr
+    x = (0x1000, (8,), "f32", 0, "torch")           # 32 bytes at 0x1000
+    y_after = (0x1020, (4,), "f32", 0, "torch")     # starts where x ends: no overlap
+    y_inside = (0x1010, (4,), "f32", 0, "torch")
+    arr.disjoint("out", y_after, ("x", x), ("none", None))
+    with pytest.raises(dbsparse.UsageError, match="out: overlaps x"):
+        arr.disjoint("out", y_inside, ("x", x))
+    with pytest.raises(dbsparse.UsageError, match="out: overlaps x"):
+        arr.disjoint("out", x, ("x", x))
+    arr.disjoint("out", (0x1000, (0,), "f32", 0, "torch"), ("x", x))  # an empty output overlaps nothing
+    with pytest.raises(dbsparse.UsageError, match="on CUDA device 1, but the plan was made for device 0"):
+        arr.check("x", (0x1000, (8,), "f32", 1, "torch"), (8,), "f32", 0)
+    arr.check("x", x, (8,), "f32", 0)
+    assert arr.real("alpha", 2) == 2.0 and arr.real("alpha", np.float32(0.5)) == 0.5
+    for bad in ("2", b"2", None, [1.0], 1j):
+        with pytest.raises(dbsparse.UsageError, match="alpha: expected a real number"):
+            arr.real("alpha", bad)
+    assert arr.vertex("source", np.int64(3)) == 3
+    for bad in (1.5, "3", None, np.float64(2.0)):
+        with pytest.raises(dbsparse.UsageError, match="source: expected an integer vertex"):
+            arr.vertex("source", bad)
