@@ -156,26 +156,55 @@ def empty(shape, dtype, like_fw, device):
 
 
 _RAW_STREAM = None
+# Stream handles that came through a stream object (torch, CuPy) in this process: a raw int equal
+# to one of them is taken. The driver dereferences a handle without checking it, so an arbitrary
+# int would be a crash, not an error.
+_KNOWN_STREAMS = set()
+
+
+def _current_raw(device):
+    global _RAW_STREAM
+    if _RAW_STREAM is None:
+        torch = _torch()
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _RAW_STREAM = raw or (lambda d: torch.cuda.current_stream(d).cuda_stream)
+    return _RAW_STREAM(device or 0)
+
+
+def _raw_stream(h, device):
+    """An int stream: the default streams (0 legacy, 1 legacy, 2 per-thread), a handle seen through
+    a stream object, or a framework's current stream; anything else is refused by name."""
+    if h in (0, 1, 2) or h in _KNOWN_STREAMS:
+        return h
+    torch, cupy = _torch(), _cupy()
+    if (torch is not None and torch.cuda.is_initialized() and h == _current_raw(device)) or (
+            cupy is not None and h == cupy.cuda.get_current_stream().ptr):
+        _KNOWN_STREAMS.add(h)
+        return h
+    raise UsageError(f"stream: the int {h:#x} is not a stream this process has handed to dbsparse; pass the stream "
+                     "object (torch.cuda.Stream, a CuPy stream), or 0, 1 or 2 for the default streams")
 
 
 def stream_of(stream, fw, device):
-    """The CUstream to run on: `stream` (an int, a torch.cuda.Stream, a CuPy stream) or the caller's
-    framework's current stream on `device`."""
+    """The CUstream to run on: `stream` (a torch.cuda.Stream, a CuPy stream, or an int handle that
+    is a default stream or one already seen, see _raw_stream) or the caller's framework's current
+    stream on `device`."""
     if stream is not None:
+        if isinstance(stream, bool):
+            raise UsageError("stream: expected a stream, got a bool")
         if isinstance(stream, int):
-            return stream
+            return _raw_stream(stream, device)
         for attr in ("cuda_stream", "ptr", "handle"):
             h = getattr(stream, attr, None)
             if isinstance(h, int):
+                if len(_KNOWN_STREAMS) > 4096:
+                    _KNOWN_STREAMS.clear()
+                _KNOWN_STREAMS.add(h)
                 return h
-        raise UsageError(f"stream: expected an int, a torch.cuda.Stream or a CuPy stream, got {type(stream).__name__}")
+        raise UsageError(f"stream: expected a torch.cuda.Stream, a CuPy stream or an int handle, got "
+                         f"{type(stream).__name__}")
     if fw == "torch":
-        global _RAW_STREAM
-        if _RAW_STREAM is None:
-            torch = _torch()
-            raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-            _RAW_STREAM = raw or (lambda d: torch.cuda.current_stream(d).cuda_stream)
-        return _RAW_STREAM(device or 0)
+        return _current_raw(device)
     if fw == "cupy":
         return _cupy().cuda.get_current_stream().ptr
     return 0

@@ -183,6 +183,24 @@ except dbsparse.Error as e:
 
 
 @gpu
+def test_raw_stream_handles_are_taken_only_where_known():
+    plan = dbsparse.plan_spmv(A)
+    x = torch.as_tensor(X).cuda()
+    ref = A @ X
+    side = torch.cuda.Stream()
+    assert outcome(lambda: plan(x, stream=torch.cuda.current_stream().cuda_stream), ref) == "ok"
+    assert outcome(lambda: plan(x, stream=side.cuda_stream)) == "refused"  # never seen as an object
+    side.wait_stream(torch.cuda.current_stream())
+    y = plan(x, stream=side)
+    side.synchronize()
+    np.testing.assert_allclose(y.cpu().numpy(), ref, rtol=1e-4, atol=1e-4)
+    y2 = plan(x, stream=side.cuda_stream)  # the same handle, now known
+    side.synchronize()
+    np.testing.assert_allclose(y2.cpu().numpy(), ref, rtol=1e-4, atol=1e-4)
+    assert outcome(lambda: plan(x, stream=True)) == "refused"
+
+
+@gpu
 def test_a_garbage_stream_handle_is_refused_or_contained():
     """A raw int stream is taken as the caller's CUstream handle. A garbage one runs in a child
     process, so that a fault cannot take the suite down; the child must end with a named refusal."""

@@ -133,3 +133,17 @@ def test_call_argument_checks_name_what_they_refuse():
     for bad in (1.5, "3", None, np.float64(2.0)):
         with pytest.raises(dbsparse.UsageError, match="source: expected an integer vertex"):
             arr.vertex("source", bad)
+
+
+def test_raw_stream_ints_other_than_the_defaults_are_refused_without_a_framework_stream():
+    from dbsparse import _arrays as arr
+    for h in (0, 1, 2):
+        assert arr.stream_of(h, "torch", 0) == h
+    for bad in (0xDEAD0000, -1, True, "s", 1.5):
+        with pytest.raises(dbsparse.UsageError, match="stream:"):
+            arr.stream_of(bad, "torch", 0)
+
+    class FakeStream:
+        cuda_stream = 0x1234
+    assert arr.stream_of(FakeStream(), "torch", 0) == 0x1234
+    assert arr.stream_of(0x1234, "torch", 0) == 0x1234  # seen through an object before

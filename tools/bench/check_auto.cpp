@@ -15,6 +15,8 @@ std::vector<AutoCheck> group_auto_checks(const std::string& op, const std::vecto
                                          const std::function<bool(const std::string& impl)>& is_forced) {
   std::vector<AutoCheck> groups;
   std::map<std::pair<std::string, std::string>, size_t> index;  // (matrix, setting) -> groups
+  std::map<size_t, bool> auto_rechecked;                        // by group
+  std::map<size_t, std::vector<bool>> forced_rechecked;         // by group, as c.forced
   for (const auto& r : rows) {
     if (!(r.us > 0)) continue;
     const bool is_auto = r.impl == auto_impl;
@@ -25,12 +27,21 @@ std::vector<AutoCheck> group_auto_checks(const std::string& op, const std::vecto
     if (is_auto) {
       c.auto_us = r.us;
       c.auto_choice = r.choice;
+      auto_rechecked[it->second] = r.rechecked;
     } else {
       c.forced.emplace_back(r.impl, r.us);
+      forced_rechecked[it->second].push_back(r.rechecked);
     }
   }
   std::vector<AutoCheck> out;
-  for (auto& c : groups) {
+  for (size_t g = 0; g < groups.size(); ++g) {
+    AutoCheck& c = groups[g];
+    if (auto_rechecked[g]) {  // only the rows of the same interleaved timing
+      std::vector<std::pair<std::string, double>> kept;
+      for (size_t i = 0; i < c.forced.size(); ++i)
+        if (forced_rechecked[g][i]) kept.push_back(c.forced[i]);
+      if (!kept.empty()) c.forced = std::move(kept);
+    }
     if (!(c.auto_us > 0) || c.forced.empty()) continue;
     const auto best = std::min_element(c.forced.begin(), c.forced.end(),
                                        [](const auto& p, const auto& q) { return p.second < q.second; });

@@ -33,6 +33,10 @@ struct TimedRow {
   std::string matrix, setting, impl;
   double us = 0;       // <= 0: the row did not run (or was wrong) and takes no part
   std::string choice;  // auto's row: what it took
+  // Timed again in check-auto's second look (first_pass_us in the JSON): where auto's row was,
+  // only the forced rows that were too count, so that every time compared came from one
+  // interleaved timing.
+  bool rechecked = false;
 };
 
 // The rows grouped by (matrix, setting), in the order first seen: every group with a timed row

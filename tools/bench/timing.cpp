@@ -11,6 +11,17 @@
 
 namespace dbsparse::tools {
 
+namespace {
+
+double median_of(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
 double effective_warmup_ms(const TimingOptions& opt) {
   const char* env = std::getenv("DBSPARSE_BENCH_WARMUP_MS");
   if (env && *env) {
@@ -74,14 +85,47 @@ TimingResult time_on_stream(void* stream, const TimingOptions& opt, const std::f
 
 std::vector<double> time_interleaved(void* stream, const TimingOptions& opt,
                                      const std::vector<std::function<void(int64_t)>>& launches, int rounds) {
-  std::vector<std::vector<double>> per(launches.size());
-  for (int r = 0; r < rounds; ++r)
-    for (size_t k = 0; k < launches.size(); ++k) per[k].push_back(time_on_stream(stream, opt, launches[k]).median_us);
+  const size_t k_count = launches.size();
+  if (opt.graph) {  // graphs are captured per launcher: whole rounds in turn
+    std::vector<std::vector<double>> per(k_count);
+    for (int r = 0; r < rounds; ++r)
+      for (size_t k = 0; k < k_count; ++k) per[k].push_back(time_on_stream(stream, opt, launches[k]).median_us);
+    std::vector<double> out;
+    for (auto& v : per) out.push_back(median_of(v));
+    return out;
+  }
+  std::vector<int64_t> call(k_count, 0);
+  const auto cs = static_cast<CUstream>(stream);
+  for (size_t k = 0; k < k_count; ++k) {  // each warmed up as time_on_stream does
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0;
+         i < opt.warmup || std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() <
+                               effective_warmup_ms(opt);
+         ++i) {
+      launches[k](call[k]++);
+      if (i % 64 == 63) DBS_CU(cuStreamSynchronize(cs));
+    }
+  }
+  // Sample by sample, each launcher's batch in turn: a slow spell of the host or the GPU lands on
+  // neighbouring samples of every launcher alike, and the medians leave it out.
+  const int n = std::max(1, rounds) * opt.samples;
+  const size_t total = k_count * static_cast<size_t>(n);
+  std::vector<Event> starts(total), stops(total);  // [sample * k_count + k]
+  for (int s = 0; s < n; ++s)
+    for (size_t k = 0; k < k_count; ++k) {
+      starts[s * k_count + k].record(stream);
+      for (int b = 0; b < opt.batch; ++b) launches[k](call[k]++);
+      stops[s * k_count + k].record(stream);
+    }
   std::vector<double> out;
-  for (auto& v : per) {
-    std::sort(v.begin(), v.end());
-    const size_t n = v.size();
-    out.push_back(n == 0 ? 0.0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+  for (size_t k = 0; k < k_count; ++k) {
+    std::vector<double> per_call;
+    for (int s = 0; s < n; ++s) {
+      const size_t e = s * k_count + k;
+      stops[e].synchronize();
+      per_call.push_back(1000.0 * stops[e].elapsed_ms_since(starts[e]) / opt.batch);
+    }
+    out.push_back(median_of(per_call));
   }
   return out;
 }

@@ -42,10 +42,11 @@ double effective_warmup_ms(const TimingOptions& opt);
 // launch(i) enqueues the i-th call (callers rotate their input copies by i) on `stream`.
 TimingResult time_on_stream(void* stream, const TimingOptions& opt, const std::function<void(int64_t)>& launch);
 
-// Times each launcher once a round, `rounds` rounds in turn (a b c a b c ...), and returns each
-// one's median over its rounds' medians. check-auto's second look: a first pass times each path
-// once, at its own moment, and the least of many forced paths' noisy times is biased low against
-// auto's one; paths timed in turn see the same clocks and caches.
+// check-auto's second look: the launchers' samples in turn (sample 1 of a, of b, of c, sample 2 of
+// a, ...), rounds x opt.samples samples each, and each launcher's median per call. A first pass
+// times each path once, at its own moment, and the least of many forced paths' noisy times is
+// biased low against auto's one; paths timed in turn see the same clocks, caches and host. Under
+// opt.graph, whole time_on_stream rounds in turn instead.
 std::vector<double> time_interleaved(void* stream, const TimingOptions& opt,
                                      const std::vector<std::function<void(int64_t)>>& launches, int rounds);
 

@@ -133,14 +133,19 @@ class KernelPass {
     if (worker_.joinable()) worker_.join();
   }
 
-  void finish() {
+  // The tuning is done (abandon_rest): the variants the searches never asked for are not waited
+  // for, only those already compiling; a later plan that needs one compiles it then.
+  void finish(bool abandon_rest = false) {
+    if (abandon_rest) abandon_ = true;
     if (worker_.joinable()) worker_.join();
     if (reported_) return;
     reported_ = true;
     auto& cache = codegen::KernelCache::global();
-    fmt::print("kernels: {} ready for {} in {} ({:.0f} s){}\n", compiled_.load(), arch_,
+    const int left = static_cast<int>(sources_.size()) - compiled_.load() - failed_.load();
+    fmt::print("kernels: {} ready for {} in {} ({:.0f} s){}{}\n", compiled_.load(), arch_,
                cache.persistent() ? cache.dir() : "memory", now_s() - t0_,
-               failed_ ? fmt::format(", {} failed", failed_.load()) : "");
+               failed_ ? fmt::format(", {} failed", failed_.load()) : "",
+               left > 0 ? fmt::format(", {} not needed by the searches left to compile on first use", left) : "");
     if (compiled_ == 0 && failed_ > 0)
       throw UsageError(
           fmt::format("no kernel compiled for {} ({} failed; the first error is above)", arch_, failed_.load()));
@@ -284,7 +289,7 @@ int run(const Args& a) {
     }
   }
   fmt::print(stderr, "\n");
-  kernels.finish();
+  kernels.finish(/*abandon_rest=*/true);
   if (g_stop) fmt::print("interrupted: every finished trial is in the DB; run dbtune again to resume\n");
   // Nothing to tune is a failure, not a quiet success.
   if (!units.empty() && skipped.size() == units.size()) {

@@ -149,7 +149,8 @@ std::vector<AutoCheck> auto_checks(const nlohmann::json& results) {
     if (!r.value("available", true)) continue;
     const std::string setting =
         fmt::format("{} x {:g}", r.at("precision").get<std::string>(), r.at("density").get<double>());
-    rows.push_back({r.at("matrix"), setting, r.at("impl"), r.value("time_us", 0.0), r.value("direction", "")});
+    rows.push_back({r.at("matrix"), setting, r.at("impl"), r.value("time_us", 0.0), r.value("direction", ""),
+                    r.contains("first_pass_us")});
   }
   return group_auto_checks("spmspv", rows, "dbsparse-auto",
                            [](const std::string& impl) { return impl == "dbsparse-push" || impl == "dbsparse-pull"; });

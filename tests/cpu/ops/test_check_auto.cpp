@@ -204,6 +204,21 @@ TEST_CASE("CheckAutoReportIsWorstFirstWithTheSummary") {
   CHECK(tools::auto_check_report({}).find("no pair") != std::string::npos);
 }
 
+TEST_CASE("CheckAutoComparesARecheckedAutoOnlyWithRecheckedForcedRows") {
+  // m: auto and push timed again (interleaved); pull only in the first pass, where its time was
+  // luckier than anything the second look saw. n: nothing rechecked, every row counts.
+  const std::vector<tools::TimedRow> rows = {{"m", "s", "auto", 10.0, "", true}, {"m", "s", "push", 9.8, "", true},
+                                             {"m", "s", "pull", 7.0, "", false}, {"n", "s", "auto", 10.0, "", false},
+                                             {"n", "s", "push", 9.8, "", false}, {"n", "s", "pull", 7.0, "", false}};
+  const auto c = tools::group_auto_checks("op", rows, "auto", [](const std::string& i) { return i != "auto"; });
+  REQUIRE(c.size() == 2);
+  CHECK(c[0].best_name == "push");
+  CHECK(c[0].ratio == doctest::Approx(0.98));
+  CHECK(c[0].forced.size() == 1);
+  CHECK(c[1].best_name == "pull");
+  CHECK(c[1].ratio == doctest::Approx(0.7));
+}
+
 TEST_CASE("RecheckTakesAutoAndTheForcedRowsNearTheBest") {
   // auto 10, forced 8 (best), 8.7 (within 10%), 9.0 (past it), a non-forced 5 and a row that did not run.
   const std::vector<double> us{10.0, 8.0, 8.7, 9.0, 5.0, 0.0};
