@@ -2,12 +2,10 @@
 // SpMV, y = alpha*A*x + beta*y, with A in CSR. Plan once, run many times.
 #include <algorithm>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <vector>
 
 #include "dbsparse/context.hpp"
-#include "dbsparse/device_profile.hpp"
 #include "dbsparse/op_config.hpp"
 #include "dbsparse/plan_info.hpp"
 #include "dbsparse/tuning_db.hpp"
@@ -209,11 +207,6 @@ class SpmvPlan {
   std::vector<KernelInfo> kernels_;  // never empty once planned
   std::string matrix_fp_;
 };
-
-// Measures on ctx's device how many entries a lane of the vector kernels should take, f32 and f64
-// ("spmv.lane_entries_f32" / "_f64" in device.calibrations): the widths a default plan takes on
-// this card. Part of the device profile (dbtune, `dbsparse profile --measure`); about a second.
-void calibrate_spmv(Context& ctx, DeviceProfile& device, const std::function<void(const std::string&)>& progress = {});
 
 // The op's entry point, as every op spells it: plan_<op>(ctx, problem, options...).
 template <class T, class... Args>

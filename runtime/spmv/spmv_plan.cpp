@@ -66,11 +66,9 @@ template <class T>
 SpmvPlan<T> SpmvPlan<T>::build(Context& ctx, const CsrMatrix<T>& a, const SpmvOptions& options) {
   check_spmv_options(options);  // before any pass over A
   auto fp = structure_fingerprint(a);
-  Config looked_up = options.config
-                         ? Config{}
-                         : spmv_profile_defaults(ctx.profile(), lookup_config(ctx.device().record().fingerprint, fp,
-                                                                              config_info<SpmvConfig>(), "",
-                                                                              [&] { return compute_features(a); }));
+  Config looked_up = options.config ? Config{}
+                                    : lookup_config(ctx.device().record().fingerprint, fp, config_info<SpmvConfig>(),
+                                                    "", [&] { return compute_features(a); });
   return build_impl(ctx, a, apply_spmv_options(std::move(looked_up), options), std::move(fp));
 }
 
@@ -314,9 +312,7 @@ SpmvPlan<T> SpmvPlan<T>::build(Context& ctx, const DeviceCsrView64<T>& a, const 
   plan.cols_ = a.cols;
   plan.nnz_ = a.nnz;
   plan.matrix_fp_ = "device view (not fingerprinted)";
-  plan.config_ = config ? *config
-                        : spmv_profile_defaults(ctx.profile(), Config{"spmv", config_to_json(SpmvConfig{}),
-                                                                      ConfigSource::Default, "device view"});
+  plan.config_ = config ? *config : Config{"spmv", config_to_json(SpmvConfig{}), ConfigSource::Default, "device view"};
   plan.typed_ = config_from_json<SpmvConfig>(plan.config_.params);
   plan.config_.params = config_to_json(plan.typed_);
   SpmvConfig one = plan.typed_;

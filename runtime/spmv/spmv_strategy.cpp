@@ -1,7 +1,6 @@
 #include "runtime/spmv/spmv_strategy.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include <fmt/format.h>
@@ -11,6 +10,12 @@
 namespace dbsparse {
 namespace {
 
+int lanes_for_mean(double mean, int entries) {
+  int lanes = 2;
+  while (lanes < 32 && lanes * entries < mean) lanes *= 2;
+  return lanes;
+}
+
 codegen::SpmvKey checked(const codegen::SpmvKey& key) {
   // The key's own rules (block size, lanes) are checked by its parser: one place for them.
   return codegen::SpmvKey::parse(key.to_string());
@@ -19,12 +24,6 @@ codegen::SpmvKey checked(const codegen::SpmvKey& key) {
 bool power_of_two(int v) { return v > 0 && (v & (v - 1)) == 0; }
 
 }  // namespace
-
-int spmv_lanes_for_mean(double mean, int entries) {
-  int lanes = 2;
-  while (lanes < 32 && lanes * entries < mean) lanes *= 2;
-  return lanes;
-}
 
 void SpmvConfig::check() const {
   auto bad = [](const std::string& what) { throw UsageError("spmv config: " + what); };
@@ -74,7 +73,7 @@ codegen::SpmvKey choose_spmv_key(const SpmvConfig& cfg, int64_t rows, int64_t nn
     // SpmvConfig's reader admits only the strategies above and "classified".
     throw UsageError("choose_spmv_key: 'classified' has several kernels; use choose_spmv_layout");
   }
-  if (key.strategy == SpmvStrategy::Vector) key.lanes = cfg.lanes > 0 ? cfg.lanes : spmv_lanes_for_mean(mean, entries);
+  if (key.strategy == SpmvStrategy::Vector) key.lanes = cfg.lanes > 0 ? cfg.lanes : lanes_for_mean(mean, entries);
   return checked(key);
 }
 
@@ -124,7 +123,7 @@ int spmv_fill_lanes(const SpmvConfig& cfg, int64_t rows, int64_t nnz, int64_t ma
   // Fewer lanes than the mean row asks for (uniform's choice) would lengthen the typical row's
   // chain: there the device is full enough for the bins.
   const double mean = static_cast<double>(nnz) / static_cast<double>(rows);
-  return lanes < spmv_lanes_for_mean(mean, cfg.lane_entries(value == codegen::ValueType::F64)) ? 0 : lanes;
+  return lanes < lanes_for_mean(mean, cfg.lane_entries(value == codegen::ValueType::F64)) ? 0 : lanes;
 }
 
 SpmvLayout spmv_fill_layout(const SpmvConfig& cfg, codegen::ValueType value, int lanes, int64_t threads,
@@ -157,36 +156,6 @@ int64_t spmv_grid(const codegen::SpmvKey& key, int64_t rows) {
       break;
   }
   throw UsageError("spmv_grid: long-row, classified and gather kernels are sized by the plan");
-}
-
-int spmv_best_lane_entries(const std::vector<int>& means, const std::vector<int>& widths,
-                           const std::vector<std::vector<double>>& times) {
-  int best = 0;
-  double best_score = INFINITY;
-  for (int e : {1, 2, 4, 8, 16}) {
-    double score = 0;
-    for (size_t m = 0; m < means.size(); ++m) {
-      const int lanes = spmv_lanes_for_mean(static_cast<double>(means[m]), e);
-      const auto w = std::find(widths.begin(), widths.end(), lanes);
-      if (w == widths.end() || times[m].empty()) return 0;
-      score += times[m][static_cast<size_t>(w - widths.begin())] / *std::min_element(times[m].begin(), times[m].end());
-    }
-    if (score < best_score - 1e-9) best = e, best_score = score;
-  }
-  return best;
-}
-
-Config spmv_profile_defaults(const DeviceProfile& profile, Config c) {
-  if (c.source != ConfigSource::Default) return c;
-  std::string taken;
-  for (const char* key : {"lane_entries_f32", "lane_entries_f64"}) {
-    const double v = profile.calibration(fmt::format("spmv.{}", key), NAN);
-    if (!std::isfinite(v) || v < 1 || v > 1024) continue;
-    c.params[key] = static_cast<int>(v);
-    taken += fmt::format("{}{} {}", taken.empty() ? "" : ", ", key, static_cast<int>(v));
-  }
-  if (!taken.empty()) c.note += fmt::format("{}{} from the device profile", c.note.empty() ? "" : "; ", taken);
-  return c;
 }
 
 }  // namespace dbsparse

@@ -7,7 +7,6 @@
 
 #include "codegen/keys/spmv_key.hpp"
 #include "dbsparse/abi/spmv.h"
-#include "dbsparse/device_profile.hpp"
 #include "dbsparse/spmv.hpp"
 
 namespace dbsparse {
@@ -23,20 +22,6 @@ namespace dbsparse {
 //     lanes, in [2, 32]; longer: block per row.
 // Throws UsageError for "classified" (see choose_spmv_layout).
 codegen::SpmvKey choose_spmv_key(const SpmvConfig& config, int64_t rows, int64_t nnz, codegen::ValueType value);
-
-// The vector width for rows of `mean` entries at `entries` a lane: the smallest power of two in
-// [2, 32] whose lanes hold the mean.
-int spmv_lanes_for_mean(double mean, int entries);
-
-// The lane_entries (1 to 16) whose widths, as spmv_lanes_for_mean takes them, lose least against
-// the best width, summed over rows of each mean as shares: times[m][w] is the time at widths[w] on
-// rows of means[m] entries. 0 where a width it needs was not timed.
-int spmv_best_lane_entries(const std::vector<int>& means, const std::vector<int>& widths,
-                           const std::vector<std::vector<double>>& times);
-
-// A default config (ConfigSource::Default) with the lane_entries the device profile calibrated
-// (calibrate_spmv), where it has them, and a note saying so; any other config as it is.
-Config spmv_profile_defaults(const DeviceProfile& profile, Config c);
 
 // One bin of a classified plan: rows of length (previous max_len, max_len] run `key`.
 struct SpmvBin {

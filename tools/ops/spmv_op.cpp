@@ -235,9 +235,6 @@ OpDescriptor make() {
   d.fixed_cost_calls = spmv_fixed_cost_calls;
   d.first_call = spmv_first_call;
   d.auto_checks = auto_checks;
-  d.calibrate = [](Context& ctx, DeviceProfile& p, const std::function<void(const std::string&)>& progress) {
-    calibrate_spmv(ctx, p, progress);
-  };
   // The auto row and every forced strategy; strategies the user named are kept, with auto first.
   d.auto_check_request = [](BenchRequest& r) {
     if (r.strategies.empty()) r.strategies = kForcedStrategies;

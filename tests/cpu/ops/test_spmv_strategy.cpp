@@ -384,34 +384,3 @@ TEST_CASE("SpmvSmallMatrixTakesTheWidestRowsThatFitTheDevice") {
   CHECK(config_from_json<SpmvConfig>({{"fill_threads", 0}}).fill_threads == 0);
   CHECK_THROWS_AS(config_from_json<SpmvConfig>({{"fill_threads", -2}}), UsageError);
 }
-
-TEST_CASE("SpmvCalibrationTakesTheLaneEntriesWhoseWidthsLoseLeast") {
-  const std::vector<int> widths = {2, 4, 8, 16, 32};
-  // Rows of 8, 16 and 32 entries: the best widths 8, 16 and 16 lanes. Entries 1 takes 8 / 16 / 32
-  // lanes, 2 takes 4 / 8 / 16: entries 1 loses 0.3 on the 32-entry rows, 2 loses 0.2 + 0.25.
-  const std::vector<std::vector<double>> times = {{20, 12, 10, 11, 14}, {40, 30, 25, 20, 22}, {60, 50, 40, 30, 39}};
-  CHECK(spmv_best_lane_entries({8, 16, 32}, widths, times) == 1);
-  // Where every width costs the same, the first (fewest entries a lane) stays.
-  CHECK(spmv_best_lane_entries({16}, widths, {{5, 5, 5, 5, 5}}) == 1);
-  // The H200-fitted default wins where the narrow widths are best.
-  CHECK(spmv_best_lane_entries({16, 32}, widths, {{9, 10, 12, 14, 16}, {18, 17, 20, 24, 30}}) == 8);
-  // A width it would need was not timed: no answer.
-  CHECK(spmv_best_lane_entries({16}, {2, 4}, {{1, 2}}) == 0);
-}
-
-TEST_CASE("SpmvDefaultsTakeTheProfilesLaneEntriesAndSaySo") {
-  DeviceProfile p;
-  p.calibrations["spmv.lane_entries_f32"] = 4;
-  const Config d{"spmv", config_to_json(SpmvConfig{}), ConfigSource::Default, ""};
-  const Config got = spmv_profile_defaults(p, d);
-  CHECK(got.params["lane_entries_f32"] == 4);
-  CHECK(got.params["lane_entries_f64"] == SpmvConfig{}.lane_entries_f64);
-  CHECK(got.note.find("lane_entries_f32 4 from the device profile") != std::string::npos);
-  // Tuned, predicted and explicit configs are the DB's or the caller's: untouched.
-  for (auto src : {ConfigSource::Tuned, ConfigSource::Predicted, ConfigSource::Explicit}) {
-    const Config other{"spmv", config_to_json(SpmvConfig{}), src, ""};
-    CHECK(spmv_profile_defaults(p, other).params == other.params);
-  }
-  // No calibration (a built-in profile): the defaults as they are.
-  CHECK(spmv_profile_defaults(DeviceProfile{}, d).params == d.params);
-}
