@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <set>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -57,9 +58,16 @@ std::vector<codegen::KernelSource> precompile_sources(const std::vector<std::str
                                                       const std::vector<std::string>& keys) {
   std::vector<codegen::KernelSource> all;
   std::vector<bool> found(keys.size(), false);
+  std::set<std::string> seen;
   for (const auto& op : ops.empty() ? tools::op_names() : ops) {
     const auto& d = tools::find_op(op);
-    for (auto& ks : set == "default" ? tools::default_variants(d) : d.variants(/*opt_in=*/false)) {
+    std::vector<codegen::KernelSource> of_op = set == "all" ? d.variants(/*opt_in=*/false) : tools::default_variants(d);
+    // tune: what dbtune's searches reach as well, for the ops it tunes by default, so that a fresh
+    // machine's dbtune finds them installed instead of compiling them.
+    if (set == "tune" && d.tuned_by_default)
+      for (auto& ks : d.variants(/*opt_in=*/false)) of_op.push_back(std::move(ks));
+    for (auto& ks : of_op) {
+      if (!seen.insert(ks.key).second) continue;
       const auto at = std::find(keys.begin(), keys.end(), ks.key);
       if (!keys.empty() && at == keys.end()) continue;
       if (at != keys.end()) found[static_cast<size_t>(at - keys.begin())] = true;
@@ -151,16 +159,17 @@ Runner add_precompile(CLI::App& sub_ref) {
                   "installing to share/dbsparse/kernels or naming in DBSPARSE_AOT_DIR");
   auto set = std::make_shared<std::string>();
   sub->add_option("--variants", *set,
-                  "default: the variants default configs and auto choices reach; all: every variant (default: "
-                  "default with --aot, all without)")
-      ->check(CLI::IsMember({"default", "all"}));
+                  "default: the variants default configs and auto choices reach; tune: those and the variants "
+                  "dbtune's searches reach for the ops it tunes by default; all: every variant (default: tune with "
+                  "--aot, all without)")
+      ->check(CLI::IsMember({"default", "tune", "all"}));
   auto keys = std::make_shared<std::vector<std::string>>();
   sub->add_option("--key", *keys, "Only these variants, by key (as --list prints them)");
   auto list = std::make_shared<bool>(false);
   sub->add_flag("--list", *list, "Print the variants' keys, one a line, and compile nothing");
   return [=]() {
     if (*list) {
-      const std::string which = set->empty() ? (aot->empty() ? "all" : "default") : *set;
+      const std::string which = set->empty() ? (aot->empty() ? "all" : "tune") : *set;
       for (const auto& ks : precompile_sources(*ops, which, *keys)) fmt::print("{}\n", ks.key);
       return 0;
     }
@@ -174,7 +183,7 @@ Runner add_precompile(CLI::App& sub_ref) {
     // Under --aot the AOT folders are not read: every kernel comes from the user's cache or NVRTC.
     codegen::KernelCache own(codegen::KernelCache::default_dir(), codegen::KernelCache::default_dir() != "off");
     auto& cache = aot->empty() ? codegen::KernelCache::global() : own;
-    const std::string which = set->empty() ? (aot->empty() ? "all" : "default") : *set;
+    const std::string which = set->empty() ? (aot->empty() ? "all" : "tune") : *set;
     const std::vector<codegen::KernelSource> all = precompile_sources(*ops, which, *keys);
     // --resources compiles each variant again with ptxas -v and prints its report under its line:
     // one worker, so the reports stay with their variants.

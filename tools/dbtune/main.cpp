@@ -322,8 +322,9 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("dbtune ") + DBSPARSE_VERSION);
   Args a;
   app.add_flag("--quick", a.quick,
-               "Small suite and 2 s per (matrix, op): 145 s measured on a fresh H100 machine (empty kernel "
-               "cache and tuning DB, the installed precompiled kernels, profile included)");
+               "Small suite, 2 s per (matrix, op) and 130 s of tuning: 181-193 s measured on a fresh H100 machine "
+               "(empty kernel cache and tuning DB, the installed precompiled kernels, profile included), most of "
+               "the excess waiting for search-space kernels the installed set lacks");
   app.add_option("--matrices", a.matrices, "Matrix files or generator strings instead of the suite");
   app.add_flag("--no-shared", a.no_shared, "Leave out ../shared/matrices ($DBSPARSE_MATRICES)");
   auto* ops_option =

@@ -6,6 +6,9 @@
 #include <set>
 #include <string>
 
+#include <sstream>
+
+#include "test_support.hpp"
 #include "tools/ops/registry.hpp"
 
 using namespace dbsparse;
@@ -68,4 +71,26 @@ TEST_CASE("DefaultVariantsHoldTheDefaultConfigsKernelsAndNoTunedOnlyOnes") {
   // Ops without a derivation of their own ship every variant of variants(false).
   for (const char* op : {"spmspv", "bfs", "decode"})
     CHECK(default_keys(op).size() == tools::find_op(op).variants(/*opt_in=*/false).size());
+}
+
+// `precompile --aot`'s own set (tune): the defaults plus every variant dbtune's searches reach for the
+// ops it tunes by default, so a fresh machine's dbtune compiles none of them.
+TEST_CASE("AotTuneSetHoldsEveryVariantDbtunesSearchesReach") {
+  const auto [rc, out] = dbs_test::run_tool("dbsparse", "precompile --list --variants tune");
+  REQUIRE(rc == 0);
+  std::set<std::string> listed;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) CHECK(listed.insert(line).second);  // each key once
+  size_t searched = 0;
+  for (const auto* op : tools::ops()) {
+    for (const auto& ks : tools::default_variants(*op)) CHECK(listed.count(ks.key) == 1);
+    if (!op->tuned_by_default) continue;
+    for (const auto& ks : op->variants(/*opt_in=*/false)) {
+      CAPTURE(ks.key);
+      CHECK(listed.count(ks.key) == 1);
+      ++searched;
+    }
+  }
+  CHECK(searched > 0);
 }
