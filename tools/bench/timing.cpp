@@ -32,8 +32,10 @@ double effective_warmup_ms(const TimingOptions& opt) {
   return opt.warmup_ms;
 }
 
-TimingResult time_on_stream(void* stream, const TimingOptions& opt, const std::function<void(int64_t)>& launch) {
-  int64_t call = 0;
+namespace {
+
+// opt.warmup calls, and more until effective_warmup_ms of host time has passed; `call` counts on.
+void warm_up(void* stream, const TimingOptions& opt, const std::function<void(int64_t)>& launch, int64_t& call) {
   const auto t0 = std::chrono::steady_clock::now();
   const double settle_ms = effective_warmup_ms(opt);
   for (int i = 0; i < opt.warmup ||
@@ -43,6 +45,13 @@ TimingResult time_on_stream(void* stream, const TimingOptions& opt, const std::f
     // Every 64 calls, wait for them: the host must not queue more than the GPU runs in the time.
     if (i % 64 == 63) DBS_CU(cuStreamSynchronize(static_cast<CUstream>(stream)));
   }
+}
+
+}  // namespace
+
+TimingResult time_on_stream(void* stream, const TimingOptions& opt, const std::function<void(int64_t)>& launch) {
+  int64_t call = 0;
+  warm_up(stream, opt, launch, call);
   std::vector<Event> starts(opt.samples), stops(opt.samples);
   std::vector<double> host(opt.samples, 0.0);
   if (opt.graph) {
@@ -76,10 +85,8 @@ TimingResult time_on_stream(void* stream, const TimingOptions& opt, const std::f
   r.samples = opt.samples;
   r.min_us = per_call.front();
   r.max_us = per_call.back();
-  size_t n = per_call.size();
-  r.median_us = n % 2 ? per_call[n / 2] : 0.5 * (per_call[n / 2 - 1] + per_call[n / 2]);
-  std::sort(host.begin(), host.end());
-  r.host_us = host.empty() ? 0.0 : host[host.size() / 2];
+  r.median_us = median_of(per_call);
+  r.host_us = median_of(host);
   return r;
 }
 
@@ -95,17 +102,7 @@ std::vector<double> time_interleaved(void* stream, const TimingOptions& opt,
     return out;
   }
   std::vector<int64_t> call(k_count, 0);
-  const auto cs = static_cast<CUstream>(stream);
-  for (size_t k = 0; k < k_count; ++k) {  // each warmed up as time_on_stream does
-    const auto t0 = std::chrono::steady_clock::now();
-    for (int i = 0;
-         i < opt.warmup || std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count() <
-                               effective_warmup_ms(opt);
-         ++i) {
-      launches[k](call[k]++);
-      if (i % 64 == 63) DBS_CU(cuStreamSynchronize(cs));
-    }
-  }
+  for (size_t k = 0; k < k_count; ++k) warm_up(stream, opt, launches[k], call[k]);
   // Sample by sample, each launcher's batch in turn: a slow spell of the host or the GPU lands on
   // neighbouring samples of every launcher alike, and the medians leave it out.
   const int n = std::max(1, rounds) * opt.samples;
