@@ -111,8 +111,10 @@ def disjoint(out_name, out, *inputs):
     read their inputs while they write the output, so an aliased call would give wrong values."""
     lo = out[0]
     hi = lo + _nbytes(out)
+    if hi == lo:  # an empty output overlaps nothing
+        return
     for name, a in inputs:
-        if a is not None and a[0] < hi and lo < a[0] + _nbytes(a) and hi > lo:
+        if a is not None and a[0] < hi and lo < a[0] + _nbytes(a):
             raise UsageError(f"{out_name}: overlaps {name} in device memory; pass a separate output array")
 
 
@@ -120,12 +122,12 @@ def real(name, v):
     """v as a float; UsageError naming `name` for anything that is not a real number."""
     if type(v) is float:
         return v
-    try:
-        if isinstance(v, (str, bytes)):
-            raise TypeError
-        return float(v)
-    except (TypeError, ValueError):
-        raise UsageError(f"{name}: expected a real number, got {type(v).__name__} {v!r:.40}") from None
+    if not isinstance(v, (str, bytes)):  # float("2") would take a string
+        try:
+            return float(v)
+        except (TypeError, ValueError):
+            pass
+    raise UsageError(f"{name}: expected a real number, got {type(v).__name__} {v!r:.40}")
 
 
 def vertex(name, v):

@@ -18,7 +18,6 @@
 #include "dbsparse/spmspv.hpp"
 #include "tools/baselines/cusparse_bsr.hpp"
 #include "tools/baselines/cusparse_spmv.hpp"
-#include "tools/bench/check_auto.hpp"
 
 namespace dbsparse::tools {
 namespace {
@@ -224,39 +223,28 @@ struct Bench {
     if (opt.recheck_rounds > 0) kept.emplace_back(impl, std::move(plans));
   }
 
-  // check-auto's second look, density by density: auto and the forced directions near the best
-  // forced one, timed again in turn (time_interleaved), from `before` in out.
+  // check-auto's second look, density by density (second_look), over the kept impls' rows from
+  // `before` in out.
   void recheck(size_t before) {
     for (size_t di = 0; di < xs.size(); ++di) {
-      std::vector<size_t> rows;  // into out, one per kept impl
-      for (const auto& [impl, plans] : kept)
-        for (size_t i = before; i < out.size(); ++i)
-          if (out[i].base.impl == impl && out[i].density == xs[di].density && out[i].unavailable.empty())
-            rows.push_back(i);
-      if (rows.size() != kept.size()) continue;
-      std::vector<double> us;
-      std::vector<bool> forced;
-      size_t auto_index = rows.size();
-      for (size_t k = 0; k < rows.size(); ++k) {
-        us.push_back(out[rows[k]].base.time_us);
-        forced.push_back(kept[k].first != kAuto);
-        if (kept[k].first == kAuto) auto_index = k;
-      }
-      const auto pick = recheck_candidates(auto_index, us, forced);
-      if (pick.size() < 2) continue;
+      std::vector<RecheckRow> rows;
       const auto& xc = xd[di];
       const int64_t vc = static_cast<int64_t>(yd.size());
-      std::vector<std::function<void(int64_t)>> launches;
-      for (size_t k : pick) {
-        auto& plans = kept[k].second;
-        launches.push_back([&plans, &xc, vc, this](int64_t i) {
-          plans[i % static_cast<int64_t>(plans.size())].run(xc[i % vc].ptr(), yd[i % vc].ptr(), stream.handle());
-        });
-      }
+      int batch = opt.timing.batch;
+      for (auto& [impl, plans] : kept)
+        for (size_t i = before; i < out.size(); ++i) {
+          SpmspvRow& r = out[i];
+          if (r.base.impl != impl || r.density != xs[di].density || !r.unavailable.empty()) continue;
+          if (impl == kAuto) batch = r.batch;
+          rows.push_back({&r.base, impl == kAuto, [&plans = plans, &xc, vc, this](int64_t c) {
+                            plans[c % static_cast<int64_t>(plans.size())].run(xc[c % vc].ptr(), yd[c % vc].ptr(),
+                                                                              stream.handle());
+                          }});
+        }
+      if (rows.size() != kept.size()) continue;  // an impl without a row at this density
       TimingOptions o = opt.timing;
-      o.batch = out[rows[auto_index]].batch;
-      const auto again = time_interleaved(stream.handle(), o, launches, opt.recheck_rounds);
-      for (size_t j = 0; j < pick.size(); ++j) out[rows[pick[j]]].base.retime(again[j]);
+      o.batch = batch;
+      second_look(stream.handle(), o, opt.recheck_rounds, rows);
     }
     kept.clear();
   }

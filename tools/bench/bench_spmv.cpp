@@ -53,35 +53,6 @@ double check_result(const Problem<T>& p, const DeviceBuffer<T>& y) {
   return reference::relative_error(std::span<const double>(p.ref), std::span<const T>(got));
 }
 
-// check-auto's second look: auto ("dbsparse") and the forced rows near the best forced one
-// ("dbsparse-<strategy>"), timed again in turn.
-template <class T>
-void recheck(const Stream& stream, const SpmvBenchOptions& opt,
-             std::vector<std::pair<std::vector<SpmvPlan<T>>, size_t>>& kept, int copies,
-             std::vector<DeviceBuffer<T>>& xs, std::vector<DeviceBuffer<T>>& ys, std::vector<BenchRow>& out) {
-  if (opt.recheck_rounds <= 0 || kept.empty()) return;
-  std::vector<double> us;
-  std::vector<bool> forced;
-  size_t auto_index = kept.size();
-  for (size_t k = 0; k < kept.size(); ++k) {
-    const BenchRow& r = out[kept[k].second];
-    us.push_back(r.time_us);
-    forced.push_back(r.impl.rfind("dbsparse-", 0) == 0);
-    if (r.impl == "dbsparse") auto_index = k;
-  }
-  const auto pick = recheck_candidates(auto_index, us, forced);
-  if (pick.size() < 2) return;
-  std::vector<std::function<void(int64_t)>> launches;
-  for (size_t k : pick) {
-    auto& plans = kept[k].first;
-    launches.push_back([&plans, &xs, &ys, &stream, copies](int64_t i) {
-      plans[i % plans.size()].run(xs[i % copies], ys[i % copies], stream);
-    });
-  }
-  const auto again = time_interleaved(stream.handle(), opt.timing, launches, opt.recheck_rounds);
-  for (size_t j = 0; j < pick.size(); ++j) out[kept[pick[j]].second].retime(again[j]);
-}
-
 template <class T>
 void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const SpmvBenchOptions& opt, double copy_gbs,
                  std::vector<BenchRow>& out) {
@@ -160,7 +131,17 @@ void bench_typed(Context& ctx, const Stream& stream, const NamedMatrix& m, const
     out.push_back(row);
     if (opt.recheck_rounds > 0) kept.emplace_back(std::move(plans), out.size() - 1);
   }
-  recheck(stream, opt, kept, copies, xs, ys, out);
+  if (!kept.empty()) {  // the second look: auto ("dbsparse") against the forced "dbsparse-<strategy>" rows
+    std::vector<RecheckRow> again;
+    for (auto& [plans, at] : kept) {
+      BenchRow& r = out[at];
+      if (r.impl != "dbsparse" && r.impl.rfind("dbsparse-", 0) != 0) continue;
+      again.push_back({&r, r.impl == "dbsparse", [&plans = plans, &xs, &ys, &stream, copies](int64_t i) {
+                         plans[i % plans.size()].run(xs[i % copies], ys[i % copies], stream);
+                       }});
+    }
+    second_look(stream.handle(), opt.timing, opt.recheck_rounds, again);
+  }
   note_order_payback(out, m.name, sizeof(T) == 4 ? "f32" : "f64");
   if (!opt.baselines) return;
   std::vector<std::unique_ptr<CusparseSpmv<T>>> sp;
@@ -206,6 +187,24 @@ void BenchRow::retime(double us) {
   gflops *= f;
   gbps *= f;
   pct_bw *= f;
+}
+
+void second_look(void* stream, const TimingOptions& opt, int rounds, const std::vector<RecheckRow>& rows) {
+  if (rounds <= 0) return;
+  std::vector<double> us;
+  std::vector<bool> forced;
+  size_t auto_index = rows.size();
+  for (size_t k = 0; k < rows.size(); ++k) {
+    us.push_back(rows[k].row->time_us);
+    forced.push_back(!rows[k].is_auto);
+    if (rows[k].is_auto) auto_index = k;
+  }
+  const auto pick = recheck_candidates(auto_index, us, forced);
+  if (pick.size() < 2) return;
+  std::vector<std::function<void(int64_t)>> launches;
+  for (size_t k : pick) launches.push_back(rows[k].launch);
+  const auto again = time_interleaved(stream, opt, launches, rounds);
+  for (size_t j = 0; j < pick.size(); ++j) rows[pick[j]].row->retime(again[j]);
 }
 
 nlohmann::json BenchRow::to_json() const {

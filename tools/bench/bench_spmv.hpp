@@ -2,6 +2,7 @@
 // The SpMV benchmark: dbsparse's plan against cuSPARSE CSR ALG1 and ALG2, on one stream, each
 // result checked against the CPU reference before it is timed.
 #include <set>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,16 @@ struct BenchRow {
   int copies = 1;
   nlohmann::json to_json() const;
 };
+
+// check-auto's second look over one (matrix, setting): auto's row and the forced rows, each with
+// the launch that runs it again. recheck_candidates picks auto and the forced rows near the best,
+// time_interleaved times them in turn, and each picked row takes its time (BenchRow::retime).
+struct RecheckRow {
+  BenchRow* row = nullptr;
+  bool is_auto = false;
+  std::function<void(int64_t)> launch;
+};
+void second_look(void* stream, const TimingOptions& opt, int rounds, const std::vector<RecheckRow>& rows);
 
 struct SpmvBenchOptions {
   std::vector<std::string> precisions{"f32"};

@@ -15,14 +15,18 @@ std::vector<AutoCheck> group_auto_checks(const std::string& op, const std::vecto
                                          const std::function<bool(const std::string& impl)>& is_forced) {
   std::vector<AutoCheck> groups;
   std::map<std::pair<std::string, std::string>, size_t> index;  // (matrix, setting) -> groups
-  std::map<size_t, bool> auto_rechecked;                        // by group
-  std::map<size_t, std::vector<bool>> forced_rechecked;         // by group, as c.forced
+  std::vector<bool> auto_rechecked;                             // by group
+  std::vector<std::vector<bool>> forced_rechecked;              // by group, as c.forced
   for (const auto& r : rows) {
     if (!(r.us > 0)) continue;
     const bool is_auto = r.impl == auto_impl;
     if (!is_auto && !is_forced(r.impl)) continue;
     auto [it, fresh] = index.try_emplace({r.matrix, r.setting}, groups.size());
-    if (fresh) groups.push_back(AutoCheck{op, r.matrix, r.setting});
+    if (fresh) {
+      groups.push_back(AutoCheck{op, r.matrix, r.setting});
+      auto_rechecked.push_back(false);
+      forced_rechecked.emplace_back();
+    }
     AutoCheck& c = groups[it->second];
     if (is_auto) {
       c.auto_us = r.us;
