@@ -20,6 +20,7 @@ def test_options_are_checked_naming_the_option(tmp_path):
     for argv, opt in ((["--graphs", "cora,reddit"], "--graphs"), (["--models", "gat"], "--models"),
                       (["--dtype", "f64"], "--dtype"), (["--epochs", "0"], "--epochs"), (["--scale", "2"], "--scale"),
                       (["--device", "tpu"], "--device"), (["--graphs", "none"], "--graphs none"),
+                      (["--cuda-graph", "--device", "cpu"], "--cuda-graph"),
                       (["--matrices", str(tmp_path / "missing.mtx")], "--matrices")):
         with pytest.raises(UsageError, match=opt):
             bench_gnn.parse_args(argv)
