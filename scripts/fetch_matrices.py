@@ -3,9 +3,10 @@
 
 Each matrix comes out of a public source archive (checked against the sha256 in the catalogue) as
 NAME.mtx.gz: a Matrix Market file, gzip'ed (dbsparse reads .mtx.gz). Sources that are not Matrix
-Market already (METIS graphs, a bundle-adjustment problem) are converted here, and the written
-text is checked against the catalogue's mtx_sha256. Idempotent: a matrix already present whose
-text has the recorded sha256 is left alone; archives are kept in DIR/downloads.
+Market already (METIS graphs, a bundle-adjustment problem, graph-tool's binary .gt graphs) are
+converted here, and the written text is checked against the catalogue's mtx_sha256. Idempotent: a
+matrix already present whose text has the recorded sha256 is left alone; archives are kept in
+DIR/downloads.
 
 Usage:
   scripts/fetch_matrices.py                 # into $DBSPARSE_PUBLIC_MATRICES, else ~/.cache/dbsparse/public-matrices
@@ -19,10 +20,12 @@ import gzip
 import hashlib
 import json
 import os
+import struct
 import sys
 import tarfile
 import urllib.error
 import urllib.request
+import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CATALOG = os.path.join(HERE, "public_matrices.json")
@@ -86,6 +89,7 @@ def source_archive(src_id, src, downloads, record):
 
 
 def read_member(archive, member):
+    """The bytes of one file of a tar archive."""
     with tarfile.open(archive) as tar:
         try:
             f = tar.extractfile(member)
@@ -93,7 +97,14 @@ def read_member(archive, member):
             f = None
         if f is None:
             raise FetchError(f"{archive} has no file {member}")
-        return f.read().decode("ascii")
+        return f.read()
+
+
+def ascii_text(data, member):
+    try:
+        return data.decode("ascii")
+    except UnicodeDecodeError as e:
+        raise FetchError(f"{member}: not ASCII text ({e})")
 
 
 def comment_block(m, src):
@@ -156,13 +167,117 @@ def from_bal(text, m, src):
             f"{n} {n} {len(out)}\n" + "".join(out))
 
 
+# graph-tool's binary format (its doc/gt_format.rst): the magic, a version byte (1), an endianness
+# byte, a comment string, a directed byte, N, then each vertex's out-neighbour list (a uint64 count
+# and that many indices: uint8 while N <= 255, uint16 while N <= 65535, then uint32, uint64). An
+# undirected edge is listed once. Property maps follow; they are walked (not kept) so that a
+# misread shows as a file that does not end where its last map does.
+GT_MAGIC = b"\xe2\x9b\xbe gt"
+GT_FIXED = {0: 1, 1: 2, 2: 4, 3: 8, 4: 8, 5: 16}  # bool, int16, int32, int64, double, long double
+# Length-prefixed values, and the bytes of an element: string, vector<bool, int16, int32, int64,
+# double, long double>, pickled python object.
+GT_SEQUENCE = {6: 1, 7: 1, 8: 2, 9: 4, 10: 8, 11: 8, 12: 16, 14: 1}
+GT_STRINGS = 13  # vector<string>
+
+
+class _GtReader:
+    def __init__(self, data, member):
+        self.data, self.member, self.pos, self.end = data, member, 0, "<"
+
+    def take(self, n, what):
+        if self.pos + n > len(self.data):
+            raise FetchError(f"{self.member}: the file ends at byte {len(self.data)}, inside {what}")
+        self.pos += n
+        return self.pos - n
+
+    def unpack(self, fmt, what):
+        fmt = self.end + fmt
+        return struct.unpack_from(fmt, self.data, self.take(struct.calcsize(fmt), what))
+
+    def string(self, what):
+        n = self.unpack("Q", what)[0]
+        at = self.take(n, what)
+        return self.data[at:at + n]
+
+
+def read_gt(data, member):
+    """(directed, N, [(source, target), ...] in file order) of a graph-tool .gt (or .gt.gz) file."""
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as e:
+            raise FetchError(f"{member}: a damaged gzip stream ({e})")
+    r = _GtReader(data, member)
+    if data[:6] != GT_MAGIC:
+        raise FetchError(f"{member}: not a graph-tool .gt file (no magic {GT_MAGIC!r})")
+    r.pos = 6
+    version, big = r.unpack("BB", "the header")
+    if version != 1 or big not in (0, 1):
+        raise FetchError(f"{member}: .gt version {version}, endianness byte {big}; version 1 is handled")
+    r.end = ">" if big else "<"
+    comment = r.string("the comment").decode("utf-8", "replace")
+    directed, n = r.unpack("BQ", "the graph header")
+    code = "B" if n <= 0xFF else "H" if n <= 0xFFFF else "I" if n <= 0xFFFFFFFF else "Q"
+    width = struct.calcsize(code)
+    edges = []
+    for v in range(n):
+        k = r.unpack("Q", f"vertex {v}'s list")[0]
+        at = r.take(k * width, f"vertex {v}'s list of {k}")
+        for u in struct.unpack_from(f"{r.end}{k}{code}", data, at):
+            if u >= n:
+                raise FetchError(f"{member}: vertex {v} has neighbour {u}, but there are {n} vertices")
+            edges.append((v, u))
+    count = {0: 1, 1: n, 2: len(edges)}
+    for i in range(r.unpack("Q", "the property-map count")[0]):
+        kind = r.unpack("B", f"property map {i}")[0]
+        name = r.string(f"property map {i}'s name").decode("utf-8", "replace")
+        vtype = r.unpack("B", f"property map {name}")[0]
+        if kind not in count:
+            raise FetchError(f"{member}: property map {name} is of key type {kind}; 0, 1 or 2 expected")
+        what = f"property map {name}"
+        if vtype in GT_FIXED:
+            r.take(GT_FIXED[vtype] * count[kind], what)
+        elif vtype in GT_SEQUENCE:
+            for _ in range(count[kind]):
+                r.take(GT_SEQUENCE[vtype] * r.unpack("Q", what)[0], what)
+        elif vtype == GT_STRINGS:
+            for _ in range(count[kind]):
+                for _ in range(r.unpack("Q", what)[0]):
+                    r.string(what)
+        else:
+            raise FetchError(f"{member}: property map {name} has value type {vtype}, not one of graph-tool's")
+    if r.pos != len(data):
+        raise FetchError(f"{member}: {len(data) - r.pos} bytes after the last property map")
+    stats = f"stats: {n} vertices, {len(edges)} edges, {'directed' if directed else 'undirected'}"
+    if "stats:" in comment and stats not in comment:
+        said = comment[comment.find("stats:"):]
+        raise FetchError(f"{member}: read {stats!r}, but the file's comment says {said!r}")
+    return bool(directed), n, edges
+
+
+def from_gt(data, m, src):
+    """A graph-tool graph as a pattern matrix: directed, a general one with an entry (u, v) for each
+    edge u -> v; undirected, a symmetric one, lower triangle stored. Parallel edges become one entry;
+    self-loops are diagonal entries."""
+    directed, n, edges = read_gt(data, m["member"])
+    if directed:
+        pairs = sorted(set(edges))
+    else:
+        pairs = sorted({(max(u, v), min(u, v)) for u, v in edges})
+    out = "".join(f"{i + 1} {j + 1}\n" for i, j in pairs)
+    sym = "general" if directed else "symmetric"
+    return (f"%%MatrixMarket matrix coordinate pattern {sym}\n" + comment_block(m, src) +
+            f"{n} {n} {len(pairs)}\n" + out)
+
+
 def from_mtx(text, m, src):
     if not text.startswith("%%MatrixMarket"):
         raise FetchError(f"{m['member']}: not a Matrix Market file")
     return text
 
 
-CONVERTERS = {"mtx": from_mtx, "metis": from_metis, "bal-jtj": from_bal}
+CONVERTERS = {"mtx": from_mtx, "metis": from_metis, "bal-jtj": from_bal, "gt": from_gt}
+BINARY_FORMATS = {"gt"}  # their converters take the member's bytes; the others its ASCII text
 
 
 def mtx_text_sha(path):
@@ -179,7 +294,10 @@ def fetch_one(m, catalog, out, record):
     print(f"{m['name']}: {m['kind']}, from {m['source']}:{m['member']}", flush=True)
     src = catalog["sources"][m["source"]]
     archive = source_archive(m["source"], src, os.path.join(out, "downloads"), record)
-    text = CONVERTERS[m["format"]](read_member(archive, m["member"]), m, src).encode("ascii")
+    data = read_member(archive, m["member"])
+    if m["format"] not in BINARY_FORMATS:
+        data = ascii_text(data, m["member"])
+    text = CONVERTERS[m["format"]](data, m, src).encode("ascii")
     got = hashlib.sha256(text).hexdigest()
     if not want:
         if not record:
