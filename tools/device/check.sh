@@ -23,7 +23,11 @@ if [ "$mode" = all ] || [ "$mode" = tests ]; then
   "$D/bin/test_gpu" >>"$log" 2>&1 || status=1
   tail -3 "$log"
   echo "== nvrtc + cpu tests" | tee -a "$log"
-  ("$D/bin/test_nvrtc" && "$D/bin/test_cpu") 2>&1 | grep -E "test cases|Status" | tee -a "$log"
+  if [ -x "$D/bin/test_cpu" ]; then
+    ("$D/bin/test_nvrtc" && "$D/bin/test_cpu") 2>&1 | grep -E "test cases|Status" | tee -a "$log"
+  else
+    echo "not carried (prepare.sh with PREPARE_CPU_TESTS=0)" | tee -a "$log"
+  fi
   echo "== jit timing (fresh cache: process 1 compiles, process 2 loads from disk)" | tee -a "$log"
   fresh=$(mktemp -d)
   DBSPARSE_CACHE_DIR=$fresh "$D/bin/dbsparse" info --jit-timing 2>&1 | grep -E "JIT|spmv" | tee -a "$log"

@@ -8,7 +8,10 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 bash scripts/build.sh >/dev/null
 rm -rf .device/bin && mkdir -p .device/bin .device/matrices .device/cache
-cp build/dbsparse build/dbtune build/tests/test_gpu build/tests/test_cpu build/tests/test_nvrtc .device/bin/
+cp build/dbsparse build/dbtune build/tests/test_gpu .device/bin/
+# test_cpu and test_nvrtc (check.sh tests runs them there too) take ~6 MB of the packed 64 MiB a
+# call carries: PREPARE_CPU_TESTS=0 leaves them out.
+if [ "${PREPARE_CPU_TESTS:-1}" != 0 ]; then cp build/tests/test_cpu build/tests/test_nvrtc .device/bin/; fi
 strip --strip-debug .device/bin/*
 # An earlier build's binaries for a same-run before/after (tools/device/house_run.sh ab).
 rm -rf .device/bin-old
@@ -64,5 +67,5 @@ mkdir -p .devpack && tar czf .devpack/device.tgz .device && du -sh .devpack/devi
 # The call carries at most 64 MiB, the tree included: say so before a call fails for it.
 PACK=$(stat -c %s .devpack/device.tgz)
 if [ "$PACK" -gt $((60 << 20)) ]; then
-  echo "warning: .devpack/device.tgz is $((PACK >> 20)) MiB; with the tree it may pass the 64 MiB a call carries (PREPARE_PUBLIC=0 leaves the public matrices out)" >&2
+  echo "warning: .devpack/device.tgz is $((PACK >> 20)) MiB; with the tree it may pass the 64 MiB a call carries (PREPARE_PUBLIC=0 leaves the public matrices out, PREPARE_CPU_TESTS=0 the CPU test binaries)" >&2
 fi
