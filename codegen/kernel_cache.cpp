@@ -94,8 +94,11 @@ std::string key_text(const KernelSource& ks, const std::string& arch, const std:
 }
 }  // namespace
 
+// NVRTC's major from the soname, not its loaded version: a user-cache hit then never loads NVRTC
+// (its dlopen costs ~7 ms, ~140 ms from a cold page cache, in a first call), and cubins of one
+// major run alike, as the AOT entries (no NVRTC version at all) already assume.
 std::string KernelCache::full_key(const KernelSource& ks, const std::string& arch) const {
-  return key_text(ks, arch, nvrtc_version());
+  return key_text(ks, arch, std::to_string(kNvrtcSonameMajor));
 }
 
 std::string KernelCache::aot_key(const KernelSource& ks, const std::string& arch) { return key_text(ks, arch, "aot"); }
@@ -201,11 +204,9 @@ std::shared_ptr<const CompiledKernel> KernelCache::load_or_compile(const KernelS
     origin = CacheOrigin::Aot;
     return remember(key, std::move(k), &CacheStats::aot_hits);
   }
-  // The user cache's key needs NVRTC's version; without NVRTC no entry of it can be checked, and
-  // the compile below reports why NVRTC is missing.
+  // The user cache is read without NVRTC (full_key); the compile below reports a missing NVRTC.
   std::string user_key;
-  std::string why;
-  if (persistent_ && dir_usable() && nvrtc_available(&why)) user_key = full_key(ks, arch);
+  if (persistent_ && dir_usable()) user_key = full_key(ks, arch);
   fs::path path;
   if (!user_key.empty()) {
     path = user_entry_path(ks, user_key);
@@ -216,7 +217,8 @@ std::shared_ptr<const CompiledKernel> KernelCache::load_or_compile(const KernelS
   }
   // Compiled outside the lock: NVRTC takes ~100 ms and other keys must not wait for it.
   auto k = std::make_shared<const CompiledKernel>(compile_to_cubin(ks, arch));
-  if (!user_key.empty()) write_entry(path, user_key, *k);
+  // A compiler of another major (the unversioned fallback) is not written under this one's key.
+  if (!user_key.empty() && nvrtc_is_soname_major()) write_entry(path, user_key, *k);
   origin = CacheOrigin::Compiled;
   return remember(key, std::move(k), &CacheStats::compiles);
 }

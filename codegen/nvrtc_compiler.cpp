@@ -37,6 +37,7 @@ NvrtcApi load() {
   void* lib = nullptr;
   std::string tried;
   // The soname first (what an installed toolkit registers), then the toolkit's own folder.
+  static_assert(kNvrtcSonameMajor == 13, "the sonames below name NVRTC's major");
   for (const char* name : {"libnvrtc.so.13", "/usr/local/cuda/lib64/libnvrtc.so.13", "libnvrtc.so"}) {
     lib = dlopen(name, RTLD_NOW | RTLD_LOCAL);
     if (lib) break;
@@ -102,6 +103,12 @@ std::string nvrtc_version() {
   int major = 0, minor = 0;
   check(api().nvrtcVersion(&major, &minor), "nvrtcVersion");
   return fmt::format("{}.{}", major, minor);
+}
+
+bool nvrtc_is_soname_major() {
+  int major = 0, minor = 0;
+  check(api().nvrtcVersion(&major, &minor), "nvrtcVersion");
+  return major == kNvrtcSonameMajor;
 }
 
 std::vector<std::string> nvrtc_supported_archs() {

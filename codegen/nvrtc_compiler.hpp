@@ -19,6 +19,12 @@ struct CompiledKernel {
 bool nvrtc_available(std::string* why);
 // "13.0"; throws Error when NVRTC cannot be loaded.
 std::string nvrtc_version();
+// The major version of the NVRTC this library loads by soname (libnvrtc.so.13), known without
+// loading it: the user kernel cache's key carries it (codegen/kernel_cache.cpp).
+inline constexpr int kNvrtcSonameMajor = 13;
+// Whether the NVRTC loaded is of that major (false where only the unversioned libnvrtc.so of
+// another one was found); throws Error when NVRTC cannot be loaded.
+bool nvrtc_is_soname_major();
 // Real archs NVRTC can emit cubins for, e.g. {"sm_75", ..., "sm_90", ...}.
 std::vector<std::string> nvrtc_supported_archs();
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <thread>
 
+#include <fmt/format.h>
 #include <zlib.h>
 
 #include "codegen/kernel_cache.hpp"
@@ -62,6 +63,9 @@ TEST_CASE("KernelCacheKeyCoversArchAndSource") {
   auto opt = sample();
   opt.options.push_back("-lineinfo");
   CHECK(cache.full_key(sample(), "sm_90") != cache.full_key(opt, "sm_90"));
+  // NVRTC's soname major, not its loaded version: a disk hit needs no NVRTC loaded to find its key.
+  CHECK(cache.full_key(sample(), "sm_90").find(fmt::format("\nnvrtc={}\n", kNvrtcSonameMajor)) != std::string::npos);
+  CHECK(nvrtc_is_soname_major());  // the toolkit this test runs with
   fs::remove_all(dir);
 }
 
