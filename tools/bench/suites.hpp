@@ -30,11 +30,13 @@ std::vector<std::string> spgemm_suite(const std::string& size);
 
 // Generator strings for SpMM, in two sets. "graphs": >99% sparse graphs of 20K-2M rows,
 // the GNN inputs (power-law, R-MAT, uniform random, community-structured); "moderate": 50-90%
-// sparse pruned weight matrices (pruned:, per row and in 4x4 and 16x16 blocks); "all": both.
+// sparse pruned weight matrices (pruned:, per row and in 4x4 and 16x16 blocks); "all": both;
+// "gnn" (not in "all"): graphs at the sizes and mean degrees of GNN datasets (PubMed, Amazon
+// Computers, Coauthor Physics, Flickr, ogbn-arxiv; full adds Yelp and Reddit), for BRP (issue 63).
 // "quick": graphs of 20K-200K rows and 4096 x 4096 weights; "full": graphs up to 2M rows and
 // weights up to 11008 x 4096. UsageError naming the accepted values otherwise.
 std::vector<std::string> spmm_suite(const std::string& size, const std::string& set = "all");
-inline const std::vector<std::string> kSpmmSuiteSets = {"graphs", "moderate"};
+inline const std::vector<std::string> kSpmmSuiteSets = {"graphs", "moderate", "gnn"};
 
 // Generator strings dbtune tunes decode on: the distinct linear-layer shapes (out x in) of
 // Llama-3.1-8B ("quick"), plus Llama-3.2-1B's and Qwen2.5-1.5B's ("full"), each a normal(0, 1)

@@ -120,7 +120,8 @@ Runner add_bench(CLI::App& sub_ref) {
       ->check(CLI::IsMember({"quick", "full", "none"}));
   sub->add_option("--set", a->set,
                   "Part of the generated suite, for ops whose suite has parts (spmm: graphs, >99% sparse graphs of "
-                  "20K-2M rows; moderate, 50-90% sparse pruned weights); default all");
+                  "20K-2M rows; moderate, 50-90% sparse pruned weights; gnn, graphs sized as GNN datasets, PubMed to "
+                  "Reddit); default all (graphs and moderate)");
   sub->add_flag("--no-shared", a->no_shared, "Leave out ../shared/matrices ($DBSPARSE_MATRICES)");
   sub->add_flag("--no-baselines", a->no_baselines, "Skip cuSPARSE");
   sub->add_flag("--fused", a->fused,

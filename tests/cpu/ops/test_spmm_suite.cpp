@@ -241,10 +241,31 @@ TEST_CASE("SpmmSuiteSetsHaveTheIssuesSizesAndSparsity") {
   CHECK_THROWS_AS(tools::spmm_suite("quick", "weights"), UsageError);
 }
 
+TEST_CASE("SpmmGnnSetHasTheDatasetsSizesAndMeanDegrees") {
+  // (vertices, mean entries a row) of PubMed, Amazon Computers, Coauthor Physics, Flickr, ogbn-arxiv.
+  const std::vector<std::pair<int64_t, double>> want = {
+      {19717, 4.5}, {13752, 35.8}, {34493, 14.4}, {89250, 10.1}, {169343, 13.7}};
+  const auto quick = tools::spmm_suite("quick", "gnn");
+  REQUIRE(quick.size() == want.size());
+  for (size_t i = 0; i < quick.size(); ++i) {
+    CAPTURE(quick[i]);
+    const auto a = generate(quick[i]);
+    CHECK(a.rows == want[i].first);
+    const double mean = double(a.nnz()) / double(a.rows);
+    CHECK(mean >= 0.8 * want[i].second);
+    CHECK(mean <= 1.2 * want[i].second);
+  }
+  const auto full = tools::spmm_suite("full", "gnn");
+  CHECK(full.size() == quick.size() + 2);  // Yelp and Reddit sizes: generated on the GPU machine only
+  CHECK(std::equal(quick.begin(), quick.end(), full.begin()));
+  const auto all = tools::spmm_suite("full");  // "all" leaves the gnn set out
+  for (const auto& spec : full) CHECK(std::find(all.begin(), all.end(), spec) == all.end());
+}
+
 TEST_CASE("BenchSpmmRunsTheSpmmSuiteAndOnlyItHasSets") {
   const auto& op = tools::find_op("spmm");
   CHECK(op.bench_suite("quick") == tools::spmm_suite("quick"));
-  CHECK(op.suite_sets == std::vector<std::string>{"graphs", "moderate"});
+  CHECK(op.suite_sets == std::vector<std::string>{"graphs", "moderate", "gnn"});
   REQUIRE(op.bench_suite_set);
   CHECK(op.bench_suite_set("full", "moderate") == tools::spmm_suite("full", "moderate"));
   for (const auto& name : tools::op_names())
