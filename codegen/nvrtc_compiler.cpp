@@ -99,17 +99,20 @@ bool nvrtc_available(std::string* why) {
   }
 }
 
-std::string nvrtc_version() {
+namespace {
+std::pair<int, int> loaded_version() {
   int major = 0, minor = 0;
   check(api().nvrtcVersion(&major, &minor), "nvrtcVersion");
+  return {major, minor};
+}
+}  // namespace
+
+std::string nvrtc_version() {
+  const auto [major, minor] = loaded_version();
   return fmt::format("{}.{}", major, minor);
 }
 
-bool nvrtc_is_soname_major() {
-  int major = 0, minor = 0;
-  check(api().nvrtcVersion(&major, &minor), "nvrtcVersion");
-  return major == kNvrtcSonameMajor;
-}
+bool nvrtc_is_soname_major() { return loaded_version().first == kNvrtcSonameMajor; }
 
 std::vector<std::string> nvrtc_supported_archs() {
   int n = 0;
