@@ -31,6 +31,9 @@ void check_key(const SpgemmKey& k, std::string_view text) {
   } else if (k.lanes != k.block && (!is_pow2(k.lanes) || k.lanes > 32 || k.block % k.lanes != 0)) {
     bad(text, fmt::format("lanes {} is neither the block nor a power of two <= 32 dividing it", k.lanes));
   }
+  if (k.merge < 0 || k.merge > 32) bad(text, fmt::format("merge {} is not in [0, 32]", k.merge));
+  if (k.merge > 0 && (k.group != 2 || k.lanes != k.block))
+    bad(text, "merge needs group 2 with a block a row (lanes == block)");
 }
 
 }  // namespace
@@ -58,6 +61,7 @@ const KeyText<SpgemmKey>& spgemm_text() {
           number("lanes", 'l', &K::lanes).optional([](const K& k) { return k.block; }).when(lanes_optional),
           implied(&K::lanes, [](const K& k) { return k.block; }).when(global),
           number("block", 'b', &K::block),
+          number("merge", 'm', &K::merge).optional(0).when(is(&K::group, {2})),
       },
       bad, check_key);
   return t;
@@ -77,6 +81,7 @@ SpgemmKey spgemm_key(ValueType value, SpgemmPhase phase, int group, const Spgemm
   k.block = c.block(group);
   k.table = group < 3 ? c.table(group) : 0;
   k.lanes = c.lanes(group);
+  k.merge = group == 2 ? c.merge2 : 0;
   check_key(k, k.to_string());
   return k;
 }
@@ -97,11 +102,13 @@ KernelSource make_source(const SpgemmKey& key) {
       for (const char* step : {"sort", "count", "scan", "scatter"})
         ks.add_entry(step, fmt::format("dbs::spgemm_global_{}<{}, {}>", step, v, key.block));
   } else {
-    ks.add_entry(fn, fmt::format("dbs::spgemm_{}_shared<{}, {}, {}, {}>", fn, v, key.table, key.lanes, key.block));
+    // The merge count only where set, so that the other keys' sources (and cached kernels) stay as they were.
+    const std::string args = fmt::format("{}, {}, {}, {}{}", v, key.table, key.lanes, key.block,
+                                         key.merge ? fmt::format(", {}", key.merge) : std::string());
+    ks.add_entry(fn, fmt::format("dbs::spgemm_{}_shared<{}>", fn, args));
     // Numeric: then the one-pass first run's variant (no symbolic phase; writes row lengths).
     if (key.phase == SpgemmPhase::Numeric)
-      ks.add_entry("numeric_first",
-                   fmt::format("dbs::spgemm_numeric_shared_first<{}, {}, {}, {}>", v, key.table, key.lanes, key.block));
+      ks.add_entry("numeric_first", fmt::format("dbs::spgemm_numeric_shared_first<{}>", args));
   }
   return ks;
 }
@@ -138,6 +145,12 @@ std::vector<SpgemmKey> spgemm_search_space() {
   for (int b2 : {256, 512}) {  // group 2's block rows narrower (the tuner's block2)
     c = SpgemmConfig{};
     c.block2 = b2;
+    configs.push_back(c);
+  }
+  for (int b2 : {1024, 512, 256}) {  // group 2's rows of few A entries merged (the tuner's merge2)
+    c = SpgemmConfig{};
+    c.block2 = b2;
+    c.merge2 = 8;
     configs.push_back(c);
   }
   std::vector<SpgemmKey> out;

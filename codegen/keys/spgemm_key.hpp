@@ -3,7 +3,8 @@
 // "spgemm.f32.symbolic.g0.t64.l4.b512" (group 0: table slots, lanes per row, block),
 // "spgemm.f64.numeric.g1.t1024.b256" (groups 1-2: a block per row, lanes == block; with fewer
 // lanes they are named, "spgemm.f32.numeric.g1.t1024.l32.b256") and
-// "spgemm.f32.symbolic.g3.global.b1024" (group 3 and overflowed rows: global tables); and the
+// "spgemm.f32.symbolic.g3.global.b1024" (group 3 and overflowed rows: global tables),
+// "spgemm.f32.numeric.g2.t16384.b1024.m8" (group 2's rows of at most 8 A entries merged); and the
 // analysis kernels' "spgemm.analysis.b256" (templates/spgemm/spgemm_analysis.cuh: indices only, so no
 // value type; the bounds and tables are kernel arguments, so one module serves every config).
 #include <compare>
@@ -27,6 +28,7 @@ struct SpgemmKey {
   int table = 64;   // shared slots per row (groups 0-2, a power of two); 0 for group 3
   int lanes = 4;    // threads per row: a power of two <= 32 (several rows a block), or == block (groups 1-3)
   int block = 512;  // threads per block (a multiple of 32)
+  int merge = 0;    // group 2, a block a row: rows of at most this many A entries merged by rank (".m8"); 0: none
   std::string to_string() const;
   static SpgemmKey parse(std::string_view text);  // throws UsageError
   auto operator<=>(const SpgemmKey&) const = default;

@@ -77,6 +77,10 @@ struct SpgemmConfig {
   int stage_b_ranges = 0;      // 1: stage each group's B row ranges before the phases (the article's AIA, in software)
   int fit_tables = 1;          // 1: a group's tables shrink to its longest row's need (spgemm_fit_table)
   int narrow_dense = 1;        // 1: no global rows where B's columns fit group 2's table (spgemm_for_width)
+  // Group 2 rows of at most merge2 A entries (a block a row, lanes2 = 0) merged instead of hashed:
+  // each product's place is its rank among the row's B rows (sorted columns, found by binary
+  // search), then equal columns summed; no table, no sort (docs/decisions/spgemm-low-accumulation.md).
+  int merge2 = 0;  // 0: every row hashed
 
   template <class V>
   void visit(V& v) {
@@ -105,6 +109,9 @@ struct SpgemmConfig {
     v.integer("narrow_dense", narrow_dense, 0, 1,
               "1: where B has at most t2 columns (and group 2 has a block a row), group 2 takes every row from b1 "
               "up, in a dense shared table (slot = column): no global tables");
+    v.integer("merge2", merge2, 0, 32,
+              "group 2 rows of at most this many A entries merge their B rows by rank instead of a hash table and a "
+              "sort (needs lanes2 = 0); 0: off");
   }
   // The rules between fields; UsageError naming the key (runtime/spgemm/spgemm_analysis.cpp).
   void check() const;
@@ -232,6 +239,7 @@ struct HashSpgemmResult {
   // dense table, slot = column; the probes of linear probing otherwise). Over IP: the accesses a
   // product, OpSparse's measure of a hash SpGEMM's table traffic.
   int64_t table_accesses = 0;
+  int64_t merged_rows = 0;  // rows of group 2 merged by rank (SpgemmConfig::merge2), with no table
   int64_t overflow_rows() const;
 };
 

@@ -41,6 +41,10 @@ void SpgemmConfig::check() const {
                                         "whole block), got {}",
                                         l));
   }
+  if (merge2 != 0 && lanes2 != 0)
+    fail("merge2", fmt::format("needs 'lanes2' = 0 (a block a row: the merge ranks a row's products over the "
+                               "whole block), got lanes2 = {}",
+                               lanes2));
   for (int g = 0; g < kSpgemmGroups; ++g)
     if (block(g) % 32 != 0)
       fail(key("block", g), fmt::format("must be a multiple of 32 (whole warps), got {}", block(g)));

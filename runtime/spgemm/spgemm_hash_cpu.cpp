@@ -105,6 +105,11 @@ class HashSpgemm {
     std::vector<int32_t> length(rows, 0);
     for (int g = 0; g < kSpgemmGlobalGroup; ++g)
       for (int32_t i : r.grouping.rows[g]) {
+        if (merged(fitted, g, i, r.ip[i])) {
+          length[i] = merged_count(i);
+          ++r.merged_rows;
+          continue;
+        }
         const int32_t n = count_row(i, g, fitted.table(g), shared_dense(fitted, g));
         if (n >= 0) {
           length[i] = n;
@@ -137,7 +142,9 @@ class HashSpgemm {
     // Phases 5 and 6, in the same tables as phase 3.
     for (int g = 0; g < kSpgemmGlobalGroup; ++g)
       for (int32_t i : r.grouping.rows[g])
-        if (!r.overflowed[i]) {
+        if (merged(fitted, g, i, r.ip[i])) {
+          merged_write(i, out);
+        } else if (!r.overflowed[i]) {
           accumulate_row(i, g, fitted.table(g), shared_dense(fitted, g), out);
           r.table_accesses += table_.take_accesses();
         }
@@ -190,6 +197,77 @@ class HashSpgemm {
     return fitted.rows_per_block(g) == 1 && fitted.table(g) >= b_.cols;
   }
 
+  // Group 2's merge path (templates/spgemm/spgemm.cuh, spgemm_merge_*): a block a row, a table
+  // narrower than B, at most merge2 A entries and no more products than the table's slots.
+  bool merged(const SpgemmConfig& fitted, int g, int32_t i, int64_t ip) const {
+    return g == 2 && fitted.merge2 > 0 && fitted.rows_per_block(g) == 1 && !shared_dense(fitted, g) &&
+           a_.row_ptr[i + 1] - a_.row_ptr[i] <= fitted.merge2 && ip <= fitted.table(g);
+  }
+  // The merge's lists: row i's B rows, [begin, end) in B, in A's order.
+  std::vector<std::pair<int32_t, int32_t>> merge_lists(int32_t i) const {
+    std::vector<std::pair<int32_t, int32_t>> lists;
+    for (int32_t p = a_.row_ptr[i]; p < a_.row_ptr[i + 1]; ++p)
+      lists.emplace_back(b_.row_ptr[a_.col_idx[p]], b_.row_ptr[a_.col_idx[p] + 1]);
+    return lists;
+  }
+  // The entries of B's columns [begin, end) below c (upper: not above c), as spgemm_rank_in.
+  int32_t rank_in(std::pair<int32_t, int32_t> list, int32_t c, bool upper) const {
+    const auto* first = b_.col_idx.data() + list.first;
+    const auto* last = b_.col_idx.data() + list.second;
+    return static_cast<int32_t>((upper ? std::upper_bound(first, last, c) : std::lower_bound(first, last, c)) - first);
+  }
+  // Symbolic: a product counts where its own list's previous entry and every list before its own
+  // lack its column.
+  int32_t merged_count(int32_t i) const {
+    const auto lists = merge_lists(i);
+    int32_t n = 0;
+    for (size_t j = 0; j < lists.size(); ++j)
+      for (int32_t q = lists[j].first; q < lists[j].second; ++q) {
+        const int32_t c = b_.col_idx[q];
+        bool head = q == lists[j].first || b_.col_idx[q - 1] != c;
+        for (size_t o = 0; o < j && head; ++o) {
+          const int32_t at = lists[o].first + rank_in(lists[o], c, false);
+          head = !(at < lists[o].second && b_.col_idx[at] == c);
+        }
+        n += head ? 1 : 0;
+      }
+    return n;
+  }
+  // Numeric: each product at its rank in the lists' stable merge, then each run of one column
+  // summed in list order into C's row. The ranks must be a permutation of the row's products.
+  void merged_write(int32_t i, CsrMatrix<T>& out) {
+    const auto lists = merge_lists(i);
+    int64_t ip = 0;
+    for (const auto& l : lists) ip += l.second - l.first;
+    merge_keys_.assign(static_cast<size_t>(ip), kSpgemmEmptyKey);
+    merge_vals_.assign(static_cast<size_t>(ip), T(0));
+    for (size_t j = 0; j < lists.size(); ++j)
+      for (int32_t q = lists[j].first; q < lists[j].second; ++q) {
+        const int32_t c = b_.col_idx[q];
+        int64_t r = q - lists[j].first;
+        for (size_t o = 0; o < lists.size(); ++o)
+          if (o != j) r += rank_in(lists[o], c, o < j);
+        if (merge_keys_[static_cast<size_t>(r)] != kSpgemmEmptyKey)
+          throw std::logic_error(fmt::format("hash_spgemm_cpu: row {}'s merge put two products at {}", i, r));
+        merge_keys_[static_cast<size_t>(r)] = c;
+        merge_vals_[static_cast<size_t>(r)] = a_.values[a_.row_ptr[i] + static_cast<int32_t>(j)] * b_.values[q];
+      }
+    int32_t at = out.row_ptr[i];
+    for (size_t q = 0; q < merge_keys_.size(); ++q) {
+      if (q > 0 && merge_keys_[q] == merge_keys_[q - 1]) {
+        out.values[at - 1] += merge_vals_[q];
+        continue;
+      }
+      if (at == out.row_ptr[i + 1])
+        throw std::logic_error(fmt::format("hash_spgemm_cpu: row {} merged to more columns than counted", i));
+      out.col_idx[at] = merge_keys_[q];
+      out.values[at] = merge_vals_[q];
+      ++at;
+    }
+    if (at != out.row_ptr[i + 1])
+      throw std::logic_error(fmt::format("hash_spgemm_cpu: row {} merged to fewer columns than counted", i));
+  }
+
   // Phase 3 for one row in a table of `slots`: its distinct columns, or -1 when they do not fit.
   int32_t count_row(int32_t i, int g, int64_t slots, bool dense) {
     table_.reset(slots, dense);
@@ -240,6 +318,8 @@ class HashSpgemm {
   std::array<std::vector<int64_t>, kSpgemmGroups> staged_offset_;
   RowTable<T> table_;
   std::vector<std::pair<int32_t, T>> row_;
+  std::vector<int32_t> merge_keys_;
+  std::vector<T> merge_vals_;
 };
 
 }  // namespace

@@ -441,11 +441,147 @@ __device__ int spgemm_dense_write(const int* table, const V* tv, int lo, int hi,
   return written;
 }
 
+// Group 2's merge path (SpgemmKey::merge, SpgemmConfig::merge2): a row of at most M A entries
+// whose products fit its table's slots takes its B rows as M sorted lists (CSR columns are sorted
+// and unique in a row) and puts each product at its rank in their stable merge: its place in its
+// own list plus, in every other list, the entries below its column (in the lists before its own,
+// also those equal to it). Equal columns then sit side by side in list order, and a scan over the
+// run heads writes C's row. No table, no probing, no sort: where products barely merge (IP close to
+// nnz(C)) the hash path's inserts and sort did a gather's work
+// (docs/decisions/spgemm-low-accumulation.md). Every thread of the block calls these (barriers);
+// a row they do not take (more than M entries, more products than slots) returns -1, nothing written.
+
+// The first place in p[0, n) whose column is >= c (upper: > c).
+__device__ __forceinline__ int spgemm_rank_in(const int32_t* __restrict__ p, int n, int c, bool upper) {
+  int lo = 0;
+  while (n > 0) {
+    const int half = n >> 1;
+    const int v = p[lo + half];
+    if (v < c || (upper && v == c)) {
+      lo += half + 1;
+      n -= half + 1;
+    } else {
+      n = half;
+    }
+  }
+  return lo;
+}
+
+// A merged row's B rows: where each starts in B, its length, its products' first number, its A value.
+template <typename V, int M>
+struct SpgemmMergeLists {
+  int start[M], len[M], off[M + 1];
+  V av[M];
+  int k;
+};
+
+// Row i's lists into L; returns the row's products, or -1 when the row is not merged.
+template <typename V, int M>
+__device__ int spgemm_merge_lists(SpgemmMergeLists<V, M>& L, int i, const int32_t* __restrict__ a_ptr,
+                                  const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
+                                  const int32_t* __restrict__ b_ptr, int slots) {
+  const int first = a_ptr[i], k = a_ptr[i + 1] - first;
+  if (k > M) return -1;  // uniform over the block
+  const int t = threadIdx.x;
+  if (t < k) {
+    const int col = a_col[first + t];
+    L.start[t] = b_ptr[col];
+    L.len[t] = b_ptr[col + 1] - L.start[t];
+    L.av[t] = a_val ? a_val[first + t] : V(0);
+  }
+  __syncthreads();
+  if (t == 0) {
+    int o = 0;
+    for (int j = 0; j < k; ++j) {
+      L.off[j] = o;
+      o += L.len[j];
+    }
+    L.off[k] = o;
+    L.k = k;
+  }
+  __syncthreads();
+  const int ip = L.off[k];
+  return ip <= slots ? ip : -1;
+}
+
+// The list of product q, from the list of a smaller q (products are numbered list after list).
+template <typename V, int M>
+__device__ __forceinline__ int spgemm_merge_list_of(const SpgemmMergeLists<V, M>& L, int q, int j) {
+  while (j + 1 < L.k && L.off[j + 1] <= q) ++j;
+  return j;
+}
+
+// Symbolic: row i's distinct columns (a product counts where no list before its own holds its
+// column), or -1 when the row is not merged.
+template <typename V, int BLOCK, int M>
+__device__ int spgemm_merge_count(int i, const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
+                                  const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col, int slots) {
+  __shared__ SpgemmMergeLists<V, M> L;
+  const int ip = spgemm_merge_lists<V, M>(L, i, a_ptr, a_col, (const V*)0, b_ptr, slots);
+  if (ip < 0) return -1;
+  long long heads = 0;
+  for (int q = threadIdx.x, j = 0; q < ip; q += BLOCK) {
+    j = spgemm_merge_list_of(L, q, j);
+    const int32_t* own = b_col + L.start[j];
+    const int tj = q - L.off[j], c = own[tj];
+    bool head = tj == 0 || own[tj - 1] != c;  // as spgemm_merge_write's runs, should a row repeat a column
+    for (int o = 0; o < j && head; ++o) {
+      const int32_t* other = b_col + L.start[o];
+      const int p = spgemm_rank_in(other, L.len[o], c, false);
+      head = !(p < L.len[o] && other[p] == c);
+    }
+    heads += head;
+  }
+  long long total;
+  spgemm_block_scan<BLOCK>(heads, &total);
+  return (int)total;
+}
+
+// Numeric: row i's products placed by rank in keys / vals (at least ip slots each), then C's row
+// written at `begin` from the run heads, each run summed in list order; at most `len` entries
+// (len < 0: the one-pass first run, which counts them). Returns the entries, or -1 when the row
+// is not merged.
+template <typename V, int BLOCK, int M>
+__device__ int spgemm_merge_write(int i, const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
+                                  const V* __restrict__ a_val, const int32_t* __restrict__ b_ptr,
+                                  const int32_t* __restrict__ b_col, const V* __restrict__ b_val, int* keys, V* vals,
+                                  int slots, int len, int begin, int32_t* __restrict__ c_col, V* __restrict__ c_val) {
+  __shared__ SpgemmMergeLists<V, M> L;
+  const int ip = spgemm_merge_lists<V, M>(L, i, a_ptr, a_col, a_val, b_ptr, slots);
+  if (ip < 0) return -1;
+  for (int q = threadIdx.x, j = 0; q < ip; q += BLOCK) {
+    j = spgemm_merge_list_of(L, q, j);
+    const int tj = q - L.off[j], at = L.start[j] + tj, c = b_col[at];
+    int r = tj;
+    for (int o = 0; o < L.k; ++o)
+      if (o != j) r += spgemm_rank_in(b_col + L.start[o], L.len[o], c, o < j);
+    keys[r] = c;
+    vals[r] = L.av[j] * (b_val ? b_val[at] : V(0));
+  }
+  __syncthreads();
+  int written = 0;
+  for (int q0 = 0; q0 < ip; q0 += BLOCK) {  // the same trip count on every thread (the scan's barriers)
+    const int q = q0 + (int)threadIdx.x;
+    const bool head = q < ip && (q == 0 || keys[q] != keys[q - 1]);
+    long long n;
+    const int at = written + (int)spgemm_block_scan<BLOCK>(head ? 1 : 0, &n);
+    if (head && (len < 0 || at < len)) {
+      const int c = keys[q];
+      V sum = vals[q];
+      for (int s = q + 1; s < ip && keys[s] == c; ++s) sum += vals[s];
+      c_col[begin + at] = c;
+      c_val[begin + at] = sum;
+    }
+    written += (int)n;
+  }
+  return written;
+}
+
 // Symbolic phase, shared tables: rows[0..n) of one group, RPB = BLOCK / TPR rows per block, T
 // slots each (rows spgemm_table_stride apart: include/dbsparse/spgemm.hpp). row_len[i] = the distinct columns; a row that does
 // not fit gets overflow[i] = 1 and is counted again by spgemm_symbolic_global (when the plan falls
 // back; else it is an error). TPR <= 32: a row's lanes of one warp; else TPR == BLOCK.
-template <typename V, int T, int TPR, int BLOCK>
+template <typename V, int T, int TPR, int BLOCK, int M = 0>
 __global__ void __launch_bounds__(BLOCK)
     spgemm_symbolic_shared(const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr,
                            const int32_t* __restrict__ a_col, const int32_t* __restrict__ b_ptr,
@@ -454,6 +590,17 @@ __global__ void __launch_bounds__(BLOCK)
   // A row per block with a table of B's columns: dense (slot = column, never full, no sort).
   const bool dense = TPR == BLOCK && spgemm_dense_row(T, b_cols);
   static_assert(TPR <= 32 || TPR == BLOCK, "a row's threads: part of one warp, or the whole block");
+  static_assert(M == 0 || TPR == BLOCK, "the merge path takes a block a row");
+  if constexpr (M > 0) {  // RPB == 1: this block's row, uniform over it
+    if (!dense && (int)blockIdx.x < n) {
+      const int i = rows[blockIdx.x];
+      const int len = spgemm_merge_count<V, BLOCK, M>(i, a_ptr, a_col, b_ptr, b_col, T);
+      if (len >= 0) {
+        if (threadIdx.x == 0) row_len[i] = len;
+        return;
+      }
+    }
+  }
   extern __shared__ __align__(16) double spgemm_smem[];  // values (f64) first; 16: the rank sort's int4 loads
   int* keys = (int*)spgemm_smem;
   __shared__ int count[RPB], full[RPB];
@@ -499,7 +646,7 @@ __global__ void __launch_bounds__(BLOCK)
 // bound of its length) into scratch c_col / c_val, and the row's length goes to row_len, from
 // which the plan sizes C and compacts the rows into it (spgemm_compact_rows). It saves the
 // symbolic phase's pass over every product for a copy of C (docs/decisions/spgemm-kernel-design.md).
-template <typename V, int T, int TPR, int BLOCK, bool FIRST>
+template <typename V, int T, int TPR, int BLOCK, bool FIRST, int M>
 __device__ __forceinline__ void spgemm_numeric_shared_body(
     const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
     const V* __restrict__ a_val, const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col,
@@ -537,6 +684,16 @@ __device__ __forceinline__ void spgemm_numeric_shared_body(
     if (FIRST && active && L.t == 0) row_len[i] = len;
   } else {
     if (!active) return;  // uniform over the block (a row per block)
+    if constexpr (M > 0) {
+      if (!dense) {
+        const int len = spgemm_merge_write<V, BLOCK, M>(i, a_ptr, a_col, a_val, b_ptr, b_col, b_val, table, tv, T,
+                                                        FIRST ? -1 : c_ptr[i + 1] - c_ptr[i], c_ptr[i], c_col, c_val);
+        if (len >= 0) {
+          if (FIRST && threadIdx.x == 0) row_len[i] = len;
+          return;
+        }
+      }
+    }
     __shared__ unsigned placed;
     for (int s = threadIdx.x; s < T; s += BLOCK) {
       table[s] = dbsparse::abi::kSpgemmEmptyKey;
@@ -557,7 +714,7 @@ __device__ __forceinline__ void spgemm_numeric_shared_body(
   }
 }
 
-template <typename V, int T, int TPR, int BLOCK>
+template <typename V, int T, int TPR, int BLOCK, int M = 0>
 __global__ void __launch_bounds__(BLOCK)
     spgemm_numeric_shared(const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr,
                           const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
@@ -565,11 +722,11 @@ __global__ void __launch_bounds__(BLOCK)
                           const V* __restrict__ b_val, const int32_t* __restrict__ overflow,
                           const int32_t* __restrict__ c_ptr, int32_t* __restrict__ c_col, V* __restrict__ c_val,
                           int b_cols) {
-  spgemm_numeric_shared_body<V, T, TPR, BLOCK, false>(rows, n, a_ptr, a_col, a_val, b_ptr, b_col, b_val, overflow,
-                                                      c_ptr, c_col, c_val, b_cols, nullptr);
+  spgemm_numeric_shared_body<V, T, TPR, BLOCK, false, M>(rows, n, a_ptr, a_col, a_val, b_ptr, b_col, b_val, overflow,
+                                                         c_ptr, c_col, c_val, b_cols, nullptr);
 }
 
-template <typename V, int T, int TPR, int BLOCK>
+template <typename V, int T, int TPR, int BLOCK, int M = 0>
 __global__ void __launch_bounds__(BLOCK)
     spgemm_numeric_shared_first(const int32_t* __restrict__ rows, int n, const int32_t* __restrict__ a_ptr,
                                 const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
@@ -577,8 +734,8 @@ __global__ void __launch_bounds__(BLOCK)
                                 const V* __restrict__ b_val, const int32_t* __restrict__ overflow,
                                 const int32_t* __restrict__ c_ptr, int32_t* __restrict__ c_col, V* __restrict__ c_val,
                                 int b_cols, int32_t* __restrict__ row_len) {
-  spgemm_numeric_shared_body<V, T, TPR, BLOCK, true>(rows, n, a_ptr, a_col, a_val, b_ptr, b_col, b_val, overflow, c_ptr,
-                                                     c_col, c_val, b_cols, row_len);
+  spgemm_numeric_shared_body<V, T, TPR, BLOCK, true, M>(rows, n, a_ptr, a_col, a_val, b_ptr, b_col, b_val, overflow,
+                                                        c_ptr, c_col, c_val, b_cols, row_len);
 }
 
 // Global tables (group 3 and the rows that overflowed a shared one) run with gridDim.y blocks a

@@ -42,6 +42,34 @@ inline SpgemmCase one_group_case(int g, int32_t rows = 0) {
           cfg};
 }
 
+// Group 2's merge path (SpgemmConfig::merge2 = 8): B 40000 columns wide (no dense table) with rows
+// of 600-900 entries drawn from its first 3000 columns, so that B rows share about a quarter of
+// their columns; A's row i takes 1 + i % 10 of B's rows: rows of 1-8 entries are merged (IP
+// 600-7200, group 2), rows of 9 (group 2) and 10 (some in group 3) are hashed. Row 60 takes 4 B
+// rows that share every column (runs of 4).
+inline SpgemmCase merge_case() {
+  SpgemmCase c;
+  c.cfg.merge2 = 8;
+  std::vector<int32_t> b_len;
+  for (int32_t k = 0; k < 48; ++k) b_len.push_back(600 + (k * 37) % 300);
+  c.b = csr_with_row_lengths<double>(3000, b_len, 31);
+  for (int32_t k = 0; k < 4; ++k) {  // B rows 48..51: the same 700 columns, other values
+    for (int32_t col = 0; col < 700; ++col) {
+      c.b.col_idx.push_back(2 * col + 1);
+      c.b.values.push_back(0.25 * (k + 1) - 0.001 * col);
+    }
+    c.b.row_ptr.push_back(static_cast<int32_t>(c.b.col_idx.size()));
+  }
+  c.b.rows = 52;
+  c.b.cols = 40000;
+  std::vector<Entry> e;
+  for (int32_t i = 0; i < 60; ++i)
+    for (int32_t j = 0; j < 1 + i % 10; ++j) e.emplace_back(i, (i * 7 + j * 5) % 48, 0.5 + 0.125 * j - 0.01 * i);
+  for (int32_t k = 0; k < 4; ++k) e.emplace_back(60, 48 + k, 1.0 - 0.5 * k);
+  c.a = csr_from_entries<double>(61, 52, e);
+  return c;
+}
+
 // B's row k has the k-th of the lengths below; A's row i takes B's row i alone, then rows that add
 // up to a bound from two B rows (31 + 1 = 32, 511 + 1 = 512, 8191 + 1 = 8192).
 inline SpgemmCase bound_case() {

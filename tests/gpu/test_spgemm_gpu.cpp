@@ -106,6 +106,34 @@ TEST_CASE("SpgemmGpuMatchesReferenceWhenEveryRowIsInGroup2") {
   check_both<float>(a, b);
 }
 
+// Group 2's rows of at most merge2 A entries merged by rank (templates/spgemm/spgemm.cuh,
+// spgemm_merge_*) beside hashed rows of the same launch: C as the reference's, with the one-pass
+// first run and with the symbolic phase, at the default block and at 256 threads (8 products a thread).
+TEST_CASE("SpgemmGpuMatchesReferenceWithGroup2RowsMerged") {
+  const auto [a, b, cfg] = dbs_test::merge_case();
+  CHECK(hash_spgemm_cpu(a, b, cfg).merged_rows > 0);
+  for (int block2 : {1024, 256})
+    for (bool one_pass : {true, false}) {
+      CAPTURE(block2);
+      CAPTURE(one_pass);
+      SpgemmConfig c = cfg;
+      c.block2 = block2;
+      SpgemmOptions o;
+      o.config = c;
+      o.one_pass = one_pass;
+      Stream s(ctx());
+      auto plan = plan_spgemm(ctx(), a, b, o);
+      plan.run(s.handle());
+      check_values(plan.download(), a, b);
+      plan.run(s.handle());  // numeric only
+      check_values(plan.download(), a, b);
+      auto pf = plan_spgemm(ctx(), a.cast<float>(), b.cast<float>(), o);
+      pf.run(s.handle());
+      check_values(pf.download(), a.cast<float>(), b.cast<float>());
+    }
+  check_plan(a, b, cfg);  // groups and nnz against the spec
+}
+
 // The mapping of a row onto part of a warp (lanes1 / lanes2 up to 32, several rows a block, warp
 // barriers only, tables a slot apart) in every shared group, and 1 and 32 lanes in group 0.
 TEST_CASE("SpgemmGpuMatchesReferenceWithAFewLanesPerRowInEachSharedGroup") {

@@ -45,6 +45,9 @@ tuner::SearchSpace make_space() {
       // Block rows of group 2 with few distinct columns (a 27-point stencil's 729 products make 125)
       // leave most of 1024 threads idle through the sort's barriers.
       ParamSpec::choice("block2", {256, 512, 1024}, "threads per block (and row), group 2"),
+      // Rows of few A entries and long B rows barely merge (IP ~ nnz(C)): a rank merge of the sorted
+      // B rows does a hash table's and a sort's work (docs/decisions/spgemm-low-accumulation.md).
+      ParamSpec::choice("merge2", {0, 8}, "group 2 rows of at most this many A entries merged by rank (0: hashed)"),
       ParamSpec::choice("block3", {512, 1024}, "threads per block, group 3 (global tables)"),
       ParamSpec::choice("split3", {4, 16, 64}, "blocks per row with a global table"),
       ParamSpec::choice("fit_tables", {0, 1}, "shared tables fitted to each group's longest row"),

@@ -196,6 +196,29 @@ TEST_CASE("HashSpgemmCpuMatchesReferenceWhenEveryRowIsInGroup3") {
   check_matches_reference(a.cast<float>(), b.cast<float>());
 }
 
+// Group 2's rows of at most merge2 A entries merged by rank: the same C as the reference, with the
+// hashed rows of the same group beside them; a table too small for a row's products leaves it
+// hashed (and, here, overflowing to a global table).
+TEST_CASE("HashSpgemmCpuMatchesReferenceWithGroup2RowsMerged") {
+  const auto [a, b, cfg] = dbs_test::merge_case();
+  const auto merged = check_matches_reference(a, b, cfg);
+  int64_t want = 0;  // rows of 1-8 entries (every one in group 2) and row 60
+  for (int32_t i = 0; i < a.rows; ++i) want += a.row_ptr[i + 1] - a.row_ptr[i] <= 8 ? 1 : 0;
+  CHECK(merged.merged_rows == want);
+  CHECK(merged.grouping.count(2) > want);         // rows of 9 entries hashed in group 2 beside them
+  CHECK(hash_spgemm_cpu(a, b).merged_rows == 0);  // merge2 = 0: the default hashes every row
+  check_matches_reference(a.cast<float>(), b.cast<float>(), cfg);
+  SpgemmConfig small = cfg;  // 4096 slots: rows of more products stay hashed
+  small.t2 = 4096;
+  small.fit_tables = 0;
+  const auto r = check_matches_reference(a, b, small);
+  CHECK(r.merged_rows > 0);
+  CHECK(r.merged_rows < want);
+  SpgemmConfig lanes = cfg;  // merge2 needs a block a row
+  lanes.lanes2 = 32;
+  CHECK_THROWS_AS(hash_spgemm_cpu(a, b, lanes), UsageError);
+}
+
 // B no wider than group 2's table (narrow_dense, the default): the same rows in group 2, dense,
 // no global table; one table access a product.
 TEST_CASE("HashSpgemmCpuMatchesReferenceWhenBFitsGroup2sDenseTable") {
