@@ -198,10 +198,11 @@ class HashSpgemm {
   }
 
   // Group 2's merge path (templates/spgemm/spgemm.cuh, spgemm_merge_*): a block a row, a table
-  // narrower than B, at most merge2 A entries and no more products than the table's slots.
+  // narrower than B, at most merge2 A entries and products filling at most half the table's slots
+  // (the other half holds the B rows' columns).
   bool merged(const SpgemmConfig& fitted, int g, int32_t i, int64_t ip) const {
     return g == 2 && fitted.merge2 > 0 && fitted.rows_per_block(g) == 1 && !shared_dense(fitted, g) &&
-           a_.row_ptr[i + 1] - a_.row_ptr[i] <= fitted.merge2 && ip <= fitted.table(g);
+           a_.row_ptr[i + 1] - a_.row_ptr[i] <= fitted.merge2 && 2 * ip <= fitted.table(g);
   }
   // The merge's lists: row i's B rows, [begin, end) in B, in A's order.
   std::vector<std::pair<int32_t, int32_t>> merge_lists(int32_t i) const {

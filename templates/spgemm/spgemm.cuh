@@ -442,17 +442,20 @@ __device__ int spgemm_dense_write(const int* table, const V* tv, int lo, int hi,
 }
 
 // Group 2's merge path (SpgemmKey::merge, SpgemmConfig::merge2): a row of at most M A entries
-// whose products fit its table's slots takes its B rows as M sorted lists (CSR columns are sorted
-// and unique in a row) and puts each product at its rank in their stable merge: its place in its
-// own list plus, in every other list, the entries below its column (in the lists before its own,
-// also those equal to it). Equal columns then sit side by side in list order, and a scan over the
-// run heads writes C's row. No table, no probing, no sort: where products barely merge (IP close to
-// nnz(C)) the hash path's inserts and sort did a gather's work
-// (docs/decisions/spgemm-low-accumulation.md). Every thread of the block calls these (barriers);
-// a row they do not take (more than M entries, more products than slots) returns -1, nothing written.
+// whose products fill at most half its table's slots takes its B rows as M sorted lists (CSR
+// columns are sorted and unique in a row) and puts each product at its rank in their stable merge:
+// its place in its own list plus, in every other list, the entries below its column (in the lists
+// before its own, also those equal to it). Equal columns then sit side by side in list order, and
+// a scan over the run heads writes C's row. No table, no probing, no sort: where products barely
+// merge (IP close to nnz(C)) the hash path's inserts and sort did a gather's work
+// (docs/decisions/spgemm-low-accumulation.md). The lists' columns are staged in the table's upper
+// half, so that the binary searches read shared memory: the table's lower half holds the ranked
+// products, and group 2's large tables leave the L1 cache little room for B.
+// Every thread of the block calls these (barriers); a row they do not take (more than M entries,
+// more products than half the slots) returns -1 with nothing written.
 
 // The first place in p[0, n) whose column is >= c (upper: > c).
-__device__ __forceinline__ int spgemm_rank_in(const int32_t* __restrict__ p, int n, int c, bool upper) {
+__device__ __forceinline__ int spgemm_rank_in(const int* p, int n, int c, bool upper) {
   int lo = 0;
   while (n > 0) {
     const int half = n >> 1;
@@ -475,11 +478,20 @@ struct SpgemmMergeLists {
   int k;
 };
 
-// Row i's lists into L; returns the row's products, or -1 when the row is not merged.
+// The list of product q, from the list of a smaller q (products are numbered list after list).
 template <typename V, int M>
+__device__ __forceinline__ int spgemm_merge_list_of(const SpgemmMergeLists<V, M>& L, int q, int j) {
+  while (j + 1 < L.k && L.off[j + 1] <= q) ++j;
+  return j;
+}
+
+// Row i's lists into L and their columns, product after product, into cols[0, IP); returns IP, or
+// -1 when the row is not merged (cols untouched).
+template <typename V, int BLOCK, int M>
 __device__ int spgemm_merge_lists(SpgemmMergeLists<V, M>& L, int i, const int32_t* __restrict__ a_ptr,
                                   const int32_t* __restrict__ a_col, const V* __restrict__ a_val,
-                                  const int32_t* __restrict__ b_ptr, int slots) {
+                                  const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col, int slots,
+                                  int* cols) {
   const int first = a_ptr[i], k = a_ptr[i + 1] - first;
   if (k > M) return -1;  // uniform over the block
   const int t = threadIdx.x;
@@ -501,34 +513,32 @@ __device__ int spgemm_merge_lists(SpgemmMergeLists<V, M>& L, int i, const int32_
   }
   __syncthreads();
   const int ip = L.off[k];
-  return ip <= slots ? ip : -1;
-}
-
-// The list of product q, from the list of a smaller q (products are numbered list after list).
-template <typename V, int M>
-__device__ __forceinline__ int spgemm_merge_list_of(const SpgemmMergeLists<V, M>& L, int q, int j) {
-  while (j + 1 < L.k && L.off[j + 1] <= q) ++j;
-  return j;
+  if (2ll * ip > slots) return -1;
+  for (int q = t, j = 0; q < ip; q += BLOCK) {
+    j = spgemm_merge_list_of(L, q, j);
+    cols[q] = b_col[L.start[j] + q - L.off[j]];
+  }
+  __syncthreads();
+  return ip;
 }
 
 // Symbolic: row i's distinct columns (a product counts where no list before its own holds its
-// column), or -1 when the row is not merged.
+// column), or -1 when the row is not merged. cols: `slots` ints of shared memory.
 template <typename V, int BLOCK, int M>
 __device__ int spgemm_merge_count(int i, const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
-                                  const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col, int slots) {
+                                  const int32_t* __restrict__ b_ptr, const int32_t* __restrict__ b_col, int slots,
+                                  int* cols) {
   __shared__ SpgemmMergeLists<V, M> L;
-  const int ip = spgemm_merge_lists<V, M>(L, i, a_ptr, a_col, (const V*)0, b_ptr, slots);
+  const int ip = spgemm_merge_lists<V, BLOCK, M>(L, i, a_ptr, a_col, (const V*)0, b_ptr, b_col, slots, cols);
   if (ip < 0) return -1;
   long long heads = 0;
   for (int q = threadIdx.x, j = 0; q < ip; q += BLOCK) {
     j = spgemm_merge_list_of(L, q, j);
-    const int32_t* own = b_col + L.start[j];
-    const int tj = q - L.off[j], c = own[tj];
-    bool head = tj == 0 || own[tj - 1] != c;  // as spgemm_merge_write's runs, should a row repeat a column
+    const int c = cols[q];
+    bool head = q == L.off[j] || cols[q - 1] != c;  // as spgemm_merge_write's runs, should a row repeat a column
     for (int o = 0; o < j && head; ++o) {
-      const int32_t* other = b_col + L.start[o];
-      const int p = spgemm_rank_in(other, L.len[o], c, false);
-      head = !(p < L.len[o] && other[p] == c);
+      const int p = spgemm_rank_in(cols + L.off[o], L.len[o], c, false);
+      head = !(p < L.len[o] && cols[L.off[o] + p] == c);
     }
     heads += head;
   }
@@ -537,26 +547,27 @@ __device__ int spgemm_merge_count(int i, const int32_t* __restrict__ a_ptr, cons
   return (int)total;
 }
 
-// Numeric: row i's products placed by rank in keys / vals (at least ip slots each), then C's row
-// written at `begin` from the run heads, each run summed in list order; at most `len` entries
-// (len < 0: the one-pass first run, which counts them). Returns the entries, or -1 when the row
-// is not merged.
+// Numeric: row i's products placed by rank in keys / vals[0, IP) (the lists' columns staged at
+// keys + slots / 2), then C's row written at `begin` from the run heads, each run summed in list
+// order; at most `len` entries (len < 0: the one-pass first run, which counts them). Returns the
+// entries, or -1 when the row is not merged.
 template <typename V, int BLOCK, int M>
 __device__ int spgemm_merge_write(int i, const int32_t* __restrict__ a_ptr, const int32_t* __restrict__ a_col,
                                   const V* __restrict__ a_val, const int32_t* __restrict__ b_ptr,
                                   const int32_t* __restrict__ b_col, const V* __restrict__ b_val, int* keys, V* vals,
                                   int slots, int len, int begin, int32_t* __restrict__ c_col, V* __restrict__ c_val) {
   __shared__ SpgemmMergeLists<V, M> L;
-  const int ip = spgemm_merge_lists<V, M>(L, i, a_ptr, a_col, a_val, b_ptr, slots);
+  int* cols = keys + slots / 2;
+  const int ip = spgemm_merge_lists<V, BLOCK, M>(L, i, a_ptr, a_col, a_val, b_ptr, b_col, slots, cols);
   if (ip < 0) return -1;
   for (int q = threadIdx.x, j = 0; q < ip; q += BLOCK) {
     j = spgemm_merge_list_of(L, q, j);
-    const int tj = q - L.off[j], at = L.start[j] + tj, c = b_col[at];
+    const int tj = q - L.off[j], c = cols[q];
     int r = tj;
     for (int o = 0; o < L.k; ++o)
-      if (o != j) r += spgemm_rank_in(b_col + L.start[o], L.len[o], c, o < j);
+      if (o != j) r += spgemm_rank_in(cols + L.off[o], L.len[o], c, o < j);
     keys[r] = c;
-    vals[r] = L.av[j] * (b_val ? b_val[at] : V(0));
+    vals[r] = L.av[j] * (b_val ? b_val[L.start[j] + tj] : V(0));
   }
   __syncthreads();
   int written = 0;
@@ -591,18 +602,18 @@ __global__ void __launch_bounds__(BLOCK)
   const bool dense = TPR == BLOCK && spgemm_dense_row(T, b_cols);
   static_assert(TPR <= 32 || TPR == BLOCK, "a row's threads: part of one warp, or the whole block");
   static_assert(M == 0 || TPR == BLOCK, "the merge path takes a block a row");
+  extern __shared__ __align__(16) double spgemm_smem[];  // values (f64) first; 16: the rank sort's int4 loads
+  int* keys = (int*)spgemm_smem;
   if constexpr (M > 0) {  // RPB == 1: this block's row, uniform over it
     if (!dense && (int)blockIdx.x < n) {
       const int i = rows[blockIdx.x];
-      const int len = spgemm_merge_count<V, BLOCK, M>(i, a_ptr, a_col, b_ptr, b_col, T);
+      const int len = spgemm_merge_count<V, BLOCK, M>(i, a_ptr, a_col, b_ptr, b_col, T, keys);
       if (len >= 0) {
         if (threadIdx.x == 0) row_len[i] = len;
         return;
       }
     }
   }
-  extern __shared__ __align__(16) double spgemm_smem[];  // values (f64) first; 16: the rank sort's int4 loads
-  int* keys = (int*)spgemm_smem;
   __shared__ int count[RPB], full[RPB];
   const int r = threadIdx.x / TPR;
   for (int s = threadIdx.x; s < RPB * S; s += BLOCK) keys[s] = dbsparse::abi::kSpgemmEmptyKey;

@@ -197,8 +197,8 @@ TEST_CASE("HashSpgemmCpuMatchesReferenceWhenEveryRowIsInGroup3") {
 }
 
 // Group 2's rows of at most merge2 A entries merged by rank: the same C as the reference, with the
-// hashed rows of the same group beside them; a table too small for a row's products leaves it
-// hashed (and, here, overflowing to a global table).
+// hashed rows of the same group beside them; a row whose products fill more than half its table
+// stays hashed.
 TEST_CASE("HashSpgemmCpuMatchesReferenceWithGroup2RowsMerged") {
   const auto [a, b, cfg] = dbs_test::merge_case();
   const auto merged = check_matches_reference(a, b, cfg);
@@ -208,7 +208,7 @@ TEST_CASE("HashSpgemmCpuMatchesReferenceWithGroup2RowsMerged") {
   CHECK(merged.grouping.count(2) > want);         // rows of 9 entries hashed in group 2 beside them
   CHECK(hash_spgemm_cpu(a, b).merged_rows == 0);  // merge2 = 0: the default hashes every row
   check_matches_reference(a.cast<float>(), b.cast<float>(), cfg);
-  SpgemmConfig small = cfg;  // 4096 slots: rows of more products stay hashed
+  SpgemmConfig small = cfg;  // 4096 slots: rows of more than 2048 products stay hashed
   small.t2 = 4096;
   small.fit_tables = 0;
   const auto r = check_matches_reference(a, b, small);
