@@ -120,7 +120,7 @@ nlohmann::json bench_one(Context& ctx, const Stream& stream, const NamedMatrix& 
                          const std::string& precision, const SpgemmBenchOptions& opt) {
   void* h = stream.handle();
   const CsrMatrix<T> a = m.csr.cast<T>();
-  const bool square = a.rows == a.cols;
+  const bool square = a.rows == a.cols && !opt.transpose_b;  // B = A
   CsrMatrix<T> at;
   if (!square) at = transpose(a);
   const CsrMatrix<T>& b = square ? a : at;

@@ -34,6 +34,8 @@ struct SpgemmBenchOptions {
   int mcl_iters = 5;
   int app_reps = 3;      // timed runs per side (fewer once product_budget_s has passed), the median reported
   bool one_pass = true;  // SpgemmOptions::one_pass of dbsparse's square products
+  // C = A·Aᵀ for every matrix (a directed graph's co-citation counts), not only the rectangular ones.
+  bool transpose_b = false;
 };
 
 // k for a matrix of `rows` rows: `requested`, or max(1, rows / 64) when it is 0. UsageError for a

@@ -42,6 +42,7 @@ struct BenchArgs {
   int mcl_iters = 5;                  // spgemm: MCL expansions (0: no MCL rows)
   bool contract_k_set = false, mcl_iters_set = false;
   bool two_pass = false;  // spgemm: SpgemmOptions::one_pass off
+  bool transpose_b = false;  // spgemm: A·Aᵀ for square matrices too
   bool explain = false;
   bool check_auto = false;  // auto against every forced path (OpDescriptor::auto_checks)
   int recheck_rounds = 5;   // with check_auto: the second look's rounds (spmv, spmspv)
@@ -186,6 +187,9 @@ Runner add_bench(CLI::App& sub_ref) {
   sub->add_flag("--two-pass", a->two_pass,
                 "spgemm only: every fresh product runs its symbolic phase before the numeric one (the "
                 "default skips it where no row can overflow: SpgemmOptions::one_pass)");
+  sub->add_flag("--transpose-b", a->transpose_b,
+                "spgemm only: the product rows compute C = A*A^T for every matrix (a directed graph's co-citation "
+                "counts; its rows differ from A*A's), not only for the rectangular ones; default A*A where square");
   sub->add_flag("--explain", a->explain, "spmv only: print each plan's bins and kernels to stderr");
   sub->add_option("--reps", a->timing.samples,
                   "Timed samples; the median is reported (spgemm: also the most fresh products timed)")
@@ -224,6 +228,7 @@ Runner add_bench(CLI::App& sub_ref) {
     given("--contract-k", a->contract_k_set);
     given("--mcl-iters", a->mcl_iters_set);
     given("--two-pass", a->two_pass);
+    given("--transpose-b", a->transpose_b);
     if (a->set != "all") {
       if (op.suite_sets.empty())
         throw UsageError(fmt::format("--set does not apply to bench {} (its suite has no parts)", op.name));
@@ -245,6 +250,7 @@ Runner add_bench(CLI::App& sub_ref) {
     req.contract_k = a->contract_k;
     req.mcl_iters = a->mcl_iters;
     req.two_pass = a->two_pass;
+    req.transpose_b = a->transpose_b;
     if (!a->config.empty()) {
       req.config = parse_config(a->config);
       op.space.validate(*req.config);  // a bad key or value fails here, before any GPU work

@@ -51,6 +51,7 @@ struct BenchRequest {
   int32_t contract_k = 0;  // spgemm: k of the contraction rows (0: rows / 64)
   int mcl_iters = 5;       // spgemm: expansions of the MCL rows (0: none)
   bool two_pass = false;   // spgemm: every first run with its symbolic phase (SpgemmOptions::one_pass off)
+  bool transpose_b = false;  // spgemm: C = A·Aᵀ for square matrices too
 };
 
 struct ObjectiveOptions {

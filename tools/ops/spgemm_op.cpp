@@ -113,6 +113,7 @@ nlohmann::json bench(Context& ctx, const Stream& stream, const BenchRequest& r) 
   opt.contract_k = r.contract_k;
   opt.mcl_iters = r.mcl_iters;
   opt.one_pass = !r.two_pass;
+  opt.transpose_b = r.transpose_b;
   (void)contract_k_for(1, opt.contract_k);  // a bad --contract-k fails before GPU work
   std::vector<nlohmann::json> records, contract_records, contract_device_records, mcl_records, triangle_records;
   print_spgemm_header();
@@ -256,7 +257,7 @@ OpDescriptor make() {
     auto obj = std::make_shared<SpgemmObjective>(ctx, m);
     return std::make_unique<tuner::Objective>([obj](const nlohmann::json& c, int n) { return (*obj)(c, n); });
   };
-  d.bench_options = {"--config", "--contract-k", "--mcl-iters", "--two-pass"};
+  d.bench_options = {"--config", "--contract-k", "--mcl-iters", "--two-pass", "--transpose-b"};
   d.bench = bench;
   d.explain = explain;
   // Tuned by default: plans look their config up in the DB. The objective skips a matrix
