@@ -41,7 +41,7 @@ struct BenchArgs {
   int32_t contract_k = 0;             // spgemm: k of the contraction rows (0: rows / 64)
   int mcl_iters = 5;                  // spgemm: MCL expansions (0: no MCL rows)
   bool contract_k_set = false, mcl_iters_set = false;
-  bool two_pass = false;  // spgemm: SpgemmOptions::one_pass off
+  bool two_pass = false;     // spgemm: SpgemmOptions::one_pass off
   bool transpose_b = false;  // spgemm: A·Aᵀ for square matrices too
   bool explain = false;
   bool check_auto = false;  // auto against every forced path (OpDescriptor::auto_checks)

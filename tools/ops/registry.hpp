@@ -48,9 +48,9 @@ struct BenchRequest {
   std::string epilogue = "none";
   std::vector<std::string> reduces;  // spmm: reductions (mean, max, min) timed beside the sum's CSR row
   double copy_gbs = 0;
-  int32_t contract_k = 0;  // spgemm: k of the contraction rows (0: rows / 64)
-  int mcl_iters = 5;       // spgemm: expansions of the MCL rows (0: none)
-  bool two_pass = false;   // spgemm: every first run with its symbolic phase (SpgemmOptions::one_pass off)
+  int32_t contract_k = 0;    // spgemm: k of the contraction rows (0: rows / 64)
+  int mcl_iters = 5;         // spgemm: expansions of the MCL rows (0: none)
+  bool two_pass = false;     // spgemm: every first run with its symbolic phase (SpgemmOptions::one_pass off)
   bool transpose_b = false;  // spgemm: C = A·Aᵀ for square matrices too
 };
 
