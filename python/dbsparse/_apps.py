@@ -1,4 +1,6 @@
 """SpGEMM and its applications (A², graph contraction, Markov clustering)."""
+import json
+import numbers
 import sys
 
 from ._errors import UsageError
@@ -55,13 +57,17 @@ class SpgemmResult:
         return {"op": "spgemm", "text": self._text}
 
 
-def spgemm(a, b, stream=None):
+def spgemm(a, b, stream=None, config=None):
     """C = A B by hash SpGEMM. Device CSR inputs (torch sparse CSR CUDA tensors, CuPy csr_matrix)
     give a device result in the same framework, the inputs read in place; SciPy inputs give a SciPy
-    result (uploaded and downloaded once). Example::
+    result (uploaded and downloaded once). config: a dict of SpgemmConfig's keys (docs/USAGE.md's
+    table, e.g. {"merge2": 8}: group 2's rows of few entries merged instead of hashed), the others
+    at their defaults; None: the defaults for device inputs, the tuning DB's config for SciPy ones.
+    Example::
 
         C = dbsparse.spgemm(A, A)          # torch.sparse_csr CUDA tensor in, same out
     """
+    cfg = _config_text(config)
     da, db = mat.device_csr(a, "A"), mat.device_csr(b, "B")
     if (da is None) != (db is None):
         raise UsageError("A and B: give both on the device (torch / CuPy CSR) or both on the host (SciPy)")
@@ -70,7 +76,7 @@ def spgemm(a, b, stream=None):
         ha, hb = mat.host_csr(a, dt, "A"), mat.host_csr(b, dt, "B")
         if ha.cols != hb.rows:
             raise UsageError(f"A is {ha.rows}x{ha.cols}, B {hb.rows}x{hb.cols}: inner sizes differ")
-        return mat.to_scipy((_core.spgemm_hostF32 if dt == "f32" else _core.spgemm_hostF64)(context(0), ha, hb))
+        return mat.to_scipy((_core.spgemm_hostF32 if dt == "f32" else _core.spgemm_hostF64)(context(0), ha, hb, cfg))
     if da[1] != db[0]:
         raise UsageError(f"A is {da[0]}x{da[1]}, B {db[0]}x{db[1]}: inner sizes differ")
     if da[8] != db[8]:
@@ -80,9 +86,23 @@ def spgemm(a, b, stream=None):
     ctx = context(da[9] or 0)
     s = arr.stream_of(stream, da[7], da[9])
     make = _core.plan_spgemm_deviceF32 if da[8] == "f32" else _core.plan_spgemm_deviceF64
-    plan = make(ctx, *da[:6], *db[:6], s)
+    plan = make(ctx, *da[:6], *db[:6], s, cfg)
     plan.run(s)
     return SpgemmResult(plan, (da[6], db[6]), da[7], da[8], da[9] or 0).matrix()
+
+
+def _config_text(config):
+    """A config dict as the JSON text the bindings take ("" for None); refused before any GPU work
+    when it is not a dict of names to integers (the bindings check each name and range)."""
+    if config is None:
+        return ""
+    if not isinstance(config, dict) or not all(isinstance(k, str) for k in config):
+        raise UsageError(f"config: expected a dict of SpgemmConfig keys to integers, e.g. {{'merge2': 8}}; "
+                         f"got {type(config).__name__}")
+    for k, v in config.items():
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise UsageError(f"config: '{k}' must be an integer, got {v!r}")
+    return json.dumps({k: int(v) for k, v in config.items()})
 
 
 def square(a, transpose=False):

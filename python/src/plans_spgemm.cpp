@@ -1,5 +1,7 @@
 // Hash SpGEMM for Python: from device CSR (the caller's arrays read in place; C stays in the plan and
 // leaves through DLPack views that keep it alive) or host CSR, and its applications.
+#include <nlohmann/json.hpp>
+
 #include "bind.hpp"
 #include "dbsparse/device_csr.hpp"
 #include "dbsparse/spgemm.hpp"
@@ -20,6 +22,15 @@ dbsparse::DeviceCsrView<T> view(int32_t rows, int32_t cols, int64_t nnz, uint64_
   d.col_idx = reinterpret_cast<const int32_t*>(static_cast<uintptr_t>(ci));
   d.values = reinterpret_cast<const T*>(static_cast<uintptr_t>(v));
   return d;
+}
+
+// SpgemmOptions with the caller's config (a JSON object of SpgemmConfig's keys; empty: none given,
+// so the plan takes its usual source). A bad key or value is the UsageError that names it.
+dbsparse::SpgemmOptions options_of(const std::string& config_json) {
+  dbsparse::SpgemmOptions o;
+  if (!config_json.empty())
+    o.config = dbsparse::config_from_json<dbsparse::SpgemmConfig>(nlohmann::json::parse(config_json));
+  return o;
 }
 
 template <class T>
@@ -47,21 +58,21 @@ void bind_one(nb::module_& m, const char* suffix) {
   });
   m.def((std::string("plan_spgemm_device") + suffix).c_str(),
         [](Context& ctx, int32_t ar, int32_t ac, int64_t an, uint64_t arp, uint64_t aci, uint64_t av, int32_t br,
-           int32_t bc, int64_t bn, uint64_t brp, uint64_t bci, uint64_t bv, uint64_t s) {
+           int32_t bc, int64_t bn, uint64_t brp, uint64_t bci, uint64_t bv, uint64_t s, const std::string& config) {
           return plan_spgemm(ctx, view<T>(ar, ac, an, arp, aci, av), view<T>(br, bc, bn, brp, bci, bv),
-                             dbsparse::SpgemmOptions{}, stream_ptr(s));
+                             options_of(config), stream_ptr(s));
         },
         nb::arg("ctx"), nb::arg("a_rows"), nb::arg("a_cols"), nb::arg("a_nnz"), nb::arg("a_row_ptr"),
         nb::arg("a_col_idx"), nb::arg("a_values"), nb::arg("b_rows"), nb::arg("b_cols"), nb::arg("b_nnz"),
-        nb::arg("b_row_ptr"), nb::arg("b_col_idx"), nb::arg("b_values"), nb::arg("stream"), nb::keep_alive<0, 1>(),
-        nogil);
+        nb::arg("b_row_ptr"), nb::arg("b_col_idx"), nb::arg("b_values"), nb::arg("stream"), nb::arg("config") = "",
+        nb::keep_alive<0, 1>(), nogil);
   m.def((std::string("spgemm_host") + suffix).c_str(),
-        [](Context& ctx, const CsrMatrix<T>& a, const CsrMatrix<T>& b) {
-          auto p = plan_spgemm(ctx, a, b);
+        [](Context& ctx, const CsrMatrix<T>& a, const CsrMatrix<T>& b, const std::string& config) {
+          auto p = plan_spgemm(ctx, a, b, options_of(config));
           p.run(nullptr);
           return p.download();
         },
-        nb::arg("ctx"), nb::arg("a"), nb::arg("b"), nogil);
+        nb::arg("ctx"), nb::arg("a"), nb::arg("b"), nb::arg("config") = "", nogil);
   m.def((std::string("square") + suffix).c_str(),
         [](Context& ctx, const CsrMatrix<T>& a, bool transpose) { return dbsparse::square(ctx, a, transpose); },
         nb::arg("ctx"), nb::arg("a"), nb::arg("transpose") = false, nogil);

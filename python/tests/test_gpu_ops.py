@@ -364,6 +364,30 @@ def test_spgemm_on_device_matches_scipy_without_copying_inputs():
 
 
 @gpu
+def test_spgemm_with_a_config_merges_rows_and_names_a_bad_key():
+    # B 20000 columns wide (wider than group 2's table) with rows of about 430 entries; A's rows
+    # take 3 of them (IP ~1300, group 2, few entries): merge2 merges them.
+    rng = np.random.default_rng(16)
+    b = sp.csr_matrix((rng.random(40 * 450).astype(np.float32),
+                       (np.repeat(np.arange(40), 450), rng.integers(0, 4000, 40 * 450))), shape=(40, 20000))
+    b.sum_duplicates()
+    a = sp.csr_matrix((rng.random(300).astype(np.float32), (np.arange(300) // 3 % 100, rng.integers(0, 40, 300))),
+                      shape=(100, 40))
+    a.sum_duplicates()
+    ta, tb = (torch.sparse_csr_tensor(torch.as_tensor(m.indptr), torch.as_tensor(m.indices), torch.as_tensor(m.data),
+                                      size=m.shape).cuda() for m in (a, b))
+    want = (a @ b).toarray()
+    for cfg in ({"merge2": 8}, {"merge2": 8, "block2": 256}):
+        c = dbsparse.spgemm(ta, tb, config=cfg)
+        np.testing.assert_allclose(c.to_dense().cpu().numpy(), want, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(dbsparse.spgemm(a, b, config=cfg).toarray(), want, rtol=1e-4, atol=1e-5)
+    with pytest.raises(dbsparse.UsageError, match="merge3"):
+        dbsparse.spgemm(ta, tb, config={"merge3": 1})
+    with pytest.raises(dbsparse.UsageError, match="merge2"):
+        dbsparse.spgemm(a, b, config={"merge2": 33})
+
+
+@gpu
 def test_square_contract_and_mcl_match_scipy():
     a = rand(800, 800, 5e-3, 14)
     np.testing.assert_allclose(dbsparse.square(a).toarray(), (a @ a).toarray(), rtol=1e-4, atol=1e-5)

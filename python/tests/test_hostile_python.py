@@ -147,3 +147,10 @@ def test_raw_stream_ints_other_than_the_defaults_are_refused_without_a_framework
         cuda_stream = 0x1234
     assert arr.stream_of(FakeStream(), "torch", 0) == 0x1234
     assert arr.stream_of(0x1234, "torch", 0) == 0x1234  # seen through an object before
+
+
+@pytest.mark.parametrize("config", ["merge2=8", ["merge2"], {1: 2}, {"merge2": 1.5}, {"merge2": True}, {"merge2": "8"}])
+def test_spgemm_refuses_a_config_that_is_not_a_dict_of_integers_before_any_gpu_work(config):
+    a = valid()
+    with pytest.raises(dbsparse.UsageError, match="config"):
+        dbsparse.spgemm(a, a.T.tocsr(), config=config)
