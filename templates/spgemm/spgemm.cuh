@@ -454,13 +454,13 @@ __device__ int spgemm_dense_write(const int* table, const V* tv, int lo, int hi,
 // Every thread of the block calls these (barriers); a row they do not take (more than M entries,
 // more products than half the slots) returns -1 with nothing written.
 
-// The first place in p[0, n) whose column is >= c (upper: > c).
+// The entries of p[0, n) below c (upper: not above c, i.e. below c + 1: columns are below 2^31 - 1).
 __device__ __forceinline__ int spgemm_rank_in(const int* p, int n, int c, bool upper) {
+  if (upper) ++c;
   int lo = 0;
   while (n > 0) {
     const int half = n >> 1;
-    const int v = p[lo + half];
-    if (v < c || (upper && v == c)) {
+    if (p[lo + half] < c) {
       lo += half + 1;
       n -= half + 1;
     } else {
